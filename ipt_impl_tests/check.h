@@ -1,0 +1,45 @@
+/* check.h - the unit tests' checks.
+ *
+ *     CHECK(cond)              counts a pass or prints the failure
+ *     CHECK_EQ(a, b)           integers, printed on failure
+ *     return check_done();     prints "N passed, N failed"; exit status
+ */
+#ifndef IPT_CHECK_H
+#define IPT_CHECK_H
+
+#include <inttypes.h>
+#include <stdio.h>
+
+static unsigned long check_passed, check_failed;
+
+static int check_report(int ok, const char *file, int line, const char *what)
+{
+	if (ok) {
+		check_passed++;
+		return 1;
+	}
+	check_failed++;
+	fprintf(stdout, "FAIL %s:%d: %s\n", file, line, what);
+	return 0;
+}
+
+#define CHECK(cond) check_report(!!(cond), __FILE__, __LINE__, #cond)
+
+#define CHECK_EQ(a, b)                                                       \
+	do {                                                                 \
+		long long check_a_ = (long long) (a);                        \
+		long long check_b_ = (long long) (b);                        \
+		if (!check_report(check_a_ == check_b_, __FILE__, __LINE__,  \
+				  #a " == " #b))                             \
+			fprintf(stdout, "     %lld (0x%llx) != %lld (0x%llx)\n", \
+				check_a_, (unsigned long long) check_a_,     \
+				check_b_, (unsigned long long) check_b_);    \
+	} while (0)
+
+static int check_done(void)
+{
+	printf("%lu passed, %lu failed\n", check_passed, check_failed);
+	return check_failed ? 1 : 0;
+}
+
+#endif
