@@ -2884,6 +2884,29 @@ static IPT__UNUSED void ipt__pkt_fini(struct pt_packet_decoder *decoder)
 	(void) decoder;
 }
 
+/* The same under the names of libipt's internals. */
+#define ipt__pkt_decoder_init ipt__pkt_init
+#define ipt__pkt_decoder_fini ipt__pkt_fini
+
+/* Where an embedded decoder is, and where its trace ends. */
+static IPT__UNUSED inline const struct pt_config *
+ipt__pkt_config(const struct pt_packet_decoder *decoder)
+{
+	return decoder ? &decoder->config : NULL;
+}
+
+static IPT__UNUSED inline const uint8_t *
+ipt__pkt_pos(const struct pt_packet_decoder *decoder)
+{
+	return decoder ? decoder->pos : NULL;
+}
+
+static IPT__UNUSED inline const uint8_t *
+ipt__pkt_end(const struct pt_packet_decoder *decoder)
+{
+	return decoder ? decoder->config.end : NULL;
+}
+
 IPT_DEF struct pt_packet_decoder *
 pt_pkt_alloc_decoder(const struct pt_config *config)
 {
