@@ -38,7 +38,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct pt_config config;
 	struct ipt_time time;
 	struct ipt_time_cal tcal;
-	int in_psb = 0;
+	int in_psb = 0, ok = 1;
 
 	in.pos = data;
 	in.end = data + size;
@@ -65,8 +65,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			ecal = in_psb ? ipt_tcal_header_tsc(&tcal, &p, &config)
 				      : ipt_tcal_update_tsc(&tcal, &p, &config);
 			etime = ipt_time_update_tsc(&time, &p, &config);
-			CHECK(ipt_time_query_tsc(&tsc, NULL, NULL, &time) == 0 &&
-			      tsc == p.tsc);
+			ok &= ipt_time_query_tsc(&tsc, NULL, NULL, &time) == 0 &&
+			      tsc == p.tsc;
 			break;
 		}
 		case 1: {
@@ -117,11 +117,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			break;
 		}
 
-		CHECK(documented(ecal));
-		CHECK(documented(etime));
+		ok &= documented(ecal) && documented(etime);
 		if (ipt_tcal_fcr(&fcr, &tcal) == 0)
-			CHECK(tcal.min_fcr <= fcr && fcr <= tcal.max_fcr);
+			ok &= tcal.min_fcr <= fcr && fcr <= tcal.max_fcr;
 	}
+	/* One check per input. */
+	CHECK(ok);
 	return 0;
 }
 
