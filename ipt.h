@@ -1383,7 +1383,7 @@ IPT_DEF struct pt_version pt_library_version(void)
 	version.minor = LIBIPT_VERSION_MINOR;
 	version.patch = LIBIPT_VERSION_PATCH;
 	version.build = 0;
-	version.ext = "-ipt.h-0.1.0";
+	version.ext = "ipt.h-0.1.0";
 	return version;
 }
 
