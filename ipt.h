@@ -3391,45 +3391,24 @@ static int ipt__pkt_decode(struct pt_packet_decoder *decoder,
 	return size;
 }
 
-/* Decode the next packet and move past it.  Same semantics as libipt's
- * pt_pkt_next: the packet is copied out as the caller's size says (bytes
- * past sizeof(struct pt_packet) zeroed, fewer bytes truncated). */
-IPT_DEF int pt_pkt_next(struct pt_packet_decoder *decoder,
-			struct pt_packet *packet, size_t psize)
+/* Keeps the slow path out of pt_pkt_next so that its fast path needs no
+ * stack frame. */
+#if defined(__GNUC__) || defined(__clang__)
+#define IPT__NOINLINE __attribute__((noinline))
+#else
+#define IPT__NOINLINE
+#endif
+
+/* pt_pkt_next for everything but the common packets: decode, copy out as
+ * the caller's size says (bytes past sizeof(struct pt_packet) zeroed,
+ * fewer bytes truncated), advance. */
+static IPT__NOINLINE int ipt__pkt_next_slow(struct pt_packet_decoder *decoder,
+			      struct pt_packet *packet, size_t psize)
 {
 	struct pt_packet pkt;
 	int size;
 
-	if (!packet || !decoder)
-		return -pte_invalid;
-
-	/* Most packets in a trace are TNT-8 or PAD (three quarters and a
-	 * fifth in a typical perf trace): decode them before dispatching. */
-	if (IPT__LIKELY(psize == sizeof(pkt) && decoder->pos &&
-			decoder->config.begin <= decoder->pos &&
-			decoder->pos < decoder->config.end)) {
-		unsigned int b = decoder->pos[0];
-
-		if (IPT__LIKELY(!(b & 1) && b > IPT__OPC_EXT)) {
-			uint8_t bit_size = ipt__msb(b >> IPT__OPM_TNT_8_SHR);
-
-			packet->type = ppt_tnt_8;
-			packet->size = 1;
-			packet->payload.tnt.bit_size = bit_size;
-			packet->payload.tnt.payload =
-				(b >> IPT__OPM_TNT_8_SHR) & ~(1u << bit_size);
-			decoder->pos += 1;
-			return 1;
-		}
-		if (b == IPT__OPC_PAD) {
-			packet->type = ppt_pad;
-			packet->size = 1;
-			decoder->pos += 1;
-			return 1;
-		}
-	}
-
-	if (IPT__LIKELY(psize == sizeof(pkt))) {
+	if (psize == sizeof(pkt)) {
 		size = ipt__pkt_decode(decoder, packet);
 		if (size < 0)
 			return size;
@@ -3448,6 +3427,46 @@ IPT_DEF int pt_pkt_next(struct pt_packet_decoder *decoder,
 
 	decoder->pos += size;
 	return size;
+}
+
+/* Decode the next packet and move past it.  Same semantics as libipt's
+ * pt_pkt_next.  Most packets in a trace are TNT-8 or PAD (three quarters
+ * and a fifth in a typical perf trace): those are decoded here, without
+ * dispatch and without a stack frame. */
+IPT_DEF int pt_pkt_next(struct pt_packet_decoder *decoder,
+			struct pt_packet *packet, size_t psize)
+{
+	const uint8_t *pos;
+	unsigned int b;
+
+	if (!packet || !decoder)
+		return -pte_invalid;
+
+	pos = decoder->pos;
+	if (IPT__LIKELY(psize == sizeof(*packet) && pos &&
+			decoder->config.begin <= pos &&
+			pos < decoder->config.end)) {
+		b = pos[0];
+		if (IPT__LIKELY(!(b & 1) && b > IPT__OPC_EXT)) {
+			uint8_t bit_size = ipt__msb(b >> IPT__OPM_TNT_8_SHR);
+
+			packet->type = ppt_tnt_8;
+			packet->size = 1;
+			packet->payload.tnt.bit_size = bit_size;
+			packet->payload.tnt.payload =
+				(b >> IPT__OPM_TNT_8_SHR) & ~(1u << bit_size);
+			decoder->pos = pos + 1;
+			return 1;
+		}
+		if (b == IPT__OPC_PAD) {
+			packet->type = ppt_pad;
+			packet->size = 1;
+			decoder->pos = pos + 1;
+			return 1;
+		}
+	}
+
+	return ipt__pkt_next_slow(decoder, packet, psize);
 }
 
 /* ---- last-IP tracking ---- */
