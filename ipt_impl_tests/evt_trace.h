@@ -19,7 +19,7 @@ struct tb {
 	int broken;
 };
 
-static void tb_begin(struct tb *t)
+static inline void tb_begin(struct tb *t)
 {
 	memset(t->buf, 0, sizeof(t->buf));
 	pt_config_init(&t->config);
@@ -29,7 +29,7 @@ static void tb_begin(struct tb *t)
 	t->broken = t->enc == NULL;
 }
 
-static uint64_t tb_add(struct tb *t, struct pt_packet p)
+static inline uint64_t tb_add(struct tb *t, struct pt_packet p)
 {
 	uint64_t offset = 0;
 	int size;
@@ -46,7 +46,7 @@ static uint64_t tb_add(struct tb *t, struct pt_packet p)
 }
 
 /* Finish: the trace ends after the last packet. */
-static void tb_end(struct tb *t)
+static inline void tb_end(struct tb *t)
 {
 	uint64_t offset = 0;
 
@@ -58,7 +58,7 @@ static void tb_end(struct tb *t)
 	t->config.end = t->buf + offset;
 }
 
-static struct pt_packet pk(enum pt_packet_type type)
+static inline struct pt_packet pk(enum pt_packet_type type)
 {
 	struct pt_packet p;
 
@@ -67,7 +67,7 @@ static struct pt_packet pk(enum pt_packet_type type)
 	return p;
 }
 
-static struct pt_packet pk_ip(enum pt_packet_type type,
+static inline struct pt_packet pk_ip(enum pt_packet_type type,
 			      enum pt_ip_compression ipc, uint64_t ip)
 {
 	struct pt_packet p = pk(type);
@@ -78,17 +78,17 @@ static struct pt_packet pk_ip(enum pt_packet_type type,
 }
 
 /* A full 64-bit IP (sign-extended 48 bits). */
-static struct pt_packet pk_full(enum pt_packet_type type, uint64_t ip)
+static inline struct pt_packet pk_full(enum pt_packet_type type, uint64_t ip)
 {
 	return pk_ip(type, pt_ipc_sext_48, ip & 0xffffffffffffull);
 }
 
-static struct pt_packet pk_supp(enum pt_packet_type type)
+static inline struct pt_packet pk_supp(enum pt_packet_type type)
 {
 	return pk_ip(type, pt_ipc_suppressed, 0);
 }
 
-static struct pt_packet pk_tnt(uint64_t bits, uint8_t size)
+static inline struct pt_packet pk_tnt(uint64_t bits, uint8_t size)
 {
 	struct pt_packet p = pk(size <= 6 ? ppt_tnt_8 : ppt_tnt_64);
 
@@ -97,7 +97,7 @@ static struct pt_packet pk_tnt(uint64_t bits, uint8_t size)
 	return p;
 }
 
-static struct pt_packet pk_exec(enum pt_exec_mode mode, int iflag)
+static inline struct pt_packet pk_exec(enum pt_exec_mode mode, int iflag)
 {
 	struct pt_packet p = pk(ppt_mode);
 
@@ -107,7 +107,7 @@ static struct pt_packet pk_exec(enum pt_exec_mode mode, int iflag)
 	return p;
 }
 
-static struct pt_packet pk_tsx(int intx, int abrt)
+static inline struct pt_packet pk_tsx(int intx, int abrt)
 {
 	struct pt_packet p = pk(ppt_mode);
 
@@ -117,7 +117,7 @@ static struct pt_packet pk_tsx(int intx, int abrt)
 	return p;
 }
 
-static struct pt_packet pk_pip(uint64_t cr3, int nr)
+static inline struct pt_packet pk_pip(uint64_t cr3, int nr)
 {
 	struct pt_packet p = pk(ppt_pip);
 
@@ -126,7 +126,7 @@ static struct pt_packet pk_pip(uint64_t cr3, int nr)
 	return p;
 }
 
-static struct pt_packet pk_vmcs(uint64_t base)
+static inline struct pt_packet pk_vmcs(uint64_t base)
 {
 	struct pt_packet p = pk(ppt_vmcs);
 
@@ -134,7 +134,7 @@ static struct pt_packet pk_vmcs(uint64_t base)
 	return p;
 }
 
-static struct pt_packet pk_tsc(uint64_t tsc)
+static inline struct pt_packet pk_tsc(uint64_t tsc)
 {
 	struct pt_packet p = pk(ppt_tsc);
 
@@ -142,7 +142,7 @@ static struct pt_packet pk_tsc(uint64_t tsc)
 	return p;
 }
 
-static struct pt_packet pk_cbr(uint8_t ratio)
+static inline struct pt_packet pk_cbr(uint8_t ratio)
 {
 	struct pt_packet p = pk(ppt_cbr);
 
@@ -150,7 +150,7 @@ static struct pt_packet pk_cbr(uint8_t ratio)
 	return p;
 }
 
-static struct pt_packet pk_mnt(uint64_t payload)
+static inline struct pt_packet pk_mnt(uint64_t payload)
 {
 	struct pt_packet p = pk(ppt_mnt);
 
@@ -158,7 +158,7 @@ static struct pt_packet pk_mnt(uint64_t payload)
 	return p;
 }
 
-static struct pt_packet pk_exstop(int ip)
+static inline struct pt_packet pk_exstop(int ip)
 {
 	struct pt_packet p = pk(ppt_exstop);
 
@@ -166,7 +166,7 @@ static struct pt_packet pk_exstop(int ip)
 	return p;
 }
 
-static struct pt_packet pk_mwait(uint32_t hints, uint32_t ext)
+static inline struct pt_packet pk_mwait(uint32_t hints, uint32_t ext)
 {
 	struct pt_packet p = pk(ppt_mwait);
 
@@ -175,7 +175,7 @@ static struct pt_packet pk_mwait(uint32_t hints, uint32_t ext)
 	return p;
 }
 
-static struct pt_packet pk_pwre(uint8_t state, uint8_t sub, int hw)
+static inline struct pt_packet pk_pwre(uint8_t state, uint8_t sub, int hw)
 {
 	struct pt_packet p = pk(ppt_pwre);
 
@@ -185,7 +185,7 @@ static struct pt_packet pk_pwre(uint8_t state, uint8_t sub, int hw)
 	return p;
 }
 
-static struct pt_packet pk_pwrx(uint8_t last, uint8_t deepest, int intr,
+static inline struct pt_packet pk_pwrx(uint8_t last, uint8_t deepest, int intr,
 				int store, int autonomous)
 {
 	struct pt_packet p = pk(ppt_pwrx);
@@ -198,7 +198,7 @@ static struct pt_packet pk_pwrx(uint8_t last, uint8_t deepest, int intr,
 	return p;
 }
 
-static struct pt_packet pk_ptw(uint8_t plc, int ip, uint64_t payload)
+static inline struct pt_packet pk_ptw(uint8_t plc, int ip, uint64_t payload)
 {
 	struct pt_packet p = pk(ppt_ptw);
 
@@ -208,7 +208,7 @@ static struct pt_packet pk_ptw(uint8_t plc, int ip, uint64_t payload)
 	return p;
 }
 
-static struct pt_packet pk_cfe(enum pt_cfe_type type, uint8_t vector, int ip)
+static inline struct pt_packet pk_cfe(enum pt_cfe_type type, uint8_t vector, int ip)
 {
 	struct pt_packet p = pk(ppt_cfe);
 
@@ -218,7 +218,7 @@ static struct pt_packet pk_cfe(enum pt_cfe_type type, uint8_t vector, int ip)
 	return p;
 }
 
-static struct pt_packet pk_evd(enum pt_evd_type type, uint64_t payload)
+static inline struct pt_packet pk_evd(enum pt_evd_type type, uint64_t payload)
 {
 	struct pt_packet p = pk(ppt_evd);
 
@@ -227,7 +227,7 @@ static struct pt_packet pk_evd(enum pt_evd_type type, uint64_t payload)
 	return p;
 }
 
-static struct pt_packet pk_trig(uint8_t trbv, int icntv, uint16_t icnt,
+static inline struct pt_packet pk_trig(uint8_t trbv, int icntv, uint16_t icnt,
 				int ip, int mult)
 {
 	struct pt_packet p = pk(ppt_trig);
