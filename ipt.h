@@ -1726,13 +1726,17 @@ static int ipt__image_read_callback(struct pt_image *image, int *isid,
 		uint64_t at = addr + done;
 		uint32_t off, n;
 
-		page = ipt__pcache_find(pc, cr3, vmcs, at);
-		if (page) {
+		/* Decoding mostly stays in the page it read last. */
+		page = pc->newest;
+		if (page && page->base == (at & ~IPT__PAGE_MASK) &&
+		    page->cr3 == cr3 && page->vmcs == vmcs &&
+		    page->lo <= (at & IPT__PAGE_MASK) &&
+		    (at & IPT__PAGE_MASK) < page->hi)
 			pc->hits += 1;
-			if (page != pc->newest) {
-				ipt__pcache_lru_unlink(pc, page);
-				ipt__pcache_lru_push(pc, page);
-			}
+		else if ((page = ipt__pcache_find(pc, cr3, vmcs, at)) != NULL) {
+			pc->hits += 1;
+			ipt__pcache_lru_unlink(pc, page);
+			ipt__pcache_lru_push(pc, page);
 		} else {
 			int status;
 
