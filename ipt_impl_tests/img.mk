@@ -16,7 +16,7 @@ $(B)/img_cxx_%: ipt_impl_tests/t_%.c $(HDR) ipt_impl_tests/check.h | $(B)
 $(B)/img_nostdio_%: ipt_impl_tests/t_%.c $(HDR) ipt_impl_tests/check.h | $(B)
 	$(CC) -std=c99 -O1 $(WARN) -DIPT_NO_STDIO $(CPPFLAGS) -o $@ $< $(ZYDIS)
 
-IMG_BINS := $(patsubst %,$(B)/img_asan_%,$(IMG_TESTS) img_files) \
+IMG_BINS := $(patsubst %,$(B)/img_asan_%,$(IMG_TESTS) img_files img_nomem) \
 	    $(patsubst %,$(B)/img_cxx_%,$(IMG_TESTS) img_files) \
 	    $(patsubst %,$(B)/img_nostdio_%,$(IMG_TESTS))
 
