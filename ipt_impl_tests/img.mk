@@ -4,7 +4,7 @@
 # image alone).  Each test file compiles its own static copy of the
 # implementation, so none of these needs build/ipt_impl.o.
 
-IMG_TESTS := img_callback ild_classify
+IMG_TESTS := img_callback ild_classify ild_random
 IMG_SAN := -fsanitize=address,undefined -fno-sanitize-recover=all
 
 $(B)/img_asan_%: ipt_impl_tests/t_%.c $(HDR) ipt_impl_tests/check.h | $(B)
