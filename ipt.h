@@ -1387,18 +1387,29 @@ static char *ipt__strdup(const char *str, size_t *psize)
 
 /* ---- the page cache of callback memory ----
  *
- * A page entry holds one run [lo, hi) of bytes the callback gave for one
- * 4 KiB page of one address space (the exact cr3/vmcs the decoder asked
- * with).  A miss at addr asks the callback for everything from addr to the
- * end of its page.  If the callback gives less, it has told us where its
- * mapping ends: the run is "bounded" and a read reaching hi stops there,
- * just as the callback itself would have stopped.  A run that is not
- * bounded reaches the page end and goes on in the next page.  Runs of one page never overlap: a new
- * run replaces those it covers, so a miss below lo refills from there.
+ * The callback may be slow (a ptrace peek, a core file lookup), and a
+ * decoder reads the same code over and over, so what it gives is kept in
+ * 4 KiB pages keyed by the exact cr3/vmcs the decoder asked with and the
+ * page address.  The bound (IPT_IMAGE_CACHE_LIMIT, or
+ * ipt_image_set_cache_limit) counts page data: limit / 4096 entries of a
+ * little over 4 KiB each, plus a hash table of at most 64 Ki pointers.
+ *
+ * An entry holds one run [lo, hi) of a page.  A miss asks the callback for
+ * the rest of the page from its start (mappings mostly start at page
+ * boundaries), or from the missed address when there is nothing at the
+ * start.  A callback giving less than asked has told where its mapping
+ * ends: the run is "bounded" and a read reaching hi stops there, as the
+ * callback itself would have.  To tell a mapping that ends exactly at the
+ * page end from one that goes on, the callback is asked for one byte
+ * more.  An unbounded run reaches the page end and a read goes on in the
+ * next page.  Runs of one page never overlap: a new run replaces those it
+ * covers.  So a read gives what one call of the callback would, for any
+ * callback that behaves like a view of memory.
  *
  * Entries live in a hash table and on a list from most to least recently
- * used; when the limit is reached, the least recently used entry is taken
- * for the next miss, so a full cache allocates nothing more. */
+ * used; at the limit the least recently used entry is taken for the next
+ * miss, so a full cache allocates nothing more.  Errors are not cached:
+ * each read of unmapped memory calls the callback. */
 
 struct ipt__page {
 	/* The next entry in the hash bucket, or on the spare list. */
