@@ -22,3 +22,14 @@ IMG_BINS := $(patsubst %,$(B)/img_asan_%,$(IMG_TESTS) img_files img_nomem) \
 
 TESTS += $(IMG_BINS)
 TEST_DEPS += $(IMG_BINS)
+
+# The same script of image and image-section-cache calls against ipt.h and
+# against Debian's libipt (separate programs: the symbols are the same).
+$(B)/img_diff_ipt: ipt_impl_tests/img_diff.c $(B)/ipt_impl.o $(HDR) | $(B)
+	$(CC) $(OPT) $(WARN) $(CPPFLAGS) -o $@ $< $(B)/ipt_impl.o $(ZYDIS)
+
+$(B)/img_diff_libipt: ipt_impl_tests/img_diff.c | $(B)
+	$(CC) $(OPT) $(WARN) -DUSE_LIBIPT -o $@ $< -lipt
+
+TESTS += ipt_impl_tests/img_diff.sh
+TEST_DEPS += $(B)/img_diff_ipt $(B)/img_diff_libipt
