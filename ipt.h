@@ -2744,7 +2744,10 @@ IPT_DEF int pt_image_add_cached(struct pt_image *image,
  *    JMPABS (REX2 D5 with M0=W=0, then A1 and a 64-bit target; 64-bit mode
  *    only).  These fixed encodings, and MOV to CRn with REX2, are
  *    recognized here when Zydis rejects them; other REX2 (APX)
- *    instructions are -pte_bad_insn.  UIRET is Zydis'.
+ *    instructions are -pte_bad_insn.  UIRET is Zydis'.  Other instructions
+ *    newer than Zydis 4.0 are -pte_bad_insn too, where libipt decodes their
+ *    length: e.g. WRMSRNS and RDMSRLIST/WRMSRLIST (0F 01 C6), CMPccXADD,
+ *    RAO-INT (0F 38 FC) and the VEX forms of AVX-VNNI (VPDPBUSD etc.).
  *  - ptem_unknown decodes nothing: -pte_bad_insn.
  */
 
