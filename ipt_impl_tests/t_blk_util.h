@@ -16,6 +16,12 @@
 #include <string.h>
 #include <stdarg.h>
 
+#if defined(__GNUC__)
+#define T_UNUSED __attribute__((unused))
+#else
+#define T_UNUSED
+#endif
+
 /* ---- traces ---- */
 
 struct tb {
@@ -25,7 +31,7 @@ struct tb {
 	int errors;
 };
 
-static void tb_init(struct tb *t)
+static T_UNUSED void tb_init(struct tb *t)
 {
 	memset(t, 0, sizeof(*t));
 	pt_config_init(&t->config);
@@ -36,13 +42,13 @@ static void tb_init(struct tb *t)
 		t->errors += 1;
 }
 
-static void tb_put(struct tb *t, const struct pt_packet *p)
+static T_UNUSED void tb_put(struct tb *t, const struct pt_packet *p)
 {
 	if (!t->enc || pt_enc_next(t->enc, p) < 0)
 		t->errors += 1;
 }
 
-static void tb_simple(struct tb *t, enum pt_packet_type type)
+static T_UNUSED void tb_simple(struct tb *t, enum pt_packet_type type)
 {
 	struct pt_packet p;
 
@@ -51,7 +57,7 @@ static void tb_simple(struct tb *t, enum pt_packet_type type)
 	tb_put(t, &p);
 }
 
-static void tb_ip(struct tb *t, enum pt_packet_type type,
+static T_UNUSED void tb_ip(struct tb *t, enum pt_packet_type type,
 		  enum pt_ip_compression ipc, uint64_t ip)
 {
 	struct pt_packet p;
@@ -63,7 +69,7 @@ static void tb_ip(struct tb *t, enum pt_packet_type type,
 	tb_put(t, &p);
 }
 
-static void tb_tnt(struct tb *t, uint64_t bits, uint8_t n)
+static T_UNUSED void tb_tnt(struct tb *t, uint64_t bits, uint8_t n)
 {
 	struct pt_packet p;
 
@@ -74,7 +80,7 @@ static void tb_tnt(struct tb *t, uint64_t bits, uint8_t n)
 	tb_put(t, &p);
 }
 
-static void tb_mode_exec(struct tb *t, enum pt_exec_mode mode)
+static T_UNUSED void tb_mode_exec(struct tb *t, enum pt_exec_mode mode)
 {
 	struct pt_packet p;
 
@@ -85,7 +91,7 @@ static void tb_mode_exec(struct tb *t, enum pt_exec_mode mode)
 	tb_put(t, &p);
 }
 
-static void tb_mode_tsx(struct tb *t, int intx, int abrt)
+static T_UNUSED void tb_mode_tsx(struct tb *t, int intx, int abrt)
 {
 	struct pt_packet p;
 
@@ -97,7 +103,7 @@ static void tb_mode_tsx(struct tb *t, int intx, int abrt)
 	tb_put(t, &p);
 }
 
-static void tb_pip(struct tb *t, uint64_t cr3)
+static T_UNUSED void tb_pip(struct tb *t, uint64_t cr3)
 {
 	struct pt_packet p;
 
@@ -107,7 +113,7 @@ static void tb_pip(struct tb *t, uint64_t cr3)
 	tb_put(t, &p);
 }
 
-static void tb_tsc(struct tb *t, uint64_t tsc)
+static T_UNUSED void tb_tsc(struct tb *t, uint64_t tsc)
 {
 	struct pt_packet p;
 
@@ -117,7 +123,7 @@ static void tb_tsc(struct tb *t, uint64_t tsc)
 	tb_put(t, &p);
 }
 
-static void tb_cbr(struct tb *t, uint8_t ratio)
+static T_UNUSED void tb_cbr(struct tb *t, uint8_t ratio)
 {
 	struct pt_packet p;
 
@@ -127,7 +133,7 @@ static void tb_cbr(struct tb *t, uint8_t ratio)
 	tb_put(t, &p);
 }
 
-static void tb_ptw(struct tb *t, uint64_t payload, int ip)
+static T_UNUSED void tb_ptw(struct tb *t, uint64_t payload, int ip)
 {
 	struct pt_packet p;
 
@@ -140,7 +146,7 @@ static void tb_ptw(struct tb *t, uint64_t payload, int ip)
 }
 
 /* PSB, MODE.EXEC 64-bit, FUP @ip (enabled), PSBEND. */
-static void tb_start64(struct tb *t, uint64_t ip)
+static T_UNUSED void tb_start64(struct tb *t, uint64_t ip)
 {
 	tb_simple(t, ppt_psb);
 	tb_mode_exec(t, ptem_64bit);
@@ -149,7 +155,7 @@ static void tb_start64(struct tb *t, uint64_t ip)
 }
 
 /* Close the trace: the config now covers exactly what was written. */
-static struct pt_config *tb_done(struct tb *t)
+static T_UNUSED struct pt_config *tb_done(struct tb *t)
 {
 	uint64_t offset = 0;
 
@@ -174,7 +180,7 @@ struct mem {
 	unsigned long reads;
 };
 
-static void mem_init(struct mem *m, uint64_t base, const uint8_t *code,
+static T_UNUSED void mem_init(struct mem *m, uint64_t base, const uint8_t *code,
 		     size_t size)
 {
 	memset(m, 0, sizeof(*m));
@@ -186,7 +192,7 @@ static void mem_init(struct mem *m, uint64_t base, const uint8_t *code,
 	m->size = size;
 }
 
-static int mem_read(uint8_t *buffer, size_t size, const struct pt_asid *asid,
+static T_UNUSED int mem_read(uint8_t *buffer, size_t size, const struct pt_asid *asid,
 		    uint64_t ip, void *context)
 {
 	struct mem *m = (struct mem *) context;
@@ -214,13 +220,13 @@ struct log {
 	size_t len;
 };
 
-static void log_init(struct log *l)
+static T_UNUSED void log_init(struct log *l)
 {
 	l->text[0] = 0;
 	l->len = 0;
 }
 
-static void log_add(struct log *l, const char *fmt, ...)
+static T_UNUSED void log_add(struct log *l, const char *fmt, ...)
 {
 	va_list ap;
 	int n;
@@ -273,14 +279,14 @@ static uint64_t ev_ip(const struct pt_event *ev)
 	}
 }
 
-static void log_event(struct log *l, const struct pt_event *ev)
+static T_UNUSED void log_event(struct log *l, const struct pt_event *ev)
 {
 	log_add(l, "e %s %llx\n", ev_name(ev->type),
 		(unsigned long long) ev_ip(ev));
 }
 
 /* Decode all of @config with a block decoder over @image. */
-static void run_blk(struct log *l, const struct pt_config *config,
+static T_UNUSED void run_blk(struct log *l, const struct pt_config *config,
 		    struct pt_image *image)
 {
 	struct pt_block_decoder *d;
@@ -323,7 +329,7 @@ static void run_blk(struct log *l, const struct pt_config *config,
 }
 
 /* Decode all of @config with an instruction decoder over @image. */
-static void run_insn(struct log *l, const struct pt_config *config,
+static T_UNUSED void run_insn(struct log *l, const struct pt_config *config,
 		     struct pt_image *image)
 {
 	struct pt_insn_decoder *d;
@@ -364,7 +370,7 @@ static void run_insn(struct log *l, const struct pt_config *config,
 }
 
 /* Compare a log with what we expect; print both if they differ. */
-static int log_is(const struct log *l, const char *expected, const char *name)
+static T_UNUSED int log_is(const struct log *l, const char *expected, const char *name)
 {
 	if (strcmp(l->text, expected) == 0)
 		return 1;
