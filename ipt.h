@@ -11161,6 +11161,9 @@ IPT_DEF int pt_blk_set_image(struct pt_block_decoder *decoder,
 	if (!decoder)
 		return -pte_invalid;
 	decoder->image = image ? image : decoder->default_image;
+
+	/* Even the same image pointer may be a different image now. */
+	decoder->cache_image = NULL;
 	return 0;
 }
 
