@@ -6941,8 +6941,8 @@ static char *ipt__strdup(const char *str, size_t *psize)
  * with).  A miss at addr asks the callback for everything from addr to the
  * end of its page.  If the callback gives less, it has told us where its
  * mapping ends: the run is "bounded" and a read reaching hi stops there,
- * just as the callback itself would have stopped.  A run that reaches the
- * page end goes on in the next page.  Runs of one page never overlap: a new
+ * just as the callback itself would have stopped.  A run that is not
+ * bounded reaches the page end and goes on in the next page.  Runs of one page never overlap: a new
  * run replaces those it covers, so a miss below lo refills from there.
  *
  * Entries live in a hash table and on a list from most to least recently
@@ -6957,7 +6957,9 @@ struct ipt__page {
 	uint64_t cr3, vmcs, base;
 	uint32_t lo, hi;
 	uint32_t bounded;
-	uint8_t data[IPT__PAGE_SIZE];
+	/* The page's bytes, and room for one byte of the next page: see
+	 * ipt__pcache_fill. */
+	uint8_t data[IPT__PAGE_SIZE + 1];
 };
 
 struct ipt__pcache {
@@ -7150,7 +7152,12 @@ static struct ipt__page *ipt__pcache_take(struct ipt__pcache *pc)
 /* Asks the callback for the bytes from addr to the end of its page and
  * caches them.  Returns the number of bytes and the entry in *ppage, zero or
  * the callback's error (nothing cached), or -pte_nomem if no entry could be
- * had (the caller then reads uncached). */
+ * had (the caller then reads uncached).
+ *
+ * Mappings usually end at page boundaries, and a read across one must stop
+ * there as the callback would.  So the callback is asked for one byte more
+ * than the page holds: if it gives that byte, its mapping goes on into the
+ * next page; if not, the run is bounded at the page end. */
 static int ipt__pcache_fill(struct pt_image *image, const struct pt_asid *asid,
 			    uint64_t cr3, uint64_t vmcs, uint64_t addr,
 			    struct ipt__page **ppage)
@@ -7158,7 +7165,7 @@ static int ipt__pcache_fill(struct pt_image *image, const struct pt_asid *asid,
 	struct ipt__pcache *pc = &image->pages;
 	struct ipt__page *page, **pp;
 	uint64_t base;
-	uint32_t off, want, slot;
+	uint32_t off, want, ask, slot, bounded;
 	int status;
 
 	page = ipt__pcache_take(pc);
@@ -7170,12 +7177,17 @@ static int ipt__pcache_fill(struct pt_image *image, const struct pt_asid *asid,
 	want = IPT__PAGE_SIZE - off;
 
 	pc->misses += 1;
-	status = image->callback(page->data + off, want, asid, addr,
+	/* No next page above the top of the address space. */
+	ask = want + (base + IPT__PAGE_SIZE != 0);
+	status = image->callback(page->data + off, ask, asid, addr,
 				 image->context);
 	if (status <= 0) {
 		ipt__pcache_release(pc, page);
 		return status;
 	}
+	if ((uint32_t) status > ask)
+		status = (int) ask;
+	bounded = (uint32_t) status < ask;
 	if ((uint32_t) status > want)
 		status = (int) want;
 
@@ -7201,13 +7213,39 @@ static int ipt__pcache_fill(struct pt_image *image, const struct pt_asid *asid,
 	page->base = base;
 	page->lo = off;
 	page->hi = off + (uint32_t) status;
-	page->bounded = ((uint32_t) status < want);
+	page->bounded = bounded;
 	page->chain = pc->buckets[slot];
 	pc->buckets[slot] = page;
 	ipt__pcache_lru_push(pc, page);
 
 	*ppage = page;
 	return status;
+}
+
+/* Fills the page holding addr: from the page start first, since mappings
+ * mostly start at page boundaries and a later read below addr then hits;
+ * from addr itself if the callback has nothing at the page start or stops
+ * before addr (each costs a call per miss, as do callback errors, which are
+ * not cached).  Returns a positive number, or what ipt__pcache_fill does. */
+static int ipt__pcache_miss(struct pt_image *image, const struct pt_asid *asid,
+			    uint64_t cr3, uint64_t vmcs, uint64_t addr,
+			    struct ipt__page **ppage)
+{
+	uint32_t off = (uint32_t) (addr & IPT__PAGE_MASK);
+
+	/* Once the start of the page is cached, asking there again can't
+	 * reach addr. */
+	if (off && !ipt__pcache_find(&image->pages, cr3, vmcs, addr - off)) {
+		int status;
+
+		status = ipt__pcache_fill(image, asid, cr3, vmcs,
+					  addr - off, ppage);
+		if (status > 0 && off < (*ppage)->hi)
+			return status;
+		if (status == -pte_nomem)
+			return status;
+	}
+	return ipt__pcache_fill(image, asid, cr3, vmcs, addr, ppage);
 }
 
 /* Reads through the callback, from the page cache where it can.  Same
@@ -7237,17 +7275,21 @@ static int ipt__image_read_callback(struct pt_image *image, int *isid,
 		uint64_t at = addr + done;
 		uint32_t off, n;
 
-		page = ipt__pcache_find(pc, cr3, vmcs, at);
-		if (page) {
+		/* Decoding mostly stays in the page it read last. */
+		page = pc->newest;
+		if (page && page->base == (at & ~IPT__PAGE_MASK) &&
+		    page->cr3 == cr3 && page->vmcs == vmcs &&
+		    page->lo <= (at & IPT__PAGE_MASK) &&
+		    (at & IPT__PAGE_MASK) < page->hi)
 			pc->hits += 1;
-			if (page != pc->newest) {
-				ipt__pcache_lru_unlink(pc, page);
-				ipt__pcache_lru_push(pc, page);
-			}
+		else if ((page = ipt__pcache_find(pc, cr3, vmcs, at)) != NULL) {
+			pc->hits += 1;
+			ipt__pcache_lru_unlink(pc, page);
+			ipt__pcache_lru_push(pc, page);
 		} else {
 			int status;
 
-			status = ipt__pcache_fill(image, asid, cr3, vmcs, at,
+			status = ipt__pcache_miss(image, asid, cr3, vmcs, at,
 						  &page);
 			if (status == -pte_nomem) {
 				status = image->callback(buffer + done,
@@ -7272,8 +7314,7 @@ static int ipt__image_read_callback(struct pt_image *image, int *isid,
 
 		/* Stop when done, where the callback stopped, or at the top
 		 * of the address space. */
-		if (done == size || page->bounded || page->hi < IPT__PAGE_SIZE ||
-		    at + n == 0)
+		if (done == size || page->bounded || at + n == 0)
 			return (int) done;
 	}
 }
