@@ -3289,13 +3289,14 @@ static int ipt__pkt_decode(struct pt_packet_decoder *decoder,
 			size = ipt__pkt_read_tma(&packet->payload.tma, pos,
 						 config);
 			/* SKZ84: TSC scaling or offsetting may corrupt TMA;
-			 * reserved bits set is what can be seen.  The error
-			 * stays, but the packet says how much to skip. */
+			 * reserved bits set is what can be seen.  Such a TMA
+			 * decodes as an invalid packet one byte longer. */
 			if (size == -pte_bad_packet &&
 			    decoder->config.errata.skz84) {
 				packet->type = ppt_invalid;
 				packet->size = (uint8_t) (ipt__layout[ppt_tma]
 							  .size + 1);
+				return packet->size;
 			}
 			break;
 
