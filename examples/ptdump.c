@@ -257,8 +257,8 @@ static void show_timing(struct line *ln, struct tracking *tr,
 		show_time(ln, tr, offset, opt);
 }
 
-/* Feed a timing packet to calibration (unless --no-tcal) and to time
- * tracking, reporting failures but going on. */
+/* Calibration and time tracking failures are reported, and dumping goes
+ * on. */
 static void check_tcal(int errcode, uint64_t offset)
 {
 	if (errcode < 0)
@@ -271,6 +271,8 @@ static void check_time(int errcode, uint64_t offset)
 		diag("error updating time", offset, errcode);
 }
 
+/* Feed a timing packet to calibration (unless --no-tcal) and to time
+ * tracking, then show the result in the last column. */
 static void track_timing(struct line *ln, struct tracking *tr,
 			 uint64_t offset, const struct pt_packet *packet,
 			 const struct options *opt,
@@ -278,49 +280,50 @@ static void track_timing(struct line *ln, struct tracking *tr,
 {
 	struct ipt_time_cal *tcal = &tr->tcal;
 	struct ipt_time *time = &tr->time;
+	const struct pt_packet_tsc *tsc = &packet->payload.tsc;
+	const struct pt_packet_cbr *cbr = &packet->payload.cbr;
+	const struct pt_packet_tma *tma = &packet->payload.tma;
+	const struct pt_packet_mtc *mtc = &packet->payload.mtc;
+	const struct pt_packet_cyc *cyc = &packet->payload.cyc;
 	int errcode;
 
+	/* TSC and CBR in PSB+ are status, outside of it they are news: the
+	 * calibration treats them differently. */
 	switch (packet->type) {
 	case ppt_tsc:
-		if (!opt->no_tcal)
-			check_tcal(tr->in_psb ?
-				   ipt_tcal_header_tsc(tcal, &packet->payload.tsc,
-						       config) :
-				   ipt_tcal_update_tsc(tcal, &packet->payload.tsc,
-						       config), offset);
-		check_time(ipt_time_update_tsc(time, &packet->payload.tsc,
-					       config), offset);
+		if (!opt->no_tcal) {
+			errcode = tr->in_psb ?
+				ipt_tcal_header_tsc(tcal, tsc, config) :
+				ipt_tcal_update_tsc(tcal, tsc, config);
+			check_tcal(errcode, offset);
+		}
+		check_time(ipt_time_update_tsc(time, tsc, config), offset);
 		break;
 
 	case ppt_cbr:
-		if (!opt->no_tcal)
-			check_tcal(tr->in_psb ?
-				   ipt_tcal_header_cbr(tcal, &packet->payload.cbr,
-						       config) :
-				   ipt_tcal_update_cbr(tcal, &packet->payload.cbr,
-						       config), offset);
-		check_time(ipt_time_update_cbr(time, &packet->payload.cbr,
-					       config), offset);
+		if (!opt->no_tcal) {
+			errcode = tr->in_psb ?
+				ipt_tcal_header_cbr(tcal, cbr, config) :
+				ipt_tcal_update_cbr(tcal, cbr, config);
+			check_tcal(errcode, offset);
+		}
+		check_time(ipt_time_update_cbr(time, cbr, config), offset);
 		ln->skip_time = 1;
 		break;
 
 	case ppt_tma:
 		if (!opt->no_tcal)
-			check_tcal(ipt_tcal_update_tma(tcal,
-						       &packet->payload.tma,
-						       config), offset);
-		check_time(ipt_time_update_tma(time, &packet->payload.tma,
-					       config), offset);
+			check_tcal(ipt_tcal_update_tma(tcal, tma, config),
+				   offset);
+		check_time(ipt_time_update_tma(time, tma, config), offset);
 		ln->skip_tcal = 1;
 		break;
 
 	case ppt_mtc:
 		if (!opt->no_tcal)
-			check_tcal(ipt_tcal_update_mtc(tcal,
-						       &packet->payload.mtc,
-						       config), offset);
-		check_time(ipt_time_update_mtc(time, &packet->payload.mtc,
-					       config), offset);
+			check_tcal(ipt_tcal_update_mtc(tcal, mtc, config),
+				   offset);
+		check_time(ipt_time_update_mtc(time, mtc, config), offset);
 		break;
 
 	case ppt_cyc: {
@@ -331,12 +334,10 @@ static void track_timing(struct line *ln, struct tracking *tr,
 			errcode = ipt_tcal_fcr(&fcr, tcal);
 			if (errcode < 0)
 				diag("calibration error", offset, errcode);
-			check_tcal(ipt_tcal_update_cyc(tcal,
-						       &packet->payload.cyc,
-						       config), offset);
+			check_tcal(ipt_tcal_update_cyc(tcal, cyc, config),
+				   offset);
 		}
-		errcode = ipt_time_update_cyc(time, &packet->payload.cyc,
-					      config, fcr);
+		errcode = ipt_time_update_cyc(time, cyc, config, fcr);
 		if (errcode < 0)
 			diag("error updating time", offset, errcode);
 		else if (!fcr)
