@@ -70,7 +70,7 @@
  *    does (table 33-50 case 3b).
  *  - PSB+ (33.4.2.15 "PSB", 33.4.2.17 "PSBEND"): after every --psb-period
  *    bytes, at the next instruction boundary with tracing enabled: PSB,
- *    TSC, TMA (with MTC), CBR, MODE.Exec, FUP with the IP of the next
+ *    TSC, TMA (with MTC, right after TSC), CBR, MODE.Exec, FUP with the IP of the next
  *    instruction, PSBEND.  Pending TNT bits are written first.
  *  - Timing (33.4.2.11 "TSC", 33.4.2.12 "MTC", 33.4.2.14 "CYC"): a model
  *    clock runs one cycle per instruction and 2000 per system call; TSC
@@ -726,6 +726,7 @@ struct options {
 	unsigned tnt_max;
 	int retcomp, tsc, cyc, mtc, mtc_freq, single_step, quiet;
 	unsigned pad;
+	const char *trim_dir;
 };
 
 struct synth {
@@ -752,7 +753,81 @@ struct synth {
 	int dropping;
 	uint64_t drop_left;
 	uint64_t errors;
+	uint64_t *pages;	/* executed code pages, for --trim-image */
+	size_t npages;
 };
+
+#define PAGE_SET 65536
+
+static void mark_page(struct synth *s, uint64_t page)
+{
+	size_t h = (size_t) ((page >> 12) * 0x9e3779b97f4a7c15ull >> 48);
+
+	for (;; h = (h + 1) % PAGE_SET) {
+		if (s->pages[h] == page + 1)
+			return;
+		if (!s->pages[h]) {
+			s->pages[h] = page + 1;
+			s->npages++;
+			return;
+		}
+	}
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *) a, y = *(const uint64_t *) b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* --trim-image: only the pages that hold executed code, so a sample trace
+ * ships with a small image.  Adjacent pages make one segment. */
+static void write_trimmed(struct synth *s, const char *dir)
+{
+	char path[4096];
+	uint64_t *list;
+	size_t i, n = 0;
+	FILE *txt;
+
+	list = (uint64_t *) malloc(s->npages * sizeof(*list) + 1);
+	for (i = 0; i < PAGE_SET; i++)
+		if (s->pages[i])
+			list[n++] = s->pages[i] - 1;
+	qsort(list, n, sizeof(*list), cmp_u64);
+	mkdir(dir, 0777);
+	snprintf(path, sizeof(path), "%s/image", dir);
+	mkdir(path, 0777);
+	snprintf(path, sizeof(path), "%s/image.txt", dir);
+	txt = fopen(path, "w");
+	if (!txt)
+		die("cannot write %s", path);
+	for (i = 0; i < n;) {
+		size_t j = i + 1;
+		uint64_t start = list[i], end;
+		uint8_t *buf;
+		FILE *bin;
+
+		while (j < n && list[j] == list[j - 1] + PAGE)
+			j++;
+		end = list[j - 1] + PAGE;
+		buf = (uint8_t *) calloc(1, end - start);
+		image_read(&s->img, start, buf, end - start);
+		snprintf(path, sizeof(path), "%s/image/%" PRIx64 ".bin", dir,
+			 start);
+		bin = fopen(path, "wb");
+		if (!bin)
+			die("cannot write %s", path);
+		fwrite(buf, 1, end - start, bin);
+		fclose(bin);
+		free(buf);
+		fprintf(txt, "%" PRIx64 " %" PRIx64 " image/%" PRIx64 ".bin "
+			"[trimmed]\n", start, end, start);
+		i = j;
+	}
+	fclose(txt);
+	free(list);
+}
 
 static const struct insn_info *lookup(struct synth *s, uint64_t ip)
 {
@@ -917,7 +992,8 @@ static void put_psb(struct synth *s, uint64_t fup_ip)
 		p.payload.tsc.tsc = tsc_now(s);
 		put(s, &p);
 	}
-	if (s->opt->mtc) {
+	/* TMA belongs right after a TSC. */
+	if (s->opt->mtc && s->opt->tsc) {
 		memset(&p, 0, sizeof(p));
 		p.type = ppt_tma;
 		p.payload.tma.ctc = (uint16_t) (ctc_of(tsc_now(s)) & 0xffff);
@@ -1120,6 +1196,8 @@ static int synthesize(const struct options *opt)
 		die("cannot write %s", path);
 	setvbuf(s->truth, NULL, _IOFBF, 1 << 20);
 
+	if (opt->trim_dir)
+		s->pages = (uint64_t *) calloc(PAGE_SET, sizeof(uint64_t));
 	s->dec_ip = 0;
 	put_psb(s, 0);
 
@@ -1148,6 +1226,11 @@ static int synthesize(const struct options *opt)
 		prev = NULL;
 
 		in = lookup(s, word);
+		if (s->pages) {
+			mark_page(s, word & ~(PAGE - 1));
+			mark_page(s, (word + (in->len ? in->len - 1 : 0)) &
+				  ~(PAGE - 1));
+		}
 		if (!s->enabled) {
 			enable(s, word);
 		} else if (s->dropping) {
@@ -1209,10 +1292,18 @@ static int synthesize(const struct options *opt)
 		}
 	}
 
+	if (opt->trim_dir)
+		write_trimmed(s, opt->trim_dir);
 	if (!opt->quiet)
 		printf("ptsynth: %s: %" PRIu64 " instructions, %" PRIu64
-		       " packets, %" PRIu64 " bytes, %.2fs\n", opt->name,
-		       s->ninsn, s->packets, s->bytes, now() - t0);
+		       " packets, %" PRIu64 " bytes, %.2fs (%s encoder)\n",
+		       opt->name, s->ninsn, s->packets, s->bytes, now() - t0,
+#ifdef PTSYNTH_LIBIPT
+		       "libipt"
+#else
+		       "ipt.h"
+#endif
+		       );
 	if (s->errors)
 		fprintf(stderr, "ptsynth: %" PRIu64 " instructions went "
 			"where their class says they cannot\n", s->errors);
@@ -1236,6 +1327,7 @@ static void usage(void)
 "  --cyc              CYC packets\n"
 "  --ovf N[:K]        every N instructions lose K instructions' packets\n"
 "  --pad N            a PAD after every N-th packet\n"
+"  --trim-image DIR2  also write the executed code pages to DIR2/image*\n"
 "  -q                 quiet\n");
 	exit(2);
 }
@@ -1290,6 +1382,8 @@ int main(int argc, char **argv)
 				opt.ovf_len = strtoull(end + 1, NULL, 0);
 		} else if (!strcmp(a, "--pad") && i + 1 < argc)
 			opt.pad = (unsigned) strtoul(argv[++i], NULL, 0);
+		else if (!strcmp(a, "--trim-image") && i + 1 < argc)
+			opt.trim_dir = argv[++i];
 		else if (!strcmp(a, "-q"))
 			opt.quiet = 1;
 		else

@@ -6,14 +6,15 @@
  * Code is read through the image's read-memory callback
  * (pt_image_set_callback) from the mappings ptsynth dumped.
  *
- *     ptxd --insn|--blk DIR NAME
+ *     ptxd --insn|--blk [--disasm] [--quiet] DIR NAME
  *
  * reads DIR/NAME.pt, DIR/NAME.cfg and DIR/image.txt, and prints one line
  * per instruction ("%016llx") and the event lines ptxed prints:
  * [enabled], [resumed], [disabled], [overflow], [exec mode: ...],
  * [end of trace], and "[offset, ip: error: message]" on errors, after
  * which it synchronizes again at the next PSB, as ptxed does.  The number
- * of instructions and the decode time go to stderr.
+ * of instructions and the decode time go to stderr.  --disasm adds each
+ * instruction in Intel syntax (Zydis); --quiet prints nothing but errors.
  */
 
 #define _GNU_SOURCE
@@ -40,6 +41,8 @@ static struct segment segs[256];
 static int nsegs;
 static ZydisDecoder zdec;
 static uint64_t ninsn;
+static int disasm, quiet;
+static ZydisFormatter zfmt;
 
 static void load_image(const char *dir)
 {
@@ -157,7 +160,7 @@ static const char *mode_name(enum pt_exec_mode mode)
 
 static void print_event(const struct pt_event *ev)
 {
-	if (ev->status_update)
+	if (ev->status_update || quiet)
 		return;
 	switch (ev->type) {
 	case ptev_enabled:
@@ -186,10 +189,32 @@ static void print_event(const struct pt_event *ev)
 	}
 }
 
+static int read_mem(uint8_t *buffer, size_t size, const struct pt_asid *asid,
+		    uint64_t ip, void *context);
+
 static void print_ip(uint64_t ip)
 {
-	printf("%016" PRIx64 "\n", ip);
 	ninsn++;
+	if (quiet)
+		return;
+	if (disasm) {
+		ZydisDecodedInstruction zi;
+		ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
+		uint8_t raw[15];
+		char text[256];
+		int n = read_mem(raw, sizeof(raw), NULL, ip, NULL);
+
+		if (n > 0 &&
+		    ZYAN_SUCCESS(ZydisDecoderDecodeFull(&zdec, raw, (size_t) n,
+							&zi, ops)) &&
+		    ZYAN_SUCCESS(ZydisFormatterFormatInstruction(
+			    &zfmt, &zi, ops, zi.operand_count_visible, text,
+			    sizeof(text), ip, NULL))) {
+			printf("%016" PRIx64 "  %s\n", ip, text);
+			return;
+		}
+	}
+	printf("%016" PRIx64 "\n", ip);
 }
 
 static void diagnose(uint64_t offset, uint64_t ip, const char *what, int err)
@@ -362,23 +387,39 @@ int main(int argc, char **argv)
 	uint8_t *trace;
 	size_t size;
 	struct timespec t0, t1;
-	int blk;
+	int blk = -1, i;
+	const char *dir, *name;
 
-	if (argc != 4 || (strcmp(argv[1], "--insn") && strcmp(argv[1], "--blk"))) {
-		fprintf(stderr, "usage: ptxd --insn|--blk DIR NAME\n");
+	for (i = 1; i < argc - 2; i++) {
+		if (!strcmp(argv[i], "--insn"))
+			blk = 0;
+		else if (!strcmp(argv[i], "--blk"))
+			blk = 1;
+		else if (!strcmp(argv[i], "--disasm"))
+			disasm = 1;
+		else if (!strcmp(argv[i], "--quiet"))
+			quiet = 1;
+		else
+			break;
+	}
+	if (blk < 0 || i != argc - 2) {
+		fprintf(stderr, "usage: ptxd --insn|--blk [--disasm] [--quiet] "
+			"DIR NAME\n");
 		return 2;
 	}
-	blk = !strcmp(argv[1], "--blk");
+	dir = argv[argc - 2];
+	name = argv[argc - 1];
 	ZydisDecoderInit(&zdec, ZYDIS_MACHINE_MODE_LONG_64,
 			 ZYDIS_STACK_WIDTH_64);
-	load_image(argv[2]);
-	snprintf(path, sizeof(path), "%s/%s.pt", argv[2], argv[3]);
+	ZydisFormatterInit(&zfmt, ZYDIS_FORMATTER_STYLE_INTEL);
+	load_image(dir);
+	snprintf(path, sizeof(path), "%s/%s.pt", dir, name);
 	trace = load_file(path, &size);
 
 	pt_config_init(&config);
 	config.begin = trace;
 	config.end = trace + size;
-	snprintf(path, sizeof(path), "%s/%s.cfg", argv[2], argv[3]);
+	snprintf(path, sizeof(path), "%s/%s.cfg", dir, name);
 	load_cfg(&config, path);
 
 	image = pt_image_alloc("ptxd");
