@@ -411,25 +411,224 @@ static uint64_t get_rip(pid_t pid)
 				 NULL);
 }
 
-static int set_dr0(pid_t pid, uint64_t addr)
-{
-	size_t dr = offsetof(struct user, u_debugreg);
-
-	if (addr) {
-		if (ptrace(PTRACE_POKEUSER, pid, (void *) dr, (void *) addr))
-			return -1;
-		/* L0=1, RW0=00 (execute), LEN0=00. */
-		return (int) ptrace(PTRACE_POKEUSER, pid,
-				    (void *) (dr + 7 * sizeof(long)),
-				    (void *) 1ul);
-	}
-	return (int) ptrace(PTRACE_POKEUSER, pid,
-			    (void *) (dr + 7 * sizeof(long)), (void *) 0ul);
-}
-
 static int is_code_change(long nr)
 {
 	return nr == 9 || nr == 10 || nr == 11 || nr == 25;
+}
+
+/* Native runs.  A path is the instructions that will run from a stop up to
+ * the next stop, known without executing them: straight-line code, REP
+ * string instructions (one instruction, however many iterations) and
+ * direct jumps and calls, which run on to their target.  The path ends
+ * before the next instruction whose successor is unknown; a hardware
+ * breakpoint there stops the run.  A path may also start with one branch
+ * resolved at the stop: a RET (its target is on top of the stack), or a
+ * conditional branch (two paths, one breakpoint at the end of each: the
+ * one that hits tells the direction). */
+
+#define PATH_MAX_INSN 256
+
+struct path {
+	uint64_t ip[PATH_MAX_INSN];
+	int n;
+	uint64_t stop;
+};
+
+static int in_path(const struct path *p, uint64_t ip, int from)
+{
+	int i;
+
+	for (i = from; i < p->n; i++)
+		if (p->ip[i] == ip)
+			return i;
+	return -1;
+}
+
+/* Extend p from ip; returns 0 if p ends at a usable stop. */
+static int walk(struct recorder *r, struct path *p, uint64_t ip,
+		uint64_t budget)
+{
+	struct insn_info info;
+
+	for (;;) {
+		decode_at(r, ip, &info);
+		if (info.kind == K_BAD)
+			return -1;
+		if (info.kind != K_OTHER && info.kind != K_JMP &&
+		    info.kind != K_CALL)
+			break;
+		/* A loop of direct jumps or a long path: stop early, on an
+		 * instruction that is not in the path yet. */
+		if (p->n >= PATH_MAX_INSN || (uint64_t) p->n >= budget ||
+		    in_path(p, ip, 0) >= 0)
+			break;
+		p->ip[p->n++] = ip;
+		ip = (info.kind == K_OTHER) ? ip + info.len : info.target;
+	}
+	if (in_path(p, ip, 0) >= 0)
+		return -1;
+	p->stop = ip;
+	return 0;
+}
+
+static int set_drs(pid_t pid, uint64_t a0, uint64_t a1)
+{
+	size_t dr = offsetof(struct user, u_debugreg);
+	unsigned long dr7 = 0;
+
+	/* Disable first: DR0/DR1 may only change while unused. */
+	if (ptrace(PTRACE_POKEUSER, pid, (void *) (dr + 7 * sizeof(long)),
+		   (void *) 0ul))
+		return -1;
+	if (a0) {
+		if (ptrace(PTRACE_POKEUSER, pid, (void *) dr, (void *) a0))
+			return -1;
+		dr7 |= 1;	/* L0, execute, length 1 */
+	}
+	if (a1) {
+		if (ptrace(PTRACE_POKEUSER, pid, (void *) (dr + sizeof(long)),
+			   (void *) a1))
+			return -1;
+		dr7 |= 4;	/* L1 */
+	}
+	if (!dr7)
+		return 0;
+	return (int) ptrace(PTRACE_POKEUSER, pid,
+			    (void *) (dr + 7 * sizeof(long)), (void *) dr7);
+}
+
+static void log_path(struct recorder *r, const struct path *p, int upto)
+{
+	int i;
+
+	for (i = 0; i < upto; i++)
+		log_word(r, p->ip[i]);
+	r->ninsn += (uint64_t) upto;
+}
+
+enum { RUN_OK, RUN_STEP, RUN_SIGNAL, RUN_GONE, RUN_LOST, RUN_NOHW };
+
+static int run_native(struct recorder *r, uint64_t rip, uint64_t *new_rip,
+		      int *pstatus)
+{
+	static struct path pa, pb;
+	struct insn_info info;
+	uint64_t budget = 1u << 30, at;
+	long flags;
+	int two = 0, status, i;
+
+	if (r->max_insn)
+		budget = r->max_insn - r->ninsn;
+	pa.n = 0;
+	pb.n = 0;
+	decode_at(r, rip, &info);
+	switch (info.kind) {
+	case K_OTHER:
+	case K_JMP:
+	case K_CALL:
+		if (walk(r, &pa, rip, budget) || pa.n < 2)
+			return RUN_STEP;
+		break;
+	case K_RET: {
+		struct iovec local, remote;
+		uint64_t rsp, target = 0;
+
+		if (budget < 2)
+			return RUN_STEP;
+		errno = 0;
+		rsp = (uint64_t) ptrace(PTRACE_PEEKUSER, r->pid,
+			(void *) offsetof(struct user_regs_struct, rsp), NULL);
+		local.iov_base = &target;
+		local.iov_len = 8;
+		remote.iov_base = (void *) (uintptr_t) rsp;
+		remote.iov_len = 8;
+		if (errno || process_vm_readv(r->pid, &local, 1, &remote, 1,
+					      0) != 8)
+			return RUN_STEP;
+		pa.ip[pa.n++] = rip;
+		if (walk(r, &pa, target, budget - 1) || pa.n < 2)
+			return RUN_STEP;
+		break;
+	}
+	case K_JCC:
+		if (budget < 2)
+			return RUN_STEP;
+		pa.ip[pa.n++] = rip;
+		pb.ip[pb.n++] = rip;
+		if (walk(r, &pa, info.target, budget - 1) ||
+		    walk(r, &pb, rip + info.len, budget - 1) ||
+		    pa.stop == pb.stop || in_path(&pa, pb.stop, 1) >= 0 ||
+		    in_path(&pb, pa.stop, 1) >= 0)
+			return RUN_STEP;
+		two = 1;
+		break;
+	default:
+		return RUN_STEP;
+	}
+
+	if (set_drs(r->pid, pa.stop, two ? pb.stop : 0))
+		return RUN_NOHW;
+	/* RF: no breakpoint on the first instruction, if it is a stop. */
+	errno = 0;
+	flags = ptrace(PTRACE_PEEKUSER, r->pid,
+		       (void *) offsetof(struct user_regs_struct, eflags),
+		       NULL);
+	if (!errno)
+		ptrace(PTRACE_POKEUSER, r->pid,
+		       (void *) offsetof(struct user_regs_struct, eflags),
+		       (void *) (flags | 0x10000l));
+	ptrace(PTRACE_CONT, r->pid, NULL, NULL);
+	r->runs++;
+	if (waitpid(r->pid, &status, 0) < 0 || !WIFSTOPPED(status)) {
+		*pstatus = status;
+		return RUN_GONE;
+	}
+	set_drs(r->pid, 0, 0);
+	*pstatus = status;
+	at = get_rip(r->pid);
+	*new_rip = at;
+
+	if (WSTOPSIG(status) == SIGTRAP) {
+		if (at == pa.stop) {
+			log_path(r, &pa, pa.n);
+			return RUN_OK;
+		}
+		if (two && at == pb.stop) {
+			log_path(r, &pb, pb.n);
+			return RUN_OK;
+		}
+		fprintf(stderr, "ptsynth: lost at %" PRIx64 " (from %" PRIx64
+			")\n", at, rip);
+		return RUN_LOST;
+	}
+
+	/* A signal interrupted the run at `at`: what ran is the path up to
+	 * there. */
+	if (at == rip) {
+		return RUN_SIGNAL;
+	}
+	i = in_path(&pa, at, 1);
+	if (i >= 0) {
+		log_path(r, &pa, i);
+		return RUN_SIGNAL;
+	}
+	if (at == pa.stop) {
+		log_path(r, &pa, pa.n);
+		return RUN_SIGNAL;
+	}
+	if (two) {
+		i = in_path(&pb, at, 1);
+		if (i >= 0) {
+			log_path(r, &pb, i);
+			return RUN_SIGNAL;
+		}
+		if (at == pb.stop) {
+			log_path(r, &pb, pb.n);
+			return RUN_SIGNAL;
+		}
+	}
+	fprintf(stderr, "ptsynth: lost at %" PRIx64 " after a signal\n", at);
+	return RUN_LOST;
 }
 
 /* Run the program and write DIR/exec.log and DIR/image.txt. */
@@ -473,7 +672,7 @@ static int record(struct recorder *r, char **argv)
 
 	rip = get_rip(r->pid);
 	for (;;) {
-		uint64_t stop_at = 0, ip;
+		uint64_t ip;
 		int sys = 0, rep_again;
 		long nr = -1;
 
@@ -483,62 +682,24 @@ static int record(struct recorder *r, char **argv)
 			break;
 		}
 
-		/* Straight-line code up to the next branch runs natively. */
-		decode_at(r, rip, &info);
-		if (!r->single_step && hw_ok && info.kind == K_OTHER &&
-		    !info.rep) {
-			uint64_t n = 0;
+		/* Run natively up to the next branch we cannot resolve. */
+		if (!r->single_step && hw_ok) {
+			int rc = run_native(r, rip, &rip, &status);
 
-			ip = rip;
-			while (info.kind == K_OTHER && !info.rep && n < 4096 &&
-			       (!r->max_insn ||
-				r->ninsn + n < r->max_insn)) {
-				ip += info.len;
-				n++;
-				decode_at(r, ip, &info);
-			}
-			if (info.kind != K_BAD && n > 1)
-				stop_at = ip;
-			decode_at(r, rip, &info);
-		}
-
-		if (stop_at) {
-			uint64_t at;
-
-			if (set_dr0(r->pid, stop_at)) {
-				hw_ok = 0;
-				continue;
-			}
-			ptrace(PTRACE_CONT, r->pid, NULL, NULL);
-			r->runs++;
-			waitpid(r->pid, &status, 0);
-			set_dr0(r->pid, 0);
-			if (!WIFSTOPPED(status)) {
-				/* Gone while running straight-line code. */
-				log_word(r, rip);
-				r->ninsn++;
+			if (rc == RUN_GONE)
 				break;
-			}
-			at = get_rip(r->pid);
-			/* Log what ran: rip up to (not including) at. */
-			for (ip = rip; ip != at;) {
-				if (ip > at || at > stop_at) {
-					fprintf(stderr, "ptsynth: lost at "
-						"%" PRIx64 "\n", at);
-					return -1;
-				}
-				decode_at(r, ip, &info);
-				log_word(r, ip);
-				r->ninsn++;
-				ip += info.len;
-			}
-			rip = at;
-			if (WSTOPSIG(status) != SIGTRAP) {
+			if (rc == RUN_LOST)
+				return -1;
+			if (rc == RUN_NOHW)
+				hw_ok = 0;
+			if (rc == RUN_SIGNAL) {
 				sig = WSTOPSIG(status);
 				goto signal;
 			}
-			continue;
+			if (rc == RUN_OK)
+				continue;
 		}
+		decode_at(r, rip, &info);
 
 		if (info.kind == K_SYS) {
 			struct user_regs_struct regs;
