@@ -13,35 +13,19 @@ export SYNTH_SKIP_PTRACE
 $(SYNTH_B):
 	mkdir -p $(SYNTH_B)
 
-# ptsynth writes its packets with ipt.h's encoder.  While ipt.h does not
-# implement one yet, it falls back to libipt's and says so in its output.
+# ptsynth writes its packets with ipt.h's encoder.
 $(SYNTH_B)/ptsynth: ipt_impl_tests/ptsynth.c $(B)/ipt_impl.o $(HDR) | $(SYNTH_B)
-	@if nm $(B)/ipt_impl.o | grep -q ' T pt_enc_next$$'; then \
-		echo "$(CC) ... -o $@ ipt_impl_tests/ptsynth.c (ipt.h encoder)"; \
-		$(CC) $(OPT) $(WARN) $(CPPFLAGS) $(CFLAGS) -o $@ $< \
-			$(B)/ipt_impl.o $(ZYDIS) -lm; \
-	else \
-		echo "$(CC) ... -o $@ ipt_impl_tests/ptsynth.c (ipt.h has no encoder yet: libipt's)"; \
-		$(CC) $(OPT) $(WARN) $(CPPFLAGS) $(CFLAGS) -DPTSYNTH_LIBIPT \
-			-o $@ $< $(ZYDIS) -lipt; \
-	fi
+	$(CC) $(OPT) $(WARN) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(B)/ipt_impl.o \
+		$(ZYDIS) -lm
 
 # The harness against libipt: the reference.
 $(SYNTH_B)/ptxd-libipt: ipt_impl_tests/synth/ptxd.c | $(SYNTH_B)
 	$(CC) $(OPT) $(WARN) $(CFLAGS) -DUSE_LIBIPT -o $@ $< $(ZYDIS) -lipt
 
-# The harness against ipt.h, once ipt.h implements both flow decoders.
-# Until then there is no such program and run-synth says so.
+# The same harness against ipt.h.
 $(SYNTH_B)/ptxd-ipt: ipt_impl_tests/synth/ptxd.c $(B)/ipt_impl.o $(HDR) | $(SYNTH_B)
-	@if nm $(B)/ipt_impl.o | grep -q ' T pt_insn_next$$' && \
-	    nm $(B)/ipt_impl.o | grep -q ' T pt_blk_next$$'; then \
-		echo "$(CC) ... -o $@ ipt_impl_tests/synth/ptxd.c (ipt.h)"; \
-		$(CC) $(OPT) $(WARN) $(CPPFLAGS) $(CFLAGS) -o $@ $< \
-			$(B)/ipt_impl.o $(ZYDIS) -lm; \
-	else \
-		rm -f $@; \
-		echo "ipt.h implements no pt_insn_next/pt_blk_next yet: $@ not built"; \
-	fi
+	$(CC) $(OPT) $(WARN) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(B)/ipt_impl.o \
+		$(ZYDIS) -lm
 
 # The program `make demo` traces.
 $(SYNTH_B)/demo: ipt_impl_tests/synth/demo.c | $(SYNTH_B)
@@ -55,4 +39,3 @@ TEST_DEPS += $(SYNTH_TOOLS)
 demo: all $(SYNTH_TOOLS) $(SYNTH_B)/demo
 	@ipt_impl_tests/synth/demo
 
-.PHONY: $(SYNTH_B)/ptxd-ipt
