@@ -642,6 +642,40 @@ IPT_API int pt_pkt_next(struct pt_packet_decoder *decoder,
 
 /* >>api-pkt-ext: ipt_ extensions of the packet layer (last-IP tracking) */
 
+/* Parse a CPU given as "family/model[/stepping]" (each number decimal, or
+ * hex with 0x, or octal with a leading 0; the stepping defaults to zero)
+ * into *cpu with vendor pcv_intel, as ptdump's and ptxed's --cpu option
+ * does.  Returns 0, or -pte_invalid if cpu or s is NULL or s is malformed
+ * or out of range (family > 65535, model or stepping > 255). */
+IPT_API int ipt_cpu_parse(struct pt_cpu *cpu, const char *s);
+
+/* Last-IP tracking: IP packets (TIP, TIP.PGE, TIP.PGD, FUP) carry an IP
+ * compressed against the last IP seen; this keeps that last IP. */
+struct ipt_last_ip {
+	/* The last IP. */
+	uint64_t ip;
+	/* An IP update has been seen. */
+	uint32_t have_ip:1;
+	/* The last update suppressed the IP. */
+	uint32_t suppressed:1;
+};
+
+/* Forget any IP. */
+IPT_API void ipt_last_ip_init(struct ipt_last_ip *last_ip);
+
+/* Apply an IP packet's payload.  config may be NULL.  Returns 0;
+ * -pte_bad_packet if packet->ipc is not a valid compression (the last IP is
+ * then unchanged); -pte_invalid if last_ip or packet is NULL. */
+IPT_API int ipt_last_ip_update_ip(struct ipt_last_ip *last_ip,
+				  const struct pt_packet_ip *packet,
+				  const struct pt_config *config);
+
+/* Store the last IP in *ip (if ip is not NULL).  Returns 0; -pte_noip if
+ * no IP has been seen yet, -pte_ip_suppressed if the last update
+ * suppressed it (*ip is then set to zero); -pte_invalid if last_ip is
+ * NULL. */
+IPT_API int ipt_last_ip_query(uint64_t *ip, const struct ipt_last_ip *last_ip);
+
 /* >>api-time: ipt_ extensions of the time layer */
 
 /* ---- events ---- */
@@ -1107,12 +1141,6 @@ IPT_API int pt_blk_event(struct pt_block_decoder *decoder,
 #define IPT_ASSERT(x) assert(x)
 #endif
 
-#ifdef IPT_STATIC
-#define IPT_DEF static
-#else
-#define IPT_DEF
-#endif
-
 #if defined(__GNUC__) || defined(__clang__)
 #define IPT__LIKELY(x) __builtin_expect(!!(x), 1)
 #define IPT__UNLIKELY(x) __builtin_expect(!!(x), 0)
@@ -1121,6 +1149,13 @@ IPT_API int pt_blk_event(struct pt_block_decoder *decoder,
 #define IPT__LIKELY(x) (x)
 #define IPT__UNLIKELY(x) (x)
 #define IPT__UNUSED
+#endif
+
+/* Under IPT_STATIC a program may use only some of the functions. */
+#ifdef IPT_STATIC
+#define IPT_DEF static IPT__UNUSED
+#else
+#define IPT_DEF
 #endif
 
 #ifdef __cplusplus
@@ -1217,16 +1252,2101 @@ IPT_DEF struct pt_version pt_library_version(void)
  * Copies a caller's pt_config in by its size, knows which errata each
  * CPU has, and answers address-filter questions. */
 
+/* Copy a caller's configuration in.  The caller's structure may be older
+ * (smaller) or newer (larger) than ours: copy what both know, zero what the
+ * caller did not know.  Same rules as libipt's pt_config_from_user: a size
+ * that does not even cover the trace buffer is -pte_bad_config, and so is a
+ * missing or reversed buffer. */
+static IPT__UNUSED int ipt__config_from_user(struct pt_config *config,
+					     const struct pt_config *uconfig)
+{
+	size_t size;
+
+	if (!config)
+		return -pte_internal;
+	if (!uconfig)
+		return -pte_invalid;
+
+	size = uconfig->size;
+	if (size < offsetof(struct pt_config, decode))
+		return -pte_bad_config;
+
+	if (!uconfig->begin || !uconfig->end || uconfig->end < uconfig->begin)
+		return -pte_bad_config;
+
+	if (sizeof(*config) <= size)
+		size = sizeof(*config);
+	else
+		IPT_MEMSET(((uint8_t *) config) + size, 0,
+			   sizeof(*config) - size);
+
+	IPT_MEMCPY(config, uconfig, size);
+	config->size = size;
+	return 0;
+}
+
+/* Which errata a CPU has.  Each set below is a combination shared by a
+ * processor generation; the table maps family/model to a set.  Stepping
+ * does not matter for any of them. */
+enum ipt__erratum {
+	IPT__E_BDM70 = 1 << 0,
+	IPT__E_BDM64 = 1 << 1,
+	IPT__E_SKD007 = 1 << 2,
+	IPT__E_SKD022 = 1 << 3,
+	IPT__E_SKD010 = 1 << 4,
+	IPT__E_SKL014 = 1 << 5,
+	IPT__E_APL12 = 1 << 6,
+	IPT__E_APL11 = 1 << 7,
+	IPT__E_SKL168 = 1 << 8,
+	IPT__E_SKZ84 = 1 << 9
+};
+
+enum {
+	/* Broadwell. */
+	IPT__ESET_BDW = IPT__E_BDM70 | IPT__E_BDM64,
+	/* Skylake, Kaby Lake, Coffee Lake, Comet Lake client. */
+	IPT__ESET_SKL = IPT__E_BDM70 | IPT__E_SKD007 | IPT__E_SKD022 |
+			IPT__E_SKD010 | IPT__E_SKL014 | IPT__E_SKL168,
+	/* Skylake, Cascade Lake, Ice Lake server. */
+	IPT__ESET_SKX = IPT__E_BDM70 | IPT__E_SKL014 | IPT__E_SKD022 |
+			IPT__E_SKZ84,
+	/* Sapphire Rapids and later servers. */
+	IPT__ESET_SPR = IPT__E_BDM70 | IPT__E_SKD022 | IPT__E_SKZ84,
+	/* Cannon Lake, Ice Lake, Tiger Lake client. */
+	IPT__ESET_ICL = IPT__E_BDM70 | IPT__E_SKL014 | IPT__E_SKD022,
+	/* Alder Lake, Raptor Lake, Meteor Lake and later client. */
+	IPT__ESET_ADL = IPT__E_BDM70 | IPT__E_SKD022 | IPT__E_APL11,
+	/* Goldmont. */
+	IPT__ESET_GLM = IPT__E_APL12 | IPT__E_APL11,
+	/* Goldmont Plus, Tremont and later Atoms. */
+	IPT__ESET_GLP = IPT__E_APL11
+};
+
+struct ipt__cpu_errata {
+	uint16_t family;
+	uint8_t model;
+	uint16_t set;
+};
+
+static const struct ipt__cpu_errata ipt__cpu_errata_table[] = {
+	{ 0x6, 0x3d, IPT__ESET_BDW }, { 0x6, 0x47, IPT__ESET_BDW },
+	{ 0x6, 0x4f, IPT__ESET_BDW }, { 0x6, 0x56, IPT__ESET_BDW },
+
+	{ 0x6, 0x4e, IPT__ESET_SKL }, { 0x6, 0x5e, IPT__ESET_SKL },
+	{ 0x6, 0x8e, IPT__ESET_SKL }, { 0x6, 0x9e, IPT__ESET_SKL },
+	{ 0x6, 0xa5, IPT__ESET_SKL }, { 0x6, 0xa6, IPT__ESET_SKL },
+
+	{ 0x6, 0x55, IPT__ESET_SKX }, { 0x6, 0x6a, IPT__ESET_SKX },
+	{ 0x6, 0x6c, IPT__ESET_SKX },
+
+	{ 0x6, 0x8f, IPT__ESET_SPR }, { 0x6, 0xcf, IPT__ESET_SPR },
+	{ 0x6, 0xad, IPT__ESET_SPR }, { 0x6, 0xae, IPT__ESET_SPR },
+	{ 0x13, 0x01, IPT__ESET_SPR },
+
+	{ 0x6, 0x66, IPT__ESET_ICL }, { 0x6, 0x7d, IPT__ESET_ICL },
+	{ 0x6, 0x7e, IPT__ESET_ICL }, { 0x6, 0x8c, IPT__ESET_ICL },
+	{ 0x6, 0x8d, IPT__ESET_ICL }, { 0x6, 0xa7, IPT__ESET_ICL },
+	{ 0x6, 0xa8, IPT__ESET_ICL },
+
+	{ 0x6, 0x97, IPT__ESET_ADL }, { 0x6, 0x9a, IPT__ESET_ADL },
+	{ 0x6, 0xba, IPT__ESET_ADL }, { 0x6, 0xb7, IPT__ESET_ADL },
+	{ 0x6, 0xbf, IPT__ESET_ADL }, { 0x6, 0xc5, IPT__ESET_ADL },
+	{ 0x6, 0xc6, IPT__ESET_ADL }, { 0x6, 0xb5, IPT__ESET_ADL },
+	{ 0x6, 0xaa, IPT__ESET_ADL }, { 0x6, 0xac, IPT__ESET_ADL },
+	{ 0x6, 0xbd, IPT__ESET_ADL }, { 0x6, 0xcc, IPT__ESET_ADL },
+	{ 0x6, 0xd5, IPT__ESET_ADL },
+	{ 0x12, 0x01, IPT__ESET_ADL }, { 0x12, 0x03, IPT__ESET_ADL },
+
+	{ 0x6, 0x5c, IPT__ESET_GLM }, { 0x6, 0x5f, IPT__ESET_GLM },
+
+	{ 0x6, 0x7a, IPT__ESET_GLP }, { 0x6, 0x86, IPT__ESET_GLP },
+	{ 0x6, 0x96, IPT__ESET_GLP }, { 0x6, 0x9c, IPT__ESET_GLP },
+	{ 0x6, 0xb6, IPT__ESET_GLP }, { 0x6, 0xaf, IPT__ESET_GLP },
+	{ 0x6, 0xdd, IPT__ESET_GLP }
+};
+
+IPT_DEF int pt_cpu_errata(struct pt_errata *errata, const struct pt_cpu *cpu)
+{
+	size_t i;
+	unsigned int set;
+
+	if (!errata || !cpu)
+		return -pte_invalid;
+
+	IPT_MEMSET(errata, 0, sizeof(*errata));
+
+	if (cpu->vendor != pcv_intel)
+		return -pte_bad_cpu;
+
+	for (i = 0; i < sizeof(ipt__cpu_errata_table) /
+			    sizeof(ipt__cpu_errata_table[0]); ++i) {
+		if (ipt__cpu_errata_table[i].family != cpu->family ||
+		    ipt__cpu_errata_table[i].model != cpu->model)
+			continue;
+
+		set = ipt__cpu_errata_table[i].set;
+		errata->bdm70 = (set & IPT__E_BDM70) ? 1 : 0;
+		errata->bdm64 = (set & IPT__E_BDM64) ? 1 : 0;
+		errata->skd007 = (set & IPT__E_SKD007) ? 1 : 0;
+		errata->skd022 = (set & IPT__E_SKD022) ? 1 : 0;
+		errata->skd010 = (set & IPT__E_SKD010) ? 1 : 0;
+		errata->skl014 = (set & IPT__E_SKL014) ? 1 : 0;
+		errata->apl12 = (set & IPT__E_APL12) ? 1 : 0;
+		errata->apl11 = (set & IPT__E_APL11) ? 1 : 0;
+		errata->skl168 = (set & IPT__E_SKL168) ? 1 : 0;
+		errata->skz84 = (set & IPT__E_SKZ84) ? 1 : 0;
+		return 0;
+	}
+
+	return -pte_bad_cpu;
+}
+
+/* One number of a --cpu argument, read the way strtol(s, &end, 0) reads
+ * it: leading white space, a sign, then hex after 0x, octal after 0,
+ * decimal otherwise.  *end is s itself when there are no digits.  Values
+ * saturate far above anything a caller accepts. */
+static long ipt__parse_number(const char *s, const char **end)
+{
+	const char *p = s;
+	unsigned long value = 0;
+	unsigned int base = 10, digit;
+	int negative = 0, any = 0;
+
+	while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\v' ||
+	       *p == '\f' || *p == '\r')
+		++p;
+
+	if (*p == '+' || *p == '-')
+		negative = (*p++ == '-');
+
+	if (p[0] == '0' && (p[1] == 'x' || p[1] == 'X') &&
+	    ((p[2] >= '0' && p[2] <= '9') || (p[2] >= 'a' && p[2] <= 'f') ||
+	     (p[2] >= 'A' && p[2] <= 'F'))) {
+		base = 16;
+		p += 2;
+	} else if (p[0] == '0')
+		base = 8;
+
+	for (;; ++p) {
+		if (*p >= '0' && *p <= '9')
+			digit = (unsigned int) (*p - '0');
+		else if (*p >= 'a' && *p <= 'z')
+			digit = (unsigned int) (*p - 'a') + 10;
+		else if (*p >= 'A' && *p <= 'Z')
+			digit = (unsigned int) (*p - 'A') + 10;
+		else
+			break;
+		if (digit >= base)
+			break;
+
+		any = 1;
+		if (value < 0x10000000ul)
+			value = value * base + digit;
+	}
+
+	*end = any ? p : s;
+	return negative ? -(long) value : (long) value;
+}
+
+IPT_DEF int ipt_cpu_parse(struct pt_cpu *cpu, const char *s)
+{
+	const char *end;
+	long family, model, stepping;
+
+	if (!cpu || !s)
+		return -pte_invalid;
+
+	family = ipt__parse_number(s, &end);
+	if (end == s || *end != '/')
+		return -pte_invalid;
+	if (family < 0 || family > 0xffff)
+		return -pte_invalid;
+
+	s = end + 1;
+	model = ipt__parse_number(s, &end);
+	if (end == s || (*end != '\0' && *end != '/'))
+		return -pte_invalid;
+	if (model < 0 || model > 0xff)
+		return -pte_invalid;
+
+	stepping = 0;
+	if (*end == '/') {
+		/* An empty stepping reads as zero. */
+		s = end + 1;
+		stepping = ipt__parse_number(s, &end);
+		if (*end != '\0')
+			return -pte_invalid;
+		if (stepping < 0 || stepping > 0xff)
+			return -pte_invalid;
+	}
+
+	cpu->vendor = pcv_intel;
+	cpu->family = (uint16_t) family;
+	cpu->model = (uint8_t) model;
+	cpu->stepping = (uint8_t) stepping;
+	return 0;
+}
+
+/* Address filters.  IA32_RTIT_CTL has a 4-bit ADDRn_CFG field per range;
+ * the configuration has room for eight ranges (the last four reserved).
+ * Ranges are inclusive at both ends. */
+enum {
+	IPT__FILTER_NRANGES =
+		(sizeof(struct pt_conf_addr_filter) -
+		 offsetof(struct pt_conf_addr_filter, addr0_a)) /
+		(2 * sizeof(uint64_t))
+};
+
+static IPT__UNUSED uint32_t
+ipt__filter_addr_cfg(const struct pt_conf_addr_filter *filter, size_t n)
+{
+	if (!filter || IPT__FILTER_NRANGES <= n)
+		return 0u;
+	return (uint32_t) ((filter->config.addr_cfg >> (4 * n)) & 0xf);
+}
+
+static IPT__UNUSED uint64_t
+ipt__filter_addr_a(const struct pt_conf_addr_filter *filter, size_t n)
+{
+	if (!filter || IPT__FILTER_NRANGES <= n)
+		return 0ull;
+	return (&filter->addr0_a)[2 * n];
+}
+
+static IPT__UNUSED uint64_t
+ipt__filter_addr_b(const struct pt_conf_addr_filter *filter, size_t n)
+{
+	if (!filter || IPT__FILTER_NRANGES <= n)
+		return 0ull;
+	return (&filter->addr0_a)[2 * n + 1];
+}
+
+/* Is addr traced under filter?  A TraceStop range that holds addr says no
+ * (SDM 33.2.5.3, "TraceStop"); otherwise, when at least one FilterEn range
+ * exists, addr must be inside one of them.  Returns 1 (traced), 0 (not
+ * traced), or -pte_internal when filter is NULL; same semantics as
+ * libipt's pt_filter_addr_check. */
+static IPT__UNUSED int
+ipt__filter_addr_check(const struct pt_conf_addr_filter *filter, uint64_t addr)
+{
+	size_t n;
+	int have_filter = 0;
+
+	if (!filter)
+		return -pte_internal;
+
+	for (n = 0; n < IPT__FILTER_NRANGES; ++n) {
+		if (ipt__filter_addr_cfg(filter, n) != pt_addr_cfg_stop)
+			continue;
+		if (ipt__filter_addr_a(filter, n) <= addr &&
+		    addr <= ipt__filter_addr_b(filter, n))
+			return 0;
+	}
+
+	for (n = 0; n < IPT__FILTER_NRANGES; ++n) {
+		if (ipt__filter_addr_cfg(filter, n) != pt_addr_cfg_filter)
+			continue;
+		have_filter = 1;
+		if (ipt__filter_addr_a(filter, n) <= addr &&
+		    addr <= ipt__filter_addr_b(filter, n))
+			return 1;
+	}
+
+	return have_filter ? 0 : 1;
+}
+
 /* ==== >>opc  opcodes and the packet-layout table ==========================
  * Every packet's opcode, extended opcode and size, in one table that the
  * encoder and the decoder both read. */
 
+/* Opcode bytes (SDM 33.4.1).  Most packets are one byte, possibly with
+ * payload bits in it; the rest start with IPT__OPC_EXT and a second,
+ * extended opcode byte; MNT has a third byte. */
+enum ipt__opcode {
+	IPT__OPC_PAD = 0x00,
+	IPT__OPC_EXT = 0x02,
+	IPT__OPC_TNT_8 = 0x00,
+	IPT__OPC_TIP_PGD = 0x01,
+	IPT__OPC_CYC = 0x03,
+	IPT__OPC_TIP = 0x0d,
+	IPT__OPC_TIP_PGE = 0x11,
+	IPT__OPC_TSC = 0x19,
+	IPT__OPC_FUP = 0x1d,
+	IPT__OPC_MTC = 0x59,
+	IPT__OPC_MODE = 0x99,
+	IPT__OPC_TRIG = 0xd9,
+
+	IPT__EXT_CBR = 0x03,
+	IPT__EXT_PTW = 0x12,
+	IPT__EXT_CFE = 0x13,
+	IPT__EXT_PWRE = 0x22,
+	IPT__EXT_PSBEND = 0x23,
+	IPT__EXT_PIP = 0x43,
+	IPT__EXT_EVD = 0x53,
+	IPT__EXT_EXSTOP = 0x62,
+	IPT__EXT_TMA = 0x73,
+	IPT__EXT_PSB = 0x82,
+	IPT__EXT_STOP = 0x83,
+	IPT__EXT_PWRX = 0xa2,
+	IPT__EXT_TNT_64 = 0xa3,
+	IPT__EXT_MWAIT = 0xc2,
+	IPT__EXT_EXT2 = 0xc3,
+	IPT__EXT_VMCS = 0xc8,
+	IPT__EXT_OVF = 0xf3,
+
+	IPT__EXT2_MNT = 0x88,
+
+	/* Bits inside opcodes. */
+	IPT__OPM_IPC_SHR = 5,
+	IPT__OPM_TNT_8_SHR = 1,
+	IPT__OPM_CYC_EXT = 0x04,
+	IPT__OPM_CYC_SHR = 3,
+	IPT__OPM_CYCX_EXT = 0x01,
+	IPT__OPM_CYCX_SHR = 1,
+	IPT__OPM_EXSTOP_IP = 0x80,
+	IPT__OPM_PTW_IP = 0x80,
+	IPT__OPM_PTW_PLC_SHR = 5,
+
+	/* The PSB pattern: OPC_EXT, EXT_PSB, repeated eight times. */
+	IPT__PSB_SIZE = 16,
+
+	/* The largest CYC packet the encoder would write. */
+	IPT__CYC_MAX_SIZE = 15
+};
+
+/* THE PACKET-LAYOUT TABLE.  One row per enum pt_packet_type, in that
+ * enum's order; the encoder, the decoder's dispatch tables and the
+ * decoder's size checks all come from it.
+ *
+ *   opc, opm   the first byte b selects this packet when (b & opm) == opc
+ *   ext, exm   for opcode sizes 2 and 3: the second byte, likewise
+ *   ext2       for opcode size 3: the third byte
+ *   os         opcode size in bytes (0: no encoding)
+ *   size       packet size in bytes; for the variable-size packets (IP
+ *              packets, CYC, PTW, TRIG) the size without optional payload
+ *
+ * A row with opm 0 and opc 0xff never matches.  Rows that could both match
+ * one byte (PAD and TNT-8, the extended opcode and TNT-8) are resolved by
+ * order: the first matching row wins. */
+#define IPT__PACKETS(X, a)                                                   \
+	/*  type      opc   opm   ext   exm   ext2  os size */               \
+	X(a, invalid, 0xff, 0x00, 0x00, 0x00, 0x00, 0, 0)                    \
+	X(a, unknown, 0xff, 0x00, 0x00, 0x00, 0x00, 0, 0)                    \
+	X(a, pad,     0x00, 0xff, 0x00, 0x00, 0x00, 1, 1)                    \
+	X(a, psb,     0x02, 0xff, 0x82, 0xff, 0x00, 2, 16)                   \
+	X(a, psbend,  0x02, 0xff, 0x23, 0xff, 0x00, 2, 2)                    \
+	X(a, fup,     0x1d, 0x1f, 0x00, 0x00, 0x00, 1, 1)                    \
+	X(a, tip,     0x0d, 0x1f, 0x00, 0x00, 0x00, 1, 1)                    \
+	X(a, tip_pge, 0x11, 0x1f, 0x00, 0x00, 0x00, 1, 1)                    \
+	X(a, tip_pgd, 0x01, 0x1f, 0x00, 0x00, 0x00, 1, 1)                    \
+	X(a, tnt_8,   0x00, 0x01, 0x00, 0x00, 0x00, 1, 1)                    \
+	X(a, tnt_64,  0x02, 0xff, 0xa3, 0xff, 0x00, 2, 8)                    \
+	X(a, mode,    0x99, 0xff, 0x00, 0x00, 0x00, 1, 2)                    \
+	X(a, pip,     0x02, 0xff, 0x43, 0xff, 0x00, 2, 8)                    \
+	X(a, vmcs,    0x02, 0xff, 0xc8, 0xff, 0x00, 2, 7)                    \
+	X(a, cbr,     0x02, 0xff, 0x03, 0xff, 0x00, 2, 4)                    \
+	X(a, tsc,     0x19, 0xff, 0x00, 0x00, 0x00, 1, 8)                    \
+	X(a, tma,     0x02, 0xff, 0x73, 0xff, 0x00, 2, 7)                    \
+	X(a, mtc,     0x59, 0xff, 0x00, 0x00, 0x00, 1, 2)                    \
+	X(a, cyc,     0x03, 0x03, 0x00, 0x00, 0x00, 1, 1)                    \
+	X(a, stop,    0x02, 0xff, 0x83, 0xff, 0x00, 2, 2)                    \
+	X(a, ovf,     0x02, 0xff, 0xf3, 0xff, 0x00, 2, 2)                    \
+	X(a, mnt,     0x02, 0xff, 0xc3, 0xff, 0x88, 3, 11)                   \
+	X(a, exstop,  0x02, 0xff, 0x62, 0x7f, 0x00, 2, 2)                    \
+	X(a, mwait,   0x02, 0xff, 0xc2, 0xff, 0x00, 2, 10)                   \
+	X(a, pwre,    0x02, 0xff, 0x22, 0xff, 0x00, 2, 4)                    \
+	X(a, pwrx,    0x02, 0xff, 0xa2, 0xff, 0x00, 2, 7)                    \
+	X(a, ptw,     0x02, 0xff, 0x12, 0x1f, 0x00, 2, 2)                    \
+	X(a, cfe,     0x02, 0xff, 0x13, 0xff, 0x00, 2, 4)                    \
+	X(a, evd,     0x02, 0xff, 0x53, 0xff, 0x00, 2, 11)                   \
+	X(a, trig,    0xd9, 0xff, 0x00, 0x00, 0x00, 1, 3)
+
+struct ipt__layout {
+	uint8_t opc, opm, ext, exm, ext2;
+	uint8_t opc_size;
+	uint8_t size;
+};
+
+#define IPT__LAYOUT_ROW(a, t, opc, opm, ext, exm, ext2, os, size)           \
+	{ opc, opm, ext, exm, ext2, os, size },
+
+static const struct ipt__layout ipt__layout[] = {
+	IPT__PACKETS(IPT__LAYOUT_ROW, 0)
+};
+
+/* Dispatch: what the first byte says.  A packet type for one-byte
+ * opcodes, IPT__KIND_EXT for the extended opcode, and ppt_invalid for
+ * bytes no packet starts with. */
+enum {
+	IPT__KIND_EXT = ppt_trig + 1
+};
+
+#define IPT__FIRST_ROW(b, t, opc, opm, ext, exm, ext2, os, size)            \
+	((os) == 1 && ((b) & (opm)) == (opc)) ? (int) ppt_##t :               \
+	((os) > 1 && ((b) & (opm)) == (opc)) ? (int) IPT__KIND_EXT :
+
+#define IPT__FIRST(b) (IPT__PACKETS(IPT__FIRST_ROW, b) (int) ppt_invalid)
+
+/* Dispatch: what the second byte after IPT__OPC_EXT says.  For MNT, the
+ * third byte is checked by its decoder. */
+#define IPT__SECOND_ROW(b, t, opc, opm, ext, exm, ext2, os, size)           \
+	((os) > 1 && ((b) & (exm)) == (ext)) ? (int) ppt_##t :
+
+#define IPT__SECOND(b) (IPT__PACKETS(IPT__SECOND_ROW, b) (int) ppt_invalid)
+
+#define IPT__R16(M, n)                                                       \
+	M((n) + 0), M((n) + 1), M((n) + 2), M((n) + 3), M((n) + 4),          \
+	M((n) + 5), M((n) + 6), M((n) + 7), M((n) + 8), M((n) + 9),          \
+	M((n) + 10), M((n) + 11), M((n) + 12), M((n) + 13), M((n) + 14),     \
+	M((n) + 15)
+#define IPT__R256(M)                                                         \
+	IPT__R16(M, 0), IPT__R16(M, 16), IPT__R16(M, 32), IPT__R16(M, 48),   \
+	IPT__R16(M, 64), IPT__R16(M, 80), IPT__R16(M, 96),                   \
+	IPT__R16(M, 112), IPT__R16(M, 128), IPT__R16(M, 144),                \
+	IPT__R16(M, 160), IPT__R16(M, 176), IPT__R16(M, 192),                \
+	IPT__R16(M, 208), IPT__R16(M, 224), IPT__R16(M, 240)
+
+static const uint8_t ipt__first_byte[256] = { IPT__R256(IPT__FIRST) };
+static const uint8_t ipt__second_byte[256] = { IPT__R256(IPT__SECOND) };
+
+/* The IP payload size in bytes for each IP compression; -1 for reserved
+ * ones (SDM 33.4.2.2). */
+static const int8_t ipt__ipc_size[8] = { 0, 2, 4, 6, 6, -1, 8, -1 };
+
 /* ==== >>enc  packet encoder ==============================================
  * Writes struct pt_packet into the trace buffer. */
+
+struct pt_encoder {
+	/* The configuration, copied in. */
+	struct pt_config config;
+	/* Where the next packet goes; always within [begin; end]. */
+	uint8_t *pos;
+};
+
+IPT_DEF struct pt_encoder *pt_alloc_encoder(const struct pt_config *config)
+{
+	struct pt_encoder *encoder;
+
+	encoder = (struct pt_encoder *) ipt__zalloc(sizeof(*encoder));
+	if (!encoder)
+		return NULL;
+
+	if (ipt__config_from_user(&encoder->config, config) < 0) {
+		ipt__free(encoder, sizeof(*encoder));
+		return NULL;
+	}
+
+	encoder->pos = encoder->config.begin;
+	return encoder;
+}
+
+IPT_DEF void pt_free_encoder(struct pt_encoder *encoder)
+{
+	ipt__free(encoder, sizeof(*encoder));
+}
+
+IPT_DEF int pt_enc_sync_set(struct pt_encoder *encoder, uint64_t offset)
+{
+	if (!encoder)
+		return -pte_invalid;
+
+	if ((uint64_t) (encoder->config.end - encoder->config.begin) < offset)
+		return -pte_eos;
+
+	encoder->pos = encoder->config.begin + offset;
+	return 0;
+}
+
+IPT_DEF int pt_enc_get_offset(const struct pt_encoder *encoder,
+			      uint64_t *offset)
+{
+	if (!encoder || !offset)
+		return -pte_invalid;
+
+	if (!encoder->pos || !encoder->config.begin)
+		return -pte_internal;
+
+	*offset = (uint64_t) (encoder->pos - encoder->config.begin);
+	return 0;
+}
+
+IPT_DEF const struct pt_config *
+pt_enc_get_config(const struct pt_encoder *encoder)
+{
+	if (!encoder)
+		return NULL;
+
+	return &encoder->config;
+}
+
+/* Is there room for size more bytes?  0 or -pte_eos. */
+static int ipt__enc_reserve(const struct pt_encoder *encoder,
+			    unsigned int size)
+{
+	if (!encoder->pos)
+		return -pte_internal;
+
+	if ((size_t) (encoder->config.end - encoder->pos) < size)
+		return -pte_eos;
+
+	return 0;
+}
+
+/* Write the opcode bytes of a packet type from the layout table. */
+static uint8_t *ipt__enc_opcode(uint8_t *pos, enum pt_packet_type type)
+{
+	const struct ipt__layout *layout = &ipt__layout[type];
+
+	*pos++ = layout->opc;
+	if (layout->opc_size > 1)
+		*pos++ = layout->ext;
+	if (layout->opc_size > 2)
+		*pos++ = layout->ext2;
+	return pos;
+}
+
+/* Write the size low bytes of val, least significant first. */
+static uint8_t *ipt__enc_int(uint8_t *pos, uint64_t val, int size)
+{
+	for (; size > 0; --size, val >>= 8)
+		*pos++ = (uint8_t) val;
+	return pos;
+}
+
+/* Append one packet.  Same checks, in the same order, as libipt's
+ * pt_enc_next: -pte_eos when the packet does not fit (nothing is
+ * written), -pte_bad_packet or -pte_invalid for payloads that cannot be
+ * encoded, -pte_bad_opc for ppt_invalid, ppt_unknown and unknown types,
+ * -pte_invalid for NULL arguments.  Returns the number of bytes written. */
+IPT_DEF int pt_enc_next(struct pt_encoder *encoder,
+			const struct pt_packet *packet)
+{
+	uint8_t *pos, *begin;
+	enum pt_packet_type type;
+	int errcode, size;
+
+	if (!encoder || !packet)
+		return -pte_invalid;
+
+	pos = begin = encoder->pos;
+	type = packet->type;
+	switch (type) {
+	case ppt_pad:
+	case ppt_psbend:
+	case ppt_ovf:
+	case ppt_stop:
+		errcode = ipt__enc_reserve(encoder, ipt__layout[type].size);
+		if (errcode < 0)
+			return errcode;
+		pos = ipt__enc_opcode(pos, type);
+		break;
+
+	case ppt_psb: {
+		int i;
+
+		errcode = ipt__enc_reserve(encoder, IPT__PSB_SIZE);
+		if (errcode < 0)
+			return errcode;
+		for (i = 0; i < IPT__PSB_SIZE / 2; ++i)
+			pos = ipt__enc_opcode(pos, type);
+		break;
+	}
+
+	case ppt_fup:
+	case ppt_tip:
+	case ppt_tip_pge:
+	case ppt_tip_pgd: {
+		unsigned int ipc = (unsigned int) packet->payload.ip.ipc;
+
+		if (ipc > 7 || ipt__ipc_size[ipc] < 0)
+			return -pte_invalid;
+		size = ipt__ipc_size[ipc];
+
+		errcode = ipt__enc_reserve(encoder, 1u + (unsigned int) size);
+		if (errcode < 0)
+			return errcode;
+
+		*pos++ = (uint8_t) (ipt__layout[type].opc |
+				    (ipc << IPT__OPM_IPC_SHR));
+		pos = ipt__enc_int(pos, packet->payload.ip.ip, size);
+		break;
+	}
+
+	case ppt_tnt_8: {
+		unsigned int stop;
+
+		if (packet->payload.tnt.bit_size >= 7)
+			return -pte_bad_packet;
+
+		errcode = ipt__enc_reserve(encoder, ipt__layout[type].size);
+		if (errcode < 0)
+			return errcode;
+
+		stop = packet->payload.tnt.bit_size + IPT__OPM_TNT_8_SHR;
+		*pos++ = (uint8_t) ((packet->payload.tnt.payload
+				     << IPT__OPM_TNT_8_SHR) | (1u << stop));
+		break;
+	}
+
+	case ppt_tnt_64: {
+		uint64_t stop;
+
+		errcode = ipt__enc_reserve(encoder, ipt__layout[type].size);
+		if (errcode < 0)
+			return errcode;
+
+		if (packet->payload.tnt.bit_size >= 48)
+			return -pte_invalid;
+
+		stop = 1ull << packet->payload.tnt.bit_size;
+		if (packet->payload.tnt.payload & ~(stop - 1))
+			return -pte_invalid;
+
+		pos = ipt__enc_opcode(pos, type);
+		pos = ipt__enc_int(pos, packet->payload.tnt.payload | stop, 6);
+		break;
+	}
+
+	case ppt_mode: {
+		uint8_t mode;
+
+		errcode = ipt__enc_reserve(encoder, ipt__layout[type].size);
+		if (errcode < 0)
+			return errcode;
+
+		switch (packet->payload.mode.leaf) {
+		case pt_mol_exec:
+			mode = (uint8_t) pt_mol_exec;
+			if (packet->payload.mode.bits.exec.csl)
+				mode |= 0x01;
+			if (packet->payload.mode.bits.exec.csd)
+				mode |= 0x02;
+			if (packet->payload.mode.bits.exec.iflag)
+				mode |= 0x04;
+			break;
+
+		case pt_mol_tsx:
+			mode = (uint8_t) pt_mol_tsx;
+			if (packet->payload.mode.bits.tsx.intx)
+				mode |= 0x01;
+			if (packet->payload.mode.bits.tsx.abrt)
+				mode |= 0x02;
+			break;
+
+		default:
+			return -pte_bad_packet;
+		}
+
+		pos = ipt__enc_opcode(pos, type);
+		*pos++ = mode;
+		break;
+	}
+
+	case ppt_pip: {
+		uint64_t cr3;
+
+		errcode = ipt__enc_reserve(encoder, ipt__layout[type].size);
+		if (errcode < 0)
+			return errcode;
+
+		/* CR3[51:5] in payload bits [47:1]; bit 0 is NR. */
+		cr3 = (packet->payload.pip.cr3 >> 5) << 1;
+		if (packet->payload.pip.nr)
+			cr3 |= 1ull;
+
+		pos = ipt__enc_opcode(pos, type);
+		pos = ipt__enc_int(pos, cr3, 6);
+		break;
+	}
+
+	case ppt_tsc:
+		errcode = ipt__enc_reserve(encoder, ipt__layout[type].size);
+		if (errcode < 0)
+			return errcode;
+		pos = ipt__enc_opcode(pos, type);
+		pos = ipt__enc_int(pos, packet->payload.tsc.tsc, 7);
+		break;
+
+	case ppt_cbr:
+		errcode = ipt__enc_reserve(encoder, ipt__layout[type].size);
+		if (errcode < 0)
+			return errcode;
+		pos = ipt__enc_opcode(pos, type);
+		*pos++ = packet->payload.cbr.ratio;
+		*pos++ = 0;
+		break;
+
+	case ppt_tma:
+		errcode = ipt__enc_reserve(encoder, ipt__layout[type].size);
+		if (errcode < 0)
+			return errcode;
+
+		/* FastCounter has 9 bits. */
+		if (packet->payload.tma.fc & ~0x1ff)
+			return -pte_bad_packet;
+
+		pos = ipt__enc_opcode(pos, type);
+		pos = ipt__enc_int(pos, packet->payload.tma.ctc, 2);
+		*pos++ = 0;
+		pos = ipt__enc_int(pos, packet->payload.tma.fc, 2);
+		break;
+
+	case ppt_mtc:
+		errcode = ipt__enc_reserve(encoder, ipt__layout[type].size);
+		if (errcode < 0)
+			return errcode;
+		pos = ipt__enc_opcode(pos, type);
+		*pos++ = packet->payload.mtc.ctc;
+		break;
+
+	case ppt_cyc: {
+		/* Five value bits in the opcode byte, seven in each following
+		 * byte; the low bit of each byte says whether one follows. */
+		uint8_t byte[IPT__CYC_MAX_SIZE];
+		uint64_t ctc;
+		unsigned int end, i;
+
+		ctc = packet->payload.cyc.value;
+		byte[0] = (uint8_t) (IPT__OPC_CYC |
+				     ((ctc << IPT__OPM_CYC_SHR) & 0xf8));
+		ctc >>= 8 - IPT__OPM_CYC_SHR;
+		if (ctc)
+			byte[0] |= IPT__OPM_CYC_EXT;
+
+		for (end = 1; ctc; ++end) {
+			if (IPT__CYC_MAX_SIZE <= end)
+				return -pte_bad_packet;
+
+			byte[end] = (uint8_t) ((ctc << IPT__OPM_CYCX_SHR) &
+					       0xfe);
+			ctc >>= 8 - IPT__OPM_CYCX_SHR;
+			if (ctc)
+				byte[end] |= IPT__OPM_CYCX_EXT;
+		}
+
+		errcode = ipt__enc_reserve(encoder, end);
+		if (errcode < 0)
+			return errcode;
+
+		for (i = 0; i < end; ++i)
+			*pos++ = byte[i];
+		break;
+	}
+
+	case ppt_vmcs:
+		errcode = ipt__enc_reserve(encoder, ipt__layout[type].size);
+		if (errcode < 0)
+			return errcode;
+		pos = ipt__enc_opcode(pos, type);
+		pos = ipt__enc_int(pos, packet->payload.vmcs.base >> 12, 5);
+		break;
+
+	case ppt_mnt:
+		errcode = ipt__enc_reserve(encoder, ipt__layout[type].size);
+		if (errcode < 0)
+			return errcode;
+		pos = ipt__enc_opcode(pos, type);
+		pos = ipt__enc_int(pos, packet->payload.mnt.payload, 8);
+		break;
+
+	case ppt_exstop:
+		errcode = ipt__enc_reserve(encoder, ipt__layout[type].size);
+		if (errcode < 0)
+			return errcode;
+		pos = ipt__enc_opcode(pos, type);
+		if (packet->payload.exstop.ip)
+			pos[-1] |= IPT__OPM_EXSTOP_IP;
+		break;
+
+	case ppt_mwait:
+		errcode = ipt__enc_reserve(encoder, ipt__layout[type].size);
+		if (errcode < 0)
+			return errcode;
+		pos = ipt__enc_opcode(pos, type);
+		pos = ipt__enc_int(pos, packet->payload.mwait.hints, 4);
+		pos = ipt__enc_int(pos, packet->payload.mwait.ext, 4);
+		break;
+
+	case ppt_pwre: {
+		unsigned int payload;
+
+		errcode = ipt__enc_reserve(encoder, ipt__layout[type].size);
+		if (errcode < 0)
+			return errcode;
+
+		/* Resolved C-state [15:12], sub C-state [11:8], HW [3]. */
+		payload = ((unsigned int) packet->payload.pwre.state << 12) &
+			  0xf000u;
+		payload |= ((unsigned int) packet->payload.pwre.sub_state
+			    << 8) & 0xf00u;
+		if (packet->payload.pwre.hw)
+			payload |= 0x8u;
+
+		pos = ipt__enc_opcode(pos, type);
+		pos = ipt__enc_int(pos, payload, 2);
+		break;
+	}
+
+	case ppt_pwrx: {
+		unsigned int payload;
+
+		errcode = ipt__enc_reserve(encoder, ipt__layout[type].size);
+		if (errcode < 0)
+			return errcode;
+
+		/* Last core C-state [7:4], deepest [3:0], wake reason
+		 * [11:8]: interrupt 0x1, store 0x4, autonomous 0x8. */
+		payload = ((unsigned int) packet->payload.pwrx.last << 4) &
+			  0xf0u;
+		payload |= (unsigned int) packet->payload.pwrx.deepest & 0xfu;
+		if (packet->payload.pwrx.interrupt)
+			payload |= 0x100u;
+		if (packet->payload.pwrx.store)
+			payload |= 0x400u;
+		if (packet->payload.pwrx.autonomous)
+			payload |= 0x800u;
+
+		pos = ipt__enc_opcode(pos, type);
+		pos = ipt__enc_int(pos, payload, 5);
+		break;
+	}
+
+	case ppt_ptw: {
+		uint8_t plc = packet->payload.ptw.plc;
+
+		size = pt_ptw_size(plc);
+		if (size < 0)
+			return size;
+
+		errcode = ipt__enc_reserve(encoder,
+					   ipt__layout[type].size +
+					   (unsigned int) size);
+		if (errcode < 0)
+			return errcode;
+
+		pos = ipt__enc_opcode(pos, type);
+		pos[-1] = (uint8_t) (pos[-1] | (plc << IPT__OPM_PTW_PLC_SHR));
+		if (packet->payload.ptw.ip)
+			pos[-1] |= IPT__OPM_PTW_IP;
+		pos = ipt__enc_int(pos, packet->payload.ptw.payload, size);
+		break;
+	}
+
+	case ppt_cfe: {
+		uint8_t byte;
+
+		errcode = ipt__enc_reserve(encoder, ipt__layout[type].size);
+		if (errcode < 0)
+			return errcode;
+
+		byte = (uint8_t) ((unsigned int) packet->payload.cfe.type &
+				  0x1fu);
+		if (packet->payload.cfe.ip)
+			byte |= 0x80;
+
+		pos = ipt__enc_opcode(pos, type);
+		*pos++ = byte;
+		*pos++ = packet->payload.cfe.vector;
+		break;
+	}
+
+	case ppt_evd:
+		errcode = ipt__enc_reserve(encoder, ipt__layout[type].size);
+		if (errcode < 0)
+			return errcode;
+
+		pos = ipt__enc_opcode(pos, type);
+		*pos++ = (uint8_t) ((unsigned int) packet->payload.evd.type &
+				    0x1fu);
+		pos = ipt__enc_int(pos, packet->payload.evd.payload, 8);
+		break;
+
+	case ppt_trig:
+		errcode = ipt__enc_reserve(encoder,
+					   ipt__layout[type].size +
+					   (packet->payload.trig.icntv ? 2u
+								       : 0u));
+		if (errcode < 0)
+			return errcode;
+
+		pos = ipt__enc_opcode(pos, type);
+		*pos++ = (uint8_t) ((packet->payload.trig.ip << 7) |
+				    (packet->payload.trig.icntv << 6) |
+				    (packet->payload.trig.mult << 5));
+		*pos++ = packet->payload.trig.trbv;
+		if (packet->payload.trig.icntv)
+			pos = ipt__enc_int(pos, packet->payload.trig.icnt, 2);
+		break;
+
+	case ppt_invalid:
+	case ppt_unknown:
+	default:
+		return -pte_bad_opc;
+	}
+
+	encoder->pos = pos;
+	return (int) (pos - begin);
+}
 
 /* ==== >>pkt  packet decoder ==============================================
  * Turns trace bytes into struct pt_packet: synchronization on PSB,
  * first-byte dispatch, last-IP tracking.  Knows nothing of code. */
+
+/* The packet decoder.  Other layers embed one (ipt__pkt_init/_fini) and
+ * read its fields directly. */
+struct pt_packet_decoder {
+	/* The configuration, copied in. */
+	struct pt_config config;
+	/* The next packet; NULL until synchronized. */
+	const uint8_t *pos;
+	/* The last PSB seen, or the position set by sync_set; NULL until
+	 * synchronized. */
+	const uint8_t *sync;
+};
+
+/* ---- reading packets ----
+ * One ipt__pkt_read_<packet> per packet, each reading the packet whose
+ * first byte is at pos: it checks once that the whole packet lies before
+ * config->end (-pte_eos if not), then reads it without further checks, and
+ * returns its size or a negative pte_* code.  The caller has dispatched on
+ * the opcode bytes; those are known to be in bounds.  Same semantics as
+ * libipt's pt_pkt_read_*. */
+
+/* The bytes left from pos to the end of the trace. */
+static inline size_t ipt__pkt_left(const uint8_t *pos,
+				   const struct pt_config *config)
+{
+	return (size_t) (config->end - pos);
+}
+
+/* A little-endian value of size bytes. */
+static inline uint64_t ipt__read_le(const uint8_t *pos, int size)
+{
+	uint64_t val = 0;
+	int i;
+
+	for (i = size - 1; i >= 0; --i)
+		val = (val << 8) | pos[i];
+	return val;
+}
+
+static IPT__UNUSED int ipt__pkt_read_psb(const uint8_t *pos,
+					 const struct pt_config *config)
+{
+	int i;
+
+	if (!pos || !config)
+		return -pte_internal;
+	if (ipt__pkt_left(pos, config) < IPT__PSB_SIZE)
+		return -pte_eos;
+
+	for (i = 2; i < IPT__PSB_SIZE; i += 2)
+		if (pos[i] != IPT__OPC_EXT || pos[i + 1] != IPT__EXT_PSB)
+			return -pte_bad_packet;
+
+	return IPT__PSB_SIZE;
+}
+
+/* TIP, TIP.PGE, TIP.PGD, FUP: IPBytes in the opcode's top three bits. */
+static IPT__UNUSED int ipt__pkt_read_ip(struct pt_packet_ip *packet,
+					const uint8_t *pos,
+					const struct pt_config *config)
+{
+	unsigned int ipc;
+	int size;
+
+	if (!packet || !pos || !config)
+		return -pte_internal;
+
+	ipc = (unsigned int) (pos[0] >> IPT__OPM_IPC_SHR);
+	size = ipt__ipc_size[ipc];
+	if (size < 0)
+		return -pte_bad_packet;
+
+	if (ipt__pkt_left(pos, config) < (size_t) size + 1u)
+		return -pte_eos;
+
+	packet->ipc = (enum pt_ip_compression) ipc;
+	packet->ip = ipt__read_le(pos + 1, size);
+	return size + 1;
+}
+
+/* The index of the highest set bit of a non-zero value. */
+static inline uint8_t ipt__msb(uint64_t val)
+{
+	uint8_t n = 0;
+
+	if (val >> 32) {
+		val >>= 32;
+		n += 32;
+	}
+	if (val >> 16) {
+		val >>= 16;
+		n += 16;
+	}
+	if (val >> 8) {
+		val >>= 8;
+		n += 8;
+	}
+	if (val >> 4) {
+		val >>= 4;
+		n += 4;
+	}
+	if (val >> 2) {
+		val >>= 2;
+		n += 2;
+	}
+	if (val >> 1)
+		n += 1;
+	return n;
+}
+
+/* TNT payloads end in a stop bit: the bits below it are the payload. */
+static inline int ipt__pkt_read_tnt(struct pt_packet_tnt *packet,
+				    uint64_t payload)
+{
+	uint8_t bit_size;
+
+	if (payload < 2)
+		return -pte_bad_packet;
+
+	bit_size = ipt__msb(payload);
+	packet->payload = payload & ~(1ull << bit_size);
+	packet->bit_size = bit_size;
+	return 0;
+}
+
+static IPT__UNUSED int ipt__pkt_read_tnt_8(struct pt_packet_tnt *packet,
+					   const uint8_t *pos,
+					   const struct pt_config *config)
+{
+	int errcode;
+
+	(void) config;
+	if (!packet || !pos)
+		return -pte_internal;
+
+	errcode = ipt__pkt_read_tnt(packet, pos[0] >> IPT__OPM_TNT_8_SHR);
+	if (errcode < 0)
+		return errcode;
+	return 1;
+}
+
+static IPT__UNUSED int ipt__pkt_read_tnt_64(struct pt_packet_tnt *packet,
+					    const uint8_t *pos,
+					    const struct pt_config *config)
+{
+	int errcode;
+
+	if (!packet || !pos || !config)
+		return -pte_internal;
+	if (ipt__pkt_left(pos, config) < ipt__layout[ppt_tnt_64].size)
+		return -pte_eos;
+
+	errcode = ipt__pkt_read_tnt(packet, ipt__read_le(pos + 2, 6));
+	if (errcode < 0)
+		return errcode;
+	return ipt__layout[ppt_tnt_64].size;
+}
+
+static IPT__UNUSED int ipt__pkt_read_pip(struct pt_packet_pip *packet,
+					 const uint8_t *pos,
+					 const struct pt_config *config)
+{
+	uint64_t payload;
+
+	if (!packet || !pos || !config)
+		return -pte_internal;
+	if (ipt__pkt_left(pos, config) < ipt__layout[ppt_pip].size)
+		return -pte_eos;
+
+	payload = ipt__read_le(pos + 2, 6);
+	packet->nr = (uint32_t) (payload & 1u);
+	packet->cr3 = (payload >> 1) << 5;
+	return ipt__layout[ppt_pip].size;
+}
+
+static IPT__UNUSED int ipt__pkt_read_mode(struct pt_packet_mode *packet,
+					  const uint8_t *pos,
+					  const struct pt_config *config)
+{
+	uint8_t bits;
+
+	if (!packet || !pos || !config)
+		return -pte_internal;
+	if (ipt__pkt_left(pos, config) < ipt__layout[ppt_mode].size)
+		return -pte_eos;
+
+	bits = pos[1];
+	packet->leaf = (enum pt_mode_leaf) (bits & 0xe0);
+	switch (bits & 0xe0) {
+	case pt_mol_exec:
+		packet->bits.exec.csl = (bits & 0x01) ? 1 : 0;
+		packet->bits.exec.csd = (bits & 0x02) ? 1 : 0;
+		packet->bits.exec.iflag = (bits & 0x04) ? 1 : 0;
+		return ipt__layout[ppt_mode].size;
+
+	case pt_mol_tsx:
+		packet->bits.tsx.intx = (bits & 0x01) ? 1 : 0;
+		packet->bits.tsx.abrt = (bits & 0x02) ? 1 : 0;
+		return ipt__layout[ppt_mode].size;
+	}
+
+	return -pte_bad_packet;
+}
+
+static IPT__UNUSED int ipt__pkt_read_tsc(struct pt_packet_tsc *packet,
+					 const uint8_t *pos,
+					 const struct pt_config *config)
+{
+	if (!packet || !pos || !config)
+		return -pte_internal;
+	if (ipt__pkt_left(pos, config) < ipt__layout[ppt_tsc].size)
+		return -pte_eos;
+
+	packet->tsc = ipt__read_le(pos + 1, 7);
+	return ipt__layout[ppt_tsc].size;
+}
+
+static IPT__UNUSED int ipt__pkt_read_cbr(struct pt_packet_cbr *packet,
+					 const uint8_t *pos,
+					 const struct pt_config *config)
+{
+	if (!packet || !pos || !config)
+		return -pte_internal;
+	if (ipt__pkt_left(pos, config) < ipt__layout[ppt_cbr].size)
+		return -pte_eos;
+
+	packet->ratio = pos[2];
+	return ipt__layout[ppt_cbr].size;
+}
+
+/* TMA: CTC[15:0] in bytes 2-3, a reserved zero byte, FastCounter[8:0] in
+ * bytes 5-6; reserved bits set make a bad packet. */
+static IPT__UNUSED int ipt__pkt_read_tma(struct pt_packet_tma *packet,
+					 const uint8_t *pos,
+					 const struct pt_config *config)
+{
+	uint16_t ctc, fc;
+
+	if (!packet || !pos || !config)
+		return -pte_internal;
+	if (ipt__pkt_left(pos, config) < ipt__layout[ppt_tma].size)
+		return -pte_eos;
+
+	ctc = (uint16_t) (pos[2] | (pos[3] << 8));
+	fc = (uint16_t) (pos[5] | (pos[6] << 8));
+	if ((fc & ~0x1ff) || pos[4])
+		return -pte_bad_packet;
+
+	packet->ctc = ctc;
+	packet->fc = fc;
+	return ipt__layout[ppt_tma].size;
+}
+
+static IPT__UNUSED int ipt__pkt_read_mtc(struct pt_packet_mtc *packet,
+					 const uint8_t *pos,
+					 const struct pt_config *config)
+{
+	if (!packet || !pos || !config)
+		return -pte_internal;
+	if (ipt__pkt_left(pos, config) < ipt__layout[ppt_mtc].size)
+		return -pte_eos;
+
+	packet->ctc = pos[1];
+	return ipt__layout[ppt_mtc].size;
+}
+
+/* CYC: a variable-length value; see the encoder for the layout.  More
+ * than 64 value bits make a bad packet. */
+static IPT__UNUSED int ipt__pkt_read_cyc(struct pt_packet_cyc *packet,
+					 const uint8_t *pos,
+					 const struct pt_config *config)
+{
+	const uint8_t *begin;
+	size_t left;
+	uint64_t value;
+	unsigned int shl, ext;
+
+	if (!packet || !pos || !config)
+		return -pte_internal;
+
+	begin = pos;
+	left = ipt__pkt_left(pos, config);
+
+	ext = pos[0] & IPT__OPM_CYC_EXT;
+	value = pos[0] >> IPT__OPM_CYC_SHR;
+	shl = 8 - IPT__OPM_CYC_SHR;
+	++pos;
+
+	while (ext) {
+		uint64_t bits;
+
+		if ((size_t) (pos - begin) >= left)
+			return -pte_eos;
+
+		bits = *pos++;
+		ext = (unsigned int) (bits & IPT__OPM_CYCX_EXT);
+
+		bits >>= IPT__OPM_CYCX_SHR;
+		bits <<= shl;
+
+		shl += 8 - IPT__OPM_CYCX_SHR;
+		if (64 < shl)
+			return -pte_bad_packet;
+
+		value |= bits;
+	}
+
+	packet->value = value;
+	return (int) (pos - begin);
+}
+
+static IPT__UNUSED int ipt__pkt_read_vmcs(struct pt_packet_vmcs *packet,
+					  const uint8_t *pos,
+					  const struct pt_config *config)
+{
+	if (!packet || !pos || !config)
+		return -pte_internal;
+	if (ipt__pkt_left(pos, config) < ipt__layout[ppt_vmcs].size)
+		return -pte_eos;
+
+	packet->base = ipt__read_le(pos + 2, 5) << 12;
+	return ipt__layout[ppt_vmcs].size;
+}
+
+static IPT__UNUSED int ipt__pkt_read_mnt(struct pt_packet_mnt *packet,
+					 const uint8_t *pos,
+					 const struct pt_config *config)
+{
+	if (!packet || !pos || !config)
+		return -pte_internal;
+	if (ipt__pkt_left(pos, config) < ipt__layout[ppt_mnt].size)
+		return -pte_eos;
+
+	packet->payload = ipt__read_le(pos + 3, 8);
+	return ipt__layout[ppt_mnt].size;
+}
+
+static IPT__UNUSED int ipt__pkt_read_exstop(struct pt_packet_exstop *packet,
+					    const uint8_t *pos,
+					    const struct pt_config *config)
+{
+	if (!packet || !pos || !config)
+		return -pte_internal;
+	if (ipt__pkt_left(pos, config) < ipt__layout[ppt_exstop].size)
+		return -pte_eos;
+
+	packet->ip = (pos[1] & IPT__OPM_EXSTOP_IP) ? 1 : 0;
+	return ipt__layout[ppt_exstop].size;
+}
+
+static IPT__UNUSED int ipt__pkt_read_mwait(struct pt_packet_mwait *packet,
+					   const uint8_t *pos,
+					   const struct pt_config *config)
+{
+	if (!packet || !pos || !config)
+		return -pte_internal;
+	if (ipt__pkt_left(pos, config) < ipt__layout[ppt_mwait].size)
+		return -pte_eos;
+
+	packet->hints = (uint32_t) ipt__read_le(pos + 2, 4);
+	packet->ext = (uint32_t) ipt__read_le(pos + 6, 4);
+	return ipt__layout[ppt_mwait].size;
+}
+
+static IPT__UNUSED int ipt__pkt_read_pwre(struct pt_packet_pwre *packet,
+					  const uint8_t *pos,
+					  const struct pt_config *config)
+{
+	unsigned int payload;
+
+	if (!packet || !pos || !config)
+		return -pte_internal;
+	if (ipt__pkt_left(pos, config) < ipt__layout[ppt_pwre].size)
+		return -pte_eos;
+
+	payload = (unsigned int) (pos[2] | (pos[3] << 8));
+	IPT_MEMSET(packet, 0, sizeof(*packet));
+	packet->state = (uint8_t) ((payload >> 12) & 0xf);
+	packet->sub_state = (uint8_t) ((payload >> 8) & 0xf);
+	packet->hw = (payload & 0x8) ? 1 : 0;
+	return ipt__layout[ppt_pwre].size;
+}
+
+static IPT__UNUSED int ipt__pkt_read_pwrx(struct pt_packet_pwrx *packet,
+					  const uint8_t *pos,
+					  const struct pt_config *config)
+{
+	unsigned int payload;
+
+	if (!packet || !pos || !config)
+		return -pte_internal;
+	if (ipt__pkt_left(pos, config) < ipt__layout[ppt_pwrx].size)
+		return -pte_eos;
+
+	payload = (unsigned int) (pos[2] | (pos[3] << 8));
+	IPT_MEMSET(packet, 0, sizeof(*packet));
+	packet->last = (uint8_t) ((payload >> 4) & 0xf);
+	packet->deepest = (uint8_t) (payload & 0xf);
+	packet->interrupt = (payload & 0x100) ? 1 : 0;
+	packet->store = (payload & 0x400) ? 1 : 0;
+	packet->autonomous = (payload & 0x800) ? 1 : 0;
+	return ipt__layout[ppt_pwrx].size;
+}
+
+/* PTW: the payload size comes from the second opcode byte's PayloadBytes
+ * field; that byte is known to be in bounds. */
+static IPT__UNUSED int ipt__pkt_read_ptw(struct pt_packet_ptw *packet,
+					 const uint8_t *pos,
+					 const struct pt_config *config)
+{
+	uint8_t plc;
+	int size;
+
+	if (!packet || !pos || !config)
+		return -pte_internal;
+
+	plc = (uint8_t) ((pos[1] >> IPT__OPM_PTW_PLC_SHR) & 0x3);
+	size = pt_ptw_size(plc);
+	if (size < 0)
+		return size;
+
+	if (ipt__pkt_left(pos, config) < (size_t) size + 2u)
+		return -pte_eos;
+
+	packet->payload = ipt__read_le(pos + 2, size);
+	packet->plc = plc;
+	packet->ip = (pos[1] & IPT__OPM_PTW_IP) ? 1 : 0;
+	return size + 2;
+}
+
+static IPT__UNUSED int ipt__pkt_read_cfe(struct pt_packet_cfe *packet,
+					 const uint8_t *pos,
+					 const struct pt_config *config)
+{
+	if (!packet || !pos || !config)
+		return -pte_internal;
+	if (ipt__pkt_left(pos, config) < ipt__layout[ppt_cfe].size)
+		return -pte_eos;
+
+	packet->type = (enum pt_cfe_type) (pos[2] & 0x1f);
+	packet->vector = pos[3];
+	packet->ip = (pos[2] & 0x80) ? 1 : 0;
+	return ipt__layout[ppt_cfe].size;
+}
+
+static IPT__UNUSED int ipt__pkt_read_evd(struct pt_packet_evd *packet,
+					 const uint8_t *pos,
+					 const struct pt_config *config)
+{
+	if (!packet || !pos || !config)
+		return -pte_internal;
+	if (ipt__pkt_left(pos, config) < ipt__layout[ppt_evd].size)
+		return -pte_eos;
+
+	packet->type = (enum pt_evd_type) (pos[2] & 0x1f);
+	packet->payload = ipt__read_le(pos + 3, 8);
+	return ipt__layout[ppt_evd].size;
+}
+
+/* TRIG: a two-byte ICNT follows when ICNTV is set. */
+static IPT__UNUSED int ipt__pkt_read_trig(struct pt_packet_trig *packet,
+					  const uint8_t *pos,
+					  const struct pt_config *config)
+{
+	int size = ipt__layout[ppt_trig].size;
+
+	if (!packet || !pos || !config)
+		return -pte_internal;
+	if (ipt__pkt_left(pos, config) < (size_t) size)
+		return -pte_eos;
+
+	if (pos[1] & 0x40) {
+		if (ipt__pkt_left(pos, config) < (size_t) size + 2u)
+			return -pte_eos;
+		packet->icnt = (uint16_t) (pos[3] | (pos[4] << 8));
+		size += 2;
+	}
+
+	packet->ip = (pos[1] >> 7) & 1;
+	packet->icntv = (pos[1] >> 6) & 1;
+	packet->mult = (pos[1] >> 5) & 1;
+	packet->trbv = pos[2];
+	return size;
+}
+
+/* A packet no row of the layout table describes: ask the configuration's
+ * decode callback.  Without one, -pte_bad_opc.  The callback's size may
+ * be zero (it may have patched the buffer and wants a retry); above 255 it
+ * is -pte_invalid; past the end of the trace -pte_eos. */
+static IPT__UNUSED int ipt__pkt_read_unknown(struct pt_packet *packet,
+					     const uint8_t *pos,
+					     const struct pt_config *config)
+{
+	int size;
+
+	if (!packet || !pos || !config)
+		return -pte_internal;
+	if (!config->decode.callback)
+		return -pte_bad_opc;
+
+	packet->payload.unknown.packet = pos;
+	packet->payload.unknown.priv = NULL;
+
+	size = config->decode.callback(&packet->payload.unknown, config, pos,
+				       config->decode.context);
+	if (size < 0)
+		return size;
+	if (size > 255)
+		return -pte_invalid;
+
+	packet->type = ppt_unknown;
+	packet->size = (uint8_t) size;
+
+	if (ipt__pkt_left(pos, config) < (size_t) size)
+		return -pte_eos;
+
+	return size;
+}
+
+/* ---- synchronization ----
+ * A PSB is the 2-byte pattern 02 82 eight times.  The search looks at
+ * aligned 8-byte words (the payload of a PSB always covers one), then
+ * walks back to where the PSB starts.  Same semantics as libipt's
+ * pt_sync_*, including where the search starts and which PSB it finds. */
+
+/* Is the aligned word at pos all PSB pattern, in either phase?  The two
+ * phases read as the two constants below on either byte order. */
+static inline int ipt__psb_word(const uint8_t *pos)
+{
+	uint64_t val;
+
+	IPT_MEMCPY(&val, pos, sizeof(val));
+	return val == 0x8202820282028202ull || val == 0x0282028202820282ull;
+}
+
+/* Given a position inside PSB pattern, find the start of the PSB the
+ * pattern belongs to; NULL if there is none. */
+static const uint8_t *ipt__find_psb(const uint8_t *pos,
+				    const struct pt_config *config)
+{
+	size_t off, n;
+
+	n = (size_t) (config->end - config->begin);
+	off = (size_t) (pos - config->begin);
+
+	/* Walk to the end of the pattern.  A PSB's payload starts in the
+	 * high-byte phase; the extended opcode of the packet after the PSB
+	 * must not be taken for part of it. */
+	if (pos[0] != IPT__OPC_EXT)
+		off += 1;
+
+	for (; off + 1 < n; off += 2) {
+		if (config->begin[off] != IPT__OPC_EXT ||
+		    config->begin[off + 1] != IPT__EXT_PSB)
+			break;
+	}
+
+	if (off < IPT__PSB_SIZE)
+		return NULL;
+	off -= IPT__PSB_SIZE;
+
+	pos = config->begin + off;
+	if (pos[0] != IPT__OPC_EXT || pos[1] != IPT__EXT_PSB)
+		return NULL;
+	if (ipt__pkt_read_psb(pos, config) < 0)
+		return NULL;
+	return pos;
+}
+
+/* Set *sync to the PSB at pos.  -pte_eos if pos is outside the trace or
+ * too close to its end, -pte_nosync if no PSB starts there, -pte_bad_packet
+ * or -pte_eos for a broken or truncated one. */
+static IPT__UNUSED int ipt__sync_set(const uint8_t **sync, const uint8_t *pos,
+				     const struct pt_config *config)
+{
+	int errcode;
+
+	if (!sync || !pos || !config)
+		return -pte_internal;
+
+	if (pos < config->begin || config->end < pos)
+		return -pte_eos;
+	if (ipt__pkt_left(pos, config) < 2)
+		return -pte_eos;
+
+	if (pos[0] != IPT__OPC_EXT || pos[1] != IPT__EXT_PSB)
+		return -pte_nosync;
+
+	errcode = ipt__pkt_read_psb(pos, config);
+	if (errcode < 0)
+		return errcode;
+
+	*sync = pos;
+	return 0;
+}
+
+/* Set *sync to the first PSB at or after pos.  The search starts at the
+ * first 8-byte aligned address at or after pos; -pte_eos if there is none
+ * before the end. */
+static IPT__UNUSED int ipt__sync_forward(const uint8_t **sync,
+					 const uint8_t *pos,
+					 const struct pt_config *config)
+{
+	const uint8_t *start, *found;
+	size_t off, n;
+
+	if (!sync || !pos || !config)
+		return -pte_internal;
+	if (pos < config->begin || config->end < pos)
+		return -pte_internal;
+
+	start = pos;
+	n = (size_t) (config->end - config->begin);
+	off = (size_t) (pos - config->begin);
+	off += (size_t) ((8u - ((uintptr_t) pos & 7u)) & 7u);
+
+	for (; off + 8 <= n; off += 8) {
+		if (!ipt__psb_word(config->begin + off))
+			continue;
+
+		found = ipt__find_psb(config->begin + off, config);
+		if (!found || found < start)
+			continue;
+
+		*sync = found;
+		return 0;
+	}
+
+	return -pte_eos;
+}
+
+/* Set *sync to the last PSB found before pos.  The search looks at the
+ * aligned 8-byte words that end at or before pos; -pte_eos if none holds
+ * a PSB. */
+static IPT__UNUSED int ipt__sync_backward(const uint8_t **sync,
+					  const uint8_t *pos,
+					  const struct pt_config *config)
+{
+	const uint8_t *found;
+	size_t off;
+
+	if (!sync || !pos || !config)
+		return -pte_internal;
+	if (pos < config->begin || config->end < pos)
+		return -pte_internal;
+
+	off = (size_t) (pos - config->begin);
+	off -= (size_t) ((uintptr_t) pos & 7u);
+	if (off > (size_t) (pos - config->begin))
+		return -pte_eos;
+
+	while (off >= 8) {
+		off -= 8;
+		if (!ipt__psb_word(config->begin + off))
+			continue;
+
+		found = ipt__find_psb(config->begin + off, config);
+		if (!found)
+			continue;
+
+		*sync = found;
+		return 0;
+	}
+
+	return -pte_eos;
+}
+
+/* ---- the decoder ---- */
+
+/* Initialize an embedded decoder: copy the configuration in, unsynced.
+ * -pte_invalid for NULL arguments, -pte_bad_config for a bad config. */
+static IPT__UNUSED int ipt__pkt_init(struct pt_packet_decoder *decoder,
+				     const struct pt_config *config)
+{
+	if (!decoder || !config)
+		return -pte_invalid;
+
+	IPT_MEMSET(decoder, 0, sizeof(*decoder));
+	return ipt__config_from_user(&decoder->config, config);
+}
+
+static IPT__UNUSED void ipt__pkt_fini(struct pt_packet_decoder *decoder)
+{
+	(void) decoder;
+}
+
+IPT_DEF struct pt_packet_decoder *
+pt_pkt_alloc_decoder(const struct pt_config *config)
+{
+	struct pt_packet_decoder *decoder;
+
+	decoder = (struct pt_packet_decoder *) ipt__alloc(sizeof(*decoder));
+	if (!decoder)
+		return NULL;
+
+	if (ipt__pkt_init(decoder, config) < 0) {
+		ipt__free(decoder, sizeof(*decoder));
+		return NULL;
+	}
+
+	return decoder;
+}
+
+IPT_DEF void pt_pkt_free_decoder(struct pt_packet_decoder *decoder)
+{
+	if (!decoder)
+		return;
+
+	ipt__pkt_fini(decoder);
+	ipt__free(decoder, sizeof(*decoder));
+}
+
+IPT_DEF int pt_pkt_sync_forward(struct pt_packet_decoder *decoder)
+{
+	const uint8_t *pos, *sync, *begin;
+	size_t back;
+	int errcode;
+
+	if (!decoder)
+		return -pte_invalid;
+
+	begin = decoder->config.begin;
+	sync = decoder->sync;
+	pos = decoder->pos;
+	if (!pos)
+		pos = begin;
+
+	/* Move past the PSB we are synchronized at. */
+	if (pos == sync) {
+		if (ipt__pkt_left(pos, &decoder->config) < IPT__PSB_SIZE)
+			return -pte_internal;
+		pos += IPT__PSB_SIZE;
+	}
+
+	if (pos < begin)
+		return -pte_internal;
+
+	/* Start a bit earlier to find a PSB that the preceding packet
+	 * partially consumed. */
+	back = (size_t) (pos - begin);
+	if (back >= IPT__PSB_SIZE)
+		back = IPT__PSB_SIZE - 1;
+	pos -= back;
+
+	errcode = ipt__sync_forward(&sync, pos, &decoder->config);
+	if (errcode < 0)
+		return errcode;
+
+	decoder->sync = sync;
+	decoder->pos = sync;
+	return 0;
+}
+
+IPT_DEF int pt_pkt_sync_backward(struct pt_packet_decoder *decoder)
+{
+	const uint8_t *pos, *sync;
+	int errcode;
+
+	if (!decoder)
+		return -pte_invalid;
+
+	pos = decoder->pos;
+	if (!pos)
+		pos = decoder->config.end;
+
+	errcode = ipt__sync_backward(&sync, pos, &decoder->config);
+	if (errcode < 0)
+		return errcode;
+
+	decoder->sync = sync;
+	decoder->pos = sync;
+	return 0;
+}
+
+IPT_DEF int pt_pkt_sync_set(struct pt_packet_decoder *decoder,
+			    uint64_t offset)
+{
+	const uint8_t *pos;
+
+	if (!decoder)
+		return -pte_invalid;
+
+	if ((uint64_t) (decoder->config.end - decoder->config.begin) < offset)
+		return -pte_eos;
+
+	pos = decoder->config.begin + offset;
+	decoder->sync = pos;
+	decoder->pos = pos;
+	return 0;
+}
+
+IPT_DEF int pt_pkt_get_offset(const struct pt_packet_decoder *decoder,
+			      uint64_t *offset)
+{
+	if (!decoder || !offset)
+		return -pte_invalid;
+	if (!decoder->pos)
+		return -pte_nosync;
+
+	*offset = (uint64_t) (decoder->pos - decoder->config.begin);
+	return 0;
+}
+
+IPT_DEF int pt_pkt_get_sync_offset(const struct pt_packet_decoder *decoder,
+				   uint64_t *offset)
+{
+	if (!decoder || !offset)
+		return -pte_invalid;
+	if (!decoder->sync)
+		return -pte_nosync;
+
+	*offset = (uint64_t) (decoder->sync - decoder->config.begin);
+	return 0;
+}
+
+IPT_DEF const struct pt_config *
+pt_pkt_get_config(const struct pt_packet_decoder *decoder)
+{
+	if (!decoder)
+		return NULL;
+
+	return &decoder->config;
+}
+
+/* SKD007: a buffer overflow may corrupt the CYC before an OVF so that the
+ * OVF's extended opcode byte reads as the second byte of a 2-byte CYC.  A
+ * 2-byte CYC whose second byte looks like IPT__OPC_EXT and is followed by
+ * an OVF extension byte is taken for that: skip the CYC's first byte and
+ * report the OVF.  Returns the OVF's size, or 0 if the erratum did not hit. */
+static int ipt__pkt_handle_skd007(struct pt_packet_decoder *decoder,
+				  struct pt_packet *packet)
+{
+	const uint8_t *pos;
+
+	if (packet->size != 2)
+		return 0;
+
+	if ((packet->payload.cyc.value & 0xffe0u) != 0x20)
+		return 0;
+
+	pos = decoder->pos + 2;
+	if (decoder->config.end <= pos)
+		return 0;
+	if (*pos != IPT__EXT_OVF)
+		return 0;
+
+	decoder->pos += 1;
+	packet->type = ppt_ovf;
+	packet->size = ipt__layout[ppt_ovf].size;
+	return ipt__layout[ppt_ovf].size;
+}
+
+/* Decode the packet at decoder->pos into *packet; do not advance. */
+static int ipt__pkt_decode(struct pt_packet_decoder *decoder,
+			   struct pt_packet *packet)
+{
+	const struct pt_config *config = &decoder->config;
+	const uint8_t *pos = decoder->pos;
+	enum pt_packet_type type;
+	unsigned int kind;
+	int size;
+
+	if (!pos || pos < config->begin)
+		return -pte_nosync;
+	if (config->end <= pos)
+		return -pte_eos;
+
+	kind = ipt__first_byte[pos[0]];
+	type = (enum pt_packet_type) kind;
+	switch (kind) {
+	case ppt_tnt_8:
+		size = ipt__pkt_read_tnt_8(&packet->payload.tnt, pos, config);
+		break;
+
+	case ppt_pad:
+		size = 1;
+		break;
+
+	case ppt_tip:
+	case ppt_tip_pge:
+	case ppt_tip_pgd:
+	case ppt_fup:
+		size = ipt__pkt_read_ip(&packet->payload.ip, pos, config);
+		break;
+
+	case ppt_cyc:
+		size = ipt__pkt_read_cyc(&packet->payload.cyc, pos, config);
+		if (size < 0)
+			return size;
+
+		packet->type = ppt_cyc;
+		packet->size = (uint8_t) size;
+		if (decoder->config.errata.skd007) {
+			int ovf = ipt__pkt_handle_skd007(decoder, packet);
+
+			if (ovf)
+				return ovf;
+		}
+		return size;
+
+	case ppt_mtc:
+		size = ipt__pkt_read_mtc(&packet->payload.mtc, pos, config);
+		break;
+
+	case ppt_tsc:
+		size = ipt__pkt_read_tsc(&packet->payload.tsc, pos, config);
+		break;
+
+	case ppt_mode:
+		size = ipt__pkt_read_mode(&packet->payload.mode, pos, config);
+		break;
+
+	case ppt_trig:
+		size = ipt__pkt_read_trig(&packet->payload.trig, pos, config);
+		break;
+
+	case IPT__KIND_EXT:
+		if (ipt__pkt_left(pos, config) < 2)
+			return -pte_eos;
+
+		kind = ipt__second_byte[pos[1]];
+		type = (enum pt_packet_type) kind;
+		switch (kind) {
+		case ppt_psb:
+			size = ipt__pkt_read_psb(pos, config);
+			if (size >= 0)
+				decoder->sync = pos;
+			break;
+
+		case ppt_psbend:
+		case ppt_ovf:
+		case ppt_stop:
+			size = 2;
+			break;
+
+		case ppt_tnt_64:
+			size = ipt__pkt_read_tnt_64(&packet->payload.tnt, pos,
+						    config);
+			break;
+
+		case ppt_pip:
+			size = ipt__pkt_read_pip(&packet->payload.pip, pos,
+						 config);
+			break;
+
+		case ppt_vmcs:
+			size = ipt__pkt_read_vmcs(&packet->payload.vmcs, pos,
+						  config);
+			break;
+
+		case ppt_cbr:
+			size = ipt__pkt_read_cbr(&packet->payload.cbr, pos,
+						 config);
+			break;
+
+		case ppt_tma:
+			size = ipt__pkt_read_tma(&packet->payload.tma, pos,
+						 config);
+			/* SKZ84: TSC scaling or offsetting may corrupt TMA;
+			 * reserved bits set is what can be seen.  The error
+			 * stays, but the packet says how much to skip. */
+			if (size == -pte_bad_packet &&
+			    decoder->config.errata.skz84) {
+				packet->type = ppt_invalid;
+				packet->size = (uint8_t) (ipt__layout[ppt_tma]
+							  .size + 1);
+			}
+			break;
+
+		case ppt_mnt:
+			if (ipt__pkt_left(pos, config) < 3)
+				return -pte_eos;
+			if (pos[2] != IPT__EXT2_MNT) {
+				type = ppt_unknown;
+				size = ipt__pkt_read_unknown(packet, pos,
+							     config);
+				break;
+			}
+			size = ipt__pkt_read_mnt(&packet->payload.mnt, pos,
+						 config);
+			break;
+
+		case ppt_exstop:
+			size = ipt__pkt_read_exstop(&packet->payload.exstop,
+						    pos, config);
+			break;
+
+		case ppt_mwait:
+			size = ipt__pkt_read_mwait(&packet->payload.mwait, pos,
+						   config);
+			break;
+
+		case ppt_pwre:
+			size = ipt__pkt_read_pwre(&packet->payload.pwre, pos,
+						  config);
+			break;
+
+		case ppt_pwrx:
+			size = ipt__pkt_read_pwrx(&packet->payload.pwrx, pos,
+						  config);
+			break;
+
+		case ppt_ptw:
+			size = ipt__pkt_read_ptw(&packet->payload.ptw, pos,
+						 config);
+			break;
+
+		case ppt_cfe:
+			size = ipt__pkt_read_cfe(&packet->payload.cfe, pos,
+						 config);
+			break;
+
+		case ppt_evd:
+			size = ipt__pkt_read_evd(&packet->payload.evd, pos,
+						 config);
+			break;
+
+		default:
+			type = ppt_unknown;
+			size = ipt__pkt_read_unknown(packet, pos, config);
+			break;
+		}
+		break;
+
+	default:
+		type = ppt_unknown;
+		size = ipt__pkt_read_unknown(packet, pos, config);
+		break;
+	}
+
+	if (size < 0)
+		return size;
+
+	packet->type = type;
+	packet->size = (uint8_t) size;
+	return size;
+}
+
+/* Decode the next packet and move past it.  Same semantics as libipt's
+ * pt_pkt_next: the packet is copied out as the caller's size says (bytes
+ * past sizeof(struct pt_packet) zeroed, fewer bytes truncated). */
+IPT_DEF int pt_pkt_next(struct pt_packet_decoder *decoder,
+			struct pt_packet *packet, size_t psize)
+{
+	struct pt_packet pkt;
+	int size;
+
+	if (!packet || !decoder)
+		return -pte_invalid;
+
+	if (IPT__LIKELY(psize == sizeof(pkt))) {
+		size = ipt__pkt_decode(decoder, packet);
+		if (size < 0)
+			return size;
+	} else {
+		size = ipt__pkt_decode(decoder, &pkt);
+		if (size < 0)
+			return size;
+
+		if (sizeof(pkt) < psize) {
+			IPT_MEMSET(((uint8_t *) packet) + sizeof(pkt), 0,
+				   psize - sizeof(pkt));
+			psize = sizeof(pkt);
+		}
+		IPT_MEMCPY(packet, &pkt, psize);
+	}
+
+	decoder->pos += size;
+	return size;
+}
+
+/* ---- last-IP tracking ---- */
+
+IPT_DEF void ipt_last_ip_init(struct ipt_last_ip *last_ip)
+{
+	if (!last_ip)
+		return;
+
+	last_ip->ip = 0ull;
+	last_ip->have_ip = 0;
+	last_ip->suppressed = 0;
+}
+
+IPT_DEF int ipt_last_ip_query(uint64_t *ip, const struct ipt_last_ip *last_ip)
+{
+	if (!last_ip)
+		return -pte_invalid;
+
+	if (!last_ip->have_ip) {
+		if (ip)
+			*ip = 0ull;
+		return -pte_noip;
+	}
+
+	if (last_ip->suppressed) {
+		if (ip)
+			*ip = 0ull;
+		return -pte_ip_suppressed;
+	}
+
+	if (ip)
+		*ip = last_ip->ip;
+	return 0;
+}
+
+/* SDM 33.4.2.2: the update forms replace the low 16, 32 or 48 bits of the
+ * last IP; sext-48 sign-extends bit 47; suppressed leaves the IP but marks
+ * it suppressed until the next update. */
+IPT_DEF int ipt_last_ip_update_ip(struct ipt_last_ip *last_ip,
+				  const struct pt_packet_ip *packet,
+				  const struct pt_config *config)
+{
+	uint64_t ip;
+
+	(void) config;
+
+	if (!last_ip || !packet)
+		return -pte_invalid;
+
+	ip = packet->ip;
+	switch (packet->ipc) {
+	case pt_ipc_suppressed:
+		last_ip->suppressed = 1;
+		return 0;
+
+	case pt_ipc_update_16:
+		ip = (last_ip->ip & ~0xffffull) | (ip & 0xffffull);
+		break;
+
+	case pt_ipc_update_32:
+		ip = (last_ip->ip & ~0xffffffffull) | (ip & 0xffffffffull);
+		break;
+
+	case pt_ipc_update_48:
+		ip = (last_ip->ip & ~0xffffffffffffull) |
+		     (ip & 0xffffffffffffull);
+		break;
+
+	case pt_ipc_sext_48:
+		ip &= 0xffffffffffffull;
+		if (ip & (1ull << 47))
+			ip |= ~0xffffffffffffull;
+		break;
+
+	case pt_ipc_full:
+		break;
+
+	default:
+		return -pte_bad_packet;
+	}
+
+	last_ip->ip = ip;
+	last_ip->have_ip = 1;
+	last_ip->suppressed = 0;
+	return 0;
+}
 
 /* ==== >>time  time tracking and calibration ==============================
  * Follows TSC, TMA, MTC, CYC and CBR to estimate the time stamp counter
