@@ -30,10 +30,16 @@ static int next_packet(struct fz *in, struct pt_packet *packet)
 	raw = fz_copy(in, sizeof(packet->payload), &got);
 	memcpy(&packet->payload, raw, got);
 	free(raw);
-	/* One bit-less TNT-8 is the byte 0x02, the extended opcode: an
-	 * encoding without a packet of its own.  Not a round trip. */
-	if (packet->type == ppt_tnt_8 && packet->payload.tnt.bit_size == 0)
+	/* A TNT without bits encodes (as with libipt) but does not decode:
+	 * TNT-8 becomes the byte 0x02, the extended opcode, and TNT-64 a
+	 * payload the decoder rejects.  Not a round trip. */
+	if ((packet->type == ppt_tnt_8 || packet->type == ppt_tnt_64) &&
+	    packet->payload.tnt.bit_size == 0)
 		packet->payload.tnt.bit_size = 1;
+	/* The decoder takes at most 8 CYC extension bytes, 61 bits; the
+	 * encoder (as libipt's) writes a ninth for larger values. */
+	if (packet->type == ppt_cyc)
+		packet->payload.cyc.value &= (1ull << 61) - 1;
 	return 1;
 }
 
