@@ -111,5 +111,26 @@ fuzz-replay: $(REPLAY_BINS) $(FB)/seeds/.stamp
 
 .PHONY: fuzz-seeds fuzz-replay hvagent
 
+# ---- the unit tests and the examples under ASan+UBSan, valgrind ----
+
+ASAN_UNITS := $(patsubst $(B)/%,$(AB)/%,$(UNIT_BINS))
+ASAN_EXAMPLES := $(patsubst examples/%,$(AB)/%,$(EXAMPLES))
+
+$(AB)/t_%: ipt_impl_tests/t_%.c $(AB)/ipt_impl.o ipt_impl_tests/check.h $(HDR)
+	$(CC) $(OPT) $(WARN) $(CPPFLAGS) $(SAN) -o $@ $< $(AB)/ipt_impl.o \
+		$(ZYDIS) -lm
+
+$(AB)/ptdump $(AB)/ptxed: $(AB)/%: examples/%.c $(HDR) $(wildcard examples/*.h) | $(AB)
+	$(CC) $(OPT) $(WARN) $(CPPFLAGS) $(SAN) -o $@ $< $(ZYDIS) -lm
+
+$(HB)/asan-conformance: $(ASAN_EXAMPLES) $(HD)/asan-conformance | $(HB)
+	$(call hard_wrap,$@,$(HD)/asan-conformance $(CONFORMANCE) $(AB)/ptdump $(AB)/ptxed)
+
+$(HB)/valgrind-conformance: $(EXAMPLES) $(HD)/valgrind-conformance | $(HB)
+	$(call hard_wrap,$@,$(HD)/valgrind-conformance $(CONFORMANCE) examples/ptdump examples/ptxed)
+
+TESTS += $(ASAN_UNITS) $(HB)/asan-conformance $(HB)/valgrind-conformance
+TEST_DEPS += $(ASAN_UNITS) $(HB)/asan-conformance $(HB)/valgrind-conformance
+
 # Binaries made through pattern rules are kept, not removed as intermediate.
 .PRECIOUS: $(AB)/strict_% $(AB)/replay_% $(FB)/fuzz_% $(AB)/t_%
