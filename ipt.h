@@ -3044,37 +3044,29 @@ IPT_DEF void pt_pkt_free_decoder(struct pt_packet_decoder *decoder)
 
 IPT_DEF int pt_pkt_sync_forward(struct pt_packet_decoder *decoder)
 {
-	const uint8_t *pos, *sync, *begin;
-	size_t back;
+	const uint8_t *sync;
+	size_t off;
 	int errcode;
 
 	if (!decoder)
 		return -pte_invalid;
 
-	begin = decoder->config.begin;
 	sync = decoder->sync;
-	pos = decoder->pos;
-	if (!pos)
-		pos = begin;
+	off = 0;
+	if (decoder->pos)
+		off = (size_t) (decoder->pos - decoder->config.begin);
 
-	/* Move past the PSB we are synchronized at. */
-	if (pos == sync) {
-		if (ipt__pkt_left(pos, &decoder->config) < IPT__PSB_SIZE)
-			return -pte_internal;
-		pos += IPT__PSB_SIZE;
-	}
+	/* Move past the PSB we are synchronized at, but start a bit earlier
+	 * to find a PSB that the preceding packet partially consumed. */
+	if (decoder->config.begin + off == sync)
+		off += IPT__PSB_SIZE;
+	off -= (off < IPT__PSB_SIZE) ? off : IPT__PSB_SIZE - 1;
 
-	if (pos < begin)
+	if ((size_t) (decoder->config.end - decoder->config.begin) < off)
 		return -pte_internal;
 
-	/* Start a bit earlier to find a PSB that the preceding packet
-	 * partially consumed. */
-	back = (size_t) (pos - begin);
-	if (back >= IPT__PSB_SIZE)
-		back = IPT__PSB_SIZE - 1;
-	pos -= back;
-
-	errcode = ipt__sync_forward(&sync, pos, &decoder->config);
+	errcode = ipt__sync_forward(&sync, decoder->config.begin + off,
+				    &decoder->config);
 	if (errcode < 0)
 		return errcode;
 
