@@ -676,7 +676,146 @@ IPT_API int ipt_last_ip_update_ip(struct ipt_last_ip *last_ip,
  * NULL. */
 IPT_API int ipt_last_ip_query(uint64_t *ip, const struct ipt_last_ip *last_ip);
 
-/* >>api-time: ipt_ extensions of the time layer */
+/* >>api-time: ipt_ extensions of the time layer
+ *
+ * Time tracking follows TSC, TMA, MTC and CYC packets to estimate the time
+ * stamp counter at any packet; calibration counts cycles between MTCs (or
+ * TSCs) to learn the fast-counter:cycles ratio (FCR) that CYC packets need.
+ * Same semantics as libipt's internal pt_time_* and pt_tcal_*.  Both
+ * structures are plain values: zero-initialize them with the *_init
+ * functions, copy them freely.  Every function returns zero on success or
+ * a negative pte_* code; NULL arguments give -pte_internal. */
+
+struct ipt_time {
+	/* The estimated time stamp counter. */
+	uint64_t tsc;
+	/* The TSC at the last MTC or TSC, less any TMA fast counter. */
+	uint64_t base;
+	/* The fast counter estimated since base (from TMA and CYC). */
+	uint64_t fc;
+	/* The last CTC value, adjusted (from MTC and TMA). */
+	uint32_t ctc;
+	/* The CTC value when fc was last cleared (from MTC and TMA). */
+	uint32_t ctc_cyc;
+	/* MTC and CYC updates lost since the last TSC. */
+	uint32_t lost_mtc;
+	uint32_t lost_cyc;
+	/* The core:bus ratio. */
+	uint8_t cbr;
+	/* Which packets have been seen since the last TSC (cbr: ever). */
+	uint32_t have_tsc:1;
+	uint32_t have_cbr:1;
+	uint32_t have_tma:1;
+	uint32_t have_mtc:1;
+};
+
+/* Calibration of the fast-counter:cycles ratio. */
+struct ipt_time_cal {
+	/* The current FCR, scaled by 2^ipt_tcal_fcr_shr. */
+	uint64_t fcr;
+	/* The smallest and largest FCR so far; min > max: none yet. */
+	uint64_t min_fcr, max_fcr;
+	/* The last TSC and the cycles counted since then. */
+	uint64_t tsc;
+	uint64_t cyc_tsc;
+	/* The cycles counted since the last MTC, and its adjusted CTC. */
+	uint64_t cyc_mtc;
+	uint32_t ctc;
+	/* Failed MTC calibrations since the last successful one. */
+	uint32_t lost_mtc;
+	/* An MTC has been seen (since init or overflow). */
+	uint32_t have_mtc:1;
+	/* The next MTC is the first after a PSB on an SKL168 processor. */
+	uint32_t check_skl168:1;
+};
+
+enum {
+	/* FCR values carry this many fraction bits.  Pass ipt_tcal_fcr()'s
+	 * result to ipt_time_update_cyc() as it is. */
+	ipt_tcal_fcr_shr = 8
+};
+
+/* Reset time tracking to "nothing seen". */
+IPT_API void ipt_time_init(struct ipt_time *time);
+
+/* The estimated TSC in *tsc and, unless NULL, the MTC and CYC updates lost
+ * since the last TSC packet.  -pte_no_time if there has not been a TSC
+ * packet (the outputs are filled in anyway). */
+IPT_API int ipt_time_query_tsc(uint64_t *tsc, uint32_t *lost_mtc,
+			       uint32_t *lost_cyc, const struct ipt_time *time);
+
+/* The core:bus ratio of the last CBR packet; -pte_no_cbr if none. */
+IPT_API int ipt_time_query_cbr(uint32_t *cbr, const struct ipt_time *time);
+
+/* Update the time at a timing packet.
+ *
+ *   tsc  restart from the packet's TSC; recover from losses.
+ *   cbr  -pte_bad_packet for a zero ratio.
+ *   tma  -pte_bad_context without a preceding TSC or after another TMA.
+ *   mtc  -pte_bad_packet if the CTC went back more than one wrap (the MTC
+ *        is counted as lost); -pte_bad_config if cpuid_0x15_eax or _ebx
+ *        is zero.
+ *   cyc  fcr is the calibrated ratio from ipt_tcal_fcr(); zero counts the
+ *        CYC as lost. */
+IPT_API int ipt_time_update_tsc(struct ipt_time *time,
+				const struct pt_packet_tsc *packet,
+				const struct pt_config *config);
+IPT_API int ipt_time_update_cbr(struct ipt_time *time,
+				const struct pt_packet_cbr *packet,
+				const struct pt_config *config);
+IPT_API int ipt_time_update_tma(struct ipt_time *time,
+				const struct pt_packet_tma *packet,
+				const struct pt_config *config);
+IPT_API int ipt_time_update_mtc(struct ipt_time *time,
+				const struct pt_packet_mtc *packet,
+				const struct pt_config *config);
+IPT_API int ipt_time_update_cyc(struct ipt_time *time,
+				const struct pt_packet_cyc *packet,
+				const struct pt_config *config, uint64_t fcr);
+
+/* Reset calibration: no FCR known. */
+IPT_API void ipt_tcal_init(struct ipt_time_cal *tcal);
+
+/* The current FCR in *fcr; -pte_no_time if none is known yet. */
+IPT_API int ipt_tcal_fcr(uint64_t *fcr, const struct ipt_time_cal *tcal);
+
+/* Set the FCR (scaled by 2^ipt_tcal_fcr_shr), e.g. an initial guess to
+ * use until calibration has seen one CBR or two MTCs. */
+IPT_API int ipt_tcal_set_fcr(struct ipt_time_cal *tcal, uint64_t fcr);
+
+/* Update calibration at a packet.  The _header_ variants are for TSC and
+ * CBR inside PSB+; the _update_ variants for those outside it, where a
+ * TSC only starts a new interval and a CBR (a frequency change) restarts
+ * calibration.  psb: a PSB was seen (arms the SKL168 workaround); ovf: an
+ * overflow, which forgets the intervals but keeps the FCR.  tsc and mtc
+ * may fail with -pte_bad_packet (time went backwards), mtc with
+ * -pte_bad_config (no cpuid 0x15 values), cbr with -pte_bad_packet (zero
+ * ratio, when config->nom_freq is set). */
+IPT_API int ipt_tcal_update_tsc(struct ipt_time_cal *tcal,
+				const struct pt_packet_tsc *packet,
+				const struct pt_config *config);
+IPT_API int ipt_tcal_header_tsc(struct ipt_time_cal *tcal,
+				const struct pt_packet_tsc *packet,
+				const struct pt_config *config);
+IPT_API int ipt_tcal_update_cbr(struct ipt_time_cal *tcal,
+				const struct pt_packet_cbr *packet,
+				const struct pt_config *config);
+IPT_API int ipt_tcal_header_cbr(struct ipt_time_cal *tcal,
+				const struct pt_packet_cbr *packet,
+				const struct pt_config *config);
+IPT_API int ipt_tcal_update_tma(struct ipt_time_cal *tcal,
+				const struct pt_packet_tma *packet,
+				const struct pt_config *config);
+IPT_API int ipt_tcal_update_mtc(struct ipt_time_cal *tcal,
+				const struct pt_packet_mtc *packet,
+				const struct pt_config *config);
+IPT_API int ipt_tcal_update_cyc(struct ipt_time_cal *tcal,
+				const struct pt_packet_cyc *packet,
+				const struct pt_config *config);
+IPT_API int ipt_tcal_update_psb(struct ipt_time_cal *tcal,
+				const struct pt_config *config);
+IPT_API int ipt_tcal_update_ovf(struct ipt_time_cal *tcal,
+				const struct pt_config *config);
 
 /* ---- events ---- */
 
@@ -2905,37 +3044,29 @@ IPT_DEF void pt_pkt_free_decoder(struct pt_packet_decoder *decoder)
 
 IPT_DEF int pt_pkt_sync_forward(struct pt_packet_decoder *decoder)
 {
-	const uint8_t *pos, *sync, *begin;
-	size_t back;
+	const uint8_t *sync;
+	size_t off;
 	int errcode;
 
 	if (!decoder)
 		return -pte_invalid;
 
-	begin = decoder->config.begin;
 	sync = decoder->sync;
-	pos = decoder->pos;
-	if (!pos)
-		pos = begin;
+	off = 0;
+	if (decoder->pos)
+		off = (size_t) (decoder->pos - decoder->config.begin);
 
-	/* Move past the PSB we are synchronized at. */
-	if (pos == sync) {
-		if (ipt__pkt_left(pos, &decoder->config) < IPT__PSB_SIZE)
-			return -pte_internal;
-		pos += IPT__PSB_SIZE;
-	}
+	/* Move past the PSB we are synchronized at, but start a bit earlier
+	 * to find a PSB that the preceding packet partially consumed. */
+	if (decoder->config.begin + off == sync)
+		off += IPT__PSB_SIZE;
+	off -= (off < IPT__PSB_SIZE) ? off : IPT__PSB_SIZE - 1;
 
-	if (pos < begin)
+	if ((size_t) (decoder->config.end - decoder->config.begin) < off)
 		return -pte_internal;
 
-	/* Start a bit earlier to find a PSB that the preceding packet
-	 * partially consumed. */
-	back = (size_t) (pos - begin);
-	if (back >= IPT__PSB_SIZE)
-		back = IPT__PSB_SIZE - 1;
-	pos -= back;
-
-	errcode = ipt__sync_forward(&sync, pos, &decoder->config);
+	errcode = ipt__sync_forward(&sync, decoder->config.begin + off,
+				    &decoder->config);
 	if (errcode < 0)
 		return errcode;
 
@@ -3150,13 +3281,14 @@ static int ipt__pkt_decode(struct pt_packet_decoder *decoder,
 			size = ipt__pkt_read_tma(&packet->payload.tma, pos,
 						 config);
 			/* SKZ84: TSC scaling or offsetting may corrupt TMA;
-			 * reserved bits set is what can be seen.  The error
-			 * stays, but the packet says how much to skip. */
+			 * reserved bits set is what can be seen.  Such a TMA
+			 * decodes as an invalid packet one byte longer. */
 			if (size == -pte_bad_packet &&
 			    decoder->config.errata.skz84) {
 				packet->type = ppt_invalid;
 				packet->size = (uint8_t) (ipt__layout[ppt_tma]
 							  .size + 1);
+				return packet->size;
 			}
 			break;
 
@@ -3351,6 +3483,554 @@ IPT_DEF int ipt_last_ip_update_ip(struct ipt_last_ip *last_ip,
 /* ==== >>time  time tracking and calibration ==============================
  * Follows TSC, TMA, MTC, CYC and CBR to estimate the time stamp counter
  * between TSC packets, and calibrates cycles against it. */
+
+/* Payload widths that timing arithmetic depends on (SDM 33.4.2): an MTC
+ * carries CTC bits [mtc_freq + 7 : mtc_freq], a TMA the low 16 CTC bits,
+ * a TSC 56 bits of the time stamp counter. */
+enum {
+	IPT__TIME_MTC_BITS = 8,
+	IPT__TIME_MTC_MASK = 0xff,
+	IPT__TIME_TMA_CTC_BITS = 16,
+	IPT__TIME_TMA_CTC_MASK = 0xffff,
+	IPT__TIME_TSC_BITS = 56
+};
+
+/* v << n for 32-bit v, zero once everything is shifted out: a caller's
+ * mtc_freq beyond IA32_RTIT_CTL's four bits must not shift too far. */
+static uint32_t ipt__time_shl(uint32_t v, uint32_t n)
+{
+	return (n < 32) ? (v << n) : 0u;
+}
+
+IPT_DEF void ipt_time_init(struct ipt_time *time)
+{
+	if (time)
+		IPT_MEMSET(time, 0, sizeof(*time));
+}
+
+IPT_DEF int ipt_time_query_tsc(uint64_t *tsc, uint32_t *lost_mtc,
+			       uint32_t *lost_cyc, const struct ipt_time *time)
+{
+	if (!tsc || !time)
+		return -pte_internal;
+
+	*tsc = time->tsc;
+	if (lost_mtc)
+		*lost_mtc = time->lost_mtc;
+	if (lost_cyc)
+		*lost_cyc = time->lost_cyc;
+
+	return time->have_tsc ? 0 : -pte_no_time;
+}
+
+IPT_DEF int ipt_time_query_cbr(uint32_t *cbr, const struct ipt_time *time)
+{
+	if (!cbr || !time)
+		return -pte_internal;
+	if (!time->have_cbr)
+		return -pte_no_cbr;
+
+	*cbr = time->cbr;
+	return 0;
+}
+
+/* The CTC ticks from last to now.  The CTC as MTC sees it is
+ * mtc_freq + 8 bits wide; one wrap-around is undone, more mean the two
+ * values are unrelated (-pte_bad_packet). */
+static int ipt__time_ctc_delta(uint32_t *delta, uint32_t now, uint32_t last,
+			       const struct pt_config *config)
+{
+	if (!delta || !config)
+		return -pte_internal;
+
+	if (now < last) {
+		now += ipt__time_shl(1u, config->mtc_freq + IPT__TIME_MTC_BITS);
+		if (now < last)
+			return -pte_bad_packet;
+	}
+
+	*delta = now - last;
+	return 0;
+}
+
+/* CTC ticks in fast-counter (TSC) units: times cpuid[0x15].ebx/eax, the
+ * TSC to crystal clock ratio. */
+static int ipt__time_ctc_to_fc(uint64_t *fc, uint64_t ctc,
+			       const struct pt_config *config)
+{
+	uint32_t eax, ebx;
+
+	if (!fc || !config)
+		return -pte_internal;
+
+	eax = config->cpuid_0x15_eax;
+	ebx = config->cpuid_0x15_ebx;
+	if (!eax || !ebx)
+		return -pte_bad_config;
+
+	*fc = (ctc * ebx) / eax;
+	return 0;
+}
+
+IPT_DEF int ipt_time_update_tsc(struct ipt_time *time,
+				const struct pt_packet_tsc *packet,
+				const struct pt_config *config)
+{
+	(void) config;
+
+	if (!time || !packet)
+		return -pte_internal;
+
+	/* A full time stamp: start over, and forget earlier losses. */
+	time->tsc = packet->tsc;
+	time->base = packet->tsc;
+	time->fc = 0ull;
+	time->ctc = 0;
+	time->lost_mtc = 0;
+	time->lost_cyc = 0;
+	time->have_tsc = 1;
+	time->have_tma = 0;
+	time->have_mtc = 0;
+	return 0;
+}
+
+IPT_DEF int ipt_time_update_cbr(struct ipt_time *time,
+				const struct pt_packet_cbr *packet,
+				const struct pt_config *config)
+{
+	(void) config;
+
+	if (!time || !packet)
+		return -pte_internal;
+	if (!packet->ratio)
+		return -pte_bad_packet;
+
+	time->cbr = packet->ratio;
+	time->have_cbr = 1;
+	return 0;
+}
+
+/* TMA follows a TSC in PSB+ and says where in the current MTC period the
+ * TSC was taken: CTC's low bits and the fast counter's value then. */
+IPT_DEF int ipt_time_update_tma(struct ipt_time *time,
+				const struct pt_packet_tma *packet,
+				const struct pt_config *config)
+{
+	uint32_t ctc_bits, ctc;
+
+	if (!time || !packet || !config)
+		return -pte_internal;
+
+	/* One TMA per TSC, and it needs the TSC. */
+	if (!time->have_tsc || time->have_tma)
+		return -pte_bad_context;
+
+	/* MTCs between TSC and TMA are ignored, so none can be recorded. */
+	if (time->have_mtc)
+		return -pte_internal;
+
+	ctc_bits = (uint32_t) config->mtc_freq + IPT__TIME_MTC_BITS;
+	ctc = packet->ctc & (ipt__time_shl(1u, ctc_bits) - 1u);
+
+	/* The base moves back to the start of the fast counter so that
+	 * base + fc stays the TSC. */
+	time->base -= packet->fc;
+	time->fc += packet->fc;
+	time->have_tma = 1;
+
+	/* When TMA carries every CTC bit that MTC does, it is as good as an
+	 * MTC.  Otherwise the next MTC supplies the missing high bits. */
+	if (ctc_bits <= IPT__TIME_TMA_CTC_BITS)
+		time->have_mtc = 1;
+
+	time->ctc = ctc;
+	time->ctc_cyc = ctc;
+	return 0;
+}
+
+IPT_DEF int ipt_time_update_mtc(struct ipt_time *time,
+				const struct pt_packet_mtc *packet,
+				const struct pt_config *config)
+{
+	uint32_t last_ctc, ctc, delta;
+	uint64_t base, fc;
+	int errcode, had_tma, had_mtc;
+
+	if (!time || !packet || !config)
+		return -pte_internal;
+
+	had_tma = time->have_tma;
+	had_mtc = time->have_mtc;
+
+	/* Between a TSC and its TMA an MTC would look like a CTC jump; the
+	 * TMA accounts for that time instead. */
+	if (time->have_tsc && !had_tma)
+		return 0;
+
+	base = time->base;
+	last_ctc = time->ctc;
+	ctc = ipt__time_shl(packet->ctc, config->mtc_freq);
+
+	/* Remember where cycle counting restarts if it has or would have. */
+	if (time->fc || time->lost_cyc || !had_mtc)
+		time->ctc_cyc = ctc;
+
+	/* From here on this MTC is the reference, even if we fail below. */
+	time->ctc = ctc;
+	time->fc = 0ull;
+	time->have_mtc = 1;
+	time->lost_cyc = 0;
+
+	if (!had_mtc) {
+		uint32_t lo, hi;
+
+		/* Without a TMA, the first MTC only starts the clock: we do
+		 * not know how far into its period tracing began. */
+		if (!had_tma)
+			return 0;
+
+		/* The TMA left the high CTC bits to this MTC. */
+		if (last_ctc & ~(uint32_t) IPT__TIME_TMA_CTC_MASK)
+			return -pte_internal;
+
+		/* Take the high bits from this MTC, one TMA period back if
+		 * the low bits wrapped in between; drop what MTC cannot
+		 * carry. */
+		lo = ctc & (uint32_t) IPT__TIME_TMA_CTC_MASK;
+		hi = ctc & ~(uint32_t) IPT__TIME_TMA_CTC_MASK;
+		if (lo < last_ctc) {
+			hi -= 1u << IPT__TIME_TMA_CTC_BITS;
+			hi &= ipt__time_shl(IPT__TIME_MTC_MASK,
+					    config->mtc_freq);
+		}
+		last_ctc |= hi;
+	}
+
+	errcode = ipt__time_ctc_delta(&delta, ctc, last_ctc, config);
+	if (errcode < 0) {
+		time->lost_mtc += 1;
+		return errcode;
+	}
+
+	errcode = ipt__time_ctc_to_fc(&fc, delta, config);
+	if (errcode < 0)
+		return errcode;
+
+	base += fc;
+	time->base = base;
+	time->tsc = base;
+	return 0;
+}
+
+/* A CYC counts cycles since the previous CYC-eligible packet, which may lie
+ * in an earlier MTC period.  For the first CYC of a period, take away the
+ * cycles the calibrated ratio says the earlier periods took; if that is
+ * more than the CYC has, the whole CYC belongs to the past (better slow
+ * than fast). */
+static int ipt__time_adjust_cyc(uint64_t *cyc, const struct ipt_time *time,
+				const struct pt_config *config, uint64_t fcr)
+{
+	uint32_t delta;
+	uint64_t fc, past;
+	int errcode;
+
+	if (!cyc || !time || !config || !fcr)
+		return -pte_internal;
+
+	if (time->ctc == time->ctc_cyc)
+		return 0;
+
+	errcode = ipt__time_ctc_delta(&delta, time->ctc, time->ctc_cyc,
+				      config);
+	if (errcode < 0)
+		return errcode;
+
+	errcode = ipt__time_ctc_to_fc(&fc, delta, config);
+	if (errcode < 0)
+		return errcode;
+
+	past = (fc << ipt_tcal_fcr_shr) / fcr;
+	*cyc = (*cyc < past) ? 0ull : *cyc - past;
+	return 0;
+}
+
+IPT_DEF int ipt_time_update_cyc(struct ipt_time *time,
+				const struct pt_packet_cyc *packet,
+				const struct pt_config *config, uint64_t fcr)
+{
+	uint64_t cyc;
+
+	if (!time || !packet || !config)
+		return -pte_internal;
+
+	/* Without a ratio, cycles cannot become time. */
+	if (!fcr) {
+		time->lost_cyc += 1;
+		return 0;
+	}
+
+	cyc = packet->value;
+	if (!time->fc) {
+		int errcode;
+
+		errcode = ipt__time_adjust_cyc(&cyc, time, config, fcr);
+		if (errcode < 0)
+			return errcode;
+	}
+
+	time->fc += (cyc * fcr) >> ipt_tcal_fcr_shr;
+	time->tsc = time->base + time->fc;
+	return 0;
+}
+
+IPT_DEF void ipt_tcal_init(struct ipt_time_cal *tcal)
+{
+	if (!tcal)
+		return;
+
+	IPT_MEMSET(tcal, 0, sizeof(*tcal));
+	tcal->min_fcr = ~0ull;
+}
+
+static int ipt__tcal_have_fcr(const struct ipt_time_cal *tcal)
+{
+	return tcal && tcal->min_fcr <= tcal->max_fcr;
+}
+
+IPT_DEF int ipt_tcal_fcr(uint64_t *fcr, const struct ipt_time_cal *tcal)
+{
+	if (!fcr || !tcal)
+		return -pte_internal;
+	if (!ipt__tcal_have_fcr(tcal))
+		return -pte_no_time;
+
+	*fcr = tcal->fcr;
+	return 0;
+}
+
+IPT_DEF int ipt_tcal_set_fcr(struct ipt_time_cal *tcal, uint64_t fcr)
+{
+	if (!tcal)
+		return -pte_internal;
+
+	tcal->fcr = fcr;
+	if (fcr < tcal->min_fcr)
+		tcal->min_fcr = fcr;
+	if (tcal->max_fcr < fcr)
+		tcal->max_fcr = fcr;
+	return 0;
+}
+
+/* SKL168: CYC packets right before a PSB may be dropped, so the first MTC
+ * interval after a PSB is suspect. */
+IPT_DEF int ipt_tcal_update_psb(struct ipt_time_cal *tcal,
+				const struct pt_config *config)
+{
+	if (!tcal || !config)
+		return -pte_internal;
+
+	if (config->errata.skl168)
+		tcal->check_skl168 = 1;
+	return 0;
+}
+
+/* A TSC outside PSB+ may follow lost time, so it does not calibrate; it
+ * only starts the interval that the next PSB+ TSC will measure. */
+IPT_DEF int ipt_tcal_update_tsc(struct ipt_time_cal *tcal,
+				const struct pt_packet_tsc *packet,
+				const struct pt_config *config)
+{
+	(void) config;
+
+	if (!tcal || !packet)
+		return -pte_internal;
+
+	tcal->tsc = packet->tsc;
+	tcal->cyc_tsc = 0ull;
+	return 0;
+}
+
+/* Calibrate over the cycles between two TSCs, unless MTCs do it better. */
+IPT_DEF int ipt_tcal_header_tsc(struct ipt_time_cal *tcal,
+				const struct pt_packet_tsc *packet,
+				const struct pt_config *config)
+{
+	uint64_t last, now, cyc, delta;
+
+	(void) config;
+
+	if (!tcal || !packet)
+		return -pte_internal;
+
+	last = tcal->tsc;
+	cyc = tcal->cyc_tsc;
+	now = packet->tsc;
+
+	tcal->tsc = now;
+	tcal->cyc_tsc = 0ull;
+
+	if (!last || !cyc || tcal->have_mtc)
+		return 0;
+
+	if (now < last) {
+		now += 1ull << IPT__TIME_TSC_BITS;
+		if (now < last)
+			return -pte_bad_packet;
+	}
+
+	delta = now - last;
+
+	/* The scaled delta must fit: refuse rather than overflow. */
+	if (delta >> (64 - ipt_tcal_fcr_shr))
+		return -pte_internal;
+
+	return ipt_tcal_set_fcr(tcal, (delta << ipt_tcal_fcr_shr) / cyc);
+}
+
+/* A CBR outside PSB+ is a frequency change: what we learnt is stale. */
+IPT_DEF int ipt_tcal_update_cbr(struct ipt_time_cal *tcal,
+				const struct pt_packet_cbr *packet,
+				const struct pt_config *config)
+{
+	ipt_tcal_init(tcal);
+	return ipt_tcal_header_cbr(tcal, packet, config);
+}
+
+/* With the nominal frequency known, the ratio is nom_freq / cbr. */
+IPT_DEF int ipt_tcal_header_cbr(struct ipt_time_cal *tcal,
+				const struct pt_packet_cbr *packet,
+				const struct pt_config *config)
+{
+	uint64_t nom;
+
+	if (!tcal || !packet || !config)
+		return -pte_internal;
+
+	nom = config->nom_freq;
+	if (!nom)
+		return 0;
+	if (!packet->ratio)
+		return -pte_bad_packet;
+
+	return ipt_tcal_set_fcr(tcal,
+				(nom << ipt_tcal_fcr_shr) / packet->ratio);
+}
+
+IPT_DEF int ipt_tcal_update_tma(struct ipt_time_cal *tcal,
+				const struct pt_packet_tma *packet,
+				const struct pt_config *config)
+{
+	/* TMA tells nothing about cycles. */
+	(void) tcal;
+	(void) packet;
+	(void) config;
+	return 0;
+}
+
+/* Calibrate over the cycles between two MTCs.  An interval without cycles
+ * merges into the next one. */
+IPT_DEF int ipt_tcal_update_mtc(struct ipt_time_cal *tcal,
+				const struct pt_packet_mtc *packet,
+				const struct pt_config *config)
+{
+	uint32_t last_ctc, ctc, delta;
+	uint64_t cyc, fc, fcr;
+	int errcode, check_skl168;
+
+	if (!tcal || !packet || !config)
+		return -pte_internal;
+
+	last_ctc = tcal->ctc;
+	cyc = tcal->cyc_mtc;
+	check_skl168 = tcal->check_skl168;
+	tcal->check_skl168 = 0;
+
+	ctc = ipt__time_shl(packet->ctc, config->mtc_freq);
+
+	if (!tcal->have_mtc) {
+		tcal->ctc = ctc;
+		tcal->cyc_mtc = 0ull;
+		tcal->have_mtc = 1;
+		return 0;
+	}
+
+	if (!cyc)
+		return 0;
+
+	tcal->ctc = ctc;
+	tcal->cyc_mtc = 0ull;
+
+	/* Counted as lost until it succeeds. */
+	tcal->lost_mtc += 1;
+
+	errcode = ipt__time_ctc_delta(&delta, ctc, last_ctc, config);
+	if (errcode < 0)
+		return errcode;
+
+	errcode = ipt__time_ctc_to_fc(&fc, delta, config);
+	if (errcode < 0)
+		return errcode;
+
+	if (fc >> (64 - ipt_tcal_fcr_shr))
+		return -pte_internal;
+
+	fcr = (fc << ipt_tcal_fcr_shr) / cyc;
+
+	if (check_skl168) {
+		/* More than one MTC period: MTCs were lost, skip it. */
+		if (ipt__time_shl(1u, config->mtc_freq) < delta)
+			return 0;
+
+		/* A dropped CYC would lack one 4096-cycle wrap.  Only at
+		 * high MTC frequencies is that visible: if the previous
+		 * ratio, given a little under 4096 extra cycles, still falls
+		 * short of the fast counter, assume the CYC was dropped. */
+		if (config->mtc_freq < 10 && ipt__tcal_have_fcr(tcal)) {
+			uint64_t expected;
+
+			expected = (tcal->fcr * (cyc + 0xf00)) >>
+				ipt_tcal_fcr_shr;
+			if (expected < fc)
+				return 0;
+		}
+	}
+
+	errcode = ipt_tcal_set_fcr(tcal, fcr);
+	if (errcode < 0)
+		return errcode;
+
+	tcal->lost_mtc = 0;
+	return 0;
+}
+
+IPT_DEF int ipt_tcal_update_cyc(struct ipt_time_cal *tcal,
+				const struct pt_packet_cyc *packet,
+				const struct pt_config *config)
+{
+	(void) config;
+
+	if (!tcal || !packet)
+		return -pte_internal;
+
+	tcal->cyc_mtc += packet->value;
+	tcal->cyc_tsc += packet->value;
+	return 0;
+}
+
+/* After an overflow the intervals are broken but the ratio still holds. */
+IPT_DEF int ipt_tcal_update_ovf(struct ipt_time_cal *tcal,
+				const struct pt_config *config)
+{
+	if (!tcal || !config)
+		return -pte_internal;
+
+	tcal->tsc = 0ull;
+	tcal->cyc_tsc = 0ull;
+	tcal->cyc_mtc = 0ull;
+	tcal->ctc = 0;
+	tcal->have_mtc = 0;
+	return 0;
+}
 
 /* ==== >>evt  event decoder ===============================================
  * Turns packets into events.  The one place that knows the packet-to-event
