@@ -4034,11 +4034,2760 @@ IPT_DEF int ipt_tcal_update_ovf(struct ipt_time_cal *tcal,
 
 /* ==== >>evt  event decoder ===============================================
  * Turns packets into events.  The one place that knows the packet-to-event
- * rules; the query decoder asks it. */
+ * rules; the query decoder asks it.  Same semantics as libipt 2.3's event
+ * decoder: the query decoder (>>qry) and the block decoder (>>blk) are both
+ * built on it and never look at packets themselves.
+ *
+ * Internal interface (for >>qry and >>blk; struct pt_event_decoder below is
+ * complete so that it can be embedded and copied by value):
+ *
+ *   int  ipt__evt_decoder_init(struct pt_event_decoder *decoder,
+ *                              const struct pt_config *config);
+ *        copies config in (the event.* flags are read), 0 or -pte_*
+ *   void ipt__evt_decoder_fini(struct pt_event_decoder *decoder);
+ *   const struct pt_config *ipt__evt_config(const struct pt_event_decoder *);
+ *   const uint8_t *ipt__evt_pos(const struct pt_event_decoder *);
+ *        the packet decoder's position: the packet after the current one
+ *   const uint8_t *ipt__evt_end(const struct pt_event_decoder *);
+ *   int  ipt__evt_time(const struct pt_event_decoder *decoder, uint64_t *tsc,
+ *                      uint32_t *lost_mtc, uint32_t *lost_cyc);
+ *   int  ipt__evt_core_bus_ratio(const struct pt_event_decoder *decoder,
+ *                                uint32_t *cbr);
+ *        the time as of the packets read so far (pt_qry_time semantics)
+ *   IPT__EV_IGNORE  the internal event type that binds a packet without
+ *                   reporting anything; never leaves this section
+ *
+ * How it works.  Most packets do not make an event on their own: they bind
+ * to a later packet that gives the IP (FUP, TIP, TIP.PGE/PGD, PSBEND,
+ * EXSTOP, PWRX, CFE).  Such events wait in a small queue, each tagged with
+ * the packets it may bind to; the binding packet takes them out in order.
+ * Packets that stand alone fill a separate "standalone" slot.  Packet
+ * handlers return 0 when they produced an event (and fetched the next packet
+ * if they are done with the current one), > 0 to ask for the next packet,
+ * < 0 on error.  Packet-decoder errors are remembered in `status` and
+ * reported when the decoder reaches them, so events before a broken packet
+ * still come out.
+ *
+ * Errata worked around here, each switched by pt_config.errata: BDM70 (FUP
+ * before TIP.PGE inside PSB+), SKD010 (OVF without FUP), APL11 (extra
+ * TIP.PGD after OVF), APL12 (extra FUP after OVF).  SKD007 and SKZ84 are
+ * packet-level (>>pkt), SKL168 is in the time layer, BDM64, SKD022 and
+ * SKL014 need the code and live in >>blk. */
+
+/* Never an event of this layer (tick events are made by higher layers), so
+ * it is free to mark queue entries that bind a packet silently. */
+#define IPT__EV_IGNORE ptev_tick
+
+/* What a queued event binds to: the packet that will complete it. */
+enum ipt__evb {
+	ipt__evb_psbend = 1 << 0,	/* status updates of a PSB+ */
+	ipt__evb_tip = 1 << 1,		/* TIP, TIP.PGE or TIP.PGD */
+	ipt__evb_fup = 1 << 2,		/* FUP of an asynchronous event */
+	ipt__evb_fup_bound = 1 << 3,	/* FUP that belongs to a packet */
+	ipt__evb_exstop = 1 << 4,	/* MWAIT waits for EXSTOP */
+	ipt__evb_cfe = 1 << 5,		/* EVD waits for its CFE */
+	ipt__evb_pwrx = 1 << 6		/* PWRE waits for PWRX */
+};
+
+/* A power of two; one slot stays free so the event most recently taken out
+ * is not overwritten while the caller still looks at it. */
+enum { ipt__evq_max = 16 };
+
+struct ipt__evq_entry {
+	struct pt_event event;
+	uint32_t binding;	/* enum ipt__evb bits */
+};
+
+struct ipt__evq {
+	struct ipt__evq_entry queue[ipt__evq_max];
+	uint8_t begin;
+	uint8_t end;
+	struct pt_event standalone;
+};
+
+/* The event decoder.  Plain data, no pointers into itself between calls,
+ * so it may be copied to look ahead. */
+struct pt_event_decoder {
+	struct pt_packet_decoder pacdec;
+
+	/* The caller's flags (the packet decoder gets none). */
+	struct pt_conf_flags flags;
+
+	/* The packet being processed; ppt_invalid after a packet-decoder
+	 * error, which then waits in status. */
+	struct pt_packet packet;
+
+	struct ipt_last_ip ip;
+	struct ipt_time time;
+	struct ipt_time_cal tcal;
+	struct ipt__evq evq;
+
+	/* The event being reported by the current pt_evt_next() call. */
+	struct pt_event *event;
+
+	int status;
+
+	/* The MODE.EXEC state, valid once mode_exec_valid is set. */
+	unsigned int mode_exec_valid:1;
+	unsigned int iflag:1;
+	unsigned int csd:1;
+	unsigned int csl:1;
+
+	/* PacketEn as far as the trace tells. */
+	unsigned int enabled:1;
+
+	/* The current packet already completed bound events and must not
+	 * also be taken as a packet on its own. */
+	unsigned int bound:1;
+};
+
+/* ---- the event queue ---- */
+
+static uint8_t ipt__evq_inc(uint8_t idx)
+{
+	return (uint8_t) ((idx + 1) % ipt__evq_max);
+}
+
+static uint8_t ipt__evq_dec(uint8_t idx)
+{
+	return (uint8_t) ((idx + ipt__evq_max - 1) % ipt__evq_max);
+}
+
+static struct pt_event *ipt__evq_clean(struct pt_event *ev)
+{
+	IPT_MEMSET(ev, 0, sizeof(*ev));
+	return ev;
+}
+
+static void ipt__evq_init(struct ipt__evq *evq)
+{
+	IPT_MEMSET(evq, 0, sizeof(*evq));
+}
+
+static struct pt_event *ipt__evq_standalone(struct ipt__evq *evq)
+{
+	return ipt__evq_clean(&evq->standalone);
+}
+
+/* Append a zeroed event for binding evb; NULL when full. */
+static struct pt_event *ipt__evq_enqueue(struct ipt__evq *evq, uint32_t evb)
+{
+	uint8_t idx = evq->end, end;
+
+	if (evq->begin >= ipt__evq_max || idx >= ipt__evq_max)
+		return NULL;
+	end = ipt__evq_inc(idx);
+	if (ipt__evq_inc(end) == evq->begin)
+		return NULL;
+	evq->end = end;
+	evq->queue[idx].binding = evb;
+	return ipt__evq_clean(&evq->queue[idx].event);
+}
+
+/* Take out the oldest event whose binding meets evb.  An event from the
+ * middle is moved to the front first so that the queue stays dense and the
+ * returned slot stays valid until the next enqueue. */
+static struct pt_event *ipt__evq_dequeue(struct ipt__evq *evq, uint32_t evb)
+{
+	struct ipt__evq_entry found;
+	uint8_t begin = evq->begin, end = evq->end, idx;
+
+	if (begin >= ipt__evq_max || end >= ipt__evq_max || begin == end)
+		return NULL;
+
+	if (evq->queue[begin].binding & evb) {
+		evq->begin = ipt__evq_inc(begin);
+		return &evq->queue[begin].event;
+	}
+
+	for (idx = ipt__evq_inc(begin);; idx = ipt__evq_inc(idx)) {
+		if (idx == end)
+			return NULL;
+		if (evq->queue[idx].binding & evb)
+			break;
+	}
+
+	found = evq->queue[idx];
+	for (;;) {
+		uint8_t prev = ipt__evq_dec(idx);
+
+		evq->queue[idx] = evq->queue[prev];
+		if (prev == begin)
+			break;
+		idx = prev;
+	}
+	evq->begin = idx;
+	evq->queue[begin] = found;
+	return &evq->queue[begin].event;
+}
+
+/* Queue a copy of ev, a standalone or just dequeued event, for evb. */
+static struct pt_event *ipt__evq_requeue(struct ipt__evq *evq,
+					 const struct pt_event *ev,
+					 uint32_t evb)
+{
+	struct pt_event copy = *ev, *rev;
+
+	rev = ipt__evq_enqueue(evq, evb);
+	if (rev)
+		*rev = copy;
+	return rev;
+}
+
+static int ipt__evq_pending(const struct ipt__evq *evq, uint32_t evb)
+{
+	uint8_t idx;
+
+	if (evq->begin >= ipt__evq_max || evq->end >= ipt__evq_max)
+		return -pte_internal;
+	for (idx = evq->begin; idx != evq->end; idx = ipt__evq_inc(idx))
+		if (evq->queue[idx].binding & evb)
+			return 1;
+	return 0;
+}
+
+/* The first queued event for evb, of type evt unless evt is negative. */
+static struct pt_event *ipt__evq_find(struct ipt__evq *evq, uint32_t evb,
+				      int evt)
+{
+	uint8_t idx;
+
+	if (evq->begin >= ipt__evq_max || evq->end >= ipt__evq_max)
+		return NULL;
+	for (idx = evq->begin; idx != evq->end; idx = ipt__evq_inc(idx)) {
+		struct ipt__evq_entry *entry = &evq->queue[idx];
+
+		if (!(entry->binding & evb))
+			continue;
+		if (evt < 0 || (int) entry->event.type == evt)
+			return &entry->event;
+	}
+	return NULL;
+}
+
+/* ---- helpers ---- */
+
+static IPT__UNUSED const struct pt_config *
+ipt__evt_config(const struct pt_event_decoder *decoder)
+{
+	return decoder ? pt_pkt_get_config(&decoder->pacdec) : NULL;
+}
+
+static IPT__UNUSED const uint8_t *
+ipt__evt_pos(const struct pt_event_decoder *decoder)
+{
+	return decoder ? decoder->pacdec.pos : NULL;
+}
+
+static IPT__UNUSED const uint8_t *
+ipt__evt_end(const struct pt_event_decoder *decoder)
+{
+	const struct pt_config *config = ipt__evt_config(decoder);
+
+	return config ? config->end : NULL;
+}
+
+static IPT__UNUSED int ipt__evt_time(const struct pt_event_decoder *decoder,
+				     uint64_t *tsc, uint32_t *lost_mtc,
+				     uint32_t *lost_cyc)
+{
+	if (!decoder || !tsc)
+		return -pte_internal;
+	return ipt_time_query_tsc(tsc, lost_mtc, lost_cyc, &decoder->time);
+}
+
+static IPT__UNUSED int
+ipt__evt_core_bus_ratio(const struct pt_event_decoder *decoder, uint32_t *cbr)
+{
+	if (!decoder || !cbr)
+		return -pte_internal;
+	return ipt_time_query_cbr(cbr, &decoder->time);
+}
+
+/* Where an event keeps its IP, or NULL if it has none. */
+static uint64_t *ipt__evt_ip_field(struct pt_event *ev)
+{
+	switch (ev->type) {
+	case ptev_enabled: return &ev->variant.enabled.ip;
+	case ptev_disabled: return &ev->variant.disabled.ip;
+	case ptev_async_disabled: return &ev->variant.async_disabled.ip;
+	case ptev_async_branch: return &ev->variant.async_branch.to;
+	case ptev_async_paging: return &ev->variant.async_paging.ip;
+	case ptev_overflow: return &ev->variant.overflow.ip;
+	case ptev_exec_mode: return &ev->variant.exec_mode.ip;
+	case ptev_tsx: return &ev->variant.tsx.ip;
+	case ptev_async_vmcs: return &ev->variant.async_vmcs.ip;
+	case ptev_exstop: return &ev->variant.exstop.ip;
+	case ptev_mwait: return &ev->variant.mwait.ip;
+	case ptev_ptwrite: return &ev->variant.ptwrite.ip;
+	case ptev_tip: return &ev->variant.tip.ip;
+	case ptev_iflags: return &ev->variant.iflags.ip;
+	case ptev_interrupt: return &ev->variant.interrupt.ip;
+	case ptev_iret: return &ev->variant.iret.ip;
+	case ptev_smi: return &ev->variant.smi.ip;
+	case ptev_rsm: return &ev->variant.rsm.ip;
+	case ptev_init: return &ev->variant.init.ip;
+	case ptev_vmentry: return &ev->variant.vmentry.ip;
+	case ptev_vmexit: return &ev->variant.vmexit.ip;
+	case ptev_shutdown: return &ev->variant.shutdown.ip;
+	case ptev_uintr: return &ev->variant.uintr.ip;
+	case ptev_uiret: return &ev->variant.uiret.ip;
+	case ptev_trig: return &ev->variant.trig.ip;
+	case ptev_swintr: return &ev->variant.swintr.ip;
+	case ptev_syscall: return &ev->variant.syscall.ip;
+	default:
+		return NULL;
+	}
+}
+
+/* Give ev the current time, if there is one. */
+static int ipt__evt_stamp(struct pt_event *ev, const struct ipt_time *time)
+{
+	int err = ipt_time_query_tsc(&ev->tsc, &ev->lost_mtc, &ev->lost_cyc,
+				     time);
+
+	if (err >= 0)
+		ev->has_tsc = 1;
+	else if (err != -pte_no_time)
+		return err;
+	return 0;
+}
+
+/* Give ev the last IP, or mark it suppressed if there is none. */
+static int ipt__evt_place(struct pt_event *ev, const struct ipt_last_ip *ip)
+{
+	uint64_t *field = ipt__evt_ip_field(ev);
+	uint64_t dummy;
+	int err;
+
+	err = ipt_last_ip_query(field ? field : &dummy, ip);
+	if (err < 0) {
+		if (err != -pte_noip && err != -pte_ip_suppressed)
+			return err;
+		ev->ip_suppressed = 1;
+	}
+	return 0;
+}
+
+/* Both of the above. */
+static int ipt__evt_complete(struct pt_event *ev,
+			     const struct pt_event_decoder *decoder)
+{
+	int err = ipt__evt_stamp(ev, &decoder->time);
+
+	if (err < 0)
+		return err;
+	return ipt__evt_place(ev, &decoder->ip);
+}
+
+static int ipt__evt_reset(struct pt_event_decoder *decoder)
+{
+	/* The size stays: pt_evt_get_offset() still points at the packet
+	 * that was current, e.g. at an OVF whose handling failed. */
+	decoder->packet.type = ppt_invalid;
+	decoder->status = -pte_nosync;
+	decoder->event = NULL;
+	decoder->enabled = 0;
+	decoder->bound = 0;
+	decoder->mode_exec_valid = 0;
+	decoder->iflag = 0;
+	decoder->csd = 0;
+	decoder->csl = 0;
+	ipt_last_ip_init(&decoder->ip);
+	ipt_time_init(&decoder->time);
+	ipt_tcal_init(&decoder->tcal);
+	ipt__evq_init(&decoder->evq);
+	return 0;
+}
+
+static IPT__UNUSED int
+ipt__evt_decoder_init(struct pt_event_decoder *decoder,
+		      const struct pt_config *uconfig)
+{
+	struct pt_config config;
+	int err;
+
+	if (!decoder)
+		return -pte_internal;
+	err = ipt__config_from_user(&config, uconfig);
+	if (err < 0)
+		return err;
+	decoder->flags = config.flags;
+	IPT_MEMSET(&config.flags, 0, sizeof(config.flags));
+	decoder->packet.size = 0;
+	err = ipt__pkt_init(&decoder->pacdec, &config);
+	if (err < 0)
+		return err;
+	return ipt__evt_reset(decoder);
+}
+
+static IPT__UNUSED void ipt__evt_decoder_fini(struct pt_event_decoder *decoder)
+{
+	if (decoder)
+		ipt__pkt_fini(&decoder->pacdec);
+}
+
+IPT_DEF struct pt_event_decoder *
+pt_evt_alloc_decoder(const struct pt_config *config)
+{
+	struct pt_event_decoder *decoder;
+
+	decoder = (struct pt_event_decoder *) ipt__alloc(sizeof(*decoder));
+	if (!decoder)
+		return NULL;
+	if (ipt__evt_decoder_init(decoder, config) < 0) {
+		ipt__free(decoder, sizeof(*decoder));
+		return NULL;
+	}
+	return decoder;
+}
+
+IPT_DEF void pt_evt_free_decoder(struct pt_event_decoder *decoder)
+{
+	if (!decoder)
+		return;
+	ipt__evt_decoder_fini(decoder);
+	ipt__free(decoder, sizeof(*decoder));
+}
+
+/* Move on to the next packet, skipping PADs.  A packet-decoder error is
+ * kept in status and shows as a ppt_invalid packet.  Always returns 0, so
+ * that "return ipt__evt_next_packet(decoder);" ends a handler that made an
+ * event. */
+static int ipt__evt_next_packet(struct pt_event_decoder *decoder)
+{
+	int status;
+
+	do {
+		status = pt_pkt_next(&decoder->pacdec, &decoder->packet,
+				     sizeof(decoder->packet));
+		if (status < 0) {
+			decoder->packet.type = ppt_invalid;
+			decoder->packet.size = 0;
+			decoder->status = status;
+			break;
+		}
+	} while (decoder->packet.type == ppt_pad);
+	return 0;
+}
+
+/* Make ev the event of this call, stamped with the current time.  The
+ * packet is done: move on. */
+static int ipt__evt_publish_standalone(struct pt_event_decoder *decoder,
+				       struct pt_event *ev)
+{
+	int err = ipt__evt_stamp(ev, &decoder->time);
+
+	if (err < 0)
+		return err;
+	decoder->event = ev;
+	return ipt__evt_next_packet(decoder);
+}
+
+/* ---- time packets ----
+ * Configuration errors only make timing less precise: they are ignored
+ * here and show as lost MTC/CYC in the time layer. */
+
+static int ipt__evt_ok_or_cfg(int err)
+{
+	return (err < 0 && err != -pte_bad_config) ? err : 0;
+}
+
+static int ipt__evt_apply_time(struct ipt_time *time,
+			       struct ipt_time_cal *tcal,
+			       const struct pt_packet *packet,
+			       const struct pt_config *config, int header)
+{
+	uint64_t fcr;
+	int err;
+
+	switch (packet->type) {
+	case ppt_tsc:
+		err = header ? ipt_tcal_header_tsc(tcal, &packet->payload.tsc,
+						   config)
+			     : ipt_tcal_update_tsc(tcal, &packet->payload.tsc,
+						   config);
+		if ((err = ipt__evt_ok_or_cfg(err)) < 0)
+			return err;
+		return ipt__evt_ok_or_cfg(ipt_time_update_tsc(
+			time, &packet->payload.tsc, config));
+
+	case ppt_cbr:
+		err = header ? ipt_tcal_header_cbr(tcal, &packet->payload.cbr,
+						   config)
+			     : ipt_tcal_update_cbr(tcal, &packet->payload.cbr,
+						   config);
+		if ((err = ipt__evt_ok_or_cfg(err)) < 0)
+			return err;
+		return ipt__evt_ok_or_cfg(ipt_time_update_cbr(
+			time, &packet->payload.cbr, config));
+
+	case ppt_tma:
+		err = ipt_tcal_update_tma(tcal, &packet->payload.tma, config);
+		if ((err = ipt__evt_ok_or_cfg(err)) < 0)
+			return err;
+		return ipt__evt_ok_or_cfg(ipt_time_update_tma(
+			time, &packet->payload.tma, config));
+
+	case ppt_mtc:
+		err = ipt_tcal_update_mtc(tcal, &packet->payload.mtc, config);
+		if ((err = ipt__evt_ok_or_cfg(err)) < 0)
+			return err;
+		return ipt__evt_ok_or_cfg(ipt_time_update_mtc(
+			time, &packet->payload.mtc, config));
+
+	case ppt_cyc:
+		err = ipt_tcal_update_cyc(tcal, &packet->payload.cyc, config);
+		if ((err = ipt__evt_ok_or_cfg(err)) < 0)
+			return err;
+		/* Without calibration yet, a zero ratio makes the time layer
+		 * count the CYC as lost. */
+		err = ipt_tcal_fcr(&fcr, tcal);
+		if (err < 0) {
+			if (err != -pte_no_time)
+				return err;
+			fcr = 0;
+		}
+		return ipt__evt_ok_or_cfg(ipt_time_update_cyc(
+			time, &packet->payload.cyc, config, fcr));
+
+	default:
+		return -pte_internal;
+	}
+}
+
+static int ipt__evt_is_time_packet(enum pt_packet_type type)
+{
+	return type == ppt_tsc || type == ppt_cbr || type == ppt_tma ||
+	       type == ppt_mtc || type == ppt_cyc;
+}
+
+/* A CBR outside PSB+ is an event of its own. */
+static int ipt__evt_decode_cbr(struct pt_event_decoder *decoder)
+{
+	struct pt_event *ev;
+	int err;
+
+	err = ipt__evt_apply_time(&decoder->time, &decoder->tcal,
+				  &decoder->packet, ipt__evt_config(decoder), 0);
+	if (err < 0)
+		return err;
+	ev = ipt__evq_standalone(&decoder->evq);
+	ev->type = ptev_cbr;
+	ev->variant.cbr.ratio = decoder->packet.payload.cbr.ratio;
+	return ipt__evt_publish_standalone(decoder, ev);
+}
+
+/* ---- PSB+ ----
+ * Inside PSB+ the packets state the current state in any order.  They all
+ * bind to PSBEND (or to an OVF in its place) and come out as status
+ * updates, after the enabled/disabled event the PSB opened. */
+
+/* The MODE, PIP, VMCS, MNT, FUP and time packets of a PSB+. */
+static int ipt__evt_header_packet(struct pt_event_decoder *decoder);
+
+/* BDM70: a PSB+ may hold a FUP although tracing is off, when a TIP.PGE
+ * follows the PSB+.  Returns 1 if one follows. */
+static int ipt__evt_bdm70(const struct pt_event_decoder *decoder)
+{
+	struct pt_packet_decoder pacdec = decoder->pacdec;
+	struct pt_packet packet;
+
+	for (;;) {
+		int err = pt_pkt_next(&pacdec, &packet, sizeof(packet));
+
+		if (err < 0)
+			return err == -pte_eos ? 0 : err;
+		switch (packet.type) {
+		case ppt_tip_pge:
+			return 1;
+		case ppt_pad:
+		case ppt_tsc:
+		case ppt_cbr:
+		case ppt_psbend:
+		case ppt_pip:
+		case ppt_mode:
+		case ppt_vmcs:
+		case ppt_tma:
+		case ppt_mtc:
+		case ppt_cyc:
+		case ppt_mnt:
+			continue;
+		default:
+			return 0;
+		}
+	}
+}
+
+static int ipt__evt_header_packet(struct pt_event_decoder *decoder)
+{
+	const struct pt_packet *packet = &decoder->packet;
+	const struct pt_config *config = ipt__evt_config(decoder);
+	struct pt_event *ev;
+	int err;
+
+	switch (packet->type) {
+	case ppt_fup: {
+		unsigned int enabled =
+			packet->payload.ip.ipc != pt_ipc_suppressed;
+
+		if (config->errata.bdm70) {
+			err = ipt__evt_bdm70(decoder);
+			if (err < 0)
+				return err;
+			if (err)
+				enabled = 0;
+		}
+		decoder->enabled = enabled;
+		if (!enabled)
+			return 0;
+		return ipt_last_ip_update_ip(&decoder->ip, &packet->payload.ip,
+					     config);
+	}
+
+	case ppt_mode:
+		if (packet->payload.mode.leaf == pt_mol_tsx) {
+			const struct pt_packet_mode_tsx *tsx =
+				&packet->payload.mode.bits.tsx;
+
+			ev = ipt__evq_enqueue(&decoder->evq, ipt__evb_psbend);
+			if (!ev)
+				return -pte_nomem;
+			ev->status_update = 1;
+			ev->type = ptev_tsx;
+			ev->variant.tsx.speculative = tsx->intx;
+			ev->variant.tsx.aborted = tsx->abrt;
+			return 0;
+		} else if (packet->payload.mode.leaf == pt_mol_exec) {
+			const struct pt_packet_mode_exec *exec =
+				&packet->payload.mode.bits.exec;
+			int iflags = decoder->flags.variant.event
+					     .enable_iflags_events;
+
+			/* Check the state we know against the status;
+			 * the interrupt flag is only followed with
+			 * iflags events on. */
+			if (decoder->mode_exec_valid) {
+				if ((iflags && decoder->iflag != exec->iflag) ||
+				    decoder->csd != exec->csd ||
+				    decoder->csl != exec->csl)
+					return -pte_bad_status_update;
+			} else {
+				decoder->mode_exec_valid = 1;
+				decoder->iflag = exec->iflag;
+				decoder->csd = exec->csd;
+				decoder->csl = exec->csl;
+			}
+			ev = ipt__evq_enqueue(&decoder->evq, ipt__evb_psbend);
+			if (!ev)
+				return -pte_nomem;
+			ev->status_update = 1;
+			ev->type = ptev_exec_mode;
+			ev->variant.exec_mode.mode = pt_get_exec_mode(exec);
+			if (iflags) {
+				ev = ipt__evq_enqueue(&decoder->evq,
+						      ipt__evb_psbend);
+				if (!ev)
+					return -pte_nomem;
+				ev->status_update = 1;
+				ev->type = ptev_iflags;
+				ev->variant.iflags.iflag = exec->iflag;
+			}
+			return 0;
+		}
+		return 0;
+
+	case ppt_pip:
+		ev = ipt__evq_enqueue(&decoder->evq, ipt__evb_psbend);
+		if (!ev)
+			return -pte_nomem;
+		ev->status_update = 1;
+		ev->type = ptev_async_paging;
+		ev->variant.async_paging.cr3 = packet->payload.pip.cr3;
+		ev->variant.async_paging.non_root = packet->payload.pip.nr;
+		return 0;
+
+	case ppt_vmcs:
+		ev = ipt__evq_enqueue(&decoder->evq, ipt__evb_psbend);
+		if (!ev)
+			return -pte_nomem;
+		ev->status_update = 1;
+		ev->type = ptev_async_vmcs;
+		ev->variant.async_vmcs.base = packet->payload.vmcs.base;
+		return 0;
+
+	case ppt_mnt:
+		/* Maintenance is not state: no status_update. */
+		ev = ipt__evq_enqueue(&decoder->evq, ipt__evb_psbend);
+		if (!ev)
+			return -pte_nomem;
+		ev->type = ptev_mnt;
+		ev->variant.mnt.payload = packet->payload.mnt.payload;
+		return 0;
+
+	case ppt_cbr:
+		err = ipt__evt_apply_time(&decoder->time, &decoder->tcal,
+					  packet, config, 1);
+		if (err < 0)
+			return err;
+		ev = ipt__evq_enqueue(&decoder->evq, ipt__evb_psbend);
+		if (!ev)
+			return -pte_nomem;
+		ev->status_update = 1;
+		ev->type = ptev_cbr;
+		ev->variant.cbr.ratio = packet->payload.cbr.ratio;
+		return 0;
+
+	case ppt_tsc:
+	case ppt_tma:
+	case ppt_mtc:
+	case ppt_cyc:
+		return ipt__evt_apply_time(&decoder->time, &decoder->tcal,
+					   packet, config, 1);
+
+	case ppt_pad:
+		return 0;
+
+	case ppt_invalid:
+		return decoder->status;
+
+	default:
+		return -pte_bad_context;
+	}
+}
+
+/* Read a PSB+ from the PSB (the current packet) up to PSBEND or OVF.
+ * Queues the status events; returns 1 with the PSBEND or OVF current. */
+static int ipt__evt_decode_psb(struct pt_event_decoder *decoder)
+{
+	struct pt_event *ev;
+	int err;
+
+	/* Partial events must not cross a PSB. */
+	err = ipt__evq_pending(&decoder->evq, ~(uint32_t) 0);
+	if (err)
+		return err < 0 ? err : -pte_bad_context;
+
+	ipt_last_ip_init(&decoder->ip);
+	decoder->enabled = 0;
+
+	/* The enabled/disabled status comes first; which of the two it is
+	 * we learn at the end. */
+	ev = ipt__evq_enqueue(&decoder->evq, ipt__evb_psbend);
+	if (!ev)
+		return -pte_nomem;
+	ev->status_update = 1;
+
+	for (;;) {
+		ipt__evt_next_packet(decoder);
+		switch (decoder->packet.type) {
+		case ppt_psbend:
+			if (decoder->enabled) {
+				ev->type = ptev_enabled;
+			} else {
+				ev->type = ptev_disabled;
+				ev->ip_suppressed = 1;
+			}
+			return 1;
+
+		case ppt_ovf:
+			/* An OVF ends the PSB+.  Without a FUP we drop the
+			 * status event: the FUP may just have been lost. */
+			if (decoder->enabled)
+				ev->type = ptev_enabled;
+			else if (ipt__evq_dequeue(&decoder->evq,
+						  ipt__evb_psbend) != ev)
+				return -pte_internal;
+			return 1;
+
+		default:
+			err = ipt__evt_header_packet(decoder);
+			if (err < 0)
+				return err;
+		}
+	}
+}
+
+/* PSBEND (or the OVF that ends a PSB+): report the queued status events
+ * one per call, with the IP from the PSB+ FUP.  Returns 1 when none is
+ * left. */
+static int ipt__evt_decode_psbend(struct pt_event_decoder *decoder)
+{
+	struct pt_event *ev;
+	int err;
+
+	ev = ipt__evq_dequeue(&decoder->evq, ipt__evb_psbend);
+	if (!ev)
+		return 1;
+	decoder->event = ev;
+
+	switch (ev->type) {
+	case ptev_enabled:
+	case ptev_exec_mode:
+	case ptev_iflags:
+	case ptev_tsx:
+	case ptev_async_paging:
+	case ptev_async_vmcs:
+		err = ipt__evt_place(ev, &decoder->ip);
+		if (err < 0)
+			return err;
+		break;
+	case ptev_disabled:
+	case ptev_cbr:
+	case ptev_mnt:
+		break;
+	default:
+		return -pte_bad_context;
+	}
+	return ipt__evt_stamp(ev, &decoder->time);
+}
+
+static int ipt__evt_start(struct pt_event_decoder *decoder)
+{
+	int err;
+
+	decoder->status = 0;
+	ipt__evt_next_packet(decoder);
+	switch (decoder->packet.type) {
+	case ppt_psb:
+		err = ipt__evt_decode_psb(decoder);
+		return err < 0 ? err : 0;
+	case ppt_invalid:
+		return decoder->status < 0 ? decoder->status : -pte_internal;
+	default:
+		return -pte_nosync;
+	}
+}
+
+IPT_DEF int pt_evt_sync_forward(struct pt_event_decoder *decoder)
+{
+	int err;
+
+	if (!decoder)
+		return -pte_invalid;
+	ipt__evt_reset(decoder);
+	err = pt_pkt_sync_forward(&decoder->pacdec);
+	if (err < 0)
+		return err;
+	return ipt__evt_start(decoder);
+}
+
+/* Synchronize onto the last PSB before the current position (or the end),
+ * skipping PSBs the decoder already read past. */
+IPT_DEF int pt_evt_sync_backward(struct pt_event_decoder *decoder)
+{
+	const uint8_t *start, *sync, *pos;
+	int err;
+
+	if (!decoder)
+		return -pte_invalid;
+	start = ipt__evt_pos(decoder);
+	if (!start) {
+		start = ipt__evt_end(decoder);
+		if (!start)
+			return -pte_bad_config;
+	}
+
+	sync = start;
+	for (;;) {
+		ipt__evt_reset(decoder);
+		do {
+			err = pt_pkt_sync_backward(&decoder->pacdec);
+			if (err < 0)
+				return err;
+			pos = ipt__evt_pos(decoder);
+		} while (sync <= pos);
+		sync = pos;
+
+		err = ipt__evt_start(decoder);
+		pos = ipt__evt_pos(decoder);
+		if (pos < start)
+			return err;
+	}
+}
+
+IPT_DEF int pt_evt_sync_set(struct pt_event_decoder *decoder, uint64_t offset)
+{
+	int err;
+
+	if (!decoder)
+		return -pte_invalid;
+	ipt__evt_reset(decoder);
+	err = pt_pkt_sync_set(&decoder->pacdec, offset);
+	if (err < 0)
+		return err;
+	return ipt__evt_start(decoder);
+}
+
+/* The offset of the packet the decoder will look at next. */
+IPT_DEF int pt_evt_get_offset(const struct pt_event_decoder *decoder,
+			      uint64_t *offset)
+{
+	uint64_t pktoff;
+	int err;
+
+	if (!decoder || !offset)
+		return -pte_invalid;
+	err = pt_pkt_get_offset(&decoder->pacdec, &pktoff);
+	if (err < 0)
+		return err;
+	*offset = pktoff - decoder->packet.size;
+	return 0;
+}
+
+IPT_DEF int pt_evt_get_sync_offset(const struct pt_event_decoder *decoder,
+				   uint64_t *offset)
+{
+	if (!decoder)
+		return -pte_invalid;
+	return pt_pkt_get_sync_offset(&decoder->pacdec, offset);
+}
+
+IPT_DEF const struct pt_config *
+pt_evt_get_config(const struct pt_event_decoder *decoder)
+{
+	if (!decoder)
+		return NULL;
+	return pt_pkt_get_config(&decoder->pacdec);
+}
+
+/* ---- FUP ---- */
+
+/* A FUP completes the events bound to it (their IP is the FUP's).  With
+ * nothing bound it is the source of an asynchronous branch whose target
+ * the next TIP gives (SDM: FUP + TIP pair). */
+static int ipt__evt_decode_fup(struct pt_event_decoder *decoder)
+{
+	const struct pt_packet_ip *packet = &decoder->packet.payload.ip;
+	struct pt_event *ev;
+	int err;
+
+	for (;;) {
+		err = ipt_last_ip_update_ip(&decoder->ip, packet,
+					    ipt__evt_config(decoder));
+		if (err < 0)
+			return err;
+
+		err = ipt__evq_pending(&decoder->evq, ipt__evb_fup_bound);
+		if (err < 0)
+			return err;
+		if (err)
+			decoder->bound = 1;
+
+		ev = ipt__evq_dequeue(&decoder->evq,
+				      ipt__evb_fup | ipt__evb_fup_bound);
+		if (!ev) {
+			uint64_t from;
+
+			if (decoder->bound)
+				return 1;
+			/* An asynchronous branch needs its source.  The
+			 * event cannot say "source suppressed", so this is
+			 * an error. */
+			err = ipt_last_ip_query(&from, &decoder->ip);
+			if (err < 0)
+				return err;
+			ev = ipt__evq_enqueue(&decoder->evq, ipt__evb_tip);
+			if (!ev)
+				return -pte_nomem;
+			ev->type = ptev_async_branch;
+			ev->variant.async_branch.from = from;
+			return 1;
+		}
+
+		if (ev->type != IPT__EV_IGNORE)
+			break;
+		/* A silently bound FUP: look again for the next one. */
+	}
+	decoder->event = ev;
+
+	switch (ev->type) {
+	case ptev_overflow:
+		/* Keeps the time of the OVF: the gap to the next event shows
+		 * how long the overflow lasted. */
+		decoder->enabled = 1;
+		return ipt__evt_place(ev, &decoder->ip);
+
+	case ptev_rsm:
+	case ptev_sipi:
+		/* Those have no IP. */
+		err = ipt__evt_stamp(ev, &decoder->time);
+		if (err < 0)
+			return err;
+		return ev->ip_suppressed ? 0 : -pte_internal;
+
+	case ptev_tsx:
+	case ptev_exstop:
+	case ptev_mwait:
+	case ptev_ptwrite:
+	case ptev_exec_mode:
+	case ptev_iflags:
+	case ptev_interrupt:
+	case ptev_iret:
+	case ptev_smi:
+	case ptev_init:
+	case ptev_vmentry:
+	case ptev_vmexit:
+	case ptev_shutdown:
+	case ptev_uintr:
+	case ptev_uiret:
+	case ptev_trig:
+	case ptev_swintr:
+	case ptev_syscall:
+		return ipt__evt_complete(ev, decoder);
+
+	default:
+		return -pte_bad_context;
+	}
+}
+
+/* ---- overflow ----
+ * After an OVF the trace resumes at a FUP if the overflow resolved with
+ * PacketEn set, otherwise at a later TIP.PGE.  Only timing packets may
+ * come between OVF and that FUP. */
+
+/* Look ahead for the FUP an OVF binds to.  Returns the distance from the
+ * decoder's position to just after it, 0 if a packet shows that tracing
+ * was off, or a negative error. */
+static int ipt__evt_find_ovf_fup(const struct pt_packet_decoder *pacdec)
+{
+	struct pt_packet_decoder decoder = *pacdec;
+	struct pt_packet packet;
+	int offset = 0;
+
+	for (;;) {
+		int err = pt_pkt_next(&decoder, &packet, sizeof(packet));
+
+		if (err < 0)
+			return err;
+		if (!packet.size)
+			return -pte_bad_packet;
+		offset += packet.size;
+		if (offset < 0)
+			return -pte_overflow;
+
+		switch (packet.type) {
+		case ppt_fup:
+			return offset;
+
+		case ppt_unknown:
+		case ppt_pad:
+		case ppt_mnt:
+		case ppt_cbr:
+		case ppt_tsc:
+		case ppt_tma:
+		case ppt_mtc:
+		case ppt_cyc:
+		case ppt_invalid:
+			continue;
+
+		case ppt_psbend:
+		case ppt_tip:
+		case ppt_tip_pgd:
+		case ppt_tnt_8:
+		case ppt_tnt_64:
+			return -pte_bad_context;
+
+		default:
+			return 0;
+		}
+	}
+}
+
+/* Find the FUP of a PSB+ that starts at pacdec's position (after the
+ * PSB).  Returns 1 with the FUP in packet, 0 if the PSB+ has none. */
+static int ipt__evt_find_header_fup(struct pt_packet *packet,
+				    const struct pt_packet_decoder *pacdec)
+{
+	struct pt_packet_decoder decoder = *pacdec;
+
+	for (;;) {
+		int err = pt_pkt_next(&decoder, packet, sizeof(*packet));
+
+		if (err < 0)
+			return err;
+		switch (packet->type) {
+		case ppt_fup:
+			return 1;
+		case ppt_mode:
+		case ppt_pip:
+		case ppt_vmcs:
+		case ppt_mnt:
+		case ppt_tsc:
+		case ppt_cbr:
+		case ppt_tma:
+		case ppt_mtc:
+		case ppt_cyc:
+		case ppt_pad:
+		case ppt_invalid:
+			continue;
+		case ppt_psbend:
+		case ppt_ovf:
+			return 0;
+		default:
+			return -pte_bad_context;
+		}
+	}
+}
+
+/* Resume after an overflow at a later IP: report the overflow there, with
+ * the time of the OVF, and continue from pacdec/packet with the time read
+ * up to there. */
+static int ipt__evt_recover_at_ip(struct pt_event_decoder *decoder,
+				  const struct pt_packet_decoder *pacdec,
+				  const struct pt_packet *packet,
+				  const struct pt_packet_ip *ip,
+				  const struct ipt_time *time,
+				  const struct ipt_time_cal *tcal)
+{
+	struct pt_event *ev;
+	int err;
+
+	err = ipt_last_ip_update_ip(&decoder->ip, ip,
+				    ipt__evt_config(decoder));
+	if (err < 0)
+		return err;
+	ev = ipt__evq_standalone(&decoder->evq);
+	ev->type = ptev_overflow;
+	decoder->event = ev;
+	err = ipt__evt_stamp(ev, &decoder->time);
+	if (err < 0)
+		return err;
+	decoder->pacdec = *pacdec;
+	decoder->packet = *packet;
+	decoder->time = *time;
+	decoder->tcal = *tcal;
+	decoder->enabled = 1;
+	return ipt__evt_place(ev, &decoder->ip);
+}
+
+/* Resume after an overflow with tracing off, from pacdec/packet. */
+static int ipt__evt_recover_disabled(struct pt_event_decoder *decoder,
+				     const struct pt_packet_decoder *pacdec,
+				     const struct pt_packet *packet,
+				     const struct ipt_time *time,
+				     const struct ipt_time_cal *tcal)
+{
+	struct pt_event *ev;
+	int err;
+
+	ev = ipt__evq_standalone(&decoder->evq);
+	ev->type = ptev_overflow;
+	ev->ip_suppressed = 1;
+	decoder->event = ev;
+	err = ipt__evt_stamp(ev, &decoder->time);
+	if (err < 0)
+		return err;
+	decoder->pacdec = *pacdec;
+	decoder->packet = *packet;
+	decoder->time = *time;
+	decoder->tcal = *tcal;
+	return 0;
+}
+
+/* Resume after an overflow with tracing off, offset bytes ahead (just
+ * after the FUP the overflow seemed to bind to); time packets on the way
+ * still count. */
+static int ipt__evt_recover_at_offset(struct pt_event_decoder *decoder,
+				      uint64_t offset)
+{
+	const struct pt_packet *packet = &decoder->packet;
+	struct pt_event *ev;
+	int err;
+
+	if (!offset)
+		return -pte_internal;
+	for (;;) {
+		err = pt_pkt_next(&decoder->pacdec, &decoder->packet,
+				  sizeof(decoder->packet));
+		if (err < 0)
+			return err;
+		if (offset <= packet->size) {
+			if (offset < packet->size)
+				return -pte_internal;
+			break;
+		}
+		offset -= packet->size;
+
+		if (ipt__evt_is_time_packet(packet->type)) {
+			err = ipt__evt_apply_time(&decoder->time,
+						  &decoder->tcal, packet,
+						  ipt__evt_config(decoder), 0);
+			if (err < 0)
+				return err;
+			continue;
+		}
+		switch (packet->type) {
+		case ppt_mode:
+		case ppt_pip:
+		case ppt_vmcs:
+		case ppt_invalid:
+		case ppt_unknown:
+			/* The look-ahead would not have come this way. */
+			return -pte_internal;
+		default:
+			continue;
+		}
+	}
+
+	ev = ipt__evq_standalone(&decoder->evq);
+	ev->type = ptev_overflow;
+	ev->ip_suppressed = 1;
+	return ipt__evt_publish_standalone(decoder, ev);
+}
+
+/* SKD010: after an OVF the FUP (or TIP.PGE) may be missing although the
+ * overflow resolved with tracing on.  Look ahead for a sign: if tracing
+ * is on, resume at the next IP we find; if we cannot tell, assume the
+ * trace is right.  Returns 0 when an overflow event was made, > 0 if the
+ * erratum does not apply, < 0 on error. */
+static int ipt__evt_skd010(struct pt_event_decoder *decoder)
+{
+	struct pt_packet_decoder pacdec = decoder->pacdec;
+	struct ipt_time time = decoder->time;
+	struct ipt_time_cal tcal = decoder->tcal;
+	const struct pt_config *config = ipt__evt_config(decoder);
+	unsigned int tsx_found = 0, tsx_intx = 0, tsx_abrt = 0;
+	struct pt_packet packet;
+	struct pt_event *ev;
+	int err;
+
+	for (;;) {
+		err = pt_pkt_next(&pacdec, &packet, sizeof(packet));
+		if (err < 0)
+			return err == -pte_eos ? 1 : err;
+
+		if (ipt__evt_is_time_packet(packet.type)) {
+			err = ipt__evt_apply_time(&time, &tcal, &packet,
+						  config, 0);
+			if (err < 0)
+				return err;
+			continue;
+		}
+
+		switch (packet.type) {
+		case ppt_tip_pge:
+			return 1;
+
+		case ppt_tip_pgd:
+			/* Tracing was on: resume after the disable. */
+			err = ipt__evt_recover_disabled(decoder, &pacdec,
+							&packet, &time, &tcal);
+			if (err < 0)
+				return err;
+			return ipt__evt_next_packet(decoder);
+
+		case ppt_tnt_8:
+		case ppt_tnt_64:
+			/* Tracing was on, but there is no telling how many
+			 * branches to skip before the next IP. */
+			return 1;
+
+		case ppt_pip:
+		case ppt_vmcs:
+			/* Changes lost like the ones inside the overflow. */
+			continue;
+
+		case ppt_mode:
+			if (packet.payload.mode.leaf != pt_mol_tsx)
+				continue;
+			/* A second MODE.TSX means tracing was off. */
+			if (tsx_found)
+				return 1;
+			tsx_found = 1;
+			tsx_intx = packet.payload.mode.bits.tsx.intx;
+			tsx_abrt = packet.payload.mode.bits.tsx.abrt;
+			continue;
+
+		case ppt_fup:
+			/* Tracing was on: resume at this FUP, after the
+			 * overflow and any MODE.TSX that binds to it. */
+			decoder->packet = packet;
+			if (tsx_found) {
+				ev = ipt__evq_enqueue(&decoder->evq,
+						      ipt__evb_fup_bound);
+				if (!ev)
+					return -pte_nomem;
+				ev->type = ptev_tsx;
+				ev->variant.tsx.speculative = tsx_intx;
+				ev->variant.tsx.aborted = tsx_abrt;
+			}
+			return ipt__evt_recover_at_ip(decoder, &pacdec,
+						      &packet,
+						      &packet.payload.ip,
+						      &time, &tcal);
+
+		case ppt_tip:
+			err = ipt__evt_recover_at_ip(decoder, &pacdec, &packet,
+						     &packet.payload.ip, &time,
+						     &tcal);
+			if (err < 0)
+				return err;
+			return ipt__evt_next_packet(decoder);
+
+		case ppt_psb: {
+			struct pt_packet fup;
+
+			/* Tracing is on iff the PSB+ has a FUP. */
+			err = ipt__evt_find_header_fup(&fup, &pacdec);
+			if (err <= 0)
+				return err == -pte_eos ? 1 : (err ? err : 1);
+			if (fup.type != ppt_fup)
+				return -pte_internal;
+			return ipt__evt_recover_at_ip(decoder, &pacdec,
+						      &packet, &fup.payload.ip,
+						      &time, &tcal);
+		}
+
+		case ppt_psbend:
+			return -pte_bad_context;
+
+		case ppt_ovf:
+		case ppt_stop:
+			return 1;
+
+		case ppt_pad:
+		case ppt_mnt:
+		case ppt_pwre:
+		case ppt_pwrx:
+		case ppt_evd:
+		case ppt_trig:
+			continue;
+
+		case ppt_exstop:
+			if (!packet.payload.exstop.ip)
+				continue;
+			return 1;
+
+		case ppt_ptw:
+			if (!packet.payload.ptw.ip)
+				continue;
+			return 1;
+
+		case ppt_cfe:
+			if (!packet.payload.cfe.ip)
+				continue;
+			return 1;
+
+		default:
+			/* MWAIT binds to a FUP we would have to skip too;
+			 * unknown packets cannot be skipped. */
+			return 1;
+		}
+	}
+}
+
+/* APL11: an OVF may be followed by a TIP.PGD that should not be there.
+ * If a TIP.PGD comes before any sign of tracing being off, resume after
+ * it with tracing off.  Same returns as ipt__evt_skd010(). */
+static int ipt__evt_apl11(struct pt_event_decoder *decoder)
+{
+	struct pt_packet_decoder pacdec = decoder->pacdec;
+	struct ipt_time time = decoder->time;
+	struct ipt_time_cal tcal = decoder->tcal;
+	const struct pt_config *config = ipt__evt_config(decoder);
+	struct pt_packet packet;
+	int err;
+
+	for (;;) {
+		err = pt_pkt_next(&pacdec, &packet, sizeof(packet));
+		if (err < 0)
+			return err;
+
+		if (ipt__evt_is_time_packet(packet.type)) {
+			err = ipt__evt_apply_time(&time, &tcal, &packet,
+						  config, 0);
+			if (err < 0)
+				return err;
+			continue;
+		}
+
+		switch (packet.type) {
+		case ppt_tip_pgd:
+			err = ipt__evt_recover_disabled(decoder, &pacdec,
+							&packet, &time, &tcal);
+			if (err < 0)
+				return err;
+			return ipt__evt_next_packet(decoder);
+
+		case ppt_pad:
+		case ppt_mnt:
+		case ppt_cfe:
+		case ppt_evd:
+		case ppt_trig:
+			continue;
+
+		default:
+			return 1;
+		}
+	}
+}
+
+/* APL12: an OVF may be followed by a FUP although the overflow resolved
+ * with tracing off.  offset is the distance to just after that FUP.  If a
+ * later packet shows tracing was off, resume after the FUP with tracing
+ * off.  Same returns as ipt__evt_skd010(). */
+static int ipt__evt_apl12(struct pt_event_decoder *decoder, uint64_t offset)
+{
+	struct pt_packet_decoder pacdec = decoder->pacdec;
+	struct pt_packet packet;
+	int err;
+
+	if ((uint64_t) (ipt__evt_end(decoder) - pacdec.pos) < offset)
+		return -pte_internal;
+	pacdec.pos += offset;
+
+	for (;;) {
+		err = pt_pkt_next(&pacdec, &packet, sizeof(packet));
+		if (err < 0)
+			return err == -pte_eos ? 1 : err;
+
+		switch (packet.type) {
+		case ppt_tnt_8:
+		case ppt_tnt_64:
+		case ppt_tip:
+		case ppt_tip_pgd:
+			/* Only made with tracing on. */
+			return 1;
+
+		case ppt_psb:
+			err = ipt__evt_find_header_fup(&packet, &pacdec);
+			if (err != 0)
+				return err == -pte_eos ? 1 : (err < 0 ? err : 1);
+			return ipt__evt_recover_at_offset(decoder, offset);
+
+		case ppt_stop:
+		case ppt_tip_pge:
+			return ipt__evt_recover_at_offset(decoder, offset);
+
+		case ppt_psbend:
+		case ppt_ovf:
+		case ppt_unknown:
+		case ppt_invalid:
+			return 1;
+
+		default:
+			continue;
+		}
+	}
+}
+
+static int ipt__evt_decode_ovf(struct pt_event_decoder *decoder)
+{
+	const struct pt_config *config = ipt__evt_config(decoder);
+	struct ipt_time time;
+	struct ipt_time_cal tcal;
+	struct pt_event *ev;
+	int err, offset;
+
+	/* An OVF ends a PSB+ like PSBEND does. */
+	err = ipt__evt_decode_psbend(decoder);
+	if (err <= 0)
+		return err;
+
+	/* With tracing off, events still waiting for their IP come out now
+	 * without one.  With tracing on they are dropped: there is no
+	 * telling where they belong. */
+	while (!decoder->enabled) {
+		ev = ipt__evq_dequeue(&decoder->evq,
+				      ipt__evb_fup_bound | ipt__evb_fup |
+					      ipt__evb_tip | ipt__evb_exstop |
+					      ipt__evb_pwrx);
+		if (!ev)
+			break;
+		switch (ev->type) {
+		case ptev_exstop:
+		case ptev_mwait:
+		case ptev_ptwrite:
+		case ptev_tsx:
+		case ptev_exec_mode:
+		case ptev_iflags:
+		case ptev_interrupt:
+		case ptev_iret:
+		case ptev_smi:
+		case ptev_init:
+		case ptev_vmentry:
+		case ptev_vmexit:
+		case ptev_shutdown:
+		case ptev_uintr:
+		case ptev_uiret:
+		case ptev_trig:
+		case ptev_swintr:
+		case ptev_syscall:
+			ev->ip_suppressed = 1;
+			decoder->event = ev;
+			return 0;
+		case ptev_pwre:
+		case ptev_rsm:
+		case ptev_sipi:
+			decoder->event = ev;
+			return 0;
+		default:
+			continue;
+		}
+	}
+
+	/* Start over, keeping the time; the calibration only if asked to. */
+	time = decoder->time;
+	tcal = decoder->tcal;
+	ipt__evt_reset(decoder);
+	decoder->time = time;
+	if (decoder->flags.variant.event.keep_tcal_on_ovf) {
+		err = ipt_tcal_update_ovf(&tcal, config);
+		if (err < 0)
+			return err;
+		decoder->tcal = tcal;
+	}
+
+	offset = ipt__evt_find_ovf_fup(&decoder->pacdec);
+	if (offset <= 0) {
+		if (config->errata.skd010) {
+			err = ipt__evt_skd010(decoder);
+			if (err <= 0)
+				return err;
+		}
+		if (config->errata.apl11 && offset == -pte_bad_context) {
+			err = ipt__evt_apl11(decoder);
+			if (err <= 0)
+				return err;
+		}
+		/* An overflow at the end of the trace stands alone. */
+		if (offset < 0 && offset != -pte_eos)
+			return offset;
+
+		ev = ipt__evq_standalone(&decoder->evq);
+		ev->type = ptev_overflow;
+		ev->ip_suppressed = 1;
+		return ipt__evt_publish_standalone(decoder, ev);
+	}
+
+	if (config->errata.apl12) {
+		err = ipt__evt_apl12(decoder, (uint64_t) offset);
+		if (err <= 0)
+			return err;
+	}
+
+	ev = ipt__evq_enqueue(&decoder->evq, ipt__evb_fup_bound);
+	if (!ev)
+		return -pte_nomem;
+	ev->type = ptev_overflow;
+	err = ipt__evt_stamp(ev, &decoder->time);
+	if (err < 0)
+		return err;
+	return 1;
+}
+
+/* ---- TIP, TIP.PGE, TIP.PGD ---- */
+
+/* The branch event of a TIP comes before the events bound to it, since
+ * those bind to the branch target.  A pending FUP makes it asynchronous. */
+static int ipt__evt_tip_branch(struct pt_event_decoder *decoder)
+{
+	struct pt_event *ev, *async;
+
+	decoder->bound = 1;
+
+	async = ipt__evq_find(&decoder->evq, ipt__evb_tip, ptev_async_branch);
+	if (async) {
+		ev = ipt__evq_dequeue(&decoder->evq, ipt__evb_tip);
+		if (!ev)
+			return -pte_internal;
+		if (ev != async) {
+			struct pt_event tmp = *async;
+
+			*async = *ev;
+			*ev = tmp;
+		}
+		if (ev->type != ptev_async_branch)
+			return -pte_internal;
+		decoder->event = ev;
+		return ipt__evt_complete(ev, decoder);
+	}
+
+	ev = ipt__evq_standalone(&decoder->evq);
+	ev->type = ptev_tip;
+	decoder->event = ev;
+	return ipt__evt_complete(ev, decoder);
+}
+
+static int ipt__evt_decode_tip(struct pt_event_decoder *decoder)
+{
+	struct pt_event *ev;
+	int err;
+
+	if (!decoder->enabled)
+		return -pte_bad_context;
+	err = ipt_last_ip_update_ip(&decoder->ip, &decoder->packet.payload.ip,
+				    ipt__evt_config(decoder));
+	if (err < 0)
+		return err;
+
+	if (!decoder->bound)
+		return ipt__evt_tip_branch(decoder);
+
+	do {
+		ev = ipt__evq_dequeue(&decoder->evq, ipt__evb_tip);
+		if (!ev)
+			return 1;
+	} while (ev->type == IPT__EV_IGNORE);
+	decoder->event = ev;
+
+	switch (ev->type) {
+	case ptev_exec_mode:
+	case ptev_async_paging:
+	case ptev_async_vmcs:
+	case ptev_iflags:
+		return ipt__evt_complete(ev, decoder);
+	case ptev_async_branch:
+		return -pte_internal;
+	default:
+		return -pte_bad_context;
+	}
+}
+
+/* The enable event comes first; MODE.EXEC events bound to the TIP.PGE
+ * follow at its IP. */
+static int ipt__evt_decode_tip_pge(struct pt_event_decoder *decoder)
+{
+	struct pt_event *ev;
+	int err;
+
+	err = ipt_last_ip_update_ip(&decoder->ip, &decoder->packet.payload.ip,
+				    ipt__evt_config(decoder));
+	if (err < 0)
+		return err;
+
+	if (!decoder->bound) {
+		ev = ipt__evq_standalone(&decoder->evq);
+		ev->type = ptev_enabled;
+		decoder->event = ev;
+		err = ipt__evt_place(ev, &decoder->ip);
+		if (err < 0)
+			return err;
+		decoder->enabled = 1;
+		decoder->bound = 1;
+		return ipt__evt_stamp(ev, &decoder->time);
+	}
+
+	do {
+		ev = ipt__evq_dequeue(&decoder->evq, ipt__evb_tip);
+		if (!ev)
+			return 1;
+	} while (ev->type == IPT__EV_IGNORE);
+	decoder->event = ev;
+
+	switch (ev->type) {
+	case ptev_exec_mode:
+	case ptev_iflags:
+		return ipt__evt_complete(ev, decoder);
+	default:
+		return -pte_bad_context;
+	}
+}
+
+/* A TIP.PGD alone is a synchronous disable (at a branch); after a FUP it
+ * is an asynchronous one (SDM: FUP + TIP.PGD pair). */
+static int ipt__evt_decode_tip_pgd(struct pt_event_decoder *decoder)
+{
+	struct pt_event *ev;
+	int err;
+
+	err = ipt_last_ip_update_ip(&decoder->ip, &decoder->packet.payload.ip,
+				    ipt__evt_config(decoder));
+	if (err < 0)
+		return err;
+
+	ev = ipt__evq_dequeue(&decoder->evq, ipt__evb_tip);
+	if (!ev) {
+		if (decoder->bound)
+			return 1;
+		ev = ipt__evq_standalone(&decoder->evq);
+		ev->type = ptev_disabled;
+		err = ipt__evt_place(ev, &decoder->ip);
+		if (err < 0)
+			return err;
+		err = ipt__evt_stamp(ev, &decoder->time);
+		if (err < 0)
+			return err;
+		decoder->event = ev;
+		decoder->enabled = 0;
+		return ipt__evt_next_packet(decoder);
+	}
+	decoder->event = ev;
+
+	switch (ev->type) {
+	case ptev_async_branch: {
+		uint64_t at = ev->variant.async_branch.from;
+
+		ev->type = ptev_async_disabled;
+		ev->variant.async_disabled.at = at;
+		ev->variant.async_disabled.ip = 0;
+		err = ipt__evt_place(ev, &decoder->ip);
+		decoder->enabled = 0;
+		decoder->bound = 1;
+		break;
+	}
+
+	case ptev_async_paging:
+	case ptev_async_vmcs:
+		/* These follow the async disable made above. */
+		if (!decoder->bound)
+			return -pte_internal;
+		ev->ip_suppressed = 1;
+		err = 0;
+		break;
+
+	case ptev_exec_mode:
+		/* Tracing is off when these apply; the TIP.PGD target will
+		 * not be reached with trace, so there is no right IP. */
+		ev->ip_suppressed = 1;
+		err = 0;
+		break;
+
+	default:
+		return -pte_bad_context;
+	}
+	if (err < 0)
+		return err;
+	return ipt__evt_stamp(ev, &decoder->time);
+}
+
+/* ---- other packets ---- */
+
+static int ipt__evt_decode_tnt(struct pt_event_decoder *decoder)
+{
+	const struct pt_packet_tnt *packet = &decoder->packet.payload.tnt;
+	struct pt_event *ev;
+
+	if (!decoder->enabled)
+		return -pte_bad_context;
+	ev = ipt__evq_standalone(&decoder->evq);
+	ev->type = ptev_tnt;
+	ev->variant.tnt.bits = packet->payload;
+	ev->variant.tnt.size = packet->bit_size;
+	return ipt__evt_publish_standalone(decoder, ev);
+}
+
+/* MODE.EXEC says two things: the execution mode and IF.  Each change
+ * becomes an event bound to the next TIP (or a FUP that binds); an
+ * unchanged MODE.EXEC still binds, silently. */
+static int ipt__evt_decode_mode_exec(struct pt_event_decoder *decoder,
+				     const struct pt_packet_mode_exec *packet)
+{
+	const uint32_t evb = ipt__evb_tip | ipt__evb_fup_bound;
+	struct pt_event *ev;
+	int nevents = 0;
+
+	if (!decoder->mode_exec_valid || decoder->csl != packet->csl ||
+	    decoder->csd != packet->csd) {
+		ev = ipt__evq_enqueue(&decoder->evq, evb);
+		if (!ev)
+			return -pte_nomem;
+		ev->type = ptev_exec_mode;
+		ev->variant.exec_mode.mode = pt_get_exec_mode(packet);
+		decoder->csl = packet->csl;
+		decoder->csd = packet->csd;
+		nevents++;
+	}
+	if (decoder->flags.variant.event.enable_iflags_events &&
+	    (!decoder->mode_exec_valid || decoder->iflag != packet->iflag)) {
+		ev = ipt__evq_enqueue(&decoder->evq, evb);
+		if (!ev)
+			return -pte_nomem;
+		ev->type = ptev_iflags;
+		ev->variant.iflags.iflag = packet->iflag;
+		decoder->iflag = packet->iflag;
+		nevents++;
+	}
+	if (!nevents) {
+		ev = ipt__evq_enqueue(&decoder->evq, evb);
+		if (!ev)
+			return -pte_nomem;
+		ev->type = IPT__EV_IGNORE;
+	}
+	decoder->mode_exec_valid = 1;
+	return 1;
+}
+
+/* MODE.TSX binds to a FUP while tracing is on: an abort is asynchronous,
+ * a begin or commit belongs to the FUP that follows. */
+static int ipt__evt_decode_mode_tsx(struct pt_event_decoder *decoder,
+				    const struct pt_packet_mode_tsx *packet)
+{
+	struct pt_event *ev;
+
+	if (decoder->enabled) {
+		ev = ipt__evq_enqueue(&decoder->evq,
+				      packet->abrt ? ipt__evb_fup
+						   : ipt__evb_fup_bound);
+		if (!ev)
+			return -pte_nomem;
+		ev->type = ptev_tsx;
+		ev->variant.tsx.speculative = packet->intx;
+		ev->variant.tsx.aborted = packet->abrt;
+		return 1;
+	}
+
+	ev = ipt__evq_standalone(&decoder->evq);
+	ev->type = ptev_tsx;
+	ev->variant.tsx.speculative = packet->intx;
+	ev->variant.tsx.aborted = packet->abrt;
+	ev->ip_suppressed = 1;
+	return ipt__evt_publish_standalone(decoder, ev);
+}
+
+/* PIP binds to the TIP of a pending asynchronous branch (FUP, PIP, TIP),
+ * otherwise it stands alone (MOV CR3). */
+static int ipt__evt_decode_pip(struct pt_event_decoder *decoder)
+{
+	const struct pt_packet_pip *packet = &decoder->packet.payload.pip;
+	struct pt_event *ev;
+
+	if (ipt__evq_find(&decoder->evq, ipt__evb_tip, ptev_async_branch)) {
+		ev = ipt__evq_enqueue(&decoder->evq, ipt__evb_tip);
+		if (!ev)
+			return -pte_nomem;
+		ev->type = ptev_async_paging;
+		ev->variant.async_paging.cr3 = packet->cr3;
+		ev->variant.async_paging.non_root = packet->nr;
+		return 1;
+	}
+
+	ev = ipt__evq_standalone(&decoder->evq);
+	ev->type = ptev_paging;
+	ev->variant.paging.cr3 = packet->cr3;
+	ev->variant.paging.non_root = packet->nr;
+	return ipt__evt_publish_standalone(decoder, ev);
+}
+
+/* VMCS binds like PIP; when both come, VMCS is reported first. */
+static int ipt__evt_decode_vmcs(struct pt_event_decoder *decoder)
+{
+	const struct pt_packet_vmcs *packet = &decoder->packet.payload.vmcs;
+	struct pt_event *ev;
+
+	ev = ipt__evq_find(&decoder->evq, ipt__evb_tip, ptev_async_paging);
+	if (ev) {
+		struct pt_event *paging;
+
+		/* The paging event moves to a new slot at the end and
+		 * VMCS takes its place. */
+		paging = ipt__evq_enqueue(&decoder->evq, ipt__evb_tip);
+		if (!paging)
+			return -pte_nomem;
+		*paging = *ev;
+		ev->type = ptev_async_vmcs;
+		ev->variant.async_vmcs.base = packet->base;
+		return 1;
+	}
+
+	if (ipt__evq_find(&decoder->evq, ipt__evb_tip, ptev_async_branch)) {
+		ev = ipt__evq_enqueue(&decoder->evq, ipt__evb_tip);
+		if (!ev)
+			return -pte_nomem;
+		ev->type = ptev_async_vmcs;
+		ev->variant.async_vmcs.base = packet->base;
+		return 1;
+	}
+
+	/* VMPTRLD, VMLAUNCH or VMRESUME: higher layers place it. */
+	ev = ipt__evq_standalone(&decoder->evq);
+	ev->type = ptev_vmcs;
+	ev->variant.vmcs.base = packet->base;
+	return ipt__evt_publish_standalone(decoder, ev);
+}
+
+static int ipt__evt_decode_mnt(struct pt_event_decoder *decoder)
+{
+	struct pt_event *ev = ipt__evq_standalone(&decoder->evq);
+
+	ev->type = ptev_mnt;
+	ev->variant.mnt.payload = decoder->packet.payload.mnt.payload;
+	return ipt__evt_publish_standalone(decoder, ev);
+}
+
+static int ipt__evt_decode_stop(struct pt_event_decoder *decoder)
+{
+	struct pt_event *ev = ipt__evq_standalone(&decoder->evq);
+
+	ev->type = ptev_stop;
+	return ipt__evt_publish_standalone(decoder, ev);
+}
+
+/* EXSTOP with IP binds to the next FUP; an MWAIT before it binds along.
+ * Without IP, both stand alone and come out one per call. */
+static int ipt__evt_decode_exstop(struct pt_event_decoder *decoder)
+{
+	const struct pt_packet_exstop *packet = &decoder->packet.payload.exstop;
+	struct pt_event *ev;
+
+	ev = ipt__evq_dequeue(&decoder->evq, ipt__evb_exstop);
+	if (ev) {
+		if (ev->type != ptev_mwait)
+			return -pte_internal;
+		if (packet->ip) {
+			/* Both bind to the FUP: the MWAIT first, the
+			 * EXSTOP queued right behind it below. */
+			if (!ipt__evq_requeue(&decoder->evq, ev,
+					      ipt__evb_fup_bound))
+				return -pte_nomem;
+		} else {
+			ev->variant.mwait.ip = 0;
+			ev->ip_suppressed = 1;
+			decoder->event = ev;
+			return ipt__evt_stamp(ev, &decoder->time);
+		}
+	}
+
+	if (packet->ip) {
+		ev = ipt__evq_enqueue(&decoder->evq, ipt__evb_fup_bound);
+		if (!ev)
+			return -pte_nomem;
+		ev->type = ptev_exstop;
+		return 1;
+	}
+
+	ev = ipt__evq_standalone(&decoder->evq);
+	ev->type = ptev_exstop;
+	ev->ip_suppressed = 1;
+	return ipt__evt_publish_standalone(decoder, ev);
+}
+
+static int ipt__evt_decode_mwait(struct pt_event_decoder *decoder)
+{
+	const struct pt_packet_mwait *packet = &decoder->packet.payload.mwait;
+	struct pt_event *ev;
+
+	ev = ipt__evq_enqueue(&decoder->evq, ipt__evb_exstop);
+	if (!ev)
+		return -pte_nomem;
+	ev->type = ptev_mwait;
+	ev->variant.mwait.hints = packet->hints;
+	ev->variant.mwait.ext = packet->ext;
+	return 1;
+}
+
+/* PWRE waits for PWRX and is reported then, with the time of the PWRE. */
+static int ipt__evt_decode_pwre(struct pt_event_decoder *decoder)
+{
+	const struct pt_packet_pwre *packet = &decoder->packet.payload.pwre;
+	struct pt_event *ev;
+	int err;
+
+	ev = ipt__evq_enqueue(&decoder->evq, ipt__evb_pwrx);
+	if (!ev)
+		return -pte_nomem;
+	ev->type = ptev_pwre;
+	ev->variant.pwre.state = packet->state;
+	ev->variant.pwre.sub_state = packet->sub_state;
+	ev->variant.pwre.hw = packet->hw ? 1 : 0;
+	err = ipt__evt_stamp(ev, &decoder->time);
+	return err < 0 ? err : 1;
+}
+
+static int ipt__evt_decode_pwrx(struct pt_event_decoder *decoder)
+{
+	const struct pt_packet_pwrx *packet = &decoder->packet.payload.pwrx;
+	struct pt_event *ev;
+
+	ev = ipt__evq_dequeue(&decoder->evq, ipt__evb_pwrx);
+	if (ev) {
+		if (ev->type != ptev_pwre)
+			return -pte_internal;
+		decoder->event = ev;
+		return 0;
+	}
+
+	ev = ipt__evq_standalone(&decoder->evq);
+	ev->type = ptev_pwrx;
+	ev->variant.pwrx.last = packet->last;
+	ev->variant.pwrx.deepest = packet->deepest;
+	ev->variant.pwrx.interrupt = packet->interrupt ? 1 : 0;
+	ev->variant.pwrx.store = packet->store ? 1 : 0;
+	ev->variant.pwrx.autonomous = packet->autonomous ? 1 : 0;
+	return ipt__evt_publish_standalone(decoder, ev);
+}
+
+/* PTWRITE with IP binds to the next FUP, otherwise stands alone. */
+static int ipt__evt_decode_ptw(struct pt_event_decoder *decoder)
+{
+	const struct pt_packet_ptw *packet = &decoder->packet.payload.ptw;
+	struct pt_event *ev;
+	int size = pt_ptw_size(packet->plc);
+
+	if (size < 0)
+		return size;
+	if (packet->ip) {
+		ev = ipt__evq_enqueue(&decoder->evq, ipt__evb_fup_bound);
+		if (!ev)
+			return -pte_nomem;
+	} else {
+		ev = ipt__evq_standalone(&decoder->evq);
+		ev->ip_suppressed = 1;
+	}
+	ev->type = ptev_ptwrite;
+	ev->variant.ptwrite.size = (uint8_t) size;
+	ev->variant.ptwrite.payload = packet->payload;
+	if (packet->ip)
+		return 1;
+	return ipt__evt_publish_standalone(decoder, ev);
+}
+
+/* Where a CFE event goes: with CFE.IP to the next FUP; without, with
+ * tracing on, to the FUP of an asynchronous event (if the type may be
+ * asynchronous); otherwise it is reported now without IP. */
+static int ipt__evt_cfe_bind(struct pt_event_decoder *decoder,
+			     struct pt_event *ev, int ip, int may_async)
+{
+	if (ip || (may_async && decoder->enabled)) {
+		if (!ipt__evq_requeue(&decoder->evq, ev,
+				      ip ? ipt__evb_fup_bound : ipt__evb_fup))
+			return -pte_nomem;
+		return 1;
+	}
+	ev->ip_suppressed = 1;
+	return ipt__evt_publish_standalone(decoder, ev);
+}
+
+/* CFE (control-flow event, Event Trace).  INTR and VMEXIT may complete an
+ * event that EVD packets began; other types must not have one pending. */
+static int ipt__evt_decode_cfe(struct pt_event_decoder *decoder)
+{
+	const struct pt_packet_cfe *packet = &decoder->packet.payload.cfe;
+	struct pt_event *pending, *ev;
+	int ip = packet->ip ? 1 : 0;
+
+	pending = ipt__evq_dequeue(&decoder->evq, ipt__evb_cfe);
+
+	switch (packet->type) {
+	case pt_cfe_intr:
+		if (pending && pending->type != ptev_interrupt)
+			return -pte_bad_context;
+		ev = pending ? pending : ipt__evq_standalone(&decoder->evq);
+		ev->type = ptev_interrupt;
+		ev->variant.interrupt.vector = packet->vector;
+		return ipt__evt_cfe_bind(decoder, ev, ip, 1);
+
+	case pt_cfe_vmexit:
+	case pt_cfe_vmexit_intr:
+		if (pending && pending->type != ptev_vmexit)
+			return -pte_bad_context;
+		ev = pending ? pending : ipt__evq_standalone(&decoder->evq);
+		ev->type = ptev_vmexit;
+		if (packet->type == pt_cfe_vmexit_intr) {
+			ev->variant.vmexit.has_vector = 1;
+			ev->variant.vmexit.vector = packet->vector;
+		}
+		return ipt__evt_cfe_bind(decoder, ev, ip, 1);
+
+	default:
+		break;
+	}
+
+	if (pending) {
+		/* EVD only begins INTR and VMEXIT events. */
+		switch (packet->type) {
+		case pt_cfe_iret:
+		case pt_cfe_smi:
+		case pt_cfe_rsm:
+		case pt_cfe_sipi:
+		case pt_cfe_init:
+		case pt_cfe_vmentry:
+		case pt_cfe_shutdown:
+		case pt_cfe_uintr:
+		case pt_cfe_uiret:
+		case pt_cfe_swintr:
+		case pt_cfe_syscall:
+			return -pte_bad_context;
+		default:
+			return -pte_internal;
+		}
+	}
+
+	ev = ipt__evq_standalone(&decoder->evq);
+	switch (packet->type) {
+	case pt_cfe_iret:
+		ev->type = ptev_iret;
+		return ipt__evt_cfe_bind(decoder, ev, ip, 0);
+	case pt_cfe_smi:
+		ev->type = ptev_smi;
+		return ipt__evt_cfe_bind(decoder, ev, ip, 1);
+	case pt_cfe_rsm:
+	case pt_cfe_sipi:
+		/* No IP to give; CFE.IP is wrong here. */
+		if (ip)
+			return -pte_bad_packet;
+		if (packet->type == pt_cfe_rsm) {
+			ev->type = ptev_rsm;
+		} else {
+			ev->type = ptev_sipi;
+			ev->variant.sipi.vector = packet->vector;
+		}
+		ev->ip_suppressed = 1;
+		return ipt__evt_cfe_bind(decoder, ev, 0, 1);
+	case pt_cfe_init:
+		ev->type = ptev_init;
+		return ipt__evt_cfe_bind(decoder, ev, ip, 1);
+	case pt_cfe_vmentry:
+		ev->type = ptev_vmentry;
+		return ipt__evt_cfe_bind(decoder, ev, ip, 0);
+	case pt_cfe_shutdown:
+		ev->type = ptev_shutdown;
+		return ipt__evt_cfe_bind(decoder, ev, ip, 0);
+	case pt_cfe_uintr:
+		ev->type = ptev_uintr;
+		ev->variant.uintr.vector = packet->vector;
+		return ipt__evt_cfe_bind(decoder, ev, ip, 1);
+	case pt_cfe_uiret:
+		ev->type = ptev_uiret;
+		return ipt__evt_cfe_bind(decoder, ev, ip, 0);
+	case pt_cfe_swintr:
+		ev->type = ptev_swintr;
+		ev->variant.swintr.vector = packet->vector;
+		return ipt__evt_cfe_bind(decoder, ev, ip, 1);
+	case pt_cfe_syscall:
+		ev->type = ptev_syscall;
+		return ipt__evt_cfe_bind(decoder, ev, ip, 0);
+	default:
+		break;
+	}
+
+	/* Unknown types add detail we can do without; a FUP they claim is
+	 * bound silently. */
+	if (ip) {
+		ev = ipt__evq_enqueue(&decoder->evq, ipt__evb_fup_bound);
+		if (!ev)
+			return -pte_nomem;
+		ev->type = IPT__EV_IGNORE;
+	}
+	return 1;
+}
+
+/* EVD gives data for the CFE that follows: CR2 for an interrupt (page
+ * fault), VMX qualification and reason for a VM exit. */
+static int ipt__evt_decode_evd(struct pt_event_decoder *decoder)
+{
+	const struct pt_packet_evd *packet = &decoder->packet.payload.evd;
+	struct pt_event *ev;
+
+	ev = ipt__evq_find(&decoder->evq, ipt__evb_cfe, -1);
+
+	switch (packet->type) {
+	case pt_evd_cr2:
+		if (ev)
+			return -pte_bad_context;
+		ev = ipt__evq_enqueue(&decoder->evq, ipt__evb_cfe);
+		if (!ev)
+			return -pte_nomem;
+		ev->type = ptev_interrupt;
+		ev->variant.interrupt.has_cr2 = 1;
+		ev->variant.interrupt.cr2 = packet->payload;
+		return 1;
+
+	case pt_evd_vmxq:
+	case pt_evd_vmxr:
+		if (!ev) {
+			ev = ipt__evq_enqueue(&decoder->evq, ipt__evb_cfe);
+			if (!ev)
+				return -pte_nomem;
+			ev->type = ptev_vmexit;
+		}
+		if (ev->type != ptev_vmexit)
+			return -pte_bad_context;
+		if (packet->type == pt_evd_vmxq) {
+			if (ev->variant.vmexit.has_vmxq)
+				return -pte_bad_context;
+			ev->variant.vmexit.has_vmxq = 1;
+			ev->variant.vmexit.vmxq = packet->payload;
+		} else {
+			if (ev->variant.vmexit.has_vmxr)
+				return -pte_bad_context;
+			ev->variant.vmexit.has_vmxr = 1;
+			ev->variant.vmexit.vmxr = packet->payload;
+		}
+		return 1;
+	}
+
+	/* Unknown EVD types are skipped. */
+	return 1;
+}
+
+/* TRIG with IP takes the IP of the next FUP and then must not count
+ * instructions; without, it stands alone, its IP given by ICNT. */
+static int ipt__evt_decode_trig(struct pt_event_decoder *decoder)
+{
+	const struct pt_packet_trig *packet = &decoder->packet.payload.trig;
+	struct pt_event *ev;
+
+	if (packet->ip) {
+		if (!packet->icntv || packet->icnt)
+			return -pte_bad_packet;
+		ev = ipt__evq_enqueue(&decoder->evq, ipt__evb_fup_bound);
+		if (!ev)
+			return -pte_nomem;
+		ev->type = ptev_trig;
+		ev->variant.trig.trbv = packet->trbv;
+		ev->variant.trig.mult = packet->mult;
+		return 1;
+	}
+
+	ev = ipt__evq_standalone(&decoder->evq);
+	ev->type = ptev_trig;
+	ev->variant.trig.trbv = packet->trbv;
+	ev->variant.trig.mult = packet->mult;
+	if (packet->icntv) {
+		/* With tracing off, the IP would be given precisely. */
+		if (packet->icnt && !decoder->enabled)
+			return -pte_bad_packet;
+		ev->variant.trig.icnt = packet->icnt;
+	} else {
+		ev->ip_suppressed = 1;
+	}
+	return ipt__evt_publish_standalone(decoder, ev);
+}
+
+/* Handle the current packet.  Returns 0 with decoder->event set, > 0 if
+ * the next packet is needed, < 0 on error. */
+static int ipt__evt_decode_packet(struct pt_event_decoder *decoder)
+{
+	const struct pt_packet *packet = &decoder->packet;
+	int err;
+
+	switch (packet->type) {
+	case ppt_tnt_8:
+	case ppt_tnt_64:
+		return ipt__evt_decode_tnt(decoder);
+	case ppt_fup:
+		return ipt__evt_decode_fup(decoder);
+	case ppt_tip:
+		return ipt__evt_decode_tip(decoder);
+	case ppt_tip_pge:
+		return ipt__evt_decode_tip_pge(decoder);
+	case ppt_tip_pgd:
+		return ipt__evt_decode_tip_pgd(decoder);
+	case ppt_cbr:
+		return ipt__evt_decode_cbr(decoder);
+	case ppt_tsc:
+	case ppt_tma:
+	case ppt_mtc:
+	case ppt_cyc:
+		err = ipt__evt_apply_time(&decoder->time, &decoder->tcal,
+					  packet, ipt__evt_config(decoder), 0);
+		return err < 0 ? err : 1;
+	case ppt_mode:
+		if (packet->payload.mode.leaf == pt_mol_exec)
+			return ipt__evt_decode_mode_exec(
+				decoder, &packet->payload.mode.bits.exec);
+		if (packet->payload.mode.leaf == pt_mol_tsx)
+			return ipt__evt_decode_mode_tsx(
+				decoder, &packet->payload.mode.bits.tsx);
+		return -pte_bad_opc;
+	case ppt_pip:
+		return ipt__evt_decode_pip(decoder);
+	case ppt_vmcs:
+		return ipt__evt_decode_vmcs(decoder);
+	case ppt_ptw:
+		return ipt__evt_decode_ptw(decoder);
+	case ppt_psb:
+		err = ipt__evt_decode_psb(decoder);
+		if (err <= 0)
+			return err;
+		/* The PSBEND or OVF that ended the PSB+ is current now. */
+		return ipt__evt_decode_packet(decoder);
+	case ppt_psbend:
+		return ipt__evt_decode_psbend(decoder);
+	case ppt_exstop:
+		return ipt__evt_decode_exstop(decoder);
+	case ppt_mwait:
+		return ipt__evt_decode_mwait(decoder);
+	case ppt_pwre:
+		return ipt__evt_decode_pwre(decoder);
+	case ppt_pwrx:
+		return ipt__evt_decode_pwrx(decoder);
+	case ppt_ovf:
+		return ipt__evt_decode_ovf(decoder);
+	case ppt_stop:
+		return ipt__evt_decode_stop(decoder);
+	case ppt_mnt:
+		return ipt__evt_decode_mnt(decoder);
+	case ppt_cfe:
+		return ipt__evt_decode_cfe(decoder);
+	case ppt_evd:
+		return ipt__evt_decode_evd(decoder);
+	case ppt_trig:
+		return ipt__evt_decode_trig(decoder);
+	case ppt_pad:
+	case ppt_unknown:
+		return 1;
+	case ppt_invalid:
+		return decoder->status < 0 ? decoder->status : 1;
+	}
+	return -pte_bad_opc;
+}
+
+/* Feed packets to the handlers until one makes an event.  A packet a
+ * handler passes on without an event was not bound by anything. */
+static int ipt__evt_fetch_event(struct pt_event_decoder *decoder)
+{
+	for (;;) {
+		int err = ipt__evt_decode_packet(decoder);
+
+		if (err <= 0)
+			return err;
+		if (decoder->event)
+			return -pte_internal;
+		decoder->bound = 0;
+		ipt__evt_next_packet(decoder);
+	}
+}
+
+IPT_DEF int pt_evt_next(struct pt_event_decoder *decoder,
+			struct pt_event *uev, size_t size)
+{
+	struct pt_event *ev;
+	int err;
+
+	if (!decoder || !uev)
+		return -pte_invalid;
+	err = ipt__evt_fetch_event(decoder);
+	if (err < 0)
+		return err;
+	ev = decoder->event;
+	decoder->event = NULL;
+	if (!ev)
+		return -pte_internal;
+
+	/* A caller that knows a larger struct pt_event gets zeros past the
+	 * end of ours; a smaller one gets what fits. */
+	if (size > sizeof(*ev)) {
+		IPT_MEMSET((uint8_t *) uev + sizeof(*ev), 0,
+			   size - sizeof(*ev));
+		size = sizeof(*ev);
+	}
+	IPT_MEMCPY(uev, ev, size);
+	return 0;
+}
 
 /* ==== >>qry  query decoder ===============================================
  * Answers "taken?", "where to?" and "which event?" on top of the event
- * decoder. */
+ * decoder (>>evt), with the semantics of libipt 2.3's query decoder: it
+ * reads one event ahead, keeps TNT bits in a cache, and hands every other
+ * event to the caller through pt_qry_event().  It never looks at packets.
+ *
+ * Internal interface: ipt__qry_decoder_init / ipt__qry_decoder_fini, like
+ * the event decoder's. */
+
+/* TNT bits not asked for yet.  index marks the next bit; zero means
+ * empty.  Bits of several TNT packets pile up, the oldest highest. */
+struct ipt__tnt_cache {
+	uint64_t tnt;
+	uint64_t index;
+};
+
+struct pt_query_decoder {
+	struct pt_event_decoder evdec;
+
+	/* The caller's flags (the event decoder gets its event.* copy). */
+	struct pt_conf_flags flags;
+
+	struct ipt__tnt_cache tnt;
+
+	/* The time at the last answer, before the decoder read ahead; what
+	 * pt_qry_time() reports. */
+	struct ipt_time last_time;
+
+	/* The event read ahead; valid while status is not negative. */
+	struct pt_event event;
+
+	/* The event decoder's error, reported when the caller gets there. */
+	int status;
+};
+
+static void ipt__tnt_init(struct ipt__tnt_cache *cache)
+{
+	cache->tnt = 0;
+	cache->index = 0;
+}
+
+static int ipt__tnt_empty(const struct ipt__tnt_cache *cache)
+{
+	return cache->index == 0;
+}
+
+/* The next bit: 1 taken, 0 not taken, -pte_bad_query if none. */
+static int ipt__tnt_take(struct ipt__tnt_cache *cache)
+{
+	int taken;
+
+	if (!cache->index)
+		return -pte_bad_query;
+	taken = (cache->tnt & cache->index) != 0;
+	cache->index >>= 1;
+	return taken;
+}
+
+/* Append the low size bits of tnt; -pte_overflow past 64 pending bits. */
+static int ipt__tnt_add(struct ipt__tnt_cache *cache, uint64_t tnt,
+			uint8_t size)
+{
+	uint64_t index;
+
+	if (!size)
+		return 0;
+	if (size > 64)
+		return -pte_internal;
+	if (cache->index)
+		index = (size < 64) ? cache->index << size : 0;
+	else
+		index = 1ull << (size - 1);
+	if (!index)
+		return -pte_overflow;
+	cache->index = index;
+	cache->tnt = (size < 64) ? cache->tnt << size : 0;
+	cache->tnt |= (size < 64) ? tnt & ((1ull << size) - 1) : tnt;
+	return 0;
+}
+
+static int ipt__qry_reset(struct pt_query_decoder *decoder)
+{
+	decoder->status = -pte_nosync;
+	ipt__tnt_init(&decoder->tnt);
+	ipt_time_init(&decoder->last_time);
+	return 0;
+}
+
+static IPT__UNUSED int
+ipt__qry_decoder_init(struct pt_query_decoder *decoder,
+		      const struct pt_config *uconfig)
+{
+	struct pt_config config;
+	int err;
+
+	if (!decoder)
+		return -pte_invalid;
+	err = ipt__config_from_user(&config, uconfig);
+	if (err < 0)
+		return err;
+	decoder->flags = config.flags;
+	IPT_MEMSET(&config.flags, 0, sizeof(config.flags));
+	config.flags.variant.event.keep_tcal_on_ovf =
+		decoder->flags.variant.query.keep_tcal_on_ovf;
+	config.flags.variant.event.enable_iflags_events =
+		decoder->flags.variant.query.enable_iflags_events;
+	err = ipt__evt_decoder_init(&decoder->evdec, &config);
+	if (err < 0)
+		return err;
+	IPT_MEMSET(&decoder->event, 0, sizeof(decoder->event));
+	return ipt__qry_reset(decoder);
+}
+
+static IPT__UNUSED void ipt__qry_decoder_fini(struct pt_query_decoder *decoder)
+{
+	if (decoder)
+		ipt__evt_decoder_fini(&decoder->evdec);
+}
+
+IPT_DEF struct pt_query_decoder *
+pt_qry_alloc_decoder(const struct pt_config *config)
+{
+	struct pt_query_decoder *decoder;
+
+	decoder = (struct pt_query_decoder *) ipt__alloc(sizeof(*decoder));
+	if (!decoder)
+		return NULL;
+	if (ipt__qry_decoder_init(decoder, config) < 0) {
+		ipt__free(decoder, sizeof(*decoder));
+		return NULL;
+	}
+	return decoder;
+}
+
+IPT_DEF void pt_qry_free_decoder(struct pt_query_decoder *decoder)
+{
+	if (!decoder)
+		return;
+	ipt__qry_decoder_fini(decoder);
+	ipt__free(decoder, sizeof(*decoder));
+}
+
+/* TNT and TIP are answers to branch queries; anything else is an event
+ * the caller must fetch. */
+static int ipt__qry_is_event(const struct pt_event *ev)
+{
+	return ev->type != ptev_tnt && ev->type != ptev_tip;
+}
+
+/* The status flags of an answer.  Events and the end of the trace are
+ * only announced once the cached TNT bits are used up: the caller has to
+ * reach the right place in the code first. */
+static int ipt__qry_status(const struct pt_query_decoder *decoder)
+{
+	if (!ipt__tnt_empty(&decoder->tnt))
+		return 0;
+	if (decoder->status == -pte_eos)
+		return pts_eos;
+	return ipt__qry_is_event(&decoder->event) ? pts_event_pending : 0;
+}
+
+/* Read the next event ahead, keeping an error for later. */
+static void ipt__qry_read_ahead(struct pt_query_decoder *decoder)
+{
+	struct pt_event *ev = &decoder->event;
+	int err = pt_evt_next(&decoder->evdec, ev, sizeof(*ev));
+
+	if (err < 0) {
+		decoder->status = err;
+		/* Poison; its type counts as an event, as the error will
+		 * be reported by pt_qry_event(). */
+		IPT_MEMSET(ev, 0xff, sizeof(*ev));
+		ev->type = IPT__EV_IGNORE;
+	}
+}
+
+/* After synchronizing: find the start IP in the PSB+ status events, on a
+ * copy of the event decoder so the caller still gets those events. */
+static int ipt__qry_start(struct pt_query_decoder *decoder, uint64_t *ip)
+{
+	struct pt_event_decoder evdec = decoder->evdec;
+	struct pt_event ev;
+	int status = pts_ip_suppressed, err;
+
+	/* Only the events of this PSB+: they all come at the same
+	 * position (the PSBEND). */
+	while (ipt__evt_pos(&evdec) == ipt__evt_pos(&decoder->evdec)) {
+		err = pt_evt_next(&evdec, &ev, sizeof(ev));
+		if (err < 0) {
+			if (err != -pte_eos)
+				return err;
+			break;
+		}
+		if (!ev.status_update)
+			break;
+		if (ev.type == ptev_enabled) {
+			status &= ~pts_ip_suppressed;
+			if (ip)
+				*ip = ev.variant.enabled.ip;
+			break;
+		}
+	}
+
+	decoder->status = 0;
+	ipt__qry_read_ahead(decoder);
+	return status | ipt__qry_status(decoder);
+}
+
+IPT_DEF int pt_qry_sync_forward(struct pt_query_decoder *decoder, uint64_t *ip)
+{
+	int err;
+
+	if (!decoder)
+		return -pte_invalid;
+	ipt__qry_reset(decoder);
+	err = pt_evt_sync_forward(&decoder->evdec);
+	if (err < 0)
+		return err;
+	return ipt__qry_start(decoder, ip);
+}
+
+/* Like pt_evt_sync_backward(), but a PSB+ cut off by the end of the trace
+ * does not count, and neither does the PSB the decoder is in. */
+IPT_DEF int pt_qry_sync_backward(struct pt_query_decoder *decoder,
+				 uint64_t *ip)
+{
+	const uint8_t *start, *sync, *pos;
+	int err;
+
+	if (!decoder)
+		return -pte_invalid;
+	start = ipt__evt_pos(&decoder->evdec);
+	if (!start) {
+		start = ipt__evt_end(&decoder->evdec);
+		if (!start)
+			return -pte_bad_config;
+	}
+
+	sync = start;
+	for (;;) {
+		ipt__qry_reset(decoder);
+		do {
+			err = pt_evt_sync_backward(&decoder->evdec);
+			if (err < 0)
+				return err;
+			pos = ipt__evt_pos(&decoder->evdec);
+		} while (sync <= pos);
+		sync = pos;
+
+		err = ipt__qry_start(decoder, ip);
+		if (err < 0) {
+			if (err != -pte_eos)
+				return err;
+			continue;
+		}
+		pos = ipt__evt_pos(&decoder->evdec);
+		if (pos < start)
+			return 0;
+	}
+}
+
+IPT_DEF int pt_qry_sync_set(struct pt_query_decoder *decoder, uint64_t *ip,
+			    uint64_t offset)
+{
+	int err;
+
+	if (!decoder)
+		return -pte_invalid;
+	ipt__qry_reset(decoder);
+	err = pt_evt_sync_set(&decoder->evdec, offset);
+	if (err < 0)
+		return err;
+	return ipt__qry_start(decoder, ip);
+}
+
+IPT_DEF int pt_qry_get_offset(const struct pt_query_decoder *decoder,
+			      uint64_t *offset)
+{
+	if (!decoder)
+		return -pte_invalid;
+	return pt_evt_get_offset(&decoder->evdec, offset);
+}
+
+IPT_DEF int pt_qry_get_sync_offset(const struct pt_query_decoder *decoder,
+				   uint64_t *offset)
+{
+	if (!decoder)
+		return -pte_invalid;
+	return pt_evt_get_sync_offset(&decoder->evdec, offset);
+}
+
+IPT_DEF const struct pt_config *
+pt_qry_get_config(const struct pt_query_decoder *decoder)
+{
+	if (!decoder)
+		return NULL;
+	return pt_evt_get_config(&decoder->evdec);
+}
+
+/* If the event read ahead is a TNT, move its bits into the cache and read
+ * on: TNT bits of consecutive packets are answered in one stream. */
+static int ipt__qry_cache_tnt(struct pt_query_decoder *decoder)
+{
+	const struct pt_event *ev = &decoder->event;
+	int err;
+
+	if (decoder->status < 0)
+		return decoder->status;
+	if (ev->type != ptev_tnt)
+		return 0;
+	err = ipt__tnt_add(&decoder->tnt, ev->variant.tnt.bits,
+			   ev->variant.tnt.size);
+	if (err < 0)
+		return err;
+	ipt__qry_read_ahead(decoder);
+	return 0;
+}
+
+IPT_DEF int pt_qry_cond_branch(struct pt_query_decoder *decoder, int *taken)
+{
+	int query, err;
+
+	if (!decoder || !taken)
+		return -pte_invalid;
+
+	query = ipt__tnt_take(&decoder->tnt);
+	if (query < 0) {
+		/* Out of bits: the next event may bring some.  The time is
+		 * that of the TNT. */
+		decoder->last_time = decoder->evdec.time;
+		err = ipt__qry_cache_tnt(decoder);
+		if (err < 0)
+			return err;
+		query = ipt__tnt_take(&decoder->tnt);
+		if (query < 0) {
+			/* A decode error waited for the last bit. */
+			if (decoder->status < 0)
+				return decoder->status;
+			return query;
+		}
+	}
+	*taken = query;
+	return ipt__qry_status(decoder);
+}
+
+IPT_DEF int pt_qry_indirect_branch(struct pt_query_decoder *decoder,
+				   uint64_t *addr)
+{
+	const struct pt_event *ev;
+	int err, status = 0;
+
+	if (!decoder || !addr)
+		return -pte_invalid;
+	ev = &decoder->event;
+	if (decoder->status < 0)
+		return decoder->status;
+
+	if (ev->type != ptev_tip) {
+		/* A TNT may stand before the TIP. */
+		err = ipt__qry_cache_tnt(decoder);
+		if (err < 0)
+			return err;
+		if (ev->type != ptev_tip)
+			return decoder->status < 0 ? decoder->status
+						   : -pte_bad_query;
+	}
+
+	if (ev->ip_suppressed)
+		status |= pts_ip_suppressed;
+	else
+		*addr = ev->variant.tip.ip;
+
+	decoder->last_time = decoder->evdec.time;
+	ipt__qry_read_ahead(decoder);
+	return status | ipt__qry_status(decoder);
+}
+
+IPT_DEF int pt_qry_event(struct pt_query_decoder *decoder,
+			 struct pt_event *event, size_t size)
+{
+	if (!decoder || !event)
+		return -pte_invalid;
+	if (size < offsetof(struct pt_event, variant))
+		return -pte_invalid;
+
+	/* TNT bits come first. */
+	if (!ipt__tnt_empty(&decoder->tnt))
+		return -pte_bad_query;
+	if (decoder->status < 0)
+		return decoder->status;
+	if (!ipt__qry_is_event(&decoder->event))
+		return -pte_bad_query;
+
+	/* A smaller struct pt_event gets what fits; a larger one is not
+	 * written past ours. */
+	if (size > sizeof(decoder->event))
+		size = sizeof(decoder->event);
+	IPT_MEMCPY(event, &decoder->event, size);
+
+	decoder->last_time = decoder->evdec.time;
+	ipt__qry_read_ahead(decoder);
+	return ipt__qry_status(decoder);
+}
+
+IPT_DEF int pt_qry_time(struct pt_query_decoder *decoder, uint64_t *time,
+			uint32_t *lost_mtc, uint32_t *lost_cyc)
+{
+	if (!decoder || !time)
+		return -pte_invalid;
+	return ipt_time_query_tsc(time, lost_mtc, lost_cyc,
+				  &decoder->last_time);
+}
+
+IPT_DEF int pt_qry_core_bus_ratio(struct pt_query_decoder *decoder,
+				  uint32_t *cbr)
+{
+	if (!decoder || !cbr)
+		return -pte_invalid;
+	return ipt_time_query_cbr(cbr, &decoder->last_time);
+}
 
 /* ==== >>img  image ========================================================
  * Code memory by address space: the read-memory callback, and in hosted
