@@ -1127,6 +1127,28 @@ IPT_API int pt_image_set_callback(struct pt_image *image,
 
 /* >>api-img-ext: ipt_ extensions of the image layer (cache control) */
 
+/* Code read through the callback is kept in a cache of 4 KiB pages, keyed by
+ * address space (cr3, vmcs) and page address, so that the callback runs once
+ * per page rather than once per instruction.  The cache assumes the
+ * callback answers like a view of memory: asked for n bytes at ip, it gives
+ * all n or, at the end of a mapping, the bytes up to that end.
+ *
+ * ipt_image_invalidate() forgets what was read in [begin, end) (whole pages)
+ * for address spaces matching asid (cr3/vmcs wildcards match anything; NULL
+ * matches everything).  Call it after the memory the callback reads has
+ * changed; until then the old bytes are decoded.  end is exclusive.
+ * Returns zero, -pte_invalid if image is NULL or end < begin.
+ *
+ * ipt_image_set_cache_limit() bounds the cached page data to bytes (rounded
+ * down to whole pages; below one page, or zero, turns the cache off so that
+ * every read calls the callback).  The default is IPT_IMAGE_CACHE_LIMIT,
+ * 16 MiB unless defined otherwise when compiling the implementation.
+ * Returns zero, -pte_invalid if image is NULL. */
+IPT_API int ipt_image_invalidate(struct pt_image *image,
+				 const struct pt_asid *asid, uint64_t begin,
+				 uint64_t end);
+IPT_API int ipt_image_set_cache_limit(struct pt_image *image, uint64_t bytes);
+
 /* ---- instructions and blocks ---- */
 
 enum pt_insn_class {
@@ -6791,10 +6813,2229 @@ IPT_DEF int pt_qry_core_bus_ratio(struct pt_query_decoder *decoder,
 
 /* ==== >>img  image ========================================================
  * Code memory by address space: the read-memory callback, and in hosted
- * builds file sections and the image section cache on top of it. */
+ * builds file sections and the image section cache on top of it.
+ *
+ * A read at an address asks the image's sections first and the callback
+ * second, as libipt's pt_image_read does.  Sections never change their
+ * bytes, so they are read straight from memory; what the callback gives is
+ * kept in a page cache so that decoding a loop does not call it again and
+ * again.  Every change to what the image would read bumps a generation
+ * counter that the block decoder compares against its own caches.
+ *
+ * Internal interface, for the layers below:
+ *
+ *   int ipt__image_init(struct pt_image *, const char *name);
+ *   void ipt__image_fini(struct pt_image *);
+ *       an image embedded in a decoder (its default image)
+ *   int ipt__image_read(struct pt_image *image, int *isid, uint8_t *buffer,
+ *                       uint16_t size, const struct pt_asid *asid,
+ *                       uint64_t addr);
+ *       up to size bytes at addr; the count, or -pte_nomap if neither a
+ *       section nor the callback has addr, or another error.  A read stops
+ *       at the end of a section (or where the callback stopped), so an
+ *       instruction may need a second read.  *isid is the section's
+ *       identifier, zero for the callback.
+ *   uint64_t ipt__image_generation(const struct pt_image *);
+ *   int ipt__asid_from_user(struct pt_asid *, const struct pt_asid *user);
+ *   int ipt__asid_to_user(struct pt_asid *user, const struct pt_asid *,
+ *                         size_t size);
+ *   int ipt__asid_match(const struct pt_asid *, const struct pt_asid *);
+ *
+ * An image is not locked: one thread at a time may use it. */
+
+#ifndef IPT_IMAGE_CACHE_LIMIT
+#define IPT_IMAGE_CACHE_LIMIT ((uint64_t) 16 << 20)
+#endif
+
+#define IPT__PAGE_SHIFT 12
+#define IPT__PAGE_SIZE ((uint32_t) 1 << IPT__PAGE_SHIFT)
+#define IPT__PAGE_MASK ((uint64_t) IPT__PAGE_SIZE - 1)
+
+/* At most this many hash buckets, however large the limit: beyond it the
+ * chains grow instead of the table. */
+#define IPT__PAGE_BUCKETS_MAX ((uint32_t) 1 << 16)
+
+/* ---- address spaces ---- */
+
+/* Copies a caller's asid of any size: fields it lacks stay wildcards, fields
+ * this library does not know are ignored.  Same rules as libipt's
+ * pt_asid_from_user. */
+static IPT__UNUSED int ipt__asid_from_user(struct pt_asid *asid,
+					   const struct pt_asid *user)
+{
+	if (!asid)
+		return -pte_internal;
+
+	pt_asid_init(asid);
+	if (user) {
+		size_t size = user->size;
+
+		if (sizeof(*asid) < size)
+			size = sizeof(*asid);
+		IPT_MEMCPY(asid, user, size);
+		asid->size = sizeof(*asid);
+	}
+	return 0;
+}
+
+/* Gives a caller as much of asid as its size holds. */
+static IPT__UNUSED int ipt__asid_to_user(struct pt_asid *user,
+					 const struct pt_asid *asid, size_t size)
+{
+	if (!user || !asid)
+		return -pte_internal;
+	if (size < sizeof(asid->size))
+		return -pte_invalid;
+	if (sizeof(*asid) < size)
+		size = sizeof(*asid);
+	IPT_MEMCPY(user, asid, size);
+	user->size = size;
+	return 0;
+}
+
+static int ipt__key_match(uint64_t lcr3, uint64_t lvmcs, uint64_t rcr3,
+			  uint64_t rvmcs)
+{
+	if (lcr3 != rcr3 && lcr3 != pt_asid_no_cr3 && rcr3 != pt_asid_no_cr3)
+		return 0;
+	if (lvmcs != rvmcs && lvmcs != pt_asid_no_vmcs &&
+	    rvmcs != pt_asid_no_vmcs)
+		return 0;
+	return 1;
+}
+
+/* Two address spaces match unless both give a cr3 (or both a vmcs) and the
+ * values differ: pt_asid_no_cr3 and pt_asid_no_vmcs match anything.
+ * Returns 1 on a match, 0 otherwise. */
+static IPT__UNUSED int ipt__asid_match(const struct pt_asid *lhs,
+				       const struct pt_asid *rhs)
+{
+	if (!lhs || !rhs)
+		return -pte_internal;
+	return ipt__key_match(lhs->cr3, lhs->vmcs, rhs->cr3, rhs->vmcs);
+}
+
+static char *ipt__strdup(const char *str, size_t *psize)
+{
+	size_t size;
+	char *copy;
+
+	*psize = 0;
+	if (!str)
+		return NULL;
+	for (size = 0; str[size]; ++size)
+		;
+	size += 1;
+	copy = (char *) ipt__alloc(size);
+	if (copy) {
+		IPT_MEMCPY(copy, str, size);
+		*psize = size;
+	}
+	return copy;
+}
+
+/* ---- the page cache of callback memory ----
+ *
+ * A page entry holds one run [lo, hi) of bytes the callback gave for one
+ * 4 KiB page of one address space (the exact cr3/vmcs the decoder asked
+ * with).  A miss at addr asks the callback for everything from addr to the
+ * end of its page.  If the callback gives less, it has told us where its
+ * mapping ends: the run is "bounded" and a read reaching hi stops there,
+ * just as the callback itself would have stopped.  A run that reaches the
+ * page end goes on in the next page.  Runs of one page never overlap: a new
+ * run replaces those it covers, so a miss below lo refills from there.
+ *
+ * Entries live in a hash table and on a list from most to least recently
+ * used; when the limit is reached, the least recently used entry is taken
+ * for the next miss, so a full cache allocates nothing more. */
+
+struct ipt__page {
+	/* The next entry in the hash bucket, or on the spare list. */
+	struct ipt__page *chain;
+	/* The neighbours on the recently-used list. */
+	struct ipt__page *newer, *older;
+	uint64_t cr3, vmcs, base;
+	uint32_t lo, hi;
+	uint32_t bounded;
+	uint8_t data[IPT__PAGE_SIZE];
+};
+
+struct ipt__pcache {
+	struct ipt__page **buckets;
+	uint32_t nbuckets;
+	struct ipt__page *newest, *oldest;
+	/* Entries allocated but not holding anything. */
+	struct ipt__page *spare;
+	/* Entries allocated, in use or spare, and the most allowed. */
+	uint64_t npages, max_pages;
+	/* Statistics, for tests and tuning. */
+	uint64_t hits, misses;
+};
+
+#ifndef IPT_NO_STDIO
+struct ipt__section;
+struct ipt__msec;
+#endif
+
+struct pt_image {
+	char *name;
+	size_t name_size;
+#ifndef IPT_NO_STDIO
+	/* The mapped file sections, most recently hit first. */
+	struct ipt__msec *sections;
+#endif
+	read_memory_callback_t *callback;
+	void *context;
+	uint64_t generation;
+	struct ipt__pcache pages;
+};
+
+static uint32_t ipt__pcache_slot(const struct ipt__pcache *pc, uint64_t cr3,
+				 uint64_t vmcs, uint64_t base)
+{
+	uint64_t h;
+
+	h = (base >> IPT__PAGE_SHIFT) ^ (cr3 * 0x9e3779b97f4a7c15ull) ^
+	    (vmcs * 0xc2b2ae3d27d4eb4full);
+	h ^= h >> 31;
+	h *= 0xbf58476d1ce4e5b9ull;
+	h ^= h >> 29;
+	return (uint32_t) h & (pc->nbuckets - 1);
+}
+
+static void ipt__pcache_lru_unlink(struct ipt__pcache *pc,
+				   struct ipt__page *page)
+{
+	if (page->newer)
+		page->newer->older = page->older;
+	else
+		pc->newest = page->older;
+	if (page->older)
+		page->older->newer = page->newer;
+	else
+		pc->oldest = page->newer;
+	page->newer = page->older = NULL;
+}
+
+static void ipt__pcache_lru_push(struct ipt__pcache *pc,
+				 struct ipt__page *page)
+{
+	page->newer = NULL;
+	page->older = pc->newest;
+	if (pc->newest)
+		pc->newest->newer = page;
+	else
+		pc->oldest = page;
+	pc->newest = page;
+}
+
+/* Takes page out of its bucket and off the recently-used list. */
+static void ipt__pcache_unlink(struct ipt__pcache *pc, struct ipt__page *page)
+{
+	struct ipt__page **pp;
+
+	pp = &pc->buckets[ipt__pcache_slot(pc, page->cr3, page->vmcs,
+					   page->base)];
+	for (; *pp; pp = &(*pp)->chain) {
+		if (*pp == page) {
+			*pp = page->chain;
+			break;
+		}
+	}
+	page->chain = NULL;
+	ipt__pcache_lru_unlink(pc, page);
+}
+
+static void ipt__pcache_release(struct ipt__pcache *pc, struct ipt__page *page)
+{
+	page->chain = pc->spare;
+	pc->spare = page;
+}
+
+static void ipt__pcache_free_spares(struct ipt__pcache *pc)
+{
+	while (pc->spare) {
+		struct ipt__page *page = pc->spare;
+
+		pc->spare = page->chain;
+		ipt__free(page, sizeof(*page));
+		pc->npages -= 1;
+	}
+}
+
+/* Forgets everything; keeps the limit. */
+static void ipt__pcache_clear(struct ipt__pcache *pc)
+{
+	while (pc->newest) {
+		struct ipt__page *page = pc->newest;
+
+		pc->newest = page->older;
+		ipt__free(page, sizeof(*page));
+		pc->npages -= 1;
+	}
+	pc->oldest = NULL;
+	ipt__pcache_free_spares(pc);
+	ipt__free(pc->buckets, pc->nbuckets * sizeof(*pc->buckets));
+	pc->buckets = NULL;
+	pc->nbuckets = 0;
+}
+
+static uint64_t ipt__pcache_pages(uint64_t bytes)
+{
+	return bytes >> IPT__PAGE_SHIFT;
+}
+
+/* The entry holding addr in the exact address space cr3/vmcs, or NULL. */
+static struct ipt__page *ipt__pcache_find(struct ipt__pcache *pc, uint64_t cr3,
+					  uint64_t vmcs, uint64_t addr)
+{
+	struct ipt__page *page;
+	uint64_t base;
+	uint32_t off;
+
+	if (!pc->buckets)
+		return NULL;
+	base = addr & ~IPT__PAGE_MASK;
+	off = (uint32_t) (addr & IPT__PAGE_MASK);
+	page = pc->buckets[ipt__pcache_slot(pc, cr3, vmcs, base)];
+	for (; page; page = page->chain) {
+		if (page->base == base && page->cr3 == cr3 &&
+		    page->vmcs == vmcs && page->lo <= off && off < page->hi)
+			return page;
+	}
+	return NULL;
+}
+
+/* An entry to fill: a spare one, a new one within the limit, or the least
+ * recently used one.  NULL if there is no memory for any. */
+static struct ipt__page *ipt__pcache_take(struct ipt__pcache *pc)
+{
+	struct ipt__page *page;
+
+	if (!pc->buckets) {
+		uint64_t want = pc->max_pages;
+		uint32_t n = 16;
+
+		while (n < want && n < IPT__PAGE_BUCKETS_MAX)
+			n <<= 1;
+		pc->buckets = (struct ipt__page **) ipt__zalloc(
+			n * sizeof(*pc->buckets));
+		if (!pc->buckets)
+			return NULL;
+		pc->nbuckets = n;
+	}
+
+	page = pc->spare;
+	if (page) {
+		pc->spare = page->chain;
+		page->chain = NULL;
+		return page;
+	}
+
+	if (pc->npages < pc->max_pages) {
+		page = (struct ipt__page *) ipt__alloc(sizeof(*page));
+		if (page) {
+			pc->npages += 1;
+			page->chain = page->newer = page->older = NULL;
+			return page;
+		}
+	}
+
+	page = pc->oldest;
+	if (page)
+		ipt__pcache_unlink(pc, page);
+	return page;
+}
+
+/* Asks the callback for the bytes from addr to the end of its page and
+ * caches them.  Returns the number of bytes and the entry in *ppage, zero or
+ * the callback's error (nothing cached), or -pte_nomem if no entry could be
+ * had (the caller then reads uncached). */
+static int ipt__pcache_fill(struct pt_image *image, const struct pt_asid *asid,
+			    uint64_t cr3, uint64_t vmcs, uint64_t addr,
+			    struct ipt__page **ppage)
+{
+	struct ipt__pcache *pc = &image->pages;
+	struct ipt__page *page, **pp;
+	uint64_t base;
+	uint32_t off, want, slot;
+	int status;
+
+	page = ipt__pcache_take(pc);
+	if (!page)
+		return -pte_nomem;
+
+	base = addr & ~IPT__PAGE_MASK;
+	off = (uint32_t) (addr & IPT__PAGE_MASK);
+	want = IPT__PAGE_SIZE - off;
+
+	pc->misses += 1;
+	status = image->callback(page->data + off, want, asid, addr,
+				 image->context);
+	if (status <= 0) {
+		ipt__pcache_release(pc, page);
+		return status;
+	}
+	if ((uint32_t) status > want)
+		status = (int) want;
+
+	/* Runs of this page that the new one overlaps are stale or covered. */
+	slot = ipt__pcache_slot(pc, cr3, vmcs, base);
+	for (pp = &pc->buckets[slot]; *pp;) {
+		struct ipt__page *old = *pp;
+
+		if (old->base == base && old->cr3 == cr3 &&
+		    old->vmcs == vmcs && old->lo < off + (uint32_t) status &&
+		    off < old->hi) {
+			*pp = old->chain;
+			old->chain = NULL;
+			ipt__pcache_lru_unlink(pc, old);
+			ipt__pcache_release(pc, old);
+			continue;
+		}
+		pp = &old->chain;
+	}
+
+	page->cr3 = cr3;
+	page->vmcs = vmcs;
+	page->base = base;
+	page->lo = off;
+	page->hi = off + (uint32_t) status;
+	page->bounded = ((uint32_t) status < want);
+	page->chain = pc->buckets[slot];
+	pc->buckets[slot] = page;
+	ipt__pcache_lru_push(pc, page);
+
+	*ppage = page;
+	return status;
+}
+
+/* Reads through the callback, from the page cache where it can.  Same
+ * result as one call of the callback for (addr, size), given a callback
+ * that behaves like a view of memory (see >>api-img-ext). */
+static int ipt__image_read_callback(struct pt_image *image, int *isid,
+				    uint8_t *buffer, uint16_t size,
+				    const struct pt_asid *asid, uint64_t addr)
+{
+	struct ipt__pcache *pc = &image->pages;
+	uint64_t cr3, vmcs;
+	uint32_t done;
+
+	if (!image->callback)
+		return -pte_nomap;
+	*isid = 0;
+
+	if (!pc->max_pages || !size)
+		return image->callback(buffer, size, asid, addr,
+				       image->context);
+
+	cr3 = asid ? asid->cr3 : pt_asid_no_cr3;
+	vmcs = asid ? asid->vmcs : pt_asid_no_vmcs;
+
+	for (done = 0;;) {
+		struct ipt__page *page;
+		uint64_t at = addr + done;
+		uint32_t off, n;
+
+		page = ipt__pcache_find(pc, cr3, vmcs, at);
+		if (page) {
+			pc->hits += 1;
+			if (page != pc->newest) {
+				ipt__pcache_lru_unlink(pc, page);
+				ipt__pcache_lru_push(pc, page);
+			}
+		} else {
+			int status;
+
+			status = ipt__pcache_fill(image, asid, cr3, vmcs, at,
+						  &page);
+			if (status == -pte_nomem) {
+				status = image->callback(buffer + done,
+							 size - done, asid, at,
+							 image->context);
+				if (status > 0) {
+					if ((uint32_t) status > size - done)
+						status = (int) (size - done);
+					return (int) done + status;
+				}
+			}
+			if (status <= 0)
+				return done ? (int) done : status;
+		}
+
+		off = (uint32_t) (at & IPT__PAGE_MASK);
+		n = page->hi - off;
+		if (n > (uint32_t) size - done)
+			n = (uint32_t) size - done;
+		IPT_MEMCPY(buffer + done, page->data + off, n);
+		done += n;
+
+		/* Stop when done, where the callback stopped, or at the top
+		 * of the address space. */
+		if (done == size || page->bounded || page->hi < IPT__PAGE_SIZE ||
+		    at + n == 0)
+			return (int) done;
+	}
+}
+
+/* ---- file sections (hosted builds) ----
+ *
+ * A section is a range of a file, read into memory when first needed and
+ * shared by reference between images and the image section cache.  Images
+ * map sections at an address in an address space; a mapping may cover only
+ * part of its section when a newer mapping overlaid the rest.  A section of
+ * an image section cache counts against the cache's limit while loaded; the
+ * least recently used ones are dropped beyond it and reloaded on demand.
+ * Other sections stay loaded while referenced. */
+
+#ifndef IPT_NO_STDIO
+#include <limits.h>
+#include <stdio.h>
+
+struct ipt__section {
+	char *filename;
+	size_t filename_size;
+	/* The file range: where it starts and how many bytes it has. */
+	uint64_t offset, size;
+	/* Its bytes, when loaded. */
+	uint8_t *data;
+	uint32_t ucount;
+	/* The image section cache that owns the section, and the neighbours
+	 * on its list of loaded sections (most recently used first). */
+	struct pt_image_section_cache *iscache;
+	struct ipt__section *newer, *older;
+	uint8_t in_lru;
+};
+
+struct ipt__msec {
+	struct ipt__msec *next;
+	struct ipt__section *section;
+	struct pt_asid asid;
+	/* Mapped at vaddr: size bytes from offset in the section. */
+	uint64_t vaddr, offset, size;
+	int isid;
+};
+
+struct ipt__iscache_entry {
+	struct ipt__section *section;
+	uint64_t laddr;
+};
+
+struct pt_image_section_cache {
+	char *name;
+	size_t name_size;
+	struct ipt__iscache_entry *entries;
+	uint32_t nentries, capacity;
+	struct ipt__section *newest, *oldest;
+	uint64_t used, limit;
+};
+
+static int ipt__filename_eq(const char *a, const char *b)
+{
+	size_t i;
+
+	for (i = 0; a[i] && a[i] == b[i]; ++i)
+		;
+	return a[i] == b[i];
+}
+
+/* The size of filename, or -pte_bad_file if it can't be opened and read. */
+static int ipt__file_size(const char *filename, uint64_t *psize)
+{
+	FILE *file;
+	long end;
+	int status;
+
+	file = fopen(filename, "rb");
+	if (!file)
+		return -pte_bad_file;
+	status = fseek(file, 0, SEEK_END);
+	end = status ? -1 : ftell(file);
+	fclose(file);
+	if (end < 0)
+		return -pte_bad_file;
+	*psize = (uint64_t) end;
+	return 0;
+}
+
+/* Reads size bytes at offset from filename.  The file may have shrunk since
+ * the section was made: that is -pte_bad_image. */
+static int ipt__file_read(const char *filename, uint8_t *buffer, size_t size,
+			  uint64_t offset)
+{
+	FILE *file;
+	size_t got;
+
+	if ((uint64_t) LONG_MAX < offset)
+		return -pte_bad_image;
+	file = fopen(filename, "rb");
+	if (!file)
+		return -pte_bad_image;
+	if (fseek(file, (long) offset, SEEK_SET)) {
+		fclose(file);
+		return -pte_bad_image;
+	}
+	got = fread(buffer, 1, size, file);
+	fclose(file);
+	return got == size ? 0 : -pte_bad_image;
+}
+
+/* Makes a section for size bytes at offset of filename, truncated to the
+ * file.  Errors as libipt's pt_mk_section: -pte_invalid for a name too long
+ * or an offset at or past the end of the file, -pte_bad_file for a file that
+ * can't be read. */
+static int ipt__section_mk(struct ipt__section **psection,
+			   const char *filename, uint64_t offset, uint64_t size)
+{
+	struct ipt__section *section;
+	uint64_t fsize;
+	size_t len;
+	int errcode;
+
+	for (len = 0; len < FILENAME_MAX && filename[len]; ++len)
+		;
+	if (FILENAME_MAX <= len)
+		return -pte_invalid;
+
+	errcode = ipt__file_size(filename, &fsize);
+	if (errcode < 0)
+		return errcode;
+	if (fsize <= offset)
+		return -pte_invalid;
+	fsize -= offset;
+	if (fsize < size)
+		size = fsize;
+
+	section = (struct ipt__section *) ipt__zalloc(sizeof(*section));
+	if (!section)
+		return -pte_nomem;
+	section->filename = ipt__strdup(filename, &section->filename_size);
+	if (!section->filename) {
+		ipt__free(section, sizeof(*section));
+		return -pte_nomem;
+	}
+	section->offset = offset;
+	section->size = size;
+	section->ucount = 1;
+	*psection = section;
+	return 0;
+}
+
+static void ipt__section_unload(struct ipt__section *section)
+{
+	struct pt_image_section_cache *iscache = section->iscache;
+
+	if (iscache && section->in_lru) {
+		if (section->newer)
+			section->newer->older = section->older;
+		else
+			iscache->newest = section->older;
+		if (section->older)
+			section->older->newer = section->newer;
+		else
+			iscache->oldest = section->newer;
+		section->newer = section->older = NULL;
+		section->in_lru = 0;
+		iscache->used -= section->size;
+	}
+	ipt__free(section->data, (size_t) section->size);
+	section->data = NULL;
+}
+
+static int ipt__section_get(struct ipt__section *section)
+{
+	if (!section)
+		return -pte_internal;
+	if (section->ucount == UINT32_MAX)
+		return -pte_overflow;
+	section->ucount += 1;
+	return 0;
+}
+
+static void ipt__section_put(struct ipt__section *section)
+{
+	if (!section)
+		return;
+	if (--section->ucount)
+		return;
+	ipt__section_unload(section);
+	ipt__free(section->filename, section->filename_size);
+	ipt__free(section, sizeof(*section));
+}
+
+/* Moves a loaded section of an image section cache to the front of its
+ * list. */
+static void ipt__section_touch(struct ipt__section *section)
+{
+	struct pt_image_section_cache *iscache = section->iscache;
+
+	if (!iscache || !section->in_lru || iscache->newest == section)
+		return;
+	section->newer->older = section->older;
+	if (section->older)
+		section->older->newer = section->newer;
+	else
+		iscache->oldest = section->newer;
+	section->newer = NULL;
+	section->older = iscache->newest;
+	iscache->newest->newer = section;
+	iscache->newest = section;
+}
+
+/* Drops the least recently used sections of iscache beyond its limit, but
+ * never keep (the one just loaded). */
+static void ipt__iscache_prune(struct pt_image_section_cache *iscache,
+			       const struct ipt__section *keep)
+{
+	while (iscache->limit < iscache->used && iscache->oldest &&
+	       iscache->oldest != keep)
+		ipt__section_unload(iscache->oldest);
+}
+
+/* Loads a section's bytes.  A section of an image section cache that is
+ * bigger than the cache's limit is not loaded: returns zero with
+ * section->data still NULL and the caller reads the file directly. */
+static int ipt__section_load(struct ipt__section *section)
+{
+	struct pt_image_section_cache *iscache = section->iscache;
+	uint8_t *data;
+	int errcode;
+
+	if (section->data || !section->size)
+		return 0;
+	if (iscache && iscache->limit < section->size)
+		return 0;
+	if ((uint64_t) (size_t) section->size != section->size)
+		return -pte_nomem;
+
+	data = (uint8_t *) ipt__alloc((size_t) section->size);
+	if (!data)
+		return -pte_nomem;
+	errcode = ipt__file_read(section->filename, data,
+				 (size_t) section->size, section->offset);
+	if (errcode < 0) {
+		ipt__free(data, (size_t) section->size);
+		return errcode;
+	}
+	section->data = data;
+
+	if (iscache) {
+		section->newer = NULL;
+		section->older = iscache->newest;
+		if (iscache->newest)
+			iscache->newest->newer = section;
+		else
+			iscache->oldest = section;
+		iscache->newest = section;
+		section->in_lru = 1;
+		iscache->used += section->size;
+		ipt__iscache_prune(iscache, section);
+	}
+	return 0;
+}
+
+/* Reads up to size bytes at offset in section, stopping at its end.
+ * Returns the number of bytes, -pte_nomap if offset is past the end. */
+static int ipt__section_read(struct ipt__section *section, uint8_t *buffer,
+			     uint16_t size, uint64_t offset)
+{
+	uint64_t space;
+	int errcode;
+
+	if (section->size <= offset)
+		return -pte_nomap;
+	space = section->size - offset;
+	if (space < size)
+		size = (uint16_t) space;
+
+	if (!section->data) {
+		errcode = ipt__section_load(section);
+		if (errcode < 0)
+			return errcode;
+		if (!section->data) {
+			errcode = ipt__file_read(section->filename, buffer,
+						 size,
+						 section->offset + offset);
+			return errcode < 0 ? errcode : (int) size;
+		}
+	} else
+		ipt__section_touch(section);
+
+	IPT_MEMCPY(buffer, section->data + offset, size);
+	return (int) size;
+}
+
+static struct ipt__msec *ipt__msec_mk(struct ipt__section *section,
+				      const struct pt_asid *asid,
+				      uint64_t vaddr, uint64_t offset,
+				      uint64_t size, int isid)
+{
+	struct ipt__msec *msec;
+
+	if (ipt__section_get(section) < 0)
+		return NULL;
+	msec = (struct ipt__msec *) ipt__zalloc(sizeof(*msec));
+	if (!msec) {
+		ipt__section_put(section);
+		return NULL;
+	}
+	msec->section = section;
+	msec->asid = *asid;
+	msec->vaddr = vaddr;
+	msec->offset = offset;
+	msec->size = size;
+	msec->isid = isid;
+	return msec;
+}
+
+static void ipt__msec_free(struct ipt__msec *msec)
+{
+	ipt__section_put(msec->section);
+	ipt__free(msec, sizeof(*msec));
+}
+
+static void ipt__msec_free_list(struct ipt__msec *list)
+{
+	while (list) {
+		struct ipt__msec *next = list->next;
+
+		ipt__msec_free(list);
+		list = next;
+	}
+}
+
+/* Maps size bytes at offset of section at vaddr in asid.  The new mapping
+ * hides what it overlaps in matching address spaces: those mappings are
+ * removed and what is left of them at either side is mapped anew, after
+ * libipt's pt_image_add.  On error the image is unchanged. */
+static int ipt__image_add(struct pt_image *image, struct ipt__section *section,
+			  const struct pt_asid *asid, uint64_t vaddr,
+			  uint64_t offset, uint64_t size, int isid)
+{
+	struct ipt__msec **list, *next, *removed, *fresh;
+	uint64_t begin, end;
+	int errcode;
+
+	begin = vaddr;
+	end = begin + size;
+
+	next = ipt__msec_mk(section, asid, begin, offset, size, isid);
+	if (!next)
+		return -pte_nomem;
+
+	removed = NULL;
+	errcode = 0;
+	list = &image->sections;
+	while (*list) {
+		struct ipt__msec *cur = *list;
+		uint64_t lbegin, lend;
+
+		if (!ipt__asid_match(&cur->asid, asid)) {
+			list = &cur->next;
+			continue;
+		}
+		lbegin = cur->vaddr;
+		lend = lbegin + cur->size;
+		if (end <= lbegin || lend <= begin) {
+			list = &cur->next;
+			continue;
+		}
+
+		*list = cur->next;
+		cur->next = removed;
+		removed = cur;
+
+		if (lbegin < begin) {
+			fresh = ipt__msec_mk(cur->section, &cur->asid, lbegin,
+					     cur->offset, begin - lbegin,
+					     cur->isid);
+			if (!fresh) {
+				errcode = -pte_nomem;
+				break;
+			}
+			fresh->next = next;
+			next = fresh;
+		}
+		if (end < lend) {
+			fresh = ipt__msec_mk(cur->section, &cur->asid, end,
+					     cur->offset + (end - lbegin),
+					     lend - end, cur->isid);
+			if (!fresh) {
+				errcode = -pte_nomem;
+				break;
+			}
+			fresh->next = next;
+			next = fresh;
+		}
+	}
+
+	if (errcode < 0) {
+		ipt__msec_free_list(next);
+		for (; *list; list = &(*list)->next)
+			;
+		*list = removed;
+		return errcode;
+	}
+
+	ipt__msec_free_list(removed);
+	*list = next;
+	image->generation += 1;
+	return 0;
+}
+
+/* Reads from the section mapped at addr in asid, and moves its mapping to
+ * the front.  -pte_nomap if there is none. */
+static int ipt__image_read_sections(struct pt_image *image, int *isid,
+				    uint8_t *buffer, uint16_t size,
+				    const struct pt_asid *asid, uint64_t addr)
+{
+	struct ipt__msec **list, *msec;
+	uint64_t space;
+
+	if (!asid)
+		return -pte_internal;
+
+	for (list = &image->sections; *list; list = &(*list)->next) {
+		msec = *list;
+		if (addr < msec->vaddr || addr - msec->vaddr >= msec->size)
+			continue;
+		if (!ipt__asid_match(&msec->asid, asid))
+			continue;
+
+		if (list != &image->sections) {
+			*list = msec->next;
+			msec->next = image->sections;
+			image->sections = msec;
+		}
+
+		*isid = msec->isid;
+		space = msec->size - (addr - msec->vaddr);
+		if (space < size)
+			size = (uint16_t) space;
+		return ipt__section_read(msec->section, buffer, size,
+					 msec->offset + (addr - msec->vaddr));
+	}
+	return -pte_nomap;
+}
+#endif /* IPT_NO_STDIO */
+
+/* ---- the image ---- */
+
+static IPT__UNUSED int ipt__image_init(struct pt_image *image,
+				       const char *name)
+{
+	if (!image)
+		return -pte_internal;
+	IPT_MEMSET(image, 0, sizeof(*image));
+	image->pages.max_pages = ipt__pcache_pages(IPT_IMAGE_CACHE_LIMIT);
+	if (name) {
+		image->name = ipt__strdup(name, &image->name_size);
+		if (!image->name)
+			return -pte_nomem;
+	}
+	return 0;
+}
+
+static IPT__UNUSED void ipt__image_fini(struct pt_image *image)
+{
+	if (!image)
+		return;
+#ifndef IPT_NO_STDIO
+	ipt__msec_free_list(image->sections);
+#endif
+	ipt__pcache_clear(&image->pages);
+	ipt__free(image->name, image->name_size);
+	IPT_MEMSET(image, 0, sizeof(*image));
+}
+
+static IPT__UNUSED uint64_t ipt__image_generation(const struct pt_image *image)
+{
+	return image ? image->generation : 0;
+}
+
+static IPT__UNUSED int ipt__image_read(struct pt_image *image, int *isid,
+				       uint8_t *buffer, uint16_t size,
+				       const struct pt_asid *asid,
+				       uint64_t addr)
+{
+	if (!image || !isid || !buffer)
+		return -pte_internal;
+#ifndef IPT_NO_STDIO
+	if (image->sections) {
+		int status;
+
+		status = ipt__image_read_sections(image, isid, buffer, size,
+						  asid, addr);
+		if (status != -pte_nomap)
+			return status;
+	}
+#endif
+	return ipt__image_read_callback(image, isid, buffer, size, asid, addr);
+}
+
+IPT_DEF struct pt_image *pt_image_alloc(const char *name)
+{
+	struct pt_image *image;
+
+	image = (struct pt_image *) ipt__alloc(sizeof(*image));
+	if (image && ipt__image_init(image, name) < 0) {
+		ipt__free(image, sizeof(*image));
+		image = NULL;
+	}
+	return image;
+}
+
+IPT_DEF void pt_image_free(struct pt_image *image)
+{
+	if (!image)
+		return;
+	ipt__image_fini(image);
+	ipt__free(image, sizeof(*image));
+}
+
+IPT_DEF const char *pt_image_name(const struct pt_image *image)
+{
+	return image ? image->name : NULL;
+}
+
+IPT_DEF int pt_image_set_callback(struct pt_image *image,
+				  read_memory_callback_t *callback,
+				  void *context)
+{
+	if (!image)
+		return -pte_invalid;
+	image->callback = callback;
+	image->context = context;
+	/* What the old callback gave says nothing about the new one. */
+	ipt__pcache_clear(&image->pages);
+	image->generation += 1;
+	return 0;
+}
+
+IPT_DEF int ipt_image_invalidate(struct pt_image *image,
+				 const struct pt_asid *uasid, uint64_t begin,
+				 uint64_t end)
+{
+	struct ipt__pcache *pc;
+	struct ipt__page *page, *older;
+	struct pt_asid asid;
+
+	if (!image || end < begin)
+		return -pte_invalid;
+	(void) ipt__asid_from_user(&asid, uasid);
+
+	pc = &image->pages;
+	image->generation += 1;
+	if (begin == end)
+		return 0;
+
+	for (page = pc->newest; page; page = older) {
+		older = page->older;
+		if (page->base > end - 1 ||
+		    page->base + IPT__PAGE_MASK < begin)
+			continue;
+		if (!ipt__key_match(page->cr3, page->vmcs, asid.cr3,
+				    asid.vmcs))
+			continue;
+		ipt__pcache_unlink(pc, page);
+		ipt__pcache_release(pc, page);
+	}
+	return 0;
+}
+
+IPT_DEF int ipt_image_set_cache_limit(struct pt_image *image, uint64_t bytes)
+{
+	if (!image)
+		return -pte_invalid;
+	/* Start over: the hash table is sized for the limit. */
+	ipt__pcache_clear(&image->pages);
+	image->pages.max_pages = ipt__pcache_pages(bytes);
+	return 0;
+}
+
+/* Copies src's mappings into image, each as it is mapped in src (the same
+ * part of its section, at the same address, in the same address space), in
+ * src's order, so that later ones hide earlier ones they overlap.  The
+ * callback is not copied.  Returns the number of mappings that could not be
+ * added. */
+IPT_DEF int pt_image_copy(struct pt_image *image, const struct pt_image *src)
+{
+	int ignored = 0;
+
+	if (!image || !src)
+		return -pte_invalid;
+	if (image == src)
+		return 0;
+#ifndef IPT_NO_STDIO
+	{
+		const struct ipt__msec *msec;
+
+		for (msec = src->sections; msec; msec = msec->next) {
+			if (ipt__image_add(image, msec->section, &msec->asid,
+					   msec->vaddr, msec->offset,
+					   msec->size, msec->isid) < 0)
+				ignored += 1;
+		}
+	}
+#endif
+	image->generation += 1;
+	return ignored;
+}
+
+IPT_DEF int pt_image_remove_by_filename(struct pt_image *image,
+					const char *filename,
+					const struct pt_asid *uasid)
+{
+	struct pt_asid asid;
+	int removed = 0;
+
+	if (!image || !filename)
+		return -pte_invalid;
+	(void) ipt__asid_from_user(&asid, uasid);
+#ifndef IPT_NO_STDIO
+	{
+		struct ipt__msec **list;
+
+		for (list = &image->sections; *list;) {
+			struct ipt__msec *msec = *list;
+
+			if (!ipt__asid_match(&msec->asid, &asid) ||
+			    !ipt__filename_eq(msec->section->filename,
+					      filename)) {
+				list = &msec->next;
+				continue;
+			}
+			*list = msec->next;
+			ipt__msec_free(msec);
+			removed += 1;
+		}
+	}
+#endif
+	image->generation += 1;
+	return removed;
+}
+
+IPT_DEF int pt_image_remove_by_asid(struct pt_image *image,
+				    const struct pt_asid *uasid)
+{
+	struct pt_asid asid;
+	int removed = 0;
+
+	if (!image)
+		return -pte_invalid;
+	(void) ipt__asid_from_user(&asid, uasid);
+#ifndef IPT_NO_STDIO
+	{
+		struct ipt__msec **list;
+
+		for (list = &image->sections; *list;) {
+			struct ipt__msec *msec = *list;
+
+			if (!ipt__asid_match(&msec->asid, &asid)) {
+				list = &msec->next;
+				continue;
+			}
+			*list = msec->next;
+			ipt__msec_free(msec);
+			removed += 1;
+		}
+	}
+#endif
+	image->generation += 1;
+	return removed;
+}
+
+#ifndef IPT_NO_STDIO
+
+IPT_DEF int pt_image_add_file(struct pt_image *image, const char *filename,
+			      uint64_t offset, uint64_t size,
+			      const struct pt_asid *uasid, uint64_t vaddr)
+{
+	struct ipt__section *section;
+	struct pt_asid asid;
+	int errcode;
+
+	if (!image || !filename)
+		return -pte_invalid;
+	(void) ipt__asid_from_user(&asid, uasid);
+
+	section = NULL;
+	errcode = ipt__section_mk(&section, filename, offset, size);
+	if (errcode < 0)
+		return errcode;
+	errcode = ipt__image_add(image, section, &asid, vaddr, 0,
+				 section->size, 0);
+	ipt__section_put(section);
+	return errcode;
+}
+
+/* ---- the image section cache ----
+ *
+ * A list of (section, load address) entries; the section identifier is the
+ * entry's index plus one.  Entries are never removed, so identifiers stay
+ * valid for the cache's life.  A file range added twice shares one section;
+ * added twice at the same address, it is the same entry. */
+
+IPT_DEF struct pt_image_section_cache *pt_iscache_alloc(const char *name)
+{
+	struct pt_image_section_cache *iscache;
+
+	iscache = (struct pt_image_section_cache *) ipt__zalloc(
+		sizeof(*iscache));
+	if (!iscache)
+		return NULL;
+	iscache->limit = UINT64_MAX;
+	if (name) {
+		iscache->name = ipt__strdup(name, &iscache->name_size);
+		if (!iscache->name) {
+			ipt__free(iscache, sizeof(*iscache));
+			return NULL;
+		}
+	}
+	return iscache;
+}
+
+IPT_DEF void pt_iscache_free(struct pt_image_section_cache *iscache)
+{
+	uint32_t i;
+
+	if (!iscache)
+		return;
+	/* Images may still use the sections: they keep them, unloaded and
+	 * no longer counted against any limit. */
+	while (iscache->oldest)
+		ipt__section_unload(iscache->oldest);
+	for (i = 0; i < iscache->nentries; ++i) {
+		struct ipt__section *section = iscache->entries[i].section;
+
+		if (section->iscache == iscache)
+			section->iscache = NULL;
+		ipt__section_put(section);
+	}
+	ipt__free(iscache->entries,
+		  iscache->capacity * sizeof(*iscache->entries));
+	ipt__free(iscache->name, iscache->name_size);
+	ipt__free(iscache, sizeof(*iscache));
+}
+
+IPT_DEF const char *
+pt_iscache_name(const struct pt_image_section_cache *iscache)
+{
+	return iscache ? iscache->name : NULL;
+}
+
+IPT_DEF int pt_iscache_set_limit(struct pt_image_section_cache *iscache,
+				 uint64_t limit)
+{
+	if (!iscache)
+		return -pte_invalid;
+	iscache->limit = limit;
+	ipt__iscache_prune(iscache, NULL);
+	return 0;
+}
+
+/* The entry with a section for exactly this file range at laddr, else the
+ * first entry with a section for it at another address, else nentries. */
+static uint32_t ipt__iscache_find(const struct pt_image_section_cache *iscache,
+				  const char *filename, uint64_t offset,
+				  uint64_t size, uint64_t laddr)
+{
+	const struct ipt__section *section = NULL;
+	uint32_t i, match = iscache->nentries;
+
+	for (i = 0; i < iscache->nentries; ++i) {
+		const struct ipt__iscache_entry *entry = &iscache->entries[i];
+		const struct ipt__section *sec = entry->section;
+
+		if (sec != section) {
+			/* One section per file range: once found, others
+			 * don't match. */
+			if (section)
+				continue;
+			if (sec->offset != offset || sec->size != size ||
+			    !ipt__filename_eq(sec->filename, filename))
+				continue;
+			section = sec;
+			match = i;
+		}
+		if (entry->laddr == laddr)
+			return i;
+	}
+	return match;
+}
+
+IPT_DEF int pt_iscache_add_file(struct pt_image_section_cache *iscache,
+				const char *filename, uint64_t offset,
+				uint64_t size, uint64_t vaddr)
+{
+	struct ipt__section *section, *fresh;
+	uint32_t match;
+	int errcode;
+
+	if (!iscache || !filename)
+		return -pte_invalid;
+
+	fresh = NULL;
+	match = ipt__iscache_find(iscache, filename, offset, size, vaddr);
+	if (match == iscache->nentries) {
+		errcode = ipt__section_mk(&fresh, filename, offset, size);
+		if (errcode < 0)
+			return errcode;
+
+		/* The file may be shorter than size: look again for the
+		 * range the section really has. */
+		match = ipt__iscache_find(iscache, filename, offset,
+					  fresh->size, vaddr);
+	}
+	if (match < iscache->nentries) {
+		ipt__section_put(fresh);
+		fresh = NULL;
+		if (iscache->entries[match].laddr == vaddr)
+			return (int) match + 1;
+		section = iscache->entries[match].section;
+	} else {
+		section = fresh;
+		section->iscache = iscache;
+	}
+
+	if (iscache->nentries == iscache->capacity) {
+		struct ipt__iscache_entry *entries;
+		uint32_t capacity = iscache->capacity + 8;
+
+		errcode = -pte_nomem;
+		if (capacity > UINT16_MAX + 1u)
+			goto out;
+		entries = (struct ipt__iscache_entry *) ipt__realloc(
+			iscache->entries,
+			iscache->capacity * sizeof(*entries),
+			capacity * sizeof(*entries));
+		if (!entries)
+			goto out;
+		iscache->entries = entries;
+		iscache->capacity = capacity;
+	}
+	errcode = ipt__section_get(section);
+	if (errcode < 0)
+		goto out;
+	iscache->entries[iscache->nentries].section = section;
+	iscache->entries[iscache->nentries].laddr = vaddr;
+	iscache->nentries += 1;
+	errcode = (int) iscache->nentries;
+
+out:
+	/* Drop the reference of a section we made; its entry holds one. */
+	ipt__section_put(fresh);
+	return errcode;
+}
+
+static int ipt__iscache_lookup(const struct pt_image_section_cache *iscache,
+			       int isid, struct ipt__section **psection,
+			       uint64_t *pladdr)
+{
+	if (isid <= 0 || (uint32_t) isid > iscache->nentries)
+		return -pte_bad_image;
+	*psection = iscache->entries[isid - 1].section;
+	*pladdr = iscache->entries[isid - 1].laddr;
+	return 0;
+}
+
+IPT_DEF int pt_iscache_read(struct pt_image_section_cache *iscache,
+			    uint8_t *buffer, uint64_t size, int isid,
+			    uint64_t vaddr)
+{
+	struct ipt__section *section;
+	uint64_t laddr;
+	int errcode;
+
+	if (!iscache || !buffer || !size)
+		return -pte_invalid;
+	errcode = ipt__iscache_lookup(iscache, isid, &section, &laddr);
+	if (errcode < 0)
+		return errcode;
+	if (vaddr < laddr)
+		return -pte_nomap;
+	if (UINT16_MAX < size)
+		size = UINT16_MAX;
+	return ipt__section_read(section, buffer, (uint16_t) size,
+				 vaddr - laddr);
+}
+
+IPT_DEF int pt_image_add_cached(struct pt_image *image,
+				struct pt_image_section_cache *iscache,
+				int isid, const struct pt_asid *uasid)
+{
+	struct ipt__section *section;
+	struct pt_asid asid;
+	uint64_t laddr;
+	int errcode;
+
+	if (!image || !iscache)
+		return -pte_invalid;
+	errcode = ipt__iscache_lookup(iscache, isid, &section, &laddr);
+	if (errcode < 0)
+		return errcode;
+	(void) ipt__asid_from_user(&asid, uasid);
+	return ipt__image_add(image, section, &asid, laddr, 0, section->size,
+			      isid);
+}
+
+#endif /* IPT_NO_STDIO */
 
 /* ==== >>ild  instruction length and class =================================
- * Asks Zydis for an instruction's length and class. */
+ * Asks Zydis for an instruction's length and class.
+ *
+ * Zydis finds the length and the opcode, map, ModRM, prefixes and the
+ * relative immediate; the rules below turn those into libipt's instruction
+ * classes, with the same semantics as libipt 2.3's pt_ild.c and pt_insn.c.
+ * Zydis runs in its minimal mode: no operands are decoded.
+ *
+ * Internal interface, for the block and instruction decoders:
+ *
+ *   enum ipt__inst_class                 IPT__INST_INVALID, IPT__INST_CALL_9A,
+ *                                        ... IPT__INST_JMPABS, IPT__INST_LAST
+ *   struct ipt__insn_ext {
+ *       enum ipt__inst_class iclass;
+ *       union { struct { int64_t displacement; uint8_t is_direct; }
+ *               branch; } variant;
+ *   };
+ *
+ *   int ipt__ild_decode(struct pt_insn *insn, struct ipt__insn_ext *iext);
+ *       decodes insn->raw, at most insn->size bytes, in insn->mode; sets
+ *       insn->size and insn->iclass.  0, or -pte_bad_insn (insn->size kept)
+ *   int ipt__insn_decode(struct pt_insn *insn, struct ipt__insn_ext *iext,
+ *                        struct pt_image *image, const struct pt_asid *asid);
+ *       reads and decodes the instruction at insn->ip in insn->mode; sets
+ *       raw, size, iclass, isid and truncated (set when the bytes came from
+ *       more than one read: across sections, or past where the callback
+ *       stopped).  0 on success; -pte_bad_insn, -pte_nomap, or an error
+ *       of the image
+ *   int ipt__insn_changes_cpl(const struct pt_insn *, const struct ipt__insn_ext *);
+ *   int ipt__insn_changes_cr3(...);     int ipt__insn_is_branch(...);
+ *   int ipt__insn_is_far_branch(...);   int ipt__insn_binds_to_pip(...);
+ *   int ipt__insn_binds_to_vmcs(...);   int ipt__insn_is_ptwrite(...);
+ *   int ipt__insn_is_iret(...);         int ipt__insn_is_vmentry(...);
+ *   int ipt__insn_is_uiret(...);        int ipt__insn_is_swint(...);
+ *   int ipt__insn_is_syscall(...);
+ *       non-zero if so, zero if not or an argument is NULL
+ *   int ipt__insn_next_ip(uint64_t *ip, const struct pt_insn *,
+ *                         const struct ipt__insn_ext *);
+ *       the next IP when it follows from the code alone: 0; else
+ *       -pte_bad_query, -pte_bad_insn for ptic_error, -pte_internal
+ *   int ipt__insn_range_is_contiguous(uint64_t begin, uint64_t end,
+ *                                     enum pt_exec_mode mode,
+ *                                     struct pt_image *image,
+ *                                     const struct pt_asid *asid,
+ *                                     size_t nsteps);
+ *       1 if end is reached from begin within nsteps instructions without
+ *       trace, 0 if not, or an error
+ *
+ * Notes:
+ *  - ptic_indirect is never produced here; only the block layer reports it.
+ *    MOV CR3 and VMPTRLD are ptic_other with their detailed class.
+ *  - Outside 64-bit mode a linear address has 32 bits, so next IPs and
+ *    branch targets wrap at 4 GiB.  IPs are linear addresses, so a 16-bit
+ *    IP can't be wrapped without the CS base: it is not, as in libipt.
+ *  - Bytes Zydis rejects are -pte_bad_insn, where libipt's table-driven
+ *    length decoder may still find a length; valid code decodes alike.
+ *  - Zydis 4.0 does not know ERETS (F2 0F 01 CA), ERETU (F3 0F 01 CA) or
+ *    JMPABS (REX2 D5 with M0=W=0, then A1 and a 64-bit target; 64-bit mode
+ *    only).  These fixed encodings are recognized here when Zydis rejects
+ *    them; no other REX2 (APX) instruction is known.  UIRET is Zydis'.
+ *  - ptem_unknown decodes nothing: -pte_bad_insn.
+ */
+
+#include <Zydis/Zydis.h>
+
+enum ipt__inst_class {
+	IPT__INST_INVALID,
+	IPT__INST_CALL_9A,
+	IPT__INST_CALL_FFr3,
+	IPT__INST_CALL_FFr2,
+	IPT__INST_CALL_E8,
+	IPT__INST_INT,
+	IPT__INST_INT3,
+	IPT__INST_INT1,
+	IPT__INST_INTO,
+	IPT__INST_IRET,
+	IPT__INST_JMP_E9,
+	IPT__INST_JMP_EB,
+	IPT__INST_JMP_EA,
+	IPT__INST_JMP_FFr5,
+	IPT__INST_JMP_FFr4,
+	IPT__INST_JCC,
+	IPT__INST_JrCXZ,
+	IPT__INST_LOOP,
+	IPT__INST_LOOPE,
+	IPT__INST_LOOPNE,
+	IPT__INST_MOV_CR3,
+	IPT__INST_RET_C3,
+	IPT__INST_RET_C2,
+	IPT__INST_RET_CB,
+	IPT__INST_RET_CA,
+	IPT__INST_SYSCALL,
+	IPT__INST_SYSENTER,
+	IPT__INST_SYSEXIT,
+	IPT__INST_SYSRET,
+	IPT__INST_VMLAUNCH,
+	IPT__INST_VMRESUME,
+	IPT__INST_VMCALL,
+	IPT__INST_VMPTRLD,
+	IPT__INST_PTWRITE,
+	IPT__INST_UIRET,
+	IPT__INST_ERETS,
+	IPT__INST_ERETU,
+	IPT__INST_JMPABS,
+	IPT__INST_LAST
+};
+
+struct ipt__insn_ext {
+	/* The detailed class. */
+	enum ipt__inst_class iclass;
+	union {
+		struct {
+			/* For direct branches: the displacement from the next
+			 * instruction's IP (for JMPABS, the target). */
+			int64_t displacement;
+			/* Non-zero for a direct near branch. */
+			uint8_t is_direct;
+		} branch;
+	} variant;
+};
+
+/* What ipt__ild_classify needs of an instruction, from Zydis or from the
+ * recognizer of the encodings Zydis 4.0 lacks. */
+struct ipt__ild {
+	uint8_t size;
+	/* 0: one-byte map, 1: 0F map, 2: anything else (0F38, 0F3A, VEX,
+	 * EVEX, XOP, 3DNow!), which holds nothing of interest. */
+	uint8_t map;
+	uint8_t opcode;
+	uint8_t modrm;
+	/* Prefixes: 66 seen, F3 seen, the last of F2/F3 (0 if none), REX.R,
+	 * REX2. */
+	uint8_t osz, f3, last_f2f3, rex_r, rex2, rex_w;
+	/* Where the relative immediate is, and its size in bytes. */
+	uint8_t disp_pos, disp_bytes;
+};
+
+static int ipt__ild_branch(struct ipt__insn_ext *iext, const uint8_t *raw,
+			   const struct ipt__ild *ild)
+{
+	uint64_t value = 0;
+	uint8_t i, n = ild->disp_bytes;
+
+	if ((n != 1 && n != 2 && n != 4 && n != 8) ||
+	    ild->size < ild->disp_pos + n)
+		return -pte_bad_insn;
+	for (i = 0; i < n; ++i)
+		value |= (uint64_t) raw[ild->disp_pos + i] << (8 * i);
+	if (n < 8 && (value >> (8 * n - 1)) & 1)
+		value |= ~(uint64_t) 0 << (8 * n);
+
+	iext->variant.branch.is_direct = 1;
+	iext->variant.branch.displacement = (int64_t) value;
+	return 0;
+}
+
+/* The class of an instruction: libipt's opcode rules. */
+static int ipt__ild_classify(struct pt_insn *insn, struct ipt__insn_ext *iext,
+			     const struct ipt__ild *ild)
+{
+	uint8_t opcode = ild->opcode;
+	uint8_t reg = (ild->modrm >> 3) & 7;
+	int m64 = insn->mode == ptem_64bit;
+
+	iext->iclass = IPT__INST_INVALID;
+	iext->variant.branch.displacement = 0;
+	iext->variant.branch.is_direct = 0;
+	insn->iclass = ptic_other;
+
+	if (ild->map == 0) {
+		if ((opcode & 0xf0) == 0x70) {
+			if (ild->rex2)
+				return 0;
+			insn->iclass = ptic_cond_jump;
+			iext->iclass = IPT__INST_JCC;
+			return ipt__ild_branch(iext, insn->raw, ild);
+		}
+		switch (opcode) {
+		case 0x9a:
+			if (!m64) {
+				insn->iclass = ptic_far_call;
+				iext->iclass = IPT__INST_CALL_9A;
+			}
+			return 0;
+		case 0xff:
+			if (reg == 2) {
+				insn->iclass = ptic_call;
+				iext->iclass = IPT__INST_CALL_FFr2;
+			} else if (reg == 3) {
+				insn->iclass = ptic_far_call;
+				iext->iclass = IPT__INST_CALL_FFr3;
+			} else if (reg == 4) {
+				insn->iclass = ptic_jump;
+				iext->iclass = IPT__INST_JMP_FFr4;
+			} else if (reg == 5) {
+				insn->iclass = ptic_far_jump;
+				iext->iclass = IPT__INST_JMP_FFr5;
+			}
+			return 0;
+		case 0xe8:
+		case 0xe9:
+		case 0xeb:
+		case 0xe0:
+		case 0xe1:
+		case 0xe2:
+		case 0xe3:
+			if (ild->rex2)
+				return 0;
+			switch (opcode) {
+			case 0xe8:
+				insn->iclass = ptic_call;
+				iext->iclass = IPT__INST_CALL_E8;
+				break;
+			case 0xe9:
+				insn->iclass = ptic_jump;
+				iext->iclass = IPT__INST_JMP_E9;
+				break;
+			case 0xeb:
+				insn->iclass = ptic_jump;
+				iext->iclass = IPT__INST_JMP_EB;
+				break;
+			case 0xe0:
+				insn->iclass = ptic_cond_jump;
+				iext->iclass = IPT__INST_LOOPNE;
+				break;
+			case 0xe1:
+				insn->iclass = ptic_cond_jump;
+				iext->iclass = IPT__INST_LOOPE;
+				break;
+			case 0xe2:
+				insn->iclass = ptic_cond_jump;
+				iext->iclass = IPT__INST_LOOP;
+				break;
+			default:
+				insn->iclass = ptic_cond_jump;
+				iext->iclass = IPT__INST_JrCXZ;
+				break;
+			}
+			return ipt__ild_branch(iext, insn->raw, ild);
+		case 0xcd:
+			insn->iclass = ptic_far_call;
+			iext->iclass = IPT__INST_INT;
+			return 0;
+		case 0xcc:
+			insn->iclass = ptic_far_call;
+			iext->iclass = IPT__INST_INT3;
+			return 0;
+		case 0xce:
+			if (!m64) {
+				insn->iclass = ptic_far_call;
+				iext->iclass = IPT__INST_INTO;
+			}
+			return 0;
+		case 0xf1:
+			insn->iclass = ptic_far_call;
+			iext->iclass = IPT__INST_INT1;
+			return 0;
+		case 0xcf:
+			insn->iclass = ptic_far_return;
+			iext->iclass = IPT__INST_IRET;
+			return 0;
+		case 0xea:
+			/* A far jump is indirect: its target comes in TIP. */
+			if (!m64 && !ild->rex2) {
+				insn->iclass = ptic_far_jump;
+				iext->iclass = IPT__INST_JMP_EA;
+			}
+			return 0;
+		case 0xc3:
+			insn->iclass = ptic_return;
+			iext->iclass = IPT__INST_RET_C3;
+			return 0;
+		case 0xc2:
+			insn->iclass = ptic_return;
+			iext->iclass = IPT__INST_RET_C2;
+			return 0;
+		case 0xcb:
+			insn->iclass = ptic_far_return;
+			iext->iclass = IPT__INST_RET_CB;
+			return 0;
+		case 0xca:
+			insn->iclass = ptic_far_return;
+			iext->iclass = IPT__INST_RET_CA;
+			return 0;
+		case 0xa1:
+			/* JMPABS: direct, yet its target comes in TIP. */
+			if (m64 && ild->rex2 && !ild->rex_w && !ild->osz) {
+				insn->iclass = ptic_jump;
+				iext->iclass = IPT__INST_JMPABS;
+				return ipt__ild_branch(iext, insn->raw, ild);
+			}
+			return 0;
+		default:
+			return 0;
+		}
+	}
+
+	if (ild->map != 1)
+		return 0;
+
+	if ((opcode & 0xf0) == 0x80) {
+		if (ild->rex2)
+			return 0;
+		insn->iclass = ptic_cond_jump;
+		iext->iclass = IPT__INST_JCC;
+		return ipt__ild_branch(iext, insn->raw, ild);
+	}
+	switch (opcode) {
+	case 0x22:
+		if (reg == 3 && !ild->rex_r)
+			iext->iclass = IPT__INST_MOV_CR3;
+		return 0;
+	case 0x05:
+		insn->iclass = ptic_far_call;
+		iext->iclass = IPT__INST_SYSCALL;
+		return 0;
+	case 0x34:
+		if (!ild->rex2) {
+			insn->iclass = ptic_far_call;
+			iext->iclass = IPT__INST_SYSENTER;
+		}
+		return 0;
+	case 0x35:
+		if (!ild->rex2) {
+			insn->iclass = ptic_far_return;
+			iext->iclass = IPT__INST_SYSEXIT;
+		}
+		return 0;
+	case 0x07:
+		insn->iclass = ptic_far_return;
+		iext->iclass = IPT__INST_SYSRET;
+		return 0;
+	case 0x01:
+		switch (ild->modrm) {
+		case 0xc1:
+			insn->iclass = ptic_far_call;
+			iext->iclass = IPT__INST_VMCALL;
+			break;
+		case 0xc2:
+			insn->iclass = ptic_far_return;
+			iext->iclass = IPT__INST_VMLAUNCH;
+			break;
+		case 0xc3:
+			insn->iclass = ptic_far_return;
+			iext->iclass = IPT__INST_VMRESUME;
+			break;
+		case 0xec:
+			insn->iclass = ptic_far_return;
+			iext->iclass = IPT__INST_UIRET;
+			break;
+		case 0xca:
+			if (ild->last_f2f3 == 0xf2) {
+				insn->iclass = ptic_far_return;
+				iext->iclass = IPT__INST_ERETS;
+			} else if (ild->last_f2f3 == 0xf3) {
+				insn->iclass = ptic_far_return;
+				iext->iclass = IPT__INST_ERETU;
+			}
+			break;
+		default:
+			break;
+		}
+		return 0;
+	case 0xc7:
+		if ((ild->modrm >> 6) != 3 && reg == 6)
+			iext->iclass = IPT__INST_VMPTRLD;
+		return 0;
+	case 0xae:
+		if (ild->f3 && !ild->osz && reg == 4) {
+			insn->iclass = ptic_ptwrite;
+			iext->iclass = IPT__INST_PTWRITE;
+		}
+		return 0;
+	default:
+		return 0;
+	}
+}
+
+/* Fills ild from Zydis' view of the instruction. */
+static void ipt__ild_from_zydis(struct ipt__ild *ild,
+				const ZydisDecodedInstruction *z)
+{
+	uint8_t i;
+
+	IPT_MEMSET(ild, 0, sizeof(*ild));
+	ild->size = z->length;
+	ild->opcode = z->opcode;
+	if (z->encoding != ZYDIS_INSTRUCTION_ENCODING_LEGACY)
+		ild->map = 2;
+	else if (z->opcode_map == ZYDIS_OPCODE_MAP_DEFAULT)
+		ild->map = 0;
+	else if (z->opcode_map == ZYDIS_OPCODE_MAP_0F)
+		ild->map = 1;
+	else
+		ild->map = 2;
+	if (z->attributes & ZYDIS_ATTRIB_HAS_MODRM)
+		ild->modrm = (uint8_t) ((z->raw.modrm.mod << 6) |
+					(z->raw.modrm.reg << 3) |
+					z->raw.modrm.rm);
+	for (i = 0; i < z->raw.prefix_count && i < ZYDIS_MAX_INSTRUCTION_LENGTH;
+	     ++i) {
+		switch (z->raw.prefixes[i].value) {
+		case 0x66:
+			ild->osz = 1;
+			break;
+		case 0xf3:
+			ild->f3 = 1;
+			ild->last_f2f3 = 0xf3;
+			break;
+		case 0xf2:
+			ild->last_f2f3 = 0xf2;
+			break;
+		default:
+			break;
+		}
+	}
+	if (z->attributes & ZYDIS_ATTRIB_HAS_REX) {
+		ild->rex_r = z->raw.rex.R;
+		ild->rex_w = z->raw.rex.W;
+	}
+	if (z->raw.imm[0].is_relative) {
+		ild->disp_pos = z->raw.imm[0].offset;
+		ild->disp_bytes = (uint8_t) (z->raw.imm[0].size / 8);
+	}
+}
+
+/* The fixed encodings Zydis 4.0 lacks: ERETS, ERETU, JMPABS.  Returns 1 and
+ * fills ild if raw holds one, 0 if raw is too short to tell (it may be the
+ * start of one), -pte_bad_insn otherwise. */
+static int ipt__ild_late(struct ipt__ild *ild, const uint8_t *raw,
+			 uint8_t max, enum pt_exec_mode mode)
+{
+	uint8_t i, osz = 0, asz = 0, f3 = 0, last = 0;
+
+	for (i = 0; i < max; ++i) {
+		uint8_t b = raw[i];
+
+		if (b == 0x66)
+			osz = 1;
+		else if (b == 0x67)
+			asz = 1;
+		else if (b == 0xf2 || b == 0xf3) {
+			last = b;
+			f3 |= (b == 0xf3);
+		} else if (b != 0x26 && b != 0x2e && b != 0x36 && b != 0x3e &&
+			   b != 0x64 && b != 0x65 && b != 0xf0 &&
+			   !(mode == ptem_64bit && (b & 0xf0) == 0x40))
+			break;
+	}
+	if (i >= pt_max_insn_size)
+		return -pte_bad_insn;
+	if (i == max)
+		return 0;
+
+	IPT_MEMSET(ild, 0, sizeof(*ild));
+	ild->osz = osz;
+	ild->f3 = f3;
+	ild->last_f2f3 = last;
+
+	if (raw[i] == 0x0f && last) {
+		static const uint8_t tail[] = { 0x0f, 0x01, 0xca };
+		uint8_t k;
+
+		for (k = 0; k < sizeof(tail); ++k) {
+			if (i + k == max)
+				return 0;
+			if (raw[i + k] != tail[k])
+				return -pte_bad_insn;
+		}
+		ild->size = (uint8_t) (i + 3);
+		ild->map = 1;
+		ild->opcode = 0x01;
+		ild->modrm = 0xca;
+		return 1;
+	}
+
+	if (raw[i] == 0xd5 && mode == ptem_64bit && !osz && !asz) {
+		if (i + 1 == max)
+			return 0;
+		/* REX2 payload: M0 (bit 7) selects the map, W is bit 3. */
+		if (raw[i + 1] & 0x88)
+			return -pte_bad_insn;
+		if (i + 2 == max)
+			return 0;
+		if (raw[i + 2] != 0xa1)
+			return -pte_bad_insn;
+		if (pt_max_insn_size < i + 11)
+			return -pte_bad_insn;
+		if (max < i + 11)
+			return 0;
+		ild->size = (uint8_t) (i + 11);
+		ild->map = 0;
+		ild->opcode = 0xa1;
+		ild->rex2 = 1;
+		ild->disp_pos = (uint8_t) (i + 3);
+		ild->disp_bytes = 8;
+		return 1;
+	}
+	return -pte_bad_insn;
+}
+
+/* Decodes insn->raw, have bytes of it.  Returns 0 with insn->size and the
+ * classes set, 1 if more bytes might make an instruction, -pte_bad_insn
+ * if no more bytes can. */
+static int ipt__ild_decode_bytes(struct pt_insn *insn,
+				 struct ipt__insn_ext *iext, uint8_t have)
+{
+	ZydisDecoder decoder;
+	ZydisDecodedInstruction z;
+	ZydisMachineMode machine;
+	ZydisStackWidth stack;
+	ZyanStatus zs;
+	struct ipt__ild ild;
+	int status;
+
+	switch (insn->mode) {
+	case ptem_16bit:
+		machine = ZYDIS_MACHINE_MODE_LEGACY_16;
+		stack = ZYDIS_STACK_WIDTH_16;
+		break;
+	case ptem_32bit:
+		machine = ZYDIS_MACHINE_MODE_LEGACY_32;
+		stack = ZYDIS_STACK_WIDTH_32;
+		break;
+	case ptem_64bit:
+		machine = ZYDIS_MACHINE_MODE_LONG_64;
+		stack = ZYDIS_STACK_WIDTH_64;
+		break;
+	default:
+		return -pte_bad_insn;
+	}
+	if (have > pt_max_insn_size)
+		have = pt_max_insn_size;
+
+	if (ZYAN_FAILED(ZydisDecoderInit(&decoder, machine, stack)) ||
+	    ZYAN_FAILED(ZydisDecoderEnableMode(
+		    &decoder, ZYDIS_DECODER_MODE_MINIMAL, ZYAN_TRUE)))
+		return -pte_internal;
+
+	zs = ZydisDecoderDecodeInstruction(&decoder, NULL, insn->raw, have, &z);
+	if (ZYAN_SUCCESS(zs))
+		ipt__ild_from_zydis(&ild, &z);
+	else {
+		status = ipt__ild_late(&ild, insn->raw, have, insn->mode);
+		if (status == 0)
+			return have < pt_max_insn_size ? 1 : -pte_bad_insn;
+		if (status < 0) {
+			if (zs == ZYDIS_STATUS_NO_MORE_DATA &&
+			    have < pt_max_insn_size)
+				return 1;
+			return -pte_bad_insn;
+		}
+	}
+
+	status = ipt__ild_classify(insn, iext, &ild);
+	if (status < 0)
+		return status;
+	insn->size = ild.size;
+	return 0;
+}
+
+static IPT__UNUSED int ipt__ild_decode(struct pt_insn *insn,
+				       struct ipt__insn_ext *iext)
+{
+	int status;
+
+	if (!insn || !iext)
+		return -pte_internal;
+	status = ipt__ild_decode_bytes(insn, iext, insn->size);
+	return status > 0 ? -pte_bad_insn : status;
+}
+
+static IPT__UNUSED int ipt__insn_decode(struct pt_insn *insn,
+					struct ipt__insn_ext *iext,
+					struct pt_image *image,
+					const struct pt_asid *asid)
+{
+	int size, isid, status;
+	uint8_t have;
+
+	if (!insn || !iext)
+		return -pte_internal;
+
+	insn->truncated = 0;
+	size = ipt__image_read(image, &insn->isid, insn->raw,
+			       sizeof(insn->raw), asid, insn->ip);
+	if (size < 0)
+		return size;
+	if (size > (int) sizeof(insn->raw))
+		size = (int) sizeof(insn->raw);
+	have = (uint8_t) size;
+	insn->size = have;
+
+	for (;;) {
+		status = ipt__ild_decode_bytes(insn, iext, have);
+		if (status <= 0) {
+			/* Decoded from more than one read: the instruction
+			 * crosses the end of what the first read found, e.g.
+			 * a section boundary.  isid stays the first byte's. */
+			if (!status && have != (uint8_t) size)
+				insn->truncated = 1;
+			return status;
+		}
+
+		/* Too few bytes: read the rest where the first read stopped. */
+		if (have >= sizeof(insn->raw))
+			return -pte_bad_insn;
+		status = ipt__image_read(image, &isid, &insn->raw[have],
+					 (uint16_t) (sizeof(insn->raw) - have),
+					 asid, insn->ip + have);
+		if (status <= 0) {
+			if (!status)
+				return -pte_internal;
+			return status == -pte_nomap ? -pte_bad_insn : status;
+		}
+		if (status > (int) (sizeof(insn->raw) - have))
+			status = (int) (sizeof(insn->raw) - have);
+		have = (uint8_t) (have + status);
+		insn->size = have;
+	}
+}
+
+static IPT__UNUSED int ipt__insn_changes_cpl(const struct pt_insn *insn,
+					     const struct ipt__insn_ext *iext)
+{
+	(void) insn;
+	if (!iext)
+		return 0;
+	switch (iext->iclass) {
+	case IPT__INST_INT:
+	case IPT__INST_INT3:
+	case IPT__INST_INT1:
+	case IPT__INST_INTO:
+	case IPT__INST_IRET:
+	case IPT__INST_SYSCALL:
+	case IPT__INST_SYSENTER:
+	case IPT__INST_SYSEXIT:
+	case IPT__INST_SYSRET:
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+static IPT__UNUSED int ipt__insn_changes_cr3(const struct pt_insn *insn,
+					     const struct ipt__insn_ext *iext)
+{
+	(void) insn;
+	return iext && iext->iclass == IPT__INST_MOV_CR3;
+}
+
+static IPT__UNUSED int ipt__insn_is_branch(const struct pt_insn *insn,
+					   const struct ipt__insn_ext *iext)
+{
+	(void) iext;
+	if (!insn)
+		return 0;
+	switch (insn->iclass) {
+	case ptic_call:
+	case ptic_return:
+	case ptic_jump:
+	case ptic_cond_jump:
+	case ptic_far_call:
+	case ptic_far_return:
+	case ptic_far_jump:
+	case ptic_indirect:
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+static IPT__UNUSED int ipt__insn_is_far_branch(const struct pt_insn *insn,
+					       const struct ipt__insn_ext *iext)
+{
+	(void) iext;
+	if (!insn)
+		return 0;
+	switch (insn->iclass) {
+	case ptic_far_call:
+	case ptic_far_return:
+	case ptic_far_jump:
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+/* A PIP packet binds to MOV CR3, VMLAUNCH, VMRESUME and far branches. */
+static IPT__UNUSED int ipt__insn_binds_to_pip(const struct pt_insn *insn,
+					      const struct ipt__insn_ext *iext)
+{
+	if (!iext)
+		return 0;
+	switch (iext->iclass) {
+	case IPT__INST_MOV_CR3:
+	case IPT__INST_VMLAUNCH:
+	case IPT__INST_VMRESUME:
+		return 1;
+	default:
+		return ipt__insn_is_far_branch(insn, iext);
+	}
+}
+
+/* A VMCS packet binds to VMPTRLD, VMLAUNCH, VMRESUME and far branches. */
+static IPT__UNUSED int ipt__insn_binds_to_vmcs(const struct pt_insn *insn,
+					       const struct ipt__insn_ext *iext)
+{
+	if (!iext)
+		return 0;
+	switch (iext->iclass) {
+	case IPT__INST_VMPTRLD:
+	case IPT__INST_VMLAUNCH:
+	case IPT__INST_VMRESUME:
+		return 1;
+	default:
+		return ipt__insn_is_far_branch(insn, iext);
+	}
+}
+
+static IPT__UNUSED int ipt__insn_is_ptwrite(const struct pt_insn *insn,
+					    const struct ipt__insn_ext *iext)
+{
+	(void) iext;
+	return insn && insn->iclass == ptic_ptwrite;
+}
+
+/* Returns from an interrupt or a system call. */
+static IPT__UNUSED int ipt__insn_is_iret(const struct pt_insn *insn,
+					 const struct ipt__insn_ext *iext)
+{
+	(void) insn;
+	if (!iext)
+		return 0;
+	switch (iext->iclass) {
+	case IPT__INST_IRET:
+	case IPT__INST_SYSRET:
+	case IPT__INST_SYSEXIT:
+	case IPT__INST_ERETS:
+	case IPT__INST_ERETU:
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+static IPT__UNUSED int ipt__insn_is_vmentry(const struct pt_insn *insn,
+					    const struct ipt__insn_ext *iext)
+{
+	(void) insn;
+	return iext && (iext->iclass == IPT__INST_VMLAUNCH ||
+			iext->iclass == IPT__INST_VMRESUME);
+}
+
+static IPT__UNUSED int ipt__insn_is_uiret(const struct pt_insn *insn,
+					  const struct ipt__insn_ext *iext)
+{
+	(void) insn;
+	return iext && iext->iclass == IPT__INST_UIRET;
+}
+
+static IPT__UNUSED int ipt__insn_is_swint(const struct pt_insn *insn,
+					  const struct ipt__insn_ext *iext)
+{
+	(void) insn;
+	if (!iext)
+		return 0;
+	switch (iext->iclass) {
+	case IPT__INST_INT:
+	case IPT__INST_INT3:
+	case IPT__INST_INT1:
+	case IPT__INST_INTO:
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+static IPT__UNUSED int ipt__insn_is_syscall(const struct pt_insn *insn,
+					    const struct ipt__insn_ext *iext)
+{
+	(void) insn;
+	return iext && (iext->iclass == IPT__INST_SYSCALL ||
+			iext->iclass == IPT__INST_SYSENTER);
+}
+
+/* The IP after insn when the code alone says it: the next instruction, or
+ * the target of a direct near call or jump.  Conditional branches, returns,
+ * indirect and far transfers, and JMPABS (its target comes in a TIP) need
+ * trace: -pte_bad_query. */
+static IPT__UNUSED int ipt__insn_next_ip(uint64_t *pip,
+					 const struct pt_insn *insn,
+					 const struct ipt__insn_ext *iext)
+{
+	uint64_t ip;
+
+	if (!insn || !iext)
+		return -pte_internal;
+
+	ip = insn->ip + insn->size;
+	switch (insn->iclass) {
+	case ptic_ptwrite:
+	case ptic_other:
+		break;
+	case ptic_jump:
+		if (iext->iclass == IPT__INST_JMPABS)
+			return -pte_bad_query;
+		if (!iext->variant.branch.is_direct)
+			return -pte_bad_query;
+		ip += (uint64_t) iext->variant.branch.displacement;
+		break;
+	case ptic_call:
+		if (!iext->variant.branch.is_direct)
+			return -pte_bad_query;
+		ip += (uint64_t) iext->variant.branch.displacement;
+		break;
+	case ptic_unknown:
+		return -pte_bad_insn;
+	default:
+		return -pte_bad_query;
+	}
+
+	if (insn->mode != ptem_64bit)
+		ip &= 0xffffffffull;
+	if (pip)
+		*pip = ip;
+	return 0;
+}
+
+static IPT__UNUSED int
+ipt__insn_range_is_contiguous(uint64_t begin, uint64_t end,
+			      enum pt_exec_mode mode, struct pt_image *image,
+			      const struct pt_asid *asid, size_t nsteps)
+{
+	struct ipt__insn_ext iext;
+	struct pt_insn insn;
+
+	IPT_MEMSET(&insn, 0, sizeof(insn));
+	insn.mode = mode;
+	insn.ip = begin;
+
+	while (insn.ip != end) {
+		int errcode;
+
+		if (!nsteps--)
+			return 0;
+		errcode = ipt__insn_decode(&insn, &iext, image, asid);
+		if (errcode < 0)
+			return errcode;
+		errcode = ipt__insn_next_ip(&insn.ip, &insn, &iext);
+		if (errcode < 0)
+			return errcode;
+	}
+	return 1;
+}
 
 /* ==== >>blk  block decoder ===============================================
  * Follows the flow of execution from events and code, a block at a time. */
