@@ -129,7 +129,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (status >= 0 && run(decoder, status, &ev, UINT64_MAX, &steps) ==
 		    -pte_eos)
 			break;
-		/* fall through: resynchronize */
+		/* fall through - resynchronize */
 	case fz_sync_forward:
 		status = D(sync_forward)(decoder);
 		while (status >= 0 && steps) {

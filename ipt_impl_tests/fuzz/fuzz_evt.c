@@ -77,7 +77,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 					  tsize : 0);
 		if (errcode >= 0 && evt_run(decoder, &ev, UINT64_MAX, &budget) == -pte_eos)
 			break;
-		/* fall through: resynchronize on the next PSB */
+		/* fall through - resynchronize on the next PSB */
 	case fz_sync_forward:
 		while (pt_evt_sync_forward(decoder) >= 0) {
 			if (evt_run(decoder, &ev, UINT64_MAX, &budget) == -pte_eos)

@@ -91,7 +91,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			fz_fail("sync_set inside the trace", errcode, 0);
 		if (pkt_run(decoder, UINT64_MAX, &budget) == -pte_eos)
 			break;
-		/* fall through: resynchronize on the next PSB */
+		/* fall through - resynchronize on the next PSB */
 	case fz_sync_forward:
 		while (pt_pkt_sync_forward(decoder) >= 0) {
 			if (pkt_run(decoder, UINT64_MAX, &budget) == -pte_eos)

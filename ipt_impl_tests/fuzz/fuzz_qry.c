@@ -134,9 +134,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		status = pt_qry_sync_set(decoder, &ip, tsize ? h.sync_offset %
 					 tsize : 0);
 		if (status >= 0 && qry_run(decoder, status, script, nscript,
-					   &ev, UINT64_MAX, UINT64_MAX, &budget) == -pte_eos)
+					   &ev, UINT64_MAX, &budget) == -pte_eos)
 			break;
-		/* fall through: resynchronize on the next PSB */
+		/* fall through - resynchronize on the next PSB */
 	case fz_sync_forward:
 		for (;;) {
 			status = pt_qry_sync_forward(decoder, &ip);
