@@ -132,5 +132,21 @@ $(HB)/valgrind-conformance: $(EXAMPLES) $(HD)/valgrind-conformance | $(HB)
 TESTS += $(ASAN_UNITS) $(HB)/asan-conformance $(HB)/valgrind-conformance
 TEST_DEPS += $(ASAN_UNITS) $(HB)/asan-conformance $(HB)/valgrind-conformance
 
+# ---- allocation failures ----
+
+$(HB)/nomem-bin: $(HD)/nomem.c $(HD)/cases.h $(HDR) ipt_impl_tests/check.h | $(HB)
+	$(CC) $(OPT) $(WARN) $(CPPFLAGS) $(SAN) -o $@ $< $(ZYDIS)
+
+$(HB)/nomem: $(HB)/nomem-bin
+	$(call hard_wrap,$@,$(HB)/nomem-bin $(CONFORMANCE))
+
+# ---- embedding: freestanding, no state ----
+
+$(HB)/embed: $(HD)/embed-check $(HD)/freestanding.c $(B)/ipt_impl.o $(HDR) | $(HB)
+	$(call hard_wrap,$@,$(HD)/embed-check $(HB)/embed $(B)/ipt_impl.o)
+
+TESTS += $(HB)/nomem $(HB)/embed
+TEST_DEPS += $(HB)/nomem $(HB)/embed
+
 # Binaries made through pattern rules are kept, not removed as intermediate.
 .PRECIOUS: $(AB)/strict_% $(AB)/replay_% $(FB)/fuzz_% $(AB)/t_%
