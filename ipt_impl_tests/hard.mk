@@ -143,7 +143,7 @@ $(HB)/nomem: $(HB)/nomem-bin
 # ---- embedding: freestanding, no state ----
 
 $(HB)/embed: $(HD)/embed-check $(HD)/freestanding.c $(B)/ipt_impl.o $(HDR) | $(HB)
-	$(call hard_wrap,$@,$(HD)/embed-check $(HB)/embed $(B)/ipt_impl.o)
+	$(call hard_wrap,$@,$(HD)/embed-check $(HB)/embed-objs $(B)/ipt_impl.o)
 
 TESTS += $(HB)/nomem $(HB)/embed
 TEST_DEPS += $(HB)/nomem $(HB)/embed
