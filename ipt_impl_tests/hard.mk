@@ -145,8 +145,37 @@ $(HB)/nomem: $(HB)/nomem-bin
 $(HB)/embed: $(HD)/embed-check $(HD)/freestanding.c $(B)/ipt_impl.o $(HDR) | $(HB)
 	$(call hard_wrap,$@,$(HD)/embed-check $(HB)/embed-objs $(B)/ipt_impl.o)
 
-TESTS += $(HB)/nomem $(HB)/embed
-TEST_DEPS += $(HB)/nomem $(HB)/embed
+# Several threads decode at once; as built, and under ThreadSanitizer.
+$(HB)/threads-bin: $(HD)/threads.c $(HD)/cases.h $(B)/ipt_impl.o | $(HB)
+	$(CC) $(OPT) $(WARN) $(CPPFLAGS) -o $@ $< $(B)/ipt_impl.o $(ZYDIS) \
+		-lpthread
+
+$(HB)/threads-tsan-bin: $(HD)/threads.c $(HD)/cases.h ipt_impl_tests/ipt_impl.c $(HDR) | $(HB)
+	$(CC) -O1 -g $(WARN) $(CPPFLAGS) -fsanitize=thread -o $@ $< \
+		ipt_impl_tests/ipt_impl.c $(ZYDIS) -lpthread
+
+$(HB)/threads: $(HB)/threads-bin
+	$(call hard_wrap,$@,$(HB)/threads-bin $(CONFORMANCE))
+
+$(HB)/threads-tsan: $(HB)/threads-tsan-bin
+	$(call hard_wrap,$@,env TSAN_OPTIONS=halt_on_error=1 $(HB)/threads-tsan-bin $(CONFORMANCE))
+
+# IPT_STATIC in two translation units next to libipt 2.0.5.
+$(HB)/static-a.o $(HB)/static-b.o: $(HB)/static-%.o: $(HD)/static_tu.c $(HD)/static_api.h $(HDR) | $(HB)
+	$(CC) $(OPT) $(WARN) $(CPPFLAGS) -DTU=$* -c -o $@ $<
+
+$(HB)/static-libipt.o: $(HD)/static_libipt.c $(HD)/static_api.h | $(HB)
+	$(CC) $(OPT) $(WARN) $(CPPFLAGS) -DTU=libipt -c -o $@ $<
+
+$(HB)/static-bin: $(HD)/static_main.c $(HD)/cases.h $(HB)/static-a.o $(HB)/static-b.o $(HB)/static-libipt.o
+	$(CC) $(OPT) $(WARN) $(CPPFLAGS) -o $@ $< $(HB)/static-a.o \
+		$(HB)/static-b.o $(HB)/static-libipt.o -lipt $(ZYDIS)
+
+$(HB)/static: $(HB)/static-bin $(HD)/static-check
+	$(call hard_wrap,$@,$(HD)/static-check $(HB) $(CONFORMANCE))
+
+TESTS += $(HB)/nomem $(HB)/embed $(HB)/threads $(HB)/threads-tsan $(HB)/static
+TEST_DEPS += $(HB)/nomem $(HB)/embed $(HB)/threads $(HB)/threads-tsan $(HB)/static
 
 # Binaries made through pattern rules are kept, not removed as intermediate.
 .PRECIOUS: $(AB)/strict_% $(AB)/replay_% $(FB)/fuzz_% $(AB)/t_%

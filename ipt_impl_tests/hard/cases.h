@@ -20,7 +20,7 @@ struct hcase {
 	unsigned family, model, stepping;
 };
 
-static uint8_t *hcase_file(const char *path, size_t *size)
+static inline uint8_t *hcase_file(const char *path, size_t *size)
 {
 	FILE *f = fopen(path, "rb");
 	uint8_t *buf;
@@ -43,7 +43,7 @@ static uint8_t *hcase_file(const char *path, size_t *size)
 }
 
 /* 0 on success, -1 (with a message) if the case is not there. */
-static int hcase_load(struct hcase *c, const char *conf, const char *name)
+static inline int hcase_load(struct hcase *c, const char *conf, const char *name)
 {
 	char path[1024], line[2048];
 	FILE *m;
@@ -91,14 +91,15 @@ static int hcase_load(struct hcase *c, const char *conf, const char *name)
 	return 0;
 }
 
-static void hcase_free(struct hcase *c)
+static inline void hcase_free(struct hcase *c)
 {
 	free(c->trace);
 	free(c->image);
 }
 
+#ifdef IPT_H
 /* Guest memory for pt_image_set_callback: the case's image at its base. */
-static int hcase_read(uint8_t *buffer, size_t size, const struct pt_asid *asid,
+static inline int hcase_read(uint8_t *buffer, size_t size, const struct pt_asid *asid,
 		      uint64_t ip, void *context)
 {
 	const struct hcase *c = (const struct hcase *) context;
@@ -113,6 +114,7 @@ static int hcase_read(uint8_t *buffer, size_t size, const struct pt_asid *asid,
 	memcpy(buffer, c->image + off, size);
 	return (int) size;
 }
+#endif
 
 /* The trace and image cases the hardening tests decode: flow, compressed
  * returns, events, TSX, power, timing, resync after errors. */
