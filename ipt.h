@@ -2391,6 +2391,27 @@ static inline uint64_t ipt__read_le(const uint8_t *pos, int size)
 	return val;
 }
 
+/* The same for a size that varies from packet to packet (0 to 8), where
+ * 8 bytes may be read at pos: one load and a mask instead of a loop whose
+ * length the processor would have to guess. */
+static inline uint64_t ipt__read_le_var(const uint8_t *pos, int size,
+					 size_t readable)
+{
+#if defined(__BYTE_ORDER__) && defined(__ORDER_LITTLE_ENDIAN__) &&            \
+	__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	if (IPT__LIKELY(readable >= 8)) {
+		uint64_t val;
+
+		IPT_MEMCPY(&val, pos, sizeof(val));
+		return size >= 8 ? val
+				 : val & ((1ull << (8 * size)) - 1);
+	}
+#else
+	(void) readable;
+#endif
+	return ipt__read_le(pos, size);
+}
+
 static IPT__UNUSED int ipt__pkt_read_psb(const uint8_t *pos,
 					 const struct pt_config *config)
 {
@@ -2428,38 +2449,23 @@ static IPT__UNUSED int ipt__pkt_read_ip(struct pt_packet_ip *packet,
 		return -pte_eos;
 
 	packet->ipc = (enum pt_ip_compression) ipc;
-	packet->ip = ipt__read_le(pos + 1, size);
+	packet->ip = ipt__read_le_var(pos + 1, size,
+				      ipt__pkt_left(pos, config) - 1);
 	return size + 1;
 }
 
 /* The index of the highest set bit of a non-zero value. */
 static inline uint8_t ipt__msb(uint64_t val)
 {
+#if defined(__GNUC__) || defined(__clang__)
+	return (uint8_t) (63 - __builtin_clzll(val));
+#else
 	uint8_t n = 0;
 
-	if (val >> 32) {
-		val >>= 32;
-		n += 32;
-	}
-	if (val >> 16) {
-		val >>= 16;
-		n += 16;
-	}
-	if (val >> 8) {
-		val >>= 8;
-		n += 8;
-	}
-	if (val >> 4) {
-		val >>= 4;
-		n += 4;
-	}
-	if (val >> 2) {
-		val >>= 2;
-		n += 2;
-	}
-	if (val >> 1)
-		n += 1;
+	while (val >>= 1)
+		++n;
 	return n;
+#endif
 }
 
 /* TNT payloads end in a stop bit: the bits below it are the payload. */
@@ -2776,7 +2782,8 @@ static IPT__UNUSED int ipt__pkt_read_ptw(struct pt_packet_ptw *packet,
 	if (ipt__pkt_left(pos, config) < (size_t) size + 2u)
 		return -pte_eos;
 
-	packet->payload = ipt__read_le(pos + 2, size);
+	packet->payload = ipt__read_le_var(pos + 2, size,
+					   ipt__pkt_left(pos, config) - 2);
 	packet->plc = plc;
 	packet->ip = (pos[1] & IPT__OPM_PTW_IP) ? 1 : 0;
 	return size + 2;
