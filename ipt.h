@@ -5618,17 +5618,25 @@ static int ipt__evt_tip_branch(struct pt_event_decoder *decoder)
 
 	async = ipt__evq_find(&decoder->evq, ipt__evb_tip, ptev_async_branch);
 	if (async) {
+		/* The branch goes first: swap it with the first TIP-bound
+		 * event.  Taking an event out may move the others, so look
+		 * for the branch again afterwards (libipt swaps through the
+		 * pointer found before and fails with -pte_internal when an
+		 * event bound elsewhere, e.g. an MWAIT, comes first). */
 		ev = ipt__evq_dequeue(&decoder->evq, ipt__evb_tip);
 		if (!ev)
 			return -pte_internal;
-		if (ev != async) {
-			struct pt_event tmp = *async;
+		if (ev->type != ptev_async_branch) {
+			struct pt_event tmp;
 
+			async = ipt__evq_find(&decoder->evq, ipt__evb_tip,
+					      ptev_async_branch);
+			if (!async)
+				return -pte_internal;
+			tmp = *async;
 			*async = *ev;
 			*ev = tmp;
 		}
-		if (ev->type != ptev_async_branch)
-			return -pte_internal;
 		decoder->event = ev;
 		return ipt__evt_complete(ev, decoder);
 	}
@@ -5726,7 +5734,12 @@ static int ipt__evt_decode_tip_pgd(struct pt_event_decoder *decoder)
 	if (err < 0)
 		return err;
 
-	ev = ipt__evq_dequeue(&decoder->evq, ipt__evb_tip);
+	/* An unchanged MODE.EXEC binds here silently, as it does to TIP and
+	 * TIP.PGE.  (libipt 2.3 fails such a TIP.PGD with -pte_bad_context;
+	 * FUP, MODE.EXEC, TIP.PGD is a valid far transfer out of tracing.) */
+	do {
+		ev = ipt__evq_dequeue(&decoder->evq, ipt__evb_tip);
+	} while (ev && ev->type == IPT__EV_IGNORE);
 	if (!ev) {
 		if (decoder->bound)
 			return 1;
