@@ -8300,8 +8300,9 @@ IPT_DEF int pt_image_add_cached(struct pt_image *image,
  *    length decoder may still find a length; valid code decodes alike.
  *  - Zydis 4.0 does not know ERETS (F2 0F 01 CA), ERETU (F3 0F 01 CA) or
  *    JMPABS (REX2 D5 with M0=W=0, then A1 and a 64-bit target; 64-bit mode
- *    only).  These fixed encodings are recognized here when Zydis rejects
- *    them; no other REX2 (APX) instruction is known.  UIRET is Zydis'.
+ *    only).  These fixed encodings, and MOV to CRn with REX2, are
+ *    recognized here when Zydis rejects them; other REX2 (APX)
+ *    instructions are -pte_bad_insn.  UIRET is Zydis'.
  *  - ptem_unknown decodes nothing: -pte_bad_insn.
  */
 
@@ -8668,7 +8669,9 @@ static void ipt__ild_from_zydis(struct ipt__ild *ild,
 	}
 }
 
-/* The fixed encodings Zydis 4.0 lacks: ERETS, ERETU, JMPABS.  Returns 1 and
+/* The fixed encodings Zydis 4.0 lacks: ERETS, ERETU, JMPABS, and MOV CR
+ * with a REX2 prefix (the only REX2 forms that matter for tracing; libipt
+ * knows no more of them either).  Returns 1 and
  * fills ild if raw holds one, 0 if raw is too short to tell (it may be the
  * start of one), -pte_bad_insn otherwise. */
 static int ipt__ild_late(struct ipt__ild *ild, const uint8_t *raw,
@@ -8718,11 +8721,31 @@ static int ipt__ild_late(struct ipt__ild *ild, const uint8_t *raw,
 		return 1;
 	}
 
-	if (raw[i] == 0xd5 && mode == ptem_64bit && !osz && !asz) {
+	if (raw[i] == 0xd5 && mode == ptem_64bit) {
+		uint8_t payload;
+
 		if (i + 1 == max)
 			return 0;
-		/* REX2 payload: M0 (bit 7) selects the map, W is bit 3. */
-		if (raw[i + 1] & 0x88)
+		/* REX2 payload: M0 (bit 7) selects the map, R4 and R3 are
+		 * bits 6 and 2, W is bit 3. */
+		payload = raw[i + 1];
+		if (payload & 0x80) {
+			/* MOV to a control register: 0F 22 /r, mod ignored. */
+			if (i + 2 == max)
+				return 0;
+			if (raw[i + 2] != 0x22)
+				return -pte_bad_insn;
+			if (i + 3 == max)
+				return 0;
+			ild->size = (uint8_t) (i + 4);
+			ild->map = 1;
+			ild->opcode = 0x22;
+			ild->modrm = raw[i + 3];
+			ild->rex2 = 1;
+			ild->rex_r = (payload & 0x44) != 0;
+			return 1;
+		}
+		if ((payload & 0x08) || osz || asz)
 			return -pte_bad_insn;
 		if (i + 2 == max)
 			return 0;
