@@ -2331,6 +2331,21 @@ IPT_DEF int pt_enc_next(struct pt_encoder *encoder,
  * Turns trace bytes into struct pt_packet: synchronization on PSB,
  * first-byte dispatch, last-IP tracking.  Knows nothing of code. */
 
+/* What the layers below use, besides the public pt_pkt_* functions:
+ *
+ *   struct pt_packet_decoder            config, pos, sync (see below)
+ *   ipt__pkt_init(dec, config)          embed a decoder; ipt__pkt_fini
+ *   ipt__pkt_config/_pos/_end(dec)      where it is
+ *   ipt__pkt_read_<packet>(pkt, pos, config)
+ *                                       read one packet at pos: its size
+ *                                       or -pte_eos/-pte_bad_packet/...
+ *   ipt__sync_forward/_backward/_set(&sync, pos, config)
+ *                                       find a PSB (libipt's pt_sync_*)
+ *   ipt_last_ip_*                       public, declared in >>api
+ *
+ * and from >>cfg: ipt__config_from_user, ipt__filter_addr_cfg/_a/_b,
+ * ipt__filter_addr_check. */
+
 /* The packet decoder.  Other layers embed one (ipt__pkt_init/_fini) and
  * read its fields directly. */
 struct pt_packet_decoder {
