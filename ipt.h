@@ -3446,8 +3446,8 @@ static IPT__NOINLINE int ipt__pkt_next_slow(struct pt_packet_decoder *decoder,
 
 /* Decode the next packet and move past it.  Same semantics as libipt's
  * pt_pkt_next.  Most packets in a trace are TNT-8 or PAD (three quarters
- * and a fifth in a typical perf trace): those are decoded here, without
- * dispatch and without a stack frame. */
+ * and a fifth in a typical perf trace), then TIP: those are decoded here,
+ * without dispatch and without a stack frame. */
 IPT_DEF int pt_pkt_next(struct pt_packet_decoder *decoder,
 			struct pt_packet *packet, size_t psize)
 {
@@ -3478,6 +3478,23 @@ IPT_DEF int pt_pkt_next(struct pt_packet_decoder *decoder,
 			packet->size = 1;
 			decoder->pos = pos + 1;
 			return 1;
+		}
+		/* TIP comes next (a seventh); where a full IP could follow,
+		 * the payload is one load. */
+		if ((b & 0x1f) == IPT__OPC_TIP &&
+		    (size_t) (decoder->config.end - pos) > 8) {
+			int size = ipt__ipc_size[b >> IPT__OPM_IPC_SHR];
+
+			if (IPT__LIKELY(size >= 0)) {
+				packet->type = ppt_tip;
+				packet->size = (uint8_t) (size + 1);
+				packet->payload.ip.ipc = (enum pt_ip_compression)
+					(b >> IPT__OPM_IPC_SHR);
+				packet->payload.ip.ip =
+					ipt__read_le_var(pos + 1, size, 8);
+				decoder->pos = pos + size + 1;
+				return size + 1;
+			}
 		}
 	}
 
