@@ -1504,6 +1504,8 @@ static const struct ipt__cpu_errata ipt__cpu_errata_table[] = {
 	{ 0x6, 0xdd, IPT__ESET_GLP }
 };
 
+/* Fill in the errata of cpu.  -pte_bad_cpu (with no errata set) for a
+ * non-Intel or unknown processor, -pte_invalid for NULL arguments. */
 IPT_DEF int pt_cpu_errata(struct pt_errata *errata, const struct pt_cpu *cpu)
 {
 	size_t i;
@@ -1862,6 +1864,8 @@ struct pt_encoder {
 	uint8_t *pos;
 };
 
+/* A new encoder writing at config->begin.  NULL if config is NULL or bad
+ * (see ipt__config_from_user) or memory runs out. */
 IPT_DEF struct pt_encoder *pt_alloc_encoder(const struct pt_config *config)
 {
 	struct pt_encoder *encoder;
@@ -1879,11 +1883,14 @@ IPT_DEF struct pt_encoder *pt_alloc_encoder(const struct pt_config *config)
 	return encoder;
 }
 
+/* Free an encoder; NULL is fine. */
 IPT_DEF void pt_free_encoder(struct pt_encoder *encoder)
 {
 	ipt__free(encoder, sizeof(*encoder));
 }
 
+/* Write the next packet at offset.  -pte_eos if offset is past the end
+ * of the buffer, -pte_invalid if encoder is NULL. */
 IPT_DEF int pt_enc_sync_set(struct pt_encoder *encoder, uint64_t offset)
 {
 	if (!encoder)
@@ -1896,6 +1903,7 @@ IPT_DEF int pt_enc_sync_set(struct pt_encoder *encoder, uint64_t offset)
 	return 0;
 }
 
+/* Where the next packet goes.  -pte_invalid for NULL arguments. */
 IPT_DEF int pt_enc_get_offset(const struct pt_encoder *encoder,
 			      uint64_t *offset)
 {
@@ -1909,6 +1917,7 @@ IPT_DEF int pt_enc_get_offset(const struct pt_encoder *encoder,
 	return 0;
 }
 
+/* The encoder's copy of the configuration; NULL if encoder is NULL. */
 IPT_DEF const struct pt_config *
 pt_enc_get_config(const struct pt_encoder *encoder)
 {
@@ -3061,6 +3070,8 @@ ipt__pkt_end(const struct pt_packet_decoder *decoder)
 	return decoder ? decoder->config.end : NULL;
 }
 
+/* A new, unsynchronized decoder.  NULL if config is NULL or bad (see
+ * ipt__config_from_user) or memory runs out. */
 IPT_DEF struct pt_packet_decoder *
 pt_pkt_alloc_decoder(const struct pt_config *config)
 {
@@ -3078,6 +3089,7 @@ pt_pkt_alloc_decoder(const struct pt_config *config)
 	return decoder;
 }
 
+/* Free a decoder; NULL is fine. */
 IPT_DEF void pt_pkt_free_decoder(struct pt_packet_decoder *decoder)
 {
 	if (!decoder)
@@ -3087,6 +3099,11 @@ IPT_DEF void pt_pkt_free_decoder(struct pt_packet_decoder *decoder)
 	ipt__free(decoder, sizeof(*decoder));
 }
 
+/* Move to the next PSB: the first at or after the current position (the
+ * start if unsynchronized), or after the current one if the decoder sits
+ * on it.  -pte_eos if there is none, -pte_internal if the decoder was set
+ * to the very end, -pte_invalid if decoder is NULL; the position does not
+ * change on errors. */
 IPT_DEF int pt_pkt_sync_forward(struct pt_packet_decoder *decoder)
 {
 	const uint8_t *sync;
@@ -3120,6 +3137,9 @@ IPT_DEF int pt_pkt_sync_forward(struct pt_packet_decoder *decoder)
 	return 0;
 }
 
+/* Move to the PSB before the current position (the end if
+ * unsynchronized).  -pte_eos if there is none, -pte_invalid if decoder is
+ * NULL. */
 IPT_DEF int pt_pkt_sync_backward(struct pt_packet_decoder *decoder)
 {
 	const uint8_t *pos, *sync;
@@ -3141,6 +3161,8 @@ IPT_DEF int pt_pkt_sync_backward(struct pt_packet_decoder *decoder)
 	return 0;
 }
 
+/* Decode from offset on, PSB or not; it also becomes the sync offset.
+ * -pte_eos if offset is past the end, -pte_invalid if decoder is NULL. */
 IPT_DEF int pt_pkt_sync_set(struct pt_packet_decoder *decoder,
 			    uint64_t offset)
 {
@@ -3158,6 +3180,8 @@ IPT_DEF int pt_pkt_sync_set(struct pt_packet_decoder *decoder,
 	return 0;
 }
 
+/* The offset of the next packet.  -pte_nosync before the first
+ * synchronization, -pte_invalid for NULL arguments. */
 IPT_DEF int pt_pkt_get_offset(const struct pt_packet_decoder *decoder,
 			      uint64_t *offset)
 {
@@ -3170,6 +3194,9 @@ IPT_DEF int pt_pkt_get_offset(const struct pt_packet_decoder *decoder,
 	return 0;
 }
 
+/* The offset of the last PSB synchronized at or decoded (or of the last
+ * pt_pkt_sync_set).  -pte_nosync before the first synchronization,
+ * -pte_invalid for NULL arguments. */
 IPT_DEF int pt_pkt_get_sync_offset(const struct pt_packet_decoder *decoder,
 				   uint64_t *offset)
 {
@@ -3182,6 +3209,7 @@ IPT_DEF int pt_pkt_get_sync_offset(const struct pt_packet_decoder *decoder,
 	return 0;
 }
 
+/* The decoder's copy of the configuration; NULL if decoder is NULL. */
 IPT_DEF const struct pt_config *
 pt_pkt_get_config(const struct pt_packet_decoder *decoder)
 {
@@ -3444,10 +3472,16 @@ static IPT__NOINLINE int ipt__pkt_next_slow(struct pt_packet_decoder *decoder,
 	return size;
 }
 
-/* Decode the next packet and move past it.  Same semantics as libipt's
- * pt_pkt_next.  Most packets in a trace are TNT-8 or PAD (three quarters
- * and a fifth in a typical perf trace), then TIP: those are decoded here,
- * without dispatch and without a stack frame. */
+/* Decode the next packet and move past it; return its size.  Same
+ * semantics as libipt's pt_pkt_next: -pte_nosync before synchronization,
+ * -pte_eos at the end or for a packet cut off by it, -pte_bad_opc for an
+ * unknown opcode without a decode callback (or the callback's error),
+ * -pte_bad_packet for a malformed packet, -pte_invalid for NULL
+ * arguments; the position does not change on errors.
+ *
+ * Most packets in a trace are TNT-8 or PAD (three quarters and a fifth in
+ * a typical perf trace), then TIP: those are decoded here, without
+ * dispatch and without a stack frame. */
 IPT_DEF int pt_pkt_next(struct pt_packet_decoder *decoder,
 			struct pt_packet *packet, size_t psize)
 {
@@ -3503,6 +3537,7 @@ IPT_DEF int pt_pkt_next(struct pt_packet_decoder *decoder,
 
 /* ---- last-IP tracking ---- */
 
+/* See the declarations in >>api-pkt-ext. */
 IPT_DEF void ipt_last_ip_init(struct ipt_last_ip *last_ip)
 {
 	if (!last_ip)
