@@ -1127,6 +1127,28 @@ IPT_API int pt_image_set_callback(struct pt_image *image,
 
 /* >>api-img-ext: ipt_ extensions of the image layer (cache control) */
 
+/* Code read through the callback is kept in a cache of 4 KiB pages, keyed by
+ * address space (cr3, vmcs) and page address, so that the callback runs once
+ * per page rather than once per instruction.  The cache assumes the
+ * callback answers like a view of memory: asked for n bytes at ip, it gives
+ * all n or, at the end of a mapping, the bytes up to that end.
+ *
+ * ipt_image_invalidate() forgets what was read in [begin, end) (whole pages)
+ * for address spaces matching asid (cr3/vmcs wildcards match anything; NULL
+ * matches everything).  Call it after the memory the callback reads has
+ * changed; until then the old bytes are decoded.  end is exclusive.
+ * Returns zero, -pte_invalid if image is NULL or end < begin.
+ *
+ * ipt_image_set_cache_limit() bounds the cached page data to bytes (rounded
+ * down to whole pages; below one page, or zero, turns the cache off so that
+ * every read calls the callback).  The default is IPT_IMAGE_CACHE_LIMIT,
+ * 16 MiB unless defined otherwise when compiling the implementation.
+ * Returns zero, -pte_invalid if image is NULL. */
+IPT_API int ipt_image_invalidate(struct pt_image *image,
+				 const struct pt_asid *asid, uint64_t begin,
+				 uint64_t end);
+IPT_API int ipt_image_set_cache_limit(struct pt_image *image, uint64_t bytes);
+
 /* ---- instructions and blocks ---- */
 
 enum pt_insn_class {
@@ -1383,7 +1405,7 @@ IPT_DEF struct pt_version pt_library_version(void)
 	version.minor = LIBIPT_VERSION_MINOR;
 	version.patch = LIBIPT_VERSION_PATCH;
 	version.build = 0;
-	version.ext = "-ipt.h-0.1.0";
+	version.ext = "ipt.h-0.1.0";
 	return version;
 }
 
@@ -2369,6 +2391,27 @@ static inline uint64_t ipt__read_le(const uint8_t *pos, int size)
 	return val;
 }
 
+/* The same for a size that varies from packet to packet (0 to 8), where
+ * 8 bytes may be read at pos: one load and a mask instead of a loop whose
+ * length the processor would have to guess. */
+static inline uint64_t ipt__read_le_var(const uint8_t *pos, int size,
+					 size_t readable)
+{
+#if defined(__BYTE_ORDER__) && defined(__ORDER_LITTLE_ENDIAN__) &&            \
+	__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	if (IPT__LIKELY(readable >= 8)) {
+		uint64_t val;
+
+		IPT_MEMCPY(&val, pos, sizeof(val));
+		return size >= 8 ? val
+				 : val & ((1ull << (8 * size)) - 1);
+	}
+#else
+	(void) readable;
+#endif
+	return ipt__read_le(pos, size);
+}
+
 static IPT__UNUSED int ipt__pkt_read_psb(const uint8_t *pos,
 					 const struct pt_config *config)
 {
@@ -2406,38 +2449,23 @@ static IPT__UNUSED int ipt__pkt_read_ip(struct pt_packet_ip *packet,
 		return -pte_eos;
 
 	packet->ipc = (enum pt_ip_compression) ipc;
-	packet->ip = ipt__read_le(pos + 1, size);
+	packet->ip = ipt__read_le_var(pos + 1, size,
+				      ipt__pkt_left(pos, config) - 1);
 	return size + 1;
 }
 
 /* The index of the highest set bit of a non-zero value. */
 static inline uint8_t ipt__msb(uint64_t val)
 {
+#if defined(__GNUC__) || defined(__clang__)
+	return (uint8_t) (63 - __builtin_clzll(val));
+#else
 	uint8_t n = 0;
 
-	if (val >> 32) {
-		val >>= 32;
-		n += 32;
-	}
-	if (val >> 16) {
-		val >>= 16;
-		n += 16;
-	}
-	if (val >> 8) {
-		val >>= 8;
-		n += 8;
-	}
-	if (val >> 4) {
-		val >>= 4;
-		n += 4;
-	}
-	if (val >> 2) {
-		val >>= 2;
-		n += 2;
-	}
-	if (val >> 1)
-		n += 1;
+	while (val >>= 1)
+		++n;
 	return n;
+#endif
 }
 
 /* TNT payloads end in a stop bit: the bits below it are the payload. */
@@ -2754,7 +2782,8 @@ static IPT__UNUSED int ipt__pkt_read_ptw(struct pt_packet_ptw *packet,
 	if (ipt__pkt_left(pos, config) < (size_t) size + 2u)
 		return -pte_eos;
 
-	packet->payload = ipt__read_le(pos + 2, size);
+	packet->payload = ipt__read_le_var(pos + 2, size,
+					   ipt__pkt_left(pos, config) - 2);
 	packet->plc = plc;
 	packet->ip = (pos[1] & IPT__OPM_PTW_IP) ? 1 : 0;
 	return size + 2;
@@ -3016,6 +3045,29 @@ static IPT__UNUSED void ipt__pkt_fini(struct pt_packet_decoder *decoder)
 	(void) decoder;
 }
 
+/* The same under the names of libipt's internals. */
+#define ipt__pkt_decoder_init ipt__pkt_init
+#define ipt__pkt_decoder_fini ipt__pkt_fini
+
+/* Where an embedded decoder is, and where its trace ends. */
+static IPT__UNUSED inline const struct pt_config *
+ipt__pkt_config(const struct pt_packet_decoder *decoder)
+{
+	return decoder ? &decoder->config : NULL;
+}
+
+static IPT__UNUSED inline const uint8_t *
+ipt__pkt_pos(const struct pt_packet_decoder *decoder)
+{
+	return decoder ? decoder->pos : NULL;
+}
+
+static IPT__UNUSED inline const uint8_t *
+ipt__pkt_end(const struct pt_packet_decoder *decoder)
+{
+	return decoder ? decoder->config.end : NULL;
+}
+
 IPT_DEF struct pt_packet_decoder *
 pt_pkt_alloc_decoder(const struct pt_config *config)
 {
@@ -3044,37 +3096,29 @@ IPT_DEF void pt_pkt_free_decoder(struct pt_packet_decoder *decoder)
 
 IPT_DEF int pt_pkt_sync_forward(struct pt_packet_decoder *decoder)
 {
-	const uint8_t *pos, *sync, *begin;
-	size_t back;
+	const uint8_t *sync;
+	size_t off;
 	int errcode;
 
 	if (!decoder)
 		return -pte_invalid;
 
-	begin = decoder->config.begin;
 	sync = decoder->sync;
-	pos = decoder->pos;
-	if (!pos)
-		pos = begin;
+	off = 0;
+	if (decoder->pos)
+		off = (size_t) (decoder->pos - decoder->config.begin);
 
-	/* Move past the PSB we are synchronized at. */
-	if (pos == sync) {
-		if (ipt__pkt_left(pos, &decoder->config) < IPT__PSB_SIZE)
-			return -pte_internal;
-		pos += IPT__PSB_SIZE;
-	}
+	/* Move past the PSB we are synchronized at, but start a bit earlier
+	 * to find a PSB that the preceding packet partially consumed. */
+	if (decoder->config.begin + off == sync)
+		off += IPT__PSB_SIZE;
+	off -= (off < IPT__PSB_SIZE) ? off : IPT__PSB_SIZE - 1;
 
-	if (pos < begin)
+	if ((size_t) (decoder->config.end - decoder->config.begin) < off)
 		return -pte_internal;
 
-	/* Start a bit earlier to find a PSB that the preceding packet
-	 * partially consumed. */
-	back = (size_t) (pos - begin);
-	if (back >= IPT__PSB_SIZE)
-		back = IPT__PSB_SIZE - 1;
-	pos -= back;
-
-	errcode = ipt__sync_forward(&sync, pos, &decoder->config);
+	errcode = ipt__sync_forward(&sync, decoder->config.begin + off,
+				    &decoder->config);
 	if (errcode < 0)
 		return errcode;
 
@@ -3289,13 +3333,14 @@ static int ipt__pkt_decode(struct pt_packet_decoder *decoder,
 			size = ipt__pkt_read_tma(&packet->payload.tma, pos,
 						 config);
 			/* SKZ84: TSC scaling or offsetting may corrupt TMA;
-			 * reserved bits set is what can be seen.  The error
-			 * stays, but the packet says how much to skip. */
+			 * reserved bits set is what can be seen.  Such a TMA
+			 * decodes as an invalid packet one byte longer. */
 			if (size == -pte_bad_packet &&
 			    decoder->config.errata.skz84) {
 				packet->type = ppt_invalid;
 				packet->size = (uint8_t) (ipt__layout[ppt_tma]
 							  .size + 1);
+				return packet->size;
 			}
 			break;
 
@@ -3368,19 +3413,24 @@ static int ipt__pkt_decode(struct pt_packet_decoder *decoder,
 	return size;
 }
 
-/* Decode the next packet and move past it.  Same semantics as libipt's
- * pt_pkt_next: the packet is copied out as the caller's size says (bytes
- * past sizeof(struct pt_packet) zeroed, fewer bytes truncated). */
-IPT_DEF int pt_pkt_next(struct pt_packet_decoder *decoder,
-			struct pt_packet *packet, size_t psize)
+/* Keeps the slow path out of pt_pkt_next so that its fast path needs no
+ * stack frame. */
+#if defined(__GNUC__) || defined(__clang__)
+#define IPT__NOINLINE __attribute__((noinline))
+#else
+#define IPT__NOINLINE
+#endif
+
+/* pt_pkt_next for everything but the common packets: decode, copy out as
+ * the caller's size says (bytes past sizeof(struct pt_packet) zeroed,
+ * fewer bytes truncated), advance. */
+static IPT__NOINLINE int ipt__pkt_next_slow(struct pt_packet_decoder *decoder,
+			      struct pt_packet *packet, size_t psize)
 {
 	struct pt_packet pkt;
 	int size;
 
-	if (!packet || !decoder)
-		return -pte_invalid;
-
-	if (IPT__LIKELY(psize == sizeof(pkt))) {
+	if (psize == sizeof(pkt)) {
 		size = ipt__pkt_decode(decoder, packet);
 		if (size < 0)
 			return size;
@@ -3399,6 +3449,46 @@ IPT_DEF int pt_pkt_next(struct pt_packet_decoder *decoder,
 
 	decoder->pos += size;
 	return size;
+}
+
+/* Decode the next packet and move past it.  Same semantics as libipt's
+ * pt_pkt_next.  Most packets in a trace are TNT-8 or PAD (three quarters
+ * and a fifth in a typical perf trace): those are decoded here, without
+ * dispatch and without a stack frame. */
+IPT_DEF int pt_pkt_next(struct pt_packet_decoder *decoder,
+			struct pt_packet *packet, size_t psize)
+{
+	const uint8_t *pos;
+	unsigned int b;
+
+	if (!packet || !decoder)
+		return -pte_invalid;
+
+	pos = decoder->pos;
+	if (IPT__LIKELY(psize == sizeof(*packet) && pos &&
+			decoder->config.begin <= pos &&
+			pos < decoder->config.end)) {
+		b = pos[0];
+		if (IPT__LIKELY(!(b & 1) && b > IPT__OPC_EXT)) {
+			uint8_t bit_size = ipt__msb(b >> IPT__OPM_TNT_8_SHR);
+
+			packet->type = ppt_tnt_8;
+			packet->size = 1;
+			packet->payload.tnt.bit_size = bit_size;
+			packet->payload.tnt.payload =
+				(b >> IPT__OPM_TNT_8_SHR) & ~(1u << bit_size);
+			decoder->pos = pos + 1;
+			return 1;
+		}
+		if (b == IPT__OPC_PAD) {
+			packet->type = ppt_pad;
+			packet->size = 1;
+			decoder->pos = pos + 1;
+			return 1;
+		}
+	}
+
+	return ipt__pkt_next_slow(decoder, packet, psize);
 }
 
 /* ---- last-IP tracking ---- */
@@ -6813,16 +6903,5242 @@ IPT_DEF int pt_qry_core_bus_ratio(struct pt_query_decoder *decoder,
 
 /* ==== >>img  image ========================================================
  * Code memory by address space: the read-memory callback, and in hosted
- * builds file sections and the image section cache on top of it. */
+ * builds file sections and the image section cache on top of it.
+ *
+ * A read at an address asks the image's sections first and the callback
+ * second, as libipt's pt_image_read does.  Sections never change their
+ * bytes, so they are read straight from memory; what the callback gives is
+ * kept in a page cache so that decoding a loop does not call it again and
+ * again.  Every change to what the image would read bumps a generation
+ * counter that the block decoder compares against its own caches.
+ *
+ * Internal interface, for the layers below:
+ *
+ *   int ipt__image_init(struct pt_image *, const char *name);
+ *   void ipt__image_fini(struct pt_image *);
+ *       an image embedded in a decoder (its default image)
+ *   int ipt__image_read(struct pt_image *image, int *isid, uint8_t *buffer,
+ *                       uint16_t size, const struct pt_asid *asid,
+ *                       uint64_t addr);
+ *       up to size bytes at addr; the count, or -pte_nomap if neither a
+ *       section nor the callback has addr, or another error.  A read stops
+ *       at the end of a section (or where the callback stopped), so an
+ *       instruction may need a second read.  *isid is the section's
+ *       identifier, zero for the callback.
+ *   uint64_t ipt__image_generation(const struct pt_image *);
+ *   int ipt__asid_from_user(struct pt_asid *, const struct pt_asid *user);
+ *   int ipt__asid_to_user(struct pt_asid *user, const struct pt_asid *,
+ *                         size_t size);
+ *   int ipt__asid_match(const struct pt_asid *, const struct pt_asid *);
+ *
+ * An image is not locked: one thread at a time may use it. */
+
+#ifndef IPT_IMAGE_CACHE_LIMIT
+#define IPT_IMAGE_CACHE_LIMIT ((uint64_t) 16 << 20)
+#endif
+
+#define IPT__PAGE_SHIFT 12
+#define IPT__PAGE_SIZE ((uint32_t) 1 << IPT__PAGE_SHIFT)
+#define IPT__PAGE_MASK ((uint64_t) IPT__PAGE_SIZE - 1)
+
+/* At most this many hash buckets, however large the limit: beyond it the
+ * chains grow instead of the table. */
+#define IPT__PAGE_BUCKETS_MAX ((uint32_t) 1 << 16)
+
+/* ---- address spaces ---- */
+
+/* Copies a caller's asid of any size: fields it lacks stay wildcards, fields
+ * this library does not know are ignored.  Same rules as libipt's
+ * pt_asid_from_user. */
+static IPT__UNUSED int ipt__asid_from_user(struct pt_asid *asid,
+					   const struct pt_asid *user)
+{
+	if (!asid)
+		return -pte_internal;
+
+	pt_asid_init(asid);
+	if (user) {
+		size_t size = user->size;
+
+		if (sizeof(*asid) < size)
+			size = sizeof(*asid);
+		IPT_MEMCPY(asid, user, size);
+		asid->size = sizeof(*asid);
+	}
+	return 0;
+}
+
+/* Gives a caller as much of asid as its size holds. */
+static IPT__UNUSED int ipt__asid_to_user(struct pt_asid *user,
+					 const struct pt_asid *asid, size_t size)
+{
+	if (!user || !asid)
+		return -pte_internal;
+	if (size < sizeof(asid->size))
+		return -pte_invalid;
+	if (sizeof(*asid) < size)
+		size = sizeof(*asid);
+	IPT_MEMCPY(user, asid, size);
+	user->size = size;
+	return 0;
+}
+
+static int ipt__key_match(uint64_t lcr3, uint64_t lvmcs, uint64_t rcr3,
+			  uint64_t rvmcs)
+{
+	if (lcr3 != rcr3 && lcr3 != pt_asid_no_cr3 && rcr3 != pt_asid_no_cr3)
+		return 0;
+	if (lvmcs != rvmcs && lvmcs != pt_asid_no_vmcs &&
+	    rvmcs != pt_asid_no_vmcs)
+		return 0;
+	return 1;
+}
+
+/* Two address spaces match unless both give a cr3 (or both a vmcs) and the
+ * values differ: pt_asid_no_cr3 and pt_asid_no_vmcs match anything.
+ * Returns 1 on a match, 0 otherwise. */
+static IPT__UNUSED int ipt__asid_match(const struct pt_asid *lhs,
+				       const struct pt_asid *rhs)
+{
+	if (!lhs || !rhs)
+		return -pte_internal;
+	return ipt__key_match(lhs->cr3, lhs->vmcs, rhs->cr3, rhs->vmcs);
+}
+
+static char *ipt__strdup(const char *str, size_t *psize)
+{
+	size_t size;
+	char *copy;
+
+	*psize = 0;
+	if (!str)
+		return NULL;
+	for (size = 0; str[size]; ++size)
+		;
+	size += 1;
+	copy = (char *) ipt__alloc(size);
+	if (copy) {
+		IPT_MEMCPY(copy, str, size);
+		*psize = size;
+	}
+	return copy;
+}
+
+/* ---- the page cache of callback memory ----
+ *
+ * The callback may be slow (a ptrace peek, a core file lookup), and a
+ * decoder reads the same code over and over, so what it gives is kept in
+ * 4 KiB pages keyed by the exact cr3/vmcs the decoder asked with and the
+ * page address.  The bound (IPT_IMAGE_CACHE_LIMIT, or
+ * ipt_image_set_cache_limit) counts page data: limit / 4096 entries of a
+ * little over 4 KiB each, plus a hash table of at most 64 Ki pointers.
+ *
+ * An entry holds one run [lo, hi) of a page.  A miss asks the callback for
+ * the rest of the page from its start (mappings mostly start at page
+ * boundaries), or from the missed address when there is nothing at the
+ * start.  A callback giving less than asked has told where its mapping
+ * ends: the run is "bounded" and a read reaching hi stops there, as the
+ * callback itself would have.  To tell a mapping that ends exactly at the
+ * page end from one that goes on, the callback is asked for one byte
+ * more.  An unbounded run reaches the page end and a read goes on in the
+ * next page.  Runs of one page never overlap: a new run replaces those it
+ * covers.  So a read gives what one call of the callback would, for any
+ * callback that behaves like a view of memory.
+ *
+ * Entries live in a hash table and on a list from most to least recently
+ * used; at the limit the least recently used entry is taken for the next
+ * miss, so a full cache allocates nothing more.  Errors are not cached:
+ * each read of unmapped memory calls the callback. */
+
+struct ipt__page {
+	/* The next entry in the hash bucket, or on the spare list. */
+	struct ipt__page *chain;
+	/* The neighbours on the recently-used list. */
+	struct ipt__page *newer, *older;
+	uint64_t cr3, vmcs, base;
+	uint32_t lo, hi;
+	uint32_t bounded;
+	/* The page's bytes, and room for one byte of the next page: see
+	 * ipt__pcache_fill. */
+	uint8_t data[IPT__PAGE_SIZE + 1];
+};
+
+struct ipt__pcache {
+	struct ipt__page **buckets;
+	uint32_t nbuckets;
+	struct ipt__page *newest, *oldest;
+	/* Entries allocated but not holding anything. */
+	struct ipt__page *spare;
+	/* Entries allocated, in use or spare, and the most allowed. */
+	uint64_t npages, max_pages;
+	/* Statistics, for tests and tuning. */
+	uint64_t hits, misses;
+};
+
+#ifndef IPT_NO_STDIO
+struct ipt__section;
+struct ipt__msec;
+#endif
+
+struct pt_image {
+	char *name;
+	size_t name_size;
+#ifndef IPT_NO_STDIO
+	/* The mapped file sections, most recently hit first. */
+	struct ipt__msec *sections;
+#endif
+	read_memory_callback_t *callback;
+	void *context;
+	uint64_t generation;
+	struct ipt__pcache pages;
+};
+
+static uint32_t ipt__pcache_slot(const struct ipt__pcache *pc, uint64_t cr3,
+				 uint64_t vmcs, uint64_t base)
+{
+	uint64_t h;
+
+	h = (base >> IPT__PAGE_SHIFT) ^ (cr3 * 0x9e3779b97f4a7c15ull) ^
+	    (vmcs * 0xc2b2ae3d27d4eb4full);
+	h ^= h >> 31;
+	h *= 0xbf58476d1ce4e5b9ull;
+	h ^= h >> 29;
+	return (uint32_t) h & (pc->nbuckets - 1);
+}
+
+static void ipt__pcache_lru_unlink(struct ipt__pcache *pc,
+				   struct ipt__page *page)
+{
+	if (page->newer)
+		page->newer->older = page->older;
+	else
+		pc->newest = page->older;
+	if (page->older)
+		page->older->newer = page->newer;
+	else
+		pc->oldest = page->newer;
+	page->newer = page->older = NULL;
+}
+
+static void ipt__pcache_lru_push(struct ipt__pcache *pc,
+				 struct ipt__page *page)
+{
+	page->newer = NULL;
+	page->older = pc->newest;
+	if (pc->newest)
+		pc->newest->newer = page;
+	else
+		pc->oldest = page;
+	pc->newest = page;
+}
+
+/* Takes page out of its bucket and off the recently-used list. */
+static void ipt__pcache_unlink(struct ipt__pcache *pc, struct ipt__page *page)
+{
+	struct ipt__page **pp;
+
+	pp = &pc->buckets[ipt__pcache_slot(pc, page->cr3, page->vmcs,
+					   page->base)];
+	for (; *pp; pp = &(*pp)->chain) {
+		if (*pp == page) {
+			*pp = page->chain;
+			break;
+		}
+	}
+	page->chain = NULL;
+	ipt__pcache_lru_unlink(pc, page);
+}
+
+static void ipt__pcache_release(struct ipt__pcache *pc, struct ipt__page *page)
+{
+	page->chain = pc->spare;
+	pc->spare = page;
+}
+
+static void ipt__pcache_free_spares(struct ipt__pcache *pc)
+{
+	while (pc->spare) {
+		struct ipt__page *page = pc->spare;
+
+		pc->spare = page->chain;
+		ipt__free(page, sizeof(*page));
+		pc->npages -= 1;
+	}
+}
+
+/* Forgets everything; keeps the limit. */
+static void ipt__pcache_clear(struct ipt__pcache *pc)
+{
+	while (pc->newest) {
+		struct ipt__page *page = pc->newest;
+
+		pc->newest = page->older;
+		ipt__free(page, sizeof(*page));
+		pc->npages -= 1;
+	}
+	pc->oldest = NULL;
+	ipt__pcache_free_spares(pc);
+	ipt__free(pc->buckets, pc->nbuckets * sizeof(*pc->buckets));
+	pc->buckets = NULL;
+	pc->nbuckets = 0;
+}
+
+static uint64_t ipt__pcache_pages(uint64_t bytes)
+{
+	return bytes >> IPT__PAGE_SHIFT;
+}
+
+/* The entry holding addr in the exact address space cr3/vmcs, or NULL. */
+static struct ipt__page *ipt__pcache_find(struct ipt__pcache *pc, uint64_t cr3,
+					  uint64_t vmcs, uint64_t addr)
+{
+	struct ipt__page *page;
+	uint64_t base;
+	uint32_t off;
+
+	if (!pc->buckets)
+		return NULL;
+	base = addr & ~IPT__PAGE_MASK;
+	off = (uint32_t) (addr & IPT__PAGE_MASK);
+	page = pc->buckets[ipt__pcache_slot(pc, cr3, vmcs, base)];
+	for (; page; page = page->chain) {
+		if (page->base == base && page->cr3 == cr3 &&
+		    page->vmcs == vmcs && page->lo <= off && off < page->hi)
+			return page;
+	}
+	return NULL;
+}
+
+/* An entry to fill: a spare one, a new one within the limit, or the least
+ * recently used one.  NULL if there is no memory for any. */
+static struct ipt__page *ipt__pcache_take(struct ipt__pcache *pc)
+{
+	struct ipt__page *page;
+
+	if (!pc->buckets) {
+		uint64_t want = pc->max_pages;
+		uint32_t n = 16;
+
+		while (n < want && n < IPT__PAGE_BUCKETS_MAX)
+			n <<= 1;
+		pc->buckets = (struct ipt__page **) ipt__zalloc(
+			n * sizeof(*pc->buckets));
+		if (!pc->buckets)
+			return NULL;
+		pc->nbuckets = n;
+	}
+
+	page = pc->spare;
+	if (page) {
+		pc->spare = page->chain;
+		page->chain = NULL;
+		return page;
+	}
+
+	if (pc->npages < pc->max_pages) {
+		page = (struct ipt__page *) ipt__alloc(sizeof(*page));
+		if (page) {
+			pc->npages += 1;
+			page->chain = page->newer = page->older = NULL;
+			return page;
+		}
+	}
+
+	page = pc->oldest;
+	if (page)
+		ipt__pcache_unlink(pc, page);
+	return page;
+}
+
+/* Asks the callback for the bytes from addr to the end of its page and
+ * caches them.  Returns the number of bytes and the entry in *ppage, zero or
+ * the callback's error (nothing cached), or -pte_nomem if no entry could be
+ * had (the caller then reads uncached).
+ *
+ * Mappings usually end at page boundaries, and a read across one must stop
+ * there as the callback would.  So the callback is asked for one byte more
+ * than the page holds: if it gives that byte, its mapping goes on into the
+ * next page; if not, the run is bounded at the page end. */
+static int ipt__pcache_fill(struct pt_image *image, const struct pt_asid *asid,
+			    uint64_t cr3, uint64_t vmcs, uint64_t addr,
+			    struct ipt__page **ppage)
+{
+	struct ipt__pcache *pc = &image->pages;
+	struct ipt__page *page, **pp;
+	uint64_t base;
+	uint32_t off, want, ask, slot, bounded;
+	int status;
+
+	page = ipt__pcache_take(pc);
+	if (!page)
+		return -pte_nomem;
+
+	base = addr & ~IPT__PAGE_MASK;
+	off = (uint32_t) (addr & IPT__PAGE_MASK);
+	want = IPT__PAGE_SIZE - off;
+
+	pc->misses += 1;
+	/* No next page above the top of the address space. */
+	ask = want + (base + IPT__PAGE_SIZE != 0);
+	status = image->callback(page->data + off, ask, asid, addr,
+				 image->context);
+	if (status <= 0) {
+		ipt__pcache_release(pc, page);
+		return status;
+	}
+	if ((uint32_t) status > ask)
+		status = (int) ask;
+	bounded = (uint32_t) status < ask;
+	if ((uint32_t) status > want)
+		status = (int) want;
+
+	/* Runs of this page that the new one overlaps are stale or covered. */
+	slot = ipt__pcache_slot(pc, cr3, vmcs, base);
+	for (pp = &pc->buckets[slot]; *pp;) {
+		struct ipt__page *old = *pp;
+
+		if (old->base == base && old->cr3 == cr3 &&
+		    old->vmcs == vmcs && old->lo < off + (uint32_t) status &&
+		    off < old->hi) {
+			*pp = old->chain;
+			old->chain = NULL;
+			ipt__pcache_lru_unlink(pc, old);
+			ipt__pcache_release(pc, old);
+			continue;
+		}
+		pp = &old->chain;
+	}
+
+	page->cr3 = cr3;
+	page->vmcs = vmcs;
+	page->base = base;
+	page->lo = off;
+	page->hi = off + (uint32_t) status;
+	page->bounded = bounded;
+	page->chain = pc->buckets[slot];
+	pc->buckets[slot] = page;
+	ipt__pcache_lru_push(pc, page);
+
+	*ppage = page;
+	return status;
+}
+
+/* Fills the page holding addr: from the page start first, since mappings
+ * mostly start at page boundaries and a later read below addr then hits;
+ * from addr itself if the callback has nothing at the page start or stops
+ * before addr (each costs a call per miss, as do callback errors, which are
+ * not cached).  Returns a positive number, or what ipt__pcache_fill does. */
+static int ipt__pcache_miss(struct pt_image *image, const struct pt_asid *asid,
+			    uint64_t cr3, uint64_t vmcs, uint64_t addr,
+			    struct ipt__page **ppage)
+{
+	uint32_t off = (uint32_t) (addr & IPT__PAGE_MASK);
+
+	/* Once the start of the page is cached, asking there again can't
+	 * reach addr. */
+	if (off && !ipt__pcache_find(&image->pages, cr3, vmcs, addr - off)) {
+		int status;
+
+		status = ipt__pcache_fill(image, asid, cr3, vmcs,
+					  addr - off, ppage);
+		if (status > 0 && off < (*ppage)->hi)
+			return status;
+		if (status == -pte_nomem)
+			return status;
+	}
+	return ipt__pcache_fill(image, asid, cr3, vmcs, addr, ppage);
+}
+
+/* Reads through the callback, from the page cache where it can.  Same
+ * result as one call of the callback for (addr, size), given a callback
+ * that behaves like a view of memory (see >>api-img-ext). */
+static int ipt__image_read_callback(struct pt_image *image, int *isid,
+				    uint8_t *buffer, uint16_t size,
+				    const struct pt_asid *asid, uint64_t addr)
+{
+	struct ipt__pcache *pc = &image->pages;
+	uint64_t cr3, vmcs;
+	uint32_t done;
+
+	if (!image->callback)
+		return -pte_nomap;
+	*isid = 0;
+
+	if (!pc->max_pages || !size)
+		return image->callback(buffer, size, asid, addr,
+				       image->context);
+
+	cr3 = asid ? asid->cr3 : pt_asid_no_cr3;
+	vmcs = asid ? asid->vmcs : pt_asid_no_vmcs;
+
+	for (done = 0;;) {
+		struct ipt__page *page;
+		uint64_t at = addr + done;
+		uint32_t off, n;
+
+		/* Decoding mostly stays in the page it read last. */
+		page = pc->newest;
+		if (page && page->base == (at & ~IPT__PAGE_MASK) &&
+		    page->cr3 == cr3 && page->vmcs == vmcs &&
+		    page->lo <= (at & IPT__PAGE_MASK) &&
+		    (at & IPT__PAGE_MASK) < page->hi)
+			pc->hits += 1;
+		else if ((page = ipt__pcache_find(pc, cr3, vmcs, at)) != NULL) {
+			pc->hits += 1;
+			ipt__pcache_lru_unlink(pc, page);
+			ipt__pcache_lru_push(pc, page);
+		} else {
+			int status;
+
+			status = ipt__pcache_miss(image, asid, cr3, vmcs, at,
+						  &page);
+			if (status == -pte_nomem) {
+				status = image->callback(buffer + done,
+							 size - done, asid, at,
+							 image->context);
+				if (status > 0) {
+					if ((uint32_t) status > size - done)
+						status = (int) (size - done);
+					return (int) done + status;
+				}
+			}
+			if (status <= 0)
+				return done ? (int) done : status;
+		}
+
+		off = (uint32_t) (at & IPT__PAGE_MASK);
+		n = page->hi - off;
+		if (n > (uint32_t) size - done)
+			n = (uint32_t) size - done;
+		IPT_MEMCPY(buffer + done, page->data + off, n);
+		done += n;
+
+		/* Stop when done, where the callback stopped, or at the top
+		 * of the address space. */
+		if (done == size || page->bounded || at + n == 0)
+			return (int) done;
+	}
+}
+
+/* ---- file sections (hosted builds) ----
+ *
+ * A section is a range of a file, read into memory when first needed and
+ * shared by reference between images and the image section cache.  Images
+ * map sections at an address in an address space; a mapping may cover only
+ * part of its section when a newer mapping overlaid the rest.  A section of
+ * an image section cache counts against the cache's limit while loaded; the
+ * least recently used ones are dropped beyond it and reloaded on demand.
+ * Other sections stay loaded while referenced. */
+
+#ifndef IPT_NO_STDIO
+#include <limits.h>
+#include <stdio.h>
+
+struct ipt__section {
+	char *filename;
+	size_t filename_size;
+	/* The file range: where it starts and how many bytes it has. */
+	uint64_t offset, size;
+	/* Its bytes, when loaded. */
+	uint8_t *data;
+	uint32_t ucount;
+	/* The image section cache that owns the section, and the neighbours
+	 * on its list of loaded sections (most recently used first). */
+	struct pt_image_section_cache *iscache;
+	struct ipt__section *newer, *older;
+	uint8_t in_lru;
+};
+
+struct ipt__msec {
+	struct ipt__msec *next;
+	struct ipt__section *section;
+	struct pt_asid asid;
+	/* Mapped at vaddr: size bytes from offset in the section. */
+	uint64_t vaddr, offset, size;
+	int isid;
+};
+
+struct ipt__iscache_entry {
+	struct ipt__section *section;
+	uint64_t laddr;
+};
+
+struct pt_image_section_cache {
+	char *name;
+	size_t name_size;
+	struct ipt__iscache_entry *entries;
+	uint32_t nentries, capacity;
+	struct ipt__section *newest, *oldest;
+	uint64_t used, limit;
+};
+
+static int ipt__filename_eq(const char *a, const char *b)
+{
+	size_t i;
+
+	for (i = 0; a[i] && a[i] == b[i]; ++i)
+		;
+	return a[i] == b[i];
+}
+
+/* The size of filename, or -pte_bad_file if it can't be opened and read. */
+static int ipt__file_size(const char *filename, uint64_t *psize)
+{
+	FILE *file;
+	long end;
+	int status;
+
+	file = fopen(filename, "rb");
+	if (!file)
+		return -pte_bad_file;
+	status = fseek(file, 0, SEEK_END);
+	end = status ? -1 : ftell(file);
+	fclose(file);
+	if (end < 0)
+		return -pte_bad_file;
+	*psize = (uint64_t) end;
+	return 0;
+}
+
+/* Reads size bytes at offset from filename.  The file may have shrunk since
+ * the section was made: that is -pte_bad_image. */
+static int ipt__file_read(const char *filename, uint8_t *buffer, size_t size,
+			  uint64_t offset)
+{
+	FILE *file;
+	size_t got;
+
+	if ((uint64_t) LONG_MAX < offset)
+		return -pte_bad_image;
+	file = fopen(filename, "rb");
+	if (!file)
+		return -pte_bad_image;
+	if (fseek(file, (long) offset, SEEK_SET)) {
+		fclose(file);
+		return -pte_bad_image;
+	}
+	got = fread(buffer, 1, size, file);
+	fclose(file);
+	return got == size ? 0 : -pte_bad_image;
+}
+
+/* Makes a section for size bytes at offset of filename, truncated to the
+ * file.  Errors as libipt's pt_mk_section: -pte_invalid for a name too long
+ * or an offset at or past the end of the file, -pte_bad_file for a file that
+ * can't be read. */
+static int ipt__section_mk(struct ipt__section **psection,
+			   const char *filename, uint64_t offset, uint64_t size)
+{
+	struct ipt__section *section;
+	uint64_t fsize;
+	size_t len;
+	int errcode;
+
+	for (len = 0; len < FILENAME_MAX && filename[len]; ++len)
+		;
+	if (FILENAME_MAX <= len)
+		return -pte_invalid;
+
+	errcode = ipt__file_size(filename, &fsize);
+	if (errcode < 0)
+		return errcode;
+	if (fsize <= offset)
+		return -pte_invalid;
+	fsize -= offset;
+	if (fsize < size)
+		size = fsize;
+
+	section = (struct ipt__section *) ipt__zalloc(sizeof(*section));
+	if (!section)
+		return -pte_nomem;
+	section->filename = ipt__strdup(filename, &section->filename_size);
+	if (!section->filename) {
+		ipt__free(section, sizeof(*section));
+		return -pte_nomem;
+	}
+	section->offset = offset;
+	section->size = size;
+	section->ucount = 1;
+	*psection = section;
+	return 0;
+}
+
+static void ipt__section_unload(struct ipt__section *section)
+{
+	struct pt_image_section_cache *iscache = section->iscache;
+
+	if (iscache && section->in_lru) {
+		if (section->newer)
+			section->newer->older = section->older;
+		else
+			iscache->newest = section->older;
+		if (section->older)
+			section->older->newer = section->newer;
+		else
+			iscache->oldest = section->newer;
+		section->newer = section->older = NULL;
+		section->in_lru = 0;
+		iscache->used -= section->size;
+	}
+	ipt__free(section->data, (size_t) section->size);
+	section->data = NULL;
+}
+
+static int ipt__section_get(struct ipt__section *section)
+{
+	if (!section)
+		return -pte_internal;
+	if (section->ucount == UINT32_MAX)
+		return -pte_overflow;
+	section->ucount += 1;
+	return 0;
+}
+
+static void ipt__section_put(struct ipt__section *section)
+{
+	if (!section)
+		return;
+	if (--section->ucount)
+		return;
+	ipt__section_unload(section);
+	ipt__free(section->filename, section->filename_size);
+	ipt__free(section, sizeof(*section));
+}
+
+/* Moves a loaded section of an image section cache to the front of its
+ * list. */
+static void ipt__section_touch(struct ipt__section *section)
+{
+	struct pt_image_section_cache *iscache = section->iscache;
+
+	if (!iscache || !section->in_lru || iscache->newest == section)
+		return;
+	section->newer->older = section->older;
+	if (section->older)
+		section->older->newer = section->newer;
+	else
+		iscache->oldest = section->newer;
+	section->newer = NULL;
+	section->older = iscache->newest;
+	iscache->newest->newer = section;
+	iscache->newest = section;
+}
+
+/* Drops the least recently used sections of iscache beyond its limit, but
+ * never keep (the one just loaded). */
+static void ipt__iscache_prune(struct pt_image_section_cache *iscache,
+			       const struct ipt__section *keep)
+{
+	while (iscache->limit < iscache->used && iscache->oldest &&
+	       iscache->oldest != keep)
+		ipt__section_unload(iscache->oldest);
+}
+
+/* Loads a section's bytes.  A section of an image section cache that is
+ * bigger than the cache's limit is not loaded: returns zero with
+ * section->data still NULL and the caller reads the file directly. */
+static int ipt__section_load(struct ipt__section *section)
+{
+	struct pt_image_section_cache *iscache = section->iscache;
+	uint8_t *data;
+	int errcode;
+
+	if (section->data || !section->size)
+		return 0;
+	if (iscache && iscache->limit < section->size)
+		return 0;
+	if ((uint64_t) (size_t) section->size != section->size)
+		return -pte_nomem;
+
+	data = (uint8_t *) ipt__alloc((size_t) section->size);
+	if (!data)
+		return -pte_nomem;
+	errcode = ipt__file_read(section->filename, data,
+				 (size_t) section->size, section->offset);
+	if (errcode < 0) {
+		ipt__free(data, (size_t) section->size);
+		return errcode;
+	}
+	section->data = data;
+
+	if (iscache) {
+		section->newer = NULL;
+		section->older = iscache->newest;
+		if (iscache->newest)
+			iscache->newest->newer = section;
+		else
+			iscache->oldest = section;
+		iscache->newest = section;
+		section->in_lru = 1;
+		iscache->used += section->size;
+		ipt__iscache_prune(iscache, section);
+	}
+	return 0;
+}
+
+/* Reads up to size bytes at offset in section, stopping at its end.
+ * Returns the number of bytes, -pte_nomap if offset is past the end. */
+static int ipt__section_read(struct ipt__section *section, uint8_t *buffer,
+			     uint16_t size, uint64_t offset)
+{
+	uint64_t space;
+	int errcode;
+
+	if (section->size <= offset)
+		return -pte_nomap;
+	space = section->size - offset;
+	if (space < size)
+		size = (uint16_t) space;
+
+	if (!section->data) {
+		errcode = ipt__section_load(section);
+		if (errcode < 0)
+			return errcode;
+		if (!section->data) {
+			errcode = ipt__file_read(section->filename, buffer,
+						 size,
+						 section->offset + offset);
+			return errcode < 0 ? errcode : (int) size;
+		}
+	} else
+		ipt__section_touch(section);
+
+	IPT_MEMCPY(buffer, section->data + offset, size);
+	return (int) size;
+}
+
+static struct ipt__msec *ipt__msec_mk(struct ipt__section *section,
+				      const struct pt_asid *asid,
+				      uint64_t vaddr, uint64_t offset,
+				      uint64_t size, int isid)
+{
+	struct ipt__msec *msec;
+
+	if (ipt__section_get(section) < 0)
+		return NULL;
+	msec = (struct ipt__msec *) ipt__zalloc(sizeof(*msec));
+	if (!msec) {
+		ipt__section_put(section);
+		return NULL;
+	}
+	msec->section = section;
+	msec->asid = *asid;
+	msec->vaddr = vaddr;
+	msec->offset = offset;
+	msec->size = size;
+	msec->isid = isid;
+	return msec;
+}
+
+static void ipt__msec_free(struct ipt__msec *msec)
+{
+	ipt__section_put(msec->section);
+	ipt__free(msec, sizeof(*msec));
+}
+
+static void ipt__msec_free_list(struct ipt__msec *list)
+{
+	while (list) {
+		struct ipt__msec *next = list->next;
+
+		ipt__msec_free(list);
+		list = next;
+	}
+}
+
+/* Maps size bytes at offset of section at vaddr in asid.  The new mapping
+ * hides what it overlaps in matching address spaces: those mappings are
+ * removed and what is left of them at either side is mapped anew, after
+ * libipt's pt_image_add.  On error the image is unchanged. */
+static int ipt__image_add(struct pt_image *image, struct ipt__section *section,
+			  const struct pt_asid *asid, uint64_t vaddr,
+			  uint64_t offset, uint64_t size, int isid)
+{
+	struct ipt__msec **list, *next, *removed, *fresh;
+	uint64_t begin, end;
+	int errcode;
+
+	begin = vaddr;
+	end = begin + size;
+
+	next = ipt__msec_mk(section, asid, begin, offset, size, isid);
+	if (!next)
+		return -pte_nomem;
+
+	removed = NULL;
+	errcode = 0;
+	list = &image->sections;
+	while (*list) {
+		struct ipt__msec *cur = *list;
+		uint64_t lbegin, lend;
+
+		if (!ipt__asid_match(&cur->asid, asid)) {
+			list = &cur->next;
+			continue;
+		}
+		lbegin = cur->vaddr;
+		lend = lbegin + cur->size;
+		if (end <= lbegin || lend <= begin) {
+			list = &cur->next;
+			continue;
+		}
+
+		*list = cur->next;
+		cur->next = removed;
+		removed = cur;
+
+		if (lbegin < begin) {
+			fresh = ipt__msec_mk(cur->section, &cur->asid, lbegin,
+					     cur->offset, begin - lbegin,
+					     cur->isid);
+			if (!fresh) {
+				errcode = -pte_nomem;
+				break;
+			}
+			fresh->next = next;
+			next = fresh;
+		}
+		if (end < lend) {
+			fresh = ipt__msec_mk(cur->section, &cur->asid, end,
+					     cur->offset + (end - lbegin),
+					     lend - end, cur->isid);
+			if (!fresh) {
+				errcode = -pte_nomem;
+				break;
+			}
+			fresh->next = next;
+			next = fresh;
+		}
+	}
+
+	if (errcode < 0) {
+		ipt__msec_free_list(next);
+		for (; *list; list = &(*list)->next)
+			;
+		*list = removed;
+		return errcode;
+	}
+
+	ipt__msec_free_list(removed);
+	*list = next;
+	image->generation += 1;
+	return 0;
+}
+
+/* Reads from the section mapped at addr in asid, and moves its mapping to
+ * the front.  -pte_nomap if there is none. */
+static int ipt__image_read_sections(struct pt_image *image, int *isid,
+				    uint8_t *buffer, uint16_t size,
+				    const struct pt_asid *asid, uint64_t addr)
+{
+	struct ipt__msec **list, *msec;
+	uint64_t space;
+
+	if (!asid)
+		return -pte_internal;
+
+	for (list = &image->sections; *list; list = &(*list)->next) {
+		msec = *list;
+		if (addr < msec->vaddr || addr - msec->vaddr >= msec->size)
+			continue;
+		if (!ipt__asid_match(&msec->asid, asid))
+			continue;
+
+		if (list != &image->sections) {
+			*list = msec->next;
+			msec->next = image->sections;
+			image->sections = msec;
+		}
+
+		*isid = msec->isid;
+		space = msec->size - (addr - msec->vaddr);
+		if (space < size)
+			size = (uint16_t) space;
+		return ipt__section_read(msec->section, buffer, size,
+					 msec->offset + (addr - msec->vaddr));
+	}
+	return -pte_nomap;
+}
+#endif /* IPT_NO_STDIO */
+
+/* ---- the image ---- */
+
+static IPT__UNUSED int ipt__image_init(struct pt_image *image,
+				       const char *name)
+{
+	if (!image)
+		return -pte_internal;
+	IPT_MEMSET(image, 0, sizeof(*image));
+	image->pages.max_pages = ipt__pcache_pages(IPT_IMAGE_CACHE_LIMIT);
+	if (name) {
+		image->name = ipt__strdup(name, &image->name_size);
+		if (!image->name)
+			return -pte_nomem;
+	}
+	return 0;
+}
+
+static IPT__UNUSED void ipt__image_fini(struct pt_image *image)
+{
+	if (!image)
+		return;
+#ifndef IPT_NO_STDIO
+	ipt__msec_free_list(image->sections);
+#endif
+	ipt__pcache_clear(&image->pages);
+	ipt__free(image->name, image->name_size);
+	IPT_MEMSET(image, 0, sizeof(*image));
+}
+
+static IPT__UNUSED uint64_t ipt__image_generation(const struct pt_image *image)
+{
+	return image ? image->generation : 0;
+}
+
+static IPT__UNUSED int ipt__image_read(struct pt_image *image, int *isid,
+				       uint8_t *buffer, uint16_t size,
+				       const struct pt_asid *asid,
+				       uint64_t addr)
+{
+	if (!image || !isid || !buffer)
+		return -pte_internal;
+#ifndef IPT_NO_STDIO
+	if (image->sections) {
+		int status;
+
+		status = ipt__image_read_sections(image, isid, buffer, size,
+						  asid, addr);
+		if (status != -pte_nomap)
+			return status;
+	}
+#endif
+	return ipt__image_read_callback(image, isid, buffer, size, asid, addr);
+}
+
+IPT_DEF struct pt_image *pt_image_alloc(const char *name)
+{
+	struct pt_image *image;
+
+	image = (struct pt_image *) ipt__alloc(sizeof(*image));
+	if (image && ipt__image_init(image, name) < 0) {
+		ipt__free(image, sizeof(*image));
+		image = NULL;
+	}
+	return image;
+}
+
+IPT_DEF void pt_image_free(struct pt_image *image)
+{
+	if (!image)
+		return;
+	ipt__image_fini(image);
+	ipt__free(image, sizeof(*image));
+}
+
+IPT_DEF const char *pt_image_name(const struct pt_image *image)
+{
+	return image ? image->name : NULL;
+}
+
+IPT_DEF int pt_image_set_callback(struct pt_image *image,
+				  read_memory_callback_t *callback,
+				  void *context)
+{
+	if (!image)
+		return -pte_invalid;
+	image->callback = callback;
+	image->context = context;
+	/* What the old callback gave says nothing about the new one. */
+	ipt__pcache_clear(&image->pages);
+	image->generation += 1;
+	return 0;
+}
+
+IPT_DEF int ipt_image_invalidate(struct pt_image *image,
+				 const struct pt_asid *uasid, uint64_t begin,
+				 uint64_t end)
+{
+	struct ipt__pcache *pc;
+	struct ipt__page *page, *older;
+	struct pt_asid asid;
+
+	if (!image || end < begin)
+		return -pte_invalid;
+	(void) ipt__asid_from_user(&asid, uasid);
+
+	pc = &image->pages;
+	image->generation += 1;
+	if (begin == end)
+		return 0;
+
+	for (page = pc->newest; page; page = older) {
+		older = page->older;
+		if (page->base > end - 1 ||
+		    page->base + IPT__PAGE_MASK < begin)
+			continue;
+		if (!ipt__key_match(page->cr3, page->vmcs, asid.cr3,
+				    asid.vmcs))
+			continue;
+		ipt__pcache_unlink(pc, page);
+		ipt__pcache_release(pc, page);
+	}
+	return 0;
+}
+
+IPT_DEF int ipt_image_set_cache_limit(struct pt_image *image, uint64_t bytes)
+{
+	if (!image)
+		return -pte_invalid;
+	/* Start over: the hash table is sized for the limit. */
+	ipt__pcache_clear(&image->pages);
+	image->pages.max_pages = ipt__pcache_pages(bytes);
+	return 0;
+}
+
+/* Copies src's mappings into image, each as it is mapped in src (the same
+ * part of its section, at the same address, in the same address space), in
+ * src's order, so that later ones hide earlier ones they overlap.  The
+ * callback is not copied.  Returns the number of mappings that could not be
+ * added. */
+IPT_DEF int pt_image_copy(struct pt_image *image, const struct pt_image *src)
+{
+	int ignored = 0;
+
+	if (!image || !src)
+		return -pte_invalid;
+	if (image == src)
+		return 0;
+#ifndef IPT_NO_STDIO
+	{
+		const struct ipt__msec *msec;
+
+		for (msec = src->sections; msec; msec = msec->next) {
+			if (ipt__image_add(image, msec->section, &msec->asid,
+					   msec->vaddr, msec->offset,
+					   msec->size, msec->isid) < 0)
+				ignored += 1;
+		}
+	}
+#endif
+	image->generation += 1;
+	return ignored;
+}
+
+IPT_DEF int pt_image_remove_by_filename(struct pt_image *image,
+					const char *filename,
+					const struct pt_asid *uasid)
+{
+	struct pt_asid asid;
+	int removed = 0;
+
+	if (!image || !filename)
+		return -pte_invalid;
+	(void) ipt__asid_from_user(&asid, uasid);
+#ifndef IPT_NO_STDIO
+	{
+		struct ipt__msec **list;
+
+		for (list = &image->sections; *list;) {
+			struct ipt__msec *msec = *list;
+
+			if (!ipt__asid_match(&msec->asid, &asid) ||
+			    !ipt__filename_eq(msec->section->filename,
+					      filename)) {
+				list = &msec->next;
+				continue;
+			}
+			*list = msec->next;
+			ipt__msec_free(msec);
+			removed += 1;
+		}
+	}
+#endif
+	image->generation += 1;
+	return removed;
+}
+
+IPT_DEF int pt_image_remove_by_asid(struct pt_image *image,
+				    const struct pt_asid *uasid)
+{
+	struct pt_asid asid;
+	int removed = 0;
+
+	if (!image)
+		return -pte_invalid;
+	(void) ipt__asid_from_user(&asid, uasid);
+#ifndef IPT_NO_STDIO
+	{
+		struct ipt__msec **list;
+
+		for (list = &image->sections; *list;) {
+			struct ipt__msec *msec = *list;
+
+			if (!ipt__asid_match(&msec->asid, &asid)) {
+				list = &msec->next;
+				continue;
+			}
+			*list = msec->next;
+			ipt__msec_free(msec);
+			removed += 1;
+		}
+	}
+#endif
+	image->generation += 1;
+	return removed;
+}
+
+#ifndef IPT_NO_STDIO
+
+IPT_DEF int pt_image_add_file(struct pt_image *image, const char *filename,
+			      uint64_t offset, uint64_t size,
+			      const struct pt_asid *uasid, uint64_t vaddr)
+{
+	struct ipt__section *section;
+	struct pt_asid asid;
+	int errcode;
+
+	if (!image || !filename)
+		return -pte_invalid;
+	(void) ipt__asid_from_user(&asid, uasid);
+
+	section = NULL;
+	errcode = ipt__section_mk(&section, filename, offset, size);
+	if (errcode < 0)
+		return errcode;
+	errcode = ipt__image_add(image, section, &asid, vaddr, 0,
+				 section->size, 0);
+	ipt__section_put(section);
+	return errcode;
+}
+
+/* ---- the image section cache ----
+ *
+ * A list of (section, load address) entries; the section identifier is the
+ * entry's index plus one.  Entries are never removed, so identifiers stay
+ * valid for the cache's life.  A file range added twice shares one section;
+ * added twice at the same address, it is the same entry. */
+
+IPT_DEF struct pt_image_section_cache *pt_iscache_alloc(const char *name)
+{
+	struct pt_image_section_cache *iscache;
+
+	iscache = (struct pt_image_section_cache *) ipt__zalloc(
+		sizeof(*iscache));
+	if (!iscache)
+		return NULL;
+	iscache->limit = UINT64_MAX;
+	if (name) {
+		iscache->name = ipt__strdup(name, &iscache->name_size);
+		if (!iscache->name) {
+			ipt__free(iscache, sizeof(*iscache));
+			return NULL;
+		}
+	}
+	return iscache;
+}
+
+IPT_DEF void pt_iscache_free(struct pt_image_section_cache *iscache)
+{
+	uint32_t i;
+
+	if (!iscache)
+		return;
+	/* Images may still use the sections: they keep them, unloaded and
+	 * no longer counted against any limit. */
+	while (iscache->oldest)
+		ipt__section_unload(iscache->oldest);
+	for (i = 0; i < iscache->nentries; ++i) {
+		struct ipt__section *section = iscache->entries[i].section;
+
+		if (section->iscache == iscache)
+			section->iscache = NULL;
+		ipt__section_put(section);
+	}
+	ipt__free(iscache->entries,
+		  iscache->capacity * sizeof(*iscache->entries));
+	ipt__free(iscache->name, iscache->name_size);
+	ipt__free(iscache, sizeof(*iscache));
+}
+
+IPT_DEF const char *
+pt_iscache_name(const struct pt_image_section_cache *iscache)
+{
+	return iscache ? iscache->name : NULL;
+}
+
+IPT_DEF int pt_iscache_set_limit(struct pt_image_section_cache *iscache,
+				 uint64_t limit)
+{
+	if (!iscache)
+		return -pte_invalid;
+	iscache->limit = limit;
+	ipt__iscache_prune(iscache, NULL);
+	return 0;
+}
+
+/* The entry with a section for exactly this file range at laddr, else the
+ * first entry with a section for it at another address, else nentries. */
+static uint32_t ipt__iscache_find(const struct pt_image_section_cache *iscache,
+				  const char *filename, uint64_t offset,
+				  uint64_t size, uint64_t laddr)
+{
+	const struct ipt__section *section = NULL;
+	uint32_t i, match = iscache->nentries;
+
+	for (i = 0; i < iscache->nentries; ++i) {
+		const struct ipt__iscache_entry *entry = &iscache->entries[i];
+		const struct ipt__section *sec = entry->section;
+
+		if (sec != section) {
+			/* One section per file range: once found, others
+			 * don't match. */
+			if (section)
+				continue;
+			if (sec->offset != offset || sec->size != size ||
+			    !ipt__filename_eq(sec->filename, filename))
+				continue;
+			section = sec;
+			match = i;
+		}
+		if (entry->laddr == laddr)
+			return i;
+	}
+	return match;
+}
+
+IPT_DEF int pt_iscache_add_file(struct pt_image_section_cache *iscache,
+				const char *filename, uint64_t offset,
+				uint64_t size, uint64_t vaddr)
+{
+	struct ipt__section *section, *fresh;
+	uint32_t match;
+	int errcode;
+
+	if (!iscache || !filename)
+		return -pte_invalid;
+
+	fresh = NULL;
+	match = ipt__iscache_find(iscache, filename, offset, size, vaddr);
+	if (match == iscache->nentries) {
+		errcode = ipt__section_mk(&fresh, filename, offset, size);
+		if (errcode < 0)
+			return errcode;
+
+		/* The file may be shorter than size: look again for the
+		 * range the section really has. */
+		match = ipt__iscache_find(iscache, filename, offset,
+					  fresh->size, vaddr);
+	}
+	if (match < iscache->nentries) {
+		ipt__section_put(fresh);
+		fresh = NULL;
+		if (iscache->entries[match].laddr == vaddr)
+			return (int) match + 1;
+		section = iscache->entries[match].section;
+	} else {
+		section = fresh;
+		section->iscache = iscache;
+	}
+
+	if (iscache->nentries == iscache->capacity) {
+		struct ipt__iscache_entry *entries;
+		uint32_t capacity = iscache->capacity + 8;
+
+		errcode = -pte_nomem;
+		if (capacity > UINT16_MAX + 1u)
+			goto out;
+		entries = (struct ipt__iscache_entry *) ipt__realloc(
+			iscache->entries,
+			iscache->capacity * sizeof(*entries),
+			capacity * sizeof(*entries));
+		if (!entries)
+			goto out;
+		iscache->entries = entries;
+		iscache->capacity = capacity;
+	}
+	errcode = ipt__section_get(section);
+	if (errcode < 0)
+		goto out;
+	iscache->entries[iscache->nentries].section = section;
+	iscache->entries[iscache->nentries].laddr = vaddr;
+	iscache->nentries += 1;
+	errcode = (int) iscache->nentries;
+
+out:
+	/* Drop the reference of a section we made; its entry holds one. */
+	ipt__section_put(fresh);
+	return errcode;
+}
+
+static int ipt__iscache_lookup(const struct pt_image_section_cache *iscache,
+			       int isid, struct ipt__section **psection,
+			       uint64_t *pladdr)
+{
+	if (isid <= 0 || (uint32_t) isid > iscache->nentries)
+		return -pte_bad_image;
+	*psection = iscache->entries[isid - 1].section;
+	*pladdr = iscache->entries[isid - 1].laddr;
+	return 0;
+}
+
+IPT_DEF int pt_iscache_read(struct pt_image_section_cache *iscache,
+			    uint8_t *buffer, uint64_t size, int isid,
+			    uint64_t vaddr)
+{
+	struct ipt__section *section;
+	uint64_t laddr;
+	int errcode;
+
+	if (!iscache || !buffer || !size)
+		return -pte_invalid;
+	errcode = ipt__iscache_lookup(iscache, isid, &section, &laddr);
+	if (errcode < 0)
+		return errcode;
+	if (vaddr < laddr)
+		return -pte_nomap;
+	if (UINT16_MAX < size)
+		size = UINT16_MAX;
+	return ipt__section_read(section, buffer, (uint16_t) size,
+				 vaddr - laddr);
+}
+
+IPT_DEF int pt_image_add_cached(struct pt_image *image,
+				struct pt_image_section_cache *iscache,
+				int isid, const struct pt_asid *uasid)
+{
+	struct ipt__section *section;
+	struct pt_asid asid;
+	uint64_t laddr;
+	int errcode;
+
+	if (!image || !iscache)
+		return -pte_invalid;
+	errcode = ipt__iscache_lookup(iscache, isid, &section, &laddr);
+	if (errcode < 0)
+		return errcode;
+	(void) ipt__asid_from_user(&asid, uasid);
+	return ipt__image_add(image, section, &asid, laddr, 0, section->size,
+			      isid);
+}
+
+#endif /* IPT_NO_STDIO */
 
 /* ==== >>ild  instruction length and class =================================
- * Asks Zydis for an instruction's length and class. */
+ * Asks Zydis for an instruction's length and class.
+ *
+ * Zydis finds the length and the opcode, map, ModRM, prefixes and the
+ * relative immediate; the rules below turn those into libipt's instruction
+ * classes, with the same semantics as libipt 2.3's pt_ild.c and pt_insn.c.
+ * Zydis runs in its minimal mode: no operands are decoded.
+ *
+ * Internal interface, for the block and instruction decoders:
+ *
+ *   enum ipt__inst_class                 IPT__INST_INVALID, IPT__INST_CALL_9A,
+ *                                        ... IPT__INST_JMPABS, IPT__INST_LAST
+ *   struct ipt__insn_ext {
+ *       enum ipt__inst_class iclass;
+ *       union { struct { int64_t displacement; uint8_t is_direct; }
+ *               branch; } variant;
+ *   };
+ *
+ *   int ipt__ild_decode(struct pt_insn *insn, struct ipt__insn_ext *iext);
+ *       decodes insn->raw, at most insn->size bytes, in insn->mode; sets
+ *       insn->size and insn->iclass.  0, or -pte_bad_insn (insn->size kept)
+ *   int ipt__insn_decode(struct pt_insn *insn, struct ipt__insn_ext *iext,
+ *                        struct pt_image *image, const struct pt_asid *asid);
+ *       reads and decodes the instruction at insn->ip in insn->mode; sets
+ *       raw, size, iclass, isid and truncated (set when the bytes came from
+ *       more than one read: across sections, or past where the callback
+ *       stopped).  0 on success; -pte_bad_insn, -pte_nomap, or an error
+ *       of the image
+ *   int ipt__insn_changes_cpl(const struct pt_insn *, const struct ipt__insn_ext *);
+ *   int ipt__insn_changes_cr3(...);     int ipt__insn_is_branch(...);
+ *   int ipt__insn_is_far_branch(...);   int ipt__insn_binds_to_pip(...);
+ *   int ipt__insn_binds_to_vmcs(...);   int ipt__insn_is_ptwrite(...);
+ *   int ipt__insn_is_iret(...);         int ipt__insn_is_vmentry(...);
+ *   int ipt__insn_is_uiret(...);        int ipt__insn_is_swint(...);
+ *   int ipt__insn_is_syscall(...);
+ *       non-zero if so, zero if not or an argument is NULL
+ *   int ipt__insn_next_ip(uint64_t *ip, const struct pt_insn *,
+ *                         const struct ipt__insn_ext *);
+ *       the next IP when it follows from the code alone: 0; else
+ *       -pte_bad_query, -pte_bad_insn for ptic_error, -pte_internal
+ *   int ipt__insn_range_is_contiguous(uint64_t begin, uint64_t end,
+ *                                     enum pt_exec_mode mode,
+ *                                     struct pt_image *image,
+ *                                     const struct pt_asid *asid,
+ *                                     size_t nsteps);
+ *       1 if end is reached from begin within nsteps instructions without
+ *       trace, 0 if not, or an error
+ *
+ * Notes:
+ *  - ptic_indirect is never produced here; only the block layer reports it.
+ *    MOV CR3 and VMPTRLD are ptic_other with their detailed class.
+ *  - Outside 64-bit mode a linear address has 32 bits, so next IPs and
+ *    branch targets wrap at 4 GiB.  IPs are linear addresses, so a 16-bit
+ *    IP can't be wrapped without the CS base: it is not, as in libipt.
+ *  - Bytes Zydis rejects are -pte_bad_insn, where libipt's table-driven
+ *    length decoder may still find a length; valid code decodes alike.
+ *  - Zydis 4.0 does not know ERETS (F2 0F 01 CA), ERETU (F3 0F 01 CA) or
+ *    JMPABS (REX2 D5 with M0=W=0, then A1 and a 64-bit target; 64-bit mode
+ *    only).  These fixed encodings, and MOV to CRn with REX2, are
+ *    recognized here when Zydis rejects them; other REX2 (APX)
+ *    instructions are -pte_bad_insn.  UIRET is Zydis'.  Other instructions
+ *    newer than Zydis 4.0 are -pte_bad_insn too, where libipt decodes their
+ *    length: e.g. WRMSRNS and RDMSRLIST/WRMSRLIST (0F 01 C6), CMPccXADD,
+ *    RAO-INT (0F 38 FC) and the VEX forms of AVX-VNNI (VPDPBUSD etc.).
+ *  - ptem_unknown decodes nothing: -pte_bad_insn.
+ */
+
+#include <Zydis/Zydis.h>
+
+enum ipt__inst_class {
+	IPT__INST_INVALID,
+	IPT__INST_CALL_9A,
+	IPT__INST_CALL_FFr3,
+	IPT__INST_CALL_FFr2,
+	IPT__INST_CALL_E8,
+	IPT__INST_INT,
+	IPT__INST_INT3,
+	IPT__INST_INT1,
+	IPT__INST_INTO,
+	IPT__INST_IRET,
+	IPT__INST_JMP_E9,
+	IPT__INST_JMP_EB,
+	IPT__INST_JMP_EA,
+	IPT__INST_JMP_FFr5,
+	IPT__INST_JMP_FFr4,
+	IPT__INST_JCC,
+	IPT__INST_JrCXZ,
+	IPT__INST_LOOP,
+	IPT__INST_LOOPE,
+	IPT__INST_LOOPNE,
+	IPT__INST_MOV_CR3,
+	IPT__INST_RET_C3,
+	IPT__INST_RET_C2,
+	IPT__INST_RET_CB,
+	IPT__INST_RET_CA,
+	IPT__INST_SYSCALL,
+	IPT__INST_SYSENTER,
+	IPT__INST_SYSEXIT,
+	IPT__INST_SYSRET,
+	IPT__INST_VMLAUNCH,
+	IPT__INST_VMRESUME,
+	IPT__INST_VMCALL,
+	IPT__INST_VMPTRLD,
+	IPT__INST_PTWRITE,
+	IPT__INST_UIRET,
+	IPT__INST_ERETS,
+	IPT__INST_ERETU,
+	IPT__INST_JMPABS,
+	IPT__INST_LAST
+};
+
+struct ipt__insn_ext {
+	/* The detailed class. */
+	enum ipt__inst_class iclass;
+	union {
+		struct {
+			/* For direct branches: the displacement from the next
+			 * instruction's IP (for JMPABS, the target). */
+			int64_t displacement;
+			/* Non-zero for a direct near branch. */
+			uint8_t is_direct;
+		} branch;
+	} variant;
+};
+
+/* What ipt__ild_classify needs of an instruction, from Zydis or from the
+ * recognizer of the encodings Zydis 4.0 lacks. */
+struct ipt__ild {
+	uint8_t size;
+	/* 0: one-byte map, 1: 0F map, 2: anything else (0F38, 0F3A, VEX,
+	 * EVEX, XOP, 3DNow!), which holds nothing of interest. */
+	uint8_t map;
+	uint8_t opcode;
+	uint8_t modrm;
+	/* Prefixes: 66 seen, F3 seen, the last of F2/F3 (0 if none), REX.R,
+	 * REX2. */
+	uint8_t osz, f3, last_f2f3, rex_r, rex2, rex_w;
+	/* Where the relative immediate is, and its size in bytes. */
+	uint8_t disp_pos, disp_bytes;
+};
+
+static int ipt__ild_branch(struct ipt__insn_ext *iext, const uint8_t *raw,
+			   const struct ipt__ild *ild)
+{
+	uint64_t value = 0;
+	uint8_t i, n = ild->disp_bytes;
+
+	if ((n != 1 && n != 2 && n != 4 && n != 8) ||
+	    ild->size < ild->disp_pos + n)
+		return -pte_bad_insn;
+	for (i = 0; i < n; ++i)
+		value |= (uint64_t) raw[ild->disp_pos + i] << (8 * i);
+	if (n < 8 && (value >> (8 * n - 1)) & 1)
+		value |= ~(uint64_t) 0 << (8 * n);
+
+	iext->variant.branch.is_direct = 1;
+	iext->variant.branch.displacement = (int64_t) value;
+	return 0;
+}
+
+/* The class of an instruction: libipt's opcode rules. */
+static int ipt__ild_classify(struct pt_insn *insn, struct ipt__insn_ext *iext,
+			     const struct ipt__ild *ild)
+{
+	uint8_t opcode = ild->opcode;
+	uint8_t reg = (ild->modrm >> 3) & 7;
+	int m64 = insn->mode == ptem_64bit;
+
+	iext->iclass = IPT__INST_INVALID;
+	iext->variant.branch.displacement = 0;
+	iext->variant.branch.is_direct = 0;
+	insn->iclass = ptic_other;
+
+	if (ild->map == 0) {
+		if ((opcode & 0xf0) == 0x70) {
+			if (ild->rex2)
+				return 0;
+			insn->iclass = ptic_cond_jump;
+			iext->iclass = IPT__INST_JCC;
+			return ipt__ild_branch(iext, insn->raw, ild);
+		}
+		switch (opcode) {
+		case 0x9a:
+			if (!m64) {
+				insn->iclass = ptic_far_call;
+				iext->iclass = IPT__INST_CALL_9A;
+			}
+			return 0;
+		case 0xff:
+			if (reg == 2) {
+				insn->iclass = ptic_call;
+				iext->iclass = IPT__INST_CALL_FFr2;
+			} else if (reg == 3) {
+				insn->iclass = ptic_far_call;
+				iext->iclass = IPT__INST_CALL_FFr3;
+			} else if (reg == 4) {
+				insn->iclass = ptic_jump;
+				iext->iclass = IPT__INST_JMP_FFr4;
+			} else if (reg == 5) {
+				insn->iclass = ptic_far_jump;
+				iext->iclass = IPT__INST_JMP_FFr5;
+			}
+			return 0;
+		case 0xe8:
+		case 0xe9:
+		case 0xeb:
+		case 0xe0:
+		case 0xe1:
+		case 0xe2:
+		case 0xe3:
+			if (ild->rex2)
+				return 0;
+			switch (opcode) {
+			case 0xe8:
+				insn->iclass = ptic_call;
+				iext->iclass = IPT__INST_CALL_E8;
+				break;
+			case 0xe9:
+				insn->iclass = ptic_jump;
+				iext->iclass = IPT__INST_JMP_E9;
+				break;
+			case 0xeb:
+				insn->iclass = ptic_jump;
+				iext->iclass = IPT__INST_JMP_EB;
+				break;
+			case 0xe0:
+				insn->iclass = ptic_cond_jump;
+				iext->iclass = IPT__INST_LOOPNE;
+				break;
+			case 0xe1:
+				insn->iclass = ptic_cond_jump;
+				iext->iclass = IPT__INST_LOOPE;
+				break;
+			case 0xe2:
+				insn->iclass = ptic_cond_jump;
+				iext->iclass = IPT__INST_LOOP;
+				break;
+			default:
+				insn->iclass = ptic_cond_jump;
+				iext->iclass = IPT__INST_JrCXZ;
+				break;
+			}
+			return ipt__ild_branch(iext, insn->raw, ild);
+		case 0xcd:
+			insn->iclass = ptic_far_call;
+			iext->iclass = IPT__INST_INT;
+			return 0;
+		case 0xcc:
+			insn->iclass = ptic_far_call;
+			iext->iclass = IPT__INST_INT3;
+			return 0;
+		case 0xce:
+			if (!m64) {
+				insn->iclass = ptic_far_call;
+				iext->iclass = IPT__INST_INTO;
+			}
+			return 0;
+		case 0xf1:
+			insn->iclass = ptic_far_call;
+			iext->iclass = IPT__INST_INT1;
+			return 0;
+		case 0xcf:
+			insn->iclass = ptic_far_return;
+			iext->iclass = IPT__INST_IRET;
+			return 0;
+		case 0xea:
+			/* A far jump is indirect: its target comes in TIP. */
+			if (!m64 && !ild->rex2) {
+				insn->iclass = ptic_far_jump;
+				iext->iclass = IPT__INST_JMP_EA;
+			}
+			return 0;
+		case 0xc3:
+			insn->iclass = ptic_return;
+			iext->iclass = IPT__INST_RET_C3;
+			return 0;
+		case 0xc2:
+			insn->iclass = ptic_return;
+			iext->iclass = IPT__INST_RET_C2;
+			return 0;
+		case 0xcb:
+			insn->iclass = ptic_far_return;
+			iext->iclass = IPT__INST_RET_CB;
+			return 0;
+		case 0xca:
+			insn->iclass = ptic_far_return;
+			iext->iclass = IPT__INST_RET_CA;
+			return 0;
+		case 0xa1:
+			/* JMPABS: direct, yet its target comes in TIP. */
+			if (m64 && ild->rex2 && !ild->rex_w && !ild->osz) {
+				insn->iclass = ptic_jump;
+				iext->iclass = IPT__INST_JMPABS;
+				return ipt__ild_branch(iext, insn->raw, ild);
+			}
+			return 0;
+		default:
+			return 0;
+		}
+	}
+
+	if (ild->map != 1)
+		return 0;
+
+	if ((opcode & 0xf0) == 0x80) {
+		if (ild->rex2)
+			return 0;
+		insn->iclass = ptic_cond_jump;
+		iext->iclass = IPT__INST_JCC;
+		return ipt__ild_branch(iext, insn->raw, ild);
+	}
+	switch (opcode) {
+	case 0x22:
+		if (reg == 3 && !ild->rex_r)
+			iext->iclass = IPT__INST_MOV_CR3;
+		return 0;
+	case 0x05:
+		insn->iclass = ptic_far_call;
+		iext->iclass = IPT__INST_SYSCALL;
+		return 0;
+	case 0x34:
+		if (!ild->rex2) {
+			insn->iclass = ptic_far_call;
+			iext->iclass = IPT__INST_SYSENTER;
+		}
+		return 0;
+	case 0x35:
+		if (!ild->rex2) {
+			insn->iclass = ptic_far_return;
+			iext->iclass = IPT__INST_SYSEXIT;
+		}
+		return 0;
+	case 0x07:
+		insn->iclass = ptic_far_return;
+		iext->iclass = IPT__INST_SYSRET;
+		return 0;
+	case 0x01:
+		switch (ild->modrm) {
+		case 0xc1:
+			insn->iclass = ptic_far_call;
+			iext->iclass = IPT__INST_VMCALL;
+			break;
+		case 0xc2:
+			insn->iclass = ptic_far_return;
+			iext->iclass = IPT__INST_VMLAUNCH;
+			break;
+		case 0xc3:
+			insn->iclass = ptic_far_return;
+			iext->iclass = IPT__INST_VMRESUME;
+			break;
+		case 0xec:
+			insn->iclass = ptic_far_return;
+			iext->iclass = IPT__INST_UIRET;
+			break;
+		case 0xca:
+			if (ild->last_f2f3 == 0xf2) {
+				insn->iclass = ptic_far_return;
+				iext->iclass = IPT__INST_ERETS;
+			} else if (ild->last_f2f3 == 0xf3) {
+				insn->iclass = ptic_far_return;
+				iext->iclass = IPT__INST_ERETU;
+			}
+			break;
+		default:
+			break;
+		}
+		return 0;
+	case 0xc7:
+		if ((ild->modrm >> 6) != 3 && reg == 6)
+			iext->iclass = IPT__INST_VMPTRLD;
+		return 0;
+	case 0xae:
+		if (ild->f3 && !ild->osz && reg == 4) {
+			insn->iclass = ptic_ptwrite;
+			iext->iclass = IPT__INST_PTWRITE;
+		}
+		return 0;
+	default:
+		return 0;
+	}
+}
+
+/* Fills ild from Zydis' view of the instruction. */
+static void ipt__ild_from_zydis(struct ipt__ild *ild,
+				const ZydisDecodedInstruction *z)
+{
+	uint8_t i;
+
+	IPT_MEMSET(ild, 0, sizeof(*ild));
+	ild->size = z->length;
+	ild->opcode = z->opcode;
+	if (z->encoding != ZYDIS_INSTRUCTION_ENCODING_LEGACY)
+		ild->map = 2;
+	else if (z->opcode_map == ZYDIS_OPCODE_MAP_DEFAULT)
+		ild->map = 0;
+	else if (z->opcode_map == ZYDIS_OPCODE_MAP_0F)
+		ild->map = 1;
+	else
+		ild->map = 2;
+	if (z->attributes & ZYDIS_ATTRIB_HAS_MODRM)
+		ild->modrm = (uint8_t) ((z->raw.modrm.mod << 6) |
+					(z->raw.modrm.reg << 3) |
+					z->raw.modrm.rm);
+	for (i = 0; i < z->raw.prefix_count && i < ZYDIS_MAX_INSTRUCTION_LENGTH;
+	     ++i) {
+		switch (z->raw.prefixes[i].value) {
+		case 0x66:
+			ild->osz = 1;
+			break;
+		case 0xf3:
+			ild->f3 = 1;
+			ild->last_f2f3 = 0xf3;
+			break;
+		case 0xf2:
+			ild->last_f2f3 = 0xf2;
+			break;
+		default:
+			break;
+		}
+	}
+	if (z->attributes & ZYDIS_ATTRIB_HAS_REX) {
+		ild->rex_r = z->raw.rex.R;
+		ild->rex_w = z->raw.rex.W;
+	}
+	if (z->raw.imm[0].is_relative) {
+		ild->disp_pos = z->raw.imm[0].offset;
+		ild->disp_bytes = (uint8_t) (z->raw.imm[0].size / 8);
+	}
+}
+
+/* The fixed encodings Zydis 4.0 lacks: ERETS, ERETU, JMPABS, and MOV CR
+ * with a REX2 prefix (the only REX2 forms that matter for tracing; libipt
+ * knows no more of them either).  Returns 1 and
+ * fills ild if raw holds one, 0 if raw is too short to tell (it may be the
+ * start of one), -pte_bad_insn otherwise. */
+static int ipt__ild_late(struct ipt__ild *ild, const uint8_t *raw,
+			 uint8_t max, enum pt_exec_mode mode)
+{
+	uint8_t i, osz = 0, asz = 0, f3 = 0, last = 0;
+
+	for (i = 0; i < max; ++i) {
+		uint8_t b = raw[i];
+
+		if (b == 0x66)
+			osz = 1;
+		else if (b == 0x67)
+			asz = 1;
+		else if (b == 0xf2 || b == 0xf3) {
+			last = b;
+			f3 |= (b == 0xf3);
+		} else if (b != 0x26 && b != 0x2e && b != 0x36 && b != 0x3e &&
+			   b != 0x64 && b != 0x65 && b != 0xf0 &&
+			   !(mode == ptem_64bit && (b & 0xf0) == 0x40))
+			break;
+	}
+	if (i >= pt_max_insn_size)
+		return -pte_bad_insn;
+	if (i == max)
+		return 0;
+
+	IPT_MEMSET(ild, 0, sizeof(*ild));
+	ild->osz = osz;
+	ild->f3 = f3;
+	ild->last_f2f3 = last;
+
+	if (raw[i] == 0x0f && last) {
+		static const uint8_t tail[] = { 0x0f, 0x01, 0xca };
+		uint8_t k;
+
+		for (k = 0; k < sizeof(tail); ++k) {
+			if (i + k == max)
+				return 0;
+			if (raw[i + k] != tail[k])
+				return -pte_bad_insn;
+		}
+		ild->size = (uint8_t) (i + 3);
+		ild->map = 1;
+		ild->opcode = 0x01;
+		ild->modrm = 0xca;
+		return 1;
+	}
+
+	if (raw[i] == 0xd5 && mode == ptem_64bit) {
+		uint8_t payload;
+
+		if (i + 1 == max)
+			return 0;
+		/* REX2 payload: M0 (bit 7) selects the map, R4 and R3 are
+		 * bits 6 and 2, W is bit 3. */
+		payload = raw[i + 1];
+		if (payload & 0x80) {
+			/* MOV to a control register: 0F 22 /r, mod ignored. */
+			if (i + 2 == max)
+				return 0;
+			if (raw[i + 2] != 0x22)
+				return -pte_bad_insn;
+			if (i + 3 == max)
+				return 0;
+			ild->size = (uint8_t) (i + 4);
+			ild->map = 1;
+			ild->opcode = 0x22;
+			ild->modrm = raw[i + 3];
+			ild->rex2 = 1;
+			ild->rex_r = (payload & 0x44) != 0;
+			return 1;
+		}
+		if ((payload & 0x08) || osz || asz)
+			return -pte_bad_insn;
+		if (i + 2 == max)
+			return 0;
+		if (raw[i + 2] != 0xa1)
+			return -pte_bad_insn;
+		if (pt_max_insn_size < i + 11)
+			return -pte_bad_insn;
+		if (max < i + 11)
+			return 0;
+		ild->size = (uint8_t) (i + 11);
+		ild->map = 0;
+		ild->opcode = 0xa1;
+		ild->rex2 = 1;
+		ild->disp_pos = (uint8_t) (i + 3);
+		ild->disp_bytes = 8;
+		return 1;
+	}
+	return -pte_bad_insn;
+}
+
+/* Decodes insn->raw, have bytes of it.  Returns 0 with insn->size and the
+ * classes set, 1 if more bytes might make an instruction, -pte_bad_insn
+ * if no more bytes can. */
+static int ipt__ild_decode_bytes(struct pt_insn *insn,
+				 struct ipt__insn_ext *iext, uint8_t have)
+{
+	ZydisDecoder decoder;
+	ZydisDecodedInstruction z;
+	ZydisMachineMode machine;
+	ZydisStackWidth stack;
+	ZyanStatus zs;
+	struct ipt__ild ild;
+	int status;
+
+	switch (insn->mode) {
+	case ptem_16bit:
+		machine = ZYDIS_MACHINE_MODE_LEGACY_16;
+		stack = ZYDIS_STACK_WIDTH_16;
+		break;
+	case ptem_32bit:
+		machine = ZYDIS_MACHINE_MODE_LEGACY_32;
+		stack = ZYDIS_STACK_WIDTH_32;
+		break;
+	case ptem_64bit:
+		machine = ZYDIS_MACHINE_MODE_LONG_64;
+		stack = ZYDIS_STACK_WIDTH_64;
+		break;
+	default:
+		return -pte_bad_insn;
+	}
+	if (have > pt_max_insn_size)
+		have = pt_max_insn_size;
+
+	if (ZYAN_FAILED(ZydisDecoderInit(&decoder, machine, stack)) ||
+	    ZYAN_FAILED(ZydisDecoderEnableMode(
+		    &decoder, ZYDIS_DECODER_MODE_MINIMAL, ZYAN_TRUE)))
+		return -pte_internal;
+
+	zs = ZydisDecoderDecodeInstruction(&decoder, NULL, insn->raw, have, &z);
+	if (ZYAN_SUCCESS(zs))
+		ipt__ild_from_zydis(&ild, &z);
+	else {
+		status = ipt__ild_late(&ild, insn->raw, have, insn->mode);
+		if (status == 0)
+			return have < pt_max_insn_size ? 1 : -pte_bad_insn;
+		if (status < 0) {
+			if (zs == ZYDIS_STATUS_NO_MORE_DATA &&
+			    have < pt_max_insn_size)
+				return 1;
+			return -pte_bad_insn;
+		}
+	}
+
+	status = ipt__ild_classify(insn, iext, &ild);
+	if (status < 0)
+		return status;
+	insn->size = ild.size;
+	return 0;
+}
+
+static IPT__UNUSED int ipt__ild_decode(struct pt_insn *insn,
+				       struct ipt__insn_ext *iext)
+{
+	int status;
+
+	if (!insn || !iext)
+		return -pte_internal;
+	status = ipt__ild_decode_bytes(insn, iext, insn->size);
+	return status > 0 ? -pte_bad_insn : status;
+}
+
+static IPT__UNUSED int ipt__insn_decode(struct pt_insn *insn,
+					struct ipt__insn_ext *iext,
+					struct pt_image *image,
+					const struct pt_asid *asid)
+{
+	int size, isid, status;
+	uint8_t have;
+
+	if (!insn || !iext)
+		return -pte_internal;
+
+	insn->truncated = 0;
+	size = ipt__image_read(image, &insn->isid, insn->raw,
+			       sizeof(insn->raw), asid, insn->ip);
+	if (size < 0)
+		return size;
+	if (size > (int) sizeof(insn->raw))
+		size = (int) sizeof(insn->raw);
+	have = (uint8_t) size;
+	insn->size = have;
+
+	for (;;) {
+		status = ipt__ild_decode_bytes(insn, iext, have);
+		if (status <= 0) {
+			/* Decoded from more than one read: the instruction
+			 * crosses the end of what the first read found, e.g.
+			 * a section boundary.  isid stays the first byte's. */
+			if (!status && have != (uint8_t) size)
+				insn->truncated = 1;
+			return status;
+		}
+
+		/* Too few bytes: read the rest where the first read stopped. */
+		if (have >= sizeof(insn->raw))
+			return -pte_bad_insn;
+		status = ipt__image_read(image, &isid, &insn->raw[have],
+					 (uint16_t) (sizeof(insn->raw) - have),
+					 asid, insn->ip + have);
+		if (status <= 0) {
+			if (!status)
+				return -pte_internal;
+			return status == -pte_nomap ? -pte_bad_insn : status;
+		}
+		if (status > (int) (sizeof(insn->raw) - have))
+			status = (int) (sizeof(insn->raw) - have);
+		have = (uint8_t) (have + status);
+		insn->size = have;
+	}
+}
+
+static IPT__UNUSED int ipt__insn_changes_cpl(const struct pt_insn *insn,
+					     const struct ipt__insn_ext *iext)
+{
+	(void) insn;
+	if (!iext)
+		return 0;
+	switch (iext->iclass) {
+	case IPT__INST_INT:
+	case IPT__INST_INT3:
+	case IPT__INST_INT1:
+	case IPT__INST_INTO:
+	case IPT__INST_IRET:
+	case IPT__INST_SYSCALL:
+	case IPT__INST_SYSENTER:
+	case IPT__INST_SYSEXIT:
+	case IPT__INST_SYSRET:
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+static IPT__UNUSED int ipt__insn_changes_cr3(const struct pt_insn *insn,
+					     const struct ipt__insn_ext *iext)
+{
+	(void) insn;
+	return iext && iext->iclass == IPT__INST_MOV_CR3;
+}
+
+static IPT__UNUSED int ipt__insn_is_branch(const struct pt_insn *insn,
+					   const struct ipt__insn_ext *iext)
+{
+	(void) iext;
+	if (!insn)
+		return 0;
+	switch (insn->iclass) {
+	case ptic_call:
+	case ptic_return:
+	case ptic_jump:
+	case ptic_cond_jump:
+	case ptic_far_call:
+	case ptic_far_return:
+	case ptic_far_jump:
+	case ptic_indirect:
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+static IPT__UNUSED int ipt__insn_is_far_branch(const struct pt_insn *insn,
+					       const struct ipt__insn_ext *iext)
+{
+	(void) iext;
+	if (!insn)
+		return 0;
+	switch (insn->iclass) {
+	case ptic_far_call:
+	case ptic_far_return:
+	case ptic_far_jump:
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+/* A PIP packet binds to MOV CR3, VMLAUNCH, VMRESUME and far branches. */
+static IPT__UNUSED int ipt__insn_binds_to_pip(const struct pt_insn *insn,
+					      const struct ipt__insn_ext *iext)
+{
+	if (!iext)
+		return 0;
+	switch (iext->iclass) {
+	case IPT__INST_MOV_CR3:
+	case IPT__INST_VMLAUNCH:
+	case IPT__INST_VMRESUME:
+		return 1;
+	default:
+		return ipt__insn_is_far_branch(insn, iext);
+	}
+}
+
+/* A VMCS packet binds to VMPTRLD, VMLAUNCH, VMRESUME and far branches. */
+static IPT__UNUSED int ipt__insn_binds_to_vmcs(const struct pt_insn *insn,
+					       const struct ipt__insn_ext *iext)
+{
+	if (!iext)
+		return 0;
+	switch (iext->iclass) {
+	case IPT__INST_VMPTRLD:
+	case IPT__INST_VMLAUNCH:
+	case IPT__INST_VMRESUME:
+		return 1;
+	default:
+		return ipt__insn_is_far_branch(insn, iext);
+	}
+}
+
+static IPT__UNUSED int ipt__insn_is_ptwrite(const struct pt_insn *insn,
+					    const struct ipt__insn_ext *iext)
+{
+	(void) iext;
+	return insn && insn->iclass == ptic_ptwrite;
+}
+
+/* Returns from an interrupt or a system call. */
+static IPT__UNUSED int ipt__insn_is_iret(const struct pt_insn *insn,
+					 const struct ipt__insn_ext *iext)
+{
+	(void) insn;
+	if (!iext)
+		return 0;
+	switch (iext->iclass) {
+	case IPT__INST_IRET:
+	case IPT__INST_SYSRET:
+	case IPT__INST_SYSEXIT:
+	case IPT__INST_ERETS:
+	case IPT__INST_ERETU:
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+static IPT__UNUSED int ipt__insn_is_vmentry(const struct pt_insn *insn,
+					    const struct ipt__insn_ext *iext)
+{
+	(void) insn;
+	return iext && (iext->iclass == IPT__INST_VMLAUNCH ||
+			iext->iclass == IPT__INST_VMRESUME);
+}
+
+static IPT__UNUSED int ipt__insn_is_uiret(const struct pt_insn *insn,
+					  const struct ipt__insn_ext *iext)
+{
+	(void) insn;
+	return iext && iext->iclass == IPT__INST_UIRET;
+}
+
+static IPT__UNUSED int ipt__insn_is_swint(const struct pt_insn *insn,
+					  const struct ipt__insn_ext *iext)
+{
+	(void) insn;
+	if (!iext)
+		return 0;
+	switch (iext->iclass) {
+	case IPT__INST_INT:
+	case IPT__INST_INT3:
+	case IPT__INST_INT1:
+	case IPT__INST_INTO:
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+static IPT__UNUSED int ipt__insn_is_syscall(const struct pt_insn *insn,
+					    const struct ipt__insn_ext *iext)
+{
+	(void) insn;
+	return iext && (iext->iclass == IPT__INST_SYSCALL ||
+			iext->iclass == IPT__INST_SYSENTER);
+}
+
+/* The IP after insn when the code alone says it: the next instruction, or
+ * the target of a direct near call or jump.  Conditional branches, returns,
+ * indirect and far transfers, and JMPABS (its target comes in a TIP) need
+ * trace: -pte_bad_query. */
+static IPT__UNUSED int ipt__insn_next_ip(uint64_t *pip,
+					 const struct pt_insn *insn,
+					 const struct ipt__insn_ext *iext)
+{
+	uint64_t ip;
+
+	if (!insn || !iext)
+		return -pte_internal;
+
+	ip = insn->ip + insn->size;
+	switch (insn->iclass) {
+	case ptic_ptwrite:
+	case ptic_other:
+		break;
+	case ptic_jump:
+		if (iext->iclass == IPT__INST_JMPABS)
+			return -pte_bad_query;
+		if (!iext->variant.branch.is_direct)
+			return -pte_bad_query;
+		ip += (uint64_t) iext->variant.branch.displacement;
+		break;
+	case ptic_call:
+		if (!iext->variant.branch.is_direct)
+			return -pte_bad_query;
+		ip += (uint64_t) iext->variant.branch.displacement;
+		break;
+	case ptic_unknown:
+		return -pte_bad_insn;
+	default:
+		return -pte_bad_query;
+	}
+
+	if (insn->mode != ptem_64bit)
+		ip &= 0xffffffffull;
+	if (pip)
+		*pip = ip;
+	return 0;
+}
+
+static IPT__UNUSED int
+ipt__insn_range_is_contiguous(uint64_t begin, uint64_t end,
+			      enum pt_exec_mode mode, struct pt_image *image,
+			      const struct pt_asid *asid, size_t nsteps)
+{
+	struct ipt__insn_ext iext;
+	struct pt_insn insn;
+
+	IPT_MEMSET(&insn, 0, sizeof(insn));
+	insn.mode = mode;
+	insn.ip = begin;
+
+	while (insn.ip != end) {
+		int errcode;
+
+		if (!nsteps--)
+			return 0;
+		errcode = ipt__insn_decode(&insn, &iext, image, asid);
+		if (errcode < 0)
+			return errcode;
+		errcode = ipt__insn_next_ip(&insn.ip, &insn, &iext);
+		if (errcode < 0)
+			return errcode;
+	}
+	return 1;
+}
 
 /* ==== >>blk  block decoder ===============================================
- * Follows the flow of execution from events and code, a block at a time. */
+ * Follows the flow of execution from events and code, a block at a time.
+ *
+ * A block is a run of instructions that can be decoded without trace: it
+ * ends at the first instruction whose successor needs trace (a conditional
+ * branch, an indirect or far branch, a return), when the block would cross
+ * image sections, when an event binds inside it, or when its 16-bit
+ * instruction count would overflow.  The decoder keeps the current event
+ * of the event decoder in hand and walks the code up to the place that
+ * event binds to; events are indicated (pts_event_pending) before or after
+ * the block they belong to, with the same rules and the same error codes
+ * as libipt's block decoder.
+ *
+ * Speed comes from two caches, both owned by the decoder, allocated once,
+ * with a fixed number of entries:
+ *
+ *   - the instruction cache maps (address space, mode, IP) to a decoded
+ *     instruction, so that neither the image's read callback nor Zydis is
+ *     asked twice for the same instruction;
+ *   - the run cache maps (address space, mode, IP) to the straight-line run
+ *     of instructions starting there: how many, where the last one is, and
+ *     what it needs (a TNT bit, a TIP, a return-stack pop, or nothing for a
+ *     direct call or jump).  Steady-state decoding jumps from run to run.
+ *
+ * Entries are tagged with an epoch.  Changing the image, or its generation
+ * counter moving (ipt_image_invalidate, adding or removing sections), starts
+ * a new epoch and so drops every entry at once. */
+
+/* The size of the caches, as a power of two number of entries. */
+#ifndef IPT_BLK_ICACHE_BITS
+#define IPT_BLK_ICACHE_BITS 11
+#endif
+#ifndef IPT_BLK_RCACHE_BITS
+#define IPT_BLK_RCACHE_BITS 10
+#endif
+
+/* ---- return stack ----
+ * Near calls push their return address; a compressed return (a taken TNT
+ * bit on a RET) pops it.  The stack wraps: the oldest entry is dropped when
+ * it is full, as the hardware's does.  One slot stays empty to tell a full
+ * stack from an empty one. */
+
+enum { IPT__RETSTACK_SIZE = 64 };
+
+struct ipt__retstack {
+	uint64_t stack[IPT__RETSTACK_SIZE + 1];
+	uint8_t top;
+	uint8_t bottom;
+};
+
+static void ipt__retstack_init(struct ipt__retstack *rs)
+{
+	rs->top = 0;
+	rs->bottom = 0;
+}
+
+static void ipt__retstack_push(struct ipt__retstack *rs, uint64_t ip)
+{
+	uint8_t top = rs->top;
+
+	rs->stack[top] = ip;
+	top = (uint8_t) (top == IPT__RETSTACK_SIZE ? 0 : top + 1);
+	if (top == rs->bottom)
+		rs->bottom = (uint8_t) (rs->bottom == IPT__RETSTACK_SIZE ?
+					0 : rs->bottom + 1);
+	rs->top = top;
+}
+
+static int ipt__retstack_pop(struct ipt__retstack *rs, uint64_t *ip)
+{
+	uint8_t top = rs->top;
+
+	if (top == rs->bottom)
+		return -pte_retstack_empty;
+
+	top = (uint8_t) (top ? top - 1 : IPT__RETSTACK_SIZE);
+	rs->top = top;
+	*ip = rs->stack[top];
+	return 0;
+}
+
+/* ---- caches ---- */
+
+/* One decoded instruction.  The IP and mode are in @insn. */
+struct ipt__blk_icache_entry {
+	uint64_t cr3;
+	uint64_t vmcs;
+	uint32_t epoch;
+	struct pt_insn insn;
+	struct ipt__insn_ext iext;
+};
+
+/* What the last instruction of a cached run needs to continue. */
+enum ipt__run_kind {
+	/* A conditional branch: one TNT bit. */
+	ipt__run_cond,
+	/* A near return: a TNT bit (compressed) or a TIP. */
+	ipt__run_ret,
+	/* A near indirect call: push the return address, then a TIP. */
+	ipt__run_icall,
+	/* Any other branch that needs a TIP: indirect jumps, JMPABS, far
+	 * transfers. */
+	ipt__run_indirect,
+	/* A direct near call: push (unless it calls the next instruction,
+	 * the PIC idiom) and go on at the target. */
+	ipt__run_dcall,
+	/* A direct near jump: go on at the target. */
+	ipt__run_djump,
+	/* An ordinary instruction: go on at the next one.  The run stopped
+	 * because the next instruction lies in another section, could not be
+	 * decoded in one piece, or the run grew too long. */
+	ipt__run_next
+};
+
+/* A straight-line run of instructions from @ip to @end_ip.  All of them
+ * lie in the section @isid, all in @mode. */
+struct ipt__blk_run {
+	uint64_t ip;
+	uint64_t cr3;
+	uint64_t vmcs;
+	uint64_t end_ip;
+	/* The branch displacement of the last instruction, for the direct and
+	 * conditional kinds. */
+	int64_t disp;
+	int isid;
+	uint32_t epoch;
+	uint16_t ninsn;
+	uint8_t mode;
+	uint8_t kind;
+	uint8_t iclass;
+	uint8_t isize;
+};
+
+/* The longest run the cache records.  Longer straight lines are chained:
+ * the run ends in ipt__run_next and the next run continues. */
+enum { IPT__RUN_MAX = 0x400 };
+
+/* Bits of pt_block_decoder.bound: an event of that kind already bound to
+ * the postponed instruction, so the next one of its kind cannot. */
+enum {
+	IPT__BOUND_PAGING = 1 << 0,
+	IPT__BOUND_VMCS = 1 << 1,
+	IPT__BOUND_PTWRITE = 1 << 2,
+	IPT__BOUND_IRET = 1 << 3,
+	IPT__BOUND_VMENTRY = 1 << 4,
+	IPT__BOUND_UIRET = 1 << 5,
+	IPT__BOUND_SWINTR = 1 << 6,
+	IPT__BOUND_SYSCALL = 1 << 7
+};
+
+struct pt_block_decoder {
+	/* The event decoder, and the event it gave us last.  The event stays
+	 * current until the block decoder has reached the place it binds to
+	 * and the user has fetched it (or, for TNT and TIP, used it up). */
+	struct pt_event_decoder evdec;
+	struct pt_event event;
+
+	/* The flags the user configured (the event decoder gets its own). */
+	struct pt_conf_flags flags;
+
+	/* The image: the user's, or our own empty one. */
+	struct pt_image *image;
+	struct pt_image *default_image;
+
+	/* The current address space. */
+	struct pt_asid asid;
+
+	struct ipt__retstack retstack;
+
+	/* The instruction the last event bound to, while further events may
+	 * bind to it too; valid if @process_insn.  We proceed past it once
+	 * they are all indicated. */
+	struct pt_insn insn;
+	struct ipt__insn_ext iext;
+
+	/* The start IP of the next block; with tracing disabled, where we
+	 * expect tracing to resume. */
+	uint64_t ip;
+
+	/* Time as of the last event we consumed. */
+	uint64_t tsc;
+	uint32_t lost_mtc;
+	uint32_t lost_cyc;
+
+	uint32_t cbr;
+
+	/* Instructions since the last TRIG anchor IP, if @has_icnt. */
+	uint32_t icnt;
+
+	enum pt_exec_mode mode;
+
+	/* The event decoder's last status; negative once it failed. */
+	int status;
+
+	/* IPT__BOUND_* bits for @insn. */
+	uint32_t bound;
+
+	uint32_t enabled:1;
+	uint32_t speculative:1;
+	uint32_t has_tsc:1;
+	uint32_t has_cbr:1;
+	uint32_t has_icnt:1;
+	uint32_t process_insn:1;
+
+	/* The caches and what they are valid for. */
+	struct ipt__blk_icache_entry *icache;
+	struct ipt__blk_run *rcache;
+	const struct pt_image *cache_image;
+	uint64_t cache_gen;
+	uint32_t epoch;
+};
+
+/* Make sure the caches describe the current image: a different image or a
+ * new generation of it starts a new epoch.  Called once per public call,
+ * never per instruction. */
+static void ipt__blk_cache_sync(struct pt_block_decoder *decoder)
+{
+	uint64_t gen;
+
+	gen = ipt__image_generation(decoder->image);
+	if (IPT__LIKELY(decoder->cache_image == decoder->image &&
+			decoder->cache_gen == gen))
+		return;
+
+	decoder->cache_image = decoder->image;
+	decoder->cache_gen = gen;
+	decoder->epoch += 1;
+	if (!decoder->epoch) {
+		/* After 2^32 epochs, old tags could look current again. */
+		IPT_MEMSET(decoder->icache, 0,
+			   sizeof(*decoder->icache) << IPT_BLK_ICACHE_BITS);
+		IPT_MEMSET(decoder->rcache, 0,
+			   sizeof(*decoder->rcache) << IPT_BLK_RCACHE_BITS);
+		decoder->epoch = 1;
+	}
+}
+
+static uint32_t ipt__blk_hash(uint64_t ip, const struct pt_asid *asid,
+			      enum pt_exec_mode mode, unsigned int bits)
+{
+	uint64_t h;
+
+	h = ip ^ (asid->cr3 * 0x9e3779b97f4a7c15ull) ^
+	    (asid->vmcs * 0xc2b2ae3d27d4eb4full) ^ (uint64_t) mode;
+	h *= 0xff51afd7ed558ccdull;
+	return (uint32_t) (h >> (64 - bits));
+}
+
+/* Decode the instruction at @insn->ip in @insn->mode, from the instruction
+ * cache when we can.  Leaves @insn->speculative alone.
+ *
+ * Returns zero on success, a negative pte_* code as ipt__insn_decode. */
+static int ipt__blk_decode(struct pt_block_decoder *decoder,
+			   struct pt_insn *insn, struct ipt__insn_ext *iext)
+{
+	struct ipt__blk_icache_entry *entry;
+	uint32_t speculative;
+	int status;
+
+	entry = &decoder->icache[ipt__blk_hash(insn->ip, &decoder->asid,
+					       insn->mode,
+					       IPT_BLK_ICACHE_BITS)];
+	speculative = insn->speculative;
+	if (entry->epoch == decoder->epoch && entry->insn.ip == insn->ip &&
+	    entry->insn.mode == insn->mode &&
+	    entry->cr3 == decoder->asid.cr3 &&
+	    entry->vmcs == decoder->asid.vmcs) {
+		*insn = entry->insn;
+		*iext = entry->iext;
+		insn->speculative = speculative;
+		return 0;
+	}
+
+	status = ipt__insn_decode(insn, iext, decoder->image, &decoder->asid);
+	if (status < 0)
+		return status;
+
+	/* A truncated instruction was put together from several sections;
+	 * it is rare, and always read afresh. */
+	if (!insn->truncated) {
+		entry->cr3 = decoder->asid.cr3;
+		entry->vmcs = decoder->asid.vmcs;
+		entry->epoch = decoder->epoch;
+		entry->insn = *insn;
+		entry->insn.speculative = 0;
+		entry->iext = *iext;
+	}
+	return 0;
+}
+
+/* ---- state ---- */
+
+/* The TRIG anchor: a TRIG packet counts instructions from the last IP the
+ * trace gave us (from a TIP, FUP, ...).  After each event we learn whether
+ * it provides such an anchor.  Events from packets without IP leave the
+ * anchor alone; disables drop it. */
+static int ipt__blk_update_trig_anchor(struct pt_block_decoder *decoder,
+				       const struct pt_event *ev)
+{
+	switch (ev->type) {
+	case ptev_paging:
+	case ptev_sipi:
+	case ptev_cbr:
+	case ptev_mnt:
+	case ptev_stop:
+	case ptev_vmcs:
+	case ptev_mwait:
+	case ptev_pwre:
+	case ptev_pwrx:
+		return 0;
+
+	case ptev_enabled:
+	case ptev_async_branch:
+	case ptev_tip:
+	case ptev_tnt:
+		/* These always come with an IP. */
+		if (ev->ip_suppressed)
+			return -pte_internal;
+		break;
+
+	case ptev_disabled:
+	case ptev_async_disabled:
+		decoder->has_icnt = 0;
+		decoder->icnt = 0;
+		return 0;
+
+	case ptev_overflow:
+		if (ev->ip_suppressed) {
+			decoder->has_icnt = 0;
+			decoder->icnt = 0;
+			return 0;
+		}
+		break;
+
+	case ptev_exec_mode:
+	case ptev_tsx:
+	case ptev_async_paging:
+	case ptev_async_vmcs:
+	case ptev_exstop:
+	case ptev_ptwrite:
+	case ptev_tick:
+	case ptev_iflags:
+	case ptev_interrupt:
+	case ptev_iret:
+	case ptev_smi:
+	case ptev_rsm:
+	case ptev_init:
+	case ptev_vmentry:
+	case ptev_vmexit:
+	case ptev_shutdown:
+	case ptev_uintr:
+	case ptev_uiret:
+	case ptev_trig:
+	case ptev_swintr:
+	case ptev_syscall:
+		if (ev->ip_suppressed)
+			return 0;
+		break;
+
+	default:
+		return -pte_internal;
+	}
+
+	decoder->has_icnt = 1;
+	decoder->icnt = 0;
+	return 0;
+}
+
+/* We are done with the current event: remember its time and get the next
+ * one.  An event decoder error is kept in @status and reported when we
+ * get to it. */
+static int ipt__blk_fetch_event(struct pt_block_decoder *decoder)
+{
+	struct pt_event *ev = &decoder->event;
+	int status;
+
+	decoder->tsc = ev->tsc;
+	decoder->has_tsc = ev->has_tsc;
+	decoder->lost_mtc = ev->lost_mtc;
+	decoder->lost_cyc = ev->lost_cyc;
+
+	status = ipt__blk_update_trig_anchor(decoder, ev);
+	if (status < 0)
+		return status;
+
+	status = pt_evt_next(&decoder->evdec, ev, sizeof(*ev));
+	if (status < 0) {
+		decoder->status = status;
+		IPT_MEMSET(ev, 0xff, sizeof(*ev));
+	}
+	return 0;
+}
+
+/* The status bits for the user: tracing disabled reads as a suppressed IP;
+ * the event decoder having run out of trace as end of stream. */
+static int ipt__blk_status(const struct pt_block_decoder *decoder, int flags)
+{
+	if (!decoder->enabled)
+		flags |= pts_ip_suppressed;
+	if (decoder->status == -pte_eos)
+		flags |= pts_eos;
+	return flags;
+}
+
+static void ipt__blk_reset(struct pt_block_decoder *decoder)
+{
+	decoder->tsc = 0;
+	decoder->lost_mtc = 0;
+	decoder->lost_cyc = 0;
+	decoder->cbr = 0;
+	decoder->icnt = 0;
+	decoder->mode = ptem_unknown;
+	decoder->ip = 0;
+	decoder->status = -pte_nosync;
+	decoder->bound = 0;
+	decoder->enabled = 0;
+	decoder->speculative = 0;
+	decoder->has_tsc = 0;
+	decoder->has_cbr = 0;
+	decoder->has_icnt = 0;
+	decoder->process_insn = 0;
+	IPT_MEMSET(&decoder->event, 0xff, sizeof(decoder->event));
+	ipt__retstack_init(&decoder->retstack);
+	pt_asid_init(&decoder->asid);
+}
+
+static int ipt__blk_decoder_init(struct pt_block_decoder *decoder,
+				 const struct pt_config *uconfig)
+{
+	struct pt_config config;
+	int status;
+
+	status = ipt__config_from_user(&config, uconfig);
+	if (status < 0)
+		return status;
+
+	decoder->flags = config.flags;
+
+	/* The event decoder gets the flags that concern it. */
+	IPT_MEMSET(&config.flags, 0, sizeof(config.flags));
+	config.flags.variant.event.keep_tcal_on_ovf =
+		decoder->flags.variant.block.keep_tcal_on_ovf;
+	config.flags.variant.event.enable_iflags_events =
+		decoder->flags.variant.block.enable_iflags_events;
+
+	status = ipt__evt_decoder_init(&decoder->evdec, &config);
+	if (status < 0)
+		return status;
+
+	decoder->default_image = pt_image_alloc(NULL);
+	decoder->icache = (struct ipt__blk_icache_entry *)
+		ipt__zalloc(sizeof(*decoder->icache) << IPT_BLK_ICACHE_BITS);
+	decoder->rcache = (struct ipt__blk_run *)
+		ipt__zalloc(sizeof(*decoder->rcache) << IPT_BLK_RCACHE_BITS);
+	if (!decoder->default_image || !decoder->icache ||
+	    !decoder->rcache) {
+		pt_image_free(decoder->default_image);
+		ipt__free(decoder->icache,
+			  sizeof(*decoder->icache) << IPT_BLK_ICACHE_BITS);
+		ipt__free(decoder->rcache,
+			  sizeof(*decoder->rcache) << IPT_BLK_RCACHE_BITS);
+		ipt__evt_decoder_fini(&decoder->evdec);
+		return -pte_nomem;
+	}
+
+	decoder->image = decoder->default_image;
+	decoder->cache_image = NULL;
+	decoder->cache_gen = 0;
+	decoder->epoch = 1;
+	ipt__blk_reset(decoder);
+	return 0;
+}
+
+static void ipt__blk_decoder_fini(struct pt_block_decoder *decoder)
+{
+	ipt__free(decoder->rcache,
+		  sizeof(*decoder->rcache) << IPT_BLK_RCACHE_BITS);
+	ipt__free(decoder->icache,
+		  sizeof(*decoder->icache) << IPT_BLK_ICACHE_BITS);
+	pt_image_free(decoder->default_image);
+	ipt__evt_decoder_fini(&decoder->evdec);
+}
+
+IPT_DEF struct pt_block_decoder *
+pt_blk_alloc_decoder(const struct pt_config *config)
+{
+	struct pt_block_decoder *decoder;
+
+	decoder = (struct pt_block_decoder *) ipt__zalloc(sizeof(*decoder));
+	if (!decoder)
+		return NULL;
+
+	if (ipt__blk_decoder_init(decoder, config) < 0) {
+		ipt__free(decoder, sizeof(*decoder));
+		return NULL;
+	}
+	return decoder;
+}
+
+IPT_DEF void pt_blk_free_decoder(struct pt_block_decoder *decoder)
+{
+	if (!decoder)
+		return;
+
+	ipt__blk_decoder_fini(decoder);
+	ipt__free(decoder, sizeof(*decoder));
+}
+
+/* ---- using trace ---- */
+
+/* We used up a TIP or the last bit of a TNT.  With tick events enabled and
+ * a new timestamp on that event, turn it into a tick at @ip; otherwise get
+ * the next event. */
+static int ipt__blk_tick(struct pt_block_decoder *decoder, uint64_t ip)
+{
+	struct pt_event *ev = &decoder->event;
+
+	if (decoder->flags.variant.block.enable_tick_events &&
+	    ev->tsc != decoder->tsc) {
+		ev->type = ptev_tick;
+		ev->variant.tick.ip = ip;
+		return 0;
+	}
+	return ipt__blk_fetch_event(decoder);
+}
+
+/* Take the destination of an indirect branch from the trace.
+ *
+ * With deferred TIPs, a TIP may sit behind a TNT that is still in use: look
+ * ahead on a copy of the event decoder and, if the next event is that TIP,
+ * take its IP and keep the TNT current.
+ *
+ * Returns zero on success; -pte_bad_query if the trace has no TIP here;
+ * -pte_bad_packet for a TIP without IP. */
+static int ipt__blk_proceed_indirect(struct pt_block_decoder *decoder)
+{
+	struct pt_event *ev = &decoder->event;
+
+	if (ev->type == ptev_tip) {
+		uint64_t from = decoder->ip;
+
+		if (ev->ip_suppressed)
+			return -pte_bad_packet;
+
+		decoder->ip = ev->variant.tip.ip;
+		return ipt__blk_tick(decoder, from);
+	}
+
+	if (ev->type == ptev_tnt) {
+		struct pt_event_decoder saved;
+		struct pt_event tnt;
+		int status;
+
+		saved = decoder->evdec;
+		tnt = *ev;
+
+		status = pt_evt_next(&decoder->evdec, ev, sizeof(*ev));
+		if (status < 0 || ev->type != ptev_tip) {
+			decoder->evdec = saved;
+			*ev = tnt;
+			return -pte_bad_query;
+		}
+
+		/* No tick for this TIP: the TNT must stay current. */
+		decoder->ip = ev->variant.tip.ip;
+		*ev = tnt;
+		return 0;
+	}
+
+	return -pte_bad_query;
+}
+
+/* Take one TNT bit.
+ *
+ * Returns 1 for taken, 0 for not taken, -pte_bad_query without a TNT.
+ * An emptied TNT stays current so that a one-bit TNT can still yield a
+ * tick event; the trailing-event logic moves on. */
+static int ipt__blk_cond_branch(struct pt_block_decoder *decoder)
+{
+	struct pt_event *ev = &decoder->event;
+	uint8_t size;
+
+	if (ev->type != ptev_tnt)
+		return -pte_bad_query;
+
+	size = ev->variant.tnt.size;
+	if (!size)
+		return -pte_internal;
+
+	size -= 1;
+	ev->variant.tnt.size = size;
+	return (int) ((ev->variant.tnt.bits >> size) & 1);
+}
+
+/* A near return: a taken TNT bit means a compressed return to the address
+ * on top of the return stack, a not-taken bit is an error, and no TNT at
+ * all means the destination comes in a TIP. */
+static int ipt__blk_proceed_return(struct pt_block_decoder *decoder)
+{
+	int taken;
+
+	taken = ipt__blk_cond_branch(decoder);
+	if (taken > 0)
+		return ipt__retstack_pop(&decoder->retstack, &decoder->ip);
+	if (taken == -pte_bad_query)
+		return ipt__blk_proceed_indirect(decoder);
+	return taken ? taken : -pte_bad_retcomp;
+}
+
+/* We could not get past @insn without trace: use trace for this last step,
+ * which ends the block and gives the next block's start IP.  Near calls
+ * have already been pushed on the return stack. */
+static int ipt__blk_proceed_with_trace(struct pt_block_decoder *decoder,
+				       const struct pt_insn *insn,
+				       const struct ipt__insn_ext *iext)
+{
+	switch (insn->iclass) {
+	case ptic_cond_jump: {
+		uint64_t ip = insn->ip + insn->size;
+		int taken;
+
+		taken = ipt__blk_cond_branch(decoder);
+		if (taken < 0)
+			return taken;
+		if (taken)
+			ip += (uint64_t) iext->variant.branch.displacement;
+
+		decoder->ip = ip;
+		return 0;
+	}
+
+	case ptic_return:
+		return ipt__blk_proceed_return(decoder);
+
+	case ptic_jump:
+		/* JMPABS is direct but its target comes in a TIP. */
+		if (iext->iclass == IPT__INST_JMPABS)
+			break;
+		/* fall through */
+	case ptic_call:
+		if (iext->variant.branch.is_direct)
+			return -pte_internal;
+		break;
+
+	case ptic_far_call:
+	case ptic_far_return:
+	case ptic_far_jump:
+	case ptic_indirect:
+		break;
+
+	case ptic_ptwrite:
+	case ptic_other:
+		return -pte_internal;
+
+	case ptic_unknown:
+	default:
+		return -pte_bad_insn;
+	}
+
+	return ipt__blk_proceed_indirect(decoder);
+}
+
+/* ---- walking the code, one instruction at a time ---- */
+
+static int ipt__blk_block_is_empty(const struct pt_block *block)
+{
+	return !block->ninsn;
+}
+
+/* Note a near call's return address for return compression; a direct
+ * call to the next instruction (the PIC idiom) returns nowhere. */
+static void ipt__blk_log_call(struct pt_block_decoder *decoder,
+			      const struct pt_insn *insn,
+			      const struct ipt__insn_ext *iext)
+{
+	if (insn->iclass != ptic_call)
+		return;
+	if (iext->variant.branch.is_direct &&
+	    !iext->variant.branch.displacement)
+		return;
+	ipt__retstack_push(&decoder->retstack, insn->ip + insn->size);
+}
+
+/* Add the instruction at @decoder->ip to @block and return it in @insn.
+ *
+ * Returns 1 if it was added; 0 if it does not fit (the block is full, ends
+ * in a truncated instruction, or the instruction lies in another section);
+ * a negative pte_* code if it cannot be read or decoded. */
+static int ipt__blk_proceed_one_insn(struct pt_block_decoder *decoder,
+				     struct pt_block *block,
+				     struct pt_insn *insn,
+				     struct ipt__insn_ext *iext)
+{
+	uint16_t ninsn;
+	int status;
+
+	ninsn = (uint16_t) (block->ninsn + 1);
+	if (!ninsn || block->truncated)
+		return 0;
+
+	IPT_MEMSET(insn, 0, sizeof(*insn));
+	IPT_MEMSET(iext, 0, sizeof(*iext));
+	insn->mode = decoder->mode;
+	insn->ip = decoder->ip;
+
+	status = ipt__blk_decode(decoder, insn, iext);
+	if (status < 0)
+		return status;
+
+	if (insn->isid != block->isid) {
+		if (!ipt__blk_block_is_empty(block))
+			return 0;
+		block->isid = insn->isid;
+	}
+
+	/* An instruction read from more than one section: give its bytes to
+	 * the user with the block.  It ends the block. */
+	if (insn->truncated) {
+		IPT_MEMCPY(block->raw, insn->raw, insn->size);
+		block->size = insn->size;
+		block->truncated = 1;
+	}
+
+	ipt__blk_log_call(decoder, insn, iext);
+
+	block->iclass = insn->iclass;
+	block->end_ip = insn->ip;
+	block->ninsn = ninsn;
+
+	if (decoder->has_icnt) {
+		uint32_t icnt = decoder->icnt + 1;
+
+		if (!icnt)
+			return -pte_overflow;
+		decoder->icnt = icnt;
+	}
+	return 1;
+}
+
+typedef int (*ipt__blk_insn_pred)(const struct pt_insn *insn,
+				  const struct ipt__insn_ext *iext);
+
+static int ipt__blk_insn_false(const struct pt_insn *insn,
+			       const struct ipt__insn_ext *iext)
+{
+	(void) insn;
+	(void) iext;
+	return 0;
+}
+
+/* The user asked to end blocks after near calls or near jumps. */
+static int ipt__blk_end_on_branch(const struct pt_block_decoder *decoder,
+				  const struct pt_insn *insn)
+{
+	return (decoder->flags.variant.block.end_on_call &&
+		insn->iclass == ptic_call) ||
+	       (decoder->flags.variant.block.end_on_jump &&
+		insn->iclass == ptic_jump);
+}
+
+/* Walk the code without trace until an instruction satisfies @pred.
+ *
+ * On 1, @insn is that instruction and @decoder->ip still points at it.
+ * On 0, the block ended (full, section change, or a call or jump the user
+ * wants blocks to end on) and @decoder->ip is the next IP.
+ * On -pte_bad_query, @insn needs trace and @decoder->ip points at it.
+ * Other negative codes are errors. */
+static int ipt__blk_proceed_to_insn(struct pt_block_decoder *decoder,
+				    struct pt_block *block,
+				    struct pt_insn *insn,
+				    struct ipt__insn_ext *iext,
+				    ipt__blk_insn_pred pred)
+{
+	int status;
+
+	for (;;) {
+		status = ipt__blk_proceed_one_insn(decoder, block, insn, iext);
+		if (status <= 0)
+			return status;
+
+		status = pred(insn, iext);
+		if (status)
+			return status;
+
+		status = ipt__insn_next_ip(&decoder->ip, insn, iext);
+		if (status < 0)
+			return status;
+
+		if (ipt__blk_end_on_branch(decoder, insn))
+			return 0;
+	}
+}
+
+/* Walk the code without trace until @decoder->ip reaches @ip.
+ *
+ * On 1, @decoder->ip == @ip and @insn is the instruction before it, if we
+ * moved at all.  Otherwise as ipt__blk_proceed_to_insn. */
+static int ipt__blk_proceed_to_ip(struct pt_block_decoder *decoder,
+				  struct pt_block *block,
+				  struct pt_insn *insn,
+				  struct ipt__insn_ext *iext, uint64_t ip)
+{
+	int status;
+
+	for (;;) {
+		if (decoder->ip == ip)
+			return 1;
+
+		status = ipt__blk_proceed_one_insn(decoder, block, insn, iext);
+		if (status <= 0)
+			return status;
+
+		status = ipt__insn_next_ip(&decoder->ip, insn, iext);
+		if (status < 0)
+			return status;
+
+		/* The branch that ends the block may have reached @ip. */
+		if (ipt__blk_end_on_branch(decoder, insn))
+			return decoder->ip == ip ? 1 : 0;
+	}
+}
+
+/* Erratum SKL014: a TIP.PGD without IP may also come from a direct near
+ * jump or call that leaves the filter region.  Such a branch, or a MOV to
+ * CR3, is where the disable binds. */
+static int ipt__blk_insn_skl014(const struct pt_insn *insn,
+				const struct ipt__insn_ext *iext)
+{
+	switch (insn->iclass) {
+	case ptic_jump:
+		if (iext->iclass == IPT__INST_JMPABS)
+			return 0;
+		/* fall through */
+	case ptic_call:
+		return iext->variant.branch.is_direct;
+
+	case ptic_other:
+		return ipt__insn_changes_cr3(insn, iext);
+
+	default:
+		return 0;
+	}
+}
+
+/* Reach a disable without IP under SKL014: the disabling branch is the
+ * first direct branch whose target the address filter does not trace (or
+ * a CR3 change).  Returns as ipt__blk_proceed_to_insn. */
+static int ipt__blk_proceed_skl014(struct pt_block_decoder *decoder,
+				   struct pt_block *block,
+				   struct pt_insn *insn,
+				   struct ipt__insn_ext *iext)
+{
+	const struct pt_config *config;
+	int status;
+
+	config = pt_evt_get_config(&decoder->evdec);
+	if (!config)
+		return -pte_internal;
+
+	for (;;) {
+		uint64_t target;
+
+		status = ipt__blk_proceed_to_insn(decoder, block, insn, iext,
+						  ipt__blk_insn_skl014);
+		if (status <= 0)
+			return status;
+
+		if (ipt__insn_changes_cr3(insn, iext))
+			return status;
+
+		status = ipt__insn_next_ip(&target, insn, iext);
+		if (status < 0)
+			return status;
+
+		/* A target outside the traced regions is our branch. */
+		status = ipt__filter_addr_check(&config->addr_filter, target);
+		if (status <= 0)
+			return status ? status : 1;
+
+		decoder->ip = target;
+		if (ipt__blk_end_on_branch(decoder, insn))
+			return 0;
+	}
+}
+
+/* Reach a synchronous disable.  With an IP, that is where it binds.
+ * Without, it binds to the next CR3 change, or to the next branch needing
+ * trace (far branches and CPL changes need trace, too): the caller sees
+ * -pte_bad_query for those. */
+static int ipt__blk_proceed_to_disabled(struct pt_block_decoder *decoder,
+					struct pt_block *block,
+					struct pt_insn *insn,
+					struct ipt__insn_ext *iext,
+					const struct pt_event *ev)
+{
+	const struct pt_config *config;
+
+	if (!ev->ip_suppressed)
+		return ipt__blk_proceed_to_ip(decoder, block, insn, iext,
+					      ev->variant.disabled.ip);
+
+	config = pt_evt_get_config(&decoder->evdec);
+	if (!config)
+		return -pte_internal;
+
+	/* Without a filter configuration we assume no filtering and thus no
+	 * SKL014; we would otherwise disable too early. */
+	if (config->addr_filter.config.addr_cfg && config->errata.skl014)
+		return ipt__blk_proceed_skl014(decoder, block, insn, iext);
+
+	return ipt__blk_proceed_to_insn(decoder, block, insn, iext,
+					ipt__insn_changes_cr3);
+}
+
+/* After a synchronous disable @decoder->ip still points at the instruction
+ * it bound to.  Tracing will likely resume after a call returns; after
+ * anything else we cannot guess. */
+static void ipt__blk_set_disable_resume_ip(struct pt_block_decoder *decoder,
+					   const struct pt_insn *insn)
+{
+	if (insn->iclass == ptic_call || insn->iclass == ptic_far_call)
+		decoder->ip = insn->ip + insn->size;
+	else
+		decoder->ip = 0;
+}
+
+/* Reach an instruction-bound event that takes effect after its instruction
+ * (PTWRITE, IRET, VM entry, UIRET): the next instruction satisfying @pred,
+ * or, if the event has an IP, the instruction at that IP.  Either way, add
+ * the instruction to the block.  Returns as ipt__blk_proceed_to_insn, with
+ * @insn the bound instruction on 1. */
+static int ipt__blk_proceed_past(struct pt_block_decoder *decoder,
+				 struct pt_block *block, struct pt_insn *insn,
+				 struct ipt__insn_ext *iext,
+				 const struct pt_event *ev, ipt__blk_insn_pred pred,
+				 uint64_t ip)
+{
+	int status;
+
+	if (ev->ip_suppressed)
+		return ipt__blk_proceed_to_insn(decoder, block, insn, iext,
+						pred);
+
+	status = ipt__blk_proceed_to_ip(decoder, block, insn, iext, ip);
+	if (status <= 0)
+		return status;
+
+	/* This may still overflow the block; both instruction and event then
+	 * go to the next block. */
+	return ipt__blk_proceed_one_insn(decoder, block, insn, iext);
+}
+
+/* Give a TRIG event its anchor IP if it has none: our current IP, with the
+ * instructions we counted since the anchor taken off its count. */
+static int ipt__blk_provide_trig_anchor(struct pt_block_decoder *decoder,
+					struct pt_event *ev)
+{
+	if (ev->type != ptev_trig || ev->ip_suppressed)
+		return -pte_internal;
+
+	if (ev->variant.trig.ip)
+		return 0;
+
+	if (!decoder->has_icnt)
+		return -pte_bad_packet;
+	if (ev->variant.trig.icnt < decoder->icnt)
+		return -pte_bad_packet;
+
+	ev->variant.trig.icnt = (uint16_t) (ev->variant.trig.icnt -
+					    decoder->icnt);
+	ev->variant.trig.ip = decoder->ip;
+	return 0;
+}
+
+/* Reach a TRIG event: its anchor IP, then as many instructions as it
+ * counts.  The progress is kept in the event itself, so a full block just
+ * continues in the next one. */
+static int ipt__blk_proceed_to_trig(struct pt_block_decoder *decoder,
+				    struct pt_block *block,
+				    struct pt_insn *insn,
+				    struct ipt__insn_ext *iext,
+				    struct pt_event *ev)
+{
+	int status;
+
+	if (ev->ip_suppressed)
+		return 1;
+
+	status = ipt__blk_provide_trig_anchor(decoder, ev);
+	if (status < 0)
+		return status;
+
+	/* With tracing disabled the event decoder gives the exact IP. */
+	if (!decoder->enabled)
+		return ev->variant.trig.icnt ? 1 : -pte_internal;
+
+	status = ipt__blk_proceed_to_ip(decoder, block, insn, iext,
+					ev->variant.trig.ip);
+	if (status <= 0)
+		return status;
+
+	while (ev->variant.trig.icnt) {
+		status = ipt__blk_proceed_one_insn(decoder, block, insn, iext);
+		if (status <= 0)
+			return status;
+
+		status = ipt__insn_next_ip(&decoder->ip, insn, iext);
+		if (status < 0)
+			return status;
+
+		ev->variant.trig.ip = decoder->ip;
+		ev->variant.trig.icnt -= 1;
+	}
+	return 1;
+}
+
+/* Erratum SKD022: a VMLAUNCH or VMRESUME that disables tracing may send a
+ * bogus FUP, which makes the disable look asynchronous.  Turn such an
+ * async disable into a synchronous one.
+ *
+ * Returns 1 if the event was changed, 0 if the erratum does not apply. */
+static int ipt__blk_handle_skd022(struct pt_block_decoder *decoder,
+				  struct pt_event *ev)
+{
+	struct ipt__insn_ext iext;
+	struct pt_insn insn;
+
+	IPT_MEMSET(&insn, 0, sizeof(insn));
+	IPT_MEMSET(&iext, 0, sizeof(iext));
+	insn.mode = decoder->mode;
+	insn.ip = ev->variant.async_disabled.at;
+
+	if (ipt__blk_decode(decoder, &insn, &iext) < 0)
+		return 0;
+
+	if (iext.iclass != IPT__INST_VMLAUNCH &&
+	    iext.iclass != IPT__INST_VMRESUME)
+		return 0;
+
+	ev->type = ptev_disabled;
+	ev->variant.disabled.ip = ev->variant.async_disabled.ip;
+	return 1;
+}
+
+static int ipt__blk_skd022_applies(struct pt_block_decoder *decoder,
+				   struct pt_event *ev)
+{
+	const struct pt_config *config;
+
+	config = pt_evt_get_config(&decoder->evdec);
+	if (!config)
+		return -pte_internal;
+	if (!config->errata.skd022)
+		return 0;
+	return ipt__blk_handle_skd022(decoder, ev);
+}
+
+/* Keep @insn: more events may bind to it.  We proceed past it once they
+ * have all been indicated. */
+static int ipt__blk_postpone_insn(struct pt_block_decoder *decoder,
+				  const struct pt_insn *insn,
+				  const struct ipt__insn_ext *iext)
+{
+	if (decoder->process_insn)
+		return -pte_internal;
+
+	decoder->process_insn = 1;
+	decoder->insn = *insn;
+	decoder->iext = *iext;
+	return ipt__blk_status(decoder, pts_event_pending);
+}
+
+static void ipt__blk_clear_postponed_insn(struct pt_block_decoder *decoder)
+{
+	decoder->process_insn = 0;
+	decoder->bound = 0;
+}
+
+/* Proceed past a postponed instruction, with trace if it needs it. */
+static int ipt__blk_proceed_postponed_insn(struct pt_block_decoder *decoder)
+{
+	int status;
+
+	if (!decoder->process_insn)
+		return 0;
+
+	if (decoder->enabled) {
+		status = ipt__insn_next_ip(&decoder->ip, &decoder->insn,
+					   &decoder->iext);
+		if (status < 0) {
+			if (status != -pte_bad_query)
+				return status;
+
+			status = ipt__blk_proceed_with_trace(decoder,
+							     &decoder->insn,
+							     &decoder->iext);
+			if (status < 0)
+				return status;
+		}
+	}
+
+	ipt__blk_clear_postponed_insn(decoder);
+	return 0;
+}
+
+/* Events that bind to a kind of instruction: the predicate and the bound
+ * bit, or NULL. */
+static ipt__blk_insn_pred ipt__blk_binding(enum pt_event_type type,
+					   uint32_t *bit)
+{
+	switch (type) {
+	case ptev_paging:
+		*bit = IPT__BOUND_PAGING;
+		return ipt__insn_binds_to_pip;
+	case ptev_vmcs:
+		*bit = IPT__BOUND_VMCS;
+		return ipt__insn_binds_to_vmcs;
+	case ptev_ptwrite:
+		*bit = IPT__BOUND_PTWRITE;
+		return ipt__insn_is_ptwrite;
+	case ptev_iret:
+		*bit = IPT__BOUND_IRET;
+		return ipt__insn_is_iret;
+	case ptev_vmentry:
+		*bit = IPT__BOUND_VMENTRY;
+		return ipt__insn_is_vmentry;
+	case ptev_uiret:
+		*bit = IPT__BOUND_UIRET;
+		return ipt__insn_is_uiret;
+	case ptev_swintr:
+		*bit = IPT__BOUND_SWINTR;
+		return ipt__insn_is_swint;
+	case ptev_syscall:
+		*bit = IPT__BOUND_SYSCALL;
+		return ipt__insn_is_syscall;
+	default:
+		*bit = 0;
+		return NULL;
+	}
+}
+
+/* The IP an event happens at, for the event types that carry one. */
+static uint64_t ipt__blk_event_ip(const struct pt_event *ev)
+{
+	switch (ev->type) {
+	case ptev_enabled:
+		return ev->variant.enabled.ip;
+	case ptev_disabled:
+		return ev->variant.disabled.ip;
+	case ptev_async_disabled:
+		return ev->variant.async_disabled.at;
+	case ptev_async_branch:
+		return ev->variant.async_branch.from;
+	case ptev_async_paging:
+		return ev->variant.async_paging.ip;
+	case ptev_async_vmcs:
+		return ev->variant.async_vmcs.ip;
+	case ptev_overflow:
+		return ev->variant.overflow.ip;
+	case ptev_exec_mode:
+		return ev->variant.exec_mode.ip;
+	case ptev_tsx:
+		return ev->variant.tsx.ip;
+	case ptev_exstop:
+		return ev->variant.exstop.ip;
+	case ptev_mwait:
+		return ev->variant.mwait.ip;
+	case ptev_ptwrite:
+		return ev->variant.ptwrite.ip;
+	case ptev_tick:
+		return ev->variant.tick.ip;
+	case ptev_tip:
+		return ev->variant.tip.ip;
+	case ptev_iflags:
+		return ev->variant.iflags.ip;
+	case ptev_interrupt:
+		return ev->variant.interrupt.ip;
+	case ptev_iret:
+		return ev->variant.iret.ip;
+	case ptev_smi:
+		return ev->variant.smi.ip;
+	case ptev_rsm:
+		return ev->variant.rsm.ip;
+	case ptev_init:
+		return ev->variant.init.ip;
+	case ptev_vmentry:
+		return ev->variant.vmentry.ip;
+	case ptev_vmexit:
+		return ev->variant.vmexit.ip;
+	case ptev_shutdown:
+		return ev->variant.shutdown.ip;
+	case ptev_uintr:
+		return ev->variant.uintr.ip;
+	case ptev_uiret:
+		return ev->variant.uiret.ip;
+	case ptev_trig:
+		return ev->variant.trig.ip;
+	case ptev_swintr:
+		return ev->variant.swintr.ip;
+	case ptev_syscall:
+		return ev->variant.syscall.ip;
+	default:
+		return 0;
+	}
+}
+
+/* ---- reaching the current event ---- */
+
+/* Walk the code up to where the current event binds and indicate it.
+ *
+ * On the way the block may run full or need trace; then the event waits
+ * for the next block and we return 0, which is what ipt__blk_status would
+ * say too: no end of stream while events are pending, and tracing is
+ * enabled.
+ *
+ * Returns pt_status_flag bits, or a negative pte_* code. */
+static int ipt__blk_proceed_event(struct pt_block_decoder *decoder,
+				  struct pt_block *block)
+{
+	struct pt_event *ev = &decoder->event;
+	struct ipt__insn_ext iext;
+	struct pt_insn insn;
+	ipt__blk_insn_pred pred;
+	uint32_t bit;
+	int status;
+
+	IPT_MEMSET(&insn, 0, sizeof(insn));
+	IPT_MEMSET(&iext, 0, sizeof(iext));
+
+	switch (ev->type) {
+	case ptev_enabled:
+	case ptev_overflow:
+	case ptev_stop:
+	case ptev_pwre:
+	case ptev_pwrx:
+	case ptev_tick:
+	case ptev_cbr:
+	case ptev_mnt:
+	case ptev_rsm:
+	case ptev_sipi:
+		break;
+
+	case ptev_tip:
+	case ptev_tnt:
+		return -pte_internal;
+
+	case ptev_disabled:
+		if (ev->status_update)
+			break;
+
+		status = ipt__blk_proceed_to_disabled(decoder, block, &insn,
+						      &iext, ev);
+		if (status <= 0) {
+			/* A disable also binds to the next branch that
+			 * needs trace. */
+			if (status != -pte_bad_query)
+				return status;
+			ipt__blk_set_disable_resume_ip(decoder, &insn);
+		}
+		break;
+
+	case ptev_async_disabled:
+		status = ipt__blk_proceed_to_ip(decoder, block, &insn, &iext,
+						ev->variant.async_disabled.at);
+		if (status <= 0)
+			return status;
+
+		status = ipt__blk_skd022_applies(decoder, ev);
+		if (status < 0)
+			return status;
+		if (status)
+			/* Now a synchronous disable: start over. */
+			return ipt__blk_proceed_event(decoder, block);
+		break;
+
+	case ptev_async_branch:
+		status = ipt__blk_proceed_to_ip(decoder, block, &insn, &iext,
+						ev->variant.async_branch.from);
+		if (status <= 0)
+			return status;
+		break;
+
+	case ptev_paging:
+	case ptev_vmcs:
+		/* PIP and VMCS bind to the next instruction that may load
+		 * CR3 or the VMCS pointer. */
+		if (!decoder->enabled)
+			break;
+
+		pred = ipt__blk_binding(ev->type, &bit);
+		status = ipt__blk_proceed_to_insn(decoder, block, &insn, &iext,
+						  pred);
+		if (status <= 0)
+			return status;
+
+		decoder->bound |= bit;
+		return ipt__blk_postpone_insn(decoder, &insn, &iext);
+
+	case ptev_ptwrite:
+	case ptev_iret:
+	case ptev_vmentry:
+	case ptev_uiret:
+		/* These are indicated after their instruction. */
+		if (!decoder->enabled)
+			break;
+
+		pred = ipt__blk_binding(ev->type, &bit);
+		status = ipt__blk_proceed_past(decoder, block, &insn, &iext, ev,
+					       pred, ipt__blk_event_ip(ev));
+		if (status <= 0)
+			return status;
+
+		decoder->bound |= bit;
+		return ipt__blk_postpone_insn(decoder, &insn, &iext);
+
+	case ptev_swintr:
+	case ptev_syscall:
+		/* These are indicated at their instruction: an async branch
+		 * or a TIP at that IP may follow. */
+		if (!decoder->enabled)
+			break;
+
+		pred = ipt__blk_binding(ev->type, &bit);
+		if (ev->ip_suppressed)
+			status = ipt__blk_proceed_to_insn(decoder, block, &insn,
+							  &iext, pred);
+		else
+			status = ipt__blk_proceed_to_ip(decoder, block, &insn,
+							&iext,
+							ipt__blk_event_ip(ev));
+		if (status <= 0)
+			return status;
+
+		decoder->bound |= bit;
+		return ipt__blk_postpone_insn(decoder, &insn, &iext);
+
+	case ptev_async_paging:
+	case ptev_async_vmcs:
+	case ptev_exec_mode:
+	case ptev_tsx:
+	case ptev_iflags:
+	case ptev_interrupt:
+	case ptev_smi:
+	case ptev_init:
+	case ptev_vmexit:
+	case ptev_shutdown:
+	case ptev_uintr:
+		if (ev->ip_suppressed)
+			break;
+
+		status = ipt__blk_proceed_to_ip(decoder, block, &insn, &iext,
+						ipt__blk_event_ip(ev));
+		if (status <= 0)
+			return status;
+		break;
+
+	case ptev_exstop:
+	case ptev_mwait:
+		if (!decoder->enabled || ev->ip_suppressed)
+			break;
+
+		status = ipt__blk_proceed_to_ip(decoder, block, &insn, &iext,
+						ipt__blk_event_ip(ev));
+		if (status <= 0)
+			return status;
+		break;
+
+	case ptev_trig:
+		status = ipt__blk_proceed_to_trig(decoder, block, &insn, &iext,
+						  ev);
+		if (status <= 0)
+			return status;
+		break;
+
+	default:
+		return -pte_internal;
+	}
+
+	return ipt__blk_status(decoder, pts_event_pending);
+}
+
+/* ---- walking the code, a run at a time ---- */
+
+/* No event binds before the next branch that needs trace: walk there one
+ * instruction at a time, then take that branch with trace.  This is the
+ * way for everything the run cache does not hold. */
+static int ipt__blk_proceed_no_event_uncached(struct pt_block_decoder *decoder,
+					      struct pt_block *block)
+{
+	struct ipt__insn_ext iext;
+	struct pt_insn insn;
+	int status;
+
+	IPT_MEMSET(&insn, 0, sizeof(insn));
+	IPT_MEMSET(&iext, 0, sizeof(iext));
+
+	status = ipt__blk_proceed_to_insn(decoder, block, &insn, &iext,
+					  ipt__blk_insn_false);
+	if (status == -pte_bad_query)
+		return ipt__blk_proceed_with_trace(decoder, &insn, &iext);
+	return status < 0 ? status : 0;
+}
+
+/* Record the run starting at @decoder->ip in @run.
+ *
+ * The run follows the code while the next IP is known without trace, up to
+ * and including the first instruction that needs trace or is a direct near
+ * call or jump (those update the return stack or may end the block on the
+ * user's request).  It stops early, before an instruction in a different
+ * section, one that cannot be decoded in one piece, or after IPT__RUN_MAX
+ * instructions.
+ *
+ * Returns @run, or NULL if not even the first instruction qualifies: the
+ * caller then walks instruction by instruction, which reports errors. */
+static const struct ipt__blk_run *
+ipt__blk_run_fill(struct pt_block_decoder *decoder, struct ipt__blk_run *run)
+{
+	struct ipt__insn_ext iext;
+	struct pt_insn insn;
+	uint64_t ip = decoder->ip;
+	uint16_t ninsn = 0;
+	uint8_t kind;
+
+	for (;;) {
+		uint64_t next;
+		int status;
+
+		IPT_MEMSET(&insn, 0, sizeof(insn));
+		IPT_MEMSET(&iext, 0, sizeof(iext));
+		insn.mode = decoder->mode;
+		insn.ip = ip;
+
+		status = ipt__blk_decode(decoder, &insn, &iext);
+		if (status < 0 || insn.truncated ||
+		    (ninsn && insn.isid != run->isid))
+			break;
+
+		status = ipt__insn_next_ip(&next, &insn, &iext);
+		if (status < 0 && status != -pte_bad_query)
+			break;
+
+		run->isid = insn.isid;
+		run->end_ip = insn.ip;
+		run->iclass = (uint8_t) insn.iclass;
+		run->isize = insn.size;
+		run->disp = iext.variant.branch.displacement;
+		ninsn += 1;
+
+		if (status < 0) {
+			switch (insn.iclass) {
+			case ptic_cond_jump:
+				kind = ipt__run_cond;
+				break;
+			case ptic_return:
+				kind = ipt__run_ret;
+				break;
+			case ptic_call:
+				kind = ipt__run_icall;
+				break;
+			default:
+				kind = ipt__run_indirect;
+				break;
+			}
+			goto done;
+		}
+
+		if (insn.iclass == ptic_call) {
+			kind = ipt__run_dcall;
+			goto done;
+		}
+		if (insn.iclass == ptic_jump) {
+			kind = ipt__run_djump;
+			goto done;
+		}
+
+		run->disp = 0;
+		if (ninsn == IPT__RUN_MAX) {
+			kind = ipt__run_next;
+			goto done;
+		}
+		ip = next;
+	}
+
+	/* The instruction at @ip does not belong to the run. */
+	if (!ninsn)
+		return NULL;
+	kind = ipt__run_next;
+
+done:
+	run->ip = decoder->ip;
+	run->cr3 = decoder->asid.cr3;
+	run->vmcs = decoder->asid.vmcs;
+	run->mode = (uint8_t) decoder->mode;
+	run->ninsn = ninsn;
+	run->kind = kind;
+	run->epoch = decoder->epoch;
+	return run;
+}
+
+static const struct ipt__blk_run *
+ipt__blk_run_lookup(struct pt_block_decoder *decoder)
+{
+	struct ipt__blk_run *run;
+
+	run = &decoder->rcache[ipt__blk_hash(decoder->ip, &decoder->asid,
+					     decoder->mode,
+					     IPT_BLK_RCACHE_BITS)];
+	if (IPT__LIKELY(run->epoch == decoder->epoch &&
+			run->ip == decoder->ip &&
+			run->mode == (uint8_t) decoder->mode &&
+			run->cr3 == decoder->asid.cr3 &&
+			run->vmcs == decoder->asid.vmcs))
+		return run;
+
+	/* Not filled yet, or the slot holds another run: (re)fill it. */
+	run->epoch = 0;
+	return ipt__blk_run_fill(decoder, run);
+}
+
+/* No event binds before the next branch that needs trace: go there run by
+ * run, then take that branch with trace.  This also proceeds to the start
+ * IP of the next block.
+ *
+ * Returns zero on success, a negative pte_* code otherwise. */
+static int ipt__blk_proceed_no_event(struct pt_block_decoder *decoder,
+				     struct pt_block *block)
+{
+	for (;;) {
+		const struct ipt__blk_run *run;
+		uint64_t next;
+		uint32_t ninsn;
+
+		run = ipt__blk_run_lookup(decoder);
+		if (!run)
+			return ipt__blk_proceed_no_event_uncached(decoder,
+								  block);
+
+		/* Blocks do not cross sections. */
+		if (run->isid != block->isid) {
+			if (!ipt__blk_block_is_empty(block))
+				return 0;
+			block->isid = run->isid;
+		}
+
+		/* A run that does not fit ends the block; it will fit into
+		 * the next, empty one. */
+		ninsn = (uint32_t) block->ninsn + run->ninsn;
+		if (ninsn > UINT16_MAX)
+			return 0;
+
+		if (decoder->has_icnt) {
+			uint32_t icnt = decoder->icnt + run->ninsn;
+
+			if (icnt < decoder->icnt)
+				return -pte_overflow;
+			decoder->icnt = icnt;
+		}
+
+		block->ninsn = (uint16_t) ninsn;
+		block->end_ip = run->end_ip;
+		block->iclass = (enum pt_insn_class) run->iclass;
+
+		next = run->end_ip + run->isize;
+		decoder->ip = run->end_ip;
+
+		switch ((enum ipt__run_kind) run->kind) {
+		case ipt__run_cond: {
+			int taken = ipt__blk_cond_branch(decoder);
+
+			if (taken < 0)
+				return taken;
+			if (taken)
+				next += (uint64_t) run->disp;
+			decoder->ip = next;
+			return 0;
+		}
+
+		case ipt__run_ret:
+			return ipt__blk_proceed_return(decoder);
+
+		case ipt__run_icall:
+			ipt__retstack_push(&decoder->retstack, next);
+			return ipt__blk_proceed_indirect(decoder);
+
+		case ipt__run_indirect:
+			return ipt__blk_proceed_indirect(decoder);
+
+		case ipt__run_dcall:
+			if (run->disp)
+				ipt__retstack_push(&decoder->retstack, next);
+			decoder->ip = next + (uint64_t) run->disp;
+			if (decoder->flags.variant.block.end_on_call)
+				return 0;
+			break;
+
+		case ipt__run_djump:
+			decoder->ip = next + (uint64_t) run->disp;
+			if (decoder->flags.variant.block.end_on_jump)
+				return 0;
+			break;
+
+		case ipt__run_next:
+			decoder->ip = next;
+			break;
+
+		default:
+			return -pte_internal;
+		}
+	}
+}
+
+/* Proceed to the next event or the next branch that needs trace.
+ *
+ * Returns pt_status_flag bits, or a negative pte_* code. */
+static int ipt__blk_proceed_trailing_event(struct pt_block_decoder *decoder,
+					   struct pt_block *block);
+
+static int ipt__blk_proceed(struct pt_block_decoder *decoder,
+			    struct pt_block *block)
+{
+	int status;
+
+	status = decoder->status;
+	if (status < 0) {
+		if (status != -pte_eos)
+			return status;
+
+		/* Out of trace, the user may still proceed as long as no
+		 * trace is needed, e.g. to stitch adjacent PSB segments;
+		 * every block says the end is near. */
+		if (!decoder->enabled)
+			return -pte_eos;
+
+		status = ipt__blk_proceed_no_event(decoder, block);
+		if (status < 0)
+			return status;
+		return pts_eos;
+	}
+
+	switch (decoder->event.type) {
+	case ptev_tnt:
+	case ptev_tip:
+		if (!decoder->enabled)
+			return -pte_no_enable;
+
+		status = ipt__blk_proceed_no_event(decoder, block);
+		if (status < 0)
+			return status;
+		return ipt__blk_proceed_trailing_event(decoder, block);
+
+	default:
+		return ipt__blk_proceed_event(decoder, block);
+	}
+}
+
+/* ---- events at the end of a block ---- */
+
+enum {
+	/* How far we look for an abort's IP when checking for BDM64. */
+	IPT__BDM64_MAX_STEPS = 0x100
+};
+
+/* Erratum BDM64: a TSX abort right after a branch that produced trace may
+ * have corrupted that branch's trace.  If the abort's IP cannot be reached
+ * from where that branch took us, assume the erratum hit and that the
+ * branch went to the abort IP.
+ *
+ * Returns 1 if handled, 0 if it does not seem to apply, a negative pte_*
+ * code if we cannot tell. */
+static int ipt__blk_handle_bdm64(struct pt_block_decoder *decoder,
+				 const struct pt_block *block,
+				 const struct pt_event *ev)
+{
+	struct ipt__insn_ext iext;
+	struct pt_insn insn;
+	int status;
+
+	if (!ev->variant.tsx.aborted || ipt__blk_block_is_empty(block))
+		return 0;
+
+	IPT_MEMSET(&insn, 0, sizeof(insn));
+	IPT_MEMSET(&iext, 0, sizeof(iext));
+	insn.mode = block->mode;
+	insn.ip = block->end_ip;
+
+	if (ipt__blk_decode(decoder, &insn, &iext) < 0)
+		return 0;
+	if (!ipt__insn_is_branch(&insn, &iext))
+		return 0;
+
+	status = ipt__insn_range_is_contiguous(decoder->ip, ev->variant.tsx.ip,
+					       decoder->mode, decoder->image,
+					       &decoder->asid,
+					       IPT__BDM64_MAX_STEPS);
+	if (status > 0)
+		return status;
+
+	decoder->ip = ev->variant.tsx.ip;
+	return 1;
+}
+
+/* Does a TSX event with an IP wait for a later block?  Returns 1 if so, 0
+ * if it applies here, a negative pte_* code on error. */
+static int ipt__blk_postpone_trailing_tsx(struct pt_block_decoder *decoder,
+					  const struct pt_block *block,
+					  const struct pt_event *ev)
+{
+	if (ev->ip_suppressed)
+		return 0;
+
+	if (block) {
+		const struct pt_config *config;
+
+		config = pt_evt_get_config(&decoder->evdec);
+		if (!config)
+			return -pte_internal;
+
+		if (config->errata.bdm64 &&
+		    ipt__blk_handle_bdm64(decoder, block, ev) < 0)
+			return 1;
+	}
+
+	return decoder->ip != ev->variant.tsx.ip ? 1 : 0;
+}
+
+/* Indicate the events that apply at @decoder->ip.
+ *
+ * Called after synchronizing, after a block ended (@block is that block),
+ * and after each event the user fetched (@block is NULL).  Proceeds past a
+ * postponed instruction once no further event binds to it.
+ *
+ * Returns pt_status_flag bits, or a negative pte_* code. */
+static int ipt__blk_proceed_trailing_event(struct pt_block_decoder *decoder,
+					   struct pt_block *block)
+{
+	struct pt_event *ev = &decoder->event;
+	ipt__blk_insn_pred pred;
+	uint32_t bit;
+	int status;
+
+	for (;;) {
+		status = decoder->status;
+		if (status < 0) {
+			int errcode;
+
+			errcode = ipt__blk_proceed_postponed_insn(decoder);
+			if (errcode < 0)
+				return errcode;
+
+			/* A decode error is an event for the upper layers
+			 * to query; the end of the trace is just a flag. */
+			return ipt__blk_status(decoder, status != -pte_eos ?
+					       pts_event_pending : 0);
+		}
+
+		if (ev->type != ptev_tnt)
+			break;
+
+		/* A tick on the first TNT bit used with a new timestamp, if
+		 * the user wants ticks, during normal decode, once. */
+		if (decoder->flags.variant.block.enable_tick_events && block &&
+		    ev->has_tsc && ev->tsc != decoder->tsc) {
+			/* Not if the block ended before the TNT's branch. */
+			if (block->iclass != ptic_cond_jump &&
+			    block->iclass != ptic_return)
+				goto none;
+			return ipt__blk_status(decoder, pts_event_pending);
+		}
+
+		if (ev->variant.tnt.size)
+			goto none;
+
+		/* The TNT is used up: the next event may apply here. */
+		status = ipt__blk_fetch_event(decoder);
+		if (status < 0)
+			return status;
+	}
+
+	switch (ev->type) {
+	case ptev_tip:
+		break;
+
+	case ptev_tick:
+	case ptev_enabled:
+	case ptev_overflow:
+	case ptev_stop:
+	case ptev_pwre:
+	case ptev_pwrx:
+	case ptev_cbr:
+	case ptev_mnt:
+		/* Not bound to an instruction. */
+		status = ipt__blk_proceed_postponed_insn(decoder);
+		if (status < 0)
+			return status;
+		return ipt__blk_status(decoder, pts_event_pending);
+
+	case ptev_disabled:
+		if (!decoder->process_insn) {
+			/* Normally indicated on the event flow, except for
+			 * status updates. */
+			if (ev->status_update)
+				return ipt__blk_status(decoder,
+						       pts_event_pending);
+			break;
+		}
+
+		/* It may bind to the postponed instruction if that changes
+		 * CR3, ... */
+		if (ev->ip_suppressed &&
+		    ipt__insn_changes_cr3(&decoder->insn, &decoder->iext))
+			return ipt__blk_status(decoder, pts_event_pending);
+
+		/* ... or if getting past it needs trace. */
+		status = ipt__insn_next_ip(&decoder->ip, &decoder->insn,
+					   &decoder->iext);
+		if (status < 0) {
+			if (status != -pte_bad_query)
+				return status;
+			ipt__blk_set_disable_resume_ip(decoder, &decoder->insn);
+			return ipt__blk_status(decoder, pts_event_pending);
+		}
+
+		ipt__blk_clear_postponed_insn(decoder);
+
+		if (!ev->ip_suppressed &&
+		    decoder->ip == ev->variant.disabled.ip)
+			return ipt__blk_status(decoder, pts_event_pending);
+		break;
+
+	case ptev_async_disabled:
+		status = ipt__blk_proceed_postponed_insn(decoder);
+		if (status < 0)
+			return status;
+
+		if (decoder->ip != ev->variant.async_disabled.at)
+			break;
+
+		/* Under SKD022 the event becomes a synchronous disable that
+		 * the next block reaches. */
+		status = ipt__blk_skd022_applies(decoder, ev);
+		if (status < 0)
+			return status;
+		if (status)
+			break;
+		return ipt__blk_status(decoder, pts_event_pending);
+
+	case ptev_async_branch:
+		status = ipt__blk_proceed_postponed_insn(decoder);
+		if (status < 0)
+			return status;
+
+		if (decoder->ip != ev->variant.async_branch.from)
+			break;
+		return ipt__blk_status(decoder, pts_event_pending);
+
+	case ptev_async_paging:
+	case ptev_async_vmcs:
+		status = ipt__blk_proceed_postponed_insn(decoder);
+		if (status < 0)
+			return status;
+
+		if (!ev->ip_suppressed &&
+		    decoder->ip != ipt__blk_event_ip(ev))
+			break;
+		return ipt__blk_status(decoder, pts_event_pending);
+
+	case ptev_exec_mode:
+	case ptev_exstop:
+	case ptev_mwait:
+	case ptev_iflags:
+	case ptev_interrupt:
+	case ptev_smi:
+	case ptev_init:
+	case ptev_vmexit:
+	case ptev_shutdown:
+	case ptev_uintr:
+		/* With tracing disabled (e.g. outside the filter region, or
+		 * with event tracing) these apply right away. */
+		status = ipt__blk_proceed_postponed_insn(decoder);
+		if (status < 0)
+			return status;
+
+		if (decoder->enabled && !ev->ip_suppressed &&
+		    decoder->ip != ipt__blk_event_ip(ev))
+			break;
+		return ipt__blk_status(decoder, pts_event_pending);
+
+	case ptev_tsx:
+		status = ipt__blk_proceed_postponed_insn(decoder);
+		if (status < 0)
+			return status;
+
+		status = ipt__blk_postpone_trailing_tsx(decoder, block, ev);
+		if (status < 0)
+			return status;
+		if (status)
+			break;
+		return ipt__blk_status(decoder, pts_event_pending);
+
+	case ptev_rsm:
+	case ptev_sipi:
+		status = ipt__blk_proceed_postponed_insn(decoder);
+		if (status < 0)
+			return status;
+
+		if (!ev->ip_suppressed)
+			return -pte_internal;
+		return ipt__blk_status(decoder, pts_event_pending);
+
+	case ptev_trig:
+		status = ipt__blk_proceed_postponed_insn(decoder);
+		if (status < 0)
+			return status;
+
+		if (!decoder->enabled || ev->ip_suppressed)
+			return ipt__blk_status(decoder, pts_event_pending);
+
+		status = ipt__blk_provide_trig_anchor(decoder, ev);
+		if (status < 0)
+			return status;
+
+		/* Counting instructions is for the next block. */
+		if (ev->variant.trig.icnt)
+			break;
+
+		if (ev->variant.trig.ip != decoder->ip)
+			return -pte_bad_packet;
+		return ipt__blk_status(decoder, pts_event_pending);
+
+	case ptev_paging:
+	case ptev_vmcs:
+	case ptev_ptwrite:
+	case ptev_iret:
+	case ptev_vmentry:
+	case ptev_uiret:
+	case ptev_swintr:
+	case ptev_syscall:
+		/* With tracing disabled, they apply right away. */
+		if (!decoder->enabled)
+			return ipt__blk_status(decoder, pts_event_pending);
+
+		/* Normally indicated on the event flow, unless they bind to
+		 * the postponed instruction, one of each kind at most. */
+		pred = ipt__blk_binding(ev->type, &bit);
+		if (!decoder->process_insn || (decoder->bound & bit))
+			break;
+
+		/* Those with an IP bind on the event flow. */
+		if (ev->type != ptev_paging && ev->type != ptev_vmcs &&
+		    !ev->ip_suppressed)
+			break;
+
+		if (!pred(&decoder->insn, &decoder->iext))
+			break;
+
+		decoder->bound |= bit;
+		return ipt__blk_status(decoder, pts_event_pending);
+
+	default:
+		return -pte_internal;
+	}
+
+none:
+	/* Nothing applies here.  Proceed past any postponed instruction. */
+	status = ipt__blk_proceed_postponed_insn(decoder);
+	if (status < 0)
+		return status;
+	return ipt__blk_status(decoder, 0);
+}
+
+/* ---- synchronization ---- */
+
+/* The event decoder's position as a trace offset; for comparisons. */
+static uint64_t ipt__blk_evt_offset(const struct pt_event_decoder *evdec)
+{
+	uint64_t offset;
+
+	if (pt_evt_get_offset(evdec, &offset) < 0)
+		return UINT64_MAX;
+	return offset;
+}
+
+/* We just synchronized.  Learn from the PSB+ status updates whether tracing
+ * is enabled and where, on a copy of the event decoder: the user still gets
+ * to see those events.  Then fetch the first event. */
+static int ipt__blk_start(struct pt_block_decoder *decoder)
+{
+	struct pt_event_decoder evdec;
+	struct pt_event ev;
+	int status;
+
+	evdec = decoder->evdec;
+	for (;;) {
+		/* Only the PSB+ we synchronized onto, not an adjacent one. */
+		if (ipt__blk_evt_offset(&evdec) !=
+		    ipt__blk_evt_offset(&decoder->evdec))
+			break;
+
+		status = pt_evt_next(&evdec, &ev, sizeof(ev));
+		if (status < 0) {
+			if (status != -pte_eos)
+				return status;
+			break;
+		}
+
+		if (!ev.status_update)
+			break;
+
+		if (ev.type == ptev_enabled) {
+			decoder->enabled = 1;
+			decoder->ip = ev.variant.enabled.ip;
+			break;
+		}
+	}
+
+	decoder->status = pt_evt_next(&decoder->evdec, &decoder->event,
+				      sizeof(decoder->event));
+	return ipt__blk_proceed_trailing_event(decoder, NULL);
+}
+
+IPT_DEF int pt_blk_sync_forward(struct pt_block_decoder *decoder)
+{
+	int status;
+
+	if (!decoder)
+		return -pte_invalid;
+
+	ipt__blk_reset(decoder);
+	status = pt_evt_sync_forward(&decoder->evdec);
+	if (status < 0)
+		return status;
+	return ipt__blk_start(decoder);
+}
+
+IPT_DEF int pt_blk_sync_backward(struct pt_block_decoder *decoder)
+{
+	uint64_t start, sync, pos;
+	int status;
+
+	if (!decoder)
+		return -pte_invalid;
+
+	/* Not synchronized yet: start from the end of the trace. */
+	if (pt_evt_get_offset(&decoder->evdec, &start) < 0) {
+		const struct pt_config *config;
+
+		config = pt_evt_get_config(&decoder->evdec);
+		if (!config)
+			return -pte_internal;
+		if (!config->begin || !config->end)
+			return -pte_bad_config;
+		start = (uint64_t) (config->end - config->begin);
+	}
+
+	sync = start;
+	for (;;) {
+		ipt__blk_reset(decoder);
+
+		do {
+			status = pt_evt_sync_backward(&decoder->evdec);
+			if (status < 0)
+				return status;
+			pos = ipt__blk_evt_offset(&decoder->evdec);
+		} while (sync <= pos);
+
+		sync = pos;
+
+		status = ipt__blk_start(decoder);
+		if (status < 0) {
+			/* A trace segment at the end without a complete PSB+
+			 * does not count. */
+			if (status != -pte_eos)
+				return status;
+			continue;
+		}
+
+		/* Starting in or right after PSB+ may bring us back to the
+		 * same PSB: go further back. */
+		if (ipt__blk_evt_offset(&decoder->evdec) < start)
+			return 0;
+	}
+}
+
+IPT_DEF int pt_blk_sync_set(struct pt_block_decoder *decoder, uint64_t offset)
+{
+	int status;
+
+	if (!decoder)
+		return -pte_invalid;
+
+	ipt__blk_reset(decoder);
+	status = pt_evt_sync_set(&decoder->evdec, offset);
+	if (status < 0)
+		return status;
+	return ipt__blk_start(decoder);
+}
+
+IPT_DEF int pt_blk_get_offset(const struct pt_block_decoder *decoder,
+			      uint64_t *offset)
+{
+	if (!decoder)
+		return -pte_invalid;
+	return pt_evt_get_offset(&decoder->evdec, offset);
+}
+
+IPT_DEF int pt_blk_get_sync_offset(const struct pt_block_decoder *decoder,
+				   uint64_t *offset)
+{
+	if (!decoder)
+		return -pte_invalid;
+	return pt_evt_get_sync_offset(&decoder->evdec, offset);
+}
+
+IPT_DEF struct pt_image *pt_blk_get_image(struct pt_block_decoder *decoder)
+{
+	return decoder ? decoder->image : NULL;
+}
+
+IPT_DEF int pt_blk_set_image(struct pt_block_decoder *decoder,
+			     struct pt_image *image)
+{
+	if (!decoder)
+		return -pte_invalid;
+	decoder->image = image ? image : decoder->default_image;
+
+	/* Even the same image pointer may be a different image now. */
+	decoder->cache_image = NULL;
+	return 0;
+}
+
+IPT_DEF const struct pt_config *
+pt_blk_get_config(const struct pt_block_decoder *decoder)
+{
+	return decoder ? pt_evt_get_config(&decoder->evdec) : NULL;
+}
+
+IPT_DEF int pt_blk_time(struct pt_block_decoder *decoder, uint64_t *time,
+			uint32_t *lost_mtc, uint32_t *lost_cyc)
+{
+	if (!decoder || !time || !lost_mtc || !lost_cyc)
+		return -pte_invalid;
+
+	*time = decoder->tsc;
+	*lost_mtc = decoder->lost_mtc;
+	*lost_cyc = decoder->lost_cyc;
+	return decoder->has_tsc ? 0 : -pte_no_time;
+}
+
+IPT_DEF int pt_blk_core_bus_ratio(struct pt_block_decoder *decoder,
+				  uint32_t *cbr)
+{
+	if (!decoder || !cbr)
+		return -pte_invalid;
+	if (!decoder->has_cbr)
+		return -pte_no_cbr;
+	*cbr = decoder->cbr;
+	return 0;
+}
+
+IPT_DEF int pt_blk_asid(const struct pt_block_decoder *decoder,
+			struct pt_asid *asid, size_t size)
+{
+	if (!decoder || !asid)
+		return -pte_invalid;
+
+	/* The caller's struct may be older or newer than ours. */
+	if (size < sizeof(asid->size))
+		return -pte_invalid;
+	if (size > sizeof(*asid))
+		size = sizeof(*asid);
+	IPT_MEMCPY(asid, &decoder->asid, size);
+	asid->size = size;
+	return 0;
+}
+
+/* ---- blocks ---- */
+
+/* Copy @block to the user's, who may know a smaller or larger struct. */
+static void ipt__blk_block_to_user(struct pt_block *ublock, size_t size,
+				   const struct pt_block *block)
+{
+	if (ublock == block)
+		return;
+
+	if (size > sizeof(*block)) {
+		IPT_MEMSET((uint8_t *) ublock + sizeof(*block), 0,
+			   size - sizeof(*block));
+		size = sizeof(*block);
+	}
+	IPT_MEMCPY(ublock, block, size);
+}
+
+IPT_DEF int pt_blk_next(struct pt_block_decoder *decoder,
+			struct pt_block *ublock, size_t size)
+{
+	struct pt_block local, *block;
+	int status;
+
+	if (!decoder || !ublock)
+		return -pte_invalid;
+
+	ipt__blk_cache_sync(decoder);
+
+	block = size == sizeof(local) ? ublock : &local;
+	IPT_MEMSET(block, 0, sizeof(*block));
+
+	/* Where the last call left us; events may still change it. */
+	block->ip = decoder->ip;
+	block->mode = decoder->mode;
+	block->speculative = decoder->speculative;
+
+	status = ipt__blk_proceed(decoder, block);
+
+	ipt__blk_block_to_user(ublock, size, block);
+	return status;
+}
+
+/* ---- events ---- */
+
+static int ipt__blk_process_enabled(struct pt_block_decoder *decoder,
+				    const struct pt_event *ev)
+{
+	/* A status update just confirms what we know. */
+	if (ev->status_update)
+		return decoder->enabled ? 0 : -pte_bad_status_update;
+
+	if (ev->ip_suppressed)
+		return -pte_noip;
+	if (decoder->enabled)
+		return -pte_bad_context;
+
+	decoder->ip = ev->variant.enabled.ip;
+	decoder->enabled = 1;
+	return 0;
+}
+
+static int ipt__blk_process_disabled(struct pt_block_decoder *decoder,
+				     const struct pt_event *ev)
+{
+	if (ev->status_update)
+		return decoder->enabled ? -pte_bad_status_update : 0;
+
+	if (!decoder->enabled)
+		return -pte_bad_context;
+
+	/* Keep @decoder->ip: tracing may resume there, and the enabled event
+	 * will say so.  A later TRIG counts from its own anchor, since our IP
+	 * goes stale. */
+	decoder->enabled = 0;
+	decoder->icnt = 0;
+	return 0;
+}
+
+static int ipt__blk_process_overflow(struct pt_block_decoder *decoder,
+				     const struct pt_event *ev)
+{
+	if (ev->status_update)
+		return -pte_bad_context;
+
+	/* Without an IP the overflow resolved with tracing disabled; any IP
+	 * we still had would only mislead. */
+	if (ev->ip_suppressed) {
+		decoder->enabled = 0;
+		decoder->ip = 0;
+	} else {
+		decoder->enabled = 1;
+		decoder->ip = ev->variant.overflow.ip;
+	}
+
+	/* The TSX state is lost; the mode we keep until told otherwise. */
+	decoder->speculative = 0;
+	return 0;
+}
+
+/* Build a tick event for the first TNT bit used with a new timestamp. */
+static int ipt__blk_tnt_tick(struct pt_block_decoder *decoder,
+			     struct pt_event *uevent, size_t size)
+{
+	struct pt_event *ev = &decoder->event;
+	struct pt_event tick;
+	int status;
+
+	if (!decoder->flags.variant.block.enable_tick_events ||
+	    !ev->has_tsc || ev->tsc == decoder->tsc)
+		return -pte_bad_query;
+
+	IPT_MEMSET(&tick, 0, sizeof(tick));
+	tick.type = ptev_tick;
+	tick.has_tsc = 1;
+	tick.tsc = ev->tsc;
+	tick.lost_mtc = ev->lost_mtc;
+	tick.lost_cyc = ev->lost_cyc;
+	tick.variant.tick.ip = decoder->ip;
+
+	/* The TNT stays current; taking over its time now makes sure it
+	 * yields one tick at most. */
+	decoder->has_tsc = 1;
+	decoder->tsc = tick.tsc;
+	decoder->lost_mtc = tick.lost_mtc;
+	decoder->lost_cyc = tick.lost_cyc;
+
+	IPT_MEMCPY(uevent, &tick, size);
+
+	if (!ev->variant.tnt.size) {
+		status = ipt__blk_fetch_event(decoder);
+		if (status < 0)
+			return status;
+	}
+	return ipt__blk_proceed_trailing_event(decoder, NULL);
+}
+
+IPT_DEF int pt_blk_event(struct pt_block_decoder *decoder,
+			 struct pt_event *uevent, size_t size)
+{
+	struct pt_event *ev;
+	int status;
+
+	if (!decoder || !uevent)
+		return -pte_invalid;
+
+	status = decoder->status;
+	if (status < 0)
+		return status;
+
+	/* Never write past the user's struct; an older one lacks only what
+	 * its user cannot know about. */
+	if (size > sizeof(*ev))
+		size = sizeof(*ev);
+
+	ev = &decoder->event;
+	switch (ev->type) {
+	case ptev_tnt:
+		return ipt__blk_tnt_tick(decoder, uevent, size);
+
+	case ptev_tip:
+		return -pte_bad_query;
+
+	case ptev_enabled:
+		/* Tracing resumes where it stopped. */
+		if (ev->variant.enabled.ip == decoder->ip)
+			ev->variant.enabled.resumed = 1;
+
+		status = ipt__blk_process_enabled(decoder, ev);
+		if (status < 0)
+			return status;
+		break;
+
+	case ptev_async_disabled:
+		if (decoder->ip != ev->variant.async_disabled.at)
+			return -pte_bad_query;
+		/* fall through */
+	case ptev_disabled:
+		status = ipt__blk_process_disabled(decoder, ev);
+		if (status < 0)
+			return status;
+		break;
+
+	case ptev_async_branch:
+		if (decoder->ip != ev->variant.async_branch.from)
+			return -pte_bad_query;
+		if (ev->status_update || !decoder->enabled)
+			return -pte_bad_context;
+
+		decoder->ip = ev->variant.async_branch.to;
+		break;
+
+	case ptev_async_paging:
+		if (!ev->ip_suppressed &&
+		    decoder->ip != ev->variant.async_paging.ip)
+			return -pte_bad_query;
+		/* fall through */
+	case ptev_paging:
+		decoder->asid.cr3 = ev->variant.paging.cr3;
+		break;
+
+	case ptev_async_vmcs:
+		if (!ev->ip_suppressed &&
+		    decoder->ip != ev->variant.async_vmcs.ip)
+			return -pte_bad_query;
+		/* fall through */
+	case ptev_vmcs:
+		decoder->asid.vmcs = ev->variant.vmcs.base;
+		break;
+
+	case ptev_overflow:
+		status = ipt__blk_process_overflow(decoder, ev);
+		if (status < 0)
+			return status;
+		break;
+
+	case ptev_exec_mode:
+		if (decoder->enabled && !ev->ip_suppressed &&
+		    decoder->ip != ev->variant.exec_mode.ip)
+			return -pte_bad_query;
+
+		/* A status update must agree with what we know. */
+		if (ev->status_update && decoder->enabled &&
+		    decoder->mode != ptem_unknown &&
+		    decoder->mode != ev->variant.exec_mode.mode)
+			return -pte_bad_status_update;
+
+		decoder->mode = ev->variant.exec_mode.mode;
+		break;
+
+	case ptev_tsx:
+		if (!ev->ip_suppressed && decoder->ip != ev->variant.tsx.ip)
+			return -pte_bad_query;
+
+		decoder->speculative = ev->variant.tsx.speculative;
+		break;
+
+	case ptev_stop:
+		/* Tracing is always disabled before it stops. */
+		if (ev->status_update || decoder->enabled)
+			return -pte_bad_context;
+		break;
+
+	case ptev_cbr:
+		decoder->has_cbr = 1;
+		decoder->cbr = ev->variant.cbr.ratio;
+		break;
+
+	case ptev_rsm:
+	case ptev_sipi:
+		if (!ev->ip_suppressed)
+			return -pte_internal;
+		break;
+
+	case ptev_exstop:
+	case ptev_mwait:
+	case ptev_iflags:
+	case ptev_interrupt:
+	case ptev_smi:
+	case ptev_init:
+	case ptev_vmexit:
+	case ptev_shutdown:
+	case ptev_uintr:
+	case ptev_trig:
+	case ptev_swintr:
+	case ptev_syscall:
+		if (decoder->enabled && !ev->ip_suppressed &&
+		    decoder->ip != ipt__blk_event_ip(ev))
+			return -pte_bad_query;
+		break;
+
+	case ptev_pwre:
+	case ptev_pwrx:
+	case ptev_ptwrite:
+	case ptev_tick:
+	case ptev_mnt:
+	case ptev_iret:
+	case ptev_vmentry:
+	case ptev_uiret:
+		break;
+
+	default:
+		return -pte_internal;
+	}
+
+	IPT_MEMCPY(uevent, ev, size);
+
+	status = ipt__blk_fetch_event(decoder);
+	if (status < 0)
+		return status;
+	return ipt__blk_proceed_trailing_event(decoder, NULL);
+}
+
+/* ---- resynchronization ---- */
+
+/* After an error, find a place to continue from in the events ahead: the
+ * first event that tells us an IP, or whether tracing is on.  Events up to
+ * there are dropped; state they carry (paging, vmcs) is applied. */
+IPT_DEF int pt_blk_resync(struct pt_block_decoder *decoder)
+{
+	struct pt_event *ev;
+	int status;
+
+	if (!decoder)
+		return -pte_invalid;
+
+	ipt__blk_clear_postponed_insn(decoder);
+
+	ev = &decoder->event;
+	for (;;) {
+		status = decoder->status;
+		if (status < 0)
+			return status;
+
+		/* Somewhere inside PSB+: start over at its beginning. */
+		if (ev->status_update) {
+			uint64_t offset;
+
+			status = pt_blk_get_sync_offset(decoder, &offset);
+			if (status < 0)
+				return status;
+			return pt_blk_sync_set(decoder, offset);
+		}
+
+		switch (ev->type) {
+		case ptev_enabled:
+			decoder->enabled = 0;
+			return ipt__blk_status(decoder, pts_event_pending);
+
+		case ptev_disabled:
+			decoder->enabled = 1;
+			decoder->ip = 0;
+			status = ipt__blk_process_disabled(decoder, ev);
+			if (status < 0)
+				return status;
+
+			status = ipt__blk_fetch_event(decoder);
+			if (status < 0)
+				return status;
+			return ipt__blk_proceed_trailing_event(decoder, NULL);
+
+		case ptev_async_disabled:
+			decoder->ip = ev->variant.async_disabled.at;
+			status = ipt__blk_skd022_applies(decoder, ev);
+			if (status < 0)
+				return status;
+			if (status)
+				break;
+			return ipt__blk_status(decoder, pts_event_pending);
+
+		case ptev_async_branch:
+			decoder->ip = ev->variant.async_branch.from;
+			return ipt__blk_status(decoder, pts_event_pending);
+
+		case ptev_async_paging:
+			if (!ev->ip_suppressed) {
+				decoder->ip = ev->variant.async_paging.ip;
+				return ipt__blk_status(decoder,
+						       pts_event_pending);
+			}
+			/* fall through */
+		case ptev_paging:
+			decoder->asid.cr3 = ev->variant.paging.cr3;
+			break;
+
+		case ptev_async_vmcs:
+			if (!ev->ip_suppressed) {
+				decoder->ip = ev->variant.async_vmcs.ip;
+				return ipt__blk_status(decoder,
+						       pts_event_pending);
+			}
+			/* fall through */
+		case ptev_vmcs:
+			decoder->asid.vmcs = ev->variant.vmcs.base;
+			break;
+
+		case ptev_overflow:
+			return ipt__blk_status(decoder, pts_event_pending);
+
+		case ptev_exec_mode:
+		case ptev_tsx:
+		case ptev_iflags:
+		case ptev_interrupt:
+			/* These tell whether tracing is on, and where. */
+			if (ev->ip_suppressed) {
+				decoder->enabled = 0;
+			} else {
+				decoder->enabled = 1;
+				decoder->ip = ipt__blk_event_ip(ev);
+			}
+			return ipt__blk_status(decoder, pts_event_pending);
+
+		case ptev_ptwrite:
+			/* Without an IP it binds to an instruction we cannot
+			 * find: the user must fetch it and call us again. */
+			if (ev->ip_suppressed)
+				return -pte_event_ignored;
+
+			decoder->ip = ev->variant.ptwrite.ip;
+			/* Indicated after its instruction. */
+			return ipt__blk_status(decoder, 0);
+
+		case ptev_vmentry:
+		case ptev_uiret:
+			if (ev->ip_suppressed)
+				break;
+
+			decoder->ip = ipt__blk_event_ip(ev);
+			return ipt__blk_status(decoder, 0);
+
+		case ptev_tip:
+			decoder->ip = ev->variant.tip.ip;
+			status = ipt__blk_fetch_event(decoder);
+			if (status < 0)
+				return status;
+			return ipt__blk_proceed_trailing_event(decoder, NULL);
+
+		case ptev_exstop:
+		case ptev_mwait:
+		case ptev_tick:
+		case ptev_iret:
+		case ptev_smi:
+		case ptev_rsm:
+		case ptev_init:
+		case ptev_vmexit:
+		case ptev_shutdown:
+		case ptev_uintr:
+		case ptev_swintr:
+		case ptev_syscall:
+			if (ev->ip_suppressed)
+				break;
+
+			decoder->ip = ipt__blk_event_ip(ev);
+			return ipt__blk_status(decoder, pts_event_pending);
+
+		case ptev_stop:
+		case ptev_pwre:
+		case ptev_pwrx:
+		case ptev_cbr:
+		case ptev_mnt:
+		case ptev_tnt:
+		case ptev_sipi:
+		case ptev_trig:
+			break;
+
+		default:
+			return -pte_internal;
+		}
+
+		status = ipt__blk_fetch_event(decoder);
+		if (status < 0)
+			return status;
+	}
+}
 
 /* ==== >>insn  instruction decoder ========================================
- * One instruction at a time, on top of the block decoder. */
+ * One instruction at a time, on top of the block decoder.
+ *
+ * It asks the block decoder for a block and hands out its instructions one
+ * by one, decoding each through the block decoder's instruction cache (so
+ * the image is read once per instruction, not once per execution).  Status
+ * flags and errors of a block are held back until its last instruction;
+ * events are indicated between blocks. */
+
+struct pt_insn_decoder {
+	struct pt_block_decoder blkdec;
+
+	/* The flags the user configured. */
+	struct pt_conf_flags flags;
+
+	/* The instructions of the current block not yet handed out: @ip is
+	 * the next one's, @ninsn how many are left. */
+	struct pt_block block;
+
+	/* The status of the block decoder call that gave us @block; we hold
+	 * it back until @block is used up. */
+	int status;
+};
+
+static void ipt__insn_reset(struct pt_insn_decoder *decoder)
+{
+	IPT_MEMSET(&decoder->block, 0, sizeof(decoder->block));
+	decoder->status = 0;
+}
+
+static int ipt__insn_decoder_init(struct pt_insn_decoder *decoder,
+				  const struct pt_config *uconfig)
+{
+	struct pt_config config;
+	int status;
+
+	status = ipt__config_from_user(&config, uconfig);
+	if (status < 0)
+		return status;
+
+	decoder->flags = config.flags;
+
+	/* The block decoder gets the flags that concern it. */
+	IPT_MEMSET(&config.flags, 0, sizeof(config.flags));
+	config.flags.variant.block.enable_tick_events =
+		decoder->flags.variant.insn.enable_tick_events;
+	config.flags.variant.block.keep_tcal_on_ovf =
+		decoder->flags.variant.insn.keep_tcal_on_ovf;
+	config.flags.variant.block.enable_iflags_events =
+		decoder->flags.variant.insn.enable_iflags_events;
+
+	ipt__insn_reset(decoder);
+	return ipt__blk_decoder_init(&decoder->blkdec, &config);
+}
+
+IPT_DEF struct pt_insn_decoder *
+pt_insn_alloc_decoder(const struct pt_config *config)
+{
+	struct pt_insn_decoder *decoder;
+
+	decoder = (struct pt_insn_decoder *) ipt__zalloc(sizeof(*decoder));
+	if (!decoder)
+		return NULL;
+
+	if (ipt__insn_decoder_init(decoder, config) < 0) {
+		ipt__free(decoder, sizeof(*decoder));
+		return NULL;
+	}
+	return decoder;
+}
+
+IPT_DEF void pt_insn_free_decoder(struct pt_insn_decoder *decoder)
+{
+	if (!decoder)
+		return;
+
+	ipt__blk_decoder_fini(&decoder->blkdec);
+	ipt__free(decoder, sizeof(*decoder));
+}
+
+/* Remember a (re)synchronization's status for the first block. */
+static int ipt__insn_synced(struct pt_insn_decoder *decoder, int status)
+{
+	if (status >= 0)
+		decoder->status = status;
+	return status;
+}
+
+IPT_DEF int pt_insn_sync_forward(struct pt_insn_decoder *decoder)
+{
+	if (!decoder)
+		return -pte_invalid;
+
+	ipt__insn_reset(decoder);
+	return ipt__insn_synced(decoder, pt_blk_sync_forward(&decoder->blkdec));
+}
+
+IPT_DEF int pt_insn_sync_backward(struct pt_insn_decoder *decoder)
+{
+	if (!decoder)
+		return -pte_invalid;
+
+	ipt__insn_reset(decoder);
+	return ipt__insn_synced(decoder,
+				pt_blk_sync_backward(&decoder->blkdec));
+}
+
+IPT_DEF int pt_insn_sync_set(struct pt_insn_decoder *decoder, uint64_t offset)
+{
+	if (!decoder)
+		return -pte_invalid;
+
+	ipt__insn_reset(decoder);
+	return ipt__insn_synced(decoder,
+				pt_blk_sync_set(&decoder->blkdec, offset));
+}
+
+IPT_DEF int pt_insn_resync(struct pt_insn_decoder *decoder)
+{
+	/* Same return as libipt's for a NULL decoder. */
+	if (!decoder)
+		return -pte_internal;
+
+	ipt__insn_reset(decoder);
+	return ipt__insn_synced(decoder, pt_blk_resync(&decoder->blkdec));
+}
+
+IPT_DEF int pt_insn_get_offset(const struct pt_insn_decoder *decoder,
+			       uint64_t *offset)
+{
+	if (!decoder)
+		return -pte_invalid;
+	return pt_blk_get_offset(&decoder->blkdec, offset);
+}
+
+IPT_DEF int pt_insn_get_sync_offset(const struct pt_insn_decoder *decoder,
+				    uint64_t *offset)
+{
+	if (!decoder)
+		return -pte_invalid;
+	return pt_blk_get_sync_offset(&decoder->blkdec, offset);
+}
+
+IPT_DEF struct pt_image *pt_insn_get_image(struct pt_insn_decoder *decoder)
+{
+	return decoder ? pt_blk_get_image(&decoder->blkdec) : NULL;
+}
+
+IPT_DEF int pt_insn_set_image(struct pt_insn_decoder *decoder,
+			      struct pt_image *image)
+{
+	if (!decoder)
+		return -pte_invalid;
+	return pt_blk_set_image(&decoder->blkdec, image);
+}
+
+IPT_DEF const struct pt_config *
+pt_insn_get_config(const struct pt_insn_decoder *decoder)
+{
+	return decoder ? pt_blk_get_config(&decoder->blkdec) : NULL;
+}
+
+IPT_DEF int pt_insn_time(struct pt_insn_decoder *decoder, uint64_t *time,
+			 uint32_t *lost_mtc, uint32_t *lost_cyc)
+{
+	if (!decoder || !time)
+		return -pte_invalid;
+	return pt_blk_time(&decoder->blkdec, time, lost_mtc, lost_cyc);
+}
+
+IPT_DEF int pt_insn_core_bus_ratio(struct pt_insn_decoder *decoder,
+				   uint32_t *cbr)
+{
+	if (!decoder || !cbr)
+		return -pte_invalid;
+	return pt_blk_core_bus_ratio(&decoder->blkdec, cbr);
+}
+
+IPT_DEF int pt_insn_asid(const struct pt_insn_decoder *decoder,
+			 struct pt_asid *asid, size_t size)
+{
+	if (!decoder || !asid)
+		return -pte_invalid;
+	return pt_blk_asid(&decoder->blkdec, asid, size);
+}
+
+/* Copy @insn to the user's, who may know a smaller or larger struct. */
+static void ipt__insn_to_user(struct pt_insn *uinsn, size_t size,
+			      const struct pt_insn *insn)
+{
+	if (uinsn == insn)
+		return;
+
+	if (size > sizeof(*insn)) {
+		IPT_MEMSET((uint8_t *) uinsn + sizeof(*insn), 0,
+			   size - sizeof(*insn));
+		size = sizeof(*insn);
+	}
+	IPT_MEMCPY(uinsn, insn, size);
+}
+
+/* Start @insn from what the current block says about its next one. */
+static void ipt__insn_from_block(struct pt_insn *insn,
+				 const struct pt_block *block)
+{
+	insn->speculative = block->speculative;
+	insn->isid = block->isid;
+	insn->mode = block->mode;
+	insn->ip = block->ip;
+}
+
+IPT_DEF int pt_insn_next(struct pt_insn_decoder *decoder,
+			 struct pt_insn *uinsn, size_t size)
+{
+	struct ipt__insn_ext iext;
+	struct pt_insn local, *insn;
+	struct pt_block *block;
+	int status;
+
+	if (!decoder || !uinsn)
+		return -pte_invalid;
+
+	insn = size == sizeof(local) ? uinsn : &local;
+	block = &decoder->block;
+
+	/* On errors the user gets at least IP and mode. */
+	IPT_MEMSET(insn, 0, sizeof(*insn));
+	ipt__insn_from_block(insn, block);
+
+	while (!block->ninsn) {
+		/* Errors and events belong to the end of a block. */
+		status = decoder->status;
+		if (status < 0)
+			goto out;
+
+		/* The event should have been fetched after the last one. */
+		if (status & pts_event_pending) {
+			status = -pte_event_ignored;
+			goto out;
+		}
+
+		status = pt_blk_next(&decoder->blkdec, block, sizeof(*block));
+		decoder->status = status;
+		ipt__insn_from_block(insn, block);
+
+		if (block->ninsn)
+			break;
+
+		/* An empty block: an error or event shows now. */
+		if (status < 0)
+			goto out;
+		if (status & pts_event_pending) {
+			status = -pte_event_ignored;
+			goto out;
+		}
+	}
+
+	ipt__blk_cache_sync(&decoder->blkdec);
+
+	/* A truncated last instruction comes with its bytes. */
+	if (block->truncated && block->ninsn == 1) {
+		IPT_MEMCPY(insn->raw, block->raw, block->size);
+		insn->size = block->size;
+		status = ipt__ild_decode(insn, &iext);
+	} else {
+		status = ipt__blk_decode(&decoder->blkdec, insn, &iext);
+	}
+	if (status < 0)
+		goto out;
+
+	ipt__insn_to_user(uinsn, size, insn);
+
+	/* Hold back the block's status until its last instruction. */
+	block->ninsn -= 1;
+	if (block->ninsn)
+		return ipt__insn_next_ip(&block->ip, insn, &iext);
+
+	if (block->ip != block->end_ip)
+		return -pte_internal;
+	return decoder->status;
+
+out:
+	ipt__insn_to_user(uinsn, size, insn);
+	return status;
+}
+
+IPT_DEF int pt_insn_event(struct pt_insn_decoder *decoder,
+			  struct pt_event *event, size_t size)
+{
+	int status;
+
+	if (!decoder || !event)
+		return -pte_invalid;
+
+	/* Events come between blocks, not inside one. */
+	if (decoder->block.ninsn)
+		return -pte_bad_query;
+
+	status = pt_blk_event(&decoder->blkdec, event, size);
+	if (status < 0)
+		return status;
+
+	decoder->status = status;
+	return status;
+}
 
 #ifdef __cplusplus
 }
