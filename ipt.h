@@ -1292,7 +1292,10 @@ IPT_DEF struct pt_version pt_library_version(void)
  *                         size_t size);
  *   int ipt__asid_match(const struct pt_asid *, const struct pt_asid *);
  *
- * An image is not locked: one thread at a time may use it. */
+ * Nothing here is locked: an image, or an image section cache together
+ * with the images holding its sections, is for one thread at a time (libipt
+ * locks sections and its cache; ipt.h has no threads).  The callback must
+ * not change the image it reads for. */
 
 #ifndef IPT_IMAGE_CACHE_LIMIT
 #define IPT_IMAGE_CACHE_LIMIT ((uint64_t) 16 << 20)
