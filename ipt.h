@@ -2779,7 +2779,8 @@ IPT_DEF int pt_image_add_cached(struct pt_image *image,
  *       more than one read: across sections, or past where the callback
  *       stopped).  0 on success; -pte_bad_insn, -pte_nomap, or an error
  *       of the image
- *   int ipt__insn_changes_cpl(const struct pt_insn *, const struct ipt__insn_ext *);
+ *   int ipt__insn_changes_cpl(const struct pt_insn *,
+ *                             const struct ipt__insn_ext *);
  *   int ipt__insn_changes_cr3(...);     int ipt__insn_is_branch(...);
  *   int ipt__insn_is_far_branch(...);   int ipt__insn_binds_to_pip(...);
  *   int ipt__insn_binds_to_vmcs(...);   int ipt__insn_is_ptwrite(...);
@@ -2803,8 +2804,10 @@ IPT_DEF int pt_image_add_cached(struct pt_image *image,
  *  - ptic_indirect is never produced here; only the block layer reports it.
  *    MOV CR3 and VMPTRLD are ptic_other with their detailed class.
  *  - Outside 64-bit mode a linear address has 32 bits, so next IPs and
- *    branch targets wrap at 4 GiB.  IPs are linear addresses, so a 16-bit
- *    IP can't be wrapped without the CS base: it is not, as in libipt.
+ *    branch targets wrap at 4 GiB (libipt lets them run past; the two
+ *    differ only for code crossing the 4 GiB end).  IPs are linear
+ *    addresses (CS base + IP), so a 16-bit IP can't be wrapped at 64 KiB
+ *    without the CS base: it is not, as in libipt.
  *  - Bytes Zydis rejects are -pte_bad_insn, where libipt's table-driven
  *    length decoder may still find a length; valid code decodes alike.
  *  - Zydis 4.0 does not know ERETS (F2 0F 01 CA), ERETU (F3 0F 01 CA) or
