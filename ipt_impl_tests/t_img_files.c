@@ -268,8 +268,10 @@ static void test_iscache(void)
 	int isid, i1, i2, i3, i4;
 	uint64_t gen;
 
-	CHECK(pt_iscache_alloc(NULL) != NULL);
-	pt_iscache_free(pt_iscache_alloc(NULL));
+	iscache = pt_iscache_alloc(NULL);
+	CHECK(iscache != NULL);
+	CHECK(pt_iscache_name(iscache) == NULL);
+	pt_iscache_free(iscache);
 	pt_iscache_free(NULL);
 	iscache = pt_iscache_alloc("cache");
 	CHECK(iscache != NULL);
