@@ -200,7 +200,9 @@ static int run(char *out, size_t size, const char *args)
 	FILE *pipe;
 	size_t len;
 
-	snprintf(command, sizeof(command), "%s %s 2>&1", PTXED, args);
+	/* A hang fails the check instead of the whole test run. */
+	snprintf(command, sizeof(command), "timeout 20 %s %s 2>&1", PTXED,
+		 args);
 	pipe = popen(command, "r");
 	if (!pipe)
 		return -1;
