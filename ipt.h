@@ -1405,7 +1405,7 @@ IPT_DEF struct pt_version pt_library_version(void)
 	version.minor = LIBIPT_VERSION_MINOR;
 	version.patch = LIBIPT_VERSION_PATCH;
 	version.build = 0;
-	version.ext = "-ipt.h-0.1.0";
+	version.ext = "ipt.h-0.1.0";
 	return version;
 }
 
@@ -2391,6 +2391,27 @@ static inline uint64_t ipt__read_le(const uint8_t *pos, int size)
 	return val;
 }
 
+/* The same for a size that varies from packet to packet (0 to 8), where
+ * 8 bytes may be read at pos: one load and a mask instead of a loop whose
+ * length the processor would have to guess. */
+static inline uint64_t ipt__read_le_var(const uint8_t *pos, int size,
+					 size_t readable)
+{
+#if defined(__BYTE_ORDER__) && defined(__ORDER_LITTLE_ENDIAN__) &&            \
+	__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	if (IPT__LIKELY(readable >= 8)) {
+		uint64_t val;
+
+		IPT_MEMCPY(&val, pos, sizeof(val));
+		return size >= 8 ? val
+				 : val & ((1ull << (8 * size)) - 1);
+	}
+#else
+	(void) readable;
+#endif
+	return ipt__read_le(pos, size);
+}
+
 static IPT__UNUSED int ipt__pkt_read_psb(const uint8_t *pos,
 					 const struct pt_config *config)
 {
@@ -2428,38 +2449,23 @@ static IPT__UNUSED int ipt__pkt_read_ip(struct pt_packet_ip *packet,
 		return -pte_eos;
 
 	packet->ipc = (enum pt_ip_compression) ipc;
-	packet->ip = ipt__read_le(pos + 1, size);
+	packet->ip = ipt__read_le_var(pos + 1, size,
+				      ipt__pkt_left(pos, config) - 1);
 	return size + 1;
 }
 
 /* The index of the highest set bit of a non-zero value. */
 static inline uint8_t ipt__msb(uint64_t val)
 {
+#if defined(__GNUC__) || defined(__clang__)
+	return (uint8_t) (63 - __builtin_clzll(val));
+#else
 	uint8_t n = 0;
 
-	if (val >> 32) {
-		val >>= 32;
-		n += 32;
-	}
-	if (val >> 16) {
-		val >>= 16;
-		n += 16;
-	}
-	if (val >> 8) {
-		val >>= 8;
-		n += 8;
-	}
-	if (val >> 4) {
-		val >>= 4;
-		n += 4;
-	}
-	if (val >> 2) {
-		val >>= 2;
-		n += 2;
-	}
-	if (val >> 1)
-		n += 1;
+	while (val >>= 1)
+		++n;
 	return n;
+#endif
 }
 
 /* TNT payloads end in a stop bit: the bits below it are the payload. */
@@ -2776,7 +2782,8 @@ static IPT__UNUSED int ipt__pkt_read_ptw(struct pt_packet_ptw *packet,
 	if (ipt__pkt_left(pos, config) < (size_t) size + 2u)
 		return -pte_eos;
 
-	packet->payload = ipt__read_le(pos + 2, size);
+	packet->payload = ipt__read_le_var(pos + 2, size,
+					   ipt__pkt_left(pos, config) - 2);
 	packet->plc = plc;
 	packet->ip = (pos[1] & IPT__OPM_PTW_IP) ? 1 : 0;
 	return size + 2;
@@ -3036,6 +3043,29 @@ static IPT__UNUSED int ipt__pkt_init(struct pt_packet_decoder *decoder,
 static IPT__UNUSED void ipt__pkt_fini(struct pt_packet_decoder *decoder)
 {
 	(void) decoder;
+}
+
+/* The same under the names of libipt's internals. */
+#define ipt__pkt_decoder_init ipt__pkt_init
+#define ipt__pkt_decoder_fini ipt__pkt_fini
+
+/* Where an embedded decoder is, and where its trace ends. */
+static IPT__UNUSED inline const struct pt_config *
+ipt__pkt_config(const struct pt_packet_decoder *decoder)
+{
+	return decoder ? &decoder->config : NULL;
+}
+
+static IPT__UNUSED inline const uint8_t *
+ipt__pkt_pos(const struct pt_packet_decoder *decoder)
+{
+	return decoder ? decoder->pos : NULL;
+}
+
+static IPT__UNUSED inline const uint8_t *
+ipt__pkt_end(const struct pt_packet_decoder *decoder)
+{
+	return decoder ? decoder->config.end : NULL;
 }
 
 IPT_DEF struct pt_packet_decoder *
@@ -3383,19 +3413,24 @@ static int ipt__pkt_decode(struct pt_packet_decoder *decoder,
 	return size;
 }
 
-/* Decode the next packet and move past it.  Same semantics as libipt's
- * pt_pkt_next: the packet is copied out as the caller's size says (bytes
- * past sizeof(struct pt_packet) zeroed, fewer bytes truncated). */
-IPT_DEF int pt_pkt_next(struct pt_packet_decoder *decoder,
-			struct pt_packet *packet, size_t psize)
+/* Keeps the slow path out of pt_pkt_next so that its fast path needs no
+ * stack frame. */
+#if defined(__GNUC__) || defined(__clang__)
+#define IPT__NOINLINE __attribute__((noinline))
+#else
+#define IPT__NOINLINE
+#endif
+
+/* pt_pkt_next for everything but the common packets: decode, copy out as
+ * the caller's size says (bytes past sizeof(struct pt_packet) zeroed,
+ * fewer bytes truncated), advance. */
+static IPT__NOINLINE int ipt__pkt_next_slow(struct pt_packet_decoder *decoder,
+			      struct pt_packet *packet, size_t psize)
 {
 	struct pt_packet pkt;
 	int size;
 
-	if (!packet || !decoder)
-		return -pte_invalid;
-
-	if (IPT__LIKELY(psize == sizeof(pkt))) {
+	if (psize == sizeof(pkt)) {
 		size = ipt__pkt_decode(decoder, packet);
 		if (size < 0)
 			return size;
@@ -3414,6 +3449,46 @@ IPT_DEF int pt_pkt_next(struct pt_packet_decoder *decoder,
 
 	decoder->pos += size;
 	return size;
+}
+
+/* Decode the next packet and move past it.  Same semantics as libipt's
+ * pt_pkt_next.  Most packets in a trace are TNT-8 or PAD (three quarters
+ * and a fifth in a typical perf trace): those are decoded here, without
+ * dispatch and without a stack frame. */
+IPT_DEF int pt_pkt_next(struct pt_packet_decoder *decoder,
+			struct pt_packet *packet, size_t psize)
+{
+	const uint8_t *pos;
+	unsigned int b;
+
+	if (!packet || !decoder)
+		return -pte_invalid;
+
+	pos = decoder->pos;
+	if (IPT__LIKELY(psize == sizeof(*packet) && pos &&
+			decoder->config.begin <= pos &&
+			pos < decoder->config.end)) {
+		b = pos[0];
+		if (IPT__LIKELY(!(b & 1) && b > IPT__OPC_EXT)) {
+			uint8_t bit_size = ipt__msb(b >> IPT__OPM_TNT_8_SHR);
+
+			packet->type = ppt_tnt_8;
+			packet->size = 1;
+			packet->payload.tnt.bit_size = bit_size;
+			packet->payload.tnt.payload =
+				(b >> IPT__OPM_TNT_8_SHR) & ~(1u << bit_size);
+			decoder->pos = pos + 1;
+			return 1;
+		}
+		if (b == IPT__OPC_PAD) {
+			packet->type = ppt_pad;
+			packet->size = 1;
+			decoder->pos = pos + 1;
+			return 1;
+		}
+	}
+
+	return ipt__pkt_next_slow(decoder, packet, psize);
 }
 
 /* ---- last-IP tracking ---- */
@@ -5611,17 +5686,25 @@ static int ipt__evt_tip_branch(struct pt_event_decoder *decoder)
 
 	async = ipt__evq_find(&decoder->evq, ipt__evb_tip, ptev_async_branch);
 	if (async) {
+		/* The branch goes first: swap it with the first TIP-bound
+		 * event.  Taking an event out may move the others, so look
+		 * for the branch again afterwards (libipt swaps through the
+		 * pointer found before and fails with -pte_internal when an
+		 * event bound elsewhere, e.g. an MWAIT, comes first). */
 		ev = ipt__evq_dequeue(&decoder->evq, ipt__evb_tip);
 		if (!ev)
 			return -pte_internal;
-		if (ev != async) {
-			struct pt_event tmp = *async;
+		if (ev->type != ptev_async_branch) {
+			struct pt_event tmp;
 
+			async = ipt__evq_find(&decoder->evq, ipt__evb_tip,
+					      ptev_async_branch);
+			if (!async)
+				return -pte_internal;
+			tmp = *async;
 			*async = *ev;
 			*ev = tmp;
 		}
-		if (ev->type != ptev_async_branch)
-			return -pte_internal;
 		decoder->event = ev;
 		return ipt__evt_complete(ev, decoder);
 	}
@@ -5719,7 +5802,12 @@ static int ipt__evt_decode_tip_pgd(struct pt_event_decoder *decoder)
 	if (err < 0)
 		return err;
 
-	ev = ipt__evq_dequeue(&decoder->evq, ipt__evb_tip);
+	/* An unchanged MODE.EXEC binds here silently, as it does to TIP and
+	 * TIP.PGE.  (libipt 2.3 fails such a TIP.PGD with -pte_bad_context;
+	 * FUP, MODE.EXEC, TIP.PGD is a valid far transfer out of tracing.) */
+	do {
+		ev = ipt__evq_dequeue(&decoder->evq, ipt__evb_tip);
+	} while (ev && ev->type == IPT__EV_IGNORE);
 	if (!ev) {
 		if (decoder->bound)
 			return 1;
@@ -6936,18 +7024,29 @@ static char *ipt__strdup(const char *str, size_t *psize)
 
 /* ---- the page cache of callback memory ----
  *
- * A page entry holds one run [lo, hi) of bytes the callback gave for one
- * 4 KiB page of one address space (the exact cr3/vmcs the decoder asked
- * with).  A miss at addr asks the callback for everything from addr to the
- * end of its page.  If the callback gives less, it has told us where its
- * mapping ends: the run is "bounded" and a read reaching hi stops there,
- * just as the callback itself would have stopped.  A run that is not
- * bounded reaches the page end and goes on in the next page.  Runs of one page never overlap: a new
- * run replaces those it covers, so a miss below lo refills from there.
+ * The callback may be slow (a ptrace peek, a core file lookup), and a
+ * decoder reads the same code over and over, so what it gives is kept in
+ * 4 KiB pages keyed by the exact cr3/vmcs the decoder asked with and the
+ * page address.  The bound (IPT_IMAGE_CACHE_LIMIT, or
+ * ipt_image_set_cache_limit) counts page data: limit / 4096 entries of a
+ * little over 4 KiB each, plus a hash table of at most 64 Ki pointers.
+ *
+ * An entry holds one run [lo, hi) of a page.  A miss asks the callback for
+ * the rest of the page from its start (mappings mostly start at page
+ * boundaries), or from the missed address when there is nothing at the
+ * start.  A callback giving less than asked has told where its mapping
+ * ends: the run is "bounded" and a read reaching hi stops there, as the
+ * callback itself would have.  To tell a mapping that ends exactly at the
+ * page end from one that goes on, the callback is asked for one byte
+ * more.  An unbounded run reaches the page end and a read goes on in the
+ * next page.  Runs of one page never overlap: a new run replaces those it
+ * covers.  So a read gives what one call of the callback would, for any
+ * callback that behaves like a view of memory.
  *
  * Entries live in a hash table and on a list from most to least recently
- * used; when the limit is reached, the least recently used entry is taken
- * for the next miss, so a full cache allocates nothing more. */
+ * used; at the limit the least recently used entry is taken for the next
+ * miss, so a full cache allocates nothing more.  Errors are not cached:
+ * each read of unmapped memory calls the callback. */
 
 struct ipt__page {
 	/* The next entry in the hash bucket, or on the spare list. */
@@ -7275,13 +7374,17 @@ static int ipt__image_read_callback(struct pt_image *image, int *isid,
 		uint64_t at = addr + done;
 		uint32_t off, n;
 
-		page = ipt__pcache_find(pc, cr3, vmcs, at);
-		if (page) {
+		/* Decoding mostly stays in the page it read last. */
+		page = pc->newest;
+		if (page && page->base == (at & ~IPT__PAGE_MASK) &&
+		    page->cr3 == cr3 && page->vmcs == vmcs &&
+		    page->lo <= (at & IPT__PAGE_MASK) &&
+		    (at & IPT__PAGE_MASK) < page->hi)
 			pc->hits += 1;
-			if (page != pc->newest) {
-				ipt__pcache_lru_unlink(pc, page);
-				ipt__pcache_lru_push(pc, page);
-			}
+		else if ((page = ipt__pcache_find(pc, cr3, vmcs, at)) != NULL) {
+			pc->hits += 1;
+			ipt__pcache_lru_unlink(pc, page);
+			ipt__pcache_lru_push(pc, page);
 		} else {
 			int status;
 
@@ -8276,8 +8379,12 @@ IPT_DEF int pt_image_add_cached(struct pt_image *image,
  *    length decoder may still find a length; valid code decodes alike.
  *  - Zydis 4.0 does not know ERETS (F2 0F 01 CA), ERETU (F3 0F 01 CA) or
  *    JMPABS (REX2 D5 with M0=W=0, then A1 and a 64-bit target; 64-bit mode
- *    only).  These fixed encodings are recognized here when Zydis rejects
- *    them; no other REX2 (APX) instruction is known.  UIRET is Zydis'.
+ *    only).  These fixed encodings, and MOV to CRn with REX2, are
+ *    recognized here when Zydis rejects them; other REX2 (APX)
+ *    instructions are -pte_bad_insn.  UIRET is Zydis'.  Other instructions
+ *    newer than Zydis 4.0 are -pte_bad_insn too, where libipt decodes their
+ *    length: e.g. WRMSRNS and RDMSRLIST/WRMSRLIST (0F 01 C6), CMPccXADD,
+ *    RAO-INT (0F 38 FC) and the VEX forms of AVX-VNNI (VPDPBUSD etc.).
  *  - ptem_unknown decodes nothing: -pte_bad_insn.
  */
 
@@ -8644,7 +8751,9 @@ static void ipt__ild_from_zydis(struct ipt__ild *ild,
 	}
 }
 
-/* The fixed encodings Zydis 4.0 lacks: ERETS, ERETU, JMPABS.  Returns 1 and
+/* The fixed encodings Zydis 4.0 lacks: ERETS, ERETU, JMPABS, and MOV CR
+ * with a REX2 prefix (the only REX2 forms that matter for tracing; libipt
+ * knows no more of them either).  Returns 1 and
  * fills ild if raw holds one, 0 if raw is too short to tell (it may be the
  * start of one), -pte_bad_insn otherwise. */
 static int ipt__ild_late(struct ipt__ild *ild, const uint8_t *raw,
@@ -8694,11 +8803,31 @@ static int ipt__ild_late(struct ipt__ild *ild, const uint8_t *raw,
 		return 1;
 	}
 
-	if (raw[i] == 0xd5 && mode == ptem_64bit && !osz && !asz) {
+	if (raw[i] == 0xd5 && mode == ptem_64bit) {
+		uint8_t payload;
+
 		if (i + 1 == max)
 			return 0;
-		/* REX2 payload: M0 (bit 7) selects the map, W is bit 3. */
-		if (raw[i + 1] & 0x88)
+		/* REX2 payload: M0 (bit 7) selects the map, R4 and R3 are
+		 * bits 6 and 2, W is bit 3. */
+		payload = raw[i + 1];
+		if (payload & 0x80) {
+			/* MOV to a control register: 0F 22 /r, mod ignored. */
+			if (i + 2 == max)
+				return 0;
+			if (raw[i + 2] != 0x22)
+				return -pte_bad_insn;
+			if (i + 3 == max)
+				return 0;
+			ild->size = (uint8_t) (i + 4);
+			ild->map = 1;
+			ild->opcode = 0x22;
+			ild->modrm = raw[i + 3];
+			ild->rex2 = 1;
+			ild->rex_r = (payload & 0x44) != 0;
+			return 1;
+		}
+		if ((payload & 0x08) || osz || asz)
 			return -pte_bad_insn;
 		if (i + 2 == max)
 			return 0;
@@ -11198,6 +11327,9 @@ IPT_DEF int pt_blk_set_image(struct pt_block_decoder *decoder,
 	if (!decoder)
 		return -pte_invalid;
 	decoder->image = image ? image : decoder->default_image;
+
+	/* Even the same image pointer may be a different image now. */
+	decoder->cache_image = NULL;
 	return 0;
 }
 
