@@ -1526,6 +1526,8 @@ static const struct ipt__cpu_errata ipt__cpu_errata_table[] = {
 	{ 0x6, 0xdd, IPT__ESET_GLP }
 };
 
+/* Fill in the errata of cpu.  -pte_bad_cpu (with no errata set) for a
+ * non-Intel or unknown processor, -pte_invalid for NULL arguments. */
 IPT_DEF int pt_cpu_errata(struct pt_errata *errata, const struct pt_cpu *cpu)
 {
 	size_t i;
@@ -1884,6 +1886,8 @@ struct pt_encoder {
 	uint8_t *pos;
 };
 
+/* A new encoder writing at config->begin.  NULL if config is NULL or bad
+ * (see ipt__config_from_user) or memory runs out. */
 IPT_DEF struct pt_encoder *pt_alloc_encoder(const struct pt_config *config)
 {
 	struct pt_encoder *encoder;
@@ -1901,11 +1905,14 @@ IPT_DEF struct pt_encoder *pt_alloc_encoder(const struct pt_config *config)
 	return encoder;
 }
 
+/* Free an encoder; NULL is fine. */
 IPT_DEF void pt_free_encoder(struct pt_encoder *encoder)
 {
 	ipt__free(encoder, sizeof(*encoder));
 }
 
+/* Write the next packet at offset.  -pte_eos if offset is past the end
+ * of the buffer, -pte_invalid if encoder is NULL. */
 IPT_DEF int pt_enc_sync_set(struct pt_encoder *encoder, uint64_t offset)
 {
 	if (!encoder)
@@ -1918,6 +1925,7 @@ IPT_DEF int pt_enc_sync_set(struct pt_encoder *encoder, uint64_t offset)
 	return 0;
 }
 
+/* Where the next packet goes.  -pte_invalid for NULL arguments. */
 IPT_DEF int pt_enc_get_offset(const struct pt_encoder *encoder,
 			      uint64_t *offset)
 {
@@ -1931,6 +1939,7 @@ IPT_DEF int pt_enc_get_offset(const struct pt_encoder *encoder,
 	return 0;
 }
 
+/* The encoder's copy of the configuration; NULL if encoder is NULL. */
 IPT_DEF const struct pt_config *
 pt_enc_get_config(const struct pt_encoder *encoder)
 {
@@ -2352,6 +2361,21 @@ IPT_DEF int pt_enc_next(struct pt_encoder *encoder,
 /* ==== >>pkt  packet decoder ==============================================
  * Turns trace bytes into struct pt_packet: synchronization on PSB,
  * first-byte dispatch, last-IP tracking.  Knows nothing of code. */
+
+/* What the layers below use, besides the public pt_pkt_* functions:
+ *
+ *   struct pt_packet_decoder            config, pos, sync (see below)
+ *   ipt__pkt_init(dec, config)          embed a decoder; ipt__pkt_fini
+ *   ipt__pkt_config/_pos/_end(dec)      where it is
+ *   ipt__pkt_read_<packet>(pkt, pos, config)
+ *                                       read one packet at pos: its size
+ *                                       or -pte_eos/-pte_bad_packet/...
+ *   ipt__sync_forward/_backward/_set(&sync, pos, config)
+ *                                       find a PSB (libipt's pt_sync_*)
+ *   ipt_last_ip_*                       public, declared in >>api
+ *
+ * and from >>cfg: ipt__config_from_user, ipt__filter_addr_cfg/_a/_b,
+ * ipt__filter_addr_check. */
 
 /* The packet decoder.  Other layers embed one (ipt__pkt_init/_fini) and
  * read its fields directly. */
@@ -3068,6 +3092,8 @@ ipt__pkt_end(const struct pt_packet_decoder *decoder)
 	return decoder ? decoder->config.end : NULL;
 }
 
+/* A new, unsynchronized decoder.  NULL if config is NULL or bad (see
+ * ipt__config_from_user) or memory runs out. */
 IPT_DEF struct pt_packet_decoder *
 pt_pkt_alloc_decoder(const struct pt_config *config)
 {
@@ -3085,6 +3111,7 @@ pt_pkt_alloc_decoder(const struct pt_config *config)
 	return decoder;
 }
 
+/* Free a decoder; NULL is fine. */
 IPT_DEF void pt_pkt_free_decoder(struct pt_packet_decoder *decoder)
 {
 	if (!decoder)
@@ -3094,6 +3121,11 @@ IPT_DEF void pt_pkt_free_decoder(struct pt_packet_decoder *decoder)
 	ipt__free(decoder, sizeof(*decoder));
 }
 
+/* Move to the next PSB: the first at or after the current position (the
+ * start if unsynchronized), or after the current one if the decoder sits
+ * on it.  -pte_eos if there is none, -pte_internal if the decoder was set
+ * to the very end, -pte_invalid if decoder is NULL; the position does not
+ * change on errors. */
 IPT_DEF int pt_pkt_sync_forward(struct pt_packet_decoder *decoder)
 {
 	const uint8_t *sync;
@@ -3127,6 +3159,9 @@ IPT_DEF int pt_pkt_sync_forward(struct pt_packet_decoder *decoder)
 	return 0;
 }
 
+/* Move to the PSB before the current position (the end if
+ * unsynchronized).  -pte_eos if there is none, -pte_invalid if decoder is
+ * NULL. */
 IPT_DEF int pt_pkt_sync_backward(struct pt_packet_decoder *decoder)
 {
 	const uint8_t *pos, *sync;
@@ -3148,6 +3183,8 @@ IPT_DEF int pt_pkt_sync_backward(struct pt_packet_decoder *decoder)
 	return 0;
 }
 
+/* Decode from offset on, PSB or not; it also becomes the sync offset.
+ * -pte_eos if offset is past the end, -pte_invalid if decoder is NULL. */
 IPT_DEF int pt_pkt_sync_set(struct pt_packet_decoder *decoder,
 			    uint64_t offset)
 {
@@ -3165,6 +3202,8 @@ IPT_DEF int pt_pkt_sync_set(struct pt_packet_decoder *decoder,
 	return 0;
 }
 
+/* The offset of the next packet.  -pte_nosync before the first
+ * synchronization, -pte_invalid for NULL arguments. */
 IPT_DEF int pt_pkt_get_offset(const struct pt_packet_decoder *decoder,
 			      uint64_t *offset)
 {
@@ -3177,6 +3216,9 @@ IPT_DEF int pt_pkt_get_offset(const struct pt_packet_decoder *decoder,
 	return 0;
 }
 
+/* The offset of the last PSB synchronized at or decoded (or of the last
+ * pt_pkt_sync_set).  -pte_nosync before the first synchronization,
+ * -pte_invalid for NULL arguments. */
 IPT_DEF int pt_pkt_get_sync_offset(const struct pt_packet_decoder *decoder,
 				   uint64_t *offset)
 {
@@ -3189,6 +3231,7 @@ IPT_DEF int pt_pkt_get_sync_offset(const struct pt_packet_decoder *decoder,
 	return 0;
 }
 
+/* The decoder's copy of the configuration; NULL if decoder is NULL. */
 IPT_DEF const struct pt_config *
 pt_pkt_get_config(const struct pt_packet_decoder *decoder)
 {
@@ -3451,9 +3494,15 @@ static IPT__NOINLINE int ipt__pkt_next_slow(struct pt_packet_decoder *decoder,
 	return size;
 }
 
-/* Decode the next packet and move past it.  Same semantics as libipt's
- * pt_pkt_next.  Most packets in a trace are TNT-8 or PAD (three quarters
- * and a fifth in a typical perf trace): those are decoded here, without
+/* Decode the next packet and move past it; return its size.  Same
+ * semantics as libipt's pt_pkt_next: -pte_nosync before synchronization,
+ * -pte_eos at the end or for a packet cut off by it, -pte_bad_opc for an
+ * unknown opcode without a decode callback (or the callback's error),
+ * -pte_bad_packet for a malformed packet, -pte_invalid for NULL
+ * arguments; the position does not change on errors.
+ *
+ * Most packets in a trace are TNT-8 or PAD (three quarters and a fifth in
+ * a typical perf trace), then TIP: those are decoded here, without
  * dispatch and without a stack frame. */
 IPT_DEF int pt_pkt_next(struct pt_packet_decoder *decoder,
 			struct pt_packet *packet, size_t psize)
@@ -3486,6 +3535,23 @@ IPT_DEF int pt_pkt_next(struct pt_packet_decoder *decoder,
 			decoder->pos = pos + 1;
 			return 1;
 		}
+		/* TIP comes next (a seventh); where a full IP could follow,
+		 * the payload is one load. */
+		if ((b & 0x1f) == IPT__OPC_TIP &&
+		    (size_t) (decoder->config.end - pos) > 8) {
+			int size = ipt__ipc_size[b >> IPT__OPM_IPC_SHR];
+
+			if (IPT__LIKELY(size >= 0)) {
+				packet->type = ppt_tip;
+				packet->size = (uint8_t) (size + 1);
+				packet->payload.ip.ipc = (enum pt_ip_compression)
+					(b >> IPT__OPM_IPC_SHR);
+				packet->payload.ip.ip =
+					ipt__read_le_var(pos + 1, size, 8);
+				decoder->pos = pos + size + 1;
+				return size + 1;
+			}
+		}
 	}
 
 	return ipt__pkt_next_slow(decoder, packet, psize);
@@ -3493,6 +3559,7 @@ IPT_DEF int pt_pkt_next(struct pt_packet_decoder *decoder,
 
 /* ---- last-IP tracking ---- */
 
+/* See the declarations in >>api-pkt-ext. */
 IPT_DEF void ipt_last_ip_init(struct ipt_last_ip *last_ip)
 {
 	if (!last_ip)
