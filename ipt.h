@@ -5811,7 +5811,9 @@ static int ipt__evt_decode_tip(struct pt_event_decoder *decoder)
 	case ptev_iflags:
 		return ipt__evt_complete(ev, decoder);
 	case ptev_async_branch:
-		return -pte_internal;
+		/* A second FUP before this TIP: the trace is broken (libipt
+		 * reports -pte_internal here). */
+		return -pte_bad_context;
 	default:
 		return -pte_bad_context;
 	}
