@@ -19,6 +19,8 @@
  * DIR/NAME.pt     the trace (NAME is "trace" unless --name says otherwise)
  * DIR/NAME.truth  the ground truth, in ptxed --no-inst format
  * DIR/NAME.cfg    decoder configuration the trace needs (mtc_freq, ...)
+ * --trim-image D2 also writes D2/image.txt and D2/image/ with only the
+ *                 executed code pages: a small image for a sample trace
  *
  * Recording and synthesis are separate passes, so one (slow) recording
  * yields any number of traces with different options (--replay).
@@ -95,13 +97,22 @@
  * instruction is one instruction however many iterations it makes.
  *
  * RECORDING follows one thread (others run untraced) and stops at a
- * successful execve: trace the real binary, not a wrapper.  Straight-line
- * code runs natively up to the next branch, stopped there by a hardware
- * breakpoint in DR0 (PTRACE_POKEUSER into u_debugreg); branches are
- * single-stepped.  --single-step steps every instruction; the recorded
- * execution is the same.  Code bytes are read with process_vm_readv
- * through a page cache that is dropped after every mmap, munmap,
- * mprotect and mremap.
+ * successful execve: trace the real binary, not a wrapper script or env.
+ * Address space randomization is off for the program, so recordings
+ * repeat.  Most code runs natively between stops: from a stop, the path
+ * ahead is known without executing it as long as it consists of
+ * straight-line instructions, REP string instructions and direct jumps
+ * and calls; a hardware breakpoint (DR0, set with PTRACE_POKEUSER into
+ * u_debugreg) at the first instruction after it stops the run.  A stop at
+ * a RET resolves it from the return address on the stack; a stop at a
+ * conditional branch puts one breakpoint at the end of each of its two
+ * paths (DR0, DR1) and the one that hits tells the direction.  Indirect
+ * jumps and calls, system calls and anything unusual are single-stepped.
+ * --single-step steps every instruction; it records the same execution,
+ * 3-4 times slower.  Code bytes are read with process_vm_readv through a
+ * page cache that is dropped after every mmap, munmap, mprotect and
+ * mremap.  The executable mappings are dumped before every exit, execve
+ * and signal, and when --max-insn is reached.
  *
  * THE EXECUTION LOG is a sequence of little-endian 64-bit words: the IP of
  * each executed instruction, in order, and two markers whose values are
@@ -673,7 +684,7 @@ static int record(struct recorder *r, char **argv)
 	rip = get_rip(r->pid);
 	for (;;) {
 		uint64_t ip;
-		int sys = 0, rep_again;
+		int sys = 0;
 		long nr = -1;
 
 		if (r->max_insn && r->ninsn >= r->max_insn) {
@@ -713,7 +724,6 @@ static int record(struct recorder *r, char **argv)
 
 		log_word(r, rip);
 		r->ninsn++;
-		rep_again = 0;
 		for (;;) {
 			ptrace(PTRACE_SINGLESTEP, r->pid, NULL,
 			       (void *) (long) sig);
@@ -728,13 +738,10 @@ static int record(struct recorder *r, char **argv)
 			if (WSTOPSIG(status) != SIGTRAP)
 				break;
 			/* Further iterations of a REP string instruction. */
-			if (info.rep && ip == rip) {
-				rep_again = 1;
+			if (info.rep && ip == rip)
 				continue;
-			}
 			break;
 		}
-		(void) rep_again;
 		if (sys && is_code_change(nr))
 			memset(r->cache->addr, 0, sizeof(r->cache->addr));
 		if (WSTOPSIG(status) == SIGTRAP) {
@@ -893,7 +900,8 @@ struct options {
 struct synth {
 	const struct options *opt;
 	struct image img;
-	struct insn_info *icache;
+	struct insn_info *icache;	/* decoded instructions by IP */
+	size_t icache_used;
 	struct pt_encoder *enc;
 	struct pt_config config;
 	uint8_t *buf;
@@ -997,6 +1005,11 @@ static const struct insn_info *lookup(struct synth *s, uint64_t ip)
 	uint8_t code[15];
 	size_t n;
 
+	/* Nearly full (a huge program): start over rather than crawl. */
+	if (s->icache_used > (3u << ICACHE_BITS) / 4) {
+		memset(s->icache, 0, sizeof(*s->icache) << ICACHE_BITS);
+		s->icache_used = 0;
+	}
 	for (;;) {
 		e = &s->icache[h];
 		if (!e->used)
@@ -1008,6 +1021,7 @@ static const struct insn_info *lookup(struct synth *s, uint64_t ip)
 	n = image_read(&s->img, ip, code, sizeof(code));
 	classify(e, ip, code, n);
 	e->used = 1;
+	s->icache_used++;
 	return e;
 }
 
