@@ -112,7 +112,7 @@
  * 3-4 times slower.  Code bytes are read with process_vm_readv through a
  * page cache that is dropped after every mmap, munmap, mprotect and
  * mremap.  The executable mappings are dumped before every exit, execve
- * and signal, and when --max-insn is reached.
+ * and signal the program does not handle, and when --max-insn is reached.
  *
  * THE EXECUTION LOG is a sequence of little-endian 64-bit words: the IP of
  * each executed instruction, in order, and two markers whose values are
@@ -422,6 +422,31 @@ static uint64_t get_rip(pid_t pid)
 				 NULL);
 }
 
+/* How the thread takes sig: 2 caught by a handler, 1 ignored, 0 default
+ * action.  Only the default action can end the process (then the
+ * mappings must be dumped first); only a handler changes the flow. */
+static int sig_disposition(pid_t pid, int sig)
+{
+	char path[64], line[256];
+	unsigned long long cgt = 0, ign = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int) pid);
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f)) {
+		sscanf(line, "SigCgt: %llx", &cgt);
+		sscanf(line, "SigIgn: %llx", &ign);
+	}
+	fclose(f);
+	if (sig == SIGKILL || sig == SIGSTOP)
+		return 0;
+	if ((cgt >> (sig - 1)) & 1)
+		return 2;
+	return (int) ((ign >> (sig - 1)) & 1);
+}
+
 static int is_code_change(long nr)
 {
 	return nr == 9 || nr == 10 || nr == 11 || nr == 25;
@@ -647,7 +672,7 @@ static int record(struct recorder *r, char **argv)
 {
 	struct insn_info info;
 	uint64_t rip, end_ip = 0;
-	int status, sig = 0, hw_ok = 1;
+	int status, sig = 0, hw_ok = 1, caught;
 	char path[4096];
 
 	snprintf(path, sizeof(path), "%s/exec.log", r->dir);
@@ -760,7 +785,9 @@ static int record(struct recorder *r, char **argv)
 		rip = ip;
 signal:
 		/* Deliver it, stepping: a handler stops us at its entry. */
-		dump_maps(r);
+		caught = sig_disposition(r->pid, sig);
+		if (!caught)
+			dump_maps(r);
 		ptrace(PTRACE_SINGLESTEP, r->pid, NULL, (void *) (long) sig);
 		r->steps++;
 		sig = 0;
@@ -770,11 +797,7 @@ signal:
 		}
 		ip = get_rip(r->pid);
 		if (WSTOPSIG(status) == SIGTRAP) {
-			siginfo_t si;
-
-			memset(&si, 0, sizeof(si));
-			ptrace(PTRACE_GETSIGINFO, r->pid, NULL, &si);
-			if (si.si_code == TRAP_BRKPT || si.si_code == SI_KERNEL) {
+			if (caught == 2) {
 				/* At the handler's first instruction. */
 				log_word(r, LOG_ASYNC);
 				log_word(r, rip);
@@ -1239,15 +1262,29 @@ static void push_ret(struct synth *s, uint64_t ip)
 		s->ret_count++;
 }
 
+static int retire_one(struct synth *s, const struct insn_info *in,
+		      uint64_t next, uint64_t nlip);
+
 /* The packets for instruction `in`, now that its successor is known.
  * Returns 1 if it wrote a flow packet (TNT bit or TIP). */
 static int retire(struct synth *s, const struct insn_info *in, uint64_t next)
 {
 	uint64_t nlip = in->ip + in->len;
+	uint64_t errors = s->errors;
+	int rc;
 
 	if (s->dropping)
 		return 0;
+	rc = retire_one(s, in, next, nlip);
+	if (s->errors != errors && s->errors <= 5)
+		fprintf(stderr, "ptsynth: %016" PRIx64 " (class %d) went to "
+			"%016" PRIx64 "\n", in->ip, in->kind, next);
+	return rc;
+}
 
+static int retire_one(struct synth *s, const struct insn_info *in,
+		      uint64_t next, uint64_t nlip)
+{
 	switch (in->kind) {
 	case K_OTHER:
 		if (next != nlip && !(in->rep && next == in->ip))
