@@ -1405,7 +1405,7 @@ IPT_DEF struct pt_version pt_library_version(void)
 	version.minor = LIBIPT_VERSION_MINOR;
 	version.patch = LIBIPT_VERSION_PATCH;
 	version.build = 0;
-	version.ext = "-ipt.h-0.1.0";
+	version.ext = "ipt.h-0.1.0";
 	return version;
 }
 
@@ -1526,6 +1526,8 @@ static const struct ipt__cpu_errata ipt__cpu_errata_table[] = {
 	{ 0x6, 0xdd, IPT__ESET_GLP }
 };
 
+/* Fill in the errata of cpu.  -pte_bad_cpu (with no errata set) for a
+ * non-Intel or unknown processor, -pte_invalid for NULL arguments. */
 IPT_DEF int pt_cpu_errata(struct pt_errata *errata, const struct pt_cpu *cpu)
 {
 	size_t i;
@@ -1884,6 +1886,8 @@ struct pt_encoder {
 	uint8_t *pos;
 };
 
+/* A new encoder writing at config->begin.  NULL if config is NULL or bad
+ * (see ipt__config_from_user) or memory runs out. */
 IPT_DEF struct pt_encoder *pt_alloc_encoder(const struct pt_config *config)
 {
 	struct pt_encoder *encoder;
@@ -1901,11 +1905,14 @@ IPT_DEF struct pt_encoder *pt_alloc_encoder(const struct pt_config *config)
 	return encoder;
 }
 
+/* Free an encoder; NULL is fine. */
 IPT_DEF void pt_free_encoder(struct pt_encoder *encoder)
 {
 	ipt__free(encoder, sizeof(*encoder));
 }
 
+/* Write the next packet at offset.  -pte_eos if offset is past the end
+ * of the buffer, -pte_invalid if encoder is NULL. */
 IPT_DEF int pt_enc_sync_set(struct pt_encoder *encoder, uint64_t offset)
 {
 	if (!encoder)
@@ -1918,6 +1925,7 @@ IPT_DEF int pt_enc_sync_set(struct pt_encoder *encoder, uint64_t offset)
 	return 0;
 }
 
+/* Where the next packet goes.  -pte_invalid for NULL arguments. */
 IPT_DEF int pt_enc_get_offset(const struct pt_encoder *encoder,
 			      uint64_t *offset)
 {
@@ -1931,6 +1939,7 @@ IPT_DEF int pt_enc_get_offset(const struct pt_encoder *encoder,
 	return 0;
 }
 
+/* The encoder's copy of the configuration; NULL if encoder is NULL. */
 IPT_DEF const struct pt_config *
 pt_enc_get_config(const struct pt_encoder *encoder)
 {
@@ -2353,6 +2362,21 @@ IPT_DEF int pt_enc_next(struct pt_encoder *encoder,
  * Turns trace bytes into struct pt_packet: synchronization on PSB,
  * first-byte dispatch, last-IP tracking.  Knows nothing of code. */
 
+/* What the layers below use, besides the public pt_pkt_* functions:
+ *
+ *   struct pt_packet_decoder            config, pos, sync (see below)
+ *   ipt__pkt_init(dec, config)          embed a decoder; ipt__pkt_fini
+ *   ipt__pkt_config/_pos/_end(dec)      where it is
+ *   ipt__pkt_read_<packet>(pkt, pos, config)
+ *                                       read one packet at pos: its size
+ *                                       or -pte_eos/-pte_bad_packet/...
+ *   ipt__sync_forward/_backward/_set(&sync, pos, config)
+ *                                       find a PSB (libipt's pt_sync_*)
+ *   ipt_last_ip_*                       public, declared in >>api
+ *
+ * and from >>cfg: ipt__config_from_user, ipt__filter_addr_cfg/_a/_b,
+ * ipt__filter_addr_check. */
+
 /* The packet decoder.  Other layers embed one (ipt__pkt_init/_fini) and
  * read its fields directly. */
 struct pt_packet_decoder {
@@ -2389,6 +2413,27 @@ static inline uint64_t ipt__read_le(const uint8_t *pos, int size)
 	for (i = size - 1; i >= 0; --i)
 		val = (val << 8) | pos[i];
 	return val;
+}
+
+/* The same for a size that varies from packet to packet (0 to 8), where
+ * 8 bytes may be read at pos: one load and a mask instead of a loop whose
+ * length the processor would have to guess. */
+static inline uint64_t ipt__read_le_var(const uint8_t *pos, int size,
+					 size_t readable)
+{
+#if defined(__BYTE_ORDER__) && defined(__ORDER_LITTLE_ENDIAN__) &&            \
+	__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	if (IPT__LIKELY(readable >= 8)) {
+		uint64_t val;
+
+		IPT_MEMCPY(&val, pos, sizeof(val));
+		return size >= 8 ? val
+				 : val & ((1ull << (8 * size)) - 1);
+	}
+#else
+	(void) readable;
+#endif
+	return ipt__read_le(pos, size);
 }
 
 static IPT__UNUSED int ipt__pkt_read_psb(const uint8_t *pos,
@@ -2428,38 +2473,23 @@ static IPT__UNUSED int ipt__pkt_read_ip(struct pt_packet_ip *packet,
 		return -pte_eos;
 
 	packet->ipc = (enum pt_ip_compression) ipc;
-	packet->ip = ipt__read_le(pos + 1, size);
+	packet->ip = ipt__read_le_var(pos + 1, size,
+				      ipt__pkt_left(pos, config) - 1);
 	return size + 1;
 }
 
 /* The index of the highest set bit of a non-zero value. */
 static inline uint8_t ipt__msb(uint64_t val)
 {
+#if defined(__GNUC__) || defined(__clang__)
+	return (uint8_t) (63 - __builtin_clzll(val));
+#else
 	uint8_t n = 0;
 
-	if (val >> 32) {
-		val >>= 32;
-		n += 32;
-	}
-	if (val >> 16) {
-		val >>= 16;
-		n += 16;
-	}
-	if (val >> 8) {
-		val >>= 8;
-		n += 8;
-	}
-	if (val >> 4) {
-		val >>= 4;
-		n += 4;
-	}
-	if (val >> 2) {
-		val >>= 2;
-		n += 2;
-	}
-	if (val >> 1)
-		n += 1;
+	while (val >>= 1)
+		++n;
 	return n;
+#endif
 }
 
 /* TNT payloads end in a stop bit: the bits below it are the payload. */
@@ -2776,7 +2806,8 @@ static IPT__UNUSED int ipt__pkt_read_ptw(struct pt_packet_ptw *packet,
 	if (ipt__pkt_left(pos, config) < (size_t) size + 2u)
 		return -pte_eos;
 
-	packet->payload = ipt__read_le(pos + 2, size);
+	packet->payload = ipt__read_le_var(pos + 2, size,
+					   ipt__pkt_left(pos, config) - 2);
 	packet->plc = plc;
 	packet->ip = (pos[1] & IPT__OPM_PTW_IP) ? 1 : 0;
 	return size + 2;
@@ -3038,6 +3069,31 @@ static IPT__UNUSED void ipt__pkt_fini(struct pt_packet_decoder *decoder)
 	(void) decoder;
 }
 
+/* The same under the names of libipt's internals. */
+#define ipt__pkt_decoder_init ipt__pkt_init
+#define ipt__pkt_decoder_fini ipt__pkt_fini
+
+/* Where an embedded decoder is, and where its trace ends. */
+static IPT__UNUSED inline const struct pt_config *
+ipt__pkt_config(const struct pt_packet_decoder *decoder)
+{
+	return decoder ? &decoder->config : NULL;
+}
+
+static IPT__UNUSED inline const uint8_t *
+ipt__pkt_pos(const struct pt_packet_decoder *decoder)
+{
+	return decoder ? decoder->pos : NULL;
+}
+
+static IPT__UNUSED inline const uint8_t *
+ipt__pkt_end(const struct pt_packet_decoder *decoder)
+{
+	return decoder ? decoder->config.end : NULL;
+}
+
+/* A new, unsynchronized decoder.  NULL if config is NULL or bad (see
+ * ipt__config_from_user) or memory runs out. */
 IPT_DEF struct pt_packet_decoder *
 pt_pkt_alloc_decoder(const struct pt_config *config)
 {
@@ -3055,6 +3111,7 @@ pt_pkt_alloc_decoder(const struct pt_config *config)
 	return decoder;
 }
 
+/* Free a decoder; NULL is fine. */
 IPT_DEF void pt_pkt_free_decoder(struct pt_packet_decoder *decoder)
 {
 	if (!decoder)
@@ -3064,6 +3121,11 @@ IPT_DEF void pt_pkt_free_decoder(struct pt_packet_decoder *decoder)
 	ipt__free(decoder, sizeof(*decoder));
 }
 
+/* Move to the next PSB: the first at or after the current position (the
+ * start if unsynchronized), or after the current one if the decoder sits
+ * on it.  -pte_eos if there is none, -pte_internal if the decoder was set
+ * to the very end, -pte_invalid if decoder is NULL; the position does not
+ * change on errors. */
 IPT_DEF int pt_pkt_sync_forward(struct pt_packet_decoder *decoder)
 {
 	const uint8_t *sync;
@@ -3097,6 +3159,9 @@ IPT_DEF int pt_pkt_sync_forward(struct pt_packet_decoder *decoder)
 	return 0;
 }
 
+/* Move to the PSB before the current position (the end if
+ * unsynchronized).  -pte_eos if there is none, -pte_invalid if decoder is
+ * NULL. */
 IPT_DEF int pt_pkt_sync_backward(struct pt_packet_decoder *decoder)
 {
 	const uint8_t *pos, *sync;
@@ -3118,6 +3183,8 @@ IPT_DEF int pt_pkt_sync_backward(struct pt_packet_decoder *decoder)
 	return 0;
 }
 
+/* Decode from offset on, PSB or not; it also becomes the sync offset.
+ * -pte_eos if offset is past the end, -pte_invalid if decoder is NULL. */
 IPT_DEF int pt_pkt_sync_set(struct pt_packet_decoder *decoder,
 			    uint64_t offset)
 {
@@ -3135,6 +3202,8 @@ IPT_DEF int pt_pkt_sync_set(struct pt_packet_decoder *decoder,
 	return 0;
 }
 
+/* The offset of the next packet.  -pte_nosync before the first
+ * synchronization, -pte_invalid for NULL arguments. */
 IPT_DEF int pt_pkt_get_offset(const struct pt_packet_decoder *decoder,
 			      uint64_t *offset)
 {
@@ -3147,6 +3216,9 @@ IPT_DEF int pt_pkt_get_offset(const struct pt_packet_decoder *decoder,
 	return 0;
 }
 
+/* The offset of the last PSB synchronized at or decoded (or of the last
+ * pt_pkt_sync_set).  -pte_nosync before the first synchronization,
+ * -pte_invalid for NULL arguments. */
 IPT_DEF int pt_pkt_get_sync_offset(const struct pt_packet_decoder *decoder,
 				   uint64_t *offset)
 {
@@ -3159,6 +3231,7 @@ IPT_DEF int pt_pkt_get_sync_offset(const struct pt_packet_decoder *decoder,
 	return 0;
 }
 
+/* The decoder's copy of the configuration; NULL if decoder is NULL. */
 IPT_DEF const struct pt_config *
 pt_pkt_get_config(const struct pt_packet_decoder *decoder)
 {
@@ -3383,19 +3456,24 @@ static int ipt__pkt_decode(struct pt_packet_decoder *decoder,
 	return size;
 }
 
-/* Decode the next packet and move past it.  Same semantics as libipt's
- * pt_pkt_next: the packet is copied out as the caller's size says (bytes
- * past sizeof(struct pt_packet) zeroed, fewer bytes truncated). */
-IPT_DEF int pt_pkt_next(struct pt_packet_decoder *decoder,
-			struct pt_packet *packet, size_t psize)
+/* Keeps the slow path out of pt_pkt_next so that its fast path needs no
+ * stack frame. */
+#if defined(__GNUC__) || defined(__clang__)
+#define IPT__NOINLINE __attribute__((noinline))
+#else
+#define IPT__NOINLINE
+#endif
+
+/* pt_pkt_next for everything but the common packets: decode, copy out as
+ * the caller's size says (bytes past sizeof(struct pt_packet) zeroed,
+ * fewer bytes truncated), advance. */
+static IPT__NOINLINE int ipt__pkt_next_slow(struct pt_packet_decoder *decoder,
+			      struct pt_packet *packet, size_t psize)
 {
 	struct pt_packet pkt;
 	int size;
 
-	if (!packet || !decoder)
-		return -pte_invalid;
-
-	if (IPT__LIKELY(psize == sizeof(pkt))) {
+	if (psize == sizeof(pkt)) {
 		size = ipt__pkt_decode(decoder, packet);
 		if (size < 0)
 			return size;
@@ -3416,8 +3494,72 @@ IPT_DEF int pt_pkt_next(struct pt_packet_decoder *decoder,
 	return size;
 }
 
+/* Decode the next packet and move past it; return its size.  Same
+ * semantics as libipt's pt_pkt_next: -pte_nosync before synchronization,
+ * -pte_eos at the end or for a packet cut off by it, -pte_bad_opc for an
+ * unknown opcode without a decode callback (or the callback's error),
+ * -pte_bad_packet for a malformed packet, -pte_invalid for NULL
+ * arguments; the position does not change on errors.
+ *
+ * Most packets in a trace are TNT-8 or PAD (three quarters and a fifth in
+ * a typical perf trace), then TIP: those are decoded here, without
+ * dispatch and without a stack frame. */
+IPT_DEF int pt_pkt_next(struct pt_packet_decoder *decoder,
+			struct pt_packet *packet, size_t psize)
+{
+	const uint8_t *pos;
+	unsigned int b;
+
+	if (!packet || !decoder)
+		return -pte_invalid;
+
+	pos = decoder->pos;
+	if (IPT__LIKELY(psize == sizeof(*packet) && pos &&
+			decoder->config.begin <= pos &&
+			pos < decoder->config.end)) {
+		b = pos[0];
+		if (IPT__LIKELY(!(b & 1) && b > IPT__OPC_EXT)) {
+			uint8_t bit_size = ipt__msb(b >> IPT__OPM_TNT_8_SHR);
+
+			packet->type = ppt_tnt_8;
+			packet->size = 1;
+			packet->payload.tnt.bit_size = bit_size;
+			packet->payload.tnt.payload =
+				(b >> IPT__OPM_TNT_8_SHR) & ~(1u << bit_size);
+			decoder->pos = pos + 1;
+			return 1;
+		}
+		if (b == IPT__OPC_PAD) {
+			packet->type = ppt_pad;
+			packet->size = 1;
+			decoder->pos = pos + 1;
+			return 1;
+		}
+		/* TIP comes next (a seventh); where a full IP could follow,
+		 * the payload is one load. */
+		if ((b & 0x1f) == IPT__OPC_TIP &&
+		    (size_t) (decoder->config.end - pos) > 8) {
+			int size = ipt__ipc_size[b >> IPT__OPM_IPC_SHR];
+
+			if (IPT__LIKELY(size >= 0)) {
+				packet->type = ppt_tip;
+				packet->size = (uint8_t) (size + 1);
+				packet->payload.ip.ipc = (enum pt_ip_compression)
+					(b >> IPT__OPM_IPC_SHR);
+				packet->payload.ip.ip =
+					ipt__read_le_var(pos + 1, size, 8);
+				decoder->pos = pos + size + 1;
+				return size + 1;
+			}
+		}
+	}
+
+	return ipt__pkt_next_slow(decoder, packet, psize);
+}
+
 /* ---- last-IP tracking ---- */
 
+/* See the declarations in >>api-pkt-ext. */
 IPT_DEF void ipt_last_ip_init(struct ipt_last_ip *last_ip)
 {
 	if (!last_ip)
@@ -5611,17 +5753,25 @@ static int ipt__evt_tip_branch(struct pt_event_decoder *decoder)
 
 	async = ipt__evq_find(&decoder->evq, ipt__evb_tip, ptev_async_branch);
 	if (async) {
+		/* The branch goes first: swap it with the first TIP-bound
+		 * event.  Taking an event out may move the others, so look
+		 * for the branch again afterwards (libipt swaps through the
+		 * pointer found before and fails with -pte_internal when an
+		 * event bound elsewhere, e.g. an MWAIT, comes first). */
 		ev = ipt__evq_dequeue(&decoder->evq, ipt__evb_tip);
 		if (!ev)
 			return -pte_internal;
-		if (ev != async) {
-			struct pt_event tmp = *async;
+		if (ev->type != ptev_async_branch) {
+			struct pt_event tmp;
 
+			async = ipt__evq_find(&decoder->evq, ipt__evb_tip,
+					      ptev_async_branch);
+			if (!async)
+				return -pte_internal;
+			tmp = *async;
 			*async = *ev;
 			*ev = tmp;
 		}
-		if (ev->type != ptev_async_branch)
-			return -pte_internal;
 		decoder->event = ev;
 		return ipt__evt_complete(ev, decoder);
 	}
@@ -5661,7 +5811,9 @@ static int ipt__evt_decode_tip(struct pt_event_decoder *decoder)
 	case ptev_iflags:
 		return ipt__evt_complete(ev, decoder);
 	case ptev_async_branch:
-		return -pte_internal;
+		/* A second FUP before this TIP: the trace is broken (libipt
+		 * reports -pte_internal here). */
+		return -pte_bad_context;
 	default:
 		return -pte_bad_context;
 	}
@@ -5719,7 +5871,12 @@ static int ipt__evt_decode_tip_pgd(struct pt_event_decoder *decoder)
 	if (err < 0)
 		return err;
 
-	ev = ipt__evq_dequeue(&decoder->evq, ipt__evb_tip);
+	/* An unchanged MODE.EXEC binds here silently, as it does to TIP and
+	 * TIP.PGE.  (libipt 2.3 fails such a TIP.PGD with -pte_bad_context;
+	 * FUP, MODE.EXEC, TIP.PGD is a valid far transfer out of tracing.) */
+	do {
+		ev = ipt__evq_dequeue(&decoder->evq, ipt__evb_tip);
+	} while (ev && ev->type == IPT__EV_IGNORE);
 	if (!ev) {
 		if (decoder->bound)
 			return 1;
@@ -6841,7 +6998,10 @@ IPT_DEF int pt_qry_core_bus_ratio(struct pt_query_decoder *decoder,
  *                         size_t size);
  *   int ipt__asid_match(const struct pt_asid *, const struct pt_asid *);
  *
- * An image is not locked: one thread at a time may use it. */
+ * Nothing here is locked: an image, or an image section cache together
+ * with the images holding its sections, is for one thread at a time (libipt
+ * locks sections and its cache; ipt.h has no threads).  The callback must
+ * not change the image it reads for. */
 
 #ifndef IPT_IMAGE_CACHE_LIMIT
 #define IPT_IMAGE_CACHE_LIMIT ((uint64_t) 16 << 20)
@@ -6936,18 +7096,29 @@ static char *ipt__strdup(const char *str, size_t *psize)
 
 /* ---- the page cache of callback memory ----
  *
- * A page entry holds one run [lo, hi) of bytes the callback gave for one
- * 4 KiB page of one address space (the exact cr3/vmcs the decoder asked
- * with).  A miss at addr asks the callback for everything from addr to the
- * end of its page.  If the callback gives less, it has told us where its
- * mapping ends: the run is "bounded" and a read reaching hi stops there,
- * just as the callback itself would have stopped.  A run that is not
- * bounded reaches the page end and goes on in the next page.  Runs of one page never overlap: a new
- * run replaces those it covers, so a miss below lo refills from there.
+ * The callback may be slow (a ptrace peek, a core file lookup), and a
+ * decoder reads the same code over and over, so what it gives is kept in
+ * 4 KiB pages keyed by the exact cr3/vmcs the decoder asked with and the
+ * page address.  The bound (IPT_IMAGE_CACHE_LIMIT, or
+ * ipt_image_set_cache_limit) counts page data: limit / 4096 entries of a
+ * little over 4 KiB each, plus a hash table of at most 64 Ki pointers.
+ *
+ * An entry holds one run [lo, hi) of a page.  A miss asks the callback for
+ * the rest of the page from its start (mappings mostly start at page
+ * boundaries), or from the missed address when there is nothing at the
+ * start.  A callback giving less than asked has told where its mapping
+ * ends: the run is "bounded" and a read reaching hi stops there, as the
+ * callback itself would have.  To tell a mapping that ends exactly at the
+ * page end from one that goes on, the callback is asked for one byte
+ * more.  An unbounded run reaches the page end and a read goes on in the
+ * next page.  Runs of one page never overlap: a new run replaces those it
+ * covers.  So a read gives what one call of the callback would, for any
+ * callback that behaves like a view of memory.
  *
  * Entries live in a hash table and on a list from most to least recently
- * used; when the limit is reached, the least recently used entry is taken
- * for the next miss, so a full cache allocates nothing more. */
+ * used; at the limit the least recently used entry is taken for the next
+ * miss, so a full cache allocates nothing more.  Errors are not cached:
+ * each read of unmapped memory calls the callback. */
 
 struct ipt__page {
 	/* The next entry in the hash bucket, or on the spare list. */
@@ -7321,25 +7492,34 @@ static int ipt__image_read_callback(struct pt_image *image, int *isid,
 
 /* ---- file sections (hosted builds) ----
  *
- * A section is a range of a file, read into memory when first needed and
- * shared by reference between images and the image section cache.  Images
+ * A section is a range of a file, shared by reference between images and
+ * the image section cache.  Its bytes are read in chunks of 64 KiB when
+ * first needed, so a large file costs only what is decoded of it.  Images
  * map sections at an address in an address space; a mapping may cover only
- * part of its section when a newer mapping overlaid the rest.  A section of
- * an image section cache counts against the cache's limit while loaded; the
- * least recently used ones are dropped beyond it and reloaded on demand.
- * Other sections stay loaded while referenced. */
+ * part of its section when a newer mapping overlaid the rest.  The loaded
+ * chunks of a section of an image section cache count against the cache's
+ * limit; beyond it the least recently used sections are dropped and
+ * reloaded on demand, and a section bigger than the limit is read from its
+ * file at each access (as libipt maps it for each).  Other sections keep
+ * what they loaded while referenced. */
 
 #ifndef IPT_NO_STDIO
 #include <limits.h>
 #include <stdio.h>
+
+#define IPT__CHUNK_SHIFT 16
+#define IPT__CHUNK_SIZE ((uint64_t) 1 << IPT__CHUNK_SHIFT)
 
 struct ipt__section {
 	char *filename;
 	size_t filename_size;
 	/* The file range: where it starts and how many bytes it has. */
 	uint64_t offset, size;
-	/* Its bytes, when loaded. */
-	uint8_t *data;
+	/* Its bytes: nchunks chunks, each loaded or NULL; how many bytes are
+	 * loaded. */
+	uint8_t **chunks;
+	size_t nchunks;
+	uint64_t loaded;
 	uint32_t ucount;
 	/* The image section cache that owns the section, and the neighbours
 	 * on its list of loaded sections (most recently used first). */
@@ -7462,9 +7642,21 @@ static int ipt__section_mk(struct ipt__section **psection,
 	return 0;
 }
 
+/* The size of chunk index of section: a full chunk but for the last. */
+static size_t ipt__chunk_size(const struct ipt__section *section,
+			      size_t index)
+{
+	uint64_t begin = (uint64_t) index << IPT__CHUNK_SHIFT;
+	uint64_t left = section->size - begin;
+
+	return (size_t) (left < IPT__CHUNK_SIZE ? left : IPT__CHUNK_SIZE);
+}
+
+/* Drops what a section loaded, and takes it off its cache's list. */
 static void ipt__section_unload(struct ipt__section *section)
 {
 	struct pt_image_section_cache *iscache = section->iscache;
+	size_t i;
 
 	if (iscache && section->in_lru) {
 		if (section->newer)
@@ -7477,10 +7669,18 @@ static void ipt__section_unload(struct ipt__section *section)
 			iscache->oldest = section->newer;
 		section->newer = section->older = NULL;
 		section->in_lru = 0;
-		iscache->used -= section->size;
+		iscache->used -= section->loaded;
 	}
-	ipt__free(section->data, (size_t) section->size);
-	section->data = NULL;
+	if (section->chunks) {
+		for (i = 0; i < section->nchunks; ++i)
+			ipt__free(section->chunks[i],
+				  ipt__chunk_size(section, i));
+		ipt__free(section->chunks,
+			  section->nchunks * sizeof(*section->chunks));
+	}
+	section->chunks = NULL;
+	section->nchunks = 0;
+	section->loaded = 0;
 }
 
 static int ipt__section_get(struct ipt__section *section)
@@ -7533,45 +7733,70 @@ static void ipt__iscache_prune(struct pt_image_section_cache *iscache,
 		ipt__section_unload(iscache->oldest);
 }
 
-/* Loads a section's bytes.  A section of an image section cache that is
- * bigger than the cache's limit is not loaded: returns zero with
- * section->data still NULL and the caller reads the file directly. */
-static int ipt__section_load(struct ipt__section *section)
+/* The loaded chunk index of section, loading it if need be.  A section of
+ * an image section cache that is bigger than the cache's limit is not
+ * loaded: returns zero with *pdata NULL, and the caller reads the file. */
+static int ipt__section_chunk(struct ipt__section *section, size_t index,
+			      const uint8_t **pdata)
 {
 	struct pt_image_section_cache *iscache = section->iscache;
 	uint8_t *data;
+	size_t size;
 	int errcode;
 
-	if (section->data || !section->size)
+	*pdata = NULL;
+	if (section->chunks && section->chunks[index]) {
+		ipt__section_touch(section);
+		*pdata = section->chunks[index];
 		return 0;
+	}
 	if (iscache && iscache->limit < section->size)
 		return 0;
-	if ((uint64_t) (size_t) section->size != section->size)
-		return -pte_nomem;
 
-	data = (uint8_t *) ipt__alloc((size_t) section->size);
+	if (!section->chunks) {
+		uint64_t n = (section->size + IPT__CHUNK_SIZE - 1) >>
+			     IPT__CHUNK_SHIFT;
+
+		if ((uint64_t) (size_t) n != n ||
+		    (size_t) n > (size_t) -1 / sizeof(*section->chunks))
+			return -pte_nomem;
+		section->chunks = (uint8_t **) ipt__zalloc(
+			(size_t) n * sizeof(*section->chunks));
+		if (!section->chunks)
+			return -pte_nomem;
+		section->nchunks = (size_t) n;
+	}
+
+	size = ipt__chunk_size(section, index);
+	data = (uint8_t *) ipt__alloc(size);
 	if (!data)
 		return -pte_nomem;
-	errcode = ipt__file_read(section->filename, data,
-				 (size_t) section->size, section->offset);
+	errcode = ipt__file_read(section->filename, data, size,
+				 section->offset +
+					 ((uint64_t) index << IPT__CHUNK_SHIFT));
 	if (errcode < 0) {
-		ipt__free(data, (size_t) section->size);
+		ipt__free(data, size);
 		return errcode;
 	}
-	section->data = data;
+	section->chunks[index] = data;
+	section->loaded += size;
 
 	if (iscache) {
-		section->newer = NULL;
-		section->older = iscache->newest;
-		if (iscache->newest)
-			iscache->newest->newer = section;
-		else
-			iscache->oldest = section;
-		iscache->newest = section;
-		section->in_lru = 1;
-		iscache->used += section->size;
+		if (!section->in_lru) {
+			section->newer = NULL;
+			section->older = iscache->newest;
+			if (iscache->newest)
+				iscache->newest->newer = section;
+			else
+				iscache->oldest = section;
+			iscache->newest = section;
+			section->in_lru = 1;
+		} else
+			ipt__section_touch(section);
+		iscache->used += size;
 		ipt__iscache_prune(iscache, section);
 	}
+	*pdata = data;
 	return 0;
 }
 
@@ -7581,7 +7806,7 @@ static int ipt__section_read(struct ipt__section *section, uint8_t *buffer,
 			     uint16_t size, uint64_t offset)
 {
 	uint64_t space;
-	int errcode;
+	size_t done;
 
 	if (section->size <= offset)
 		return -pte_nomap;
@@ -7589,20 +7814,30 @@ static int ipt__section_read(struct ipt__section *section, uint8_t *buffer,
 	if (space < size)
 		size = (uint16_t) space;
 
-	if (!section->data) {
-		errcode = ipt__section_load(section);
+	for (done = 0; done < size;) {
+		uint64_t at = offset + done;
+		size_t index = (size_t) (at >> IPT__CHUNK_SHIFT);
+		size_t off = (size_t) (at & (IPT__CHUNK_SIZE - 1));
+		size_t n = ipt__chunk_size(section, index) - off;
+		const uint8_t *data;
+		int errcode;
+
+		if (n > size - done)
+			n = size - done;
+		errcode = ipt__section_chunk(section, index, &data);
 		if (errcode < 0)
 			return errcode;
-		if (!section->data) {
-			errcode = ipt__file_read(section->filename, buffer,
-						 size,
-						 section->offset + offset);
-			return errcode < 0 ? errcode : (int) size;
+		if (data)
+			IPT_MEMCPY(buffer + done, data + off, n);
+		else {
+			errcode = ipt__file_read(section->filename,
+						 buffer + done, n,
+						 section->offset + at);
+			if (errcode < 0)
+				return errcode;
 		}
-	} else
-		ipt__section_touch(section);
-
-	IPT_MEMCPY(buffer, section->data + offset, size);
+		done += n;
+	}
 	return (int) size;
 }
 
@@ -8250,7 +8485,8 @@ IPT_DEF int pt_image_add_cached(struct pt_image *image,
  *       more than one read: across sections, or past where the callback
  *       stopped).  0 on success; -pte_bad_insn, -pte_nomap, or an error
  *       of the image
- *   int ipt__insn_changes_cpl(const struct pt_insn *, const struct ipt__insn_ext *);
+ *   int ipt__insn_changes_cpl(const struct pt_insn *,
+ *                             const struct ipt__insn_ext *);
  *   int ipt__insn_changes_cr3(...);     int ipt__insn_is_branch(...);
  *   int ipt__insn_is_far_branch(...);   int ipt__insn_binds_to_pip(...);
  *   int ipt__insn_binds_to_vmcs(...);   int ipt__insn_is_ptwrite(...);
@@ -8274,14 +8510,20 @@ IPT_DEF int pt_image_add_cached(struct pt_image *image,
  *  - ptic_indirect is never produced here; only the block layer reports it.
  *    MOV CR3 and VMPTRLD are ptic_other with their detailed class.
  *  - Outside 64-bit mode a linear address has 32 bits, so next IPs and
- *    branch targets wrap at 4 GiB.  IPs are linear addresses, so a 16-bit
- *    IP can't be wrapped without the CS base: it is not, as in libipt.
+ *    branch targets wrap at 4 GiB (libipt lets them run past; the two
+ *    differ only for code crossing the 4 GiB end).  IPs are linear
+ *    addresses (CS base + IP), so a 16-bit IP can't be wrapped at 64 KiB
+ *    without the CS base: it is not, as in libipt.
  *  - Bytes Zydis rejects are -pte_bad_insn, where libipt's table-driven
  *    length decoder may still find a length; valid code decodes alike.
  *  - Zydis 4.0 does not know ERETS (F2 0F 01 CA), ERETU (F3 0F 01 CA) or
  *    JMPABS (REX2 D5 with M0=W=0, then A1 and a 64-bit target; 64-bit mode
- *    only).  These fixed encodings are recognized here when Zydis rejects
- *    them; no other REX2 (APX) instruction is known.  UIRET is Zydis'.
+ *    only).  These fixed encodings, and MOV to CRn with REX2, are
+ *    recognized here when Zydis rejects them; other REX2 (APX)
+ *    instructions are -pte_bad_insn.  UIRET is Zydis'.  Other instructions
+ *    newer than Zydis 4.0 are -pte_bad_insn too, where libipt decodes their
+ *    length: e.g. WRMSRNS and RDMSRLIST/WRMSRLIST (0F 01 C6), CMPccXADD,
+ *    RAO-INT (0F 38 FC) and the VEX forms of AVX-VNNI (VPDPBUSD etc.).
  *  - ptem_unknown decodes nothing: -pte_bad_insn.
  */
 
@@ -8648,7 +8890,9 @@ static void ipt__ild_from_zydis(struct ipt__ild *ild,
 	}
 }
 
-/* The fixed encodings Zydis 4.0 lacks: ERETS, ERETU, JMPABS.  Returns 1 and
+/* The fixed encodings Zydis 4.0 lacks: ERETS, ERETU, JMPABS, and MOV CR
+ * with a REX2 prefix (the only REX2 forms that matter for tracing; libipt
+ * knows no more of them either).  Returns 1 and
  * fills ild if raw holds one, 0 if raw is too short to tell (it may be the
  * start of one), -pte_bad_insn otherwise. */
 static int ipt__ild_late(struct ipt__ild *ild, const uint8_t *raw,
@@ -8698,11 +8942,31 @@ static int ipt__ild_late(struct ipt__ild *ild, const uint8_t *raw,
 		return 1;
 	}
 
-	if (raw[i] == 0xd5 && mode == ptem_64bit && !osz && !asz) {
+	if (raw[i] == 0xd5 && mode == ptem_64bit) {
+		uint8_t payload;
+
 		if (i + 1 == max)
 			return 0;
-		/* REX2 payload: M0 (bit 7) selects the map, W is bit 3. */
-		if (raw[i + 1] & 0x88)
+		/* REX2 payload: M0 (bit 7) selects the map, R4 and R3 are
+		 * bits 6 and 2, W is bit 3. */
+		payload = raw[i + 1];
+		if (payload & 0x80) {
+			/* MOV to a control register: 0F 22 /r, mod ignored. */
+			if (i + 2 == max)
+				return 0;
+			if (raw[i + 2] != 0x22)
+				return -pte_bad_insn;
+			if (i + 3 == max)
+				return 0;
+			ild->size = (uint8_t) (i + 4);
+			ild->map = 1;
+			ild->opcode = 0x22;
+			ild->modrm = raw[i + 3];
+			ild->rex2 = 1;
+			ild->rex_r = (payload & 0x44) != 0;
+			return 1;
+		}
+		if ((payload & 0x08) || osz || asz)
 			return -pte_bad_insn;
 		if (i + 2 == max)
 			return 0;

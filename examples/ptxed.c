@@ -902,29 +902,44 @@ out:
  * mode, its length and (relative branches) its target, its class, and its
  * text. */
 
+/* Instructions newer than Zydis 4.0 that Intel PT tracing cares about:
+ * ptxed recognizes them by hand. */
+enum ptxed_newer {
+	pxn_none,
+	/* APX JMPABS: an absolute near jump. */
+	pxn_jmpabs,
+	/* FRED ERETS and ERETU: returns from an event. */
+	pxn_erets,
+	pxn_eretu
+};
+
 struct ptxed_dis {
 	ZydisDecodedInstruction insn;
 	ZydisDecodedOperand operands[ZYDIS_MAX_OPERAND_COUNT];
 
-	/* A JMPABS (APX), which Zydis 4.0 does not know: insn.length is set
-	 * and target holds its absolute destination. */
-	uint32_t jmpabs:1;
+	/* Not from Zydis: only insn.length, insn.mnemonic and
+	 * insn.meta.branch_type are set, and target holds the JMPABS
+	 * destination. */
+	enum ptxed_newer newer;
 	uint64_t target;
 };
 
-/* JMPABS: in 64-bit mode, REX2 (d5) with map 0 and W clear, opcode a1,
- * then a 64-bit absolute target.  Legacy prefixes other than operand and
- * address size may precede it. */
-static ZyanStatus ptxed_decode_jmpabs(struct ptxed_dis *dis,
-				      const uint8_t *raw, uint8_t size)
+/* Skip the legacy prefixes other than operand and address size, which
+ * none of the newer instructions allows.  Returns their number. */
+static uint8_t ptxed_skip_prefixes(const uint8_t *raw, uint8_t size,
+				   int keep_rep)
 {
-	uint8_t pos, idx;
+	uint8_t pos;
 
 	for (pos = 0; pos < size; ++pos) {
 		switch (raw[pos]) {
-		case 0xf0:
 		case 0xf2:
 		case 0xf3:
+			if (keep_rep)
+				return pos;
+			continue;
+
+		case 0xf0:
 		case 0x2e:
 		case 0x36:
 		case 0x3e:
@@ -936,19 +951,47 @@ static ZyanStatus ptxed_decode_jmpabs(struct ptxed_dis *dis,
 		break;
 	}
 
-	if (size < pos + 11 || raw[pos] != 0xd5 || (raw[pos + 1] & 0x88) ||
-	    raw[pos + 2] != 0xa1)
-		return ZYDIS_STATUS_DECODING_ERROR;
+	return pos;
+}
 
-	memset(dis, 0, sizeof(*dis));
-	dis->jmpabs = 1;
-	dis->insn.length = (uint8_t) (pos + 11);
-	dis->insn.mnemonic = ZYDIS_MNEMONIC_JMP;
-	dis->insn.meta.branch_type = ZYDIS_BRANCH_TYPE_NEAR;
-	for (idx = 0; idx < 8; ++idx)
-		dis->target |= (uint64_t) raw[pos + 3 + idx] << (8 * idx);
+/* In 64-bit mode:
+ *   JMPABS  REX2 (d5) with map 0 and W clear, opcode a1, imm64 target
+ *   ERETS   f2 0f 01 ca
+ *   ERETU   f3 0f 01 ca */
+static ZyanStatus ptxed_decode_newer(struct ptxed_dis *dis,
+				     const uint8_t *raw, uint8_t size)
+{
+	uint8_t pos, idx;
 
-	return ZYAN_STATUS_SUCCESS;
+	memset(&dis->insn, 0, sizeof(dis->insn));
+	dis->target = 0ull;
+
+	pos = ptxed_skip_prefixes(raw, size, 0);
+	if (pos + 11 <= size && raw[pos] == 0xd5 && !(raw[pos + 1] & 0x88) &&
+	    raw[pos + 2] == 0xa1) {
+		dis->newer = pxn_jmpabs;
+		dis->insn.length = (uint8_t) (pos + 11);
+		dis->insn.mnemonic = ZYDIS_MNEMONIC_JMP;
+		dis->insn.meta.branch_type = ZYDIS_BRANCH_TYPE_NEAR;
+		for (idx = 0; idx < 8; ++idx)
+			dis->target |= (uint64_t) raw[pos + 3 + idx]
+				<< (8 * idx);
+		return ZYAN_STATUS_SUCCESS;
+	}
+
+	pos = ptxed_skip_prefixes(raw, size, 1);
+	if (pos + 4 <= size && (raw[pos] == 0xf2 || raw[pos] == 0xf3) &&
+	    raw[pos + 1] == 0x0f && raw[pos + 2] == 0x01 &&
+	    raw[pos + 3] == 0xca) {
+		dis->newer = (raw[pos] == 0xf2) ? pxn_erets : pxn_eretu;
+		dis->insn.length = (uint8_t) (pos + 4);
+		dis->insn.mnemonic = ZYDIS_MNEMONIC_INVALID;
+		dis->insn.meta.branch_type = ZYDIS_BRANCH_TYPE_FAR;
+		return ZYAN_STATUS_SUCCESS;
+	}
+
+	dis->newer = pxn_none;
+	return ZYDIS_STATUS_DECODING_ERROR;
 }
 
 /* Decode @size bytes at @raw in @mode.  Returns a Zydis status. */
@@ -976,16 +1019,12 @@ static ZyanStatus ptxed_decode(const struct ptxed_decoder *decoder,
 		return ZYAN_STATUS_INVALID_ARGUMENT;
 	}
 
-	dis->jmpabs = 0;
+	dis->newer = pxn_none;
 	status = ZydisDecoderDecodeFull(zydis, raw, size, &dis->insn,
 					dis->operands);
-	if (!ZYAN_SUCCESS(status) && mode == ptem_64bit) {
-		ZyanStatus jmpabs;
-
-		jmpabs = ptxed_decode_jmpabs(dis, raw, size);
-		if (ZYAN_SUCCESS(jmpabs))
-			return jmpabs;
-	}
+	if (!ZYAN_SUCCESS(status) && mode == ptem_64bit &&
+	    ZYAN_SUCCESS(ptxed_decode_newer(dis, raw, size)))
+		return ZYAN_STATUS_SUCCESS;
 
 	return status;
 }
@@ -1045,9 +1084,9 @@ static int ptxed_next_ip(uint64_t *pip, const struct ptxed_dis *dis,
 
 	ip += length;
 
-	/* JMPABS has no displacement, so it is followed like any other
-	 * instruction that is not a relative branch. */
-	if (!dis->jmpabs) {
+	/* Newer instructions have no displacement: like any instruction
+	 * that is not a relative branch, they are followed by the next. */
+	if (dis->newer == pxn_none) {
 		if (dis->insn.raw.imm[0].is_relative)
 			ip += (uint64_t) dis->insn.raw.imm[0].value.s;
 		else if (dis->insn.raw.imm[1].is_relative)
@@ -1078,6 +1117,19 @@ static enum ptxed_xclass ptxed_classify(const struct ptxed_dis *dis,
 	int far = (dis->insn.meta.branch_type == ZYDIS_BRANCH_TYPE_FAR);
 
 	*name = NULL;
+	switch (dis->newer) {
+	case pxn_erets:
+		*name = "ERETS";
+		return pxc_far_ret;
+
+	case pxn_eretu:
+		*name = "ERETU";
+		return pxc_far_ret;
+
+	default:
+		break;
+	}
+
 	switch (dis->insn.mnemonic) {
 	case ZYDIS_MNEMONIC_CALL:
 		*name = far ? "CALL_FAR" : "CALL_NEAR";
@@ -1088,7 +1140,8 @@ static enum ptxed_xclass ptxed_classify(const struct ptxed_dis *dis,
 		return far ? pxc_far_ret : pxc_ret_near;
 
 	case ZYDIS_MNEMONIC_JMP:
-		*name = far ? "JMP_FAR" : (dis->jmpabs ? "JMPABS" : "JMP");
+		*name = far ? "JMP_FAR" :
+			(dis->newer == pxn_jmpabs ? "JMPABS" : "JMP");
 		return far ? pxc_jmp_far : pxc_jmp;
 
 	case ZYDIS_MNEMONIC_JB:
@@ -1341,9 +1394,21 @@ static void dis_print_insn(const struct ptxed_decoder *decoder,
 			printf("   ");
 	}
 
-	if (dis->jmpabs) {
+	switch (dis->newer) {
+	case pxn_none:
+		break;
+
+	case pxn_jmpabs:
 		printf("  jmpabs %s0x%" PRIx64, options->att_format ? "$" : "",
 		       dis->target);
+		return;
+
+	case pxn_erets:
+		printf("  erets");
+		return;
+
+	case pxn_eretu:
+		printf("  eretu");
 		return;
 	}
 
@@ -1759,6 +1824,42 @@ static void diagnose_insn(const struct ptxed_decoder *decoder,
 	diagnose(decoder, ip, errtype, errcode);
 }
 
+/* --resync-on-error can get stuck: on some broken traces the decoder
+ * resyncs to where it was and fails there again, for ever.  An error that
+ * repeats the one before it (same trace offset, IP and error) right after
+ * a resync means no progress: it is reported a second time, as the sync
+ * loop does, and the decoder then searches the next PSB as it does without
+ * --resync-on-error. */
+struct ptxed_last_error {
+	uint64_t offset;
+	uint64_t ip;
+	int status;
+	int valid;
+};
+
+/* Remember this error; returns non-zero if it repeats the last one. */
+static int ptxed_repeated_error(const struct ptxed_decoder *decoder,
+				struct ptxed_last_error *last, uint64_t ip,
+				int status)
+{
+	uint64_t offset;
+	int repeated;
+
+	offset = 0ull;
+	if (ptxed_get_offset(decoder, &offset) < 0)
+		return 1;
+
+	repeated = last->valid && last->offset == offset && last->ip == ip &&
+		last->status == status;
+
+	last->offset = offset;
+	last->ip = ip;
+	last->status = status;
+	last->valid = 1;
+
+	return repeated;
+}
+
 /* ---- the instruction flow decoder ---- */
 
 static int handle_one_event_insn(struct ptxed_decoder *decoder,
@@ -1881,11 +1982,13 @@ static void decode_insn(struct ptxed_decoder *decoder,
 	sync = 0ull;
 	time = 0ull;
 	for (;;) {
+		struct ptxed_last_error last;
 		struct pt_insn insn;
 		int status;
 
 		/* @insn is used for error reports. */
 		memset(&insn, 0, sizeof(insn));
+		memset(&last, 0, sizeof(last));
 
 		status = pt_insn_sync_forward(ptdec);
 		if (status < 0) {
@@ -1933,7 +2036,9 @@ static void decode_insn(struct ptxed_decoder *decoder,
 
 			diagnose_insn(decoder, "error", status, &insn);
 
-			if (!options->resync_on_error)
+			if (!options->resync_on_error ||
+			    ptxed_repeated_error(decoder, &last, insn.ip,
+						 status))
 				break;
 
 			status = resync_insn(decoder, options, &time);
@@ -2263,11 +2368,13 @@ static void decode_block(struct ptxed_decoder *decoder,
 	sync = 0ull;
 	time = 0ull;
 	for (;;) {
+		struct ptxed_last_error last;
 		struct pt_block block;
 		int status;
 
 		/* The IP and ninsn are used for error reports. */
 		memset(&block, 0, sizeof(block));
+		memset(&last, 0, sizeof(last));
 
 		status = pt_blk_sync_forward(ptdec);
 		if (status < 0) {
@@ -2315,7 +2422,9 @@ static void decode_block(struct ptxed_decoder *decoder,
 
 			diagnose_block(decoder, "error", status, &block);
 
-			if (!options->resync_on_error)
+			if (!options->resync_on_error ||
+			    ptxed_repeated_error(decoder, &last, block.ip,
+						 status))
 				break;
 
 			status = resync_block(decoder, options, &time);

@@ -8,5 +8,15 @@ $(patsubst ipt_impl_tests/%.c,$(B)/%,$(wildcard ipt_impl_tests/t_blk_*.c ipt_imp
 $(B)/blk_agree: ipt_impl_tests/blk_agree.c $(B)/ipt_impl.o | $(B)
 	$(CC) $(OPT) $(WARN) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(B)/ipt_impl.o $(ZYDIS) -lm
 
-TESTS += "$(B)/blk_agree $(CONFORMANCE)/libipt"
-TEST_DEPS += $(B)/blk_agree
+# A test is a command without arguments: a wrapper carries the suite's
+# place, rewritten each run so that CONFORMANCE=... on the command line
+# takes effect.
+$(B)/blk_agree.sh: $(B)/blk_agree ipt-blk-force
+	@printf '#!/bin/sh\nexec %s %s\n' "$(B)/blk_agree" "$(CONFORMANCE)/libipt" > $@
+	@chmod +x $@
+
+TESTS += $(B)/blk_agree.sh
+TEST_DEPS += $(B)/blk_agree.sh
+
+.PHONY: ipt-blk-force
+ipt-blk-force:
