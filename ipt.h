@@ -11401,10 +11401,19 @@ IPT_DEF int pt_blk_sync_backward(struct pt_block_decoder *decoder)
 		ipt__blk_reset(decoder);
 
 		do {
+			uint64_t before;
+
+			before = ipt__blk_evt_offset(&decoder->evdec);
 			status = pt_evt_sync_backward(&decoder->evdec);
 			if (status < 0)
 				return status;
 			pos = ipt__blk_evt_offset(&decoder->evdec);
+
+			/* A run of PSB patterns may yield the same PSB
+			 * again: without progress there is nothing before
+			 * it we could find. */
+			if (pos >= before)
+				return -pte_eos;
 		} while (sync <= pos);
 
 		sync = pos;
