@@ -1405,7 +1405,7 @@ IPT_DEF struct pt_version pt_library_version(void)
 	version.minor = LIBIPT_VERSION_MINOR;
 	version.patch = LIBIPT_VERSION_PATCH;
 	version.build = 0;
-	version.ext = "-ipt.h-0.1.0";
+	version.ext = "ipt.h-0.1.0";
 	return version;
 }
 
@@ -2353,6 +2353,21 @@ IPT_DEF int pt_enc_next(struct pt_encoder *encoder,
  * Turns trace bytes into struct pt_packet: synchronization on PSB,
  * first-byte dispatch, last-IP tracking.  Knows nothing of code. */
 
+/* What the layers below use, besides the public pt_pkt_* functions:
+ *
+ *   struct pt_packet_decoder            config, pos, sync (see below)
+ *   ipt__pkt_init(dec, config)          embed a decoder; ipt__pkt_fini
+ *   ipt__pkt_config/_pos/_end(dec)      where it is
+ *   ipt__pkt_read_<packet>(pkt, pos, config)
+ *                                       read one packet at pos: its size
+ *                                       or -pte_eos/-pte_bad_packet/...
+ *   ipt__sync_forward/_backward/_set(&sync, pos, config)
+ *                                       find a PSB (libipt's pt_sync_*)
+ *   ipt_last_ip_*                       public, declared in >>api
+ *
+ * and from >>cfg: ipt__config_from_user, ipt__filter_addr_cfg/_a/_b,
+ * ipt__filter_addr_check. */
+
 /* The packet decoder.  Other layers embed one (ipt__pkt_init/_fini) and
  * read its fields directly. */
 struct pt_packet_decoder {
@@ -2389,6 +2404,27 @@ static inline uint64_t ipt__read_le(const uint8_t *pos, int size)
 	for (i = size - 1; i >= 0; --i)
 		val = (val << 8) | pos[i];
 	return val;
+}
+
+/* The same for a size that varies from packet to packet (0 to 8), where
+ * 8 bytes may be read at pos: one load and a mask instead of a loop whose
+ * length the processor would have to guess. */
+static inline uint64_t ipt__read_le_var(const uint8_t *pos, int size,
+					 size_t readable)
+{
+#if defined(__BYTE_ORDER__) && defined(__ORDER_LITTLE_ENDIAN__) &&            \
+	__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	if (IPT__LIKELY(readable >= 8)) {
+		uint64_t val;
+
+		IPT_MEMCPY(&val, pos, sizeof(val));
+		return size >= 8 ? val
+				 : val & ((1ull << (8 * size)) - 1);
+	}
+#else
+	(void) readable;
+#endif
+	return ipt__read_le(pos, size);
 }
 
 static IPT__UNUSED int ipt__pkt_read_psb(const uint8_t *pos,
@@ -2428,38 +2464,23 @@ static IPT__UNUSED int ipt__pkt_read_ip(struct pt_packet_ip *packet,
 		return -pte_eos;
 
 	packet->ipc = (enum pt_ip_compression) ipc;
-	packet->ip = ipt__read_le(pos + 1, size);
+	packet->ip = ipt__read_le_var(pos + 1, size,
+				      ipt__pkt_left(pos, config) - 1);
 	return size + 1;
 }
 
 /* The index of the highest set bit of a non-zero value. */
 static inline uint8_t ipt__msb(uint64_t val)
 {
+#if defined(__GNUC__) || defined(__clang__)
+	return (uint8_t) (63 - __builtin_clzll(val));
+#else
 	uint8_t n = 0;
 
-	if (val >> 32) {
-		val >>= 32;
-		n += 32;
-	}
-	if (val >> 16) {
-		val >>= 16;
-		n += 16;
-	}
-	if (val >> 8) {
-		val >>= 8;
-		n += 8;
-	}
-	if (val >> 4) {
-		val >>= 4;
-		n += 4;
-	}
-	if (val >> 2) {
-		val >>= 2;
-		n += 2;
-	}
-	if (val >> 1)
-		n += 1;
+	while (val >>= 1)
+		++n;
 	return n;
+#endif
 }
 
 /* TNT payloads end in a stop bit: the bits below it are the payload. */
@@ -2776,7 +2797,8 @@ static IPT__UNUSED int ipt__pkt_read_ptw(struct pt_packet_ptw *packet,
 	if (ipt__pkt_left(pos, config) < (size_t) size + 2u)
 		return -pte_eos;
 
-	packet->payload = ipt__read_le(pos + 2, size);
+	packet->payload = ipt__read_le_var(pos + 2, size,
+					   ipt__pkt_left(pos, config) - 2);
 	packet->plc = plc;
 	packet->ip = (pos[1] & IPT__OPM_PTW_IP) ? 1 : 0;
 	return size + 2;
@@ -3036,6 +3058,29 @@ static IPT__UNUSED int ipt__pkt_init(struct pt_packet_decoder *decoder,
 static IPT__UNUSED void ipt__pkt_fini(struct pt_packet_decoder *decoder)
 {
 	(void) decoder;
+}
+
+/* The same under the names of libipt's internals. */
+#define ipt__pkt_decoder_init ipt__pkt_init
+#define ipt__pkt_decoder_fini ipt__pkt_fini
+
+/* Where an embedded decoder is, and where its trace ends. */
+static IPT__UNUSED inline const struct pt_config *
+ipt__pkt_config(const struct pt_packet_decoder *decoder)
+{
+	return decoder ? &decoder->config : NULL;
+}
+
+static IPT__UNUSED inline const uint8_t *
+ipt__pkt_pos(const struct pt_packet_decoder *decoder)
+{
+	return decoder ? decoder->pos : NULL;
+}
+
+static IPT__UNUSED inline const uint8_t *
+ipt__pkt_end(const struct pt_packet_decoder *decoder)
+{
+	return decoder ? decoder->config.end : NULL;
 }
 
 IPT_DEF struct pt_packet_decoder *
@@ -3383,19 +3428,24 @@ static int ipt__pkt_decode(struct pt_packet_decoder *decoder,
 	return size;
 }
 
-/* Decode the next packet and move past it.  Same semantics as libipt's
- * pt_pkt_next: the packet is copied out as the caller's size says (bytes
- * past sizeof(struct pt_packet) zeroed, fewer bytes truncated). */
-IPT_DEF int pt_pkt_next(struct pt_packet_decoder *decoder,
-			struct pt_packet *packet, size_t psize)
+/* Keeps the slow path out of pt_pkt_next so that its fast path needs no
+ * stack frame. */
+#if defined(__GNUC__) || defined(__clang__)
+#define IPT__NOINLINE __attribute__((noinline))
+#else
+#define IPT__NOINLINE
+#endif
+
+/* pt_pkt_next for everything but the common packets: decode, copy out as
+ * the caller's size says (bytes past sizeof(struct pt_packet) zeroed,
+ * fewer bytes truncated), advance. */
+static IPT__NOINLINE int ipt__pkt_next_slow(struct pt_packet_decoder *decoder,
+			      struct pt_packet *packet, size_t psize)
 {
 	struct pt_packet pkt;
 	int size;
 
-	if (!packet || !decoder)
-		return -pte_invalid;
-
-	if (IPT__LIKELY(psize == sizeof(pkt))) {
+	if (psize == sizeof(pkt)) {
 		size = ipt__pkt_decode(decoder, packet);
 		if (size < 0)
 			return size;
@@ -3414,6 +3464,46 @@ IPT_DEF int pt_pkt_next(struct pt_packet_decoder *decoder,
 
 	decoder->pos += size;
 	return size;
+}
+
+/* Decode the next packet and move past it.  Same semantics as libipt's
+ * pt_pkt_next.  Most packets in a trace are TNT-8 or PAD (three quarters
+ * and a fifth in a typical perf trace): those are decoded here, without
+ * dispatch and without a stack frame. */
+IPT_DEF int pt_pkt_next(struct pt_packet_decoder *decoder,
+			struct pt_packet *packet, size_t psize)
+{
+	const uint8_t *pos;
+	unsigned int b;
+
+	if (!packet || !decoder)
+		return -pte_invalid;
+
+	pos = decoder->pos;
+	if (IPT__LIKELY(psize == sizeof(*packet) && pos &&
+			decoder->config.begin <= pos &&
+			pos < decoder->config.end)) {
+		b = pos[0];
+		if (IPT__LIKELY(!(b & 1) && b > IPT__OPC_EXT)) {
+			uint8_t bit_size = ipt__msb(b >> IPT__OPM_TNT_8_SHR);
+
+			packet->type = ppt_tnt_8;
+			packet->size = 1;
+			packet->payload.tnt.bit_size = bit_size;
+			packet->payload.tnt.payload =
+				(b >> IPT__OPM_TNT_8_SHR) & ~(1u << bit_size);
+			decoder->pos = pos + 1;
+			return 1;
+		}
+		if (b == IPT__OPC_PAD) {
+			packet->type = ppt_pad;
+			packet->size = 1;
+			decoder->pos = pos + 1;
+			return 1;
+		}
+	}
+
+	return ipt__pkt_next_slow(decoder, packet, psize);
 }
 
 /* ---- last-IP tracking ---- */
