@@ -5701,17 +5701,25 @@ static int ipt__evt_tip_branch(struct pt_event_decoder *decoder)
 
 	async = ipt__evq_find(&decoder->evq, ipt__evb_tip, ptev_async_branch);
 	if (async) {
+		/* The branch goes first: swap it with the first TIP-bound
+		 * event.  Taking an event out may move the others, so look
+		 * for the branch again afterwards (libipt swaps through the
+		 * pointer found before and fails with -pte_internal when an
+		 * event bound elsewhere, e.g. an MWAIT, comes first). */
 		ev = ipt__evq_dequeue(&decoder->evq, ipt__evb_tip);
 		if (!ev)
 			return -pte_internal;
-		if (ev != async) {
-			struct pt_event tmp = *async;
+		if (ev->type != ptev_async_branch) {
+			struct pt_event tmp;
 
+			async = ipt__evq_find(&decoder->evq, ipt__evb_tip,
+					      ptev_async_branch);
+			if (!async)
+				return -pte_internal;
+			tmp = *async;
 			*async = *ev;
 			*ev = tmp;
 		}
-		if (ev->type != ptev_async_branch)
-			return -pte_internal;
 		decoder->event = ev;
 		return ipt__evt_complete(ev, decoder);
 	}
@@ -5751,7 +5759,9 @@ static int ipt__evt_decode_tip(struct pt_event_decoder *decoder)
 	case ptev_iflags:
 		return ipt__evt_complete(ev, decoder);
 	case ptev_async_branch:
-		return -pte_internal;
+		/* A second FUP before this TIP: the trace is broken (libipt
+		 * reports -pte_internal here). */
+		return -pte_bad_context;
 	default:
 		return -pte_bad_context;
 	}
@@ -5809,7 +5819,12 @@ static int ipt__evt_decode_tip_pgd(struct pt_event_decoder *decoder)
 	if (err < 0)
 		return err;
 
-	ev = ipt__evq_dequeue(&decoder->evq, ipt__evb_tip);
+	/* An unchanged MODE.EXEC binds here silently, as it does to TIP and
+	 * TIP.PGE.  (libipt 2.3 fails such a TIP.PGD with -pte_bad_context;
+	 * FUP, MODE.EXEC, TIP.PGD is a valid far transfer out of tracing.) */
+	do {
+		ev = ipt__evq_dequeue(&decoder->evq, ipt__evb_tip);
+	} while (ev && ev->type == IPT__EV_IGNORE);
 	if (!ev) {
 		if (decoder->bound)
 			return 1;
@@ -7026,18 +7041,29 @@ static char *ipt__strdup(const char *str, size_t *psize)
 
 /* ---- the page cache of callback memory ----
  *
- * A page entry holds one run [lo, hi) of bytes the callback gave for one
- * 4 KiB page of one address space (the exact cr3/vmcs the decoder asked
- * with).  A miss at addr asks the callback for everything from addr to the
- * end of its page.  If the callback gives less, it has told us where its
- * mapping ends: the run is "bounded" and a read reaching hi stops there,
- * just as the callback itself would have stopped.  A run that reaches the
- * page end goes on in the next page.  Runs of one page never overlap: a new
- * run replaces those it covers, so a miss below lo refills from there.
+ * The callback may be slow (a ptrace peek, a core file lookup), and a
+ * decoder reads the same code over and over, so what it gives is kept in
+ * 4 KiB pages keyed by the exact cr3/vmcs the decoder asked with and the
+ * page address.  The bound (IPT_IMAGE_CACHE_LIMIT, or
+ * ipt_image_set_cache_limit) counts page data: limit / 4096 entries of a
+ * little over 4 KiB each, plus a hash table of at most 64 Ki pointers.
+ *
+ * An entry holds one run [lo, hi) of a page.  A miss asks the callback for
+ * the rest of the page from its start (mappings mostly start at page
+ * boundaries), or from the missed address when there is nothing at the
+ * start.  A callback giving less than asked has told where its mapping
+ * ends: the run is "bounded" and a read reaching hi stops there, as the
+ * callback itself would have.  To tell a mapping that ends exactly at the
+ * page end from one that goes on, the callback is asked for one byte
+ * more.  An unbounded run reaches the page end and a read goes on in the
+ * next page.  Runs of one page never overlap: a new run replaces those it
+ * covers.  So a read gives what one call of the callback would, for any
+ * callback that behaves like a view of memory.
  *
  * Entries live in a hash table and on a list from most to least recently
- * used; when the limit is reached, the least recently used entry is taken
- * for the next miss, so a full cache allocates nothing more. */
+ * used; at the limit the least recently used entry is taken for the next
+ * miss, so a full cache allocates nothing more.  Errors are not cached:
+ * each read of unmapped memory calls the callback. */
 
 struct ipt__page {
 	/* The next entry in the hash bucket, or on the spare list. */
@@ -7047,7 +7073,9 @@ struct ipt__page {
 	uint64_t cr3, vmcs, base;
 	uint32_t lo, hi;
 	uint32_t bounded;
-	uint8_t data[IPT__PAGE_SIZE];
+	/* The page's bytes, and room for one byte of the next page: see
+	 * ipt__pcache_fill. */
+	uint8_t data[IPT__PAGE_SIZE + 1];
 };
 
 struct ipt__pcache {
@@ -7240,7 +7268,12 @@ static struct ipt__page *ipt__pcache_take(struct ipt__pcache *pc)
 /* Asks the callback for the bytes from addr to the end of its page and
  * caches them.  Returns the number of bytes and the entry in *ppage, zero or
  * the callback's error (nothing cached), or -pte_nomem if no entry could be
- * had (the caller then reads uncached). */
+ * had (the caller then reads uncached).
+ *
+ * Mappings usually end at page boundaries, and a read across one must stop
+ * there as the callback would.  So the callback is asked for one byte more
+ * than the page holds: if it gives that byte, its mapping goes on into the
+ * next page; if not, the run is bounded at the page end. */
 static int ipt__pcache_fill(struct pt_image *image, const struct pt_asid *asid,
 			    uint64_t cr3, uint64_t vmcs, uint64_t addr,
 			    struct ipt__page **ppage)
@@ -7248,7 +7281,7 @@ static int ipt__pcache_fill(struct pt_image *image, const struct pt_asid *asid,
 	struct ipt__pcache *pc = &image->pages;
 	struct ipt__page *page, **pp;
 	uint64_t base;
-	uint32_t off, want, slot;
+	uint32_t off, want, ask, slot, bounded;
 	int status;
 
 	page = ipt__pcache_take(pc);
@@ -7260,12 +7293,17 @@ static int ipt__pcache_fill(struct pt_image *image, const struct pt_asid *asid,
 	want = IPT__PAGE_SIZE - off;
 
 	pc->misses += 1;
-	status = image->callback(page->data + off, want, asid, addr,
+	/* No next page above the top of the address space. */
+	ask = want + (base + IPT__PAGE_SIZE != 0);
+	status = image->callback(page->data + off, ask, asid, addr,
 				 image->context);
 	if (status <= 0) {
 		ipt__pcache_release(pc, page);
 		return status;
 	}
+	if ((uint32_t) status > ask)
+		status = (int) ask;
+	bounded = (uint32_t) status < ask;
 	if ((uint32_t) status > want)
 		status = (int) want;
 
@@ -7291,13 +7329,39 @@ static int ipt__pcache_fill(struct pt_image *image, const struct pt_asid *asid,
 	page->base = base;
 	page->lo = off;
 	page->hi = off + (uint32_t) status;
-	page->bounded = ((uint32_t) status < want);
+	page->bounded = bounded;
 	page->chain = pc->buckets[slot];
 	pc->buckets[slot] = page;
 	ipt__pcache_lru_push(pc, page);
 
 	*ppage = page;
 	return status;
+}
+
+/* Fills the page holding addr: from the page start first, since mappings
+ * mostly start at page boundaries and a later read below addr then hits;
+ * from addr itself if the callback has nothing at the page start or stops
+ * before addr (each costs a call per miss, as do callback errors, which are
+ * not cached).  Returns a positive number, or what ipt__pcache_fill does. */
+static int ipt__pcache_miss(struct pt_image *image, const struct pt_asid *asid,
+			    uint64_t cr3, uint64_t vmcs, uint64_t addr,
+			    struct ipt__page **ppage)
+{
+	uint32_t off = (uint32_t) (addr & IPT__PAGE_MASK);
+
+	/* Once the start of the page is cached, asking there again can't
+	 * reach addr. */
+	if (off && !ipt__pcache_find(&image->pages, cr3, vmcs, addr - off)) {
+		int status;
+
+		status = ipt__pcache_fill(image, asid, cr3, vmcs,
+					  addr - off, ppage);
+		if (status > 0 && off < (*ppage)->hi)
+			return status;
+		if (status == -pte_nomem)
+			return status;
+	}
+	return ipt__pcache_fill(image, asid, cr3, vmcs, addr, ppage);
 }
 
 /* Reads through the callback, from the page cache where it can.  Same
@@ -7327,17 +7391,21 @@ static int ipt__image_read_callback(struct pt_image *image, int *isid,
 		uint64_t at = addr + done;
 		uint32_t off, n;
 
-		page = ipt__pcache_find(pc, cr3, vmcs, at);
-		if (page) {
+		/* Decoding mostly stays in the page it read last. */
+		page = pc->newest;
+		if (page && page->base == (at & ~IPT__PAGE_MASK) &&
+		    page->cr3 == cr3 && page->vmcs == vmcs &&
+		    page->lo <= (at & IPT__PAGE_MASK) &&
+		    (at & IPT__PAGE_MASK) < page->hi)
 			pc->hits += 1;
-			if (page != pc->newest) {
-				ipt__pcache_lru_unlink(pc, page);
-				ipt__pcache_lru_push(pc, page);
-			}
+		else if ((page = ipt__pcache_find(pc, cr3, vmcs, at)) != NULL) {
+			pc->hits += 1;
+			ipt__pcache_lru_unlink(pc, page);
+			ipt__pcache_lru_push(pc, page);
 		} else {
 			int status;
 
-			status = ipt__pcache_fill(image, asid, cr3, vmcs, at,
+			status = ipt__pcache_miss(image, asid, cr3, vmcs, at,
 						  &page);
 			if (status == -pte_nomem) {
 				status = image->callback(buffer + done,
@@ -7362,8 +7430,7 @@ static int ipt__image_read_callback(struct pt_image *image, int *isid,
 
 		/* Stop when done, where the callback stopped, or at the top
 		 * of the address space. */
-		if (done == size || page->bounded || page->hi < IPT__PAGE_SIZE ||
-		    at + n == 0)
+		if (done == size || page->bounded || at + n == 0)
 			return (int) done;
 	}
 }
@@ -8329,8 +8396,12 @@ IPT_DEF int pt_image_add_cached(struct pt_image *image,
  *    length decoder may still find a length; valid code decodes alike.
  *  - Zydis 4.0 does not know ERETS (F2 0F 01 CA), ERETU (F3 0F 01 CA) or
  *    JMPABS (REX2 D5 with M0=W=0, then A1 and a 64-bit target; 64-bit mode
- *    only).  These fixed encodings are recognized here when Zydis rejects
- *    them; no other REX2 (APX) instruction is known.  UIRET is Zydis'.
+ *    only).  These fixed encodings, and MOV to CRn with REX2, are
+ *    recognized here when Zydis rejects them; other REX2 (APX)
+ *    instructions are -pte_bad_insn.  UIRET is Zydis'.  Other instructions
+ *    newer than Zydis 4.0 are -pte_bad_insn too, where libipt decodes their
+ *    length: e.g. WRMSRNS and RDMSRLIST/WRMSRLIST (0F 01 C6), CMPccXADD,
+ *    RAO-INT (0F 38 FC) and the VEX forms of AVX-VNNI (VPDPBUSD etc.).
  *  - ptem_unknown decodes nothing: -pte_bad_insn.
  */
 
@@ -8697,7 +8768,9 @@ static void ipt__ild_from_zydis(struct ipt__ild *ild,
 	}
 }
 
-/* The fixed encodings Zydis 4.0 lacks: ERETS, ERETU, JMPABS.  Returns 1 and
+/* The fixed encodings Zydis 4.0 lacks: ERETS, ERETU, JMPABS, and MOV CR
+ * with a REX2 prefix (the only REX2 forms that matter for tracing; libipt
+ * knows no more of them either).  Returns 1 and
  * fills ild if raw holds one, 0 if raw is too short to tell (it may be the
  * start of one), -pte_bad_insn otherwise. */
 static int ipt__ild_late(struct ipt__ild *ild, const uint8_t *raw,
@@ -8747,11 +8820,31 @@ static int ipt__ild_late(struct ipt__ild *ild, const uint8_t *raw,
 		return 1;
 	}
 
-	if (raw[i] == 0xd5 && mode == ptem_64bit && !osz && !asz) {
+	if (raw[i] == 0xd5 && mode == ptem_64bit) {
+		uint8_t payload;
+
 		if (i + 1 == max)
 			return 0;
-		/* REX2 payload: M0 (bit 7) selects the map, W is bit 3. */
-		if (raw[i + 1] & 0x88)
+		/* REX2 payload: M0 (bit 7) selects the map, R4 and R3 are
+		 * bits 6 and 2, W is bit 3. */
+		payload = raw[i + 1];
+		if (payload & 0x80) {
+			/* MOV to a control register: 0F 22 /r, mod ignored. */
+			if (i + 2 == max)
+				return 0;
+			if (raw[i + 2] != 0x22)
+				return -pte_bad_insn;
+			if (i + 3 == max)
+				return 0;
+			ild->size = (uint8_t) (i + 4);
+			ild->map = 1;
+			ild->opcode = 0x22;
+			ild->modrm = raw[i + 3];
+			ild->rex2 = 1;
+			ild->rex_r = (payload & 0x44) != 0;
+			return 1;
+		}
+		if ((payload & 0x08) || osz || asz)
 			return -pte_bad_insn;
 		if (i + 2 == max)
 			return 0;
@@ -11251,6 +11344,9 @@ IPT_DEF int pt_blk_set_image(struct pt_block_decoder *decoder,
 	if (!decoder)
 		return -pte_invalid;
 	decoder->image = image ? image : decoder->default_image;
+
+	/* Even the same image pointer may be a different image now. */
+	decoder->cache_image = NULL;
 	return 0;
 }
 

@@ -10,7 +10,11 @@
 #ifndef T_BLK_UTIL_H
 #define T_BLK_UTIL_H
 
+#ifdef USE_LIBIPT
+#include <intel-pt.h>
+#else
 #include "../ipt.h"
+#endif
 
 #include <stdio.h>
 #include <string.h>
@@ -285,22 +289,13 @@ static T_UNUSED void log_event(struct log *l, const struct pt_event *ev)
 		(unsigned long long) ev_ip(ev));
 }
 
-/* Decode all of @config with a block decoder over @image. */
-static T_UNUSED void run_blk(struct log *l, const struct pt_config *config,
-		    struct pt_image *image)
+/* Decode all the trace of @d from the PSB at offset zero. */
+static T_UNUSED void run_blk_on(struct log *l, struct pt_block_decoder *d)
 {
-	struct pt_block_decoder *d;
 	int status;
 
 	log_init(l);
-	d = pt_blk_alloc_decoder(config);
-	if (!d) {
-		log_add(l, "x alloc\n");
-		return;
-	}
-	pt_blk_set_image(d, image);
-
-	status = pt_blk_sync_forward(d);
+	status = pt_blk_sync_set(d, 0);
 	while (status >= 0) {
 		struct pt_block b;
 
@@ -325,25 +320,32 @@ static T_UNUSED void run_blk(struct log *l, const struct pt_config *config,
 	}
 	if (status != -pte_eos)
 		log_add(l, "x %s\n", pt_errstr(pt_errcode(status)));
-	pt_blk_free_decoder(d);
 }
 
-/* Decode all of @config with an instruction decoder over @image. */
-static T_UNUSED void run_insn(struct log *l, const struct pt_config *config,
-		     struct pt_image *image)
+/* Decode all of @config with a block decoder over @image. */
+static T_UNUSED void run_blk(struct log *l, const struct pt_config *config,
+			     struct pt_image *image)
 {
-	struct pt_insn_decoder *d;
-	int status;
+	struct pt_block_decoder *d;
 
 	log_init(l);
-	d = pt_insn_alloc_decoder(config);
+	d = pt_blk_alloc_decoder(config);
 	if (!d) {
 		log_add(l, "x alloc\n");
 		return;
 	}
-	pt_insn_set_image(d, image);
+	pt_blk_set_image(d, image);
+	run_blk_on(l, d);
+	pt_blk_free_decoder(d);
+}
 
-	status = pt_insn_sync_forward(d);
+/* Decode all the trace of @d from the PSB at offset zero. */
+static T_UNUSED void run_insn_on(struct log *l, struct pt_insn_decoder *d)
+{
+	int status;
+
+	log_init(l);
+	status = pt_insn_sync_set(d, 0);
 	while (status >= 0) {
 		struct pt_insn insn;
 
@@ -366,6 +368,22 @@ static T_UNUSED void run_insn(struct log *l, const struct pt_config *config,
 	}
 	if (status != -pte_eos)
 		log_add(l, "x %s\n", pt_errstr(pt_errcode(status)));
+}
+
+/* Decode all of @config with an instruction decoder over @image. */
+static T_UNUSED void run_insn(struct log *l, const struct pt_config *config,
+			      struct pt_image *image)
+{
+	struct pt_insn_decoder *d;
+
+	log_init(l);
+	d = pt_insn_alloc_decoder(config);
+	if (!d) {
+		log_add(l, "x alloc\n");
+		return;
+	}
+	pt_insn_set_image(d, image);
+	run_insn_on(l, d);
 	pt_insn_free_decoder(d);
 }
 

@@ -300,6 +300,62 @@ static void test_mode(void)
 	CHECK_EQ(ev[i + 5].variant.async_branch.to, C);
 }
 
+/* Where ipt.h deliberately does better than libipt 2.3, which fails both
+ * traces with an error although they are valid. */
+static void test_deviations(void)
+{
+	struct tb t;
+	int i;
+
+	/* An MWAIT waiting for its EXSTOP stands before an asynchronous
+	 * branch in the queue. */
+	begin_enabled(&t);
+	tb_add(&t, pk_mwait(1, 0));
+	tb_add(&t, pk_full(ppt_fup, B));
+	tb_add(&t, pk_full(ppt_tip, C));
+	tb_add(&t, pk_exstop(1));
+	tb_add(&t, pk_full(ppt_fup, A));
+	run(&t);
+	CHECK_EQ(last, -pte_eos);
+	i = skip_header();
+	CHECK_EQ(nev, i + 3);
+	check_ev(i, ptev_async_branch, 0, 0);
+	CHECK_EQ(ev[i].variant.async_branch.from, B);
+	CHECK_EQ(ev[i].variant.async_branch.to, C);
+	check_ev(i + 1, ptev_mwait, 0, 0);
+	CHECK_EQ(ev[i + 1].variant.mwait.ip, A);
+	check_ev(i + 2, ptev_exstop, 0, 0);
+
+	/* FUP, MODE.EXEC (unchanged), TIP.PGD: an asynchronous disable. */
+	begin_enabled(&t);
+	tb_add(&t, pk_full(ppt_fup, B));
+	tb_add(&t, pk_exec(ptem_64bit, 0));
+	tb_add(&t, pk_supp(ppt_tip_pgd));
+	tb_add(&t, pk_exec(ptem_64bit, 0));
+	tb_add(&t, pk_supp(ppt_tip_pge));
+	run(&t);
+	CHECK_EQ(last, -pte_eos);
+	i = skip_header();
+	CHECK_EQ(nev, i + 2);
+	check_ev(i, ptev_async_disabled, 1, 0);
+	CHECK_EQ(ev[i].variant.async_disabled.at, B);
+	check_ev(i + 1, ptev_enabled, 1, 0);
+
+	begin_enabled(&t);
+	tb_add(&t, pk_full(ppt_fup, B));
+	tb_add(&t, pk_exec(ptem_64bit, 0));
+	tb_add(&t, pk_supp(ppt_tip_pgd));
+	tb_add(&t, pk_exec(ptem_64bit, 0));
+	tb_add(&t, pk_full(ppt_tip_pge, C));
+	run(&t);
+	CHECK_EQ(last, -pte_eos);
+	i = skip_header();
+	CHECK_EQ(nev, i + 2);
+	check_ev(i, ptev_async_disabled, 1, 0);
+	check_ev(i + 1, ptev_enabled, 0, 0);
+	CHECK_EQ(ev[i + 1].variant.enabled.ip, C);
+}
+
 /* iflags events only when asked for. */
 static void test_iflags(void)
 {
@@ -829,6 +885,7 @@ int main(void)
 	test_overflow();
 	test_mode();
 	test_iflags();
+	test_deviations();
 	test_power();
 	test_ptwrite();
 	test_cfe();

@@ -156,6 +156,13 @@ static const struct ild_case cases[] = {
 	  IPT__INST_INVALID, NODISP },
 	{ M32, "d5 00 a1 0d 10 00 00 00 00 00 00", 2, ptic_other,
 	  IPT__INST_INVALID, NODISP },
+	/* MOV to CR3 with REX2 (M0=1); REX2.R3 makes it CR11 */
+	{ M64, "d5 80 22 18", 4, ptic_other, IPT__INST_MOV_CR3, NODISP },
+	{ M64, "d5 80 22 d8", 4, ptic_other, IPT__INST_MOV_CR3, NODISP },
+	{ M64, "d5 84 22 d8", 4, ptic_other, IPT__INST_INVALID, NODISP },
+	{ M64, "d5 c0 22 d8", 4, ptic_other, IPT__INST_INVALID, NODISP },
+	{ M64, "d5 80 22", BAD, ptic_error, IPT__INST_INVALID, NODISP },
+	{ M64, "d5 80 20 d8", BAD, ptic_error, IPT__INST_INVALID, NODISP },
 	/* other instructions */
 	{ M64, "90", 1, ptic_other, IPT__INST_INVALID, NODISP },
 	{ M64, "f4", 1, ptic_other, IPT__INST_INVALID, NODISP },

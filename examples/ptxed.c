@@ -1,0 +1,2974 @@
+/* ptxed - show the instructions an Intel PT trace executed.
+ *
+ * This example reconstructs the control flow of a traced program from its
+ * Intel PT stream and the code it ran over, with ipt.h's block decoder (the
+ * default) or its instruction decoder, and prints one line per instruction,
+ * with events in brackets between them.  Its command line and its output
+ * are those of libipt's ptxed, so libipt's test suite and scripts written
+ * for libipt's ptxed run unchanged against it.  It shows how a program
+ * drives the high-level decoders: sync, drain pending events, decode,
+ * report an error with the position it happened at, and resync.
+ *
+ * Code memory comes from --raw and --elf files.  In hosted builds they are
+ * added to the image as file sections through an image section cache, as
+ * libipt's ptxed does; with --ipt:callback (and always in IPT_NO_STDIO
+ * builds, which have no file sections) ptxed reads them into memory itself
+ * and serves them through pt_image_set_callback().
+ *
+ * Instructions are disassembled with Zydis (libipt's ptxed uses XED).
+ * --check decodes every instruction a second time and compares its length,
+ * branch target and class with what the decoder reported.  Diagnostics
+ * keep libipt's wording, including the iclass names XED would use, so the
+ * output of both tools can be compared line by line.
+ *
+ * Build:  cc -O2 -Wall -Wextra -Werror -I. -o examples/ptxed \
+ *             examples/ptxed.c -lZydis -lm
+ */
+
+#define IPT_IMPLEMENTATION
+#include "ipt.h"
+
+#include <Zydis/Zydis.h>
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The version of this tool, printed by --version. */
+#define PTXED_VERSION_MAJOR 2
+#define PTXED_VERSION_MINOR 3
+#define PTXED_VERSION_PATCH 0
+
+/* ---- code memory of our own ----
+ *
+ * Used for --ipt:callback (and IPT_NO_STDIO builds): the file contents are
+ * kept here and handed to the decoder through the image's read-memory
+ * callback.  A later segment hides an earlier one where they overlap, as a
+ * later section hides an earlier one in an image. */
+
+struct ptxed_segment {
+	uint8_t *bytes;
+	uint64_t size;
+	uint64_t vaddr;
+};
+
+struct ptxed_memory {
+	struct ptxed_segment *segments;
+	size_t nsegments;
+};
+
+static const struct ptxed_segment *
+ptxed_mem_find(const struct ptxed_memory *mem, uint64_t ip)
+{
+	size_t idx;
+
+	if (!mem)
+		return NULL;
+
+	for (idx = mem->nsegments; idx > 0; --idx) {
+		const struct ptxed_segment *seg = &mem->segments[idx - 1];
+
+		if (seg->vaddr <= ip && ip - seg->vaddr < seg->size)
+			return seg;
+	}
+
+	return NULL;
+}
+
+/* Read up to @size bytes at @ip.  Returns the number of bytes read, or
+ * -pte_nomap if nothing is mapped at @ip. */
+static int ptxed_mem_read(const struct ptxed_memory *mem, uint8_t *buffer,
+			  size_t size, uint64_t ip)
+{
+	const struct ptxed_segment *seg;
+	uint64_t left;
+
+	seg = ptxed_mem_find(mem, ip);
+	if (!seg)
+		return -pte_nomap;
+
+	left = seg->size - (ip - seg->vaddr);
+	if (left < size)
+		size = (size_t) left;
+	if (size > (size_t) INT32_MAX)
+		size = (size_t) INT32_MAX;
+
+	memcpy(buffer, seg->bytes + (ip - seg->vaddr), size);
+	return (int) size;
+}
+
+static int ptxed_read_memory(uint8_t *buffer, size_t size,
+			     const struct pt_asid *asid, uint64_t ip,
+			     void *context)
+{
+	(void) asid;
+
+	return ptxed_mem_read((const struct ptxed_memory *) context, buffer,
+			      size, ip);
+}
+
+/* Take ownership of @bytes. */
+static int ptxed_mem_add(struct ptxed_memory *mem, uint8_t *bytes,
+			 uint64_t size, uint64_t vaddr)
+{
+	struct ptxed_segment *segments;
+
+	segments = (struct ptxed_segment *)
+		realloc(mem->segments,
+			(mem->nsegments + 1) * sizeof(*segments));
+	if (!segments) {
+		free(bytes);
+		return -pte_nomem;
+	}
+
+	segments[mem->nsegments].bytes = bytes;
+	segments[mem->nsegments].size = size;
+	segments[mem->nsegments].vaddr = vaddr;
+	mem->segments = segments;
+	mem->nsegments += 1;
+
+	return 0;
+}
+
+static void ptxed_mem_fini(struct ptxed_memory *mem)
+{
+	size_t idx;
+
+	for (idx = 0; idx < mem->nsegments; ++idx)
+		free(mem->segments[idx].bytes);
+
+	free(mem->segments);
+	mem->segments = NULL;
+	mem->nsegments = 0;
+}
+
+/* ---- the decoder and the options ---- */
+
+enum ptxed_decoder_type {
+	pdt_insn_decoder,
+	pdt_block_decoder
+};
+
+struct ptxed_decoder {
+	enum ptxed_decoder_type type;
+
+	union {
+		struct pt_insn_decoder *insn;
+		struct pt_block_decoder *block;
+	} variant;
+
+	/* The flags each decoder type gets when it is allocated. */
+	struct pt_conf_flags block_flags;
+	struct pt_conf_flags insn_flags;
+
+#ifndef IPT_NO_STDIO
+	/* The cache that holds the --raw and --elf file sections. */
+	struct pt_image_section_cache *iscache;
+#endif
+
+	/* Code served through the image's read-memory callback. */
+	struct ptxed_memory memory;
+	uint32_t use_callback:1;
+	uint32_t callback_set:1;
+
+	/* Zydis, one decoder per execution mode, and the formatter. */
+	ZydisDecoder zydis16, zydis32, zydis64;
+	ZydisFormatter formatter;
+};
+
+struct ptxed_options {
+	/* Do not disassemble instructions; print their addresses only. */
+	uint32_t dont_print_insn:1;
+	/* Print nothing but errors. */
+	uint32_t quiet:1;
+	/* Print statistics, even when quiet. */
+	uint32_t print_stats:1;
+	/* Print what is loaded (--verbose). */
+	uint32_t track_image:1;
+	/* Print a [block] line before each block (block decoder only). */
+	uint32_t track_blocks:1;
+	/* Disassemble in AT&T syntax. */
+	uint32_t att_format:1;
+	/* Print the trace offset with instructions and events. */
+	uint32_t print_offset:1;
+	/* Print the time stamp with instructions. */
+	uint32_t print_time:1;
+	/* Print the instruction bytes. */
+	uint32_t print_raw_insn:1;
+	/* Check the decoder's results against a second decode. */
+	uint32_t check:1;
+	/* Print the time stamp of events. */
+	uint32_t print_event_time:1;
+	/* Print the IP of events. */
+	uint32_t print_event_ip:1;
+	/* Resync after decode errors instead of searching the next PSB. */
+	uint32_t resync_on_error:1;
+};
+
+enum ptxed_stats_flag {
+	ptxed_stat_insn = (1 << 0),
+	ptxed_stat_blocks = (1 << 1)
+};
+
+struct ptxed_stats {
+	uint64_t insn;
+	uint64_t blocks;
+	uint32_t flags;
+};
+
+static int ptxed_have_decoder(const struct ptxed_decoder *decoder)
+{
+	return decoder && decoder->variant.insn;
+}
+
+static int ptxed_init_decoder(struct ptxed_decoder *decoder)
+{
+	ZyanStatus zs;
+
+	memset(decoder, 0, sizeof(*decoder));
+	decoder->type = pdt_block_decoder;
+
+	zs = ZydisDecoderInit(&decoder->zydis16, ZYDIS_MACHINE_MODE_LEGACY_16,
+			      ZYDIS_STACK_WIDTH_16);
+	if (ZYAN_SUCCESS(zs))
+		zs = ZydisDecoderInit(&decoder->zydis32,
+				      ZYDIS_MACHINE_MODE_LEGACY_32,
+				      ZYDIS_STACK_WIDTH_32);
+	if (ZYAN_SUCCESS(zs))
+		zs = ZydisDecoderInit(&decoder->zydis64,
+				      ZYDIS_MACHINE_MODE_LONG_64,
+				      ZYDIS_STACK_WIDTH_64);
+	if (!ZYAN_SUCCESS(zs))
+		return -pte_internal;
+
+#ifndef IPT_NO_STDIO
+	decoder->iscache = pt_iscache_alloc(NULL);
+	if (!decoder->iscache)
+		return -pte_nomem;
+#else
+	decoder->use_callback = 1;
+#endif
+
+	return 0;
+}
+
+static void ptxed_free_decoder(struct ptxed_decoder *decoder)
+{
+	switch (decoder->type) {
+	case pdt_insn_decoder:
+		pt_insn_free_decoder(decoder->variant.insn);
+		break;
+
+	case pdt_block_decoder:
+		pt_blk_free_decoder(decoder->variant.block);
+		break;
+	}
+
+#ifndef IPT_NO_STDIO
+	pt_iscache_free(decoder->iscache);
+#endif
+	ptxed_mem_fini(&decoder->memory);
+}
+
+/* Set up the formatter so its output reads like XED's: lower-case hex,
+ * no zero padding, explicit operand sizes and index scales, RIP-relative
+ * operands as [rip+disp]. */
+static int ptxed_init_formatter(struct ptxed_decoder *decoder, int att)
+{
+	ZydisFormatter *fmt = &decoder->formatter;
+	ZyanStatus zs;
+
+	zs = ZydisFormatterInit(fmt, att ? ZYDIS_FORMATTER_STYLE_ATT :
+				ZYDIS_FORMATTER_STYLE_INTEL);
+	if (ZYAN_SUCCESS(zs))
+		zs = ZydisFormatterSetProperty(fmt,
+					       ZYDIS_FORMATTER_PROP_HEX_UPPERCASE,
+					       ZYAN_FALSE);
+	if (ZYAN_SUCCESS(zs))
+		zs = ZydisFormatterSetProperty(
+			fmt, ZYDIS_FORMATTER_PROP_ADDR_PADDING_ABSOLUTE,
+			ZYDIS_PADDING_DISABLED);
+	if (ZYAN_SUCCESS(zs))
+		zs = ZydisFormatterSetProperty(
+			fmt, ZYDIS_FORMATTER_PROP_ADDR_PADDING_RELATIVE,
+			ZYDIS_PADDING_DISABLED);
+	if (ZYAN_SUCCESS(zs))
+		zs = ZydisFormatterSetProperty(fmt,
+					       ZYDIS_FORMATTER_PROP_DISP_PADDING,
+					       ZYDIS_PADDING_DISABLED);
+	if (ZYAN_SUCCESS(zs))
+		zs = ZydisFormatterSetProperty(fmt,
+					       ZYDIS_FORMATTER_PROP_IMM_PADDING,
+					       ZYDIS_PADDING_DISABLED);
+	if (ZYAN_SUCCESS(zs))
+		zs = ZydisFormatterSetProperty(
+			fmt, ZYDIS_FORMATTER_PROP_FORCE_RELATIVE_RIPREL,
+			ZYAN_TRUE);
+	if (ZYAN_SUCCESS(zs))
+		zs = ZydisFormatterSetProperty(
+			fmt, ZYDIS_FORMATTER_PROP_FORCE_SCALE_ONE, ZYAN_TRUE);
+	if (ZYAN_SUCCESS(zs) && !att)
+		zs = ZydisFormatterSetProperty(fmt,
+					       ZYDIS_FORMATTER_PROP_FORCE_SIZE,
+					       ZYAN_TRUE);
+
+	return ZYAN_SUCCESS(zs) ? 0 : -pte_internal;
+}
+
+/* ---- help and argument parsing ---- */
+
+static void help(const char *name)
+{
+	printf("usage: %s [<options>]\n\n", name);
+	printf("options:\n");
+	printf("  --help|-h                            this text.\n");
+	printf("  --version                            display version information and exit.\n");
+	printf("  --att                                print instructions in att format.\n");
+	printf("  --no-inst                            do not print instructions (only addresses).\n");
+	printf("  --quiet|-q                           do not print anything (except errors).\n");
+	printf("  --offset                             print the offset into the trace file.\n");
+	printf("  --time                               print the current timestamp.\n");
+	printf("  --raw-insn                           print the raw bytes of each instruction.\n");
+	printf("  --check                              perform checks (expensive).\n");
+	printf("  --resync-on-error                    resync on decode errors more aggressively.\n");
+	printf("  --iscache-limit <size>               set the image section cache limit to <size> bytes.\n");
+	printf("  --event:time                         print the tsc for events if available.\n");
+	printf("  --event:ip                           print the ip of events if available.\n");
+	printf("  --event:tick                         request tick events.\n");
+	printf("  --event:iflags                       request iflags events.\n");
+	printf("  --filter:addr<n>_cfg <cfg>           set IA32_RTIT_CTL.ADDRn_CFG to <cfg>.\n");
+	printf("  --filter:addr<n>_a <base>            set IA32_RTIT_ADDRn_A to <base>.\n");
+	printf("  --filter:addr<n>_b <limit>           set IA32_RTIT_ADDRn_B to <limit>.\n");
+	printf("  --stat                               print statistics (even when quiet).\n");
+	printf("                                       collects all statistics unless one or more are selected.\n");
+	printf("  --stat:insn                          collect number of instructions.\n");
+	printf("  --stat:blocks                        collect number of blocks.\n");
+	printf("  --verbose|-v                         print various information (even when quiet).\n");
+	printf("  --pt <file>[:<from>[-<to>]]          load the processor trace data from <file>.\n");
+	printf("                                       an optional offset or range can be given.\n");
+	printf("  --elf <<file>[:<base>]               load an ELF from <file> at address <base>.\n");
+	printf("                                       use the default load address if <base> is omitted.\n");
+	printf("  --raw <file>[:<from>[-<to>]]:<base>  load a raw binary from <file> at address <base>.\n");
+	printf("                                       an optional offset or range can be given.\n");
+	printf("  --cpu none|f/m[/s]                   set cpu to the given value and decode according to:\n");
+	printf("                                         none     spec (default)\n");
+	printf("                                         f/m[/s]  family/model[/stepping]\n");
+	printf("  --mtc-freq <n>                       set the MTC frequency (IA32_RTIT_CTL[17:14]) to <n>.\n");
+	printf("  --nom-freq <n>                       set the nominal frequency (MSR_PLATFORM_INFO[15:8]) to <n>.\n");
+	printf("  --cpuid-0x15.eax                     set the value of cpuid[0x15].eax.\n");
+	printf("  --cpuid-0x15.ebx                     set the value of cpuid[0x15].ebx.\n");
+	printf("  --insn-decoder                       use the instruction flow decoder.\n");
+	printf("  --insn:keep-tcal-on-ovf              preserve timing calibration on overflow.\n");
+	printf("  --block-decoder                      use the block decoder (default).\n");
+	printf("  --block:show-blocks                  show blocks in the output.\n");
+	printf("  --block:end-on-call                  set the end-on-call block decoder flag.\n");
+	printf("  --block:end-on-jump                  set the end-on-jump block decoder flag.\n");
+	printf("  --block:keep-tcal-on-ovf             preserve timing calibration on overflow.\n");
+	printf("\n");
+	printf("ipt.h extensions:\n");
+	printf("  --ipt:callback                       serve the --raw and --elf files that follow through\n");
+	printf("                                       the image's read-memory callback instead of file\n");
+	printf("                                       sections in the image section cache.\n");
+	printf("  --image-name <name>                  name the image (shown by --verbose).\n");
+	printf("\n");
+	printf("This ptxed is built on ipt.h and disassembles with Zydis.  It has no\n");
+	printf("sideband support: the --sb:* and --pevent:* options are not available.\n");
+	printf("\n");
+	printf("You must specify at least one binary or ELF file (--raw|--elf).\n");
+	printf("You must specify exactly one processor trace file (--pt).\n");
+}
+
+static void print_version_number(struct pt_version version)
+{
+	printf("%" PRIu8 ".%" PRIu8 ".%" PRIu16, version.major, version.minor,
+	       version.patch);
+	if (version.build)
+		printf("-%" PRIu32, version.build);
+	if (version.ext && version.ext[0])
+		printf("-%s", version.ext);
+}
+
+static void version(const char *name)
+{
+	struct pt_version tool;
+
+	memset(&tool, 0, sizeof(tool));
+	tool.major = PTXED_VERSION_MAJOR;
+	tool.minor = PTXED_VERSION_MINOR;
+	tool.patch = PTXED_VERSION_PATCH;
+	tool.ext = "ipt.h";
+
+	printf("%s-", name ? name : "<unknown>");
+	print_version_number(tool);
+	printf(" / libipt-");
+	print_version_number(pt_library_version());
+	printf("\n");
+}
+
+/* Split a trailing ":<base>" off @arg.  Returns 1 and truncates @arg if
+ * there is one, 0 otherwise. */
+static int extract_base(char *arg, uint64_t *base)
+{
+	char *sep, *rest;
+	uint64_t num;
+
+	sep = strrchr(arg, ':');
+	if (!sep || !sep[1])
+		return 0;
+
+	errno = 0;
+	num = strtoull(sep + 1, &rest, 0);
+	if (errno || *rest)
+		return 0;
+
+	*base = num;
+	*sep = 0;
+	return 1;
+}
+
+/* Parse "<begin>[-<end>]".  Returns the number of numbers parsed, 0 for an
+ * empty string and -1 if it is not a range. */
+static int parse_range(const char *arg, uint64_t *begin, uint64_t *end)
+{
+	char *rest;
+
+	if (!arg || !*arg)
+		return 0;
+
+	errno = 0;
+	*begin = strtoull(arg, &rest, 0);
+	if (errno)
+		return -1;
+
+	if (!*rest)
+		return 1;
+
+	if (*rest != '-')
+		return -1;
+
+	*end = strtoull(rest + 1, &rest, 0);
+	if (errno || *rest)
+		return -1;
+
+	return 2;
+}
+
+/* Split an optional ":<from>[-<to>]" off @filename.  A suffix that does
+ * not parse as a range is left as part of the file name (it may be a drive
+ * letter).  @size is zero when no end was given. */
+static int preprocess_filename(char *filename, uint64_t *offset,
+			       uint64_t *size)
+{
+	uint64_t begin, end;
+	char *range;
+	int parts;
+
+	*offset = 0ull;
+	*size = 0ull;
+
+	range = strrchr(filename, ':');
+	if (!range)
+		return 0;
+
+	begin = end = 0ull;
+	parts = parse_range(range + 1, &begin, &end);
+	if (parts <= 0)
+		return 0;
+
+	if (parts == 2) {
+		if (end <= begin)
+			return -pte_invalid;
+
+		*size = end - begin;
+	}
+
+	*offset = begin;
+	*range = 0;
+	return 0;
+}
+
+/* Read [@offset; @offset + @size) of @filename, or up to its end if @size
+ * is zero, into a new buffer.  Prints what went wrong and returns -1 on
+ * failure. */
+static int load_file(uint8_t **buffer, size_t *psize, const char *filename,
+		     uint64_t offset, uint64_t size, const char *prog)
+{
+	uint8_t *content;
+	FILE *file;
+	long fsize, begin, end;
+
+	errno = 0;
+	file = fopen(filename, "rb");
+	if (!file) {
+		fprintf(stderr, "%s: failed to open %s: %d.\n", prog, filename,
+			errno);
+		return -1;
+	}
+
+	if (fseek(file, 0, SEEK_END)) {
+		fprintf(stderr, "%s: failed to determine size of %s: %d.\n",
+			prog, filename, errno);
+		goto err_file;
+	}
+
+	fsize = ftell(file);
+	if (fsize < 0) {
+		fprintf(stderr, "%s: failed to determine size of %s: %d.\n",
+			prog, filename, errno);
+		goto err_file;
+	}
+
+	begin = (long) offset;
+	if (((uint64_t) begin != offset) || (fsize <= begin)) {
+		fprintf(stderr, "%s: bad offset 0x%" PRIx64 " into %s.\n", prog,
+			offset, filename);
+		goto err_file;
+	}
+
+	end = fsize;
+	if (size) {
+		uint64_t range_end = offset + size;
+
+		if ((uint64_t) end < range_end || range_end < offset) {
+			fprintf(stderr, "%s: bad range 0x%" PRIx64 " in %s.\n",
+				prog, range_end, filename);
+			goto err_file;
+		}
+
+		end = (long) range_end;
+	}
+
+	fsize = end - begin;
+
+	content = (uint8_t *) malloc((size_t) fsize);
+	if (!content) {
+		fprintf(stderr, "%s: failed to allocated memory %s.\n", prog,
+			filename);
+		goto err_file;
+	}
+
+	if (fseek(file, begin, SEEK_SET) ||
+	    fread(content, (size_t) fsize, 1u, file) != 1) {
+		fprintf(stderr, "%s: failed to load %s: %d.\n", prog, filename,
+			errno);
+		free(content);
+		goto err_file;
+	}
+
+	fclose(file);
+
+	*buffer = content;
+	*psize = (size_t) fsize;
+	return 0;
+
+err_file:
+	fclose(file);
+	return -1;
+}
+
+static int load_pt(struct pt_config *config, char *arg, const char *prog)
+{
+	uint64_t foffset, fsize;
+	uint8_t *buffer;
+	size_t size;
+	int errcode;
+
+	errcode = preprocess_filename(arg, &foffset, &fsize);
+	if (errcode < 0) {
+		fprintf(stderr, "%s: bad file %s: %s.\n", prog, arg,
+			pt_errstr(pt_errcode(errcode)));
+		return -1;
+	}
+
+	errcode = load_file(&buffer, &size, arg, foffset, fsize, prog);
+	if (errcode < 0)
+		return errcode;
+
+	config->begin = buffer;
+	config->end = buffer + size;
+	return 0;
+}
+
+/* Install the read-memory callback on first use. */
+static int ptxed_use_callback(struct ptxed_decoder *decoder,
+			      struct pt_image *image)
+{
+	int errcode;
+
+	if (decoder->callback_set)
+		return 0;
+
+	errcode = pt_image_set_callback(image, ptxed_read_memory,
+					&decoder->memory);
+	if (errcode < 0)
+		return errcode;
+
+	decoder->callback_set = 1;
+	return 0;
+}
+
+/* Make [@offset; @offset + @size) of @filename code at @vaddr: a file
+ * section in the image section cache, or, in callback mode, bytes in our
+ * own memory.  A zero @size means "up to the end of the file". */
+static int ptxed_add_code(struct ptxed_decoder *decoder,
+			  struct pt_image *image, const char *filename,
+			  uint64_t offset, uint64_t size, uint64_t vaddr,
+			  const char *prog)
+{
+	if (decoder->use_callback) {
+		uint8_t *buffer;
+		size_t bsize;
+		int errcode;
+
+		errcode = load_file(&buffer, &bsize, filename, offset, size,
+				    prog);
+		if (errcode < 0)
+			return -pte_bad_file;
+
+		errcode = ptxed_mem_add(&decoder->memory, buffer, bsize,
+					vaddr);
+		if (errcode < 0)
+			return errcode;
+
+		return ptxed_use_callback(decoder, image);
+	}
+
+#ifndef IPT_NO_STDIO
+	{
+		int isid;
+
+		if (!size)
+			size = UINT64_MAX;
+
+		isid = pt_iscache_add_file(decoder->iscache, filename, offset,
+					   size, vaddr);
+		if (isid < 0)
+			return isid;
+
+		return pt_image_add_cached(image, decoder->iscache, isid,
+					   NULL);
+	}
+#else
+	return -pte_internal;
+#endif
+}
+
+static int load_raw(struct ptxed_decoder *decoder, struct pt_image *image,
+		    char *arg, const char *prog)
+{
+	uint64_t base, foffset, fsize;
+	int errcode;
+
+	base = 0ull;
+	if (extract_base(arg, &base) <= 0) {
+		fprintf(stderr, "%s: failed to parse base address"
+			"from '%s'.\n", prog, arg);
+		return -1;
+	}
+
+	errcode = preprocess_filename(arg, &foffset, &fsize);
+	if (errcode < 0) {
+		fprintf(stderr, "%s: bad file %s: %s.\n", prog, arg,
+			pt_errstr(pt_errcode(errcode)));
+		return -1;
+	}
+
+	errcode = ptxed_add_code(decoder, image, arg, foffset, fsize, base,
+				 prog);
+	if (errcode < 0) {
+		fprintf(stderr, "%s: failed to add %s at 0x%" PRIx64 ": %s.\n",
+			prog, arg, base, pt_errstr(pt_errcode(errcode)));
+		return -1;
+	}
+
+	return 0;
+}
+
+/* ---- ELF program headers ----
+ *
+ * --elf adds the file contents of an ELF's PT_LOAD segments.  Only the
+ * ELF header and the program header table are read; both classes and both
+ * byte orders are understood.  With a base address, the image is moved so
+ * that its lowest loadable segment starts there. */
+
+enum {
+	ptxed_elf_ident = 16,
+	ptxed_elf_class32 = 1,
+	ptxed_elf_class64 = 2,
+	ptxed_elf_data_msb = 2,
+	ptxed_elf_pt_load = 1
+};
+
+struct ptxed_phdr {
+	uint32_t type;
+	uint64_t offset;
+	uint64_t vaddr;
+	uint64_t filesz;
+};
+
+static uint64_t ptxed_elf_get(const uint8_t *bytes, int size, int msb)
+{
+	uint64_t value = 0ull;
+	int idx;
+
+	for (idx = 0; idx < size; ++idx) {
+		int pos = msb ? idx : (size - 1 - idx);
+
+		value = (value << 8) | bytes[pos];
+	}
+
+	return value;
+}
+
+static int ptxed_elf_read(FILE *file, uint64_t offset, uint8_t *buffer,
+			  size_t size)
+{
+	if ((uint64_t) (long) offset != offset || (long) offset < 0)
+		return -1;
+	if (fseek(file, (long) offset, SEEK_SET))
+		return -1;
+	if (fread(buffer, size, 1u, file) != 1)
+		return -1;
+	return 0;
+}
+
+static int ptxed_elf_phdr(FILE *file, int is64, int msb, uint64_t phoff,
+			  uint64_t phentsize, unsigned int idx,
+			  struct ptxed_phdr *phdr)
+{
+	uint8_t raw[56];
+	size_t need = is64 ? 56u : 32u;
+
+	if (phentsize < need)
+		return -1;
+	if (ptxed_elf_read(file, phoff + (uint64_t) idx * phentsize, raw,
+			   need) < 0)
+		return -1;
+
+	phdr->type = (uint32_t) ptxed_elf_get(raw, 4, msb);
+	if (is64) {
+		phdr->offset = ptxed_elf_get(raw + 8, 8, msb);
+		phdr->vaddr = ptxed_elf_get(raw + 16, 8, msb);
+		phdr->filesz = ptxed_elf_get(raw + 32, 8, msb);
+	} else {
+		phdr->offset = ptxed_elf_get(raw + 4, 4, msb);
+		phdr->vaddr = ptxed_elf_get(raw + 8, 4, msb);
+		phdr->filesz = ptxed_elf_get(raw + 16, 4, msb);
+	}
+
+	return 0;
+}
+
+static int load_elf(struct ptxed_decoder *decoder, struct pt_image *image,
+		    const char *name, uint64_t base, const char *prog,
+		    int verbose)
+{
+	uint8_t ehdr[64];
+	uint64_t phoff, phentsize, offset;
+	unsigned int phnum, idx;
+	int is64, msb, sections, errcode;
+	FILE *file;
+
+	file = fopen(name, "rb");
+	if (!file) {
+		fprintf(stderr, "%s: warning: failed to open %s: %s.\n", prog,
+			name, strerror(errno));
+		return -pte_bad_config;
+	}
+
+	errcode = -pte_bad_config;
+	if (ptxed_elf_read(file, 0ull, ehdr, ptxed_elf_ident) < 0) {
+		fprintf(stderr,
+			"%s: warning: %s failed to read file header: %s.\n",
+			prog, name, strerror(errno));
+		goto out;
+	}
+
+	if (ehdr[0] != 0x7f || ehdr[1] != 'E' || ehdr[2] != 'L' ||
+	    ehdr[3] != 'F') {
+		fprintf(stderr, "%s: warning: ignoring %s: not an ELF file.\n",
+			prog, name);
+		goto out;
+	}
+
+	switch (ehdr[4]) {
+	case ptxed_elf_class32:
+		is64 = 0;
+		break;
+
+	case ptxed_elf_class64:
+		is64 = 1;
+		break;
+
+	default:
+		fprintf(stderr, "%s: unsupported ELF class: %d\n", prog,
+			ehdr[4]);
+		goto out;
+	}
+
+	msb = (ehdr[5] == ptxed_elf_data_msb);
+
+	if (ptxed_elf_read(file, 0ull, ehdr, is64 ? 64u : 52u) < 0) {
+		fprintf(stderr,
+			"%s: warning: %s error reading ELF header: %s.\n",
+			prog, name, strerror(errno));
+		goto out;
+	}
+
+	if (is64) {
+		phoff = ptxed_elf_get(ehdr + 32, 8, msb);
+		phentsize = ptxed_elf_get(ehdr + 54, 2, msb);
+		phnum = (unsigned int) ptxed_elf_get(ehdr + 56, 2, msb);
+	} else {
+		phoff = ptxed_elf_get(ehdr + 28, 4, msb);
+		phentsize = ptxed_elf_get(ehdr + 42, 2, msb);
+		phnum = (unsigned int) ptxed_elf_get(ehdr + 44, 2, msb);
+	}
+
+	/* Determine the load offset. */
+	offset = 0ull;
+	if (base) {
+		uint64_t minaddr = UINT64_MAX;
+
+		for (idx = 0; idx < phnum; ++idx) {
+			struct ptxed_phdr phdr;
+
+			if (ptxed_elf_phdr(file, is64, msb, phoff, phentsize,
+					   idx, &phdr) < 0) {
+				fprintf(stderr, "%s: warning: %s error "
+					"reading phdr %u: %s.\n", prog, name,
+					idx, strerror(errno));
+				goto out;
+			}
+
+			if (phdr.type == ptxed_elf_pt_load &&
+			    phdr.vaddr < minaddr)
+				minaddr = phdr.vaddr;
+		}
+
+		offset = base - minaddr;
+	}
+
+	for (sections = 0, idx = 0; idx < phnum; ++idx) {
+		struct ptxed_phdr phdr;
+		int status;
+
+		if (ptxed_elf_phdr(file, is64, msb, phoff, phentsize, idx,
+				   &phdr) < 0) {
+			fprintf(stderr,
+				"%s: warning: %s error reading phdr %u: %s.\n",
+				prog, name, idx, strerror(errno));
+			goto out;
+		}
+
+		if (phdr.type != ptxed_elf_pt_load || !phdr.filesz)
+			continue;
+
+		status = ptxed_add_code(decoder, image, name, phdr.offset,
+					phdr.filesz, phdr.vaddr + offset,
+					prog);
+		if (status < 0) {
+			fprintf(stderr, "%s: warning: %s: failed to create "
+				"section for phdr %u: %s.\n", prog, name, idx,
+				pt_errstr(pt_errcode(status)));
+			continue;
+		}
+
+		sections += 1;
+
+		if (verbose)
+			printf("%s: offset=0x%" PRIx64 " size=0x%" PRIx64
+			       " vaddr=0x%" PRIx64 ".\n", name, phdr.offset,
+			       phdr.filesz, phdr.vaddr);
+	}
+
+	if (!sections)
+		fprintf(stderr,
+			"%s: warning: %s: did not find any load sections.\n",
+			prog, name);
+
+	errcode = 0;
+
+out:
+	fclose(file);
+	return errcode;
+}
+
+/* ---- disassembly ----
+ *
+ * What ptxed needs from a disassembler: decode one instruction in a given
+ * mode, its length and (relative branches) its target, its class, and its
+ * text. */
+
+/* Instructions newer than Zydis 4.0 that Intel PT tracing cares about:
+ * ptxed recognizes them by hand. */
+enum ptxed_newer {
+	pxn_none,
+	/* APX JMPABS: an absolute near jump. */
+	pxn_jmpabs,
+	/* FRED ERETS and ERETU: returns from an event. */
+	pxn_erets,
+	pxn_eretu
+};
+
+struct ptxed_dis {
+	ZydisDecodedInstruction insn;
+	ZydisDecodedOperand operands[ZYDIS_MAX_OPERAND_COUNT];
+
+	/* Not from Zydis: only insn.length, insn.mnemonic and
+	 * insn.meta.branch_type are set, and target holds the JMPABS
+	 * destination. */
+	enum ptxed_newer newer;
+	uint64_t target;
+};
+
+/* Skip the legacy prefixes other than operand and address size, which
+ * none of the newer instructions allows.  Returns their number. */
+static uint8_t ptxed_skip_prefixes(const uint8_t *raw, uint8_t size,
+				   int keep_rep)
+{
+	uint8_t pos;
+
+	for (pos = 0; pos < size; ++pos) {
+		switch (raw[pos]) {
+		case 0xf2:
+		case 0xf3:
+			if (keep_rep)
+				return pos;
+			continue;
+
+		case 0xf0:
+		case 0x2e:
+		case 0x36:
+		case 0x3e:
+		case 0x26:
+		case 0x64:
+		case 0x65:
+			continue;
+		}
+		break;
+	}
+
+	return pos;
+}
+
+/* In 64-bit mode:
+ *   JMPABS  REX2 (d5) with map 0 and W clear, opcode a1, imm64 target
+ *   ERETS   f2 0f 01 ca
+ *   ERETU   f3 0f 01 ca */
+static ZyanStatus ptxed_decode_newer(struct ptxed_dis *dis,
+				     const uint8_t *raw, uint8_t size)
+{
+	uint8_t pos, idx;
+
+	memset(&dis->insn, 0, sizeof(dis->insn));
+	dis->target = 0ull;
+
+	pos = ptxed_skip_prefixes(raw, size, 0);
+	if (pos + 11 <= size && raw[pos] == 0xd5 && !(raw[pos + 1] & 0x88) &&
+	    raw[pos + 2] == 0xa1) {
+		dis->newer = pxn_jmpabs;
+		dis->insn.length = (uint8_t) (pos + 11);
+		dis->insn.mnemonic = ZYDIS_MNEMONIC_JMP;
+		dis->insn.meta.branch_type = ZYDIS_BRANCH_TYPE_NEAR;
+		for (idx = 0; idx < 8; ++idx)
+			dis->target |= (uint64_t) raw[pos + 3 + idx]
+				<< (8 * idx);
+		return ZYAN_STATUS_SUCCESS;
+	}
+
+	pos = ptxed_skip_prefixes(raw, size, 1);
+	if (pos + 4 <= size && (raw[pos] == 0xf2 || raw[pos] == 0xf3) &&
+	    raw[pos + 1] == 0x0f && raw[pos + 2] == 0x01 &&
+	    raw[pos + 3] == 0xca) {
+		dis->newer = (raw[pos] == 0xf2) ? pxn_erets : pxn_eretu;
+		dis->insn.length = (uint8_t) (pos + 4);
+		dis->insn.mnemonic = ZYDIS_MNEMONIC_INVALID;
+		dis->insn.meta.branch_type = ZYDIS_BRANCH_TYPE_FAR;
+		return ZYAN_STATUS_SUCCESS;
+	}
+
+	dis->newer = pxn_none;
+	return ZYDIS_STATUS_DECODING_ERROR;
+}
+
+/* Decode @size bytes at @raw in @mode.  Returns a Zydis status. */
+static ZyanStatus ptxed_decode(const struct ptxed_decoder *decoder,
+			       struct ptxed_dis *dis, enum pt_exec_mode mode,
+			       const uint8_t *raw, uint8_t size)
+{
+	const ZydisDecoder *zydis;
+	ZyanStatus status;
+
+	switch (mode) {
+	case ptem_16bit:
+		zydis = &decoder->zydis16;
+		break;
+
+	case ptem_32bit:
+		zydis = &decoder->zydis32;
+		break;
+
+	case ptem_64bit:
+		zydis = &decoder->zydis64;
+		break;
+
+	default:
+		return ZYAN_STATUS_INVALID_ARGUMENT;
+	}
+
+	dis->newer = pxn_none;
+	status = ZydisDecoderDecodeFull(zydis, raw, size, &dis->insn,
+					dis->operands);
+	if (!ZYAN_SUCCESS(status) && mode == ptem_64bit &&
+	    ZYAN_SUCCESS(ptxed_decode_newer(dis, raw, size)))
+		return ZYAN_STATUS_SUCCESS;
+
+	return status;
+}
+
+static const char *ptxed_zydis_errstr(ZyanStatus status)
+{
+	switch (status) {
+	case ZYAN_STATUS_INVALID_ARGUMENT:
+		return "invalid machine mode";
+	case ZYDIS_STATUS_NO_MORE_DATA:
+		return "buffer too short";
+	case ZYDIS_STATUS_DECODING_ERROR:
+		return "invalid instruction";
+	case ZYDIS_STATUS_INSTRUCTION_TOO_LONG:
+		return "instruction too long";
+	case ZYDIS_STATUS_BAD_REGISTER:
+		return "bad register";
+	case ZYDIS_STATUS_ILLEGAL_LOCK:
+		return "bad lock prefix";
+	case ZYDIS_STATUS_ILLEGAL_LEGACY_PFX:
+		return "bad legacy prefix";
+	case ZYDIS_STATUS_ILLEGAL_REX:
+		return "bad rex prefix";
+	case ZYDIS_STATUS_INVALID_MAP:
+		return "invalid opcode map";
+	case ZYDIS_STATUS_MALFORMED_EVEX:
+		return "malformed evex";
+	case ZYDIS_STATUS_MALFORMED_MVEX:
+		return "malformed mvex";
+	case ZYDIS_STATUS_INVALID_MASK:
+		return "invalid mask register";
+	}
+
+	return "decode error";
+}
+
+/* The error number we print alongside the message. */
+static unsigned int ptxed_zydis_errnum(ZyanStatus status)
+{
+	return (unsigned int) ZYAN_STATUS_CODE(status);
+}
+
+/* The IP of the instruction after @dis at @ip: the branch target for a
+ * relative branch (taken or not: a conditional branch ends a block, so the
+ * guess is never used), else the next instruction. */
+static int ptxed_next_ip(uint64_t *pip, const struct ptxed_dis *dis,
+			 uint64_t ip)
+{
+	uint8_t length;
+
+	length = dis->insn.length;
+	if (!length) {
+		printf("[xed error: failed to determine instruction "
+		       "length]\n");
+		return -pte_bad_insn;
+	}
+
+	ip += length;
+
+	/* Newer instructions have no displacement: like any instruction
+	 * that is not a relative branch, they are followed by the next. */
+	if (dis->newer == pxn_none) {
+		if (dis->insn.raw.imm[0].is_relative)
+			ip += (uint64_t) dis->insn.raw.imm[0].value.s;
+		else if (dis->insn.raw.imm[1].is_relative)
+			ip += (uint64_t) dis->insn.raw.imm[1].value.s;
+	}
+
+	*pip = ip;
+	return 0;
+}
+
+/* The branch classes that matter to Intel PT, with the names XED gives
+ * them, so that iclass errors read as they do with libipt's ptxed. */
+enum ptxed_xclass {
+	pxc_other,
+	pxc_call_near,
+	pxc_ret_near,
+	pxc_jmp,
+	pxc_jcc,
+	pxc_far_call,
+	pxc_far_ret,
+	pxc_jmp_far,
+	pxc_ptwrite
+};
+
+static enum ptxed_xclass ptxed_classify(const struct ptxed_dis *dis,
+					const char **name)
+{
+	int far = (dis->insn.meta.branch_type == ZYDIS_BRANCH_TYPE_FAR);
+
+	*name = NULL;
+	switch (dis->newer) {
+	case pxn_erets:
+		*name = "ERETS";
+		return pxc_far_ret;
+
+	case pxn_eretu:
+		*name = "ERETU";
+		return pxc_far_ret;
+
+	default:
+		break;
+	}
+
+	switch (dis->insn.mnemonic) {
+	case ZYDIS_MNEMONIC_CALL:
+		*name = far ? "CALL_FAR" : "CALL_NEAR";
+		return far ? pxc_far_call : pxc_call_near;
+
+	case ZYDIS_MNEMONIC_RET:
+		*name = far ? "RET_FAR" : "RET_NEAR";
+		return far ? pxc_far_ret : pxc_ret_near;
+
+	case ZYDIS_MNEMONIC_JMP:
+		*name = far ? "JMP_FAR" :
+			(dis->newer == pxn_jmpabs ? "JMPABS" : "JMP");
+		return far ? pxc_jmp_far : pxc_jmp;
+
+	case ZYDIS_MNEMONIC_JB:
+	case ZYDIS_MNEMONIC_JBE:
+	case ZYDIS_MNEMONIC_JCXZ:
+	case ZYDIS_MNEMONIC_JECXZ:
+	case ZYDIS_MNEMONIC_JL:
+	case ZYDIS_MNEMONIC_JLE:
+	case ZYDIS_MNEMONIC_JNB:
+	case ZYDIS_MNEMONIC_JNBE:
+	case ZYDIS_MNEMONIC_JNL:
+	case ZYDIS_MNEMONIC_JNLE:
+	case ZYDIS_MNEMONIC_JNO:
+	case ZYDIS_MNEMONIC_JNP:
+	case ZYDIS_MNEMONIC_JNS:
+	case ZYDIS_MNEMONIC_JNZ:
+	case ZYDIS_MNEMONIC_JO:
+	case ZYDIS_MNEMONIC_JP:
+	case ZYDIS_MNEMONIC_JRCXZ:
+	case ZYDIS_MNEMONIC_JS:
+	case ZYDIS_MNEMONIC_JZ:
+	case ZYDIS_MNEMONIC_LOOP:
+	case ZYDIS_MNEMONIC_LOOPE:
+	case ZYDIS_MNEMONIC_LOOPNE:
+		return pxc_jcc;
+
+	case ZYDIS_MNEMONIC_INT:
+	case ZYDIS_MNEMONIC_INT1:
+	case ZYDIS_MNEMONIC_INT3:
+	case ZYDIS_MNEMONIC_INTO:
+	case ZYDIS_MNEMONIC_SYSCALL:
+	case ZYDIS_MNEMONIC_SYSENTER:
+	case ZYDIS_MNEMONIC_VMCALL:
+		return pxc_far_call;
+
+	case ZYDIS_MNEMONIC_IRET:
+	case ZYDIS_MNEMONIC_IRETD:
+	case ZYDIS_MNEMONIC_IRETQ:
+	case ZYDIS_MNEMONIC_SYSEXIT:
+	case ZYDIS_MNEMONIC_SYSRET:
+	case ZYDIS_MNEMONIC_UIRET:
+	case ZYDIS_MNEMONIC_VMLAUNCH:
+	case ZYDIS_MNEMONIC_VMRESUME:
+		return pxc_far_ret;
+
+	case ZYDIS_MNEMONIC_PTWRITE:
+		return pxc_ptwrite;
+
+	default:
+		return pxc_other;
+	}
+}
+
+/* Print the XED-style name of @dis's instruction class: upper case
+ * mnemonic unless ptxed_classify() named it. */
+static void ptxed_print_xclass(const struct ptxed_dis *dis)
+{
+	const char *name, *mnemonic;
+
+	(void) ptxed_classify(dis, &name);
+	if (name) {
+		printf("%s", name);
+		return;
+	}
+
+	mnemonic = ZydisMnemonicGetString(dis->insn.mnemonic);
+	if (!mnemonic) {
+		printf("INVALID");
+		return;
+	}
+
+	for (; *mnemonic; ++mnemonic) {
+		char c = *mnemonic;
+
+		if ('a' <= c && c <= 'z')
+			c = (char) (c - 'a' + 'A');
+		printf("%c", c);
+	}
+}
+
+static const char *visualize_iclass(enum pt_insn_class iclass)
+{
+	switch (iclass) {
+	case ptic_unknown:
+		return "unknown";
+
+	case ptic_other:
+		return "other";
+
+	case ptic_call:
+		return "near call";
+
+	case ptic_return:
+		return "near return";
+
+	case ptic_jump:
+		return "near jump";
+
+	case ptic_cond_jump:
+		return "cond jump";
+
+	case ptic_far_call:
+		return "far call";
+
+	case ptic_far_return:
+		return "far return";
+
+	case ptic_far_jump:
+		return "far jump";
+
+	case ptic_ptwrite:
+		return "ptwrite";
+
+	case ptic_indirect:
+		return "indirect";
+	}
+
+	return "undefined";
+}
+
+/* Does the decoder's class of an instruction agree with the
+ * disassembler's?  Any branch may also be reported as ptic_indirect. */
+static void check_insn_iclass(const struct ptxed_dis *dis,
+			      const struct pt_insn *insn, uint64_t offset)
+{
+	const char *name;
+
+	switch (ptxed_classify(dis, &name)) {
+	case pxc_other:
+		if (insn->iclass == ptic_other)
+			return;
+		break;
+
+	case pxc_call_near:
+		if (insn->iclass == ptic_call || insn->iclass == ptic_indirect)
+			return;
+		break;
+
+	case pxc_ret_near:
+		if (insn->iclass == ptic_return ||
+		    insn->iclass == ptic_indirect)
+			return;
+		break;
+
+	case pxc_jmp:
+		if (insn->iclass == ptic_jump || insn->iclass == ptic_indirect)
+			return;
+		break;
+
+	case pxc_jcc:
+		if (insn->iclass == ptic_cond_jump)
+			return;
+		break;
+
+	case pxc_far_call:
+		if (insn->iclass == ptic_far_call ||
+		    insn->iclass == ptic_indirect)
+			return;
+		break;
+
+	case pxc_far_ret:
+		if (insn->iclass == ptic_far_return ||
+		    insn->iclass == ptic_indirect)
+			return;
+		break;
+
+	case pxc_jmp_far:
+		if (insn->iclass == ptic_far_jump ||
+		    insn->iclass == ptic_indirect)
+			return;
+		break;
+
+	case pxc_ptwrite:
+		if (insn->iclass == ptic_ptwrite)
+			return;
+		break;
+	}
+
+	printf("[%" PRIx64 ", %" PRIx64 ": iclass error: iclass: %s, "
+	       "xed iclass: ", offset, insn->ip,
+	       visualize_iclass(insn->iclass));
+	ptxed_print_xclass(dis);
+	printf("]\n");
+}
+
+static void check_insn(const struct ptxed_decoder *decoder,
+		       const struct pt_insn *insn, uint64_t offset)
+{
+	struct ptxed_dis dis;
+	ZyanStatus zs;
+
+	if (insn->isid <= 0 && !decoder->use_callback)
+		printf("[%" PRIx64 ", %" PRIx64 ": check error: "
+		       "bad isid]\n", offset, insn->ip);
+
+	zs = ptxed_decode(decoder, &dis, insn->mode, insn->raw, insn->size);
+	if (!ZYAN_SUCCESS(zs)) {
+		printf("[%" PRIx64 ", %" PRIx64 ": xed error: (%u) %s]\n",
+		       offset, insn->ip, ptxed_zydis_errnum(zs),
+		       ptxed_zydis_errstr(zs));
+		return;
+	}
+
+	/* The decoder's size must be the instruction's length. */
+	if (dis.insn.length != insn->size) {
+		printf("[%" PRIx64 ", %" PRIx64 ": check error: size: %u, "
+		       "xed size: %u]\n", offset, insn->ip, insn->size,
+		       dis.insn.length);
+		return;
+	}
+
+	check_insn_iclass(&dis, insn, offset);
+}
+
+static void print_raw_insn(const struct pt_insn *insn)
+{
+	uint8_t length, idx;
+
+	length = insn->size;
+	if (sizeof(insn->raw) < length)
+		length = sizeof(insn->raw);
+
+	for (idx = 0; idx < length; ++idx)
+		printf(" %02x", insn->raw[idx]);
+
+	for (; idx < pt_max_insn_size; ++idx)
+		printf("   ");
+}
+
+static void dis_print_insn(const struct ptxed_decoder *decoder,
+			   const struct ptxed_dis *dis,
+			   const struct pt_insn *insn,
+			   const struct ptxed_options *options)
+{
+	char buffer[256];
+	ZyanStatus zs;
+
+	if (options->print_raw_insn) {
+		unsigned int length, i;
+
+		length = dis->insn.length;
+		if (insn->size < length) {
+			printf(" [xed error: decoded inst exceeds bounds]");
+			length = insn->size;
+		}
+		for (i = 0; i < length; ++i)
+			printf(" %02x", insn->raw[i]);
+
+		for (; i < pt_max_insn_size; ++i)
+			printf("   ");
+	}
+
+	switch (dis->newer) {
+	case pxn_none:
+		break;
+
+	case pxn_jmpabs:
+		printf("  jmpabs %s0x%" PRIx64, options->att_format ? "$" : "",
+		       dis->target);
+		return;
+
+	case pxn_erets:
+		printf("  erets");
+		return;
+
+	case pxn_eretu:
+		printf("  eretu");
+		return;
+	}
+
+	zs = ZydisFormatterFormatInstruction(&decoder->formatter, &dis->insn,
+					     dis->operands,
+					     dis->insn.operand_count_visible,
+					     buffer, sizeof(buffer), insn->ip,
+					     NULL);
+	if (!ZYAN_SUCCESS(zs)) {
+		printf(" [xed print error]");
+		return;
+	}
+
+	printf("  %s", buffer);
+}
+
+static void print_insn(const struct ptxed_decoder *decoder,
+		       const struct pt_insn *insn,
+		       const struct ptxed_options *options, uint64_t offset,
+		       uint64_t time)
+{
+	if (options->print_offset)
+		printf("%016" PRIx64 "  ", offset);
+
+	if (options->print_time)
+		printf("%016" PRIx64 "  ", time);
+
+	if (insn->speculative)
+		printf("? ");
+
+	printf("%016" PRIx64, insn->ip);
+
+	if (!options->dont_print_insn) {
+		struct ptxed_dis dis;
+		ZyanStatus zs;
+
+		zs = ptxed_decode(decoder, &dis, insn->mode, insn->raw,
+				  insn->size);
+		if (ZYAN_SUCCESS(zs))
+			dis_print_insn(decoder, &dis, insn, options);
+		else {
+			print_raw_insn(insn);
+			printf(" [xed decode error: (%u) %s]",
+			       ptxed_zydis_errnum(zs), ptxed_zydis_errstr(zs));
+		}
+	}
+
+	printf("\n");
+}
+
+/* ---- events ---- */
+
+static const char *print_exec_mode(enum pt_exec_mode mode)
+{
+	switch (mode) {
+	case ptem_unknown:
+		return "<unknown>";
+
+	case ptem_16bit:
+		return "16-bit";
+
+	case ptem_32bit:
+		return "32-bit";
+
+	case ptem_64bit:
+		return "64-bit";
+	}
+
+	return "<invalid>";
+}
+
+/* Print ", ip: <ip>" if asked to and the IP is valid. */
+static void print_event_ip(const struct pt_event *event,
+			   const struct ptxed_options *options, uint64_t ip)
+{
+	if (options->print_event_ip && !event->ip_suppressed)
+		printf(", ip: %016" PRIx64, ip);
+}
+
+static void print_event(const struct pt_event *event,
+			const struct ptxed_options *options, uint64_t offset)
+{
+	printf("[");
+
+	if (options->print_offset)
+		printf("%016" PRIx64 "  ", offset);
+
+	if (options->print_event_time && event->has_tsc)
+		printf("%016" PRIx64 "  ", event->tsc);
+
+	switch (event->type) {
+	case ptev_enabled:
+		printf("%s", event->variant.enabled.resumed ? "resumed" :
+		       "enabled");
+
+		/* The enabled IP is always valid. */
+		if (options->print_event_ip)
+			printf(", ip: %016" PRIx64, event->variant.enabled.ip);
+		break;
+
+	case ptev_disabled:
+		printf("disabled");
+		print_event_ip(event, options, event->variant.disabled.ip);
+		break;
+
+	case ptev_async_disabled:
+		printf("disabled");
+
+		if (options->print_event_ip) {
+			printf(", at: %016" PRIx64,
+			       event->variant.async_disabled.at);
+
+			if (!event->ip_suppressed)
+				printf(", ip: %016" PRIx64,
+				       event->variant.async_disabled.ip);
+		}
+		break;
+
+	case ptev_async_branch:
+		printf("interrupt");
+
+		if (options->print_event_ip) {
+			printf(", from: %016" PRIx64,
+			       event->variant.async_branch.from);
+
+			if (!event->ip_suppressed)
+				printf(", to: %016" PRIx64,
+				       event->variant.async_branch.to);
+		}
+		break;
+
+	case ptev_paging:
+		printf("paging, cr3: %016" PRIx64 "%s",
+		       event->variant.paging.cr3,
+		       event->variant.paging.non_root ? ", nr" : "");
+		break;
+
+	case ptev_async_paging:
+		printf("paging, cr3: %016" PRIx64 "%s",
+		       event->variant.async_paging.cr3,
+		       event->variant.async_paging.non_root ? ", nr" : "");
+
+		if (options->print_event_ip)
+			printf(", ip: %016" PRIx64,
+			       event->variant.async_paging.ip);
+		break;
+
+	case ptev_overflow:
+		printf("overflow");
+		print_event_ip(event, options, event->variant.overflow.ip);
+		break;
+
+	case ptev_exec_mode:
+		printf("exec mode: %s",
+		       print_exec_mode(event->variant.exec_mode.mode));
+		print_event_ip(event, options, event->variant.exec_mode.ip);
+		break;
+
+	case ptev_tsx:
+		if (event->variant.tsx.aborted)
+			printf("aborted");
+		else if (event->variant.tsx.speculative)
+			printf("begin transaction");
+		else
+			printf("committed");
+
+		print_event_ip(event, options, event->variant.tsx.ip);
+		break;
+
+	case ptev_stop:
+		printf("stopped");
+		break;
+
+	case ptev_vmcs:
+		printf("vmcs, base: %016" PRIx64, event->variant.vmcs.base);
+		break;
+
+	case ptev_async_vmcs:
+		printf("vmcs, base: %016" PRIx64,
+		       event->variant.async_vmcs.base);
+
+		if (options->print_event_ip)
+			printf(", ip: %016" PRIx64,
+			       event->variant.async_vmcs.ip);
+		break;
+
+	case ptev_exstop:
+		printf("exstop");
+		print_event_ip(event, options, event->variant.exstop.ip);
+		break;
+
+	case ptev_mwait:
+		printf("mwait %" PRIx32 " %" PRIx32,
+		       event->variant.mwait.hints, event->variant.mwait.ext);
+		print_event_ip(event, options, event->variant.mwait.ip);
+		break;
+
+	case ptev_pwre:
+		printf("pwre c%u.%u", (event->variant.pwre.state + 1) & 0xf,
+		       (event->variant.pwre.sub_state + 1) & 0xf);
+
+		if (event->variant.pwre.hw)
+			printf(" hw");
+		break;
+
+	case ptev_pwrx:
+		printf("pwrx ");
+
+		if (event->variant.pwrx.interrupt)
+			printf("int: ");
+
+		if (event->variant.pwrx.store)
+			printf("st: ");
+
+		if (event->variant.pwrx.autonomous)
+			printf("hw: ");
+
+		printf("c%u (c%u)", (event->variant.pwrx.last + 1) & 0xf,
+		       (event->variant.pwrx.deepest + 1) & 0xf);
+		break;
+
+	case ptev_ptwrite:
+		printf("ptwrite: %" PRIx64, event->variant.ptwrite.payload);
+		print_event_ip(event, options, event->variant.ptwrite.ip);
+		break;
+
+	case ptev_tick:
+		printf("tick");
+		print_event_ip(event, options, event->variant.tick.ip);
+		break;
+
+	case ptev_cbr:
+		printf("cbr: %x", event->variant.cbr.ratio);
+		break;
+
+	case ptev_mnt:
+		printf("mnt: %" PRIx64, event->variant.mnt.payload);
+		break;
+
+	case ptev_tip:
+		printf("tip: %" PRIx64, event->variant.tip.ip);
+		break;
+
+	case ptev_tnt: {
+		uint64_t index;
+
+		/* The oldest bit is the highest of @size bits. */
+		printf("tnt: ");
+		for (index = event->variant.tnt.size; index; index >>= 1)
+			printf("%s",
+			       (event->variant.tnt.bits & index) ? "!" : ".");
+	}
+		break;
+
+	case ptev_iflags:
+		printf("interrupts %s",
+		       event->variant.iflags.iflag ? "enabled" : "disabled");
+		print_event_ip(event, options, event->variant.iflags.ip);
+		break;
+
+	case ptev_interrupt:
+		printf("interrupt %u", event->variant.interrupt.vector);
+
+		if (event->variant.interrupt.has_cr2)
+			printf(", cr2: %016" PRIx64,
+			       event->variant.interrupt.cr2);
+
+		print_event_ip(event, options, event->variant.interrupt.ip);
+		break;
+
+	case ptev_iret:
+		printf("iret");
+		print_event_ip(event, options, event->variant.iret.ip);
+		break;
+
+	case ptev_smi:
+		printf("smi");
+		print_event_ip(event, options, event->variant.smi.ip);
+		break;
+
+	case ptev_rsm:
+		printf("rsm");
+		print_event_ip(event, options, event->variant.rsm.ip);
+		break;
+
+	case ptev_sipi:
+		printf("sipi: %x", event->variant.sipi.vector);
+		break;
+
+	case ptev_init:
+		printf("init");
+		print_event_ip(event, options, event->variant.init.ip);
+		break;
+
+	case ptev_vmentry:
+		printf("vmentry");
+		print_event_ip(event, options, event->variant.vmentry.ip);
+		break;
+
+	case ptev_vmexit:
+		printf("vmexit");
+
+		if (event->variant.vmexit.has_vector)
+			printf(", intr: %u", event->variant.vmexit.vector);
+
+		if (event->variant.vmexit.has_vmxr)
+			printf(", vmxr: %016" PRIx64,
+			       event->variant.vmexit.vmxr);
+
+		if (event->variant.vmexit.has_vmxq)
+			printf(", vmxq: %016" PRIx64,
+			       event->variant.vmexit.vmxq);
+
+		print_event_ip(event, options, event->variant.vmexit.ip);
+		break;
+
+	case ptev_shutdown:
+		printf("shutdown");
+		print_event_ip(event, options, event->variant.shutdown.ip);
+		break;
+
+	case ptev_uintr:
+		printf("uintr %u", event->variant.uintr.vector);
+		print_event_ip(event, options, event->variant.uintr.ip);
+		break;
+
+	case ptev_uiret:
+		printf("uiret");
+		print_event_ip(event, options, event->variant.uiret.ip);
+		break;
+
+	case ptev_trig:
+		printf("trig %02x", event->variant.trig.trbv);
+
+		if (event->variant.trig.mult)
+			printf(", mult");
+
+		print_event_ip(event, options, event->variant.trig.ip);
+
+		if (event->variant.trig.icnt)
+			printf(", icnt: %u", event->variant.trig.icnt);
+		break;
+
+	case ptev_swintr:
+		printf("swintr %u", event->variant.swintr.vector);
+		print_event_ip(event, options, event->variant.swintr.ip);
+		break;
+
+	case ptev_syscall:
+		printf("syscall");
+		print_event_ip(event, options, event->variant.syscall.ip);
+		break;
+	}
+
+	printf("]\n");
+}
+
+/* ---- errors ---- */
+
+static int ptxed_get_offset(const struct ptxed_decoder *decoder,
+			    uint64_t *offset)
+{
+	switch (decoder->type) {
+	case pdt_insn_decoder:
+		return pt_insn_get_offset(decoder->variant.insn, offset);
+
+	case pdt_block_decoder:
+		return pt_blk_get_offset(decoder->variant.block, offset);
+	}
+
+	return -pte_internal;
+}
+
+/* Report an error at @ip with the decoder's current trace offset. */
+static void diagnose(const struct ptxed_decoder *decoder, uint64_t ip,
+		     const char *errtype, int errcode)
+{
+	uint64_t pos;
+	int err;
+
+	pos = 0ull;
+	err = ptxed_get_offset(decoder, &pos);
+	if (err < 0) {
+		printf("could not determine offset: %s\n",
+		       pt_errstr(pt_errcode(err)));
+		printf("[?, %" PRIx64 ": %s: %s]\n", ip, errtype,
+		       pt_errstr(pt_errcode(errcode)));
+	} else
+		printf("[%" PRIx64 ", %" PRIx64 ": %s: %s]\n", pos, ip,
+		       errtype, pt_errstr(pt_errcode(errcode)));
+}
+
+/* An error from pt_insn_next() concerns either @insn or the instruction
+ * after it.  If @insn decodes and we can tell where it goes, report the
+ * error there; -pte_bad_query always concerns @insn itself. */
+static void diagnose_insn(const struct ptxed_decoder *decoder,
+			  const char *errtype, int errcode,
+			  const struct pt_insn *insn)
+{
+	uint64_t ip;
+
+	ip = insn->ip;
+	if (errcode != -pte_bad_query && insn->iclass != ptic_unknown) {
+		struct ptxed_dis dis;
+		ZyanStatus zs;
+
+		zs = ptxed_decode(decoder, &dis, insn->mode, insn->raw,
+				  insn->size);
+		if (ZYAN_SUCCESS(zs))
+			(void) ptxed_next_ip(&ip, &dis, ip);
+	}
+
+	diagnose(decoder, ip, errtype, errcode);
+}
+
+/* ---- the instruction flow decoder ---- */
+
+static int handle_one_event_insn(struct ptxed_decoder *decoder,
+				 const struct ptxed_options *options,
+				 uint64_t *time)
+{
+	struct pt_insn_decoder *ptdec;
+	struct pt_event event;
+	uint64_t offset;
+	int status, errcode;
+
+	ptdec = decoder->variant.insn;
+	offset = 0ull;
+	if (options->print_offset) {
+		errcode = pt_insn_get_offset(ptdec, &offset);
+		if (errcode < 0)
+			return errcode;
+	}
+
+	status = pt_insn_event(ptdec, &event, sizeof(event));
+	if (status < 0)
+		return status;
+
+	*time = event.tsc;
+
+	if (!options->quiet && !event.status_update)
+		print_event(&event, options, offset);
+
+	return status;
+}
+
+static int drain_events_insn(struct ptxed_decoder *decoder, uint64_t *time,
+			     int status, const struct ptxed_options *options)
+{
+	while (status & pts_event_pending) {
+		status = handle_one_event_insn(decoder, options, time);
+		if (status < 0)
+			break;
+	}
+
+	return status;
+}
+
+/* Resync after an error; events the decoder skips on the way are still
+ * reported. */
+static int resync_insn(struct ptxed_decoder *decoder,
+		       const struct ptxed_options *options, uint64_t *time)
+{
+	int status;
+
+	for (;;) {
+		status = pt_insn_resync(decoder->variant.insn);
+		if (status >= 0)
+			break;
+
+		if (status != -pte_event_ignored)
+			return status;
+
+		status = handle_one_event_insn(decoder, options, time);
+		if (status < 0)
+			return status;
+	}
+
+	if ((status & pts_ip_suppressed) && !options->quiet)
+		printf("[disabled]\n");
+
+	return status;
+}
+
+static int decode_one_insn(struct ptxed_decoder *decoder,
+			   const struct ptxed_options *options,
+			   struct ptxed_stats *stats, struct pt_insn *insn,
+			   uint64_t time)
+{
+	struct pt_insn_decoder *ptdec;
+	uint64_t offset;
+	int status;
+
+	ptdec = decoder->variant.insn;
+	offset = 0ull;
+
+	if (options->print_offset || options->check) {
+		status = pt_insn_get_offset(ptdec, &offset);
+		if (status < 0)
+			return status;
+	}
+
+	status = pt_insn_next(ptdec, insn, sizeof(*insn));
+	if (status < 0) {
+		/* An event that was not announced: the block decoder would
+		 * return an empty block; fetch the event instead. */
+		if (status == -pte_event_ignored)
+			return pts_event_pending;
+
+		/* The instruction may have been decoded even so. */
+		if (insn->iclass == ptic_unknown)
+			return status;
+	}
+
+	if (!options->quiet)
+		print_insn(decoder, insn, options, offset, time);
+
+	if (stats)
+		stats->insn += 1;
+
+	if (options->check)
+		check_insn(decoder, insn, offset);
+
+	return status;
+}
+
+static void decode_insn(struct ptxed_decoder *decoder,
+			const struct ptxed_options *options,
+			struct ptxed_stats *stats)
+{
+	struct pt_insn_decoder *ptdec;
+	uint64_t sync, time;
+
+	ptdec = decoder->variant.insn;
+	sync = 0ull;
+	time = 0ull;
+	for (;;) {
+		struct pt_insn insn;
+		int status;
+
+		/* @insn is used for error reports. */
+		memset(&insn, 0, sizeof(insn));
+
+		status = pt_insn_sync_forward(ptdec);
+		if (status < 0) {
+			uint64_t new_sync;
+			int errcode;
+
+			if (status == -pte_eos)
+				break;
+
+			diagnose(decoder, insn.ip, "sync error", status);
+
+			/* Give up if we are not making progress. */
+			errcode = pt_insn_get_offset(ptdec, &new_sync);
+			if (errcode < 0 || (new_sync <= sync))
+				break;
+
+			sync = new_sync;
+			continue;
+		}
+
+		for (;;) {
+			for (;;) {
+				status = drain_events_insn(decoder, &time,
+							   status, options);
+				if (status < 0)
+					break;
+
+				if (status & pts_eos) {
+					if (!(status & pts_ip_suppressed) &&
+					    !options->quiet)
+						printf("[end of trace]\n");
+
+					status = -pte_eos;
+					break;
+				}
+
+				status = decode_one_insn(decoder, options,
+							 stats, &insn, time);
+				if (status < 0)
+					break;
+			}
+
+			if (status == -pte_eos)
+				return;
+
+			diagnose_insn(decoder, "error", status, &insn);
+
+			if (!options->resync_on_error)
+				break;
+
+			status = resync_insn(decoder, options, &time);
+			if (status < 0) {
+				diagnose_insn(decoder, "resync error", status,
+					      &insn);
+				break;
+			}
+		}
+	}
+}
+
+/* ---- the block decoder ---- */
+
+/* Fetch the instruction at @ip in @block: the block's own copy if it is
+ * the truncated last one, else from memory. */
+static int block_fetch_insn(const struct ptxed_decoder *decoder,
+			    struct pt_insn *insn,
+			    const struct pt_block *block, uint64_t ip)
+{
+	int size;
+
+	if (!block->ninsn)
+		return -pte_invalid;
+
+	memset(insn, 0, sizeof(*insn));
+	insn->mode = block->mode;
+	insn->isid = block->isid;
+	insn->ip = ip;
+
+	if ((ip == block->end_ip) && block->truncated) {
+		if (!block->size || (sizeof(insn->raw) < (size_t) block->size))
+			return -pte_bad_insn;
+
+		insn->size = block->size;
+		memcpy(insn->raw, block->raw, insn->size);
+		return 0;
+	}
+
+#ifndef IPT_NO_STDIO
+	if (insn->isid > 0 || !decoder->use_callback)
+		size = pt_iscache_read(decoder->iscache, insn->raw,
+				       sizeof(insn->raw), insn->isid, ip);
+	else
+#endif
+		size = ptxed_mem_read(&decoder->memory, insn->raw,
+				      sizeof(insn->raw), ip);
+	if (size < 0)
+		return size;
+
+	insn->size = (uint8_t) size;
+	return 0;
+}
+
+/* An error from pt_blk_next() usually concerns the instruction after the
+ * block: report it at the IP the last instruction leads to, if we can tell
+ * (-pte_bad_query concerns the last instruction itself). */
+static void diagnose_block(const struct ptxed_decoder *decoder,
+			   const char *errtype, int errcode,
+			   const struct pt_block *block)
+{
+	uint64_t ip;
+
+	if (!block->ninsn)
+		ip = block->ip;
+	else {
+		ip = block->end_ip;
+
+		if (errcode != -pte_bad_query) {
+			struct pt_insn insn;
+			struct ptxed_dis dis;
+			ZyanStatus zs;
+
+			if (block_fetch_insn(decoder, &insn, block, ip) >= 0) {
+				zs = ptxed_decode(decoder, &dis, block->mode,
+						  insn.raw, insn.size);
+				if (ZYAN_SUCCESS(zs))
+					(void) ptxed_next_ip(&ip, &dis,
+							     insn.ip);
+			}
+		}
+	}
+
+	diagnose(decoder, ip, errtype, errcode);
+}
+
+/* Walk the block's instructions from its first IP, printing each. */
+static void print_block(const struct ptxed_decoder *decoder,
+			const struct pt_block *block,
+			const struct ptxed_options *options,
+			const struct ptxed_stats *stats, uint64_t offset,
+			uint64_t time)
+{
+	uint64_t ip;
+	uint16_t ninsn;
+
+	if (options->track_blocks) {
+		printf("[block");
+		if (stats)
+			printf(" %" PRIx64, stats->blocks);
+		printf("]\n");
+	}
+
+	ninsn = block->ninsn;
+	if (!ninsn)
+		return;
+
+	ip = block->ip;
+	for (;;) {
+		struct pt_insn insn;
+		struct ptxed_dis dis;
+		ZyanStatus zs;
+		int errcode;
+
+		if (options->print_offset)
+			printf("%016" PRIx64 "  ", offset);
+
+		if (options->print_time)
+			printf("%016" PRIx64 "  ", time);
+
+		if (block->speculative)
+			printf("? ");
+
+		printf("%016" PRIx64, ip);
+
+		errcode = block_fetch_insn(decoder, &insn, block, ip);
+		if (errcode < 0) {
+			printf(" [fetch error: %s]\n",
+			       pt_errstr(pt_errcode(errcode)));
+			break;
+		}
+
+		zs = ptxed_decode(decoder, &dis, block->mode, insn.raw,
+				  insn.size);
+		if (!ZYAN_SUCCESS(zs)) {
+			print_raw_insn(&insn);
+			printf(" [xed decode error: (%u) %s]\n",
+			       ptxed_zydis_errnum(zs), ptxed_zydis_errstr(zs));
+			break;
+		}
+
+		if (!options->dont_print_insn)
+			dis_print_insn(decoder, &dis, &insn, options);
+
+		printf("\n");
+
+		ninsn -= 1;
+		if (!ninsn)
+			break;
+
+		errcode = ptxed_next_ip(&ip, &dis, ip);
+		if (errcode < 0) {
+			diagnose(decoder, ip, "reconstruct error", errcode);
+			break;
+		}
+	}
+
+	if (ip != block->end_ip)
+		diagnose(decoder, ip, "reconstruct error", -pte_nosync);
+}
+
+/* Walk the block again: every instruction must decode, the walk must end
+ * at end_ip, and the last instruction's class must match. */
+static void check_block(const struct ptxed_decoder *decoder,
+			const struct pt_block *block, uint64_t offset)
+{
+	struct pt_insn insn;
+	struct ptxed_dis dis;
+	uint64_t ip;
+	uint16_t ninsn;
+	int errcode;
+
+	ninsn = block->ninsn;
+	if (!ninsn)
+		return;
+
+	if (block->isid <= 0 && !decoder->use_callback)
+		printf("[%" PRIx64 ", %" PRIx64 ": check error: "
+		       "bad isid]\n", offset, block->ip);
+
+	ip = block->ip;
+	do {
+		ZyanStatus zs;
+
+		errcode = block_fetch_insn(decoder, &insn, block, ip);
+		if (errcode < 0) {
+			printf("[%" PRIx64 ", %" PRIx64 ": fetch error: %s]\n",
+			       offset, ip, pt_errstr(pt_errcode(errcode)));
+			return;
+		}
+
+		zs = ptxed_decode(decoder, &dis, block->mode, insn.raw,
+				  insn.size);
+		if (!ZYAN_SUCCESS(zs)) {
+			printf("[%" PRIx64 ", %" PRIx64
+			       ": xed error: (%u) %s]\n", offset, insn.ip,
+			       ptxed_zydis_errnum(zs), ptxed_zydis_errstr(zs));
+			return;
+		}
+
+		errcode = ptxed_next_ip(&ip, &dis, ip);
+		if (errcode < 0) {
+			printf("[%" PRIx64 ", %" PRIx64 ": error: %s]\n",
+			       offset, ip, pt_errstr(pt_errcode(errcode)));
+			return;
+		}
+	} while (--ninsn);
+
+	/* @insn and @dis are the block's last instruction. */
+	if (insn.ip != block->end_ip)
+		printf("[%" PRIx64 ", %" PRIx64 ": error: did not reach end: %"
+		       PRIx64 "]\n", offset, insn.ip, block->end_ip);
+
+	insn.iclass = block->iclass;
+	if (insn.iclass)
+		check_insn_iclass(&dis, &insn, offset);
+}
+
+static int handle_one_event_block(struct ptxed_decoder *decoder,
+				  const struct ptxed_options *options,
+				  uint64_t *time)
+{
+	struct pt_block_decoder *ptdec;
+	struct pt_event event;
+	uint64_t offset;
+	int status, errcode;
+
+	ptdec = decoder->variant.block;
+	offset = 0ull;
+	if (options->print_offset) {
+		errcode = pt_blk_get_offset(ptdec, &offset);
+		if (errcode < 0)
+			return errcode;
+	}
+
+	status = pt_blk_event(ptdec, &event, sizeof(event));
+	if (status < 0)
+		return status;
+
+	*time = event.tsc;
+
+	if (!options->quiet && !event.status_update)
+		print_event(&event, options, offset);
+
+	return status;
+}
+
+static int drain_events_block(struct ptxed_decoder *decoder, uint64_t *time,
+			      int status, const struct ptxed_options *options)
+{
+	while (status & pts_event_pending) {
+		status = handle_one_event_block(decoder, options, time);
+		if (status < 0)
+			break;
+	}
+
+	return status;
+}
+
+static int resync_block(struct ptxed_decoder *decoder,
+			const struct ptxed_options *options, uint64_t *time)
+{
+	int status;
+
+	for (;;) {
+		status = pt_blk_resync(decoder->variant.block);
+		if (status >= 0)
+			break;
+
+		if (status != -pte_event_ignored)
+			return status;
+
+		status = handle_one_event_block(decoder, options, time);
+		if (status < 0)
+			return status;
+	}
+
+	if ((status & pts_ip_suppressed) && !options->quiet)
+		printf("[disabled]\n");
+
+	return status;
+}
+
+static int decode_one_block(struct ptxed_decoder *decoder,
+			    const struct ptxed_options *options,
+			    struct ptxed_stats *stats, struct pt_block *block,
+			    uint64_t time)
+{
+	struct pt_block_decoder *ptdec;
+	uint64_t offset;
+	int status;
+
+	ptdec = decoder->variant.block;
+	offset = 0ull;
+
+	if (options->print_offset || options->check) {
+		status = pt_blk_get_offset(ptdec, &offset);
+		if (status < 0)
+			return status;
+	}
+
+	status = pt_blk_next(ptdec, block, sizeof(*block));
+
+	/* Even after an error, the block may hold instructions. */
+	if (stats) {
+		stats->insn += block->ninsn;
+		stats->blocks += 1;
+	}
+
+	if (!options->quiet)
+		print_block(decoder, block, options, stats, offset, time);
+
+	if (options->check)
+		check_block(decoder, block, offset);
+
+	return status;
+}
+
+static void decode_block(struct ptxed_decoder *decoder,
+			 const struct ptxed_options *options,
+			 struct ptxed_stats *stats)
+{
+	struct pt_block_decoder *ptdec;
+	uint64_t sync, time;
+
+	ptdec = decoder->variant.block;
+	sync = 0ull;
+	time = 0ull;
+	for (;;) {
+		struct pt_block block;
+		int status;
+
+		/* The IP and ninsn are used for error reports. */
+		memset(&block, 0, sizeof(block));
+
+		status = pt_blk_sync_forward(ptdec);
+		if (status < 0) {
+			uint64_t new_sync;
+			int errcode;
+
+			if (status == -pte_eos)
+				break;
+
+			diagnose_block(decoder, "sync error", status, &block);
+
+			/* Give up if we are not making progress. */
+			errcode = pt_blk_get_offset(ptdec, &new_sync);
+			if (errcode < 0 || (new_sync <= sync))
+				break;
+
+			sync = new_sync;
+			continue;
+		}
+
+		for (;;) {
+			for (;;) {
+				status = drain_events_block(decoder, &time,
+							    status, options);
+				if (status < 0)
+					break;
+
+				if (status & pts_eos) {
+					if (!(status & pts_ip_suppressed) &&
+					    !options->quiet)
+						printf("[end of trace]\n");
+
+					status = -pte_eos;
+					break;
+				}
+
+				status = decode_one_block(decoder, options,
+							  stats, &block, time);
+				if (status < 0)
+					break;
+			}
+
+			if (status == -pte_eos)
+				return;
+
+			diagnose_block(decoder, "error", status, &block);
+
+			if (!options->resync_on_error)
+				break;
+
+			status = resync_block(decoder, options, &time);
+			if (status < 0) {
+				diagnose_block(decoder, "resync error", status,
+					       &block);
+				break;
+			}
+		}
+	}
+}
+
+static int alloc_decoder(struct ptxed_decoder *decoder,
+			 const struct pt_config *conf, struct pt_image *image,
+			 const char *prog)
+{
+	struct pt_config config;
+	int errcode;
+
+	config = *conf;
+
+	switch (decoder->type) {
+	case pdt_insn_decoder:
+		config.flags = decoder->insn_flags;
+
+		decoder->variant.insn = pt_insn_alloc_decoder(&config);
+		if (!decoder->variant.insn) {
+			fprintf(stderr, "%s: failed to create decoder.\n",
+				prog);
+			return -pte_nomem;
+		}
+
+		errcode = pt_insn_set_image(decoder->variant.insn, image);
+		if (errcode < 0) {
+			fprintf(stderr, "%s: failed to set image.\n", prog);
+			return errcode;
+		}
+		break;
+
+	case pdt_block_decoder:
+		config.flags = decoder->block_flags;
+
+		decoder->variant.block = pt_blk_alloc_decoder(&config);
+		if (!decoder->variant.block) {
+			fprintf(stderr, "%s: failed to create  decoder.\n",
+				prog);
+			return -pte_nomem;
+		}
+
+		errcode = pt_blk_set_image(decoder->variant.block, image);
+		if (errcode < 0) {
+			fprintf(stderr, "%s: failed to set image.\n", prog);
+			return errcode;
+		}
+		break;
+	}
+
+	return 0;
+}
+
+static void print_stats(const struct ptxed_stats *stats)
+{
+	if (stats->flags & ptxed_stat_insn)
+		printf("insn: %" PRIu64 ".\n", stats->insn);
+
+	if (stats->flags & ptxed_stat_blocks)
+		printf("blocks:\t%" PRIu64 ".\n", stats->blocks);
+}
+
+/* ---- numeric option arguments ---- */
+
+static int get_arg_uint64(uint64_t *value, const char *option,
+			  const char *arg, const char *prog)
+{
+	char *rest;
+
+	if (!arg || arg[0] == 0 || (arg[0] == '-' && arg[1] == '-')) {
+		fprintf(stderr, "%s: %s: missing argument.\n", prog, option);
+		return 0;
+	}
+
+	errno = 0;
+	*value = strtoull(arg, &rest, 0);
+	if (errno || *rest) {
+		fprintf(stderr, "%s: %s: bad argument: %s.\n", prog, option,
+			arg);
+		return 0;
+	}
+
+	return 1;
+}
+
+static int get_arg_max(uint64_t *value, uint64_t max, const char *option,
+		       const char *arg, const char *prog)
+{
+	if (!get_arg_uint64(value, option, arg, prog))
+		return 0;
+
+	if (*value > max) {
+		fprintf(stderr, "%s: %s: value too big: %s.\n", prog, option,
+			arg);
+		return 0;
+	}
+
+	return 1;
+}
+
+static int get_arg_uint32(uint32_t *value, const char *option,
+			  const char *arg, const char *prog)
+{
+	uint64_t val;
+
+	if (!get_arg_max(&val, UINT32_MAX, option, arg, prog))
+		return 0;
+
+	*value = (uint32_t) val;
+	return 1;
+}
+
+static int get_arg_uint8(uint8_t *value, const char *option, const char *arg,
+			 const char *prog)
+{
+	uint64_t val;
+
+	if (!get_arg_max(&val, UINT8_MAX, option, arg, prog))
+		return 0;
+
+	*value = (uint8_t) val;
+	return 1;
+}
+
+/* --filter:addr<n>_cfg, _a, _b for n in 0..3.  Returns 1 if @arg is one
+ * of them and it was handled, -1 on error, 0 if @arg is something else. */
+static int ptxed_filter_option(struct pt_config *config,
+			       const struct ptxed_decoder *decoder,
+			       const char *arg, const char *value,
+			       const char *prog)
+{
+	static const char prefix[] = "--filter:addr";
+	struct pt_conf_addr_filter *filter;
+	const char *suffix;
+	uint64_t *addr_a, *addr_b;
+	unsigned int n;
+
+	if (strncmp(arg, prefix, sizeof(prefix) - 1) != 0)
+		return 0;
+
+	suffix = arg + sizeof(prefix) - 1;
+	if (suffix[0] < '0' || '3' < suffix[0] || suffix[1] != '_')
+		return 0;
+
+	n = (unsigned int) (suffix[0] - '0');
+	suffix += 2;
+	if (strcmp(suffix, "cfg") != 0 && strcmp(suffix, "a") != 0 &&
+	    strcmp(suffix, "b") != 0)
+		return 0;
+
+	/* The filter is part of the configuration the decoder copies. */
+	if (ptxed_have_decoder(decoder)) {
+		fprintf(stderr, "%s: please specify %s before --pt.\n", prog,
+			arg);
+		return -1;
+	}
+
+	filter = &config->addr_filter;
+	if (strcmp(suffix, "cfg") == 0) {
+		uint64_t addr_cfg;
+
+		if (!get_arg_max(&addr_cfg, 15, arg, value, prog))
+			return -1;
+
+		filter->config.addr_cfg |= addr_cfg << (n * 4);
+		return 1;
+	}
+
+	switch (n) {
+	case 0:
+		addr_a = &filter->addr0_a;
+		addr_b = &filter->addr0_b;
+		break;
+	case 1:
+		addr_a = &filter->addr1_a;
+		addr_b = &filter->addr1_b;
+		break;
+	case 2:
+		addr_a = &filter->addr2_a;
+		addr_b = &filter->addr2_b;
+		break;
+	default:
+		addr_a = &filter->addr3_a;
+		addr_b = &filter->addr3_b;
+		break;
+	}
+
+	return get_arg_uint64(strcmp(suffix, "a") == 0 ? addr_a : addr_b, arg,
+			      value, prog) ? 1 : -1;
+}
+
+/* ---- main ---- */
+
+int main(int argc, char *argv[])
+{
+	struct ptxed_decoder decoder;
+	struct ptxed_options options;
+	struct ptxed_stats stats;
+	struct pt_config config;
+	struct pt_image *image;
+	const char *prog, *image_name;
+	int errcode, i, status;
+
+	if (!argc) {
+		help("");
+		return 1;
+	}
+
+	prog = argv[0];
+	image = NULL;
+	image_name = NULL;
+	status = 1;
+
+	memset(&options, 0, sizeof(options));
+	memset(&stats, 0, sizeof(stats));
+	pt_config_init(&config);
+
+	errcode = ptxed_init_decoder(&decoder);
+	if (errcode < 0) {
+		fprintf(stderr, "%s: error initializing decoder: %s.\n", prog,
+			pt_errstr(pt_errcode(errcode)));
+		ptxed_free_decoder(&decoder);
+		return 1;
+	}
+
+	/* The image takes its name at allocation: look for one first. */
+	for (i = 1; i + 1 < argc; ++i)
+		if (strcmp(argv[i], "--image-name") == 0)
+			image_name = argv[i + 1];
+
+	image = pt_image_alloc(image_name);
+	if (!image) {
+		fprintf(stderr, "%s: failed to allocate image.\n", prog);
+		goto out;
+	}
+
+	for (i = 1; i < argc;) {
+		char *arg;
+
+		arg = argv[i++];
+
+		if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
+			help(prog);
+			status = 0;
+			goto out;
+		}
+		if (strcmp(arg, "--version") == 0) {
+			version(prog);
+			status = 0;
+			goto out;
+		}
+		if (strcmp(arg, "--pt") == 0) {
+			if (argc <= i) {
+				fprintf(stderr,
+					"%s: --pt: missing argument.\n", prog);
+				status = 0;
+				goto out;
+			}
+			arg = argv[i++];
+
+			if (ptxed_have_decoder(&decoder)) {
+				fprintf(stderr,
+					"%s: duplicate pt sources: %s.\n",
+					prog, arg);
+				goto out;
+			}
+
+			if (config.cpu.vendor) {
+				errcode = pt_cpu_errata(&config.errata,
+							&config.cpu);
+				if (errcode < 0)
+					printf("[0, 0: config error: %s]\n",
+					       pt_errstr(pt_errcode(errcode)));
+			}
+
+			if (load_pt(&config, arg, prog) < 0)
+				goto out;
+
+			if (alloc_decoder(&decoder, &config, image, prog) < 0)
+				goto out;
+
+			continue;
+		}
+		if (strcmp(arg, "--raw") == 0) {
+			if (argc <= i) {
+				fprintf(stderr,
+					"%s: --raw: missing argument.\n", prog);
+				status = 0;
+				goto out;
+			}
+			arg = argv[i++];
+
+			if (load_raw(&decoder, image, arg, prog) < 0) {
+				fprintf(stderr, "%s: --raw: failed to load "
+					"'%s'.\n", prog, arg);
+				goto out;
+			}
+
+			continue;
+		}
+		if (strcmp(arg, "--elf") == 0) {
+			uint64_t base;
+
+			if (argc <= i) {
+				fprintf(stderr,
+					"%s: --elf: missing argument.\n", prog);
+				status = 0;
+				goto out;
+			}
+			arg = argv[i++];
+
+			base = 0ull;
+			(void) extract_base(arg, &base);
+
+			if (load_elf(&decoder, image, arg, base, prog,
+				     options.track_image) < 0)
+				goto out;
+
+			continue;
+		}
+		if (strcmp(arg, "--ipt:callback") == 0) {
+			decoder.use_callback = 1;
+			continue;
+		}
+		if (strcmp(arg, "--image-name") == 0) {
+			/* Taken above; skip the name. */
+			if (argc <= i) {
+				fprintf(stderr, "%s: --image-name: missing "
+					"argument.\n", prog);
+				goto out;
+			}
+			i += 1;
+			continue;
+		}
+		if (strcmp(arg, "--att") == 0) {
+			options.att_format = 1;
+			continue;
+		}
+		if (strcmp(arg, "--no-inst") == 0) {
+			options.dont_print_insn = 1;
+			continue;
+		}
+		if (strcmp(arg, "--quiet") == 0 || strcmp(arg, "-q") == 0) {
+			options.quiet = 1;
+			continue;
+		}
+		if (strcmp(arg, "--offset") == 0) {
+			options.print_offset = 1;
+			continue;
+		}
+		if (strcmp(arg, "--time") == 0) {
+			options.print_time = 1;
+			continue;
+		}
+		if (strcmp(arg, "--raw-insn") == 0) {
+			options.print_raw_insn = 1;
+			continue;
+		}
+		if (strcmp(arg, "--event:time") == 0) {
+			options.print_event_time = 1;
+			continue;
+		}
+		if (strcmp(arg, "--event:ip") == 0) {
+			options.print_event_ip = 1;
+			continue;
+		}
+		if (strcmp(arg, "--event:tick") == 0) {
+			decoder.block_flags.variant.block.enable_tick_events = 1;
+			decoder.insn_flags.variant.insn.enable_tick_events = 1;
+			continue;
+		}
+		if (strcmp(arg, "--event:iflags") == 0) {
+			decoder.block_flags.variant.block.enable_iflags_events =
+				1;
+			decoder.insn_flags.variant.insn.enable_iflags_events =
+				1;
+			continue;
+		}
+		errcode = ptxed_filter_option(&config, &decoder, arg,
+					      i < argc ? argv[i] : NULL, prog);
+		if (errcode < 0)
+			goto out;
+		if (errcode > 0) {
+			i += 1;
+			continue;
+		}
+		if (strcmp(arg, "--check") == 0) {
+			options.check = 1;
+			continue;
+		}
+		if (strcmp(arg, "--resync-on-error") == 0) {
+			options.resync_on_error = 1;
+			continue;
+		}
+		if (strcmp(arg, "--iscache-limit") == 0) {
+			uint64_t limit;
+
+			if (!get_arg_uint64(&limit, arg,
+					    i < argc ? argv[i] : NULL, prog))
+				goto out;
+			i += 1;
+
+#ifndef IPT_NO_STDIO
+			errcode = pt_iscache_set_limit(decoder.iscache, limit);
+#else
+			errcode = -pte_not_supported;
+#endif
+			if (errcode < 0) {
+				fprintf(stderr, "%s: error setting iscache "
+					"limit: %s.\n", prog,
+					pt_errstr(pt_errcode(errcode)));
+				goto out;
+			}
+
+			continue;
+		}
+		if (strcmp(arg, "--stat") == 0) {
+			options.print_stats = 1;
+			continue;
+		}
+		if (strcmp(arg, "--stat:insn") == 0) {
+			options.print_stats = 1;
+			stats.flags |= ptxed_stat_insn;
+			continue;
+		}
+		if (strcmp(arg, "--stat:blocks") == 0) {
+			options.print_stats = 1;
+			stats.flags |= ptxed_stat_blocks;
+			continue;
+		}
+		if (strcmp(arg, "--cpu") == 0) {
+			/* The errata are looked up when the decoder is
+			 * allocated. */
+			if (ptxed_have_decoder(&decoder)) {
+				fprintf(stderr, "%s: please specify cpu before "
+					"the pt source file.\n", prog);
+				goto out;
+			}
+			if (argc <= i) {
+				fprintf(stderr,
+					"%s: --cpu: missing argument.\n", prog);
+				status = 0;
+				goto out;
+			}
+			arg = argv[i++];
+
+			if (strcmp(arg, "none") == 0) {
+				memset(&config.cpu, 0, sizeof(config.cpu));
+				continue;
+			}
+
+			errcode = ipt_cpu_parse(&config.cpu, arg);
+			if (errcode < 0) {
+				fprintf(stderr, "%s: cpu must be specified as "
+					"f/m[/s]\n", prog);
+				goto out;
+			}
+			continue;
+		}
+		if (strcmp(arg, "--mtc-freq") == 0) {
+			if (!get_arg_uint8(&config.mtc_freq, "--mtc-freq",
+					   i < argc ? argv[i] : NULL, prog))
+				goto out;
+			i += 1;
+			continue;
+		}
+		if (strcmp(arg, "--nom-freq") == 0) {
+			if (!get_arg_uint8(&config.nom_freq, "--nom-freq",
+					   i < argc ? argv[i] : NULL, prog))
+				goto out;
+			i += 1;
+			continue;
+		}
+		if (strcmp(arg, "--cpuid-0x15.eax") == 0) {
+			if (!get_arg_uint32(&config.cpuid_0x15_eax,
+					    "--cpuid-0x15.eax",
+					    i < argc ? argv[i] : NULL, prog))
+				goto out;
+			i += 1;
+			continue;
+		}
+		if (strcmp(arg, "--cpuid-0x15.ebx") == 0) {
+			if (!get_arg_uint32(&config.cpuid_0x15_ebx,
+					    "--cpuid-0x15.ebx",
+					    i < argc ? argv[i] : NULL, prog))
+				goto out;
+			i += 1;
+			continue;
+		}
+		if (strcmp(arg, "--verbose") == 0 || strcmp(arg, "-v") == 0) {
+			options.track_image = 1;
+			continue;
+		}
+		if (strcmp(arg, "--insn-decoder") == 0) {
+			if (ptxed_have_decoder(&decoder)) {
+				fprintf(stderr, "%s: please specify %s before "
+					"the pt source file.\n", prog, arg);
+				goto out;
+			}
+
+			decoder.type = pdt_insn_decoder;
+			continue;
+		}
+		if (strcmp(arg, "--insn:keep-tcal-on-ovf") == 0) {
+			decoder.insn_flags.variant.insn.keep_tcal_on_ovf = 1;
+			continue;
+		}
+		if (strcmp(arg, "--block-decoder") == 0) {
+			if (ptxed_have_decoder(&decoder)) {
+				fprintf(stderr, "%s: please specify %s before "
+					"the pt source file.\n", prog, arg);
+				goto out;
+			}
+
+			decoder.type = pdt_block_decoder;
+			continue;
+		}
+		if (strcmp(arg, "--block:show-blocks") == 0) {
+			options.track_blocks = 1;
+			continue;
+		}
+		if (strcmp(arg, "--block:end-on-call") == 0) {
+			decoder.block_flags.variant.block.end_on_call = 1;
+			continue;
+		}
+		if (strcmp(arg, "--block:end-on-jump") == 0) {
+			decoder.block_flags.variant.block.end_on_jump = 1;
+			continue;
+		}
+		if (strcmp(arg, "--block:keep-tcal-on-ovf") == 0) {
+			decoder.block_flags.variant.block.keep_tcal_on_ovf = 1;
+			continue;
+		}
+
+		fprintf(stderr, "%s: unknown option: %s.\n", prog, arg);
+		goto out;
+	}
+
+	if (!ptxed_have_decoder(&decoder)) {
+		fprintf(stderr, "%s: no pt file.\n", prog);
+		goto out;
+	}
+
+	if (options.track_image && image_name)
+		printf("[image: %s]\n", pt_image_name(image));
+
+	if (ptxed_init_formatter(&decoder, options.att_format) < 0) {
+		fprintf(stderr, "%s: failed to set up the disassembler.\n",
+			prog);
+		goto out;
+	}
+
+	/* Without a selection, collect what the decoder type can. */
+	if (options.print_stats && !stats.flags) {
+		stats.flags |= ptxed_stat_insn;
+
+		if (decoder.type == pdt_block_decoder)
+			stats.flags |= ptxed_stat_blocks;
+	}
+
+	switch (decoder.type) {
+	case pdt_insn_decoder:
+		decode_insn(&decoder, &options,
+			    options.print_stats ? &stats : NULL);
+		break;
+
+	case pdt_block_decoder:
+		decode_block(&decoder, &options,
+			     options.print_stats ? &stats : NULL);
+		break;
+	}
+
+	if (options.print_stats)
+		print_stats(&stats);
+
+	status = 0;
+
+out:
+	/* The decoders use the image: free them first. */
+	ptxed_free_decoder(&decoder);
+	pt_image_free(image);
+	free(config.begin);
+	return status;
+}

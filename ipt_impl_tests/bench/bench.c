@@ -1,0 +1,739 @@
+/* bench - decode one trace with one layer, time it, measure peak memory.
+ *
+ * One source, two programs: built against ipt.h, and with -DUSE_LIBIPT
+ * against the system's libipt (<intel-pt.h>, -lipt).  `make bench` runs
+ * both on the same traces, alternating, and compares (see ./run).
+ *
+ *     bench --layer pkt|qry|insn|blk [--image cb|file|iscache]
+ *           [--min-time SEC] DIR NAME
+ *
+ * reads DIR/NAME.pt, DIR/NAME.cfg ("key value" lines: mtc_freq, nom_freq,
+ * cpuid_0x15_eax, cpuid_0x15_ebx, cpu_family, cpu_model, cpu_stepping)
+ * and DIR/image.txt ("start end file [name]" lines, file relative to DIR).
+ *
+ * Layers:
+ *   pkt   pt_pkt_next over the whole trace (resynchronizing on errors)
+ *   qry   the execution-flow reconstruction loop of the pt_qry_cond_branch
+ *         man page, with events: instructions are decoded by Zydis here,
+ *         through a small direct-mapped cache, the same in both programs
+ *   insn  pt_insn_next
+ *   blk   pt_blk_next (blocks are counted, not expanded)
+ *
+ * Images (insn, blk):
+ *   cb       pt_image_set_callback, reading the mappings loaded from DIR
+ *   file     pt_image_add_file per mapping
+ *   iscache  pt_iscache_add_file + pt_image_add_cached per mapping
+ *
+ * Each pass allocates the image, section cache and decoder anew and frees
+ * them at its end, so every pass starts cold.  Passes repeat until
+ * --min-time seconds (default 0.3) have passed; the time reported is the
+ * mean per pass.  Memory: getrusage's ru_maxrss after all passes minus
+ * ru_maxrss just before the first (trace and mappings already loaded), so
+ * it is the peak of the decoder, its image and their caches.
+ *
+ * Prints one line:
+ *   bytes=N insn=N passes=N sec=S mem_kb=N errors=N
+ * with bytes and insn per pass.
+ */
+
+#define _GNU_SOURCE
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+
+#include <Zydis/Zydis.h>
+
+#ifdef USE_LIBIPT
+#include <intel-pt.h>
+#else
+#include "../../ipt.h"
+#endif
+
+struct segment {
+	uint64_t start, end;
+	uint8_t *data;
+	char path[4096];
+};
+
+static struct segment segs[256];
+static int nsegs;
+static const struct segment *last_seg;
+
+static void die(const char *what, const char *arg)
+{
+	fprintf(stderr, "bench: %s%s%s\n", what, arg ? " " : "",
+		arg ? arg : "");
+	exit(2);
+}
+
+static uint8_t *load_file(const char *path, size_t *size)
+{
+	FILE *f = fopen(path, "rb");
+	uint8_t *buf;
+	long n;
+
+	if (!f)
+		die("cannot read", path);
+	fseek(f, 0, SEEK_END);
+	n = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	buf = (uint8_t *) malloc(n > 0 ? (size_t) n : 1);
+	if (!buf || fread(buf, 1, (size_t) n, f) != (size_t) n)
+		die("cannot read", path);
+	fclose(f);
+	*size = (size_t) n;
+	return buf;
+}
+
+static void load_image(const char *dir)
+{
+	char path[4096], line[4096];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/image.txt", dir);
+	f = fopen(path, "r");
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f) && nsegs < 256) {
+		unsigned long long start, end;
+		char file[1024];
+		struct segment *s = &segs[nsegs];
+		size_t size;
+
+		if (sscanf(line, "%llx %llx %1023s", &start, &end, file) != 3)
+			continue;
+		s->start = start;
+		s->end = end;
+		snprintf(s->path, sizeof(s->path), "%s/%s", dir, file);
+		s->data = load_file(s->path, &size);
+		if (size < end - start)
+			die("short mapping", s->path);
+		nsegs++;
+	}
+	fclose(f);
+}
+
+static const struct segment *find_seg(uint64_t ip)
+{
+	int i;
+
+	if (last_seg && last_seg->start <= ip && ip < last_seg->end)
+		return last_seg;
+	for (i = 0; i < nsegs; i++) {
+		if (segs[i].start <= ip && ip < segs[i].end) {
+			last_seg = &segs[i];
+			return last_seg;
+		}
+	}
+	return NULL;
+}
+
+/* The read-memory callback: bytes from the loaded mappings. */
+static int read_mem(uint8_t *buffer, size_t size, const struct pt_asid *asid,
+		    uint64_t ip, void *context)
+{
+	const struct segment *s = find_seg(ip);
+	size_t n;
+
+	(void) asid;
+	(void) context;
+	if (!s)
+		return -pte_nomap;
+	n = (size_t) (s->end - ip);
+	if (n > size)
+		n = size;
+	memcpy(buffer, s->data + (ip - s->start), n);
+	return (int) n;
+}
+
+static void load_cfg(struct pt_config *config, const char *path)
+{
+	char key[64];
+	unsigned long val;
+	FILE *f = fopen(path, "r");
+
+	if (!f)
+		return;
+	while (fscanf(f, "%63s %lu", key, &val) == 2) {
+		if (!strcmp(key, "mtc_freq"))
+			config->mtc_freq = (uint8_t) val;
+		else if (!strcmp(key, "nom_freq"))
+			config->nom_freq = (uint8_t) val;
+		else if (!strcmp(key, "cpuid_0x15_eax"))
+			config->cpuid_0x15_eax = (uint32_t) val;
+		else if (!strcmp(key, "cpuid_0x15_ebx"))
+			config->cpuid_0x15_ebx = (uint32_t) val;
+		else if (!strcmp(key, "cpu_family")) {
+			config->cpu.vendor = pcv_intel;
+			config->cpu.family = (uint16_t) val;
+		} else if (!strcmp(key, "cpu_model"))
+			config->cpu.model = (uint8_t) val;
+		else if (!strcmp(key, "cpu_stepping"))
+			config->cpu.stepping = (uint8_t) val;
+	}
+	fclose(f);
+	if (config->cpu.vendor && pt_cpu_errata(&config->errata,
+						&config->cpu) < 0)
+		die("bad cpu in", path);
+}
+
+static double now(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double) t.tv_sec + (double) t.tv_nsec * 1e-9;
+}
+
+static long maxrss_kb(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	return ru.ru_maxrss;
+}
+
+static uint64_t ninsn;
+static int nerrors;
+static int verbose;
+
+/* ---- the layers ---- */
+
+static void run_pkt(const struct pt_config *config)
+{
+	struct pt_packet_decoder *dec = pt_pkt_alloc_decoder(config);
+	struct pt_packet packet;
+	int status;
+
+	if (!dec)
+		die("cannot allocate the packet decoder", NULL);
+	for (;;) {
+		status = pt_pkt_sync_forward(dec);
+		if (status < 0)
+			break;
+		for (;;) {
+			status = pt_pkt_next(dec, &packet, sizeof(packet));
+			if (status < 0)
+				break;
+		}
+		if (status == -pte_eos)
+			break;
+		nerrors++;
+	}
+	pt_pkt_free_decoder(dec);
+}
+
+/* What the qry loop needs to know of an instruction. */
+enum qclass {
+	qc_other,
+	qc_cond,	/* conditional branch: target */
+	qc_jump,	/* direct jump: target */
+	qc_call,	/* direct call: target, pushes next */
+	qc_icall,	/* indirect call: pushes next */
+	qc_ret,		/* near return: maybe compressed */
+	qc_ind,		/* indirect jump, far transfer */
+	qc_far,		/* syscall, sysenter, int: may disable */
+	qc_bad
+};
+
+struct qinsn {
+	uint64_t ip;
+	uint64_t target;
+	uint8_t size;
+	uint8_t cls;
+};
+
+/* Direct-mapped cache of decoded instructions, keyed by IP. */
+#define QCACHE_SIZE (1u << 16)
+static struct qinsn *qcache;
+static ZydisDecoder zdec;
+
+static const struct qinsn *qdecode(uint64_t ip)
+{
+	struct qinsn *q = &qcache[(ip ^ (ip >> 16)) & (QCACHE_SIZE - 1)];
+	ZydisDecodedInstruction zi;
+	const struct segment *s;
+
+	if (q->ip == ip && q->size)
+		return q;
+	q->ip = ip;
+	q->size = 0;
+	q->cls = qc_bad;
+	s = find_seg(ip);
+	if (!s ||
+	    !ZYAN_SUCCESS(ZydisDecoderDecodeInstruction(
+		    &zdec, NULL, s->data + (ip - s->start),
+		    (ZyanUSize) (s->end - ip), &zi)))
+		return q;
+	q->size = zi.length;
+	q->target = 0;
+	q->cls = qc_other;
+	if (zi.raw.imm[0].is_relative)
+		q->target = ip + zi.length + (uint64_t) zi.raw.imm[0].value.s;
+
+	switch (zi.meta.category) {
+	case ZYDIS_CATEGORY_COND_BR:
+		q->cls = qc_cond;
+		break;
+	case ZYDIS_CATEGORY_UNCOND_BR:
+		q->cls = zi.raw.imm[0].is_relative ? qc_jump : qc_ind;
+		break;
+	case ZYDIS_CATEGORY_CALL:
+		q->cls = zi.raw.imm[0].is_relative ? qc_call : qc_icall;
+		if (zi.mnemonic == ZYDIS_MNEMONIC_CALL &&
+		    zi.meta.branch_type == ZYDIS_BRANCH_TYPE_FAR)
+			q->cls = qc_ind;
+		break;
+	case ZYDIS_CATEGORY_RET:
+		q->cls = zi.meta.branch_type == ZYDIS_BRANCH_TYPE_FAR ?
+				 qc_ind : qc_ret;
+		if (zi.mnemonic == ZYDIS_MNEMONIC_IRET ||
+		    zi.mnemonic == ZYDIS_MNEMONIC_IRETD ||
+		    zi.mnemonic == ZYDIS_MNEMONIC_IRETQ)
+			q->cls = qc_ind;
+		break;
+	case ZYDIS_CATEGORY_SYSCALL:
+	case ZYDIS_CATEGORY_INTERRUPT:
+		q->cls = qc_far;
+		break;
+	case ZYDIS_CATEGORY_SYSRET:
+		q->cls = qc_ind;
+		break;
+	default:
+		break;
+	}
+	return q;
+}
+
+/* One pending event of the qry loop, applied when its IP is reached. */
+struct qevent {
+	int type;
+	uint64_t at, to;
+	int ip_suppressed;
+};
+
+/* The qry loop: a decoder's state and a return stack. */
+struct qstate {
+	struct pt_query_decoder *dec;
+	uint64_t ip;
+	int enabled;
+	int status;
+	uint64_t retstack[64];
+	int top, depth;
+	struct qevent pend[8];
+	int npend;
+};
+
+enum { ev_sync_disable = 1000 };
+
+/* Take pending events out of the decoder.  Those that happen at once
+ * are applied; those bound to an IP wait in pend[]. */
+static int qry_events(struct qstate *q)
+{
+	/* Events come in order: none is taken while one waits for its IP. */
+	while ((q->status & pts_event_pending) && !q->npend) {
+		struct pt_event ev;
+		struct qevent *p;
+
+		q->status = pt_qry_event(q->dec, &ev, sizeof(ev));
+		if (q->status < 0)
+			return q->status;
+		switch (ev.type) {
+		case ptev_enabled:
+			q->ip = ev.variant.enabled.ip;
+			q->enabled = 1;
+			break;
+		case ptev_overflow:
+			q->npend = 0;
+			q->depth = 0;
+			if (ev.ip_suppressed) {
+				q->enabled = 0;
+			} else {
+				q->ip = ev.variant.overflow.ip;
+				q->enabled = 1;
+			}
+			break;
+		case ptev_disabled:
+		case ptev_async_disabled:
+		case ptev_async_branch:
+			if (q->npend == 8)
+				return -pte_internal;
+			p = &q->pend[q->npend++];
+			p->type = ev.type;
+			p->ip_suppressed = ev.ip_suppressed;
+			if (ev.type == ptev_disabled) {
+				p->type = ev_sync_disable;
+				p->at = ev.variant.disabled.ip;
+			} else if (ev.type == ptev_async_disabled) {
+				p->at = ev.variant.async_disabled.at;
+			} else {
+				p->at = ev.variant.async_branch.from;
+				p->to = ev.variant.async_branch.to;
+			}
+			if (!q->enabled) {
+				/* Nothing to wait for. */
+				q->npend--;
+				q->enabled = 0;
+			}
+			break;
+		default:
+			break;
+		}
+	}
+	return 0;
+}
+
+/* Apply the asynchronous events bound to the current IP; returns 1 if
+ * tracing stopped. */
+static int qry_async(struct qstate *q)
+{
+	while (q->npend) {
+		struct qevent *p = &q->pend[0];
+
+		if (p->type == ev_sync_disable || p->at != q->ip)
+			return 0;
+		if (p->type == ptev_async_branch) {
+			q->ip = p->to;
+		} else {
+			q->enabled = 0;
+		}
+		memmove(q->pend, q->pend + 1,
+			(size_t) (q->npend - 1) * sizeof(q->pend[0]));
+		q->npend--;
+		if (!q->enabled)
+			return 1;
+	}
+	return 0;
+}
+
+/* After a far transfer (or any branch, if one is pending): a synchronous
+ * disable. */
+static void qry_sync_disable(struct qstate *q)
+{
+	if (q->npend && q->pend[0].type == ev_sync_disable) {
+		memmove(q->pend, q->pend + 1,
+			(size_t) (q->npend - 1) * sizeof(q->pend[0]));
+		q->npend--;
+		q->enabled = 0;
+	}
+}
+
+static int qry_flow(struct qstate *q)
+{
+	int errcode, taken;
+
+	for (;;) {
+		const struct qinsn *in;
+
+		errcode = qry_events(q);
+		if (errcode < 0)
+			return errcode;
+		if (q->enabled && qry_async(q))
+			continue;
+		if (!q->enabled) {
+			if (q->status & pts_eos)
+				return -pte_eos;
+			if (!(q->status & pts_event_pending))
+				return -pte_bad_query;
+			continue;
+		}
+
+		in = qdecode(q->ip);
+		if (in->cls == qc_bad)
+			return -pte_nomap;
+		ninsn++;
+		if (verbose > 1)
+			printf("%016" PRIx64 "\n", q->ip);
+		switch (in->cls) {
+		case qc_other:
+			q->ip += in->size;
+			break;
+		case qc_jump:
+			q->ip = in->target;
+			break;
+		case qc_call:
+			if (in->target != q->ip + in->size) {
+				q->top = (q->top + 1) & 63;
+				q->retstack[q->top] = q->ip + in->size;
+				if (q->depth < 64)
+					q->depth++;
+			}
+			q->ip = in->target;
+			break;
+		case qc_cond:
+			q->status = pt_qry_cond_branch(q->dec, &taken);
+			if (q->status < 0)
+				return q->status;
+			q->ip = taken ? in->target : q->ip + in->size;
+			break;
+		case qc_ret:
+			q->status = pt_qry_cond_branch(q->dec, &taken);
+			if (q->status >= 0) {
+				if (!taken || !q->depth)
+					return -pte_bad_retcomp;
+				q->ip = q->retstack[q->top];
+				q->top = (q->top - 1) & 63;
+				q->depth--;
+				break;
+			}
+			if (q->status != -pte_bad_query)
+				return q->status;
+			/* fall through */
+		case qc_icall:
+		case qc_ind:
+		case qc_far:
+			if (in->cls == qc_icall) {
+				q->top = (q->top + 1) & 63;
+				q->retstack[q->top] = q->ip + in->size;
+				if (q->depth < 64)
+					q->depth++;
+			}
+			if (in->cls == qc_far && q->npend &&
+			    q->pend[0].type == ev_sync_disable) {
+				qry_sync_disable(q);
+				break;
+			}
+			q->status = pt_qry_indirect_branch(q->dec, &q->ip);
+			if (q->status < 0)
+				return q->status;
+			if (q->status & pts_ip_suppressed)
+				q->enabled = 0;
+			break;
+		}
+		/* A synchronous disable follows the indirect or far
+		 * transfer that caused it. */
+		if (q->npend && q->pend[0].type == ev_sync_disable &&
+		    (in->cls == qc_ind || in->cls == qc_icall ||
+		     in->cls == qc_ret))
+			qry_sync_disable(q);
+	}
+}
+
+static void run_qry(const struct pt_config *config)
+{
+	struct qstate q;
+	int status;
+
+	memset(&q, 0, sizeof(q));
+	q.dec = pt_qry_alloc_decoder(config);
+	if (!q.dec)
+		die("cannot allocate the query decoder", NULL);
+	for (;;) {
+		status = pt_qry_sync_forward(q.dec, &q.ip);
+		if (status < 0)
+			break;
+		q.status = status;
+		q.enabled = !(status & pts_ip_suppressed);
+		q.npend = 0;
+		q.depth = 0;
+		status = qry_flow(&q);
+		if (status == -pte_eos)
+			break;
+		nerrors++;
+		if (verbose) {
+			uint64_t off = 0;
+
+			pt_qry_get_offset(q.dec, &off);
+			fprintf(stderr, "qry: st %x npend %d en %d: %s at ip %" PRIx64
+				", offset %" PRIx64 "\n",
+				q.status, q.npend, q.enabled, pt_errstr(pt_errcode(status)), q.ip, off);
+		}
+	}
+	pt_qry_free_decoder(q.dec);
+}
+
+static void run_insn(const struct pt_config *config, struct pt_image *image)
+{
+	struct pt_insn_decoder *dec = pt_insn_alloc_decoder(config);
+	struct pt_insn insn;
+	struct pt_event ev;
+	int status;
+
+	if (!dec || pt_insn_set_image(dec, image) < 0)
+		die("cannot allocate the instruction decoder", NULL);
+	for (;;) {
+		status = pt_insn_sync_forward(dec);
+		if (status < 0)
+			break;
+		for (;;) {
+			while (status & pts_event_pending) {
+				status = pt_insn_event(dec, &ev, sizeof(ev));
+				if (status < 0)
+					break;
+			}
+			if (status < 0 || (status & pts_eos))
+				break;
+			status = pt_insn_next(dec, &insn, sizeof(insn));
+			if (status < 0)
+				break;
+			ninsn++;
+		}
+		if (status == -pte_eos || (status >= 0 && (status & pts_eos)))
+			break;
+		nerrors++;
+	}
+	pt_insn_free_decoder(dec);
+}
+
+static void run_blk(const struct pt_config *config, struct pt_image *image)
+{
+	struct pt_block_decoder *dec = pt_blk_alloc_decoder(config);
+	struct pt_block block;
+	struct pt_event ev;
+	int status;
+
+	if (!dec || pt_blk_set_image(dec, image) < 0)
+		die("cannot allocate the block decoder", NULL);
+	for (;;) {
+		status = pt_blk_sync_forward(dec);
+		if (status < 0)
+			break;
+		for (;;) {
+			while (status & pts_event_pending) {
+				status = pt_blk_event(dec, &ev, sizeof(ev));
+				if (status < 0)
+					break;
+			}
+			if (status < 0 || (status & pts_eos))
+				break;
+			status = pt_blk_next(dec, &block, sizeof(block));
+			ninsn += block.ninsn;
+			if (status < 0)
+				break;
+		}
+		if (status == -pte_eos || (status >= 0 && (status & pts_eos)))
+			break;
+		nerrors++;
+	}
+	pt_blk_free_decoder(dec);
+}
+
+int main(int argc, char **argv)
+{
+	const char *layer = NULL, *mode = "cb", *dir, *name;
+	double min_time = 0.3, t0, t1, total = 0.0;
+	struct pt_config config;
+	char path[4096];
+	uint8_t *trace;
+	size_t size;
+	long base;
+	int i, passes = 0;
+	uint64_t insn_pass = 0;
+	int err_pass = 0;
+
+	for (i = 1; i < argc - 2; i++) {
+		if (!strcmp(argv[i], "--layer") && i + 1 < argc - 2)
+			layer = argv[++i];
+		else if (!strcmp(argv[i], "--image") && i + 1 < argc - 2)
+			mode = argv[++i];
+		else if (!strcmp(argv[i], "--min-time") && i + 1 < argc - 2)
+			min_time = atof(argv[++i]);
+		else
+			break;
+	}
+	if (!layer || i != argc - 2 ||
+	    (strcmp(mode, "cb") && strcmp(mode, "file") &&
+	     strcmp(mode, "iscache"))) {
+		fprintf(stderr, "usage: bench --layer pkt|qry|insn|blk "
+			"[--image cb|file|iscache] [--min-time SEC] "
+			"DIR NAME\n");
+		return 2;
+	}
+	dir = argv[argc - 2];
+	name = argv[argc - 1];
+
+	verbose = getenv("BENCH_VERBOSE") ? atoi(getenv("BENCH_VERBOSE")) : 0;
+	ZydisDecoderInit(&zdec, ZYDIS_MACHINE_MODE_LONG_64,
+			 ZYDIS_STACK_WIDTH_64);
+	load_image(dir);
+	snprintf(path, sizeof(path), "%s/%s.pt", dir, name);
+	trace = load_file(path, &size);
+
+	pt_config_init(&config);
+	config.begin = trace;
+	config.end = trace + size;
+	snprintf(path, sizeof(path), "%s/%s.cfg", dir, name);
+	load_cfg(&config, path);
+
+	if (!strcmp(layer, "qry")) {
+		qcache = (struct qinsn *) calloc(QCACHE_SIZE, sizeof(*qcache));
+		if (!qcache)
+			die("out of memory", NULL);
+		/* The harness's own cache is not the decoder's memory. */
+		memset(qcache, 0xff, QCACHE_SIZE * sizeof(*qcache));
+	}
+
+	base = maxrss_kb();
+	do {
+		struct pt_image *image = NULL;
+		struct pt_image_section_cache *iscache = NULL;
+
+		if (!strcmp(layer, "qry"))
+			memset(qcache, 0xff, QCACHE_SIZE * sizeof(*qcache));
+		ninsn = 0;
+		nerrors = 0;
+		t0 = now();
+		if (!strcmp(layer, "insn") || !strcmp(layer, "blk")) {
+			image = pt_image_alloc("bench");
+			if (!image)
+				die("cannot allocate the image", NULL);
+			if (!strcmp(mode, "iscache")) {
+				iscache = pt_iscache_alloc("bench");
+				if (!iscache)
+					die("cannot allocate the iscache",
+					    NULL);
+			}
+			if (!strcmp(mode, "cb") &&
+			    pt_image_set_callback(image, read_mem, NULL) < 0)
+				die("cannot set the callback", NULL);
+			for (i = 0; i < nsegs && strcmp(mode, "cb"); i++) {
+				uint64_t n = segs[i].end - segs[i].start;
+				int isid, err;
+
+				if (iscache) {
+					isid = pt_iscache_add_file(
+						iscache, segs[i].path, 0, n,
+						segs[i].start);
+					err = isid < 0 ? isid :
+						pt_image_add_cached(
+							image, iscache, isid,
+							NULL);
+				} else {
+					err = pt_image_add_file(
+						image, segs[i].path, 0, n,
+						NULL, segs[i].start);
+				}
+				if (err < 0)
+					die("cannot add", segs[i].path);
+			}
+		}
+
+		if (!strcmp(layer, "pkt"))
+			run_pkt(&config);
+		else if (!strcmp(layer, "qry"))
+			run_qry(&config);
+		else if (!strcmp(layer, "insn"))
+			run_insn(&config, image);
+		else if (!strcmp(layer, "blk"))
+			run_blk(&config, image);
+		else
+			die("unknown layer", layer);
+
+		pt_image_free(image);
+		pt_iscache_free(iscache);
+		t1 = now();
+		total += t1 - t0;
+		passes++;
+		insn_pass = ninsn;
+		err_pass = nerrors;
+	} while (total < min_time);
+
+	printf("bytes=%zu insn=%" PRIu64 " passes=%d sec=%.9f mem_kb=%ld "
+	       "errors=%d\n", size, insn_pass, passes, total / passes,
+	       maxrss_kb() - base, err_pass);
+	free(trace);
+	return 0;
+}

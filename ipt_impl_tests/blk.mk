@@ -1,0 +1,22 @@
+# blk.mk - block and instruction decoder tests beyond the plain t_*.c rule.
+
+# The block and instruction tests share a trace builder and drivers.
+$(patsubst ipt_impl_tests/%.c,$(B)/%,$(wildcard ipt_impl_tests/t_blk_*.c ipt_impl_tests/t_insn_*.c)): ipt_impl_tests/t_blk_util.h
+
+# Both decoders agree, block by block and event by event, on every ptxed
+# case of the libipt conformance suite.
+$(B)/blk_agree: ipt_impl_tests/blk_agree.c $(B)/ipt_impl.o | $(B)
+	$(CC) $(OPT) $(WARN) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(B)/ipt_impl.o $(ZYDIS) -lm
+
+# A test is a command without arguments: a wrapper carries the suite's
+# place, rewritten each run so that CONFORMANCE=... on the command line
+# takes effect.
+$(B)/blk_agree.sh: $(B)/blk_agree ipt-blk-force
+	@printf '#!/bin/sh\nexec %s %s\n' "$(B)/blk_agree" "$(CONFORMANCE)/libipt" > $@
+	@chmod +x $@
+
+TESTS += $(B)/blk_agree.sh
+TEST_DEPS += $(B)/blk_agree.sh
+
+.PHONY: ipt-blk-force
+ipt-blk-force:
