@@ -1526,6 +1526,8 @@ static const struct ipt__cpu_errata ipt__cpu_errata_table[] = {
 	{ 0x6, 0xdd, IPT__ESET_GLP }
 };
 
+/* Fill in the errata of cpu.  -pte_bad_cpu (with no errata set) for a
+ * non-Intel or unknown processor, -pte_invalid for NULL arguments. */
 IPT_DEF int pt_cpu_errata(struct pt_errata *errata, const struct pt_cpu *cpu)
 {
 	size_t i;
@@ -1884,6 +1886,8 @@ struct pt_encoder {
 	uint8_t *pos;
 };
 
+/* A new encoder writing at config->begin.  NULL if config is NULL or bad
+ * (see ipt__config_from_user) or memory runs out. */
 IPT_DEF struct pt_encoder *pt_alloc_encoder(const struct pt_config *config)
 {
 	struct pt_encoder *encoder;
@@ -1901,11 +1905,14 @@ IPT_DEF struct pt_encoder *pt_alloc_encoder(const struct pt_config *config)
 	return encoder;
 }
 
+/* Free an encoder; NULL is fine. */
 IPT_DEF void pt_free_encoder(struct pt_encoder *encoder)
 {
 	ipt__free(encoder, sizeof(*encoder));
 }
 
+/* Write the next packet at offset.  -pte_eos if offset is past the end
+ * of the buffer, -pte_invalid if encoder is NULL. */
 IPT_DEF int pt_enc_sync_set(struct pt_encoder *encoder, uint64_t offset)
 {
 	if (!encoder)
@@ -1918,6 +1925,7 @@ IPT_DEF int pt_enc_sync_set(struct pt_encoder *encoder, uint64_t offset)
 	return 0;
 }
 
+/* Where the next packet goes.  -pte_invalid for NULL arguments. */
 IPT_DEF int pt_enc_get_offset(const struct pt_encoder *encoder,
 			      uint64_t *offset)
 {
@@ -1931,6 +1939,7 @@ IPT_DEF int pt_enc_get_offset(const struct pt_encoder *encoder,
 	return 0;
 }
 
+/* The encoder's copy of the configuration; NULL if encoder is NULL. */
 IPT_DEF const struct pt_config *
 pt_enc_get_config(const struct pt_encoder *encoder)
 {
@@ -2352,6 +2361,21 @@ IPT_DEF int pt_enc_next(struct pt_encoder *encoder,
 /* ==== >>pkt  packet decoder ==============================================
  * Turns trace bytes into struct pt_packet: synchronization on PSB,
  * first-byte dispatch, last-IP tracking.  Knows nothing of code. */
+
+/* What the layers below use, besides the public pt_pkt_* functions:
+ *
+ *   struct pt_packet_decoder            config, pos, sync (see below)
+ *   ipt__pkt_init(dec, config)          embed a decoder; ipt__pkt_fini
+ *   ipt__pkt_config/_pos/_end(dec)      where it is
+ *   ipt__pkt_read_<packet>(pkt, pos, config)
+ *                                       read one packet at pos: its size
+ *                                       or -pte_eos/-pte_bad_packet/...
+ *   ipt__sync_forward/_backward/_set(&sync, pos, config)
+ *                                       find a PSB (libipt's pt_sync_*)
+ *   ipt_last_ip_*                       public, declared in >>api
+ *
+ * and from >>cfg: ipt__config_from_user, ipt__filter_addr_cfg/_a/_b,
+ * ipt__filter_addr_check. */
 
 /* The packet decoder.  Other layers embed one (ipt__pkt_init/_fini) and
  * read its fields directly. */
@@ -3045,6 +3069,31 @@ static IPT__UNUSED void ipt__pkt_fini(struct pt_packet_decoder *decoder)
 	(void) decoder;
 }
 
+/* The same under the names of libipt's internals. */
+#define ipt__pkt_decoder_init ipt__pkt_init
+#define ipt__pkt_decoder_fini ipt__pkt_fini
+
+/* Where an embedded decoder is, and where its trace ends. */
+static IPT__UNUSED inline const struct pt_config *
+ipt__pkt_config(const struct pt_packet_decoder *decoder)
+{
+	return decoder ? &decoder->config : NULL;
+}
+
+static IPT__UNUSED inline const uint8_t *
+ipt__pkt_pos(const struct pt_packet_decoder *decoder)
+{
+	return decoder ? decoder->pos : NULL;
+}
+
+static IPT__UNUSED inline const uint8_t *
+ipt__pkt_end(const struct pt_packet_decoder *decoder)
+{
+	return decoder ? decoder->config.end : NULL;
+}
+
+/* A new, unsynchronized decoder.  NULL if config is NULL or bad (see
+ * ipt__config_from_user) or memory runs out. */
 IPT_DEF struct pt_packet_decoder *
 pt_pkt_alloc_decoder(const struct pt_config *config)
 {
@@ -3062,6 +3111,7 @@ pt_pkt_alloc_decoder(const struct pt_config *config)
 	return decoder;
 }
 
+/* Free a decoder; NULL is fine. */
 IPT_DEF void pt_pkt_free_decoder(struct pt_packet_decoder *decoder)
 {
 	if (!decoder)
@@ -3071,6 +3121,11 @@ IPT_DEF void pt_pkt_free_decoder(struct pt_packet_decoder *decoder)
 	ipt__free(decoder, sizeof(*decoder));
 }
 
+/* Move to the next PSB: the first at or after the current position (the
+ * start if unsynchronized), or after the current one if the decoder sits
+ * on it.  -pte_eos if there is none, -pte_internal if the decoder was set
+ * to the very end, -pte_invalid if decoder is NULL; the position does not
+ * change on errors. */
 IPT_DEF int pt_pkt_sync_forward(struct pt_packet_decoder *decoder)
 {
 	const uint8_t *sync;
@@ -3104,6 +3159,9 @@ IPT_DEF int pt_pkt_sync_forward(struct pt_packet_decoder *decoder)
 	return 0;
 }
 
+/* Move to the PSB before the current position (the end if
+ * unsynchronized).  -pte_eos if there is none, -pte_invalid if decoder is
+ * NULL. */
 IPT_DEF int pt_pkt_sync_backward(struct pt_packet_decoder *decoder)
 {
 	const uint8_t *pos, *sync;
@@ -3125,6 +3183,8 @@ IPT_DEF int pt_pkt_sync_backward(struct pt_packet_decoder *decoder)
 	return 0;
 }
 
+/* Decode from offset on, PSB or not; it also becomes the sync offset.
+ * -pte_eos if offset is past the end, -pte_invalid if decoder is NULL. */
 IPT_DEF int pt_pkt_sync_set(struct pt_packet_decoder *decoder,
 			    uint64_t offset)
 {
@@ -3142,6 +3202,8 @@ IPT_DEF int pt_pkt_sync_set(struct pt_packet_decoder *decoder,
 	return 0;
 }
 
+/* The offset of the next packet.  -pte_nosync before the first
+ * synchronization, -pte_invalid for NULL arguments. */
 IPT_DEF int pt_pkt_get_offset(const struct pt_packet_decoder *decoder,
 			      uint64_t *offset)
 {
@@ -3154,6 +3216,9 @@ IPT_DEF int pt_pkt_get_offset(const struct pt_packet_decoder *decoder,
 	return 0;
 }
 
+/* The offset of the last PSB synchronized at or decoded (or of the last
+ * pt_pkt_sync_set).  -pte_nosync before the first synchronization,
+ * -pte_invalid for NULL arguments. */
 IPT_DEF int pt_pkt_get_sync_offset(const struct pt_packet_decoder *decoder,
 				   uint64_t *offset)
 {
@@ -3166,6 +3231,7 @@ IPT_DEF int pt_pkt_get_sync_offset(const struct pt_packet_decoder *decoder,
 	return 0;
 }
 
+/* The decoder's copy of the configuration; NULL if decoder is NULL. */
 IPT_DEF const struct pt_config *
 pt_pkt_get_config(const struct pt_packet_decoder *decoder)
 {
@@ -3390,19 +3456,24 @@ static int ipt__pkt_decode(struct pt_packet_decoder *decoder,
 	return size;
 }
 
-/* Decode the next packet and move past it.  Same semantics as libipt's
- * pt_pkt_next: the packet is copied out as the caller's size says (bytes
- * past sizeof(struct pt_packet) zeroed, fewer bytes truncated). */
-IPT_DEF int pt_pkt_next(struct pt_packet_decoder *decoder,
-			struct pt_packet *packet, size_t psize)
+/* Keeps the slow path out of pt_pkt_next so that its fast path needs no
+ * stack frame. */
+#if defined(__GNUC__) || defined(__clang__)
+#define IPT__NOINLINE __attribute__((noinline))
+#else
+#define IPT__NOINLINE
+#endif
+
+/* pt_pkt_next for everything but the common packets: decode, copy out as
+ * the caller's size says (bytes past sizeof(struct pt_packet) zeroed,
+ * fewer bytes truncated), advance. */
+static IPT__NOINLINE int ipt__pkt_next_slow(struct pt_packet_decoder *decoder,
+			      struct pt_packet *packet, size_t psize)
 {
 	struct pt_packet pkt;
 	int size;
 
-	if (!packet || !decoder)
-		return -pte_invalid;
-
-	if (IPT__LIKELY(psize == sizeof(pkt))) {
+	if (psize == sizeof(pkt)) {
 		size = ipt__pkt_decode(decoder, packet);
 		if (size < 0)
 			return size;
@@ -3423,8 +3494,72 @@ IPT_DEF int pt_pkt_next(struct pt_packet_decoder *decoder,
 	return size;
 }
 
+/* Decode the next packet and move past it; return its size.  Same
+ * semantics as libipt's pt_pkt_next: -pte_nosync before synchronization,
+ * -pte_eos at the end or for a packet cut off by it, -pte_bad_opc for an
+ * unknown opcode without a decode callback (or the callback's error),
+ * -pte_bad_packet for a malformed packet, -pte_invalid for NULL
+ * arguments; the position does not change on errors.
+ *
+ * Most packets in a trace are TNT-8 or PAD (three quarters and a fifth in
+ * a typical perf trace), then TIP: those are decoded here, without
+ * dispatch and without a stack frame. */
+IPT_DEF int pt_pkt_next(struct pt_packet_decoder *decoder,
+			struct pt_packet *packet, size_t psize)
+{
+	const uint8_t *pos;
+	unsigned int b;
+
+	if (!packet || !decoder)
+		return -pte_invalid;
+
+	pos = decoder->pos;
+	if (IPT__LIKELY(psize == sizeof(*packet) && pos &&
+			decoder->config.begin <= pos &&
+			pos < decoder->config.end)) {
+		b = pos[0];
+		if (IPT__LIKELY(!(b & 1) && b > IPT__OPC_EXT)) {
+			uint8_t bit_size = ipt__msb(b >> IPT__OPM_TNT_8_SHR);
+
+			packet->type = ppt_tnt_8;
+			packet->size = 1;
+			packet->payload.tnt.bit_size = bit_size;
+			packet->payload.tnt.payload =
+				(b >> IPT__OPM_TNT_8_SHR) & ~(1u << bit_size);
+			decoder->pos = pos + 1;
+			return 1;
+		}
+		if (b == IPT__OPC_PAD) {
+			packet->type = ppt_pad;
+			packet->size = 1;
+			decoder->pos = pos + 1;
+			return 1;
+		}
+		/* TIP comes next (a seventh); where a full IP could follow,
+		 * the payload is one load. */
+		if ((b & 0x1f) == IPT__OPC_TIP &&
+		    (size_t) (decoder->config.end - pos) > 8) {
+			int size = ipt__ipc_size[b >> IPT__OPM_IPC_SHR];
+
+			if (IPT__LIKELY(size >= 0)) {
+				packet->type = ppt_tip;
+				packet->size = (uint8_t) (size + 1);
+				packet->payload.ip.ipc = (enum pt_ip_compression)
+					(b >> IPT__OPM_IPC_SHR);
+				packet->payload.ip.ip =
+					ipt__read_le_var(pos + 1, size, 8);
+				decoder->pos = pos + size + 1;
+				return size + 1;
+			}
+		}
+	}
+
+	return ipt__pkt_next_slow(decoder, packet, psize);
+}
+
 /* ---- last-IP tracking ---- */
 
+/* See the declarations in >>api-pkt-ext. */
 IPT_DEF void ipt_last_ip_init(struct ipt_last_ip *last_ip)
 {
 	if (!last_ip)
@@ -6956,18 +7091,29 @@ static char *ipt__strdup(const char *str, size_t *psize)
 
 /* ---- the page cache of callback memory ----
  *
- * A page entry holds one run [lo, hi) of bytes the callback gave for one
- * 4 KiB page of one address space (the exact cr3/vmcs the decoder asked
- * with).  A miss at addr asks the callback for everything from addr to the
- * end of its page.  If the callback gives less, it has told us where its
- * mapping ends: the run is "bounded" and a read reaching hi stops there,
- * just as the callback itself would have stopped.  A run that is not
- * bounded reaches the page end and goes on in the next page.  Runs of one page never overlap: a new
- * run replaces those it covers, so a miss below lo refills from there.
+ * The callback may be slow (a ptrace peek, a core file lookup), and a
+ * decoder reads the same code over and over, so what it gives is kept in
+ * 4 KiB pages keyed by the exact cr3/vmcs the decoder asked with and the
+ * page address.  The bound (IPT_IMAGE_CACHE_LIMIT, or
+ * ipt_image_set_cache_limit) counts page data: limit / 4096 entries of a
+ * little over 4 KiB each, plus a hash table of at most 64 Ki pointers.
+ *
+ * An entry holds one run [lo, hi) of a page.  A miss asks the callback for
+ * the rest of the page from its start (mappings mostly start at page
+ * boundaries), or from the missed address when there is nothing at the
+ * start.  A callback giving less than asked has told where its mapping
+ * ends: the run is "bounded" and a read reaching hi stops there, as the
+ * callback itself would have.  To tell a mapping that ends exactly at the
+ * page end from one that goes on, the callback is asked for one byte
+ * more.  An unbounded run reaches the page end and a read goes on in the
+ * next page.  Runs of one page never overlap: a new run replaces those it
+ * covers.  So a read gives what one call of the callback would, for any
+ * callback that behaves like a view of memory.
  *
  * Entries live in a hash table and on a list from most to least recently
- * used; when the limit is reached, the least recently used entry is taken
- * for the next miss, so a full cache allocates nothing more. */
+ * used; at the limit the least recently used entry is taken for the next
+ * miss, so a full cache allocates nothing more.  Errors are not cached:
+ * each read of unmapped memory calls the callback. */
 
 struct ipt__page {
 	/* The next entry in the hash bucket, or on the spare list. */
@@ -8302,7 +8448,10 @@ IPT_DEF int pt_image_add_cached(struct pt_image *image,
  *    JMPABS (REX2 D5 with M0=W=0, then A1 and a 64-bit target; 64-bit mode
  *    only).  These fixed encodings, and MOV to CRn with REX2, are
  *    recognized here when Zydis rejects them; other REX2 (APX)
- *    instructions are -pte_bad_insn.  UIRET is Zydis'.
+ *    instructions are -pte_bad_insn.  UIRET is Zydis'.  Other instructions
+ *    newer than Zydis 4.0 are -pte_bad_insn too, where libipt decodes their
+ *    length: e.g. WRMSRNS and RDMSRLIST/WRMSRLIST (0F 01 C6), CMPccXADD,
+ *    RAO-INT (0F 38 FC) and the VEX forms of AVX-VNNI (VPDPBUSD etc.).
  *  - ptem_unknown decodes nothing: -pte_bad_insn.
  */
 

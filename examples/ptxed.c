@@ -902,29 +902,44 @@ out:
  * mode, its length and (relative branches) its target, its class, and its
  * text. */
 
+/* Instructions newer than Zydis 4.0 that Intel PT tracing cares about:
+ * ptxed recognizes them by hand. */
+enum ptxed_newer {
+	pxn_none,
+	/* APX JMPABS: an absolute near jump. */
+	pxn_jmpabs,
+	/* FRED ERETS and ERETU: returns from an event. */
+	pxn_erets,
+	pxn_eretu
+};
+
 struct ptxed_dis {
 	ZydisDecodedInstruction insn;
 	ZydisDecodedOperand operands[ZYDIS_MAX_OPERAND_COUNT];
 
-	/* A JMPABS (APX), which Zydis 4.0 does not know: insn.length is set
-	 * and target holds its absolute destination. */
-	uint32_t jmpabs:1;
+	/* Not from Zydis: only insn.length, insn.mnemonic and
+	 * insn.meta.branch_type are set, and target holds the JMPABS
+	 * destination. */
+	enum ptxed_newer newer;
 	uint64_t target;
 };
 
-/* JMPABS: in 64-bit mode, REX2 (d5) with map 0 and W clear, opcode a1,
- * then a 64-bit absolute target.  Legacy prefixes other than operand and
- * address size may precede it. */
-static ZyanStatus ptxed_decode_jmpabs(struct ptxed_dis *dis,
-				      const uint8_t *raw, uint8_t size)
+/* Skip the legacy prefixes other than operand and address size, which
+ * none of the newer instructions allows.  Returns their number. */
+static uint8_t ptxed_skip_prefixes(const uint8_t *raw, uint8_t size,
+				   int keep_rep)
 {
-	uint8_t pos, idx;
+	uint8_t pos;
 
 	for (pos = 0; pos < size; ++pos) {
 		switch (raw[pos]) {
-		case 0xf0:
 		case 0xf2:
 		case 0xf3:
+			if (keep_rep)
+				return pos;
+			continue;
+
+		case 0xf0:
 		case 0x2e:
 		case 0x36:
 		case 0x3e:
@@ -936,19 +951,47 @@ static ZyanStatus ptxed_decode_jmpabs(struct ptxed_dis *dis,
 		break;
 	}
 
-	if (size < pos + 11 || raw[pos] != 0xd5 || (raw[pos + 1] & 0x88) ||
-	    raw[pos + 2] != 0xa1)
-		return ZYDIS_STATUS_DECODING_ERROR;
+	return pos;
+}
 
-	memset(dis, 0, sizeof(*dis));
-	dis->jmpabs = 1;
-	dis->insn.length = (uint8_t) (pos + 11);
-	dis->insn.mnemonic = ZYDIS_MNEMONIC_JMP;
-	dis->insn.meta.branch_type = ZYDIS_BRANCH_TYPE_NEAR;
-	for (idx = 0; idx < 8; ++idx)
-		dis->target |= (uint64_t) raw[pos + 3 + idx] << (8 * idx);
+/* In 64-bit mode:
+ *   JMPABS  REX2 (d5) with map 0 and W clear, opcode a1, imm64 target
+ *   ERETS   f2 0f 01 ca
+ *   ERETU   f3 0f 01 ca */
+static ZyanStatus ptxed_decode_newer(struct ptxed_dis *dis,
+				     const uint8_t *raw, uint8_t size)
+{
+	uint8_t pos, idx;
 
-	return ZYAN_STATUS_SUCCESS;
+	memset(&dis->insn, 0, sizeof(dis->insn));
+	dis->target = 0ull;
+
+	pos = ptxed_skip_prefixes(raw, size, 0);
+	if (pos + 11 <= size && raw[pos] == 0xd5 && !(raw[pos + 1] & 0x88) &&
+	    raw[pos + 2] == 0xa1) {
+		dis->newer = pxn_jmpabs;
+		dis->insn.length = (uint8_t) (pos + 11);
+		dis->insn.mnemonic = ZYDIS_MNEMONIC_JMP;
+		dis->insn.meta.branch_type = ZYDIS_BRANCH_TYPE_NEAR;
+		for (idx = 0; idx < 8; ++idx)
+			dis->target |= (uint64_t) raw[pos + 3 + idx]
+				<< (8 * idx);
+		return ZYAN_STATUS_SUCCESS;
+	}
+
+	pos = ptxed_skip_prefixes(raw, size, 1);
+	if (pos + 4 <= size && (raw[pos] == 0xf2 || raw[pos] == 0xf3) &&
+	    raw[pos + 1] == 0x0f && raw[pos + 2] == 0x01 &&
+	    raw[pos + 3] == 0xca) {
+		dis->newer = (raw[pos] == 0xf2) ? pxn_erets : pxn_eretu;
+		dis->insn.length = (uint8_t) (pos + 4);
+		dis->insn.mnemonic = ZYDIS_MNEMONIC_INVALID;
+		dis->insn.meta.branch_type = ZYDIS_BRANCH_TYPE_FAR;
+		return ZYAN_STATUS_SUCCESS;
+	}
+
+	dis->newer = pxn_none;
+	return ZYDIS_STATUS_DECODING_ERROR;
 }
 
 /* Decode @size bytes at @raw in @mode.  Returns a Zydis status. */
@@ -976,16 +1019,12 @@ static ZyanStatus ptxed_decode(const struct ptxed_decoder *decoder,
 		return ZYAN_STATUS_INVALID_ARGUMENT;
 	}
 
-	dis->jmpabs = 0;
+	dis->newer = pxn_none;
 	status = ZydisDecoderDecodeFull(zydis, raw, size, &dis->insn,
 					dis->operands);
-	if (!ZYAN_SUCCESS(status) && mode == ptem_64bit) {
-		ZyanStatus jmpabs;
-
-		jmpabs = ptxed_decode_jmpabs(dis, raw, size);
-		if (ZYAN_SUCCESS(jmpabs))
-			return jmpabs;
-	}
+	if (!ZYAN_SUCCESS(status) && mode == ptem_64bit &&
+	    ZYAN_SUCCESS(ptxed_decode_newer(dis, raw, size)))
+		return ZYAN_STATUS_SUCCESS;
 
 	return status;
 }
@@ -1045,9 +1084,9 @@ static int ptxed_next_ip(uint64_t *pip, const struct ptxed_dis *dis,
 
 	ip += length;
 
-	/* JMPABS has no displacement, so it is followed like any other
-	 * instruction that is not a relative branch. */
-	if (!dis->jmpabs) {
+	/* Newer instructions have no displacement: like any instruction
+	 * that is not a relative branch, they are followed by the next. */
+	if (dis->newer == pxn_none) {
 		if (dis->insn.raw.imm[0].is_relative)
 			ip += (uint64_t) dis->insn.raw.imm[0].value.s;
 		else if (dis->insn.raw.imm[1].is_relative)
@@ -1078,6 +1117,19 @@ static enum ptxed_xclass ptxed_classify(const struct ptxed_dis *dis,
 	int far = (dis->insn.meta.branch_type == ZYDIS_BRANCH_TYPE_FAR);
 
 	*name = NULL;
+	switch (dis->newer) {
+	case pxn_erets:
+		*name = "ERETS";
+		return pxc_far_ret;
+
+	case pxn_eretu:
+		*name = "ERETU";
+		return pxc_far_ret;
+
+	default:
+		break;
+	}
+
 	switch (dis->insn.mnemonic) {
 	case ZYDIS_MNEMONIC_CALL:
 		*name = far ? "CALL_FAR" : "CALL_NEAR";
@@ -1088,7 +1140,8 @@ static enum ptxed_xclass ptxed_classify(const struct ptxed_dis *dis,
 		return far ? pxc_far_ret : pxc_ret_near;
 
 	case ZYDIS_MNEMONIC_JMP:
-		*name = far ? "JMP_FAR" : (dis->jmpabs ? "JMPABS" : "JMP");
+		*name = far ? "JMP_FAR" :
+			(dis->newer == pxn_jmpabs ? "JMPABS" : "JMP");
 		return far ? pxc_jmp_far : pxc_jmp;
 
 	case ZYDIS_MNEMONIC_JB:
@@ -1341,9 +1394,21 @@ static void dis_print_insn(const struct ptxed_decoder *decoder,
 			printf("   ");
 	}
 
-	if (dis->jmpabs) {
+	switch (dis->newer) {
+	case pxn_none:
+		break;
+
+	case pxn_jmpabs:
 		printf("  jmpabs %s0x%" PRIx64, options->att_format ? "$" : "",
 		       dis->target);
+		return;
+
+	case pxn_erets:
+		printf("  erets");
+		return;
+
+	case pxn_eretu:
+		printf("  eretu");
 		return;
 	}
 

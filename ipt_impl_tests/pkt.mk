@@ -17,3 +17,11 @@ $(B)/pkt_diff_libipt: ipt_impl_tests/pkt_diff.c | $(B)
 
 TESTS += ipt_impl_tests/pkt_diff.sh
 TEST_DEPS += $(B)/pkt_diff_ipt $(B)/pkt_diff_libipt
+
+# Hostile input under AddressSanitizer and UBSan.
+$(B)/pkt_fuzz: ipt_impl_tests/pkt_fuzz.c $(HDR) | $(B)
+	$(CC) -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all \
+		$(WARN) $(CPPFLAGS) $(CFLAGS) -o $@ $<
+
+TESTS += $(B)/pkt_fuzz
+TEST_DEPS += $(B)/pkt_fuzz

@@ -12,7 +12,8 @@
  * resynchronization after errors, synchronized forward and backward
  * through, and entered at random offsets.  libipt 2.0.5 predates CFE, EVD
  * and TRIG and the MODE.Exec IF bit: decoding stops before those opcodes
- * in both programs, and the IF bit is neither set nor printed. */
+ * in both programs, and the IF bit is neither set nor printed.  Its PSB
+ * search had a quirk fixed later; see model_forward(). */
 #ifdef USE_LIBIPT
 #include <intel-pt.h>
 #else
@@ -287,10 +288,7 @@ static void decode_run(unsigned int s, struct pt_packet_decoder *dec,
 }
 
 /* Where a PSB search that reached pos settles: walk to the end of the
- * 02 82 run, step back one PSB, and check it.  libipt 2.0.5 started this
- * walk 8 bytes late (fixed in 2.1: "sync: fix out of bounds read"), so
- * its PSB searches can end elsewhere; streams where that matters are
- * compared without synchronization. */
+ * 02 82 run, step back one PSB, and check it. */
 static const uint8_t *settle(const uint8_t *pos, const struct pt_config *config)
 {
 	int i;
@@ -310,21 +308,108 @@ static const uint8_t *settle(const uint8_t *pos, const struct pt_config *config)
 	return pos;
 }
 
-static int sync_ambiguous(const struct pt_config *config)
+/* Is the 8-byte word at w all PSB pattern? */
+static int psb_word(const uint8_t *w)
 {
-	const uint8_t *w;
+	uint8_t other = w[0] == 0x02 ? 0x82 : 0x02;
+	int i;
 
-	w = config->begin + ((8 - ((uintptr_t) config->begin & 7)) & 7);
-	for (; w + 8 <= config->end; w += 8) {
-		uint8_t other = w[0] == 0x02 ? 0x82 : 0x02;
-		int i, psb = w[0] == 0x02 || w[0] == 0x82;
+	if (w[0] != 0x02 && w[0] != 0x82)
+		return 0;
+	for (i = 1; i < 8; ++i)
+		if (w[i] != ((i & 1) ? other : w[0]))
+			return 0;
+	return 1;
+}
 
-		for (i = 1; i < 8; ++i)
-			if (w[i] != ((i & 1) ? other : w[0]))
-				psb = 0;
-		if (psb && settle(w, config) != settle(w + 8, config))
-			return 1;
+/* A model of libipt's PSB searches over aligned words.  libipt 2.0.5
+ * settled from 8 bytes after the word it matched (late = 1; fixed in 2.1:
+ * "sync: fix out of bounds read"), so its searches can end elsewhere.
+ * Both programs ask the model, with and without that quirk, before each
+ * synchronization; where the two answers differ, they print "amb" and
+ * leave the comparison of that pass there.  Returns the PSB's offset or
+ * a negative pte_* code. */
+static long model_forward(const struct pt_config *config,
+			  const uint8_t *start, int late)
+{
+	const uint8_t *w, *found;
+
+	w = start + ((8 - ((uintptr_t) start & 7)) & 7);
+	for (; config->end - w >= 8; w += 8) {
+		if (!psb_word(w))
+			continue;
+		found = settle(late ? w + 8 : w, config);
+		if (!found || found < start)
+			continue;
+		return (long) (found - config->begin);
 	}
+	return -pte_eos;
+}
+
+static long model_backward(const struct pt_config *config,
+			   const uint8_t *pos, int late)
+{
+	long off = (long) (pos - config->begin) - (long) ((uintptr_t) pos & 7);
+	const uint8_t *found;
+
+	for (;;) {
+		off -= 8;
+		if (off < 0)
+			return -pte_eos;
+		if (!psb_word(config->begin + off))
+			continue;
+		found = settle(config->begin + off + (late ? 8 : 0), config);
+		if (found)
+			return (long) (found - config->begin);
+	}
+}
+
+/* The model of pt_pkt_sync_forward (backward = 0) or _backward. */
+static long model_pkt_sync(struct pt_packet_decoder *dec,
+			   const struct pt_config *config, int backward,
+			   int late)
+{
+	uint64_t off, sync;
+	long n = (long) (config->end - config->begin), start;
+	int synced;
+
+	synced = pt_pkt_get_offset(dec, &off) >= 0;
+	if (backward)
+		return model_backward(config, synced ? config->begin + off
+						     : config->end, late);
+
+	start = synced ? (long) off : 0;
+	if (synced && pt_pkt_get_sync_offset(dec, &sync) >= 0 && sync == off)
+		start += 16;
+	start -= start < 16 ? start : 15;
+	if (start > n)
+		return -pte_internal;
+	return model_forward(config, config->begin + start, late);
+}
+
+/* Do libipt 2.0.5 and later agree on the next sync?  If not, print "amb";
+ * ipt.h then syncs anyway and prints "amb bad" unless it found what the
+ * model without the quirk predicts.  Either way, the caller stops. */
+static int sync_agrees(unsigned int s, struct pt_packet_decoder *dec,
+		       const struct pt_config *config, int backward)
+{
+	long expect = model_pkt_sync(dec, config, backward, 0);
+	int good = 1;
+
+	if (expect == model_pkt_sync(dec, config, backward, 1))
+		return 1;
+
+#ifndef USE_LIBIPT
+	{
+		uint64_t off = ~0ull;
+		int ret = backward ? pt_pkt_sync_backward(dec)
+				   : pt_pkt_sync_forward(dec);
+
+		pt_pkt_get_offset(dec, &off);
+		good = ret < 0 ? expect == ret : expect == (long) off;
+	}
+#endif
+	printf("%u amb%s\n", s, good ? "" : " bad");
 	return 0;
 }
 
@@ -332,10 +417,7 @@ static void decode_all(unsigned int s, const struct pt_config *config)
 {
 	struct pt_packet_decoder *dec;
 	uint64_t off, sync;
-	int ret, i, n, amb;
-
-	amb = sync_ambiguous(config);
-	printf("%u AMB %d\n", s, amb);
+	int ret, i, n;
 
 	dec = pt_pkt_alloc_decoder(config);
 	if (!dec) {
@@ -348,7 +430,7 @@ static void decode_all(unsigned int s, const struct pt_config *config)
 	printf("%u A %d\n", s, ret);
 	for (i = 0; i < 64; ++i) {
 		decode_run(s, dec, config, 4096);
-		if (amb)
+		if (!sync_agrees(s, dec, config, 0))
 			break;
 		ret = pt_pkt_sync_forward(dec);
 		off = sync = ~0ull;
@@ -370,7 +452,7 @@ static void decode_all(unsigned int s, const struct pt_config *config)
 	printf("%u U %d\n", s, ret);
 	ret = pt_pkt_next(dec, NULL, 0);
 	printf("%u U %d\n", s, ret);
-	for (i = 0; i < 256 && !amb; ++i) {
+	for (i = 0; i < 256 && sync_agrees(s, dec, config, 0); ++i) {
 		ret = pt_pkt_sync_forward(dec);
 		off = ~0ull;
 		pt_pkt_get_offset(dec, &off);
@@ -381,7 +463,7 @@ static void decode_all(unsigned int s, const struct pt_config *config)
 	pt_pkt_free_decoder(dec);
 
 	dec = pt_pkt_alloc_decoder(config);
-	for (i = 0; i < 256 && !amb; ++i) {
+	for (i = 0; i < 256 && sync_agrees(s, dec, config, 1); ++i) {
 		ret = pt_pkt_sync_backward(dec);
 		off = ~0ull;
 		pt_pkt_get_offset(dec, &off);
@@ -404,7 +486,7 @@ static void decode_all(unsigned int s, const struct pt_config *config)
 		if (ret < 0)
 			continue;
 		decode_run(s, dec, config, 3);
-		if (amb)
+		if (!sync_agrees(s, dec, config, 0))
 			continue;
 		ret = pt_pkt_sync_forward(dec);
 		off = sync = ~0ull;
@@ -413,6 +495,8 @@ static void decode_all(unsigned int s, const struct pt_config *config)
 		if (ret < 0)
 			sync = 0;
 		printf("%u r %d %" PRIu64 " %" PRIu64 "\n", s, ret, off, sync);
+		if (!sync_agrees(s, dec, config, 1))
+			continue;
 		ret = pt_pkt_sync_backward(dec);
 		off = ~0ull;
 		pt_pkt_get_offset(dec, &off);

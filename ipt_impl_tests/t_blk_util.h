@@ -10,7 +10,11 @@
 #ifndef T_BLK_UTIL_H
 #define T_BLK_UTIL_H
 
+#ifdef USE_LIBIPT
+#include <intel-pt.h>
+#else
 #include "../ipt.h"
+#endif
 
 #include <stdio.h>
 #include <string.h>

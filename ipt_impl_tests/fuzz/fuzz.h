@@ -1,0 +1,370 @@
+/* fuzz.h - what the ipt.h fuzz harnesses share.
+ *
+ * Every harness reads its input the same way: a fixed-size header that
+ * chooses the configuration (CPU, errata, decoder flags, timing, how to
+ * synchronize), then harness-specific fields, then the trace.  Bytes the
+ * input does not have read as zero, so any input is valid and the fuzzer
+ * never wastes time on rejected ones.  The seed maker (mkseed.c) writes the
+ * same layout through fz_put_*.
+ *
+ * The trace and the code image are copied into buffers of exactly their
+ * size, so AddressSanitizer sees any read outside [begin; end).
+ *
+ * A harness calls fz_fail() when a decoder breaks a rule that holds for any
+ * input (no progress, a size that does not match, a bad round trip); that
+ * aborts, and the fuzzer keeps the input as a crash.
+ */
+#ifndef IPT_FUZZ_H
+#define IPT_FUZZ_H
+
+#include "../../ipt.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(__GNUC__)
+#define FZ static __attribute__((unused))
+#else
+#define FZ static
+#endif
+
+/* ---- reading the input ---- */
+
+struct fz {
+	const uint8_t *p;
+	size_t n;
+};
+
+FZ void fz_init(struct fz *in, const uint8_t *data, size_t size)
+{
+	in->p = data;
+	in->n = size;
+}
+
+FZ uint8_t fz_u8(struct fz *in)
+{
+	uint8_t v = 0;
+
+	if (in->n) {
+		v = in->p[0];
+		in->p++;
+		in->n--;
+	}
+	return v;
+}
+
+FZ uint16_t fz_u16(struct fz *in)
+{
+	uint16_t lo = fz_u8(in);
+
+	return (uint16_t) (lo | (fz_u8(in) << 8));
+}
+
+FZ uint32_t fz_u32(struct fz *in)
+{
+	uint32_t lo = fz_u16(in);
+
+	return lo | ((uint32_t) fz_u16(in) << 16);
+}
+
+FZ uint64_t fz_u64(struct fz *in)
+{
+	uint64_t lo = fz_u32(in);
+
+	return lo | ((uint64_t) fz_u32(in) << 32);
+}
+
+/* A heap copy of the next @size bytes (fewer if the input ends), exactly
+ * as large as what it holds; a one-byte dummy if empty so the result is
+ * never NULL.  *@got says how many bytes are in it. */
+FZ uint8_t *fz_copy(struct fz *in, size_t size, size_t *got)
+{
+	uint8_t *buf;
+
+	if (size > in->n)
+		size = in->n;
+	buf = (uint8_t *) malloc(size ? size : 1);
+	if (!buf)
+		abort();
+	if (size)
+		memcpy(buf, in->p, size);
+	in->p += size;
+	in->n -= size;
+	*got = size;
+	return buf;
+}
+
+FZ void fz_fail(const char *what, long long a, long long b)
+{
+	fprintf(stderr, "fuzz invariant broken: %s (%lld, %lld)\n", what, a, b);
+	abort();
+}
+
+/* ---- open bugs ----
+ *
+ * A bug the fuzzer found and its owner has not fixed yet would stop every
+ * run at once.  Until it is fixed the harnesses steer around it, unless
+ * built with -DFZ_STRICT (the strict replay of regress/ in make test, with
+ * KNOWN listing the inputs expected to fail).  Each workaround names its
+ * entry in KNOWN. */
+
+#ifdef FZ_STRICT
+#define FZ_LENIENT 0
+#else
+#define FZ_LENIENT 1
+#endif
+
+/* KNOWN pkt-sync-backward-long-psb: a PSB pattern longer than one PSB makes
+ * sync_backward from the PSB at its end find that PSB again, so decoding
+ * backward never ends.  Does the trace have such a pattern? */
+FZ int fz_has_long_psb(const uint8_t *trace, size_t size)
+{
+	size_t i, run = 0;
+
+	for (i = 0; i + 1 < size; i += (run ? 2 : 1)) {
+		if (trace[i] == 0x02 && trace[i + 1] == 0x82) {
+			if (++run > 8)
+				return 1;
+		} else
+			run = 0;
+	}
+	return 0;
+}
+
+/* ---- the common header ---- */
+
+enum {
+	/* How the harness synchronizes: flags & fz_sync_mask. */
+	fz_sync_forward = 0,
+	fz_sync_backward = 1,
+	fz_sync_set = 2,
+	fz_sync_mask = 3,
+	/* Fill in the CPU's errata with pt_cpu_errata(). */
+	fz_cpu_errata = 1 << 2,
+	/* Install a decode callback for unknown packets. */
+	fz_unknown_cb = 1 << 3,
+	/* Image: allocate one and pt_*_set_image() it, rather than using the
+	 * decoder's own. */
+	fz_own_image = 1 << 4,
+	/* Image: the read callback returns at most a few bytes per call,
+	 * as a guest page boundary would. */
+	fz_short_reads = 1 << 5,
+	/* Image: the read callback fails now and then. */
+	fz_flaky_reads = 1 << 6,
+	/* Use pt_*_resync() instead of sync_forward after an error. */
+	fz_resync = 1 << 7
+};
+
+enum { fz_header_size = 24 };
+
+struct fz_header {
+	uint8_t flags;
+	/* Raw decoder flag bits: pt_conf_flags.variant.reserved[0]. */
+	uint8_t dflags;
+	uint8_t family;
+	uint8_t model;
+	uint8_t stepping;
+	uint8_t mtc_freq;
+	uint8_t nom_freq;
+	/* The size the caller claims for struct pt_event (0: its real size). */
+	uint8_t evsize;
+	/* Raw errata bits: the first word of struct pt_errata. */
+	uint32_t errata;
+	uint32_t cpuid_0x15_eax;
+	uint32_t cpuid_0x15_ebx;
+	/* For fz_sync_set: the offset, modulo the trace size. */
+	uint32_t sync_offset;
+};
+
+FZ void fz_header(struct fz *in, struct fz_header *h)
+{
+	h->flags = fz_u8(in);
+	h->dflags = fz_u8(in);
+	h->family = fz_u8(in);
+	h->model = fz_u8(in);
+	h->stepping = fz_u8(in);
+	h->mtc_freq = fz_u8(in);
+	h->nom_freq = fz_u8(in);
+	h->evsize = fz_u8(in);
+	h->errata = fz_u32(in);
+	h->cpuid_0x15_eax = fz_u32(in);
+	h->cpuid_0x15_ebx = fz_u32(in);
+	h->sync_offset = fz_u32(in);
+}
+
+/* The unknown-packet callback: claims that a packet of 1..4 bytes starts
+ * at @pos (more than may be left: the decoder must check), or fails. */
+FZ int fz_decode_unknown(struct pt_packet_unknown *unknown,
+			     const struct pt_config *config,
+			     const uint8_t *pos, void *context)
+{
+	(void) context;
+	if (!unknown || !config || pos < config->begin || config->end <= pos)
+		fz_fail("unknown-packet callback outside the trace",
+			pos ? (long long) (pos - config->begin) : -1, 0);
+	unknown->priv = NULL;
+	if ((pos[0] & 0xf0) == 0xf0)
+		return -pte_bad_opc;
+	return 1 + (pos[0] & 3);
+}
+
+FZ void fz_config(const struct fz_header *h, struct pt_config *config,
+		      uint8_t *trace, size_t size)
+{
+	pt_config_init(config);
+	config->begin = trace;
+	config->end = trace + size;
+	config->cpu.vendor = h->family ? pcv_intel : pcv_unknown;
+	config->cpu.family = h->family;
+	config->cpu.model = h->model;
+	config->cpu.stepping = h->stepping;
+	if (h->flags & fz_cpu_errata)
+		(void) pt_cpu_errata(&config->errata, &config->cpu);
+	{
+		uint32_t word;
+
+		memcpy(&word, &config->errata, sizeof(word));
+		word |= h->errata;
+		memcpy(&config->errata, &word, sizeof(word));
+	}
+	config->cpuid_0x15_eax = h->cpuid_0x15_eax;
+	config->cpuid_0x15_ebx = h->cpuid_0x15_ebx;
+	config->mtc_freq = h->mtc_freq;
+	config->nom_freq = h->nom_freq;
+	config->flags.variant.reserved[0] = h->dflags;
+	if (h->flags & fz_unknown_cb)
+		config->decode.callback = fz_decode_unknown;
+}
+
+/* ---- the code image of the block and instruction harnesses ----
+ *
+ * After the common header: base (u64), size (u16), filter config (u16),
+ * four filter ranges (u16 start, u16 length, relative to base), then the
+ * code bytes, then the trace. */
+
+struct fz_image {
+	uint64_t base;
+	uint8_t *code;
+	size_t size;
+	uint8_t flags;
+	unsigned int calls;
+};
+
+/* The guest-memory callback: the only way code reaches the decoders. */
+FZ int fz_read_memory(uint8_t *buffer, size_t size,
+			  const struct pt_asid *asid, uint64_t ip,
+			  void *context)
+{
+	struct fz_image *img = (struct fz_image *) context;
+	uint64_t offset;
+	size_t n;
+
+	(void) asid;
+	if (!buffer || !img)
+		fz_fail("read-memory callback without buffer", 0, 0);
+	img->calls++;
+	if ((img->flags & fz_flaky_reads) && (img->calls % 7) == 0)
+		return -pte_nomap;
+	if (ip < img->base)
+		return -pte_nomap;
+	offset = ip - img->base;
+	if (offset >= img->size)
+		return -pte_nomap;
+	n = img->size - (size_t) offset;
+	if (n > size)
+		n = size;
+	if ((img->flags & fz_short_reads) && n > 3)
+		n = 3;
+	/* Write all of @size so that ASan sees a too-small buffer. */
+	memset(buffer, 0xcc, size);
+	memcpy(buffer, img->code + offset, n);
+	return (int) n;
+}
+
+FZ void fz_image_read(struct fz *in, const struct fz_header *h,
+			  struct fz_image *img, struct pt_config *config)
+{
+	uint16_t size, cfg;
+	uint64_t *range[4][2];
+	int i;
+
+	img->base = fz_u64(in);
+	size = fz_u16(in);
+	cfg = fz_u16(in);
+	range[0][0] = &config->addr_filter.addr0_a;
+	range[0][1] = &config->addr_filter.addr0_b;
+	range[1][0] = &config->addr_filter.addr1_a;
+	range[1][1] = &config->addr_filter.addr1_b;
+	range[2][0] = &config->addr_filter.addr2_a;
+	range[2][1] = &config->addr_filter.addr2_b;
+	range[3][0] = &config->addr_filter.addr3_a;
+	range[3][1] = &config->addr_filter.addr3_b;
+	config->addr_filter.config.addr_cfg = cfg;
+	for (i = 0; i < 4; ++i) {
+		uint64_t start = img->base + fz_u16(in);
+
+		*range[i][0] = start;
+		*range[i][1] = start + fz_u16(in);
+	}
+	img->code = fz_copy(in, size, &img->size);
+	img->flags = h->flags;
+	img->calls = 0;
+}
+
+/* A struct pt_event buffer of exactly the size the caller claims, so that
+ * writing past that size is caught.  The decoders must accept any size up
+ * to sizeof(struct pt_event) that holds the fixed fields, and sizes above
+ * it. */
+struct fz_event {
+	struct pt_event *event;
+	size_t size;
+};
+
+FZ void fz_event_init(struct fz_event *ev, const struct fz_header *h)
+{
+	ev->size = h->evsize ? h->evsize : sizeof(struct pt_event);
+	ev->event = (struct pt_event *) malloc(ev->size);
+	if (!ev->event)
+		abort();
+}
+
+FZ void fz_event_fini(struct fz_event *ev)
+{
+	free(ev->event);
+}
+
+/* ---- writing inputs (the seed maker) ---- */
+
+FZ void fz_put(FILE *f, uint64_t v, int bytes)
+{
+	while (bytes--) {
+		fputc((int) (v & 0xff), f);
+		v >>= 8;
+	}
+}
+
+FZ void fz_put_header(FILE *f, const struct fz_header *h)
+{
+	fz_put(f, h->flags, 1);
+	fz_put(f, h->dflags, 1);
+	fz_put(f, h->family, 1);
+	fz_put(f, h->model, 1);
+	fz_put(f, h->stepping, 1);
+	fz_put(f, h->mtc_freq, 1);
+	fz_put(f, h->nom_freq, 1);
+	fz_put(f, h->evsize, 1);
+	fz_put(f, h->errata, 4);
+	fz_put(f, h->cpuid_0x15_eax, 4);
+	fz_put(f, h->cpuid_0x15_ebx, 4);
+	fz_put(f, h->sync_offset, 4);
+}
+
+/* How many iterations a decode loop may take before it counts as a hang:
+ * generous, but linear in the trace. */
+FZ size_t fz_budget(size_t trace_size, size_t per_byte)
+{
+	return trace_size * per_byte + 4096;
+}
+
+#endif

@@ -1,0 +1,151 @@
+/* Block decoder harness (and, built with FUZZ_INSN, the instruction decoder
+ * harness): trace bytes plus a code image and configuration taken from the
+ * input.
+ *
+ * Input: the common header (fuzz.h), the image fields (fz_image_read: base,
+ * size, address filters, code), then the trace.  Code reaches the decoder
+ * only through pt_image_set_callback, on the decoder's own image or on one
+ * the harness allocates; the callback may return short reads or fail.
+ * Straight-line code may run forever without trace, so the number of steps
+ * is capped rather than checked. */
+#include "fuzz.h"
+
+#ifdef FUZZ_INSN
+#define D(name) pt_insn_##name
+typedef struct pt_insn_decoder fz_decoder;
+typedef struct pt_insn fz_item;
+#else
+#define D(name) pt_blk_##name
+typedef struct pt_block_decoder fz_decoder;
+typedef struct pt_block fz_item;
+#endif
+
+enum { max_steps = 1 << 14 };
+
+static int run(fz_decoder *decoder, int status, struct fz_event *ev,
+	       uint64_t limit, size_t *steps)
+{
+	fz_item item;
+
+	for (;;) {
+		struct pt_asid asid;
+		uint64_t tsc, offset;
+		uint32_t mtc, cyc, cbr;
+
+		if (!(*steps)--)
+			return -pte_eos;
+		while (status >= 0 && (status & pts_event_pending))
+			status = D(event)(decoder, ev->event, ev->size);
+		if (status < 0)
+			return status;
+
+		(void) D(time)(decoder, &tsc, &mtc, &cyc);
+		(void) D(core_bus_ratio)(decoder, &cbr);
+		(void) D(asid)(decoder, &asid, sizeof(asid));
+		if (D(get_offset)(decoder, &offset) >= 0 && offset >= limit)
+			return -pte_eos;
+
+		status = D(next)(decoder, &item, sizeof(item));
+		if (status < 0)
+			return status;
+#ifdef FUZZ_INSN
+		if (item.size < 1 || item.size > pt_max_insn_size)
+			fz_fail("instruction size", item.size, 0);
+#else
+		if (item.size > pt_max_insn_size)
+			fz_fail("block's last instruction size", item.size, 0);
+#endif
+		if ((unsigned) item.iclass > (unsigned) ptic_indirect)
+			fz_fail("instruction class", item.iclass, 0);
+	}
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	fz_decoder *decoder;
+	struct pt_image *image = NULL;
+	struct pt_config config;
+	struct fz_header h;
+	struct fz_image img;
+	struct fz_event ev;
+	struct fz in;
+	uint8_t *trace;
+	size_t tsize, steps = max_steps;
+	uint64_t sync, limit;
+	int status;
+
+	fz_init(&in, data, size);
+	fz_header(&in, &h);
+	pt_config_init(&config);
+	fz_image_read(&in, &h, &img, &config);
+	trace = fz_copy(&in, in.n, &tsize);
+	{
+		struct pt_conf_addr_filter filter = config.addr_filter;
+
+		fz_config(&h, &config, trace, tsize);
+		config.addr_filter = filter;
+	}
+
+	decoder = D(alloc_decoder)(&config);
+	if (!decoder)
+		goto out;
+	if (D(get_config)(decoder) == NULL)
+		fz_fail("no config", 0, 0);
+	if (h.flags & fz_own_image) {
+		image = pt_image_alloc("fuzz");
+		if (!image)
+			goto out;
+		if (pt_image_set_callback(image, fz_read_memory, &img) < 0 ||
+		    D(set_image)(decoder, image) < 0)
+			fz_fail("cannot install image", 0, 0);
+	} else if (pt_image_set_callback(D(get_image)(decoder),
+					 fz_read_memory, &img) < 0)
+		fz_fail("cannot set callback", 0, 0);
+	fz_event_init(&ev, &h);
+
+	if (FZ_LENIENT && fz_has_long_psb(trace, tsize) &&
+	    (h.flags & fz_sync_mask) == fz_sync_backward)
+		h.flags &= (uint8_t) ~fz_sync_mask;
+
+	switch (h.flags & fz_sync_mask) {
+	case fz_sync_backward:
+		for (limit = UINT64_MAX; steps; limit = sync) {
+			status = D(sync_backward)(decoder);
+			if (status < 0)
+				break;
+			if (D(get_sync_offset)(decoder, &sync) < 0)
+				fz_fail("no sync offset", 0, 0);
+			(void) run(decoder, status, &ev, limit, &steps);
+			if (D(sync_set)(decoder, sync) < 0)
+				fz_fail("cannot go back to the sync point",
+					(long long) sync, 0);
+		}
+		break;
+
+	case fz_sync_set:
+	case fz_sync_mask:
+		status = D(sync_set)(decoder, tsize ? h.sync_offset % tsize
+				     : 0);
+		if (status >= 0 && run(decoder, status, &ev, UINT64_MAX, &steps) ==
+		    -pte_eos)
+			break;
+		/* fall through - resynchronize */
+	case fz_sync_forward:
+		status = D(sync_forward)(decoder);
+		while (status >= 0 && steps) {
+			if (run(decoder, status, &ev, UINT64_MAX, &steps) == -pte_eos)
+				break;
+			status = (h.flags & fz_resync) ? D(resync)(decoder)
+				: D(sync_forward)(decoder);
+		}
+		break;
+	}
+	fz_event_fini(&ev);
+
+out:
+	D(free_decoder)(decoder);
+	pt_image_free(image);
+	free(img.code);
+	free(trace);
+	return 0;
+}

@@ -1,0 +1,181 @@
+# hard.mk - hardening tests: fuzzing, sanitizers, valgrind, allocation
+# failures, embedding.  Included by the Makefile.
+#
+#   make fuzz FUZZ_SECONDS=N   run each fuzz harness under libFuzzer for N s
+#   make fuzz-replay           replay seeds and regression inputs (ASan+UBSan)
+#   make fuzz-seeds            make the seed corpora in build/fuzz/seeds/
+#   make hvagent               build examples/hvagent (freestanding object
+#                              plus hosted driver)
+#
+# `make test` gets from here: a short libFuzzer run of each harness
+# (FUZZ_SMOKE seconds), a replay of seeds and regression inputs, the unit
+# tests and the conformance suites built with ASan+UBSan, a valgrind run of
+# a subset of the conformance cases, the failing-allocator test, and the
+# embedding tests (freestanding nm -u, no writable data, threads, IPT_STATIC
+# next to libipt, hvagent).
+#
+# Harnesses are built only for the layers ipt.h implements so far
+# (ipt_impl_tests/fuzz/layers).
+
+FZ := ipt_impl_tests/fuzz
+HD := ipt_impl_tests/hard
+FB := $(B)/fuzz
+AB := $(B)/asan
+HB := $(B)/hard
+CLANG ?= clang
+FUZZ_SECONDS ?= 60
+FUZZ_SMOKE ?= 20
+FUZZ_OPTIONS ?=
+SAN := -fsanitize=address,undefined -fno-sanitize-recover=all \
+	-fno-omit-frame-pointer
+FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=all
+HARD_LAYERS := $(shell $(FZ)/layers $(HDR))
+FUZZ_HARNESSES := $(HARD_LAYERS)
+FUZZ_BINS := $(addprefix $(FB)/fuzz_,$(FUZZ_HARNESSES))
+REPLAY_BINS := $(addprefix $(AB)/replay_,$(FUZZ_HARNESSES))
+HARD_HAVE_ENC := $(if $(filter enc,$(HARD_LAYERS)),1,0)
+
+$(FB) $(AB) $(HB):
+	mkdir -p $@
+
+# A one-line script that runs a test command with its arguments: the test
+# runner takes commands without arguments.
+define hard_wrap
+	@mkdir -p $(dir $(1))
+	@printf '#!/bin/sh\nexec %s\n' '$(2)' >$(1)
+	@chmod +x $(1)
+endef
+
+# ---- fuzz harnesses: libFuzzer builds and standalone replays ----
+
+FUZZ_SRCS := $(FZ)/fuzz.h $(FZ)/fuzz_blk.c $(HDR)
+
+$(FB)/ipt_impl.o: ipt_impl_tests/ipt_impl.c $(HDR) | $(FB)
+	$(CLANG) -O1 -g $(WARN) $(CPPFLAGS) -fsanitize=fuzzer-no-link \
+		$(FUZZ_SAN) -c -o $@ $<
+
+$(FB)/fuzz_%: $(FZ)/fuzz_%.c $(FUZZ_SRCS) $(FB)/ipt_impl.o
+	$(CLANG) -O1 -g $(WARN) $(CPPFLAGS) -fsanitize=fuzzer $(FUZZ_SAN) \
+		-o $@ $< $(FB)/ipt_impl.o $(ZYDIS)
+
+$(AB)/ipt_impl.o: ipt_impl_tests/ipt_impl.c $(HDR) | $(AB)
+	$(CC) $(OPT) $(WARN) $(CPPFLAGS) $(SAN) -c -o $@ $<
+
+$(AB)/replay_%: $(FZ)/fuzz_%.c $(FZ)/driver.c $(FUZZ_SRCS) $(AB)/ipt_impl.o
+	$(CC) $(OPT) $(WARN) $(CPPFLAGS) $(SAN) -o $@ $< $(FZ)/driver.c \
+		$(AB)/ipt_impl.o $(ZYDIS)
+
+# The strict build: no steering around open bugs (fuzz/KNOWN).
+$(AB)/strict_%: $(FZ)/fuzz_%.c $(FZ)/driver.c $(FUZZ_SRCS) $(AB)/ipt_impl.o
+	$(CC) $(OPT) $(WARN) $(CPPFLAGS) $(SAN) -DFZ_STRICT -o $@ $< \
+		$(FZ)/driver.c $(AB)/ipt_impl.o $(ZYDIS)
+
+$(HB)/mkseed: $(FZ)/mkseed.c $(FZ)/fuzz.h $(B)/ipt_impl.o | $(HB)
+	$(CC) $(OPT) $(WARN) $(CPPFLAGS) -DFZ_HAVE_ENC=$(HARD_HAVE_ENC) \
+		-o $@ $< $(B)/ipt_impl.o $(ZYDIS)
+
+$(FB)/seeds/.stamp: $(FZ)/mkseeds $(HB)/mkseed
+	$(FZ)/mkseeds $(HB)/mkseed $(FB)/seeds $(CONFORMANCE)
+	@touch $@
+
+fuzz-seeds: $(FB)/seeds/.stamp
+
+# make test: replay, then a short fuzzing run, per harness.
+$(HB)/replay-%: $(AB)/replay_% $(FB)/seeds/.stamp
+	$(call hard_wrap,$@,$(AB)/replay_$* -q $(FB)/seeds/$* $(FZ)/regress/$*)
+
+$(HB)/regress-%: $(AB)/strict_% $(FZ)/KNOWN
+	$(call hard_wrap,$@,$(AB)/strict_$* -q -x $(FZ)/KNOWN $(FZ)/regress/$*)
+
+$(HB)/fuzz-smoke-%: $(FB)/fuzz_% $(FB)/seeds/.stamp $(FZ)/run-fuzz
+	$(call hard_wrap,$@,$(FZ)/run-fuzz $* $(FUZZ_SMOKE) $(FB))
+
+TESTS += $(addprefix $(HB)/replay-,$(FUZZ_HARNESSES))
+TESTS += $(addprefix $(HB)/regress-,$(FUZZ_HARNESSES))
+TESTS += $(addprefix $(HB)/fuzz-smoke-,$(FUZZ_HARNESSES))
+TEST_DEPS += $(addprefix $(HB)/replay-,$(FUZZ_HARNESSES))
+TEST_DEPS += $(addprefix $(HB)/regress-,$(FUZZ_HARNESSES))
+TEST_DEPS += $(addprefix $(HB)/fuzz-smoke-,$(FUZZ_HARNESSES))
+
+fuzz: $(FUZZ_BINS) $(FB)/seeds/.stamp
+	@for h in $(FUZZ_HARNESSES); do \
+		FUZZ_OPTIONS='$(FUZZ_OPTIONS)' \
+			$(FZ)/run-fuzz $$h $(FUZZ_SECONDS) $(FB) || exit 1; \
+	done
+
+fuzz-replay: $(REPLAY_BINS) $(FB)/seeds/.stamp
+	@for h in $(FUZZ_HARNESSES); do \
+		$(AB)/replay_$$h -q $(FB)/seeds/$$h $(FZ)/regress/$$h \
+			$(FB)/corpus/$$h || exit 1; \
+	done
+
+.PHONY: fuzz-seeds fuzz-replay hvagent
+
+# ---- the unit tests and the examples under ASan+UBSan, valgrind ----
+
+ASAN_UNITS := $(patsubst $(B)/%,$(AB)/%,$(UNIT_BINS))
+ASAN_EXAMPLES := $(patsubst examples/%,$(AB)/%,$(EXAMPLES))
+
+$(AB)/t_%: ipt_impl_tests/t_%.c $(AB)/ipt_impl.o ipt_impl_tests/check.h $(HDR)
+	$(CC) $(OPT) $(WARN) $(CPPFLAGS) $(SAN) -o $@ $< $(AB)/ipt_impl.o \
+		$(ZYDIS) -lm
+
+$(AB)/ptdump $(AB)/ptxed: $(AB)/%: examples/%.c $(HDR) $(wildcard examples/*.h) | $(AB)
+	$(CC) $(OPT) $(WARN) $(CPPFLAGS) $(SAN) -o $@ $< $(ZYDIS) -lm
+
+$(HB)/asan-conformance: $(ASAN_EXAMPLES) $(HD)/asan-conformance | $(HB)
+	$(call hard_wrap,$@,$(HD)/asan-conformance $(CONFORMANCE) $(AB)/ptdump $(AB)/ptxed)
+
+$(HB)/valgrind-conformance: $(EXAMPLES) $(HD)/valgrind-conformance | $(HB)
+	$(call hard_wrap,$@,$(HD)/valgrind-conformance $(CONFORMANCE) examples/ptdump examples/ptxed)
+
+TESTS += $(ASAN_UNITS) $(HB)/asan-conformance $(HB)/valgrind-conformance
+TEST_DEPS += $(ASAN_UNITS) $(HB)/asan-conformance $(HB)/valgrind-conformance
+
+# ---- allocation failures ----
+
+$(HB)/nomem-bin: $(HD)/nomem.c $(HD)/cases.h $(HDR) ipt_impl_tests/check.h | $(HB)
+	$(CC) $(OPT) $(WARN) $(CPPFLAGS) $(SAN) -o $@ $< $(ZYDIS)
+
+$(HB)/nomem: $(HB)/nomem-bin
+	$(call hard_wrap,$@,$(HB)/nomem-bin $(CONFORMANCE))
+
+# ---- embedding: freestanding, no state ----
+
+$(HB)/embed: $(HD)/embed-check $(HD)/freestanding.c $(B)/ipt_impl.o $(HDR) | $(HB)
+	$(call hard_wrap,$@,$(HD)/embed-check $(HB)/embed-objs $(B)/ipt_impl.o)
+
+# Several threads decode at once; as built, and under ThreadSanitizer.
+$(HB)/threads-bin: $(HD)/threads.c $(HD)/cases.h $(B)/ipt_impl.o | $(HB)
+	$(CC) $(OPT) $(WARN) $(CPPFLAGS) -o $@ $< $(B)/ipt_impl.o $(ZYDIS) \
+		-lpthread
+
+$(HB)/threads-tsan-bin: $(HD)/threads.c $(HD)/cases.h ipt_impl_tests/ipt_impl.c $(HDR) | $(HB)
+	$(CC) -O1 -g $(WARN) $(CPPFLAGS) -fsanitize=thread -o $@ $< \
+		ipt_impl_tests/ipt_impl.c $(ZYDIS) -lpthread
+
+$(HB)/threads: $(HB)/threads-bin
+	$(call hard_wrap,$@,$(HB)/threads-bin $(CONFORMANCE))
+
+$(HB)/threads-tsan: $(HB)/threads-tsan-bin
+	$(call hard_wrap,$@,env TSAN_OPTIONS=halt_on_error=1 $(HB)/threads-tsan-bin $(CONFORMANCE))
+
+# IPT_STATIC in two translation units next to libipt 2.0.5.
+$(HB)/static-a.o $(HB)/static-b.o: $(HB)/static-%.o: $(HD)/static_tu.c $(HD)/static_api.h $(HDR) | $(HB)
+	$(CC) $(OPT) $(WARN) $(CPPFLAGS) -DTU=$* -c -o $@ $<
+
+$(HB)/static-libipt.o: $(HD)/static_libipt.c $(HD)/static_api.h | $(HB)
+	$(CC) $(OPT) $(WARN) $(CPPFLAGS) -DTU=libipt -c -o $@ $<
+
+$(HB)/static-bin: $(HD)/static_main.c $(HD)/cases.h $(HB)/static-a.o $(HB)/static-b.o $(HB)/static-libipt.o
+	$(CC) $(OPT) $(WARN) $(CPPFLAGS) -o $@ $< $(HB)/static-a.o \
+		$(HB)/static-b.o $(HB)/static-libipt.o -lipt $(ZYDIS)
+
+$(HB)/static: $(HB)/static-bin $(HD)/static-check
+	$(call hard_wrap,$@,$(HD)/static-check $(HB) $(CONFORMANCE))
+
+TESTS += $(HB)/nomem $(HB)/embed $(HB)/threads $(HB)/threads-tsan $(HB)/static
+TEST_DEPS += $(HB)/nomem $(HB)/embed $(HB)/threads $(HB)/threads-tsan $(HB)/static
+
+# Binaries made through pattern rules are kept, not removed as intermediate.
+.PRECIOUS: $(AB)/strict_% $(AB)/replay_% $(FB)/fuzz_% $(AB)/t_%
