@@ -2534,7 +2534,9 @@ static IPT__UNUSED int ipt__pkt_read_tnt_64(struct pt_packet_tnt *packet,
 	if (ipt__pkt_left(pos, config) < ipt__layout[ppt_tnt_64].size)
 		return -pte_eos;
 
-	errcode = ipt__pkt_read_tnt(packet, ipt__read_le(pos + 2, 6));
+	/* The packet's eight bytes are in bounds: one load, then drop the
+	 * two opcode bytes. */
+	errcode = ipt__pkt_read_tnt(packet, ipt__read_le_var(pos, 8, 8) >> 16);
 	if (errcode < 0)
 		return errcode;
 	return ipt__layout[ppt_tnt_64].size;
@@ -3534,6 +3536,27 @@ IPT_DEF int pt_pkt_next(struct pt_packet_decoder *decoder,
 			packet->size = 1;
 			decoder->pos = pos + 1;
 			return 1;
+		}
+		/* TNT-64: an encoder that fills long TNTs (up to 47 bits)
+		 * writes as many of them as TIPs.  Eight bytes, one load;
+		 * the stop bit must be above the two opcode bytes. */
+		if (b == IPT__OPC_EXT &&
+		    (size_t) (decoder->config.end - pos) >=
+			    ipt__layout[ppt_tnt_64].size &&
+		    pos[1] == IPT__EXT_TNT_64) {
+			uint64_t payload = ipt__read_le_var(pos, 8, 8) >> 16;
+
+			if (IPT__LIKELY(payload >= 2)) {
+				uint8_t bit_size = ipt__msb(payload);
+
+				packet->type = ppt_tnt_64;
+				packet->size = ipt__layout[ppt_tnt_64].size;
+				packet->payload.tnt.bit_size = bit_size;
+				packet->payload.tnt.payload =
+					payload & ~(1ull << bit_size);
+				decoder->pos = pos + packet->size;
+				return packet->size;
+			}
 		}
 		/* TIP comes next (a seventh); where a full IP could follow,
 		 * the payload is one load. */
