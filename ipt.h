@@ -3504,8 +3504,8 @@ static IPT__NOINLINE int ipt__pkt_next_slow(struct pt_packet_decoder *decoder,
  * arguments; the position does not change on errors.
  *
  * Most packets in a trace are TNT-8 or PAD (three quarters and a fifth in
- * a typical perf trace), then TIP: those are decoded here, without
- * dispatch and without a stack frame. */
+ * a typical perf trace), then TIP, and TNT-64 where long TNTs are used:
+ * those are decoded here, without dispatch and without a stack frame. */
 IPT_DEF int pt_pkt_next(struct pt_packet_decoder *decoder,
 			struct pt_packet *packet, size_t psize)
 {
@@ -3537,9 +3537,9 @@ IPT_DEF int pt_pkt_next(struct pt_packet_decoder *decoder,
 			decoder->pos = pos + 1;
 			return 1;
 		}
-		/* TNT-64: an encoder that fills long TNTs (up to 47 bits)
-		 * writes as many of them as TIPs.  Eight bytes, one load;
-		 * the stop bit must be above the two opcode bytes. */
+		/* TNT-64: where long TNTs are used (up to 47 bits), they
+		 * are about as frequent as TIPs.  Eight bytes, one load;
+		 * a payload without a stop bit goes the slow way. */
 		if (b == IPT__OPC_EXT &&
 		    (size_t) (decoder->config.end - pos) >=
 			    ipt__layout[ppt_tnt_64].size &&
