@@ -2536,7 +2536,9 @@ static IPT__UNUSED int ipt__pkt_read_tnt_64(struct pt_packet_tnt *packet,
 	if (ipt__pkt_left(pos, config) < ipt__layout[ppt_tnt_64].size)
 		return -pte_eos;
 
-	errcode = ipt__pkt_read_tnt(packet, ipt__read_le(pos + 2, 6));
+	/* The packet's eight bytes are in bounds: one load, then drop the
+	 * two opcode bytes. */
+	errcode = ipt__pkt_read_tnt(packet, ipt__read_le_var(pos, 8, 8) >> 16);
 	if (errcode < 0)
 		return errcode;
 	return ipt__layout[ppt_tnt_64].size;
@@ -3504,8 +3506,8 @@ static IPT__NOINLINE int ipt__pkt_next_slow(struct pt_packet_decoder *decoder,
  * arguments; the position does not change on errors.
  *
  * Most packets in a trace are TNT-8 or PAD (three quarters and a fifth in
- * a typical perf trace), then TIP: those are decoded here, without
- * dispatch and without a stack frame. */
+ * a typical perf trace), then TIP, and TNT-64 where long TNTs are used:
+ * those are decoded here, without dispatch and without a stack frame. */
 IPT_DEF int pt_pkt_next(struct pt_packet_decoder *decoder,
 			struct pt_packet *packet, size_t psize)
 {
@@ -3536,6 +3538,27 @@ IPT_DEF int pt_pkt_next(struct pt_packet_decoder *decoder,
 			packet->size = 1;
 			decoder->pos = pos + 1;
 			return 1;
+		}
+		/* TNT-64: where long TNTs are used (up to 47 bits), they
+		 * are about as frequent as TIPs.  Eight bytes, one load;
+		 * a payload without a stop bit goes the slow way. */
+		if (b == IPT__OPC_EXT &&
+		    (size_t) (decoder->config.end - pos) >=
+			    ipt__layout[ppt_tnt_64].size &&
+		    pos[1] == IPT__EXT_TNT_64) {
+			uint64_t payload = ipt__read_le_var(pos, 8, 8) >> 16;
+
+			if (IPT__LIKELY(payload >= 2)) {
+				uint8_t bit_size = ipt__msb(payload);
+
+				packet->type = ppt_tnt_64;
+				packet->size = ipt__layout[ppt_tnt_64].size;
+				packet->payload.tnt.bit_size = bit_size;
+				packet->payload.tnt.payload =
+					payload & ~(1ull << bit_size);
+				decoder->pos = pos + packet->size;
+				return packet->size;
+			}
 		}
 		/* TIP comes next (a seventh); where a full IP could follow,
 		 * the payload is one load. */
