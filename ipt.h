@@ -30,6 +30,8 @@
  *     IPT_ASSERT(x)     check an internal invariant                 (assert)
  *     IPT_NO_STDIO      leave out everything that touches files: file
  *                       sections (pt_image_add_file, pt_iscache_*) go away
+ *     IPT_IMAGE_CACHE_LIMIT  callback memory an image caches, in bytes;
+ *                       ipt_image_set_cache_limit() sets it per image (16 MiB)
  *
  *     With IPT_NO_STDIO and all of the above defined, the implementation
  *     needs nothing but <stddef.h>, <stdint.h> and Zydis.
@@ -1526,6 +1528,8 @@ static const struct ipt__cpu_errata ipt__cpu_errata_table[] = {
 	{ 0x6, 0xdd, IPT__ESET_GLP }
 };
 
+/* Fill in the errata of cpu.  -pte_bad_cpu (with no errata set) for a
+ * non-Intel or unknown processor, -pte_invalid for NULL arguments. */
 IPT_DEF int pt_cpu_errata(struct pt_errata *errata, const struct pt_cpu *cpu)
 {
 	size_t i;
@@ -1884,6 +1888,8 @@ struct pt_encoder {
 	uint8_t *pos;
 };
 
+/* A new encoder writing at config->begin.  NULL if config is NULL or bad
+ * (see ipt__config_from_user) or memory runs out. */
 IPT_DEF struct pt_encoder *pt_alloc_encoder(const struct pt_config *config)
 {
 	struct pt_encoder *encoder;
@@ -1901,11 +1907,14 @@ IPT_DEF struct pt_encoder *pt_alloc_encoder(const struct pt_config *config)
 	return encoder;
 }
 
+/* Free an encoder; NULL is fine. */
 IPT_DEF void pt_free_encoder(struct pt_encoder *encoder)
 {
 	ipt__free(encoder, sizeof(*encoder));
 }
 
+/* Write the next packet at offset.  -pte_eos if offset is past the end
+ * of the buffer, -pte_invalid if encoder is NULL. */
 IPT_DEF int pt_enc_sync_set(struct pt_encoder *encoder, uint64_t offset)
 {
 	if (!encoder)
@@ -1918,6 +1927,7 @@ IPT_DEF int pt_enc_sync_set(struct pt_encoder *encoder, uint64_t offset)
 	return 0;
 }
 
+/* Where the next packet goes.  -pte_invalid for NULL arguments. */
 IPT_DEF int pt_enc_get_offset(const struct pt_encoder *encoder,
 			      uint64_t *offset)
 {
@@ -1931,6 +1941,7 @@ IPT_DEF int pt_enc_get_offset(const struct pt_encoder *encoder,
 	return 0;
 }
 
+/* The encoder's copy of the configuration; NULL if encoder is NULL. */
 IPT_DEF const struct pt_config *
 pt_enc_get_config(const struct pt_encoder *encoder)
 {
@@ -2525,7 +2536,9 @@ static IPT__UNUSED int ipt__pkt_read_tnt_64(struct pt_packet_tnt *packet,
 	if (ipt__pkt_left(pos, config) < ipt__layout[ppt_tnt_64].size)
 		return -pte_eos;
 
-	errcode = ipt__pkt_read_tnt(packet, ipt__read_le(pos + 2, 6));
+	/* The packet's eight bytes are in bounds: one load, then drop the
+	 * two opcode bytes. */
+	errcode = ipt__pkt_read_tnt(packet, ipt__read_le_var(pos, 8, 8) >> 16);
 	if (errcode < 0)
 		return errcode;
 	return ipt__layout[ppt_tnt_64].size;
@@ -3083,6 +3096,8 @@ ipt__pkt_end(const struct pt_packet_decoder *decoder)
 	return decoder ? decoder->config.end : NULL;
 }
 
+/* A new, unsynchronized decoder.  NULL if config is NULL or bad (see
+ * ipt__config_from_user) or memory runs out. */
 IPT_DEF struct pt_packet_decoder *
 pt_pkt_alloc_decoder(const struct pt_config *config)
 {
@@ -3100,6 +3115,7 @@ pt_pkt_alloc_decoder(const struct pt_config *config)
 	return decoder;
 }
 
+/* Free a decoder; NULL is fine. */
 IPT_DEF void pt_pkt_free_decoder(struct pt_packet_decoder *decoder)
 {
 	if (!decoder)
@@ -3109,6 +3125,11 @@ IPT_DEF void pt_pkt_free_decoder(struct pt_packet_decoder *decoder)
 	ipt__free(decoder, sizeof(*decoder));
 }
 
+/* Move to the next PSB: the first at or after the current position (the
+ * start if unsynchronized), or after the current one if the decoder sits
+ * on it.  -pte_eos if there is none, -pte_internal if the decoder was set
+ * to the very end, -pte_invalid if decoder is NULL; the position does not
+ * change on errors. */
 IPT_DEF int pt_pkt_sync_forward(struct pt_packet_decoder *decoder)
 {
 	const uint8_t *sync;
@@ -3142,6 +3163,9 @@ IPT_DEF int pt_pkt_sync_forward(struct pt_packet_decoder *decoder)
 	return 0;
 }
 
+/* Move to the PSB before the current position (the end if
+ * unsynchronized).  -pte_eos if there is none, -pte_invalid if decoder is
+ * NULL. */
 IPT_DEF int pt_pkt_sync_backward(struct pt_packet_decoder *decoder)
 {
 	const uint8_t *pos, *sync;
@@ -3163,6 +3187,8 @@ IPT_DEF int pt_pkt_sync_backward(struct pt_packet_decoder *decoder)
 	return 0;
 }
 
+/* Decode from offset on, PSB or not; it also becomes the sync offset.
+ * -pte_eos if offset is past the end, -pte_invalid if decoder is NULL. */
 IPT_DEF int pt_pkt_sync_set(struct pt_packet_decoder *decoder,
 			    uint64_t offset)
 {
@@ -3180,6 +3206,8 @@ IPT_DEF int pt_pkt_sync_set(struct pt_packet_decoder *decoder,
 	return 0;
 }
 
+/* The offset of the next packet.  -pte_nosync before the first
+ * synchronization, -pte_invalid for NULL arguments. */
 IPT_DEF int pt_pkt_get_offset(const struct pt_packet_decoder *decoder,
 			      uint64_t *offset)
 {
@@ -3192,6 +3220,9 @@ IPT_DEF int pt_pkt_get_offset(const struct pt_packet_decoder *decoder,
 	return 0;
 }
 
+/* The offset of the last PSB synchronized at or decoded (or of the last
+ * pt_pkt_sync_set).  -pte_nosync before the first synchronization,
+ * -pte_invalid for NULL arguments. */
 IPT_DEF int pt_pkt_get_sync_offset(const struct pt_packet_decoder *decoder,
 				   uint64_t *offset)
 {
@@ -3204,6 +3235,7 @@ IPT_DEF int pt_pkt_get_sync_offset(const struct pt_packet_decoder *decoder,
 	return 0;
 }
 
+/* The decoder's copy of the configuration; NULL if decoder is NULL. */
 IPT_DEF const struct pt_config *
 pt_pkt_get_config(const struct pt_packet_decoder *decoder)
 {
@@ -3466,10 +3498,16 @@ static IPT__NOINLINE int ipt__pkt_next_slow(struct pt_packet_decoder *decoder,
 	return size;
 }
 
-/* Decode the next packet and move past it.  Same semantics as libipt's
- * pt_pkt_next.  Most packets in a trace are TNT-8 or PAD (three quarters
- * and a fifth in a typical perf trace): those are decoded here, without
- * dispatch and without a stack frame. */
+/* Decode the next packet and move past it; return its size.  Same
+ * semantics as libipt's pt_pkt_next: -pte_nosync before synchronization,
+ * -pte_eos at the end or for a packet cut off by it, -pte_bad_opc for an
+ * unknown opcode without a decode callback (or the callback's error),
+ * -pte_bad_packet for a malformed packet, -pte_invalid for NULL
+ * arguments; the position does not change on errors.
+ *
+ * Most packets in a trace are TNT-8 or PAD (three quarters and a fifth in
+ * a typical perf trace), then TIP, and TNT-64 where long TNTs are used:
+ * those are decoded here, without dispatch and without a stack frame. */
 IPT_DEF int pt_pkt_next(struct pt_packet_decoder *decoder,
 			struct pt_packet *packet, size_t psize)
 {
@@ -3501,6 +3539,44 @@ IPT_DEF int pt_pkt_next(struct pt_packet_decoder *decoder,
 			decoder->pos = pos + 1;
 			return 1;
 		}
+		/* TNT-64: where long TNTs are used (up to 47 bits), they
+		 * are about as frequent as TIPs.  Eight bytes, one load;
+		 * a payload without a stop bit goes the slow way. */
+		if (b == IPT__OPC_EXT &&
+		    (size_t) (decoder->config.end - pos) >=
+			    ipt__layout[ppt_tnt_64].size &&
+		    pos[1] == IPT__EXT_TNT_64) {
+			uint64_t payload = ipt__read_le_var(pos, 8, 8) >> 16;
+
+			if (IPT__LIKELY(payload >= 2)) {
+				uint8_t bit_size = ipt__msb(payload);
+
+				packet->type = ppt_tnt_64;
+				packet->size = ipt__layout[ppt_tnt_64].size;
+				packet->payload.tnt.bit_size = bit_size;
+				packet->payload.tnt.payload =
+					payload & ~(1ull << bit_size);
+				decoder->pos = pos + packet->size;
+				return packet->size;
+			}
+		}
+		/* TIP comes next (a seventh); where a full IP could follow,
+		 * the payload is one load. */
+		if ((b & 0x1f) == IPT__OPC_TIP &&
+		    (size_t) (decoder->config.end - pos) > 8) {
+			int size = ipt__ipc_size[b >> IPT__OPM_IPC_SHR];
+
+			if (IPT__LIKELY(size >= 0)) {
+				packet->type = ppt_tip;
+				packet->size = (uint8_t) (size + 1);
+				packet->payload.ip.ipc = (enum pt_ip_compression)
+					(b >> IPT__OPM_IPC_SHR);
+				packet->payload.ip.ip =
+					ipt__read_le_var(pos + 1, size, 8);
+				decoder->pos = pos + size + 1;
+				return size + 1;
+			}
+		}
 	}
 
 	return ipt__pkt_next_slow(decoder, packet, psize);
@@ -3508,6 +3584,7 @@ IPT_DEF int pt_pkt_next(struct pt_packet_decoder *decoder,
 
 /* ---- last-IP tracking ---- */
 
+/* See the declarations in >>api-pkt-ext. */
 IPT_DEF void ipt_last_ip_init(struct ipt_last_ip *last_ip)
 {
 	if (!last_ip)
@@ -11349,10 +11426,19 @@ IPT_DEF int pt_blk_sync_backward(struct pt_block_decoder *decoder)
 		ipt__blk_reset(decoder);
 
 		do {
+			uint64_t before;
+
+			before = ipt__blk_evt_offset(&decoder->evdec);
 			status = pt_evt_sync_backward(&decoder->evdec);
 			if (status < 0)
 				return status;
 			pos = ipt__blk_evt_offset(&decoder->evdec);
+
+			/* A run of PSB patterns may yield the same PSB
+			 * again: without progress there is nothing before
+			 * it we could find. */
+			if (pos >= before)
+				return -pte_eos;
 		} while (sync <= pos);
 
 		sync = pos;
