@@ -19,73 +19,87 @@
  * DIR/NAME.pt     the trace (NAME is "trace" unless --name says otherwise)
  * DIR/NAME.truth  the ground truth, in ptxed --no-inst format
  * DIR/NAME.cfg    decoder configuration the trace needs (mtc_freq, ...)
+ * --trim-image D2 also writes D2/image.txt and D2/image/ with only the
+ *                 executed code pages: a small image for a sample trace
  *
  * Recording and synthesis are separate passes, so one (slow) recording
  * yields any number of traces with different options (--replay).
  *
- * PACKET RULES (Intel SDM Vol. 3C, chapter 33 "Intel Processor Trace";
- * section numbers from the 2023 edition, table 33-50 is "Packet Generation
- * under Different Enable Conditions")
+ * PACKET RULES (Intel SDM Vol. 3C, chapter 33 "Intel Processor Trace".
+ * Packets are cited by their definition in 33.4.2 "Packet Definitions";
+ * "the enable table" is the table "Packet Generation under Different
+ * Enable Conditions" and its case numbers; "the compound table" is
+ * "Compound Packet Event Summary" at the start of 33.4.2.)
  *
  *  - Conditional branches (Jcc, JrCXZ, LOOPcc) add one bit to the TNT
- *    buffer, 1 when taken (33.4.2.1 "TNT").  The buffer is written when it
- *    is full or when another packet must follow it, so packets stay in
- *    execution order: as a short TNT (1 to 6 bits) or, with more bits and
- *    --tnt-max above 6, as a long TNT (up to 47 bits).
- *  - Direct unconditional jumps and calls need no packet (33.3.1.1).  A
- *    near call pushes its next IP onto the return stack used for return
- *    compression, except a direct call with displacement zero, which is
- *    a way to read the IP and never returns (33.4.2.2, "RET compression").
- *  - Indirect jumps and calls, and far branches, write a TIP with the
- *    branch target (33.4.2.2 "TIP", 33.3.1.1).
+ *    buffer, 1 when taken (33.4.2.1, TNT packet).  The buffer is written
+ *    when it is full or when another packet must follow it, so packets
+ *    stay in execution order: as a short TNT (1 to 6 bits) or, with more
+ *    bits and --tnt-max above 6, as a long TNT (up to 47 bits).
+ *  - Direct unconditional jumps and calls need no packet (enable table,
+ *    case 6d and its call counterpart).  A near call pushes its next IP
+ *    onto the return stack used for return compression, except a direct
+ *    call with displacement zero: a way to read the IP that never
+ *    returns, which decoders do not push either.
+ *  - Indirect jumps and calls, uncompressed RETs and far branches write a
+ *    TIP with the branch target (33.4.2.2, TIP packet: "Generation
+ *    Scenario"; enable table cases 9d and 10e).
  *  - A near RET whose target equals the top of the return stack is
  *    compressed into one taken TNT bit and pops the stack; any other RET
- *    writes a TIP with its target (33.4.2.2 "Indirect Transfer
- *    Compression for Returns").  --no-retcomp turns compression off
- *    (IA32_RTIT_CTL.DisRETC).  The stack holds 64 entries and drops the
- *    oldest when full, as the decoder's does; it is emptied at every
- *    PSB+, overflow and uncompressed RET, which only ever makes it a top
- *    part of the decoder's stack, so a compressed RET is always correct.
- *  - IP compression (33.4.2.2 "IP Compression"): each IP packet carries
+ *    writes a TIP with its target ("Indirect Transfer Compression for
+ *    Returns (RET)", in the TNT and TIP descriptions).  --no-retcomp turns
+ *    compression off (IA32_RTIT_CTL.DisRETC).  The stack holds 64 entries
+ *    and drops the oldest when full, as the decoder's does; it is emptied
+ *    at every PSB+, overflow and uncompressed RET, which only ever makes
+ *    it a top part of the decoder's stack, so a compressed RET is always
+ *    one the decoder can expand.
+ *  - IP compression (33.4.2.2, "IP Compression"): each IP packet carries
  *    the fewest bytes that, with the last IP, give the full address:
  *    2 bytes (update_16), 4 (update_32), 6 (sext_48, or update_48 for a
  *    non-canonical address) or 8 (full).  The last IP is updated by every
- *    packet with an IP payload and forgotten at PSB; the FUPs in PSB+ and
- *    after OVF never depend on it.
+ *    packet with an IP payload and is zero after PSB; the FUPs in PSB+
+ *    and after OVF never depend on it.
  *  - The start of tracing is a PSB+ without FUP (PacketEn=0 at the PSB),
- *    then TIP.PGE with the first instruction's IP (33.4.2.3 "TIP.PGE",
- *    table 33-50 cases 2*).
- *  - SYSCALL, SYSENTER and INTn go to ring 0, which clears ContextEn:
- *    TIP.PGD with the IP suppressed (33.4.2.4 "TIP.PGD", table 33-50
- *    cases 10c and 12c).  When the kernel returns to user space, TIP.PGE
- *    with the IP it returns to (33.4.2.3).  MODE.Exec before TIP.PGE is
- *    needed only when no MODE.Exec was sent since the last PSB
- *    (33.4.2.8); every PSB+ here carries one, so none is needed.
+ *    then TIP.PGE with the first instruction's IP (33.4.2.4, TIP.PGE
+ *    packet; enable table cases 2*).
+ *  - SYSCALL goes to ring 0, which clears ContextEn: TIP.PGD with the IP
+ *    suppressed (33.4.2.5, TIP.PGD packet: no IP payload when ContextEn
+ *    is cleared; enable table, far branch cases).  SYSENTER and INTn are
+ *    treated the same; the enable table has FUP(CLIP) + TIP.PGD() for a
+ *    software interrupt (case 12c), a gap that 64-bit Linux programs do
+ *    not reach.
+ *    When the kernel returns to user space, TIP.PGE with the IP it
+ *    returns to.  MODE.Exec before TIP.PGE is needed only when no
+ *    MODE.Exec was sent since the last PSB (33.4.2.8, MODE packets);
+ *    every PSB+ here carries one, so none is needed.
  *  - A signal delivered to the thread is an asynchronous transfer through
  *    the kernel: FUP with the interrupted IP and TIP.PGD without IP
- *    (table 33-50 case 11c), then TIP.PGE at the handler.
+ *    (enable table cases 11c and 13c), then TIP.PGE at the handler.
  *  - The end of tracing after an exit or execve system call is the
  *    SYSCALL's TIP.PGD; a recording stopped by --max-insn or a fatal
  *    signal ends with FUP + TIP.PGD() at the next IP, as clearing TraceEn
- *    does (table 33-50 case 3b).
- *  - PSB+ (33.4.2.15 "PSB", 33.4.2.17 "PSBEND"): after every --psb-period
- *    bytes, at the next instruction boundary with tracing enabled: PSB,
- *    TSC, TMA (with MTC, right after TSC), CBR, MODE.Exec, FUP with the IP of the next
- *    instruction, PSBEND.  Pending TNT bits are written first.
- *  - Timing (33.4.2.11 "TSC", 33.4.2.12 "MTC", 33.4.2.14 "CYC"): a model
- *    clock runs one cycle per instruction and 2000 per system call; TSC
- *    counts cycles, the crystal clock runs at TSC/100 (CPUID.15H
- *    EBX/EAX = 100/1).  --mtc F writes an MTC whenever crystal clock bit F
- *    toggles; --cyc writes before each packet a CYC with the cycles since
- *    the last CYC.
- *  - Overflow (33.3.8 "Overflow"): --ovf N:K drops the packets of K
- *    instructions after roughly every N, then writes OVF and a FUP with
- *    the IP where packet generation resumes.  The drop starts right after
- *    a branch that wrote a packet: a decoder cannot see the instructions
- *    between the last packet and the OVF, so neither does the truth.
- *    Pending TNT bits are written first, the return stack is emptied,
- *    and a drop ends early before any instruction that disables tracing.
- *  - PAD (33.4.2.16): --pad N writes a PAD after every N-th packet.
+ *    does (enable table case 3b).
+ *  - PSB+ (33.4.2.17, PSB packet, and the PSBEND packet): after every
+ *    --psb-period bytes, at the next instruction boundary with tracing
+ *    enabled: PSB, TSC, TMA (with MTC, right after TSC), CBR, MODE.Exec,
+ *    FUP with the IP of the next instruction, PSBEND.  Pending TNT bits
+ *    are written first.
+ *  - Timing (the TSC, MTC, TMA and CYC packets of 33.4.2): a model clock
+ *    runs one cycle per instruction and 2000 per system call; TSC counts
+ *    cycles, the crystal clock runs at TSC/100 (CPUID.15H EBX/EAX =
+ *    100/1).  --mtc F writes an MTC whenever crystal clock bit F toggles;
+ *    --cyc writes before each packet a CYC with the cycles since the last
+ *    CYC.
+ *  - Overflow (the OVF packet; compound table, "Overflow": OVF, then FUP
+ *    when the overflow resolves with ContextEn=1): --ovf N:K drops the
+ *    packets of K instructions after roughly every N, then writes OVF and
+ *    a FUP with the IP where packet generation resumes.  The drop starts
+ *    right after a branch that wrote a packet: a decoder cannot see the
+ *    instructions between the last packet and the OVF, so neither does
+ *    the truth.  Pending TNT bits are written first, the return stack is
+ *    emptied, and a drop ends early before any instruction that disables
+ *    tracing.
+ *  - PAD (the PAD packet): --pad N writes a PAD after every N-th packet.
  *
  * THE GROUND TRUTH has one line per executed instruction ("%016llx") and
  * the markers ptxed prints for the events of these traces: [enabled] and
@@ -95,13 +109,22 @@
  * instruction is one instruction however many iterations it makes.
  *
  * RECORDING follows one thread (others run untraced) and stops at a
- * successful execve: trace the real binary, not a wrapper.  Straight-line
- * code runs natively up to the next branch, stopped there by a hardware
- * breakpoint in DR0 (PTRACE_POKEUSER into u_debugreg); branches are
- * single-stepped.  --single-step steps every instruction; the recorded
- * execution is the same.  Code bytes are read with process_vm_readv
- * through a page cache that is dropped after every mmap, munmap,
- * mprotect and mremap.
+ * successful execve: trace the real binary, not a wrapper script or env.
+ * Address space randomization is off for the program, so recordings
+ * repeat.  Most code runs natively between stops: from a stop, the path
+ * ahead is known without executing it as long as it consists of
+ * straight-line instructions, REP string instructions and direct jumps
+ * and calls; a hardware breakpoint (DR0, set with PTRACE_POKEUSER into
+ * u_debugreg) at the first instruction after it stops the run.  A stop at
+ * a RET resolves it from the return address on the stack; a stop at a
+ * conditional branch puts one breakpoint at the end of each of its two
+ * paths (DR0, DR1) and the one that hits tells the direction.  Indirect
+ * jumps and calls, system calls and anything unusual are single-stepped.
+ * --single-step steps every instruction; it records the same execution,
+ * 3-4 times slower.  Code bytes are read with process_vm_readv through a
+ * page cache that is dropped after every mmap, munmap, mprotect and
+ * mremap.  The executable mappings are dumped before every exit, execve
+ * and signal the program does not handle, and when --max-insn is reached.
  *
  * THE EXECUTION LOG is a sequence of little-endian 64-bit words: the IP of
  * each executed instruction, in order, and two markers whose values are
@@ -411,6 +434,31 @@ static uint64_t get_rip(pid_t pid)
 				 NULL);
 }
 
+/* How the thread takes sig: 2 caught by a handler, 1 ignored, 0 default
+ * action.  Only the default action can end the process (then the
+ * mappings must be dumped first); only a handler changes the flow. */
+static int sig_disposition(pid_t pid, int sig)
+{
+	char path[64], line[256];
+	unsigned long long cgt = 0, ign = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int) pid);
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f)) {
+		sscanf(line, "SigCgt: %llx", &cgt);
+		sscanf(line, "SigIgn: %llx", &ign);
+	}
+	fclose(f);
+	if (sig == SIGKILL || sig == SIGSTOP)
+		return 0;
+	if ((cgt >> (sig - 1)) & 1)
+		return 2;
+	return (int) ((ign >> (sig - 1)) & 1);
+}
+
 static int is_code_change(long nr)
 {
 	return nr == 9 || nr == 10 || nr == 11 || nr == 25;
@@ -636,7 +684,7 @@ static int record(struct recorder *r, char **argv)
 {
 	struct insn_info info;
 	uint64_t rip, end_ip = 0;
-	int status, sig = 0, hw_ok = 1;
+	int status, sig = 0, hw_ok = 1, caught;
 	char path[4096];
 
 	snprintf(path, sizeof(path), "%s/exec.log", r->dir);
@@ -673,7 +721,7 @@ static int record(struct recorder *r, char **argv)
 	rip = get_rip(r->pid);
 	for (;;) {
 		uint64_t ip;
-		int sys = 0, rep_again;
+		int sys = 0;
 		long nr = -1;
 
 		if (r->max_insn && r->ninsn >= r->max_insn) {
@@ -713,7 +761,6 @@ static int record(struct recorder *r, char **argv)
 
 		log_word(r, rip);
 		r->ninsn++;
-		rep_again = 0;
 		for (;;) {
 			ptrace(PTRACE_SINGLESTEP, r->pid, NULL,
 			       (void *) (long) sig);
@@ -728,13 +775,10 @@ static int record(struct recorder *r, char **argv)
 			if (WSTOPSIG(status) != SIGTRAP)
 				break;
 			/* Further iterations of a REP string instruction. */
-			if (info.rep && ip == rip) {
-				rep_again = 1;
+			if (info.rep && ip == rip)
 				continue;
-			}
 			break;
 		}
-		(void) rep_again;
 		if (sys && is_code_change(nr))
 			memset(r->cache->addr, 0, sizeof(r->cache->addr));
 		if (WSTOPSIG(status) == SIGTRAP) {
@@ -753,7 +797,9 @@ static int record(struct recorder *r, char **argv)
 		rip = ip;
 signal:
 		/* Deliver it, stepping: a handler stops us at its entry. */
-		dump_maps(r);
+		caught = sig_disposition(r->pid, sig);
+		if (!caught)
+			dump_maps(r);
 		ptrace(PTRACE_SINGLESTEP, r->pid, NULL, (void *) (long) sig);
 		r->steps++;
 		sig = 0;
@@ -763,11 +809,7 @@ signal:
 		}
 		ip = get_rip(r->pid);
 		if (WSTOPSIG(status) == SIGTRAP) {
-			siginfo_t si;
-
-			memset(&si, 0, sizeof(si));
-			ptrace(PTRACE_GETSIGINFO, r->pid, NULL, &si);
-			if (si.si_code == TRAP_BRKPT || si.si_code == SI_KERNEL) {
+			if (caught == 2) {
 				/* At the handler's first instruction. */
 				log_word(r, LOG_ASYNC);
 				log_word(r, rip);
@@ -893,7 +935,8 @@ struct options {
 struct synth {
 	const struct options *opt;
 	struct image img;
-	struct insn_info *icache;
+	struct insn_info *icache;	/* decoded instructions by IP */
+	size_t icache_used;
 	struct pt_encoder *enc;
 	struct pt_config config;
 	uint8_t *buf;
@@ -997,6 +1040,11 @@ static const struct insn_info *lookup(struct synth *s, uint64_t ip)
 	uint8_t code[15];
 	size_t n;
 
+	/* Nearly full (a huge program): start over rather than crawl. */
+	if (s->icache_used > (3u << ICACHE_BITS) / 4) {
+		memset(s->icache, 0, sizeof(*s->icache) << ICACHE_BITS);
+		s->icache_used = 0;
+	}
 	for (;;) {
 		e = &s->icache[h];
 		if (!e->used)
@@ -1008,6 +1056,7 @@ static const struct insn_info *lookup(struct synth *s, uint64_t ip)
 	n = image_read(&s->img, ip, code, sizeof(code));
 	classify(e, ip, code, n);
 	e->used = 1;
+	s->icache_used++;
 	return e;
 }
 
@@ -1225,15 +1274,29 @@ static void push_ret(struct synth *s, uint64_t ip)
 		s->ret_count++;
 }
 
+static int retire_one(struct synth *s, const struct insn_info *in,
+		      uint64_t next, uint64_t nlip);
+
 /* The packets for instruction `in`, now that its successor is known.
  * Returns 1 if it wrote a flow packet (TNT bit or TIP). */
 static int retire(struct synth *s, const struct insn_info *in, uint64_t next)
 {
 	uint64_t nlip = in->ip + in->len;
+	uint64_t errors = s->errors;
+	int rc;
 
 	if (s->dropping)
 		return 0;
+	rc = retire_one(s, in, next, nlip);
+	if (s->errors != errors && s->errors <= 5)
+		fprintf(stderr, "ptsynth: %016" PRIx64 " (class %d) went to "
+			"%016" PRIx64 "\n", in->ip, in->kind, next);
+	return rc;
+}
 
+static int retire_one(struct synth *s, const struct insn_info *in,
+		      uint64_t next, uint64_t nlip)
+{
 	switch (in->kind) {
 	case K_OTHER:
 		if (next != nlip && !(in->rep && next == in->ip))

@@ -6,7 +6,8 @@
  * cache (--raw, --elf), the read-memory callback (--ipt:callback), both
  * decoders, file ranges, ELF load bases.  Each run must print the same
  * instruction flow; option errors must be reported as libipt's ptxed
- * reports them.  Run from the top of the tree, after `make`.
+ * reports them.  Run from the top of the tree, after `make`; set $PTXED
+ * to test another build of examples/ptxed.c.
  */
 #include "../ipt.h"
 #include "check.h"
@@ -16,9 +17,10 @@
 #include <sys/stat.h>
 
 #define DIR "build/t_ptxed.d"
-#ifndef PTXED
+/* The ptxed to run: examples/ptxed, or $PTXED (another build of it).
+ * Messages name the program; outputs are compared as if it were PTXED. */
 #define PTXED "examples/ptxed"
-#endif
+static const char *ptxed = PTXED;
 
 /* 0x1000: nop; jmp 0x1004; hlt; 0x1004: nop; 0x1005: hlt */
 static const uint8_t code[] = { 0x90, 0xeb, 0x01, 0xf4, 0x90, 0xf4 };
@@ -141,6 +143,77 @@ static int make_trace(const char *name)
 	return ok && write_file(name, buffer, (size_t) offset);
 }
 
+/* The code is not mapped at the PSB+ IP and PTWs with IPs keep the
+ * decoder there: --resync-on-error resyncs to the same place and fails the
+ * same way again and again. */
+static int make_stuck_trace(const char *name)
+{
+	uint8_t buffer[256];
+	struct pt_config config;
+	struct pt_encoder *encoder;
+	struct pt_packet packet[9];
+	uint64_t offset;
+	int i, ok = 1;
+
+	pt_config_init(&config);
+	config.begin = buffer;
+	config.end = buffer + sizeof(buffer);
+
+	memset(packet, 0, sizeof(packet));
+	packet[0].type = ppt_psb;
+	packet[1].type = ppt_fup;
+	packet[1].payload.ip.ipc = pt_ipc_sext_48;
+	packet[1].payload.ip.ip = 0x35100000;
+	packet[2].type = ppt_mode;
+	packet[2].payload.mode.leaf = pt_mol_exec;
+	packet[2].payload.mode.bits.exec = pt_set_exec_mode(ptem_64bit);
+	packet[3].type = ppt_psbend;
+	packet[4].type = ppt_ptw;
+	packet[4].payload.ptw.plc = 0;
+	packet[4].payload.ptw.ip = 1;
+	packet[4].payload.ptw.payload = 0xabcd;
+	packet[5].type = ppt_fup;
+	packet[5].payload.ip.ipc = pt_ipc_update_16;
+	packet[5].payload.ip.ip = 0x0001;
+	packet[6].type = ppt_fup;
+	packet[6].payload.ip.ipc = pt_ipc_update_16;
+	packet[6].payload.ip.ip = 0x0005;
+	packet[7].type = ppt_tip_pgd;
+	packet[7].payload.ip.ipc = pt_ipc_suppressed;
+	packet[8].type = ppt_pad;
+
+	encoder = pt_alloc_encoder(&config);
+	if (!encoder)
+		return 0;
+	for (i = 0; i < 9; ++i)
+		if (pt_enc_next(encoder, &packet[i]) < 0)
+			ok = 0;
+	if (pt_enc_get_offset(encoder, &offset) < 0)
+		ok = 0;
+	pt_free_encoder(encoder);
+
+	return ok && write_file(name, buffer, (size_t) offset);
+}
+
+/* Replace the name ptxed was run by with PTXED in @out. */
+static void rename_program(char *out, size_t size)
+{
+	size_t have = strlen(ptxed), want = strlen(PTXED);
+	char *pos;
+
+	if (strcmp(ptxed, PTXED) == 0)
+		return;
+
+	while ((pos = strstr(out, ptxed)) != NULL) {
+		size_t rest = strlen(pos + have) + 1;
+
+		if ((size_t) (pos - out) + want + rest > size)
+			return;
+		memmove(pos + want, pos + have, rest);
+		memcpy(pos, PTXED, want);
+	}
+}
+
 /* Run ptxed with @args; its stdout and stderr go to @out. */
 static int run(char *out, size_t size, const char *args)
 {
@@ -148,12 +221,15 @@ static int run(char *out, size_t size, const char *args)
 	FILE *pipe;
 	size_t len;
 
-	snprintf(command, sizeof(command), "%s %s 2>&1", PTXED, args);
+	/* A hang fails the check instead of the whole test run. */
+	snprintf(command, sizeof(command), "timeout 20 %s %s 2>&1", ptxed,
+		 args);
 	pipe = popen(command, "r");
 	if (!pipe)
 		return -1;
 	len = fread(out, 1, size - 1, pipe);
 	out[len] = 0;
+	rename_program(out, size);
 	return pclose(pipe);
 }
 
@@ -174,10 +250,14 @@ int main(void)
 	uint8_t elf[512];
 	size_t size;
 
+	if (getenv("PTXED"))
+		ptxed = getenv("PTXED");
+
 	mkdir("build", 0777);
 	mkdir(DIR, 0777);
 
 	CHECK(make_trace(DIR "/trace.pt"));
+	CHECK(make_stuck_trace(DIR "/stuck.pt"));
 	CHECK(write_file(DIR "/image.bin", code, sizeof(code)));
 	size = make_elf(elf, 1, 0x1000);
 	CHECK(write_file(DIR "/elf64", elf, size));
@@ -241,6 +321,18 @@ int main(void)
 	expect("--raw " DIR "/image.bin:0x2000 --no-inst --pt "
 	       DIR "/trace.pt",
 	       "[1e, 1000: error: no memory mapped at this address]\n", 0);
+
+	/* A resync that makes no progress ends after the repeated error. */
+	expect("--resync-on-error --raw " DIR "/image.bin:0x1000 --pt "
+	       DIR "/stuck.pt",
+	       "[21, 35100000: error: no memory mapped at this address]\n"
+	       "[21, 35100001: error: no memory mapped at this address]\n"
+	       "[21, 35100001: error: no memory mapped at this address]\n", 0);
+	expect("--resync-on-error --insn-decoder --raw " DIR
+	       "/image.bin:0x1000 --pt " DIR "/stuck.pt",
+	       "[21, 35100000: error: no memory mapped at this address]\n"
+	       "[21, 35100001: error: no memory mapped at this address]\n"
+	       "[21, 35100001: error: no memory mapped at this address]\n", 0);
 
 	/* Option errors. */
 	expect("--raw " DIR "/image.bin --pt " DIR "/trace.pt",
