@@ -1259,6 +1259,27 @@ IPT_API int pt_blk_event(struct pt_block_decoder *decoder,
 
 /* >>api-blk-ext: ipt_ extensions of the block and instruction layers */
 
+/* No functions beyond libipt's; two differences in behaviour:
+ *
+ * Each block decoder (and the one inside each instruction decoder) keeps
+ * what it decoded: instructions by (address space, mode, IP), and the
+ * straight-line runs between branches that need trace.  Code decoded once
+ * is neither read from the image again nor decoded again, whether it comes
+ * from file sections or through the read-memory callback.  The caches have
+ * a fixed size, chosen when the implementation is compiled:
+ *
+ *     IPT_BLK_ICACHE_BITS   log2 of the instruction cache entries  (11)
+ *     IPT_BLK_RCACHE_BITS   log2 of the run cache entries          (10)
+ *
+ * about 240 KiB per decoder with the defaults.  They are emptied when the
+ * decoder gets an image (pt_blk_set_image, pt_insn_set_image) and when the
+ * image changes: sections added or removed, a new callback, or
+ * ipt_image_invalidate() after the memory behind the callback changed.
+ * Until then the decoder keeps decoding the code it saw.
+ *
+ * pt_blk_sync_backward and pt_insn_sync_backward return -pte_eos when the
+ * packet layer finds no earlier PSB than the one they are at. */
+
 #ifdef __cplusplus
 }
 #endif
@@ -11360,6 +11381,8 @@ static int ipt__blk_start(struct pt_block_decoder *decoder)
 	struct pt_event ev;
 	int status;
 
+	ipt__blk_cache_sync(decoder);
+
 	evdec = decoder->evdec;
 	for (;;) {
 		/* Only the PSB+ we synchronized onto, not an adjacent one. */
@@ -11702,6 +11725,8 @@ IPT_DEF int pt_blk_event(struct pt_block_decoder *decoder,
 	if (status < 0)
 		return status;
 
+	ipt__blk_cache_sync(decoder);
+
 	/* Never write past the user's struct; an older one lacks only what
 	 * its user cannot know about. */
 	if (size > sizeof(*ev))
@@ -11859,6 +11884,7 @@ IPT_DEF int pt_blk_resync(struct pt_block_decoder *decoder)
 		return -pte_invalid;
 
 	ipt__blk_clear_postponed_insn(decoder);
+	ipt__blk_cache_sync(decoder);
 
 	ev = &decoder->event;
 	for (;;) {
