@@ -6551,7 +6551,9 @@ IPT_DEF int pt_evt_next(struct pt_event_decoder *decoder,
 	struct pt_event *ev;
 	int err;
 
-	if (!decoder || !uev)
+	/* The man page's too-small size, checked before decoding so that
+	 * no event is lost. */
+	if (!decoder || !uev || size < offsetof(struct pt_event, variant))
 		return -pte_invalid;
 	err = ipt__evt_fetch_event(decoder);
 	if (err < 0)

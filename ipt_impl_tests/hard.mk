@@ -85,7 +85,7 @@ $(HB)/replay-%: $(AB)/replay_% $(FB)/seeds/.stamp
 	$(call hard_wrap,$@,$(AB)/replay_$* -q $(FB)/seeds/$* $(FZ)/regress/$*)
 
 $(HB)/regress-%: $(AB)/strict_% $(FZ)/KNOWN
-	$(call hard_wrap,$@,$(AB)/strict_$* -q -x $(FZ)/KNOWN $(FZ)/regress/$*)
+	$(call hard_wrap,$@,$(AB)/strict_$* -q -t 5 -x $(FZ)/KNOWN $(FZ)/regress/$*)
 
 $(HB)/fuzz-smoke-%: $(FB)/fuzz_% $(FB)/seeds/.stamp $(FZ)/run-fuzz
 	$(call hard_wrap,$@,$(FZ)/run-fuzz $* $(FUZZ_SMOKE) $(FB))

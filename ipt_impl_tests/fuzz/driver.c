@@ -1,10 +1,10 @@
 /* driver.c - run a fuzz harness without libFuzzer.
  *
- *     fuzz_pkt [-q] [-1] [-x KNOWN] FILE|DIR...
+ *     fuzz_pkt [-q] [-1] [-t SECONDS] [-x KNOWN] FILE|DIR...
  *
  * Feeds every file given, and every file under every folder given, to
  * LLVMFuzzerTestOneInput.  Each input runs in a child process, so one that
- * crashes is reported by name and the others still run.  -1 runs inputs in
+ * crashes or hangs (-t, 60 s) is reported by name and the others still run.  -1 runs inputs in
  * this process instead (for debuggers and valgrind); -q prints only the
  * failures.  -x names a list of inputs expected to fail (open bugs: lines
  * "ID HARNESS/INPUT WHAT"): those failing count as passed ("xfail"), and
@@ -25,6 +25,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static unsigned long passed, failed;
 static int in_process, quiet;
+static unsigned timeout_s = 60;
 static char known[64][260];
 static int nknown;
 
@@ -119,8 +120,12 @@ static void run_one(const char *path)
 		perror("fork");
 		exit(2);
 	}
-	if (pid == 0)
+	if (pid == 0) {
+		/* A hang fails too (libFuzzer's -timeout does this when
+		 * fuzzing). */
+		alarm(timeout_s);
 		_exit(run_file(path));
+	}
 	if (waitpid(pid, &status, 0) < 0) {
 		perror("waitpid");
 		exit(2);
@@ -192,6 +197,8 @@ int main(int argc, char **argv)
 			in_process = 1;
 		else if (!strcmp(argv[i], "-q"))
 			quiet = 1;
+		else if (!strcmp(argv[i], "-t") && i + 1 < argc)
+			timeout_s = (unsigned) atoi(argv[++i]);
 		else if (!strcmp(argv[i], "-x") && i + 1 < argc)
 			load_known(argv[++i]);
 		else

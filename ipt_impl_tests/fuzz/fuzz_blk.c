@@ -28,7 +28,9 @@ static int run(fz_decoder *decoder, int status, struct fz_event *ev,
 	       uint64_t limit, size_t *steps)
 {
 	fz_item item;
+#ifndef FUZZ_INSN
 	unsigned long insns = 0;
+#endif
 
 	for (;;) {
 		struct pt_asid asid;
