@@ -41,7 +41,7 @@ done
 # Two TUs with IPT_STATIC.  While some layers are still only declared,
 # their static declarations draw "declared 'static' but never defined";
 # those alone are tolerated (and counted as pending), anything else fails.
-static="$CC -O1 $WARN -I. -o $B/pkt_static ipt_impl_tests/pkt_static_a.c ipt_impl_tests/pkt_static_b.c -lZydis"
+static="$CC -O1 $WARN -I. -o $B/pkt_static ipt_impl_tests/pkt_static_a.c ipt_impl_tests/pkt_static_b.c -lZydis -lm"
 if out=$($static 2>&1); then
 	pass=$((pass + 1))
 else

@@ -27,10 +27,10 @@ static int pkt_sample(struct pt_packet *packet, int n)
 	if (n < 24) {
 		packet->type = iptype[n / 6];
 		packet->payload.ip.ipc = (enum pt_ip_compression) ipc[n % 6];
-		packet->payload.ip.ip = 0xfedcba9876543210ull >>
-			(64 - 8 * (ipc_size[n % 6] - 1));
-		if (ipc_size[n % 6] == 1)
-			packet->payload.ip.ip = 0;
+		/* As many payload bytes as the compression carries. */
+		if (ipc_size[n % 6] > 1)
+			packet->payload.ip.ip = 0xfedcba9876543210ull >>
+				(64 - 8 * (ipc_size[n % 6] - 1));
 		return ipc_size[n % 6];
 	}
 	n -= 24;
