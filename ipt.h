@@ -30,6 +30,8 @@
  *     IPT_ASSERT(x)     check an internal invariant                 (assert)
  *     IPT_NO_STDIO      leave out everything that touches files: file
  *                       sections (pt_image_add_file, pt_iscache_*) go away
+ *     IPT_IMAGE_CACHE_LIMIT  callback memory an image caches, in bytes;
+ *                       ipt_image_set_cache_limit() sets it per image (16 MiB)
  *
  *     With IPT_NO_STDIO and all of the above defined, the implementation
  *     needs nothing but <stddef.h>, <stdint.h> and Zydis.
@@ -2534,7 +2536,9 @@ static IPT__UNUSED int ipt__pkt_read_tnt_64(struct pt_packet_tnt *packet,
 	if (ipt__pkt_left(pos, config) < ipt__layout[ppt_tnt_64].size)
 		return -pte_eos;
 
-	errcode = ipt__pkt_read_tnt(packet, ipt__read_le(pos + 2, 6));
+	/* The packet's eight bytes are in bounds: one load, then drop the
+	 * two opcode bytes. */
+	errcode = ipt__pkt_read_tnt(packet, ipt__read_le_var(pos, 8, 8) >> 16);
 	if (errcode < 0)
 		return errcode;
 	return ipt__layout[ppt_tnt_64].size;
@@ -3502,8 +3506,8 @@ static IPT__NOINLINE int ipt__pkt_next_slow(struct pt_packet_decoder *decoder,
  * arguments; the position does not change on errors.
  *
  * Most packets in a trace are TNT-8 or PAD (three quarters and a fifth in
- * a typical perf trace), then TIP: those are decoded here, without
- * dispatch and without a stack frame. */
+ * a typical perf trace), then TIP, and TNT-64 where long TNTs are used:
+ * those are decoded here, without dispatch and without a stack frame. */
 IPT_DEF int pt_pkt_next(struct pt_packet_decoder *decoder,
 			struct pt_packet *packet, size_t psize)
 {
@@ -3534,6 +3538,27 @@ IPT_DEF int pt_pkt_next(struct pt_packet_decoder *decoder,
 			packet->size = 1;
 			decoder->pos = pos + 1;
 			return 1;
+		}
+		/* TNT-64: where long TNTs are used (up to 47 bits), they
+		 * are about as frequent as TIPs.  Eight bytes, one load;
+		 * a payload without a stop bit goes the slow way. */
+		if (b == IPT__OPC_EXT &&
+		    (size_t) (decoder->config.end - pos) >=
+			    ipt__layout[ppt_tnt_64].size &&
+		    pos[1] == IPT__EXT_TNT_64) {
+			uint64_t payload = ipt__read_le_var(pos, 8, 8) >> 16;
+
+			if (IPT__LIKELY(payload >= 2)) {
+				uint8_t bit_size = ipt__msb(payload);
+
+				packet->type = ppt_tnt_64;
+				packet->size = ipt__layout[ppt_tnt_64].size;
+				packet->payload.tnt.bit_size = bit_size;
+				packet->payload.tnt.payload =
+					payload & ~(1ull << bit_size);
+				decoder->pos = pos + packet->size;
+				return packet->size;
+			}
 		}
 		/* TIP comes next (a seventh); where a full IP could follow,
 		 * the payload is one load. */
@@ -6526,7 +6551,9 @@ IPT_DEF int pt_evt_next(struct pt_event_decoder *decoder,
 	struct pt_event *ev;
 	int err;
 
-	if (!decoder || !uev)
+	/* The man page's too-small size, checked before decoding so that
+	 * no event is lost. */
+	if (!decoder || !uev || size < offsetof(struct pt_event, variant))
 		return -pte_invalid;
 	err = ipt__evt_fetch_event(decoder);
 	if (err < 0)
@@ -11401,10 +11428,19 @@ IPT_DEF int pt_blk_sync_backward(struct pt_block_decoder *decoder)
 		ipt__blk_reset(decoder);
 
 		do {
+			uint64_t before;
+
+			before = ipt__blk_evt_offset(&decoder->evdec);
 			status = pt_evt_sync_backward(&decoder->evdec);
 			if (status < 0)
 				return status;
 			pos = ipt__blk_evt_offset(&decoder->evdec);
+
+			/* A run of PSB patterns may yield the same PSB
+			 * again: without progress there is nothing before
+			 * it we could find. */
+			if (pos >= before)
+				return -pte_eos;
 		} while (sync <= pos);
 
 		sync = pos;

@@ -27,7 +27,7 @@
  * Each pass allocates the image, section cache and decoder anew and frees
  * them at its end, so every pass starts cold.  Passes repeat until
  * --min-time seconds (default 0.3) have passed; the time reported is the
- * mean per pass.  Memory: getrusage's ru_maxrss after all passes minus
+ * mean per pass, in processor time (user + system) of the process.  Memory: getrusage's ru_maxrss after all passes minus
  * ru_maxrss just before the first (trace and mappings already loaded), so
  * it is the peak of the decoder, its image and their caches.
  *
@@ -180,11 +180,13 @@ static void load_cfg(struct pt_config *config, const char *path)
 		die("bad cpu in", path);
 }
 
+/* Processor time of this process: less disturbed than wall-clock time by
+ * whatever else runs on the machine. */
 static double now(void)
 {
 	struct timespec t;
 
-	clock_gettime(CLOCK_MONOTONIC, &t);
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
 	return (double) t.tv_sec + (double) t.tv_nsec * 1e-9;
 }
 

@@ -1,0 +1,137 @@
+#!/usr/bin/env python3
+"""Turn build/bench/raw.txt into the bench table (stdout) and a CSV.
+
+    table.py RAW CSV
+
+RAW has one line per measurement process:
+    REP TRACE LAYER LIB IMAGE bytes=N insn=N passes=N sec=S mem_kb=N errors=N
+"""
+import collections
+import statistics
+import sys
+
+raw, csv = sys.argv[1], sys.argv[2]
+
+# (trace, layer, lib, image) -> list of results
+data = collections.OrderedDict()
+for line in open(raw):
+    f = line.split()
+    rep, trace, layer, lib, img = f[:5]
+    kv = dict(x.split('=', 1) for x in f[5:] if '=' in x)
+    if 'sec' not in kv:
+        print('bench: no result for %s %s %s %s: %s'
+              % (trace, layer, lib, img, ' '.join(f[5:])))
+        continue
+    data.setdefault((trace, layer, lib, img), []).append(kv)
+
+
+def get(trace, layer, lib, img):
+    runs = data.get((trace, layer, lib, img))
+    if not runs:
+        return None
+
+    def m(k):
+        return statistics.median(float(r[k]) for r in runs)
+    return dict(sec=m('sec'), mem=m('mem_kb') / 1024.0,
+                bytes=float(runs[0]['bytes']), insn=float(runs[0]['insn']),
+                errors=runs[0]['errors'], n=len(runs))
+
+
+# Rows: layer, ipt.h image, libipt image, goal.  libipt "best" is its
+# fastest set-up for that layer on that trace.
+ROWS = [('pkt', '-', '-', 'pkt'), ('qry', '-', '-', ''),
+        ('insn', 'cb', 'cb', ''), ('insn', 'cb', 'file', ''),
+        ('insn', 'cb', 'iscache', ''), ('insn', 'cb', 'best', 'insn'),
+        ('insn', 'file', 'file', ''),
+        ('blk', 'cb', 'cb', 'blk-cb'), ('blk', 'cb', 'iscache', 'blk-isc'),
+        ('blk', 'cb', 'file', ''), ('blk', 'file', 'file', '')]
+GOALS = {'pkt': 1.5, 'insn': 3.0, 'blk-cb': 10.0, 'blk-isc': 3.0}
+hdr = ('trace', 'layer', 'ipt.h', 'libipt', 'ipt MB/s', 'ipt Mi/s',
+       'lib MB/s', 'lib Mi/s', 'ratio', 'ipt MiB', 'lib MiB', 'mem x',
+       'goal', 'errs')
+rows = []
+traces = []
+for k in data:
+    if k[0] not in traces:
+        traces.append(k[0])
+
+
+def mi(r):
+    return '%.1f' % (r['insn'] / r['sec'] / 1e6) if r['insn'] else ''
+
+
+for trace in traces:
+    for layer, imi, iml, goal in ROWS:
+        a = get(trace, layer, 'ipt', imi)
+        if iml == 'best':
+            cands = [(get(trace, layer, 'libipt', i), i)
+                     for i in ('cb', 'file', 'iscache')]
+            cands = [c for c in cands if c[0]]
+            if not cands:
+                continue
+            b, bi = min(cands, key=lambda c: c[0]['sec'])
+            libname = 'best=' + bi
+        else:
+            b = get(trace, layer, 'libipt', iml)
+            libname = iml if iml != '-' else ''
+        if not a or not b:
+            continue
+        ta, tb = a['sec'], b['sec']
+        ratio = tb / ta if ta > 0 else 0.0
+        g = ''
+        if goal:
+            ok = ratio >= GOALS[goal]
+            extra = ''
+            if goal == 'pkt':
+                ok = ok and a['bytes'] / ta >= 1e9
+                extra = ', 1GB/s'
+            g = '>=%gx%s: %s' % (GOALS[goal], extra,
+                                 'ok' if ok else 'MISSED')
+        errs = '%s/%s' % (a['errors'], b['errors'])
+        if a['insn'] != b['insn']:
+            errs += ' (insn %d/%d)' % (a['insn'], b['insn'])
+        rows.append((trace, layer, imi if imi != '-' else '', libname,
+                     '%.0f' % (a['bytes'] / ta / 1e6), mi(a),
+                     '%.0f' % (b['bytes'] / tb / 1e6), mi(b),
+                     '%.2f' % ratio, '%.2f' % a['mem'], '%.2f' % b['mem'],
+                     '%.1f' % (a['mem'] / b['mem'])
+                     if b['mem'] >= 0.05 else '-',
+                     g, errs))
+
+w = [max(len(str(r[i])) for r in rows + [hdr]) for i in range(len(hdr))]
+
+
+def show(r):
+    print('  '.join(str(x).rjust(w[i]) if 4 <= i <= 11 else
+                    str(x).ljust(w[i]) for i, x in enumerate(r)).rstrip())
+
+
+print()
+show(hdr)
+last = None
+for r in rows:
+    if last and r[0] != last:
+        print()
+    last = r[0]
+    show(r)
+print('''
+ratio   libipt time / ipt.h time: medians over the repetitions of the
+        processor time per pass.  Mi/s: million instructions per second;
+        MB/s: trace bytes (10^6) per second.
+images  cb: read-memory callback; file: pt_image_add_file; iscache:
+        pt_iscache_add_file + pt_image_add_cached; best: libipt's fastest.
+memory  peak RSS growth while decoding (getrusage ru_maxrss minus a
+        baseline taken after loading trace and code), MiB, median: the
+        decoder, its image and their caches.  mem x = ipt.h / libipt
+        ("-" when libipt's is below 0.05 MiB, as with its callback image,
+        which caches nothing).  Goal: within 2x of libipt's caching set-ups.
+goals   pt_blk_next >= 10x libipt's block decoder with the callback image
+        and >= 3x with its iscache; pt_insn_next >= 3x libipt's fastest
+        set-up; pt_pkt_next >= 1.5x libipt and >= 1 GB/s.
+errs    decode errors (resynchronizations) ipt.h/libipt in one pass.''')
+with open(csv, 'w') as f:
+    f.write(','.join(h.replace(' ', '_') for h in hdr) + '\n')
+    for r in rows:
+        f.write(','.join('"%s"' % x if (' ' in str(x) or ',' in str(x))
+                         else str(x) for x in r) + '\n')
+print('bench: table in %s, raw numbers in %s' % (csv, raw))
