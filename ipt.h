@@ -5834,7 +5834,9 @@ static int ipt__evt_decode_tip(struct pt_event_decoder *decoder)
 	case ptev_iflags:
 		return ipt__evt_complete(ev, decoder);
 	case ptev_async_branch:
-		return -pte_internal;
+		/* A second FUP before this TIP: the trace is broken (libipt
+		 * reports -pte_internal here). */
+		return -pte_bad_context;
 	default:
 		return -pte_bad_context;
 	}
@@ -7019,7 +7021,10 @@ IPT_DEF int pt_qry_core_bus_ratio(struct pt_query_decoder *decoder,
  *                         size_t size);
  *   int ipt__asid_match(const struct pt_asid *, const struct pt_asid *);
  *
- * An image is not locked: one thread at a time may use it. */
+ * Nothing here is locked: an image, or an image section cache together
+ * with the images holding its sections, is for one thread at a time (libipt
+ * locks sections and its cache; ipt.h has no threads).  The callback must
+ * not change the image it reads for. */
 
 #ifndef IPT_IMAGE_CACHE_LIMIT
 #define IPT_IMAGE_CACHE_LIMIT ((uint64_t) 16 << 20)
@@ -7510,25 +7515,34 @@ static int ipt__image_read_callback(struct pt_image *image, int *isid,
 
 /* ---- file sections (hosted builds) ----
  *
- * A section is a range of a file, read into memory when first needed and
- * shared by reference between images and the image section cache.  Images
+ * A section is a range of a file, shared by reference between images and
+ * the image section cache.  Its bytes are read in chunks of 64 KiB when
+ * first needed, so a large file costs only what is decoded of it.  Images
  * map sections at an address in an address space; a mapping may cover only
- * part of its section when a newer mapping overlaid the rest.  A section of
- * an image section cache counts against the cache's limit while loaded; the
- * least recently used ones are dropped beyond it and reloaded on demand.
- * Other sections stay loaded while referenced. */
+ * part of its section when a newer mapping overlaid the rest.  The loaded
+ * chunks of a section of an image section cache count against the cache's
+ * limit; beyond it the least recently used sections are dropped and
+ * reloaded on demand, and a section bigger than the limit is read from its
+ * file at each access (as libipt maps it for each).  Other sections keep
+ * what they loaded while referenced. */
 
 #ifndef IPT_NO_STDIO
 #include <limits.h>
 #include <stdio.h>
+
+#define IPT__CHUNK_SHIFT 16
+#define IPT__CHUNK_SIZE ((uint64_t) 1 << IPT__CHUNK_SHIFT)
 
 struct ipt__section {
 	char *filename;
 	size_t filename_size;
 	/* The file range: where it starts and how many bytes it has. */
 	uint64_t offset, size;
-	/* Its bytes, when loaded. */
-	uint8_t *data;
+	/* Its bytes: nchunks chunks, each loaded or NULL; how many bytes are
+	 * loaded. */
+	uint8_t **chunks;
+	size_t nchunks;
+	uint64_t loaded;
 	uint32_t ucount;
 	/* The image section cache that owns the section, and the neighbours
 	 * on its list of loaded sections (most recently used first). */
@@ -7651,9 +7665,21 @@ static int ipt__section_mk(struct ipt__section **psection,
 	return 0;
 }
 
+/* The size of chunk index of section: a full chunk but for the last. */
+static size_t ipt__chunk_size(const struct ipt__section *section,
+			      size_t index)
+{
+	uint64_t begin = (uint64_t) index << IPT__CHUNK_SHIFT;
+	uint64_t left = section->size - begin;
+
+	return (size_t) (left < IPT__CHUNK_SIZE ? left : IPT__CHUNK_SIZE);
+}
+
+/* Drops what a section loaded, and takes it off its cache's list. */
 static void ipt__section_unload(struct ipt__section *section)
 {
 	struct pt_image_section_cache *iscache = section->iscache;
+	size_t i;
 
 	if (iscache && section->in_lru) {
 		if (section->newer)
@@ -7666,10 +7692,18 @@ static void ipt__section_unload(struct ipt__section *section)
 			iscache->oldest = section->newer;
 		section->newer = section->older = NULL;
 		section->in_lru = 0;
-		iscache->used -= section->size;
+		iscache->used -= section->loaded;
 	}
-	ipt__free(section->data, (size_t) section->size);
-	section->data = NULL;
+	if (section->chunks) {
+		for (i = 0; i < section->nchunks; ++i)
+			ipt__free(section->chunks[i],
+				  ipt__chunk_size(section, i));
+		ipt__free(section->chunks,
+			  section->nchunks * sizeof(*section->chunks));
+	}
+	section->chunks = NULL;
+	section->nchunks = 0;
+	section->loaded = 0;
 }
 
 static int ipt__section_get(struct ipt__section *section)
@@ -7722,45 +7756,70 @@ static void ipt__iscache_prune(struct pt_image_section_cache *iscache,
 		ipt__section_unload(iscache->oldest);
 }
 
-/* Loads a section's bytes.  A section of an image section cache that is
- * bigger than the cache's limit is not loaded: returns zero with
- * section->data still NULL and the caller reads the file directly. */
-static int ipt__section_load(struct ipt__section *section)
+/* The loaded chunk index of section, loading it if need be.  A section of
+ * an image section cache that is bigger than the cache's limit is not
+ * loaded: returns zero with *pdata NULL, and the caller reads the file. */
+static int ipt__section_chunk(struct ipt__section *section, size_t index,
+			      const uint8_t **pdata)
 {
 	struct pt_image_section_cache *iscache = section->iscache;
 	uint8_t *data;
+	size_t size;
 	int errcode;
 
-	if (section->data || !section->size)
+	*pdata = NULL;
+	if (section->chunks && section->chunks[index]) {
+		ipt__section_touch(section);
+		*pdata = section->chunks[index];
 		return 0;
+	}
 	if (iscache && iscache->limit < section->size)
 		return 0;
-	if ((uint64_t) (size_t) section->size != section->size)
-		return -pte_nomem;
 
-	data = (uint8_t *) ipt__alloc((size_t) section->size);
+	if (!section->chunks) {
+		uint64_t n = (section->size + IPT__CHUNK_SIZE - 1) >>
+			     IPT__CHUNK_SHIFT;
+
+		if ((uint64_t) (size_t) n != n ||
+		    (size_t) n > (size_t) -1 / sizeof(*section->chunks))
+			return -pte_nomem;
+		section->chunks = (uint8_t **) ipt__zalloc(
+			(size_t) n * sizeof(*section->chunks));
+		if (!section->chunks)
+			return -pte_nomem;
+		section->nchunks = (size_t) n;
+	}
+
+	size = ipt__chunk_size(section, index);
+	data = (uint8_t *) ipt__alloc(size);
 	if (!data)
 		return -pte_nomem;
-	errcode = ipt__file_read(section->filename, data,
-				 (size_t) section->size, section->offset);
+	errcode = ipt__file_read(section->filename, data, size,
+				 section->offset +
+					 ((uint64_t) index << IPT__CHUNK_SHIFT));
 	if (errcode < 0) {
-		ipt__free(data, (size_t) section->size);
+		ipt__free(data, size);
 		return errcode;
 	}
-	section->data = data;
+	section->chunks[index] = data;
+	section->loaded += size;
 
 	if (iscache) {
-		section->newer = NULL;
-		section->older = iscache->newest;
-		if (iscache->newest)
-			iscache->newest->newer = section;
-		else
-			iscache->oldest = section;
-		iscache->newest = section;
-		section->in_lru = 1;
-		iscache->used += section->size;
+		if (!section->in_lru) {
+			section->newer = NULL;
+			section->older = iscache->newest;
+			if (iscache->newest)
+				iscache->newest->newer = section;
+			else
+				iscache->oldest = section;
+			iscache->newest = section;
+			section->in_lru = 1;
+		} else
+			ipt__section_touch(section);
+		iscache->used += size;
 		ipt__iscache_prune(iscache, section);
 	}
+	*pdata = data;
 	return 0;
 }
 
@@ -7770,7 +7829,7 @@ static int ipt__section_read(struct ipt__section *section, uint8_t *buffer,
 			     uint16_t size, uint64_t offset)
 {
 	uint64_t space;
-	int errcode;
+	size_t done;
 
 	if (section->size <= offset)
 		return -pte_nomap;
@@ -7778,20 +7837,30 @@ static int ipt__section_read(struct ipt__section *section, uint8_t *buffer,
 	if (space < size)
 		size = (uint16_t) space;
 
-	if (!section->data) {
-		errcode = ipt__section_load(section);
+	for (done = 0; done < size;) {
+		uint64_t at = offset + done;
+		size_t index = (size_t) (at >> IPT__CHUNK_SHIFT);
+		size_t off = (size_t) (at & (IPT__CHUNK_SIZE - 1));
+		size_t n = ipt__chunk_size(section, index) - off;
+		const uint8_t *data;
+		int errcode;
+
+		if (n > size - done)
+			n = size - done;
+		errcode = ipt__section_chunk(section, index, &data);
 		if (errcode < 0)
 			return errcode;
-		if (!section->data) {
-			errcode = ipt__file_read(section->filename, buffer,
-						 size,
-						 section->offset + offset);
-			return errcode < 0 ? errcode : (int) size;
+		if (data)
+			IPT_MEMCPY(buffer + done, data + off, n);
+		else {
+			errcode = ipt__file_read(section->filename,
+						 buffer + done, n,
+						 section->offset + at);
+			if (errcode < 0)
+				return errcode;
 		}
-	} else
-		ipt__section_touch(section);
-
-	IPT_MEMCPY(buffer, section->data + offset, size);
+		done += n;
+	}
 	return (int) size;
 }
 
@@ -8439,7 +8508,8 @@ IPT_DEF int pt_image_add_cached(struct pt_image *image,
  *       more than one read: across sections, or past where the callback
  *       stopped).  0 on success; -pte_bad_insn, -pte_nomap, or an error
  *       of the image
- *   int ipt__insn_changes_cpl(const struct pt_insn *, const struct ipt__insn_ext *);
+ *   int ipt__insn_changes_cpl(const struct pt_insn *,
+ *                             const struct ipt__insn_ext *);
  *   int ipt__insn_changes_cr3(...);     int ipt__insn_is_branch(...);
  *   int ipt__insn_is_far_branch(...);   int ipt__insn_binds_to_pip(...);
  *   int ipt__insn_binds_to_vmcs(...);   int ipt__insn_is_ptwrite(...);
@@ -8463,8 +8533,10 @@ IPT_DEF int pt_image_add_cached(struct pt_image *image,
  *  - ptic_indirect is never produced here; only the block layer reports it.
  *    MOV CR3 and VMPTRLD are ptic_other with their detailed class.
  *  - Outside 64-bit mode a linear address has 32 bits, so next IPs and
- *    branch targets wrap at 4 GiB.  IPs are linear addresses, so a 16-bit
- *    IP can't be wrapped without the CS base: it is not, as in libipt.
+ *    branch targets wrap at 4 GiB (libipt lets them run past; the two
+ *    differ only for code crossing the 4 GiB end).  IPs are linear
+ *    addresses (CS base + IP), so a 16-bit IP can't be wrapped at 64 KiB
+ *    without the CS base: it is not, as in libipt.
  *  - Bytes Zydis rejects are -pte_bad_insn, where libipt's table-driven
  *    length decoder may still find a length; valid code decodes alike.
  *  - Zydis 4.0 does not know ERETS (F2 0F 01 CA), ERETU (F3 0F 01 CA) or
@@ -11352,10 +11424,19 @@ IPT_DEF int pt_blk_sync_backward(struct pt_block_decoder *decoder)
 		ipt__blk_reset(decoder);
 
 		do {
+			uint64_t before;
+
+			before = ipt__blk_evt_offset(&decoder->evdec);
 			status = pt_evt_sync_backward(&decoder->evdec);
 			if (status < 0)
 				return status;
 			pos = ipt__blk_evt_offset(&decoder->evdec);
+
+			/* A run of PSB patterns may yield the same PSB
+			 * again: without progress there is nothing before
+			 * it we could find. */
+			if (pos >= before)
+				return -pte_eos;
 		} while (sync <= pos);
 
 		sync = pos;

@@ -1824,6 +1824,42 @@ static void diagnose_insn(const struct ptxed_decoder *decoder,
 	diagnose(decoder, ip, errtype, errcode);
 }
 
+/* --resync-on-error can get stuck: on some broken traces the decoder
+ * resyncs to where it was and fails there again, for ever.  An error that
+ * repeats the one before it (same trace offset, IP and error) right after
+ * a resync means no progress: it is reported a second time, as the sync
+ * loop does, and the decoder then searches the next PSB as it does without
+ * --resync-on-error. */
+struct ptxed_last_error {
+	uint64_t offset;
+	uint64_t ip;
+	int status;
+	int valid;
+};
+
+/* Remember this error; returns non-zero if it repeats the last one. */
+static int ptxed_repeated_error(const struct ptxed_decoder *decoder,
+				struct ptxed_last_error *last, uint64_t ip,
+				int status)
+{
+	uint64_t offset;
+	int repeated;
+
+	offset = 0ull;
+	if (ptxed_get_offset(decoder, &offset) < 0)
+		return 1;
+
+	repeated = last->valid && last->offset == offset && last->ip == ip &&
+		last->status == status;
+
+	last->offset = offset;
+	last->ip = ip;
+	last->status = status;
+	last->valid = 1;
+
+	return repeated;
+}
+
 /* ---- the instruction flow decoder ---- */
 
 static int handle_one_event_insn(struct ptxed_decoder *decoder,
@@ -1946,11 +1982,13 @@ static void decode_insn(struct ptxed_decoder *decoder,
 	sync = 0ull;
 	time = 0ull;
 	for (;;) {
+		struct ptxed_last_error last;
 		struct pt_insn insn;
 		int status;
 
 		/* @insn is used for error reports. */
 		memset(&insn, 0, sizeof(insn));
+		memset(&last, 0, sizeof(last));
 
 		status = pt_insn_sync_forward(ptdec);
 		if (status < 0) {
@@ -1998,7 +2036,9 @@ static void decode_insn(struct ptxed_decoder *decoder,
 
 			diagnose_insn(decoder, "error", status, &insn);
 
-			if (!options->resync_on_error)
+			if (!options->resync_on_error ||
+			    ptxed_repeated_error(decoder, &last, insn.ip,
+						 status))
 				break;
 
 			status = resync_insn(decoder, options, &time);
@@ -2328,11 +2368,13 @@ static void decode_block(struct ptxed_decoder *decoder,
 	sync = 0ull;
 	time = 0ull;
 	for (;;) {
+		struct ptxed_last_error last;
 		struct pt_block block;
 		int status;
 
 		/* The IP and ninsn are used for error reports. */
 		memset(&block, 0, sizeof(block));
+		memset(&last, 0, sizeof(last));
 
 		status = pt_blk_sync_forward(ptdec);
 		if (status < 0) {
@@ -2380,7 +2422,9 @@ static void decode_block(struct ptxed_decoder *decoder,
 
 			diagnose_block(decoder, "error", status, &block);
 
-			if (!options->resync_on_error)
+			if (!options->resync_on_error ||
+			    ptxed_repeated_error(decoder, &last, block.ip,
+						 status))
 				break;
 
 			status = resync_block(decoder, options, &time);

@@ -20,3 +20,16 @@ TEST_DEPS += $(B)/blk_agree.sh
 
 .PHONY: ipt-blk-force
 ipt-blk-force:
+
+# Hostile input under AddressSanitizer and UBSan: random code and packet
+# sequences with flipped bits through both decoders.
+BLK_SAN := -fsanitize=address,undefined -fno-sanitize-recover=all
+
+$(B)/ipt_impl_san.o: ipt_impl_tests/ipt_impl.c $(HDR) | $(B)
+	$(CC) -O1 -g $(WARN) $(BLK_SAN) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
+
+$(B)/blk_fuzz: ipt_impl_tests/blk_fuzz.c $(B)/ipt_impl_san.o | $(B)
+	$(CC) -O1 -g $(WARN) $(BLK_SAN) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(B)/ipt_impl_san.o $(ZYDIS) -lm
+
+TESTS += $(B)/blk_fuzz
+TEST_DEPS += $(B)/blk_fuzz

@@ -173,6 +173,10 @@ static void put_timing(void)
 		p.payload.cbr.ratio = (uint8_t) (1 + rnd(60));
 		break;
 	case 2:
+		/* TMA comes right after a TSC. */
+		p = pkt(ppt_tsc);
+		p.payload.tsc.tsc = 0x100000ull + rnd(0x10000);
+		put(&p);
 		p = pkt(ppt_tma);
 		p.payload.tma.ctc = (uint16_t) rnd(0x10000);
 		p.payload.tma.fc = (uint16_t) rnd(0x200);
@@ -237,6 +241,8 @@ static void put_power(int enabled)
 {
 	switch (rnd(4)) {
 	case 0: {
+		if (!enabled)
+			break;
 		struct pt_packet p = pkt(ppt_mwait);
 
 		p.payload.mwait.hints = rnd(256);
@@ -657,6 +663,14 @@ static void stream(unsigned int n)
 
 	for (i = 0; i < size; ++i)
 		sum = sum * 131 + buf[i];
+	if (getenv("EVT_DIFF_DUMP")) {
+		FILE *f = fopen(getenv("EVT_DIFF_DUMP"), "wb");
+
+		if (f) {
+			fwrite(buf, 1, (size_t) size, f);
+			fclose(f);
+		}
+	}
 	printf("== stream %u size %" PRIu64 " sum %" PRIx64 " encfail %d\n", n,
 	       size, sum, enc_failed);
 

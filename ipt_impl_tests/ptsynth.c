@@ -19,6 +19,8 @@
  * DIR/NAME.pt     the trace (NAME is "trace" unless --name says otherwise)
  * DIR/NAME.truth  the ground truth, in ptxed --no-inst format
  * DIR/NAME.cfg    decoder configuration the trace needs (mtc_freq, ...)
+ * --trim-image D2 also writes D2/image.txt and D2/image/ with only the
+ *                 executed code pages: a small image for a sample trace
  *
  * Recording and synthesis are separate passes, so one (slow) recording
  * yields any number of traces with different options (--replay).
@@ -95,13 +97,22 @@
  * instruction is one instruction however many iterations it makes.
  *
  * RECORDING follows one thread (others run untraced) and stops at a
- * successful execve: trace the real binary, not a wrapper.  Straight-line
- * code runs natively up to the next branch, stopped there by a hardware
- * breakpoint in DR0 (PTRACE_POKEUSER into u_debugreg); branches are
- * single-stepped.  --single-step steps every instruction; the recorded
- * execution is the same.  Code bytes are read with process_vm_readv
- * through a page cache that is dropped after every mmap, munmap,
- * mprotect and mremap.
+ * successful execve: trace the real binary, not a wrapper script or env.
+ * Address space randomization is off for the program, so recordings
+ * repeat.  Most code runs natively between stops: from a stop, the path
+ * ahead is known without executing it as long as it consists of
+ * straight-line instructions, REP string instructions and direct jumps
+ * and calls; a hardware breakpoint (DR0, set with PTRACE_POKEUSER into
+ * u_debugreg) at the first instruction after it stops the run.  A stop at
+ * a RET resolves it from the return address on the stack; a stop at a
+ * conditional branch puts one breakpoint at the end of each of its two
+ * paths (DR0, DR1) and the one that hits tells the direction.  Indirect
+ * jumps and calls, system calls and anything unusual are single-stepped.
+ * --single-step steps every instruction; it records the same execution,
+ * 3-4 times slower.  Code bytes are read with process_vm_readv through a
+ * page cache that is dropped after every mmap, munmap, mprotect and
+ * mremap.  The executable mappings are dumped before every exit, execve
+ * and signal the program does not handle, and when --max-insn is reached.
  *
  * THE EXECUTION LOG is a sequence of little-endian 64-bit words: the IP of
  * each executed instruction, in order, and two markers whose values are
@@ -411,6 +422,31 @@ static uint64_t get_rip(pid_t pid)
 				 NULL);
 }
 
+/* How the thread takes sig: 2 caught by a handler, 1 ignored, 0 default
+ * action.  Only the default action can end the process (then the
+ * mappings must be dumped first); only a handler changes the flow. */
+static int sig_disposition(pid_t pid, int sig)
+{
+	char path[64], line[256];
+	unsigned long long cgt = 0, ign = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int) pid);
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f)) {
+		sscanf(line, "SigCgt: %llx", &cgt);
+		sscanf(line, "SigIgn: %llx", &ign);
+	}
+	fclose(f);
+	if (sig == SIGKILL || sig == SIGSTOP)
+		return 0;
+	if ((cgt >> (sig - 1)) & 1)
+		return 2;
+	return (int) ((ign >> (sig - 1)) & 1);
+}
+
 static int is_code_change(long nr)
 {
 	return nr == 9 || nr == 10 || nr == 11 || nr == 25;
@@ -636,7 +672,7 @@ static int record(struct recorder *r, char **argv)
 {
 	struct insn_info info;
 	uint64_t rip, end_ip = 0;
-	int status, sig = 0, hw_ok = 1;
+	int status, sig = 0, hw_ok = 1, caught;
 	char path[4096];
 
 	snprintf(path, sizeof(path), "%s/exec.log", r->dir);
@@ -673,7 +709,7 @@ static int record(struct recorder *r, char **argv)
 	rip = get_rip(r->pid);
 	for (;;) {
 		uint64_t ip;
-		int sys = 0, rep_again;
+		int sys = 0;
 		long nr = -1;
 
 		if (r->max_insn && r->ninsn >= r->max_insn) {
@@ -713,7 +749,6 @@ static int record(struct recorder *r, char **argv)
 
 		log_word(r, rip);
 		r->ninsn++;
-		rep_again = 0;
 		for (;;) {
 			ptrace(PTRACE_SINGLESTEP, r->pid, NULL,
 			       (void *) (long) sig);
@@ -728,13 +763,10 @@ static int record(struct recorder *r, char **argv)
 			if (WSTOPSIG(status) != SIGTRAP)
 				break;
 			/* Further iterations of a REP string instruction. */
-			if (info.rep && ip == rip) {
-				rep_again = 1;
+			if (info.rep && ip == rip)
 				continue;
-			}
 			break;
 		}
-		(void) rep_again;
 		if (sys && is_code_change(nr))
 			memset(r->cache->addr, 0, sizeof(r->cache->addr));
 		if (WSTOPSIG(status) == SIGTRAP) {
@@ -753,7 +785,9 @@ static int record(struct recorder *r, char **argv)
 		rip = ip;
 signal:
 		/* Deliver it, stepping: a handler stops us at its entry. */
-		dump_maps(r);
+		caught = sig_disposition(r->pid, sig);
+		if (!caught)
+			dump_maps(r);
 		ptrace(PTRACE_SINGLESTEP, r->pid, NULL, (void *) (long) sig);
 		r->steps++;
 		sig = 0;
@@ -763,11 +797,7 @@ signal:
 		}
 		ip = get_rip(r->pid);
 		if (WSTOPSIG(status) == SIGTRAP) {
-			siginfo_t si;
-
-			memset(&si, 0, sizeof(si));
-			ptrace(PTRACE_GETSIGINFO, r->pid, NULL, &si);
-			if (si.si_code == TRAP_BRKPT || si.si_code == SI_KERNEL) {
+			if (caught == 2) {
 				/* At the handler's first instruction. */
 				log_word(r, LOG_ASYNC);
 				log_word(r, rip);
@@ -893,7 +923,8 @@ struct options {
 struct synth {
 	const struct options *opt;
 	struct image img;
-	struct insn_info *icache;
+	struct insn_info *icache;	/* decoded instructions by IP */
+	size_t icache_used;
 	struct pt_encoder *enc;
 	struct pt_config config;
 	uint8_t *buf;
@@ -997,6 +1028,11 @@ static const struct insn_info *lookup(struct synth *s, uint64_t ip)
 	uint8_t code[15];
 	size_t n;
 
+	/* Nearly full (a huge program): start over rather than crawl. */
+	if (s->icache_used > (3u << ICACHE_BITS) / 4) {
+		memset(s->icache, 0, sizeof(*s->icache) << ICACHE_BITS);
+		s->icache_used = 0;
+	}
 	for (;;) {
 		e = &s->icache[h];
 		if (!e->used)
@@ -1008,6 +1044,7 @@ static const struct insn_info *lookup(struct synth *s, uint64_t ip)
 	n = image_read(&s->img, ip, code, sizeof(code));
 	classify(e, ip, code, n);
 	e->used = 1;
+	s->icache_used++;
 	return e;
 }
 
@@ -1225,15 +1262,29 @@ static void push_ret(struct synth *s, uint64_t ip)
 		s->ret_count++;
 }
 
+static int retire_one(struct synth *s, const struct insn_info *in,
+		      uint64_t next, uint64_t nlip);
+
 /* The packets for instruction `in`, now that its successor is known.
  * Returns 1 if it wrote a flow packet (TNT bit or TIP). */
 static int retire(struct synth *s, const struct insn_info *in, uint64_t next)
 {
 	uint64_t nlip = in->ip + in->len;
+	uint64_t errors = s->errors;
+	int rc;
 
 	if (s->dropping)
 		return 0;
+	rc = retire_one(s, in, next, nlip);
+	if (s->errors != errors && s->errors <= 5)
+		fprintf(stderr, "ptsynth: %016" PRIx64 " (class %d) went to "
+			"%016" PRIx64 "\n", in->ip, in->kind, next);
+	return rc;
+}
 
+static int retire_one(struct synth *s, const struct insn_info *in,
+		      uint64_t next, uint64_t nlip)
+{
 	switch (in->kind) {
 	case K_OTHER:
 		if (next != nlip && !(in->rep && next == in->ip))

@@ -31,7 +31,12 @@ $(SYNTH_B)/ptxd-ipt: ipt_impl_tests/synth/ptxd.c $(B)/ipt_impl.o $(HDR) | $(SYNT
 $(SYNTH_B)/demo: ipt_impl_tests/synth/demo.c | $(SYNTH_B)
 	$(CC) -O2 -static -o $@ $< 2>/dev/null || $(CC) -O2 -o $@ $<
 
-SYNTH_TOOLS := $(SYNTH_B)/ptsynth $(SYNTH_B)/ptxd-libipt $(SYNTH_B)/ptxd-ipt
+# A program that takes signals: asynchronous disables and enables.
+$(SYNTH_B)/signals: ipt_impl_tests/synth/signals.c | $(SYNTH_B)
+	$(CC) -O2 -o $@ $<
+
+SYNTH_TOOLS := $(SYNTH_B)/ptsynth $(SYNTH_B)/ptxd-libipt $(SYNTH_B)/ptxd-ipt \
+	$(SYNTH_B)/signals
 
 TESTS += ipt_impl_tests/synth/run-synth
 TEST_DEPS += $(SYNTH_TOOLS)

@@ -18,7 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 
-static char dir[64], file_a[96], file_b[96], file_c[96];
+static char dir[64], file_a[96], file_b[96], file_c[96], file_big[96];
 
 static uint8_t byte_a(uint64_t off)
 {
@@ -28,6 +28,11 @@ static uint8_t byte_a(uint64_t off)
 static uint8_t byte_b(uint64_t off)
 {
 	return (uint8_t) (0xb0 ^ off);
+}
+
+static uint8_t byte_big(uint64_t off)
+{
+	return (uint8_t) (off ^ (off >> 8) ^ (off >> 16));
 }
 
 static int write_file(const char *name, uint8_t (*byte)(uint64_t),
@@ -51,8 +56,10 @@ static int setup(void)
 	snprintf(file_a, sizeof(file_a), "%s/a.bin", dir);
 	snprintf(file_b, sizeof(file_b), "%s/b.bin", dir);
 	snprintf(file_c, sizeof(file_c), "%s/code.bin", dir);
+	snprintf(file_big, sizeof(file_big), "%s/big.bin", dir);
 	if (write_file(file_a, byte_a, 0x1000) < 0 ||
-	    write_file(file_b, byte_b, 0x100) < 0)
+	    write_file(file_b, byte_b, 0x100) < 0 ||
+	    write_file(file_big, byte_big, 0x32100) < 0)
 		return -1;
 	return 0;
 }
@@ -62,6 +69,7 @@ static void teardown(void)
 	unlink(file_a);
 	unlink(file_b);
 	unlink(file_c);
+	unlink(file_big);
 	rmdir(dir);
 }
 
@@ -437,6 +445,67 @@ static void test_insn_across_sections(void)
 	pt_iscache_free(iscache);
 }
 
+/* A big file is read in 64 KiB chunks, as they are needed. */
+static void test_chunks(void)
+{
+	struct pt_image_section_cache *iscache;
+	struct pt_image *image;
+	struct ipt__section *section;
+	struct pt_asid asid;
+	uint8_t buf[64];
+	int isid, i, wrong = 0;
+
+	image = pt_image_alloc(NULL);
+	pt_asid_init(&asid);
+	CHECK_EQ(pt_image_add_file(image, file_big, 0x100, UINT64_MAX, NULL,
+				   0x400000), 0);
+	section = image->sections->section;
+	CHECK_EQ(section->size, 0x32000);
+	CHECK_EQ(section->nchunks, 0);
+
+	/* Across the first chunk's end. */
+	CHECK_EQ(ipt__image_read(image, &isid, buf, 15, &asid, 0x40fff8), 15);
+	CHECK_EQ(buf[0], byte_big(0x100 + 0xfff8));
+	CHECK_EQ(buf[14], byte_big(0x100 + 0x10006));
+	CHECK_EQ(section->nchunks, 4);
+	CHECK_EQ(section->loaded, 0x20000);
+	/* The short last chunk, and the section's end. */
+	CHECK_EQ(ipt__image_read(image, &isid, buf, 15, &asid, 0x431ff8), 8);
+	CHECK_EQ(buf[7], byte_big(0x100 + 0x31fff));
+	CHECK_EQ(section->loaded, 0x22000);
+	for (i = 0; i < 0x32000; i += 0x333) {
+		if (ipt__image_read(image, &isid, buf, 1, &asid,
+				    0x400000 + (uint64_t) i) != 1 ||
+		    buf[0] != byte_big(0x100 + (uint64_t) i))
+			wrong += 1;
+	}
+	CHECK_EQ(wrong, 0);
+	CHECK_EQ(section->loaded, 0x32000);
+	pt_image_free(image);
+
+	/* In an image section cache, loaded chunks count against its limit. */
+	iscache = pt_iscache_alloc(NULL);
+	isid = pt_iscache_add_file(iscache, file_big, 0, 0x30000, 0x1000000);
+	CHECK_EQ(isid, 1);
+	CHECK_EQ(pt_iscache_read(iscache, buf, 64, isid, 0x1020000), 64);
+	CHECK_EQ(buf[63], byte_big(0x2003f));
+	CHECK_EQ(iscache->used, 0x10000);
+	CHECK_EQ(pt_iscache_read(iscache, buf, 64, isid, 0x1000010), 64);
+	CHECK_EQ(iscache->used, 0x20000);
+	CHECK_EQ(pt_iscache_set_limit(iscache, 0x20000), 0);
+	CHECK_EQ(iscache->used, 0x20000);
+	/* Too big for the limit now: read from the file, nothing kept. */
+	CHECK_EQ(pt_iscache_read(iscache, buf, 64, isid, 0x1010000), 64);
+	CHECK_EQ(buf[0], byte_big(0x10000));
+	CHECK_EQ(iscache->used, 0x20000);
+	CHECK_EQ(pt_iscache_set_limit(iscache, 0x10000), 0);
+	CHECK_EQ(iscache->used, 0);
+	CHECK_EQ(pt_iscache_read(iscache, buf, 64, isid, 0x1000010), 64);
+	CHECK_EQ(buf[0], byte_big(0x10));
+	CHECK_EQ(iscache->used, 0);
+	pt_iscache_free(iscache);
+}
+
 int main(void)
 {
 	if (setup() < 0) {
@@ -449,6 +518,7 @@ int main(void)
 	test_sections_then_callback();
 	test_iscache();
 	test_insn_across_sections();
+	test_chunks();
 	teardown();
 	return check_done();
 }

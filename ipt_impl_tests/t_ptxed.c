@@ -141,6 +141,58 @@ static int make_trace(const char *name)
 	return ok && write_file(name, buffer, (size_t) offset);
 }
 
+/* The code is not mapped at the PSB+ IP and PTWs with IPs keep the
+ * decoder there: --resync-on-error resyncs to the same place and fails the
+ * same way again and again. */
+static int make_stuck_trace(const char *name)
+{
+	uint8_t buffer[256];
+	struct pt_config config;
+	struct pt_encoder *encoder;
+	struct pt_packet packet[9];
+	uint64_t offset;
+	int i, ok = 1;
+
+	pt_config_init(&config);
+	config.begin = buffer;
+	config.end = buffer + sizeof(buffer);
+
+	memset(packet, 0, sizeof(packet));
+	packet[0].type = ppt_psb;
+	packet[1].type = ppt_fup;
+	packet[1].payload.ip.ipc = pt_ipc_sext_48;
+	packet[1].payload.ip.ip = 0x35100000;
+	packet[2].type = ppt_mode;
+	packet[2].payload.mode.leaf = pt_mol_exec;
+	packet[2].payload.mode.bits.exec = pt_set_exec_mode(ptem_64bit);
+	packet[3].type = ppt_psbend;
+	packet[4].type = ppt_ptw;
+	packet[4].payload.ptw.plc = 0;
+	packet[4].payload.ptw.ip = 1;
+	packet[4].payload.ptw.payload = 0xabcd;
+	packet[5].type = ppt_fup;
+	packet[5].payload.ip.ipc = pt_ipc_update_16;
+	packet[5].payload.ip.ip = 0x0001;
+	packet[6].type = ppt_fup;
+	packet[6].payload.ip.ipc = pt_ipc_update_16;
+	packet[6].payload.ip.ip = 0x0005;
+	packet[7].type = ppt_tip_pgd;
+	packet[7].payload.ip.ipc = pt_ipc_suppressed;
+	packet[8].type = ppt_pad;
+
+	encoder = pt_alloc_encoder(&config);
+	if (!encoder)
+		return 0;
+	for (i = 0; i < 9; ++i)
+		if (pt_enc_next(encoder, &packet[i]) < 0)
+			ok = 0;
+	if (pt_enc_get_offset(encoder, &offset) < 0)
+		ok = 0;
+	pt_free_encoder(encoder);
+
+	return ok && write_file(name, buffer, (size_t) offset);
+}
+
 /* Run ptxed with @args; its stdout and stderr go to @out. */
 static int run(char *out, size_t size, const char *args)
 {
@@ -148,7 +200,9 @@ static int run(char *out, size_t size, const char *args)
 	FILE *pipe;
 	size_t len;
 
-	snprintf(command, sizeof(command), "%s %s 2>&1", PTXED, args);
+	/* A hang fails the check instead of the whole test run. */
+	snprintf(command, sizeof(command), "timeout 20 %s %s 2>&1", PTXED,
+		 args);
 	pipe = popen(command, "r");
 	if (!pipe)
 		return -1;
@@ -178,6 +232,7 @@ int main(void)
 	mkdir(DIR, 0777);
 
 	CHECK(make_trace(DIR "/trace.pt"));
+	CHECK(make_stuck_trace(DIR "/stuck.pt"));
 	CHECK(write_file(DIR "/image.bin", code, sizeof(code)));
 	size = make_elf(elf, 1, 0x1000);
 	CHECK(write_file(DIR "/elf64", elf, size));
@@ -241,6 +296,18 @@ int main(void)
 	expect("--raw " DIR "/image.bin:0x2000 --no-inst --pt "
 	       DIR "/trace.pt",
 	       "[1e, 1000: error: no memory mapped at this address]\n", 0);
+
+	/* A resync that makes no progress ends after the repeated error. */
+	expect("--resync-on-error --raw " DIR "/image.bin:0x1000 --pt "
+	       DIR "/stuck.pt",
+	       "[21, 35100000: error: no memory mapped at this address]\n"
+	       "[21, 35100001: error: no memory mapped at this address]\n"
+	       "[21, 35100001: error: no memory mapped at this address]\n", 0);
+	expect("--resync-on-error --insn-decoder --raw " DIR
+	       "/image.bin:0x1000 --pt " DIR "/stuck.pt",
+	       "[21, 35100000: error: no memory mapped at this address]\n"
+	       "[21, 35100001: error: no memory mapped at this address]\n"
+	       "[21, 35100001: error: no memory mapped at this address]\n", 0);
 
 	/* Option errors. */
 	expect("--raw " DIR "/image.bin --pt " DIR "/trace.pt",
