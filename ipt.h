@@ -30,6 +30,8 @@
  *     IPT_ASSERT(x)     check an internal invariant                 (assert)
  *     IPT_NO_STDIO      leave out everything that touches files: file
  *                       sections (pt_image_add_file, pt_iscache_*) go away
+ *     IPT_IMAGE_CACHE_LIMIT  callback memory an image caches, in bytes;
+ *                       ipt_image_set_cache_limit() sets it per image (16 MiB)
  *
  *     With IPT_NO_STDIO and all of the above defined, the implementation
  *     needs nothing but <stddef.h>, <stdint.h> and Zydis.
@@ -6549,7 +6551,9 @@ IPT_DEF int pt_evt_next(struct pt_event_decoder *decoder,
 	struct pt_event *ev;
 	int err;
 
-	if (!decoder || !uev)
+	/* The man page's too-small size, checked before decoding so that
+	 * no event is lost. */
+	if (!decoder || !uev || size < offsetof(struct pt_event, variant))
 		return -pte_invalid;
 	err = ipt__evt_fetch_event(decoder);
 	if (err < 0)

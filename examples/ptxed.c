@@ -372,6 +372,10 @@ static void help(const char *name)
 	printf("                                       the image's read-memory callback instead of file\n");
 	printf("                                       sections in the image section cache.\n");
 	printf("  --image-name <name>                  name the image (shown by --verbose).\n");
+#ifdef IPT_NO_STDIO
+	printf("                                       (this build has no file sections: the callback\n");
+	printf("                                       serves all code.)\n");
+#endif
 	printf("\n");
 	printf("This ptxed is built on ipt.h and disassembles with Zydis.  It has no\n");
 	printf("sideband support: the --sb:* and --pevent:* options are not available.\n");

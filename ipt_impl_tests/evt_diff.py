@@ -3,6 +3,11 @@
 
 usage: evt_diff.py IPT_OUTPUT LIBIPT_OUTPUT
 
+Of evt_diff's 400 default streams, every fourth is left as generated
+(well-formed) and the others are mutated (bit flips, an overwritten byte,
+a cut-off end).  All well-formed streams must agree under the rules below;
+the mutated ones too, except the few listed in KNOWN.
+
 Streams are compared one by one (a stream = its packets under both errata
 settings).  ipt.h follows libipt 2.3, whose query decoder is built on its
 event decoder and differs from 2.0.5 on purpose in the points below.  Each

@@ -174,8 +174,23 @@ $(HB)/static-bin: $(HD)/static_main.c $(HD)/cases.h $(HB)/static-a.o $(HB)/stati
 $(HB)/static: $(HB)/static-bin $(HD)/static-check
 	$(call hard_wrap,$@,$(HD)/static-check $(HB) $(CONFORMANCE))
 
-TESTS += $(HB)/nomem $(HB)/embed $(HB)/threads $(HB)/threads-tsan $(HB)/static
-TEST_DEPS += $(HB)/nomem $(HB)/embed $(HB)/threads $(HB)/threads-tsan $(HB)/static
+# The hypervisor agent example: a freestanding object and a hosted driver.
+$(HB)/hvagent.o: examples/hvagent.c $(HDR) | $(HB)
+	$(CC) $(OPT) -ffreestanding -nostdlib -fno-builtin -DZYAN_NO_LIBC \
+		$(WARN) $(CPPFLAGS) -c -o $@ $<
+
+$(HB)/hvagent: examples/hvagent.c $(HB)/hvagent.o
+	$(CC) $(OPT) $(WARN) $(CPPFLAGS) -DHVAGENT_HOST -o $@ $< \
+		$(HB)/hvagent.o $(ZYDIS)
+
+hvagent: $(HB)/hvagent
+
+$(HB)/hvagent-test: $(HB)/hvagent $(HD)/hvagent-check
+	$(call hard_wrap,$@,$(HD)/hvagent-check $(HB) $(CONFORMANCE))
+
+HARD_TESTS := nomem embed threads threads-tsan static hvagent-test
+TESTS += $(addprefix $(HB)/,$(HARD_TESTS))
+TEST_DEPS += $(addprefix $(HB)/,$(HARD_TESTS))
 
 # Binaries made through pattern rules are kept, not removed as intermediate.
 .PRECIOUS: $(AB)/strict_% $(AB)/replay_% $(FB)/fuzz_% $(AB)/t_%

@@ -10,7 +10,7 @@ TESTS += ipt_impl_tests/pkt_compile.sh
 
 # Differential test against libipt 2.0.5: one harness, two builds.
 $(B)/pkt_diff_ipt: ipt_impl_tests/pkt_diff.c $(HDR) | $(B)
-	$(CC) $(OPT) $(WARN) $(CPPFLAGS) $(CFLAGS) -o $@ $<
+	$(CC) $(OPT) $(WARN) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(ZYDIS)
 
 $(B)/pkt_diff_libipt: ipt_impl_tests/pkt_diff.c | $(B)
 	$(CC) $(OPT) $(WARN) $(CFLAGS) -DUSE_LIBIPT -o $@ $< -lipt
@@ -21,7 +21,7 @@ TEST_DEPS += $(B)/pkt_diff_ipt $(B)/pkt_diff_libipt
 # Hostile input under AddressSanitizer and UBSan.
 $(B)/pkt_fuzz: ipt_impl_tests/pkt_fuzz.c $(HDR) | $(B)
 	$(CC) -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all \
-		$(WARN) $(CPPFLAGS) $(CFLAGS) -o $@ $<
+		$(WARN) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(ZYDIS)
 
 TESTS += $(B)/pkt_fuzz
 TEST_DEPS += $(B)/pkt_fuzz

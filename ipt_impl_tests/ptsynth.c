@@ -25,69 +25,81 @@
  * Recording and synthesis are separate passes, so one (slow) recording
  * yields any number of traces with different options (--replay).
  *
- * PACKET RULES (Intel SDM Vol. 3C, chapter 33 "Intel Processor Trace";
- * section numbers from the 2023 edition, table 33-50 is "Packet Generation
- * under Different Enable Conditions")
+ * PACKET RULES (Intel SDM Vol. 3C, chapter 33 "Intel Processor Trace".
+ * Packets are cited by their definition in 33.4.2 "Packet Definitions";
+ * "the enable table" is the table "Packet Generation under Different
+ * Enable Conditions" and its case numbers; "the compound table" is
+ * "Compound Packet Event Summary" at the start of 33.4.2.)
  *
  *  - Conditional branches (Jcc, JrCXZ, LOOPcc) add one bit to the TNT
- *    buffer, 1 when taken (33.4.2.1 "TNT").  The buffer is written when it
- *    is full or when another packet must follow it, so packets stay in
- *    execution order: as a short TNT (1 to 6 bits) or, with more bits and
- *    --tnt-max above 6, as a long TNT (up to 47 bits).
- *  - Direct unconditional jumps and calls need no packet (33.3.1.1).  A
- *    near call pushes its next IP onto the return stack used for return
- *    compression, except a direct call with displacement zero, which is
- *    a way to read the IP and never returns (33.4.2.2, "RET compression").
- *  - Indirect jumps and calls, and far branches, write a TIP with the
- *    branch target (33.4.2.2 "TIP", 33.3.1.1).
+ *    buffer, 1 when taken (33.4.2.1, TNT packet).  The buffer is written
+ *    when it is full or when another packet must follow it, so packets
+ *    stay in execution order: as a short TNT (1 to 6 bits) or, with more
+ *    bits and --tnt-max above 6, as a long TNT (up to 47 bits).
+ *  - Direct unconditional jumps and calls need no packet (enable table,
+ *    case 6d and its call counterpart).  A near call pushes its next IP
+ *    onto the return stack used for return compression, except a direct
+ *    call with displacement zero: a way to read the IP that never
+ *    returns, which decoders do not push either.
+ *  - Indirect jumps and calls, uncompressed RETs and far branches write a
+ *    TIP with the branch target (33.4.2.2, TIP packet: "Generation
+ *    Scenario"; enable table cases 9d and 10e).
  *  - A near RET whose target equals the top of the return stack is
  *    compressed into one taken TNT bit and pops the stack; any other RET
- *    writes a TIP with its target (33.4.2.2 "Indirect Transfer
- *    Compression for Returns").  --no-retcomp turns compression off
- *    (IA32_RTIT_CTL.DisRETC).  The stack holds 64 entries and drops the
- *    oldest when full, as the decoder's does; it is emptied at every
- *    PSB+, overflow and uncompressed RET, which only ever makes it a top
- *    part of the decoder's stack, so a compressed RET is always correct.
- *  - IP compression (33.4.2.2 "IP Compression"): each IP packet carries
+ *    writes a TIP with its target ("Indirect Transfer Compression for
+ *    Returns (RET)", in the TNT and TIP descriptions).  --no-retcomp turns
+ *    compression off (IA32_RTIT_CTL.DisRETC).  The stack holds 64 entries
+ *    and drops the oldest when full, as the decoder's does; it is emptied
+ *    at every PSB+, overflow and uncompressed RET, which only ever makes
+ *    it a top part of the decoder's stack, so a compressed RET is always
+ *    one the decoder can expand.
+ *  - IP compression (33.4.2.2, "IP Compression"): each IP packet carries
  *    the fewest bytes that, with the last IP, give the full address:
  *    2 bytes (update_16), 4 (update_32), 6 (sext_48, or update_48 for a
  *    non-canonical address) or 8 (full).  The last IP is updated by every
- *    packet with an IP payload and forgotten at PSB; the FUPs in PSB+ and
- *    after OVF never depend on it.
+ *    packet with an IP payload and is zero after PSB; the FUPs in PSB+
+ *    and after OVF never depend on it.
  *  - The start of tracing is a PSB+ without FUP (PacketEn=0 at the PSB),
- *    then TIP.PGE with the first instruction's IP (33.4.2.3 "TIP.PGE",
- *    table 33-50 cases 2*).
- *  - SYSCALL, SYSENTER and INTn go to ring 0, which clears ContextEn:
- *    TIP.PGD with the IP suppressed (33.4.2.4 "TIP.PGD", table 33-50
- *    cases 10c and 12c).  When the kernel returns to user space, TIP.PGE
- *    with the IP it returns to (33.4.2.3).  MODE.Exec before TIP.PGE is
- *    needed only when no MODE.Exec was sent since the last PSB
- *    (33.4.2.8); every PSB+ here carries one, so none is needed.
+ *    then TIP.PGE with the first instruction's IP (33.4.2.4, TIP.PGE
+ *    packet; enable table cases 2*).
+ *  - SYSCALL goes to ring 0, which clears ContextEn: TIP.PGD with the IP
+ *    suppressed (33.4.2.5, TIP.PGD packet: no IP payload when ContextEn
+ *    is cleared; enable table, far branch cases).  SYSENTER and INTn are
+ *    treated the same; the enable table has FUP(CLIP) + TIP.PGD() for a
+ *    software interrupt (case 12c), a gap that 64-bit Linux programs do
+ *    not reach.
+ *    When the kernel returns to user space, TIP.PGE with the IP it
+ *    returns to.  MODE.Exec before TIP.PGE is needed only when no
+ *    MODE.Exec was sent since the last PSB (33.4.2.8, MODE packets);
+ *    every PSB+ here carries one, so none is needed.
  *  - A signal delivered to the thread is an asynchronous transfer through
  *    the kernel: FUP with the interrupted IP and TIP.PGD without IP
- *    (table 33-50 case 11c), then TIP.PGE at the handler.
+ *    (enable table cases 11c and 13c), then TIP.PGE at the handler.
  *  - The end of tracing after an exit or execve system call is the
  *    SYSCALL's TIP.PGD; a recording stopped by --max-insn or a fatal
  *    signal ends with FUP + TIP.PGD() at the next IP, as clearing TraceEn
- *    does (table 33-50 case 3b).
- *  - PSB+ (33.4.2.15 "PSB", 33.4.2.17 "PSBEND"): after every --psb-period
- *    bytes, at the next instruction boundary with tracing enabled: PSB,
- *    TSC, TMA (with MTC, right after TSC), CBR, MODE.Exec, FUP with the IP of the next
- *    instruction, PSBEND.  Pending TNT bits are written first.
- *  - Timing (33.4.2.11 "TSC", 33.4.2.12 "MTC", 33.4.2.14 "CYC"): a model
- *    clock runs one cycle per instruction and 2000 per system call; TSC
- *    counts cycles, the crystal clock runs at TSC/100 (CPUID.15H
- *    EBX/EAX = 100/1).  --mtc F writes an MTC whenever crystal clock bit F
- *    toggles; --cyc writes before each packet a CYC with the cycles since
- *    the last CYC.
- *  - Overflow (33.3.8 "Overflow"): --ovf N:K drops the packets of K
- *    instructions after roughly every N, then writes OVF and a FUP with
- *    the IP where packet generation resumes.  The drop starts right after
- *    a branch that wrote a packet: a decoder cannot see the instructions
- *    between the last packet and the OVF, so neither does the truth.
- *    Pending TNT bits are written first, the return stack is emptied,
- *    and a drop ends early before any instruction that disables tracing.
- *  - PAD (33.4.2.16): --pad N writes a PAD after every N-th packet.
+ *    does (enable table case 3b).
+ *  - PSB+ (33.4.2.17, PSB packet, and the PSBEND packet): after every
+ *    --psb-period bytes, at the next instruction boundary with tracing
+ *    enabled: PSB, TSC, TMA (with MTC, right after TSC), CBR, MODE.Exec,
+ *    FUP with the IP of the next instruction, PSBEND.  Pending TNT bits
+ *    are written first.
+ *  - Timing (the TSC, MTC, TMA and CYC packets of 33.4.2): a model clock
+ *    runs one cycle per instruction and 2000 per system call; TSC counts
+ *    cycles, the crystal clock runs at TSC/100 (CPUID.15H EBX/EAX =
+ *    100/1).  --mtc F writes an MTC whenever crystal clock bit F toggles;
+ *    --cyc writes before each packet a CYC with the cycles since the last
+ *    CYC.
+ *  - Overflow (the OVF packet; compound table, "Overflow": OVF, then FUP
+ *    when the overflow resolves with ContextEn=1): --ovf N:K drops the
+ *    packets of K instructions after roughly every N, then writes OVF and
+ *    a FUP with the IP where packet generation resumes.  The drop starts
+ *    right after a branch that wrote a packet: a decoder cannot see the
+ *    instructions between the last packet and the OVF, so neither does
+ *    the truth.  Pending TNT bits are written first, the return stack is
+ *    emptied, and a drop ends early before any instruction that disables
+ *    tracing.
+ *  - PAD (the PAD packet): --pad N writes a PAD after every N-th packet.
  *
  * THE GROUND TRUTH has one line per executed instruction ("%016llx") and
  * the markers ptxed prints for the events of these traces: [enabled] and

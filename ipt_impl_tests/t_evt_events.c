@@ -786,6 +786,7 @@ static void test_api(void)
 	CHECK_EQ(pt_evt_next(d, &e, sizeof(e)), -pte_nosync);
 	CHECK_EQ(pt_evt_next(NULL, &e, sizeof(e)), -pte_invalid);
 	CHECK_EQ(pt_evt_next(d, NULL, sizeof(e)), -pte_invalid);
+	CHECK_EQ(pt_evt_next(d, &e, 4), -pte_invalid);
 	CHECK_EQ(pt_evt_get_offset(d, NULL), -pte_invalid);
 	CHECK_EQ(pt_evt_get_offset(NULL, &off), -pte_invalid);
 	CHECK_EQ(pt_evt_sync_forward(NULL), -pte_invalid);

@@ -20,12 +20,15 @@ typedef struct pt_block_decoder fz_decoder;
 typedef struct pt_block fz_item;
 #endif
 
-enum { max_steps = 1 << 14 };
+/* A block may hold up to 65535 instructions (a jump to itself with no
+ * trace fills one per call), so the block harness also caps instructions. */
+enum { max_steps = 1 << 14, max_insns = 1 << 18 };
 
 static int run(fz_decoder *decoder, int status, struct fz_event *ev,
 	       uint64_t limit, size_t *steps)
 {
 	fz_item item;
+	unsigned long insns = 0;
 
 	for (;;) {
 		struct pt_asid asid;
@@ -54,6 +57,9 @@ static int run(fz_decoder *decoder, int status, struct fz_event *ev,
 #else
 		if (item.size > pt_max_insn_size)
 			fz_fail("block's last instruction size", item.size, 0);
+		insns += item.ninsn;
+		if (insns > max_insns)
+			return -pte_eos;
 #endif
 		if ((unsigned) item.iclass > (unsigned) ptic_indirect)
 			fz_fail("instruction class", item.iclass, 0);

@@ -1,0 +1,415 @@
+/* hvagent.c - Intel PT decoding inside a hypervisor introspection agent.
+ *
+ * A hypervisor that traces a guest gets two things from it: the trace
+ * buffer the processor filled, and the guest's memory, reachable only
+ * through the hypervisor's own page-table walk.  Neither may be trusted: a
+ * hostile guest can write anything into its code pages and, with the right
+ * setup, into the trace.  And the agent runs where there is no libc: no
+ * malloc, no printf, no files.
+ *
+ * This example shows ipt.h in that setting.  The agent part of this file
+ * (everything outside HVAGENT_HOST) is built freestanding:
+ *
+ *     cc -O2 -ffreestanding -nostdlib -fno-builtin -DZYAN_NO_LIBC \
+ *        -I. -c -o hvagent.o examples/hvagent.c
+ *
+ * and `nm -u hvagent.o` lists nothing but Zydis: ipt.h gets its memory from
+ * a static arena the hypervisor hands in, copies with the agent's own
+ * loops, reads code only through a read-memory callback
+ * (pt_image_set_callback), never touches a file (IPT_NO_STDIO), and keeps
+ * every function static (IPT_STATIC) so the object exports only
+ * hvagent_decode().  Decoding is bounded: the agent stops after a budget of
+ * steps (instructions, events, resynchronizations), as a hypervisor must
+ * not spend unbounded time in one exit.
+ *
+ * The rest of the file (HVAGENT_HOST) is a small hosted driver standing in
+ * for the hypervisor: it loads a trace and a code image from files, and
+ * prints the address of each instruction the agent reports:
+ *
+ *     cc -DHVAGENT_HOST -o hvagent examples/hvagent.c hvagent.o -lZydis
+ *     ./hvagent [--cpu F/M[/S]] FILE[:START-END]:ADDR trace.pt
+ *
+ * (make hvagent builds both; make test runs it on the real-hardware
+ * conformance traces and compares with the expected instruction addresses.)
+ */
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* What the hypervisor gives the agent and gets back.  No ipt.h types, so
+ * the hypervisor side needs only this. */
+struct hvagent_guest {
+	/* Read up to size bytes of guest memory at gva in the address space
+	 * cr3; return the number of bytes read, or a negative number if
+	 * nothing is mapped there. */
+	int (*read)(void *ctx, uint64_t cr3, uint64_t gva, uint8_t *buf,
+		    size_t size);
+	void *ctx;
+};
+
+struct hvagent_sink {
+	/* One executed instruction. */
+	void (*insn)(void *ctx, uint64_t ip, unsigned size);
+	/* Decoding lost track at a trace offset: error code (a negative
+	 * pte_* value); the agent resynchronizes at the next PSB. */
+	void (*error)(void *ctx, int code, uint64_t offset);
+	void *ctx;
+};
+
+struct hvagent_cpu {
+	unsigned family, model, stepping;
+};
+
+/* Decode a trace buffer; returns the number of instructions reported, or
+ * -1 if the arena is too small for the decoder. */
+int hvagent_decode(const uint8_t *trace, size_t size,
+		   const struct hvagent_cpu *cpu,
+		   const struct hvagent_guest *guest,
+		   const struct hvagent_sink *sink, void *arena,
+		   size_t arena_size, unsigned long budget);
+
+#ifndef HVAGENT_HOST
+
+/* ---- the agent's runtime: an arena and byte loops ----
+ *
+ * ipt.h's allocation hooks are macros without a context argument, so the
+ * arena in use is found through one pointer, set for the length of a
+ * hvagent_decode() call.  A real agent would keep one per virtual CPU. */
+
+struct hv_arena {
+	uint8_t *base;
+	size_t size, used;
+};
+
+static struct hv_arena *hv_arena;
+
+/* Each block is preceded by its size, so realloc can copy and the most
+ * recent block can be given back. */
+enum { hv_align = 16 };
+
+static void *hv_malloc(size_t size)
+{
+	struct hv_arena *a = hv_arena;
+	size_t need = (size + hv_align - 1) / hv_align * hv_align + hv_align;
+	uint8_t *p;
+
+	if (!a || size == 0 || need < size || a->size - a->used < need)
+		return NULL;
+	p = a->base + a->used;
+	*(size_t *) p = size;
+	a->used += need;
+	return p + hv_align;
+}
+
+static void hv_free(void *ptr)
+{
+	struct hv_arena *a = hv_arena;
+	uint8_t *p = (uint8_t *) ptr;
+	size_t size, need;
+
+	if (!a || !p)
+		return;
+	size = *(size_t *) (p - hv_align);
+	need = (size + hv_align - 1) / hv_align * hv_align + hv_align;
+	/* Only the last block goes back; the rest when the arena resets. */
+	if (p - hv_align + need == a->base + a->used)
+		a->used -= need;
+}
+
+static void *hv_memcpy(void *dst, const void *src, size_t size)
+{
+	volatile uint8_t *d = (volatile uint8_t *) dst;
+	const uint8_t *s = (const uint8_t *) src;
+
+	/* volatile: keeps the compiler from turning the loop into a call to
+	 * memcpy, which does not exist here. */
+	while (size--)
+		*d++ = *s++;
+	return dst;
+}
+
+static void *hv_memset(void *dst, int c, size_t size)
+{
+	volatile uint8_t *d = (volatile uint8_t *) dst;
+
+	while (size--)
+		*d++ = (uint8_t) c;
+	return dst;
+}
+
+#if defined(__GNUC__)
+__attribute__((unused))
+#endif
+static int hv_memcmp(const void *a, const void *b, size_t size)
+{
+	const uint8_t *x = (const uint8_t *) a, *y = (const uint8_t *) b;
+
+	for (; size; --size, ++x, ++y) {
+		if (*x != *y)
+			return *x < *y ? -1 : 1;
+	}
+	return 0;
+}
+
+static void *hv_realloc(void *ptr, size_t size)
+{
+	void *p;
+	size_t old;
+
+	if (!ptr)
+		return hv_malloc(size);
+	old = *(size_t *) ((uint8_t *) ptr - hv_align);
+	p = hv_malloc(size);
+	if (!p)
+		return NULL;
+	hv_memcpy(p, ptr, old < size ? old : size);
+	hv_free(ptr);
+	return p;
+}
+
+#define IPT_MALLOC(n) hv_malloc(n)
+#define IPT_REALLOC(p, n) hv_realloc(p, n)
+#define IPT_FREE(p) hv_free(p)
+#define IPT_MEMCPY(d, s, n) hv_memcpy(d, s, n)
+#define IPT_MEMSET(d, c, n) hv_memset(d, c, n)
+#define IPT_MEMCMP(a, b, n) hv_memcmp(a, b, n)
+/* An internal invariant broke: stop decoding rather than crash the host. */
+#define IPT_ASSERT(x) ((void) 0)
+#define IPT_NO_STDIO
+#define IPT_STATIC
+#define IPT_IMPLEMENTATION
+/* With IPT_NO_STDIO, ipt.h still declares the file functions
+ * (pt_image_add_file, pt_iscache_*), static under IPT_STATIC but never
+ * defined; compilers warn about that at the end of the file.  Until ipt.h
+ * leaves them out, that warning is off for this file. */
+#if defined(__GNUC__)
+#pragma GCC diagnostic ignored "-Wunused-function"
+#endif
+#include "../ipt.h"
+
+/* ---- the agent ---- */
+
+struct hv_session {
+	const struct hvagent_guest *guest;
+};
+
+/* Guest memory, as ipt.h asks for it: the address space comes with each
+ * read, so one image serves every process of the guest. */
+static int hv_read_memory(uint8_t *buffer, size_t size,
+			  const struct pt_asid *asid, uint64_t ip,
+			  void *context)
+{
+	const struct hv_session *s = (const struct hv_session *) context;
+	uint64_t cr3 = asid ? asid->cr3 : pt_asid_no_cr3;
+	int n;
+
+	if (size > 0x7fffffff)
+		size = 0x7fffffff;
+	n = s->guest->read(s->guest->ctx, cr3, ip, buffer, size);
+	if (n < 0)
+		return -pte_nomap;
+	return n > (int) size ? (int) size : n;
+}
+
+int hvagent_decode(const uint8_t *trace, size_t size,
+		   const struct hvagent_cpu *cpu,
+		   const struct hvagent_guest *guest,
+		   const struct hvagent_sink *sink, void *arena,
+		   size_t arena_size, unsigned long budget)
+{
+	struct pt_insn_decoder *decoder;
+	struct pt_config config;
+	struct hv_session session;
+	struct hv_arena a;
+	struct pt_insn insn;
+	struct pt_event event;
+	unsigned long count = 0, steps = 0;
+	int status;
+
+	a.base = (uint8_t *) arena;
+	a.size = arena_size;
+	a.used = 0;
+	hv_arena = &a;
+
+	pt_config_init(&config);
+	/* ipt.h only reads the trace, although the field is not const. */
+	config.begin = (uint8_t *) (uintptr_t) trace;
+	config.end = config.begin + size;
+	if (cpu && cpu->family) {
+		config.cpu.vendor = pcv_intel;
+		config.cpu.family = (uint16_t) cpu->family;
+		config.cpu.model = (uint8_t) cpu->model;
+		config.cpu.stepping = (uint8_t) cpu->stepping;
+		(void) pt_cpu_errata(&config.errata, &config.cpu);
+	}
+
+	decoder = pt_insn_alloc_decoder(&config);
+	if (!decoder) {
+		hv_arena = NULL;
+		return -1;
+	}
+	session.guest = guest;
+	status = pt_image_set_callback(pt_insn_get_image(decoder),
+				       hv_read_memory, &session);
+
+	/* Decode to the end of the trace.  After an error, go on at the next
+	 * PSB: a corrupted stretch of trace costs that stretch only. */
+	if (status >= 0)
+		status = pt_insn_sync_forward(decoder);
+	for (; steps < budget; ++steps) {
+		if (status >= 0 && (status & pts_event_pending)) {
+			status = pt_insn_event(decoder, &event, sizeof(event));
+			continue;
+		}
+		if (status >= 0)
+			status = pt_insn_next(decoder, &insn, sizeof(insn));
+		if (status >= 0) {
+			count++;
+			if (sink->insn)
+				sink->insn(sink->ctx, insn.ip, insn.size);
+			continue;
+		}
+		if (status == -pte_eos)
+			break;
+		if (sink->error) {
+			uint64_t offset = 0;
+
+			(void) pt_insn_get_offset(decoder, &offset);
+			sink->error(sink->ctx, status, offset);
+		}
+		status = pt_insn_sync_forward(decoder);
+	}
+
+	pt_insn_free_decoder(decoder);
+	hv_arena = NULL;
+	return (int) (count > 0x7fffffff ? 0x7fffffff : count);
+}
+
+#else /* HVAGENT_HOST */
+
+/* ---- the hosted driver: files in, addresses out ---- */
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct host_image {
+	uint8_t *bytes;
+	size_t size;
+	uint64_t base;
+};
+
+static uint8_t *host_load(const char *path, long start, long end,
+			  size_t *size)
+{
+	FILE *f = fopen(path, "rb");
+	uint8_t *buf;
+	long n;
+
+	if (!f)
+		return NULL;
+	if (end <= 0) {
+		fseek(f, 0, SEEK_END);
+		end = ftell(f);
+	}
+	n = end - start;
+	buf = (uint8_t *) malloc(n > 0 ? (size_t) n : 1);
+	if (!buf || n < 0 || fseek(f, start, SEEK_SET) != 0 ||
+	    fread(buf, 1, (size_t) n, f) != (size_t) n) {
+		fclose(f);
+		free(buf);
+		return NULL;
+	}
+	fclose(f);
+	*size = (size_t) n;
+	return buf;
+}
+
+/* The guest's memory: one image at one address, in every address space. */
+static int host_read(void *ctx, uint64_t cr3, uint64_t gva, uint8_t *buf,
+		     size_t size)
+{
+	const struct host_image *img = (const struct host_image *) ctx;
+	uint64_t off;
+
+	(void) cr3;
+	if (gva < img->base || gva - img->base >= img->size)
+		return -1;
+	off = gva - img->base;
+	if (size > img->size - off)
+		size = (size_t) (img->size - off);
+	memcpy(buf, img->bytes + off, size);
+	return (int) size;
+}
+
+static void host_insn(void *ctx, uint64_t ip, unsigned size)
+{
+	(void) ctx;
+	(void) size;
+	printf("%016" PRIx64 "\n", ip);
+}
+
+static void host_error(void *ctx, int code, uint64_t offset)
+{
+	(void) ctx;
+	printf("[%" PRIx64 ": error %d]\n", offset, code);
+}
+
+int main(int argc, char **argv)
+{
+	static uint8_t arena[1 << 20];
+	struct hvagent_cpu cpu = { 0, 0, 0 };
+	struct hvagent_guest guest;
+	struct hvagent_sink sink;
+	struct host_image img;
+	uint8_t *trace;
+	size_t tsize;
+	char *spec, *c1, *c2;
+	long start = 0, end = 0;
+	int i = 1, n;
+
+	if (argc > 2 && !strcmp(argv[1], "--cpu")) {
+		sscanf(argv[2], "%u/%u/%u", &cpu.family, &cpu.model,
+		       &cpu.stepping);
+		i = 3;
+	}
+	if (argc - i != 2) {
+		fprintf(stderr, "usage: %s [--cpu F/M[/S]] "
+			"FILE[:START-END]:ADDR TRACE\n", argv[0]);
+		return 2;
+	}
+	spec = argv[i];
+	c1 = strchr(spec, ':');
+	if (!c1)
+		return 2;
+	*c1 = 0;
+	c2 = strchr(c1 + 1, ':');
+	if (c2) {
+		start = strtol(c1 + 1, NULL, 0);
+		end = strtol(strchr(c1 + 1, '-') ? strchr(c1 + 1, '-') + 1
+			     : "0", NULL, 0);
+		img.base = strtoull(c2 + 1, NULL, 0);
+	} else
+		img.base = strtoull(c1 + 1, NULL, 0);
+	img.bytes = host_load(spec, start, end, &img.size);
+	trace = host_load(argv[i + 1], 0, 0, &tsize);
+	if (!img.bytes || !trace) {
+		fprintf(stderr, "cannot read %s or %s\n", spec, argv[i + 1]);
+		return 1;
+	}
+
+	guest.read = host_read;
+	guest.ctx = &img;
+	sink.insn = host_insn;
+	sink.error = host_error;
+	sink.ctx = NULL;
+	n = hvagent_decode(trace, tsize, &cpu, &guest, &sink, arena,
+			   sizeof(arena), 10000000ul);
+	fprintf(stderr, "%d instructions\n", n);
+	free(trace);
+	free(img.bytes);
+	return n < 0;
+}
+
+#endif /* HVAGENT_HOST */
