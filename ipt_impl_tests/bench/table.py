@@ -56,6 +56,11 @@ for k in data:
         traces.append(k[0])
 
 
+def mbs(v):
+    v /= 1e6
+    return '%.0f' % v if v >= 100 else '%.3g' % v
+
+
 def mi(r):
     return '%.1f' % (r['insn'] / r['sec'] / 1e6) if r['insn'] else ''
 
@@ -91,8 +96,8 @@ for trace in traces:
         if a['insn'] != b['insn']:
             errs += ' (insn %d/%d)' % (a['insn'], b['insn'])
         rows.append((trace, layer, imi if imi != '-' else '', libname,
-                     '%.0f' % (a['bytes'] / ta / 1e6), mi(a),
-                     '%.0f' % (b['bytes'] / tb / 1e6), mi(b),
+                     mbs(a['bytes'] / ta), mi(a),
+                     mbs(b['bytes'] / tb), mi(b),
                      '%.2f' % ratio, '%.2f' % a['mem'], '%.2f' % b['mem'],
                      '%.1f' % (a['mem'] / b['mem'])
                      if b['mem'] >= 0.05 else '-',
