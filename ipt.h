@@ -32,6 +32,9 @@
  *                       sections (pt_image_add_file, pt_iscache_*) go away
  *     IPT_IMAGE_CACHE_LIMIT  callback memory an image caches, in bytes;
  *                       ipt_image_set_cache_limit() sets it per image (16 MiB)
+ *     IPT_BLK_ICACHE_BITS  log2 of a block/instruction decoder's
+ *                       decoded-instruction cache entries            (11)
+ *     IPT_BLK_RCACHE_BITS  log2 of its straight-line run cache entries (10)
  *
  *     With IPT_NO_STDIO and all of the above defined, the implementation
  *     needs nothing but <stddef.h>, <stdint.h> and Zydis.
