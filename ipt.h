@@ -3067,8 +3067,11 @@ static IPT__UNUSED int ipt__sync_backward(const uint8_t **sync,
 		if (!ipt__psb_word(config->begin + off))
 			continue;
 
+		/* In a run of PSB pattern longer than one PSB, every word
+		 * of the run names the PSB at the run's end, which may lie
+		 * at or after pos.  Only a PSB before pos is progress. */
 		found = ipt__find_psb(config->begin + off, config);
-		if (!found)
+		if (!found || found >= pos)
 			continue;
 
 		*sync = found;
