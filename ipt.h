@@ -1091,6 +1091,9 @@ static inline void pt_asid_init(struct pt_asid *asid)
 	asid->vmcs = pt_asid_no_vmcs;
 }
 
+/* File sections and the image section cache exist in hosted builds
+ * only: IPT_NO_STDIO leaves them out. */
+#ifndef IPT_NO_STDIO
 IPT_API struct pt_image_section_cache *pt_iscache_alloc(const char *name);
 IPT_API void pt_iscache_free(struct pt_image_section_cache *iscache);
 IPT_API int pt_iscache_set_limit(struct pt_image_section_cache *iscache,
@@ -1103,16 +1106,19 @@ IPT_API int pt_iscache_add_file(struct pt_image_section_cache *iscache,
 IPT_API int pt_iscache_read(struct pt_image_section_cache *iscache,
 			    uint8_t *buffer, uint64_t size, int isid,
 			    uint64_t vaddr);
+#endif /* IPT_NO_STDIO */
 
 IPT_API struct pt_image *pt_image_alloc(const char *name);
 IPT_API void pt_image_free(struct pt_image *image);
 IPT_API const char *pt_image_name(const struct pt_image *image);
+#ifndef IPT_NO_STDIO
 IPT_API int pt_image_add_file(struct pt_image *image, const char *filename,
 			      uint64_t offset, uint64_t size,
 			      const struct pt_asid *asid, uint64_t vaddr);
 IPT_API int pt_image_add_cached(struct pt_image *image,
 				struct pt_image_section_cache *iscache,
 				int isid, const struct pt_asid *asid);
+#endif
 IPT_API int pt_image_copy(struct pt_image *image, const struct pt_image *src);
 IPT_API int pt_image_remove_by_filename(struct pt_image *image,
 					const char *filename,

@@ -178,13 +178,6 @@ static void *hv_realloc(void *ptr, size_t size)
 #define IPT_NO_STDIO
 #define IPT_STATIC
 #define IPT_IMPLEMENTATION
-/* With IPT_NO_STDIO, ipt.h still declares the file functions
- * (pt_image_add_file, pt_iscache_*), static under IPT_STATIC but never
- * defined; compilers warn about that at the end of the file.  Until ipt.h
- * leaves them out, that warning is off for this file. */
-#if defined(__GNUC__)
-#pragma GCC diagnostic ignored "-Wunused-function"
-#endif
 #include "../ipt.h"
 
 /* ---- the agent ---- */

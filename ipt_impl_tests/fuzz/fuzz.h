@@ -115,23 +115,6 @@ FZ void fz_fail(const char *what, long long a, long long b)
 #define FZ_LENIENT 1
 #endif
 
-/* KNOWN pkt-sync-backward-long-psb: a PSB pattern longer than one PSB makes
- * sync_backward from the PSB at its end find that PSB again, so decoding
- * backward never ends.  Does the trace have such a pattern? */
-FZ int fz_has_long_psb(const uint8_t *trace, size_t size)
-{
-	size_t i, run = 0;
-
-	for (i = 0; i + 1 < size; i += (run ? 2 : 1)) {
-		if (trace[i] == 0x02 && trace[i + 1] == 0x82) {
-			if (++run > 8)
-				return 1;
-		} else
-			run = 0;
-	}
-	return 0;
-}
-
 /* ---- the common header ---- */
 
 enum {

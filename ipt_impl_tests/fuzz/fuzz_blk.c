@@ -111,10 +111,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		fz_fail("cannot set callback", 0, 0);
 	fz_event_init(&ev, &h);
 
-	if (FZ_LENIENT && fz_has_long_psb(trace, tsize) &&
-	    (h.flags & fz_sync_mask) == fz_sync_backward)
-		h.flags &= (uint8_t) ~fz_sync_mask;
-
 	switch (h.flags & fz_sync_mask) {
 	case fz_sync_backward:
 		for (limit = UINT64_MAX; steps; limit = sync) {

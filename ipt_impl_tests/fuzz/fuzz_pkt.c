@@ -63,10 +63,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		fz_fail("no config", 0, 0);
 	budget = fz_budget(tsize, 2);
 
-	if (FZ_LENIENT && fz_has_long_psb(trace, tsize) &&
-	    (h.flags & fz_sync_mask) == fz_sync_backward)
-		h.flags &= (uint8_t) ~fz_sync_mask;
-
 	switch (h.flags & fz_sync_mask) {
 	case fz_sync_backward:
 		/* Back to front: each sync point decoded forward up to the
