@@ -346,8 +346,11 @@ static long model_forward(const struct pt_config *config,
 	return -pte_eos;
 }
 
-static long model_backward(const struct pt_config *config,
-			   const uint8_t *pos, int late)
+/* late: libipt 2.0.5's quirk.  progress: ipt.h's rule that a backward
+ * sync only ever moves backward; libipt may name a PSB at or after pos
+ * when the PSB pattern runs longer than one PSB, and then never moves. */
+static long model_backward_ex(const struct pt_config *config,
+			      const uint8_t *pos, int late, int progress)
 {
 	long off = (long) (pos - config->begin) - (long) ((uintptr_t) pos & 7);
 	const uint8_t *found;
@@ -359,9 +362,17 @@ static long model_backward(const struct pt_config *config,
 		if (!psb_word(config->begin + off))
 			continue;
 		found = settle(config->begin + off + (late ? 8 : 0), config);
+		if (found && progress && found >= pos)
+			continue;
 		if (found)
 			return (long) (found - config->begin);
 	}
+}
+
+static long model_backward(const struct pt_config *config,
+			   const uint8_t *pos, int late)
+{
+	return model_backward_ex(config, pos, late, 0);
 }
 
 /* The model of pt_pkt_sync_forward (backward = 0) or _backward. */
@@ -395,6 +406,29 @@ static int sync_agrees(unsigned int s, struct pt_packet_decoder *dec,
 {
 	long expect = model_pkt_sync(dec, config, backward, 0);
 	int good = 1;
+
+	if (backward) {
+		/* Where libipt would name a PSB at or after the position,
+		 * and so never move, ipt.h moves on to an earlier one: print
+		 * "stall" and check ipt.h against the model with that rule. */
+		uint64_t off;
+		const uint8_t *pos = config->end;
+
+		if (pt_pkt_get_offset(dec, &off) >= 0)
+			pos = config->begin + off;
+		if (expect >= 0 && config->begin + expect >= pos) {
+#ifndef USE_LIBIPT
+			long want = model_backward_ex(config, pos, 0, 1);
+			int ret = pt_pkt_sync_backward(dec);
+
+			off = ~0ull;
+			pt_pkt_get_offset(dec, &off);
+			good = ret < 0 ? want == ret : want == (long) off;
+#endif
+			printf("%u stall%s\n", s, good ? "" : " bad");
+			return 0;
+		}
+	}
 
 	if (expect == model_pkt_sync(dec, config, backward, 1))
 		return 1;
