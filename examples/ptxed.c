@@ -1866,24 +1866,52 @@ static int ptxed_repeated_error(const struct ptxed_decoder *decoder,
 
 /* ---- the instruction flow decoder ---- */
 
-static int handle_one_event_insn(struct ptxed_decoder *decoder,
-				 const struct ptxed_options *options,
-				 uint64_t *time)
+/* Both decoders report events and resynchronize alike; these dispatch on
+ * the decoder type. */
+static int ptxed_event(struct ptxed_decoder *decoder, struct pt_event *event)
 {
-	struct pt_insn_decoder *ptdec;
+	switch (decoder->type) {
+	case pdt_insn_decoder:
+		return pt_insn_event(decoder->variant.insn, event,
+				     sizeof(*event));
+
+	case pdt_block_decoder:
+		return pt_blk_event(decoder->variant.block, event,
+				    sizeof(*event));
+	}
+
+	return -pte_internal;
+}
+
+static int ptxed_resync(struct ptxed_decoder *decoder)
+{
+	switch (decoder->type) {
+	case pdt_insn_decoder:
+		return pt_insn_resync(decoder->variant.insn);
+
+	case pdt_block_decoder:
+		return pt_blk_resync(decoder->variant.block);
+	}
+
+	return -pte_internal;
+}
+
+static int handle_one_event(struct ptxed_decoder *decoder,
+			    const struct ptxed_options *options,
+			    uint64_t *time)
+{
 	struct pt_event event;
 	uint64_t offset;
 	int status, errcode;
 
-	ptdec = decoder->variant.insn;
 	offset = 0ull;
 	if (options->print_offset) {
-		errcode = pt_insn_get_offset(ptdec, &offset);
+		errcode = ptxed_get_offset(decoder, &offset);
 		if (errcode < 0)
 			return errcode;
 	}
 
-	status = pt_insn_event(ptdec, &event, sizeof(event));
+	status = ptxed_event(decoder, &event);
 	if (status < 0)
 		return status;
 
@@ -1895,11 +1923,11 @@ static int handle_one_event_insn(struct ptxed_decoder *decoder,
 	return status;
 }
 
-static int drain_events_insn(struct ptxed_decoder *decoder, uint64_t *time,
-			     int status, const struct ptxed_options *options)
+static int drain_events(struct ptxed_decoder *decoder, uint64_t *time,
+			int status, const struct ptxed_options *options)
 {
 	while (status & pts_event_pending) {
-		status = handle_one_event_insn(decoder, options, time);
+		status = handle_one_event(decoder, options, time);
 		if (status < 0)
 			break;
 	}
@@ -1909,20 +1937,20 @@ static int drain_events_insn(struct ptxed_decoder *decoder, uint64_t *time,
 
 /* Resync after an error; events the decoder skips on the way are still
  * reported. */
-static int resync_insn(struct ptxed_decoder *decoder,
-		       const struct ptxed_options *options, uint64_t *time)
+static int resync(struct ptxed_decoder *decoder,
+		  const struct ptxed_options *options, uint64_t *time)
 {
 	int status;
 
 	for (;;) {
-		status = pt_insn_resync(decoder->variant.insn);
+		status = ptxed_resync(decoder);
 		if (status >= 0)
 			break;
 
 		if (status != -pte_event_ignored)
 			return status;
 
-		status = handle_one_event_insn(decoder, options, time);
+		status = handle_one_event(decoder, options, time);
 		if (status < 0)
 			return status;
 	}
@@ -2015,8 +2043,8 @@ static void decode_insn(struct ptxed_decoder *decoder,
 
 		for (;;) {
 			for (;;) {
-				status = drain_events_insn(decoder, &time,
-							   status, options);
+				status = drain_events(decoder, &time,
+						      status, options);
 				if (status < 0)
 					break;
 
@@ -2045,7 +2073,7 @@ static void decode_insn(struct ptxed_decoder *decoder,
 						 status))
 				break;
 
-			status = resync_insn(decoder, options, &time);
+			status = resync(decoder, options, &time);
 			if (status < 0) {
 				diagnose_insn(decoder, "resync error", status,
 					      &insn);
@@ -2261,71 +2289,6 @@ static void check_block(const struct ptxed_decoder *decoder,
 		check_insn_iclass(&dis, &insn, offset);
 }
 
-static int handle_one_event_block(struct ptxed_decoder *decoder,
-				  const struct ptxed_options *options,
-				  uint64_t *time)
-{
-	struct pt_block_decoder *ptdec;
-	struct pt_event event;
-	uint64_t offset;
-	int status, errcode;
-
-	ptdec = decoder->variant.block;
-	offset = 0ull;
-	if (options->print_offset) {
-		errcode = pt_blk_get_offset(ptdec, &offset);
-		if (errcode < 0)
-			return errcode;
-	}
-
-	status = pt_blk_event(ptdec, &event, sizeof(event));
-	if (status < 0)
-		return status;
-
-	*time = event.tsc;
-
-	if (!options->quiet && !event.status_update)
-		print_event(&event, options, offset);
-
-	return status;
-}
-
-static int drain_events_block(struct ptxed_decoder *decoder, uint64_t *time,
-			      int status, const struct ptxed_options *options)
-{
-	while (status & pts_event_pending) {
-		status = handle_one_event_block(decoder, options, time);
-		if (status < 0)
-			break;
-	}
-
-	return status;
-}
-
-static int resync_block(struct ptxed_decoder *decoder,
-			const struct ptxed_options *options, uint64_t *time)
-{
-	int status;
-
-	for (;;) {
-		status = pt_blk_resync(decoder->variant.block);
-		if (status >= 0)
-			break;
-
-		if (status != -pte_event_ignored)
-			return status;
-
-		status = handle_one_event_block(decoder, options, time);
-		if (status < 0)
-			return status;
-	}
-
-	if ((status & pts_ip_suppressed) && !options->quiet)
-		printf("[disabled]\n");
-
-	return status;
-}
-
 static int decode_one_block(struct ptxed_decoder *decoder,
 			    const struct ptxed_options *options,
 			    struct ptxed_stats *stats, struct pt_block *block,
@@ -2401,8 +2364,8 @@ static void decode_block(struct ptxed_decoder *decoder,
 
 		for (;;) {
 			for (;;) {
-				status = drain_events_block(decoder, &time,
-							    status, options);
+				status = drain_events(decoder, &time,
+						      status, options);
 				if (status < 0)
 					break;
 
@@ -2431,7 +2394,7 @@ static void decode_block(struct ptxed_decoder *decoder,
 						 status))
 				break;
 
-			status = resync_block(decoder, options, &time);
+			status = resync(decoder, options, &time);
 			if (status < 0) {
 				diagnose_block(decoder, "resync error", status,
 					       &block);
