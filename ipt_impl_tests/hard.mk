@@ -164,8 +164,8 @@ $(HB)/threads-tsan: $(HB)/threads-tsan-bin
 $(HB)/static-a.o $(HB)/static-b.o: $(HB)/static-%.o: $(HD)/static_tu.c $(HD)/static_api.h $(HDR) | $(HB)
 	$(CC) $(OPT) $(WARN) $(CPPFLAGS) -DTU=$* -c -o $@ $<
 
-$(HB)/static-libipt.o: $(HD)/static_libipt.c $(HD)/static_api.h | $(HB)
-	$(CC) $(OPT) $(WARN) $(CPPFLAGS) -DTU=libipt -c -o $@ $<
+$(HB)/static-libipt.o: $(HD)/static_tu.c $(HD)/static_api.h | $(HB)
+	$(CC) $(OPT) $(WARN) $(CPPFLAGS) -DTU=libipt -DUSE_LIBIPT -c -o $@ $<
 
 $(HB)/static-bin: $(HD)/static_main.c $(HD)/cases.h $(HB)/static-a.o $(HB)/static-b.o $(HB)/static-libipt.o
 	$(CC) $(OPT) $(WARN) $(CPPFLAGS) -o $@ $< $(HB)/static-a.o \

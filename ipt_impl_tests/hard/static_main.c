@@ -1,8 +1,8 @@
 /* static_main.c - IPT_STATIC in two translation units, and libipt, in one
  * program.
  *
- * static_tu.c is compiled twice (TU=a, TU=b), each a private copy of ipt.h;
- * static_libipt.c uses Debian's libipt 2.0.5.  All three decode the same
+ * static_tu.c is compiled twice (TU=a, TU=b), each a private copy of ipt.h,
+ * and once more on Debian's libipt 2.0.5 (TU=libipt).  All three decode the same
  * traces, packets and instructions: the two ipt.h copies must agree
  * exactly, and with libipt on these cases, which use nothing libipt 2.0.5
  * lacks.

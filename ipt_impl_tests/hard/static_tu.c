@@ -1,10 +1,16 @@
 /* static_tu.c - ipt.h with IPT_STATIC, compiled once per translation unit
  * (TU=a, TU=b): each holds a private copy of the implementation, so the
- * two link into one program next to Debian's libipt (static_libipt.c)
- * without clashing.  See static_main.c. */
+ * two link into one program next to Debian's libipt without clashing.  The
+ * same functions on libipt 2.0.5 (-lipt) come from this file compiled with
+ * TU=libipt and USE_LIBIPT: its pt_* symbols are the only extern ones in
+ * the program.  See static_main.c. */
+#ifdef USE_LIBIPT
+#include <intel-pt.h>
+#else
 #define IPT_STATIC
 #define IPT_IMPLEMENTATION
 #include "../../ipt.h"
+#endif
 #include "static_api.h"
 
 #define STATIC_CAT2(a, b) a##_##b
