@@ -1338,10 +1338,15 @@ IPT_API int pt_blk_event(struct pt_block_decoder *decoder,
 #define IPT__LIKELY(x) __builtin_expect(!!(x), 1)
 #define IPT__UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define IPT__UNUSED __attribute__((unused))
+/* Keeps slow paths out of fast ones, so that those need no stack frame. */
+#define IPT__NOINLINE __attribute__((noinline))
+#define IPT__INLINE __attribute__((always_inline)) inline
 #else
 #define IPT__LIKELY(x) (x)
 #define IPT__UNLIKELY(x) (x)
 #define IPT__UNUSED
+#define IPT__NOINLINE
+#define IPT__INLINE inline
 #endif
 
 /* Under IPT_STATIC a program may use only some of the functions. */
@@ -3492,14 +3497,6 @@ static int ipt__pkt_decode(struct pt_packet_decoder *decoder,
 	packet->size = (uint8_t) size;
 	return size;
 }
-
-/* Keeps the slow path out of pt_pkt_next so that its fast path needs no
- * stack frame. */
-#if defined(__GNUC__) || defined(__clang__)
-#define IPT__NOINLINE __attribute__((noinline))
-#else
-#define IPT__NOINLINE
-#endif
 
 /* pt_pkt_next for everything but the common packets: decode, copy out as
  * the caller's size says (bytes past sizeof(struct pt_packet) zeroed,
@@ -9415,27 +9412,37 @@ ipt__insn_range_is_contiguous(uint64_t begin, uint64_t end,
  * the block they belong to, with the same rules and the same error codes
  * as libipt's block decoder.
  *
- * Speed comes from two caches, both owned by the decoder, allocated once,
- * with a fixed number of entries:
+ * Speed comes from two caches, both owned by the decoder:
  *
  *   - the instruction cache maps (address space, mode, IP) to a decoded
  *     instruction, so that neither the image's read callback nor Zydis is
- *     asked twice for the same instruction;
+ *     asked twice for the same instruction while runs are being recorded
+ *     or events walk the code; it has a fixed number of entries;
  *   - the run cache maps (address space, mode, IP) to the straight-line run
  *     of instructions starting there: how many, where the last one is, and
  *     what it needs (a TNT bit, a TIP, a return-stack pop, or nothing for a
  *     direct call or jump).  Steady-state decoding jumps from run to run.
+ *     For the instruction decoder each run also keeps its bytes and, per
+ *     instruction, size and class, so that handing out instructions reads
+ *     neither the image nor the instruction cache.
  *
- * Entries are tagged with an epoch.  Changing the image, or its generation
- * counter moving (ipt_image_invalidate, adding or removing sections), starts
- * a new epoch and so drops every entry at once. */
+ * The run cache is two-way set associative with 32-byte entries, two to a
+ * cache line.  It starts small and doubles whenever it has been refilled
+ * as many times as it has entries, up to a limit (IPT_BLK_CACHE_LIMIT or
+ * ipt_blk_set_cache_limit); a table that cannot grow stays as it is.
+ *
+ * Instruction cache entries are tagged with an epoch, runs with a context
+ * number that stands for (address space, mode, epoch).  Changing the image,
+ * or its generation counter moving (ipt_image_invalidate, adding or removing
+ * sections), starts a new epoch and so drops every entry at once. */
 
-/* The size of the caches, as a power of two number of entries. */
+/* The instruction cache's size, as a power of two number of entries. */
 #ifndef IPT_BLK_ICACHE_BITS
 #define IPT_BLK_ICACHE_BITS 11
 #endif
-#ifndef IPT_BLK_RCACHE_BITS
-#define IPT_BLK_RCACHE_BITS 10
+/* The run cache's memory bound in bytes, text included. */
+#ifndef IPT_BLK_CACHE_LIMIT
+#define IPT_BLK_CACHE_LIMIT (8u << 20)
 #endif
 
 /* ---- return stack ----
@@ -9516,23 +9523,57 @@ enum ipt__run_kind {
 	ipt__run_next
 };
 
-/* A straight-line run of instructions from @ip to @end_ip.  All of them
- * lie in the section @isid, all in @mode. */
+/* A straight-line run of instructions from @ip to @ip + @len, where its
+ * last instruction starts.  All of them lie in the section @isid, all in
+ * the mode of the context @ctx.  32 bytes, two to a set. */
 struct ipt__blk_run {
 	uint64_t ip;
-	uint64_t cr3;
-	uint64_t vmcs;
-	uint64_t end_ip;
+	/* The context number; zero for an empty entry. */
+	uint32_t ctx;
 	/* The branch displacement of the last instruction, for the direct and
 	 * conditional kinds. */
-	int64_t disp;
-	int isid;
-	uint32_t epoch;
+	int32_t disp;
+	int32_t isid;
 	uint16_t ninsn;
-	uint8_t mode;
+	uint16_t len;
 	uint8_t kind;
 	uint8_t iclass;
 	uint8_t isize;
+	uint8_t reserved[5];
+};
+
+/* The bytes of a run and, per instruction, its size (low nibble) and class
+ * (high nibble), for the instruction decoder.  Runs recorded for it end
+ * when their text is full.  Behind the code are zeros, so that a fixed
+ * pt_max_insn_size bytes can be copied from any instruction. */
+enum { IPT__TEXT_INSNS = 16, IPT__TEXT_BYTES = 48 };
+
+struct ipt__blk_text {
+	uint8_t code[IPT__TEXT_BYTES + pt_max_insn_size + 1];
+	uint8_t info[IPT__TEXT_INSNS];
+};
+
+/* A run the current block went through whole, with its text, for the
+ * instruction decoder: it starts at @ip, has @ninsn instructions and is
+ * followed by @next, if the code says where that is. */
+enum { IPT__BLK_TRAIL = 8 };
+
+struct ipt__blk_trail {
+	uint64_t ip;
+	uint64_t next;
+	uint32_t ninsn;
+	struct ipt__blk_text text;
+};
+
+/* The address spaces and modes the decoder has recently been in, with the
+ * context number their runs are tagged with. */
+enum { IPT__BLK_NCTX = 8 };
+
+struct ipt__blk_ctx {
+	uint64_t cr3;
+	uint64_t vmcs;
+	uint32_t mode;
+	uint32_t id;
 };
 
 /* The longest run the cache records.  Longer straight lines are chained:
@@ -9608,24 +9649,52 @@ struct pt_block_decoder {
 
 	/* The caches and what they are valid for. */
 	struct ipt__blk_icache_entry *icache;
-	struct ipt__blk_run *rcache;
 	const struct pt_image *cache_image;
 	uint64_t cache_gen;
 	uint32_t epoch;
+
+	/* The run cache: @rsets sets of two runs at @runs, aligned within the
+	 * allocation @rmem; with @want_text, the runs' text in @text, in
+	 * the same order.  @rfills counts refills since the table last grew;
+	 * @rlimit bounds its bytes. */
+	struct ipt__blk_run *runs;
+	struct ipt__blk_text *text;
+	void *rmem;
+	size_t rmem_size;
+	uint32_t rsets;
+	uint32_t rfills;
+	uint64_t rlimit;
+	uint32_t want_text;
+
+	/* With @want_text, the first @ntrail runs of the last block. */
+	uint32_t ntrail;
+	struct ipt__blk_trail trail[IPT__BLK_TRAIL];
+
+	/* The current context: its address space, mode and number, valid
+	 * while @ctx_id is not zero; and the recent ones. */
+	uint64_t ctx_cr3;
+	uint64_t ctx_vmcs;
+	uint32_t ctx_mode;
+	uint32_t ctx_id;
+	uint32_t ctx_next;
+	uint32_t nctx;
+	struct ipt__blk_ctx ctx[IPT__BLK_NCTX];
 };
 
-/* Make sure the caches describe the current image: a different image or a
- * new generation of it starts a new epoch.  Called once per public call,
- * never per instruction. */
-static void ipt__blk_cache_sync(struct pt_block_decoder *decoder)
+/* Whether the caches describe the current image. */
+static IPT__INLINE int
+ipt__blk_cache_current(const struct pt_block_decoder *decoder)
+{
+	return decoder->cache_image == decoder->image &&
+	       decoder->cache_gen == ipt__image_generation(decoder->image);
+}
+
+/* A different image or a new generation of it starts a new epoch. */
+static IPT__NOINLINE void ipt__blk_cache_renew(struct pt_block_decoder *decoder)
 {
 	uint64_t gen;
 
 	gen = ipt__image_generation(decoder->image);
-	if (IPT__LIKELY(decoder->cache_image == decoder->image &&
-			decoder->cache_gen == gen))
-		return;
-
 	decoder->cache_image = decoder->image;
 	decoder->cache_gen = gen;
 	decoder->epoch += 1;
@@ -9633,10 +9702,20 @@ static void ipt__blk_cache_sync(struct pt_block_decoder *decoder)
 		/* After 2^32 epochs, old tags could look current again. */
 		IPT_MEMSET(decoder->icache, 0,
 			   sizeof(*decoder->icache) << IPT_BLK_ICACHE_BITS);
-		IPT_MEMSET(decoder->rcache, 0,
-			   sizeof(*decoder->rcache) << IPT_BLK_RCACHE_BITS);
 		decoder->epoch = 1;
 	}
+
+	/* New context numbers for everything. */
+	decoder->ctx_id = 0;
+	decoder->nctx = 0;
+}
+
+/* Make sure the caches describe the current image.  Called once per public
+ * call and per run the instruction decoder takes, never per instruction. */
+static IPT__INLINE void ipt__blk_cache_sync(struct pt_block_decoder *decoder)
+{
+	if (IPT__UNLIKELY(!ipt__blk_cache_current(decoder)))
+		ipt__blk_cache_renew(decoder);
 }
 
 static uint32_t ipt__blk_hash(uint64_t ip, const struct pt_asid *asid,
@@ -9690,6 +9769,183 @@ static int ipt__blk_decode(struct pt_block_decoder *decoder,
 		entry->iext = *iext;
 	}
 	return 0;
+}
+
+/* ---- the run table ---- */
+
+enum {
+	/* The sets a new run table starts with, if the limit allows. */
+	IPT__RUN_MIN_SETS = 256,
+	IPT__RUN_ALIGN = 64
+};
+
+/* The bytes one set takes, with its text if the decoder wants it. */
+static size_t ipt__blk_set_bytes(const struct pt_block_decoder *decoder)
+{
+	size_t size = 2 * sizeof(struct ipt__blk_run);
+
+	if (decoder->want_text)
+		size += 2 * sizeof(struct ipt__blk_text);
+	return size;
+}
+
+/* The most sets @decoder->rlimit allows, a power of two; zero if not even
+ * one set fits. */
+static uint32_t ipt__blk_max_sets(const struct pt_block_decoder *decoder)
+{
+	uint64_t nsets = decoder->rlimit / ipt__blk_set_bytes(decoder);
+	uint32_t max = 1;
+
+	if (!nsets)
+		return 0;
+	if (nsets > (1u << 24))
+		nsets = 1u << 24;
+	while ((uint64_t) max * 2 <= nsets)
+		max *= 2;
+	return max;
+}
+
+/* Forget the run table. */
+static void ipt__blk_runs_free(struct pt_block_decoder *decoder)
+{
+	ipt__free(decoder->rmem, decoder->rmem_size);
+	decoder->rmem = NULL;
+	decoder->rmem_size = 0;
+	decoder->runs = NULL;
+	decoder->text = NULL;
+	decoder->rsets = 0;
+	decoder->rfills = 0;
+}
+
+static IPT__INLINE uint32_t ipt__blk_set_of(uint64_t ip, uint32_t ctx,
+					    uint32_t nsets)
+{
+	uint64_t h;
+
+	h = (ip + ctx * 0x9e3779b97f4a7c15ull) * 0xff51afd7ed558ccdull;
+	return (uint32_t) (h >> 40) & (nsets - 1);
+}
+
+/* Make an empty table of @nsets sets and move what fits of the old one
+ * into it.  Returns zero on success, -pte_nomem if there is no memory: the
+ * old table stays. */
+static int ipt__blk_runs_resize(struct pt_block_decoder *decoder,
+				uint32_t nsets)
+{
+	struct ipt__blk_text *text = NULL;
+	struct ipt__blk_run *runs;
+	size_t size, nruns, i;
+	uintptr_t base;
+	void *mem;
+
+	size = (size_t) nsets * ipt__blk_set_bytes(decoder) + IPT__RUN_ALIGN;
+	mem = ipt__alloc(size);
+	if (!mem)
+		return -pte_nomem;
+
+	base = ((uintptr_t) mem + IPT__RUN_ALIGN - 1) &
+	       ~(uintptr_t) (IPT__RUN_ALIGN - 1);
+	nruns = (size_t) nsets * 2;
+	runs = (struct ipt__blk_run *) base;
+	IPT_MEMSET(runs, 0, nruns * sizeof(*runs));
+	if (decoder->want_text)
+		text = (struct ipt__blk_text *) (runs + nruns);
+
+	/* Most recently filled first: the older way of each set goes in
+	 * first and is pushed to the second way by the newer one. */
+	for (i = 0; i < (size_t) decoder->rsets * 2; ++i) {
+		size_t old = i ^ 1, way;
+		uint32_t set;
+
+		if (!decoder->runs[old].ctx)
+			continue;
+		set = ipt__blk_set_of(decoder->runs[old].ip,
+			     decoder->runs[old].ctx, nsets);
+		way = (size_t) set * 2;
+		if (runs[way].ctx) {
+			runs[way + 1] = runs[way];
+			if (text)
+				text[way + 1] = text[way];
+		}
+		runs[way] = decoder->runs[old];
+		if (text)
+			text[way] = decoder->text[old];
+	}
+
+	ipt__blk_runs_free(decoder);
+	decoder->rmem = mem;
+	decoder->rmem_size = size;
+	decoder->runs = runs;
+	decoder->text = text;
+	decoder->rsets = nsets;
+	return 0;
+}
+
+/* Start the run table over: its first size under the current limit. */
+static void ipt__blk_runs_reset(struct pt_block_decoder *decoder)
+{
+	uint32_t nsets = ipt__blk_max_sets(decoder);
+
+	ipt__blk_runs_free(decoder);
+	if (nsets > IPT__RUN_MIN_SETS)
+		nsets = IPT__RUN_MIN_SETS;
+	if (nsets)
+		(void) ipt__blk_runs_resize(decoder, nsets);
+}
+
+/* The context number of the address space and @mode: the current one, a
+ * recent one, or a new one. */
+static IPT__NOINLINE uint32_t
+ipt__blk_ctx_switch(struct pt_block_decoder *decoder, uint32_t mode)
+{
+	const struct pt_asid *asid = &decoder->asid;
+	struct ipt__blk_ctx *ctx;
+	uint32_t i, id;
+
+	for (i = 0; i < decoder->nctx; ++i) {
+		ctx = &decoder->ctx[i];
+		if (ctx->cr3 == asid->cr3 && ctx->vmcs == asid->vmcs &&
+		    ctx->mode == mode)
+			goto found;
+	}
+
+	id = decoder->ctx_next + 1;
+	if (!id) {
+		/* After 2^32 contexts, old tags could look current again. */
+		if (decoder->runs)
+			IPT_MEMSET(decoder->runs, 0, (size_t) decoder->rsets *
+				   2 * sizeof(*decoder->runs));
+		decoder->nctx = 0;
+		id = 1;
+	}
+	decoder->ctx_next = id;
+
+	if (decoder->nctx < IPT__BLK_NCTX)
+		ctx = &decoder->ctx[decoder->nctx++];
+	else
+		ctx = &decoder->ctx[id % IPT__BLK_NCTX];
+	ctx->cr3 = asid->cr3;
+	ctx->vmcs = asid->vmcs;
+	ctx->mode = mode;
+	ctx->id = id;
+
+found:
+	decoder->ctx_cr3 = ctx->cr3;
+	decoder->ctx_vmcs = ctx->vmcs;
+	decoder->ctx_mode = ctx->mode;
+	decoder->ctx_id = ctx->id;
+	return ctx->id;
+}
+
+static IPT__INLINE uint32_t ipt__blk_ctx_of(struct pt_block_decoder *decoder,
+					    enum pt_exec_mode mode)
+{
+	if (IPT__LIKELY(decoder->ctx_id &&
+			decoder->ctx_cr3 == decoder->asid.cr3 &&
+			decoder->ctx_vmcs == decoder->asid.vmcs &&
+			decoder->ctx_mode == (uint32_t) mode))
+		return decoder->ctx_id;
+	return ipt__blk_ctx_switch(decoder, (uint32_t) mode);
 }
 
 /* ---- state ---- */
@@ -9823,13 +10079,15 @@ static void ipt__blk_reset(struct pt_block_decoder *decoder)
 	decoder->has_cbr = 0;
 	decoder->has_icnt = 0;
 	decoder->process_insn = 0;
+	decoder->ntrail = 0;
 	IPT_MEMSET(&decoder->event, 0xff, sizeof(decoder->event));
 	ipt__retstack_init(&decoder->retstack);
 	pt_asid_init(&decoder->asid);
 }
 
 static int ipt__blk_decoder_init(struct pt_block_decoder *decoder,
-				 const struct pt_config *uconfig)
+				 const struct pt_config *uconfig,
+				 uint32_t want_text)
 {
 	struct pt_config config;
 	int status;
@@ -9851,18 +10109,18 @@ static int ipt__blk_decoder_init(struct pt_block_decoder *decoder,
 	if (status < 0)
 		return status;
 
+	decoder->want_text = want_text;
+	decoder->rlimit = IPT_BLK_CACHE_LIMIT;
 	decoder->default_image = pt_image_alloc(NULL);
 	decoder->icache = (struct ipt__blk_icache_entry *)
 		ipt__zalloc(sizeof(*decoder->icache) << IPT_BLK_ICACHE_BITS);
-	decoder->rcache = (struct ipt__blk_run *)
-		ipt__zalloc(sizeof(*decoder->rcache) << IPT_BLK_RCACHE_BITS);
+	ipt__blk_runs_reset(decoder);
 	if (!decoder->default_image || !decoder->icache ||
-	    !decoder->rcache) {
+	    (!decoder->runs && ipt__blk_max_sets(decoder))) {
 		pt_image_free(decoder->default_image);
 		ipt__free(decoder->icache,
 			  sizeof(*decoder->icache) << IPT_BLK_ICACHE_BITS);
-		ipt__free(decoder->rcache,
-			  sizeof(*decoder->rcache) << IPT_BLK_RCACHE_BITS);
+		ipt__blk_runs_free(decoder);
 		ipt__evt_decoder_fini(&decoder->evdec);
 		return -pte_nomem;
 	}
@@ -9877,8 +10135,7 @@ static int ipt__blk_decoder_init(struct pt_block_decoder *decoder,
 
 static void ipt__blk_decoder_fini(struct pt_block_decoder *decoder)
 {
-	ipt__free(decoder->rcache,
-		  sizeof(*decoder->rcache) << IPT_BLK_RCACHE_BITS);
+	ipt__blk_runs_free(decoder);
 	ipt__free(decoder->icache,
 		  sizeof(*decoder->icache) << IPT_BLK_ICACHE_BITS);
 	pt_image_free(decoder->default_image);
@@ -9894,7 +10151,7 @@ pt_blk_alloc_decoder(const struct pt_config *config)
 	if (!decoder)
 		return NULL;
 
-	if (ipt__blk_decoder_init(decoder, config) < 0) {
+	if (ipt__blk_decoder_init(decoder, config, 0) < 0) {
 		ipt__free(decoder, sizeof(*decoder));
 		return NULL;
 	}
@@ -10805,25 +11062,40 @@ static int ipt__blk_proceed_no_event_uncached(struct pt_block_decoder *decoder,
 	return status < 0 ? status : 0;
 }
 
-/* Record the run starting at @decoder->ip in @run.
+/* @ip as an IP in @mode: outside 64-bit mode, IPs wrap at 4 GiB. */
+static uint64_t ipt__blk_next_ip(enum pt_exec_mode mode, uint64_t ip)
+{
+	return mode == ptem_64bit ? ip : ip & 0xffffffffull;
+}
+
+/* Record the run starting at @ip in @mode in @run, and its text in @text
+ * if not NULL.
  *
  * The run follows the code while the next IP is known without trace, up to
  * and including the first instruction that needs trace or is a direct near
  * call or jump (those update the return stack or may end the block on the
  * user's request).  It stops early, before an instruction in a different
- * section, one that cannot be decoded in one piece, or after IPT__RUN_MAX
- * instructions.
+ * section, one that cannot be decoded in one piece, or one that does not
+ * fit the text; after IPT__RUN_MAX instructions, or where the IP wraps.
  *
  * Returns @run, or NULL if not even the first instruction qualifies: the
  * caller then walks instruction by instruction, which reports errors. */
 static const struct ipt__blk_run *
-ipt__blk_run_fill(struct pt_block_decoder *decoder, struct ipt__blk_run *run)
+ipt__blk_run_fill(struct pt_block_decoder *decoder, struct ipt__blk_run *run,
+		  struct ipt__blk_text *text, uint64_t start,
+		  enum pt_exec_mode mode, uint32_t ctx)
 {
 	struct ipt__insn_ext iext;
 	struct pt_insn insn;
-	uint64_t ip = decoder->ip;
+	uint64_t ip = start;
+	uint32_t max = IPT__RUN_MAX, len = 0;
 	uint16_t ninsn = 0;
 	uint8_t kind;
+
+	if (text) {
+		max = IPT__TEXT_INSNS;
+		IPT_MEMSET(text->code, 0, sizeof(text->code));
+	}
 
 	for (;;) {
 		uint64_t next;
@@ -10831,7 +11103,7 @@ ipt__blk_run_fill(struct pt_block_decoder *decoder, struct ipt__blk_run *run)
 
 		IPT_MEMSET(&insn, 0, sizeof(insn));
 		IPT_MEMSET(&iext, 0, sizeof(iext));
-		insn.mode = decoder->mode;
+		insn.mode = mode;
 		insn.ip = ip;
 
 		status = ipt__blk_decode(decoder, &insn, &iext);
@@ -10839,15 +11111,23 @@ ipt__blk_run_fill(struct pt_block_decoder *decoder, struct ipt__blk_run *run)
 		    (ninsn && insn.isid != run->isid))
 			break;
 
+		if (text) {
+			if (len + insn.size > IPT__TEXT_BYTES)
+				break;
+			IPT_MEMCPY(&text->code[len], insn.raw, insn.size);
+			text->info[ninsn] = (uint8_t) (insn.size |
+						       (insn.iclass << 4));
+		}
+
 		status = ipt__insn_next_ip(&next, &insn, &iext);
 		if (status < 0 && status != -pte_bad_query)
 			break;
 
 		run->isid = insn.isid;
-		run->end_ip = insn.ip;
+		run->len = (uint16_t) len;
 		run->iclass = (uint8_t) insn.iclass;
 		run->isize = insn.size;
-		run->disp = iext.variant.branch.displacement;
+		run->disp = (int32_t) iext.variant.branch.displacement;
 		ninsn += 1;
 
 		if (status < 0) {
@@ -10878,7 +11158,8 @@ ipt__blk_run_fill(struct pt_block_decoder *decoder, struct ipt__blk_run *run)
 		}
 
 		run->disp = 0;
-		if (ninsn == IPT__RUN_MAX) {
+		len += insn.size;
+		if (ninsn == max || next != ip + insn.size) {
 			kind = ipt__run_next;
 			goto done;
 		}
@@ -10891,34 +11172,75 @@ ipt__blk_run_fill(struct pt_block_decoder *decoder, struct ipt__blk_run *run)
 	kind = ipt__run_next;
 
 done:
-	run->ip = decoder->ip;
-	run->cr3 = decoder->asid.cr3;
-	run->vmcs = decoder->asid.vmcs;
-	run->mode = (uint8_t) decoder->mode;
+	run->ip = start;
 	run->ninsn = ninsn;
 	run->kind = kind;
-	run->epoch = decoder->epoch;
+	run->ctx = ctx;
 	return run;
 }
 
-static const struct ipt__blk_run *
-ipt__blk_run_lookup(struct pt_block_decoder *decoder)
+/* A miss in the set at @idx: record the run at @ip there, growing the
+ * table first if it has been refilled as often as it has entries and the
+ * limit and memory allow. */
+static IPT__NOINLINE const struct ipt__blk_run *
+ipt__blk_run_miss(struct pt_block_decoder *decoder, uint32_t idx, uint64_t ip,
+		  enum pt_exec_mode mode, uint32_t ctx,
+		  const struct ipt__blk_text **ptext)
 {
-	struct ipt__blk_run *run;
+	struct ipt__blk_text *text = NULL;
+	struct ipt__blk_run *set;
 
-	run = &decoder->rcache[ipt__blk_hash(decoder->ip, &decoder->asid,
-					     decoder->mode,
-					     IPT_BLK_RCACHE_BITS)];
-	if (IPT__LIKELY(run->epoch == decoder->epoch &&
-			run->ip == decoder->ip &&
-			run->mode == (uint8_t) decoder->mode &&
-			run->cr3 == decoder->asid.cr3 &&
-			run->vmcs == decoder->asid.vmcs))
-		return run;
+	decoder->rfills += 1;
+	if (decoder->rfills > decoder->rsets * 2 &&
+	    decoder->rsets < ipt__blk_max_sets(decoder)) {
+		if (ipt__blk_runs_resize(decoder, decoder->rsets * 2) < 0)
+			decoder->rlimit = (uint64_t) decoder->rsets *
+					  ipt__blk_set_bytes(decoder);
+		decoder->rfills = 0;
+		idx = ipt__blk_set_of(ip, ctx, decoder->rsets) * 2;
+	}
 
-	/* Not filled yet, or the slot holds another run: (re)fill it. */
-	run->epoch = 0;
-	return ipt__blk_run_fill(decoder, run);
+	/* The newer run moves to the second way, the new one comes first. */
+	set = &decoder->runs[idx];
+	if (decoder->text)
+		text = &decoder->text[idx];
+	if (set[0].ctx) {
+		set[1] = set[0];
+		if (text)
+			text[1] = text[0];
+	}
+	set[0].ctx = 0;
+	if (ptext)
+		*ptext = text;
+	return ipt__blk_run_fill(decoder, &set[0], text, ip, mode, ctx);
+}
+
+/* The run starting at @ip in @mode in the current address space, from the
+ * table or recorded now; NULL if there is none (see ipt__blk_run_fill).
+ * With @ptext, also its text. */
+static IPT__INLINE const struct ipt__blk_run *
+ipt__blk_run_find(struct pt_block_decoder *decoder, uint64_t ip,
+		  enum pt_exec_mode mode, const struct ipt__blk_text **ptext)
+{
+	const struct ipt__blk_run *set;
+	uint32_t ctx, idx;
+
+	if (IPT__UNLIKELY(!decoder->runs))
+		return NULL;
+
+	ctx = ipt__blk_ctx_of(decoder, mode);
+	idx = ipt__blk_set_of(ip, ctx, decoder->rsets) * 2;
+	set = &decoder->runs[idx];
+	if (set[0].ip != ip || set[0].ctx != ctx) {
+		if (set[1].ip != ip || set[1].ctx != ctx)
+			return ipt__blk_run_miss(decoder, idx, ip, mode, ctx,
+						 ptext);
+		idx += 1;
+	}
+
+	if (ptext)
+		*ptext = decoder->text ? &decoder->text[idx] : NULL;
+	return &decoder->runs[idx];
 }
 
 /* No event binds before the next branch that needs trace: go there run by
@@ -10930,11 +11252,13 @@ static int ipt__blk_proceed_no_event(struct pt_block_decoder *decoder,
 				     struct pt_block *block)
 {
 	for (;;) {
+		const struct ipt__blk_text *text = NULL;
 		const struct ipt__blk_run *run;
-		uint64_t next;
+		uint64_t next, end_ip;
 		uint32_t ninsn;
 
-		run = ipt__blk_run_lookup(decoder);
+		run = ipt__blk_run_find(decoder, decoder->ip, decoder->mode,
+					decoder->want_text ? &text : NULL);
 		if (!run)
 			return ipt__blk_proceed_no_event_uncached(decoder,
 								  block);
@@ -10960,12 +11284,27 @@ static int ipt__blk_proceed_no_event(struct pt_block_decoder *decoder,
 			decoder->icnt = icnt;
 		}
 
+		end_ip = run->ip + run->len;
 		block->ninsn = (uint16_t) ninsn;
-		block->end_ip = run->end_ip;
+		block->end_ip = end_ip;
 		block->iclass = (enum pt_insn_class) run->iclass;
 
-		next = run->end_ip + run->isize;
-		decoder->ip = run->end_ip;
+		next = ipt__blk_next_ip(decoder->mode, end_ip + run->isize);
+		decoder->ip = end_ip;
+
+		if (text && decoder->ntrail < IPT__BLK_TRAIL) {
+			struct ipt__blk_trail *trail;
+
+			trail = &decoder->trail[decoder->ntrail++];
+			trail->ip = run->ip;
+			trail->ninsn = run->ninsn;
+			trail->next = next;
+			if (run->kind == ipt__run_dcall ||
+			    run->kind == ipt__run_djump)
+				trail->next = ipt__blk_next_ip(decoder->mode,
+					next + (uint64_t) (int64_t) run->disp);
+			IPT_MEMCPY(&trail->text, text, sizeof(*text));
+		}
 
 		switch ((enum ipt__run_kind) run->kind) {
 		case ipt__run_cond: {
@@ -10974,7 +11313,8 @@ static int ipt__blk_proceed_no_event(struct pt_block_decoder *decoder,
 			if (taken < 0)
 				return taken;
 			if (taken)
-				next += (uint64_t) run->disp;
+				next = ipt__blk_next_ip(decoder->mode, next +
+					(uint64_t) (int64_t) run->disp);
 			decoder->ip = next;
 			return 0;
 		}
@@ -10992,13 +11332,15 @@ static int ipt__blk_proceed_no_event(struct pt_block_decoder *decoder,
 		case ipt__run_dcall:
 			if (run->disp)
 				ipt__retstack_push(&decoder->retstack, next);
-			decoder->ip = next + (uint64_t) run->disp;
+			decoder->ip = ipt__blk_next_ip(decoder->mode, next +
+				(uint64_t) (int64_t) run->disp);
 			if (decoder->flags.variant.block.end_on_call)
 				return 0;
 			break;
 
 		case ipt__run_djump:
-			decoder->ip = next + (uint64_t) run->disp;
+			decoder->ip = ipt__blk_next_ip(decoder->mode, next +
+				(uint64_t) (int64_t) run->disp);
 			if (decoder->flags.variant.block.end_on_jump)
 				return 0;
 			break;
@@ -11623,6 +11965,7 @@ IPT_DEF int pt_blk_next(struct pt_block_decoder *decoder,
 	block->ip = decoder->ip;
 	block->mode = decoder->mode;
 	block->speculative = decoder->speculative;
+	decoder->ntrail = 0;
 
 	status = ipt__blk_proceed(decoder, block);
 
@@ -12049,10 +12392,13 @@ IPT_DEF int pt_blk_resync(struct pt_block_decoder *decoder)
  * One instruction at a time, on top of the block decoder.
  *
  * It asks the block decoder for a block and hands out its instructions one
- * by one, decoding each through the block decoder's instruction cache (so
- * the image is read once per instruction, not once per execution).  Status
- * flags and errors of a block are held back until its last instruction;
- * events are indicated between blocks. */
+ * by one.  They come from the text of the block decoder's cached runs: a
+ * copy of the run the next instruction lies in is kept at hand, so that
+ * most instructions cost neither a cache lookup nor a decode.  What has no
+ * cached run (the last instruction of a truncated block, code that cannot
+ * be recorded) is decoded through the block decoder's instruction cache.
+ * Status flags and errors of a block are held back until its last
+ * instruction; events are indicated between blocks. */
 
 struct pt_insn_decoder {
 	struct pt_block_decoder blkdec;
@@ -12067,12 +12413,99 @@ struct pt_insn_decoder {
 	/* The status of the block decoder call that gave us @block; we hold
 	 * it back until @block is used up. */
 	int status;
+
+	/* The run @block->ip lies in: its instruction @at, @left of them
+	 * left, the next at @ip, @off bytes into @text; @next the IP after
+	 * the run, if known from the code.  The text is the block decoder's
+	 * trail entry @trail for the current block, or our copy @own. */
+	const struct ipt__blk_text *text;
+	struct ipt__blk_text own;
+	uint32_t trail;
+	uint64_t ip;
+	uint64_t next;
+	uint32_t at;
+	uint32_t left;
+	uint32_t off;
+	uint32_t epoch;
+	enum pt_exec_mode mode;
 };
 
 static void ipt__insn_reset(struct pt_insn_decoder *decoder)
 {
 	IPT_MEMSET(&decoder->block, 0, sizeof(decoder->block));
 	decoder->status = 0;
+	decoder->left = 0;
+	decoder->trail = 0;
+}
+
+/* Take the run at @block->ip from the block decoder's trail for this
+ * block or from its run cache.  Returns non-zero if we have it. */
+static int ipt__insn_load_run(struct pt_insn_decoder *decoder)
+{
+	struct pt_block_decoder *blkdec = &decoder->blkdec;
+	const struct pt_block *block = &decoder->block;
+	const struct ipt__blk_text *text;
+	const struct ipt__blk_run *run;
+	uint32_t at = decoder->trail;
+	uint64_t next;
+
+	decoder->left = 0;
+	if (at < blkdec->ntrail && blkdec->trail[at].ip == block->ip) {
+		const struct ipt__blk_trail *trail = &blkdec->trail[at];
+
+		decoder->trail = at + 1;
+		decoder->text = &trail->text;
+		decoder->next = trail->next;
+		decoder->left = trail->ninsn;
+	} else {
+		run = ipt__blk_run_find(blkdec, block->ip, block->mode, &text);
+		if (!run || !text)
+			return 0;
+
+		next = run->ip + run->len + run->isize;
+		if (run->kind == ipt__run_dcall ||
+		    run->kind == ipt__run_djump)
+			next += (uint64_t) (int64_t) run->disp;
+
+		IPT_MEMCPY(&decoder->own, text, sizeof(*text));
+		decoder->text = &decoder->own;
+		decoder->next = ipt__blk_next_ip(block->mode, next);
+		decoder->left = run->ninsn;
+	}
+
+	decoder->ip = block->ip;
+	decoder->at = 0;
+	decoder->off = 0;
+	decoder->epoch = blkdec->epoch;
+	decoder->mode = block->mode;
+	return 1;
+}
+
+/* Hand out the next instruction of the current run as @insn, whose IP,
+ * mode, isid and speculative flag are set, and move @block on. */
+static IPT__INLINE void ipt__insn_from_run(struct pt_insn_decoder *decoder,
+					   struct pt_insn *insn)
+{
+	struct pt_block *block = &decoder->block;
+	const uint8_t *code = &decoder->text->code[decoder->off];
+	uint8_t info = decoder->text->info[decoder->at];
+	uint8_t size = (uint8_t) (info & 0xf);
+
+	/* The bytes after the instruction come along: the code that follows
+	 * it, or zeros. */
+	insn->iclass = (enum pt_insn_class) (info >> 4);
+	IPT_MEMCPY(insn->raw, code, sizeof(insn->raw));
+	insn->size = size;
+
+	decoder->at += 1;
+	decoder->off += size;
+	decoder->left -= 1;
+	if (decoder->left)
+		decoder->ip = ipt__blk_next_ip(decoder->mode,
+					       decoder->ip + size);
+	else
+		decoder->ip = decoder->next;
+	block->ip = decoder->ip;
 }
 
 static int ipt__insn_decoder_init(struct pt_insn_decoder *decoder,
@@ -12097,7 +12530,7 @@ static int ipt__insn_decoder_init(struct pt_insn_decoder *decoder,
 		decoder->flags.variant.insn.enable_iflags_events;
 
 	ipt__insn_reset(decoder);
-	return ipt__blk_decoder_init(&decoder->blkdec, &config);
+	return ipt__blk_decoder_init(&decoder->blkdec, &config, 1);
 }
 
 IPT_DEF struct pt_insn_decoder *
@@ -12256,19 +12689,18 @@ static void ipt__insn_from_block(struct pt_insn *insn,
 	insn->ip = block->ip;
 }
 
-IPT_DEF int pt_insn_next(struct pt_insn_decoder *decoder,
-			 struct pt_insn *uinsn, size_t size)
+/* pt_insn_next for everything but the middle of a run: block boundaries,
+ * events, errors, code without cached runs, and other struct sizes. */
+static IPT__NOINLINE int ipt__insn_next(struct pt_insn_decoder *decoder,
+					struct pt_insn *uinsn, size_t size)
 {
 	struct ipt__insn_ext iext;
 	struct pt_insn local, *insn;
 	struct pt_block *block;
 	int status;
 
-	if (!decoder || !uinsn)
-		return -pte_invalid;
-
-	insn = size == sizeof(local) ? uinsn : &local;
 	block = &decoder->block;
+	insn = size == sizeof(local) ? uinsn : &local;
 
 	/* On errors the user gets at least IP and mode. */
 	IPT_MEMSET(insn, 0, sizeof(*insn));
@@ -12288,6 +12720,7 @@ IPT_DEF int pt_insn_next(struct pt_insn_decoder *decoder,
 
 		status = pt_blk_next(&decoder->blkdec, block, sizeof(*block));
 		decoder->status = status;
+		decoder->trail = 0;
 		ipt__insn_from_block(insn, block);
 
 		if (block->ninsn)
@@ -12303,6 +12736,26 @@ IPT_DEF int pt_insn_next(struct pt_insn_decoder *decoder,
 	}
 
 	ipt__blk_cache_sync(&decoder->blkdec);
+
+	/* Most instructions come from the run at hand. */
+	if (!(block->truncated && block->ninsn == 1) &&
+	    ((decoder->left && decoder->ip == block->ip &&
+	      decoder->mode == block->mode &&
+	      decoder->epoch == decoder->blkdec.epoch) ||
+	     ipt__insn_load_run(decoder))) {
+		ipt__insn_from_run(decoder, insn);
+		ipt__insn_to_user(uinsn, size, insn);
+
+		block->ninsn -= 1;
+		if (block->ninsn)
+			return 0;
+
+		/* The block ends here, perhaps inside the run. */
+		decoder->left = 0;
+		if (insn->ip != block->end_ip)
+			return -pte_internal;
+		return decoder->status;
+	}
 
 	/* A truncated last instruction comes with its bytes. */
 	if (block->truncated && block->ninsn == 1) {
@@ -12329,6 +12782,38 @@ IPT_DEF int pt_insn_next(struct pt_insn_decoder *decoder,
 out:
 	ipt__insn_to_user(uinsn, size, insn);
 	return status;
+}
+
+IPT_DEF int pt_insn_next(struct pt_insn_decoder *decoder,
+			 struct pt_insn *uinsn, size_t size)
+{
+	struct pt_block *block;
+
+	if (!decoder || !uinsn)
+		return -pte_invalid;
+
+	/* Inside the run at hand, and not at the end of the block. */
+	block = &decoder->block;
+	if (IPT__LIKELY(size == sizeof(*uinsn) && decoder->left &&
+			block->ninsn && !block->truncated &&
+			decoder->epoch == decoder->blkdec.epoch &&
+			ipt__blk_cache_current(&decoder->blkdec))) {
+		IPT_MEMSET(uinsn, 0, sizeof(*uinsn));
+		ipt__insn_from_block(uinsn, block);
+		ipt__insn_from_run(decoder, uinsn);
+		block->ninsn -= 1;
+		if (IPT__LIKELY(block->ninsn))
+			return 0;
+
+		/* The block ends here, perhaps inside the run; its status
+		 * comes with its last instruction. */
+		decoder->left = 0;
+		if (uinsn->ip != block->end_ip)
+			return -pte_internal;
+		return decoder->status;
+	}
+
+	return ipt__insn_next(decoder, uinsn, size);
 }
 
 IPT_DEF int pt_insn_event(struct pt_insn_decoder *decoder,
