@@ -9546,7 +9546,7 @@ struct ipt__blk_run {
  * (high nibble), for the instruction decoder.  Runs recorded for it end
  * when their text is full.  Behind the code are zeros, so that a fixed
  * pt_max_insn_size bytes can be copied from any instruction. */
-enum { IPT__TEXT_INSNS = 16, IPT__TEXT_BYTES = 48 };
+enum { IPT__TEXT_INSNS = 12, IPT__TEXT_BYTES = 36 };
 
 struct ipt__blk_text {
 	uint8_t code[IPT__TEXT_BYTES + pt_max_insn_size + 1];
@@ -9681,12 +9681,15 @@ struct pt_block_decoder {
 	struct ipt__blk_ctx ctx[IPT__BLK_NCTX];
 };
 
-/* Whether the caches describe the current image. */
+/* Whether the caches describe the current image (a decoder always has
+ * one). */
 static IPT__INLINE int
 ipt__blk_cache_current(const struct pt_block_decoder *decoder)
 {
-	return decoder->cache_image == decoder->image &&
-	       decoder->cache_gen == ipt__image_generation(decoder->image);
+	const struct pt_image *image = decoder->image;
+
+	return decoder->cache_image == image &&
+	       decoder->cache_gen == image->generation;
 }
 
 /* A different image or a new generation of it starts a new epoch. */
@@ -11243,6 +11246,82 @@ ipt__blk_run_find(struct pt_block_decoder *decoder, uint64_t ip,
 	return &decoder->runs[idx];
 }
 
+/* Note @run with @text in the trail of the current block; @next is the IP
+ * after its last instruction. */
+static IPT__INLINE void ipt__blk_trail_add(struct pt_block_decoder *decoder,
+					   const struct ipt__blk_run *run,
+					   const struct ipt__blk_text *text,
+					   uint64_t next)
+{
+	struct ipt__blk_trail *trail;
+
+	if (decoder->ntrail >= IPT__BLK_TRAIL)
+		return;
+
+	trail = &decoder->trail[decoder->ntrail++];
+	trail->ip = run->ip;
+	trail->ninsn = run->ninsn;
+	trail->next = next;
+	if (run->kind == ipt__run_dcall || run->kind == ipt__run_djump)
+		trail->next = ipt__blk_next_ip(decoder->mode, next +
+					       (uint64_t) (int64_t) run->disp);
+	IPT_MEMCPY(&trail->text, text, sizeof(*text));
+}
+
+/* The most common block, in one piece: tracing is on, nothing waits, the
+ * event in hand is a TNT with bits to spare after this block, and the run
+ * at the IP ends in a conditional branch.  That run is the block; the
+ * next TNT bit decides where the next one starts.
+ *
+ * Returns zero if done, -1 if this is not such a block: nothing but the
+ * run cache has changed and the general way takes over. */
+static IPT__INLINE int ipt__blk_next_fast(struct pt_block_decoder *decoder,
+					  struct pt_block *block)
+{
+	const struct ipt__blk_text *text = NULL;
+	const struct ipt__blk_run *run;
+	struct pt_event *ev = &decoder->event;
+	uint64_t end_ip, next;
+	uint32_t icnt;
+	uint8_t size;
+
+	if (decoder->status < 0 || ev->type != ptev_tnt ||
+	    ev->variant.tnt.size < 2 || !decoder->enabled ||
+	    decoder->process_insn ||
+	    decoder->flags.variant.block.enable_tick_events)
+		return -1;
+
+	run = ipt__blk_run_find(decoder, decoder->ip, decoder->mode,
+				decoder->want_text ? &text : NULL);
+	if (!run || run->kind != ipt__run_cond)
+		return -1;
+
+	icnt = decoder->icnt + run->ninsn;
+	if (decoder->has_icnt) {
+		if (icnt < decoder->icnt)
+			return -1;
+		decoder->icnt = icnt;
+	}
+
+	end_ip = run->ip + run->len;
+	block->isid = run->isid;
+	block->ninsn = run->ninsn;
+	block->end_ip = end_ip;
+	block->iclass = (enum pt_insn_class) run->iclass;
+
+	next = ipt__blk_next_ip(decoder->mode, end_ip + run->isize);
+	if (text)
+		ipt__blk_trail_add(decoder, run, text, next);
+
+	size = (uint8_t) (ev->variant.tnt.size - 1);
+	ev->variant.tnt.size = size;
+	if ((ev->variant.tnt.bits >> size) & 1)
+		next = ipt__blk_next_ip(decoder->mode, next +
+					(uint64_t) (int64_t) run->disp);
+	decoder->ip = next;
+	return 0;
+}
+
 /* No event binds before the next branch that needs trace: go there run by
  * run, then take that branch with trace.  This also proceeds to the start
  * IP of the next block.
@@ -11292,19 +11371,8 @@ static int ipt__blk_proceed_no_event(struct pt_block_decoder *decoder,
 		next = ipt__blk_next_ip(decoder->mode, end_ip + run->isize);
 		decoder->ip = end_ip;
 
-		if (text && decoder->ntrail < IPT__BLK_TRAIL) {
-			struct ipt__blk_trail *trail;
-
-			trail = &decoder->trail[decoder->ntrail++];
-			trail->ip = run->ip;
-			trail->ninsn = run->ninsn;
-			trail->next = next;
-			if (run->kind == ipt__run_dcall ||
-			    run->kind == ipt__run_djump)
-				trail->next = ipt__blk_next_ip(decoder->mode,
-					next + (uint64_t) (int64_t) run->disp);
-			IPT_MEMCPY(&trail->text, text, sizeof(*text));
-		}
+		if (text)
+			ipt__blk_trail_add(decoder, run, text, next);
 
 		switch ((enum ipt__run_kind) run->kind) {
 		case ipt__run_cond: {
@@ -11967,7 +12035,9 @@ IPT_DEF int pt_blk_next(struct pt_block_decoder *decoder,
 	block->speculative = decoder->speculative;
 	decoder->ntrail = 0;
 
-	status = ipt__blk_proceed(decoder, block);
+	status = ipt__blk_next_fast(decoder, block);
+	if (status < 0)
+		status = ipt__blk_proceed(decoder, block);
 
 	ipt__blk_block_to_user(ublock, size, block);
 	return status;
@@ -12414,20 +12484,25 @@ struct pt_insn_decoder {
 	 * it back until @block is used up. */
 	int status;
 
-	/* The run @block->ip lies in: its instruction @at, @left of them
-	 * left, the next at @ip, @off bytes into @text; @next the IP after
-	 * the run, if known from the code.  The text is the block decoder's
-	 * trail entry @trail for the current block, or our copy @own. */
-	const struct ipt__blk_text *text;
-	struct ipt__blk_text own;
-	uint32_t trail;
+	/* The run @block->ip lies in, @left instructions of it left: the
+	 * next one is at @ip, in section @isid, in @mode, speculative or not
+	 * (@speculative), its size and class at @info, its bytes at @code.
+	 * @next is the IP after the run, if the code says it; @mask keeps
+	 * IPs in the mode's range.  The text is the block decoder's trail
+	 * entry @trail - 1 for the current block, or our copy @own; @epoch
+	 * the block decoder's epoch when we took it. */
 	uint64_t ip;
-	uint64_t next;
-	uint32_t at;
-	uint32_t left;
-	uint32_t off;
-	uint32_t epoch;
+	int isid;
 	enum pt_exec_mode mode;
+	uint32_t speculative;
+	const uint8_t *info;
+	const uint8_t *code;
+	uint64_t next;
+	uint64_t mask;
+	uint32_t left;
+	uint32_t trail;
+	uint32_t epoch;
+	struct ipt__blk_text own;
 };
 
 static void ipt__insn_reset(struct pt_insn_decoder *decoder)
@@ -12447,17 +12522,19 @@ static int ipt__insn_load_run(struct pt_insn_decoder *decoder)
 	const struct ipt__blk_text *text;
 	const struct ipt__blk_run *run;
 	uint32_t at = decoder->trail;
-	uint64_t next;
 
 	decoder->left = 0;
+	decoder->mask = block->mode == ptem_64bit ? ~0ull : 0xffffffffull;
 	if (at < blkdec->ntrail && blkdec->trail[at].ip == block->ip) {
 		const struct ipt__blk_trail *trail = &blkdec->trail[at];
 
 		decoder->trail = at + 1;
-		decoder->text = &trail->text;
+		text = &trail->text;
 		decoder->next = trail->next;
 		decoder->left = trail->ninsn;
 	} else {
+		uint64_t next;
+
 		run = ipt__blk_run_find(blkdec, block->ip, block->mode, &text);
 		if (!run || !text)
 			return 0;
@@ -12468,44 +12545,47 @@ static int ipt__insn_load_run(struct pt_insn_decoder *decoder)
 			next += (uint64_t) (int64_t) run->disp;
 
 		IPT_MEMCPY(&decoder->own, text, sizeof(*text));
-		decoder->text = &decoder->own;
-		decoder->next = ipt__blk_next_ip(block->mode, next);
+		text = &decoder->own;
+		decoder->next = next & decoder->mask;
 		decoder->left = run->ninsn;
 	}
 
 	decoder->ip = block->ip;
-	decoder->at = 0;
-	decoder->off = 0;
-	decoder->epoch = blkdec->epoch;
+	decoder->isid = block->isid;
 	decoder->mode = block->mode;
+	decoder->speculative = block->speculative;
+	decoder->info = text->info;
+	decoder->code = text->code;
+	decoder->epoch = blkdec->epoch;
 	return 1;
 }
 
-/* Hand out the next instruction of the current run as @insn, whose IP,
- * mode, isid and speculative flag are set, and move @block on. */
+/* Hand out the next instruction of the run at hand in @insn and move
+ * @block on. */
 static IPT__INLINE void ipt__insn_from_run(struct pt_insn_decoder *decoder,
 					   struct pt_insn *insn)
 {
-	struct pt_block *block = &decoder->block;
-	const uint8_t *code = &decoder->text->code[decoder->off];
-	uint8_t info = decoder->text->info[decoder->at];
+	uint8_t info = *decoder->info++;
 	uint8_t size = (uint8_t) (info & 0xf);
 
 	/* The bytes after the instruction come along: the code that follows
 	 * it, or zeros. */
+	IPT_MEMSET(insn, 0, sizeof(*insn));
+	IPT_MEMCPY(insn->raw, decoder->code, sizeof(insn->raw));
+	insn->ip = decoder->ip;
+	insn->isid = decoder->isid;
+	insn->mode = decoder->mode;
+	insn->speculative = decoder->speculative;
 	insn->iclass = (enum pt_insn_class) (info >> 4);
-	IPT_MEMCPY(insn->raw, code, sizeof(insn->raw));
 	insn->size = size;
 
-	decoder->at += 1;
-	decoder->off += size;
+	decoder->code += size;
 	decoder->left -= 1;
 	if (decoder->left)
-		decoder->ip = ipt__blk_next_ip(decoder->mode,
-					       decoder->ip + size);
+		decoder->ip = (decoder->ip + size) & decoder->mask;
 	else
 		decoder->ip = decoder->next;
-	block->ip = decoder->ip;
+	decoder->block.ip = decoder->ip;
 }
 
 static int ipt__insn_decoder_init(struct pt_insn_decoder *decoder,
@@ -12798,8 +12878,6 @@ IPT_DEF int pt_insn_next(struct pt_insn_decoder *decoder,
 			block->ninsn && !block->truncated &&
 			decoder->epoch == decoder->blkdec.epoch &&
 			ipt__blk_cache_current(&decoder->blkdec))) {
-		IPT_MEMSET(uinsn, 0, sizeof(*uinsn));
-		ipt__insn_from_block(uinsn, block);
 		ipt__insn_from_run(decoder, uinsn);
 		block->ninsn -= 1;
 		if (IPT__LIKELY(block->ninsn))
