@@ -1268,26 +1268,36 @@ IPT_API int pt_blk_event(struct pt_block_decoder *decoder,
 
 /* >>api-blk-ext: ipt_ extensions of the block and instruction layers */
 
-/* No functions beyond libipt's; two differences in behaviour:
- *
- * Each block decoder (and the one inside each instruction decoder) keeps
+/* Each block decoder (and the one inside each instruction decoder) keeps
  * what it decoded: instructions by (address space, mode, IP), and the
- * straight-line runs between branches that need trace.  Code decoded once
- * is neither read from the image again nor decoded again, whether it comes
- * from file sections or through the read-memory callback.  The caches have
- * a fixed size, chosen when the implementation is compiled:
+ * straight-line runs between branches that need trace, with their bytes
+ * for the instruction decoder.  Code decoded once is neither read from the
+ * image again nor decoded again, whether it comes from file sections or
+ * through the read-memory callback.
  *
- *     IPT_BLK_ICACHE_BITS   log2 of the instruction cache entries  (11)
- *     IPT_BLK_RCACHE_BITS   log2 of the run cache entries          (10)
+ * The instruction cache has a fixed size, IPT_BLK_ICACHE_BITS (log2 of its
+ * entries, 11: about 200 KiB).  The run cache starts at 16 KiB (48 KiB for
+ * an instruction decoder) and doubles whenever it has had to drop runs
+ * for an eighth of its entries, up to a limit in bytes: IPT_BLK_CACHE_LIMIT
+ * when the implementation is compiled (8 MiB), or what
+ * ipt_blk_set_cache_limit() / ipt_insn_set_cache_limit() set for one
+ * decoder.  Setting a limit empties the run cache; a limit below one set
+ * of two runs (64 bytes, 192 for an instruction decoder) turns it off.  A
+ * run cache that cannot grow for lack of memory stays as it is: caches
+ * never fail a decode.  Both return zero, -pte_invalid without a decoder.
  *
- * about 240 KiB per decoder with the defaults.  They are emptied when the
- * decoder gets an image (pt_blk_set_image, pt_insn_set_image) and when the
- * image changes: sections added or removed, a new callback, or
- * ipt_image_invalidate() after the memory behind the callback changed.
- * Until then the decoder keeps decoding the code it saw.
+ * The caches are emptied when the decoder gets an image (pt_blk_set_image,
+ * pt_insn_set_image) and when the image changes: sections added or
+ * removed, a new callback, or ipt_image_invalidate() after the memory
+ * behind the callback changed.  Until then the decoder keeps decoding the
+ * code it saw.
  *
  * pt_blk_sync_backward and pt_insn_sync_backward return -pte_eos when the
  * packet layer finds no earlier PSB than the one they are at. */
+IPT_API int ipt_blk_set_cache_limit(struct pt_block_decoder *decoder,
+				    uint64_t bytes);
+IPT_API int ipt_insn_set_cache_limit(struct pt_insn_decoder *decoder,
+				     uint64_t bytes);
 
 #ifdef __cplusplus
 }
@@ -9427,8 +9437,8 @@ ipt__insn_range_is_contiguous(uint64_t begin, uint64_t end,
  *     neither the image nor the instruction cache.
  *
  * The run cache is two-way set associative with 32-byte entries, two to a
- * cache line.  It starts small and doubles whenever it has been refilled
- * as many times as it has entries, up to a limit (IPT_BLK_CACHE_LIMIT or
+ * cache line.  It starts small and doubles whenever it has had to drop runs
+ * for an eighth of its entries, up to a limit (IPT_BLK_CACHE_LIMIT or
  * ipt_blk_set_cache_limit); a table that cannot grow stays as it is.
  *
  * Instruction cache entries are tagged with an epoch, runs with a context
@@ -9655,8 +9665,8 @@ struct pt_block_decoder {
 
 	/* The run cache: @rsets sets of two runs at @runs, aligned within the
 	 * allocation @rmem; with @want_text, the runs' text in @text, in
-	 * the same order.  @rfills counts refills since the table last grew;
-	 * @rlimit bounds its bytes. */
+	 * the same order.  @rfills counts runs pushed out since the table
+	 * last grew; @rlimit bounds its bytes. */
 	struct ipt__blk_run *runs;
 	struct ipt__blk_text *text;
 	void *rmem;
@@ -11182,9 +11192,10 @@ done:
 	return run;
 }
 
-/* A miss in the set at @idx: record the run at @ip there, growing the
- * table first if it has been refilled as often as it has entries and the
- * limit and memory allow. */
+/* A miss in the set at @idx: record the run at @ip there.  If that pushes
+ * a run out and the table has lost runs that way for an eighth of its
+ * entries, it is too small for the code: grow it first, if the limit and
+ * memory allow. */
 static IPT__NOINLINE const struct ipt__blk_run *
 ipt__blk_run_miss(struct pt_block_decoder *decoder, uint32_t idx, uint64_t ip,
 		  enum pt_exec_mode mode, uint32_t ctx,
@@ -11193,8 +11204,10 @@ ipt__blk_run_miss(struct pt_block_decoder *decoder, uint32_t idx, uint64_t ip,
 	struct ipt__blk_text *text = NULL;
 	struct ipt__blk_run *set;
 
-	decoder->rfills += 1;
-	if (decoder->rfills > decoder->rsets * 2 &&
+	set = &decoder->runs[idx];
+	if (set[0].ctx && set[1].ctx)
+		decoder->rfills += 1;
+	if (decoder->rfills > decoder->rsets / 4 &&
 	    decoder->rsets < ipt__blk_max_sets(decoder)) {
 		if (ipt__blk_runs_resize(decoder, decoder->rsets * 2) < 0)
 			decoder->rlimit = (uint64_t) decoder->rsets *
@@ -11934,6 +11947,18 @@ IPT_DEF int pt_blk_get_sync_offset(const struct pt_block_decoder *decoder,
 	if (!decoder)
 		return -pte_invalid;
 	return pt_evt_get_sync_offset(&decoder->evdec, offset);
+}
+
+/* See the declaration in >>api-blk-ext. */
+IPT_DEF int ipt_blk_set_cache_limit(struct pt_block_decoder *decoder,
+				    uint64_t bytes)
+{
+	if (!decoder)
+		return -pte_invalid;
+
+	decoder->rlimit = bytes;
+	ipt__blk_runs_reset(decoder);
+	return 0;
 }
 
 IPT_DEF struct pt_image *pt_blk_get_image(struct pt_block_decoder *decoder)
@@ -12699,6 +12724,16 @@ IPT_DEF int pt_insn_get_sync_offset(const struct pt_insn_decoder *decoder,
 	if (!decoder)
 		return -pte_invalid;
 	return pt_blk_get_sync_offset(&decoder->blkdec, offset);
+}
+
+IPT_DEF int ipt_insn_set_cache_limit(struct pt_insn_decoder *decoder,
+				     uint64_t bytes)
+{
+	if (!decoder)
+		return -pte_invalid;
+
+	/* The run at hand is a copy; it stays valid. */
+	return ipt_blk_set_cache_limit(&decoder->blkdec, bytes);
 }
 
 IPT_DEF struct pt_image *pt_insn_get_image(struct pt_insn_decoder *decoder)
