@@ -1279,7 +1279,7 @@ IPT_API int pt_blk_event(struct pt_block_decoder *decoder,
  * entries, 11: about 200 KiB).  The run cache starts at 16 KiB (48 KiB for
  * an instruction decoder) and doubles whenever it has had to drop runs
  * for an eighth of its entries, up to a limit in bytes: IPT_BLK_CACHE_LIMIT
- * when the implementation is compiled (8 MiB), or what
+ * when the implementation is compiled (4 MiB), or what
  * ipt_blk_set_cache_limit() / ipt_insn_set_cache_limit() set for one
  * decoder.  Setting a limit empties the run cache; a limit below one set
  * of two runs (64 bytes, 192 for an instruction decoder) turns it off.  A
@@ -9452,7 +9452,7 @@ ipt__insn_range_is_contiguous(uint64_t begin, uint64_t end,
 #endif
 /* The run cache's memory bound in bytes, text included. */
 #ifndef IPT_BLK_CACHE_LIMIT
-#define IPT_BLK_CACHE_LIMIT (8u << 20)
+#define IPT_BLK_CACHE_LIMIT (4u << 20)
 #endif
 
 /* ---- return stack ----
@@ -11281,6 +11281,26 @@ static IPT__INLINE void ipt__blk_trail_add(struct pt_block_decoder *decoder,
 	IPT_MEMCPY(&trail->text, text, sizeof(*text));
 }
 
+/* Start loading the run the next block starts with, and its text, while
+ * the instruction decoder hands out this block's instructions. */
+static IPT__INLINE void ipt__blk_prefetch(struct pt_block_decoder *decoder)
+{
+#if defined(__GNUC__) || defined(__clang__)
+	uint32_t idx;
+
+	if (!decoder->text)
+		return;
+	idx = ipt__blk_set_of(decoder->ip,
+			      ipt__blk_ctx_of(decoder, decoder->mode),
+			      decoder->rsets) * 2;
+	__builtin_prefetch(&decoder->runs[idx]);
+	__builtin_prefetch(&decoder->text[idx]);
+	__builtin_prefetch(&decoder->text[idx + 1]);
+#else
+	(void) decoder;
+#endif
+}
+
 /* The most common block, in one piece: tracing is on, nothing waits, the
  * event in hand is a TNT with bits to spare after this block, and the run
  * at the IP ends in a conditional branch.  That run is the block; the
@@ -12063,6 +12083,7 @@ IPT_DEF int pt_blk_next(struct pt_block_decoder *decoder,
 	status = ipt__blk_next_fast(decoder, block);
 	if (status < 0)
 		status = ipt__blk_proceed(decoder, block);
+	ipt__blk_prefetch(decoder);
 
 	ipt__blk_block_to_user(ublock, size, block);
 	return status;
