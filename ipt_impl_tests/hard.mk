@@ -26,6 +26,14 @@ CLANG ?= clang
 FUZZ_SECONDS ?= 60
 FUZZ_SMOKE ?= 20
 FUZZ_OPTIONS ?=
+# The implementation is built for fuzzing with small decoder caches and a
+# small image page cache: every path through the caches (miss, hit,
+# eviction, growth) is reached after a few instructions, and setting up
+# and zeroing them costs little per input.  -O2: the decoders run far
+# more often than they are compiled.
+FUZZ_OPT := -O2 -g
+FUZZ_DEFS := -DIPT_BLK_ICACHE_BITS=6 -DIPT_BLK_RCACHE_BITS=5 \
+	-DIPT_IMAGE_CACHE_LIMIT=16384
 SAN := -fsanitize=address,undefined -fno-sanitize-recover=all \
 	-fno-omit-frame-pointer
 FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=all
@@ -51,12 +59,12 @@ endef
 FUZZ_SRCS := $(FZ)/fuzz.h $(FZ)/fuzz_blk.c $(HDR)
 
 $(FB)/ipt_impl.o: ipt_impl_tests/ipt_impl.c $(HDR) | $(FB)
-	$(CLANG) -O1 -g $(WARN) $(CPPFLAGS) -fsanitize=fuzzer-no-link \
-		$(FUZZ_SAN) -c -o $@ $<
+	$(CLANG) $(FUZZ_OPT) $(WARN) $(CPPFLAGS) $(FUZZ_DEFS) \
+		-fsanitize=fuzzer-no-link $(FUZZ_SAN) -c -o $@ $<
 
 $(FB)/fuzz_%: $(FZ)/fuzz_%.c $(FUZZ_SRCS) $(FB)/ipt_impl.o
-	$(CLANG) -O1 -g $(WARN) $(CPPFLAGS) -fsanitize=fuzzer $(FUZZ_SAN) \
-		-o $@ $< $(FB)/ipt_impl.o $(ZYDIS)
+	$(CLANG) $(FUZZ_OPT) $(WARN) $(CPPFLAGS) -fsanitize=fuzzer \
+		$(FUZZ_SAN) -o $@ $< $(FB)/ipt_impl.o $(ZYDIS)
 
 $(AB)/ipt_impl.o: ipt_impl_tests/ipt_impl.c $(HDR) | $(AB)
 	$(CC) $(OPT) $(WARN) $(CPPFLAGS) $(SAN) -c -o $@ $<
