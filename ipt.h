@@ -1289,6 +1289,65 @@ IPT_API int pt_blk_event(struct pt_block_decoder *decoder,
  * pt_blk_sync_backward and pt_insn_sync_backward return -pte_eos when the
  * packet layer finds no earlier PSB than the one they are at. */
 
+/* >>api-alloc: ipt_ extensions: a runtime allocator per object */
+
+/* Where an object's memory comes from.  alloc returns size bytes (or NULL);
+ * free gets back a block alloc returned, with the size it was asked for;
+ * realloc, if not NULL, resizes a block from old_size to new_size bytes
+ * (NULL: the block stays as it is), and if NULL, ipt.h allocates a new
+ * block, copies and frees the old one.  context is passed to each call.
+ * size is never zero.
+ *
+ * The ipt_*_with functions below make the object pt_*_alloc* makes, with
+ * all of its memory from allocator: the object itself and everything it
+ * allocates later, for as long as it lives (a block or instruction
+ * decoder's caches and its own image; an image's page cache, name and
+ * file sections; an image section cache's sections and list).  The
+ * allocator is copied, so it may live on the caller's stack; its context
+ * must outlive the object.  NULL for allocator means the default, the
+ * IPT_MALLOC/IPT_FREE/IPT_REALLOC the implementation was compiled with,
+ * which is what the pt_*_alloc* functions use.  Objects are freed with
+ * the usual pt_*_free* functions.
+ *
+ * There is no global state: two decoders made with two allocators never
+ * share memory.  An image given to a decoder (pt_blk_set_image) keeps its
+ * own allocator.  The calls return NULL where their pt_ twins do, and
+ * also if allocator lacks alloc or free. */
+struct ipt_allocator {
+	void *(*alloc)(void *context, size_t size);
+	void (*free)(void *context, void *ptr, size_t size);
+	void *context;
+	void *(*realloc)(void *context, void *ptr, size_t old_size,
+			 size_t new_size);
+};
+
+IPT_API struct pt_encoder *
+ipt_alloc_encoder_with(const struct pt_config *config,
+		       const struct ipt_allocator *allocator);
+IPT_API struct pt_packet_decoder *
+ipt_pkt_alloc_decoder_with(const struct pt_config *config,
+			   const struct ipt_allocator *allocator);
+IPT_API struct pt_event_decoder *
+ipt_evt_alloc_decoder_with(const struct pt_config *config,
+			   const struct ipt_allocator *allocator);
+IPT_API struct pt_query_decoder *
+ipt_qry_alloc_decoder_with(const struct pt_config *config,
+			   const struct ipt_allocator *allocator);
+IPT_API struct pt_image *
+ipt_image_alloc_with(const char *name,
+		     const struct ipt_allocator *allocator);
+IPT_API struct pt_block_decoder *
+ipt_blk_alloc_decoder_with(const struct pt_config *config,
+			   const struct ipt_allocator *allocator);
+IPT_API struct pt_insn_decoder *
+ipt_insn_alloc_decoder_with(const struct pt_config *config,
+			    const struct ipt_allocator *allocator);
+#ifndef IPT_NO_STDIO
+IPT_API struct pt_image_section_cache *
+ipt_iscache_alloc_with(const char *name,
+		       const struct ipt_allocator *allocator);
+#endif
+
 #ifdef __cplusplus
 }
 #endif
@@ -1355,33 +1414,92 @@ IPT_API int pt_blk_event(struct pt_block_decoder *decoder,
 extern "C" {
 #endif
 
-/* All memory goes through these three.  Every object remembers the size
- * of what it allocated, so a sized free is always possible. */
-static IPT__UNUSED void *ipt__alloc(size_t size)
+/* All memory goes through these four and the allocator they are given:
+ * the one an object was made with (ipt_*_with), copied into the object.
+ * NULL stands for the default, the IPT_MALLOC/IPT_REALLOC/IPT_FREE
+ * macros.  Every object remembers the size of what it allocated, so the
+ * free always gets the exact size. */
+static void *ipt__default_alloc(void *context, size_t size)
 {
-	return size ? IPT_MALLOC(size) : NULL;
+	(void) context;
+	return IPT_MALLOC(size);
 }
 
-static IPT__UNUSED void *ipt__zalloc(size_t size)
+static void ipt__default_free(void *context, void *ptr, size_t size)
 {
-	void *p = ipt__alloc(size);
+	(void) context;
+	(void) size;
+	IPT_FREE(ptr);
+}
+
+static void *ipt__default_realloc(void *context, void *ptr, size_t old_size,
+				  size_t new_size)
+{
+	(void) context;
+	(void) old_size;
+	return IPT_REALLOC(ptr, new_size);
+}
+
+/* Copies a caller's allocator into an object, or the default for NULL.
+ * -pte_invalid if it lacks alloc or free. */
+static IPT__UNUSED int ipt__allocator_init(struct ipt_allocator *dst,
+					   const struct ipt_allocator *src)
+{
+	if (!src) {
+		dst->alloc = ipt__default_alloc;
+		dst->free = ipt__default_free;
+		dst->context = NULL;
+		dst->realloc = ipt__default_realloc;
+		return 0;
+	}
+	if (!src->alloc || !src->free)
+		return -pte_invalid;
+	*dst = *src;
+	return 0;
+}
+
+static IPT__UNUSED void *ipt__alloc(const struct ipt_allocator *a, size_t size)
+{
+	return size ? a->alloc(a->context, size) : NULL;
+}
+
+static IPT__UNUSED void *ipt__zalloc(const struct ipt_allocator *a,
+				     size_t size)
+{
+	void *p = ipt__alloc(a, size);
 
 	if (p)
 		IPT_MEMSET(p, 0, size);
 	return p;
 }
 
-static IPT__UNUSED void *ipt__realloc(void *ptr, size_t old_size, size_t new_size)
+static IPT__UNUSED void ipt__free(const struct ipt_allocator *a, void *ptr,
+				  size_t size)
 {
-	(void) old_size;
-	return IPT_REALLOC(ptr, new_size);
+	if (ptr)
+		a->free(a->context, ptr, size);
 }
 
-static IPT__UNUSED void ipt__free(void *ptr, size_t size)
+/* Resizes ptr from old_size to new_size bytes.  Without a realloc of the
+ * allocator's own: a new block, the common part copied, the old one freed.
+ * NULL, with ptr untouched, if memory runs out. */
+static IPT__UNUSED void *ipt__realloc(const struct ipt_allocator *a,
+				      void *ptr, size_t old_size,
+				      size_t new_size)
 {
-	(void) size;
-	if (ptr)
-		IPT_FREE(ptr);
+	void *fresh;
+
+	if (!ptr)
+		return ipt__alloc(a, new_size);
+	if (a->realloc)
+		return a->realloc(a->context, ptr, old_size, new_size);
+	fresh = ipt__alloc(a, new_size);
+	if (fresh) {
+		IPT_MEMCPY(fresh, ptr, old_size < new_size ? old_size
+			   : new_size);
+		ipt__free(a, ptr, old_size);
+	}
+	return fresh;
 }
 
 /* ==== >>err  errors and version ==========================================
@@ -1918,29 +2036,54 @@ struct pt_encoder {
 	uint8_t *pos;
 };
 
+/* An encoder as allocated: with the allocator it came from, which frees
+ * it.  The encoder comes first, so a pointer to it is one to the box. */
+struct ipt__enc_box {
+	struct pt_encoder encoder;
+	struct ipt_allocator allocator;
+};
+
 /* A new encoder writing at config->begin.  NULL if config is NULL or bad
- * (see ipt__config_from_user) or memory runs out. */
-IPT_DEF struct pt_encoder *pt_alloc_encoder(const struct pt_config *config)
+ * (see ipt__config_from_user), allocator lacks alloc or free, or memory
+ * runs out. */
+IPT_DEF struct pt_encoder *
+ipt_alloc_encoder_with(const struct pt_config *config,
+		       const struct ipt_allocator *allocator)
 {
-	struct pt_encoder *encoder;
+	struct ipt_allocator a;
+	struct ipt__enc_box *box;
 
-	encoder = (struct pt_encoder *) ipt__zalloc(sizeof(*encoder));
-	if (!encoder)
+	if (ipt__allocator_init(&a, allocator) < 0)
 		return NULL;
+	box = (struct ipt__enc_box *) ipt__zalloc(&a, sizeof(*box));
+	if (!box)
+		return NULL;
+	box->allocator = a;
 
-	if (ipt__config_from_user(&encoder->config, config) < 0) {
-		ipt__free(encoder, sizeof(*encoder));
+	if (ipt__config_from_user(&box->encoder.config, config) < 0) {
+		ipt__free(&a, box, sizeof(*box));
 		return NULL;
 	}
 
-	encoder->pos = encoder->config.begin;
-	return encoder;
+	box->encoder.pos = box->encoder.config.begin;
+	return &box->encoder;
+}
+
+IPT_DEF struct pt_encoder *pt_alloc_encoder(const struct pt_config *config)
+{
+	return ipt_alloc_encoder_with(config, NULL);
 }
 
 /* Free an encoder; NULL is fine. */
 IPT_DEF void pt_free_encoder(struct pt_encoder *encoder)
 {
-	ipt__free(encoder, sizeof(*encoder));
+	struct ipt__enc_box *box = (struct ipt__enc_box *) encoder;
+	struct ipt_allocator a;
+
+	if (!box)
+		return;
+	a = box->allocator;
+	ipt__free(&a, box, sizeof(*box));
 }
 
 /* Write the next packet at offset.  -pte_eos if offset is past the end
@@ -3129,33 +3272,56 @@ ipt__pkt_end(const struct pt_packet_decoder *decoder)
 	return decoder ? decoder->config.end : NULL;
 }
 
+/* A packet decoder as allocated (not one inside an event decoder): with
+ * the allocator it came from.  The decoder comes first. */
+struct ipt__pkt_box {
+	struct pt_packet_decoder decoder;
+	struct ipt_allocator allocator;
+};
+
 /* A new, unsynchronized decoder.  NULL if config is NULL or bad (see
- * ipt__config_from_user) or memory runs out. */
+ * ipt__config_from_user), allocator lacks alloc or free, or memory runs
+ * out. */
 IPT_DEF struct pt_packet_decoder *
-pt_pkt_alloc_decoder(const struct pt_config *config)
+ipt_pkt_alloc_decoder_with(const struct pt_config *config,
+			   const struct ipt_allocator *allocator)
 {
-	struct pt_packet_decoder *decoder;
+	struct ipt_allocator a;
+	struct ipt__pkt_box *box;
 
-	decoder = (struct pt_packet_decoder *) ipt__alloc(sizeof(*decoder));
-	if (!decoder)
+	if (ipt__allocator_init(&a, allocator) < 0)
 		return NULL;
+	box = (struct ipt__pkt_box *) ipt__alloc(&a, sizeof(*box));
+	if (!box)
+		return NULL;
+	box->allocator = a;
 
-	if (ipt__pkt_init(decoder, config) < 0) {
-		ipt__free(decoder, sizeof(*decoder));
+	if (ipt__pkt_init(&box->decoder, config) < 0) {
+		ipt__free(&a, box, sizeof(*box));
 		return NULL;
 	}
 
-	return decoder;
+	return &box->decoder;
+}
+
+IPT_DEF struct pt_packet_decoder *
+pt_pkt_alloc_decoder(const struct pt_config *config)
+{
+	return ipt_pkt_alloc_decoder_with(config, NULL);
 }
 
 /* Free a decoder; NULL is fine. */
 IPT_DEF void pt_pkt_free_decoder(struct pt_packet_decoder *decoder)
 {
-	if (!decoder)
+	struct ipt__pkt_box *box = (struct ipt__pkt_box *) decoder;
+	struct ipt_allocator a;
+
+	if (!box)
 		return;
 
-	ipt__pkt_fini(decoder);
-	ipt__free(decoder, sizeof(*decoder));
+	ipt__pkt_fini(&box->decoder);
+	a = box->allocator;
+	ipt__free(&a, box, sizeof(*box));
 }
 
 /* Move to the next PSB: the first at or after the current position (the
@@ -4649,27 +4815,48 @@ static IPT__UNUSED void ipt__evt_decoder_fini(struct pt_event_decoder *decoder)
 		ipt__pkt_fini(&decoder->pacdec);
 }
 
+/* An event decoder as allocated, with its allocator; the decoder first. */
+struct ipt__evt_box {
+	struct pt_event_decoder decoder;
+	struct ipt_allocator allocator;
+};
+
+IPT_DEF struct pt_event_decoder *
+ipt_evt_alloc_decoder_with(const struct pt_config *config,
+			   const struct ipt_allocator *allocator)
+{
+	struct ipt_allocator a;
+	struct ipt__evt_box *box;
+
+	if (ipt__allocator_init(&a, allocator) < 0)
+		return NULL;
+	box = (struct ipt__evt_box *) ipt__alloc(&a, sizeof(*box));
+	if (!box)
+		return NULL;
+	box->allocator = a;
+	if (ipt__evt_decoder_init(&box->decoder, config) < 0) {
+		ipt__free(&a, box, sizeof(*box));
+		return NULL;
+	}
+	return &box->decoder;
+}
+
 IPT_DEF struct pt_event_decoder *
 pt_evt_alloc_decoder(const struct pt_config *config)
 {
-	struct pt_event_decoder *decoder;
-
-	decoder = (struct pt_event_decoder *) ipt__alloc(sizeof(*decoder));
-	if (!decoder)
-		return NULL;
-	if (ipt__evt_decoder_init(decoder, config) < 0) {
-		ipt__free(decoder, sizeof(*decoder));
-		return NULL;
-	}
-	return decoder;
+	return ipt_evt_alloc_decoder_with(config, NULL);
 }
 
 IPT_DEF void pt_evt_free_decoder(struct pt_event_decoder *decoder)
 {
-	if (!decoder)
+	struct ipt__evt_box *box = (struct ipt__evt_box *) decoder;
+	struct ipt_allocator a;
+
+	if (!box)
 		return;
-	ipt__evt_decoder_fini(decoder);
-	ipt__free(decoder, sizeof(*decoder));
+	ipt__evt_decoder_fini(&box->decoder);
+	a = box->allocator;
+	ipt__free(&a, box, sizeof(*box));
 }
 
 /* Move on to the next packet, skipping PADs.  A packet-decoder error is
@@ -6726,27 +6913,48 @@ static IPT__UNUSED void ipt__qry_decoder_fini(struct pt_query_decoder *decoder)
 		ipt__evt_decoder_fini(&decoder->evdec);
 }
 
+/* A query decoder as allocated, with its allocator; the decoder first. */
+struct ipt__qry_box {
+	struct pt_query_decoder decoder;
+	struct ipt_allocator allocator;
+};
+
+IPT_DEF struct pt_query_decoder *
+ipt_qry_alloc_decoder_with(const struct pt_config *config,
+			   const struct ipt_allocator *allocator)
+{
+	struct ipt_allocator a;
+	struct ipt__qry_box *box;
+
+	if (ipt__allocator_init(&a, allocator) < 0)
+		return NULL;
+	box = (struct ipt__qry_box *) ipt__alloc(&a, sizeof(*box));
+	if (!box)
+		return NULL;
+	box->allocator = a;
+	if (ipt__qry_decoder_init(&box->decoder, config) < 0) {
+		ipt__free(&a, box, sizeof(*box));
+		return NULL;
+	}
+	return &box->decoder;
+}
+
 IPT_DEF struct pt_query_decoder *
 pt_qry_alloc_decoder(const struct pt_config *config)
 {
-	struct pt_query_decoder *decoder;
-
-	decoder = (struct pt_query_decoder *) ipt__alloc(sizeof(*decoder));
-	if (!decoder)
-		return NULL;
-	if (ipt__qry_decoder_init(decoder, config) < 0) {
-		ipt__free(decoder, sizeof(*decoder));
-		return NULL;
-	}
-	return decoder;
+	return ipt_qry_alloc_decoder_with(config, NULL);
 }
 
 IPT_DEF void pt_qry_free_decoder(struct pt_query_decoder *decoder)
 {
-	if (!decoder)
+	struct ipt__qry_box *box = (struct ipt__qry_box *) decoder;
+	struct ipt_allocator a;
+
+	if (!box)
 		return;
-	ipt__qry_decoder_fini(decoder);
-	ipt__free(decoder, sizeof(*decoder));
+	ipt__qry_decoder_fini(&box->decoder);
+	a = box->allocator;
+	ipt__free(&a, box, sizeof(*box));
 }
 
 /* TNT and TIP are answers to branch queries; anything else is an event
@@ -7041,7 +7249,8 @@ IPT_DEF int pt_qry_core_bus_ratio(struct pt_query_decoder *decoder,
  *
  * Internal interface, for the layers below:
  *
- *   int ipt__image_init(struct pt_image *, const char *name);
+ *   int ipt__image_init(struct pt_image *, const char *name,
+ *                       const struct ipt_allocator *);
  *   void ipt__image_fini(struct pt_image *);
  *       an image embedded in a decoder (its default image)
  *   int ipt__image_read(struct pt_image *image, int *isid, uint8_t *buffer,
@@ -7135,7 +7344,8 @@ static IPT__UNUSED int ipt__asid_match(const struct pt_asid *lhs,
 	return ipt__key_match(lhs->cr3, lhs->vmcs, rhs->cr3, rhs->vmcs);
 }
 
-static char *ipt__strdup(const char *str, size_t *psize)
+static char *ipt__strdup(const struct ipt_allocator *a, const char *str,
+			 size_t *psize)
 {
 	size_t size;
 	char *copy;
@@ -7146,7 +7356,7 @@ static char *ipt__strdup(const char *str, size_t *psize)
 	for (size = 0; str[size]; ++size)
 		;
 	size += 1;
-	copy = (char *) ipt__alloc(size);
+	copy = (char *) ipt__alloc(a, size);
 	if (copy) {
 		IPT_MEMCPY(copy, str, size);
 		*psize = size;
@@ -7221,6 +7431,8 @@ struct pt_image {
 	void *context;
 	uint64_t generation;
 	struct ipt__pcache pages;
+	/* Where all of the above comes from. */
+	struct ipt_allocator allocator;
 };
 
 static uint32_t ipt__pcache_slot(const struct ipt__pcache *pc, uint64_t cr3,
@@ -7285,30 +7497,32 @@ static void ipt__pcache_release(struct ipt__pcache *pc, struct ipt__page *page)
 	pc->spare = page;
 }
 
-static void ipt__pcache_free_spares(struct ipt__pcache *pc)
+static void ipt__pcache_free_spares(struct ipt__pcache *pc,
+				    const struct ipt_allocator *a)
 {
 	while (pc->spare) {
 		struct ipt__page *page = pc->spare;
 
 		pc->spare = page->chain;
-		ipt__free(page, sizeof(*page));
+		ipt__free(a, page, sizeof(*page));
 		pc->npages -= 1;
 	}
 }
 
 /* Forgets everything; keeps the limit. */
-static void ipt__pcache_clear(struct ipt__pcache *pc)
+static void ipt__pcache_clear(struct ipt__pcache *pc,
+			      const struct ipt_allocator *a)
 {
 	while (pc->newest) {
 		struct ipt__page *page = pc->newest;
 
 		pc->newest = page->older;
-		ipt__free(page, sizeof(*page));
+		ipt__free(a, page, sizeof(*page));
 		pc->npages -= 1;
 	}
 	pc->oldest = NULL;
-	ipt__pcache_free_spares(pc);
-	ipt__free(pc->buckets, pc->nbuckets * sizeof(*pc->buckets));
+	ipt__pcache_free_spares(pc, a);
+	ipt__free(a, pc->buckets, pc->nbuckets * sizeof(*pc->buckets));
 	pc->buckets = NULL;
 	pc->nbuckets = 0;
 }
@@ -7341,7 +7555,8 @@ static struct ipt__page *ipt__pcache_find(struct ipt__pcache *pc, uint64_t cr3,
 
 /* An entry to fill: a spare one, a new one within the limit, or the least
  * recently used one.  NULL if there is no memory for any. */
-static struct ipt__page *ipt__pcache_take(struct ipt__pcache *pc)
+static struct ipt__page *ipt__pcache_take(struct ipt__pcache *pc,
+					  const struct ipt_allocator *a)
 {
 	struct ipt__page *page;
 
@@ -7352,7 +7567,7 @@ static struct ipt__page *ipt__pcache_take(struct ipt__pcache *pc)
 		while (n < want && n < IPT__PAGE_BUCKETS_MAX)
 			n <<= 1;
 		pc->buckets = (struct ipt__page **) ipt__zalloc(
-			n * sizeof(*pc->buckets));
+			a, n * sizeof(*pc->buckets));
 		if (!pc->buckets)
 			return NULL;
 		pc->nbuckets = n;
@@ -7366,7 +7581,7 @@ static struct ipt__page *ipt__pcache_take(struct ipt__pcache *pc)
 	}
 
 	if (pc->npages < pc->max_pages) {
-		page = (struct ipt__page *) ipt__alloc(sizeof(*page));
+		page = (struct ipt__page *) ipt__alloc(a, sizeof(*page));
 		if (page) {
 			pc->npages += 1;
 			page->chain = page->newer = page->older = NULL;
@@ -7399,7 +7614,7 @@ static int ipt__pcache_fill(struct pt_image *image, const struct pt_asid *asid,
 	uint32_t off, want, ask, slot, bounded;
 	int status;
 
-	page = ipt__pcache_take(pc);
+	page = ipt__pcache_take(pc, &image->allocator);
 	if (!page)
 		return -pte_nomem;
 
@@ -7581,6 +7796,8 @@ struct ipt__section {
 	size_t nchunks;
 	uint64_t loaded;
 	uint32_t ucount;
+	/* Where the section and its chunks come from. */
+	struct ipt_allocator allocator;
 	/* The image section cache that owns the section, and the neighbours
 	 * on its list of loaded sections (most recently used first). */
 	struct pt_image_section_cache *iscache;
@@ -7609,6 +7826,8 @@ struct pt_image_section_cache {
 	uint32_t nentries, capacity;
 	struct ipt__section *newest, *oldest;
 	uint64_t used, limit;
+	/* Where the cache, its list and the sections it makes come from. */
+	struct ipt_allocator allocator;
 };
 
 static int ipt__filename_eq(const char *a, const char *b)
@@ -7666,6 +7885,7 @@ static int ipt__file_read(const char *filename, uint8_t *buffer, size_t size,
  * or an offset at or past the end of the file, -pte_bad_file for a file that
  * can't be read. */
 static int ipt__section_mk(struct ipt__section **psection,
+			   const struct ipt_allocator *a,
 			   const char *filename, uint64_t offset, uint64_t size)
 {
 	struct ipt__section *section;
@@ -7687,12 +7907,13 @@ static int ipt__section_mk(struct ipt__section **psection,
 	if (fsize < size)
 		size = fsize;
 
-	section = (struct ipt__section *) ipt__zalloc(sizeof(*section));
+	section = (struct ipt__section *) ipt__zalloc(a, sizeof(*section));
 	if (!section)
 		return -pte_nomem;
-	section->filename = ipt__strdup(filename, &section->filename_size);
+	section->allocator = *a;
+	section->filename = ipt__strdup(a, filename, &section->filename_size);
 	if (!section->filename) {
-		ipt__free(section, sizeof(*section));
+		ipt__free(a, section, sizeof(*section));
 		return -pte_nomem;
 	}
 	section->offset = offset;
@@ -7733,9 +7954,9 @@ static void ipt__section_unload(struct ipt__section *section)
 	}
 	if (section->chunks) {
 		for (i = 0; i < section->nchunks; ++i)
-			ipt__free(section->chunks[i],
+			ipt__free(&section->allocator, section->chunks[i],
 				  ipt__chunk_size(section, i));
-		ipt__free(section->chunks,
+		ipt__free(&section->allocator, section->chunks,
 			  section->nchunks * sizeof(*section->chunks));
 	}
 	section->chunks = NULL;
@@ -7755,13 +7976,16 @@ static int ipt__section_get(struct ipt__section *section)
 
 static void ipt__section_put(struct ipt__section *section)
 {
+	struct ipt_allocator a;
+
 	if (!section)
 		return;
 	if (--section->ucount)
 		return;
 	ipt__section_unload(section);
-	ipt__free(section->filename, section->filename_size);
-	ipt__free(section, sizeof(*section));
+	a = section->allocator;
+	ipt__free(&a, section->filename, section->filename_size);
+	ipt__free(&a, section, sizeof(*section));
 }
 
 /* Moves a loaded section of an image section cache to the front of its
@@ -7821,6 +8045,7 @@ static int ipt__section_chunk(struct ipt__section *section, size_t index,
 		    (size_t) n > (size_t) -1 / sizeof(*section->chunks))
 			return -pte_nomem;
 		section->chunks = (uint8_t **) ipt__zalloc(
+			&section->allocator,
 			(size_t) n * sizeof(*section->chunks));
 		if (!section->chunks)
 			return -pte_nomem;
@@ -7828,14 +8053,14 @@ static int ipt__section_chunk(struct ipt__section *section, size_t index,
 	}
 
 	size = ipt__chunk_size(section, index);
-	data = (uint8_t *) ipt__alloc(size);
+	data = (uint8_t *) ipt__alloc(&section->allocator, size);
 	if (!data)
 		return -pte_nomem;
 	errcode = ipt__file_read(section->filename, data, size,
 				 section->offset +
 					 ((uint64_t) index << IPT__CHUNK_SHIFT));
 	if (errcode < 0) {
-		ipt__free(data, size);
+		ipt__free(&section->allocator, data, size);
 		return errcode;
 	}
 	section->chunks[index] = data;
@@ -7901,7 +8126,8 @@ static int ipt__section_read(struct ipt__section *section, uint8_t *buffer,
 	return (int) size;
 }
 
-static struct ipt__msec *ipt__msec_mk(struct ipt__section *section,
+static struct ipt__msec *ipt__msec_mk(const struct ipt_allocator *a,
+				      struct ipt__section *section,
 				      const struct pt_asid *asid,
 				      uint64_t vaddr, uint64_t offset,
 				      uint64_t size, int isid)
@@ -7910,7 +8136,7 @@ static struct ipt__msec *ipt__msec_mk(struct ipt__section *section,
 
 	if (ipt__section_get(section) < 0)
 		return NULL;
-	msec = (struct ipt__msec *) ipt__zalloc(sizeof(*msec));
+	msec = (struct ipt__msec *) ipt__zalloc(a, sizeof(*msec));
 	if (!msec) {
 		ipt__section_put(section);
 		return NULL;
@@ -7924,18 +8150,20 @@ static struct ipt__msec *ipt__msec_mk(struct ipt__section *section,
 	return msec;
 }
 
-static void ipt__msec_free(struct ipt__msec *msec)
+static void ipt__msec_free(const struct ipt_allocator *a,
+			   struct ipt__msec *msec)
 {
 	ipt__section_put(msec->section);
-	ipt__free(msec, sizeof(*msec));
+	ipt__free(a, msec, sizeof(*msec));
 }
 
-static void ipt__msec_free_list(struct ipt__msec *list)
+static void ipt__msec_free_list(const struct ipt_allocator *a,
+				struct ipt__msec *list)
 {
 	while (list) {
 		struct ipt__msec *next = list->next;
 
-		ipt__msec_free(list);
+		ipt__msec_free(a, list);
 		list = next;
 	}
 }
@@ -7955,7 +8183,8 @@ static int ipt__image_add(struct pt_image *image, struct ipt__section *section,
 	begin = vaddr;
 	end = begin + size;
 
-	next = ipt__msec_mk(section, asid, begin, offset, size, isid);
+	next = ipt__msec_mk(&image->allocator, section, asid, begin, offset,
+			    size, isid);
 	if (!next)
 		return -pte_nomem;
 
@@ -7982,9 +8211,9 @@ static int ipt__image_add(struct pt_image *image, struct ipt__section *section,
 		removed = cur;
 
 		if (lbegin < begin) {
-			fresh = ipt__msec_mk(cur->section, &cur->asid, lbegin,
-					     cur->offset, begin - lbegin,
-					     cur->isid);
+			fresh = ipt__msec_mk(&image->allocator, cur->section,
+					     &cur->asid, lbegin, cur->offset,
+					     begin - lbegin, cur->isid);
 			if (!fresh) {
 				errcode = -pte_nomem;
 				break;
@@ -7993,7 +8222,8 @@ static int ipt__image_add(struct pt_image *image, struct ipt__section *section,
 			next = fresh;
 		}
 		if (end < lend) {
-			fresh = ipt__msec_mk(cur->section, &cur->asid, end,
+			fresh = ipt__msec_mk(&image->allocator, cur->section,
+					     &cur->asid, end,
 					     cur->offset + (end - lbegin),
 					     lend - end, cur->isid);
 			if (!fresh) {
@@ -8006,14 +8236,14 @@ static int ipt__image_add(struct pt_image *image, struct ipt__section *section,
 	}
 
 	if (errcode < 0) {
-		ipt__msec_free_list(next);
+		ipt__msec_free_list(&image->allocator, next);
 		for (; *list; list = &(*list)->next)
 			;
 		*list = removed;
 		return errcode;
 	}
 
-	ipt__msec_free_list(removed);
+	ipt__msec_free_list(&image->allocator, removed);
 	*list = next;
 	image->generation += 1;
 	return 0;
@@ -8058,14 +8288,16 @@ static int ipt__image_read_sections(struct pt_image *image, int *isid,
 /* ---- the image ---- */
 
 static IPT__UNUSED int ipt__image_init(struct pt_image *image,
-				       const char *name)
+				       const char *name,
+				       const struct ipt_allocator *a)
 {
 	if (!image)
 		return -pte_internal;
 	IPT_MEMSET(image, 0, sizeof(*image));
+	image->allocator = *a;
 	image->pages.max_pages = ipt__pcache_pages(IPT_IMAGE_CACHE_LIMIT);
 	if (name) {
-		image->name = ipt__strdup(name, &image->name_size);
+		image->name = ipt__strdup(a, name, &image->name_size);
 		if (!image->name)
 			return -pte_nomem;
 	}
@@ -8077,10 +8309,10 @@ static IPT__UNUSED void ipt__image_fini(struct pt_image *image)
 	if (!image)
 		return;
 #ifndef IPT_NO_STDIO
-	ipt__msec_free_list(image->sections);
+	ipt__msec_free_list(&image->allocator, image->sections);
 #endif
-	ipt__pcache_clear(&image->pages);
-	ipt__free(image->name, image->name_size);
+	ipt__pcache_clear(&image->pages, &image->allocator);
+	ipt__free(&image->allocator, image->name, image->name_size);
 	IPT_MEMSET(image, 0, sizeof(*image));
 }
 
@@ -8109,24 +8341,36 @@ static IPT__UNUSED int ipt__image_read(struct pt_image *image, int *isid,
 	return ipt__image_read_callback(image, isid, buffer, size, asid, addr);
 }
 
-IPT_DEF struct pt_image *pt_image_alloc(const char *name)
+IPT_DEF struct pt_image *
+ipt_image_alloc_with(const char *name, const struct ipt_allocator *allocator)
 {
+	struct ipt_allocator a;
 	struct pt_image *image;
 
-	image = (struct pt_image *) ipt__alloc(sizeof(*image));
-	if (image && ipt__image_init(image, name) < 0) {
-		ipt__free(image, sizeof(*image));
+	if (ipt__allocator_init(&a, allocator) < 0)
+		return NULL;
+	image = (struct pt_image *) ipt__alloc(&a, sizeof(*image));
+	if (image && ipt__image_init(image, name, &a) < 0) {
+		ipt__free(&a, image, sizeof(*image));
 		image = NULL;
 	}
 	return image;
 }
 
+IPT_DEF struct pt_image *pt_image_alloc(const char *name)
+{
+	return ipt_image_alloc_with(name, NULL);
+}
+
 IPT_DEF void pt_image_free(struct pt_image *image)
 {
+	struct ipt_allocator a;
+
 	if (!image)
 		return;
+	a = image->allocator;
 	ipt__image_fini(image);
-	ipt__free(image, sizeof(*image));
+	ipt__free(&a, image, sizeof(*image));
 }
 
 IPT_DEF const char *pt_image_name(const struct pt_image *image)
@@ -8143,7 +8387,7 @@ IPT_DEF int pt_image_set_callback(struct pt_image *image,
 	image->callback = callback;
 	image->context = context;
 	/* What the old callback gave says nothing about the new one. */
-	ipt__pcache_clear(&image->pages);
+	ipt__pcache_clear(&image->pages, &image->allocator);
 	image->generation += 1;
 	return 0;
 }
@@ -8184,7 +8428,7 @@ IPT_DEF int ipt_image_set_cache_limit(struct pt_image *image, uint64_t bytes)
 	if (!image)
 		return -pte_invalid;
 	/* Start over: the hash table is sized for the limit. */
-	ipt__pcache_clear(&image->pages);
+	ipt__pcache_clear(&image->pages, &image->allocator);
 	image->pages.max_pages = ipt__pcache_pages(bytes);
 	return 0;
 }
@@ -8242,7 +8486,7 @@ IPT_DEF int pt_image_remove_by_filename(struct pt_image *image,
 				continue;
 			}
 			*list = msec->next;
-			ipt__msec_free(msec);
+			ipt__msec_free(&image->allocator, msec);
 			removed += 1;
 		}
 	}
@@ -8272,7 +8516,7 @@ IPT_DEF int pt_image_remove_by_asid(struct pt_image *image,
 				continue;
 			}
 			*list = msec->next;
-			ipt__msec_free(msec);
+			ipt__msec_free(&image->allocator, msec);
 			removed += 1;
 		}
 	}
@@ -8296,7 +8540,8 @@ IPT_DEF int pt_image_add_file(struct pt_image *image, const char *filename,
 	(void) ipt__asid_from_user(&asid, uasid);
 
 	section = NULL;
-	errcode = ipt__section_mk(&section, filename, offset, size);
+	errcode = ipt__section_mk(&section, &image->allocator, filename,
+				  offset, size);
 	if (errcode < 0)
 		return errcode;
 	errcode = ipt__image_add(image, section, &asid, vaddr, 0,
@@ -8312,27 +8557,39 @@ IPT_DEF int pt_image_add_file(struct pt_image *image, const char *filename,
  * valid for the cache's life.  A file range added twice shares one section;
  * added twice at the same address, it is the same entry. */
 
-IPT_DEF struct pt_image_section_cache *pt_iscache_alloc(const char *name)
+IPT_DEF struct pt_image_section_cache *
+ipt_iscache_alloc_with(const char *name,
+		       const struct ipt_allocator *allocator)
 {
 	struct pt_image_section_cache *iscache;
+	struct ipt_allocator a;
 
+	if (ipt__allocator_init(&a, allocator) < 0)
+		return NULL;
 	iscache = (struct pt_image_section_cache *) ipt__zalloc(
-		sizeof(*iscache));
+		&a, sizeof(*iscache));
 	if (!iscache)
 		return NULL;
+	iscache->allocator = a;
 	iscache->limit = UINT64_MAX;
 	if (name) {
-		iscache->name = ipt__strdup(name, &iscache->name_size);
+		iscache->name = ipt__strdup(&a, name, &iscache->name_size);
 		if (!iscache->name) {
-			ipt__free(iscache, sizeof(*iscache));
+			ipt__free(&a, iscache, sizeof(*iscache));
 			return NULL;
 		}
 	}
 	return iscache;
 }
 
+IPT_DEF struct pt_image_section_cache *pt_iscache_alloc(const char *name)
+{
+	return ipt_iscache_alloc_with(name, NULL);
+}
+
 IPT_DEF void pt_iscache_free(struct pt_image_section_cache *iscache)
 {
+	struct ipt_allocator a;
 	uint32_t i;
 
 	if (!iscache)
@@ -8348,10 +8605,11 @@ IPT_DEF void pt_iscache_free(struct pt_image_section_cache *iscache)
 			section->iscache = NULL;
 		ipt__section_put(section);
 	}
-	ipt__free(iscache->entries,
+	a = iscache->allocator;
+	ipt__free(&a, iscache->entries,
 		  iscache->capacity * sizeof(*iscache->entries));
-	ipt__free(iscache->name, iscache->name_size);
-	ipt__free(iscache, sizeof(*iscache));
+	ipt__free(&a, iscache->name, iscache->name_size);
+	ipt__free(&a, iscache, sizeof(*iscache));
 }
 
 IPT_DEF const char *
@@ -8414,7 +8672,8 @@ IPT_DEF int pt_iscache_add_file(struct pt_image_section_cache *iscache,
 	fresh = NULL;
 	match = ipt__iscache_find(iscache, filename, offset, size, vaddr);
 	if (match == iscache->nentries) {
-		errcode = ipt__section_mk(&fresh, filename, offset, size);
+		errcode = ipt__section_mk(&fresh, &iscache->allocator,
+					  filename, offset, size);
 		if (errcode < 0)
 			return errcode;
 
@@ -8442,7 +8701,7 @@ IPT_DEF int pt_iscache_add_file(struct pt_image_section_cache *iscache,
 		if (capacity > UINT16_MAX + 1u)
 			goto out;
 		entries = (struct ipt__iscache_entry *) ipt__realloc(
-			iscache->entries,
+			&iscache->allocator, iscache->entries,
 			iscache->capacity * sizeof(*entries),
 			capacity * sizeof(*entries));
 		if (!entries)
@@ -9606,6 +9865,11 @@ struct pt_block_decoder {
 	uint32_t has_icnt:1;
 	uint32_t process_insn:1;
 
+	/* Where the caches and the default image come from: the allocator
+	 * the decoder (or the instruction decoder holding it) was made with.
+	 * Set before ipt__blk_decoder_init. */
+	struct ipt_allocator allocator;
+
 	/* The caches and what they are valid for. */
 	struct ipt__blk_icache_entry *icache;
 	struct ipt__blk_run *rcache;
@@ -9851,17 +10115,20 @@ static int ipt__blk_decoder_init(struct pt_block_decoder *decoder,
 	if (status < 0)
 		return status;
 
-	decoder->default_image = pt_image_alloc(NULL);
+	decoder->default_image = ipt_image_alloc_with(NULL,
+						      &decoder->allocator);
 	decoder->icache = (struct ipt__blk_icache_entry *)
-		ipt__zalloc(sizeof(*decoder->icache) << IPT_BLK_ICACHE_BITS);
+		ipt__zalloc(&decoder->allocator,
+			    sizeof(*decoder->icache) << IPT_BLK_ICACHE_BITS);
 	decoder->rcache = (struct ipt__blk_run *)
-		ipt__zalloc(sizeof(*decoder->rcache) << IPT_BLK_RCACHE_BITS);
+		ipt__zalloc(&decoder->allocator,
+			    sizeof(*decoder->rcache) << IPT_BLK_RCACHE_BITS);
 	if (!decoder->default_image || !decoder->icache ||
 	    !decoder->rcache) {
 		pt_image_free(decoder->default_image);
-		ipt__free(decoder->icache,
+		ipt__free(&decoder->allocator, decoder->icache,
 			  sizeof(*decoder->icache) << IPT_BLK_ICACHE_BITS);
-		ipt__free(decoder->rcache,
+		ipt__free(&decoder->allocator, decoder->rcache,
 			  sizeof(*decoder->rcache) << IPT_BLK_RCACHE_BITS);
 		ipt__evt_decoder_fini(&decoder->evdec);
 		return -pte_nomem;
@@ -9877,37 +10144,52 @@ static int ipt__blk_decoder_init(struct pt_block_decoder *decoder,
 
 static void ipt__blk_decoder_fini(struct pt_block_decoder *decoder)
 {
-	ipt__free(decoder->rcache,
+	ipt__free(&decoder->allocator, decoder->rcache,
 		  sizeof(*decoder->rcache) << IPT_BLK_RCACHE_BITS);
-	ipt__free(decoder->icache,
+	ipt__free(&decoder->allocator, decoder->icache,
 		  sizeof(*decoder->icache) << IPT_BLK_ICACHE_BITS);
 	pt_image_free(decoder->default_image);
 	ipt__evt_decoder_fini(&decoder->evdec);
 }
 
 IPT_DEF struct pt_block_decoder *
-pt_blk_alloc_decoder(const struct pt_config *config)
+ipt_blk_alloc_decoder_with(const struct pt_config *config,
+			   const struct ipt_allocator *allocator)
 {
 	struct pt_block_decoder *decoder;
+	struct ipt_allocator a;
 
-	decoder = (struct pt_block_decoder *) ipt__zalloc(sizeof(*decoder));
+	if (ipt__allocator_init(&a, allocator) < 0)
+		return NULL;
+	decoder = (struct pt_block_decoder *) ipt__zalloc(&a,
+							 sizeof(*decoder));
 	if (!decoder)
 		return NULL;
+	decoder->allocator = a;
 
 	if (ipt__blk_decoder_init(decoder, config) < 0) {
-		ipt__free(decoder, sizeof(*decoder));
+		ipt__free(&a, decoder, sizeof(*decoder));
 		return NULL;
 	}
 	return decoder;
 }
 
+IPT_DEF struct pt_block_decoder *
+pt_blk_alloc_decoder(const struct pt_config *config)
+{
+	return ipt_blk_alloc_decoder_with(config, NULL);
+}
+
 IPT_DEF void pt_blk_free_decoder(struct pt_block_decoder *decoder)
 {
+	struct ipt_allocator a;
+
 	if (!decoder)
 		return;
 
+	a = decoder->allocator;
 	ipt__blk_decoder_fini(decoder);
-	ipt__free(decoder, sizeof(*decoder));
+	ipt__free(&a, decoder, sizeof(*decoder));
 }
 
 /* ---- using trace ---- */
@@ -12100,29 +12382,44 @@ static int ipt__insn_decoder_init(struct pt_insn_decoder *decoder,
 	return ipt__blk_decoder_init(&decoder->blkdec, &config);
 }
 
+/* The allocator lives in the block decoder inside (blkdec.allocator). */
 IPT_DEF struct pt_insn_decoder *
-pt_insn_alloc_decoder(const struct pt_config *config)
+ipt_insn_alloc_decoder_with(const struct pt_config *config,
+			    const struct ipt_allocator *allocator)
 {
 	struct pt_insn_decoder *decoder;
+	struct ipt_allocator a;
 
-	decoder = (struct pt_insn_decoder *) ipt__zalloc(sizeof(*decoder));
+	if (ipt__allocator_init(&a, allocator) < 0)
+		return NULL;
+	decoder = (struct pt_insn_decoder *) ipt__zalloc(&a, sizeof(*decoder));
 	if (!decoder)
 		return NULL;
+	decoder->blkdec.allocator = a;
 
 	if (ipt__insn_decoder_init(decoder, config) < 0) {
-		ipt__free(decoder, sizeof(*decoder));
+		ipt__free(&a, decoder, sizeof(*decoder));
 		return NULL;
 	}
 	return decoder;
 }
 
+IPT_DEF struct pt_insn_decoder *
+pt_insn_alloc_decoder(const struct pt_config *config)
+{
+	return ipt_insn_alloc_decoder_with(config, NULL);
+}
+
 IPT_DEF void pt_insn_free_decoder(struct pt_insn_decoder *decoder)
 {
+	struct ipt_allocator a;
+
 	if (!decoder)
 		return;
 
+	a = decoder->blkdec.allocator;
 	ipt__blk_decoder_fini(&decoder->blkdec);
-	ipt__free(decoder, sizeof(*decoder));
+	ipt__free(&a, decoder, sizeof(*decoder));
 }
 
 /* Remember a (re)synchronization's status for the first block. */

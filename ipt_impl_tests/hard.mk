@@ -10,7 +10,8 @@
 # `make test` gets from here: a short libFuzzer run of each harness
 # (FUZZ_SMOKE seconds), a replay of seeds and regression inputs, the unit
 # tests and the conformance suites built with ASan+UBSan, a valgrind run of
-# a subset of the conformance cases, the failing-allocator test, and the
+# a subset of the conformance cases, the failing-allocator test, the
+# per-object allocator test, and the
 # embedding tests (freestanding nm -u, no writable data, threads, IPT_STATIC
 # next to libipt, hvagent).
 #
@@ -142,11 +143,20 @@ TEST_DEPS += $(ASAN_UNITS) $(HB)/asan-conformance $(HB)/valgrind-conformance
 
 # ---- allocation failures ----
 
-$(HB)/nomem-bin: $(HD)/nomem.c $(HD)/cases.h $(HDR) ipt_impl_tests/check.h | $(HB)
+$(HB)/nomem-bin: $(HD)/nomem.c $(HD)/cases.h $(HD)/scenarios.h $(HDR) ipt_impl_tests/check.h | $(HB)
 	$(CC) $(OPT) $(WARN) $(CPPFLAGS) $(SAN) -o $@ $< $(ZYDIS)
 
 $(HB)/nomem: $(HB)/nomem-bin
 	$(call hard_wrap,$@,$(HB)/nomem-bin $(CONFORMANCE))
+
+# ---- runtime allocators: one arena per object ----
+
+$(HB)/alloc-bin: $(HD)/alloc.c $(HD)/cases.h $(HD)/scenarios.h $(AB)/ipt_impl.o ipt_impl_tests/check.h | $(HB)
+	$(CC) $(OPT) $(WARN) $(CPPFLAGS) $(SAN) -o $@ $< $(AB)/ipt_impl.o \
+		$(ZYDIS)
+
+$(HB)/alloc: $(HB)/alloc-bin
+	$(call hard_wrap,$@,$(HB)/alloc-bin $(CONFORMANCE))
 
 # ---- embedding: freestanding, no state ----
 
@@ -196,7 +206,7 @@ hvagent: $(HB)/hvagent
 $(HB)/hvagent-test: $(HB)/hvagent $(HD)/hvagent-check
 	$(call hard_wrap,$@,$(HD)/hvagent-check $(HB) $(CONFORMANCE))
 
-HARD_TESTS := nomem embed threads threads-tsan static hvagent-test
+HARD_TESTS := nomem alloc embed threads threads-tsan static hvagent-test
 TESTS += $(addprefix $(HB)/,$(HARD_TESTS))
 TEST_DEPS += $(addprefix $(HB)/,$(HARD_TESTS))
 
