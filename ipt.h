@@ -23,7 +23,9 @@
  *     IPT_MALLOC(n)     allocate n bytes                            (malloc)
  *     IPT_REALLOC(p,n)  resize p to n bytes                         (realloc)
  *     IPT_FREE(p)       release p                                   (free)
- *                       define all three or none of them
+ *                       define all three or none of them; they are the
+ *                       default allocator: ipt_*_with() (>>api-alloc)
+ *                       gives an object an allocator of its own instead
  *     IPT_MEMCPY(d,s,n) copy                                        (memcpy)
  *     IPT_MEMSET(d,c,n) fill                                        (memset)
  *     IPT_MEMCMP(a,b,n) compare                                     (memcmp)
@@ -1154,7 +1156,14 @@ IPT_API int pt_image_set_callback(struct pt_image *image,
  * down to whole pages; below one page, or zero, turns the cache off so that
  * every read calls the callback).  The default is IPT_IMAGE_CACHE_LIMIT,
  * 16 MiB unless defined otherwise when compiling the implementation.
- * Returns zero, -pte_invalid if image is NULL. */
+ * Returns zero, -pte_invalid if image is NULL.
+ *
+ * Running out of memory: allocations that only grow a cache never fail a
+ * decode.  When the page cache cannot get a page (or its hash table), the
+ * read goes to the callback uncached and decoding goes on with exactly the
+ * result it would have had.  Every other failed allocation makes the call
+ * that needed it return -pte_nomem (NULL for the allocating functions),
+ * leaving the object usable and nothing leaked. */
 IPT_API int ipt_image_invalidate(struct pt_image *image,
 				 const struct pt_asid *asid, uint64_t begin,
 				 uint64_t end);
