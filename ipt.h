@@ -1412,6 +1412,16 @@ ipt_iscache_alloc_with(const char *name,
 #define IPT__UNUSED
 #endif
 
+/* A structure assignment, dst = src, that never becomes a call to a
+ * memcpy the embedder may not have: compilers turn copies of large
+ * structures into memcpy calls even with -ffreestanding -fno-builtin.
+ * dst and src are lvalues of one type (the sizeof checks, unevaluated). */
+#define IPT__COPY(dst, src)                                                  \
+	do {                                                                 \
+		(void) sizeof((dst) = (src));                                \
+		IPT_MEMCPY(&(dst), &(src), sizeof(dst));                     \
+	} while (0)
+
 /* Under IPT_STATIC a program may use only some of the functions. */
 #ifdef IPT_STATIC
 #define IPT_DEF static IPT__UNUSED
@@ -4604,17 +4614,17 @@ static struct pt_event *ipt__evq_dequeue(struct ipt__evq *evq, uint32_t evb)
 			break;
 	}
 
-	found = evq->queue[idx];
+	IPT__COPY(found, evq->queue[idx]);
 	for (;;) {
 		uint8_t prev = ipt__evq_dec(idx);
 
-		evq->queue[idx] = evq->queue[prev];
+		IPT__COPY(evq->queue[idx], evq->queue[prev]);
 		if (prev == begin)
 			break;
 		idx = prev;
 	}
 	evq->begin = idx;
-	evq->queue[begin] = found;
+	IPT__COPY(evq->queue[begin], found);
 	return &evq->queue[begin].event;
 }
 
@@ -4623,11 +4633,12 @@ static struct pt_event *ipt__evq_requeue(struct ipt__evq *evq,
 					 const struct pt_event *ev,
 					 uint32_t evb)
 {
-	struct pt_event copy = *ev, *rev;
+	struct pt_event copy, *rev;
 
+	IPT__COPY(copy, *ev);
 	rev = ipt__evq_enqueue(evq, evb);
 	if (rev)
-		*rev = copy;
+		IPT__COPY(*rev, copy);
 	return rev;
 }
 
@@ -5008,9 +5019,10 @@ static int ipt__evt_header_packet(struct pt_event_decoder *decoder);
  * follows the PSB+.  Returns 1 if one follows. */
 static int ipt__evt_bdm70(const struct pt_event_decoder *decoder)
 {
-	struct pt_packet_decoder pacdec = decoder->pacdec;
+	struct pt_packet_decoder pacdec;
 	struct pt_packet packet;
 
+	IPT__COPY(pacdec, decoder->pacdec);
 	for (;;) {
 		int err = pt_pkt_next(&pacdec, &packet, sizeof(packet));
 
@@ -5469,10 +5481,11 @@ static int ipt__evt_decode_fup(struct pt_event_decoder *decoder)
  * was off, or a negative error. */
 static int ipt__evt_find_ovf_fup(const struct pt_packet_decoder *pacdec)
 {
-	struct pt_packet_decoder decoder = *pacdec;
+	struct pt_packet_decoder decoder;
 	struct pt_packet packet;
 	int offset = 0;
 
+	IPT__COPY(decoder, *pacdec);
 	for (;;) {
 		int err = pt_pkt_next(&decoder, &packet, sizeof(packet));
 
@@ -5517,8 +5530,9 @@ static int ipt__evt_find_ovf_fup(const struct pt_packet_decoder *pacdec)
 static int ipt__evt_find_header_fup(struct pt_packet *packet,
 				    const struct pt_packet_decoder *pacdec)
 {
-	struct pt_packet_decoder decoder = *pacdec;
+	struct pt_packet_decoder decoder;
 
+	IPT__COPY(decoder, *pacdec);
 	for (;;) {
 		int err = pt_pkt_next(&decoder, packet, sizeof(*packet));
 
@@ -5571,10 +5585,10 @@ static int ipt__evt_recover_at_ip(struct pt_event_decoder *decoder,
 	err = ipt__evt_stamp(ev, &decoder->time);
 	if (err < 0)
 		return err;
-	decoder->pacdec = *pacdec;
-	decoder->packet = *packet;
-	decoder->time = *time;
-	decoder->tcal = *tcal;
+	IPT__COPY(decoder->pacdec, *pacdec);
+	IPT__COPY(decoder->packet, *packet);
+	IPT__COPY(decoder->time, *time);
+	IPT__COPY(decoder->tcal, *tcal);
 	decoder->enabled = 1;
 	return ipt__evt_place(ev, &decoder->ip);
 }
@@ -5596,10 +5610,10 @@ static int ipt__evt_recover_disabled(struct pt_event_decoder *decoder,
 	err = ipt__evt_stamp(ev, &decoder->time);
 	if (err < 0)
 		return err;
-	decoder->pacdec = *pacdec;
-	decoder->packet = *packet;
-	decoder->time = *time;
-	decoder->tcal = *tcal;
+	IPT__COPY(decoder->pacdec, *pacdec);
+	IPT__COPY(decoder->packet, *packet);
+	IPT__COPY(decoder->time, *time);
+	IPT__COPY(decoder->tcal, *tcal);
 	return 0;
 }
 
@@ -5661,14 +5675,17 @@ static int ipt__evt_recover_at_offset(struct pt_event_decoder *decoder,
  * erratum does not apply, < 0 on error. */
 static int ipt__evt_skd010(struct pt_event_decoder *decoder)
 {
-	struct pt_packet_decoder pacdec = decoder->pacdec;
-	struct ipt_time time = decoder->time;
-	struct ipt_time_cal tcal = decoder->tcal;
+	struct pt_packet_decoder pacdec;
+	struct ipt_time time;
+	struct ipt_time_cal tcal;
 	const struct pt_config *config = ipt__evt_config(decoder);
 	unsigned int tsx_found = 0, tsx_intx = 0, tsx_abrt = 0;
 	struct pt_packet packet;
 	struct pt_event *ev;
-	int err;
+
+	IPT__COPY(pacdec, decoder->pacdec);
+	IPT__COPY(time, decoder->time);
+	IPT__COPY(tcal, decoder->tcal);	int err;
 
 	for (;;) {
 		err = pt_pkt_next(&pacdec, &packet, sizeof(packet));
@@ -5800,13 +5817,16 @@ static int ipt__evt_skd010(struct pt_event_decoder *decoder)
  * it with tracing off.  Same returns as ipt__evt_skd010(). */
 static int ipt__evt_apl11(struct pt_event_decoder *decoder)
 {
-	struct pt_packet_decoder pacdec = decoder->pacdec;
-	struct ipt_time time = decoder->time;
-	struct ipt_time_cal tcal = decoder->tcal;
+	struct pt_packet_decoder pacdec;
+	struct ipt_time time;
+	struct ipt_time_cal tcal;
 	const struct pt_config *config = ipt__evt_config(decoder);
 	struct pt_packet packet;
 	int err;
 
+	IPT__COPY(pacdec, decoder->pacdec);
+	IPT__COPY(time, decoder->time);
+	IPT__COPY(tcal, decoder->tcal);
 	for (;;) {
 		err = pt_pkt_next(&pacdec, &packet, sizeof(packet));
 		if (err < 0)
@@ -5847,10 +5867,11 @@ static int ipt__evt_apl11(struct pt_event_decoder *decoder)
  * off.  Same returns as ipt__evt_skd010(). */
 static int ipt__evt_apl12(struct pt_event_decoder *decoder, uint64_t offset)
 {
-	struct pt_packet_decoder pacdec = decoder->pacdec;
+	struct pt_packet_decoder pacdec;
 	struct pt_packet packet;
 	int err;
 
+	IPT__COPY(pacdec, decoder->pacdec);
 	if ((uint64_t) (ipt__evt_end(decoder) - pacdec.pos) < offset)
 		return -pte_internal;
 	pacdec.pos += offset;
@@ -5946,15 +5967,15 @@ static int ipt__evt_decode_ovf(struct pt_event_decoder *decoder)
 	}
 
 	/* Start over, keeping the time; the calibration only if asked to. */
-	time = decoder->time;
-	tcal = decoder->tcal;
+	IPT__COPY(time, decoder->time);
+	IPT__COPY(tcal, decoder->tcal);
 	ipt__evt_reset(decoder);
-	decoder->time = time;
+	IPT__COPY(decoder->time, time);
 	if (decoder->flags.variant.event.keep_tcal_on_ovf) {
 		err = ipt_tcal_update_ovf(&tcal, config);
 		if (err < 0)
 			return err;
-		decoder->tcal = tcal;
+		IPT__COPY(decoder->tcal, tcal);
 	}
 
 	offset = ipt__evt_find_ovf_fup(&decoder->pacdec);
@@ -6022,9 +6043,9 @@ static int ipt__evt_tip_branch(struct pt_event_decoder *decoder)
 					      ptev_async_branch);
 			if (!async)
 				return -pte_internal;
-			tmp = *async;
-			*async = *ev;
-			*ev = tmp;
+			IPT__COPY(tmp, *async);
+			IPT__COPY(*async, *ev);
+			IPT__COPY(*ev, tmp);
 		}
 		decoder->event = ev;
 		return ipt__evt_complete(ev, decoder);
@@ -6308,7 +6329,7 @@ static int ipt__evt_decode_vmcs(struct pt_event_decoder *decoder)
 		paging = ipt__evq_enqueue(&decoder->evq, ipt__evb_tip);
 		if (!paging)
 			return -pte_nomem;
-		*paging = *ev;
+		IPT__COPY(*paging, *ev);
 		ev->type = ptev_async_vmcs;
 		ev->variant.async_vmcs.base = packet->base;
 		return 1;
@@ -7004,10 +7025,11 @@ static void ipt__qry_read_ahead(struct pt_query_decoder *decoder)
  * copy of the event decoder so the caller still gets those events. */
 static int ipt__qry_start(struct pt_query_decoder *decoder, uint64_t *ip)
 {
-	struct pt_event_decoder evdec = decoder->evdec;
+	struct pt_event_decoder evdec;
 	struct pt_event ev;
 	int status = pts_ip_suppressed, err;
 
+	IPT__COPY(evdec, decoder->evdec);
 	/* Only the events of this PSB+: they all come at the same
 	 * position (the PSBEND). */
 	while (ipt__evt_pos(&evdec) == ipt__evt_pos(&decoder->evdec)) {
@@ -7153,7 +7175,7 @@ IPT_DEF int pt_qry_cond_branch(struct pt_query_decoder *decoder, int *taken)
 	if (query < 0) {
 		/* Out of bits: the next event may bring some.  The time is
 		 * that of the TNT. */
-		decoder->last_time = decoder->evdec.time;
+		IPT__COPY(decoder->last_time, decoder->evdec.time);
 		err = ipt__qry_cache_tnt(decoder);
 		if (err < 0)
 			return err;
@@ -7196,7 +7218,7 @@ IPT_DEF int pt_qry_indirect_branch(struct pt_query_decoder *decoder,
 	else
 		*addr = ev->variant.tip.ip;
 
-	decoder->last_time = decoder->evdec.time;
+	IPT__COPY(decoder->last_time, decoder->evdec.time);
 	ipt__qry_read_ahead(decoder);
 	return status | ipt__qry_status(decoder);
 }
@@ -7223,7 +7245,7 @@ IPT_DEF int pt_qry_event(struct pt_query_decoder *decoder,
 		size = sizeof(decoder->event);
 	IPT_MEMCPY(event, &decoder->event, size);
 
-	decoder->last_time = decoder->evdec.time;
+	IPT__COPY(decoder->last_time, decoder->evdec.time);
 	ipt__qry_read_ahead(decoder);
 	return ipt__qry_status(decoder);
 }
@@ -9942,8 +9964,8 @@ static int ipt__blk_decode(struct pt_block_decoder *decoder,
 	    entry->insn.mode == insn->mode &&
 	    entry->cr3 == decoder->asid.cr3 &&
 	    entry->vmcs == decoder->asid.vmcs) {
-		*insn = entry->insn;
-		*iext = entry->iext;
+		IPT__COPY(*insn, entry->insn);
+		IPT__COPY(*iext, entry->iext);
 		insn->speculative = speculative;
 		return 0;
 	}
@@ -9958,9 +9980,9 @@ static int ipt__blk_decode(struct pt_block_decoder *decoder,
 		entry->cr3 = decoder->asid.cr3;
 		entry->vmcs = decoder->asid.vmcs;
 		entry->epoch = decoder->epoch;
-		entry->insn = *insn;
+		IPT__COPY(entry->insn, *insn);
 		entry->insn.speculative = 0;
-		entry->iext = *iext;
+		IPT__COPY(entry->iext, *iext);
 	}
 	return 0;
 }
@@ -10246,19 +10268,19 @@ static int ipt__blk_proceed_indirect(struct pt_block_decoder *decoder)
 		struct pt_event tnt;
 		int status;
 
-		saved = decoder->evdec;
-		tnt = *ev;
+		IPT__COPY(saved, decoder->evdec);
+		IPT__COPY(tnt, *ev);
 
 		status = pt_evt_next(&decoder->evdec, ev, sizeof(*ev));
 		if (status < 0 || ev->type != ptev_tip) {
-			decoder->evdec = saved;
-			*ev = tnt;
+			IPT__COPY(decoder->evdec, saved);
+			IPT__COPY(*ev, tnt);
 			return -pte_bad_query;
 		}
 
 		/* No tick for this TIP: the TNT must stay current. */
 		decoder->ip = ev->variant.tip.ip;
-		*ev = tnt;
+		IPT__COPY(*ev, tnt);
 		return 0;
 	}
 
@@ -10760,8 +10782,8 @@ static int ipt__blk_postpone_insn(struct pt_block_decoder *decoder,
 		return -pte_internal;
 
 	decoder->process_insn = 1;
-	decoder->insn = *insn;
-	decoder->iext = *iext;
+	IPT__COPY(decoder->insn, *insn);
+	IPT__COPY(decoder->iext, *iext);
 	return ipt__blk_status(decoder, pts_event_pending);
 }
 
@@ -11686,7 +11708,7 @@ static int ipt__blk_start(struct pt_block_decoder *decoder)
 
 	ipt__blk_cache_sync(decoder);
 
-	evdec = decoder->evdec;
+	IPT__COPY(evdec, decoder->evdec);
 	for (;;) {
 		/* Only the PSB+ we synchronized onto, not an adjacent one. */
 		if (ipt__blk_evt_offset(&evdec) !=
