@@ -2156,6 +2156,10 @@ static int ipt__enc_reserve(const struct pt_encoder *encoder,
 	return 0;
 }
 
+/* The most CYC value bits the packet decoder reads: five in the opcode byte
+ * and seven in each of at most eight extension bytes. */
+#define IPT__CYC_MAX_BITS ((8 - IPT__OPM_CYC_SHR) + 8 * (8 - IPT__OPM_CYCX_SHR))
+
 /* Write the opcode bytes of a packet type from the layout table. */
 static uint8_t *ipt__enc_opcode(uint8_t *pos, enum pt_packet_type type)
 {
@@ -2177,11 +2181,17 @@ static uint8_t *ipt__enc_int(uint8_t *pos, uint64_t val, int size)
 	return pos;
 }
 
-/* Append one packet.  Same checks, in the same order, as libipt's
- * pt_enc_next: -pte_eos when the packet does not fit (nothing is
- * written), -pte_bad_packet or -pte_invalid for payloads that cannot be
- * encoded, -pte_bad_opc for ppt_invalid, ppt_unknown and unknown types,
- * -pte_invalid for NULL arguments.  Returns the number of bytes written. */
+/* Append one packet.  The checks of libipt's pt_enc_next, in the same
+ * order and with the same errors: -pte_eos when the packet does not fit
+ * (nothing is written), -pte_bad_packet or -pte_invalid for payloads that
+ * cannot be encoded, -pte_bad_opc for ppt_invalid, ppt_unknown and unknown
+ * types, -pte_invalid for NULL arguments.  Beyond libipt's, ipt.h refuses
+ * with -pte_bad_packet what libipt would write although the packet decoder
+ * rejects it or reads back another packet: a TNT without bits (TNT-8
+ * would be the extended-opcode byte 0x02, TNT-64 a payload without
+ * bits), TNT-8 payload bits at or above bit_size, and a CYC value of 2^61
+ * or more (the decoder takes at most eight extension bytes).  Returns the
+ * number of bytes written. */
 IPT_DEF int pt_enc_next(struct pt_encoder *encoder,
 			const struct pt_packet *packet)
 {
@@ -2239,7 +2249,11 @@ IPT_DEF int pt_enc_next(struct pt_encoder *encoder,
 	case ppt_tnt_8: {
 		unsigned int stop;
 
-		if (packet->payload.tnt.bit_size >= 7)
+		if (packet->payload.tnt.bit_size >= 7 ||
+		    packet->payload.tnt.bit_size == 0)
+			return -pte_bad_packet;
+		if (packet->payload.tnt.payload >>
+		    packet->payload.tnt.bit_size)
 			return -pte_bad_packet;
 
 		errcode = ipt__enc_reserve(encoder, ipt__layout[type].size);
@@ -2261,6 +2275,8 @@ IPT_DEF int pt_enc_next(struct pt_encoder *encoder,
 
 		if (packet->payload.tnt.bit_size >= 48)
 			return -pte_invalid;
+		if (packet->payload.tnt.bit_size == 0)
+			return -pte_bad_packet;
 
 		stop = 1ull << packet->payload.tnt.bit_size;
 		if (packet->payload.tnt.payload & ~(stop - 1))
@@ -2371,6 +2387,8 @@ IPT_DEF int pt_enc_next(struct pt_encoder *encoder,
 		unsigned int end, i;
 
 		ctc = packet->payload.cyc.value;
+		if (ctc >> IPT__CYC_MAX_BITS)
+			return -pte_bad_packet;
 		byte[0] = (uint8_t) (IPT__OPC_CYC |
 				     ((ctc << IPT__OPM_CYC_SHR) & 0xf8));
 		ctc >>= 8 - IPT__OPM_CYC_SHR;

@@ -2,7 +2,8 @@
  *
  * Input: the common header (fuzz.h), the buffer size (u16), then packets:
  * a type byte (any value, not only valid types) and the raw bytes of the
- * packet's payload union.  The encoder must reject what it cannot encode,
+ * packet's payload union.  The encoder must reject what it cannot encode
+ * (whatever the decoder would not read back as the same type and size),
  * never write outside its buffer, and move its offset by what it returns.
  * Then the packet decoder reads the buffer back: it must find each packet
  * the encoder wrote, of the same type and size, and encoding the decoded
@@ -30,16 +31,6 @@ static int next_packet(struct fz *in, struct pt_packet *packet)
 	raw = fz_copy(in, sizeof(packet->payload), &got);
 	memcpy(&packet->payload, raw, got);
 	free(raw);
-	/* A TNT without bits encodes (as with libipt) but does not decode:
-	 * TNT-8 becomes the byte 0x02, the extended opcode, and TNT-64 a
-	 * payload the decoder rejects.  Not a round trip. */
-	if ((packet->type == ppt_tnt_8 || packet->type == ppt_tnt_64) &&
-	    packet->payload.tnt.bit_size == 0)
-		packet->payload.tnt.bit_size = 1;
-	/* The decoder takes at most 8 CYC extension bytes, 61 bits; the
-	 * encoder (as libipt's) writes a ninth for larger values. */
-	if (packet->type == ppt_cyc)
-		packet->payload.cyc.value &= (1ull << 61) - 1;
 	return 1;
 }
 
