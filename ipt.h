@@ -8895,6 +8895,12 @@ IPT_DEF int pt_image_add_cached(struct pt_image *image,
  *  - ptem_unknown decodes nothing: -pte_bad_insn.
  */
 
+/* Without stdio the implementation promises nothing of libc: Zydis'
+ * headers are told so too (they leave out <assert.h>, <stdint.h> and
+ * friends and use the compiler's own types). */
+#if defined(IPT_NO_STDIO) && !defined(ZYAN_NO_LIBC)
+#define ZYAN_NO_LIBC
+#endif
 #include <Zydis/Zydis.h>
 
 enum ipt__inst_class {
