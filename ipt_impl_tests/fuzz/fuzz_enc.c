@@ -10,7 +10,10 @@
  * packet must give the same bytes again. */
 #include "fuzz.h"
 
-enum { max_packets = 256 };
+/* At most this many packets; the buffer size is taken modulo
+ * max_capacity + 1: room for every packet the input can describe, and
+ * small enough to allocate cheaply per input. */
+enum { max_packets = 256, max_capacity = 4096 };
 
 struct written {
 	uint64_t offset;
@@ -22,15 +25,17 @@ struct written {
 static int next_packet(struct fz *in, struct pt_packet *packet)
 {
 	size_t got;
-	uint8_t *raw;
 
 	if (!in->n)
 		return 0;
 	memset(packet, 0, sizeof(*packet));
 	packet->type = (enum pt_packet_type) (fz_u8(in) & 0x1f);
-	raw = fz_copy(in, sizeof(packet->payload), &got);
-	memcpy(&packet->payload, raw, got);
-	free(raw);
+	/* Straight from the input: no heap copy per packet. */
+	got = in->n < sizeof(packet->payload) ? in->n
+		: sizeof(packet->payload);
+	memcpy(&packet->payload, in->p, got);
+	in->p += got;
+	in->n -= got;
 	return 1;
 }
 
@@ -50,7 +55,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	fz_init(&in, data, size);
 	fz_header(&in, &h);
-	capacity = fz_u16(&in);
+	capacity = fz_u16(&in) % (max_capacity + 1);
 	buffer = (uint8_t *) malloc(capacity ? capacity : 1);
 	buffer2 = (uint8_t *) malloc(64);
 	w = (struct written *) malloc(max_packets * sizeof(*w));
@@ -59,9 +64,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	h.flags &= (uint8_t) ~fz_unknown_cb;
 	fz_config(&h, &config, buffer, capacity);
 
+	config2 = config;
+	config2.begin = buffer2;
+	config2.end = buffer2 + 64;
+	again = pt_alloc_encoder(&config2);
 	encoder = pt_alloc_encoder(&config);
-	if (!encoder)
+	if (!encoder || !again) {
+		pt_free_encoder(encoder);
 		goto out;
+	}
 	if (pt_enc_get_config(encoder) == NULL)
 		fz_fail("no config", 0, 0);
 	while (nw < max_packets && next_packet(&in, &packet)) {
@@ -101,14 +112,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			fz_fail("decoded another packet", packet.type,
 				w[i].type);
 
-		config2 = config;
-		config2.begin = buffer2;
-		config2.end = buffer2 + 64;
-		again = pt_alloc_encoder(&config2);
-		if (!again)
-			break;
+		if (pt_enc_sync_set(again, 0) < 0)
+			fz_fail("encoder sync_set 0", 0, 0);
 		status = pt_enc_next(again, &packet);
-		pt_free_encoder(again);
 		if (status != w[i].size ||
 		    memcmp(buffer2, buffer + w[i].offset, (size_t) status))
 			fz_fail("re-encoding differs", status, w[i].type);
@@ -116,6 +122,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	pt_pkt_free_decoder(decoder);
 
 out:
+	pt_free_encoder(again);
 	free(w);
 	free(buffer2);
 	free(buffer);
