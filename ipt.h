@@ -1499,6 +1499,36 @@ static IPT__UNUSED void ipt__free(const struct ipt_allocator *a, void *ptr,
 		a->free(a->context, ptr, size);
 }
 
+/* An allocation that only grows a cache.  When it fails the caller does
+ * without (reads uncached, decodes again): allocations that only grow a
+ * cache never fail a decode (the policy stated in >>api-img-ext).  A test
+ * may define IPT__CACHE_ALLOC_HOOK(inside) to learn which allocations these
+ * are. */
+#ifndef IPT__CACHE_ALLOC_HOOK
+#define IPT__CACHE_ALLOC_HOOK(inside) ((void) 0)
+#endif
+
+static IPT__UNUSED void *ipt__alloc_cache(const struct ipt_allocator *a,
+					  size_t size)
+{
+	void *p;
+
+	IPT__CACHE_ALLOC_HOOK(1);
+	p = ipt__alloc(a, size);
+	IPT__CACHE_ALLOC_HOOK(0);
+	return p;
+}
+
+static IPT__UNUSED void *ipt__zalloc_cache(const struct ipt_allocator *a,
+					   size_t size)
+{
+	void *p = ipt__alloc_cache(a, size);
+
+	if (p)
+		IPT_MEMSET(p, 0, size);
+	return p;
+}
+
 /* Resizes ptr from old_size to new_size bytes.  Without a realloc of the
  * allocator's own: a new block, the common part copied, the old one freed.
  * NULL, with ptr untouched, if memory runs out. */
@@ -7615,7 +7645,7 @@ static struct ipt__page *ipt__pcache_take(struct ipt__pcache *pc,
 
 		while (n < want && n < IPT__PAGE_BUCKETS_MAX)
 			n <<= 1;
-		pc->buckets = (struct ipt__page **) ipt__zalloc(
+		pc->buckets = (struct ipt__page **) ipt__zalloc_cache(
 			a, n * sizeof(*pc->buckets));
 		if (!pc->buckets)
 			return NULL;
@@ -7630,7 +7660,8 @@ static struct ipt__page *ipt__pcache_take(struct ipt__pcache *pc,
 	}
 
 	if (pc->npages < pc->max_pages) {
-		page = (struct ipt__page *) ipt__alloc(a, sizeof(*page));
+		page = (struct ipt__page *) ipt__alloc_cache(a,
+							     sizeof(*page));
 		if (page) {
 			pc->npages += 1;
 			page->chain = page->newer = page->older = NULL;

@@ -10,14 +10,15 @@
  * This example shows ipt.h in that setting.  The agent part of this file
  * (everything outside HVAGENT_HOST) is built freestanding:
  *
- *     cc -O2 -ffreestanding -nostdlib -fno-builtin -DZYAN_NO_LIBC \
+ *     cc -O2 -ffreestanding -nostdlib -fno-builtin \
  *        -I. -c -o hvagent.o examples/hvagent.c
  *
  * and `nm -u hvagent.o` lists nothing but Zydis: ipt.h gets its memory from
  * an arena the hypervisor hands in, through the decoder's own allocator
  * (struct ipt_allocator, no global state), copies with the agent's own
  * loops, reads code only through a read-memory callback
- * (pt_image_set_callback), never touches a file (IPT_NO_STDIO), and keeps
+ * (pt_image_set_callback), never touches a file (IPT_NO_STDIO, which also
+ * tells Zydis' headers that there is no libc: ZYAN_NO_LIBC), and keeps
  * every function static (IPT_STATIC) so the object exports only
  * hvagent_decode().  Decoding is bounded: the agent stops after a budget of
  * steps (instructions, events, resynchronizations), as a hypervisor must

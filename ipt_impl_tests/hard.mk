@@ -194,7 +194,7 @@ $(HB)/static: $(HB)/static-bin $(HD)/static-check
 
 # The hypervisor agent example: a freestanding object and a hosted driver.
 $(HB)/hvagent.o: examples/hvagent.c $(HDR) | $(HB)
-	$(CC) $(OPT) -ffreestanding -nostdlib -fno-builtin -DZYAN_NO_LIBC \
+	$(CC) $(OPT) -ffreestanding -nostdlib -fno-builtin \
 		$(WARN) $(CPPFLAGS) -c -o $@ $<
 
 $(HB)/hvagent: examples/hvagent.c $(HB)/hvagent.o
