@@ -12,10 +12,12 @@
 
 #ifdef FUZZ_INSN
 #define D(name) pt_insn_##name
+#define D_ALLOC ipt_insn_alloc_decoder_with
 typedef struct pt_insn_decoder fz_decoder;
 typedef struct pt_insn fz_item;
 #else
 #define D(name) pt_blk_##name
+#define D_ALLOC ipt_blk_alloc_decoder_with
 typedef struct pt_block_decoder fz_decoder;
 typedef struct pt_block fz_item;
 #endif
@@ -114,13 +116,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		config.addr_filter = filter;
 	}
 
-	decoder = D(alloc_decoder)(&config);
+	decoder = D_ALLOC(&config, fz_allocator());
 	if (!decoder)
 		goto out;
 	if (D(get_config)(decoder) == NULL)
 		fz_fail("no config", 0, 0);
 	if (h.flags & fz_own_image) {
-		image = pt_image_alloc("fuzz");
+		image = ipt_image_alloc_with("fuzz", fz_allocator());
 		if (!image)
 			goto out;
 		if (pt_image_set_callback(image, fz_read_memory, &img) < 0 ||

@@ -67,8 +67,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	config2 = config;
 	config2.begin = buffer2;
 	config2.end = buffer2 + 64;
-	again = pt_alloc_encoder(&config2);
-	encoder = pt_alloc_encoder(&config);
+	again = ipt_alloc_encoder_with(&config2, fz_allocator());
+	encoder = ipt_alloc_encoder_with(&config, fz_allocator());
 	if (!encoder || !again) {
 		pt_free_encoder(encoder);
 		goto out;
@@ -98,7 +98,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	/* Read it back. */
 	config.end = buffer + (nw ? w[nw - 1].offset + w[nw - 1].size : 0);
-	decoder = pt_pkt_alloc_decoder(&config);
+	decoder = ipt_pkt_alloc_decoder_with(&config, fz_allocator());
 	if (!decoder)
 		goto out;
 	if (nw && pt_pkt_sync_set(decoder, 0) < 0)
