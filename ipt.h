@@ -1300,7 +1300,8 @@ IPT_API int pt_blk_event(struct pt_block_decoder *decoder,
 
 /* >>api-alloc: ipt_ extensions: a runtime allocator per object */
 
-/* Where an object's memory comes from.  alloc returns size bytes (or NULL);
+/* Where an object's memory comes from.  alloc returns size bytes aligned
+ * for any type, as malloc's are (or NULL);
  * free gets back a block alloc returned, with the size it was asked for;
  * realloc, if not NULL, resizes a block from old_size to new_size bytes
  * (NULL: the block stays as it is), and if NULL, ipt.h allocates a new
