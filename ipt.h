@@ -23,7 +23,9 @@
  *     IPT_MALLOC(n)     allocate n bytes                            (malloc)
  *     IPT_REALLOC(p,n)  resize p to n bytes                         (realloc)
  *     IPT_FREE(p)       release p                                   (free)
- *                       define all three or none of them
+ *                       define all three or none of them; they are the
+ *                       default allocator: ipt_*_with() (>>api-alloc)
+ *                       gives an object an allocator of its own instead
  *     IPT_MEMCPY(d,s,n) copy                                        (memcpy)
  *     IPT_MEMSET(d,c,n) fill                                        (memset)
  *     IPT_MEMCMP(a,b,n) compare                                     (memcmp)
@@ -34,7 +36,9 @@
  *                       ipt_image_set_cache_limit() sets it per image (16 MiB)
  *     IPT_BLK_ICACHE_BITS  log2 of a block/instruction decoder's
  *                       decoded-instruction cache entries            (11)
- *     IPT_BLK_RCACHE_BITS  log2 of its straight-line run cache entries (10)
+ *     IPT_BLK_CACHE_LIMIT  the most bytes its straight-line run cache
+ *                       grows to; ipt_blk_set_cache_limit() and
+ *                       ipt_insn_set_cache_limit() set it per decoder (4 MiB)
  *
  *     With IPT_NO_STDIO and all of the above defined, the implementation
  *     needs nothing but <stddef.h>, <stdint.h> and Zydis.
@@ -1154,7 +1158,14 @@ IPT_API int pt_image_set_callback(struct pt_image *image,
  * down to whole pages; below one page, or zero, turns the cache off so that
  * every read calls the callback).  The default is IPT_IMAGE_CACHE_LIMIT,
  * 16 MiB unless defined otherwise when compiling the implementation.
- * Returns zero, -pte_invalid if image is NULL. */
+ * Returns zero, -pte_invalid if image is NULL.
+ *
+ * Running out of memory: allocations that only grow a cache never fail a
+ * decode.  When the page cache cannot get a page (or its hash table), the
+ * read goes to the callback uncached and decoding goes on with exactly the
+ * result it would have had.  Every other failed allocation makes the call
+ * that needed it return -pte_nomem (NULL for the allocating functions),
+ * leaving the object usable and nothing leaked. */
 IPT_API int ipt_image_invalidate(struct pt_image *image,
 				 const struct pt_asid *asid, uint64_t begin,
 				 uint64_t end);
@@ -1299,6 +1310,66 @@ IPT_API int ipt_blk_set_cache_limit(struct pt_block_decoder *decoder,
 IPT_API int ipt_insn_set_cache_limit(struct pt_insn_decoder *decoder,
 				     uint64_t bytes);
 
+/* >>api-alloc: ipt_ extensions: a runtime allocator per object */
+
+/* Where an object's memory comes from.  alloc returns size bytes aligned
+ * for any type, as malloc's are (or NULL);
+ * free gets back a block alloc returned, with the size it was asked for;
+ * realloc, if not NULL, resizes a block from old_size to new_size bytes
+ * (NULL: the block stays as it is), and if NULL, ipt.h allocates a new
+ * block, copies and frees the old one.  context is passed to each call.
+ * size is never zero.
+ *
+ * The ipt_*_with functions below make the object pt_*_alloc* makes, with
+ * all of its memory from allocator: the object itself and everything it
+ * allocates later, for as long as it lives (a block or instruction
+ * decoder's caches and its own image; an image's page cache, name and
+ * file sections; an image section cache's sections and list).  The
+ * allocator is copied, so it may live on the caller's stack; its context
+ * must outlive the object.  NULL for allocator means the default, the
+ * IPT_MALLOC/IPT_FREE/IPT_REALLOC the implementation was compiled with,
+ * which is what the pt_*_alloc* functions use.  Objects are freed with
+ * the usual pt_*_free* functions.
+ *
+ * There is no global state: two decoders made with two allocators never
+ * share memory.  An image given to a decoder (pt_blk_set_image) keeps its
+ * own allocator.  The calls return NULL where their pt_ twins do, and
+ * also if allocator lacks alloc or free. */
+struct ipt_allocator {
+	void *(*alloc)(void *context, size_t size);
+	void (*free)(void *context, void *ptr, size_t size);
+	void *context;
+	void *(*realloc)(void *context, void *ptr, size_t old_size,
+			 size_t new_size);
+};
+
+IPT_API struct pt_encoder *
+ipt_alloc_encoder_with(const struct pt_config *config,
+		       const struct ipt_allocator *allocator);
+IPT_API struct pt_packet_decoder *
+ipt_pkt_alloc_decoder_with(const struct pt_config *config,
+			   const struct ipt_allocator *allocator);
+IPT_API struct pt_event_decoder *
+ipt_evt_alloc_decoder_with(const struct pt_config *config,
+			   const struct ipt_allocator *allocator);
+IPT_API struct pt_query_decoder *
+ipt_qry_alloc_decoder_with(const struct pt_config *config,
+			   const struct ipt_allocator *allocator);
+IPT_API struct pt_image *
+ipt_image_alloc_with(const char *name,
+		     const struct ipt_allocator *allocator);
+IPT_API struct pt_block_decoder *
+ipt_blk_alloc_decoder_with(const struct pt_config *config,
+			   const struct ipt_allocator *allocator);
+IPT_API struct pt_insn_decoder *
+ipt_insn_alloc_decoder_with(const struct pt_config *config,
+			    const struct ipt_allocator *allocator);
+#ifndef IPT_NO_STDIO
+IPT_API struct pt_image_section_cache *
+ipt_iscache_alloc_with(const char *name,
+		       const struct ipt_allocator *allocator);
+#endif
+
 #ifdef __cplusplus
 }
 #endif
@@ -1359,6 +1430,16 @@ IPT_API int ipt_insn_set_cache_limit(struct pt_insn_decoder *decoder,
 #define IPT__INLINE inline
 #endif
 
+/* A structure assignment, dst = src, that never becomes a call to a
+ * memcpy the embedder may not have: compilers turn copies of large
+ * structures into memcpy calls even with -ffreestanding -fno-builtin.
+ * dst and src are lvalues of one type (the sizeof checks, unevaluated). */
+#define IPT__COPY(dst, src)                                                  \
+	do {                                                                 \
+		(void) sizeof((dst) = (src));                                \
+		IPT_MEMCPY(&(dst), &(src), sizeof(dst));                     \
+	} while (0)
+
 /* Under IPT_STATIC a program may use only some of the functions. */
 #ifdef IPT_STATIC
 #define IPT_DEF static IPT__UNUSED
@@ -1370,33 +1451,122 @@ IPT_API int ipt_insn_set_cache_limit(struct pt_insn_decoder *decoder,
 extern "C" {
 #endif
 
-/* All memory goes through these three.  Every object remembers the size
- * of what it allocated, so a sized free is always possible. */
-static IPT__UNUSED void *ipt__alloc(size_t size)
+/* All memory goes through these four and the allocator they are given:
+ * the one an object was made with (ipt_*_with), copied into the object.
+ * NULL stands for the default, the IPT_MALLOC/IPT_REALLOC/IPT_FREE
+ * macros.  Every object remembers the size of what it allocated, so the
+ * free always gets the exact size. */
+static void *ipt__default_alloc(void *context, size_t size)
 {
-	return size ? IPT_MALLOC(size) : NULL;
+	(void) context;
+	return IPT_MALLOC(size);
 }
 
-static IPT__UNUSED void *ipt__zalloc(size_t size)
+static void ipt__default_free(void *context, void *ptr, size_t size)
 {
-	void *p = ipt__alloc(size);
+	(void) context;
+	(void) size;
+	IPT_FREE(ptr);
+}
+
+static void *ipt__default_realloc(void *context, void *ptr, size_t old_size,
+				  size_t new_size)
+{
+	(void) context;
+	(void) old_size;
+	return IPT_REALLOC(ptr, new_size);
+}
+
+/* Copies a caller's allocator into an object, or the default for NULL.
+ * -pte_invalid if it lacks alloc or free. */
+static IPT__UNUSED int ipt__allocator_init(struct ipt_allocator *dst,
+					   const struct ipt_allocator *src)
+{
+	if (!src) {
+		dst->alloc = ipt__default_alloc;
+		dst->free = ipt__default_free;
+		dst->context = NULL;
+		dst->realloc = ipt__default_realloc;
+		return 0;
+	}
+	if (!src->alloc || !src->free)
+		return -pte_invalid;
+	*dst = *src;
+	return 0;
+}
+
+static IPT__UNUSED void *ipt__alloc(const struct ipt_allocator *a, size_t size)
+{
+	return size ? a->alloc(a->context, size) : NULL;
+}
+
+static IPT__UNUSED void *ipt__zalloc(const struct ipt_allocator *a,
+				     size_t size)
+{
+	void *p = ipt__alloc(a, size);
 
 	if (p)
 		IPT_MEMSET(p, 0, size);
 	return p;
 }
 
-static IPT__UNUSED void *ipt__realloc(void *ptr, size_t old_size, size_t new_size)
+static IPT__UNUSED void ipt__free(const struct ipt_allocator *a, void *ptr,
+				  size_t size)
 {
-	(void) old_size;
-	return IPT_REALLOC(ptr, new_size);
+	if (ptr)
+		a->free(a->context, ptr, size);
 }
 
-static IPT__UNUSED void ipt__free(void *ptr, size_t size)
+/* An allocation that only grows a cache.  When it fails the caller does
+ * without (reads uncached, decodes again): allocations that only grow a
+ * cache never fail a decode (the policy stated in >>api-img-ext).  A test
+ * may define IPT__CACHE_ALLOC_HOOK(inside) to learn which allocations these
+ * are. */
+#ifndef IPT__CACHE_ALLOC_HOOK
+#define IPT__CACHE_ALLOC_HOOK(inside) ((void) 0)
+#endif
+
+static IPT__UNUSED void *ipt__alloc_cache(const struct ipt_allocator *a,
+					  size_t size)
 {
-	(void) size;
-	if (ptr)
-		IPT_FREE(ptr);
+	void *p;
+
+	IPT__CACHE_ALLOC_HOOK(1);
+	p = ipt__alloc(a, size);
+	IPT__CACHE_ALLOC_HOOK(0);
+	return p;
+}
+
+static IPT__UNUSED void *ipt__zalloc_cache(const struct ipt_allocator *a,
+					   size_t size)
+{
+	void *p = ipt__alloc_cache(a, size);
+
+	if (p)
+		IPT_MEMSET(p, 0, size);
+	return p;
+}
+
+/* Resizes ptr from old_size to new_size bytes.  Without a realloc of the
+ * allocator's own: a new block, the common part copied, the old one freed.
+ * NULL, with ptr untouched, if memory runs out. */
+static IPT__UNUSED void *ipt__realloc(const struct ipt_allocator *a,
+				      void *ptr, size_t old_size,
+				      size_t new_size)
+{
+	void *fresh;
+
+	if (!ptr)
+		return ipt__alloc(a, new_size);
+	if (a->realloc)
+		return a->realloc(a->context, ptr, old_size, new_size);
+	fresh = ipt__alloc(a, new_size);
+	if (fresh) {
+		IPT_MEMCPY(fresh, ptr, old_size < new_size ? old_size
+			   : new_size);
+		ipt__free(a, ptr, old_size);
+	}
+	return fresh;
 }
 
 /* ==== >>err  errors and version ==========================================
@@ -1933,29 +2103,54 @@ struct pt_encoder {
 	uint8_t *pos;
 };
 
+/* An encoder as allocated: with the allocator it came from, which frees
+ * it.  The encoder comes first, so a pointer to it is one to the box. */
+struct ipt__enc_box {
+	struct pt_encoder encoder;
+	struct ipt_allocator allocator;
+};
+
 /* A new encoder writing at config->begin.  NULL if config is NULL or bad
- * (see ipt__config_from_user) or memory runs out. */
-IPT_DEF struct pt_encoder *pt_alloc_encoder(const struct pt_config *config)
+ * (see ipt__config_from_user), allocator lacks alloc or free, or memory
+ * runs out. */
+IPT_DEF struct pt_encoder *
+ipt_alloc_encoder_with(const struct pt_config *config,
+		       const struct ipt_allocator *allocator)
 {
-	struct pt_encoder *encoder;
+	struct ipt_allocator a;
+	struct ipt__enc_box *box;
 
-	encoder = (struct pt_encoder *) ipt__zalloc(sizeof(*encoder));
-	if (!encoder)
+	if (ipt__allocator_init(&a, allocator) < 0)
 		return NULL;
+	box = (struct ipt__enc_box *) ipt__zalloc(&a, sizeof(*box));
+	if (!box)
+		return NULL;
+	box->allocator = a;
 
-	if (ipt__config_from_user(&encoder->config, config) < 0) {
-		ipt__free(encoder, sizeof(*encoder));
+	if (ipt__config_from_user(&box->encoder.config, config) < 0) {
+		ipt__free(&a, box, sizeof(*box));
 		return NULL;
 	}
 
-	encoder->pos = encoder->config.begin;
-	return encoder;
+	box->encoder.pos = box->encoder.config.begin;
+	return &box->encoder;
+}
+
+IPT_DEF struct pt_encoder *pt_alloc_encoder(const struct pt_config *config)
+{
+	return ipt_alloc_encoder_with(config, NULL);
 }
 
 /* Free an encoder; NULL is fine. */
 IPT_DEF void pt_free_encoder(struct pt_encoder *encoder)
 {
-	ipt__free(encoder, sizeof(*encoder));
+	struct ipt__enc_box *box = (struct ipt__enc_box *) encoder;
+	struct ipt_allocator a;
+
+	if (!box)
+		return;
+	a = box->allocator;
+	ipt__free(&a, box, sizeof(*box));
 }
 
 /* Write the next packet at offset.  -pte_eos if offset is past the end
@@ -2009,6 +2204,10 @@ static int ipt__enc_reserve(const struct pt_encoder *encoder,
 	return 0;
 }
 
+/* The most CYC value bits the packet decoder reads: five in the opcode byte
+ * and seven in each of at most eight extension bytes. */
+#define IPT__CYC_MAX_BITS ((8 - IPT__OPM_CYC_SHR) + 8 * (8 - IPT__OPM_CYCX_SHR))
+
 /* Write the opcode bytes of a packet type from the layout table. */
 static uint8_t *ipt__enc_opcode(uint8_t *pos, enum pt_packet_type type)
 {
@@ -2030,11 +2229,17 @@ static uint8_t *ipt__enc_int(uint8_t *pos, uint64_t val, int size)
 	return pos;
 }
 
-/* Append one packet.  Same checks, in the same order, as libipt's
- * pt_enc_next: -pte_eos when the packet does not fit (nothing is
- * written), -pte_bad_packet or -pte_invalid for payloads that cannot be
- * encoded, -pte_bad_opc for ppt_invalid, ppt_unknown and unknown types,
- * -pte_invalid for NULL arguments.  Returns the number of bytes written. */
+/* Append one packet.  The checks of libipt's pt_enc_next, in the same
+ * order and with the same errors: -pte_eos when the packet does not fit
+ * (nothing is written), -pte_bad_packet or -pte_invalid for payloads that
+ * cannot be encoded, -pte_bad_opc for ppt_invalid, ppt_unknown and unknown
+ * types, -pte_invalid for NULL arguments.  Beyond libipt's, ipt.h refuses
+ * with -pte_bad_packet what libipt would write although the packet decoder
+ * rejects it or reads back another packet: a TNT without bits (TNT-8
+ * would be the extended-opcode byte 0x02, TNT-64 a payload without
+ * bits), TNT-8 payload bits at or above bit_size, and a CYC value of 2^61
+ * or more (the decoder takes at most eight extension bytes).  Returns the
+ * number of bytes written. */
 IPT_DEF int pt_enc_next(struct pt_encoder *encoder,
 			const struct pt_packet *packet)
 {
@@ -2092,7 +2297,11 @@ IPT_DEF int pt_enc_next(struct pt_encoder *encoder,
 	case ppt_tnt_8: {
 		unsigned int stop;
 
-		if (packet->payload.tnt.bit_size >= 7)
+		if (packet->payload.tnt.bit_size >= 7 ||
+		    packet->payload.tnt.bit_size == 0)
+			return -pte_bad_packet;
+		if (packet->payload.tnt.payload >>
+		    packet->payload.tnt.bit_size)
 			return -pte_bad_packet;
 
 		errcode = ipt__enc_reserve(encoder, ipt__layout[type].size);
@@ -2114,6 +2323,8 @@ IPT_DEF int pt_enc_next(struct pt_encoder *encoder,
 
 		if (packet->payload.tnt.bit_size >= 48)
 			return -pte_invalid;
+		if (packet->payload.tnt.bit_size == 0)
+			return -pte_bad_packet;
 
 		stop = 1ull << packet->payload.tnt.bit_size;
 		if (packet->payload.tnt.payload & ~(stop - 1))
@@ -2224,6 +2435,8 @@ IPT_DEF int pt_enc_next(struct pt_encoder *encoder,
 		unsigned int end, i;
 
 		ctc = packet->payload.cyc.value;
+		if (ctc >> IPT__CYC_MAX_BITS)
+			return -pte_bad_packet;
 		byte[0] = (uint8_t) (IPT__OPC_CYC |
 				     ((ctc << IPT__OPM_CYC_SHR) & 0xf8));
 		ctc >>= 8 - IPT__OPM_CYC_SHR;
@@ -3144,33 +3357,56 @@ ipt__pkt_end(const struct pt_packet_decoder *decoder)
 	return decoder ? decoder->config.end : NULL;
 }
 
+/* A packet decoder as allocated (not one inside an event decoder): with
+ * the allocator it came from.  The decoder comes first. */
+struct ipt__pkt_box {
+	struct pt_packet_decoder decoder;
+	struct ipt_allocator allocator;
+};
+
 /* A new, unsynchronized decoder.  NULL if config is NULL or bad (see
- * ipt__config_from_user) or memory runs out. */
+ * ipt__config_from_user), allocator lacks alloc or free, or memory runs
+ * out. */
 IPT_DEF struct pt_packet_decoder *
-pt_pkt_alloc_decoder(const struct pt_config *config)
+ipt_pkt_alloc_decoder_with(const struct pt_config *config,
+			   const struct ipt_allocator *allocator)
 {
-	struct pt_packet_decoder *decoder;
+	struct ipt_allocator a;
+	struct ipt__pkt_box *box;
 
-	decoder = (struct pt_packet_decoder *) ipt__alloc(sizeof(*decoder));
-	if (!decoder)
+	if (ipt__allocator_init(&a, allocator) < 0)
 		return NULL;
+	box = (struct ipt__pkt_box *) ipt__alloc(&a, sizeof(*box));
+	if (!box)
+		return NULL;
+	box->allocator = a;
 
-	if (ipt__pkt_init(decoder, config) < 0) {
-		ipt__free(decoder, sizeof(*decoder));
+	if (ipt__pkt_init(&box->decoder, config) < 0) {
+		ipt__free(&a, box, sizeof(*box));
 		return NULL;
 	}
 
-	return decoder;
+	return &box->decoder;
+}
+
+IPT_DEF struct pt_packet_decoder *
+pt_pkt_alloc_decoder(const struct pt_config *config)
+{
+	return ipt_pkt_alloc_decoder_with(config, NULL);
 }
 
 /* Free a decoder; NULL is fine. */
 IPT_DEF void pt_pkt_free_decoder(struct pt_packet_decoder *decoder)
 {
-	if (!decoder)
+	struct ipt__pkt_box *box = (struct ipt__pkt_box *) decoder;
+	struct ipt_allocator a;
+
+	if (!box)
 		return;
 
-	ipt__pkt_fini(decoder);
-	ipt__free(decoder, sizeof(*decoder));
+	ipt__pkt_fini(&box->decoder);
+	a = box->allocator;
+	ipt__free(&a, box, sizeof(*box));
 }
 
 /* Move to the next PSB: the first at or after the current position (the
@@ -4436,17 +4672,17 @@ static struct pt_event *ipt__evq_dequeue(struct ipt__evq *evq, uint32_t evb)
 			break;
 	}
 
-	found = evq->queue[idx];
+	IPT__COPY(found, evq->queue[idx]);
 	for (;;) {
 		uint8_t prev = ipt__evq_dec(idx);
 
-		evq->queue[idx] = evq->queue[prev];
+		IPT__COPY(evq->queue[idx], evq->queue[prev]);
 		if (prev == begin)
 			break;
 		idx = prev;
 	}
 	evq->begin = idx;
-	evq->queue[begin] = found;
+	IPT__COPY(evq->queue[begin], found);
 	return &evq->queue[begin].event;
 }
 
@@ -4455,11 +4691,12 @@ static struct pt_event *ipt__evq_requeue(struct ipt__evq *evq,
 					 const struct pt_event *ev,
 					 uint32_t evb)
 {
-	struct pt_event copy = *ev, *rev;
+	struct pt_event copy, *rev;
 
+	IPT__COPY(copy, *ev);
 	rev = ipt__evq_enqueue(evq, evb);
 	if (rev)
-		*rev = copy;
+		IPT__COPY(*rev, copy);
 	return rev;
 }
 
@@ -4656,27 +4893,48 @@ static IPT__UNUSED void ipt__evt_decoder_fini(struct pt_event_decoder *decoder)
 		ipt__pkt_fini(&decoder->pacdec);
 }
 
+/* An event decoder as allocated, with its allocator; the decoder first. */
+struct ipt__evt_box {
+	struct pt_event_decoder decoder;
+	struct ipt_allocator allocator;
+};
+
+IPT_DEF struct pt_event_decoder *
+ipt_evt_alloc_decoder_with(const struct pt_config *config,
+			   const struct ipt_allocator *allocator)
+{
+	struct ipt_allocator a;
+	struct ipt__evt_box *box;
+
+	if (ipt__allocator_init(&a, allocator) < 0)
+		return NULL;
+	box = (struct ipt__evt_box *) ipt__alloc(&a, sizeof(*box));
+	if (!box)
+		return NULL;
+	box->allocator = a;
+	if (ipt__evt_decoder_init(&box->decoder, config) < 0) {
+		ipt__free(&a, box, sizeof(*box));
+		return NULL;
+	}
+	return &box->decoder;
+}
+
 IPT_DEF struct pt_event_decoder *
 pt_evt_alloc_decoder(const struct pt_config *config)
 {
-	struct pt_event_decoder *decoder;
-
-	decoder = (struct pt_event_decoder *) ipt__alloc(sizeof(*decoder));
-	if (!decoder)
-		return NULL;
-	if (ipt__evt_decoder_init(decoder, config) < 0) {
-		ipt__free(decoder, sizeof(*decoder));
-		return NULL;
-	}
-	return decoder;
+	return ipt_evt_alloc_decoder_with(config, NULL);
 }
 
 IPT_DEF void pt_evt_free_decoder(struct pt_event_decoder *decoder)
 {
-	if (!decoder)
+	struct ipt__evt_box *box = (struct ipt__evt_box *) decoder;
+	struct ipt_allocator a;
+
+	if (!box)
 		return;
-	ipt__evt_decoder_fini(decoder);
-	ipt__free(decoder, sizeof(*decoder));
+	ipt__evt_decoder_fini(&box->decoder);
+	a = box->allocator;
+	ipt__free(&a, box, sizeof(*box));
 }
 
 /* Move on to the next packet, skipping PADs.  A packet-decoder error is
@@ -4819,9 +5077,10 @@ static int ipt__evt_header_packet(struct pt_event_decoder *decoder);
  * follows the PSB+.  Returns 1 if one follows. */
 static int ipt__evt_bdm70(const struct pt_event_decoder *decoder)
 {
-	struct pt_packet_decoder pacdec = decoder->pacdec;
+	struct pt_packet_decoder pacdec;
 	struct pt_packet packet;
 
+	IPT__COPY(pacdec, decoder->pacdec);
 	for (;;) {
 		int err = pt_pkt_next(&pacdec, &packet, sizeof(packet));
 
@@ -5280,10 +5539,11 @@ static int ipt__evt_decode_fup(struct pt_event_decoder *decoder)
  * was off, or a negative error. */
 static int ipt__evt_find_ovf_fup(const struct pt_packet_decoder *pacdec)
 {
-	struct pt_packet_decoder decoder = *pacdec;
+	struct pt_packet_decoder decoder;
 	struct pt_packet packet;
 	int offset = 0;
 
+	IPT__COPY(decoder, *pacdec);
 	for (;;) {
 		int err = pt_pkt_next(&decoder, &packet, sizeof(packet));
 
@@ -5328,8 +5588,9 @@ static int ipt__evt_find_ovf_fup(const struct pt_packet_decoder *pacdec)
 static int ipt__evt_find_header_fup(struct pt_packet *packet,
 				    const struct pt_packet_decoder *pacdec)
 {
-	struct pt_packet_decoder decoder = *pacdec;
+	struct pt_packet_decoder decoder;
 
+	IPT__COPY(decoder, *pacdec);
 	for (;;) {
 		int err = pt_pkt_next(&decoder, packet, sizeof(*packet));
 
@@ -5382,10 +5643,10 @@ static int ipt__evt_recover_at_ip(struct pt_event_decoder *decoder,
 	err = ipt__evt_stamp(ev, &decoder->time);
 	if (err < 0)
 		return err;
-	decoder->pacdec = *pacdec;
-	decoder->packet = *packet;
-	decoder->time = *time;
-	decoder->tcal = *tcal;
+	IPT__COPY(decoder->pacdec, *pacdec);
+	IPT__COPY(decoder->packet, *packet);
+	IPT__COPY(decoder->time, *time);
+	IPT__COPY(decoder->tcal, *tcal);
 	decoder->enabled = 1;
 	return ipt__evt_place(ev, &decoder->ip);
 }
@@ -5407,10 +5668,10 @@ static int ipt__evt_recover_disabled(struct pt_event_decoder *decoder,
 	err = ipt__evt_stamp(ev, &decoder->time);
 	if (err < 0)
 		return err;
-	decoder->pacdec = *pacdec;
-	decoder->packet = *packet;
-	decoder->time = *time;
-	decoder->tcal = *tcal;
+	IPT__COPY(decoder->pacdec, *pacdec);
+	IPT__COPY(decoder->packet, *packet);
+	IPT__COPY(decoder->time, *time);
+	IPT__COPY(decoder->tcal, *tcal);
 	return 0;
 }
 
@@ -5472,14 +5733,17 @@ static int ipt__evt_recover_at_offset(struct pt_event_decoder *decoder,
  * erratum does not apply, < 0 on error. */
 static int ipt__evt_skd010(struct pt_event_decoder *decoder)
 {
-	struct pt_packet_decoder pacdec = decoder->pacdec;
-	struct ipt_time time = decoder->time;
-	struct ipt_time_cal tcal = decoder->tcal;
+	struct pt_packet_decoder pacdec;
+	struct ipt_time time;
+	struct ipt_time_cal tcal;
 	const struct pt_config *config = ipt__evt_config(decoder);
 	unsigned int tsx_found = 0, tsx_intx = 0, tsx_abrt = 0;
 	struct pt_packet packet;
 	struct pt_event *ev;
-	int err;
+
+	IPT__COPY(pacdec, decoder->pacdec);
+	IPT__COPY(time, decoder->time);
+	IPT__COPY(tcal, decoder->tcal);	int err;
 
 	for (;;) {
 		err = pt_pkt_next(&pacdec, &packet, sizeof(packet));
@@ -5611,13 +5875,16 @@ static int ipt__evt_skd010(struct pt_event_decoder *decoder)
  * it with tracing off.  Same returns as ipt__evt_skd010(). */
 static int ipt__evt_apl11(struct pt_event_decoder *decoder)
 {
-	struct pt_packet_decoder pacdec = decoder->pacdec;
-	struct ipt_time time = decoder->time;
-	struct ipt_time_cal tcal = decoder->tcal;
+	struct pt_packet_decoder pacdec;
+	struct ipt_time time;
+	struct ipt_time_cal tcal;
 	const struct pt_config *config = ipt__evt_config(decoder);
 	struct pt_packet packet;
 	int err;
 
+	IPT__COPY(pacdec, decoder->pacdec);
+	IPT__COPY(time, decoder->time);
+	IPT__COPY(tcal, decoder->tcal);
 	for (;;) {
 		err = pt_pkt_next(&pacdec, &packet, sizeof(packet));
 		if (err < 0)
@@ -5658,10 +5925,11 @@ static int ipt__evt_apl11(struct pt_event_decoder *decoder)
  * off.  Same returns as ipt__evt_skd010(). */
 static int ipt__evt_apl12(struct pt_event_decoder *decoder, uint64_t offset)
 {
-	struct pt_packet_decoder pacdec = decoder->pacdec;
+	struct pt_packet_decoder pacdec;
 	struct pt_packet packet;
 	int err;
 
+	IPT__COPY(pacdec, decoder->pacdec);
 	if ((uint64_t) (ipt__evt_end(decoder) - pacdec.pos) < offset)
 		return -pte_internal;
 	pacdec.pos += offset;
@@ -5757,15 +6025,15 @@ static int ipt__evt_decode_ovf(struct pt_event_decoder *decoder)
 	}
 
 	/* Start over, keeping the time; the calibration only if asked to. */
-	time = decoder->time;
-	tcal = decoder->tcal;
+	IPT__COPY(time, decoder->time);
+	IPT__COPY(tcal, decoder->tcal);
 	ipt__evt_reset(decoder);
-	decoder->time = time;
+	IPT__COPY(decoder->time, time);
 	if (decoder->flags.variant.event.keep_tcal_on_ovf) {
 		err = ipt_tcal_update_ovf(&tcal, config);
 		if (err < 0)
 			return err;
-		decoder->tcal = tcal;
+		IPT__COPY(decoder->tcal, tcal);
 	}
 
 	offset = ipt__evt_find_ovf_fup(&decoder->pacdec);
@@ -5833,9 +6101,9 @@ static int ipt__evt_tip_branch(struct pt_event_decoder *decoder)
 					      ptev_async_branch);
 			if (!async)
 				return -pte_internal;
-			tmp = *async;
-			*async = *ev;
-			*ev = tmp;
+			IPT__COPY(tmp, *async);
+			IPT__COPY(*async, *ev);
+			IPT__COPY(*ev, tmp);
 		}
 		decoder->event = ev;
 		return ipt__evt_complete(ev, decoder);
@@ -6119,7 +6387,7 @@ static int ipt__evt_decode_vmcs(struct pt_event_decoder *decoder)
 		paging = ipt__evq_enqueue(&decoder->evq, ipt__evb_tip);
 		if (!paging)
 			return -pte_nomem;
-		*paging = *ev;
+		IPT__COPY(*paging, *ev);
 		ev->type = ptev_async_vmcs;
 		ev->variant.async_vmcs.base = packet->base;
 		return 1;
@@ -6733,27 +7001,48 @@ static IPT__UNUSED void ipt__qry_decoder_fini(struct pt_query_decoder *decoder)
 		ipt__evt_decoder_fini(&decoder->evdec);
 }
 
+/* A query decoder as allocated, with its allocator; the decoder first. */
+struct ipt__qry_box {
+	struct pt_query_decoder decoder;
+	struct ipt_allocator allocator;
+};
+
+IPT_DEF struct pt_query_decoder *
+ipt_qry_alloc_decoder_with(const struct pt_config *config,
+			   const struct ipt_allocator *allocator)
+{
+	struct ipt_allocator a;
+	struct ipt__qry_box *box;
+
+	if (ipt__allocator_init(&a, allocator) < 0)
+		return NULL;
+	box = (struct ipt__qry_box *) ipt__alloc(&a, sizeof(*box));
+	if (!box)
+		return NULL;
+	box->allocator = a;
+	if (ipt__qry_decoder_init(&box->decoder, config) < 0) {
+		ipt__free(&a, box, sizeof(*box));
+		return NULL;
+	}
+	return &box->decoder;
+}
+
 IPT_DEF struct pt_query_decoder *
 pt_qry_alloc_decoder(const struct pt_config *config)
 {
-	struct pt_query_decoder *decoder;
-
-	decoder = (struct pt_query_decoder *) ipt__alloc(sizeof(*decoder));
-	if (!decoder)
-		return NULL;
-	if (ipt__qry_decoder_init(decoder, config) < 0) {
-		ipt__free(decoder, sizeof(*decoder));
-		return NULL;
-	}
-	return decoder;
+	return ipt_qry_alloc_decoder_with(config, NULL);
 }
 
 IPT_DEF void pt_qry_free_decoder(struct pt_query_decoder *decoder)
 {
-	if (!decoder)
+	struct ipt__qry_box *box = (struct ipt__qry_box *) decoder;
+	struct ipt_allocator a;
+
+	if (!box)
 		return;
-	ipt__qry_decoder_fini(decoder);
-	ipt__free(decoder, sizeof(*decoder));
+	ipt__qry_decoder_fini(&box->decoder);
+	a = box->allocator;
+	ipt__free(&a, box, sizeof(*box));
 }
 
 /* TNT and TIP are answers to branch queries; anything else is an event
@@ -6794,10 +7083,11 @@ static void ipt__qry_read_ahead(struct pt_query_decoder *decoder)
  * copy of the event decoder so the caller still gets those events. */
 static int ipt__qry_start(struct pt_query_decoder *decoder, uint64_t *ip)
 {
-	struct pt_event_decoder evdec = decoder->evdec;
+	struct pt_event_decoder evdec;
 	struct pt_event ev;
 	int status = pts_ip_suppressed, err;
 
+	IPT__COPY(evdec, decoder->evdec);
 	/* Only the events of this PSB+: they all come at the same
 	 * position (the PSBEND). */
 	while (ipt__evt_pos(&evdec) == ipt__evt_pos(&decoder->evdec)) {
@@ -6943,7 +7233,7 @@ IPT_DEF int pt_qry_cond_branch(struct pt_query_decoder *decoder, int *taken)
 	if (query < 0) {
 		/* Out of bits: the next event may bring some.  The time is
 		 * that of the TNT. */
-		decoder->last_time = decoder->evdec.time;
+		IPT__COPY(decoder->last_time, decoder->evdec.time);
 		err = ipt__qry_cache_tnt(decoder);
 		if (err < 0)
 			return err;
@@ -6986,7 +7276,7 @@ IPT_DEF int pt_qry_indirect_branch(struct pt_query_decoder *decoder,
 	else
 		*addr = ev->variant.tip.ip;
 
-	decoder->last_time = decoder->evdec.time;
+	IPT__COPY(decoder->last_time, decoder->evdec.time);
 	ipt__qry_read_ahead(decoder);
 	return status | ipt__qry_status(decoder);
 }
@@ -7013,7 +7303,7 @@ IPT_DEF int pt_qry_event(struct pt_query_decoder *decoder,
 		size = sizeof(decoder->event);
 	IPT_MEMCPY(event, &decoder->event, size);
 
-	decoder->last_time = decoder->evdec.time;
+	IPT__COPY(decoder->last_time, decoder->evdec.time);
 	ipt__qry_read_ahead(decoder);
 	return ipt__qry_status(decoder);
 }
@@ -7048,7 +7338,8 @@ IPT_DEF int pt_qry_core_bus_ratio(struct pt_query_decoder *decoder,
  *
  * Internal interface, for the layers below:
  *
- *   int ipt__image_init(struct pt_image *, const char *name);
+ *   int ipt__image_init(struct pt_image *, const char *name,
+ *                       const struct ipt_allocator *);
  *   void ipt__image_fini(struct pt_image *);
  *       an image embedded in a decoder (its default image)
  *   int ipt__image_read(struct pt_image *image, int *isid, uint8_t *buffer,
@@ -7142,7 +7433,8 @@ static IPT__UNUSED int ipt__asid_match(const struct pt_asid *lhs,
 	return ipt__key_match(lhs->cr3, lhs->vmcs, rhs->cr3, rhs->vmcs);
 }
 
-static char *ipt__strdup(const char *str, size_t *psize)
+static char *ipt__strdup(const struct ipt_allocator *a, const char *str,
+			 size_t *psize)
 {
 	size_t size;
 	char *copy;
@@ -7153,7 +7445,7 @@ static char *ipt__strdup(const char *str, size_t *psize)
 	for (size = 0; str[size]; ++size)
 		;
 	size += 1;
-	copy = (char *) ipt__alloc(size);
+	copy = (char *) ipt__alloc(a, size);
 	if (copy) {
 		IPT_MEMCPY(copy, str, size);
 		*psize = size;
@@ -7228,6 +7520,8 @@ struct pt_image {
 	void *context;
 	uint64_t generation;
 	struct ipt__pcache pages;
+	/* Where all of the above comes from. */
+	struct ipt_allocator allocator;
 };
 
 static uint32_t ipt__pcache_slot(const struct ipt__pcache *pc, uint64_t cr3,
@@ -7292,30 +7586,32 @@ static void ipt__pcache_release(struct ipt__pcache *pc, struct ipt__page *page)
 	pc->spare = page;
 }
 
-static void ipt__pcache_free_spares(struct ipt__pcache *pc)
+static void ipt__pcache_free_spares(struct ipt__pcache *pc,
+				    const struct ipt_allocator *a)
 {
 	while (pc->spare) {
 		struct ipt__page *page = pc->spare;
 
 		pc->spare = page->chain;
-		ipt__free(page, sizeof(*page));
+		ipt__free(a, page, sizeof(*page));
 		pc->npages -= 1;
 	}
 }
 
 /* Forgets everything; keeps the limit. */
-static void ipt__pcache_clear(struct ipt__pcache *pc)
+static void ipt__pcache_clear(struct ipt__pcache *pc,
+			      const struct ipt_allocator *a)
 {
 	while (pc->newest) {
 		struct ipt__page *page = pc->newest;
 
 		pc->newest = page->older;
-		ipt__free(page, sizeof(*page));
+		ipt__free(a, page, sizeof(*page));
 		pc->npages -= 1;
 	}
 	pc->oldest = NULL;
-	ipt__pcache_free_spares(pc);
-	ipt__free(pc->buckets, pc->nbuckets * sizeof(*pc->buckets));
+	ipt__pcache_free_spares(pc, a);
+	ipt__free(a, pc->buckets, pc->nbuckets * sizeof(*pc->buckets));
 	pc->buckets = NULL;
 	pc->nbuckets = 0;
 }
@@ -7348,7 +7644,8 @@ static struct ipt__page *ipt__pcache_find(struct ipt__pcache *pc, uint64_t cr3,
 
 /* An entry to fill: a spare one, a new one within the limit, or the least
  * recently used one.  NULL if there is no memory for any. */
-static struct ipt__page *ipt__pcache_take(struct ipt__pcache *pc)
+static struct ipt__page *ipt__pcache_take(struct ipt__pcache *pc,
+					  const struct ipt_allocator *a)
 {
 	struct ipt__page *page;
 
@@ -7358,8 +7655,8 @@ static struct ipt__page *ipt__pcache_take(struct ipt__pcache *pc)
 
 		while (n < want && n < IPT__PAGE_BUCKETS_MAX)
 			n <<= 1;
-		pc->buckets = (struct ipt__page **) ipt__zalloc(
-			n * sizeof(*pc->buckets));
+		pc->buckets = (struct ipt__page **) ipt__zalloc_cache(
+			a, n * sizeof(*pc->buckets));
 		if (!pc->buckets)
 			return NULL;
 		pc->nbuckets = n;
@@ -7373,7 +7670,8 @@ static struct ipt__page *ipt__pcache_take(struct ipt__pcache *pc)
 	}
 
 	if (pc->npages < pc->max_pages) {
-		page = (struct ipt__page *) ipt__alloc(sizeof(*page));
+		page = (struct ipt__page *) ipt__alloc_cache(a,
+							     sizeof(*page));
 		if (page) {
 			pc->npages += 1;
 			page->chain = page->newer = page->older = NULL;
@@ -7406,7 +7704,7 @@ static int ipt__pcache_fill(struct pt_image *image, const struct pt_asid *asid,
 	uint32_t off, want, ask, slot, bounded;
 	int status;
 
-	page = ipt__pcache_take(pc);
+	page = ipt__pcache_take(pc, &image->allocator);
 	if (!page)
 		return -pte_nomem;
 
@@ -7588,6 +7886,8 @@ struct ipt__section {
 	size_t nchunks;
 	uint64_t loaded;
 	uint32_t ucount;
+	/* Where the section and its chunks come from. */
+	struct ipt_allocator allocator;
 	/* The image section cache that owns the section, and the neighbours
 	 * on its list of loaded sections (most recently used first). */
 	struct pt_image_section_cache *iscache;
@@ -7616,6 +7916,8 @@ struct pt_image_section_cache {
 	uint32_t nentries, capacity;
 	struct ipt__section *newest, *oldest;
 	uint64_t used, limit;
+	/* Where the cache, its list and the sections it makes come from. */
+	struct ipt_allocator allocator;
 };
 
 static int ipt__filename_eq(const char *a, const char *b)
@@ -7673,6 +7975,7 @@ static int ipt__file_read(const char *filename, uint8_t *buffer, size_t size,
  * or an offset at or past the end of the file, -pte_bad_file for a file that
  * can't be read. */
 static int ipt__section_mk(struct ipt__section **psection,
+			   const struct ipt_allocator *a,
 			   const char *filename, uint64_t offset, uint64_t size)
 {
 	struct ipt__section *section;
@@ -7694,12 +7997,13 @@ static int ipt__section_mk(struct ipt__section **psection,
 	if (fsize < size)
 		size = fsize;
 
-	section = (struct ipt__section *) ipt__zalloc(sizeof(*section));
+	section = (struct ipt__section *) ipt__zalloc(a, sizeof(*section));
 	if (!section)
 		return -pte_nomem;
-	section->filename = ipt__strdup(filename, &section->filename_size);
+	section->allocator = *a;
+	section->filename = ipt__strdup(a, filename, &section->filename_size);
 	if (!section->filename) {
-		ipt__free(section, sizeof(*section));
+		ipt__free(a, section, sizeof(*section));
 		return -pte_nomem;
 	}
 	section->offset = offset;
@@ -7740,9 +8044,9 @@ static void ipt__section_unload(struct ipt__section *section)
 	}
 	if (section->chunks) {
 		for (i = 0; i < section->nchunks; ++i)
-			ipt__free(section->chunks[i],
+			ipt__free(&section->allocator, section->chunks[i],
 				  ipt__chunk_size(section, i));
-		ipt__free(section->chunks,
+		ipt__free(&section->allocator, section->chunks,
 			  section->nchunks * sizeof(*section->chunks));
 	}
 	section->chunks = NULL;
@@ -7762,13 +8066,16 @@ static int ipt__section_get(struct ipt__section *section)
 
 static void ipt__section_put(struct ipt__section *section)
 {
+	struct ipt_allocator a;
+
 	if (!section)
 		return;
 	if (--section->ucount)
 		return;
 	ipt__section_unload(section);
-	ipt__free(section->filename, section->filename_size);
-	ipt__free(section, sizeof(*section));
+	a = section->allocator;
+	ipt__free(&a, section->filename, section->filename_size);
+	ipt__free(&a, section, sizeof(*section));
 }
 
 /* Moves a loaded section of an image section cache to the front of its
@@ -7828,6 +8135,7 @@ static int ipt__section_chunk(struct ipt__section *section, size_t index,
 		    (size_t) n > (size_t) -1 / sizeof(*section->chunks))
 			return -pte_nomem;
 		section->chunks = (uint8_t **) ipt__zalloc(
+			&section->allocator,
 			(size_t) n * sizeof(*section->chunks));
 		if (!section->chunks)
 			return -pte_nomem;
@@ -7835,14 +8143,14 @@ static int ipt__section_chunk(struct ipt__section *section, size_t index,
 	}
 
 	size = ipt__chunk_size(section, index);
-	data = (uint8_t *) ipt__alloc(size);
+	data = (uint8_t *) ipt__alloc(&section->allocator, size);
 	if (!data)
 		return -pte_nomem;
 	errcode = ipt__file_read(section->filename, data, size,
 				 section->offset +
 					 ((uint64_t) index << IPT__CHUNK_SHIFT));
 	if (errcode < 0) {
-		ipt__free(data, size);
+		ipt__free(&section->allocator, data, size);
 		return errcode;
 	}
 	section->chunks[index] = data;
@@ -7908,7 +8216,8 @@ static int ipt__section_read(struct ipt__section *section, uint8_t *buffer,
 	return (int) size;
 }
 
-static struct ipt__msec *ipt__msec_mk(struct ipt__section *section,
+static struct ipt__msec *ipt__msec_mk(const struct ipt_allocator *a,
+				      struct ipt__section *section,
 				      const struct pt_asid *asid,
 				      uint64_t vaddr, uint64_t offset,
 				      uint64_t size, int isid)
@@ -7917,7 +8226,7 @@ static struct ipt__msec *ipt__msec_mk(struct ipt__section *section,
 
 	if (ipt__section_get(section) < 0)
 		return NULL;
-	msec = (struct ipt__msec *) ipt__zalloc(sizeof(*msec));
+	msec = (struct ipt__msec *) ipt__zalloc(a, sizeof(*msec));
 	if (!msec) {
 		ipt__section_put(section);
 		return NULL;
@@ -7931,18 +8240,20 @@ static struct ipt__msec *ipt__msec_mk(struct ipt__section *section,
 	return msec;
 }
 
-static void ipt__msec_free(struct ipt__msec *msec)
+static void ipt__msec_free(const struct ipt_allocator *a,
+			   struct ipt__msec *msec)
 {
 	ipt__section_put(msec->section);
-	ipt__free(msec, sizeof(*msec));
+	ipt__free(a, msec, sizeof(*msec));
 }
 
-static void ipt__msec_free_list(struct ipt__msec *list)
+static void ipt__msec_free_list(const struct ipt_allocator *a,
+				struct ipt__msec *list)
 {
 	while (list) {
 		struct ipt__msec *next = list->next;
 
-		ipt__msec_free(list);
+		ipt__msec_free(a, list);
 		list = next;
 	}
 }
@@ -7962,7 +8273,8 @@ static int ipt__image_add(struct pt_image *image, struct ipt__section *section,
 	begin = vaddr;
 	end = begin + size;
 
-	next = ipt__msec_mk(section, asid, begin, offset, size, isid);
+	next = ipt__msec_mk(&image->allocator, section, asid, begin, offset,
+			    size, isid);
 	if (!next)
 		return -pte_nomem;
 
@@ -7989,9 +8301,9 @@ static int ipt__image_add(struct pt_image *image, struct ipt__section *section,
 		removed = cur;
 
 		if (lbegin < begin) {
-			fresh = ipt__msec_mk(cur->section, &cur->asid, lbegin,
-					     cur->offset, begin - lbegin,
-					     cur->isid);
+			fresh = ipt__msec_mk(&image->allocator, cur->section,
+					     &cur->asid, lbegin, cur->offset,
+					     begin - lbegin, cur->isid);
 			if (!fresh) {
 				errcode = -pte_nomem;
 				break;
@@ -8000,7 +8312,8 @@ static int ipt__image_add(struct pt_image *image, struct ipt__section *section,
 			next = fresh;
 		}
 		if (end < lend) {
-			fresh = ipt__msec_mk(cur->section, &cur->asid, end,
+			fresh = ipt__msec_mk(&image->allocator, cur->section,
+					     &cur->asid, end,
 					     cur->offset + (end - lbegin),
 					     lend - end, cur->isid);
 			if (!fresh) {
@@ -8013,14 +8326,14 @@ static int ipt__image_add(struct pt_image *image, struct ipt__section *section,
 	}
 
 	if (errcode < 0) {
-		ipt__msec_free_list(next);
+		ipt__msec_free_list(&image->allocator, next);
 		for (; *list; list = &(*list)->next)
 			;
 		*list = removed;
 		return errcode;
 	}
 
-	ipt__msec_free_list(removed);
+	ipt__msec_free_list(&image->allocator, removed);
 	*list = next;
 	image->generation += 1;
 	return 0;
@@ -8065,14 +8378,16 @@ static int ipt__image_read_sections(struct pt_image *image, int *isid,
 /* ---- the image ---- */
 
 static IPT__UNUSED int ipt__image_init(struct pt_image *image,
-				       const char *name)
+				       const char *name,
+				       const struct ipt_allocator *a)
 {
 	if (!image)
 		return -pte_internal;
 	IPT_MEMSET(image, 0, sizeof(*image));
+	image->allocator = *a;
 	image->pages.max_pages = ipt__pcache_pages(IPT_IMAGE_CACHE_LIMIT);
 	if (name) {
-		image->name = ipt__strdup(name, &image->name_size);
+		image->name = ipt__strdup(a, name, &image->name_size);
 		if (!image->name)
 			return -pte_nomem;
 	}
@@ -8084,10 +8399,10 @@ static IPT__UNUSED void ipt__image_fini(struct pt_image *image)
 	if (!image)
 		return;
 #ifndef IPT_NO_STDIO
-	ipt__msec_free_list(image->sections);
+	ipt__msec_free_list(&image->allocator, image->sections);
 #endif
-	ipt__pcache_clear(&image->pages);
-	ipt__free(image->name, image->name_size);
+	ipt__pcache_clear(&image->pages, &image->allocator);
+	ipt__free(&image->allocator, image->name, image->name_size);
 	IPT_MEMSET(image, 0, sizeof(*image));
 }
 
@@ -8116,24 +8431,36 @@ static IPT__UNUSED int ipt__image_read(struct pt_image *image, int *isid,
 	return ipt__image_read_callback(image, isid, buffer, size, asid, addr);
 }
 
-IPT_DEF struct pt_image *pt_image_alloc(const char *name)
+IPT_DEF struct pt_image *
+ipt_image_alloc_with(const char *name, const struct ipt_allocator *allocator)
 {
+	struct ipt_allocator a;
 	struct pt_image *image;
 
-	image = (struct pt_image *) ipt__alloc(sizeof(*image));
-	if (image && ipt__image_init(image, name) < 0) {
-		ipt__free(image, sizeof(*image));
+	if (ipt__allocator_init(&a, allocator) < 0)
+		return NULL;
+	image = (struct pt_image *) ipt__alloc(&a, sizeof(*image));
+	if (image && ipt__image_init(image, name, &a) < 0) {
+		ipt__free(&a, image, sizeof(*image));
 		image = NULL;
 	}
 	return image;
 }
 
+IPT_DEF struct pt_image *pt_image_alloc(const char *name)
+{
+	return ipt_image_alloc_with(name, NULL);
+}
+
 IPT_DEF void pt_image_free(struct pt_image *image)
 {
+	struct ipt_allocator a;
+
 	if (!image)
 		return;
+	a = image->allocator;
 	ipt__image_fini(image);
-	ipt__free(image, sizeof(*image));
+	ipt__free(&a, image, sizeof(*image));
 }
 
 IPT_DEF const char *pt_image_name(const struct pt_image *image)
@@ -8150,7 +8477,7 @@ IPT_DEF int pt_image_set_callback(struct pt_image *image,
 	image->callback = callback;
 	image->context = context;
 	/* What the old callback gave says nothing about the new one. */
-	ipt__pcache_clear(&image->pages);
+	ipt__pcache_clear(&image->pages, &image->allocator);
 	image->generation += 1;
 	return 0;
 }
@@ -8191,7 +8518,7 @@ IPT_DEF int ipt_image_set_cache_limit(struct pt_image *image, uint64_t bytes)
 	if (!image)
 		return -pte_invalid;
 	/* Start over: the hash table is sized for the limit. */
-	ipt__pcache_clear(&image->pages);
+	ipt__pcache_clear(&image->pages, &image->allocator);
 	image->pages.max_pages = ipt__pcache_pages(bytes);
 	return 0;
 }
@@ -8249,7 +8576,7 @@ IPT_DEF int pt_image_remove_by_filename(struct pt_image *image,
 				continue;
 			}
 			*list = msec->next;
-			ipt__msec_free(msec);
+			ipt__msec_free(&image->allocator, msec);
 			removed += 1;
 		}
 	}
@@ -8279,7 +8606,7 @@ IPT_DEF int pt_image_remove_by_asid(struct pt_image *image,
 				continue;
 			}
 			*list = msec->next;
-			ipt__msec_free(msec);
+			ipt__msec_free(&image->allocator, msec);
 			removed += 1;
 		}
 	}
@@ -8303,7 +8630,8 @@ IPT_DEF int pt_image_add_file(struct pt_image *image, const char *filename,
 	(void) ipt__asid_from_user(&asid, uasid);
 
 	section = NULL;
-	errcode = ipt__section_mk(&section, filename, offset, size);
+	errcode = ipt__section_mk(&section, &image->allocator, filename,
+				  offset, size);
 	if (errcode < 0)
 		return errcode;
 	errcode = ipt__image_add(image, section, &asid, vaddr, 0,
@@ -8319,27 +8647,39 @@ IPT_DEF int pt_image_add_file(struct pt_image *image, const char *filename,
  * valid for the cache's life.  A file range added twice shares one section;
  * added twice at the same address, it is the same entry. */
 
-IPT_DEF struct pt_image_section_cache *pt_iscache_alloc(const char *name)
+IPT_DEF struct pt_image_section_cache *
+ipt_iscache_alloc_with(const char *name,
+		       const struct ipt_allocator *allocator)
 {
 	struct pt_image_section_cache *iscache;
+	struct ipt_allocator a;
 
+	if (ipt__allocator_init(&a, allocator) < 0)
+		return NULL;
 	iscache = (struct pt_image_section_cache *) ipt__zalloc(
-		sizeof(*iscache));
+		&a, sizeof(*iscache));
 	if (!iscache)
 		return NULL;
+	iscache->allocator = a;
 	iscache->limit = UINT64_MAX;
 	if (name) {
-		iscache->name = ipt__strdup(name, &iscache->name_size);
+		iscache->name = ipt__strdup(&a, name, &iscache->name_size);
 		if (!iscache->name) {
-			ipt__free(iscache, sizeof(*iscache));
+			ipt__free(&a, iscache, sizeof(*iscache));
 			return NULL;
 		}
 	}
 	return iscache;
 }
 
+IPT_DEF struct pt_image_section_cache *pt_iscache_alloc(const char *name)
+{
+	return ipt_iscache_alloc_with(name, NULL);
+}
+
 IPT_DEF void pt_iscache_free(struct pt_image_section_cache *iscache)
 {
+	struct ipt_allocator a;
 	uint32_t i;
 
 	if (!iscache)
@@ -8355,10 +8695,11 @@ IPT_DEF void pt_iscache_free(struct pt_image_section_cache *iscache)
 			section->iscache = NULL;
 		ipt__section_put(section);
 	}
-	ipt__free(iscache->entries,
+	a = iscache->allocator;
+	ipt__free(&a, iscache->entries,
 		  iscache->capacity * sizeof(*iscache->entries));
-	ipt__free(iscache->name, iscache->name_size);
-	ipt__free(iscache, sizeof(*iscache));
+	ipt__free(&a, iscache->name, iscache->name_size);
+	ipt__free(&a, iscache, sizeof(*iscache));
 }
 
 IPT_DEF const char *
@@ -8421,7 +8762,8 @@ IPT_DEF int pt_iscache_add_file(struct pt_image_section_cache *iscache,
 	fresh = NULL;
 	match = ipt__iscache_find(iscache, filename, offset, size, vaddr);
 	if (match == iscache->nentries) {
-		errcode = ipt__section_mk(&fresh, filename, offset, size);
+		errcode = ipt__section_mk(&fresh, &iscache->allocator,
+					  filename, offset, size);
 		if (errcode < 0)
 			return errcode;
 
@@ -8449,7 +8791,7 @@ IPT_DEF int pt_iscache_add_file(struct pt_image_section_cache *iscache,
 		if (capacity > UINT16_MAX + 1u)
 			goto out;
 		entries = (struct ipt__iscache_entry *) ipt__realloc(
-			iscache->entries,
+			&iscache->allocator, iscache->entries,
 			iscache->capacity * sizeof(*entries),
 			capacity * sizeof(*entries));
 		if (!entries)
@@ -8594,6 +8936,12 @@ IPT_DEF int pt_image_add_cached(struct pt_image *image,
  *  - ptem_unknown decodes nothing: -pte_bad_insn.
  */
 
+/* Without stdio the implementation promises nothing of libc: Zydis'
+ * headers are told so too (they leave out <assert.h>, <stdint.h> and
+ * friends and use the compiler's own types). */
+#if defined(IPT_NO_STDIO) && !defined(ZYAN_NO_LIBC)
+#define ZYAN_NO_LIBC
+#endif
 #include <Zydis/Zydis.h>
 
 enum ipt__inst_class {
@@ -9657,6 +10005,11 @@ struct pt_block_decoder {
 	uint32_t has_icnt:1;
 	uint32_t process_insn:1;
 
+	/* Where the caches and the default image come from: the allocator
+	 * the decoder (or the instruction decoder holding it) was made with.
+	 * Set before ipt__blk_decoder_init. */
+	struct ipt_allocator allocator;
+
 	/* The caches and what they are valid for. */
 	struct ipt__blk_icache_entry *icache;
 	const struct pt_image *cache_image;
@@ -9761,8 +10114,8 @@ static int ipt__blk_decode(struct pt_block_decoder *decoder,
 	    entry->insn.mode == insn->mode &&
 	    entry->cr3 == decoder->asid.cr3 &&
 	    entry->vmcs == decoder->asid.vmcs) {
-		*insn = entry->insn;
-		*iext = entry->iext;
+		IPT__COPY(*insn, entry->insn);
+		IPT__COPY(*iext, entry->iext);
 		insn->speculative = speculative;
 		return 0;
 	}
@@ -9777,9 +10130,9 @@ static int ipt__blk_decode(struct pt_block_decoder *decoder,
 		entry->cr3 = decoder->asid.cr3;
 		entry->vmcs = decoder->asid.vmcs;
 		entry->epoch = decoder->epoch;
-		entry->insn = *insn;
+		IPT__COPY(entry->insn, *insn);
 		entry->insn.speculative = 0;
-		entry->iext = *iext;
+		IPT__COPY(entry->iext, *iext);
 	}
 	return 0;
 }
@@ -9821,7 +10174,7 @@ static uint32_t ipt__blk_max_sets(const struct pt_block_decoder *decoder)
 /* Forget the run table. */
 static void ipt__blk_runs_free(struct pt_block_decoder *decoder)
 {
-	ipt__free(decoder->rmem, decoder->rmem_size);
+	ipt__free(&decoder->allocator, decoder->rmem, decoder->rmem_size);
 	decoder->rmem = NULL;
 	decoder->rmem_size = 0;
 	decoder->runs = NULL;
@@ -9852,7 +10205,7 @@ static int ipt__blk_runs_resize(struct pt_block_decoder *decoder,
 	void *mem;
 
 	size = (size_t) nsets * ipt__blk_set_bytes(decoder) + IPT__RUN_ALIGN;
-	mem = ipt__alloc(size);
+	mem = ipt__alloc_cache(&decoder->allocator, size);
 	if (!mem)
 		return -pte_nomem;
 
@@ -10124,14 +10477,16 @@ static int ipt__blk_decoder_init(struct pt_block_decoder *decoder,
 
 	decoder->want_text = want_text;
 	decoder->rlimit = IPT_BLK_CACHE_LIMIT;
-	decoder->default_image = pt_image_alloc(NULL);
+	decoder->default_image = ipt_image_alloc_with(NULL,
+						      &decoder->allocator);
 	decoder->icache = (struct ipt__blk_icache_entry *)
-		ipt__zalloc(sizeof(*decoder->icache) << IPT_BLK_ICACHE_BITS);
+		ipt__zalloc(&decoder->allocator,
+			    sizeof(*decoder->icache) << IPT_BLK_ICACHE_BITS);
 	ipt__blk_runs_reset(decoder);
 	if (!decoder->default_image || !decoder->icache ||
 	    (!decoder->runs && ipt__blk_max_sets(decoder))) {
 		pt_image_free(decoder->default_image);
-		ipt__free(decoder->icache,
+		ipt__free(&decoder->allocator, decoder->icache,
 			  sizeof(*decoder->icache) << IPT_BLK_ICACHE_BITS);
 		ipt__blk_runs_free(decoder);
 		ipt__evt_decoder_fini(&decoder->evdec);
@@ -10149,35 +10504,50 @@ static int ipt__blk_decoder_init(struct pt_block_decoder *decoder,
 static void ipt__blk_decoder_fini(struct pt_block_decoder *decoder)
 {
 	ipt__blk_runs_free(decoder);
-	ipt__free(decoder->icache,
+	ipt__free(&decoder->allocator, decoder->icache,
 		  sizeof(*decoder->icache) << IPT_BLK_ICACHE_BITS);
 	pt_image_free(decoder->default_image);
 	ipt__evt_decoder_fini(&decoder->evdec);
 }
 
 IPT_DEF struct pt_block_decoder *
-pt_blk_alloc_decoder(const struct pt_config *config)
+ipt_blk_alloc_decoder_with(const struct pt_config *config,
+			   const struct ipt_allocator *allocator)
 {
 	struct pt_block_decoder *decoder;
+	struct ipt_allocator a;
 
-	decoder = (struct pt_block_decoder *) ipt__zalloc(sizeof(*decoder));
+	if (ipt__allocator_init(&a, allocator) < 0)
+		return NULL;
+	decoder = (struct pt_block_decoder *) ipt__zalloc(&a,
+							 sizeof(*decoder));
 	if (!decoder)
 		return NULL;
+	decoder->allocator = a;
 
 	if (ipt__blk_decoder_init(decoder, config, 0) < 0) {
-		ipt__free(decoder, sizeof(*decoder));
+		ipt__free(&a, decoder, sizeof(*decoder));
 		return NULL;
 	}
 	return decoder;
 }
 
+IPT_DEF struct pt_block_decoder *
+pt_blk_alloc_decoder(const struct pt_config *config)
+{
+	return ipt_blk_alloc_decoder_with(config, NULL);
+}
+
 IPT_DEF void pt_blk_free_decoder(struct pt_block_decoder *decoder)
 {
+	struct ipt_allocator a;
+
 	if (!decoder)
 		return;
 
+	a = decoder->allocator;
 	ipt__blk_decoder_fini(decoder);
-	ipt__free(decoder, sizeof(*decoder));
+	ipt__free(&a, decoder, sizeof(*decoder));
 }
 
 /* ---- using trace ---- */
@@ -10225,19 +10595,19 @@ static int ipt__blk_proceed_indirect(struct pt_block_decoder *decoder)
 		struct pt_event tnt;
 		int status;
 
-		saved = decoder->evdec;
-		tnt = *ev;
+		IPT__COPY(saved, decoder->evdec);
+		IPT__COPY(tnt, *ev);
 
 		status = pt_evt_next(&decoder->evdec, ev, sizeof(*ev));
 		if (status < 0 || ev->type != ptev_tip) {
-			decoder->evdec = saved;
-			*ev = tnt;
+			IPT__COPY(decoder->evdec, saved);
+			IPT__COPY(*ev, tnt);
 			return -pte_bad_query;
 		}
 
 		/* No tick for this TIP: the TNT must stay current. */
 		decoder->ip = ev->variant.tip.ip;
-		*ev = tnt;
+		IPT__COPY(*ev, tnt);
 		return 0;
 	}
 
@@ -10739,8 +11109,8 @@ static int ipt__blk_postpone_insn(struct pt_block_decoder *decoder,
 		return -pte_internal;
 
 	decoder->process_insn = 1;
-	decoder->insn = *insn;
-	decoder->iext = *iext;
+	IPT__COPY(decoder->insn, *insn);
+	IPT__COPY(decoder->iext, *iext);
 	return ipt__blk_status(decoder, pts_event_pending);
 }
 
@@ -11838,7 +12208,7 @@ static int ipt__blk_start(struct pt_block_decoder *decoder)
 
 	ipt__blk_cache_sync(decoder);
 
-	evdec = decoder->evdec;
+	IPT__COPY(evdec, decoder->evdec);
 	for (;;) {
 		/* Only the PSB+ we synchronized onto, not an adjacent one. */
 		if (ipt__blk_evt_offset(&evdec) !=
@@ -12659,29 +13029,44 @@ static int ipt__insn_decoder_init(struct pt_insn_decoder *decoder,
 	return ipt__blk_decoder_init(&decoder->blkdec, &config, 1);
 }
 
+/* The allocator lives in the block decoder inside (blkdec.allocator). */
 IPT_DEF struct pt_insn_decoder *
-pt_insn_alloc_decoder(const struct pt_config *config)
+ipt_insn_alloc_decoder_with(const struct pt_config *config,
+			    const struct ipt_allocator *allocator)
 {
 	struct pt_insn_decoder *decoder;
+	struct ipt_allocator a;
 
-	decoder = (struct pt_insn_decoder *) ipt__zalloc(sizeof(*decoder));
+	if (ipt__allocator_init(&a, allocator) < 0)
+		return NULL;
+	decoder = (struct pt_insn_decoder *) ipt__zalloc(&a, sizeof(*decoder));
 	if (!decoder)
 		return NULL;
+	decoder->blkdec.allocator = a;
 
 	if (ipt__insn_decoder_init(decoder, config) < 0) {
-		ipt__free(decoder, sizeof(*decoder));
+		ipt__free(&a, decoder, sizeof(*decoder));
 		return NULL;
 	}
 	return decoder;
 }
 
+IPT_DEF struct pt_insn_decoder *
+pt_insn_alloc_decoder(const struct pt_config *config)
+{
+	return ipt_insn_alloc_decoder_with(config, NULL);
+}
+
 IPT_DEF void pt_insn_free_decoder(struct pt_insn_decoder *decoder)
 {
+	struct ipt_allocator a;
+
 	if (!decoder)
 		return;
 
+	a = decoder->blkdec.allocator;
 	ipt__blk_decoder_fini(&decoder->blkdec);
-	ipt__free(decoder, sizeof(*decoder));
+	ipt__free(&a, decoder, sizeof(*decoder));
 }
 
 /* Remember a (re)synchronization's status for the first block. */

@@ -10,13 +10,15 @@
  * This example shows ipt.h in that setting.  The agent part of this file
  * (everything outside HVAGENT_HOST) is built freestanding:
  *
- *     cc -O2 -ffreestanding -nostdlib -fno-builtin -DZYAN_NO_LIBC \
+ *     cc -O2 -ffreestanding -nostdlib -fno-builtin \
  *        -I. -c -o hvagent.o examples/hvagent.c
  *
  * and `nm -u hvagent.o` lists nothing but Zydis: ipt.h gets its memory from
- * a static arena the hypervisor hands in, copies with the agent's own
+ * an arena the hypervisor hands in, through the decoder's own allocator
+ * (struct ipt_allocator, no global state), copies with the agent's own
  * loops, reads code only through a read-memory callback
- * (pt_image_set_callback), never touches a file (IPT_NO_STDIO), and keeps
+ * (pt_image_set_callback), never touches a file (IPT_NO_STDIO, which also
+ * tells Zydis' headers that there is no libc: ZYAN_NO_LIBC), and keeps
  * every function static (IPT_STATIC) so the object exports only
  * hvagent_decode().  Decoding is bounded: the agent stops after a budget of
  * steps (instructions, events, resynchronizations), as a hypervisor must
@@ -72,48 +74,47 @@ int hvagent_decode(const uint8_t *trace, size_t size,
 
 /* ---- the agent's runtime: an arena and byte loops ----
  *
- * ipt.h's allocation hooks are macros without a context argument, so the
- * arena in use is found through one pointer, set for the length of a
- * hvagent_decode() call.  A real agent would keep one per virtual CPU. */
+ * ipt.h takes its memory from a struct ipt_allocator handed to the
+ * decoder when it is made (ipt_insn_alloc_decoder_with): a context pointer
+ * comes with every call, so each hvagent_decode() call (a real agent: each
+ * virtual CPU) has an arena of its own and nothing is global.  The free
+ * gets the block's size, so the arena keeps no headers. */
 
 struct hv_arena {
 	uint8_t *base;
 	size_t size, used;
 };
 
-static struct hv_arena *hv_arena;
-
-/* Each block is preceded by its size, so realloc can copy and the most
- * recent block can be given back. */
 enum { hv_align = 16 };
 
-static void *hv_malloc(size_t size)
+static size_t hv_round(size_t size)
 {
-	struct hv_arena *a = hv_arena;
-	size_t need = (size + hv_align - 1) / hv_align * hv_align + hv_align;
+	return (size + hv_align - 1) / hv_align * hv_align;
+}
+
+static void *hv_alloc(void *context, size_t size)
+{
+	struct hv_arena *a = (struct hv_arena *) context;
+	size_t need = hv_round(size);
 	uint8_t *p;
 
 	if (!a || size == 0 || need < size || a->size - a->used < need)
 		return NULL;
 	p = a->base + a->used;
-	*(size_t *) p = size;
 	a->used += need;
-	return p + hv_align;
+	return p;
 }
 
-static void hv_free(void *ptr)
+static void hv_free(void *context, void *ptr, size_t size)
 {
-	struct hv_arena *a = hv_arena;
+	struct hv_arena *a = (struct hv_arena *) context;
 	uint8_t *p = (uint8_t *) ptr;
-	size_t size, need;
 
 	if (!a || !p)
 		return;
-	size = *(size_t *) (p - hv_align);
-	need = (size + hv_align - 1) / hv_align * hv_align + hv_align;
 	/* Only the last block goes back; the rest when the arena resets. */
-	if (p - hv_align + need == a->base + a->used)
-		a->used -= need;
+	if (p + hv_round(size) == a->base + a->used)
+		a->used -= hv_round(size);
 }
 
 static void *hv_memcpy(void *dst, const void *src, size_t size)
@@ -151,25 +152,11 @@ static int hv_memcmp(const void *a, const void *b, size_t size)
 	return 0;
 }
 
-static void *hv_realloc(void *ptr, size_t size)
-{
-	void *p;
-	size_t old;
-
-	if (!ptr)
-		return hv_malloc(size);
-	old = *(size_t *) ((uint8_t *) ptr - hv_align);
-	p = hv_malloc(size);
-	if (!p)
-		return NULL;
-	hv_memcpy(p, ptr, old < size ? old : size);
-	hv_free(ptr);
-	return p;
-}
-
-#define IPT_MALLOC(n) hv_malloc(n)
-#define IPT_REALLOC(p, n) hv_realloc(p, n)
-#define IPT_FREE(p) hv_free(p)
+/* No default allocator: an object made without the agent's allocator
+ * gets no memory, and ipt.h never calls a malloc that is not there. */
+#define IPT_MALLOC(n) ((void) (n), (void *) 0)
+#define IPT_REALLOC(p, n) ((void) (p), (void) (n), (void *) 0)
+#define IPT_FREE(p) ((void) (p))
 #define IPT_MEMCPY(d, s, n) hv_memcpy(d, s, n)
 #define IPT_MEMSET(d, c, n) hv_memset(d, c, n)
 #define IPT_MEMCMP(a, b, n) hv_memcmp(a, b, n)
@@ -214,6 +201,7 @@ int hvagent_decode(const uint8_t *trace, size_t size,
 	struct pt_config config;
 	struct hv_session session;
 	struct hv_arena a;
+	struct ipt_allocator allocator;
 	struct pt_insn insn;
 	struct pt_event event;
 	unsigned long count = 0, steps = 0;
@@ -222,7 +210,11 @@ int hvagent_decode(const uint8_t *trace, size_t size,
 	a.base = (uint8_t *) arena;
 	a.size = arena_size;
 	a.used = 0;
-	hv_arena = &a;
+	allocator.alloc = hv_alloc;
+	allocator.free = hv_free;
+	allocator.context = &a;
+	/* The decoders never resize: no realloc needed. */
+	allocator.realloc = NULL;
 
 	pt_config_init(&config);
 	/* ipt.h only reads the trace, although the field is not const. */
@@ -236,11 +228,9 @@ int hvagent_decode(const uint8_t *trace, size_t size,
 		(void) pt_cpu_errata(&config.errata, &config.cpu);
 	}
 
-	decoder = pt_insn_alloc_decoder(&config);
-	if (!decoder) {
-		hv_arena = NULL;
+	decoder = ipt_insn_alloc_decoder_with(&config, &allocator);
+	if (!decoder)
 		return -1;
-	}
 	session.guest = guest;
 	status = pt_image_set_callback(pt_insn_get_image(decoder),
 				       hv_read_memory, &session);
@@ -274,7 +264,6 @@ int hvagent_decode(const uint8_t *trace, size_t size,
 	}
 
 	pt_insn_free_decoder(decoder);
-	hv_arena = NULL;
 	return (int) (count > 0x7fffffff ? 0x7fffffff : count);
 }
 

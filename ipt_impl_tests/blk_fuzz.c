@@ -214,7 +214,8 @@ static size_t fuzz_make(uint8_t *buf, size_t max)
 						      fuzz_rand();
 		if (p.type == ppt_tnt_8 || p.type == ppt_tnt_64) {
 			p.payload.tnt.bit_size = (uint8_t) (1 + fuzz_rand() % 6);
-			p.payload.tnt.payload = fuzz_rand();
+			p.payload.tnt.payload = fuzz_rand() &
+				((1u << p.payload.tnt.bit_size) - 1);
 		} else if (p.type == ppt_mode) {
 			p.payload.mode.leaf = fuzz_rand() % 2 ? pt_mol_exec :
 							       pt_mol_tsx;

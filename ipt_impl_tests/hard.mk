@@ -10,7 +10,8 @@
 # `make test` gets from here: a short libFuzzer run of each harness
 # (FUZZ_SMOKE seconds), a replay of seeds and regression inputs, the unit
 # tests and the conformance suites built with ASan+UBSan, a valgrind run of
-# a subset of the conformance cases, the failing-allocator test, and the
+# a subset of the conformance cases, the failing-allocator test, the
+# per-object allocator test, and the
 # embedding tests (freestanding nm -u, no writable data, threads, IPT_STATIC
 # next to libipt, hvagent).
 #
@@ -26,6 +27,14 @@ CLANG ?= clang
 FUZZ_SECONDS ?= 60
 FUZZ_SMOKE ?= 20
 FUZZ_OPTIONS ?=
+# The implementation is built for fuzzing with small decoder caches and a
+# small image page cache: every path through the caches (miss, hit,
+# eviction, growth) is reached after a few instructions, and setting up
+# and zeroing them costs little per input.  -O2: the decoders run far
+# more often than they are compiled.
+FUZZ_OPT := -O2 -g
+FUZZ_DEFS := -DIPT_BLK_ICACHE_BITS=6 -DIPT_BLK_RCACHE_BITS=5 \
+	-DIPT_IMAGE_CACHE_LIMIT=16384
 SAN := -fsanitize=address,undefined -fno-sanitize-recover=all \
 	-fno-omit-frame-pointer
 FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=all
@@ -51,12 +60,12 @@ endef
 FUZZ_SRCS := $(FZ)/fuzz.h $(FZ)/fuzz_blk.c $(HDR)
 
 $(FB)/ipt_impl.o: ipt_impl_tests/ipt_impl.c $(HDR) | $(FB)
-	$(CLANG) -O1 -g $(WARN) $(CPPFLAGS) -fsanitize=fuzzer-no-link \
-		$(FUZZ_SAN) -c -o $@ $<
+	$(CLANG) $(FUZZ_OPT) $(WARN) $(CPPFLAGS) $(FUZZ_DEFS) \
+		-fsanitize=fuzzer-no-link $(FUZZ_SAN) -c -o $@ $<
 
 $(FB)/fuzz_%: $(FZ)/fuzz_%.c $(FUZZ_SRCS) $(FB)/ipt_impl.o
-	$(CLANG) -O1 -g $(WARN) $(CPPFLAGS) -fsanitize=fuzzer $(FUZZ_SAN) \
-		-o $@ $< $(FB)/ipt_impl.o $(ZYDIS)
+	$(CLANG) $(FUZZ_OPT) $(WARN) $(CPPFLAGS) -fsanitize=fuzzer \
+		$(FUZZ_SAN) -o $@ $< $(FB)/ipt_impl.o $(ZYDIS)
 
 $(AB)/ipt_impl.o: ipt_impl_tests/ipt_impl.c $(HDR) | $(AB)
 	$(CC) $(OPT) $(WARN) $(CPPFLAGS) $(SAN) -c -o $@ $<
@@ -134,11 +143,20 @@ TEST_DEPS += $(ASAN_UNITS) $(HB)/asan-conformance $(HB)/valgrind-conformance
 
 # ---- allocation failures ----
 
-$(HB)/nomem-bin: $(HD)/nomem.c $(HD)/cases.h $(HDR) ipt_impl_tests/check.h | $(HB)
+$(HB)/nomem-bin: $(HD)/nomem.c $(HD)/cases.h $(HD)/scenarios.h $(HDR) ipt_impl_tests/check.h | $(HB)
 	$(CC) $(OPT) $(WARN) $(CPPFLAGS) $(SAN) -o $@ $< $(ZYDIS)
 
 $(HB)/nomem: $(HB)/nomem-bin
 	$(call hard_wrap,$@,$(HB)/nomem-bin $(CONFORMANCE))
+
+# ---- runtime allocators: one arena per object ----
+
+$(HB)/alloc-bin: $(HD)/alloc.c $(HD)/cases.h $(HD)/scenarios.h $(AB)/ipt_impl.o ipt_impl_tests/check.h | $(HB)
+	$(CC) $(OPT) $(WARN) $(CPPFLAGS) $(SAN) -o $@ $< $(AB)/ipt_impl.o \
+		$(ZYDIS)
+
+$(HB)/alloc: $(HB)/alloc-bin
+	$(call hard_wrap,$@,$(HB)/alloc-bin $(CONFORMANCE))
 
 # ---- embedding: freestanding, no state ----
 
@@ -176,7 +194,7 @@ $(HB)/static: $(HB)/static-bin $(HD)/static-check
 
 # The hypervisor agent example: a freestanding object and a hosted driver.
 $(HB)/hvagent.o: examples/hvagent.c $(HDR) | $(HB)
-	$(CC) $(OPT) -ffreestanding -nostdlib -fno-builtin -DZYAN_NO_LIBC \
+	$(CC) $(OPT) -ffreestanding -nostdlib -fno-builtin \
 		$(WARN) $(CPPFLAGS) -c -o $@ $<
 
 $(HB)/hvagent: examples/hvagent.c $(HB)/hvagent.o
@@ -188,7 +206,7 @@ hvagent: $(HB)/hvagent
 $(HB)/hvagent-test: $(HB)/hvagent $(HD)/hvagent-check
 	$(call hard_wrap,$@,$(HD)/hvagent-check $(HB) $(CONFORMANCE))
 
-HARD_TESTS := nomem embed threads threads-tsan static hvagent-test
+HARD_TESTS := nomem alloc embed threads threads-tsan static hvagent-test
 TESTS += $(addprefix $(HB)/,$(HARD_TESTS))
 TEST_DEPS += $(addprefix $(HB)/,$(HARD_TESTS))
 

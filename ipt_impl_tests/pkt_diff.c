@@ -78,9 +78,18 @@ static void random_packet(struct pt_packet *packet)
 	case ppt_tnt_8:
 		packet->payload.tnt.bit_size = (uint8_t) (bad ? rndn(10) : 1 + rndn(6));
 		packet->payload.tnt.payload = rnd() & (bad ? 0xff : ((1ull << packet->payload.tnt.bit_size) - 1));
+		/* ipt.h refuses, where libipt writes what its decoder rejects or
+		 * reads differently, a TNT without bits and TNT-8 payload bits
+		 * above bit_size (t_enc_reject.c): not compared. */
+		if (packet->payload.tnt.bit_size == 0)
+			packet->payload.tnt.bit_size = 7;
+		if (packet->payload.tnt.bit_size < 7)
+			packet->payload.tnt.payload &= (1ull << packet->payload.tnt.bit_size) - 1;
 		break;
 	case ppt_tnt_64:
 		packet->payload.tnt.bit_size = (uint8_t) (bad ? rndn(64) : 1 + rndn(47));
+		if (packet->payload.tnt.bit_size == 0)
+			packet->payload.tnt.bit_size = 48;
 		packet->payload.tnt.payload = rnd();
 		if (!bad)
 			packet->payload.tnt.payload &= (1ull << packet->payload.tnt.bit_size) - 1;
@@ -118,7 +127,8 @@ static void random_packet(struct pt_packet *packet)
 		packet->payload.mtc.ctc = (uint8_t) rnd();
 		break;
 	case ppt_cyc:
-		packet->payload.cyc.value = rndval();
+		/* ipt.h refuses values of 2^61 and more (see above). */
+		packet->payload.cyc.value = rndval() & ((1ull << 61) - 1);
 		break;
 	case ppt_mnt:
 		packet->payload.mnt.payload = rndval();

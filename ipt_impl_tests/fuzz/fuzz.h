@@ -101,6 +101,54 @@ FZ void fz_fail(const char *what, long long a, long long b)
 	abort();
 }
 
+/* ---- the allocator ----
+ *
+ * Every object the harnesses make gets its memory from fz_allocator()
+ * (ipt_*_with): malloc and free underneath, and under AddressSanitizer each
+ * free checks that ipt.h gives back the size it asked for.  It has no
+ * realloc, so ipt.h's alloc-copy-free path is the one taken. */
+
+#if defined(__SANITIZE_ADDRESS__)
+#define FZ_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define FZ_ASAN 1
+#endif
+#endif
+
+#ifdef FZ_ASAN
+/* AddressSanitizer's: the size a live block was allocated with. */
+size_t __sanitizer_get_allocated_size(const volatile void *p);
+#endif
+
+FZ void *fz_alloc(void *context, size_t size)
+{
+	(void) context;
+	return malloc(size);
+}
+
+FZ void fz_free(void *context, void *ptr, size_t size)
+{
+	(void) context;
+	(void) size;
+#ifdef FZ_ASAN
+	if (ptr && __sanitizer_get_allocated_size(ptr) != size)
+		fz_fail("freed with another size than allocated",
+			(long long) __sanitizer_get_allocated_size(ptr),
+			(long long) size);
+#endif
+	free(ptr);
+}
+
+FZ const struct ipt_allocator *fz_allocator(void)
+{
+	static const struct ipt_allocator allocator = {
+		fz_alloc, fz_free, NULL, NULL
+	};
+
+	return &allocator;
+}
+
 /* ---- open bugs ----
  *
  * A bug the fuzzer found and its owner has not fixed yet would stop every

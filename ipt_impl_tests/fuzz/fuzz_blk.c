@@ -12,24 +12,43 @@
 
 #ifdef FUZZ_INSN
 #define D(name) pt_insn_##name
+#define D_ALLOC ipt_insn_alloc_decoder_with
 typedef struct pt_insn_decoder fz_decoder;
 typedef struct pt_insn fz_item;
 #else
 #define D(name) pt_blk_##name
+#define D_ALLOC ipt_blk_alloc_decoder_with
 typedef struct pt_block_decoder fz_decoder;
 typedef struct pt_block fz_item;
 #endif
 
-/* A block may hold up to 65535 instructions (a jump to itself with no
- * trace fills one per call), so the block harness also caps instructions. */
-enum { max_steps = 1 << 14, max_insns = 1 << 18 };
+/* Caps, linear in the trace: a TNT-64 packet (8 bytes) may give 47 blocks,
+ * and code without trace (a jump to itself, a long run of straight-line
+ * code) may go on forever.  A block may hold up to 65535 instructions, so
+ * the block harness also caps instructions.  Long runs of code the decoder
+ * has already seen add no coverage; small caps keep the fuzzer fast. */
+static size_t max_steps(size_t tsize)
+{
+#ifdef FUZZ_INSN
+	return fz_budget(tsize, 16);
+#else
+	return 1024 + tsize * 8;
+#endif
+}
+
+static unsigned long max_insns(size_t tsize)
+{
+	return 4096 + (unsigned long) tsize * 32;
+}
 
 static int run(fz_decoder *decoder, int status, struct fz_event *ev,
-	       uint64_t limit, size_t *steps)
+	       uint64_t limit, size_t *steps, unsigned long insn_cap)
 {
 	fz_item item;
 #ifndef FUZZ_INSN
 	unsigned long insns = 0;
+#else
+	(void) insn_cap;
 #endif
 
 	for (;;) {
@@ -60,7 +79,7 @@ static int run(fz_decoder *decoder, int status, struct fz_event *ev,
 		if (item.size > pt_max_insn_size)
 			fz_fail("block's last instruction size", item.size, 0);
 		insns += item.ninsn;
-		if (insns > max_insns)
+		if (insns > insn_cap)
 			return -pte_eos;
 #endif
 		if ((unsigned) item.iclass > (unsigned) ptic_indirect)
@@ -78,7 +97,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct fz_event ev;
 	struct fz in;
 	uint8_t *trace;
-	size_t tsize, steps = max_steps;
+	size_t tsize, steps;
+	unsigned long insn_cap;
 	uint64_t sync, limit;
 	int status;
 
@@ -87,6 +107,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	pt_config_init(&config);
 	fz_image_read(&in, &h, &img, &config);
 	trace = fz_copy(&in, in.n, &tsize);
+	steps = max_steps(tsize);
+	insn_cap = max_insns(tsize);
 	{
 		struct pt_conf_addr_filter filter = config.addr_filter;
 
@@ -94,13 +116,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		config.addr_filter = filter;
 	}
 
-	decoder = D(alloc_decoder)(&config);
+	decoder = D_ALLOC(&config, fz_allocator());
 	if (!decoder)
 		goto out;
 	if (D(get_config)(decoder) == NULL)
 		fz_fail("no config", 0, 0);
 	if (h.flags & fz_own_image) {
-		image = pt_image_alloc("fuzz");
+		image = ipt_image_alloc_with("fuzz", fz_allocator());
 		if (!image)
 			goto out;
 		if (pt_image_set_callback(image, fz_read_memory, &img) < 0 ||
@@ -119,7 +141,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				break;
 			if (D(get_sync_offset)(decoder, &sync) < 0)
 				fz_fail("no sync offset", 0, 0);
-			(void) run(decoder, status, &ev, limit, &steps);
+			(void) run(decoder, status, &ev, limit, &steps, insn_cap);
 			if (D(sync_set)(decoder, sync) < 0)
 				fz_fail("cannot go back to the sync point",
 					(long long) sync, 0);
@@ -130,14 +152,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	case fz_sync_mask:
 		status = D(sync_set)(decoder, tsize ? h.sync_offset % tsize
 				     : 0);
-		if (status >= 0 && run(decoder, status, &ev, UINT64_MAX, &steps) ==
+		if (status >= 0 && run(decoder, status, &ev, UINT64_MAX, &steps,
+					    insn_cap) ==
 		    -pte_eos)
 			break;
 		/* fall through - resynchronize */
 	case fz_sync_forward:
 		status = D(sync_forward)(decoder);
 		while (status >= 0 && steps) {
-			if (run(decoder, status, &ev, UINT64_MAX, &steps) == -pte_eos)
+			if (run(decoder, status, &ev, UINT64_MAX, &steps,
+					    insn_cap) == -pte_eos)
 				break;
 			status = (h.flags & fz_resync) ? D(resync)(decoder)
 				: D(sync_forward)(decoder);

@@ -2,14 +2,18 @@
  *
  * Input: the common header (fuzz.h), the buffer size (u16), then packets:
  * a type byte (any value, not only valid types) and the raw bytes of the
- * packet's payload union.  The encoder must reject what it cannot encode,
+ * packet's payload union.  The encoder must reject what it cannot encode
+ * (whatever the decoder would not read back as the same type and size),
  * never write outside its buffer, and move its offset by what it returns.
  * Then the packet decoder reads the buffer back: it must find each packet
  * the encoder wrote, of the same type and size, and encoding the decoded
  * packet must give the same bytes again. */
 #include "fuzz.h"
 
-enum { max_packets = 256 };
+/* At most this many packets; the buffer size is taken modulo
+ * max_capacity + 1: room for every packet the input can describe, and
+ * small enough to allocate cheaply per input. */
+enum { max_packets = 256, max_capacity = 4096 };
 
 struct written {
 	uint64_t offset;
@@ -21,25 +25,17 @@ struct written {
 static int next_packet(struct fz *in, struct pt_packet *packet)
 {
 	size_t got;
-	uint8_t *raw;
 
 	if (!in->n)
 		return 0;
 	memset(packet, 0, sizeof(*packet));
 	packet->type = (enum pt_packet_type) (fz_u8(in) & 0x1f);
-	raw = fz_copy(in, sizeof(packet->payload), &got);
-	memcpy(&packet->payload, raw, got);
-	free(raw);
-	/* A TNT without bits encodes (as with libipt) but does not decode:
-	 * TNT-8 becomes the byte 0x02, the extended opcode, and TNT-64 a
-	 * payload the decoder rejects.  Not a round trip. */
-	if ((packet->type == ppt_tnt_8 || packet->type == ppt_tnt_64) &&
-	    packet->payload.tnt.bit_size == 0)
-		packet->payload.tnt.bit_size = 1;
-	/* The decoder takes at most 8 CYC extension bytes, 61 bits; the
-	 * encoder (as libipt's) writes a ninth for larger values. */
-	if (packet->type == ppt_cyc)
-		packet->payload.cyc.value &= (1ull << 61) - 1;
+	/* Straight from the input: no heap copy per packet. */
+	got = in->n < sizeof(packet->payload) ? in->n
+		: sizeof(packet->payload);
+	memcpy(&packet->payload, in->p, got);
+	in->p += got;
+	in->n -= got;
 	return 1;
 }
 
@@ -59,7 +55,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	fz_init(&in, data, size);
 	fz_header(&in, &h);
-	capacity = fz_u16(&in);
+	capacity = fz_u16(&in) % (max_capacity + 1);
 	buffer = (uint8_t *) malloc(capacity ? capacity : 1);
 	buffer2 = (uint8_t *) malloc(64);
 	w = (struct written *) malloc(max_packets * sizeof(*w));
@@ -68,9 +64,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	h.flags &= (uint8_t) ~fz_unknown_cb;
 	fz_config(&h, &config, buffer, capacity);
 
-	encoder = pt_alloc_encoder(&config);
-	if (!encoder)
+	config2 = config;
+	config2.begin = buffer2;
+	config2.end = buffer2 + 64;
+	again = ipt_alloc_encoder_with(&config2, fz_allocator());
+	encoder = ipt_alloc_encoder_with(&config, fz_allocator());
+	if (!encoder || !again) {
+		pt_free_encoder(encoder);
 		goto out;
+	}
 	if (pt_enc_get_config(encoder) == NULL)
 		fz_fail("no config", 0, 0);
 	while (nw < max_packets && next_packet(&in, &packet)) {
@@ -96,7 +98,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	/* Read it back. */
 	config.end = buffer + (nw ? w[nw - 1].offset + w[nw - 1].size : 0);
-	decoder = pt_pkt_alloc_decoder(&config);
+	decoder = ipt_pkt_alloc_decoder_with(&config, fz_allocator());
 	if (!decoder)
 		goto out;
 	if (nw && pt_pkt_sync_set(decoder, 0) < 0)
@@ -110,14 +112,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			fz_fail("decoded another packet", packet.type,
 				w[i].type);
 
-		config2 = config;
-		config2.begin = buffer2;
-		config2.end = buffer2 + 64;
-		again = pt_alloc_encoder(&config2);
-		if (!again)
-			break;
+		if (pt_enc_sync_set(again, 0) < 0)
+			fz_fail("encoder sync_set 0", 0, 0);
 		status = pt_enc_next(again, &packet);
-		pt_free_encoder(again);
 		if (status != w[i].size ||
 		    memcmp(buffer2, buffer + w[i].offset, (size_t) status))
 			fz_fail("re-encoding differs", status, w[i].type);
@@ -125,6 +122,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	pt_pkt_free_decoder(decoder);
 
 out:
+	pt_free_encoder(again);
 	free(w);
 	free(buffer2);
 	free(buffer);

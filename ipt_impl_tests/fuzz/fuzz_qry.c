@@ -98,7 +98,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	trace = fz_copy(&in, in.n, &tsize);
 	fz_config(&h, &config, trace, tsize);
 
-	decoder = pt_qry_alloc_decoder(&config);
+	decoder = ipt_qry_alloc_decoder_with(&config, fz_allocator());
 	if (!decoder) {
 		free(script);
 		free(trace);

@@ -1,9 +1,9 @@
 /* freestanding.c - ipt.h as a hypervisor or firmware would build it.
  *
  * No libc: IPT_NO_STDIO, and every hook ipt.h has is the caller's.  Built
- * with -ffreestanding -nostdlib -fno-builtin (and ZYAN_NO_LIBC for Zydis'
- * headers) into an object whose undefined symbols the embed-check script
- * compares with what is allowed: these hooks and Zydis. */
+ * with -ffreestanding -nostdlib -fno-builtin (ipt.h tells Zydis' headers,
+ * with ZYAN_NO_LIBC) into an object whose undefined symbols the embed-check
+ * script compares with what is allowed: these hooks and Zydis. */
 #include <stddef.h>
 
 void *hv_malloc(size_t size);
