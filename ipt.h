@@ -2090,8 +2090,17 @@ static const uint8_t ipt__first_byte[256] = { IPT__R256(IPT__FIRST) };
 static const uint8_t ipt__second_byte[256] = { IPT__R256(IPT__SECOND) };
 
 /* The IP payload size in bytes for each IP compression; -1 for reserved
- * ones (SDM 33.4.2.2). */
-static const int8_t ipt__ipc_size[8] = { 0, 2, 4, 6, 6, -1, 8, -1 };
+ * ones (SDM 33.4.2.2).  One list, two tables: the size, and the mask that
+ * keeps that many low bytes of an 8-byte load (0 for reserved ones). */
+#define IPT__IPC_SIZES(X) X(0) X(2) X(4) X(6) X(6) X(-1) X(8) X(-1)
+
+#define IPT__IPC_SIZE(n) n,
+#define IPT__IPC_MASK(n)                                                     \
+	((n) <= 0 ? 0ull : (n) >= 8 ? ~0ull                                 \
+		  : (1ull << (8 * ((n) > 0 && (n) < 8 ? (n) : 0))) - 1ull),
+
+static const int8_t ipt__ipc_size[8] = { IPT__IPC_SIZES(IPT__IPC_SIZE) };
+static const uint64_t ipt__ipc_mask[8] = { IPT__IPC_SIZES(IPT__IPC_MASK) };
 
 /* ==== >>enc  packet encoder ==============================================
  * Writes struct pt_packet into the trace buffer. */
@@ -2647,6 +2656,15 @@ struct pt_packet_decoder {
 	/* The last PSB seen, or the position set by sync_set; NULL until
 	 * synchronized. */
 	const uint8_t *sync;
+	/* pos - config.begin is below this where at least IPT__FAST_ROOM
+	 * bytes are left: pt_pkt_next's fast path; 0 if none is. */
+	size_t fast;
+};
+
+/* The bytes pt_pkt_next's fast path may read from a packet's start: every
+ * packet it decodes, and one 8-byte load after the first byte. */
+enum {
+	IPT__FAST_ROOM = 16
 };
 
 /* ---- reading packets ----
@@ -3322,11 +3340,20 @@ static IPT__UNUSED int ipt__sync_backward(const uint8_t **sync,
 static IPT__UNUSED int ipt__pkt_init(struct pt_packet_decoder *decoder,
 				     const struct pt_config *config)
 {
+	size_t n;
+	int errcode;
+
 	if (!decoder || !config)
 		return -pte_invalid;
 
 	IPT_MEMSET(decoder, 0, sizeof(*decoder));
-	return ipt__config_from_user(&decoder->config, config);
+	errcode = ipt__config_from_user(&decoder->config, config);
+	if (errcode < 0)
+		return errcode;
+
+	n = (size_t) (decoder->config.end - decoder->config.begin);
+	decoder->fast = n >= IPT__FAST_ROOM ? n - IPT__FAST_ROOM + 1 : 0;
+	return 0;
 }
 
 static IPT__UNUSED void ipt__pkt_fini(struct pt_packet_decoder *decoder)
@@ -3774,6 +3801,12 @@ static IPT__NOINLINE int ipt__pkt_next_slow(struct pt_packet_decoder *decoder,
 	return size;
 }
 
+/* Eight trace bytes at pos, little-endian; all eight must be readable. */
+static inline uint64_t ipt__load64(const uint8_t *pos)
+{
+	return ipt__read_le_var(pos, 8, 8);
+}
+
 /* Decode the next packet and move past it; return its size.  Same
  * semantics as libipt's pt_pkt_next: -pte_nosync before synchronization,
  * -pte_eos at the end or for a packet cut off by it, -pte_bad_opc for an
@@ -3781,78 +3814,160 @@ static IPT__NOINLINE int ipt__pkt_next_slow(struct pt_packet_decoder *decoder,
  * -pte_bad_packet for a malformed packet, -pte_invalid for NULL
  * arguments; the position does not change on errors.
  *
- * Most packets in a trace are TNT-8 or PAD (three quarters and a fifth in
- * a typical perf trace), then TIP, and TNT-64 where long TNTs are used:
- * those are decoded here, without dispatch and without a stack frame. */
+ * The fast path: the caller's struct is ours, and at least IPT__FAST_ROOM
+ * bytes are left (one compare against decoder->fast, which also fails for
+ * a NULL or out-of-range position).  Then no packet it decodes can be cut
+ * off and no byte read needs a bounds check.  It decodes the packets that
+ * make up nearly all of a trace: TNT-8, PAD, TNT-64, the IP packets, and
+ * the timing packets (CYC, MTC, TSC) and the PSB+ packets of hardware
+ * traces, dispatching on the first byte through the layout table's
+ * ipt__first_byte.  Errors, errata, PSB, the rest and the last bytes of
+ * the trace go to ipt__pkt_next_slow, which decodes from scratch. */
 IPT_DEF int pt_pkt_next(struct pt_packet_decoder *decoder,
 			struct pt_packet *packet, size_t psize)
 {
 	const uint8_t *pos;
-	unsigned int b;
+	uint64_t val;
+	unsigned int b, kind;
+	int size;
 
 	if (!packet || !decoder)
 		return -pte_invalid;
 
 	pos = decoder->pos;
-	if (IPT__LIKELY(psize == sizeof(*packet) && pos &&
-			decoder->config.begin <= pos &&
-			pos < decoder->config.end)) {
-		b = pos[0];
-		if (IPT__LIKELY(!(b & 1) && b > IPT__OPC_EXT)) {
-			uint8_t bit_size = ipt__msb(b >> IPT__OPM_TNT_8_SHR);
+	if (IPT__UNLIKELY(psize != sizeof(*packet) ||
+			  (uintptr_t) pos - (uintptr_t) decoder->config.begin >=
+				  decoder->fast))
+		return ipt__pkt_next_slow(decoder, packet, psize);
 
-			packet->type = ppt_tnt_8;
-			packet->size = 1;
-			packet->payload.tnt.bit_size = bit_size;
+	b = pos[0];
+
+	/* TNT-8 and PAD, one byte each, make up most of a hardware trace,
+	 * in an order no branch predictor guesses: one path for both, with
+	 * no branch on which it is.  A PAD's TNT fields go to a scratch
+	 * struct, so that a PAD leaves the caller's payload alone. */
+	if (IPT__LIKELY(!(b & 1) && b != IPT__OPC_EXT)) {
+		struct pt_packet_tnt scratch, *tnt;
+		unsigned int bits = b >> IPT__OPM_TNT_8_SHR;
+		uint8_t bit_size = ipt__msb(bits | 1u);
+		/* All ones for TNT-8, zero for PAD; selects with masks, as
+		 * compilers turn a ?: here into a branch. */
+		uintptr_t tnt8 = (uintptr_t) 0 - (uintptr_t) (b != 0);
+		uintptr_t user = (uintptr_t) &packet->payload.tnt;
+		uintptr_t own = (uintptr_t) &scratch;
+
+		tnt = (struct pt_packet_tnt *) (own ^ ((user ^ own) & tnt8));
+		packet->type = (enum pt_packet_type)
+			(ppt_pad + ((ppt_tnt_8 - ppt_pad) & (int) tnt8));
+		packet->size = 1;
+		tnt->bit_size = bit_size;
+		tnt->payload = bits ^ (1u << bit_size);
+		decoder->pos = pos + 1;
+		return 1;
+	}
+
+	/* TNT-64: where long TNTs are used (up to 47 bits), about as
+	 * frequent as TIPs. */
+	if (b == IPT__OPC_EXT && pos[1] == IPT__EXT_TNT_64) {
+		val = ipt__load64(pos) >> 16;
+		if (IPT__LIKELY(val >= 2)) {
+			packet->type = ppt_tnt_64;
+			packet->size = ipt__layout[ppt_tnt_64].size;
+			packet->payload.tnt.bit_size = ipt__msb(val);
 			packet->payload.tnt.payload =
-				(b >> IPT__OPM_TNT_8_SHR) & ~(1u << bit_size);
-			decoder->pos = pos + 1;
-			return 1;
+				val ^ (1ull << ipt__msb(val));
+			decoder->pos = pos + ipt__layout[ppt_tnt_64].size;
+			return ipt__layout[ppt_tnt_64].size;
 		}
-		if (b == IPT__OPC_PAD) {
-			packet->type = ppt_pad;
-			packet->size = 1;
-			decoder->pos = pos + 1;
-			return 1;
-		}
-		/* TNT-64: where long TNTs are used (up to 47 bits), they
-		 * are about as frequent as TIPs.  Eight bytes, one load;
-		 * a payload without a stop bit goes the slow way. */
-		if (b == IPT__OPC_EXT &&
-		    (size_t) (decoder->config.end - pos) >=
-			    ipt__layout[ppt_tnt_64].size &&
-		    pos[1] == IPT__EXT_TNT_64) {
-			uint64_t payload = ipt__read_le_var(pos, 8, 8) >> 16;
+	}
 
-			if (IPT__LIKELY(payload >= 2)) {
-				uint8_t bit_size = ipt__msb(payload);
+	kind = ipt__first_byte[b];
+	switch (kind) {
+	case ppt_tip:
+	case ppt_fup:
+	case ppt_tip_pge:
+	case ppt_tip_pgd:
+		size = ipt__ipc_size[b >> IPT__OPM_IPC_SHR];
+		if (IPT__UNLIKELY(size < 0))
+			break;
+		packet->type = (enum pt_packet_type) kind;
+		packet->size = (uint8_t) (size + 1);
+		packet->payload.ip.ipc =
+			(enum pt_ip_compression) (b >> IPT__OPM_IPC_SHR);
+		packet->payload.ip.ip = ipt__load64(pos + 1) &
+					ipt__ipc_mask[b >> IPT__OPM_IPC_SHR];
+		decoder->pos = pos + size + 1;
+		return size + 1;
 
-				packet->type = ppt_tnt_64;
-				packet->size = ipt__layout[ppt_tnt_64].size;
-				packet->payload.tnt.bit_size = bit_size;
-				packet->payload.tnt.payload =
-					payload & ~(1ull << bit_size);
-				decoder->pos = pos + packet->size;
-				return packet->size;
-			}
-		}
-		/* TIP comes next (a seventh); where a full IP could follow,
-		 * the payload is one load. */
-		if ((b & 0x1f) == IPT__OPC_TIP &&
-		    (size_t) (decoder->config.end - pos) > 8) {
-			int size = ipt__ipc_size[b >> IPT__OPM_IPC_SHR];
+	case ppt_mtc:
+		packet->type = ppt_mtc;
+		packet->size = ipt__layout[ppt_mtc].size;
+		packet->payload.mtc.ctc = pos[1];
+		decoder->pos = pos + ipt__layout[ppt_mtc].size;
+		return ipt__layout[ppt_mtc].size;
 
-			if (IPT__LIKELY(size >= 0)) {
-				packet->type = ppt_tip;
-				packet->size = (uint8_t) (size + 1);
-				packet->payload.ip.ipc = (enum pt_ip_compression)
-					(b >> IPT__OPM_IPC_SHR);
-				packet->payload.ip.ip =
-					ipt__read_le_var(pos + 1, size, 8);
-				decoder->pos = pos + size + 1;
-				return size + 1;
-			}
+	case ppt_cyc: {
+		/* As ipt__pkt_read_cyc; at most ten bytes are read before a
+		 * value too large is found. */
+		unsigned int shl = 8 - IPT__OPM_CYC_SHR;
+
+		val = b >> IPT__OPM_CYC_SHR;
+		size = 1;
+		if (b & IPT__OPM_CYC_EXT) {
+			do {
+				b = pos[size++];
+				val |= (uint64_t) (b >> IPT__OPM_CYCX_SHR)
+				       << shl;
+				shl += 8 - IPT__OPM_CYCX_SHR;
+			} while ((b & IPT__OPM_CYCX_EXT) && shl <= 64);
+			if (IPT__UNLIKELY(shl > 64))
+				break;
+			/* SKD007 looks at 2-byte CYCs. */
+			if (size == 2 && decoder->config.errata.skd007)
+				break;
 		}
+		packet->type = ppt_cyc;
+		packet->size = (uint8_t) size;
+		packet->payload.cyc.value = val;
+		decoder->pos = pos + size;
+		return size;
+	}
+
+	case ppt_tsc:
+		packet->type = ppt_tsc;
+		packet->size = ipt__layout[ppt_tsc].size;
+		packet->payload.tsc.tsc = ipt__load64(pos) >> 8;
+		decoder->pos = pos + ipt__layout[ppt_tsc].size;
+		return ipt__layout[ppt_tsc].size;
+
+	case IPT__KIND_EXT:
+		kind = ipt__second_byte[pos[1]];
+		switch (kind) {
+		case ppt_psbend:
+		case ppt_ovf:
+		case ppt_stop:
+			packet->type = (enum pt_packet_type) kind;
+			packet->size = 2;
+			decoder->pos = pos + 2;
+			return 2;
+
+		case ppt_cbr:
+			packet->type = ppt_cbr;
+			packet->size = ipt__layout[ppt_cbr].size;
+			packet->payload.cbr.ratio = pos[2];
+			decoder->pos = pos + ipt__layout[ppt_cbr].size;
+			return ipt__layout[ppt_cbr].size;
+
+		case ppt_pip:
+			val = ipt__load64(pos) >> 16;
+			packet->type = ppt_pip;
+			packet->size = ipt__layout[ppt_pip].size;
+			packet->payload.pip.nr = (uint32_t) (val & 1u);
+			packet->payload.pip.cr3 = (val >> 1) << 5;
+			decoder->pos = pos + ipt__layout[ppt_pip].size;
+			return ipt__layout[ppt_pip].size;
+		}
+		break;
 	}
 
 	return ipt__pkt_next_slow(decoder, packet, psize);

@@ -371,6 +371,17 @@ static void test_errata(void)
 	CHECK_EQ(packet.type, ppt_pad);
 	pt_pkt_free_decoder(decoder);
 
+	/* The same with more trace after it (pt_pkt_next's fast path). */
+	memset(buf + sizeof(skd007), 0, 32);
+	config.end = buf + sizeof(skd007) + 32;
+	decoder = pt_pkt_alloc_decoder(&config);
+	CHECK_EQ(pt_pkt_sync_set(decoder, 0), 0);
+	CHECK_EQ(pt_pkt_next(decoder, &packet, sizeof(packet)), 2);
+	CHECK_EQ(packet.type, ppt_ovf);
+	CHECK_EQ(pt_pkt_get_offset(decoder, &offset), 0);
+	CHECK_EQ(offset, 3);
+	pt_pkt_free_decoder(decoder);
+
 	/* Not at the very end of the buffer. */
 	config.end = buf + 2;
 	CHECK_EQ(decode_one(&config, &packet), 2);
@@ -385,6 +396,15 @@ static void test_errata(void)
 	CHECK_EQ(decode_one(&config, &packet), 8);
 	CHECK_EQ(packet.type, ppt_invalid);
 	CHECK_EQ(packet.size, 8);
+
+	/* With more trace after it (pt_pkt_next's fast path). */
+	memset(buf + sizeof(tma_res), 0, 32);
+	config.end = buf + sizeof(tma_res) + 32;
+	memset(&packet, 0, sizeof(packet));
+	CHECK_EQ(decode_one(&config, &packet), 8);
+	CHECK_EQ(packet.type, ppt_invalid);
+	config.errata.skz84 = 0;
+	CHECK_EQ(decode_one(&config, &packet), -pte_bad_packet);
 }
 
 static void encode_psb(size_t at)
