@@ -10344,13 +10344,13 @@ static int ipt__blk_runs_resize(struct pt_block_decoder *decoder,
 			     decoder->runs[old].ctx, nsets);
 		way = (size_t) set * 2;
 		if (runs[way].ctx) {
-			runs[way + 1] = runs[way];
+			IPT__COPY(runs[way + 1], runs[way]);
 			if (text)
-				text[way + 1] = text[way];
+				IPT__COPY(text[way + 1], text[way]);
 		}
-		runs[way] = decoder->runs[old];
+		IPT__COPY(runs[way], decoder->runs[old]);
 		if (text)
-			text[way] = decoder->text[old];
+			IPT__COPY(text[way], decoder->text[old]);
 	}
 
 	ipt__blk_runs_free(decoder);
@@ -11706,9 +11706,9 @@ ipt__blk_run_miss(struct pt_block_decoder *decoder, uint32_t idx, uint64_t ip,
 	if (decoder->text)
 		text = &decoder->text[idx];
 	if (set[0].ctx) {
-		set[1] = set[0];
+		IPT__COPY(set[1], set[0]);
 		if (text)
-			text[1] = text[0];
+			IPT__COPY(text[1], text[0]);
 	}
 	set[0].ctx = 0;
 	if (ptext)
