@@ -10148,10 +10148,8 @@ struct pt_block_decoder {
 	uint32_t ntrail;
 	struct ipt__blk_trail trail[IPT__BLK_TRAIL];
 
-	/* The current context: its address space, mode and number, valid
-	 * while @ctx_id is not zero; and the recent ones. */
-	uint64_t ctx_cr3;
-	uint64_t ctx_vmcs;
+	/* The current context: its mode and number, valid while @ctx_id is
+	 * not zero (whoever changes @asid clears it); and the recent ones. */
 	uint32_t ctx_mode;
 	uint32_t ctx_id;
 	uint32_t ctx_next;
@@ -10411,8 +10409,6 @@ ipt__blk_ctx_switch(struct pt_block_decoder *decoder, uint32_t mode)
 	ctx->id = id;
 
 found:
-	decoder->ctx_cr3 = ctx->cr3;
-	decoder->ctx_vmcs = ctx->vmcs;
 	decoder->ctx_mode = ctx->mode;
 	decoder->ctx_id = ctx->id;
 	return ctx->id;
@@ -10421,10 +10417,7 @@ found:
 static IPT__INLINE uint32_t ipt__blk_ctx_of(struct pt_block_decoder *decoder,
 					    enum pt_exec_mode mode)
 {
-	if (IPT__LIKELY(decoder->ctx_id &&
-			decoder->ctx_cr3 == decoder->asid.cr3 &&
-			decoder->ctx_vmcs == decoder->asid.vmcs &&
-			decoder->ctx_mode == (uint32_t) mode))
+	if (IPT__LIKELY(decoder->ctx_id && decoder->ctx_mode == (uint32_t) mode))
 		return decoder->ctx_id;
 	return ipt__blk_ctx_switch(decoder, (uint32_t) mode);
 }
@@ -10564,6 +10557,7 @@ static void ipt__blk_reset(struct pt_block_decoder *decoder)
 	IPT_MEMSET(&decoder->event, 0xff, sizeof(decoder->event));
 	ipt__retstack_init(&decoder->retstack);
 	pt_asid_init(&decoder->asid);
+	decoder->ctx_id = 0;
 }
 
 static int ipt__blk_decoder_init(struct pt_block_decoder *decoder,
@@ -12545,33 +12539,56 @@ static void ipt__blk_block_to_user(struct pt_block *ublock, size_t size,
 	IPT_MEMCPY(ublock, block, size);
 }
 
-IPT_DEF int pt_blk_next(struct pt_block_decoder *decoder,
-			struct pt_block *ublock, size_t size)
+/* Start @block where the last call left us; events may still change it. */
+static IPT__INLINE void ipt__blk_begin(struct pt_block_decoder *decoder,
+				       struct pt_block *block)
+{
+	IPT_MEMSET(block, 0, sizeof(*block));
+	block->ip = decoder->ip;
+	block->mode = decoder->mode;
+	if (decoder->speculative)
+		block->speculative = 1;
+	decoder->ntrail = 0;
+}
+
+/* pt_blk_next past the common block (ipt__blk_next_fast) or for another
+ * size of struct pt_block; @begun if @ublock is begun already. */
+static IPT__NOINLINE int ipt__blk_next(struct pt_block_decoder *decoder,
+				       struct pt_block *ublock, size_t size,
+				       int begun)
 {
 	struct pt_block local, *block;
 	int status;
 
-	if (!decoder || !ublock)
-		return -pte_invalid;
-
-	ipt__blk_cache_sync(decoder);
-
 	block = size == sizeof(local) ? ublock : &local;
-	IPT_MEMSET(block, 0, sizeof(*block));
+	if (!begun) {
+		ipt__blk_cache_sync(decoder);
+		ipt__blk_begin(decoder, block);
+	}
 
-	/* Where the last call left us; events may still change it. */
-	block->ip = decoder->ip;
-	block->mode = decoder->mode;
-	block->speculative = decoder->speculative;
-	decoder->ntrail = 0;
-
-	status = ipt__blk_next_fast(decoder, block);
-	if (status < 0)
-		status = ipt__blk_proceed(decoder, block);
+	status = ipt__blk_proceed(decoder, block);
 	ipt__blk_prefetch(decoder);
 
 	ipt__blk_block_to_user(ublock, size, block);
 	return status;
+}
+
+IPT_DEF int pt_blk_next(struct pt_block_decoder *decoder,
+			struct pt_block *ublock, size_t size)
+{
+	if (!decoder || !ublock)
+		return -pte_invalid;
+
+	if (IPT__UNLIKELY(size != sizeof(*ublock) ||
+			  !ipt__blk_cache_current(decoder)))
+		return ipt__blk_next(decoder, ublock, size, 0);
+
+	ipt__blk_begin(decoder, ublock);
+	if (IPT__UNLIKELY(ipt__blk_next_fast(decoder, ublock) < 0))
+		return ipt__blk_next(decoder, ublock, size, 1);
+
+	ipt__blk_prefetch(decoder);
+	return 0;
 }
 
 /* ---- events ---- */
@@ -12732,6 +12749,7 @@ IPT_DEF int pt_blk_event(struct pt_block_decoder *decoder,
 		/* fall through */
 	case ptev_paging:
 		decoder->asid.cr3 = ev->variant.paging.cr3;
+		decoder->ctx_id = 0;
 		break;
 
 	case ptev_async_vmcs:
@@ -12741,6 +12759,7 @@ IPT_DEF int pt_blk_event(struct pt_block_decoder *decoder,
 		/* fall through */
 	case ptev_vmcs:
 		decoder->asid.vmcs = ev->variant.vmcs.base;
+		decoder->ctx_id = 0;
 		break;
 
 	case ptev_overflow:
@@ -12897,6 +12916,7 @@ IPT_DEF int pt_blk_resync(struct pt_block_decoder *decoder)
 			/* fall through */
 		case ptev_paging:
 			decoder->asid.cr3 = ev->variant.paging.cr3;
+			decoder->ctx_id = 0;
 			break;
 
 		case ptev_async_vmcs:
@@ -12908,6 +12928,7 @@ IPT_DEF int pt_blk_resync(struct pt_block_decoder *decoder)
 			/* fall through */
 		case ptev_vmcs:
 			decoder->asid.vmcs = ev->variant.vmcs.base;
+			decoder->ctx_id = 0;
 			break;
 
 		case ptev_overflow:
