@@ -9048,7 +9048,8 @@ IPT_DEF int pt_image_add_cached(struct pt_image *image,
  *    newer than Zydis 4.0 are -pte_bad_insn too, where libipt decodes their
  *    length: e.g. WRMSRNS and RDMSRLIST/WRMSRLIST (0F 01 C6), CMPccXADD,
  *    RAO-INT (0F 38 FC) and the VEX forms of AVX-VNNI (VPDPBUSD etc.).
- *  - ptem_unknown decodes nothing: -pte_bad_insn.
+ *  - ptem_unknown decodes with 16-bit defaults, as libipt's decoder does
+ *    (which also treats it as "not 64-bit" everywhere else).
  */
 
 /* Without stdio the implementation promises nothing of libc: Zydis'
@@ -9532,6 +9533,7 @@ static int ipt__ild_decode_bytes(struct pt_insn *insn,
 	int status;
 
 	switch (insn->mode) {
+	case ptem_unknown:
 	case ptem_16bit:
 		machine = ZYDIS_MACHINE_MODE_LEGACY_16;
 		stack = ZYDIS_STACK_WIDTH_16;

@@ -185,7 +185,11 @@ static const struct ild_case cases[] = {
 	{ M64, "e8 00 00", BAD, ptic_error, IPT__INST_INVALID, NODISP },
 	{ M64, "f3 0f 01", BAD, ptic_error, IPT__INST_INVALID, NODISP },
 	{ M64, "d5 00 a1 00", BAD, ptic_error, IPT__INST_INVALID, NODISP },
-	{ ptem_unknown, "90", BAD, ptic_error, IPT__INST_INVALID, NODISP },
+	/* an unknown mode decodes as 16-bit code */
+	{ ptem_unknown, "90", 1, ptic_other, IPT__INST_INVALID, NODISP },
+	{ ptem_unknown, "66 e8 00 00 00 00", 6, ptic_call, IPT__INST_CALL_E8,
+	  0 },
+	{ ptem_unknown, "e8 00 00", 3, ptic_call, IPT__INST_CALL_E8, 0 },
 };
 
 static int parse_hex(const char *hex, uint8_t *out, int max)
