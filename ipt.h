@@ -1287,13 +1287,13 @@ IPT_API int pt_blk_event(struct pt_block_decoder *decoder,
  * through the read-memory callback.
  *
  * The instruction cache has a fixed size, IPT_BLK_ICACHE_BITS (log2 of its
- * entries, 11: about 200 KiB).  The run cache starts at 16 KiB (48 KiB for
+ * entries, 11: about 200 KiB).  The run cache starts at 16 KiB (64 KiB for
  * an instruction decoder) and doubles whenever it has had to drop runs
  * for an eighth of its entries, up to a limit in bytes: IPT_BLK_CACHE_LIMIT
  * when the implementation is compiled (4 MiB), or what
  * ipt_blk_set_cache_limit() / ipt_insn_set_cache_limit() set for one
  * decoder.  Setting a limit empties the run cache; a limit below one set
- * of two runs (64 bytes, 192 for an instruction decoder) turns it off.  A
+ * of two runs (64 bytes, 256 for an instruction decoder) turns it off.  A
  * run cache that cannot grow for lack of memory stays as it is: caches
  * never fail a decode.  Both return zero, -pte_invalid without a decoder.
  *
@@ -9901,8 +9901,9 @@ ipt__insn_range_is_contiguous(uint64_t begin, uint64_t end,
  *     instruction, size and class, so that handing out instructions reads
  *     neither the image nor the instruction cache.
  *
- * The run cache is two-way set associative with 32-byte entries, two to a
- * cache line.  It starts small and doubles whenever it has had to drop runs
+ * The run cache is two-way set associative with 32-byte entries, a set to
+ * a cache line; an instruction decoder's sets carry the runs' text in the
+ * next two lines.  It starts small and doubles whenever it has had to drop runs
  * for an eighth of its entries, up to a limit (IPT_BLK_CACHE_LIMIT or
  * ipt_blk_set_cache_limit); a table that cannot grow stays as it is.
  *
@@ -10133,15 +10134,15 @@ struct pt_block_decoder {
 	uint64_t cache_gen;
 	uint32_t epoch;
 
-	/* The run cache: @rsets sets of two runs at @runs, aligned within the
-	 * allocation @rmem; with @want_text, the runs' text in @text, in
-	 * the same order.  @rfills counts runs pushed out since the table
+	/* The run cache: @rsets sets of two runs at @runs, @rstride bytes
+	 * apart, aligned within the allocation @rmem; with @want_text, each
+	 * set's runs are followed by their text.  @rfills counts runs pushed out since the table
 	 * last grew; @rlimit bounds its bytes. */
 	struct ipt__blk_run *runs;
-	struct ipt__blk_text *text;
 	void *rmem;
 	size_t rmem_size;
 	uint32_t rsets;
+	uint32_t rstride;
 	uint32_t rfills;
 	uint64_t rlimit;
 	uint32_t want_text;
@@ -10260,14 +10261,26 @@ enum {
 	IPT__RUN_ALIGN = 64
 };
 
-/* The bytes one set takes, with its text if the decoder wants it. */
+/* The bytes one set takes: its two runs, with the text of both if the
+ * decoder wants it, padded so that the runs and the first text share an
+ * aligned pair of cache lines (which processors tend to load together). */
 static size_t ipt__blk_set_bytes(const struct pt_block_decoder *decoder)
 {
-	size_t size = 2 * sizeof(struct ipt__blk_run);
+	return decoder->want_text ? 4 * IPT__RUN_ALIGN : IPT__RUN_ALIGN;
+}
 
-	if (decoder->want_text)
-		size += 2 * sizeof(struct ipt__blk_text);
-	return size;
+/* The runs of set @set, then (with text) their text. */
+static IPT__INLINE struct ipt__blk_run *
+ipt__blk_set(const struct pt_block_decoder *decoder, uint32_t set)
+{
+	return (struct ipt__blk_run *) ((uint8_t *) decoder->runs +
+					(size_t) set * decoder->rstride);
+}
+
+static IPT__INLINE struct ipt__blk_text *
+ipt__blk_set_text(struct ipt__blk_run *set)
+{
+	return (struct ipt__blk_text *) (set + 2);
 }
 
 /* The most sets @decoder->rlimit allows, a power of two; zero if not even
@@ -10293,7 +10306,6 @@ static void ipt__blk_runs_free(struct pt_block_decoder *decoder)
 	decoder->rmem = NULL;
 	decoder->rmem_size = 0;
 	decoder->runs = NULL;
-	decoder->text = NULL;
 	decoder->rsets = 0;
 	decoder->rfills = 0;
 }
@@ -10307,57 +10319,81 @@ static IPT__INLINE uint32_t ipt__blk_set_of(uint64_t ip, uint32_t ctx,
 	return (uint32_t) (h >> 40) & (nsets - 1);
 }
 
+/* Make room in the first way of @set: its run, if any, moves to the
+ * second, whose run is dropped. */
+static void ipt__blk_set_shift(struct ipt__blk_run *set, uint32_t want_text)
+{
+	struct ipt__blk_text *text = ipt__blk_set_text(set);
+
+	if (set[0].ctx) {
+		IPT__COPY(set[1], set[0]);
+		if (want_text)
+			IPT__COPY(text[1], text[0]);
+	}
+	set[0].ctx = 0;
+}
+
+/* Put @run (with @text, if the decoder keeps text) first into @set. */
+static void ipt__blk_set_push(struct ipt__blk_run *set,
+			      const struct ipt__blk_run *run,
+			      const struct ipt__blk_text *text,
+			      uint32_t want_text)
+{
+	ipt__blk_set_shift(set, want_text);
+	IPT__COPY(set[0], *run);
+	if (want_text)
+		IPT__COPY(ipt__blk_set_text(set)[0], *text);
+}
+
 /* Make an empty table of @nsets sets and move what fits of the old one
  * into it.  Returns zero on success, -pte_nomem if there is no memory: the
  * old table stays. */
 static int ipt__blk_runs_resize(struct pt_block_decoder *decoder,
 				uint32_t nsets)
 {
-	struct ipt__blk_text *text = NULL;
+	size_t size, stride = ipt__blk_set_bytes(decoder);
 	struct ipt__blk_run *runs;
-	size_t size, nruns, i;
+	uint32_t old;
 	uintptr_t base;
 	void *mem;
 
-	size = (size_t) nsets * ipt__blk_set_bytes(decoder) + IPT__RUN_ALIGN;
+	size = (size_t) nsets * stride + IPT__RUN_ALIGN;
 	mem = ipt__alloc_cache(&decoder->allocator, size);
 	if (!mem)
 		return -pte_nomem;
 
 	base = ((uintptr_t) mem + IPT__RUN_ALIGN - 1) &
 	       ~(uintptr_t) (IPT__RUN_ALIGN - 1);
-	nruns = (size_t) nsets * 2;
 	runs = (struct ipt__blk_run *) base;
-	IPT_MEMSET(runs, 0, nruns * sizeof(*runs));
-	if (decoder->want_text)
-		text = (struct ipt__blk_text *) (runs + nruns);
+	IPT_MEMSET(runs, 0, (size_t) nsets * stride);
 
-	/* Most recently filled first: the older way of each set goes in
-	 * first and is pushed to the second way by the newer one. */
-	for (i = 0; i < (size_t) decoder->rsets * 2; ++i) {
-		size_t old = i ^ 1, way;
-		uint32_t set;
+	/* The older way of each set goes in first and is pushed to the
+	 * second way by the newer one. */
+	for (old = 0; old < decoder->rsets; ++old) {
+		struct ipt__blk_run *oset = ipt__blk_set(decoder, old);
+		int way;
 
-		if (!decoder->runs[old].ctx)
-			continue;
-		set = ipt__blk_set_of(decoder->runs[old].ip,
-			     decoder->runs[old].ctx, nsets);
-		way = (size_t) set * 2;
-		if (runs[way].ctx) {
-			IPT__COPY(runs[way + 1], runs[way]);
-			if (text)
-				IPT__COPY(text[way + 1], text[way]);
+		for (way = 1; way >= 0; --way) {
+			struct ipt__blk_run *set;
+			uint32_t idx;
+
+			if (!oset[way].ctx)
+				continue;
+			idx = ipt__blk_set_of(oset[way].ip, oset[way].ctx,
+					      nsets);
+			set = (struct ipt__blk_run *) (base +
+						       (size_t) idx * stride);
+			ipt__blk_set_push(set, &oset[way],
+					  &ipt__blk_set_text(oset)[way],
+					  decoder->want_text);
 		}
-		IPT__COPY(runs[way], decoder->runs[old]);
-		if (text)
-			IPT__COPY(text[way], decoder->text[old]);
 	}
 
 	ipt__blk_runs_free(decoder);
 	decoder->rmem = mem;
 	decoder->rmem_size = size;
 	decoder->runs = runs;
-	decoder->text = text;
+	decoder->rstride = (uint32_t) stride;
 	decoder->rsets = nsets;
 	return 0;
 }
@@ -10395,7 +10431,7 @@ ipt__blk_ctx_switch(struct pt_block_decoder *decoder, uint32_t mode)
 		/* After 2^32 contexts, old tags could look current again. */
 		if (decoder->runs)
 			IPT_MEMSET(decoder->runs, 0, (size_t) decoder->rsets *
-				   2 * sizeof(*decoder->runs));
+				   decoder->rstride);
 		decoder->nctx = 0;
 		id = 1;
 	}
@@ -11673,8 +11709,8 @@ done:
 	return run;
 }
 
-/* A miss in the set at @idx: record the run at @ip there.  If that pushes
- * a run out and the table has lost runs that way for an eighth of its
+/* A miss in the set @idx: record the run at @ip there.  If that pushes a
+ * run out and the table has lost runs that way for an eighth of its
  * entries, it is too small for the code: grow it first, if the limit and
  * memory allow. */
 static IPT__NOINLINE const struct ipt__blk_run *
@@ -11685,7 +11721,7 @@ ipt__blk_run_miss(struct pt_block_decoder *decoder, uint32_t idx, uint64_t ip,
 	struct ipt__blk_text *text = NULL;
 	struct ipt__blk_run *set;
 
-	set = &decoder->runs[idx];
+	set = ipt__blk_set(decoder, idx);
 	if (set[0].ctx && set[1].ctx)
 		decoder->rfills += 1;
 	if (decoder->rfills > decoder->rsets / 4 &&
@@ -11694,19 +11730,14 @@ ipt__blk_run_miss(struct pt_block_decoder *decoder, uint32_t idx, uint64_t ip,
 			decoder->rlimit = (uint64_t) decoder->rsets *
 					  ipt__blk_set_bytes(decoder);
 		decoder->rfills = 0;
-		idx = ipt__blk_set_of(ip, ctx, decoder->rsets) * 2;
+		idx = ipt__blk_set_of(ip, ctx, decoder->rsets);
+		set = ipt__blk_set(decoder, idx);
 	}
 
 	/* The newer run moves to the second way, the new one comes first. */
-	set = &decoder->runs[idx];
-	if (decoder->text)
-		text = &decoder->text[idx];
-	if (set[0].ctx) {
-		IPT__COPY(set[1], set[0]);
-		if (text)
-			IPT__COPY(text[1], text[0]);
-	}
-	set[0].ctx = 0;
+	ipt__blk_set_shift(set, decoder->want_text);
+	if (decoder->want_text)
+		text = ipt__blk_set_text(set);
 	if (ptext)
 		*ptext = text;
 	return ipt__blk_run_fill(decoder, &set[0], text, ip, mode, ctx);
@@ -11714,30 +11745,31 @@ ipt__blk_run_miss(struct pt_block_decoder *decoder, uint32_t idx, uint64_t ip,
 
 /* The run starting at @ip in @mode in the current address space, from the
  * table or recorded now; NULL if there is none (see ipt__blk_run_fill).
- * With @ptext, also its text. */
+ * With @ptext, also its text (NULL if the decoder keeps none). */
 static IPT__INLINE const struct ipt__blk_run *
 ipt__blk_run_find(struct pt_block_decoder *decoder, uint64_t ip,
 		  enum pt_exec_mode mode, const struct ipt__blk_text **ptext)
 {
-	const struct ipt__blk_run *set;
-	uint32_t ctx, idx;
+	struct ipt__blk_run *set;
+	uint32_t ctx, idx, way = 0;
 
 	if (IPT__UNLIKELY(!decoder->runs))
 		return NULL;
 
 	ctx = ipt__blk_ctx_of(decoder, mode);
-	idx = ipt__blk_set_of(ip, ctx, decoder->rsets) * 2;
-	set = &decoder->runs[idx];
+	idx = ipt__blk_set_of(ip, ctx, decoder->rsets);
+	set = ipt__blk_set(decoder, idx);
 	if (set[0].ip != ip || set[0].ctx != ctx) {
 		if (set[1].ip != ip || set[1].ctx != ctx)
 			return ipt__blk_run_miss(decoder, idx, ip, mode, ctx,
 						 ptext);
-		idx += 1;
+		way = 1;
 	}
 
 	if (ptext)
-		*ptext = decoder->text ? &decoder->text[idx] : NULL;
-	return &decoder->runs[idx];
+		*ptext = decoder->want_text ?
+			 &ipt__blk_set_text(set)[way] : NULL;
+	return &set[way];
 }
 
 /* Note @run with @text in the trail of the current block; @next is the IP
@@ -11767,16 +11799,17 @@ static IPT__INLINE void ipt__blk_trail_add(struct pt_block_decoder *decoder,
 static IPT__INLINE void ipt__blk_prefetch(struct pt_block_decoder *decoder)
 {
 #if defined(__GNUC__) || defined(__clang__)
-	uint32_t idx;
+	struct ipt__blk_run *set;
 
-	if (!decoder->text)
+	if (!decoder->want_text || !decoder->runs)
 		return;
-	idx = ipt__blk_set_of(decoder->ip,
-			      ipt__blk_ctx_of(decoder, decoder->mode),
-			      decoder->rsets) * 2;
-	__builtin_prefetch(&decoder->runs[idx]);
-	__builtin_prefetch(&decoder->text[idx]);
-	__builtin_prefetch(&decoder->text[idx + 1]);
+	set = ipt__blk_set(decoder,
+			   ipt__blk_set_of(decoder->ip,
+					   ipt__blk_ctx_of(decoder, decoder->mode),
+					   decoder->rsets));
+	__builtin_prefetch(set);
+	__builtin_prefetch(ipt__blk_set_text(set));
+	__builtin_prefetch(ipt__blk_set_text(set) + 1);
 #else
 	(void) decoder;
 #endif
