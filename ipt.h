@@ -2090,17 +2090,22 @@ static const uint8_t ipt__first_byte[256] = { IPT__R256(IPT__FIRST) };
 static const uint8_t ipt__second_byte[256] = { IPT__R256(IPT__SECOND) };
 
 /* The IP payload size in bytes for each IP compression; -1 for reserved
- * ones (SDM 33.4.2.2).  One list, two tables: the size, and the mask that
- * keeps that many low bytes of an 8-byte load (0 for reserved ones). */
-#define IPT__IPC_SIZES(X) X(0) X(2) X(4) X(6) X(6) X(-1) X(8) X(-1)
+ * ones (SDM 33.4.2.2).  One list, three tables: the size; the mask that
+ * keeps that many low bytes of an 8-byte load (0 for reserved ones); and
+ * the packet sizes, opcode byte included, as the nibbles of one constant
+ * (IP compression n in bits 4n to 4n+3, 0 for reserved ones). */
+#define IPT__IPC_SIZES(X)                                                    \
+	X(0, 0) X(1, 2) X(2, 4) X(3, 6) X(4, 6) X(5, -1) X(6, 8) X(7, -1)
 
-#define IPT__IPC_SIZE(n) n,
-#define IPT__IPC_MASK(n)                                                     \
+#define IPT__IPC_SIZE(ipc, n) n,
+#define IPT__IPC_MASK(ipc, n)                                                \
 	((n) <= 0 ? 0ull : (n) >= 8 ? ~0ull                                 \
 		  : (1ull << (8 * ((n) > 0 && (n) < 8 ? (n) : 0))) - 1ull),
+#define IPT__IPC_NIBBLE(ipc, n) | ((n) < 0 ? 0ull : (uint64_t) ((n) + 1) << (4 * (ipc)))
 
 static const int8_t ipt__ipc_size[8] = { IPT__IPC_SIZES(IPT__IPC_SIZE) };
 static const uint64_t ipt__ipc_mask[8] = { IPT__IPC_SIZES(IPT__IPC_MASK) };
+#define IPT__IPC_PACKET_SIZES (0ull IPT__IPC_SIZES(IPT__IPC_NIBBLE))
 
 /* ==== >>enc  packet encoder ==============================================
  * Writes struct pt_packet into the trace buffer. */
@@ -2649,16 +2654,17 @@ IPT_DEF int pt_enc_next(struct pt_encoder *encoder,
 /* The packet decoder.  Other layers embed one (ipt__pkt_init/_fini) and
  * read its fields directly. */
 struct pt_packet_decoder {
-	/* The configuration, copied in. */
-	struct pt_config config;
 	/* The next packet; NULL until synchronized. */
 	const uint8_t *pos;
+	/* pos - config.begin is below this where at least IPT__FAST_ROOM
+	 * bytes are left: pt_pkt_next's fast path; 0 if none is.  Next to
+	 * pos and config.begin, the only fields the fast path reads. */
+	size_t fast;
+	/* The configuration, copied in. */
+	struct pt_config config;
 	/* The last PSB seen, or the position set by sync_set; NULL until
 	 * synchronized. */
 	const uint8_t *sync;
-	/* pos - config.begin is below this where at least IPT__FAST_ROOM
-	 * bytes are left: pt_pkt_next's fast path; 0 if none is. */
-	size_t fast;
 };
 
 /* The bytes pt_pkt_next's fast path may read from a packet's start: every
@@ -2760,7 +2766,9 @@ static IPT__UNUSED int ipt__pkt_read_ip(struct pt_packet_ip *packet,
 static inline uint8_t ipt__msb(uint64_t val)
 {
 #if defined(__GNUC__) || defined(__clang__)
-	return (uint8_t) (63 - __builtin_clzll(val));
+	/* 63 ^ clz rather than 63 - clz: the same for 0..63, and what
+	 * compilers turn into a single bit-scan instruction. */
+	return (uint8_t) (63 ^ __builtin_clzll(val));
 #else
 	uint8_t n = 0;
 
@@ -3842,26 +3850,24 @@ IPT_DEF int pt_pkt_next(struct pt_packet_decoder *decoder,
 
 	b = pos[0];
 
-	/* TNT-8 and PAD, one byte each, make up most of a hardware trace,
-	 * in an order no branch predictor guesses: one path for both, with
-	 * no branch on which it is.  A PAD's TNT fields go to a scratch
-	 * struct, so that a PAD leaves the caller's payload alone. */
-	if (IPT__LIKELY(!(b & 1) && b != IPT__OPC_EXT)) {
-		struct pt_packet_tnt scratch, *tnt;
+	/* TNT-8 and PAD, one byte each, make up most of a hardware trace
+	 * (in runs of either, which branch predictors follow; a path shared
+	 * by both without a branch measured no faster). */
+	if (IPT__LIKELY(!(b & 1) && b > IPT__OPC_EXT)) {
+		/* b is even and above IPT__OPC_EXT: a stop bit is set. */
 		unsigned int bits = b >> IPT__OPM_TNT_8_SHR;
-		uint8_t bit_size = ipt__msb(bits | 1u);
-		/* All ones for TNT-8, zero for PAD; selects with masks, as
-		 * compilers turn a ?: here into a branch. */
-		uintptr_t tnt8 = (uintptr_t) 0 - (uintptr_t) (b != 0);
-		uintptr_t user = (uintptr_t) &packet->payload.tnt;
-		uintptr_t own = (uintptr_t) &scratch;
+		uint8_t bit_size = ipt__msb(bits);
 
-		tnt = (struct pt_packet_tnt *) (own ^ ((user ^ own) & tnt8));
-		packet->type = (enum pt_packet_type)
-			(ppt_pad + ((ppt_tnt_8 - ppt_pad) & (int) tnt8));
+		packet->type = ppt_tnt_8;
 		packet->size = 1;
-		tnt->bit_size = bit_size;
-		tnt->payload = bits ^ (1u << bit_size);
+		packet->payload.tnt.bit_size = bit_size;
+		packet->payload.tnt.payload = bits ^ (1u << bit_size);
+		decoder->pos = pos + 1;
+		return 1;
+	}
+	if (b == IPT__OPC_PAD) {
+		packet->type = ppt_pad;
+		packet->size = 1;
 		decoder->pos = pos + 1;
 		return 1;
 	}
@@ -3881,24 +3887,27 @@ IPT_DEF int pt_pkt_next(struct pt_packet_decoder *decoder,
 		}
 	}
 
+	/* TIP, FUP, TIP.PGE, TIP.PGD: next most frequent, and adjacent in
+	 * enum pt_packet_type.  The packet's size comes from the opcode
+	 * byte by shifts rather than a table load: the next packet's
+	 * position waits for it. */
 	kind = ipt__first_byte[b];
-	switch (kind) {
-	case ppt_tip:
-	case ppt_fup:
-	case ppt_tip_pge:
-	case ppt_tip_pgd:
-		size = ipt__ipc_size[b >> IPT__OPM_IPC_SHR];
-		if (IPT__UNLIKELY(size < 0))
-			break;
-		packet->type = (enum pt_packet_type) kind;
-		packet->size = (uint8_t) (size + 1);
-		packet->payload.ip.ipc =
-			(enum pt_ip_compression) (b >> IPT__OPM_IPC_SHR);
-		packet->payload.ip.ip = ipt__load64(pos + 1) &
-					ipt__ipc_mask[b >> IPT__OPM_IPC_SHR];
-		decoder->pos = pos + size + 1;
-		return size + 1;
+	if (kind - ppt_fup <= ppt_tip_pgd - ppt_fup) {
+		unsigned int ipc = b >> IPT__OPM_IPC_SHR;
 
+		size = (int) ((IPT__IPC_PACKET_SIZES >> (4 * ipc)) & 0xf);
+		if (IPT__LIKELY(size)) {
+			packet->type = (enum pt_packet_type) kind;
+			packet->size = (uint8_t) size;
+			packet->payload.ip.ipc = (enum pt_ip_compression) ipc;
+			packet->payload.ip.ip =
+				ipt__load64(pos + 1) & ipt__ipc_mask[ipc];
+			decoder->pos = pos + size;
+			return size;
+		}
+	}
+
+	switch (kind) {
 	case ppt_mtc:
 		packet->type = ppt_mtc;
 		packet->size = ipt__layout[ppt_mtc].size;
@@ -3922,8 +3931,10 @@ IPT_DEF int pt_pkt_next(struct pt_packet_decoder *decoder,
 			} while ((b & IPT__OPM_CYCX_EXT) && shl <= 64);
 			if (IPT__UNLIKELY(shl > 64))
 				break;
-			/* SKD007 looks at 2-byte CYCs. */
-			if (size == 2 && decoder->config.errata.skd007)
+			/* SKD007 (see ipt__pkt_handle_skd007) looks at
+			 * 2-byte CYCs whose second byte is IPT__OPC_EXT. */
+			if (size == 2 && (val & 0xffe0u) == 0x20 &&
+			    decoder->config.errata.skd007)
 				break;
 		}
 		packet->type = ppt_cyc;
