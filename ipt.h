@@ -38,7 +38,7 @@
  *                       decoded-instruction cache entries            (11)
  *     IPT_BLK_CACHE_LIMIT  the most bytes its straight-line run cache
  *                       grows to; ipt_blk_set_cache_limit() and
- *                       ipt_insn_set_cache_limit() set it per decoder (4 MiB)
+ *                       ipt_insn_set_cache_limit() set it per decoder (2 MiB)
  *
  *     With IPT_NO_STDIO and all of the above defined, the implementation
  *     needs nothing but <stddef.h>, <stdint.h> and Zydis.
@@ -1290,12 +1290,14 @@ IPT_API int pt_blk_event(struct pt_block_decoder *decoder,
  * entries, 11: about 200 KiB).  The run cache starts at 16 KiB (64 KiB for
  * an instruction decoder) and doubles whenever it has had to drop runs
  * for an eighth of its entries, up to a limit in bytes: IPT_BLK_CACHE_LIMIT
- * when the implementation is compiled (4 MiB), or what
+ * when the implementation is compiled (2 MiB), or what
  * ipt_blk_set_cache_limit() / ipt_insn_set_cache_limit() set for one
  * decoder.  Setting a limit empties the run cache; a limit below one set
- * of two runs (64 bytes, 256 for an instruction decoder) turns it off.  A
- * run cache that cannot grow for lack of memory stays as it is: caches
- * never fail a decode.  Both return zero, -pte_invalid without a decoder.
+ * of two runs (64 bytes, 256 for an instruction decoder) turns it off.  It
+ * starts over empty when it grows; without memory to grow it keeps its
+ * size (or, without memory even for that, the decoder goes on without
+ * it): caches never fail a decode.  Both return zero, -pte_invalid
+ * without a decoder.
  *
  * The caches are emptied when the decoder gets an image (pt_blk_set_image,
  * pt_insn_set_image) and when the image changes: sections added or
@@ -9914,9 +9916,11 @@ ipt__insn_range_is_contiguous(uint64_t begin, uint64_t end,
  *
  * The run cache is two-way set associative with 32-byte entries, a set to
  * a cache line; an instruction decoder's sets carry the runs' text in the
- * next two lines.  It starts small and doubles whenever it has had to drop runs
- * for an eighth of its entries, up to a limit (IPT_BLK_CACHE_LIMIT or
- * ipt_blk_set_cache_limit); a table that cannot grow stays as it is.
+ * next two lines.  It starts small and doubles whenever it has had to drop
+ * runs for an eighth of its entries, up to a limit (IPT_BLK_CACHE_LIMIT or
+ * ipt_blk_set_cache_limit).  Growing starts it over empty, so that old and
+ * new table never take memory at once; one that cannot grow keeps its
+ * size if memory allows.
  *
  * Instruction cache entries are tagged with an epoch, runs with a context
  * number that stands for (address space, mode, epoch).  Changing the image,
@@ -9929,7 +9933,7 @@ ipt__insn_range_is_contiguous(uint64_t begin, uint64_t end,
 #endif
 /* The run cache's memory bound in bytes, text included. */
 #ifndef IPT_BLK_CACHE_LIMIT
-#define IPT_BLK_CACHE_LIMIT (4u << 20)
+#define IPT_BLK_CACHE_LIMIT (2u << 20)
 #endif
 
 /* ---- return stack ----
@@ -10344,66 +10348,36 @@ static void ipt__blk_set_shift(struct ipt__blk_run *set, uint32_t want_text)
 	set[0].ctx = 0;
 }
 
-/* Put @run (with @text, if the decoder keeps text) first into @set. */
-static void ipt__blk_set_push(struct ipt__blk_run *set,
-			      const struct ipt__blk_run *run,
-			      const struct ipt__blk_text *text,
-			      uint32_t want_text)
-{
-	ipt__blk_set_shift(set, want_text);
-	IPT__COPY(set[0], *run);
-	if (want_text)
-		IPT__COPY(ipt__blk_set_text(set)[0], *text);
-}
-
-/* Make an empty table of @nsets sets and move what fits of the old one
- * into it.  Returns zero on success, -pte_nomem if there is no memory: the
- * old table stays. */
+/* Make an empty table of @nsets sets.  The old one goes first, so that
+ * the two never take memory at the same time: its runs are recorded again
+ * as they come.  Returns zero on success; -pte_nomem if there is no
+ * memory, and then the table has its old size again if memory allows, or
+ * the decoder goes on without one. */
 static int ipt__blk_runs_resize(struct pt_block_decoder *decoder,
 				uint32_t nsets)
 {
 	size_t size, stride = ipt__blk_set_bytes(decoder);
-	struct ipt__blk_run *runs;
-	uint32_t old;
+	uint32_t old = decoder->rsets;
 	uintptr_t base;
 	void *mem;
 
+	ipt__blk_runs_free(decoder);
+
 	size = (size_t) nsets * stride + IPT__RUN_ALIGN;
 	mem = ipt__alloc_cache(&decoder->allocator, size);
-	if (!mem)
+	if (!mem) {
+		if (old && old != nsets)
+			(void) ipt__blk_runs_resize(decoder, old);
 		return -pte_nomem;
+	}
 
 	base = ((uintptr_t) mem + IPT__RUN_ALIGN - 1) &
 	       ~(uintptr_t) (IPT__RUN_ALIGN - 1);
-	runs = (struct ipt__blk_run *) base;
-	IPT_MEMSET(runs, 0, (size_t) nsets * stride);
+	IPT_MEMSET((void *) base, 0, (size_t) nsets * stride);
 
-	/* The older way of each set goes in first and is pushed to the
-	 * second way by the newer one. */
-	for (old = 0; old < decoder->rsets; ++old) {
-		struct ipt__blk_run *oset = ipt__blk_set(decoder, old);
-		int way;
-
-		for (way = 1; way >= 0; --way) {
-			struct ipt__blk_run *set;
-			uint32_t idx;
-
-			if (!oset[way].ctx)
-				continue;
-			idx = ipt__blk_set_of(oset[way].ip, oset[way].ctx,
-					      nsets);
-			set = (struct ipt__blk_run *) (base +
-						       (size_t) idx * stride);
-			ipt__blk_set_push(set, &oset[way],
-					  &ipt__blk_set_text(oset)[way],
-					  decoder->want_text);
-		}
-	}
-
-	ipt__blk_runs_free(decoder);
 	decoder->rmem = mem;
 	decoder->rmem_size = size;
-	decoder->runs = runs;
+	decoder->runs = (struct ipt__blk_run *) base;
 	decoder->rstride = (uint32_t) stride;
 	decoder->rsets = nsets;
 	return 0;

@@ -1,6 +1,6 @@
 /* The run cache of the block and instruction decoders: it grows with the
- * code, so that decoding code a second time hardly reads through the
- * callback (a few runs may collide in the hashed table); a small limit
+ * code, so that once it has grown, decoding the same code again hardly
+ * reads through the callback (a few runs may collide in the hashed table); a small limit
  * bounds it, and then the callback is asked again; any limit, even none,
  * decodes the same; and straight lines wrap at 4 GiB outside 64-bit
  * mode. */
@@ -174,9 +174,11 @@ static struct digest insn_pass(struct pt_insn_decoder *dec)
 	return d;
 }
 
-/* Decode the chain twice with one decoder under @limit (~0: the default).
- * The first pass gives @first; @reads is what the second pass read. */
-static void blk_twice(const struct pt_config *config, struct pt_image *image,
+/* Decode the chain three times with one decoder under @limit (~0: the
+ * default).  The first pass gives @first; @reads is what the first and the
+ * third pass read (the table may grow, and start over, during the first
+ * two). */
+static void blk_thrice(const struct pt_config *config, struct pt_image *image,
 		      struct chain_mem *m, uint64_t limit,
 		      struct digest *first, unsigned long reads[2])
 {
@@ -194,6 +196,8 @@ static void blk_twice(const struct pt_config *config, struct pt_image *image,
 	m->reads = 0;
 	*first = blk_pass(dec);
 	reads[0] = m->reads;
+	second = blk_pass(dec);
+	CHECK_EQ(second.hash, first->hash);
 	m->reads = 0;
 	second = blk_pass(dec);
 	reads[1] = m->reads;
@@ -203,7 +207,7 @@ static void blk_twice(const struct pt_config *config, struct pt_image *image,
 	pt_blk_free_decoder(dec);
 }
 
-static void insn_twice(const struct pt_config *config, struct pt_image *image,
+static void insn_thrice(const struct pt_config *config, struct pt_image *image,
 		       struct chain_mem *m, uint64_t limit,
 		       struct digest *first, unsigned long reads[2])
 {
@@ -221,6 +225,8 @@ static void insn_twice(const struct pt_config *config, struct pt_image *image,
 	m->reads = 0;
 	*first = insn_pass(dec);
 	reads[0] = m->reads;
+	second = insn_pass(dec);
+	CHECK_EQ(second.hash, first->hash);
 	m->reads = 0;
 	second = insn_pass(dec);
 	reads[1] = m->reads;
@@ -230,7 +236,7 @@ static void insn_twice(const struct pt_config *config, struct pt_image *image,
 	pt_insn_free_decoder(dec);
 }
 
-/* With the default limit, the second pass reads less than 2% of what the
+/* With the default limit, the third pass reads less than 2% of what the
  * first read; with a table too small for the chain, it reads more than
  * half of that again. */
 static void check_reads(uint64_t limit, const unsigned long reads[2],
@@ -279,7 +285,7 @@ static void test_chain(void)
 		struct digest d;
 		unsigned long reads[2] = { 0, 0 };
 
-		blk_twice(&config, image, &m, limits[i], &d, reads);
+		blk_thrice(&config, image, &m, limits[i], &d, reads);
 		/* enabled, exec_mode, NCOND + 1 blocks of 4 items, twice,
 		 * disabled */
 		CHECK_EQ(d.items, 2 + 2 * (NCOND + 1) * 4 + 1);
@@ -289,7 +295,7 @@ static void test_chain(void)
 		CHECK_EQ(d.hash, blk_ref.hash);
 		check_reads(limits[i], reads, "blk");
 
-		insn_twice(&config, image, &m, limits[i], &d, reads);
+		insn_thrice(&config, image, &m, limits[i], &d, reads);
 		CHECK_EQ(d.status, -pte_eos);
 		if (i == 0)
 			insn_ref = d;
