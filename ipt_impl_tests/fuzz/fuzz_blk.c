@@ -141,7 +141,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				break;
 			if (D(get_sync_offset)(decoder, &sync) < 0)
 				fz_fail("no sync offset", 0, 0);
-			(void) run(decoder, status, &ev, limit, &steps, insn_cap);
+			(void) run(decoder, status, &ev, limit, &steps,
+				   insn_cap);
 			if (D(sync_set)(decoder, sync) < 0)
 				fz_fail("cannot go back to the sync point",
 					(long long) sync, 0);
