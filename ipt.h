@@ -7254,11 +7254,13 @@ IPT_DEF int pt_qry_sync_forward(struct pt_query_decoder *decoder, uint64_t *ip)
 }
 
 /* Like pt_evt_sync_backward(), but a PSB+ cut off by the end of the trace
- * does not count, and neither does the PSB the decoder is in. */
+ * does not count, nor one from which the start reads on into the next
+ * PSB+, nor the PSB the decoder is in: the sync offset only moves back. */
 IPT_DEF int pt_qry_sync_backward(struct pt_query_decoder *decoder,
 				 uint64_t *ip)
 {
 	const uint8_t *start, *sync, *pos;
+	uint64_t found, now;
 	int err;
 
 	if (!decoder)
@@ -7280,6 +7282,9 @@ IPT_DEF int pt_qry_sync_backward(struct pt_query_decoder *decoder,
 			pos = ipt__evt_pos(&decoder->evdec);
 		} while (sync <= pos);
 		sync = pos;
+		err = pt_evt_get_sync_offset(&decoder->evdec, &found);
+		if (err < 0)
+			return err;
 
 		err = ipt__qry_start(decoder, ip);
 		if (err < 0) {
@@ -7287,6 +7292,16 @@ IPT_DEF int pt_qry_sync_backward(struct pt_query_decoder *decoder,
 				return err;
 			continue;
 		}
+		/* Looking for the start IP may read on into the next PSB+,
+		 * when this one is cut short (by an overflow, say).  Then
+		 * this PSB is no place to start: look further back, or the
+		 * decoder would end up at a later PSB, even at the one it
+		 * set out from, and never get back to the trace's start. */
+		err = pt_evt_get_sync_offset(&decoder->evdec, &now);
+		if (err < 0)
+			return err;
+		if (now != found)
+			continue;
 		pos = ipt__evt_pos(&decoder->evdec);
 		if (pos < start)
 			return 0;

@@ -135,7 +135,8 @@ int main(void)
 		int size = cyc(1ull << shift);
 
 		if (shift < 61)
-			CHECK_EQ(size, shift < 5 ? 1 : 2 + (int) (shift - 5) / 7);
+			CHECK_EQ(size, shift < 5 ? 1
+				 : 2 + (int) (shift - 5) / 7);
 		else
 			CHECK_EQ(size, -pte_bad_packet);
 	}

@@ -106,7 +106,10 @@ FZ void fz_fail(const char *what, long long a, long long b)
  * Every object the harnesses make gets its memory from fz_allocator()
  * (ipt_*_with): malloc and free underneath, and under AddressSanitizer each
  * free checks that ipt.h gives back the size it asked for.  It has no
- * realloc, so ipt.h's alloc-copy-free path is the one taken. */
+ * realloc, so ipt.h's alloc-copy-free path is the one taken.  The input
+ * may pick one allocation to fail (fz_header: the top byte of the errata
+ * word, which no erratum uses): the decoders must then report -pte_nomem
+ * or do without, and LeakSanitizer sees anything they leak. */
 
 #if defined(__SANITIZE_ADDRESS__)
 #define FZ_ASAN 1
@@ -121,9 +124,24 @@ FZ void fz_fail(const char *what, long long a, long long b)
 size_t __sanitizer_get_allocated_size(const volatile void *p);
 #endif
 
+struct fz_alloc_state {
+	/* Allocations so far, and the one to fail (1-based; 0: none). */
+	unsigned long calls, fail_at;
+};
+
+FZ struct fz_alloc_state fz_alloc_state;
+
+FZ void fz_alloc_fail_at(unsigned long n)
+{
+	fz_alloc_state.calls = 0;
+	fz_alloc_state.fail_at = n;
+}
+
 FZ void *fz_alloc(void *context, size_t size)
 {
 	(void) context;
+	if (++fz_alloc_state.calls == fz_alloc_state.fail_at)
+		return NULL;
 	return malloc(size);
 }
 
@@ -200,7 +218,8 @@ struct fz_header {
 	uint8_t nom_freq;
 	/* The size the caller claims for struct pt_event (0: its real size). */
 	uint8_t evsize;
-	/* Raw errata bits: the first word of struct pt_errata. */
+	/* Raw errata bits: the first word of struct pt_errata, but for the
+	 * top byte, which picks an allocation to fail (0: none). */
 	uint32_t errata;
 	uint32_t cpuid_0x15_eax;
 	uint32_t cpuid_0x15_ebx;
@@ -222,6 +241,7 @@ FZ void fz_header(struct fz *in, struct fz_header *h)
 	h->cpuid_0x15_eax = fz_u32(in);
 	h->cpuid_0x15_ebx = fz_u32(in);
 	h->sync_offset = fz_u32(in);
+	fz_alloc_fail_at(h->errata >> 24);
 }
 
 /* The unknown-packet callback: claims that a packet of 1..4 bytes starts
@@ -256,7 +276,7 @@ FZ void fz_config(const struct fz_header *h, struct pt_config *config,
 		uint32_t word;
 
 		memcpy(&word, &config->errata, sizeof(word));
-		word |= h->errata;
+		word |= h->errata & 0xffffffu;
 		memcpy(&config->errata, &word, sizeof(word));
 	}
 	config->cpuid_0x15_eax = h->cpuid_0x15_eax;

@@ -146,7 +146,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			 * Walking back from there would come here again. */
 			if (sync >= limit)
 				break;
-			(void) run(decoder, status, &ev, limit, &steps, insn_cap);
+			(void) run(decoder, status, &ev, limit, &steps,
+				   insn_cap);
 			if (D(sync_set)(decoder, sync) < 0)
 				fz_fail("cannot go back to the sync point",
 					(long long) sync, 0);

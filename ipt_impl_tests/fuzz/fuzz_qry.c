@@ -117,11 +117,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				break;
 			if (pt_qry_get_sync_offset(decoder, &sync) < 0)
 				fz_fail("no sync offset", 0, 0);
-			/* Starting reads ahead: a segment that ends in an
-			 * overflow shows the sync offset of the next one.
-			 * Walking back from there would come here again. */
-			if (sync >= limit)
-				break;
 			(void) qry_run(decoder, status, script, nscript, &ev,
 				       limit, &budget);
 			if (pt_qry_sync_set(decoder, &ip, sync) < 0)

@@ -249,7 +249,9 @@ static const char *const nm_way_names[] = {
 int main(int argc, char **argv)
 {
 	const char *conf = argc > 1 ? argv[1] : "../shared/conformance";
-	unsigned long total = 0, absorbed[6] = { 0 };
+	unsigned long total = 0;
+	unsigned long absorbed[sizeof(scenarios) / sizeof(scenarios[0])] = { 0 };
+	const size_t nscenarios = sizeof(scenarios) / sizeof(scenarios[0]);
 	size_t i, k;
 	int way;
 
@@ -260,7 +262,7 @@ int main(int argc, char **argv)
 			CHECK(!"conformance case missing");
 			continue;
 		}
-		for (k = 0; k < sizeof(scenarios) / sizeof(scenarios[0]); ++k)
+		for (k = 0; k < nscenarios; ++k)
 		for (way = 0; way < 3; ++way) {
 			const struct ipt_allocator *a = nm_allocator(way);
 			char where[256];
@@ -296,16 +298,19 @@ int main(int argc, char **argv)
 				if (nm_absorbed) {
 					absorbed[k]++;
 					if (!CHECK(got == want))
-						printf("     %s: allocation %lu "
-						       "failed, not reported, "
-						       "and the decode "
-						       "changed\n", where, n);
+						printf("     %s: allocation "
+						       "%lu failed, not "
+						       "reported, and the "
+						       "decode changed\n",
+						       where, n);
 					if (!CHECK(nm_fail_in_cache))
-						printf("     %s: allocation %lu "
-						       "of %zu bytes failed, "
-						       "not reported, and it "
+						printf("     %s: allocation "
+						       "%lu of %zu bytes "
+						       "failed, not "
+						       "reported, and it "
 						       "was no cache's\n",
-						       where, n, nm_fail_size);
+						       where, n,
+						       nm_fail_size);
 				}
 				if (nm_live != 0) {
 					CHECK_EQ(nm_live, 0);
@@ -328,14 +333,14 @@ int main(int argc, char **argv)
 	}
 	printf("nomem: %lu runs with a failing allocation; absorbed by a "
 	       "cache:", total);
-	for (k = 0; k < sizeof(scenarios) / sizeof(scenarios[0]); ++k)
+	for (k = 0; k < nscenarios; ++k)
 		printf(" %s %lu", scenarios[k].name, absorbed[k]);
 	printf("\n");
 	/* The block decoder reads through the callback, so its page cache
 	 * absorbs failures; the packet, event and query decoders and the
 	 * encoder have no caches that grow.  (The instruction decoder reads
 	 * file sections here, but its block decoder's caches may grow.) */
-	for (k = 0; k < sizeof(scenarios) / sizeof(scenarios[0]); ++k) {
+	for (k = 0; k < nscenarios; ++k) {
 		if (!strcmp(scenarios[k].name, "blk"))
 			CHECK(absorbed[k] > 0);
 		else if (strcmp(scenarios[k].name, "insn"))

@@ -51,7 +51,8 @@ static uint64_t sc_pkt(struct hcase *c, const struct ipt_allocator *a)
 	int steps = 0, status;
 
 	config_for(&config, c);
-	decoder = P(struct pt_packet_decoder *, ipt_pkt_alloc_decoder_with(&config, a));
+	decoder = P(struct pt_packet_decoder *,
+		    ipt_pkt_alloc_decoder_with(&config, a));
 	if (!decoder)
 		return 1;
 	while (S(pt_pkt_sync_forward(decoder)) >= 0 && steps < max_steps) {
@@ -75,7 +76,8 @@ static uint64_t sc_evt(struct hcase *c, const struct ipt_allocator *a)
 	int steps = 0, status;
 
 	config_for(&config, c);
-	decoder = P(struct pt_event_decoder *, ipt_evt_alloc_decoder_with(&config, a));
+	decoder = P(struct pt_event_decoder *,
+		    ipt_evt_alloc_decoder_with(&config, a));
 	if (!decoder)
 		return 1;
 	while (S(pt_evt_sync_forward(decoder)) >= 0 && steps < max_steps) {
@@ -99,7 +101,8 @@ static uint64_t sc_qry(struct hcase *c, const struct ipt_allocator *a)
 	int steps = 0, status, taken;
 
 	config_for(&config, c);
-	decoder = P(struct pt_query_decoder *, ipt_qry_alloc_decoder_with(&config, a));
+	decoder = P(struct pt_query_decoder *,
+		    ipt_qry_alloc_decoder_with(&config, a));
 	if (!decoder)
 		return 1;
 	while ((status = S(pt_qry_sync_forward(decoder, &ip))) >= 0 &&
@@ -137,7 +140,8 @@ static uint64_t sc_blk(struct hcase *c, const struct ipt_allocator *a)
 	int steps = 0, status;
 
 	config_for(&config, c);
-	decoder = P(struct pt_block_decoder *, ipt_blk_alloc_decoder_with(&config, a));
+	decoder = P(struct pt_block_decoder *,
+		    ipt_blk_alloc_decoder_with(&config, a));
 	if (!decoder)
 		return 1;
 	if (S(pt_image_set_callback(pt_blk_get_image(decoder), hcase_read,
@@ -201,7 +205,8 @@ static uint64_t sc_insn(struct hcase *c, const struct ipt_allocator *a)
 		goto out;
 
 	config_for(&config, c);
-	decoder = P(struct pt_insn_decoder *, ipt_insn_alloc_decoder_with(&config, a));
+	decoder = P(struct pt_insn_decoder *,
+		    ipt_insn_alloc_decoder_with(&config, a));
 	if (!decoder)
 		goto out;
 	if (S(pt_insn_set_image(decoder, copy)) < 0)
