@@ -63,6 +63,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	h.flags &= (uint8_t) ~fz_unknown_cb;
 	fz_config(&h, &config, buffer, capacity);
+	/* The SKD007 workaround reads a CYC before an OVF as
+	 * part of the OVF: right for trace, but not the round trip checked
+	 * here.  The packet harness covers it. */
+	config.errata.skd007 = 0;
 
 	config2 = config;
 	config2.begin = buffer2;
