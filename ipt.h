@@ -12397,7 +12397,7 @@ IPT_DEF int pt_blk_sync_forward(struct pt_block_decoder *decoder)
 
 IPT_DEF int pt_blk_sync_backward(struct pt_block_decoder *decoder)
 {
-	uint64_t start, sync, pos;
+	uint64_t start, sync, pos, found, now;
 	int status;
 
 	if (!decoder)
@@ -12436,6 +12436,9 @@ IPT_DEF int pt_blk_sync_backward(struct pt_block_decoder *decoder)
 		} while (sync <= pos);
 
 		sync = pos;
+		status = pt_evt_get_sync_offset(&decoder->evdec, &found);
+		if (status < 0)
+			return status;
 
 		status = ipt__blk_start(decoder);
 		if (status < 0) {
@@ -12446,9 +12449,17 @@ IPT_DEF int pt_blk_sync_backward(struct pt_block_decoder *decoder)
 			continue;
 		}
 
-		/* Starting in or right after PSB+ may bring us back to the
-		 * same PSB: go further back. */
-		if (ipt__blk_evt_offset(&decoder->evdec) < start)
+		/* Starting may read on into the next PSB+, when this one is
+		 * cut short (by an overflow, say): then this PSB is no
+		 * place to start, and going back to it would bring the
+		 * decoder forward again.  Starting in or right after PSB+
+		 * may also bring us back to the same PSB.  Either way, go
+		 * further back. */
+		status = pt_evt_get_sync_offset(&decoder->evdec, &now);
+		if (status < 0)
+			return status;
+		if (now == found &&
+		    ipt__blk_evt_offset(&decoder->evdec) < start)
 			return 0;
 	}
 }

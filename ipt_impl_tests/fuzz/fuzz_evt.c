@@ -59,11 +59,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				break;
 			if (pt_evt_get_sync_offset(decoder, &sync) < 0)
 				fz_fail("no sync offset", 0, 0);
-			/* Starting reads ahead: a segment that ends in an
-			 * overflow shows the sync offset of the next one.
-			 * Walking back from there would come here again. */
+			/* Each step goes back: a PSB whose start reads on
+			 * into the next one is skipped. */
 			if (sync >= limit)
-				break;
+				fz_fail("sync_backward went forward", (long long) sync,
+					(long long) limit);
 			(void) evt_run(decoder, &ev, limit, &budget);
 			if (pt_evt_sync_set(decoder, sync) < 0)
 				fz_fail("cannot go back to the sync point",

@@ -117,6 +117,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				break;
 			if (pt_qry_get_sync_offset(decoder, &sync) < 0)
 				fz_fail("no sync offset", 0, 0);
+			/* Each step goes back: a PSB whose start reads on
+			 * into the next one is skipped. */
+			if (sync >= limit)
+				fz_fail("sync_backward went forward", (long long) sync,
+					(long long) limit);
 			(void) qry_run(decoder, status, script, nscript, &ev,
 				       limit, &budget);
 			if (pt_qry_sync_set(decoder, &ip, sync) < 0)
