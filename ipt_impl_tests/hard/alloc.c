@@ -225,7 +225,7 @@ static uint64_t run_alone(struct hcase *c, int insn)
 	int n;
 
 	memset(&s, 0, sizeof(s));
-	config_for(&config, c);
+	hcase_config(&config, c);
 	if (insn) {
 		s.insn = pt_insn_alloc_decoder(&config);
 		(void) pt_image_set_callback(pt_insn_get_image(s.insn),
@@ -256,7 +256,7 @@ static void test_together(struct hcase *c)
 	unsigned long img_allocs;
 	int n, i;
 
-	config_for(&config, c);
+	hcase_config(&config, c);
 	memset(s, 0, sizeof(s));
 	s[0].blk = ipt_blk_alloc_decoder_with(&config, &a->allocator);
 	s[1].blk = ipt_blk_alloc_decoder_with(&config, &b->allocator);

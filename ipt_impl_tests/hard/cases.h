@@ -114,6 +114,21 @@ static inline int hcase_read(uint8_t *buffer, size_t size, const struct pt_asid 
 	memcpy(buffer, c->image + off, size);
 	return (int) size;
 }
+
+/* A decoder configuration for the case's trace and CPU. */
+static inline void hcase_config(struct pt_config *config, const struct hcase *c)
+{
+	pt_config_init(config);
+	config->begin = c->trace;
+	config->end = c->trace + c->tsize;
+	if (c->family) {
+		config->cpu.vendor = pcv_intel;
+		config->cpu.family = (uint16_t) c->family;
+		config->cpu.model = (uint8_t) c->model;
+		config->cpu.stepping = (uint8_t) c->stepping;
+		(void) pt_cpu_errata(&config->errata, &config->cpu);
+	}
+}
 #endif
 
 /* The trace and image cases the hardening tests decode: flow, compressed

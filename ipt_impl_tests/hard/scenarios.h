@@ -21,20 +21,6 @@
 /* Decoding goes on after an error for at most this many steps. */
 enum { max_steps = 20000 };
 
-static void config_for(struct pt_config *config, struct hcase *c)
-{
-	pt_config_init(config);
-	config->begin = c->trace;
-	config->end = c->trace + c->tsize;
-	if (c->family) {
-		config->cpu.vendor = pcv_intel;
-		config->cpu.family = (uint16_t) c->family;
-		config->cpu.model = (uint8_t) c->model;
-		config->cpu.stepping = (uint8_t) c->stepping;
-		(void) pt_cpu_errata(&config->errata, &config->cpu);
-	}
-}
-
 /* ---- the scenarios: each returns a digest of what it decoded ---- */
 
 static uint64_t digest(uint64_t d, uint64_t v)
@@ -50,7 +36,7 @@ static uint64_t sc_pkt(struct hcase *c, const struct ipt_allocator *a)
 	uint64_t d = 0;
 	int steps = 0, status;
 
-	config_for(&config, c);
+	hcase_config(&config, c);
 	decoder = P(struct pt_packet_decoder *,
 		    ipt_pkt_alloc_decoder_with(&config, a));
 	if (!decoder)
@@ -75,7 +61,7 @@ static uint64_t sc_evt(struct hcase *c, const struct ipt_allocator *a)
 	uint64_t d = 0;
 	int steps = 0, status;
 
-	config_for(&config, c);
+	hcase_config(&config, c);
 	decoder = P(struct pt_event_decoder *,
 		    ipt_evt_alloc_decoder_with(&config, a));
 	if (!decoder)
@@ -100,7 +86,7 @@ static uint64_t sc_qry(struct hcase *c, const struct ipt_allocator *a)
 	uint64_t d = 0, ip;
 	int steps = 0, status, taken;
 
-	config_for(&config, c);
+	hcase_config(&config, c);
 	decoder = P(struct pt_query_decoder *,
 		    ipt_qry_alloc_decoder_with(&config, a));
 	if (!decoder)
@@ -139,7 +125,7 @@ static uint64_t sc_blk(struct hcase *c, const struct ipt_allocator *a)
 	uint64_t d = 0;
 	int steps = 0, status;
 
-	config_for(&config, c);
+	hcase_config(&config, c);
 	decoder = P(struct pt_block_decoder *,
 		    ipt_blk_alloc_decoder_with(&config, a));
 	if (!decoder)
@@ -204,7 +190,7 @@ static uint64_t sc_insn(struct hcase *c, const struct ipt_allocator *a)
 	if (S(pt_image_copy(copy, image)) < 0)
 		goto out;
 
-	config_for(&config, c);
+	hcase_config(&config, c);
 	decoder = P(struct pt_insn_decoder *,
 		    ipt_insn_alloc_decoder_with(&config, a));
 	if (!decoder)

@@ -26,20 +26,6 @@ static uint64_t digest(uint64_t d, uint64_t v)
 	return (d ^ v) * 0x100000001b3ull;
 }
 
-static void config_for(struct pt_config *config, const struct hcase *c)
-{
-	pt_config_init(config);
-	config->begin = c->trace;
-	config->end = c->trace + c->tsize;
-	if (c->family) {
-		config->cpu.vendor = pcv_intel;
-		config->cpu.family = (uint16_t) c->family;
-		config->cpu.model = (uint8_t) c->model;
-		config->cpu.stepping = (uint8_t) c->stepping;
-		(void) pt_cpu_errata(&config->errata, &config->cpu);
-	}
-}
-
 static uint64_t run_pkt(const struct hcase *c)
 {
 	struct pt_config config;
@@ -48,7 +34,7 @@ static uint64_t run_pkt(const struct hcase *c)
 	uint64_t h = 1, off;
 	int s, steps = 0;
 
-	config_for(&config, c);
+	hcase_config(&config, c);
 	d = pt_pkt_alloc_decoder(&config);
 	if (!d)
 		return 0;
@@ -73,7 +59,7 @@ static uint64_t run_evt(const struct hcase *c)
 	uint64_t h = 2;
 	int s, steps = 0;
 
-	config_for(&config, c);
+	hcase_config(&config, c);
 	d = pt_evt_alloc_decoder(&config);
 	if (!d)
 		return 0;
@@ -97,7 +83,7 @@ static uint64_t run_blk(const struct hcase *c)
 	uint64_t h = 3;
 	int s, steps = 0;
 
-	config_for(&config, c);
+	hcase_config(&config, c);
 	d = pt_blk_alloc_decoder(&config);
 	if (!d)
 		return 0;
@@ -133,7 +119,7 @@ static uint64_t run_insn(const struct hcase *c)
 	uint64_t h = 4;
 	int s, steps = 0;
 
-	config_for(&config, c);
+	hcase_config(&config, c);
 	d = pt_insn_alloc_decoder(&config);
 	if (!d)
 		return 0;
