@@ -10135,6 +10135,15 @@ struct pt_block_decoder {
 
 	uint32_t cbr;
 
+	/* How far the decoder had got in the trace (sync offset and offset)
+	 * when pt_blk_resync last found it further on than before, and how
+	 * often it has been called since without the decoder getting
+	 * further.  Untouched by resets, so that resynchronizing cannot go
+	 * round in circles. */
+	uint64_t resync_sync;
+	uint64_t resync_at;
+	uint32_t resync_stalls;
+
 	/* Instructions since the last TRIG anchor IP, if @has_icnt. */
 	uint32_t icnt;
 
@@ -10644,6 +10653,9 @@ static int ipt__blk_decoder_init(struct pt_block_decoder *decoder,
 	decoder->cache_image = NULL;
 	decoder->cache_gen = 0;
 	decoder->epoch = 1;
+	decoder->resync_sync = UINT64_MAX;
+	decoder->resync_at = 0;
+	decoder->resync_stalls = 0;
 	ipt__blk_reset(decoder);
 	return 0;
 }
@@ -12893,12 +12905,41 @@ IPT_DEF int pt_blk_event(struct pt_block_decoder *decoder,
 
 /* ---- resynchronization ---- */
 
+/* Resynchronizing after errors that come back at once: after this many
+ * calls of pt_blk_resync that find the decoder no further on in the trace,
+ * it gives up on the PSB it is in and goes on to the next one.  More than
+ * the events one packet may queue, so that each gets its turn. */
+#define IPT__BLK_RESYNC_STALLS 20
+
+/* Count a call of pt_blk_resync that finds the decoder no further on in the
+ * trace than the last one did.  Returns the count. */
+static uint32_t ipt__blk_resync_stalls(struct pt_block_decoder *decoder)
+{
+	uint64_t sync, at;
+
+	if (pt_evt_get_sync_offset(&decoder->evdec, &sync) < 0)
+		sync = UINT64_MAX;
+	at = ipt__blk_evt_offset(&decoder->evdec);
+	if (sync == decoder->resync_sync && at <= decoder->resync_at)
+		return ++decoder->resync_stalls;
+	decoder->resync_sync = sync;
+	decoder->resync_at = at;
+	decoder->resync_stalls = 0;
+	return 0;
+}
+
 /* After an error, find a place to continue from in the events ahead: the
  * first event that tells us an IP, or whether tracing is on.  Events up to
- * there are dropped; state they carry (paging, vmcs) is applied. */
+ * there are dropped; state they carry (paging, vmcs) is applied.
+ *
+ * Each call must take the decoder further.  Going back to the start of a
+ * PSB+ goes the same way each time, so it is done once for an error at a
+ * given place; an error that comes back at once, again and again, moves
+ * the decoder on to the next PSB. */
 IPT_DEF int pt_blk_resync(struct pt_block_decoder *decoder)
 {
 	struct pt_event *ev;
+	uint32_t stalls;
 	int status;
 
 	if (!decoder)
@@ -12907,20 +12948,27 @@ IPT_DEF int pt_blk_resync(struct pt_block_decoder *decoder)
 	ipt__blk_clear_postponed_insn(decoder);
 	ipt__blk_cache_sync(decoder);
 
+	stalls = ipt__blk_resync_stalls(decoder);
+	if (stalls >= IPT__BLK_RESYNC_STALLS)
+		return pt_blk_sync_forward(decoder);
+
 	ev = &decoder->event;
 	for (;;) {
 		status = decoder->status;
 		if (status < 0)
 			return status;
 
-		/* Somewhere inside PSB+: start over at its beginning. */
+		/* Somewhere inside PSB+: start over at its beginning, unless
+		 * we did so before and got no further. */
 		if (ev->status_update) {
-			uint64_t offset;
+			uint64_t sync;
 
-			status = pt_blk_get_sync_offset(decoder, &offset);
+			if (stalls)
+				return pt_blk_sync_forward(decoder);
+			status = pt_blk_get_sync_offset(decoder, &sync);
 			if (status < 0)
 				return status;
-			return pt_blk_sync_set(decoder, offset);
+			return pt_blk_sync_set(decoder, sync);
 		}
 
 		switch (ev->type) {

@@ -1,10 +1,17 @@
-/* Walking a trace backwards, PSB by PSB, with every decoder that can:
+/* Synchronizing again, with the block and instruction decoders.
+ *
+ * Walking a trace backwards, PSB by PSB, with every decoder that can:
  * sync_backward, decode a little, sync_set back to the sync point,
  * sync_backward again.  On random traces (PSB+ with and without an IP, cut
  * short, overflows, enables and disables) the sync offsets must fall
  * strictly, each must be a PSB, and the walk must end: starting at a PSB
  * may read on into the next one (an overflow without an IP, a PSB+ that
- * never ends), and such a PSB is no place to go back to. */
+ * never ends), and such a PSB is no place to go back to.
+ *
+ * Resynchronizing after an error, as the man page's loop does (decode
+ * until an error, pt_*_resync, again): an error inside PSB+ sends the
+ * decoder back to the PSB's start once, and a second error there no
+ * further on moves it to the next PSB - never round and round. */
 #include "t_blk_util.h"
 #include "check.h"
 
@@ -288,6 +295,70 @@ static void test_overflow_readahead(void)
 	pt_qry_free_decoder(q);
 }
 
+/* Decode as the man page's loop does: sync forward; decode until an error;
+ * resync and decode again while that works; when it does not, sync forward
+ * again.  Every step must take the decoder further along the trace, so
+ * the number of resyncs is bounded by the trace: returns -1 when it is
+ * not, else how many there were. */
+#define RESYNC_LOOP(prefix, decoder_type, item_type, alloc, get_image)      \
+	static int resync_##prefix(const struct pt_config *config)          \
+	{                                                                    \
+		decoder_type *d = alloc(config);                             \
+		int status, n = 0;                                           \
+		int limit = 4 * (int) (config->end - config->begin) + 16;    \
+                                                                             \
+		if (!d)                                                      \
+			return -1;                                           \
+		pt_image_set_callback(get_image(d), mem_read, &code);        \
+		while (n <= limit && pt_##prefix##_sync_forward(d) >= 0) {   \
+			do {                                                 \
+				status = 0;                                  \
+				while (status >= 0) {                        \
+					struct pt_event ev;                  \
+					item_type item;                      \
+                                                                             \
+					if (status & pts_event_pending)      \
+						status = pt_##prefix##_event(\
+							d, &ev, sizeof(ev)); \
+					else                                 \
+						status = pt_##prefix##_next( \
+							d, &item,            \
+							sizeof(item));       \
+				}                                            \
+				status = pt_##prefix##_resync(d);            \
+			} while (status >= 0 && ++n <= limit);               \
+		}                                                            \
+		pt_##prefix##_free_decoder(d);                               \
+		return n > limit ? -1 : n;                                   \
+	}
+
+RESYNC_LOOP(blk, struct pt_block_decoder, struct pt_block,
+	    pt_blk_alloc_decoder, pt_blk_get_image)
+RESYNC_LOOP(insn, struct pt_insn_decoder, struct pt_insn,
+	    pt_insn_alloc_decoder, pt_insn_get_image)
+
+static void resync_both(struct trace *t, uint32_t seed)
+{
+	struct pt_errata *errata = &t->tb.config.errata;
+
+	/* Errata change what the decoders make of PSB+. */
+	memset(errata, 0, sizeof(*errata));
+	if (seed & 1) {
+		errata->bdm70 = 1;
+		errata->bdm64 = 1;
+		errata->skd007 = 1;
+		errata->skd022 = 1;
+		errata->skd010 = 1;
+		errata->skl014 = 1;
+		errata->apl12 = 1;
+		errata->apl11 = 1;
+	}
+	if (!CHECK(resync_blk(&t->tb.config) >= 0) ||
+	    !CHECK(resync_insn(&t->tb.config) >= 0))
+		printf("     resync, seed %u: no end\n", seed);
+	memset(errata, 0, sizeof(*errata));
+}
+
 int main(int argc, char **argv)
 {
 	uint32_t seed, seeds = argc > 1 ? (uint32_t) atoi(argv[1]) : 3000;
@@ -311,6 +382,7 @@ int main(int argc, char **argv)
 		walk_qry(&t, seed, (int) (seed % 5));
 		walk_blk(&t, seed, (int) (seed % 7));
 		walk_insn(&t, seed, (int) (seed % 7));
+		resync_both(&t, seed);
 	}
 	return check_done();
 }

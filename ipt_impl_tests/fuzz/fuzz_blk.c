@@ -41,10 +41,22 @@ static unsigned long max_insns(size_t tsize)
 	return 4096 + (unsigned long) tsize * 32;
 }
 
+/* Code that loops without trace (a jump to itself, say) goes the same way
+ * over and over: after this many steps without the decoder reading further
+ * into the trace, the decode ends.  Most of the time of the inputs that
+ * hit the caps above went there. */
+#ifdef FUZZ_INSN
+enum { max_idle = 2048 };
+#else
+enum { max_idle = 512 };
+#endif
+
 static int run(fz_decoder *decoder, int status, struct fz_event *ev,
 	       uint64_t limit, size_t *steps, unsigned long insn_cap)
 {
 	fz_item item;
+	uint64_t last = UINT64_MAX;
+	unsigned idle = 0;
 #ifndef FUZZ_INSN
 	unsigned long insns = 0;
 #else
@@ -66,8 +78,15 @@ static int run(fz_decoder *decoder, int status, struct fz_event *ev,
 		(void) D(time)(decoder, &tsc, &mtc, &cyc);
 		(void) D(core_bus_ratio)(decoder, &cbr);
 		(void) D(asid)(decoder, &asid, sizeof(asid));
-		if (D(get_offset)(decoder, &offset) >= 0 && offset >= limit)
-			return -pte_eos;
+		if (D(get_offset)(decoder, &offset) >= 0) {
+			if (offset >= limit)
+				return -pte_eos;
+			if (offset != last) {
+				last = offset;
+				idle = 0;
+			} else if (++idle > max_idle)
+				return -pte_eos;
+		}
 
 		status = D(next)(decoder, &item, sizeof(item));
 		if (status < 0)
@@ -87,6 +106,33 @@ static int run(fz_decoder *decoder, int status, struct fz_event *ev,
 	}
 }
 
+/* Where the decoder was when it last got further before a resync, and how
+ * many resyncs since found it no further (see pt_blk_resync: after 20 it
+ * moves on to the next PSB). */
+struct fz_progress {
+	uint64_t sync, at;
+	unsigned stalls;
+};
+
+static void fz_progress(struct fz_progress *p, const fz_decoder *decoder)
+{
+	uint64_t sync, at;
+
+	if (D(get_sync_offset)(decoder, &sync) < 0)
+		sync = UINT64_MAX;
+	if (D(get_offset)(decoder, &at) < 0)
+		at = UINT64_MAX;
+	if (sync == p->sync && at <= p->at) {
+		if (++p->stalls > 21)
+			fz_fail("resync goes round", (long long) sync,
+				(long long) at);
+		return;
+	}
+	p->sync = sync;
+	p->at = at;
+	p->stalls = 0;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	fz_decoder *decoder;
@@ -100,6 +146,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	size_t tsize, steps;
 	unsigned long insn_cap;
 	uint64_t sync, limit;
+	struct fz_progress progress = { UINT64_MAX, 0, 0 };
 	int status;
 
 	fz_init(&in, data, size);
@@ -169,8 +216,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			if (run(decoder, status, &ev, UINT64_MAX, &steps,
 					    insn_cap) == -pte_eos)
 				break;
-			status = (h.flags & fz_resync) ? D(resync)(decoder)
-				: D(sync_forward)(decoder);
+			if (!(h.flags & fz_resync)) {
+				status = D(sync_forward)(decoder);
+				continue;
+			}
+			/* Each resync takes the decoder further, or, when an
+			 * error keeps coming back at once, on to the next
+			 * PSB in the end: it must not go round and round. */
+			fz_progress(&progress, decoder);
+			status = D(resync)(decoder);
 		}
 		break;
 	}
