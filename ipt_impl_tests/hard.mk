@@ -11,7 +11,7 @@
 # (FUZZ_SMOKE seconds), a replay of seeds and regression inputs, the unit
 # tests and the conformance suites built with ASan+UBSan, a valgrind run of
 # a subset of the conformance cases, the failing-allocator test, the
-# per-object allocator test, and the
+# per-object allocator test, the worst-case memory test, and the
 # embedding tests (freestanding nm -u, no writable data, threads, IPT_STATIC
 # next to libipt, hvagent).
 #
@@ -27,14 +27,13 @@ CLANG ?= clang
 FUZZ_SECONDS ?= 60
 FUZZ_SMOKE ?= 20
 FUZZ_OPTIONS ?=
-# The implementation is built for fuzzing with small decoder caches and a
-# small image page cache: every path through the caches (miss, hit,
-# eviction, growth) is reached after a few instructions, and setting up
-# and zeroing them costs little per input.  -O2: the decoders run far
-# more often than they are compiled.
+# The implementation is built for fuzzing with a small instruction cache
+# and a small image page cache: every path through them (miss, hit,
+# eviction) is reached after a few instructions, and setting them up costs
+# little per input.  The run cache keeps its default limit; it starts
+# small.  -O2: the decoders run far more often than they are compiled.
 FUZZ_OPT := -O2 -g
-FUZZ_DEFS := -DIPT_BLK_ICACHE_BITS=6 -DIPT_BLK_RCACHE_BITS=5 \
-	-DIPT_IMAGE_CACHE_LIMIT=16384
+FUZZ_DEFS := -DIPT_BLK_ICACHE_BITS=6 -DIPT_IMAGE_CACHE_LIMIT=16384
 SAN := -fsanitize=address,undefined -fno-sanitize-recover=all \
 	-fno-omit-frame-pointer
 FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=all
@@ -206,7 +205,15 @@ hvagent: $(HB)/hvagent
 $(HB)/hvagent-test: $(HB)/hvagent $(HD)/hvagent-check
 	$(call hard_wrap,$@,$(HD)/hvagent-check $(HB) $(CONFORMANCE))
 
-HARD_TESTS := nomem alloc embed threads threads-tsan static hvagent-test
+# The most memory each decoder takes (README's table), against what it
+# allocates on a trace that fills every cache.
+$(HB)/memory-bin: $(HD)/memory.c $(HDR) ipt_impl_tests/check.h | $(HB)
+	$(CC) $(OPT) $(WARN) $(CPPFLAGS) -o $@ $< $(ZYDIS) -lm
+
+$(HB)/memory: $(HB)/memory-bin
+	$(call hard_wrap,$@,$(HB)/memory-bin)
+
+HARD_TESTS := nomem alloc memory embed threads threads-tsan static hvagent-test
 TESTS += $(addprefix $(HB)/,$(HARD_TESTS))
 TEST_DEPS += $(addprefix $(HB)/,$(HARD_TESTS))
 
