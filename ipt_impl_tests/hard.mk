@@ -9,8 +9,8 @@
 #
 # `make test` gets from here: a short libFuzzer run of each harness
 # (FUZZ_SMOKE seconds), a replay of seeds and regression inputs, the unit
-# tests and the conformance suites built with ASan+UBSan, a valgrind run of
-# a subset of the conformance cases, the failing-allocator test, the
+# tests and the conformance suites built with ASan+UBSan, the same under
+# valgrind memcheck, the failing-allocator test, the
 # per-object allocator test, the worst-case memory test, and the
 # embedding tests (freestanding nm -u, no writable data, threads, IPT_STATIC
 # next to libipt, hvagent).
@@ -134,11 +134,20 @@ $(AB)/ptdump $(AB)/ptxed: $(AB)/%: examples/%.c $(HDR) $(wildcard examples/*.h) 
 $(HB)/asan-conformance: $(ASAN_EXAMPLES) $(HD)/asan-conformance | $(HB)
 	$(call hard_wrap,$@,$(HD)/asan-conformance $(CONFORMANCE) $(AB)/ptdump $(AB)/ptxed)
 
-$(HB)/valgrind-conformance: $(EXAMPLES) $(HD)/valgrind-conformance | $(HB)
-	$(call hard_wrap,$@,$(HD)/valgrind-conformance $(CONFORMANCE) examples/ptdump examples/ptxed)
+# valgrind: the unit tests, and every conformance case in one process
+# with ptdump and ptxed linked in (main renamed, ipt.h static in each).
+$(HB)/vg-ptdump.o $(HB)/vg-ptxed.o: $(HB)/vg-%.o: examples/%.c $(HDR) $(wildcard examples/*.h) | $(HB)
+	$(CC) $(OPT) $(WARN) $(CPPFLAGS) -DIPT_STATIC -Dmain=$*_main -c -o $@ $<
 
-TESTS += $(ASAN_UNITS) $(HB)/asan-conformance $(HB)/valgrind-conformance
-TEST_DEPS += $(ASAN_UNITS) $(HB)/asan-conformance $(HB)/valgrind-conformance
+$(HB)/valgrind_all: $(HD)/valgrind_all.c $(HB)/vg-ptdump.o $(HB)/vg-ptxed.o
+	$(CC) $(OPT) $(WARN) $(CPPFLAGS) -o $@ $< $(HB)/vg-ptdump.o \
+		$(HB)/vg-ptxed.o $(ZYDIS) -lm
+
+$(HB)/valgrind: $(HB)/valgrind_all $(UNIT_BINS) $(HD)/valgrind-all
+	$(call hard_wrap,$@,$(HD)/valgrind-all $(HB)/valgrind_all $(CONFORMANCE) $(UNIT_BINS))
+
+TESTS += $(ASAN_UNITS) $(HB)/asan-conformance $(HB)/valgrind
+TEST_DEPS += $(ASAN_UNITS) $(HB)/asan-conformance $(HB)/valgrind
 
 # ---- allocation failures ----
 
