@@ -115,25 +115,36 @@ static int is_psb(const struct trace *t, uint64_t offset)
 	return 0;
 }
 
-/* One walk's bookkeeping, the same for every decoder. */
+/* One walk's bookkeeping, the same for every decoder.  A walk is one
+ * check: it passes when none of its steps went wrong. */
 struct walk {
 	const struct trace *t;
 	const char *who;
 	uint32_t seed;
 	uint64_t prev;
-	int steps;
+	int steps, bad;
 };
+
+/* Counts @ok against the walk; prints what went wrong. */
+static int walk_check(struct walk *w, int ok, const char *what)
+{
+	if (!ok) {
+		w->bad++;
+		printf("     %s, seed %u: %s\n", w->who, w->seed, what);
+	}
+	return ok;
+}
 
 /* Checks the sync offset @s the walk has just reached; zero ends it. */
 static int walk_step(struct walk *w, uint64_t s)
 {
-	int ok = CHECK(s < w->prev) & CHECK(is_psb(w->t, s)) &
-		CHECK(++w->steps <= w->t->npsb);
+	int ok = walk_check(w, s < w->prev, "sync offset did not fall") &&
+		 walk_check(w, is_psb(w->t, s), "sync offset not a PSB") &&
+		 walk_check(w, ++w->steps <= w->t->npsb, "walk too long");
 
 	if (!ok)
-		printf("     %s, seed %u: sync offset %llu after %llu\n", w->who,
-		       w->seed, (unsigned long long) s,
-		       (unsigned long long) w->prev);
+		printf("     sync offset %llu after %llu\n",
+		       (unsigned long long) s, (unsigned long long) w->prev);
 	w->prev = s;
 	return ok;
 }
@@ -146,6 +157,7 @@ static void walk_init(struct walk *w, const struct trace *t, const char *who,
 	w->seed = seed;
 	w->prev = UINT64_MAX;
 	w->steps = 0;
+	w->bad = 0;
 }
 
 /* Decoding a few steps before going back is part of the walk: it moves the
@@ -161,16 +173,19 @@ static void walk_evt(const struct trace *t, uint32_t seed, int items)
 	while (d && pt_evt_sync_backward(d) >= 0) {
 		struct pt_event ev;
 
-		if (!CHECK(pt_evt_get_sync_offset(d, &s) == 0) ||
+		if (!walk_check(&w, pt_evt_get_sync_offset(d, &s) == 0,
+				"no sync offset") ||
 		    !walk_step(&w, s))
 			break;
 		for (i = 0; i < items; i++)
 			if (pt_evt_next(d, &ev, sizeof(ev)) < 0)
 				break;
-		if (!CHECK(pt_evt_sync_set(d, s) >= 0))
+		if (!walk_check(&w, pt_evt_sync_set(d, s) >= 0,
+				"cannot go back to the sync point"))
 			break;
 	}
 	pt_evt_free_decoder(d);
+	CHECK(w.bad == 0);
 }
 
 static void walk_qry(const struct trace *t, uint32_t seed, int items)
@@ -184,16 +199,19 @@ static void walk_qry(const struct trace *t, uint32_t seed, int items)
 	while (d && pt_qry_sync_backward(d, &ip) >= 0) {
 		struct pt_event ev;
 
-		if (!CHECK(pt_qry_get_sync_offset(d, &s) == 0) ||
+		if (!walk_check(&w, pt_qry_get_sync_offset(d, &s) == 0,
+				"no sync offset") ||
 		    !walk_step(&w, s))
 			break;
 		for (i = 0; i < items; i++)
 			if (pt_qry_event(d, &ev, sizeof(ev)) < 0)
 				break;
-		if (!CHECK(pt_qry_sync_set(d, &ip, s) >= 0))
+		if (!walk_check(&w, pt_qry_sync_set(d, &ip, s) >= 0,
+				"cannot go back to the sync point"))
 			break;
 	}
 	pt_qry_free_decoder(d);
+	CHECK(w.bad == 0);
 }
 
 static void walk_blk(const struct trace *t, uint32_t seed, int items)
@@ -207,7 +225,8 @@ static void walk_blk(const struct trace *t, uint32_t seed, int items)
 	if (d)
 		pt_image_set_callback(pt_blk_get_image(d), mem_read, &code);
 	while (d && (status = pt_blk_sync_backward(d)) >= 0) {
-		if (!CHECK(pt_blk_get_sync_offset(d, &s) == 0) ||
+		if (!walk_check(&w, pt_blk_get_sync_offset(d, &s) == 0,
+				"no sync offset") ||
 		    !walk_step(&w, s))
 			break;
 		for (i = 0; i < items && status >= 0; i++) {
@@ -219,10 +238,12 @@ static void walk_blk(const struct trace *t, uint32_t seed, int items)
 			else
 				status = pt_blk_next(d, &b, sizeof(b));
 		}
-		if (!CHECK(pt_blk_sync_set(d, s) >= 0))
+		if (!walk_check(&w, pt_blk_sync_set(d, s) >= 0,
+				"cannot go back to the sync point"))
 			break;
 	}
 	pt_blk_free_decoder(d);
+	CHECK(w.bad == 0);
 }
 
 static void walk_insn(const struct trace *t, uint32_t seed, int items)
@@ -236,7 +257,8 @@ static void walk_insn(const struct trace *t, uint32_t seed, int items)
 	if (d)
 		pt_image_set_callback(pt_insn_get_image(d), mem_read, &code);
 	while (d && (status = pt_insn_sync_backward(d)) >= 0) {
-		if (!CHECK(pt_insn_get_sync_offset(d, &s) == 0) ||
+		if (!walk_check(&w, pt_insn_get_sync_offset(d, &s) == 0,
+				"no sync offset") ||
 		    !walk_step(&w, s))
 			break;
 		for (i = 0; i < items && status >= 0; i++) {
@@ -248,10 +270,12 @@ static void walk_insn(const struct trace *t, uint32_t seed, int items)
 			else
 				status = pt_insn_next(d, &insn, sizeof(insn));
 		}
-		if (!CHECK(pt_insn_sync_set(d, s) >= 0))
+		if (!walk_check(&w, pt_insn_sync_set(d, s) >= 0,
+				"cannot go back to the sync point"))
 			break;
 	}
 	pt_insn_free_decoder(d);
+	CHECK(w.bad == 0);
 }
 
 /* PSB+ without an IP, an overflow without one either, then a PSB+ with an
