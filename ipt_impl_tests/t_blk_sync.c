@@ -214,69 +214,52 @@ static void walk_qry(const struct trace *t, uint32_t seed, int items)
 	CHECK(w.bad == 0);
 }
 
-static void walk_blk(const struct trace *t, uint32_t seed, int items)
-{
-	struct pt_block_decoder *d = pt_blk_alloc_decoder(&t->tb.config);
-	struct walk w;
-	uint64_t s;
-	int status, i;
-
-	walk_init(&w, t, "blk", seed);
-	if (d)
-		pt_image_set_callback(pt_blk_get_image(d), mem_read, &code);
-	while (d && (status = pt_blk_sync_backward(d)) >= 0) {
-		if (!walk_check(&w, pt_blk_get_sync_offset(d, &s) == 0,
-				"no sync offset") ||
-		    !walk_step(&w, s))
-			break;
-		for (i = 0; i < items && status >= 0; i++) {
-			struct pt_event ev;
-			struct pt_block b;
-
-			if (status & pts_event_pending)
-				status = pt_blk_event(d, &ev, sizeof(ev));
-			else
-				status = pt_blk_next(d, &b, sizeof(b));
-		}
-		if (!walk_check(&w, pt_blk_sync_set(d, s) >= 0,
-				"cannot go back to the sync point"))
-			break;
+/* The block and instruction decoders take the same steps through their own
+ * API: step_blk() and step_insn() fetch the pending event or the next block
+ * (instruction) and return the new status; walk_blk() and walk_insn() walk
+ * back as walk_evt() does. */
+#define CODE_DECODER(prefix, decoder_type, item_type)                       \
+	static int step_##prefix(decoder_type *d, int status)               \
+	{                                                                    \
+		struct pt_event ev;                                          \
+		item_type item;                                              \
+                                                                             \
+		if (status & pts_event_pending)                              \
+			return pt_##prefix##_event(d, &ev, sizeof(ev));      \
+		return pt_##prefix##_next(d, &item, sizeof(item));           \
+	}                                                                    \
+                                                                             \
+	static void walk_##prefix(const struct trace *t, uint32_t seed,     \
+				  int items)                                 \
+	{                                                                    \
+		decoder_type *d = pt_##prefix##_alloc_decoder(&t->tb.config);\
+		struct walk w;                                               \
+		uint64_t s;                                                  \
+		int status, i;                                               \
+                                                                             \
+		walk_init(&w, t, #prefix, seed);                             \
+		if (d)                                                       \
+			pt_image_set_callback(pt_##prefix##_get_image(d),    \
+					      mem_read, &code);              \
+		while (d && (status = pt_##prefix##_sync_backward(d)) >= 0) {\
+			if (!walk_check(&w,                                  \
+					pt_##prefix##_get_sync_offset(d, &s) \
+						== 0,                        \
+					"no sync offset") ||                 \
+			    !walk_step(&w, s))                               \
+				break;                                       \
+			for (i = 0; i < items && status >= 0; i++)           \
+				status = step_##prefix(d, status);           \
+			if (!walk_check(&w, pt_##prefix##_sync_set(d, s) >= 0,\
+					"cannot go back to the sync point")) \
+				break;                                       \
+		}                                                            \
+		pt_##prefix##_free_decoder(d);                               \
+		CHECK(w.bad == 0);                                           \
 	}
-	pt_blk_free_decoder(d);
-	CHECK(w.bad == 0);
-}
 
-static void walk_insn(const struct trace *t, uint32_t seed, int items)
-{
-	struct pt_insn_decoder *d = pt_insn_alloc_decoder(&t->tb.config);
-	struct walk w;
-	uint64_t s;
-	int status, i;
-
-	walk_init(&w, t, "insn", seed);
-	if (d)
-		pt_image_set_callback(pt_insn_get_image(d), mem_read, &code);
-	while (d && (status = pt_insn_sync_backward(d)) >= 0) {
-		if (!walk_check(&w, pt_insn_get_sync_offset(d, &s) == 0,
-				"no sync offset") ||
-		    !walk_step(&w, s))
-			break;
-		for (i = 0; i < items && status >= 0; i++) {
-			struct pt_event ev;
-			struct pt_insn insn;
-
-			if (status & pts_event_pending)
-				status = pt_insn_event(d, &ev, sizeof(ev));
-			else
-				status = pt_insn_next(d, &insn, sizeof(insn));
-		}
-		if (!walk_check(&w, pt_insn_sync_set(d, s) >= 0,
-				"cannot go back to the sync point"))
-			break;
-	}
-	pt_insn_free_decoder(d);
-	CHECK(w.bad == 0);
-}
+CODE_DECODER(blk, struct pt_block_decoder, struct pt_block)
+CODE_DECODER(insn, struct pt_insn_decoder, struct pt_insn)
 
 /* PSB+ without an IP, an overflow without one either, then a PSB+ with an
  * IP: starting at the first PSB reads into the second. */
@@ -324,31 +307,22 @@ static void test_overflow_readahead(void)
  * again.  Every step must take the decoder further along the trace, so
  * the number of resyncs is bounded by the trace: returns -1 when it is
  * not, else how many there were. */
-#define RESYNC_LOOP(prefix, decoder_type, item_type, alloc, get_image)      \
+#define RESYNC_LOOP(prefix, decoder_type)                                   \
 	static int resync_##prefix(const struct pt_config *config)          \
 	{                                                                    \
-		decoder_type *d = alloc(config);                             \
+		decoder_type *d = pt_##prefix##_alloc_decoder(config);       \
 		int status, n = 0;                                           \
 		int limit = 4 * (int) (config->end - config->begin) + 16;    \
                                                                              \
 		if (!d)                                                      \
 			return -1;                                           \
-		pt_image_set_callback(get_image(d), mem_read, &code);        \
+		pt_image_set_callback(pt_##prefix##_get_image(d), mem_read,  \
+				      &code);                                \
 		while (n <= limit && pt_##prefix##_sync_forward(d) >= 0) {   \
 			do {                                                 \
 				status = 0;                                  \
-				while (status >= 0) {                        \
-					struct pt_event ev;                  \
-					item_type item;                      \
-                                                                             \
-					if (status & pts_event_pending)      \
-						status = pt_##prefix##_event(\
-							d, &ev, sizeof(ev)); \
-					else                                 \
-						status = pt_##prefix##_next( \
-							d, &item,            \
-							sizeof(item));       \
-				}                                            \
+				while (status >= 0)                          \
+					status = step_##prefix(d, status);   \
 				status = pt_##prefix##_resync(d);            \
 			} while (status >= 0 && ++n <= limit);               \
 		}                                                            \
@@ -356,10 +330,8 @@ static void test_overflow_readahead(void)
 		return n > limit ? -1 : n;                                   \
 	}
 
-RESYNC_LOOP(blk, struct pt_block_decoder, struct pt_block,
-	    pt_blk_alloc_decoder, pt_blk_get_image)
-RESYNC_LOOP(insn, struct pt_insn_decoder, struct pt_insn,
-	    pt_insn_alloc_decoder, pt_insn_get_image)
+RESYNC_LOOP(blk, struct pt_block_decoder)
+RESYNC_LOOP(insn, struct pt_insn_decoder)
 
 static void resync_both(struct trace *t, uint32_t seed)
 {
