@@ -216,7 +216,7 @@ $(HB)/hvagent-test: $(HB)/hvagent $(HD)/hvagent-check
 
 # The most memory each decoder takes (README's table), against what it
 # allocates on a trace that fills every cache.
-$(HB)/memory-bin: $(HD)/memory.c $(HDR) ipt_impl_tests/check.h | $(HB)
+$(HB)/memory-bin: $(HD)/memory.c $(HDR) ipt_impl_tests/check.h ipt_impl_tests/t_blk_util.h | $(HB)
 	$(CC) $(OPT) $(WARN) $(CPPFLAGS) -o $@ $< $(ZYDIS) -lm
 
 $(HB)/memory: $(HB)/memory-bin

@@ -22,6 +22,7 @@
 #define IPT_IMPLEMENTATION
 #include "../../ipt.h"
 #include "../check.h"
+#include "../t_blk_util.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -156,9 +157,12 @@ static size_t peak_blk(const struct pt_config *config, uint64_t rlimit,
 		       uint64_t ilimit, int insn)
 {
 	struct counter c;
+	struct log l;
 	uint64_t offset = 0;
 	int status;
 
+	/* The last jump has no TIP left: decoding ends at the end of the
+	 * trace, with an error. */
 	counter_init(&c);
 	if (insn) {
 		struct pt_insn_decoder *d =
@@ -170,19 +174,8 @@ static size_t peak_blk(const struct pt_config *config, uint64_t rlimit,
 		(void) ipt_image_set_cache_limit(pt_insn_get_image(d), ilimit);
 		pt_image_set_callback(pt_insn_get_image(d), jmp_rax_everywhere,
 				      NULL);
-		status = pt_insn_sync_forward(d);
-		while (status >= 0) {
-			struct pt_insn i;
-			struct pt_event ev;
-
-			if (status & pts_event_pending)
-				status = pt_insn_event(d, &ev, sizeof(ev));
-			else
-				status = pt_insn_next(d, &i, sizeof(i));
-		}
-		/* The last jump has no TIP left: an error at the end. */
-		CHECK(pt_insn_get_offset(d, &offset) >= 0 &&
-		      offset == (uint64_t) (config->end - config->begin));
+		run_insn_on(&l, d);
+		status = pt_insn_get_offset(d, &offset);
 		pt_insn_free_decoder(d);
 	} else {
 		struct pt_block_decoder *d =
@@ -194,21 +187,12 @@ static size_t peak_blk(const struct pt_config *config, uint64_t rlimit,
 		(void) ipt_image_set_cache_limit(pt_blk_get_image(d), ilimit);
 		pt_image_set_callback(pt_blk_get_image(d), jmp_rax_everywhere,
 				      NULL);
-		status = pt_blk_sync_forward(d);
-		while (status >= 0) {
-			struct pt_block b;
-			struct pt_event ev;
-
-			if (status & pts_event_pending)
-				status = pt_blk_event(d, &ev, sizeof(ev));
-			else
-				status = pt_blk_next(d, &b, sizeof(b));
-		}
-		/* The last jump has no TIP left: an error at the end. */
-		CHECK(pt_blk_get_offset(d, &offset) >= 0 &&
-		      offset == (uint64_t) (config->end - config->begin));
+		run_blk_on(&l, d);
+		status = pt_blk_get_offset(d, &offset);
 		pt_blk_free_decoder(d);
 	}
+	CHECK(status >= 0 &&
+	      offset == (uint64_t) (config->end - config->begin));
 	CHECK_EQ(c.bytes, 0);
 	return c.peak;
 }
