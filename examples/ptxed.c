@@ -1006,11 +1006,10 @@ static ZyanStatus ptxed_decode(const struct ptxed_decoder *decoder,
 	const ZydisDecoder *zydis;
 	ZyanStatus status;
 
+	/* Code in an unknown mode is decoded as 16-bit code, as libipt's
+	 * ptxed does: it hands XED an invalid machine mode, which XED takes
+	 * for 16-bit. */
 	switch (mode) {
-	case ptem_16bit:
-		zydis = &decoder->zydis16;
-		break;
-
 	case ptem_32bit:
 		zydis = &decoder->zydis32;
 		break;
@@ -1020,7 +1019,8 @@ static ZyanStatus ptxed_decode(const struct ptxed_decoder *decoder,
 		break;
 
 	default:
-		return ZYAN_STATUS_INVALID_ARGUMENT;
+		zydis = &decoder->zydis16;
+		break;
 	}
 
 	dis->newer = pxn_none;
