@@ -10161,6 +10161,15 @@ struct pt_block_decoder {
 	uint32_t has_cbr:1;
 	uint32_t has_icnt:1;
 	uint32_t process_insn:1;
+	/* An instruction decoder sits on this block decoder.  Where libipt's
+	 * two decoders differ, it gets what libipt's instruction decoder
+	 * says; the block decoder's own users get what libipt's block
+	 * decoder says. */
+	uint32_t for_insn:1;
+	/* The event bound to the postponed instruction by its IP named an
+	 * instruction of another kind: proceeding past it fails with
+	 * -pte_bad_query, as in libipt's block decoder. */
+	uint32_t mismatch:1;
 
 	/* Where the caches and the default image come from: the allocator
 	 * the decoder (or the instruction decoder holding it) was made with.
@@ -10600,6 +10609,7 @@ static void ipt__blk_reset(struct pt_block_decoder *decoder)
 	decoder->has_cbr = 0;
 	decoder->has_icnt = 0;
 	decoder->process_insn = 0;
+	decoder->mismatch = 0;
 	decoder->ntrail = 0;
 	IPT_MEMSET(&decoder->event, 0xff, sizeof(decoder->event));
 	ipt__retstack_init(&decoder->retstack);
@@ -10632,6 +10642,7 @@ static int ipt__blk_decoder_init(struct pt_block_decoder *decoder,
 		return status;
 
 	decoder->want_text = want_text;
+	decoder->for_insn = want_text ? 1 : 0;
 	decoder->rlimit = IPT_BLK_CACHE_LIMIT;
 	decoder->default_image = ipt_image_alloc_with(NULL,
 						      &decoder->allocator);
@@ -11153,6 +11164,24 @@ static int ipt__blk_proceed_past(struct pt_block_decoder *decoder,
 	return ipt__blk_proceed_one_insn(decoder, block, insn, iext);
 }
 
+/* Whether the instruction at @decoder->ip, which an event names as its
+ * own (a software interrupt or a system call), is of another kind.  Code
+ * that cannot be read or decoded is left for the walk on to report. */
+static uint32_t ipt__blk_mismatch(struct pt_block_decoder *decoder,
+				  ipt__blk_insn_pred pred)
+{
+	struct ipt__insn_ext iext;
+	struct pt_insn insn;
+
+	IPT_MEMSET(&insn, 0, sizeof(insn));
+	IPT_MEMSET(&iext, 0, sizeof(iext));
+	insn.mode = decoder->mode;
+	insn.ip = decoder->ip;
+	if (ipt__blk_decode(decoder, &insn, &iext) < 0)
+		return 0;
+	return pred(&insn, &iext) ? 0 : 1;
+}
+
 /* Give a TRIG event its anchor IP if it has none: our current IP, with the
  * instructions we counted since the anchor taken off its count. */
 static int ipt__blk_provide_trig_anchor(struct pt_block_decoder *decoder,
@@ -11276,6 +11305,7 @@ static int ipt__blk_postpone_insn(struct pt_block_decoder *decoder,
 static void ipt__blk_clear_postponed_insn(struct pt_block_decoder *decoder)
 {
 	decoder->process_insn = 0;
+	decoder->mismatch = 0;
 	decoder->bound = 0;
 }
 
@@ -11288,6 +11318,10 @@ static int ipt__blk_proceed_postponed_insn(struct pt_block_decoder *decoder)
 		return 0;
 
 	if (decoder->enabled) {
+		/* The trace said the postponed instruction was another. */
+		if (decoder->mismatch)
+			return -pte_bad_query;
+
 		status = ipt__insn_next_ip(&decoder->ip, &decoder->insn,
 					   &decoder->iext);
 		if (status < 0) {
@@ -11535,7 +11569,10 @@ static int ipt__blk_proceed_event(struct pt_block_decoder *decoder,
 			return status;
 
 		decoder->bound |= bit;
-		return ipt__blk_postpone_insn(decoder, &insn, &iext);
+		status = ipt__blk_postpone_insn(decoder, &insn, &iext);
+		if (!ev->ip_suppressed && !decoder->for_insn)
+			decoder->mismatch = ipt__blk_mismatch(decoder, pred);
+		return status;
 
 	case ptev_async_paging:
 	case ptev_async_vmcs:
