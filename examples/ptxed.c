@@ -1073,7 +1073,7 @@ static unsigned int ptxed_zydis_errnum(ZyanStatus status)
 
 /* The IP of the instruction after @dis at @ip: the branch target for a
  * relative branch (taken or not: a conditional branch ends a block, so the
- * guess is never used), else the next instruction. */
+ * guess is never used) and for JMPABS, else the next instruction. */
 static int ptxed_next_ip(uint64_t *pip, const struct ptxed_dis *dis,
 			 uint64_t ip)
 {
@@ -1088,13 +1088,24 @@ static int ptxed_next_ip(uint64_t *pip, const struct ptxed_dis *dis,
 
 	ip += length;
 
-	/* Newer instructions have no displacement: like any instruction
-	 * that is not a relative branch, they are followed by the next. */
-	if (dis->newer == pxn_none) {
+	/* JMPABS goes to its absolute target.  (libipt's ptxed, going by
+	 * XED, adds the target to the next IP as if it were a displacement;
+	 * we print where the jump goes.)  The other newer instructions, the
+	 * far returns, are followed by the next as far as we can tell. */
+	switch (dis->newer) {
+	case pxn_jmpabs:
+		ip = dis->target;
+		break;
+
+	case pxn_none:
 		if (dis->insn.raw.imm[0].is_relative)
 			ip += (uint64_t) dis->insn.raw.imm[0].value.s;
 		else if (dis->insn.raw.imm[1].is_relative)
 			ip += (uint64_t) dis->insn.raw.imm[1].value.s;
+		break;
+
+	default:
+		break;
 	}
 
 	*pip = ip;
