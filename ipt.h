@@ -7494,6 +7494,11 @@ IPT_DEF int pt_qry_core_bus_ratio(struct pt_query_decoder *decoder,
  *       instruction may need a second read.  *isid is the section's
  *       identifier, zero for the callback.
  *   uint64_t ipt__image_generation(const struct pt_image *);
+ *   int ipt__image_section_at(const struct pt_image *, const struct pt_asid *,
+ *                             uint64_t addr, struct ipt__image_place *);
+ *       the file section mapped at addr: where its mapping begins and
+ *       ends, the section itself and addr's offset in it; -pte_nomap if
+ *       no file section is mapped there (the callback does not count).
  *   int ipt__asid_from_user(struct pt_asid *, const struct pt_asid *user);
  *   int ipt__asid_to_user(struct pt_asid *user, const struct pt_asid *,
  *                         size_t size);
@@ -8517,6 +8522,42 @@ static int ipt__image_read_sections(struct pt_image *image, int *isid,
 	return -pte_nomap;
 }
 #endif /* IPT_NO_STDIO */
+
+/* Where an address lies in the image's file sections. */
+struct ipt__image_place {
+	uint64_t begin, end;
+	const void *section;
+	uint64_t offset;
+};
+
+static IPT__UNUSED int ipt__image_section_at(const struct pt_image *image,
+					     const struct pt_asid *asid,
+					     uint64_t addr,
+					     struct ipt__image_place *place)
+{
+#ifndef IPT_NO_STDIO
+	const struct ipt__msec *msec;
+
+	for (msec = image->sections; msec; msec = msec->next) {
+		if (addr < msec->vaddr || addr - msec->vaddr >= msec->size)
+			continue;
+		if (!ipt__asid_match(&msec->asid, asid))
+			continue;
+
+		place->begin = msec->vaddr;
+		place->end = msec->vaddr + msec->size;
+		place->section = msec->section;
+		place->offset = msec->offset + (addr - msec->vaddr);
+		return 0;
+	}
+#else
+	(void) image;
+	(void) asid;
+	(void) addr;
+	(void) place;
+#endif
+	return -pte_nomap;
+}
 
 /* ---- the image ---- */
 
@@ -10045,7 +10086,11 @@ struct ipt__blk_run {
 	uint8_t kind;
 	uint8_t iclass;
 	uint8_t isize;
-	uint8_t reserved[5];
+	/* Every instruction of the run is in libipt's block cache (see
+	 * "libipt's block boundaries"), or the run is read through the
+	 * callback, where libipt keeps no such cache. */
+	uint8_t warm;
+	uint8_t reserved[4];
 };
 
 /* The bytes of a run and, per instruction, its size (low nibble) and class
@@ -10085,6 +10130,35 @@ struct ipt__blk_ctx {
 /* The longest run the cache records.  Longer straight lines are chained:
  * the run ends in ipt__run_next and the next run continues. */
 enum { IPT__RUN_MAX = 0x400 };
+
+/* ---- libipt's block boundaries ----
+ * libipt's block decoder keeps a cache per file section that says, for
+ * each instruction it has been through, where the straight line from there
+ * goes.  It fills the cache as it goes, and filling ends the block: after
+ * a near direct call, after a backward near direct jump, and after 0x400
+ * instructions filled in a row.  Once an instruction is in the cache,
+ * blocks go on past it.  So the first time through, a block ends after a
+ * direct call; later it does not.  A block from a file section also ends
+ * where the code leaves that section's mapping, before the next
+ * instruction is even read.
+ *
+ * Users see these boundaries (pt_block.ninsn, end_ip, --stat:blocks), so
+ * the block decoder keeps a record of the instructions libipt would have
+ * cached, by section and offset, and ends its blocks where libipt does.
+ * Code read through the callback has no section and no such cache: there
+ * blocks run on, in libipt as here.  An instruction decoder sees no blocks
+ * and keeps none of this.  libipt keeps its cache with the section, shared
+ * by all decoders, and drops it when nothing maps the section any longer
+ * (an image section cache keeps it, as in libipt's ptxed); ipt.h keeps
+ * the record per decoder, for its lifetime. */
+
+/* libipt's fill steps: the most instructions it caches in a row. */
+enum { IPT__FILL_STEPS = 0x400 };
+
+struct ipt__blk_seen {
+	const void *section;
+	uint64_t offset;
+};
 
 /* Bits of pt_block_decoder.bound: an event of that kind already bound to
  * the postponed instruction, so the next one of its kind cannot. */
@@ -10206,6 +10280,21 @@ struct pt_block_decoder {
 	uint32_t ctx_next;
 	uint32_t nctx;
 	struct ipt__blk_ctx ctx[IPT__BLK_NCTX];
+
+	/* Unless @for_insn, the instructions libipt would have cached: an
+	 * open-addressed set of @seen_cap entries, @nseen in use; the
+	 * offsets of the @nchain not yet cached that the current block
+	 * walked in a row (@chain has room for IPT__FILL_STEPS); and the
+	 * file section the current block started in (no @sec.section if
+	 * none), valid while @sec_epoch is @epoch and @sec_asid @asid. */
+	struct ipt__blk_seen *seen;
+	uint32_t seen_cap;
+	uint32_t nseen;
+	uint64_t *chain;
+	uint32_t nchain;
+	uint32_t sec_epoch;
+	struct pt_asid sec_asid;
+	struct ipt__image_place sec;
 };
 
 /* Whether the caches describe the current image (a decoder always has
@@ -10673,6 +10762,10 @@ static int ipt__blk_decoder_init(struct pt_block_decoder *decoder,
 
 static void ipt__blk_decoder_fini(struct pt_block_decoder *decoder)
 {
+	ipt__free(&decoder->allocator, decoder->seen,
+		  (size_t) decoder->seen_cap * sizeof(*decoder->seen));
+	ipt__free(&decoder->allocator, decoder->chain,
+		  IPT__FILL_STEPS * sizeof(*decoder->chain));
 	ipt__blk_runs_free(decoder);
 	ipt__free(&decoder->allocator, decoder->icache,
 		  sizeof(*decoder->icache) << IPT_BLK_ICACHE_BITS);
@@ -11754,6 +11847,7 @@ done:
 	run->ip = start;
 	run->ninsn = ninsn;
 	run->kind = kind;
+	run->warm = 0;
 	run->ctx = ctx;
 	return run;
 }
@@ -11889,7 +11983,8 @@ static IPT__INLINE int ipt__blk_next_fast(struct pt_block_decoder *decoder,
 
 	run = ipt__blk_run_find(decoder, decoder->ip, decoder->mode,
 				decoder->want_text ? &text : NULL);
-	if (!run || run->kind != ipt__run_cond)
+	if (!run || run->kind != ipt__run_cond ||
+	    (!decoder->for_insn && !run->warm))
 		return -1;
 
 	icnt = decoder->icnt + run->ninsn;
@@ -11918,22 +12013,262 @@ static IPT__INLINE int ipt__blk_next_fast(struct pt_block_decoder *decoder,
 	return 0;
 }
 
+/* ---- libipt's block boundaries: the walk ---- */
+
+static uint32_t ipt__blk_seen_slot(const struct ipt__blk_seen *set,
+				   uint32_t cap, const void *section,
+				   uint64_t offset)
+{
+	uint64_t h;
+	uint32_t idx;
+
+	h = (offset ^ ((uint64_t) (uintptr_t) section *
+		       0x9e3779b97f4a7c15ull)) * 0xff51afd7ed558ccdull;
+	idx = (uint32_t) (h >> 32) & (cap - 1);
+	while (set[idx].section &&
+	       (set[idx].section != section || set[idx].offset != offset))
+		idx = (idx + 1) & (cap - 1);
+	return idx;
+}
+
+/* Whether libipt would have cached the instruction at @offset in the
+ * current block's section. */
+static int ipt__blk_seen(const struct pt_block_decoder *decoder,
+			 uint64_t offset)
+{
+	uint32_t idx;
+
+	if (!decoder->seen)
+		return 0;
+	idx = ipt__blk_seen_slot(decoder->seen, decoder->seen_cap,
+				 decoder->sec.section, offset);
+	return decoder->seen[idx].section != NULL;
+}
+
+static int ipt__blk_seen_grow(struct pt_block_decoder *decoder)
+{
+	struct ipt__blk_seen *set, *old = decoder->seen;
+	uint32_t cap, idx, oldcap = decoder->seen_cap;
+
+	/* At most 2^27 entries: 2 GiB, which a 32-bit size_t still holds. */
+	cap = oldcap ? oldcap * 2 : 1024;
+	if (cap > ((uint32_t) 1 << 27))
+		return -pte_nomem;
+	set = (struct ipt__blk_seen *)
+		ipt__zalloc(&decoder->allocator, (size_t) cap * sizeof(*set));
+	if (!set)
+		return -pte_nomem;
+
+	for (idx = 0; idx < oldcap; ++idx)
+		if (old[idx].section)
+			set[ipt__blk_seen_slot(set, cap, old[idx].section,
+					       old[idx].offset)] = old[idx];
+	ipt__free(&decoder->allocator, old, (size_t) oldcap * sizeof(*old));
+	decoder->seen = set;
+	decoder->seen_cap = cap;
+	return 0;
+}
+
+/* The instructions walked in a row reached the end of libipt's fill: it
+ * has cached them now. */
+static int ipt__blk_fill_done(struct pt_block_decoder *decoder)
+{
+	uint32_t idx;
+
+	for (idx = 0; idx < decoder->nchain; ++idx) {
+		struct ipt__blk_seen *entry;
+
+		if ((decoder->nseen + 1) * 2 > decoder->seen_cap) {
+			int status = ipt__blk_seen_grow(decoder);
+
+			if (status < 0)
+				return status;
+		}
+		entry = &decoder->seen[ipt__blk_seen_slot(decoder->seen,
+							  decoder->seen_cap,
+							  decoder->sec.section,
+							  decoder->chain[idx])];
+		if (!entry->section) {
+			entry->section = decoder->sec.section;
+			entry->offset = decoder->chain[idx];
+			decoder->nseen += 1;
+		}
+	}
+	decoder->nchain = 0;
+	return 0;
+}
+
+/* The block starts at @decoder->ip: find the file section it starts in.
+ * Returns 1 if it starts in one (blocks follow libipt's cache there), 0 if
+ * not, a negative pte_* code if we cannot keep the record. */
+static int ipt__blk_walk_begin(struct pt_block_decoder *decoder)
+{
+	uint64_t ip = decoder->ip;
+
+	decoder->nchain = 0;
+	if (decoder->sec_epoch != decoder->epoch ||
+	    !ipt__asid_match(&decoder->sec_asid, &decoder->asid) ||
+	    !decoder->sec.section || ip < decoder->sec.begin ||
+	    ip >= decoder->sec.end) {
+		struct ipt__image_place place;
+
+		if (ipt__image_section_at(decoder->image, &decoder->asid, ip,
+					  &place) < 0)
+			return 0;
+		/* Keep the offset of the mapping's start. */
+		place.offset -= ip - place.begin;
+		decoder->sec = place;
+		decoder->sec_epoch = decoder->epoch;
+		decoder->sec_asid = decoder->asid;
+	}
+
+	if (!decoder->chain) {
+		decoder->chain = (uint64_t *)
+			ipt__alloc(&decoder->allocator,
+				   IPT__FILL_STEPS * sizeof(*decoder->chain));
+		if (!decoder->chain)
+			return -pte_nomem;
+	}
+	return 1;
+}
+
+static int ipt__blk_in_section(const struct pt_block_decoder *decoder,
+			       uint64_t ip)
+{
+	return decoder->sec.begin <= ip && ip < decoder->sec.end;
+}
+
+/* Whether libipt would start a new block at @ip after filling its cache
+ * for 0x400 instructions in a row: unless it has cached @ip before, or
+ * @ip leaves the section (which ends the block anyway). */
+static int ipt__blk_fill_stops(const struct pt_block_decoder *decoder,
+			       uint64_t ip)
+{
+	return decoder->nchain == IPT__FILL_STEPS &&
+	       ipt__blk_in_section(decoder, ip) &&
+	       !ipt__blk_seen(decoder, decoder->sec.offset +
+					(ip - decoder->sec.begin));
+}
+
+/* Walk @run an instruction at a time, as libipt's block decoder would go
+ * through its cache, and note what it would cache.
+ *
+ * Returns how many of the run's instructions go into the block: all of
+ * them, unless libipt's fill ends the block inside the run; then
+ * @last->ip is the last of them and @last->size its size.  Sets *@stop if
+ * the block ends after them.  A negative pte_* code on errors. */
+static int ipt__blk_walk_run(struct pt_block_decoder *decoder,
+			     struct ipt__blk_run *run, int *stop,
+			     struct pt_insn *last)
+{
+	struct ipt__insn_ext iext;
+	uint64_t ip = run->ip, end_ip = run->ip + run->len;
+	uint32_t idx, seen_all = 1;
+	int status;
+
+	*stop = 0;
+	for (idx = 1;; ++idx) {
+		uint64_t offset, next;
+		uint8_t size = run->isize;
+
+		if (ip != end_ip) {
+			IPT_MEMSET(last, 0, sizeof(*last));
+			IPT_MEMSET(&iext, 0, sizeof(iext));
+			last->mode = decoder->mode;
+			last->ip = ip;
+			status = ipt__blk_decode(decoder, last, &iext);
+			if (status < 0)
+				return status;
+			size = last->size;
+		}
+		next = ipt__blk_next_ip(decoder->mode, ip + size);
+
+		offset = decoder->sec.offset + (ip - decoder->sec.begin);
+		if (ipt__blk_seen(decoder, offset)) {
+			status = ipt__blk_fill_done(decoder);
+			if (status < 0)
+				return status;
+		} else {
+			/* A branch that needs trace ends the fill, and the
+			 * block anyway. */
+			int done = 0;
+
+			if (decoder->nchain >= IPT__FILL_STEPS)
+				return -pte_internal;
+			decoder->chain[decoder->nchain++] = offset;
+			seen_all = 0;
+
+			if (ip == end_ip) {
+				switch ((enum ipt__run_kind) run->kind) {
+				case ipt__run_dcall:
+					*stop = 1;
+					break;
+				case ipt__run_djump:
+					if (run->disp < 0 || decoder->flags
+						.variant.block.end_on_jump)
+						*stop = 1;
+					next = ipt__blk_next_ip(decoder->mode,
+						next + (uint64_t) (int64_t)
+						run->disp);
+					break;
+				case ipt__run_next:
+					break;
+				default:
+					done = 1;
+					break;
+				}
+			}
+			if (!*stop && !done && ipt__blk_fill_stops(decoder, next))
+				*stop = 1;
+			if (*stop || done) {
+				status = ipt__blk_fill_done(decoder);
+				if (status < 0)
+					return status;
+				if (ip != end_ip)
+					return (int) idx;
+				break;
+			}
+		}
+
+		if (ip == end_ip)
+			break;
+		ip = next;
+	}
+
+	if (seen_all)
+		run->warm = 1;
+	return (int) run->ninsn;
+}
+
 /* No event binds before the next branch that needs trace: go there run by
  * run, then take that branch with trace.  This also proceeds to the start
- * IP of the next block.
+ * IP of the next block.  Unless an instruction decoder sits on top, blocks
+ * in a file section end where libipt's do (see "libipt's block
+ * boundaries").
  *
  * Returns zero on success, a negative pte_* code otherwise. */
 static int ipt__blk_proceed_no_event(struct pt_block_decoder *decoder,
 				     struct pt_block *block)
 {
+	int walk = 0;
+
+	if (!decoder->for_insn) {
+		walk = ipt__blk_walk_begin(decoder);
+		if (walk < 0)
+			return walk;
+	}
+
 	for (;;) {
 		const struct ipt__blk_text *text = NULL;
-		const struct ipt__blk_run *run;
+		struct ipt__blk_run *run;
+		struct pt_insn last;
 		uint64_t next, end_ip;
-		uint32_t ninsn;
+		uint32_t ninsn, nrun;
+		int stop = 0;
 
-		run = ipt__blk_run_find(decoder, decoder->ip, decoder->mode,
-					decoder->want_text ? &text : NULL);
+		run = (struct ipt__blk_run *)
+			ipt__blk_run_find(decoder, decoder->ip, decoder->mode,
+					  decoder->want_text ? &text : NULL);
 		if (!run)
 			return ipt__blk_proceed_no_event_uncached(decoder,
 								  block);
@@ -11945,18 +12280,45 @@ static int ipt__blk_proceed_no_event(struct pt_block_decoder *decoder,
 			block->isid = run->isid;
 		}
 
+		nrun = run->ninsn;
+		if (!walk) {
+			run->warm = 1;
+		} else if (run->warm) {
+			int status = ipt__blk_fill_done(decoder);
+
+			if (status < 0)
+				return status;
+		} else {
+			int status = ipt__blk_walk_run(decoder, run, &stop,
+						       &last);
+
+			if (status < 0)
+				return status;
+			nrun = (uint32_t) status;
+		}
+
 		/* A run that does not fit ends the block; it will fit into
 		 * the next, empty one. */
-		ninsn = (uint32_t) block->ninsn + run->ninsn;
+		ninsn = (uint32_t) block->ninsn + nrun;
 		if (ninsn > UINT16_MAX)
 			return 0;
 
 		if (decoder->has_icnt) {
-			uint32_t icnt = decoder->icnt + run->ninsn;
+			uint32_t icnt = decoder->icnt + nrun;
 
 			if (icnt < decoder->icnt)
 				return -pte_overflow;
 			decoder->icnt = icnt;
+		}
+
+		/* libipt's fill ended the block inside the run. */
+		if (nrun < run->ninsn) {
+			block->ninsn = (uint16_t) ninsn;
+			block->end_ip = last.ip;
+			block->iclass = last.iclass;
+			decoder->ip = ipt__blk_next_ip(decoder->mode,
+						       last.ip + last.size);
+			return 0;
 		}
 
 		end_ip = run->ip + run->len;
@@ -12016,6 +12378,13 @@ static int ipt__blk_proceed_no_event(struct pt_block_decoder *decoder,
 		default:
 			return -pte_internal;
 		}
+
+		if (stop)
+			return 0;
+
+		/* libipt ends a block where the code leaves its section. */
+		if (walk && !ipt__blk_in_section(decoder, decoder->ip))
+			return ipt__blk_fill_done(decoder);
 	}
 }
 
