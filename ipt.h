@@ -9118,7 +9118,9 @@ IPT_DEF int pt_image_add_cached(struct pt_image *image,
  *    length: e.g. WRMSRNS and RDMSRLIST/WRMSRLIST (0F 01 C6), CMPccXADD,
  *    RAO-INT (0F 38 FC) and the VEX forms of AVX-VNNI (VPDPBUSD etc.).
  *  - ptem_unknown decodes with 16-bit defaults, as libipt's decoder does
- *    (which also treats it as "not 64-bit" everywhere else).
+ *    (which also treats it as "not 64-bit" everywhere else), and like it
+ *    without a displacement or SIB byte after a ModRM byte: libipt knows
+ *    no addressing mode for an unknown mode and gives those none.
  */
 
 /* Without stdio the implementation promises nothing of libc: Zydis'
@@ -9627,9 +9629,12 @@ static int ipt__ild_decode_bytes(struct pt_insn *insn,
 		return -pte_internal;
 
 	zs = ZydisDecoderDecodeInstruction(&decoder, NULL, insn->raw, have, &z);
-	if (ZYAN_SUCCESS(zs))
+	if (ZYAN_SUCCESS(zs)) {
 		ipt__ild_from_zydis(&ild, &z);
-	else {
+		if (insn->mode == ptem_unknown)
+			ild.size = (uint8_t) (ild.size - z.raw.disp.size / 8 -
+				((z.attributes & ZYDIS_ATTRIB_HAS_SIB) ? 1 : 0));
+	} else {
 		status = ipt__ild_late(&ild, insn->raw, have, insn->mode);
 		if (status == 0)
 			return have < pt_max_insn_size ? 1 : -pte_bad_insn;

@@ -190,6 +190,17 @@ static const struct ild_case cases[] = {
 	{ ptem_unknown, "66 e8 00 00 00 00", 6, ptic_call, IPT__INST_CALL_E8,
 	  0 },
 	{ ptem_unknown, "e8 00 00", 3, ptic_call, IPT__INST_CALL_E8, 0 },
+	/* ... but with no displacement or SIB byte after a ModRM byte, as
+	 * libipt decodes it */
+	{ ptem_unknown, "02 90 90 90", 2, ptic_other, IPT__INST_INVALID,
+	  NODISP },
+	{ ptem_unknown, "02 46 90", 2, ptic_other, IPT__INST_INVALID, NODISP },
+	{ ptem_unknown, "67 8b 04 24", 3, ptic_other, IPT__INST_INVALID,
+	  NODISP },
+	{ ptem_unknown, "81 80 11 22 33 44", 4, ptic_other,
+	  IPT__INST_INVALID, NODISP },
+	{ ptem_16bit, "02 90 90 90", 4, ptic_other, IPT__INST_INVALID,
+	  NODISP },
 };
 
 static int parse_hex(const char *hex, uint8_t *out, int max)
