@@ -2,7 +2,8 @@
 #
 #   make                 build examples/ptdump and examples/ptxed
 #   make test            build and run everything in ipt_impl_tests/
-#   make conformance     run ../shared/conformance against the examples
+#   make conformance     run ../shared/conformance and the regression cases
+#                        against the examples
 #   make conformance-update   record newly passing conformance cases
 #   make demo            trace a real program and show its instruction flow
 #   make bench           compare speed and memory with libipt
@@ -58,6 +59,7 @@ test: all $(TEST_DEPS)
 
 conformance: all
 	@ipt_impl_tests/conformance check $(CONFORMANCE)
+	@ipt_impl_tests/regress/run
 
 conformance-update: all
 	@ipt_impl_tests/conformance update $(CONFORMANCE)

@@ -11,3 +11,9 @@ $(B)/ptxed_cxx: examples/ptxed.c $(HDR) | $(B)
 
 TESTS += ipt_impl_tests/ptxed_builds.sh
 TEST_DEPS += $(B)/ptxed_nostdio $(B)/ptxed_cxx $(B)/t_ptxed
+
+# The regression cases: inputs on which ptxed once printed something other
+# than libipt 2.3's ptxed, each with libipt's output or, where ipt.h differs
+# on purpose, the output README's "Differences from libipt" gives.
+TESTS += ipt_impl_tests/regress/run
+TEST_DEPS += examples/ptxed
