@@ -33,3 +33,14 @@ $(B)/blk_fuzz: ipt_impl_tests/blk_fuzz.c $(B)/ipt_impl_san.o | $(B)
 
 TESTS += $(B)/blk_fuzz
 TEST_DEPS += $(B)/blk_fuzz
+
+# Block boundaries against Debian's libipt 2.0.5 (blk_diff.sh), one source
+# built against each.
+$(B)/blk_diff_ipt: ipt_impl_tests/blk_diff.c $(B)/ipt_impl.o | $(B)
+	$(CC) $(OPT) $(WARN) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(B)/ipt_impl.o $(ZYDIS) -lm
+
+$(B)/blk_diff_libipt: ipt_impl_tests/blk_diff.c | $(B)
+	$(CC) $(OPT) $(WARN) -DUSE_LIBIPT -o $@ $< -lipt
+
+TESTS += ipt_impl_tests/blk_diff.sh
+TEST_DEPS += $(B)/blk_diff_ipt $(B)/blk_diff_libipt
