@@ -11262,22 +11262,31 @@ static int ipt__blk_proceed_past(struct pt_block_decoder *decoder,
 	return ipt__blk_proceed_one_insn(decoder, block, insn, iext);
 }
 
-/* Whether the instruction at @decoder->ip, which an event names as its
- * own (a software interrupt or a system call), is of another kind.  Code
- * that cannot be read or decoded is left for the walk on to report. */
-static uint32_t ipt__blk_mismatch(struct pt_block_decoder *decoder,
-				  ipt__blk_insn_pred pred)
+/* An event named its instruction (a software interrupt or a system call)
+ * by the IP we are at, before we walked any code: the instruction there is
+ * the one to postpone.  Returns 1 if it is of another kind (proceeding
+ * past it will fail, as in libipt's block decoder); 0 if it is of the kind
+ * (then it is in @insn and @iext) or cannot be read or decoded (the walk
+ * on reports that). */
+static uint32_t ipt__blk_event_insn(struct pt_block_decoder *decoder,
+				    ipt__blk_insn_pred pred,
+				    struct pt_insn *insn,
+				    struct ipt__insn_ext *iext)
 {
-	struct ipt__insn_ext iext;
-	struct pt_insn insn;
+	struct ipt__insn_ext at_ext;
+	struct pt_insn at;
 
-	IPT_MEMSET(&insn, 0, sizeof(insn));
-	IPT_MEMSET(&iext, 0, sizeof(iext));
-	insn.mode = decoder->mode;
-	insn.ip = decoder->ip;
-	if (ipt__blk_decode(decoder, &insn, &iext) < 0)
+	IPT_MEMSET(&at, 0, sizeof(at));
+	IPT_MEMSET(&at_ext, 0, sizeof(at_ext));
+	at.mode = decoder->mode;
+	at.ip = decoder->ip;
+	if (ipt__blk_decode(decoder, &at, &at_ext) < 0)
 		return 0;
-	return pred(&insn, &iext) ? 0 : 1;
+	if (!pred(&at, &at_ext))
+		return 1;
+	IPT__COPY(*insn, at);
+	IPT__COPY(*iext, at_ext);
+	return 0;
 }
 
 /* Give a TRIG event its anchor IP if it has none: our current IP, with the
@@ -11556,7 +11565,7 @@ static int ipt__blk_proceed_event(struct pt_block_decoder *decoder,
 	struct ipt__insn_ext iext;
 	struct pt_insn insn;
 	ipt__blk_insn_pred pred;
-	uint32_t bit;
+	uint32_t bit, mismatch;
 	int status;
 
 	IPT_MEMSET(&insn, 0, sizeof(insn));
@@ -11666,10 +11675,17 @@ static int ipt__blk_proceed_event(struct pt_block_decoder *decoder,
 		if (status <= 0)
 			return status;
 
+		/* With the IP, the instruction we postpone is the last one
+		 * we walked to get there, as in libipt; if we walked none,
+		 * it is the one at the IP. */
+		mismatch = 0;
+		if (!ev->ip_suppressed && !insn.size && !decoder->for_insn)
+			mismatch = ipt__blk_event_insn(decoder, pred, &insn,
+						       &iext);
+
 		decoder->bound |= bit;
 		status = ipt__blk_postpone_insn(decoder, &insn, &iext);
-		if (!ev->ip_suppressed && !decoder->for_insn)
-			decoder->mismatch = ipt__blk_mismatch(decoder, pred);
+		decoder->mismatch = mismatch;
 		return status;
 
 	case ptev_async_paging:
