@@ -2643,6 +2643,8 @@ IPT_DEF int pt_enc_next(struct pt_encoder *encoder,
  *   struct pt_packet_decoder            config, pos, sync (see below)
  *   ipt__pkt_init(dec, config)          embed a decoder; ipt__pkt_fini
  *   ipt__pkt_config/_pos/_end(dec)      where it is
+ *   ipt__pkt_sync_pos(dec)              the PSB it synchronized on last
+ *   ipt__pkt_skip(dec, size)            move on without reading
  *   ipt__pkt_read_<packet>(pkt, pos, config)
  *                                       read one packet at pos: its size
  *                                       or -pte_eos/-pte_bad_packet/...
@@ -2654,7 +2656,7 @@ IPT_DEF int pt_enc_next(struct pt_encoder *encoder,
  * ipt__filter_addr_check. */
 
 /* The packet decoder.  Other layers embed one (ipt__pkt_init/_fini) and
- * read its fields directly. */
+ * use it through pt_pkt_* and the accessors listed above. */
 struct pt_packet_decoder {
 	/* The next packet; NULL until synchronized. */
 	const uint8_t *pos;
@@ -3371,10 +3373,6 @@ static IPT__UNUSED void ipt__pkt_fini(struct pt_packet_decoder *decoder)
 	(void) decoder;
 }
 
-/* The same under the names of libipt's internals. */
-#define ipt__pkt_decoder_init ipt__pkt_init
-#define ipt__pkt_decoder_fini ipt__pkt_fini
-
 /* Where an embedded decoder is, and where its trace ends. */
 static IPT__UNUSED inline const struct pt_config *
 ipt__pkt_config(const struct pt_packet_decoder *decoder)
@@ -3392,6 +3390,27 @@ static IPT__UNUSED inline const uint8_t *
 ipt__pkt_end(const struct pt_packet_decoder *decoder)
 {
 	return decoder ? decoder->config.end : NULL;
+}
+
+/* The PSB the decoder last synchronized on or read (see sync). */
+static IPT__UNUSED inline const uint8_t *
+ipt__pkt_sync_pos(const struct pt_packet_decoder *decoder)
+{
+	return decoder ? decoder->sync : NULL;
+}
+
+/* Move on by size bytes without reading them (the caller knows what they
+ * hold).  -pte_eos if that leaves the trace, -pte_nosync before the first
+ * synchronization. */
+static IPT__UNUSED int ipt__pkt_skip(struct pt_packet_decoder *decoder,
+				     uint64_t size)
+{
+	if (!decoder->pos)
+		return -pte_nosync;
+	if ((uint64_t) (decoder->config.end - decoder->pos) < size)
+		return -pte_eos;
+	decoder->pos += size;
+	return 0;
 }
 
 /* A packet decoder as allocated (not one inside an event decoder): with
@@ -4647,6 +4666,10 @@ IPT_DEF int ipt_tcal_update_ovf(struct ipt_time_cal *tcal,
  *   int  ipt__evt_core_bus_ratio(const struct pt_event_decoder *decoder,
  *                                uint32_t *cbr);
  *        the time as of the packets read so far (pt_qry_time semantics)
+ *   int  ipt__evt_sync_backward(struct pt_event_decoder *decoder,
+ *                               int (*start)(void *ctx), void *ctx);
+ *        the one backward synchronization: start(ctx) resets and starts
+ *        the caller's decoder at each PSB tried
  *   IPT__EV_IGNORE  the internal event type that binds a packet without
  *                   reporting anything; never leaves this section
  *
@@ -4870,7 +4893,7 @@ ipt__evt_config(const struct pt_event_decoder *decoder)
 static IPT__UNUSED const uint8_t *
 ipt__evt_pos(const struct pt_event_decoder *decoder)
 {
-	return decoder ? decoder->pacdec.pos : NULL;
+	return decoder ? ipt__pkt_pos(&decoder->pacdec) : NULL;
 }
 
 static IPT__UNUSED const uint8_t *
@@ -5488,38 +5511,58 @@ IPT_DEF int pt_evt_sync_forward(struct pt_event_decoder *decoder)
 	return ipt__evt_start(decoder);
 }
 
-/* Synchronize onto the last PSB before the current position (or the end),
- * skipping PSBs the decoder already read past. */
-IPT_DEF int pt_evt_sync_backward(struct pt_event_decoder *decoder)
+/* The one backward synchronization, for pt_evt_, pt_qry_ and
+ * pt_blk_sync_backward (and pt_insn_ through blk): step back PSB by PSB
+ * from the current position (the trace's end if unsynchronized), start the
+ * event decoder there and then the caller's decoder with start(ctx), until
+ * a start ends before where we set out.  Passed over on the way: a PSB
+ * whose start reaches our starting point (we would not move back), a PSB+
+ * cut off by the end of the trace (-pte_eos), and a PSB from which the start
+ * reads on into the next PSB+ (one cut short by an overflow, say): going
+ * back to it would bring the decoder forward again, even to the PSB it set
+ * out from, and never to the trace's start.  Returns what the start
+ * returned, or the error of the packet decoder's backward search. */
+static int ipt__evt_sync_backward(struct pt_event_decoder *decoder,
+				  int (*start)(void *ctx), void *ctx)
 {
-	const uint8_t *start, *sync, *pos;
-	int err;
+	const uint8_t *from, *sync, *pos;
+	int status;
 
-	if (!decoder)
-		return -pte_invalid;
-	start = ipt__evt_pos(decoder);
-	if (!start) {
-		start = ipt__evt_end(decoder);
-		if (!start)
+	from = ipt__evt_pos(decoder);
+	if (!from) {
+		from = ipt__evt_end(decoder);
+		if (!from)
 			return -pte_bad_config;
 	}
 
-	sync = start;
+	sync = from;
 	for (;;) {
-		ipt__evt_reset(decoder);
 		do {
-			err = pt_pkt_sync_backward(&decoder->pacdec);
-			if (err < 0)
-				return err;
+			status = pt_pkt_sync_backward(&decoder->pacdec);
+			if (status < 0)
+				return status;
 			pos = ipt__evt_pos(decoder);
 		} while (sync <= pos);
 		sync = pos;
 
-		err = ipt__evt_start(decoder);
-		pos = ipt__evt_pos(decoder);
-		if (pos < start)
-			return err;
+		ipt__evt_reset(decoder);
+		status = ipt__evt_start(decoder);
+		if (status >= 0 && start)
+			status = start(ctx);
+		if (ipt__evt_pos(decoder) >= from || status == -pte_eos)
+			continue;
+		if (status < 0)
+			return status;
+		if (ipt__pkt_sync_pos(&decoder->pacdec) == sync)
+			return status;
 	}
+}
+
+IPT_DEF int pt_evt_sync_backward(struct pt_event_decoder *decoder)
+{
+	if (!decoder)
+		return -pte_invalid;
+	return ipt__evt_sync_backward(decoder, NULL, NULL);
 }
 
 IPT_DEF int pt_evt_sync_set(struct pt_event_decoder *decoder, uint64_t offset)
@@ -6058,9 +6101,8 @@ static int ipt__evt_apl12(struct pt_event_decoder *decoder, uint64_t offset)
 	int err;
 
 	IPT__COPY(pacdec, decoder->pacdec);
-	if ((uint64_t) (ipt__evt_end(decoder) - pacdec.pos) < offset)
+	if (ipt__pkt_skip(&pacdec, offset) < 0)
 		return -pte_internal;
-	pacdec.pos += offset;
 
 	for (;;) {
 		err = pt_pkt_next(&pacdec, &packet, sizeof(packet));
@@ -7253,59 +7295,32 @@ IPT_DEF int pt_qry_sync_forward(struct pt_query_decoder *decoder, uint64_t *ip)
 	return ipt__qry_start(decoder, ip);
 }
 
-/* Like pt_evt_sync_backward(), but a PSB+ cut off by the end of the trace
- * does not count, nor one from which the start reads on into the next
- * PSB+, nor the PSB the decoder is in: the sync offset only moves back. */
+struct ipt__qry_start_ctx {
+	struct pt_query_decoder *decoder;
+	uint64_t *ip;
+};
+
+static int ipt__qry_restart(void *ctx)
+{
+	struct ipt__qry_start_ctx *qs = (struct ipt__qry_start_ctx *) ctx;
+
+	ipt__qry_reset(qs->decoder);
+	return ipt__qry_start(qs->decoder, qs->ip);
+}
+
+/* As libipt, 0 on success: the status of the start is not reported. */
 IPT_DEF int pt_qry_sync_backward(struct pt_query_decoder *decoder,
 				 uint64_t *ip)
 {
-	const uint8_t *start, *sync, *pos;
-	uint64_t found, now;
+	struct ipt__qry_start_ctx qs;
 	int err;
 
 	if (!decoder)
 		return -pte_invalid;
-	start = ipt__evt_pos(&decoder->evdec);
-	if (!start) {
-		start = ipt__evt_end(&decoder->evdec);
-		if (!start)
-			return -pte_bad_config;
-	}
-
-	sync = start;
-	for (;;) {
-		ipt__qry_reset(decoder);
-		do {
-			err = pt_evt_sync_backward(&decoder->evdec);
-			if (err < 0)
-				return err;
-			pos = ipt__evt_pos(&decoder->evdec);
-		} while (sync <= pos);
-		sync = pos;
-		err = pt_evt_get_sync_offset(&decoder->evdec, &found);
-		if (err < 0)
-			return err;
-
-		err = ipt__qry_start(decoder, ip);
-		if (err < 0) {
-			if (err != -pte_eos)
-				return err;
-			continue;
-		}
-		/* Looking for the start IP may read on into the next PSB+,
-		 * when this one is cut short (by an overflow, say).  Then
-		 * this PSB is no place to start: look further back, or the
-		 * decoder would end up at a later PSB, even at the one it
-		 * set out from, and never get back to the trace's start. */
-		err = pt_evt_get_sync_offset(&decoder->evdec, &now);
-		if (err < 0)
-			return err;
-		if (now != found)
-			continue;
-		pos = ipt__evt_pos(&decoder->evdec);
-		if (pos < start)
-			return 0;
-	}
+	qs.decoder = decoder;
+	qs.ip = ip;
+	err = ipt__evt_sync_backward(&decoder->evdec, ipt__qry_restart, &qs);
+	return err < 0 ? err : 0;
 }
 
 IPT_DEF int pt_qry_sync_set(struct pt_query_decoder *decoder, uint64_t *ip,
@@ -12407,73 +12422,24 @@ IPT_DEF int pt_blk_sync_forward(struct pt_block_decoder *decoder)
 	return ipt__blk_start(decoder);
 }
 
+static int ipt__blk_restart(void *ctx)
+{
+	struct pt_block_decoder *decoder = (struct pt_block_decoder *) ctx;
+
+	ipt__blk_reset(decoder);
+	return ipt__blk_start(decoder);
+}
+
+/* As libipt, 0 on success: the status of the start is not reported. */
 IPT_DEF int pt_blk_sync_backward(struct pt_block_decoder *decoder)
 {
-	uint64_t start, sync, pos, found, now;
 	int status;
 
 	if (!decoder)
 		return -pte_invalid;
-
-	/* Not synchronized yet: start from the end of the trace. */
-	if (pt_evt_get_offset(&decoder->evdec, &start) < 0) {
-		const struct pt_config *config;
-
-		config = pt_evt_get_config(&decoder->evdec);
-		if (!config)
-			return -pte_internal;
-		if (!config->begin || !config->end)
-			return -pte_bad_config;
-		start = (uint64_t) (config->end - config->begin);
-	}
-
-	sync = start;
-	for (;;) {
-		ipt__blk_reset(decoder);
-
-		do {
-			uint64_t before;
-
-			before = ipt__blk_evt_offset(&decoder->evdec);
-			status = pt_evt_sync_backward(&decoder->evdec);
-			if (status < 0)
-				return status;
-			pos = ipt__blk_evt_offset(&decoder->evdec);
-
-			/* A run of PSB patterns may yield the same PSB
-			 * again: without progress there is nothing before
-			 * it we could find. */
-			if (pos >= before)
-				return -pte_eos;
-		} while (sync <= pos);
-
-		sync = pos;
-		status = pt_evt_get_sync_offset(&decoder->evdec, &found);
-		if (status < 0)
-			return status;
-
-		status = ipt__blk_start(decoder);
-		if (status < 0) {
-			/* A trace segment at the end without a complete PSB+
-			 * does not count. */
-			if (status != -pte_eos)
-				return status;
-			continue;
-		}
-
-		/* Starting may read on into the next PSB+, when this one is
-		 * cut short (by an overflow, say): then this PSB is no
-		 * place to start, and going back to it would bring the
-		 * decoder forward again.  Starting in or right after PSB+
-		 * may also bring us back to the same PSB.  Either way, go
-		 * further back. */
-		status = pt_evt_get_sync_offset(&decoder->evdec, &now);
-		if (status < 0)
-			return status;
-		if (now == found &&
-		    ipt__blk_evt_offset(&decoder->evdec) < start)
-			return 0;
-	}
+	status = ipt__evt_sync_backward(&decoder->evdec, ipt__blk_restart,
+					decoder);
+	return status < 0 ? status : 0;
 }
 
 IPT_DEF int pt_blk_sync_set(struct pt_block_decoder *decoder, uint64_t offset)
