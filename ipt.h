@@ -4666,6 +4666,10 @@ IPT_DEF int ipt_tcal_update_ovf(struct ipt_time_cal *tcal,
  *   int  ipt__evt_core_bus_ratio(const struct pt_event_decoder *decoder,
  *                                uint32_t *cbr);
  *        the time as of the packets read so far (pt_qry_time semantics)
+ *   int  ipt__evt_start_ip(const struct pt_event_decoder *decoder,
+ *                          uint64_t *ip);
+ *        after synchronizing: 1 and the IP if the PSB+ says tracing is
+ *        on, 0 if not (its events stay for the caller)
  *   int  ipt__evt_sync_backward(struct pt_event_decoder *decoder,
  *                               int (*start)(void *ctx), void *ctx);
  *        the one backward synchronization: start(ctx) resets and starts
@@ -5509,6 +5513,33 @@ IPT_DEF int pt_evt_sync_forward(struct pt_event_decoder *decoder)
 	if (err < 0)
 		return err;
 	return ipt__evt_start(decoder);
+}
+
+/* Right after synchronizing: whether the PSB+ status updates say tracing
+ * is enabled (1, and where in *ip) or not (0), read on a copy of the
+ * decoder so that its user still gets those events. */
+static int ipt__evt_start_ip(const struct pt_event_decoder *decoder,
+			     uint64_t *ip)
+{
+	struct pt_event_decoder evdec;
+	struct pt_event ev;
+	int err;
+
+	IPT__COPY(evdec, *decoder);
+	/* Only the events of this PSB+: they all come at the same
+	 * position (its PSBEND), not those of an adjacent one. */
+	while (ipt__evt_pos(&evdec) == ipt__evt_pos(decoder)) {
+		err = pt_evt_next(&evdec, &ev, sizeof(ev));
+		if (err < 0)
+			return err == -pte_eos ? 0 : err;
+		if (!ev.status_update)
+			break;
+		if (ev.type == ptev_enabled) {
+			*ip = ev.variant.enabled.ip;
+			return 1;
+		}
+	}
+	return 0;
 }
 
 /* The one backward synchronization, for pt_evt_, pt_qry_ and
@@ -7249,33 +7280,18 @@ static void ipt__qry_read_ahead(struct pt_query_decoder *decoder)
 	}
 }
 
-/* After synchronizing: find the start IP in the PSB+ status events, on a
- * copy of the event decoder so the caller still gets those events. */
+/* After synchronizing: the start IP from the PSB+ status events. */
 static int ipt__qry_start(struct pt_query_decoder *decoder, uint64_t *ip)
 {
-	struct pt_event_decoder evdec;
-	struct pt_event ev;
-	int status = pts_ip_suppressed, err;
+	uint64_t start;
+	int status, err;
 
-	IPT__COPY(evdec, decoder->evdec);
-	/* Only the events of this PSB+: they all come at the same
-	 * position (the PSBEND). */
-	while (ipt__evt_pos(&evdec) == ipt__evt_pos(&decoder->evdec)) {
-		err = pt_evt_next(&evdec, &ev, sizeof(ev));
-		if (err < 0) {
-			if (err != -pte_eos)
-				return err;
-			break;
-		}
-		if (!ev.status_update)
-			break;
-		if (ev.type == ptev_enabled) {
-			status &= ~pts_ip_suppressed;
-			if (ip)
-				*ip = ev.variant.enabled.ip;
-			break;
-		}
-	}
+	err = ipt__evt_start_ip(&decoder->evdec, &start);
+	if (err < 0)
+		return err;
+	status = err ? 0 : pts_ip_suppressed;
+	if (err && ip)
+		*ip = start;
 
 	decoder->status = 0;
 	ipt__qry_read_ahead(decoder);
@@ -12369,39 +12385,18 @@ static uint64_t ipt__blk_evt_offset(const struct pt_event_decoder *evdec)
 }
 
 /* We just synchronized.  Learn from the PSB+ status updates whether tracing
- * is enabled and where, on a copy of the event decoder: the user still gets
- * to see those events.  Then fetch the first event. */
+ * is enabled and where, then fetch the first event. */
 static int ipt__blk_start(struct pt_block_decoder *decoder)
 {
-	struct pt_event_decoder evdec;
-	struct pt_event ev;
 	int status;
 
 	ipt__blk_cache_sync(decoder);
 
-	IPT__COPY(evdec, decoder->evdec);
-	for (;;) {
-		/* Only the PSB+ we synchronized onto, not an adjacent one. */
-		if (ipt__blk_evt_offset(&evdec) !=
-		    ipt__blk_evt_offset(&decoder->evdec))
-			break;
-
-		status = pt_evt_next(&evdec, &ev, sizeof(ev));
-		if (status < 0) {
-			if (status != -pte_eos)
-				return status;
-			break;
-		}
-
-		if (!ev.status_update)
-			break;
-
-		if (ev.type == ptev_enabled) {
-			decoder->enabled = 1;
-			decoder->ip = ev.variant.enabled.ip;
-			break;
-		}
-	}
+	status = ipt__evt_start_ip(&decoder->evdec, &decoder->ip);
+	if (status < 0)
+		return status;
+	if (status)
+		decoder->enabled = 1;
 
 	decoder->status = pt_evt_next(&decoder->evdec, &decoder->event,
 				      sizeof(decoder->event));
