@@ -39,6 +39,10 @@
  *     IPT_BLK_CACHE_LIMIT  the most bytes its straight-line run cache
  *                       grows to; ipt_blk_set_cache_limit() and
  *                       ipt_insn_set_cache_limit() set it per decoder (2 MiB)
+ *     IPT_BLK_GENERAL_PATH  test builds: the block and instruction
+ *                       decoders take no shortcut (no run cache, no
+ *                       one-piece common block, no instruction from a
+ *                       run's text); what they report must not change
  *
  *     With IPT_NO_STDIO and all of the above defined, the implementation
  *     needs nothing but <stddef.h>, <stdint.h> and Zydis.
@@ -9981,6 +9985,14 @@ ipt__insn_range_is_contiguous(uint64_t begin, uint64_t end,
 #ifndef IPT_BLK_CACHE_LIMIT
 #define IPT_BLK_CACHE_LIMIT (2u << 20)
 #endif
+/* Every shortcut of the block and instruction decoders starts at a run
+ * from the run cache; without runs, each block and instruction takes the
+ * general path, one instruction at a time. */
+#ifdef IPT_BLK_GENERAL_PATH
+#define IPT__BLK_RUNS 0
+#else
+#define IPT__BLK_RUNS 1
+#endif
 
 /* ---- return stack ----
  * Near calls push their return address; a compressed return (a taken TNT
@@ -11796,7 +11808,7 @@ ipt__blk_run_find(struct pt_block_decoder *decoder, uint64_t ip,
 	struct ipt__blk_run *set;
 	uint32_t ctx, idx, way = 0;
 
-	if (IPT__UNLIKELY(!decoder->runs))
+	if (IPT__UNLIKELY(!IPT__BLK_RUNS || !decoder->runs))
 		return NULL;
 
 	ctx = ipt__blk_ctx_of(decoder, mode);

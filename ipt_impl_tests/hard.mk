@@ -228,3 +228,17 @@ TEST_DEPS += $(addprefix $(HB)/,$(HARD_TESTS))
 
 # Binaries made through pattern rules are kept, not removed as intermediate.
 .PRECIOUS: $(AB)/strict_% $(AB)/replay_% $(FB)/fuzz_% $(AB)/t_%
+
+# ---- the block and instruction decoders' shortcuts change nothing ----
+# examples/ptxed against the same built with IPT_BLK_GENERAL_PATH, on every
+# ptxed case of the libipt and real suites and on the synthesized sample.
+
+$(HB)/ptxed-general: examples/ptxed.c $(HDR) $(wildcard examples/*.h) | $(HB)
+	$(CC) $(OPT) $(WARN) $(CPPFLAGS) -DIPT_BLK_GENERAL_PATH -o $@ $< \
+		$(ZYDIS) -lm
+
+$(HB)/general-path: examples/ptxed $(HB)/ptxed-general $(HD)/general-path
+	$(call hard_wrap,$@,$(HD)/general-path examples/ptxed $(HB)/ptxed-general $(CONFORMANCE)/libipt $(CONFORMANCE)/real examples/synth-sample)
+
+TESTS += $(HB)/general-path
+TEST_DEPS += $(HB)/general-path
