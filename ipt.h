@@ -1992,6 +1992,43 @@ enum ipt__opcode {
 	IPT__OPM_EXSTOP_IP = 0x80,
 	IPT__OPM_PTW_IP = 0x80,
 	IPT__OPM_PTW_PLC_SHR = 5,
+	IPT__OPM_PTW_PLC = 0x3,
+
+	/* Bits of packet payloads (SDM 33.4.2), for encoder and decoder.
+	 * MODE: the leaf in [7:5] (enum pt_mode_leaf), then its bits. */
+	IPT__MODE_LEAF = 0xe0,
+	IPT__MODE_EXEC_CSL = 0x01,
+	IPT__MODE_EXEC_CSD = 0x02,
+	IPT__MODE_EXEC_IF = 0x04,
+	IPT__MODE_TSX_INTX = 0x01,
+	IPT__MODE_TSX_ABRT = 0x02,
+	/* PIP: NR in bit 0, CR3[51:5] in bits [47:1]. */
+	IPT__PIP_NR = 0x01,
+	IPT__PIP_CR3_SHR = 5,
+	IPT__PIP_CR3_SHL = 1,
+	/* PWRE: resolved C-state [15:12], sub C-state [11:8], HW [3]. */
+	IPT__PWRE_STATE_SHR = 12,
+	IPT__PWRE_SUB_SHR = 8,
+	IPT__PWRE_HW = 0x8,
+	/* PWRX: last core C-state [7:4], deepest [3:0], wake reason
+	 * [11:8]: interrupt, store, autonomous. */
+	IPT__PWRX_LAST_SHR = 4,
+	IPT__PWRX_INT = 0x100,
+	IPT__PWRX_STORE = 0x400,
+	IPT__PWRX_AUTO = 0x800,
+	/* The C-state fields above are four bits wide. */
+	IPT__PWR_CSTATE = 0xf,
+	/* CFE: type [4:0], IP [7]; EVD: type [4:0]. */
+	IPT__CFE_TYPE = 0x1f,
+	IPT__CFE_IP = 0x80,
+	IPT__EVD_TYPE = 0x1f,
+	/* TMA: FastCounter has 9 bits.  VMCS: the base's bits [51:12]. */
+	IPT__TMA_FC = 0x1ff,
+	IPT__VMCS_BASE_SHR = 12,
+	/* TRIG: IP [7], ICNTV [6] (a two-byte ICNT follows), MULT [5]. */
+	IPT__TRIG_IP = 0x80,
+	IPT__TRIG_ICNTV = 0x40,
+	IPT__TRIG_MULT = 0x20,
 
 	/* The PSB pattern: OPC_EXT, EXT_PSB, repeated eight times. */
 	IPT__PSB_SIZE = 16,
@@ -2366,19 +2403,19 @@ IPT_DEF int pt_enc_next(struct pt_encoder *encoder,
 		case pt_mol_exec:
 			mode = (uint8_t) pt_mol_exec;
 			if (packet->payload.mode.bits.exec.csl)
-				mode |= 0x01;
+				mode |= IPT__MODE_EXEC_CSL;
 			if (packet->payload.mode.bits.exec.csd)
-				mode |= 0x02;
+				mode |= IPT__MODE_EXEC_CSD;
 			if (packet->payload.mode.bits.exec.iflag)
-				mode |= 0x04;
+				mode |= IPT__MODE_EXEC_IF;
 			break;
 
 		case pt_mol_tsx:
 			mode = (uint8_t) pt_mol_tsx;
 			if (packet->payload.mode.bits.tsx.intx)
-				mode |= 0x01;
+				mode |= IPT__MODE_TSX_INTX;
 			if (packet->payload.mode.bits.tsx.abrt)
-				mode |= 0x02;
+				mode |= IPT__MODE_TSX_ABRT;
 			break;
 
 		default:
@@ -2397,10 +2434,10 @@ IPT_DEF int pt_enc_next(struct pt_encoder *encoder,
 		if (errcode < 0)
 			return errcode;
 
-		/* CR3[51:5] in payload bits [47:1]; bit 0 is NR. */
-		cr3 = (packet->payload.pip.cr3 >> 5) << 1;
+		cr3 = (packet->payload.pip.cr3 >> IPT__PIP_CR3_SHR)
+		      << IPT__PIP_CR3_SHL;
 		if (packet->payload.pip.nr)
-			cr3 |= 1ull;
+			cr3 |= IPT__PIP_NR;
 
 		pos = ipt__enc_opcode(pos, type);
 		pos = ipt__enc_int(pos, cr3, 6);
@@ -2430,7 +2467,7 @@ IPT_DEF int pt_enc_next(struct pt_encoder *encoder,
 			return errcode;
 
 		/* FastCounter has 9 bits. */
-		if (packet->payload.tma.fc & ~0x1ff)
+		if (packet->payload.tma.fc & ~IPT__TMA_FC)
 			return -pte_bad_packet;
 
 		pos = ipt__enc_opcode(pos, type);
@@ -2488,7 +2525,8 @@ IPT_DEF int pt_enc_next(struct pt_encoder *encoder,
 		if (errcode < 0)
 			return errcode;
 		pos = ipt__enc_opcode(pos, type);
-		pos = ipt__enc_int(pos, packet->payload.vmcs.base >> 12, 5);
+		pos = ipt__enc_int(pos, packet->payload.vmcs.base >>
+					IPT__VMCS_BASE_SHR, 5);
 		break;
 
 	case ppt_mnt:
@@ -2524,13 +2562,12 @@ IPT_DEF int pt_enc_next(struct pt_encoder *encoder,
 		if (errcode < 0)
 			return errcode;
 
-		/* Resolved C-state [15:12], sub C-state [11:8], HW [3]. */
-		payload = ((unsigned int) packet->payload.pwre.state << 12) &
-			  0xf000u;
-		payload |= ((unsigned int) packet->payload.pwre.sub_state
-			    << 8) & 0xf00u;
+		payload = ((unsigned int) packet->payload.pwre.state &
+			   IPT__PWR_CSTATE) << IPT__PWRE_STATE_SHR;
+		payload |= ((unsigned int) packet->payload.pwre.sub_state &
+			    IPT__PWR_CSTATE) << IPT__PWRE_SUB_SHR;
 		if (packet->payload.pwre.hw)
-			payload |= 0x8u;
+			payload |= IPT__PWRE_HW;
 
 		pos = ipt__enc_opcode(pos, type);
 		pos = ipt__enc_int(pos, payload, 2);
@@ -2544,17 +2581,16 @@ IPT_DEF int pt_enc_next(struct pt_encoder *encoder,
 		if (errcode < 0)
 			return errcode;
 
-		/* Last core C-state [7:4], deepest [3:0], wake reason
-		 * [11:8]: interrupt 0x1, store 0x4, autonomous 0x8. */
-		payload = ((unsigned int) packet->payload.pwrx.last << 4) &
-			  0xf0u;
-		payload |= (unsigned int) packet->payload.pwrx.deepest & 0xfu;
+		payload = ((unsigned int) packet->payload.pwrx.last &
+			   IPT__PWR_CSTATE) << IPT__PWRX_LAST_SHR;
+		payload |= (unsigned int) packet->payload.pwrx.deepest &
+			   IPT__PWR_CSTATE;
 		if (packet->payload.pwrx.interrupt)
-			payload |= 0x100u;
+			payload |= IPT__PWRX_INT;
 		if (packet->payload.pwrx.store)
-			payload |= 0x400u;
+			payload |= IPT__PWRX_STORE;
 		if (packet->payload.pwrx.autonomous)
-			payload |= 0x800u;
+			payload |= IPT__PWRX_AUTO;
 
 		pos = ipt__enc_opcode(pos, type);
 		pos = ipt__enc_int(pos, payload, 5);
@@ -2590,9 +2626,9 @@ IPT_DEF int pt_enc_next(struct pt_encoder *encoder,
 			return errcode;
 
 		byte = (uint8_t) ((unsigned int) packet->payload.cfe.type &
-				  0x1fu);
+				  IPT__CFE_TYPE);
 		if (packet->payload.cfe.ip)
-			byte |= 0x80;
+			byte |= IPT__CFE_IP;
 
 		pos = ipt__enc_opcode(pos, type);
 		*pos++ = byte;
@@ -2607,7 +2643,7 @@ IPT_DEF int pt_enc_next(struct pt_encoder *encoder,
 
 		pos = ipt__enc_opcode(pos, type);
 		*pos++ = (uint8_t) ((unsigned int) packet->payload.evd.type &
-				    0x1fu);
+				    IPT__EVD_TYPE);
 		pos = ipt__enc_int(pos, packet->payload.evd.payload, 8);
 		break;
 
@@ -2620,9 +2656,11 @@ IPT_DEF int pt_enc_next(struct pt_encoder *encoder,
 			return errcode;
 
 		pos = ipt__enc_opcode(pos, type);
-		*pos++ = (uint8_t) ((packet->payload.trig.ip << 7) |
-				    (packet->payload.trig.icntv << 6) |
-				    (packet->payload.trig.mult << 5));
+		*pos++ = (uint8_t) ((packet->payload.trig.ip ? IPT__TRIG_IP : 0) |
+				    (packet->payload.trig.icntv ?
+				     IPT__TRIG_ICNTV : 0) |
+				    (packet->payload.trig.mult ?
+				     IPT__TRIG_MULT : 0));
 		*pos++ = packet->payload.trig.trbv;
 		if (packet->payload.trig.icntv)
 			pos = ipt__enc_int(pos, packet->payload.trig.icnt, 2);
@@ -2848,8 +2886,8 @@ static IPT__UNUSED int ipt__pkt_read_pip(struct pt_packet_pip *packet,
 		return -pte_eos;
 
 	payload = ipt__read_le(pos + 2, 6);
-	packet->nr = (uint32_t) (payload & 1u);
-	packet->cr3 = (payload >> 1) << 5;
+	packet->nr = (uint32_t) (payload & IPT__PIP_NR);
+	packet->cr3 = (payload >> IPT__PIP_CR3_SHL) << IPT__PIP_CR3_SHR;
 	return ipt__layout[ppt_pip].size;
 }
 
@@ -2865,17 +2903,17 @@ static IPT__UNUSED int ipt__pkt_read_mode(struct pt_packet_mode *packet,
 		return -pte_eos;
 
 	bits = pos[1];
-	packet->leaf = (enum pt_mode_leaf) (bits & 0xe0);
-	switch (bits & 0xe0) {
+	packet->leaf = (enum pt_mode_leaf) (bits & IPT__MODE_LEAF);
+	switch (bits & IPT__MODE_LEAF) {
 	case pt_mol_exec:
-		packet->bits.exec.csl = (bits & 0x01) ? 1 : 0;
-		packet->bits.exec.csd = (bits & 0x02) ? 1 : 0;
-		packet->bits.exec.iflag = (bits & 0x04) ? 1 : 0;
+		packet->bits.exec.csl = (bits & IPT__MODE_EXEC_CSL) ? 1 : 0;
+		packet->bits.exec.csd = (bits & IPT__MODE_EXEC_CSD) ? 1 : 0;
+		packet->bits.exec.iflag = (bits & IPT__MODE_EXEC_IF) ? 1 : 0;
 		return ipt__layout[ppt_mode].size;
 
 	case pt_mol_tsx:
-		packet->bits.tsx.intx = (bits & 0x01) ? 1 : 0;
-		packet->bits.tsx.abrt = (bits & 0x02) ? 1 : 0;
+		packet->bits.tsx.intx = (bits & IPT__MODE_TSX_INTX) ? 1 : 0;
+		packet->bits.tsx.abrt = (bits & IPT__MODE_TSX_ABRT) ? 1 : 0;
 		return ipt__layout[ppt_mode].size;
 	}
 
@@ -2923,7 +2961,7 @@ static IPT__UNUSED int ipt__pkt_read_tma(struct pt_packet_tma *packet,
 
 	ctc = (uint16_t) (pos[2] | (pos[3] << 8));
 	fc = (uint16_t) (pos[5] | (pos[6] << 8));
-	if ((fc & ~0x1ff) || pos[4])
+	if ((fc & ~IPT__TMA_FC) || pos[4])
 		return -pte_bad_packet;
 
 	packet->ctc = ctc;
@@ -2998,7 +3036,7 @@ static IPT__UNUSED int ipt__pkt_read_vmcs(struct pt_packet_vmcs *packet,
 	if (ipt__pkt_left(pos, config) < ipt__layout[ppt_vmcs].size)
 		return -pte_eos;
 
-	packet->base = ipt__read_le(pos + 2, 5) << 12;
+	packet->base = ipt__read_le(pos + 2, 5) << IPT__VMCS_BASE_SHR;
 	return ipt__layout[ppt_vmcs].size;
 }
 
@@ -3055,9 +3093,11 @@ static IPT__UNUSED int ipt__pkt_read_pwre(struct pt_packet_pwre *packet,
 
 	payload = (unsigned int) (pos[2] | (pos[3] << 8));
 	IPT_MEMSET(packet, 0, sizeof(*packet));
-	packet->state = (uint8_t) ((payload >> 12) & 0xf);
-	packet->sub_state = (uint8_t) ((payload >> 8) & 0xf);
-	packet->hw = (payload & 0x8) ? 1 : 0;
+	packet->state = (uint8_t) ((payload >> IPT__PWRE_STATE_SHR) &
+				   IPT__PWR_CSTATE);
+	packet->sub_state = (uint8_t) ((payload >> IPT__PWRE_SUB_SHR) &
+				       IPT__PWR_CSTATE);
+	packet->hw = (payload & IPT__PWRE_HW) ? 1 : 0;
 	return ipt__layout[ppt_pwre].size;
 }
 
@@ -3074,11 +3114,12 @@ static IPT__UNUSED int ipt__pkt_read_pwrx(struct pt_packet_pwrx *packet,
 
 	payload = (unsigned int) (pos[2] | (pos[3] << 8));
 	IPT_MEMSET(packet, 0, sizeof(*packet));
-	packet->last = (uint8_t) ((payload >> 4) & 0xf);
-	packet->deepest = (uint8_t) (payload & 0xf);
-	packet->interrupt = (payload & 0x100) ? 1 : 0;
-	packet->store = (payload & 0x400) ? 1 : 0;
-	packet->autonomous = (payload & 0x800) ? 1 : 0;
+	packet->last = (uint8_t) ((payload >> IPT__PWRX_LAST_SHR) &
+				  IPT__PWR_CSTATE);
+	packet->deepest = (uint8_t) (payload & IPT__PWR_CSTATE);
+	packet->interrupt = (payload & IPT__PWRX_INT) ? 1 : 0;
+	packet->store = (payload & IPT__PWRX_STORE) ? 1 : 0;
+	packet->autonomous = (payload & IPT__PWRX_AUTO) ? 1 : 0;
 	return ipt__layout[ppt_pwrx].size;
 }
 
@@ -3094,7 +3135,7 @@ static IPT__UNUSED int ipt__pkt_read_ptw(struct pt_packet_ptw *packet,
 	if (!packet || !pos || !config)
 		return -pte_internal;
 
-	plc = (uint8_t) ((pos[1] >> IPT__OPM_PTW_PLC_SHR) & 0x3);
+	plc = (uint8_t) ((pos[1] >> IPT__OPM_PTW_PLC_SHR) & IPT__OPM_PTW_PLC);
 	size = pt_ptw_size(plc);
 	if (size < 0)
 		return size;
@@ -3118,9 +3159,9 @@ static IPT__UNUSED int ipt__pkt_read_cfe(struct pt_packet_cfe *packet,
 	if (ipt__pkt_left(pos, config) < ipt__layout[ppt_cfe].size)
 		return -pte_eos;
 
-	packet->type = (enum pt_cfe_type) (pos[2] & 0x1f);
+	packet->type = (enum pt_cfe_type) (pos[2] & IPT__CFE_TYPE);
 	packet->vector = pos[3];
-	packet->ip = (pos[2] & 0x80) ? 1 : 0;
+	packet->ip = (pos[2] & IPT__CFE_IP) ? 1 : 0;
 	return ipt__layout[ppt_cfe].size;
 }
 
@@ -3133,7 +3174,7 @@ static IPT__UNUSED int ipt__pkt_read_evd(struct pt_packet_evd *packet,
 	if (ipt__pkt_left(pos, config) < ipt__layout[ppt_evd].size)
 		return -pte_eos;
 
-	packet->type = (enum pt_evd_type) (pos[2] & 0x1f);
+	packet->type = (enum pt_evd_type) (pos[2] & IPT__EVD_TYPE);
 	packet->payload = ipt__read_le(pos + 3, 8);
 	return ipt__layout[ppt_evd].size;
 }
@@ -3150,16 +3191,16 @@ static IPT__UNUSED int ipt__pkt_read_trig(struct pt_packet_trig *packet,
 	if (ipt__pkt_left(pos, config) < (size_t) size)
 		return -pte_eos;
 
-	if (pos[1] & 0x40) {
+	if (pos[1] & IPT__TRIG_ICNTV) {
 		if (ipt__pkt_left(pos, config) < (size_t) size + 2u)
 			return -pte_eos;
 		packet->icnt = (uint16_t) (pos[3] | (pos[4] << 8));
 		size += 2;
 	}
 
-	packet->ip = (pos[1] >> 7) & 1;
-	packet->icntv = (pos[1] >> 6) & 1;
-	packet->mult = (pos[1] >> 5) & 1;
+	packet->ip = (pos[1] & IPT__TRIG_IP) ? 1 : 0;
+	packet->icntv = (pos[1] & IPT__TRIG_ICNTV) ? 1 : 0;
+	packet->mult = (pos[1] & IPT__TRIG_MULT) ? 1 : 0;
 	packet->trbv = pos[2];
 	return size;
 }
