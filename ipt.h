@@ -12720,6 +12720,25 @@ static int ipt__blk_process_overflow(struct pt_block_decoder *decoder,
 	return 0;
 }
 
+/* A paging or VMCS event, synchronous or not: the address space changes,
+ * and with it the context the run cache looks up (ctx_id names the old
+ * one). */
+static void ipt__blk_change_asid(struct pt_block_decoder *decoder,
+				 const struct pt_event *ev)
+{
+	if (ev->type == ptev_paging)
+		decoder->asid.cr3 = ev->variant.paging.cr3;
+	else if (ev->type == ptev_async_paging)
+		decoder->asid.cr3 = ev->variant.async_paging.cr3;
+	else if (ev->type == ptev_vmcs)
+		decoder->asid.vmcs = ev->variant.vmcs.base;
+	else if (ev->type == ptev_async_vmcs)
+		decoder->asid.vmcs = ev->variant.async_vmcs.base;
+	else
+		return;
+	decoder->ctx_id = 0;
+}
+
 /* Build a tick event for the first TNT bit used with a new timestamp. */
 static int ipt__blk_tnt_tick(struct pt_block_decoder *decoder,
 			     struct pt_event *uevent, size_t size)
@@ -12820,8 +12839,7 @@ IPT_DEF int pt_blk_event(struct pt_block_decoder *decoder,
 			return -pte_bad_query;
 		/* fall through */
 	case ptev_paging:
-		decoder->asid.cr3 = ev->variant.paging.cr3;
-		decoder->ctx_id = 0;
+		ipt__blk_change_asid(decoder, ev);
 		break;
 
 	case ptev_async_vmcs:
@@ -12830,8 +12848,7 @@ IPT_DEF int pt_blk_event(struct pt_block_decoder *decoder,
 			return -pte_bad_query;
 		/* fall through */
 	case ptev_vmcs:
-		decoder->asid.vmcs = ev->variant.vmcs.base;
-		decoder->ctx_id = 0;
+		ipt__blk_change_asid(decoder, ev);
 		break;
 
 	case ptev_overflow:
@@ -13023,8 +13040,7 @@ IPT_DEF int pt_blk_resync(struct pt_block_decoder *decoder)
 			}
 			/* fall through */
 		case ptev_paging:
-			decoder->asid.cr3 = ev->variant.paging.cr3;
-			decoder->ctx_id = 0;
+			ipt__blk_change_asid(decoder, ev);
 			break;
 
 		case ptev_async_vmcs:
@@ -13035,8 +13051,7 @@ IPT_DEF int pt_blk_resync(struct pt_block_decoder *decoder)
 			}
 			/* fall through */
 		case ptev_vmcs:
-			decoder->asid.vmcs = ev->variant.vmcs.base;
-			decoder->ctx_id = 0;
+			ipt__blk_change_asid(decoder, ev);
 			break;
 
 		case ptev_overflow:
