@@ -29,7 +29,6 @@
  *     IPT_MEMCPY(d,s,n) copy                                        (memcpy)
  *     IPT_MEMSET(d,c,n) fill                                        (memset)
  *     IPT_MEMCMP(a,b,n) compare                                     (memcmp)
- *     IPT_ASSERT(x)     check an internal invariant                 (assert)
  *     IPT_NO_STDIO      leave out everything that touches files: file
  *                       sections (pt_image_add_file, pt_iscache_*) go away
  *     IPT_IMAGE_CACHE_LIMIT  callback memory an image caches, in bytes;
@@ -51,7 +50,7 @@
  *
  *     >>api    declarations: what a program sees
  *     ---- stop here if you only want the API ----
- *     >>shim   memory, copying and assertion hooks, the allocator
+ *     >>shim   memory and copying hooks, the allocator
  *     >>err    error codes and messages (one table), version
  *     >>cfg    configuration copy-in, CPU errata, address filters
  *     >>opc    opcodes and the packet-layout table
@@ -1388,7 +1387,7 @@ ipt_iscache_alloc_with(const char *name,
 #ifndef IPT__IMPLEMENTED
 #define IPT__IMPLEMENTED
 
-/* ==== >>shim  memory, copying, assertions, the allocator ==================
+/* ==== >>shim  memory, copying, the allocator ==============================
  * The only place the implementation reaches outside itself, apart from
  * Zydis in >>ild and the file reads of hosted builds in >>img. */
 
@@ -1414,11 +1413,6 @@ ipt_iscache_alloc_with(const char *name,
 #endif
 #ifndef IPT_MEMCMP
 #define IPT_MEMCMP(a, b, n) memcmp(a, b, n)
-#endif
-
-#ifndef IPT_ASSERT
-#include <assert.h>
-#define IPT_ASSERT(x) assert(x)
 #endif
 
 #if defined(__GNUC__) || defined(__clang__)
@@ -2130,6 +2124,14 @@ enum {
 	IPT__R16(M, 208), IPT__R16(M, 224), IPT__R16(M, 240)
 
 static const uint8_t ipt__first_byte[256] = { IPT__R256(IPT__FIRST) };
+
+/* The PSB packet: its two opcode bytes, eight times. */
+#define IPT__PSB_PAIR IPT__OPC_EXT, IPT__EXT_PSB
+static const uint8_t ipt__psb_pattern[IPT__PSB_SIZE] = {
+	IPT__PSB_PAIR, IPT__PSB_PAIR, IPT__PSB_PAIR, IPT__PSB_PAIR,
+	IPT__PSB_PAIR, IPT__PSB_PAIR, IPT__PSB_PAIR, IPT__PSB_PAIR
+};
+#undef IPT__PSB_PAIR
 static const uint8_t ipt__second_byte[256] = { IPT__R256(IPT__SECOND) };
 
 /* The IP payload size in bytes for each IP compression; -1 for reserved
@@ -2320,16 +2322,13 @@ IPT_DEF int pt_enc_next(struct pt_encoder *encoder,
 		pos = ipt__enc_opcode(pos, type);
 		break;
 
-	case ppt_psb: {
-		int i;
-
+	case ppt_psb:
 		errcode = ipt__enc_reserve(encoder, IPT__PSB_SIZE);
 		if (errcode < 0)
 			return errcode;
-		for (i = 0; i < IPT__PSB_SIZE / 2; ++i)
-			pos = ipt__enc_opcode(pos, type);
+		IPT_MEMCPY(pos, ipt__psb_pattern, IPT__PSB_SIZE);
+		pos += IPT__PSB_SIZE;
 		break;
-	}
 
 	case ppt_fup:
 	case ppt_tip:
@@ -2769,16 +2768,13 @@ static inline uint64_t ipt__read_le_var(const uint8_t *pos, int size,
 static IPT__UNUSED int ipt__pkt_read_psb(const uint8_t *pos,
 					 const struct pt_config *config)
 {
-	int i;
-
 	if (!pos || !config)
 		return -pte_internal;
 	if (ipt__pkt_left(pos, config) < IPT__PSB_SIZE)
 		return -pte_eos;
 
-	for (i = 2; i < IPT__PSB_SIZE; i += 2)
-		if (pos[i] != IPT__OPC_EXT || pos[i + 1] != IPT__EXT_PSB)
-			return -pte_bad_packet;
+	if (IPT_MEMCMP(pos, ipt__psb_pattern, IPT__PSB_SIZE) != 0)
+		return -pte_bad_packet;
 
 	return IPT__PSB_SIZE;
 }
