@@ -4707,6 +4707,9 @@ IPT_DEF int ipt_tcal_update_ovf(struct ipt_time_cal *tcal,
  *   int  ipt__evt_core_bus_ratio(const struct pt_event_decoder *decoder,
  *                                uint32_t *cbr);
  *        the time as of the packets read so far (pt_qry_time semantics)
+ *   void ipt__evt_save_time(struct ipt_time *time,
+ *                           const struct pt_event_decoder *decoder);
+ *        a copy of that time, to be asked later
  *   int  ipt__evt_start_ip(const struct pt_event_decoder *decoder,
  *                          uint64_t *ip);
  *        after synchronizing: 1 and the IP if the PSB+ says tracing is
@@ -4956,6 +4959,14 @@ static IPT__UNUSED int ipt__evt_time(const struct pt_event_decoder *decoder,
 	if (!decoder || !tsc)
 		return -pte_internal;
 	return ipt_time_query_tsc(tsc, lost_mtc, lost_cyc, &decoder->time);
+}
+
+/* Keep the time as of the packets read so far, to answer queries about
+ * it later, after the decoder has read on. */
+static IPT__UNUSED void ipt__evt_save_time(struct ipt_time *time,
+					   const struct pt_event_decoder *decoder)
+{
+	IPT__COPY(*time, decoder->time);
 }
 
 static IPT__UNUSED int
@@ -7448,7 +7459,7 @@ IPT_DEF int pt_qry_cond_branch(struct pt_query_decoder *decoder, int *taken)
 	if (query < 0) {
 		/* Out of bits: the next event may bring some.  The time is
 		 * that of the TNT. */
-		IPT__COPY(decoder->last_time, decoder->evdec.time);
+		ipt__evt_save_time(&decoder->last_time, &decoder->evdec);
 		err = ipt__qry_cache_tnt(decoder);
 		if (err < 0)
 			return err;
@@ -7491,7 +7502,7 @@ IPT_DEF int pt_qry_indirect_branch(struct pt_query_decoder *decoder,
 	else
 		*addr = ev->variant.tip.ip;
 
-	IPT__COPY(decoder->last_time, decoder->evdec.time);
+	ipt__evt_save_time(&decoder->last_time, &decoder->evdec);
 	ipt__qry_read_ahead(decoder);
 	return status | ipt__qry_status(decoder);
 }
@@ -7518,7 +7529,7 @@ IPT_DEF int pt_qry_event(struct pt_query_decoder *decoder,
 		size = sizeof(decoder->event);
 	IPT_MEMCPY(event, &decoder->event, size);
 
-	IPT__COPY(decoder->last_time, decoder->evdec.time);
+	ipt__evt_save_time(&decoder->last_time, &decoder->evdec);
 	ipt__qry_read_ahead(decoder);
 	return ipt__qry_status(decoder);
 }
@@ -7566,6 +7577,8 @@ IPT_DEF int pt_qry_core_bus_ratio(struct pt_query_decoder *decoder,
  *       instruction may need a second read.  *isid is the section's
  *       identifier, zero for the callback.
  *   uint64_t ipt__image_generation(const struct pt_image *);
+ *        moves on whenever what the image reads may have changed;
+ *        image must not be NULL (it is read on the decoders' hot path)
  *   int ipt__asid_from_user(struct pt_asid *, const struct pt_asid *user);
  *   int ipt__asid_to_user(struct pt_asid *user, const struct pt_asid *,
  *                         size_t size);
@@ -8621,9 +8634,10 @@ static IPT__UNUSED void ipt__image_fini(struct pt_image *image)
 	IPT_MEMSET(image, 0, sizeof(*image));
 }
 
-static IPT__UNUSED uint64_t ipt__image_generation(const struct pt_image *image)
+static IPT__UNUSED inline uint64_t
+ipt__image_generation(const struct pt_image *image)
 {
-	return image ? image->generation : 0;
+	return image->generation;
 }
 
 static IPT__UNUSED int ipt__image_read(struct pt_image *image, int *isid,
@@ -10012,7 +10026,34 @@ ipt__insn_range_is_contiguous(uint64_t begin, uint64_t end,
  * Instruction cache entries are tagged with an epoch, runs with a context
  * number that stands for (address space, mode, epoch).  Changing the image,
  * or its generation counter moving (ipt_image_invalidate, adding or removing
- * sections), starts a new epoch and so drops every entry at once. */
+ * sections), starts a new epoch and so drops every entry at once.
+ *
+ * Internal interface (for >>insn; struct pt_block_decoder is complete so
+ * that it can be embedded):
+ *
+ *   int  ipt__blk_decoder_init(struct pt_block_decoder *decoder,
+ *                              const struct pt_config *config,
+ *                              uint32_t want_text);
+ *        want_text: the runs keep their bytes and instruction sizes
+ *   void ipt__blk_decoder_fini(struct pt_block_decoder *decoder);
+ *   struct ipt_allocator *ipt__blk_allocator(struct pt_block_decoder *);
+ *        the allocator the decoder (and its embedder) came from
+ *   int  ipt__blk_cache_current(const struct pt_block_decoder *);
+ *   void ipt__blk_cache_sync(struct pt_block_decoder *);
+ *        whether the caches describe the current image; make them so
+ *   uint32_t ipt__blk_epoch(const struct pt_block_decoder *);
+ *        changes whenever cached runs and their text become stale
+ *   const struct ipt__blk_trail *
+ *        ipt__blk_trail_at(const struct pt_block_decoder *, uint32_t at);
+ *        the at-th run the last block went through whole, or NULL
+ *   const struct ipt__blk_run *
+ *        ipt__blk_run_find(struct pt_block_decoder *, uint64_t ip,
+ *                          enum pt_exec_mode mode,
+ *                          const struct ipt__blk_text **text);
+ *        the run at ip (NULL if none), and its text
+ *   int  ipt__blk_decode(struct pt_block_decoder *, struct pt_insn *,
+ *                        struct ipt__insn_ext *);
+ *        one instruction through the instruction cache */
 
 /* The instruction cache's size, as a power of two number of entries. */
 #ifndef IPT_BLK_ICACHE_BITS
@@ -10287,7 +10328,7 @@ ipt__blk_cache_current(const struct pt_block_decoder *decoder)
 	const struct pt_image *image = decoder->image;
 
 	return decoder->cache_image == image &&
-	       decoder->cache_gen == image->generation;
+	       decoder->cache_gen == ipt__image_generation(image);
 }
 
 /* A different image or a new generation of it starts a new epoch. */
@@ -10317,6 +10358,26 @@ static IPT__INLINE void ipt__blk_cache_sync(struct pt_block_decoder *decoder)
 {
 	if (IPT__UNLIKELY(!ipt__blk_cache_current(decoder)))
 		ipt__blk_cache_renew(decoder);
+}
+
+/* For >>insn: the epoch, so that it knows when a run's text it holds is
+ * stale; the runs the last block went through whole; the allocator. */
+static IPT__INLINE uint32_t
+ipt__blk_epoch(const struct pt_block_decoder *decoder)
+{
+	return decoder->epoch;
+}
+
+static IPT__INLINE const struct ipt__blk_trail *
+ipt__blk_trail_at(const struct pt_block_decoder *decoder, uint32_t at)
+{
+	return at < decoder->ntrail ? &decoder->trail[at] : NULL;
+}
+
+static struct ipt_allocator *
+ipt__blk_allocator(struct pt_block_decoder *decoder)
+{
+	return &decoder->allocator;
 }
 
 static uint32_t ipt__blk_hash(uint64_t ip, const struct pt_asid *asid,
@@ -13190,16 +13251,15 @@ static int ipt__insn_load_run(struct pt_insn_decoder *decoder)
 {
 	struct pt_block_decoder *blkdec = &decoder->blkdec;
 	const struct pt_block *block = &decoder->block;
+	const struct ipt__blk_trail *trail;
 	const struct ipt__blk_text *text;
 	const struct ipt__blk_run *run;
-	uint32_t at = decoder->trail;
 
 	decoder->left = 0;
 	decoder->mask = block->mode == ptem_64bit ? ~0ull : 0xffffffffull;
-	if (at < blkdec->ntrail && blkdec->trail[at].ip == block->ip) {
-		const struct ipt__blk_trail *trail = &blkdec->trail[at];
-
-		decoder->trail = at + 1;
+	trail = ipt__blk_trail_at(blkdec, decoder->trail);
+	if (trail && trail->ip == block->ip) {
+		decoder->trail += 1;
 		text = &trail->text;
 		decoder->next = trail->next;
 		decoder->left = trail->ninsn;
@@ -13227,7 +13287,7 @@ static int ipt__insn_load_run(struct pt_insn_decoder *decoder)
 	decoder->speculative = block->speculative;
 	decoder->info = text->info;
 	decoder->code = text->code;
-	decoder->epoch = blkdec->epoch;
+	decoder->epoch = ipt__blk_epoch(blkdec);
 	return 1;
 }
 
@@ -13284,7 +13344,7 @@ static int ipt__insn_decoder_init(struct pt_insn_decoder *decoder,
 	return ipt__blk_decoder_init(&decoder->blkdec, &config, 1);
 }
 
-/* The allocator lives in the block decoder inside (blkdec.allocator). */
+/* The allocator lives in the block decoder inside (ipt__blk_allocator). */
 IPT_DEF struct pt_insn_decoder *
 ipt_insn_alloc_decoder_with(const struct pt_config *config,
 			    const struct ipt_allocator *allocator)
@@ -13297,7 +13357,7 @@ ipt_insn_alloc_decoder_with(const struct pt_config *config,
 	decoder = (struct pt_insn_decoder *) ipt__zalloc(&a, sizeof(*decoder));
 	if (!decoder)
 		return NULL;
-	decoder->blkdec.allocator = a;
+	*ipt__blk_allocator(&decoder->blkdec) = a;
 
 	if (ipt__insn_decoder_init(decoder, config) < 0) {
 		ipt__free(&a, decoder, sizeof(*decoder));
@@ -13319,7 +13379,7 @@ IPT_DEF void pt_insn_free_decoder(struct pt_insn_decoder *decoder)
 	if (!decoder)
 		return;
 
-	a = decoder->blkdec.allocator;
+	a = *ipt__blk_allocator(&decoder->blkdec);
 	ipt__blk_decoder_fini(&decoder->blkdec);
 	ipt__free(&a, decoder, sizeof(*decoder));
 }
@@ -13517,7 +13577,7 @@ static IPT__NOINLINE int ipt__insn_next(struct pt_insn_decoder *decoder,
 	if (!(block->truncated && block->ninsn == 1) &&
 	    ((decoder->left && decoder->ip == block->ip &&
 	      decoder->mode == block->mode &&
-	      decoder->epoch == decoder->blkdec.epoch) ||
+	      decoder->epoch == ipt__blk_epoch(&decoder->blkdec)) ||
 	     ipt__insn_load_run(decoder))) {
 		ipt__insn_from_run(decoder, insn);
 		ipt__insn_to_user(uinsn, size, insn);
@@ -13572,7 +13632,7 @@ IPT_DEF int pt_insn_next(struct pt_insn_decoder *decoder,
 	block = &decoder->block;
 	if (IPT__LIKELY(size == sizeof(*uinsn) && decoder->left &&
 			block->ninsn && !block->truncated &&
-			decoder->epoch == decoder->blkdec.epoch &&
+			decoder->epoch == ipt__blk_epoch(&decoder->blkdec) &&
 			ipt__blk_cache_current(&decoder->blkdec))) {
 		ipt__insn_from_run(decoder, uinsn);
 		block->ninsn -= 1;
