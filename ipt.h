@@ -2309,8 +2309,12 @@ IPT_DEF int pt_enc_next(struct pt_encoder *encoder,
 	if (!encoder || !packet)
 		return -pte_invalid;
 
-	pos = begin = encoder->pos;
+	/* The switch below lists every type; this catches the others. */
 	type = packet->type;
+	if ((unsigned int) type > (unsigned int) ppt_trig)
+		return -pte_bad_opc;
+
+	pos = begin = encoder->pos;
 	switch (type) {
 	case ppt_pad:
 	case ppt_psbend:
@@ -2667,7 +2671,6 @@ IPT_DEF int pt_enc_next(struct pt_encoder *encoder,
 
 	case ppt_invalid:
 	case ppt_unknown:
-	default:
 		return -pte_bad_opc;
 	}
 
@@ -5008,9 +5011,12 @@ static uint64_t *ipt__evt_ip_field(struct pt_event *ev)
 	case ptev_trig: return &ev->variant.trig.ip;
 	case ptev_swintr: return &ev->variant.swintr.ip;
 	case ptev_syscall: return &ev->variant.syscall.ip;
-	default:
-		return NULL;
+	case ptev_paging: case ptev_stop: case ptev_vmcs: case ptev_pwre:
+	case ptev_pwrx: case ptev_tick: case ptev_cbr: case ptev_mnt:
+	case ptev_tnt: case ptev_sipi:
+		break;
 	}
+	return NULL;
 }
 
 /* Give ev the current time, if there is one. */
@@ -5245,9 +5251,15 @@ static int ipt__evt_apply_time(struct ipt_time *time,
 		return ipt__evt_ok_or_cfg(ipt_time_update_cyc(
 			time, &packet->payload.cyc, config, fcr));
 
-	default:
-		return -pte_internal;
+	case ppt_invalid: case ppt_unknown: case ppt_pad: case ppt_psb:
+	case ppt_psbend: case ppt_fup: case ppt_tip: case ppt_tip_pge:
+	case ppt_tip_pgd: case ppt_tnt_8: case ppt_tnt_64: case ppt_mode:
+	case ppt_pip: case ppt_vmcs: case ppt_stop: case ppt_ovf: case ppt_mnt:
+	case ppt_exstop: case ppt_mwait: case ppt_pwre: case ppt_pwrx:
+	case ppt_ptw: case ppt_cfe: case ppt_evd: case ppt_trig:
+		break;
 	}
+	return -pte_internal;
 }
 
 static int ipt__evt_is_time_packet(enum pt_packet_type type)
@@ -5308,7 +5320,11 @@ static int ipt__evt_bdm70(const struct pt_event_decoder *decoder)
 		case ppt_cyc:
 		case ppt_mnt:
 			continue;
-		default:
+		case ppt_invalid: case ppt_unknown: case ppt_psb: case ppt_fup:
+		case ppt_tip: case ppt_tip_pgd: case ppt_tnt_8:
+		case ppt_tnt_64: case ppt_stop: case ppt_ovf: case ppt_exstop:
+		case ppt_mwait: case ppt_pwre: case ppt_pwrx: case ppt_ptw:
+		case ppt_cfe: case ppt_evd: case ppt_trig:
 			return 0;
 		}
 	}
@@ -5446,9 +5462,14 @@ static int ipt__evt_header_packet(struct pt_event_decoder *decoder)
 	case ppt_invalid:
 		return decoder->status;
 
-	default:
-		return -pte_bad_context;
+	case ppt_unknown: case ppt_psb: case ppt_psbend: case ppt_tip:
+	case ppt_tip_pge: case ppt_tip_pgd: case ppt_tnt_8: case ppt_tnt_64:
+	case ppt_stop: case ppt_ovf: case ppt_exstop: case ppt_mwait:
+	case ppt_pwre: case ppt_pwrx: case ppt_ptw: case ppt_cfe: case ppt_evd:
+	case ppt_trig:
+		break;
 	}
+	return -pte_bad_context;
 }
 
 /* Read a PSB+ from the PSB (the current packet) up to PSBEND or OVF.
@@ -5495,7 +5516,13 @@ static int ipt__evt_decode_psb(struct pt_event_decoder *decoder)
 				return -pte_internal;
 			return 1;
 
-		default:
+		case ppt_invalid: case ppt_unknown: case ppt_pad: case ppt_psb:
+		case ppt_fup: case ppt_tip: case ppt_tip_pge: case ppt_tip_pgd:
+		case ppt_tnt_8: case ppt_tnt_64: case ppt_mode: case ppt_pip:
+		case ppt_vmcs: case ppt_cbr: case ppt_tsc: case ppt_tma:
+		case ppt_mtc: case ppt_cyc: case ppt_stop: case ppt_mnt:
+		case ppt_exstop: case ppt_mwait: case ppt_pwre: case ppt_pwrx:
+		case ppt_ptw: case ppt_cfe: case ppt_evd: case ppt_trig:
 			err = ipt__evt_header_packet(decoder);
 			if (err < 0)
 				return err;
@@ -5531,7 +5558,14 @@ static int ipt__evt_decode_psbend(struct pt_event_decoder *decoder)
 	case ptev_cbr:
 	case ptev_mnt:
 		break;
-	default:
+	case ptev_async_disabled: case ptev_async_branch: case ptev_paging:
+	case ptev_overflow: case ptev_stop: case ptev_vmcs: case ptev_exstop:
+	case ptev_mwait: case ptev_pwre: case ptev_pwrx: case ptev_ptwrite:
+	case ptev_tick: case ptev_tip: case ptev_tnt: case ptev_interrupt:
+	case ptev_iret: case ptev_smi: case ptev_rsm: case ptev_sipi:
+	case ptev_init: case ptev_vmentry: case ptev_vmexit:
+	case ptev_shutdown: case ptev_uintr: case ptev_uiret: case ptev_trig:
+	case ptev_swintr: case ptev_syscall:
 		return -pte_bad_context;
 	}
 	return ipt__evt_stamp(ev, &decoder->time);
@@ -5549,9 +5583,16 @@ static int ipt__evt_start(struct pt_event_decoder *decoder)
 		return err < 0 ? err : 0;
 	case ppt_invalid:
 		return decoder->status < 0 ? decoder->status : -pte_internal;
-	default:
-		return -pte_nosync;
+	case ppt_unknown: case ppt_pad: case ppt_psbend: case ppt_fup:
+	case ppt_tip: case ppt_tip_pge: case ppt_tip_pgd: case ppt_tnt_8:
+	case ppt_tnt_64: case ppt_mode: case ppt_pip: case ppt_vmcs:
+	case ppt_cbr: case ppt_tsc: case ppt_tma: case ppt_mtc: case ppt_cyc:
+	case ppt_stop: case ppt_ovf: case ppt_mnt: case ppt_exstop:
+	case ppt_mwait: case ppt_pwre: case ppt_pwrx: case ppt_ptw:
+	case ppt_cfe: case ppt_evd: case ppt_trig:
+		break;
 	}
+	return -pte_nosync;
 }
 
 IPT_DEF int pt_evt_sync_forward(struct pt_event_decoder *decoder)
@@ -5778,9 +5819,14 @@ static int ipt__evt_decode_fup(struct pt_event_decoder *decoder)
 	case ptev_syscall:
 		return ipt__evt_complete(ev, decoder);
 
-	default:
-		return -pte_bad_context;
+	case ptev_enabled: case ptev_disabled: case ptev_async_disabled:
+	case ptev_async_branch: case ptev_paging: case ptev_async_paging:
+	case ptev_stop: case ptev_vmcs: case ptev_async_vmcs: case ptev_pwre:
+	case ptev_pwrx: case ptev_tick: case ptev_cbr: case ptev_mnt:
+	case ptev_tip: case ptev_tnt:
+		break;
 	}
+	return -pte_bad_context;
 }
 
 /* ---- overflow ----
@@ -5831,7 +5877,10 @@ static int ipt__evt_find_ovf_fup(const struct pt_packet_decoder *pacdec)
 		case ppt_tnt_64:
 			return -pte_bad_context;
 
-		default:
+		case ppt_psb: case ppt_tip_pge: case ppt_mode: case ppt_pip:
+		case ppt_vmcs: case ppt_stop: case ppt_ovf: case ppt_exstop:
+		case ppt_mwait: case ppt_pwre: case ppt_pwrx: case ppt_ptw:
+		case ppt_cfe: case ppt_evd: case ppt_trig:
 			return 0;
 		}
 	}
@@ -5868,7 +5917,11 @@ static int ipt__evt_find_header_fup(struct pt_packet *packet,
 		case ppt_psbend:
 		case ppt_ovf:
 			return 0;
-		default:
+		case ppt_unknown: case ppt_psb: case ppt_tip: case ppt_tip_pge:
+		case ppt_tip_pgd: case ppt_tnt_8: case ppt_tnt_64:
+		case ppt_stop: case ppt_exstop: case ppt_mwait: case ppt_pwre:
+		case ppt_pwrx: case ppt_ptw: case ppt_cfe: case ppt_evd:
+		case ppt_trig:
 			return -pte_bad_context;
 		}
 	}
@@ -5969,7 +6022,13 @@ static int ipt__evt_recover_at_offset(struct pt_event_decoder *decoder,
 		case ppt_unknown:
 			/* The look-ahead would not have come this way. */
 			return -pte_internal;
-		default:
+		case ppt_pad: case ppt_psb: case ppt_psbend: case ppt_fup:
+		case ppt_tip: case ppt_tip_pge: case ppt_tip_pgd:
+		case ppt_tnt_8: case ppt_tnt_64: case ppt_cbr: case ppt_tsc:
+		case ppt_tma: case ppt_mtc: case ppt_cyc: case ppt_stop:
+		case ppt_ovf: case ppt_mnt: case ppt_exstop: case ppt_mwait:
+		case ppt_pwre: case ppt_pwrx: case ppt_ptw: case ppt_cfe:
+		case ppt_evd: case ppt_trig:
 			continue;
 		}
 	}
@@ -6116,7 +6175,8 @@ static int ipt__evt_skd010(struct pt_event_decoder *decoder)
 				continue;
 			return 1;
 
-		default:
+		case ppt_invalid: case ppt_unknown: case ppt_cbr: case ppt_tsc:
+		case ppt_tma: case ppt_mtc: case ppt_cyc: case ppt_mwait:
 			/* MWAIT binds to a FUP we would have to skip too;
 			 * unknown packets cannot be skipped. */
 			return 1;
@@ -6167,7 +6227,13 @@ static int ipt__evt_apl11(struct pt_event_decoder *decoder)
 		case ppt_trig:
 			continue;
 
-		default:
+		case ppt_invalid: case ppt_unknown: case ppt_psb:
+		case ppt_psbend: case ppt_fup: case ppt_tip: case ppt_tip_pge:
+		case ppt_tnt_8: case ppt_tnt_64: case ppt_mode: case ppt_pip:
+		case ppt_vmcs: case ppt_cbr: case ppt_tsc: case ppt_tma:
+		case ppt_mtc: case ppt_cyc: case ppt_stop: case ppt_ovf:
+		case ppt_exstop: case ppt_mwait: case ppt_pwre: case ppt_pwrx:
+		case ppt_ptw:
 			return 1;
 		}
 	}
@@ -6216,7 +6282,11 @@ static int ipt__evt_apl12(struct pt_event_decoder *decoder, uint64_t offset)
 		case ppt_invalid:
 			return 1;
 
-		default:
+		case ppt_pad: case ppt_fup: case ppt_mode: case ppt_pip:
+		case ppt_vmcs: case ppt_cbr: case ppt_tsc: case ppt_tma:
+		case ppt_mtc: case ppt_cyc: case ppt_mnt: case ppt_exstop:
+		case ppt_mwait: case ppt_pwre: case ppt_pwrx: case ppt_ptw:
+		case ppt_cfe: case ppt_evd: case ppt_trig:
 			continue;
 		}
 	}
@@ -6272,7 +6342,12 @@ static int ipt__evt_decode_ovf(struct pt_event_decoder *decoder)
 		case ptev_sipi:
 			decoder->event = ev;
 			return 0;
-		default:
+		case ptev_enabled: case ptev_disabled:
+		case ptev_async_disabled: case ptev_async_branch:
+		case ptev_paging: case ptev_async_paging: case ptev_overflow:
+		case ptev_stop: case ptev_vmcs: case ptev_async_vmcs:
+		case ptev_pwrx: case ptev_tick: case ptev_cbr: case ptev_mnt:
+		case ptev_tip: case ptev_tnt:
 			continue;
 		}
 	}
@@ -6400,9 +6475,18 @@ static int ipt__evt_decode_tip(struct pt_event_decoder *decoder)
 		/* A second FUP before this TIP: the trace is broken (libipt
 		 * reports -pte_internal here). */
 		return -pte_bad_context;
-	default:
-		return -pte_bad_context;
+	case ptev_enabled: case ptev_disabled: case ptev_async_disabled:
+	case ptev_paging: case ptev_overflow: case ptev_tsx: case ptev_stop:
+	case ptev_vmcs: case ptev_exstop: case ptev_mwait: case ptev_pwre:
+	case ptev_pwrx: case ptev_ptwrite: case ptev_tick: case ptev_cbr:
+	case ptev_mnt: case ptev_tip: case ptev_tnt: case ptev_interrupt:
+	case ptev_iret: case ptev_smi: case ptev_rsm: case ptev_sipi:
+	case ptev_init: case ptev_vmentry: case ptev_vmexit:
+	case ptev_shutdown: case ptev_uintr: case ptev_uiret: case ptev_trig:
+	case ptev_swintr: case ptev_syscall:
+		break;
 	}
+	return -pte_bad_context;
 }
 
 /* The enable event comes first; MODE.EXEC events bound to the TIP.PGE
@@ -6440,9 +6524,19 @@ static int ipt__evt_decode_tip_pge(struct pt_event_decoder *decoder)
 	case ptev_exec_mode:
 	case ptev_iflags:
 		return ipt__evt_complete(ev, decoder);
-	default:
-		return -pte_bad_context;
+	case ptev_enabled: case ptev_disabled: case ptev_async_disabled:
+	case ptev_async_branch: case ptev_paging: case ptev_async_paging:
+	case ptev_overflow: case ptev_tsx: case ptev_stop: case ptev_vmcs:
+	case ptev_async_vmcs: case ptev_exstop: case ptev_mwait:
+	case ptev_pwre: case ptev_pwrx: case ptev_ptwrite: case ptev_tick:
+	case ptev_cbr: case ptev_mnt: case ptev_tip: case ptev_tnt:
+	case ptev_interrupt: case ptev_iret: case ptev_smi: case ptev_rsm:
+	case ptev_sipi: case ptev_init: case ptev_vmentry: case ptev_vmexit:
+	case ptev_shutdown: case ptev_uintr: case ptev_uiret: case ptev_trig:
+	case ptev_swintr: case ptev_syscall:
+		break;
 	}
+	return -pte_bad_context;
 }
 
 /* A TIP.PGD alone is a synchronous disable (at a branch); after a FUP it
@@ -6509,7 +6603,15 @@ static int ipt__evt_decode_tip_pgd(struct pt_event_decoder *decoder)
 		err = 0;
 		break;
 
-	default:
+	case ptev_enabled: case ptev_disabled: case ptev_async_disabled:
+	case ptev_paging: case ptev_overflow: case ptev_tsx: case ptev_stop:
+	case ptev_vmcs: case ptev_exstop: case ptev_mwait: case ptev_pwre:
+	case ptev_pwrx: case ptev_ptwrite: case ptev_tick: case ptev_cbr:
+	case ptev_mnt: case ptev_tip: case ptev_tnt: case ptev_iflags:
+	case ptev_interrupt: case ptev_iret: case ptev_smi: case ptev_rsm:
+	case ptev_sipi: case ptev_init: case ptev_vmentry: case ptev_vmexit:
+	case ptev_shutdown: case ptev_uintr: case ptev_uiret: case ptev_trig:
+	case ptev_swintr: case ptev_syscall:
 		return -pte_bad_context;
 	}
 	if (err < 0)
@@ -9799,9 +9901,10 @@ static IPT__UNUSED int ipt__insn_is_branch(const struct pt_insn *insn,
 	case ptic_far_jump:
 	case ptic_indirect:
 		return 1;
-	default:
-		return 0;
+	case ptic_unknown: case ptic_other: case ptic_ptwrite:
+		break;
 	}
+	return 0;
 }
 
 static IPT__UNUSED int ipt__insn_is_far_branch(const struct pt_insn *insn,
@@ -9815,9 +9918,12 @@ static IPT__UNUSED int ipt__insn_is_far_branch(const struct pt_insn *insn,
 	case ptic_far_return:
 	case ptic_far_jump:
 		return 1;
-	default:
-		return 0;
+	case ptic_unknown: case ptic_other: case ptic_call: case ptic_return:
+	case ptic_jump: case ptic_cond_jump: case ptic_ptwrite:
+	case ptic_indirect:
+		break;
 	}
+	return 0;
 }
 
 /* A PIP packet binds to MOV CR3, VMLAUNCH, VMRESUME and far branches. */
@@ -9950,7 +10056,8 @@ static IPT__UNUSED int ipt__insn_next_ip(uint64_t *pip,
 		break;
 	case ptic_unknown:
 		return -pte_bad_insn;
-	default:
+	case ptic_return: case ptic_cond_jump: case ptic_far_call:
+	case ptic_far_return: case ptic_far_jump: case ptic_indirect:
 		return -pte_bad_query;
 	}
 
@@ -10679,7 +10786,6 @@ static int ipt__blk_update_trig_anchor(struct pt_block_decoder *decoder,
 			return 0;
 		break;
 
-	default:
 		return -pte_internal;
 	}
 
@@ -10997,7 +11103,6 @@ static int ipt__blk_proceed_with_trace(struct pt_block_decoder *decoder,
 		return -pte_internal;
 
 	case ptic_unknown:
-	default:
 		return -pte_bad_insn;
 	}
 
@@ -11181,9 +11286,12 @@ static int ipt__blk_insn_skl014(const struct pt_insn *insn,
 	case ptic_other:
 		return ipt__insn_changes_cr3(insn, iext);
 
-	default:
-		return 0;
+	case ptic_unknown: case ptic_return: case ptic_cond_jump:
+	case ptic_far_call: case ptic_far_return: case ptic_far_jump:
+	case ptic_ptwrite: case ptic_indirect:
+		break;
 	}
+	return 0;
 }
 
 /* Reach a disable without IP under SKL014: the disabling branch is the
@@ -11477,10 +11585,19 @@ static ipt__blk_insn_pred ipt__blk_binding(enum pt_event_type type,
 	case ptev_syscall:
 		*bit = IPT__BOUND_SYSCALL;
 		return ipt__insn_is_syscall;
-	default:
-		*bit = 0;
-		return NULL;
+	case ptev_enabled: case ptev_disabled: case ptev_async_disabled:
+	case ptev_async_branch: case ptev_async_paging: case ptev_overflow:
+	case ptev_exec_mode: case ptev_tsx: case ptev_stop:
+	case ptev_async_vmcs: case ptev_exstop: case ptev_mwait:
+	case ptev_pwre: case ptev_pwrx: case ptev_tick: case ptev_cbr:
+	case ptev_mnt: case ptev_tip: case ptev_tnt: case ptev_iflags:
+	case ptev_interrupt: case ptev_smi: case ptev_rsm: case ptev_sipi:
+	case ptev_init: case ptev_vmexit: case ptev_shutdown: case ptev_uintr:
+	case ptev_trig:
+		break;
 	}
+	*bit = 0;
+	return NULL;
 }
 
 /* The IP an event happens at, for the event types that carry one. */
@@ -11543,9 +11660,12 @@ static uint64_t ipt__blk_event_ip(const struct pt_event *ev)
 		return ev->variant.swintr.ip;
 	case ptev_syscall:
 		return ev->variant.syscall.ip;
-	default:
-		return 0;
+	case ptev_paging: case ptev_stop: case ptev_vmcs: case ptev_pwre:
+	case ptev_pwrx: case ptev_cbr: case ptev_mnt: case ptev_tnt:
+	case ptev_sipi:
+		break;
 	}
+	return 0;
 }
 
 /* ---- reaching the current event ---- */
@@ -11716,7 +11836,6 @@ static int ipt__blk_proceed_event(struct pt_block_decoder *decoder,
 			return status;
 		break;
 
-	default:
 		return -pte_internal;
 	}
 
@@ -11814,6 +11933,7 @@ ipt__blk_run_fill(struct pt_block_decoder *decoder, struct ipt__blk_run *run,
 		ninsn += 1;
 
 		if (status < 0) {
+			kind = ipt__run_indirect;
 			switch (insn.iclass) {
 			case ptic_cond_jump:
 				kind = ipt__run_cond;
@@ -11824,8 +11944,10 @@ ipt__blk_run_fill(struct pt_block_decoder *decoder, struct ipt__blk_run *run,
 			case ptic_call:
 				kind = ipt__run_icall;
 				break;
-			default:
-				kind = ipt__run_indirect;
+			case ptic_unknown: case ptic_other: case ptic_jump:
+			case ptic_far_call: case ptic_far_return:
+			case ptic_far_jump: case ptic_ptwrite:
+			case ptic_indirect:
 				break;
 			}
 			goto done;
@@ -12162,9 +12284,19 @@ static int ipt__blk_proceed(struct pt_block_decoder *decoder,
 			return status;
 		return ipt__blk_proceed_trailing_event(decoder, block);
 
-	default:
-		return ipt__blk_proceed_event(decoder, block);
+	case ptev_enabled: case ptev_disabled: case ptev_async_disabled:
+	case ptev_async_branch: case ptev_paging: case ptev_async_paging:
+	case ptev_overflow: case ptev_exec_mode: case ptev_tsx: case ptev_stop:
+	case ptev_vmcs: case ptev_async_vmcs: case ptev_exstop:
+	case ptev_mwait: case ptev_pwre: case ptev_pwrx: case ptev_ptwrite:
+	case ptev_tick: case ptev_cbr: case ptev_mnt: case ptev_iflags:
+	case ptev_interrupt: case ptev_iret: case ptev_smi: case ptev_rsm:
+	case ptev_sipi: case ptev_init: case ptev_vmentry: case ptev_vmexit:
+	case ptev_shutdown: case ptev_uintr: case ptev_uiret: case ptev_trig:
+	case ptev_swintr: case ptev_syscall:
+		break;
 	}
+	return ipt__blk_proceed_event(decoder, block);
 }
 
 /* ---- events at the end of a block ---- */
@@ -12470,7 +12602,7 @@ static int ipt__blk_proceed_trailing_event(struct pt_block_decoder *decoder,
 		decoder->bound |= bit;
 		return ipt__blk_status(decoder, pts_event_pending);
 
-	default:
+	case ptev_tnt:
 		return -pte_internal;
 	}
 
@@ -12979,7 +13111,6 @@ IPT_DEF int pt_blk_event(struct pt_block_decoder *decoder,
 	case ptev_uiret:
 		break;
 
-	default:
 		return -pte_internal;
 	}
 
@@ -13180,7 +13311,6 @@ IPT_DEF int pt_blk_resync(struct pt_block_decoder *decoder)
 		case ptev_trig:
 			break;
 
-		default:
 			return -pte_internal;
 		}
 
