@@ -113,7 +113,8 @@ struct pt_block_decoder;
 struct pt_image;
 struct pt_image_section_cache;
 
-/* ---- version ---- */
+/* ---- version ----
+ * Specified by pt_library_version(3). */
 
 struct pt_version {
 	uint8_t major;
@@ -129,7 +130,8 @@ IPT_API struct pt_version pt_library_version(void);
 
 /* ---- errors ----
  * Functions return a negative pte_* code on failure.  The values are
- * libipt's; the messages come from one table in >>err. */
+ * libipt's; the messages come from one table in >>err.  What each code
+ * means for a function: the ERRORS section of its man page. */
 enum pt_error_code {
 	pte_ok,
 	pte_internal,
@@ -180,7 +182,9 @@ enum pt_status_flag {
 	pts_eos = 1 << 2
 };
 
-/* ---- configuration ---- */
+/* ---- configuration ----
+ * Specified by pt_config(3); the decoders' copy of it by
+ * pt_enc_get_config(3). */
 
 enum pt_cpu_vendor {
 	pcv_unknown,
@@ -326,7 +330,8 @@ static inline void pt_config_init(struct pt_config *config)
 /* Fill in the errata that apply to a CPU; -pte_bad_cpu if unknown. */
 IPT_API int pt_cpu_errata(struct pt_errata *errata, const struct pt_cpu *cpu);
 
-/* ---- packets ---- */
+/* ---- packets ----
+ * Specified by pt_packet(3). */
 
 enum pt_packet_type {
 	ppt_invalid,
@@ -620,7 +625,9 @@ struct pt_packet {
 	} payload;
 };
 
-/* ---- packet encoder ---- */
+/* ---- packet encoder ----
+ * Specified by pt_alloc_encoder(3), pt_enc_get_offset(3),
+ * pt_enc_get_config(3) and pt_packet(3) (pt_enc_next). */
 
 IPT_API struct pt_encoder *pt_alloc_encoder(const struct pt_config *config);
 IPT_API void pt_free_encoder(struct pt_encoder *encoder);
@@ -633,7 +640,9 @@ pt_enc_get_config(const struct pt_encoder *encoder);
 IPT_API int pt_enc_next(struct pt_encoder *encoder,
 			const struct pt_packet *packet);
 
-/* ---- packet decoder ---- */
+/* ---- packet decoder ----
+ * Specified by pt_pkt_alloc_decoder(3), pt_pkt_sync_forward(3),
+ * pt_pkt_get_offset(3) and pt_packet(3) (pt_pkt_next). */
 
 IPT_API struct pt_packet_decoder *
 pt_pkt_alloc_decoder(const struct pt_config *config);
@@ -658,7 +667,8 @@ IPT_API int pt_pkt_next(struct pt_packet_decoder *decoder,
  * hex with 0x, or octal with a leading 0; the stepping defaults to zero)
  * into *cpu with vendor pcv_intel, as ptdump's and ptxed's --cpu option
  * does.  Returns 0, or -pte_invalid if cpu or s is NULL or s is malformed
- * or out of range (family > 65535, model or stepping > 255). */
+ * or out of range (family > 65535, model or stepping > 255).
+ * Ref: libipt's pt_cpu_parse (libipt/src/pt_cpu.c, for its tools). */
 IPT_API int ipt_cpu_parse(struct pt_cpu *cpu, const char *s);
 
 /* Last-IP tracking: IP packets (TIP, TIP.PGE, TIP.PGD, FUP) carry an IP
@@ -672,12 +682,13 @@ struct ipt_last_ip {
 	uint32_t suppressed:1;
 };
 
-/* Forget any IP. */
+/* Forget any IP.  Ref: libipt's internal pt_last_ip_init. */
 IPT_API void ipt_last_ip_init(struct ipt_last_ip *last_ip);
 
 /* Apply an IP packet's payload.  config may be NULL.  Returns 0;
  * -pte_bad_packet if packet->ipc is not a valid compression (the last IP is
- * then unchanged); -pte_invalid if last_ip or packet is NULL. */
+ * then unchanged); -pte_invalid if last_ip or packet is NULL.
+ * Ref: libipt's internal pt_last_ip_update_ip. */
 IPT_API int ipt_last_ip_update_ip(struct ipt_last_ip *last_ip,
 				  const struct pt_packet_ip *packet,
 				  const struct pt_config *config);
@@ -685,7 +696,7 @@ IPT_API int ipt_last_ip_update_ip(struct ipt_last_ip *last_ip,
 /* Store the last IP in *ip (if ip is not NULL).  Returns 0; -pte_noip if
  * no IP has been seen yet, -pte_ip_suppressed if the last update
  * suppressed it (*ip is then set to zero); -pte_invalid if last_ip is
- * NULL. */
+ * NULL.  Ref: libipt's internal pt_last_ip_query. */
 IPT_API int ipt_last_ip_query(uint64_t *ip, const struct ipt_last_ip *last_ip);
 
 /* >>api-time: ipt_ extensions of the time layer
@@ -747,16 +758,19 @@ enum {
 	ipt_tcal_fcr_shr = 8
 };
 
-/* Reset time tracking to "nothing seen". */
+/* Reset time tracking to "nothing seen".  Ref: libipt's internal
+ * pt_time_init. */
 IPT_API void ipt_time_init(struct ipt_time *time);
 
 /* The estimated TSC in *tsc and, unless NULL, the MTC and CYC updates lost
  * since the last TSC packet.  -pte_no_time if there has not been a TSC
- * packet (the outputs are filled in anyway). */
+ * packet (the outputs are filled in anyway).  Ref: libipt's internal
+ * pt_time_query_tsc. */
 IPT_API int ipt_time_query_tsc(uint64_t *tsc, uint32_t *lost_mtc,
 			       uint32_t *lost_cyc, const struct ipt_time *time);
 
-/* The core:bus ratio of the last CBR packet; -pte_no_cbr if none. */
+/* The core:bus ratio of the last CBR packet; -pte_no_cbr if none.
+ * Ref: libipt's internal pt_time_query_cbr. */
 IPT_API int ipt_time_query_cbr(uint32_t *cbr, const struct ipt_time *time);
 
 /* Update the time at a timing packet.
@@ -768,7 +782,8 @@ IPT_API int ipt_time_query_cbr(uint32_t *cbr, const struct ipt_time *time);
  *        is counted as lost); -pte_bad_config if cpuid_0x15_eax or _ebx
  *        is zero.
  *   cyc  fcr is the calibrated ratio from ipt_tcal_fcr(); zero counts the
- *        CYC as lost. */
+ *        CYC as lost.
+ * Ref: libipt's internal pt_time_update_<packet>. */
 IPT_API int ipt_time_update_tsc(struct ipt_time *time,
 				const struct pt_packet_tsc *packet,
 				const struct pt_config *config);
@@ -785,14 +800,16 @@ IPT_API int ipt_time_update_cyc(struct ipt_time *time,
 				const struct pt_packet_cyc *packet,
 				const struct pt_config *config, uint64_t fcr);
 
-/* Reset calibration: no FCR known. */
+/* Reset calibration: no FCR known.  Ref: libipt's internal pt_tcal_init. */
 IPT_API void ipt_tcal_init(struct ipt_time_cal *tcal);
 
-/* The current FCR in *fcr; -pte_no_time if none is known yet. */
+/* The current FCR in *fcr; -pte_no_time if none is known yet.
+ * Ref: libipt's internal pt_tcal_fcr. */
 IPT_API int ipt_tcal_fcr(uint64_t *fcr, const struct ipt_time_cal *tcal);
 
 /* Set the FCR (scaled by 2^ipt_tcal_fcr_shr), e.g. an initial guess to
- * use until calibration has seen one CBR or two MTCs. */
+ * use until calibration has seen one CBR or two MTCs.  Ref: libipt's
+ * internal pt_tcal_set_fcr. */
 IPT_API int ipt_tcal_set_fcr(struct ipt_time_cal *tcal, uint64_t fcr);
 
 /* Update calibration at a packet.  The _header_ variants are for TSC and
@@ -802,7 +819,8 @@ IPT_API int ipt_tcal_set_fcr(struct ipt_time_cal *tcal, uint64_t fcr);
  * overflow, which forgets the intervals but keeps the FCR.  tsc and mtc
  * may fail with -pte_bad_packet (time went backwards), mtc with
  * -pte_bad_config (no cpuid 0x15 values), cbr with -pte_bad_packet (zero
- * ratio, when config->nom_freq is set). */
+ * ratio, when config->nom_freq is set).
+ * Ref: libipt's internal pt_tcal_update_<packet>, pt_tcal_header_<packet>. */
 IPT_API int ipt_tcal_update_tsc(struct ipt_time_cal *tcal,
 				const struct pt_packet_tsc *packet,
 				const struct pt_config *config);
@@ -829,7 +847,8 @@ IPT_API int ipt_tcal_update_psb(struct ipt_time_cal *tcal,
 IPT_API int ipt_tcal_update_ovf(struct ipt_time_cal *tcal,
 				const struct pt_config *config);
 
-/* ---- events ---- */
+/* ---- events ----
+ * Specified by pt_evt_next(3). */
 
 enum pt_event_type {
 	ptev_enabled,
@@ -1031,7 +1050,9 @@ struct pt_event {
 	} variant;
 };
 
-/* ---- event decoder ---- */
+/* ---- event decoder ----
+ * Specified by pt_evt_alloc_decoder(3), pt_evt_sync_forward(3),
+ * pt_evt_get_offset(3) and pt_evt_next(3). */
 
 IPT_API struct pt_event_decoder *
 pt_evt_alloc_decoder(const struct pt_config *config);
@@ -1049,7 +1070,9 @@ pt_evt_get_config(const struct pt_event_decoder *decoder);
 IPT_API int pt_evt_next(struct pt_event_decoder *decoder,
 			struct pt_event *event, size_t size);
 
-/* ---- query decoder ---- */
+/* ---- query decoder ----
+ * Specified by pt_qry_alloc_decoder(3), pt_qry_sync_forward(3),
+ * pt_qry_get_offset(3), pt_qry_cond_branch(3) and pt_qry_time(3). */
 
 IPT_API struct pt_query_decoder *
 pt_qry_alloc_decoder(const struct pt_config *config);
@@ -1078,7 +1101,11 @@ IPT_API int pt_qry_core_bus_ratio(struct pt_query_decoder *decoder,
 
 /* >>api-evt-ext: ipt_ extensions of the event and query layers */
 
-/* ---- address spaces and images ---- */
+/* ---- address spaces and images ----
+ * Specified by pt_image_alloc(3), pt_image_add_file(3),
+ * pt_image_remove_by_filename(3), pt_image_set_callback(3),
+ * pt_iscache_alloc(3), pt_iscache_add_file(3), pt_iscache_read(3) and
+ * pt_iscache_set_limit(3). */
 
 /* An address space: a CR3 value, a VMCS base, or both. */
 struct pt_asid {
@@ -1169,12 +1196,19 @@ IPT_API int pt_image_set_callback(struct pt_image *image,
  * result it would have had.  Every other failed allocation makes the call
  * that needed it return -pte_nomem (NULL for the allocating functions),
  * leaving the object usable and nothing leaked. */
+
+/* Ref: ipt.h only, described above; README.md "Options". */
 IPT_API int ipt_image_invalidate(struct pt_image *image,
 				 const struct pt_asid *asid, uint64_t begin,
 				 uint64_t end);
+/* Ref: ipt.h only, described above; IPT_IMAGE_CACHE_LIMIT. */
 IPT_API int ipt_image_set_cache_limit(struct pt_image *image, uint64_t bytes);
 
-/* ---- instructions and blocks ---- */
+/* ---- instructions and blocks ----
+ * Specified by pt_insn_alloc_decoder(3), pt_insn_sync_forward(3),
+ * pt_insn_get_offset(3), pt_insn_get_image(3), pt_insn_next(3),
+ * pt_blk_alloc_decoder(3), pt_blk_sync_forward(3), pt_blk_get_offset(3)
+ * and pt_blk_next(3); the time queries by pt_qry_time(3). */
 
 enum pt_insn_class {
 	ptic_unknown,
@@ -1310,8 +1344,11 @@ IPT_API int pt_blk_event(struct pt_block_decoder *decoder,
  *
  * pt_blk_sync_backward and pt_insn_sync_backward return -pte_eos when the
  * packet layer finds no earlier PSB than the one they are at. */
+
+/* Ref: ipt.h only, described above; IPT_BLK_CACHE_LIMIT. */
 IPT_API int ipt_blk_set_cache_limit(struct pt_block_decoder *decoder,
 				    uint64_t bytes);
+/* Ref: ipt.h only, as ipt_blk_set_cache_limit. */
 IPT_API int ipt_insn_set_cache_limit(struct pt_insn_decoder *decoder,
 				     uint64_t bytes);
 
@@ -1348,28 +1385,36 @@ struct ipt_allocator {
 			 size_t new_size);
 };
 
+/* Ref: pt_alloc_encoder(3), with an allocator (above). */
 IPT_API struct pt_encoder *
 ipt_alloc_encoder_with(const struct pt_config *config,
 		       const struct ipt_allocator *allocator);
+/* Ref: pt_pkt_alloc_decoder(3), with an allocator (above). */
 IPT_API struct pt_packet_decoder *
 ipt_pkt_alloc_decoder_with(const struct pt_config *config,
 			   const struct ipt_allocator *allocator);
+/* Ref: pt_evt_alloc_decoder(3), with an allocator (above). */
 IPT_API struct pt_event_decoder *
 ipt_evt_alloc_decoder_with(const struct pt_config *config,
 			   const struct ipt_allocator *allocator);
+/* Ref: pt_qry_alloc_decoder(3), with an allocator (above). */
 IPT_API struct pt_query_decoder *
 ipt_qry_alloc_decoder_with(const struct pt_config *config,
 			   const struct ipt_allocator *allocator);
+/* Ref: pt_image_alloc(3), with an allocator (above). */
 IPT_API struct pt_image *
 ipt_image_alloc_with(const char *name,
 		     const struct ipt_allocator *allocator);
+/* Ref: pt_blk_alloc_decoder(3), with an allocator (above). */
 IPT_API struct pt_block_decoder *
 ipt_blk_alloc_decoder_with(const struct pt_config *config,
 			   const struct ipt_allocator *allocator);
+/* Ref: pt_insn_alloc_decoder(3), with an allocator (above). */
 IPT_API struct pt_insn_decoder *
 ipt_insn_alloc_decoder_with(const struct pt_config *config,
 			    const struct ipt_allocator *allocator);
 #ifndef IPT_NO_STDIO
+/* Ref: pt_iscache_alloc(3), with an allocator (above). */
 IPT_API struct pt_image_section_cache *
 ipt_iscache_alloc_with(const char *name,
 		       const struct ipt_allocator *allocator);
