@@ -225,14 +225,17 @@ TEST_DEPS += $(addprefix $(HB)/,$(HARD_TESTS))
 
 # ---- the block and instruction decoders' shortcuts change nothing ----
 # examples/ptxed against the same built with IPT_BLK_GENERAL_PATH, on every
-# ptxed case of the libipt and real suites and on the synthesized sample.
+# ptxed case of the libipt and real suites, the synthesized sample, and
+# traces ptsynth synthesizes of /bin/true and of a program that takes
+# signals (SYNTH_SKIP_PTRACE=1 where ptrace is not permitted).
 
 $(HB)/ptxed-general: examples/ptxed.c $(HDR) $(wildcard examples/*.h) | $(HB)
 	$(CC) $(OPT) $(WARN) $(CPPFLAGS) -DIPT_BLK_GENERAL_PATH -o $@ $< \
 		$(ZYDIS) -lm
 
-$(HB)/general-path: examples/ptxed $(HB)/ptxed-general $(HD)/general-path
-	$(call hard_wrap,$@,$(HD)/general-path examples/ptxed $(HB)/ptxed-general $(CONFORMANCE)/libipt $(CONFORMANCE)/real examples/synth-sample)
+$(HB)/general-path: examples/ptxed $(HB)/ptxed-general $(HD)/general-path \
+		$(B)/synth/ptsynth $(B)/synth/signals
+	$(call hard_wrap,$@,$(HD)/general-path -s $(B)/synth/ptsynth /bin/true $(B)/synth/signals -- examples/ptxed $(HB)/ptxed-general $(CONFORMANCE)/libipt $(CONFORMANCE)/real examples/synth-sample)
 
 TESTS += $(HB)/general-path
 TEST_DEPS += $(HB)/general-path
