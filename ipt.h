@@ -12479,6 +12479,54 @@ static int ipt__blk_fill_stops(const struct pt_block_decoder *decoder,
 					(ip - decoder->sec.begin));
 }
 
+/* One instruction of a block in a file section, as libipt's fill sees it:
+ * at @ip, going on at @next without trace, of @kind: ipt__run_next for an
+ * instruction that is no branch, ipt__run_dcall or ipt__run_djump (with
+ * @disp) for a direct call or jump, any other kind for a branch that needs
+ * trace (which ends the fill, and the block anyway).  Clears *@seen_all
+ * if libipt had not cached it before.
+ *
+ * Returns 1 if libipt's fill ends the block after it, 0 if not, a negative
+ * pte_* code on errors. */
+static int ipt__blk_walk_one(struct pt_block_decoder *decoder, uint64_t ip,
+			     uint64_t next, enum ipt__run_kind kind,
+			     int32_t disp, uint32_t *seen_all)
+{
+	uint64_t offset = decoder->sec.offset + (ip - decoder->sec.begin);
+	int stop = 0, done = 0;
+
+	if (ipt__blk_seen(decoder, offset))
+		return ipt__blk_fill_done(decoder);
+
+	*seen_all = 0;
+	if (decoder->nchain >= IPT__FILL_STEPS)
+		return -pte_internal;
+	decoder->chain[decoder->nchain++] = offset;
+
+	switch (kind) {
+	case ipt__run_dcall:
+		stop = 1;
+		break;
+	case ipt__run_djump:
+		stop = disp < 0 || decoder->flags.variant.block.end_on_jump;
+		break;
+	case ipt__run_next:
+		break;
+	default:
+		done = 1;
+		break;
+	}
+	if (!stop && !done)
+		stop = ipt__blk_fill_stops(decoder, next);
+	if (stop || done) {
+		int status = ipt__blk_fill_done(decoder);
+
+		if (status < 0)
+			return status;
+	}
+	return stop;
+}
+
 /* Walk @run an instruction at a time, as libipt's block decoder would go
  * through its cache, and note what it would cache.
  *
@@ -12497,8 +12545,9 @@ static int ipt__blk_walk_run(struct pt_block_decoder *decoder,
 
 	*stop = 0;
 	for (idx = 1;; ++idx) {
-		uint64_t offset, next;
+		enum ipt__run_kind kind = ipt__run_next;
 		uint8_t size = run->isize;
+		uint64_t next;
 
 		if (ip != end_ip) {
 			IPT_MEMSET(last, 0, sizeof(*last));
@@ -12509,56 +12558,23 @@ static int ipt__blk_walk_run(struct pt_block_decoder *decoder,
 			if (status < 0)
 				return status;
 			size = last->size;
-		}
+		} else
+			kind = (enum ipt__run_kind) run->kind;
+
 		next = ipt__blk_next_ip(decoder->mode, ip + size);
+		if (kind == ipt__run_djump)
+			next = ipt__blk_next_ip(decoder->mode, next +
+						(uint64_t) (int64_t) run->disp);
 
-		offset = decoder->sec.offset + (ip - decoder->sec.begin);
-		if (ipt__blk_seen(decoder, offset)) {
-			status = ipt__blk_fill_done(decoder);
-			if (status < 0)
-				return status;
-		} else {
-			/* A branch that needs trace ends the fill, and the
-			 * block anyway. */
-			int done = 0;
-
-			if (decoder->nchain >= IPT__FILL_STEPS)
-				return -pte_internal;
-			decoder->chain[decoder->nchain++] = offset;
-			seen_all = 0;
-
-			if (ip == end_ip) {
-				switch ((enum ipt__run_kind) run->kind) {
-				case ipt__run_dcall:
-					*stop = 1;
-					break;
-				case ipt__run_djump:
-					if (run->disp < 0 || decoder->flags
-						.variant.block.end_on_jump)
-						*stop = 1;
-					next = ipt__blk_next_ip(decoder->mode,
-						next + (uint64_t) (int64_t)
-						run->disp);
-					break;
-				case ipt__run_next:
-					break;
-				default:
-					done = 1;
-					break;
-				}
-			}
-			if (!*stop && !done && ipt__blk_fill_stops(decoder, next))
-				*stop = 1;
-			if (*stop || done) {
-				status = ipt__blk_fill_done(decoder);
-				if (status < 0)
-					return status;
-				if (ip != end_ip)
-					return (int) idx;
-				break;
-			}
+		status = ipt__blk_walk_one(decoder, ip, next, kind, run->disp,
+					   &seen_all);
+		if (status < 0)
+			return status;
+		if (status) {
+			*stop = 1;
+			if (ip != end_ip)
+				return (int) idx;
 		}
-
 		if (ip == end_ip)
 			break;
 		ip = next;
@@ -12567,6 +12583,58 @@ static int ipt__blk_walk_run(struct pt_block_decoder *decoder,
 	if (seen_all)
 		run->warm = 1;
 	return (int) run->ninsn;
+}
+
+/* The block in a file section goes on an instruction at a time (there is
+ * no run for where it is), as ipt__blk_proceed_no_event_uncached does but
+ * ending where libipt's fill ends it.
+ *
+ * Returns zero on success, a negative pte_* code otherwise. */
+static int ipt__blk_proceed_walking(struct pt_block_decoder *decoder,
+				    struct pt_block *block)
+{
+	for (;;) {
+		enum ipt__run_kind kind = ipt__run_next;
+		struct ipt__insn_ext iext;
+		struct pt_insn insn;
+		uint32_t seen_all;
+		uint64_t next = 0;
+		int status, stop;
+
+		status = ipt__blk_proceed_one_insn(decoder, block, &insn,
+						   &iext);
+		if (status <= 0)
+			return status;
+
+		status = ipt__insn_next_ip(&next, &insn, &iext);
+		if (status < 0 && status != -pte_bad_query)
+			return status;
+		if (status < 0)
+			kind = ipt__run_indirect;
+		else if (insn.iclass == ptic_call)
+			kind = ipt__run_dcall;
+		else if (insn.iclass == ptic_jump)
+			kind = ipt__run_djump;
+
+		stop = ipt__blk_walk_one(decoder, insn.ip, next, kind,
+					 (int32_t) iext.variant.branch
+						 .displacement,
+					 &seen_all);
+		if (stop < 0)
+			return stop;
+		if (status < 0)
+			return ipt__blk_proceed_with_trace(decoder, &insn,
+							   &iext);
+
+		decoder->ip = next;
+		if (stop || ipt__blk_end_on_branch(decoder, &insn))
+			return 0;
+
+		/* libipt ends a block where the code leaves its section, and
+		 * after an instruction read from more than one. */
+		if (!ipt__blk_in_section(decoder, next) || block->truncated)
+			return ipt__blk_fill_done(decoder);
+	}
 }
 
 /* No event binds before the next branch that needs trace: go there run by
@@ -12599,8 +12667,9 @@ static int ipt__blk_proceed_no_event(struct pt_block_decoder *decoder,
 			ipt__blk_run_find(decoder, decoder->ip, decoder->mode,
 					  decoder->want_text ? &text : NULL);
 		if (!run)
-			return ipt__blk_proceed_no_event_uncached(decoder,
-								  block);
+			return walk ? ipt__blk_proceed_walking(decoder, block) :
+				      ipt__blk_proceed_no_event_uncached(decoder,
+									 block);
 
 		/* Blocks do not cross sections. */
 		if (run->isid != block->isid) {
