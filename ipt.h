@@ -10688,6 +10688,18 @@ static int ipt__blk_decode(struct pt_block_decoder *decoder,
 	return 0;
 }
 
+/* Decode the instruction at @ip in the decoder's mode into @insn and
+ * @iext, as ipt__blk_decode. */
+static int ipt__blk_decode_at(struct pt_block_decoder *decoder, uint64_t ip,
+			      struct pt_insn *insn, struct ipt__insn_ext *iext)
+{
+	IPT_MEMSET(insn, 0, sizeof(*insn));
+	IPT_MEMSET(iext, 0, sizeof(*iext));
+	insn->mode = decoder->mode;
+	insn->ip = ip;
+	return ipt__blk_decode(decoder, insn, iext);
+}
+
 /* ---- the run table ---- */
 
 enum {
@@ -11301,12 +11313,7 @@ static int ipt__blk_proceed_one_insn(struct pt_block_decoder *decoder,
 	if (!ninsn || block->truncated)
 		return 0;
 
-	IPT_MEMSET(insn, 0, sizeof(*insn));
-	IPT_MEMSET(iext, 0, sizeof(*iext));
-	insn->mode = decoder->mode;
-	insn->ip = decoder->ip;
-
-	status = ipt__blk_decode(decoder, insn, iext);
+	status = ipt__blk_decode_at(decoder, decoder->ip, insn, iext);
 	if (status < 0)
 		return status;
 
@@ -11570,11 +11577,7 @@ static uint32_t ipt__blk_event_insn(struct pt_block_decoder *decoder,
 	struct ipt__insn_ext at_ext;
 	struct pt_insn at;
 
-	IPT_MEMSET(&at, 0, sizeof(at));
-	IPT_MEMSET(&at_ext, 0, sizeof(at_ext));
-	at.mode = decoder->mode;
-	at.ip = decoder->ip;
-	if (ipt__blk_decode(decoder, &at, &at_ext) < 0)
+	if (ipt__blk_decode_at(decoder, decoder->ip, &at, &at_ext) < 0)
 		return 0;
 	if (!pred(&at, &at_ext))
 		return 1;
@@ -11658,12 +11661,8 @@ static int ipt__blk_handle_skd022(struct pt_block_decoder *decoder,
 	struct ipt__insn_ext iext;
 	struct pt_insn insn;
 
-	IPT_MEMSET(&insn, 0, sizeof(insn));
-	IPT_MEMSET(&iext, 0, sizeof(iext));
-	insn.mode = decoder->mode;
-	insn.ip = ev->variant.async_disabled.at;
-
-	if (ipt__blk_decode(decoder, &insn, &iext) < 0)
+	if (ipt__blk_decode_at(decoder, ev->variant.async_disabled.at, &insn,
+			       &iext) < 0)
 		return 0;
 
 	if (iext.iclass != IPT__INST_VMLAUNCH &&
@@ -12550,11 +12549,7 @@ static int ipt__blk_walk_run(struct pt_block_decoder *decoder,
 		uint64_t next;
 
 		if (ip != end_ip) {
-			IPT_MEMSET(last, 0, sizeof(*last));
-			IPT_MEMSET(&iext, 0, sizeof(iext));
-			last->mode = decoder->mode;
-			last->ip = ip;
-			status = ipt__blk_decode(decoder, last, &iext);
+			status = ipt__blk_decode_at(decoder, ip, last, &iext);
 			if (status < 0)
 				return status;
 			size = last->size;

@@ -16,31 +16,9 @@
 #include "../ipt.h"
 #endif
 
+#include "hard/cases.h"
+
 #include <inttypes.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
-static uint8_t *load(const char *name, size_t *size)
-{
-	FILE *file = fopen(name, "rb");
-	uint8_t *buf;
-	long n;
-
-	if (!file)
-		return NULL;
-	fseek(file, 0, SEEK_END);
-	n = ftell(file);
-	fseek(file, 0, SEEK_SET);
-	buf = (uint8_t *) malloc(n > 0 ? (size_t) n : 1);
-	if (buf && fread(buf, 1, (size_t) n, file) != (size_t) n) {
-		free(buf);
-		buf = NULL;
-	}
-	fclose(file);
-	*size = (size_t) n;
-	return buf;
-}
 
 /* Events until none is pending; returns the last status.  Which events
  * there are differs between libipt versions; the blocks do not. */
@@ -65,7 +43,7 @@ int main(int argc, char **argv)
 	size_t size;
 	int status, isid;
 
-	if (argc < 3 || !(trace = load(argv[1], &size))) {
+	if (argc < 3 || !(trace = hcase_file(argv[1], &size))) {
 		fprintf(stderr, "usage: blk_diff TRACE FILE:ADDR [call|jump]\n");
 		return 2;
 	}
