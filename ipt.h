@@ -9320,6 +9320,8 @@ IPT_DEF int pt_image_add_cached(struct pt_image *image,
  *   int ipt__insn_is_uiret(...);        int ipt__insn_is_swint(...);
  *   int ipt__insn_is_syscall(...);
  *       non-zero if so, zero if not or an argument is NULL
+ *   uint64_t ipt__ip_in_mode(enum pt_exec_mode, uint64_t ip);
+ *       ip as an IP in that mode: wrapped at 4 GiB in 16- and 32-bit mode
  *   int ipt__insn_next_ip(uint64_t *ip, const struct pt_insn *,
  *                         const struct ipt__insn_ext *);
  *       the next IP when it follows from the code alone: 0; else
@@ -10115,6 +10117,15 @@ static IPT__UNUSED int ipt__insn_is_syscall(const struct pt_insn *insn,
 			iext->iclass == IPT__INST_SYSENTER);
 }
 
+/* EIP is 32 bits wide: in 16- and 32-bit mode, IPs wrap at 4 GiB.  In
+ * 64-bit mode and in an unknown mode they do not, as in libipt. */
+static IPT__UNUSED uint64_t ipt__ip_in_mode(enum pt_exec_mode mode,
+					    uint64_t ip)
+{
+	return mode == ptem_16bit || mode == ptem_32bit ? ip & 0xffffffffull :
+							  ip;
+}
+
 /* The IP after insn when the code alone says it: the next instruction, or
  * the target of a direct near call or jump.  Conditional branches, returns,
  * indirect and far transfers, and JMPABS (its target comes in a TIP) need
@@ -10152,10 +10163,8 @@ static IPT__UNUSED int ipt__insn_next_ip(uint64_t *pip,
 		return -pte_bad_query;
 	}
 
-	if (insn->mode != ptem_64bit)
-		ip &= 0xffffffffull;
 	if (pip)
-		*pip = ip;
+		*pip = ipt__ip_in_mode(insn->mode, ip);
 	return 0;
 }
 
@@ -12059,12 +12068,6 @@ static int ipt__blk_proceed_no_event_uncached(struct pt_block_decoder *decoder,
 	return status < 0 ? status : 0;
 }
 
-/* @ip as an IP in @mode: outside 64-bit mode, IPs wrap at 4 GiB. */
-static uint64_t ipt__blk_next_ip(enum pt_exec_mode mode, uint64_t ip)
-{
-	return mode == ptem_64bit ? ip : ip & 0xffffffffull;
-}
-
 /* Record the run starting at @ip in @mode in @run, and its text in @text
  * if not NULL.
  *
@@ -12260,7 +12263,7 @@ static IPT__INLINE void ipt__blk_trail_add(struct pt_block_decoder *decoder,
 	trail->ninsn = run->ninsn;
 	trail->next = next;
 	if (run->kind == ipt__run_dcall || run->kind == ipt__run_djump)
-		trail->next = ipt__blk_next_ip(decoder->mode, next +
+		trail->next = ipt__ip_in_mode(decoder->mode, next +
 					       (uint64_t) (int64_t) run->disp);
 	IPT_MEMCPY(&trail->text, text, sizeof(*text));
 }
@@ -12328,14 +12331,14 @@ static IPT__INLINE int ipt__blk_next_fast(struct pt_block_decoder *decoder,
 	block->end_ip = end_ip;
 	block->iclass = (enum pt_insn_class) run->iclass;
 
-	next = ipt__blk_next_ip(decoder->mode, end_ip + run->isize);
+	next = ipt__ip_in_mode(decoder->mode, end_ip + run->isize);
 	if (text)
 		ipt__blk_trail_add(decoder, run, text, next);
 
 	size = (uint8_t) (ev->variant.tnt.size - 1);
 	ev->variant.tnt.size = size;
 	if ((ev->variant.tnt.bits >> size) & 1)
-		next = ipt__blk_next_ip(decoder->mode, next +
+		next = ipt__ip_in_mode(decoder->mode, next +
 					(uint64_t) (int64_t) run->disp);
 	decoder->ip = next;
 	return 0;
@@ -12556,9 +12559,9 @@ static int ipt__blk_walk_run(struct pt_block_decoder *decoder,
 		} else
 			kind = (enum ipt__run_kind) run->kind;
 
-		next = ipt__blk_next_ip(decoder->mode, ip + size);
+		next = ipt__ip_in_mode(decoder->mode, ip + size);
 		if (kind == ipt__run_djump)
-			next = ipt__blk_next_ip(decoder->mode, next +
+			next = ipt__ip_in_mode(decoder->mode, next +
 						(uint64_t) (int64_t) run->disp);
 
 		status = ipt__blk_walk_one(decoder, ip, next, kind, run->disp,
@@ -12709,7 +12712,7 @@ static int ipt__blk_proceed_no_event(struct pt_block_decoder *decoder,
 			block->ninsn = (uint16_t) ninsn;
 			block->end_ip = last.ip;
 			block->iclass = last.iclass;
-			decoder->ip = ipt__blk_next_ip(decoder->mode,
+			decoder->ip = ipt__ip_in_mode(decoder->mode,
 						       last.ip + last.size);
 			return 0;
 		}
@@ -12719,7 +12722,7 @@ static int ipt__blk_proceed_no_event(struct pt_block_decoder *decoder,
 		block->end_ip = end_ip;
 		block->iclass = (enum pt_insn_class) run->iclass;
 
-		next = ipt__blk_next_ip(decoder->mode, end_ip + run->isize);
+		next = ipt__ip_in_mode(decoder->mode, end_ip + run->isize);
 		decoder->ip = end_ip;
 
 		if (text)
@@ -12732,7 +12735,7 @@ static int ipt__blk_proceed_no_event(struct pt_block_decoder *decoder,
 			if (taken < 0)
 				return taken;
 			if (taken)
-				next = ipt__blk_next_ip(decoder->mode, next +
+				next = ipt__ip_in_mode(decoder->mode, next +
 					(uint64_t) (int64_t) run->disp);
 			decoder->ip = next;
 			return 0;
@@ -12751,14 +12754,14 @@ static int ipt__blk_proceed_no_event(struct pt_block_decoder *decoder,
 		case ipt__run_dcall:
 			if (run->disp)
 				ipt__retstack_push(&decoder->retstack, next);
-			decoder->ip = ipt__blk_next_ip(decoder->mode, next +
+			decoder->ip = ipt__ip_in_mode(decoder->mode, next +
 				(uint64_t) (int64_t) run->disp);
 			if (decoder->flags.variant.block.end_on_call)
 				return 0;
 			break;
 
 		case ipt__run_djump:
-			decoder->ip = ipt__blk_next_ip(decoder->mode, next +
+			decoder->ip = ipt__ip_in_mode(decoder->mode, next +
 				(uint64_t) (int64_t) run->disp);
 			if (decoder->flags.variant.block.end_on_jump)
 				return 0;
@@ -13922,7 +13925,7 @@ static int ipt__insn_load_run(struct pt_insn_decoder *decoder)
 	const struct ipt__blk_run *run;
 
 	decoder->left = 0;
-	decoder->mask = block->mode == ptem_64bit ? ~0ull : 0xffffffffull;
+	decoder->mask = ipt__ip_in_mode(block->mode, ~0ull);
 	trail = ipt__blk_trail_at(blkdec, decoder->trail);
 	if (trail && trail->ip == block->ip) {
 		decoder->trail += 1;
