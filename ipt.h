@@ -9866,7 +9866,8 @@ static int ipt__ild_decode_bytes(struct pt_insn *insn,
 	zs = ZydisDecoderDecodeInstruction(&decoder, NULL, insn->raw, have, &z);
 	if (ZYAN_SUCCESS(zs)) {
 		ipt__ild_from_zydis(&ild, &z);
-		if (insn->mode == ptem_unknown)
+		if (insn->mode == ptem_unknown &&
+		    (z.attributes & ZYDIS_ATTRIB_HAS_MODRM))
 			ild.size = (uint8_t) (ild.size - z.raw.disp.size / 8 -
 				((z.attributes & ZYDIS_ATTRIB_HAS_SIB) ? 1 : 0));
 	} else {

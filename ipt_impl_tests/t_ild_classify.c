@@ -201,6 +201,8 @@ static const struct ild_case cases[] = {
 	  IPT__INST_INVALID, NODISP },
 	{ ptem_16bit, "02 90 90 90", 4, ptic_other, IPT__INST_INVALID,
 	  NODISP },
+	/* a memory offset (no ModRM) keeps its 16-bit address */
+	{ ptem_unknown, "a1 10 10", 3, ptic_other, IPT__INST_INVALID, NODISP },
 };
 
 static int parse_hex(const char *hex, uint8_t *out, int max)
