@@ -1033,42 +1033,53 @@ static ZyanStatus ptxed_decode(const struct ptxed_decoder *decoder,
 	return status;
 }
 
-static const char *ptxed_zydis_errstr(ZyanStatus status)
+/* XED's error for what Zydis says, as libipt's ptxed prints it: XED's
+ * number and name (xed_error_enum_t).  Zydis' reasons that XED does not
+ * tell apart are XED's GENERAL_ERROR. */
+struct ptxed_xed_error {
+	unsigned int num;
+	const char *name;
+};
+
+static struct ptxed_xed_error ptxed_zydis_error(ZyanStatus status)
 {
+	struct ptxed_xed_error err = { 2, "GENERAL_ERROR" };
+
 	switch (status) {
-	case ZYAN_STATUS_INVALID_ARGUMENT:
-		return "invalid machine mode";
 	case ZYDIS_STATUS_NO_MORE_DATA:
-		return "buffer too short";
-	case ZYDIS_STATUS_DECODING_ERROR:
-		return "invalid instruction";
-	case ZYDIS_STATUS_INSTRUCTION_TOO_LONG:
-		return "instruction too long";
+		err.num = 1;
+		err.name = "BUFFER_TOO_SHORT";
+		break;
 	case ZYDIS_STATUS_BAD_REGISTER:
-		return "bad register";
+		err.num = 4;
+		err.name = "BAD_REGISTER";
+		break;
 	case ZYDIS_STATUS_ILLEGAL_LOCK:
-		return "bad lock prefix";
+		err.num = 5;
+		err.name = "BAD_LOCK_PREFIX";
+		break;
 	case ZYDIS_STATUS_ILLEGAL_LEGACY_PFX:
-		return "bad legacy prefix";
+		err.num = 6;
+		err.name = "BAD_LEGACY_PREFIX";
+		break;
 	case ZYDIS_STATUS_ILLEGAL_REX:
-		return "bad rex prefix";
+		err.num = 7;
+		err.name = "BAD_REX_PREFIX";
+		break;
 	case ZYDIS_STATUS_INVALID_MAP:
-		return "invalid opcode map";
-	case ZYDIS_STATUS_MALFORMED_EVEX:
-		return "malformed evex";
-	case ZYDIS_STATUS_MALFORMED_MVEX:
-		return "malformed mvex";
-	case ZYDIS_STATUS_INVALID_MASK:
-		return "invalid mask register";
+		err.num = 8;
+		err.name = "BAD_MAP";
+		break;
+	case ZYDIS_STATUS_INSTRUCTION_TOO_LONG:
+		err.num = 16;
+		err.name = "INSTR_TOO_LONG";
+		break;
+	case ZYAN_STATUS_INVALID_ARGUMENT:
+		err.num = 17;
+		err.name = "INVALID_MODE";
+		break;
 	}
-
-	return "decode error";
-}
-
-/* The error number we print alongside the message. */
-static unsigned int ptxed_zydis_errnum(ZyanStatus status)
-{
-	return (unsigned int) ZYAN_STATUS_CODE(status);
+	return err;
 }
 
 /* The IP of the instruction after @dis at @ip: the branch target for a
@@ -1355,8 +1366,8 @@ static void check_insn(const struct ptxed_decoder *decoder,
 	zs = ptxed_decode(decoder, &dis, insn->mode, insn->raw, insn->size);
 	if (!ZYAN_SUCCESS(zs)) {
 		printf("[%" PRIx64 ", %" PRIx64 ": xed error: (%u) %s]\n",
-		       offset, insn->ip, ptxed_zydis_errnum(zs),
-		       ptxed_zydis_errstr(zs));
+		       offset, insn->ip, ptxed_zydis_error(zs).num,
+		       ptxed_zydis_error(zs).name);
 		return;
 	}
 
@@ -1467,7 +1478,8 @@ static void print_insn(const struct ptxed_decoder *decoder,
 		else {
 			print_raw_insn(insn);
 			printf(" [xed decode error: (%u) %s]",
-			       ptxed_zydis_errnum(zs), ptxed_zydis_errstr(zs));
+			       ptxed_zydis_error(zs).num,
+			       ptxed_zydis_error(zs).name);
 		}
 	}
 
@@ -2219,7 +2231,8 @@ static void print_block(const struct ptxed_decoder *decoder,
 		if (!ZYAN_SUCCESS(zs)) {
 			print_raw_insn(&insn);
 			printf(" [xed decode error: (%u) %s]\n",
-			       ptxed_zydis_errnum(zs), ptxed_zydis_errstr(zs));
+			       ptxed_zydis_error(zs).num,
+			       ptxed_zydis_error(zs).name);
 			break;
 		}
 
@@ -2278,7 +2291,8 @@ static void check_block(const struct ptxed_decoder *decoder,
 		if (!ZYAN_SUCCESS(zs)) {
 			printf("[%" PRIx64 ", %" PRIx64
 			       ": xed error: (%u) %s]\n", offset, insn.ip,
-			       ptxed_zydis_errnum(zs), ptxed_zydis_errstr(zs));
+			       ptxed_zydis_error(zs).num,
+			       ptxed_zydis_error(zs).name);
 			return;
 		}
 
