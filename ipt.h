@@ -14035,8 +14035,12 @@ static IPT__NOINLINE int ipt__insn_next(struct pt_insn_decoder *decoder,
 		 * memory is not the end: the next call asks again. */
 		status = decoder->status;
 		if (status < 0) {
-			if (decoder->blkdec.has_fault)
+			/* At the instruction the block decoder could not
+			 * read: it stands right before it. */
+			if (decoder->blkdec.has_fault) {
 				decoder->status = 0;
+				insn->ip = decoder->blkdec.ip;
+			}
 			goto out;
 		}
 
