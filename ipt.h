@@ -15031,7 +15031,8 @@ struct ipt__sb_pevent {
 	char *vdso_x64;
 	char *vdso_x32;
 	char *vdso_ia32;
-	/* The records; begin is the allocation, size bytes long. */
+	/* The records; begin is an allocation of (end - begin) bytes, at
+	 * least one, so that an empty stream has an address too. */
 	uint8_t *begin, *end;
 	/* The current record (NULL before the first fetch) and the next. */
 	const uint8_t *current, *next;
@@ -15046,6 +15047,12 @@ struct ipt__sb_pevent {
 	enum ipt__sb_loc location;
 	struct ipt_allocator allocator;
 };
+
+/* The allocation that holds a stream of size bytes. */
+static size_t ipt__sb_alloc_size(size_t size)
+{
+	return size ? size : 1;
+}
 
 static void ipt__sb_free_string(const struct ipt_allocator *a, char *s)
 {
@@ -15070,7 +15077,9 @@ static void ipt__sb_pevent_dtor(void *arg)
 	ipt__sb_free_string(&a, priv->vdso_x64);
 	ipt__sb_free_string(&a, priv->vdso_x32);
 	ipt__sb_free_string(&a, priv->vdso_ia32);
-	ipt__free(&a, priv->begin, (size_t) (priv->end - priv->begin));
+	if (priv->begin)
+		ipt__free(&a, priv->begin,
+			  ipt__sb_alloc_size((size_t) (priv->end - priv->begin)));
 	if (priv->pev.sample_config)
 		ipt__free(&a, priv->pev.sample_config,
 			  sizeof(*priv->pev.sample_config) +
@@ -15125,18 +15134,15 @@ static int ipt__sb_load(uint8_t **buffer, size_t *psize, const char *filename,
 		end = (size_t) fsize;
 
 	size = end - begin;
-	*buffer = NULL;
-	if (size) {
-		*buffer = (uint8_t *) ipt__alloc(a, size);
-		if (!*buffer) {
-			fclose(file);
-			return -pte_nomem;
-		}
-		if (fread(*buffer, 1, size, file) != size) {
-			ipt__free(a, *buffer, size);
-			fclose(file);
-			return -pte_bad_file;
-		}
+	*buffer = (uint8_t *) ipt__alloc(a, ipt__sb_alloc_size(size));
+	if (!*buffer) {
+		fclose(file);
+		return -pte_nomem;
+	}
+	if (fread(*buffer, 1, size, file) != size) {
+		ipt__free(a, *buffer, ipt__sb_alloc_size(size));
+		fclose(file);
+		return -pte_bad_file;
 	}
 	fclose(file);
 	*psize = size;
@@ -16007,8 +16013,8 @@ static int ipt__sb_pevent_init(struct ipt__sb_pevent *priv,
 	return 0;
 }
 
-/* Adds a perf_event decoder that owns the size bytes at buffer (from the
- * session's allocator), or frees them. */
+/* Adds a perf_event decoder that owns the stream of size bytes at buffer
+ * (from the session's allocator), or frees it. */
 static int ipt__sb_add_pevent(struct pt_sb_session *session,
 			      const struct pt_sb_pevent_config *config,
 			      uint8_t *buffer, size_t size)
@@ -16020,7 +16026,7 @@ static int ipt__sb_add_pevent(struct pt_sb_session *session,
 	priv = (struct ipt__sb_pevent *)
 		ipt__zalloc(&session->allocator, sizeof(*priv));
 	if (!priv) {
-		ipt__free(&session->allocator, buffer, size);
+		ipt__free(&session->allocator, buffer, ipt__sb_alloc_size(size));
 		return -pte_nomem;
 	}
 	priv->allocator = session->allocator;
@@ -16087,12 +16093,12 @@ ipt_sb_alloc_pevent_decoder_mem(struct pt_sb_session *session,
 		return -pte_invalid;
 
 	size = (size_t) (end - begin);
-	if (size) {
-		buffer = (uint8_t *) ipt__alloc(&session->allocator, size);
-		if (!buffer)
-			return -pte_nomem;
+	buffer = (uint8_t *) ipt__alloc(&session->allocator,
+					ipt__sb_alloc_size(size));
+	if (!buffer)
+		return -pte_nomem;
+	if (size)
 		IPT_MEMCPY(buffer, begin, size);
-	}
 	return ipt__sb_add_pevent(session, config, buffer, size);
 }
 

@@ -78,20 +78,40 @@ static void check_samples(const struct pev_event *ev, uint64_t sample_type,
 		CHECK_EQ(*ev->sample.identifier, sident);
 }
 
-/* The bodies, with names long enough to need padding and not. */
-static struct {
-	struct pev_record_mmap r;
-	char name[16];
-} mmap_body = { { 1, 2, 0x400000, 0x1000, 0x200, {} }, "/bin/true" };
-static struct {
-	struct pev_record_mmap2 r;
-	char name[8];
-} mmap2_body = { { 3, 4, 0x7f0000, 0x2000, 0x10, 8, 1, 0x1234, 5, 5, 2,
-		   {} }, "libc.s" };
-static struct {
-	struct pev_record_comm r;
-	char name[8];
-} comm_body = { { 5, 6, {} }, "bash" };
+/* The bodies with names (filled in by make_bodies), in 8-byte aligned
+ * storage: names long enough to need padding and not. */
+static uint64_t mmap_store[8], mmap2_store[12], comm_store[4];
+
+static void make_bodies(void)
+{
+	struct pev_record_mmap *m = (struct pev_record_mmap *) (void *) mmap_store;
+	struct pev_record_mmap2 *m2 =
+		(struct pev_record_mmap2 *) (void *) mmap2_store;
+	struct pev_record_comm *c = (struct pev_record_comm *) (void *) comm_store;
+
+	m->pid = 1;
+	m->tid = 2;
+	m->addr = 0x400000;
+	m->len = 0x1000;
+	m->pgoff = 0x200;
+	strcpy(m->filename, "/bin/true");
+	m2->pid = 3;
+	m2->tid = 4;
+	m2->addr = 0x7f0000;
+	m2->len = 0x2000;
+	m2->pgoff = 0x10;
+	m2->maj = 8;
+	m2->min = 1;
+	m2->ino = 0x1234;
+	m2->ino_generation = 5;
+	m2->prot = 5;
+	m2->flags = 2;
+	strcpy(m2->filename, "libc.s");
+	c->pid = 5;
+	c->tid = 6;
+	strcpy(c->comm, "bash");
+}
+
 static const struct pev_record_lost lost_body = { 7, 8 };
 static const struct pev_record_exit exit_body = { 9, 10, 11, 12, 13 };
 static const struct pev_record_fork fork_body = { 14, 15, 16, 17, 18 };
@@ -110,16 +130,17 @@ struct kind {
 };
 
 static const struct kind kinds[] = {
-	{ PERF_RECORD_MMAP, 0, &mmap_body, sizeof(mmap_body.r) },
+	{ PERF_RECORD_MMAP, 0, mmap_store, sizeof(struct pev_record_mmap) },
 	{ PERF_RECORD_LOST, 0, &lost_body, sizeof(lost_body) },
-	{ PERF_RECORD_COMM, 0, &comm_body, sizeof(comm_body.r) },
-	{ PERF_RECORD_COMM, PERF_RECORD_MISC_COMM_EXEC, &comm_body,
-	  sizeof(comm_body.r) },
+	{ PERF_RECORD_COMM, 0, comm_store, sizeof(struct pev_record_comm) },
+	{ PERF_RECORD_COMM, PERF_RECORD_MISC_COMM_EXEC, comm_store,
+	  sizeof(struct pev_record_comm) },
 	{ PERF_RECORD_EXIT, 0, &exit_body, sizeof(exit_body) },
 	{ PERF_RECORD_THROTTLE, 0, &throttle_body, sizeof(throttle_body) },
 	{ PERF_RECORD_UNTHROTTLE, 0, &throttle_body, sizeof(throttle_body) },
 	{ PERF_RECORD_FORK, 0, &fork_body, sizeof(fork_body) },
-	{ PERF_RECORD_MMAP2, 0, &mmap2_body, sizeof(mmap2_body.r) },
+	{ PERF_RECORD_MMAP2, 0, mmap2_store,
+	  sizeof(struct pev_record_mmap2) },
 	{ PERF_RECORD_AUX, 0, &aux_body, sizeof(aux_body) },
 	{ PERF_RECORD_ITRACE_START, 0, &itrace_body, sizeof(itrace_body) },
 	{ PERF_RECORD_LOST_SAMPLES, 0, &lost_samples_body,
@@ -303,10 +324,9 @@ static void test_corrupt(void)
 
 static void test_config(void)
 {
-	struct {
-		struct pev_sample_config c;
-		struct pev_sample_type t[2];
-	} sc;
+	/* A sample configuration with room for two entries. */
+	uint64_t storage_sc[1 + 2 * 2];
+	struct pev_sample_config *sc = (struct pev_sample_config *) storage_sc;
 	struct pev_config config;
 	struct pev_event ev;
 	int size;
@@ -330,20 +350,20 @@ static void test_config(void)
 	size = write_kind(&kinds[1], PERF_SAMPLE_TID | PERF_SAMPLE_IDENTIFIER,
 			  &config);
 	CHECK_EQ(size, 40);
-	sc.c.nstypes = 2;
-	sc.t[0].identifier = 1;
-	sc.t[0].sample_type = PERF_SAMPLE_IDENTIFIER;
-	sc.t[1].identifier = sident;
-	sc.t[1].sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_IDENTIFIER;
+	sc->nstypes = 2;
+	sc->stypes[0].identifier = 1;
+	sc->stypes[0].sample_type = PERF_SAMPLE_IDENTIFIER;
+	sc->stypes[1].identifier = sident;
+	sc->stypes[1].sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_IDENTIFIER;
 	config_for(&config, PERF_SAMPLE_TIME);
-	config.sample_config = &sc.c;
+	config.sample_config = sc;
 	CHECK_EQ(pev_read(&ev, BUF, BUF + size, &config), size);
 	CHECK(ev.sample.tid && ev.sample.identifier && !ev.sample.time);
 	/* ... and must name PERF_SAMPLE_IDENTIFIER. */
-	sc.t[1].sample_type = PERF_SAMPLE_TID;
+	sc->stypes[1].sample_type = PERF_SAMPLE_TID;
 	CHECK_EQ(pev_read(&ev, BUF, BUF + size, &config), -pte_bad_config);
 	/* Unknown identifiers fall back to sample_type. */
-	sc.t[1].identifier = sident + 1;
+	sc->stypes[1].identifier = sident + 1;
 	config.sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_IDENTIFIER;
 	CHECK_EQ(pev_read(&ev, BUF, BUF + size, &config), size);
 }
@@ -412,6 +432,7 @@ static void test_time(void)
 
 int main(void)
 {
+	make_bodies();
 	test_round_trips();
 	test_corrupt();
 	test_config();

@@ -221,17 +221,15 @@ static size_t put(size_t at, uint32_t type, uint16_t misc, const void *body,
 static size_t put_mmap(size_t at, uint32_t pid, uint64_t addr,
 		       const char *name, uint64_t time)
 {
-	struct {
-		struct pev_record_mmap r;
-		char name[64];
-	} m;
+	uint64_t store[12];
+	struct pev_record_mmap *m = (struct pev_record_mmap *) store;
 
-	memset(&m, 0, sizeof(m));
-	m.r.pid = m.r.tid = pid;
-	m.r.addr = addr;
-	m.r.len = 0x10;
-	snprintf(m.name, sizeof(m.name), "%s", name);
-	return put(at, PERF_RECORD_MMAP, 0, &m, time);
+	memset(store, 0, sizeof(store));
+	m->pid = m->tid = pid;
+	m->addr = addr;
+	m->len = 0x10;
+	snprintf(m->filename, sizeof(store) - sizeof(*m), "%s", name);
+	return put(at, PERF_RECORD_MMAP, 0, m, time);
 }
 
 /* The stream the tests decode, and the offsets of its records. */
