@@ -31,7 +31,9 @@
  *     IPT_MEMCMP(a,b,n) compare                                     (memcmp)
  *     IPT_ASSERT(x)     check an internal invariant                 (assert)
  *     IPT_NO_STDIO      leave out everything that touches files: file
- *                       sections (pt_image_add_file, pt_iscache_*) go away
+ *                       sections (pt_image_add_file, pt_iscache_*) and
+ *                       sideband sessions (pt_sb_*) go away; the
+ *                       perf_event record reader (pev_*) stays
  *     IPT_IMAGE_CACHE_LIMIT  callback memory an image caches, in bytes;
  *                       ipt_image_set_cache_limit() sets it per image (16 MiB)
  *     IPT_BLK_ICACHE_BITS  log2 of a block/instruction decoder's
@@ -60,13 +62,18 @@
  *     >>ild    instruction length and class, from Zydis
  *     >>blk    block decoder: built on the event decoder and the image
  *     >>insn   instruction decoder: built on the block decoder
+ *     >>pev    perf_event sideband records: read and written in place
+ *     >>sb     sideband sessions: perf_event records applied to a
+ *              decoder's events, an image per process (hosted builds)
  *
  * LICENSE: MIT, at the end of this file.
  */
 
 /* ==== >>api  declarations =================================================
  * Everything a program that uses ipt.h sees: libipt 2.3's API and the ipt_
- * extensions.  Only <stddef.h> and <stdint.h> are needed here. */
+ * extensions.  Only <stddef.h> and <stdint.h> are needed here, and for the
+ * sideband declarations of hosted builds <stdio.h> and, on Linux,
+ * <linux/perf_event.h> (see >>api-pev). */
 
 #ifndef IPT_H
 #define IPT_H
@@ -1613,24 +1620,27 @@ IPT_API int pev_time_from_tsc(uint64_t *time, uint64_t tsc,
  * its size in bytes; -pte_internal for NULL arguments or end < begin;
  * -pte_eos if the record does not fit (or has type zero, which is where a
  * stream's zero padding starts); -pte_nosync if its header size is smaller
- * than the header or differs from what body and samples take;
- * -pte_bad_packet if a file or command name runs to the end of the
+ * than the header, not a multiple of 8 (perf pads every record; ipt.h
+ * reads them in place, aligned), or differs from what body and samples
+ * take; -pte_bad_packet if a file or command name runs to the end of the
  * record; -pte_bad_config if config is too small, its time_mult is zero,
- * or its sample configuration names a sample type without
- * PERF_SAMPLE_IDENTIFIER. */
+ * its time_shift 64 or more, or its sample configuration names a sample
+ * type without PERF_SAMPLE_IDENTIFIER.  Records of types it does not know
+ * are skipped whole: only type and misc are set. */
 IPT_API int pev_read(struct pev_event *event, const uint8_t *begin,
 		     const uint8_t *end, const struct pev_config *config);
 
 /* Writes event to [begin, end).  Returns the number of bytes written;
  * -pte_internal for NULL arguments or end < begin; -pte_bad_opc for a type
  * pev_read would only skip; -pte_eos if it does not fit; -pte_bad_packet
- * if the samples the event has do not match config's sample type or the
- * record grows beyond 64 KiB; -pte_bad_config as for pev_read. */
+ * if the record grows beyond 64 KiB; -pte_bad_config if the samples the
+ * event has are not those config's sample type asks for, or as for
+ * pev_read. */
 IPT_API int pev_write(const struct pev_event *event, uint8_t *begin,
 		      uint8_t *end, const struct pev_config *config);
 
 #ifndef IPT_NO_STDIO
-/* >>api-sb: sideband sessions (libipt-sb.h; pt_sb_*.3 in libipt's doc/man)
+/* >>api-sb: sideband sessions (libipt's libipt-sb.h)
  *
  * A session serves one trace decoder.  It holds sideband decoders, one per
  * sideband stream, ordered by the time of their next record, and a process
