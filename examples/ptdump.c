@@ -1396,6 +1396,7 @@ int main(int argc, char *argv[])
 
 #ifndef IPT_NO_STDIO
 	pt_sb_free(tracking.session);
+	sb_options_fini(&opt.sb);
 #endif
 	return status;
 }

@@ -3087,6 +3087,9 @@ int main(int argc, char *argv[])
 out:
 	/* The decoders use the image: free them first. */
 	ptxed_free_decoder(&decoder);
+#ifndef IPT_NO_STDIO
+	sb_options_fini(&options.sb);
+#endif
 	pt_image_free(image);
 	free(config.begin);
 	return status;

@@ -161,6 +161,42 @@ static int sb_flag_option(struct sb_options *sb, struct pt_sb_session *session,
 	return 1;
 }
 
+/* --pevent:sample-config ID:TYPE: records whose PERF_SAMPLE_IDENTIFIER is
+ * ID have the samples of TYPE.  Each decoder copies the list, so it may
+ * grow here.  Returns zero or -pte_invalid / -pte_nomem. */
+static int sb_add_sample_type(struct sb_options *sb, const char *arg)
+{
+	struct pev_sample_config *sc = sb->pevent.sample_config;
+	uint64_t identifier, sample_type;
+	uint8_t n = sc ? sc->nstypes : 0;
+	char *rest;
+
+	errno = 0;
+	identifier = strtoull(arg, &rest, 0);
+	if (errno || rest == arg || *rest != ':')
+		return -pte_invalid;
+	arg = rest + 1;
+	sample_type = strtoull(arg, &rest, 0);
+	if (errno || rest == arg || *rest || n == UINT8_MAX)
+		return -pte_invalid;
+
+	sc = (struct pev_sample_config *) realloc(
+		sc, sizeof(*sc) + (n + 1u) * sizeof(sc->stypes[0]));
+	if (!sc)
+		return -pte_nomem;
+	sc->stypes[n].identifier = identifier;
+	sc->stypes[n].sample_type = sample_type;
+	sc->nstypes = (uint8_t) (n + 1u);
+	sb->pevent.sample_config = sc;
+	return 0;
+}
+
+static void sb_options_fini(struct sb_options *sb)
+{
+	free(sb->pevent.sample_config);
+	sb->pevent.sample_config = NULL;
+}
+
 /* A numeric --pevent option: where its value goes, and its maximum. */
 static int sb_number_option(struct sb_options *sb, const char *arg,
 			    const char *value, const char *prog)
@@ -245,6 +281,20 @@ static int sb_option(struct sb_options *sb, struct pt_sb_session *session,
 
 	if (sb_flag_option(sb, session, arg)) {
 		*i += 1;
+		return 1;
+	}
+	if (!strcmp(arg, "--pevent:sample-config")) {
+		int errcode = value ? sb_add_sample_type(sb, value)
+				    : -pte_invalid;
+
+		if (errcode < 0) {
+			/* ptxed names the value, ptdump the option. */
+			fprintf(stderr, "%s: bad sample config %s: %s.\n", prog,
+				sb->decodes && value ? value : arg,
+				pt_errstr(pt_errcode(errcode)));
+			return -1;
+		}
+		*i += 2;
 		return 1;
 	}
 	taken = sb_number_option(sb, arg, value, prog);
