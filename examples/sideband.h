@@ -197,39 +197,41 @@ static void sb_options_fini(struct sb_options *sb)
 	sb->pevent.sample_config = NULL;
 }
 
-/* A numeric --pevent option: where its value goes, and its maximum. */
+/* A numeric --pevent option: the field its value goes to, which is as
+ * wide as its maximum says. */
 static int sb_number_option(struct sb_options *sb, const char *arg,
 			    const char *value, const char *prog)
 {
+	struct pt_sb_pevent_config *p = &sb->pevent;
+	const struct {
+		const char *name;
+		uint64_t max;
+		void *field;
+	} options[] = {
+		{ "--pevent:sample-type", UINT64_MAX, &p->sample_type },
+		{ "--pevent:time-zero", UINT64_MAX, &p->time_zero },
+		{ "--pevent:time-shift", UINT16_MAX, &p->time_shift },
+		{ "--pevent:time-mult", UINT32_MAX, &p->time_mult },
+		{ "--pevent:tsc-offset", UINT64_MAX, &p->tsc_offset },
+		{ "--pevent:kernel-start", UINT64_MAX, &p->kernel_start },
+	};
+	size_t i;
 	uint64_t v;
 
-	if (!strcmp(arg, "--pevent:sample-type")) {
-		if (!sb->get_number(&v, UINT64_MAX, arg, value, prog))
+	for (i = 0; i < sizeof(options) / sizeof(options[0]); ++i) {
+		if (strcmp(arg, options[i].name))
+			continue;
+		if (!sb->get_number(&v, options[i].max, arg, value, prog))
 			return -1;
-		sb->pevent.sample_type = v;
-	} else if (!strcmp(arg, "--pevent:time-zero")) {
-		if (!sb->get_number(&v, UINT64_MAX, arg, value, prog))
-			return -1;
-		sb->pevent.time_zero = v;
-	} else if (!strcmp(arg, "--pevent:time-shift")) {
-		if (!sb->get_number(&v, UINT16_MAX, arg, value, prog))
-			return -1;
-		sb->pevent.time_shift = (uint16_t) v;
-	} else if (!strcmp(arg, "--pevent:time-mult")) {
-		if (!sb->get_number(&v, UINT32_MAX, arg, value, prog))
-			return -1;
-		sb->pevent.time_mult = (uint32_t) v;
-	} else if (!strcmp(arg, "--pevent:tsc-offset")) {
-		if (!sb->get_number(&v, UINT64_MAX, arg, value, prog))
-			return -1;
-		sb->pevent.tsc_offset = v;
-	} else if (!strcmp(arg, "--pevent:kernel-start")) {
-		if (!sb->get_number(&v, UINT64_MAX, arg, value, prog))
-			return -1;
-		sb->pevent.kernel_start = v;
-	} else
-		return 0;
-	return 1;
+		if (options[i].max == UINT16_MAX)
+			*(uint16_t *) options[i].field = (uint16_t) v;
+		else if (options[i].max == UINT32_MAX)
+			*(uint32_t *) options[i].field = (uint32_t) v;
+		else
+			*(uint64_t *) options[i].field = v;
+		return 1;
+	}
+	return 0;
 }
 
 /* A --pevent option that names a file. */
