@@ -14192,50 +14192,69 @@ static size_t ipt__pev_samples_size(uint64_t sample_type)
 	return size;
 }
 
-/* Points event's samples into [pos, end), which they must fill exactly. */
+/* Points event's samples into [pos, end), which they must fill exactly
+ * (-pte_nosync otherwise).  The time is converted as soon as it is found,
+ * so that a bad time configuration is reported before a size mismatch, as
+ * libipt does; nothing else is looked at. */
 static int ipt__pev_read_samples(struct pev_event *event, const uint8_t *pos,
 				 const uint8_t *end,
 				 const struct pev_config *config)
 {
 	const uint8_t *identifier = NULL;
+	size_t avail = (size_t) (end - pos), at = 0;
 	uint64_t sample_type;
 	int errcode;
 
-	if ((size_t) (end - pos) >= sizeof(uint64_t))
+	if (avail >= sizeof(uint64_t))
 		identifier = end - sizeof(uint64_t);
 	errcode = ipt__pev_sample_type(&sample_type, identifier, config);
 	if (errcode < 0)
 		return errcode;
-	if (ipt__pev_samples_size(sample_type) != (size_t) (end - pos))
+	if (ipt__pev_samples_size(sample_type) != avail) {
+		/* A time that is there still counts first. */
+		if ((sample_type & PERF_SAMPLE_TIME) &&
+		    ((sample_type & PERF_SAMPLE_TID) ? 16u : 8u) <= avail) {
+			uint64_t time, tsc;
+
+			IPT_MEMCPY(&time, pos + ((sample_type &
+						  PERF_SAMPLE_TID) ? 8 : 0),
+				   sizeof(time));
+			errcode = pev_time_to_tsc(&tsc, time, config);
+			if (errcode < 0)
+				return errcode;
+		}
 		return -pte_nosync;
+	}
 
 	if (sample_type & PERF_SAMPLE_TID) {
 		event->sample.pid = (const uint32_t *) (const void *) pos;
 		event->sample.tid = (const uint32_t *) (const void *) (pos + 4);
-		pos += 8;
+		at += 8;
 	}
 	if (sample_type & PERF_SAMPLE_TIME) {
-		event->sample.time = (const uint64_t *) (const void *) pos;
-		pos += 8;
+		event->sample.time = (const uint64_t *) (const void *) (pos + at);
+		at += 8;
 		errcode = pev_time_to_tsc(&event->sample.tsc,
 					  *event->sample.time, config);
 		if (errcode < 0)
 			return errcode;
 	}
 	if (sample_type & PERF_SAMPLE_ID) {
-		event->sample.id = (const uint64_t *) (const void *) pos;
-		pos += 8;
+		event->sample.id = (const uint64_t *) (const void *) (pos + at);
+		at += 8;
 	}
 	if (sample_type & PERF_SAMPLE_STREAM_ID) {
-		event->sample.stream_id = (const uint64_t *) (const void *) pos;
-		pos += 8;
+		event->sample.stream_id =
+			(const uint64_t *) (const void *) (pos + at);
+		at += 8;
 	}
 	if (sample_type & PERF_SAMPLE_CPU) {
-		event->sample.cpu = (const uint32_t *) (const void *) pos;
-		pos += 8;
+		event->sample.cpu = (const uint32_t *) (const void *) (pos + at);
+		at += 8;
 	}
 	if (sample_type & PERF_SAMPLE_IDENTIFIER)
-		event->sample.identifier = (const uint64_t *) (const void *) pos;
+		event->sample.identifier =
+			(const uint64_t *) (const void *) (pos + at);
 	return 0;
 }
 
@@ -14309,9 +14328,6 @@ IPT_DEF int pev_read(struct pev_event *event, const uint8_t *begin,
 		return -pte_nosync;
 	if (!header.type || (size_t) (end - begin) < header.size)
 		return -pte_eos;
-	/* perf pads every record; an odd size would misalign the next. */
-	if (header.size % IPT__PEV_ALIGN)
-		return -pte_nosync;
 
 	end = begin + header.size;
 	pos = begin + sizeof(header);
@@ -14319,9 +14335,14 @@ IPT_DEF int pev_read(struct pev_event *event, const uint8_t *begin,
 	event->type = header.type;
 	event->misc = header.misc;
 
+	/* Known records are multiples of 8 bytes by their layout: a size
+	 * that is not fails the size check below.  An unknown one is skipped,
+	 * but perf pads every record, and an odd size would misalign the
+	 * next. */
 	body = ipt__pev_body_size(header.type, &has_name);
 	if (body < 0)
-		return (int) header.size;
+		return header.size % IPT__PEV_ALIGN ? -pte_nosync
+						    : (int) header.size;
 	if ((size_t) (end - pos) < (size_t) body)
 		return -pte_nosync;
 

@@ -307,6 +307,25 @@ static void test_corrupt(void)
 	BUF[24] = 0;
 	CHECK_EQ(pev_read(&ev, BUF, BUF + size, &config), -pte_nosync);
 
+	/* Errors come in libipt's order: a name without NUL before an odd
+	 * size, a bad time configuration before a size mismatch. */
+	size = write_kind(&kinds[0], 0, &config);
+	put_header(BUF, PERF_RECORD_MMAP, 0, 52);
+	memset(BUF + 40, 'x', 16);
+	CHECK_EQ(pev_read(&ev, BUF, BUF + size, &config), -pte_bad_packet);
+	size = write_kind(&kinds[1], PERF_SAMPLE_TIME, &config);
+	CHECK_EQ(size, 32);
+	put_header(BUF, PERF_RECORD_LOST, 0, 40);
+	config.time_mult = 0;
+	CHECK_EQ(pev_read(&ev, BUF, BUF + 64, &config), -pte_bad_config);
+	config.time_mult = 1;
+	CHECK_EQ(pev_read(&ev, BUF, BUF + 64, &config), -pte_nosync);
+	config_for(&config, 0);
+
+	/* An unknown type of a size perf would have padded. */
+	put_header(BUF, 0x1234, 0, 20);
+	CHECK_EQ(pev_read(&ev, BUF, BUF + 64, &config), -pte_nosync);
+
 	/* Unknown types are skipped whole, with nothing to look at. */
 	put_header(BUF, 0x1234, 7, 40);
 	CHECK_EQ(pev_read(&ev, BUF, BUF + 64, &config), 40);
