@@ -1620,13 +1620,14 @@ IPT_API int pev_time_from_tsc(uint64_t *time, uint64_t tsc,
  * its size in bytes; -pte_internal for NULL arguments or end < begin;
  * -pte_eos if the record does not fit (or has type zero, which is where a
  * stream's zero padding starts); -pte_nosync if its header size is smaller
- * than the header, not a multiple of 8 (perf pads every record; ipt.h
- * reads them in place, aligned), or differs from what body and samples
- * take; -pte_bad_packet if a file or command name runs to the end of the
+ * than the header or differs from what body and samples take;
+ * -pte_bad_packet if a file or command name runs to the end of the
  * record; -pte_bad_config if config is too small, its time_mult is zero,
  * its time_shift 64 or more, or its sample configuration names a sample
  * type without PERF_SAMPLE_IDENTIFIER.  Records of types it does not know
- * are skipped whole: only type and misc are set. */
+ * are skipped whole (only type and misc are set), if their size is a
+ * multiple of 8 as perf pads them (-pte_nosync otherwise: the next record
+ * would be misaligned). */
 IPT_API int pev_read(struct pev_event *event, const uint8_t *begin,
 		     const uint8_t *end, const struct pev_config *config);
 
