@@ -428,6 +428,150 @@ static void test_pevent(void)
 	CHECK_EQ(c.live, 0);
 }
 
+/* Exec, fork, switches with a pid sample, MMAP2, kernel maps, a
+ * secondary decoder and a time offset. */
+static size_t put_tid(size_t at, uint32_t type, uint16_t misc,
+		      const void *body, uint32_t pid, uint64_t time)
+{
+	struct pev_config config;
+	struct pev_event ev;
+	int size;
+
+	pev_config_init(&config);
+	config.sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_TIME;
+	config.time_mult = 1;
+	pev_event_init(&ev);
+	ev.type = type;
+	ev.misc = misc;
+	ev.record.mmap = (const struct pev_record_mmap *) body;
+	ev.sample.pid = &pid;
+	ev.sample.tid = &pid;
+	ev.sample.time = &time;
+	size = pev_write(&ev, (uint8_t *) stream_buf + at,
+			 (uint8_t *) stream_buf + sizeof(stream_buf), &config);
+	CHECK(size > 0);
+	return at + (size > 0 ? (size_t) size : 0);
+}
+
+static size_t make_process_stream(void)
+{
+	struct pev_record_itrace_start it = { 1, 1 };
+	struct pev_record_fork fork = { 3, 1, 3, 1, 0 };
+	struct pev_record_exit exit = { 3, 1, 3, 1, 0 };
+	uint64_t mstore[16], cstore[4];
+	struct pev_record_mmap2 *m2 = (struct pev_record_mmap2 *) mstore;
+	struct pev_record_comm *comm = (struct pev_record_comm *) cstore;
+	size_t at = 0;
+
+	memset(mstore, 0, sizeof(mstore));
+	memset(cstore, 0, sizeof(cstore));
+	m2->pid = m2->tid = 1;
+	m2->addr = 0x1000;
+	m2->len = 0x10;
+	snprintf(m2->filename, sizeof(mstore) - sizeof(*m2), "%s", codefile);
+	at = put_tid(at, PERF_RECORD_MMAP2, 0, m2, 1, 0);
+	/* A kernel map is ignored: the kernel image comes from elsewhere. */
+	m2->addr = 0x2000;
+	at = put_tid(at, PERF_RECORD_MMAP2, PERF_RECORD_MISC_KERNEL, m2, 1, 0);
+	at = put_tid(at, PERF_RECORD_ITRACE_START, 0, &it, 1, 0);
+	/* pid 3 forks from 1 at time 2, switches in at 3, exits at 4. */
+	at = put_tid(at, PERF_RECORD_FORK, 0, &fork, 1, 2);
+	at = put_tid(at, PERF_RECORD_SWITCH, 0, NULL, 3, 3);
+	at = put_tid(at, PERF_RECORD_EXIT, 0, &exit, 3, 4);
+	/* pid 1 execs at 10: a new, empty image. */
+	comm->pid = comm->tid = 1;
+	strcpy(comm->comm, "new");
+	at = put_tid(at, PERF_RECORD_COMM, PERF_RECORD_MISC_COMM_EXEC, comm, 1,
+		     10);
+	at = put_tid(at, PERF_RECORD_SWITCH, 0, NULL, 1, 11);
+	return at;
+}
+
+static void test_processes(void)
+{
+	struct pt_sb_pevent_config config;
+	struct pt_sb_session *session;
+	struct pt_sb_context *ctx1, *ctx3;
+	struct pt_image *image, *old1;
+	struct pt_event ev;
+	size_t size;
+
+	size = make_process_stream();
+	session = pt_sb_alloc(NULL);
+	pevent_config(&config);
+	config.sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_TIME;
+	CHECK_EQ(ipt_sb_alloc_pevent_decoder_mem(
+			 session, &config, (const uint8_t *) stream_buf,
+			 (const uint8_t *) stream_buf + size), 0);
+	/* The same stream again, secondary: it never switches. */
+	config.primary = 0;
+	CHECK_EQ(ipt_sb_alloc_pevent_decoder_mem(
+			 session, &config, (const uint8_t *) stream_buf,
+			 (const uint8_t *) stream_buf + size), 0);
+	CHECK_EQ(pt_sb_init_decoders(session), 0);
+
+	image = NULL;
+	ev = make_event(ptev_enabled, 2, 0x1000, 0);
+	CHECK_EQ(pt_sb_event(session, &image, &ev, sizeof(ev), NULL, 0), 0);
+	CHECK(image && !strcmp(pt_image_name(image), "pid-1"));
+
+	/* The fork made pid 3 with a copy of pid 1's image: the same
+	 * sections (one), at the same place. */
+	CHECK_EQ(pt_sb_find_context_by_pid(&ctx3, session, 3), 0);
+	CHECK(ctx3 != NULL);
+	CHECK_EQ(pt_sb_find_context_by_pid(&ctx1, session, 1), 0);
+	CHECK(ctx1 != NULL);
+	if (!ctx1 || !ctx3)
+		return;
+	CHECK_EQ(pt_image_remove_by_filename(pt_sb_ctx_image(ctx3), codefile,
+					     NULL), 1);
+	/* pid 1 has the one map; the kernel's went nowhere. */
+	CHECK_EQ(pt_image_copy(pt_sb_ctx_image(ctx3), pt_sb_ctx_image(ctx1)),
+		 0);
+	CHECK_EQ(pt_image_remove_by_filename(pt_sb_ctx_image(ctx3), codefile,
+					     NULL), 1);
+	CHECK_EQ(pt_image_remove_by_filename(pt_sb_kernel_image(session),
+					     codefile, NULL), 0);
+
+	/* The switch-in to 3 at time 3 waits for the kernel; an event at a
+	 * kernel address places it. */
+	image = NULL;
+	ev = make_event(ptev_tip, 3, 0x1004, 0);
+	CHECK_EQ(pt_sb_event(session, &image, &ev, sizeof(ev), NULL, 0), 0);
+	CHECK(image == NULL);
+	ev = make_event(ptev_tip, 3, 0x9000, 0);
+	CHECK_EQ(pt_sb_event(session, &image, &ev, sizeof(ev), NULL, 0), 0);
+	CHECK(image == pt_sb_ctx_image(ctx3));
+
+	/* Exec replaces pid 1's context; the switch back to 1 at time 11
+	 * goes to the new one, which lacks the old map. */
+	old1 = pt_sb_ctx_image(ctx1);
+	image = NULL;
+	ev = make_event(ptev_tip, 11, 0x9004, 0);
+	CHECK_EQ(pt_sb_event(session, &image, &ev, sizeof(ev), NULL, 0), 0);
+	ev = make_event(ptev_tip, 11, 0x9008, 0);
+	CHECK_EQ(pt_sb_event(session, &image, &ev, sizeof(ev), NULL, 0), 0);
+	CHECK_EQ(pt_sb_find_context_by_pid(&ctx1, session, 1), 0);
+	CHECK(ctx1 && image == pt_sb_ctx_image(ctx1));
+	CHECK(image != old1 && image && !strcmp(pt_image_name(image), "pid-1"));
+	CHECK_EQ(pt_image_remove_by_filename(image, codefile, NULL), 0);
+	pt_sb_free(session);
+
+	/* A time offset applies records early: the fork's time 2 less 2. */
+	session = pt_sb_alloc(NULL);
+	config.primary = 1;
+	config.tsc_offset = 2;
+	CHECK_EQ(ipt_sb_alloc_pevent_decoder_mem(
+			 session, &config, (const uint8_t *) stream_buf,
+			 (const uint8_t *) stream_buf + size), 0);
+	CHECK_EQ(pt_sb_init_decoders(session), 0);
+	ev = make_event(ptev_enabled, 0, 0x1000, 0);
+	CHECK_EQ(pt_sb_event(session, &image, &ev, sizeof(ev), NULL, 0), 0);
+	CHECK_EQ(pt_sb_find_context_by_pid(&ctx3, session, 3), 0);
+	CHECK(ctx3 != NULL);
+	pt_sb_free(session);
+}
+
 /* What ptdump prints: compact and verbose, with offsets, time and file
  * name; the same from a file as from memory. */
 static void test_print(void)
@@ -524,6 +668,7 @@ int main(void)
 	test_order();
 	test_pevent();
 	test_print();
+	test_processes();
 
 	unlink(codefile);
 	return check_done();
