@@ -14259,41 +14259,44 @@ static int ipt__pev_read_samples(struct pev_event *event, const uint8_t *pos,
 	return 0;
 }
 
-/* The fixed part of each record type's body and whether a NUL-terminated
- * name, padded to 8 bytes, follows it.  Zero for SWITCH, which has no
- * body; -1 for types that are only skipped. */
+/* The record types ipt.h reads: the fixed part of each one's body, and
+ * whether a NUL-terminated name, padded to 8 bytes, follows it.  SWITCH
+ * has no body. */
+static const struct {
+	uint32_t type;
+	uint8_t size;
+	uint8_t has_name;
+} ipt__pev_bodies[] = {
+	{ PERF_RECORD_MMAP, sizeof(struct pev_record_mmap), 1 },
+	{ PERF_RECORD_LOST, sizeof(struct pev_record_lost), 0 },
+	{ PERF_RECORD_COMM, sizeof(struct pev_record_comm), 1 },
+	{ PERF_RECORD_EXIT, sizeof(struct pev_record_exit), 0 },
+	{ PERF_RECORD_THROTTLE, sizeof(struct pev_record_throttle), 0 },
+	{ PERF_RECORD_UNTHROTTLE, sizeof(struct pev_record_throttle), 0 },
+	{ PERF_RECORD_FORK, sizeof(struct pev_record_fork), 0 },
+	{ PERF_RECORD_MMAP2, sizeof(struct pev_record_mmap2), 1 },
+	{ PERF_RECORD_AUX, sizeof(struct pev_record_aux), 0 },
+	{ PERF_RECORD_ITRACE_START, sizeof(struct pev_record_itrace_start),
+	  0 },
+	{ PERF_RECORD_LOST_SAMPLES, sizeof(struct pev_record_lost_samples),
+	  0 },
+	{ PERF_RECORD_SWITCH, 0, 0 },
+	{ PERF_RECORD_SWITCH_CPU_WIDE,
+	  sizeof(struct pev_record_switch_cpu_wide), 0 },
+};
+
+/* The size of type's fixed body; -1 for types that are only skipped. */
 static int ipt__pev_body_size(uint32_t type, int *has_name)
 {
+	size_t i;
+
 	*has_name = 0;
-	switch (type) {
-	case PERF_RECORD_MMAP:
-		*has_name = 1;
-		return (int) sizeof(struct pev_record_mmap);
-	case PERF_RECORD_LOST:
-		return (int) sizeof(struct pev_record_lost);
-	case PERF_RECORD_COMM:
-		*has_name = 1;
-		return (int) sizeof(struct pev_record_comm);
-	case PERF_RECORD_EXIT:
-		return (int) sizeof(struct pev_record_exit);
-	case PERF_RECORD_THROTTLE:
-	case PERF_RECORD_UNTHROTTLE:
-		return (int) sizeof(struct pev_record_throttle);
-	case PERF_RECORD_FORK:
-		return (int) sizeof(struct pev_record_fork);
-	case PERF_RECORD_MMAP2:
-		*has_name = 1;
-		return (int) sizeof(struct pev_record_mmap2);
-	case PERF_RECORD_AUX:
-		return (int) sizeof(struct pev_record_aux);
-	case PERF_RECORD_ITRACE_START:
-		return (int) sizeof(struct pev_record_itrace_start);
-	case PERF_RECORD_LOST_SAMPLES:
-		return (int) sizeof(struct pev_record_lost_samples);
-	case PERF_RECORD_SWITCH:
-		return 0;
-	case PERF_RECORD_SWITCH_CPU_WIDE:
-		return (int) sizeof(struct pev_record_switch_cpu_wide);
+	for (i = 0; i < sizeof(ipt__pev_bodies) / sizeof(ipt__pev_bodies[0]);
+	     ++i) {
+		if (ipt__pev_bodies[i].type == type) {
+			*has_name = ipt__pev_bodies[i].has_name;
+			return ipt__pev_bodies[i].size;
+		}
 	}
 	return -1;
 }

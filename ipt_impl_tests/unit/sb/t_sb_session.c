@@ -196,26 +196,38 @@ static void test_order(void)
 static uint64_t stream_buf[256];
 static char codefile[64];
 
-/* Appends a record with a time sample. */
-static size_t put(size_t at, uint32_t type, uint16_t misc, const void *body,
-		  uint64_t time)
+/* Appends a record with a time sample, and a pid/tid sample if the
+ * stream has them. */
+static size_t put_samples(size_t at, uint32_t type, uint16_t misc,
+			  const void *body, uint64_t sample_type, uint32_t pid,
+			  uint64_t time)
 {
 	struct pev_config config;
 	struct pev_event ev;
 	int size;
 
 	pev_config_init(&config);
-	config.sample_type = PERF_SAMPLE_TIME;
+	config.sample_type = sample_type;
 	config.time_mult = 1;
 	pev_event_init(&ev);
 	ev.type = type;
 	ev.misc = misc;
 	ev.record.mmap = (const struct pev_record_mmap *) body;
+	if (sample_type & PERF_SAMPLE_TID) {
+		ev.sample.pid = &pid;
+		ev.sample.tid = &pid;
+	}
 	ev.sample.time = &time;
 	size = pev_write(&ev, (uint8_t *) stream_buf + at,
 			 (uint8_t *) stream_buf + sizeof(stream_buf), &config);
 	CHECK(size > 0);
 	return at + (size > 0 ? (size_t) size : 0);
+}
+
+static size_t put(size_t at, uint32_t type, uint16_t misc, const void *body,
+		  uint64_t time)
+{
+	return put_samples(at, type, misc, body, PERF_SAMPLE_TIME, 0, time);
 }
 
 static size_t put_mmap(size_t at, uint32_t pid, uint64_t addr,
@@ -433,24 +445,8 @@ static void test_pevent(void)
 static size_t put_tid(size_t at, uint32_t type, uint16_t misc,
 		      const void *body, uint32_t pid, uint64_t time)
 {
-	struct pev_config config;
-	struct pev_event ev;
-	int size;
-
-	pev_config_init(&config);
-	config.sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_TIME;
-	config.time_mult = 1;
-	pev_event_init(&ev);
-	ev.type = type;
-	ev.misc = misc;
-	ev.record.mmap = (const struct pev_record_mmap *) body;
-	ev.sample.pid = &pid;
-	ev.sample.tid = &pid;
-	ev.sample.time = &time;
-	size = pev_write(&ev, (uint8_t *) stream_buf + at,
-			 (uint8_t *) stream_buf + sizeof(stream_buf), &config);
-	CHECK(size > 0);
-	return at + (size > 0 ? (size_t) size : 0);
+	return put_samples(at, type, misc, body,
+			   PERF_SAMPLE_TID | PERF_SAMPLE_TIME, pid, time);
 }
 
 static size_t make_process_stream(void)
