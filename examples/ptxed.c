@@ -1081,48 +1081,31 @@ static ZyanStatus ptxed_decode(const struct ptxed_decoder *decoder,
  * number and name (xed_error_enum_t).  Zydis' reasons that XED does not
  * tell apart are XED's GENERAL_ERROR. */
 struct ptxed_xed_error {
+	ZyanStatus status;
 	unsigned int num;
 	const char *name;
 };
 
+static const struct ptxed_xed_error ptxed_xed_errors[] = {
+	{ ZYDIS_STATUS_NO_MORE_DATA, 1, "BUFFER_TOO_SHORT" },
+	{ ZYDIS_STATUS_BAD_REGISTER, 4, "BAD_REGISTER" },
+	{ ZYDIS_STATUS_ILLEGAL_LOCK, 5, "BAD_LOCK_PREFIX" },
+	{ ZYDIS_STATUS_ILLEGAL_LEGACY_PFX, 6, "BAD_LEGACY_PREFIX" },
+	{ ZYDIS_STATUS_ILLEGAL_REX, 7, "BAD_REX_PREFIX" },
+	{ ZYDIS_STATUS_INVALID_MAP, 8, "BAD_MAP" },
+	{ ZYDIS_STATUS_INSTRUCTION_TOO_LONG, 16, "INSTR_TOO_LONG" },
+	{ ZYAN_STATUS_INVALID_ARGUMENT, 17, "INVALID_MODE" }
+};
+
 static struct ptxed_xed_error ptxed_zydis_error(ZyanStatus status)
 {
-	struct ptxed_xed_error err = { 2, "GENERAL_ERROR" };
+	struct ptxed_xed_error err = { 0, 2, "GENERAL_ERROR" };
+	size_t i;
 
-	switch (status) {
-	case ZYDIS_STATUS_NO_MORE_DATA:
-		err.num = 1;
-		err.name = "BUFFER_TOO_SHORT";
-		break;
-	case ZYDIS_STATUS_BAD_REGISTER:
-		err.num = 4;
-		err.name = "BAD_REGISTER";
-		break;
-	case ZYDIS_STATUS_ILLEGAL_LOCK:
-		err.num = 5;
-		err.name = "BAD_LOCK_PREFIX";
-		break;
-	case ZYDIS_STATUS_ILLEGAL_LEGACY_PFX:
-		err.num = 6;
-		err.name = "BAD_LEGACY_PREFIX";
-		break;
-	case ZYDIS_STATUS_ILLEGAL_REX:
-		err.num = 7;
-		err.name = "BAD_REX_PREFIX";
-		break;
-	case ZYDIS_STATUS_INVALID_MAP:
-		err.num = 8;
-		err.name = "BAD_MAP";
-		break;
-	case ZYDIS_STATUS_INSTRUCTION_TOO_LONG:
-		err.num = 16;
-		err.name = "INSTR_TOO_LONG";
-		break;
-	case ZYAN_STATUS_INVALID_ARGUMENT:
-		err.num = 17;
-		err.name = "INVALID_MODE";
-		break;
-	}
+	for (i = 0; i < sizeof(ptxed_xed_errors) / sizeof(*ptxed_xed_errors);
+	     ++i)
+		if (ptxed_xed_errors[i].status == status)
+			err = ptxed_xed_errors[i];
 	return err;
 }
 
