@@ -11029,7 +11029,8 @@ enum { IPT__RUN_MAX = 0x400 };
  * blocks go on past it.  So the first time through, a block ends after a
  * direct call; later it does not.  A block from a file section also ends
  * where the code leaves that section's mapping, before the next
- * instruction is even read.
+ * instruction is even read.  In an unknown execution mode it caches
+ * nothing, so there every time through is the first.
  *
  * Users see these boundaries (pt_block.ninsn, end_ip, --stat:blocks), so
  * the block decoder keeps a record of the instructions libipt would have
@@ -12994,13 +12995,15 @@ static uint32_t ipt__blk_seen_slot(const struct ipt__blk_seen *set,
 }
 
 /* Whether libipt would have cached the instruction at @offset in the
- * current block's section. */
+ * current block's section.  Its cache entries hold the execution mode, and
+ * one with an unknown mode counts as empty: in an unknown mode, nothing is
+ * ever cached. */
 static int ipt__blk_seen(const struct pt_block_decoder *decoder,
 			 uint64_t offset)
 {
 	uint32_t idx;
 
-	if (!decoder->seen)
+	if (!decoder->seen || decoder->mode == ptem_unknown)
 		return 0;
 	idx = ipt__blk_seen_slot(decoder->seen, decoder->seen_cap,
 				 decoder->sec.section, offset);
@@ -13037,6 +13040,8 @@ static int ipt__blk_fill_done(struct pt_block_decoder *decoder)
 {
 	uint32_t idx;
 
+	if (decoder->mode == ptem_unknown)
+		decoder->nchain = 0;
 	for (idx = 0; idx < decoder->nchain; ++idx) {
 		struct ipt__blk_seen *entry;
 
