@@ -23,4 +23,4 @@ void hv_assert_failed(const char *file, int line);
 #define IPT_ASSERT(x) ((x) ? (void) 0 : hv_assert_failed(__FILE__, __LINE__))
 #define IPT_NO_STDIO
 #define IPT_IMPLEMENTATION
-#include "../../ipt.h"
+#include "ipt.h"

@@ -1,35 +1,48 @@
-# img: the image and instruction-classification tests once more, built
-# three other ways: under AddressSanitizer and UndefinedBehaviorSanitizer,
-# as C++, and without stdio (IPT_NO_STDIO: no file sections, the callback
-# image alone).  Each test file compiles its own static copy of the
-# implementation, so none of these needs build/ipt_impl.o.
+# compile/rules.mk - ipt.h built the ways its users build it.
+#
+#   builds        the implementation and the API alone as C99 (-pedantic),
+#                 C11 and C++ with each compiler; two IPT_STATIC units
+#                 (static_a.c, static_b.c) linked into one program that runs
+#   embed-check   freestanding.c (IPT_NO_STDIO, every hook the caller's)
+#                 without libc: what it needs (nm -u), no writable data
+#   static-check  IPT_STATIC in two units next to libipt 2.0.5 in one
+#                 program (static_tu.c, static_main.c)
+#   *_cxx, *_nostdio   the unit tests that compile their own copy of the
+#                 implementation, again as C++ and with IPT_NO_STDIO
 
-IMG_TESTS := img_callback ild_classify ild_random
-IMG_SAN := -fsanitize=address,undefined -fno-sanitize-recover=all
+CPB := $(B)/compile
 
-$(B)/img_asan_%: ipt_impl_tests/t_%.c $(HDR) ipt_impl_tests/check.h | $(B)
-	$(CC) -O1 -g $(WARN) $(IMG_SAN) $(CPPFLAGS) -o $@ $< $(ZYDIS)
+# IPT_STATIC in two translation units next to libipt 2.0.5.
+$(CPB)/static-a.o $(CPB)/static-b.o: $(CPB)/static-%.o: $(T)/compile/static_tu.c $(T)/compile/static_api.h $(HDR)
+	@mkdir -p $(@D)
+	$(CC) $(OPT) $(WARN) $(CPPFLAGS) -DTU=$* -c -o $@ $<
 
-$(B)/img_cxx_%: ipt_impl_tests/t_%.c $(HDR) ipt_impl_tests/check.h | $(B)
-	$(CXX) -x c++ -O1 $(WARN) $(CPPFLAGS) -o $@ $< $(ZYDIS)
+$(CPB)/static-libipt.o: $(T)/compile/static_tu.c $(T)/compile/static_api.h
+	@mkdir -p $(@D)
+	$(CC) $(OPT) $(WARN) $(CPPFLAGS) -DTU=libipt -DUSE_LIBIPT -c -o $@ $<
 
-$(B)/img_nostdio_%: ipt_impl_tests/t_%.c $(HDR) ipt_impl_tests/check.h | $(B)
-	$(CC) -std=c99 -O1 $(WARN) -DIPT_NO_STDIO $(CPPFLAGS) -o $@ $< $(ZYDIS)
+$(CPB)/static-bin: $(T)/compile/static_main.c $(LIB_HDRS) $(CPB)/static-a.o $(CPB)/static-b.o $(CPB)/static-libipt.o
+	$(CC) $(OPT) $(WARN) $(CPPFLAGS) -o $@ $< $(CPB)/static-a.o \
+		$(CPB)/static-b.o $(CPB)/static-libipt.o -lipt $(ZYDIS)
 
-IMG_BINS := $(patsubst %,$(B)/img_asan_%,$(IMG_TESTS) img_files img_nomem) \
-	    $(patsubst %,$(B)/img_cxx_%,$(IMG_TESTS) img_files) \
-	    $(patsubst %,$(B)/img_nostdio_%,$(IMG_TESTS))
+# The unit tests with their own static copy of the implementation, as C++
+# and without stdio (no file sections, the callback image alone).
+CXX_UNITS := img/t_img_callback img/t_img_files ild/t_ild_classify ild/t_ild_random
+NOSTDIO_UNITS := img/t_img_callback ild/t_ild_classify ild/t_ild_random
 
-TESTS += $(IMG_BINS)
-TEST_DEPS += $(IMG_BINS)
+$(CPB)/cxx/%: $(T)/unit/%.c $(HDR) $(LIB_HDRS)
+	@mkdir -p $(@D)
+	$(CXX) -x c++ $(OPT) $(WARN) $(CPPFLAGS) -o $@ $< $(ZYDIS)
 
-# The same script of image and image-section-cache calls against ipt.h and
-# against Debian's libipt (separate programs: the symbols are the same).
-$(B)/img_diff_ipt: ipt_impl_tests/img_diff.c $(B)/ipt_impl.o $(HDR) | $(B)
-	$(CC) $(OPT) $(WARN) $(CPPFLAGS) -o $@ $< $(B)/ipt_impl.o $(ZYDIS)
+$(CPB)/nostdio/%: $(T)/unit/%.c $(HDR) $(LIB_HDRS)
+	@mkdir -p $(@D)
+	$(CC) -std=c99 $(OPT) $(WARN) -DIPT_NO_STDIO $(CPPFLAGS) -o $@ $< $(ZYDIS)
 
-$(B)/img_diff_libipt: ipt_impl_tests/img_diff.c | $(B)
-	$(CC) $(OPT) $(WARN) -DUSE_LIBIPT -o $@ $< -lipt
+COMPILE_BINS := $(addprefix $(CPB)/cxx/,$(CXX_UNITS)) \
+	$(addprefix $(CPB)/nostdio/,$(NOSTDIO_UNITS))
 
-TESTS += ipt_impl_tests/img_diff.sh
-TEST_DEPS += $(B)/img_diff_ipt $(B)/img_diff_libipt
+TESTS += $(call cmd,$(T)/compile/builds $(CPB))
+TESTS += $(call cmd,$(T)/compile/embed-check $(CPB)/embed $(IMPL))
+TESTS += $(call cmd,$(T)/compile/static-check $(CPB) $(CONFORMANCE))
+TESTS += $(COMPILE_BINS)
+TEST_DEPS += $(IMPL) $(CPB)/static-bin $(COMPILE_BINS)

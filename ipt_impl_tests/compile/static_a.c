@@ -3,7 +3,7 @@
  * program: nothing may clash.  This one encodes, the other decodes. */
 #define IPT_STATIC
 #define IPT_IMPLEMENTATION
-#include "../ipt.h"
+#include "ipt.h"
 
 #include <stdio.h>
 

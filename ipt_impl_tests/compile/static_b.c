@@ -1,7 +1,7 @@
 /* See pkt_static_a.c. */
 #define IPT_STATIC
 #define IPT_IMPLEMENTATION
-#include "../ipt.h"
+#include "ipt.h"
 
 int pkt_static_decode(uint8_t *begin, uint8_t *end);
 

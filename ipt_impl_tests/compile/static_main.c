@@ -10,7 +10,7 @@
  *     static CONFORMANCE
  */
 #include "static_api.h"
-#include "../check.h"
+#include "check.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,7 +35,7 @@ static int same(const uint64_t *x, int nx, const uint64_t *y, int ny)
 
 int main(int argc, char **argv)
 {
-	const char *conf = argc > 1 ? argv[1] : "../shared/conformance";
+	const char *conf = argc > 1 ? argv[1] : "ipt_impl_tests/conformance/corpus";
 	uint64_t *a = (uint64_t *) malloc(max_items * sizeof(*a));
 	uint64_t *b = (uint64_t *) malloc(max_items * sizeof(*b));
 	uint64_t *l = (uint64_t *) malloc(max_items * sizeof(*l));

@@ -9,7 +9,7 @@
 #else
 #define IPT_STATIC
 #define IPT_IMPLEMENTATION
-#include "../../ipt.h"
+#include "ipt.h"
 #endif
 #include "static_api.h"
 

@@ -10,7 +10,7 @@
  * places.  Decoding errors resynchronize forward, as ptxed does.
  *
  * Prints one line per disagreeing case and "N passed, N failed". */
-#include "../ipt.h"
+#include "ipt.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -21,10 +21,10 @@
  * instruction classification of >>ild (ipt__insn_decode).
  *
  * Usage: qry_conformance DIR     (DIR holds libipt/MANIFEST and cases/)
- * With DIR missing it fails, unless CONFORMANCE_OPTIONAL=1.
+ * With DIR missing it fails.
  */
 #define IPT_IMPLEMENTATION
-#include "../ipt.h"
+#include "ipt.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -441,7 +441,7 @@ static int expects_error(const char *dir)
 
 int main(int argc, char **argv)
 {
-	const char *root = argc > 1 ? argv[1] : "../shared/conformance";
+	const char *root = argc > 1 ? argv[1] : "ipt_impl_tests/conformance/corpus";
 	char path[4096], line[8192];
 	unsigned long passed = 0, failed = 0, with_errors = 0, agree = 0;
 	unsigned long skipped = 0, excluded = 0;
@@ -450,16 +450,7 @@ int main(int argc, char **argv)
 	snprintf(path, sizeof(path), "%s/libipt/MANIFEST", root);
 	manifest = fopen(path, "r");
 	if (!manifest) {
-		const char *opt = getenv("CONFORMANCE_OPTIONAL");
-
-		if (opt && !strcmp(opt, "1")) {
-			printf("qry_conformance: no suites at %s "
-			       "(CONFORMANCE_OPTIONAL=1)\n0 passed, 0 failed\n",
-			       root);
-			return 0;
-		}
-		printf("qry_conformance: no conformance suites at %s; set "
-		       "CONFORMANCE=DIR or CONFORMANCE_OPTIONAL=1\n"
+		printf("qry_conformance: no conformance corpus at %s\n"
 		       "0 passed, 1 failed\n", root);
 		return 1;
 	}

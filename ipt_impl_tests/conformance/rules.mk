@@ -1,35 +1,22 @@
-# blk.mk - block and instruction decoder tests beyond the plain t_*.c rule.
+# conformance/rules.mk - the corpus walked with the library's own API.  The
+# corpus against the example tools is `make conformance` (the Makefile,
+# ./run, ./pass).
 
-# The block and instruction tests share a trace builder and drivers.
-$(patsubst ipt_impl_tests/%.c,$(B)/%,$(wildcard ipt_impl_tests/t_blk_*.c ipt_impl_tests/t_insn_*.c)): ipt_impl_tests/t_blk_util.h
+CB := $(B)/conformance
 
 # Both decoders agree, block by block and event by event, on every ptxed
-# case of the libipt conformance suite.
-$(B)/blk_agree: ipt_impl_tests/blk_agree.c $(B)/ipt_impl.o | $(B)
-	$(CC) $(OPT) $(WARN) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(B)/ipt_impl.o $(ZYDIS) -lm
+# case of the libipt suite.
+$(CB)/blk_agree: $(T)/conformance/blk_agree.c $(IMPL)
+	@mkdir -p $(@D)
+	$(CC) $(OPT) $(WARN) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(IMPL) $(ZYDIS) -lm
 
-# A test is a command without arguments: a wrapper carries the suite's
-# place, rewritten each run so that CONFORMANCE=... on the command line
-# takes effect.
-$(B)/blk_agree.sh: $(B)/blk_agree ipt-blk-force
-	@printf '#!/bin/sh\nexec %s %s\n' "$(B)/blk_agree" "$(CONFORMANCE)/libipt" > $@
-	@chmod +x $@
+# The query loop of pt_qry_cond_branch(3) over the libipt cases, checked
+# instruction by instruction against ptxed.exp.  It needs ipt.h's internal
+# instruction classification, so it is its own implementation unit.
+$(CB)/qry_conformance: $(T)/conformance/qry_conformance.c $(HDR)
+	@mkdir -p $(@D)
+	$(CC) $(OPT) $(WARN) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(ZYDIS) -lm
 
-TESTS += $(B)/blk_agree.sh
-TEST_DEPS += $(B)/blk_agree.sh
-
-.PHONY: ipt-blk-force
-ipt-blk-force:
-
-# Hostile input under AddressSanitizer and UBSan: random code and packet
-# sequences with flipped bits through both decoders.
-BLK_SAN := -fsanitize=address,undefined -fno-sanitize-recover=all
-
-$(B)/ipt_impl_san.o: ipt_impl_tests/ipt_impl.c $(HDR) | $(B)
-	$(CC) -O1 -g $(WARN) $(BLK_SAN) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
-
-$(B)/blk_fuzz: ipt_impl_tests/blk_fuzz.c $(B)/ipt_impl_san.o | $(B)
-	$(CC) -O1 -g $(WARN) $(BLK_SAN) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(B)/ipt_impl_san.o $(ZYDIS) -lm
-
-TESTS += $(B)/blk_fuzz
-TEST_DEPS += $(B)/blk_fuzz
+TESTS += $(call cmd,$(CB)/blk_agree $(CONFORMANCE)/libipt)
+TESTS += $(call cmd,$(CB)/qry_conformance $(CONFORMANCE))
+TEST_DEPS += $(CB)/blk_agree $(CB)/qry_conformance

@@ -21,7 +21,7 @@
 #ifdef USE_LIBIPT
 #include <intel-pt.h>
 #else
-#include "../ipt.h"
+#include "ipt.h"
 #endif
 
 #include <inttypes.h>

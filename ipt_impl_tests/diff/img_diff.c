@@ -9,7 +9,7 @@
 #ifdef USE_LIBIPT
 #include <intel-pt.h>
 #else
-#include "../ipt.h"
+#include "ipt.h"
 #endif
 
 #include <stdio.h>

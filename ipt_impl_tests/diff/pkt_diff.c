@@ -17,8 +17,7 @@
 #ifdef USE_LIBIPT
 #include <intel-pt.h>
 #else
-#define IPT_IMPLEMENTATION
-#include "../ipt.h"
+#include "ipt.h"
 #endif
 
 #include <inttypes.h>

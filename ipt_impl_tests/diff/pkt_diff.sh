@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # pkt_diff.sh [IPT-PROGRAM LIBIPT-PROGRAM [STREAMS]]
-# Runs both builds of pkt_diff.c (by default build/pkt_diff_ipt and
-# build/pkt_diff_libipt) and compares their output stream by stream; each
-# stream whose lines differ counts as one failure.
+# Runs both builds of pkt_diff.c (by default build/diff/pkt_diff_ipt and
+# build/diff/pkt_diff_libipt) and compares their output stream by stream;
+# each stream whose lines differ counts as one failure.
 set -u
-set -- "${1:-build/pkt_diff_ipt}" "${2:-build/pkt_diff_libipt}" "${3:-}"
+set -- "${1:-build/diff/pkt_diff_ipt}" "${2:-build/diff/pkt_diff_libipt}" "${3:-}"
 ours=$("$1" $3 2>&1) || { echo "$1 failed"; echo "0 passed, 1 failed"; exit 1; }
 theirs=$("$2" $3 2>&1) || { echo "$2 failed"; echo "0 passed, 1 failed"; exit 1; }
 total=$(printf '%s\n' "$ours" | awk '$2 == "S"' | wc -l)

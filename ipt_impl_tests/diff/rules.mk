@@ -1,27 +1,23 @@
-# pkt.mk - packet-layer tests that need more than a t_*.c program:
-# compile checks (C99, C11, C++, IPT_STATIC in two TUs) and the
-# differential test against Debian's libipt 2.0.5.
+# diff/rules.mk - ipt.h against Debian's libipt 2.0.5: each harness is one
+# source built twice, against ipt.h and with -DUSE_LIBIPT against
+# <intel-pt.h>, and a script compares the two outputs.
+#
+#   pkt   packet decoder on generated streams (pkt_diff.sh)
+#   evt   query decoder on encoded streams; evt_diff.py lists every
+#         deliberate 2.3-vs-2.0.5 difference it removes
+#   img   a script of image and image-section-cache calls
 
-# The packet tests share sample packets.
-$(B)/t_pkt_roundtrip $(B)/asan/t_pkt_roundtrip: ipt_impl_tests/pkt_samples.h
+DB := $(B)/diff
 
-# Compile checks: C99, C11, C++, two IPT_STATIC translation units.
-TESTS += ipt_impl_tests/pkt_compile.sh
+$(DB)/pkt_diff_ipt $(DB)/evt_diff_ipt $(DB)/img_diff_ipt: $(DB)/%_ipt: $(T)/diff/%.c $(IMPL) $(HDR)
+	@mkdir -p $(@D)
+	$(CC) $(OPT) $(WARN) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(IMPL) $(ZYDIS) -lm
 
-# Differential test against libipt 2.0.5: one harness, two builds.
-$(B)/pkt_diff_ipt: ipt_impl_tests/pkt_diff.c $(HDR) | $(B)
-	$(CC) $(OPT) $(WARN) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(ZYDIS) -lm
-
-$(B)/pkt_diff_libipt: ipt_impl_tests/pkt_diff.c | $(B)
+$(DB)/pkt_diff_libipt $(DB)/evt_diff_libipt $(DB)/img_diff_libipt: $(DB)/%_libipt: $(T)/diff/%.c
+	@mkdir -p $(@D)
 	$(CC) $(OPT) $(WARN) $(CFLAGS) -DUSE_LIBIPT -o $@ $< -lipt
 
-TESTS += ipt_impl_tests/pkt_diff.sh
-TEST_DEPS += $(B)/pkt_diff_ipt $(B)/pkt_diff_libipt
-
-# Hostile input under AddressSanitizer and UBSan.
-$(B)/pkt_fuzz: ipt_impl_tests/pkt_fuzz.c $(HDR) | $(B)
-	$(CC) -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all \
-		$(WARN) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(ZYDIS) -lm
-
-TESTS += $(B)/pkt_fuzz
-TEST_DEPS += $(B)/pkt_fuzz
+TESTS += $(call cmd,$(T)/diff/pkt_diff.sh $(DB)/pkt_diff_ipt $(DB)/pkt_diff_libipt)
+TESTS += $(call cmd,$(T)/diff/evt_diff.sh $(DB))
+TESTS += $(call cmd,$(T)/diff/img_diff.sh $(DB))
+TEST_DEPS += $(foreach h,pkt evt img,$(DB)/$(h)_diff_ipt $(DB)/$(h)_diff_libipt)

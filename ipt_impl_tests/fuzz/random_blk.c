@@ -1,4 +1,4 @@
-/* blk_fuzz: the block and instruction decoders on hostile input.
+/* random_blk.c: the block and instruction decoders on hostile input.
  *
  * LLVMFuzzerTestOneInput takes its first 64 bytes as code at 0x1000 and
  * the rest as the trace, and decodes it with both decoders until the end
@@ -7,9 +7,9 @@
  *
  * Built without libFuzzer (no -DIPT_LIBFUZZER), main() feeds it a fixed
  * number of pseudo-random inputs: code made of branchy instruction
- * snippets and traces of valid packets with a few bytes flipped.  blk.mk
+ * snippets and traces of valid packets with a few bytes flipped.  rules.mk
  * builds it with AddressSanitizer and UBSan. */
-#include "../ipt.h"
+#include "ipt.h"
 
 #include <stdio.h>
 #include <stdlib.h>

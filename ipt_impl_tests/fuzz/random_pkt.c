@@ -1,11 +1,11 @@
-/* pkt_fuzz.c - the packet layer on hostile bytes.  LLVMFuzzerTestOneInput
+/* random_pkt.c - the packet layer on hostile bytes.  LLVMFuzzerTestOneInput
  * decodes an input held in a buffer of exactly its size (so a sanitizer
  * sees any read past the end), every way the API allows; the first input
  * byte picks errata and the unknown-packet callback.  Without libFuzzer
  * (no -DPKT_FUZZ_LIBFUZZER), main() feeds it random and mutated inputs
- * from a fixed seed; pkt.mk builds that with ASan and UBSan. */
+ * from a fixed seed; fuzz/rules.mk builds that with ASan and UBSan. */
 #define IPT_IMPLEMENTATION
-#include "../ipt.h"
+#include "ipt.h"
 
 #include <stdio.h>
 #include <stdlib.h>

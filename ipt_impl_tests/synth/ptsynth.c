@@ -159,7 +159,7 @@
 #ifdef PTSYNTH_LIBIPT
 #include <intel-pt.h>
 #else
-#include "../ipt.h"
+#include "ipt.h"
 #endif
 
 #define LOG_ASYNC 0xffff000000000001ull

@@ -1,6 +1,6 @@
-# ptsynth: Intel PT traces of real programs (ipt_impl_tests/ptsynth.c),
+# synth/rules.mk - Intel PT traces of real programs (ptsynth.c),
 # decoded by ipt.h and by the system's libipt, compared with the ground
-# truth (ipt_impl_tests/synth/run-synth); and `make demo`.
+# truth (run-synth); and `make demo`.
 #
 #   make test SYNTH_SKIP_PTRACE=1   where ptrace is not permitted: only the
 #                                   shipped sample trace is decoded
@@ -14,33 +14,33 @@ $(SYNTH_B):
 	mkdir -p $(SYNTH_B)
 
 # ptsynth writes its packets with ipt.h's encoder.
-$(SYNTH_B)/ptsynth: ipt_impl_tests/ptsynth.c $(B)/ipt_impl.o $(HDR) | $(SYNTH_B)
-	$(CC) $(OPT) $(WARN) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(B)/ipt_impl.o \
+$(SYNTH_B)/ptsynth: $(T)/synth/ptsynth.c $(IMPL) $(HDR) | $(SYNTH_B)
+	$(CC) $(OPT) $(WARN) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(IMPL) \
 		$(ZYDIS) -lm
 
 # The harness against libipt: the reference.
-$(SYNTH_B)/ptxd-libipt: ipt_impl_tests/synth/ptxd.c | $(SYNTH_B)
+$(SYNTH_B)/ptxd-libipt: $(T)/synth/ptxd.c | $(SYNTH_B)
 	$(CC) $(OPT) $(WARN) $(CFLAGS) -DUSE_LIBIPT -o $@ $< $(ZYDIS) -lipt
 
 # The same harness against ipt.h.
-$(SYNTH_B)/ptxd-ipt: ipt_impl_tests/synth/ptxd.c $(B)/ipt_impl.o $(HDR) | $(SYNTH_B)
-	$(CC) $(OPT) $(WARN) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(B)/ipt_impl.o \
+$(SYNTH_B)/ptxd-ipt: $(T)/synth/ptxd.c $(IMPL) $(HDR) | $(SYNTH_B)
+	$(CC) $(OPT) $(WARN) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(IMPL) \
 		$(ZYDIS) -lm
 
 # The program `make demo` traces.
-$(SYNTH_B)/demo: ipt_impl_tests/synth/demo.c | $(SYNTH_B)
+$(SYNTH_B)/demo: $(T)/synth/demo.c | $(SYNTH_B)
 	$(CC) -O2 -static -o $@ $< 2>/dev/null || $(CC) -O2 -o $@ $<
 
 # A program that takes signals: asynchronous disables and enables.
-$(SYNTH_B)/signals: ipt_impl_tests/synth/signals.c | $(SYNTH_B)
+$(SYNTH_B)/signals: $(T)/synth/signals.c | $(SYNTH_B)
 	$(CC) -O2 -o $@ $<
 
 SYNTH_TOOLS := $(SYNTH_B)/ptsynth $(SYNTH_B)/ptxd-libipt $(SYNTH_B)/ptxd-ipt \
 	$(SYNTH_B)/signals
 
-TESTS += ipt_impl_tests/synth/run-synth
+TESTS += $(T)/synth/run-synth
 TEST_DEPS += $(SYNTH_TOOLS)
 
 demo: all $(SYNTH_TOOLS) $(SYNTH_B)/demo
-	@ipt_impl_tests/synth/demo
+	@$(T)/synth/demo
 

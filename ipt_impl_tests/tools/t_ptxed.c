@@ -9,14 +9,14 @@
  * reports them.  Run from the top of the tree, after `make`; set $PTXED
  * to test another build of examples/ptxed.c.
  */
-#include "../ipt.h"
+#include "ipt.h"
 #include "check.h"
 
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
-#define DIR "build/t_ptxed.d"
+#define DIR "build/tools/t_ptxed.d"
 /* The ptxed to run: examples/ptxed, or $PTXED (another build of it).
  * Messages name the program; outputs are compared as if it were PTXED. */
 #define PTXED "examples/ptxed"

@@ -1,5 +1,5 @@
 /* The foundation: errors, version, configuration helpers. */
-#include "../ipt.h"
+#include "ipt.h"
 #include "check.h"
 
 #include <string.h>

@@ -2,7 +2,7 @@
  * address is decoded from the right image section (and never from the
  * cache of another address space), and an instruction split between two
  * sections comes out truncated, its bytes in the block. */
-#include "t_blk_util.h"
+#include "blk_util.h"
 #include "check.h"
 
 #include <stdlib.h>

@@ -3,7 +3,7 @@
  * change of the code behind the callback shows only after
  * ipt_image_invalidate(); a different image is never served from the cache;
  * and long straight-line flows respect the block size limit. */
-#include "t_blk_util.h"
+#include "blk_util.h"
 #include "check.h"
 
 /* v1:  0x1000 nop; 0x1001 jnz 0x1000; 0x1003 jmp rax

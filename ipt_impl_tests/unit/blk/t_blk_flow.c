@@ -2,7 +2,7 @@
  * (conditional branches, direct calls and jumps, compressed returns,
  * indirect jumps, disable), the end_on_call/end_on_jump flags, the
  * speculative flag, and the instruction decoder agreeing with the blocks. */
-#include "t_blk_util.h"
+#include "blk_util.h"
 #include "check.h"
 
 /* 0x1000  nop

@@ -4,7 +4,7 @@
  * bounds it, and then the callback is asked again; any limit, even none,
  * decodes the same; and straight lines wrap at 4 GiB outside 64-bit
  * mode. */
-#include "t_blk_util.h"
+#include "blk_util.h"
 #include "check.h"
 
 /* NCOND times "jnz +0" (both ways lead on), then "jmp rax" back to the

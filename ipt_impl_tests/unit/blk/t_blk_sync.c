@@ -12,7 +12,7 @@
  * until an error, pt_*_resync, again): an error inside PSB+ sends the
  * decoder back to the PSB's start once, and a second error there no
  * further on moves it to the next PSB - never round and round. */
-#include "t_blk_util.h"
+#include "blk_util.h"
 #include "check.h"
 
 #include <stdlib.h>

@@ -5,7 +5,7 @@
  * then.  At each boundary the largest packet it accepts decodes to itself.
  * And for a sweep of TNT and CYC payloads: whatever the encoder accepts,
  * the decoder reads back unchanged. */
-#include "../ipt.h"
+#include "ipt.h"
 
 #include <string.h>
 

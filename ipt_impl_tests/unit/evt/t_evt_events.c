@@ -2,7 +2,7 @@
  * event and each of its fields as the SDM's packet rules give them (with
  * libipt 2.3's binding of packets to events), the errata workarounds on
  * and off, and the errors of broken traces. */
-#include "../ipt.h"
+#include "ipt.h"
 #include "check.h"
 #include "evt_trace.h"
 

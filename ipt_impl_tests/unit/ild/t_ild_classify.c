@@ -10,7 +10,7 @@
 #endif
 #define IPT_STATIC
 #define IPT_IMPLEMENTATION
-#include "../ipt.h"
+#include "ipt.h"
 #include "check.h"
 
 #include <string.h>

@@ -64,7 +64,7 @@ static void nomem_free(void *ptr)
 #define IPT_FREE(p) nomem_free(p)
 #define IPT_STATIC
 #define IPT_IMPLEMENTATION
-#include "../ipt.h"
+#include "ipt.h"
 #include "check.h"
 
 #include <string.h>

@@ -2,7 +2,7 @@
  * the flow and with its IP: paging (bound to MOV CR3), ptwrite (after its
  * instruction), overflow, interrupts (async branch), execution mode
  * changes, disable and enable, tick, cbr, tsx. */
-#include "t_blk_util.h"
+#include "blk_util.h"
 #include "check.h"
 
 /* 0x1000  nop

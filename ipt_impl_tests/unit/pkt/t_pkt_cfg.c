@@ -1,5 +1,5 @@
 /* CPU errata, --cpu parsing, last-IP tracking. */
-#include "../ipt.h"
+#include "ipt.h"
 #include "check.h"
 
 #include <string.h>

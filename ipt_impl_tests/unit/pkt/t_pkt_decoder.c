@@ -2,7 +2,7 @@
  * and second opcode byte decodes to, error codes for broken packets, the
  * unknown-packet callback, the size argument of pt_pkt_next, errata
  * workarounds, synchronization, configuration copy-in. */
-#include "../ipt.h"
+#include "ipt.h"
 #include "check.h"
 
 #include <stddef.h>

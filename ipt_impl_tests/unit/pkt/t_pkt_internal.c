@@ -8,7 +8,7 @@
 #endif
 #define IPT_STATIC
 #define IPT_IMPLEMENTATION
-#include "../ipt.h"
+#include "ipt.h"
 #include "check.h"
 
 /* Each row's opcode bytes select its own type, in the dispatch tables,

@@ -3,7 +3,7 @@
  * decoder and in the encoder, and the encoder writes nothing then.  And
  * random trace bytes decode the same through pt_pkt_next's fast path and
  * through its general decoder. */
-#include "../ipt.h"
+#include "ipt.h"
 #include "check.h"
 #include "pkt_samples.h"
 

@@ -1,7 +1,7 @@
 /* The query decoder: start IP and status flags after synchronizing, TNT
  * bits across packets, indirect branches, events, time, and every error
  * its man pages list. */
-#include "../ipt.h"
+#include "ipt.h"
 #include "check.h"
 #include "evt_trace.h"
 

@@ -1,7 +1,7 @@
 /* Timing calibration (ipt_tcal_*): the fast-counter:cycles ratio from
  * CBR, from cycles between TSCs and between MTCs, the SKL168 workaround
  * and overflow handling. */
-#include "../ipt.h"
+#include "ipt.h"
 #include "check.h"
 
 static struct pt_config cfg(uint8_t mtc_freq, uint32_t eax, uint32_t ebx)

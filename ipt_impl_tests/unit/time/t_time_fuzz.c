@@ -6,7 +6,7 @@
  *
  * LLVMFuzzerTestOneInput is the libFuzzer entry; without libFuzzer
  * (IPT_LIBFUZZER undefined) main() feeds it pseudo-random inputs. */
-#include "../ipt.h"
+#include "ipt.h"
 #include "check.h"
 
 #include <stdlib.h>

@@ -1,6 +1,6 @@
 /* Time tracking (ipt_time_*): TSC, TMA, MTC, CYC and CBR updates, with
  * values worked out by hand from the SDM's timing rules. */
-#include "../ipt.h"
+#include "ipt.h"
 #include "check.h"
 
 static struct pt_config cfg(uint8_t mtc_freq, uint32_t eax, uint32_t ebx)
