@@ -6,8 +6,10 @@
 # conformance case under valgrind memcheck (valgrind-all), every
 # allocation failing in turn (nomem), one allocator per object (alloc),
 # the worst-case memory of each decoder (memory), several threads
-# decoding at once, as built and under ThreadSanitizer (threads).  The
-# unit tests under ASan+UBSan are built by the Makefile (build/asan/unit/).
+# decoding at once, as built and under ThreadSanitizer (threads), the
+# block and instruction decoders without their shortcuts (general-path).
+# The unit tests under ASan+UBSan are built by the Makefile
+# (build/asan/unit/).
 
 HD := $(T)/hard
 HB := $(B)/hard
@@ -61,3 +63,19 @@ TESTS += $(call cmd,$(HB)/threads $(CONFORMANCE))
 TESTS += $(call cmd,env TSAN_OPTIONS=halt_on_error=1 $(HB)/threads-tsan $(CONFORMANCE))
 TEST_DEPS += $(B)/asan/ptdump $(B)/asan/ptxed $(HB)/valgrind_all $(UNIT_BINS) \
 	$(addprefix $(HB)/,nomem alloc memory threads threads-tsan)
+
+# The block and instruction decoders' shortcuts change nothing: ptxed
+# against the same built with IPT_BLK_GENERAL_PATH, on every ptxed case of
+# the libipt and real suites, the synthesized sample, and traces ptsynth
+# synthesizes of /bin/true and of a program that takes signals
+# (SYNTH_SKIP_PTRACE=1 where ptrace is not permitted).
+$(HB)/ptxed-general: examples/ptxed.c $(HDR) $(wildcard examples/*.h)
+	@mkdir -p $(@D)
+	$(CC) $(OPT) $(WARN) $(CPPFLAGS) -DIPT_BLK_GENERAL_PATH -o $@ $< \
+		$(ZYDIS) -lm
+
+TESTS += $(call cmd,$(HD)/general-path -s $(B)/synth/ptsynth /bin/true \
+	$(B)/synth/signals -- examples/ptxed $(HB)/ptxed-general \
+	$(CONFORMANCE)/libipt $(CONFORMANCE)/real examples/synth-sample)
+TEST_DEPS += examples/ptxed $(HB)/ptxed-general $(B)/synth/ptsynth \
+	$(B)/synth/signals
