@@ -17,7 +17,7 @@
 #ifndef IPT_FUZZ_H
 #define IPT_FUZZ_H
 
-#include "../../ipt.h"
+#include "ipt.h"
 
 #include <stdio.h>
 #include <stdlib.h>
