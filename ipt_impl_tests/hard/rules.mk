@@ -76,6 +76,7 @@ $(HB)/ptxed-general: examples/ptxed.c $(HDR) $(wildcard examples/*.h)
 
 TESTS += $(call cmd,$(HD)/general-path -s $(B)/synth/ptsynth /bin/true \
 	$(B)/synth/signals -- examples/ptxed $(HB)/ptxed-general \
-	$(CONFORMANCE)/libipt $(CONFORMANCE)/real examples/synth-sample)
+	$(CONFORMANCE)/libipt $(CONFORMANCE)/real $(CONFORMANCE)/regress \
+	examples/synth-sample)
 TEST_DEPS += examples/ptxed $(HB)/ptxed-general $(B)/synth/ptsynth \
 	$(B)/synth/signals
