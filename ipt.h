@@ -1366,6 +1366,25 @@ IPT_API int ipt_blk_set_wait_for_code(struct pt_block_decoder *decoder,
 IPT_API int ipt_insn_set_wait_for_code(struct pt_insn_decoder *decoder,
 				       int on);
 
+/* >>api-buffer: one decoder for every trace */
+
+/* Point a decoder at another trace buffer [begin, end): it keeps its
+ * configuration (but for begin and end), its image and its caches, and is
+ * as a new decoder would be otherwise: not synchronized, no time, no
+ * events.  Nothing is allocated, so a fuzzer or an agent decoding many
+ * short traces makes one decoder and reuses it.  Each returns zero,
+ * -pte_invalid without decoder, begin or end, or if end < begin. */
+IPT_API int ipt_pkt_set_buffer(struct pt_packet_decoder *decoder,
+			       uint8_t *begin, uint8_t *end);
+IPT_API int ipt_evt_set_buffer(struct pt_event_decoder *decoder,
+			       uint8_t *begin, uint8_t *end);
+IPT_API int ipt_qry_set_buffer(struct pt_query_decoder *decoder,
+			       uint8_t *begin, uint8_t *end);
+IPT_API int ipt_blk_set_buffer(struct pt_block_decoder *decoder,
+			       uint8_t *begin, uint8_t *end);
+IPT_API int ipt_insn_set_buffer(struct pt_insn_decoder *decoder,
+				uint8_t *begin, uint8_t *end);
+
 /* >>api-alloc: ipt_ extensions: a runtime allocator per object */
 
 /* Where an object's memory comes from.  alloc returns size bytes aligned
@@ -3401,10 +3420,17 @@ static IPT__UNUSED int ipt__sync_backward(const uint8_t **sync,
 
 /* Initialize an embedded decoder: copy the configuration in, unsynced.
  * -pte_invalid for NULL arguments, -pte_bad_config for a bad config. */
+/* Where the fast path of pt_pkt_next may go, for the current end. */
+static void ipt__pkt_set_fast(struct pt_packet_decoder *decoder)
+{
+	size_t n = (size_t) (decoder->config.end - decoder->config.begin);
+
+	decoder->fast = n >= IPT__FAST_ROOM ? n - IPT__FAST_ROOM + 1 : 0;
+}
+
 static IPT__UNUSED int ipt__pkt_init(struct pt_packet_decoder *decoder,
 				     const struct pt_config *config)
 {
-	size_t n;
 	int errcode;
 
 	if (!decoder || !config)
@@ -3415,8 +3441,7 @@ static IPT__UNUSED int ipt__pkt_init(struct pt_packet_decoder *decoder,
 	if (errcode < 0)
 		return errcode;
 
-	n = (size_t) (decoder->config.end - decoder->config.begin);
-	decoder->fast = n >= IPT__FAST_ROOM ? n - IPT__FAST_ROOM + 1 : 0;
+	ipt__pkt_set_fast(decoder);
 	return 0;
 }
 
@@ -3505,6 +3530,19 @@ IPT_DEF void pt_pkt_free_decoder(struct pt_packet_decoder *decoder)
  * on it.  -pte_eos if there is none, -pte_internal if the decoder was set
  * to the very end, -pte_invalid if decoder is NULL; the position does not
  * change on errors. */
+IPT_DEF int ipt_pkt_set_buffer(struct pt_packet_decoder *decoder,
+			       uint8_t *begin, uint8_t *end)
+{
+	if (!decoder || !begin || !end || end < begin)
+		return -pte_invalid;
+	decoder->config.begin = begin;
+	decoder->config.end = end;
+	decoder->pos = NULL;
+	decoder->sync = NULL;
+	ipt__pkt_set_fast(decoder);
+	return 0;
+}
+
 IPT_DEF int pt_pkt_sync_forward(struct pt_packet_decoder *decoder)
 {
 	const uint8_t *sync;
@@ -5529,6 +5567,20 @@ static int ipt__evt_start(struct pt_event_decoder *decoder)
 	}
 }
 
+IPT_DEF int ipt_evt_set_buffer(struct pt_event_decoder *decoder,
+			       uint8_t *begin, uint8_t *end)
+{
+	int err;
+
+	if (!decoder)
+		return -pte_invalid;
+	err = ipt_pkt_set_buffer(&decoder->pacdec, begin, end);
+	if (err < 0)
+		return err;
+	decoder->packet.size = 0;
+	return ipt__evt_reset(decoder);
+}
+
 IPT_DEF int pt_evt_sync_forward(struct pt_event_decoder *decoder)
 {
 	int err;
@@ -7292,6 +7344,20 @@ static int ipt__qry_start(struct pt_query_decoder *decoder, uint64_t *ip)
 	decoder->status = 0;
 	ipt__qry_read_ahead(decoder);
 	return status | ipt__qry_status(decoder);
+}
+
+IPT_DEF int ipt_qry_set_buffer(struct pt_query_decoder *decoder,
+			       uint8_t *begin, uint8_t *end)
+{
+	int err;
+
+	if (!decoder)
+		return -pte_invalid;
+	err = ipt_evt_set_buffer(&decoder->evdec, begin, end);
+	if (err < 0)
+		return err;
+	IPT_MEMSET(&decoder->event, 0, sizeof(decoder->event));
+	return ipt__qry_reset(decoder);
 }
 
 IPT_DEF int pt_qry_sync_forward(struct pt_query_decoder *decoder, uint64_t *ip)
@@ -10729,6 +10795,16 @@ static void ipt__blk_reset(struct pt_block_decoder *decoder)
 	decoder->ctx_id = 0;
 }
 
+/* As a new decoder on its trace: nothing decoded, resynchronizing never
+ * tried. */
+static void ipt__blk_restart(struct pt_block_decoder *decoder)
+{
+	decoder->resync_sync = UINT64_MAX;
+	decoder->resync_at = 0;
+	decoder->resync_stalls = 0;
+	ipt__blk_reset(decoder);
+}
+
 static int ipt__blk_decoder_init(struct pt_block_decoder *decoder,
 				 const struct pt_config *uconfig,
 				 uint32_t want_text)
@@ -10775,10 +10851,21 @@ static int ipt__blk_decoder_init(struct pt_block_decoder *decoder,
 	decoder->cache_image = NULL;
 	decoder->cache_gen = 0;
 	decoder->epoch = 1;
-	decoder->resync_sync = UINT64_MAX;
-	decoder->resync_at = 0;
-	decoder->resync_stalls = 0;
-	ipt__blk_reset(decoder);
+	ipt__blk_restart(decoder);
+	return 0;
+}
+
+IPT_DEF int ipt_blk_set_buffer(struct pt_block_decoder *decoder,
+			       uint8_t *begin, uint8_t *end)
+{
+	int err;
+
+	if (!decoder)
+		return -pte_invalid;
+	err = ipt_evt_set_buffer(&decoder->evdec, begin, end);
+	if (err < 0)
+		return err;
+	ipt__blk_restart(decoder);
 	return 0;
 }
 
@@ -13565,6 +13652,20 @@ static int ipt__insn_synced(struct pt_insn_decoder *decoder, int status)
 	if (status >= 0)
 		decoder->status = status;
 	return status;
+}
+
+IPT_DEF int ipt_insn_set_buffer(struct pt_insn_decoder *decoder,
+				uint8_t *begin, uint8_t *end)
+{
+	int err;
+
+	if (!decoder)
+		return -pte_invalid;
+	err = ipt_blk_set_buffer(&decoder->blkdec, begin, end);
+	if (err < 0)
+		return err;
+	ipt__insn_reset(decoder);
+	return 0;
 }
 
 IPT_DEF int pt_insn_sync_forward(struct pt_insn_decoder *decoder)

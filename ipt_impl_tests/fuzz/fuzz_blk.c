@@ -13,11 +13,13 @@
 #ifdef FUZZ_INSN
 #define D(name) pt_insn_##name
 #define D_ALLOC ipt_insn_alloc_decoder_with
+#define D_SET_BUFFER ipt_insn_set_buffer
 typedef struct pt_insn_decoder fz_decoder;
 typedef struct pt_insn fz_item;
 #else
 #define D(name) pt_blk_##name
 #define D_ALLOC ipt_blk_alloc_decoder_with
+#define D_SET_BUFFER ipt_blk_set_buffer
 typedef struct pt_block_decoder fz_decoder;
 typedef struct pt_block fz_item;
 #endif
@@ -228,6 +230,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		}
 		break;
 	}
+
+	/* The same decoder, caches and image on the second half of the
+	 * trace. */
+	if (D_SET_BUFFER(decoder, trace + tsize / 2, trace + tsize) < 0)
+		fz_fail("cannot set the buffer", (long long) tsize, 0);
+	steps = max_steps(tsize - tsize / 2);
+	status = D(sync_forward)(decoder);
+	while (status >= 0 && steps &&
+	       run(decoder, status, &ev, UINT64_MAX, &steps, insn_cap) !=
+	       -pte_eos)
+		status = D(sync_forward)(decoder);
 	fz_event_fini(&ev);
 
 out:

@@ -9,7 +9,7 @@ $(HV_B):
 # decoded with pages missing at random and fetched on demand, against the
 # decode with all code present.
 $(HV_B)/t_hv_fault: ipt_impl_tests/unit/hv/t_hv_fault.c \
-		ipt_impl_tests/unit/hv/fault_util.h $(B)/ipt_impl.o \
+		ipt_impl_tests/unit/hv/fault_util.h ipt_impl_tests/unit/hv/hv_cases.h $(B)/ipt_impl.o \
 		ipt_impl_tests/check.h $(HDR) | $(HV_B)
 	$(CC) $(OPT) $(WARN) $(CPPFLAGS) -Iipt_impl_tests -Iipt_impl_tests/lib \
 		$(CFLAGS) -o $@ $< $(B)/ipt_impl.o $(ZYDIS) -lm
@@ -19,6 +19,24 @@ $(HV_B)/t_hv_fault.sh: $(HV_B)/t_hv_fault ipt-hv-force
 		"$(CONFORMANCE)/libipt" "$(CONFORMANCE)/real" \
 		"$(CONFORMANCE)/libipt-sb" examples/synth-sample > $@
 	@chmod +x $@
+
+# One decoder of each kind pointed at trace after trace (ipt_*_set_buffer):
+# the same output as new decoders, no allocation once warm.
+$(HV_B)/t_hv_buffer: ipt_impl_tests/unit/hv/t_hv_buffer.c \
+		ipt_impl_tests/unit/hv/fault_util.h \
+		ipt_impl_tests/unit/hv/hv_cases.h $(B)/ipt_impl.o \
+		ipt_impl_tests/check.h $(HDR) | $(HV_B)
+	$(CC) $(OPT) $(WARN) $(CPPFLAGS) -Iipt_impl_tests -Iipt_impl_tests/lib \
+		$(CFLAGS) -o $@ $< $(B)/ipt_impl.o $(ZYDIS) -lm
+
+$(HV_B)/t_hv_buffer.sh: $(HV_B)/t_hv_buffer ipt-hv-force
+	@printf '#!/bin/sh\nexec %s %s %s %s --synth %s\n' "$(HV_B)/t_hv_buffer" \
+		"$(CONFORMANCE)/libipt" "$(CONFORMANCE)/real" \
+		"$(CONFORMANCE)/libipt-sb" examples/synth-sample > $@
+	@chmod +x $@
+
+TESTS += $(HV_B)/t_hv_buffer.sh
+TEST_DEPS += $(HV_B)/t_hv_buffer.sh
 
 .PHONY: ipt-hv-force
 ipt-hv-force:
