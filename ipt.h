@@ -1366,6 +1366,27 @@ IPT_API int ipt_blk_set_wait_for_code(struct pt_block_decoder *decoder,
 IPT_API int ipt_insn_set_wait_for_code(struct pt_insn_decoder *decoder,
 				       int on);
 
+/* >>api-vm: traces of virtual machines as the hardware writes them */
+
+/* Entering and leaving a VM switches tracing with the VMCS's controls
+ * (SDM Vol. 3C, 26.x and 27.x "Loading/Saving IA32_RTIT_CTL", 33.5.2
+ * "VMX transitions"), and the processor writes shapes libipt 2.3 takes as
+ * errors: after a VM exit disabled tracing (FUP, TIP.PGD), the VM entry
+ * sends a PSB+ whose FUP says tracing is on at the guest IP X, and right
+ * after its PSBEND a TIP.PGE X.  libipt stops there with "bad status
+ * update" or "unexpected packet context" and loses the trace up to the
+ * next PSB.
+ *
+ * ipt_blk_set_vm_tolerant() / ipt_insn_set_vm_tolerant() with on non-zero
+ * take them as what they are: a PSB+ that says tracing is on while the
+ * decoder has it off enables it at that IP (the event is indicated as an
+ * ordinary enable, resumed if at the IP tracing stopped at), and an enable
+ * at the IP the decoder already stands at, while enabled, is indicated
+ * and changes nothing.  Off by default (libipt's behaviour).  Both return
+ * zero, -pte_invalid without decoder. */
+IPT_API int ipt_blk_set_vm_tolerant(struct pt_block_decoder *decoder, int on);
+IPT_API int ipt_insn_set_vm_tolerant(struct pt_insn_decoder *decoder, int on);
+
 /* >>api-buffer: one decoder for every trace */
 
 /* Point a decoder at another trace buffer [begin, end): it keeps its
@@ -10345,6 +10366,8 @@ struct pt_block_decoder {
 	uint32_t has_fault:1;
 	/* Set by ipt_blk_set_wait_for_code. */
 	uint32_t wait_for_code:1;
+	/* Set by ipt_blk_set_vm_tolerant. */
+	uint32_t vm_tolerant:1;
 	/* The fault was met looking ahead of the flow, not walking it: what
 	 * follows the block's last instruction is not known yet. */
 	uint32_t fault_ahead:1;
@@ -12951,6 +12974,14 @@ IPT_DEF int pt_blk_next(struct pt_block_decoder *decoder,
 	return 0;
 }
 
+IPT_DEF int ipt_blk_set_vm_tolerant(struct pt_block_decoder *decoder, int on)
+{
+	if (!decoder)
+		return -pte_invalid;
+	decoder->vm_tolerant = on ? 1 : 0;
+	return 0;
+}
+
 IPT_DEF int ipt_blk_set_wait_for_code(struct pt_block_decoder *decoder,
 				      int on)
 {
@@ -12988,16 +13019,29 @@ IPT_DEF int ipt_blk_get_fault(const struct pt_block_decoder *decoder,
 /* ---- events ---- */
 
 static int ipt__blk_process_enabled(struct pt_block_decoder *decoder,
-				    const struct pt_event *ev)
+				    struct pt_event *ev)
 {
-	/* A status update just confirms what we know. */
-	if (ev->status_update)
-		return decoder->enabled ? 0 : -pte_bad_status_update;
+	/* A status update just confirms what we know; a VM entry's PSB+
+	 * says tracing is on where we had it off (ipt_blk_set_vm_tolerant):
+	 * it is, from its IP on. */
+	if (ev->status_update) {
+		if (decoder->enabled)
+			return 0;
+		if (!decoder->vm_tolerant || ev->ip_suppressed)
+			return -pte_bad_status_update;
+		ev->status_update = 0;
+	}
 
 	if (ev->ip_suppressed)
 		return -pte_noip;
-	if (decoder->enabled)
+	if (decoder->enabled) {
+		/* The VM entry's TIP.PGE after such a PSB+: enabled again
+		 * where we are. */
+		if (decoder->vm_tolerant &&
+		    ev->variant.enabled.ip == decoder->ip)
+			return 0;
 		return -pte_bad_context;
+	}
 
 	decoder->ip = ev->variant.enabled.ip;
 	decoder->enabled = 1;
@@ -13989,6 +14033,13 @@ IPT_DEF int pt_insn_next(struct pt_insn_decoder *decoder,
 	}
 
 	return ipt__insn_next(decoder, uinsn, size);
+}
+
+IPT_DEF int ipt_insn_set_vm_tolerant(struct pt_insn_decoder *decoder, int on)
+{
+	if (!decoder)
+		return -pte_invalid;
+	return ipt_blk_set_vm_tolerant(&decoder->blkdec, on);
 }
 
 IPT_DEF int ipt_insn_set_wait_for_code(struct pt_insn_decoder *decoder,

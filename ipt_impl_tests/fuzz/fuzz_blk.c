@@ -14,12 +14,14 @@
 #define D(name) pt_insn_##name
 #define D_ALLOC ipt_insn_alloc_decoder_with
 #define D_SET_BUFFER ipt_insn_set_buffer
+#define D_SET(name) ipt_insn_set_##name
 typedef struct pt_insn_decoder fz_decoder;
 typedef struct pt_insn fz_item;
 #else
 #define D(name) pt_blk_##name
 #define D_ALLOC ipt_blk_alloc_decoder_with
 #define D_SET_BUFFER ipt_blk_set_buffer
+#define D_SET(name) ipt_blk_set_##name
 typedef struct pt_block_decoder fz_decoder;
 typedef struct pt_block fz_item;
 #endif
@@ -181,6 +183,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 					 fz_read_memory, &img) < 0)
 		fz_fail("cannot set callback", 0, 0);
 	fz_event_init(&ev, &h);
+	/* The top bits of the sync offset switch ipt.h's settings. */
+	if (D_SET(vm_tolerant)(decoder, (int) (h.sync_offset >> 31)) < 0 ||
+	    D_SET(wait_for_code)(decoder, (int) (h.sync_offset >> 30) & 1) < 0)
+		fz_fail("cannot set the decoder up", 0, 0);
 
 	switch (h.flags & fz_sync_mask) {
 	case fz_sync_backward:

@@ -38,6 +38,15 @@ $(HV_B)/t_hv_buffer.sh: $(HV_B)/t_hv_buffer ipt-hv-force
 TESTS += $(HV_B)/t_hv_buffer.sh
 TEST_DEPS += $(HV_B)/t_hv_buffer.sh
 
+# VM entries as the hardware writes them, by default and vm-tolerant.
+$(HV_B)/t_hv_vm: ipt_impl_tests/unit/hv/t_hv_vm.c ipt_impl_tests/t_blk_util.h \
+		$(B)/ipt_impl.o ipt_impl_tests/check.h $(HDR) | $(HV_B)
+	$(CC) $(OPT) $(WARN) $(CPPFLAGS) -Iipt_impl_tests -Iipt_impl_tests/lib \
+		$(CFLAGS) -o $@ $< $(B)/ipt_impl.o $(ZYDIS) -lm
+
+TESTS += $(HV_B)/t_hv_vm
+TEST_DEPS += $(HV_B)/t_hv_vm
+
 .PHONY: ipt-hv-force
 ipt-hv-force:
 
