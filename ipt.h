@@ -10402,7 +10402,14 @@ ipt__insn_range_is_contiguous(uint64_t begin, uint64_t end,
  *        the run at ip (NULL if none), and its text
  *   int  ipt__blk_decode(struct pt_block_decoder *, struct pt_insn *,
  *                        struct ipt__insn_ext *);
- *        one instruction through the instruction cache */
+ *        one instruction through the instruction cache
+ *   int  ipt__blk_decode_watched(struct pt_block_decoder *, struct pt_insn *,
+ *                                struct ipt__insn_ext *);
+ *        the same as a call of its own: missing memory is its fault
+ *   int  ipt__blk_fault(const struct pt_block_decoder *);
+ *        whether the last call stopped at missing memory: 0 no, 1 walking
+ *        the code (before the instruction it could not read), 2 looking
+ *        ahead of the flow (ipt_blk_set_wait_for_code) */
 
 /* The instruction cache's size, as a power of two number of entries. */
 #ifndef IPT_BLK_ICACHE_BITS
@@ -11112,7 +11119,7 @@ static void ipt__blk_reset(struct pt_block_decoder *decoder)
 
 /* As a new decoder on its trace: nothing decoded, resynchronizing never
  * tried. */
-static void ipt__blk_restart(struct pt_block_decoder *decoder)
+static void ipt__blk_as_new(struct pt_block_decoder *decoder)
 {
 	decoder->resync_sync = UINT64_MAX;
 	decoder->resync_at = 0;
@@ -11166,7 +11173,7 @@ static int ipt__blk_decoder_init(struct pt_block_decoder *decoder,
 	decoder->cache_image = NULL;
 	decoder->cache_gen = 0;
 	decoder->epoch = 1;
-	ipt__blk_restart(decoder);
+	ipt__blk_as_new(decoder);
 	return 0;
 }
 
@@ -11180,7 +11187,7 @@ IPT_DEF int ipt_blk_set_buffer(struct pt_block_decoder *decoder,
 	err = ipt_evt_set_buffer(&decoder->evdec, begin, end);
 	if (err < 0)
 		return err;
-	ipt__blk_restart(decoder);
+	ipt__blk_as_new(decoder);
 	return 0;
 }
 
@@ -13167,6 +13174,26 @@ static void ipt__blk_block_to_user(struct pt_block *ublock, size_t size,
 	IPT_MEMCPY(ublock, block, size);
 }
 
+static IPT__UNUSED int ipt__blk_fault(const struct pt_block_decoder *decoder)
+{
+	if (!decoder->has_fault)
+		return 0;
+	return decoder->fault_ahead ? 2 : 1;
+}
+
+static IPT__UNUSED int
+ipt__blk_decode_watched(struct pt_block_decoder *decoder, struct pt_insn *insn,
+			struct ipt__insn_ext *iext)
+{
+	int status;
+
+	ipt__blk_watch(decoder);
+	status = ipt__blk_decode(decoder, insn, iext);
+	if (status < 0)
+		ipt__blk_note_fault(decoder, status);
+	return status;
+}
+
 /* Start @block where the last call left us; events may still change it. */
 static IPT__INLINE void ipt__blk_begin(struct pt_block_decoder *decoder,
 				       struct pt_block *block)
@@ -14120,7 +14147,7 @@ static int ipt__insn_resume(struct pt_insn_decoder *decoder,
 
 	status = pt_blk_next(blkdec, block, sizeof(*block));
 	decoder->trail = 0;
-	if (status < 0 && blkdec->has_fault && !block->ninsn) {
+	if (status < 0 && ipt__blk_fault(blkdec) && !block->ninsn) {
 		struct pt_insn none;
 
 		IPT_MEMSET(&none, 0, sizeof(none));
@@ -14145,10 +14172,14 @@ static IPT__INLINE int ipt__insn_block_end(struct pt_insn_decoder *decoder,
 					   const struct pt_insn *insn,
 					   struct pt_insn *uinsn, size_t size)
 {
-	if (IPT__LIKELY(decoder->status >= 0 || !decoder->blkdec.has_fault))
+	if (IPT__LIKELY(decoder->status >= 0))
 		return decoder->status;
-	if (!decoder->blkdec.fault_ahead)
+	switch (ipt__blk_fault(&decoder->blkdec)) {
+	case 0:
+		return decoder->status;
+	case 1:
 		return 0;
+	}
 
 	IPT__COPY(decoder->held, *insn);
 	decoder->has_held = 1;
@@ -14180,7 +14211,7 @@ static IPT__NOINLINE int ipt__insn_next(struct pt_insn_decoder *decoder,
 		 * memory is not the end: the next call asks again. */
 		status = decoder->status;
 		if (status < 0) {
-			if (decoder->blkdec.has_fault)
+			if (ipt__blk_fault(&decoder->blkdec))
 				decoder->status = 0;
 			goto out;
 		}
@@ -14201,7 +14232,7 @@ static IPT__NOINLINE int ipt__insn_next(struct pt_insn_decoder *decoder,
 
 		/* An empty block: an error or event shows now. */
 		if (status < 0) {
-			if (decoder->blkdec.has_fault)
+			if (ipt__blk_fault(&decoder->blkdec))
 				decoder->status = 0;
 			goto out;
 		}
@@ -14239,12 +14270,7 @@ static IPT__NOINLINE int ipt__insn_next(struct pt_insn_decoder *decoder,
 		insn->size = block->size;
 		status = ipt__ild_decode(insn, &iext);
 	} else {
-		struct pt_block_decoder *blkdec = &decoder->blkdec;
-
-		ipt__blk_watch(blkdec);
-		status = ipt__blk_decode(blkdec, insn, &iext);
-		if (status < 0)
-			ipt__blk_note_fault(blkdec, status);
+		status = ipt__blk_decode_watched(&decoder->blkdec, insn, &iext);
 	}
 	if (status < 0)
 		goto out;
