@@ -12305,6 +12305,9 @@ ipt__blk_run_miss(struct pt_block_decoder *decoder, uint32_t idx, uint64_t ip,
 		if (ipt__blk_runs_resize(decoder, decoder->rsets * 2) < 0)
 			decoder->rlimit = (uint64_t) decoder->rsets *
 					  ipt__blk_set_bytes(decoder);
+		/* Without memory even for the old size, go on without. */
+		if (!decoder->runs)
+			return NULL;
 		decoder->rfills = 0;
 		idx = ipt__blk_set_of(ip, ctx, decoder->rsets);
 		set = ipt__blk_set(decoder, idx);
