@@ -1427,6 +1427,17 @@ IPT_API int ipt_insn_set_wait_for_code(struct pt_insn_decoder *decoder,
 IPT_API int ipt_blk_set_vm_tolerant(struct pt_block_decoder *decoder, int on);
 IPT_API int ipt_insn_set_vm_tolerant(struct pt_insn_decoder *decoder, int on);
 
+/* Guest or host: PIP's NR bit says whether the processor runs in VMX
+ * non-root operation (a guest) after the CR3 it carries; the paging events
+ * (ptev_paging, ptev_async_paging, and PSB+ status updates) carry it as
+ * non_root.  ipt_blk_in_guest() / ipt_insn_in_guest() give it as of the
+ * events taken so far, that is for the next block or instruction: 1 in a
+ * guest, 0 in the host, -pte_nosync if no PIP has said since the decoder
+ * synchronized, -pte_invalid without decoder.  An agent keeps the guest's
+ * flow by dropping what comes while this is 0. */
+IPT_API int ipt_blk_in_guest(const struct pt_block_decoder *decoder);
+IPT_API int ipt_insn_in_guest(const struct pt_insn_decoder *decoder);
+
 /* >>api-buffer: one decoder for every trace */
 
 /* Point a decoder at another trace buffer [begin, end): it keeps its
@@ -10648,6 +10659,9 @@ struct pt_block_decoder {
 	uint32_t wait_for_code:1;
 	/* Set by ipt_blk_set_vm_tolerant. */
 	uint32_t vm_tolerant:1;
+	/* With @vm_known, what the last PIP said: VMX non-root. */
+	uint32_t vm_known:1;
+	uint32_t non_root:1;
 	/* The fault was met looking ahead of the flow, not walking it: what
 	 * follows the block's last instruction is not known yet. */
 	uint32_t fault_ahead:1;
@@ -11110,6 +11124,8 @@ static void ipt__blk_reset(struct pt_block_decoder *decoder)
 	decoder->has_icnt = 0;
 	decoder->process_insn = 0;
 	decoder->has_fault = 0;
+	decoder->vm_known = 0;
+	decoder->non_root = 0;
 	decoder->ntrail = 0;
 	IPT_MEMSET(&decoder->event, 0xff, sizeof(decoder->event));
 	ipt__retstack_init(&decoder->retstack);
@@ -13260,6 +13276,15 @@ IPT_DEF int ipt_blk_set_vm_tolerant(struct pt_block_decoder *decoder, int on)
 	return 0;
 }
 
+IPT_DEF int ipt_blk_in_guest(const struct pt_block_decoder *decoder)
+{
+	if (!decoder)
+		return -pte_invalid;
+	if (!decoder->vm_known)
+		return -pte_nosync;
+	return decoder->non_root;
+}
+
 IPT_DEF int ipt_blk_set_wait_for_code(struct pt_block_decoder *decoder,
 				      int on)
 {
@@ -13370,11 +13395,15 @@ static int ipt__blk_process_overflow(struct pt_block_decoder *decoder,
 static void ipt__blk_change_asid(struct pt_block_decoder *decoder,
 				 const struct pt_event *ev)
 {
-	if (ev->type == ptev_paging)
+	if (ev->type == ptev_paging) {
 		decoder->asid.cr3 = ev->variant.paging.cr3;
-	else if (ev->type == ptev_async_paging)
+		decoder->non_root = ev->variant.paging.non_root;
+		decoder->vm_known = 1;
+	} else if (ev->type == ptev_async_paging) {
 		decoder->asid.cr3 = ev->variant.async_paging.cr3;
-	else if (ev->type == ptev_vmcs)
+		decoder->non_root = ev->variant.async_paging.non_root;
+		decoder->vm_known = 1;
+	} else if (ev->type == ptev_vmcs)
 		decoder->asid.vmcs = ev->variant.vmcs.base;
 	else if (ev->type == ptev_async_vmcs)
 		decoder->asid.vmcs = ev->variant.async_vmcs.base;
@@ -14329,6 +14358,13 @@ IPT_DEF int ipt_insn_set_vm_tolerant(struct pt_insn_decoder *decoder, int on)
 	if (!decoder)
 		return -pte_invalid;
 	return ipt_blk_set_vm_tolerant(&decoder->blkdec, on);
+}
+
+IPT_DEF int ipt_insn_in_guest(const struct pt_insn_decoder *decoder)
+{
+	if (!decoder)
+		return -pte_invalid;
+	return ipt_blk_in_guest(&decoder->blkdec);
 }
 
 IPT_DEF int ipt_insn_set_wait_for_code(struct pt_insn_decoder *decoder,
