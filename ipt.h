@@ -160,7 +160,9 @@ enum pt_error_code {
 	pte_event_ignored,
 	pte_overflow,
 	pte_bad_file,
-	pte_bad_cpu
+	pte_bad_cpu,
+	/* ipt.h: the trace ends for now, more may come (ipt_*_extend). */
+	ipt_pte_need_more
 };
 
 /* The error code of a status: pte_ok for any non-negative status. */
@@ -1457,6 +1459,21 @@ IPT_API int ipt_blk_set_buffer(struct pt_block_decoder *decoder,
 IPT_API int ipt_insn_set_buffer(struct pt_insn_decoder *decoder,
 				uint8_t *begin, uint8_t *end);
 
+/* Streaming: the trace's end moves forward as the processor writes.
+ * ipt_pkt_extend() / ipt_evt_extend() set a new end (not before the
+ * current one) and say whether more may come after it.  While more may
+ * come, the end of the trace or a packet cut by it is -ipt_pte_need_more
+ * instead of -pte_eos: the decoder stays where it is and goes on once the
+ * end moves; decoding in pieces gives what decoding the whole gives.  A
+ * sync call that needs more starts over after the end moved.  Both return
+ * zero, -pte_invalid without decoder or end, or if end lies before the
+ * current end.  (The query, block and instruction decoders do not stream
+ * yet.) */
+IPT_API int ipt_pkt_extend(struct pt_packet_decoder *decoder, uint8_t *end,
+			   int more);
+IPT_API int ipt_evt_extend(struct pt_event_decoder *decoder, uint8_t *end,
+			   int more);
+
 /* >>api-alloc: ipt_ extensions: a runtime allocator per object */
 
 /* Where an object's memory comes from.  alloc returns size bytes aligned
@@ -1750,7 +1767,8 @@ static IPT__UNUSED void *ipt__realloc(const struct ipt_allocator *a,
 	X(pte_event_ignored, "event ignored")                                \
 	X(pte_overflow, "overflow")                                          \
 	X(pte_bad_file, "bad file")                                          \
-	X(pte_bad_cpu, "unknown cpu")
+	X(pte_bad_cpu, "unknown cpu")                                        \
+	X(ipt_pte_need_more, "end of trace for now: more may come")
 
 IPT_DEF const char *pt_errstr(enum pt_error_code code)
 {
@@ -2863,6 +2881,8 @@ struct pt_packet_decoder {
 	/* The last PSB seen, or the position set by sync_set; NULL until
 	 * synchronized. */
 	const uint8_t *sync;
+	/* More trace may come after config.end (ipt_pkt_extend). */
+	uint32_t more;
 };
 
 /* The bytes pt_pkt_next's fast path may read from a packet's start: every
@@ -3679,6 +3699,18 @@ IPT_DEF int ipt_pkt_set_buffer(struct pt_packet_decoder *decoder,
 	decoder->config.end = end;
 	decoder->pos = NULL;
 	decoder->sync = NULL;
+	decoder->more = 0;
+	ipt__pkt_set_fast(decoder);
+	return 0;
+}
+
+IPT_DEF int ipt_pkt_extend(struct pt_packet_decoder *decoder, uint8_t *end,
+			   int more)
+{
+	if (!decoder || !end || end < decoder->config.end)
+		return -pte_invalid;
+	decoder->config.end = end;
+	decoder->more = more ? 1 : 0;
 	ipt__pkt_set_fast(decoder);
 	return 0;
 }
@@ -4016,6 +4048,21 @@ static int ipt__pkt_decode(struct pt_packet_decoder *decoder,
 /* pt_pkt_next for everything but the common packets: decode, copy out as
  * the caller's size says (bytes past sizeof(struct pt_packet) zeroed,
  * fewer bytes truncated), advance. */
+/* Whether more trace may come after the end (ipt_pkt_extend). */
+static IPT__UNUSED int ipt__pkt_more(const struct pt_packet_decoder *decoder)
+{
+	return (int) decoder->more;
+}
+
+/* The end of the trace, or a packet cut by it, is only the end for now if
+ * more may come. */
+static int ipt__pkt_end_status(const struct pt_packet_decoder *decoder,
+			       int status)
+{
+	return status == -pte_eos && decoder->more ? -ipt_pte_need_more :
+						     status;
+}
+
 static IPT__NOINLINE int ipt__pkt_next_slow(struct pt_packet_decoder *decoder,
 			      struct pt_packet *packet, size_t psize)
 {
@@ -4025,11 +4072,11 @@ static IPT__NOINLINE int ipt__pkt_next_slow(struct pt_packet_decoder *decoder,
 	if (psize == sizeof(pkt)) {
 		size = ipt__pkt_decode(decoder, packet);
 		if (size < 0)
-			return size;
+			return ipt__pkt_end_status(decoder, size);
 	} else {
 		size = ipt__pkt_decode(decoder, &pkt);
 		if (size < 0)
-			return size;
+			return ipt__pkt_end_status(decoder, size);
 
 		if (sizeof(pkt) < psize) {
 			IPT_MEMSET(((uint8_t *) packet) + sizeof(pkt), 0,
@@ -5778,6 +5825,27 @@ IPT_DEF int ipt_evt_set_buffer(struct pt_event_decoder *decoder,
 	return ipt__evt_reset(decoder);
 }
 
+IPT_DEF int ipt_evt_extend(struct pt_event_decoder *decoder, uint8_t *end,
+			   int more)
+{
+	int err;
+
+	if (!decoder)
+		return -pte_invalid;
+	err = ipt_pkt_extend(&decoder->pacdec, end, more);
+	if (err < 0)
+		return err;
+
+	/* The packet the trace ended in, or before: read it again. */
+	if (decoder->packet.type == ppt_invalid &&
+	    (decoder->status == -ipt_pte_need_more ||
+	     decoder->status == -pte_eos)) {
+		decoder->status = 0;
+		return ipt__evt_next_packet(decoder);
+	}
+	return 0;
+}
+
 IPT_DEF int pt_evt_sync_forward(struct pt_event_decoder *decoder)
 {
 	int err;
@@ -7391,16 +7459,41 @@ static int ipt__evt_fetch_event(struct pt_event_decoder *decoder)
 	}
 }
 
+/* While more trace may come (ipt_evt_extend), a call that met the end,
+ * even only reading ahead, is undone: it is made again once the end has
+ * moved, and then finds what it would have found in the whole trace. */
+static int ipt__evt_next(struct pt_event_decoder *decoder,
+			 struct pt_event *uev, size_t size);
+
 IPT_DEF int pt_evt_next(struct pt_event_decoder *decoder,
 			struct pt_event *uev, size_t size)
 {
-	struct pt_event *ev;
+	struct pt_event_decoder save;
 	int err;
 
 	/* The man page's too-small size, checked before decoding so that
 	 * no event is lost. */
 	if (!decoder || !uev || size < offsetof(struct pt_event, variant))
 		return -pte_invalid;
+	if (IPT__LIKELY(!ipt__pkt_more(&decoder->pacdec)))
+		return ipt__evt_next(decoder, uev, size);
+
+	IPT__COPY(save, *decoder);
+	err = ipt__evt_next(decoder, uev, size);
+	if (err == -ipt_pte_need_more ||
+	    decoder->status == -ipt_pte_need_more) {
+		IPT__COPY(*decoder, save);
+		return -ipt_pte_need_more;
+	}
+	return err;
+}
+
+static int ipt__evt_next(struct pt_event_decoder *decoder,
+			 struct pt_event *uev, size_t size)
+{
+	struct pt_event *ev;
+	int err;
+
 	err = ipt__evt_fetch_event(decoder);
 	if (err < 0)
 		return err;

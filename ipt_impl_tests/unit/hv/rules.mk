@@ -38,6 +38,24 @@ $(HV_B)/t_hv_buffer.sh: $(HV_B)/t_hv_buffer ipt-hv-force
 TESTS += $(HV_B)/t_hv_buffer.sh
 TEST_DEPS += $(HV_B)/t_hv_buffer.sh
 
+# Streaming: packet and event decoders fed in random pieces
+# (ipt_*_extend) against the whole trace.
+$(HV_B)/t_hv_stream: ipt_impl_tests/unit/hv/t_hv_stream.c \
+		ipt_impl_tests/unit/hv/fault_util.h \
+		ipt_impl_tests/unit/hv/hv_cases.h $(B)/ipt_impl.o \
+		ipt_impl_tests/check.h $(HDR) | $(HV_B)
+	$(CC) $(OPT) $(WARN) $(CPPFLAGS) -Iipt_impl_tests -Iipt_impl_tests/lib \
+		$(CFLAGS) -o $@ $< $(B)/ipt_impl.o $(ZYDIS) -lm
+
+$(HV_B)/t_hv_stream.sh: $(HV_B)/t_hv_stream ipt-hv-force
+	@printf '#!/bin/sh\nexec %s %s %s %s --synth %s\n' "$(HV_B)/t_hv_stream" \
+		"$(CONFORMANCE)/libipt" "$(CONFORMANCE)/real" \
+		"$(CONFORMANCE)/libipt-sb" examples/synth-sample > $@
+	@chmod +x $@
+
+TESTS += $(HV_B)/t_hv_stream.sh
+TEST_DEPS += $(HV_B)/t_hv_stream.sh
+
 # VM entries as the hardware writes them, by default and vm-tolerant.
 $(HV_B)/t_hv_vm: ipt_impl_tests/unit/hv/t_hv_vm.c ipt_impl_tests/t_blk_util.h \
 		$(B)/ipt_impl.o ipt_impl_tests/check.h $(HDR) | $(HV_B)
