@@ -4,7 +4,8 @@
  * configuration and a struct gmem of its code.
  *
  *     hv_corpus(DIR, fn)      calls fn on every ptxed case of DIR
- *     hcase_load_synth(c, DIR)
+ *     hv_synth(DIR, fn)       calls fn on the ptsynth directory DIR
+ *     hv_cases(argc, argv, fn)  both, as the command line says
  */
 #ifndef HV_CASES_H
 #define HV_CASES_H
@@ -231,6 +232,21 @@ static HV_UNUSED void hv_synth(const char *dir, void (*fn)(struct hcase *))
 	if (CHECK(hcase_load_synth(&c, dir)))
 		fn(&c);
 	hcase_free(&c);
+}
+
+/* Calls @fn on every case the command line names: corpus directories,
+ * and ptsynth directories after --synth. */
+static HV_UNUSED void hv_cases(int argc, char **argv,
+			       void (*fn)(struct hcase *))
+{
+	int i;
+
+	for (i = 1; i < argc; ++i) {
+		if (!strcmp(argv[i], "--synth") && i + 1 < argc)
+			hv_synth(argv[++i], fn);
+		else
+			hv_corpus(argv[i], fn);
+	}
 }
 
 #endif

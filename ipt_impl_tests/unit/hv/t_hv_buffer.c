@@ -265,14 +265,7 @@ static void run_case(struct hcase *c)
 
 int main(int argc, char **argv)
 {
-	int i;
-
-	for (i = 1; i < argc; ++i) {
-		if (!strcmp(argv[i], "--synth") && i + 1 < argc)
-			hv_synth(argv[++i], run_case);
-		else
-			hv_corpus(argv[i], run_case);
-	}
+	hv_cases(argc, argv, run_case);
 	/* Invalid buffers are refused. */
 	CHECK(ipt_pkt_set_buffer(NULL, (uint8_t *) argv, (uint8_t *) argv) ==
 	      -pte_invalid);

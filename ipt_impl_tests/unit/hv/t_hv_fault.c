@@ -68,14 +68,7 @@ static void run_case(struct hcase *c)
 
 int main(int argc, char **argv)
 {
-	int i;
-
-	for (i = 1; i < argc; ++i) {
-		if (!strcmp(argv[i], "--synth") && i + 1 < argc)
-			hv_synth(argv[++i], run_case);
-		else
-			hv_corpus(argv[i], run_case);
-	}
+	hv_cases(argc, argv, run_case);
 	/* The pages withheld must have made the decoders stop. */
 	CHECK(total_faults > 0);
 	printf("%lu faults resumed\n", total_faults);

@@ -164,14 +164,7 @@ static void run_case(struct hcase *c)
 
 int main(int argc, char **argv)
 {
-	int i;
-
-	for (i = 1; i < argc; ++i) {
-		if (!strcmp(argv[i], "--synth") && i + 1 < argc)
-			hv_synth(argv[++i], run_case);
-		else
-			hv_corpus(argv[i], run_case);
-	}
+	hv_cases(argc, argv, run_case);
 	CHECK(strcmp(pt_errstr(ipt_pte_need_more),
 		     "end of trace for now: more may come") == 0);
 	CHECK_EQ(pt_errcode(-ipt_pte_need_more), ipt_pte_need_more);
