@@ -167,7 +167,9 @@ enum pt_error_code {
 	pte_event_ignored,
 	pte_overflow,
 	pte_bad_file,
-	pte_bad_cpu
+	pte_bad_cpu,
+	/* ipt.h: the trace ends for now, more may come (ipt_*_extend). */
+	ipt_pte_need_more
 };
 
 /* The error code of a status: pte_ok for any non-negative status. */
@@ -1413,6 +1415,72 @@ IPT_API int ipt_blk_set_wait_for_code(struct pt_block_decoder *decoder,
 IPT_API int ipt_insn_set_wait_for_code(struct pt_insn_decoder *decoder,
 				       int on);
 
+/* >>api-vm: traces of virtual machines as the hardware writes them */
+
+/* Entering and leaving a VM switches tracing with the VMCS's controls
+ * (SDM Vol. 3C, 26.x and 27.x "Loading/Saving IA32_RTIT_CTL", 33.5.2
+ * "VMX transitions"), and the processor writes shapes libipt 2.3 takes as
+ * errors: after a VM exit disabled tracing (FUP, TIP.PGD), the VM entry
+ * sends a PSB+ whose FUP says tracing is on at the guest IP X, and right
+ * after its PSBEND a TIP.PGE X.  libipt stops there with "bad status
+ * update" or "unexpected packet context" and loses the trace up to the
+ * next PSB.
+ *
+ * ipt_blk_set_vm_tolerant() / ipt_insn_set_vm_tolerant() with on non-zero
+ * take them as what they are: a PSB+ that says tracing is on while the
+ * decoder has it off enables it at that IP (the event is indicated as an
+ * ordinary enable, resumed if at the IP tracing stopped at), and an enable
+ * at the IP the decoder already stands at, while enabled, is indicated
+ * and changes nothing.  Off by default (libipt's behaviour).  Both return
+ * zero, -pte_invalid without decoder. */
+IPT_API int ipt_blk_set_vm_tolerant(struct pt_block_decoder *decoder, int on);
+IPT_API int ipt_insn_set_vm_tolerant(struct pt_insn_decoder *decoder, int on);
+
+/* Guest or host: PIP's NR bit says whether the processor runs in VMX
+ * non-root operation (a guest) after the CR3 it carries; the paging events
+ * (ptev_paging, ptev_async_paging, and PSB+ status updates) carry it as
+ * non_root.  ipt_blk_in_guest() / ipt_insn_in_guest() give it as of the
+ * events taken so far, that is for the next block or instruction: 1 in a
+ * guest, 0 in the host, -pte_nosync if no PIP has said since the decoder
+ * synchronized, -pte_invalid without decoder.  An agent keeps the guest's
+ * flow by dropping what comes while this is 0. */
+IPT_API int ipt_blk_in_guest(const struct pt_block_decoder *decoder);
+IPT_API int ipt_insn_in_guest(const struct pt_insn_decoder *decoder);
+
+/* >>api-buffer: one decoder for every trace */
+
+/* Point a decoder at another trace buffer [begin, end): it keeps its
+ * configuration (but for begin and end), its image and its caches, and is
+ * as a new decoder would be otherwise: not synchronized, no time, no
+ * events.  Nothing is allocated, so a fuzzer or an agent decoding many
+ * short traces makes one decoder and reuses it.  Each returns zero,
+ * -pte_invalid without decoder, begin or end, or if end < begin. */
+IPT_API int ipt_pkt_set_buffer(struct pt_packet_decoder *decoder,
+			       uint8_t *begin, uint8_t *end);
+IPT_API int ipt_evt_set_buffer(struct pt_event_decoder *decoder,
+			       uint8_t *begin, uint8_t *end);
+IPT_API int ipt_qry_set_buffer(struct pt_query_decoder *decoder,
+			       uint8_t *begin, uint8_t *end);
+IPT_API int ipt_blk_set_buffer(struct pt_block_decoder *decoder,
+			       uint8_t *begin, uint8_t *end);
+IPT_API int ipt_insn_set_buffer(struct pt_insn_decoder *decoder,
+				uint8_t *begin, uint8_t *end);
+
+/* Streaming: the trace's end moves forward as the processor writes.
+ * ipt_pkt_extend() / ipt_evt_extend() set a new end (not before the
+ * current one) and say whether more may come after it.  While more may
+ * come, the end of the trace or a packet cut by it is -ipt_pte_need_more
+ * instead of -pte_eos: the decoder stays where it is and goes on once the
+ * end moves; decoding in pieces gives what decoding the whole gives.  A
+ * sync call that needs more starts over after the end moved.  Both return
+ * zero, -pte_invalid without decoder or end, or if end lies before the
+ * current end.  (The query, block and instruction decoders do not stream
+ * yet.) */
+IPT_API int ipt_pkt_extend(struct pt_packet_decoder *decoder, uint8_t *end,
+			   int more);
+IPT_API int ipt_evt_extend(struct pt_event_decoder *decoder, uint8_t *end,
+			   int more);
+
 /* >>api-alloc: ipt_ extensions: a runtime allocator per object */
 
 /* Where an object's memory comes from.  alloc returns size bytes aligned
@@ -2190,7 +2258,8 @@ static IPT__UNUSED void *ipt__realloc(const struct ipt_allocator *a,
 	X(pte_event_ignored, "event ignored")                                \
 	X(pte_overflow, "overflow")                                          \
 	X(pte_bad_file, "bad file")                                          \
-	X(pte_bad_cpu, "unknown cpu")
+	X(pte_bad_cpu, "unknown cpu")                                        \
+	X(ipt_pte_need_more, "end of trace for now: more may come")
 
 IPT_DEF const char *pt_errstr(enum pt_error_code code)
 {
@@ -3303,6 +3372,8 @@ struct pt_packet_decoder {
 	/* The last PSB seen, or the position set by sync_set; NULL until
 	 * synchronized. */
 	const uint8_t *sync;
+	/* More trace may come after config.end (ipt_pkt_extend). */
+	uint32_t more;
 };
 
 /* The bytes pt_pkt_next's fast path may read from a packet's start: every
@@ -3983,10 +4054,17 @@ static IPT__UNUSED int ipt__sync_backward(const uint8_t **sync,
 
 /* Initialize an embedded decoder: copy the configuration in, unsynced.
  * -pte_invalid for NULL arguments, -pte_bad_config for a bad config. */
+/* Where the fast path of pt_pkt_next may go, for the current end. */
+static void ipt__pkt_set_fast(struct pt_packet_decoder *decoder)
+{
+	size_t n = (size_t) (decoder->config.end - decoder->config.begin);
+
+	decoder->fast = n >= IPT__FAST_ROOM ? n - IPT__FAST_ROOM + 1 : 0;
+}
+
 static IPT__UNUSED int ipt__pkt_init(struct pt_packet_decoder *decoder,
 				     const struct pt_config *config)
 {
-	size_t n;
 	int errcode;
 
 	if (!decoder || !config)
@@ -3997,8 +4075,7 @@ static IPT__UNUSED int ipt__pkt_init(struct pt_packet_decoder *decoder,
 	if (errcode < 0)
 		return errcode;
 
-	n = (size_t) (decoder->config.end - decoder->config.begin);
-	decoder->fast = n >= IPT__FAST_ROOM ? n - IPT__FAST_ROOM + 1 : 0;
+	ipt__pkt_set_fast(decoder);
 	return 0;
 }
 
@@ -4104,6 +4181,31 @@ IPT_DEF void pt_pkt_free_decoder(struct pt_packet_decoder *decoder)
  * on it.  -pte_eos if there is none, -pte_internal if the decoder was set
  * to the very end, -pte_invalid if decoder is NULL; the position does not
  * change on errors. */
+IPT_DEF int ipt_pkt_set_buffer(struct pt_packet_decoder *decoder,
+			       uint8_t *begin, uint8_t *end)
+{
+	if (!decoder || !begin || !end || end < begin)
+		return -pte_invalid;
+	decoder->config.begin = begin;
+	decoder->config.end = end;
+	decoder->pos = NULL;
+	decoder->sync = NULL;
+	decoder->more = 0;
+	ipt__pkt_set_fast(decoder);
+	return 0;
+}
+
+IPT_DEF int ipt_pkt_extend(struct pt_packet_decoder *decoder, uint8_t *end,
+			   int more)
+{
+	if (!decoder || !end || end < decoder->config.end)
+		return -pte_invalid;
+	decoder->config.end = end;
+	decoder->more = more ? 1 : 0;
+	ipt__pkt_set_fast(decoder);
+	return 0;
+}
+
 IPT_DEF int pt_pkt_sync_forward(struct pt_packet_decoder *decoder)
 {
 	const uint8_t *sync;
@@ -4437,6 +4539,21 @@ static int ipt__pkt_decode(struct pt_packet_decoder *decoder,
 /* pt_pkt_next for everything but the common packets: decode, copy out as
  * the caller's size says (bytes past sizeof(struct pt_packet) zeroed,
  * fewer bytes truncated), advance. */
+/* Whether more trace may come after the end (ipt_pkt_extend). */
+static IPT__UNUSED int ipt__pkt_more(const struct pt_packet_decoder *decoder)
+{
+	return (int) decoder->more;
+}
+
+/* The end of the trace, or a packet cut by it, is only the end for now if
+ * more may come. */
+static int ipt__pkt_end_status(const struct pt_packet_decoder *decoder,
+			       int status)
+{
+	return status == -pte_eos && decoder->more ? -ipt_pte_need_more :
+						     status;
+}
+
 static IPT__NOINLINE int ipt__pkt_next_slow(struct pt_packet_decoder *decoder,
 			      struct pt_packet *packet, size_t psize)
 {
@@ -4446,11 +4563,11 @@ static IPT__NOINLINE int ipt__pkt_next_slow(struct pt_packet_decoder *decoder,
 	if (psize == sizeof(pkt)) {
 		size = ipt__pkt_decode(decoder, packet);
 		if (size < 0)
-			return size;
+			return ipt__pkt_end_status(decoder, size);
 	} else {
 		size = ipt__pkt_decode(decoder, &pkt);
 		if (size < 0)
-			return size;
+			return ipt__pkt_end_status(decoder, size);
 
 		if (sizeof(pkt) < psize) {
 			IPT_MEMSET(((uint8_t *) packet) + sizeof(pkt), 0,
@@ -6185,6 +6302,41 @@ static int ipt__evt_start(struct pt_event_decoder *decoder)
 	return -pte_nosync;
 }
 
+IPT_DEF int ipt_evt_set_buffer(struct pt_event_decoder *decoder,
+			       uint8_t *begin, uint8_t *end)
+{
+	int err;
+
+	if (!decoder)
+		return -pte_invalid;
+	err = ipt_pkt_set_buffer(&decoder->pacdec, begin, end);
+	if (err < 0)
+		return err;
+	decoder->packet.size = 0;
+	return ipt__evt_reset(decoder);
+}
+
+IPT_DEF int ipt_evt_extend(struct pt_event_decoder *decoder, uint8_t *end,
+			   int more)
+{
+	int err;
+
+	if (!decoder)
+		return -pte_invalid;
+	err = ipt_pkt_extend(&decoder->pacdec, end, more);
+	if (err < 0)
+		return err;
+
+	/* The packet the trace ended in, or before: read it again. */
+	if (decoder->packet.type == ppt_invalid &&
+	    (decoder->status == -ipt_pte_need_more ||
+	     decoder->status == -pte_eos)) {
+		decoder->status = 0;
+		return ipt__evt_next_packet(decoder);
+	}
+	return 0;
+}
+
 IPT_DEF int pt_evt_sync_forward(struct pt_event_decoder *decoder)
 {
 	int err;
@@ -7798,16 +7950,41 @@ static int ipt__evt_fetch_event(struct pt_event_decoder *decoder)
 	}
 }
 
+/* While more trace may come (ipt_evt_extend), a call that met the end,
+ * even only reading ahead, is undone: it is made again once the end has
+ * moved, and then finds what it would have found in the whole trace. */
+static int ipt__evt_next(struct pt_event_decoder *decoder,
+			 struct pt_event *uev, size_t size);
+
 IPT_DEF int pt_evt_next(struct pt_event_decoder *decoder,
 			struct pt_event *uev, size_t size)
 {
-	struct pt_event *ev;
+	struct pt_event_decoder save;
 	int err;
 
 	/* The man page's too-small size, checked before decoding so that
 	 * no event is lost. */
 	if (!decoder || !uev || size < offsetof(struct pt_event, variant))
 		return -pte_invalid;
+	if (IPT__LIKELY(!ipt__pkt_more(&decoder->pacdec)))
+		return ipt__evt_next(decoder, uev, size);
+
+	IPT__COPY(save, *decoder);
+	err = ipt__evt_next(decoder, uev, size);
+	if (err == -ipt_pte_need_more ||
+	    decoder->status == -ipt_pte_need_more) {
+		IPT__COPY(*decoder, save);
+		return -ipt_pte_need_more;
+	}
+	return err;
+}
+
+static int ipt__evt_next(struct pt_event_decoder *decoder,
+			 struct pt_event *uev, size_t size)
+{
+	struct pt_event *ev;
+	int err;
+
 	err = ipt__evt_fetch_event(decoder);
 	if (err < 0)
 		return err;
@@ -8040,6 +8217,20 @@ static int ipt__qry_start(struct pt_query_decoder *decoder, uint64_t *ip)
 	decoder->status = 0;
 	ipt__qry_read_ahead(decoder);
 	return status | ipt__qry_status(decoder);
+}
+
+IPT_DEF int ipt_qry_set_buffer(struct pt_query_decoder *decoder,
+			       uint8_t *begin, uint8_t *end)
+{
+	int err;
+
+	if (!decoder)
+		return -pte_invalid;
+	err = ipt_evt_set_buffer(&decoder->evdec, begin, end);
+	if (err < 0)
+		return err;
+	IPT_MEMSET(&decoder->event, 0, sizeof(decoder->event));
+	return ipt__qry_reset(decoder);
 }
 
 IPT_DEF int pt_qry_sync_forward(struct pt_query_decoder *decoder, uint64_t *ip)
@@ -10806,7 +10997,14 @@ ipt__insn_range_is_contiguous(uint64_t begin, uint64_t end,
  *        the run at ip (NULL if none), and its text
  *   int  ipt__blk_decode(struct pt_block_decoder *, struct pt_insn *,
  *                        struct ipt__insn_ext *);
- *        one instruction through the instruction cache */
+ *        one instruction through the instruction cache
+ *   int  ipt__blk_decode_watched(struct pt_block_decoder *, struct pt_insn *,
+ *                                struct ipt__insn_ext *);
+ *        the same as a call of its own: missing memory is its fault
+ *   int  ipt__blk_fault(const struct pt_block_decoder *);
+ *        whether the last call stopped at missing memory: 0 no, 1 walking
+ *        the code (before the instruction it could not read), 2 looking
+ *        ahead of the flow (ipt_blk_set_wait_for_code) */
 
 /* The instruction cache's size, as a power of two number of entries. */
 #ifndef IPT_BLK_ICACHE_BITS
@@ -11043,6 +11241,11 @@ struct pt_block_decoder {
 	uint32_t has_fault:1;
 	/* Set by ipt_blk_set_wait_for_code. */
 	uint32_t wait_for_code:1;
+	/* Set by ipt_blk_set_vm_tolerant. */
+	uint32_t vm_tolerant:1;
+	/* With @vm_known, what the last PIP said: VMX non-root. */
+	uint32_t vm_known:1;
+	uint32_t non_root:1;
 	/* The fault was met looking ahead of the flow, not walking it: what
 	 * follows the block's last instruction is not known yet. */
 	uint32_t fault_ahead:1;
@@ -11505,11 +11708,23 @@ static void ipt__blk_reset(struct pt_block_decoder *decoder)
 	decoder->has_icnt = 0;
 	decoder->process_insn = 0;
 	decoder->has_fault = 0;
+	decoder->vm_known = 0;
+	decoder->non_root = 0;
 	decoder->ntrail = 0;
 	IPT_MEMSET(&decoder->event, 0xff, sizeof(decoder->event));
 	ipt__retstack_init(&decoder->retstack);
 	pt_asid_init(&decoder->asid);
 	decoder->ctx_id = 0;
+}
+
+/* As a new decoder on its trace: nothing decoded, resynchronizing never
+ * tried. */
+static void ipt__blk_as_new(struct pt_block_decoder *decoder)
+{
+	decoder->resync_sync = UINT64_MAX;
+	decoder->resync_at = 0;
+	decoder->resync_stalls = 0;
+	ipt__blk_reset(decoder);
 }
 
 static int ipt__blk_decoder_init(struct pt_block_decoder *decoder,
@@ -11558,10 +11773,21 @@ static int ipt__blk_decoder_init(struct pt_block_decoder *decoder,
 	decoder->cache_image = NULL;
 	decoder->cache_gen = 0;
 	decoder->epoch = 1;
-	decoder->resync_sync = UINT64_MAX;
-	decoder->resync_at = 0;
-	decoder->resync_stalls = 0;
-	ipt__blk_reset(decoder);
+	ipt__blk_as_new(decoder);
+	return 0;
+}
+
+IPT_DEF int ipt_blk_set_buffer(struct pt_block_decoder *decoder,
+			       uint8_t *begin, uint8_t *end)
+{
+	int err;
+
+	if (!decoder)
+		return -pte_invalid;
+	err = ipt_evt_set_buffer(&decoder->evdec, begin, end);
+	if (err < 0)
+		return err;
+	ipt__blk_as_new(decoder);
 	return 0;
 }
 
@@ -12679,6 +12905,9 @@ ipt__blk_run_miss(struct pt_block_decoder *decoder, uint32_t idx, uint64_t ip,
 		if (ipt__blk_runs_resize(decoder, decoder->rsets * 2) < 0)
 			decoder->rlimit = (uint64_t) decoder->rsets *
 					  ipt__blk_set_bytes(decoder);
+		/* Without memory even for the old size, go on without. */
+		if (!decoder->runs)
+			return NULL;
 		decoder->rfills = 0;
 		idx = ipt__blk_set_of(ip, ctx, decoder->rsets);
 		set = ipt__blk_set(decoder, idx);
@@ -13548,6 +13777,26 @@ static void ipt__blk_block_to_user(struct pt_block *ublock, size_t size,
 	IPT_MEMCPY(ublock, block, size);
 }
 
+static IPT__UNUSED int ipt__blk_fault(const struct pt_block_decoder *decoder)
+{
+	if (!decoder->has_fault)
+		return 0;
+	return decoder->fault_ahead ? 2 : 1;
+}
+
+static IPT__UNUSED int
+ipt__blk_decode_watched(struct pt_block_decoder *decoder, struct pt_insn *insn,
+			struct ipt__insn_ext *iext)
+{
+	int status;
+
+	ipt__blk_watch(decoder);
+	status = ipt__blk_decode(decoder, insn, iext);
+	if (status < 0)
+		ipt__blk_note_fault(decoder, status);
+	return status;
+}
+
 /* Start @block where the last call left us; events may still change it. */
 static IPT__INLINE void ipt__blk_begin(struct pt_block_decoder *decoder,
 				       struct pt_block *block)
@@ -13603,6 +13852,23 @@ IPT_DEF int pt_blk_next(struct pt_block_decoder *decoder,
 	return 0;
 }
 
+IPT_DEF int ipt_blk_set_vm_tolerant(struct pt_block_decoder *decoder, int on)
+{
+	if (!decoder)
+		return -pte_invalid;
+	decoder->vm_tolerant = on ? 1 : 0;
+	return 0;
+}
+
+IPT_DEF int ipt_blk_in_guest(const struct pt_block_decoder *decoder)
+{
+	if (!decoder)
+		return -pte_invalid;
+	if (!decoder->vm_known)
+		return -pte_nosync;
+	return decoder->non_root;
+}
+
 IPT_DEF int ipt_blk_set_wait_for_code(struct pt_block_decoder *decoder,
 				      int on)
 {
@@ -13640,16 +13906,29 @@ IPT_DEF int ipt_blk_get_fault(const struct pt_block_decoder *decoder,
 /* ---- events ---- */
 
 static int ipt__blk_process_enabled(struct pt_block_decoder *decoder,
-				    const struct pt_event *ev)
+				    struct pt_event *ev)
 {
-	/* A status update just confirms what we know. */
-	if (ev->status_update)
-		return decoder->enabled ? 0 : -pte_bad_status_update;
+	/* A status update just confirms what we know; a VM entry's PSB+
+	 * says tracing is on where we had it off (ipt_blk_set_vm_tolerant):
+	 * it is, from its IP on. */
+	if (ev->status_update) {
+		if (decoder->enabled)
+			return 0;
+		if (!decoder->vm_tolerant || ev->ip_suppressed)
+			return -pte_bad_status_update;
+		ev->status_update = 0;
+	}
 
 	if (ev->ip_suppressed)
 		return -pte_noip;
-	if (decoder->enabled)
+	if (decoder->enabled) {
+		/* The VM entry's TIP.PGE after such a PSB+: enabled again
+		 * where we are. */
+		if (decoder->vm_tolerant &&
+		    ev->variant.enabled.ip == decoder->ip)
+			return 0;
 		return -pte_bad_context;
+	}
 
 	decoder->ip = ev->variant.enabled.ip;
 	decoder->enabled = 1;
@@ -13700,11 +13979,15 @@ static int ipt__blk_process_overflow(struct pt_block_decoder *decoder,
 static void ipt__blk_change_asid(struct pt_block_decoder *decoder,
 				 const struct pt_event *ev)
 {
-	if (ev->type == ptev_paging)
+	if (ev->type == ptev_paging) {
 		decoder->asid.cr3 = ev->variant.paging.cr3;
-	else if (ev->type == ptev_async_paging)
+		decoder->non_root = ev->variant.paging.non_root;
+		decoder->vm_known = 1;
+	} else if (ev->type == ptev_async_paging) {
 		decoder->asid.cr3 = ev->variant.async_paging.cr3;
-	else if (ev->type == ptev_vmcs)
+		decoder->non_root = ev->variant.async_paging.non_root;
+		decoder->vm_known = 1;
+	} else if (ev->type == ptev_vmcs)
 		decoder->asid.vmcs = ev->variant.vmcs.base;
 	else if (ev->type == ptev_async_vmcs)
 		decoder->asid.vmcs = ev->variant.async_vmcs.base;
@@ -14318,6 +14601,20 @@ static int ipt__insn_synced(struct pt_insn_decoder *decoder, int status)
 	return status;
 }
 
+IPT_DEF int ipt_insn_set_buffer(struct pt_insn_decoder *decoder,
+				uint8_t *begin, uint8_t *end)
+{
+	int err;
+
+	if (!decoder)
+		return -pte_invalid;
+	err = ipt_blk_set_buffer(&decoder->blkdec, begin, end);
+	if (err < 0)
+		return err;
+	ipt__insn_reset(decoder);
+	return 0;
+}
+
 IPT_DEF int pt_insn_sync_forward(struct pt_insn_decoder *decoder)
 {
 	if (!decoder)
@@ -14466,7 +14763,7 @@ static int ipt__insn_resume(struct pt_insn_decoder *decoder,
 
 	status = pt_blk_next(blkdec, block, sizeof(*block));
 	decoder->trail = 0;
-	if (status < 0 && blkdec->has_fault && !block->ninsn) {
+	if (status < 0 && ipt__blk_fault(blkdec) && !block->ninsn) {
 		struct pt_insn none;
 
 		IPT_MEMSET(&none, 0, sizeof(none));
@@ -14491,10 +14788,14 @@ static IPT__INLINE int ipt__insn_block_end(struct pt_insn_decoder *decoder,
 					   const struct pt_insn *insn,
 					   struct pt_insn *uinsn, size_t size)
 {
-	if (IPT__LIKELY(decoder->status >= 0 || !decoder->blkdec.has_fault))
+	if (IPT__LIKELY(decoder->status >= 0))
 		return decoder->status;
-	if (!decoder->blkdec.fault_ahead)
+	switch (ipt__blk_fault(&decoder->blkdec)) {
+	case 0:
+		return decoder->status;
+	case 1:
 		return 0;
+	}
 
 	IPT__COPY(decoder->held, *insn);
 	decoder->has_held = 1;
@@ -14528,7 +14829,7 @@ static IPT__NOINLINE int ipt__insn_next(struct pt_insn_decoder *decoder,
 		if (status < 0) {
 			/* At the instruction the block decoder could not
 			 * read: it stands right before it. */
-			if (decoder->blkdec.has_fault) {
+			if (ipt__blk_fault(&decoder->blkdec)) {
 				decoder->status = 0;
 				insn->ip = decoder->blkdec.ip;
 			}
@@ -14551,7 +14852,7 @@ static IPT__NOINLINE int ipt__insn_next(struct pt_insn_decoder *decoder,
 
 		/* An empty block: an error or event shows now. */
 		if (status < 0) {
-			if (decoder->blkdec.has_fault)
+			if (ipt__blk_fault(&decoder->blkdec))
 				decoder->status = 0;
 			goto out;
 		}
@@ -14589,12 +14890,7 @@ static IPT__NOINLINE int ipt__insn_next(struct pt_insn_decoder *decoder,
 		insn->size = block->size;
 		status = ipt__ild_decode(insn, &iext);
 	} else {
-		struct pt_block_decoder *blkdec = &decoder->blkdec;
-
-		ipt__blk_watch(blkdec);
-		status = ipt__blk_decode(blkdec, insn, &iext);
-		if (status < 0)
-			ipt__blk_note_fault(blkdec, status);
+		status = ipt__blk_decode_watched(&decoder->blkdec, insn, &iext);
 	}
 	if (status < 0)
 		goto out;
@@ -14643,6 +14939,20 @@ IPT_DEF int pt_insn_next(struct pt_insn_decoder *decoder,
 	}
 
 	return ipt__insn_next(decoder, uinsn, size);
+}
+
+IPT_DEF int ipt_insn_set_vm_tolerant(struct pt_insn_decoder *decoder, int on)
+{
+	if (!decoder)
+		return -pte_invalid;
+	return ipt_blk_set_vm_tolerant(&decoder->blkdec, on);
+}
+
+IPT_DEF int ipt_insn_in_guest(const struct pt_insn_decoder *decoder)
+{
+	if (!decoder)
+		return -pte_invalid;
+	return ipt_blk_in_guest(&decoder->blkdec);
 }
 
 IPT_DEF int ipt_insn_set_wait_for_code(struct pt_insn_decoder *decoder,

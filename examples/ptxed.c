@@ -184,6 +184,9 @@ struct ptxed_decoder {
 	uint32_t use_callback:1;
 	uint32_t callback_set:1;
 
+	/* Take VM entries as the hardware writes them (--ipt:vm-tolerant). */
+	uint32_t vm_tolerant:1;
+
 	/* Zydis, one decoder per execution mode, and the formatter. */
 	ZydisDecoder zydis16, zydis32, zydis64;
 	ZydisFormatter formatter;
@@ -416,6 +419,9 @@ static void help(const char *name)
 	printf("  --ipt:callback                       serve the --raw and --elf files that follow through\n");
 	printf("                                       the image's read-memory callback instead of file\n");
 	printf("                                       sections in the image section cache.\n");
+	printf("  --ipt:vm-tolerant                    take VM entries as the hardware writes them: a PSB+\n");
+	printf("                                       that says tracing is on while it is off, and TIP.PGE\n");
+	printf("                                       to where tracing already is (ipt_*_set_vm_tolerant).\n");
 	printf("  --image-name <name>                  name the image (shown by --verbose).\n");
 #ifdef IPT_NO_STDIO
 	printf("                                       (this build has no file sections: the callback\n");
@@ -2505,6 +2511,8 @@ static int alloc_decoder(struct ptxed_decoder *decoder,
 			fprintf(stderr, "%s: failed to set image.\n", prog);
 			return errcode;
 		}
+		(void) ipt_insn_set_vm_tolerant(decoder->variant.insn,
+						decoder->vm_tolerant);
 		break;
 
 	case pdt_block_decoder:
@@ -2522,6 +2530,8 @@ static int alloc_decoder(struct ptxed_decoder *decoder,
 			fprintf(stderr, "%s: failed to set image.\n", prog);
 			return errcode;
 		}
+		(void) ipt_blk_set_vm_tolerant(decoder->variant.block,
+					       decoder->vm_tolerant);
 		break;
 	}
 
@@ -2810,6 +2820,10 @@ int main(int argc, char *argv[])
 		}
 		if (strcmp(arg, "--ipt:callback") == 0) {
 			decoder.use_callback = 1;
+			continue;
+		}
+		if (strcmp(arg, "--ipt:vm-tolerant") == 0) {
+			decoder.vm_tolerant = 1;
 			continue;
 		}
 		if (strcmp(arg, "--image-name") == 0) {

@@ -13,11 +13,13 @@
 #ifdef FUZZ_INSN
 #define D(name) pt_insn_##name
 #define D_ALLOC ipt_insn_alloc_decoder_with
+#define D_IPT(name) ipt_insn_##name
 typedef struct pt_insn_decoder fz_decoder;
 typedef struct pt_insn fz_item;
 #else
 #define D(name) pt_blk_##name
 #define D_ALLOC ipt_blk_alloc_decoder_with
+#define D_IPT(name) ipt_blk_##name
 typedef struct pt_block_decoder fz_decoder;
 typedef struct pt_block fz_item;
 #endif
@@ -78,6 +80,12 @@ static int run(fz_decoder *decoder, int status, struct fz_event *ev,
 		(void) D(time)(decoder, &tsc, &mtc, &cyc);
 		(void) D(core_bus_ratio)(decoder, &cbr);
 		(void) D(asid)(decoder, &asid, sizeof(asid));
+		{
+			int guest = D_IPT(in_guest)(decoder);
+
+			if (guest != 0 && guest != 1 && guest != -pte_nosync)
+				fz_fail("in_guest", guest, 0);
+		}
 		if (D(get_offset)(decoder, &offset) >= 0) {
 			if (offset >= limit)
 				return -pte_eos;
@@ -179,6 +187,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 					 fz_read_memory, &img) < 0)
 		fz_fail("cannot set callback", 0, 0);
 	fz_event_init(&ev, &h);
+	/* The top bits of the sync offset switch ipt.h's settings. */
+	if (D_IPT(set_vm_tolerant)(decoder, (int) (h.sync_offset >> 31)) < 0 ||
+	    D_IPT(set_wait_for_code)(decoder, (int) (h.sync_offset >> 30) & 1) < 0)
+		fz_fail("cannot set the decoder up", 0, 0);
 
 	switch (h.flags & fz_sync_mask) {
 	case fz_sync_backward:
@@ -228,6 +240,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		}
 		break;
 	}
+
+	/* The same decoder, caches and image on the second half of the
+	 * trace. */
+	if (D_IPT(set_buffer)(decoder, trace + tsize / 2, trace + tsize) < 0)
+		fz_fail("cannot set the buffer", (long long) tsize, 0);
+	steps = max_steps(tsize - tsize / 2);
+	status = D(sync_forward)(decoder);
+	while (status >= 0 && steps &&
+	       run(decoder, status, &ev, UINT64_MAX, &steps, insn_cap) !=
+	       -pte_eos)
+		status = D(sync_forward)(decoder);
 	fz_event_fini(&ev);
 
 out:
