@@ -1,6 +1,6 @@
 # ipt.h: build the examples, run the tests, run the conformance suites.
 #
-#   make                 build examples/ptdump and examples/ptxed
+#   make                 build examples/ptdump, examples/ptxed and examples/ptcov
 #   make test            build and run everything in ipt_impl_tests/
 #   make conformance     run ../shared/conformance against the examples
 #   make conformance-update   record newly passing conformance cases
@@ -23,7 +23,7 @@ CONFORMANCE ?= ../shared/conformance
 
 HDR := ipt.h
 
-EXAMPLES := $(patsubst %.c,%,$(wildcard examples/ptdump.c examples/ptxed.c))
+EXAMPLES := $(patsubst %.c,%,$(wildcard examples/ptdump.c examples/ptxed.c examples/ptcov.c))
 
 # Each *.mk may append to TESTS (commands run by `make test`, each ending
 # with "N passed, N failed") and TEST_DEPS (what those commands need built).
@@ -52,6 +52,7 @@ TESTS += $(UNIT_BINS)
 TEST_DEPS += $(UNIT_BINS)
 
 include $(sort $(wildcard ipt_impl_tests/*.mk))
+include $(sort $(wildcard ipt_impl_tests/unit/*/rules.mk))
 
 test: all $(TEST_DEPS)
 	@ipt_impl_tests/run-tests $(TESTS)

@@ -60,6 +60,7 @@
  *     >>ild    instruction length and class, from Zydis
  *     >>blk    block decoder: built on the event decoder and the image
  *     >>insn   instruction decoder: built on the block decoder
+ *     >>cov    coverage: a trace to an edge bitmap, on the block decoder
  *
  * LICENSE: MIT, at the end of this file.
  */
@@ -1371,6 +1372,134 @@ IPT_API struct pt_image_section_cache *
 ipt_iscache_alloc_with(const char *name,
 		       const struct ipt_allocator *allocator);
 #endif
+
+/* >>api-cov: ipt_ coverage for fuzzers: a trace to an edge bitmap */
+
+/* A coverage decoder follows the flow of execution as a block decoder does
+ * (it holds one) and turns every control-flow edge the trace implies into
+ * a counter in an AFL-style bitmap: an array of 8-bit counters of any
+ * power-of-two size, indexed by a hash of the edge's (from, to).
+ *
+ * The edges, by kind:
+ *   ipt_cov_taken, ipt_cov_not_taken  a conditional branch: from its IP to
+ *                                     where it went (a taken branch to the
+ *                                     next instruction counts as not taken)
+ *   ipt_cov_jump, ipt_cov_call        an indirect near jump or call (also
+ *                                     JMPABS): from its IP to the target
+ *   ipt_cov_return                    a near return, compressed or not
+ *   ipt_cov_far                       a far transfer (far call, jump and
+ *                                     return, SYSCALL, IRET, INT ...)
+ *   ipt_cov_async                     an interrupt or exception: from the
+ *                                     interrupted IP to the handler
+ *   ipt_cov_enable                    tracing enabled: from 0 to the IP
+ *   ipt_cov_disable                   tracing disabled: from the IP where
+ *                                     it would resume (0 if unknown) to 0
+ * A branch whose destination the trace does not tell (it disabled tracing
+ * with its IP suppressed, or an overflow or error followed) makes no edge.
+ * Direct jumps and calls are implied by the code, not the trace, and make
+ * none either.
+ *
+ * struct ipt_cov_config selects what is counted:
+ *   kinds    ipt_cov_kind bits; 0 means ipt_cov_all
+ *   flags    ipt_cov_saturate: counters stop at 255 instead of wrapping;
+ *            ipt_cov_libxdc: libxdc's bitmap: conditional branches only
+ *            (kinds is ignored), wrapping counters
+ *   range    up to 4 IP ranges [begin, end); with nranges > 0 an edge
+ *            counts only if its from (for enable edges: its to) lies in
+ *            one of them, as libxdc counts branches in its ranges
+ *   edge     if not NULL, called for each edge that counts
+ *   block    if not NULL, called each time code is decoded into the block
+ *            decoder's run cache: the run from begin to the IP of its last
+ *            instruction, in the current address space (again after the
+ *            cache dropped it or the image changed)
+ *
+ * The index of an edge is (mix(to) ^ (mix(from) >> 1)) modulo the bitmap
+ * size, where mix(v) = (v ^ (v >> 31)) * 0x7fb5d329728ea185 in 64 bits:
+ * libxdc's, so that in ipt_cov_libxdc mode the bitmap is byte for byte
+ * the one libxdc makes.
+ *
+ * One decoder decodes trace after trace: ipt_cov_set_trace points it at
+ * the next one (and clears the bitmap if asked); its caches stay warm and
+ * the call allocates nothing.  The caches follow the image exactly as a
+ * block decoder's do (ipt_image_invalidate and section changes drop them).
+ *
+ * ipt_cov_decode decodes the whole trace and returns 0, or -pte_invalid.
+ * An error in the trace (or code that cannot be read or decoded) costs the
+ * trace up to the next PSB, as in a block decoder; errors, the first and
+ * last error code and the bytes skipped are counted in struct
+ * ipt_cov_status (ipt_cov_get_status).
+ *
+ * ipt_cov_alloc_decoder returns NULL if the configuration is invalid or
+ * memory is short; set_bitmap returns -pte_invalid for a size that is not
+ * a power of two below 2^32; the others -pte_invalid without a decoder. */
+enum ipt_cov_kind {
+	ipt_cov_taken = 1 << 0,
+	ipt_cov_not_taken = 1 << 1,
+	ipt_cov_jump = 1 << 2,
+	ipt_cov_call = 1 << 3,
+	ipt_cov_return = 1 << 4,
+	ipt_cov_far = 1 << 5,
+	ipt_cov_async = 1 << 6,
+	ipt_cov_enable = 1 << 7,
+	ipt_cov_disable = 1 << 8,
+	ipt_cov_all = (1 << 9) - 1
+};
+
+enum ipt_cov_flag {
+	ipt_cov_saturate = 1 << 0,
+	ipt_cov_libxdc = 1 << 1
+};
+
+enum { ipt_cov_max_ranges = 4 };
+
+struct ipt_cov_range {
+	uint64_t begin;
+	uint64_t end;
+};
+
+struct ipt_cov_config {
+	uint32_t kinds;
+	uint32_t flags;
+	uint32_t nranges;
+	struct ipt_cov_range range[ipt_cov_max_ranges];
+	void (*edge)(void *context, uint64_t from, uint64_t to,
+		     enum ipt_cov_kind kind);
+	void (*block)(void *context, uint64_t begin, uint64_t last);
+	void *context;
+};
+
+struct ipt_cov_status {
+	/* Edges counted, over all traces. */
+	uint64_t edges;
+	/* Errors, and trace bytes skipped because of them. */
+	uint64_t errors;
+	uint64_t skipped;
+	/* The first and the last error (negative pte_* codes), 0 if none. */
+	int first_error;
+	int last_error;
+};
+
+struct ipt_cov_decoder;
+
+IPT_API struct ipt_cov_decoder *
+ipt_cov_alloc_decoder(const struct pt_config *config,
+		      const struct ipt_cov_config *cov);
+IPT_API struct ipt_cov_decoder *
+ipt_cov_alloc_decoder_with(const struct pt_config *config,
+			   const struct ipt_cov_config *cov,
+			   const struct ipt_allocator *allocator);
+IPT_API void ipt_cov_free_decoder(struct ipt_cov_decoder *decoder);
+IPT_API int ipt_cov_set_image(struct ipt_cov_decoder *decoder,
+			      struct pt_image *image);
+IPT_API struct pt_image *ipt_cov_get_image(struct ipt_cov_decoder *decoder);
+IPT_API int ipt_cov_set_bitmap(struct ipt_cov_decoder *decoder,
+			       uint8_t *bitmap, size_t size);
+IPT_API int ipt_cov_set_trace(struct ipt_cov_decoder *decoder,
+			      const uint8_t *begin, const uint8_t *end,
+			      int clear_bitmap);
+IPT_API int ipt_cov_decode(struct ipt_cov_decoder *decoder);
+IPT_API int ipt_cov_get_status(const struct ipt_cov_decoder *decoder,
+			       struct ipt_cov_status *status);
 
 #ifdef __cplusplus
 }
@@ -10197,6 +10326,11 @@ struct pt_block_decoder {
 	uint32_t ctx_next;
 	uint32_t nctx;
 	struct ipt__blk_ctx ctx[IPT__BLK_NCTX];
+
+	/* If set, told of each run recorded in the run cache: its first IP
+	 * and the IP of its last instruction. */
+	void (*run_hook)(void *context, uint64_t begin, uint64_t last);
+	void *run_hook_context;
 };
 
 /* Whether the caches describe the current image (a decoder always has
@@ -10607,6 +10741,17 @@ static void ipt__blk_reset(struct pt_block_decoder *decoder)
 	decoder->ctx_id = 0;
 }
 
+/* The event decoder gets the flags that concern it. */
+static void ipt__blk_evt_flags(const struct pt_block_decoder *decoder,
+			       struct pt_config *config)
+{
+	IPT_MEMSET(&config->flags, 0, sizeof(config->flags));
+	config->flags.variant.event.keep_tcal_on_ovf =
+		decoder->flags.variant.block.keep_tcal_on_ovf;
+	config->flags.variant.event.enable_iflags_events =
+		decoder->flags.variant.block.enable_iflags_events;
+}
+
 static int ipt__blk_decoder_init(struct pt_block_decoder *decoder,
 				 const struct pt_config *uconfig,
 				 uint32_t want_text)
@@ -10619,13 +10764,7 @@ static int ipt__blk_decoder_init(struct pt_block_decoder *decoder,
 		return status;
 
 	decoder->flags = config.flags;
-
-	/* The event decoder gets the flags that concern it. */
-	IPT_MEMSET(&config.flags, 0, sizeof(config.flags));
-	config.flags.variant.event.keep_tcal_on_ovf =
-		decoder->flags.variant.block.keep_tcal_on_ovf;
-	config.flags.variant.event.enable_iflags_events =
-		decoder->flags.variant.block.enable_iflags_events;
+	ipt__blk_evt_flags(decoder, &config);
 
 	status = ipt__evt_decoder_init(&decoder->evdec, &config);
 	if (status < 0)
@@ -11718,6 +11857,9 @@ done:
 	run->ninsn = ninsn;
 	run->kind = kind;
 	run->ctx = ctx;
+	if (decoder->run_hook)
+		decoder->run_hook(decoder->run_hook_context, start,
+				  start + run->len);
 	return run;
 }
 
@@ -12405,6 +12547,38 @@ IPT_DEF int pt_blk_sync_forward(struct pt_block_decoder *decoder)
 	if (status < 0)
 		return status;
 	return ipt__blk_start(decoder);
+}
+
+/* Decode the trace in [@begin, @end) from now on, with the configuration
+ * the decoder was made with otherwise.  Unsynchronized; the caches stay.
+ * Allocates nothing.  Returns zero, or -pte_invalid for an empty buffer. */
+static IPT__UNUSED int ipt__blk_set_trace(struct pt_block_decoder *decoder,
+					  const uint8_t *begin,
+					  const uint8_t *end)
+{
+	struct pt_config config;
+	const struct pt_config *old;
+	int status;
+
+	old = pt_evt_get_config(&decoder->evdec);
+	if (!old || !begin || !end || end <= begin)
+		return -pte_invalid;
+
+	IPT__COPY(config, *old);
+	ipt__blk_evt_flags(decoder, &config);
+	config.begin = (uint8_t *) (uintptr_t) begin;
+	config.end = (uint8_t *) (uintptr_t) end;
+
+	ipt__evt_decoder_fini(&decoder->evdec);
+	status = ipt__evt_decoder_init(&decoder->evdec, &config);
+	if (status < 0)
+		return status;
+
+	decoder->resync_sync = UINT64_MAX;
+	decoder->resync_at = 0;
+	decoder->resync_stalls = 0;
+	ipt__blk_reset(decoder);
+	return 0;
 }
 
 IPT_DEF int pt_blk_sync_backward(struct pt_block_decoder *decoder)
@@ -13583,6 +13757,566 @@ IPT_DEF int pt_insn_event(struct pt_insn_decoder *decoder,
 
 	decoder->status = status;
 	return status;
+}
+
+/* ==== >>cov  coverage for fuzzers ========================================
+ * A trace to an AFL-style edge bitmap, on the block decoder.
+ *
+ * The flow is the block decoder's: a coverage decoder holds one, asks it
+ * for blocks and events, and derives each edge from the instruction a
+ * block ended with and where the flow went next (the next block's start,
+ * or the event that took it elsewhere).  Errata, return compression,
+ * address spaces, events and the caches are the block decoder's, so the
+ * coverage cannot disagree with it.
+ *
+ * Speed comes from the common case.  While the event in hand is a TNT
+ * with bits to spare, pt_blk_next would only go from run to run of its
+ * run cache, taking one bit at each conditional branch and compressed
+ * return.  ipt__cov_runs makes that walk itself, counting each edge as it
+ * goes, and leaves the block decoder exactly as pt_blk_next would have
+ * (same IP, TNT bits and return stack).  The last bit of a TNT, indirect
+ * branches and everything else go through pt_blk_next and pt_blk_event.
+ *
+ * Uses of the block decoder: its public calls, and for the walk its run
+ * cache (ipt__blk_run_find), return stack, instruction cache
+ * (ipt__blk_decode), ipt__blk_set_trace and the run hook. */
+
+struct ipt_cov_decoder {
+	/* The block decoder; it holds the allocator. */
+	struct pt_block_decoder blk;
+
+	struct ipt_cov_config config;
+
+	/* The edge kinds that count, and the bitmap (@mask is its size less
+	 * one). */
+	uint32_t kinds;
+	uint8_t *map;
+	uint32_t mask;
+
+	struct ipt_cov_status status;
+
+	/* The branch the last block ended with, while its destination is
+	 * still to come: its IP, the IP after it and its kind (zero if there
+	 * is none; ipt_cov_taken for any conditional branch). */
+	uint64_t pend_from;
+	uint64_t pend_next;
+	uint32_t pend_kind;
+
+	/* Whether the block decoder is synchronized; where the last error
+	 * left the trace, and the last sync offset. */
+	uint32_t synced;
+	uint64_t error_at;
+	uint64_t sync_at;
+	uint32_t has_sync;
+	uint32_t has_error;
+};
+
+/* A bitmap index: libxdc's mix of both ends, so that a libxdc user gets
+ * the same bitmap. */
+static IPT__INLINE uint64_t ipt__cov_mix(uint64_t v)
+{
+	v ^= v >> 31;
+	return v * 0x7fb5d329728ea185ull;
+}
+
+static IPT__INLINE uint32_t ipt__cov_index(uint64_t from, uint64_t to)
+{
+	return (uint32_t) (ipt__cov_mix(to) ^ (ipt__cov_mix(from) >> 1));
+}
+
+static int ipt__cov_in_ranges(const struct ipt_cov_decoder *cov, uint64_t ip)
+{
+	uint32_t i;
+
+	for (i = 0; i < cov->config.nranges; ++i)
+		if (cov->config.range[i].begin <= ip &&
+		    ip < cov->config.range[i].end)
+			return 1;
+	return 0;
+}
+
+/* Count the edge @from -> @to of @kind, if it counts. */
+static IPT__INLINE void ipt__cov_count(struct ipt_cov_decoder *cov,
+				       uint64_t from, uint64_t to,
+				       enum ipt_cov_kind kind)
+{
+	if (!(cov->kinds & (uint32_t) kind))
+		return;
+	if (IPT__UNLIKELY(cov->config.nranges) &&
+	    !ipt__cov_in_ranges(cov, kind == ipt_cov_enable ? to : from))
+		return;
+
+	cov->status.edges += 1;
+	if (IPT__LIKELY(cov->map != NULL)) {
+		uint8_t *counter = &cov->map[ipt__cov_index(from, to) &
+					     cov->mask];
+		uint8_t value = (uint8_t) (*counter + 1);
+
+		if (value || !(cov->config.flags & ipt_cov_saturate))
+			*counter = value;
+	}
+	if (cov->config.edge)
+		cov->config.edge(cov->config.context, from, to, kind);
+}
+
+/* The flow went on at @to: the pending branch, if any, went there. */
+static IPT__INLINE void ipt__cov_resolve(struct ipt_cov_decoder *cov,
+					 uint64_t to)
+{
+	uint32_t kind = cov->pend_kind;
+
+	if (!kind)
+		return;
+	cov->pend_kind = 0;
+	if (kind == ipt_cov_taken && to == cov->pend_next)
+		kind = ipt_cov_not_taken;
+	ipt__cov_count(cov, cov->pend_from, to, (enum ipt_cov_kind) kind);
+}
+
+/* The edge kind of the instruction @block ends with, if it took trace to
+ * get past it, and for conditional branches the IP after it in @next.
+ * Zero for an instruction that needs no trace (direct calls and jumps
+ * end blocks too, at section borders). */
+static uint32_t ipt__cov_block_kind(struct ipt_cov_decoder *cov,
+				    const struct pt_block *block,
+				    uint64_t *next)
+{
+	struct ipt__insn_ext iext;
+	struct pt_insn insn;
+	int status;
+
+	switch (block->iclass) {
+	case ptic_return:
+		return ipt_cov_return;
+	case ptic_far_call:
+	case ptic_far_return:
+	case ptic_far_jump:
+		return ipt_cov_far;
+	case ptic_indirect:
+		return ipt_cov_jump;
+	case ptic_cond_jump:
+	case ptic_call:
+	case ptic_jump:
+		break;
+	case ptic_other:
+	case ptic_ptwrite:
+	case ptic_unknown:
+	default:
+		return 0;
+	}
+
+	IPT_MEMSET(&insn, 0, sizeof(insn));
+	IPT_MEMSET(&iext, 0, sizeof(iext));
+	insn.ip = block->end_ip;
+	insn.mode = block->mode;
+	if (block->truncated) {
+		IPT_MEMCPY(insn.raw, block->raw, sizeof(insn.raw));
+		insn.size = block->size;
+		status = ipt__ild_decode(&insn, &iext);
+	} else {
+		status = ipt__blk_decode(&cov->blk, &insn, &iext);
+	}
+	if (status < 0)
+		return 0;
+
+	switch (block->iclass) {
+	case ptic_cond_jump:
+		*next = ipt__blk_next_ip(block->mode,
+					 block->end_ip + insn.size);
+		return ipt_cov_taken;
+	case ptic_call:
+		return iext.variant.branch.is_direct ? 0 : ipt_cov_call;
+	default:
+		if (iext.iclass == IPT__INST_JMPABS)
+			return ipt_cov_jump;
+		return iext.variant.branch.is_direct ? 0 : ipt_cov_jump;
+	}
+}
+
+static void ipt__cov_block(struct ipt_cov_decoder *cov,
+			   const struct pt_block *block)
+{
+	if (!block->ninsn)
+		return;
+	ipt__cov_resolve(cov, block->ip);
+	cov->pend_from = block->end_ip;
+	cov->pend_kind = ipt__cov_block_kind(cov, block, &cov->pend_next);
+}
+
+static void ipt__cov_event(struct ipt_cov_decoder *cov,
+			   const struct pt_event *ev)
+{
+	uint64_t ip;
+
+	switch (ev->type) {
+	case ptev_enabled:
+		cov->pend_kind = 0;
+		if (!ev->status_update)
+			ipt__cov_count(cov, 0, ev->variant.enabled.ip,
+				       ipt_cov_enable);
+		break;
+
+	case ptev_disabled:
+		ip = 0;
+		if (ev->ip_suppressed)
+			cov->pend_kind = 0;
+		else
+			ip = ev->variant.disabled.ip;
+		ipt__cov_resolve(cov, ip);
+		if (!ev->status_update)
+			ipt__cov_count(cov, ip, 0, ipt_cov_disable);
+		break;
+
+	case ptev_async_disabled:
+		ipt__cov_resolve(cov, ev->variant.async_disabled.at);
+		ipt__cov_count(cov, ev->variant.async_disabled.at, 0,
+			       ipt_cov_disable);
+		break;
+
+	case ptev_async_branch:
+		ipt__cov_resolve(cov, ev->variant.async_branch.from);
+		ipt__cov_count(cov, ev->variant.async_branch.from,
+			       ev->variant.async_branch.to, ipt_cov_async);
+		break;
+
+	case ptev_overflow:
+		cov->pend_kind = 0;
+		break;
+
+	default:
+		break;
+	}
+}
+
+/* The longest chain of runs the walk follows without taking a TNT bit;
+ * code that loops without trace is left to the block decoder. */
+enum { IPT__COV_CHAIN_MAX = 0x100 };
+
+/* Walk the run cache while the TNT in hand has more than one bit left
+ * (see the banner).  Stops, leaving the decoder as pt_blk_next would have
+ * it, where a run is missing or needs more than a TNT bit. */
+static void ipt__cov_runs(struct ipt_cov_decoder *cov)
+{
+	struct pt_block_decoder *decoder = &cov->blk;
+	struct pt_event *ev = &decoder->event;
+	const struct ipt__blk_run *run;
+	enum pt_exec_mode mode;
+	uint64_t ip, bits;
+	uint32_t chain = 0;
+	uint8_t size;
+
+	if (decoder->status < 0 || ev->type != ptev_tnt ||
+	    ev->variant.tnt.size < 2 || !decoder->enabled ||
+	    decoder->process_insn || decoder->has_icnt)
+		return;
+
+	ipt__blk_cache_sync(decoder);
+	ip = decoder->ip;
+	mode = decoder->mode;
+	size = ev->variant.tnt.size;
+	bits = ev->variant.tnt.bits;
+
+	run = ipt__blk_run_find(decoder, ip, mode, NULL);
+	if (!run)
+		return;
+	ipt__cov_resolve(cov, ip);
+
+	for (;;) {
+		uint64_t end_ip, next, to;
+
+		end_ip = run->ip + run->len;
+		next = ipt__blk_next_ip(mode, end_ip + run->isize);
+
+		switch ((enum ipt__run_kind) run->kind) {
+		case ipt__run_cond:
+			size -= 1;
+			if (((bits >> size) & 1) && run->disp) {
+				to = ipt__blk_next_ip(mode, next +
+					(uint64_t) (int64_t) run->disp);
+				ipt__cov_count(cov, end_ip, to, ipt_cov_taken);
+			} else {
+				to = next;
+				ipt__cov_count(cov, end_ip, to,
+					       ipt_cov_not_taken);
+			}
+			chain = 0;
+			break;
+
+		case ipt__run_ret:
+			/* A compressed return; anything else the block
+			 * decoder reports. */
+			if (!((bits >> (size - 1)) & 1) ||
+			    ipt__retstack_pop(&decoder->retstack, &to) < 0)
+				goto out;
+			size -= 1;
+			ipt__cov_count(cov, end_ip, to, ipt_cov_return);
+			chain = 0;
+			break;
+
+		case ipt__run_dcall:
+			if (run->disp)
+				ipt__retstack_push(&decoder->retstack, next);
+			/* fall through */
+		case ipt__run_djump:
+			to = ipt__blk_next_ip(mode, next +
+					      (uint64_t) (int64_t) run->disp);
+			chain += 1;
+			break;
+
+		case ipt__run_next:
+			to = next;
+			chain += 1;
+			break;
+
+		case ipt__run_icall:
+		case ipt__run_indirect:
+		default:
+			goto out;
+		}
+
+		ip = to;
+		if (size < 2 || chain > IPT__COV_CHAIN_MAX)
+			break;
+		run = ipt__blk_run_find(decoder, ip, mode, NULL);
+		if (!run)
+			break;
+	}
+out:
+	ev->variant.tnt.size = size;
+	decoder->ip = ip;
+}
+
+/* Note an error at the decoder's position; the trace up to the next PSB is
+ * lost. */
+static void ipt__cov_error(struct ipt_cov_decoder *cov, int error)
+{
+	uint64_t at;
+
+	cov->pend_kind = 0;
+	cov->synced = 0;
+	if (pt_blk_get_offset(&cov->blk, &at) < 0)
+		at = cov->has_sync ? cov->sync_at : 0;
+
+	cov->status.errors += 1;
+	if (!cov->status.first_error)
+		cov->status.first_error = error;
+	cov->status.last_error = error;
+	cov->error_at = at;
+	cov->has_error = 1;
+}
+
+/* Synchronize onto the next PSB.  Returns the status of
+ * pt_blk_sync_forward, -pte_eos at the end of the trace or if the decoder
+ * did not get further. */
+static int ipt__cov_sync(struct ipt_cov_decoder *cov)
+{
+	const struct pt_config *config;
+	uint64_t at, size;
+	int status;
+
+	config = pt_blk_get_config(&cov->blk);
+	size = config ? (uint64_t) (config->end - config->begin) : 0;
+
+	status = pt_blk_sync_forward(&cov->blk);
+	if (status == -pte_eos || pt_blk_get_sync_offset(&cov->blk, &at) < 0)
+		at = size;
+	if (cov->has_error) {
+		cov->has_error = 0;
+		if (at > cov->error_at)
+			cov->status.skipped += at - cov->error_at;
+	}
+	if (status == -pte_eos)
+		return status;
+	if (cov->has_sync && at <= cov->sync_at)
+		return -pte_eos;
+	cov->has_sync = 1;
+	cov->sync_at = at;
+	if (status >= 0)
+		cov->synced = 1;
+	return status;
+}
+
+/* Blocks without trace, one after another, before the walk gives up on
+ * code that loops without reading trace. */
+enum { IPT__COV_IDLE_MAX = 0x1000 };
+
+/* Decode from a synchronized decoder with @status until an error or the
+ * end of the trace.  Returns a negative pte_* code; -pte_eos at the end. */
+static int ipt__cov_walk(struct ipt_cov_decoder *cov, int status)
+{
+	struct pt_block_decoder *blk = &cov->blk;
+	uint64_t offset = UINT64_MAX;
+	uint32_t idle = 0;
+
+	for (;;) {
+		struct pt_block block;
+		uint64_t now = 0;
+
+		while (status & pts_event_pending) {
+			struct pt_event ev;
+
+			status = pt_blk_event(blk, &ev, sizeof(ev));
+			if (status < 0)
+				return status;
+			ipt__cov_event(cov, &ev);
+		}
+		if (status & pts_eos)
+			return -pte_eos;
+
+		ipt__cov_runs(cov);
+
+		status = pt_blk_next(blk, &block, sizeof(block));
+		if (status < 0)
+			return blk->status == -pte_eos ? -pte_eos : status;
+		ipt__cov_block(cov, &block);
+
+		if (pt_blk_get_offset(blk, &now) < 0 || now != offset) {
+			offset = now;
+			idle = 0;
+		} else if (++idle > IPT__COV_IDLE_MAX) {
+			return -pte_bad_query;
+		}
+	}
+}
+
+IPT_DEF int ipt_cov_decode(struct ipt_cov_decoder *cov)
+{
+	if (!cov)
+		return -pte_invalid;
+
+	for (;;) {
+		int status = 0;
+
+		if (!cov->synced) {
+			status = ipt__cov_sync(cov);
+			if (status == -pte_eos)
+				return 0;
+			if (status < 0) {
+				ipt__cov_error(cov, status);
+				continue;
+			}
+		}
+
+		status = ipt__cov_walk(cov, status);
+		if (status == -pte_eos) {
+			cov->synced = 0;
+			cov->pend_kind = 0;
+			return 0;
+		}
+		ipt__cov_error(cov, status);
+	}
+}
+
+IPT_DEF struct ipt_cov_decoder *
+ipt_cov_alloc_decoder_with(const struct pt_config *config,
+			   const struct ipt_cov_config *ucov,
+			   const struct ipt_allocator *allocator)
+{
+	struct ipt_cov_decoder *cov;
+	struct ipt_allocator a;
+	struct pt_config bconfig;
+
+	if (!config || !ucov || ucov->nranges > ipt_cov_max_ranges)
+		return NULL;
+	if (ipt__config_from_user(&bconfig, config) < 0)
+		return NULL;
+	if (ipt__allocator_init(&a, allocator) < 0)
+		return NULL;
+
+	cov = (struct ipt_cov_decoder *) ipt__zalloc(&a, sizeof(*cov));
+	if (!cov)
+		return NULL;
+	cov->blk.allocator = a;
+
+	/* The block decoder's flags are ours: plain blocks, no ticks. */
+	IPT_MEMSET(&bconfig.flags, 0, sizeof(bconfig.flags));
+	if (ipt__blk_decoder_init(&cov->blk, &bconfig, 0) < 0) {
+		ipt__free(&a, cov, sizeof(*cov));
+		return NULL;
+	}
+
+	IPT__COPY(cov->config, *ucov);
+	cov->kinds = ucov->kinds ? ucov->kinds : (uint32_t) ipt_cov_all;
+	if (ucov->flags & ipt_cov_libxdc) {
+		cov->kinds = ipt_cov_taken | ipt_cov_not_taken;
+		cov->config.flags &= ~(uint32_t) ipt_cov_saturate;
+	}
+	cov->blk.run_hook = ucov->block;
+	cov->blk.run_hook_context = ucov->context;
+	return cov;
+}
+
+IPT_DEF struct ipt_cov_decoder *
+ipt_cov_alloc_decoder(const struct pt_config *config,
+		      const struct ipt_cov_config *cov)
+{
+	return ipt_cov_alloc_decoder_with(config, cov, NULL);
+}
+
+IPT_DEF void ipt_cov_free_decoder(struct ipt_cov_decoder *cov)
+{
+	struct ipt_allocator a;
+
+	if (!cov)
+		return;
+
+	a = cov->blk.allocator;
+	ipt__blk_decoder_fini(&cov->blk);
+	ipt__free(&a, cov, sizeof(*cov));
+}
+
+IPT_DEF int ipt_cov_set_image(struct ipt_cov_decoder *cov,
+			      struct pt_image *image)
+{
+	return cov ? pt_blk_set_image(&cov->blk, image) : -pte_invalid;
+}
+
+IPT_DEF struct pt_image *ipt_cov_get_image(struct ipt_cov_decoder *cov)
+{
+	return cov ? pt_blk_get_image(&cov->blk) : NULL;
+}
+
+IPT_DEF int ipt_cov_set_bitmap(struct ipt_cov_decoder *cov, uint8_t *bitmap,
+			       size_t size)
+{
+	if (!cov || !bitmap || !size || (size & (size - 1)) ||
+	    (uint64_t) size > UINT32_MAX)
+		return -pte_invalid;
+
+	cov->map = bitmap;
+	cov->mask = (uint32_t) (size - 1);
+	return 0;
+}
+
+IPT_DEF int ipt_cov_set_trace(struct ipt_cov_decoder *cov,
+			      const uint8_t *begin, const uint8_t *end,
+			      int clear_bitmap)
+{
+	int status;
+
+	if (!cov)
+		return -pte_invalid;
+
+	status = ipt__blk_set_trace(&cov->blk, begin, end);
+	if (status < 0)
+		return status;
+
+	cov->synced = 0;
+	cov->pend_kind = 0;
+	cov->has_sync = 0;
+	cov->has_error = 0;
+	if (clear_bitmap && cov->map)
+		IPT_MEMSET(cov->map, 0, (size_t) cov->mask + 1);
+	return 0;
+}
+
+IPT_DEF int ipt_cov_get_status(const struct ipt_cov_decoder *cov,
+			       struct ipt_cov_status *status)
+{
+	if (!cov || !status)
+		return -pte_invalid;
+	IPT__COPY(*status, cov->status);
+	return 0;
 }
 
 #ifdef __cplusplus

@@ -1,0 +1,345 @@
+/* t_cov_oracle - the coverage decoder against the block decoder.
+ *
+ * For each trace: the edges ipt_cov reports (edge callback, in order) must
+ * be the edges cov_oracle.h derives from pt_blk_next's blocks and
+ * pt_blk_event's events; with all kinds, and with each kind alone; on a
+ * fresh decoder (first pass) and on the same decoder again (warm caches);
+ * and the bitmap must be the documented function of those edges, wrapping
+ * and saturating.
+ *
+ *   t_cov_oracle [manifest MANIFEST]... [synth DIR]... [list LIST TRACE]...
+ *
+ * MANIFEST: a conformance MANIFEST; its ptxed cases are used (--raw and
+ * --cpu arguments).  DIR: a ptsynth directory (image.txt, trace.pt).
+ * LIST TRACE: a "VADDR SIZE FILE" list and a trace. */
+
+#include "check.h"
+#include "cov_oracle.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static uint8_t *load(const char *name, uint64_t offset, uint64_t size,
+		     uint64_t *psize)
+{
+	FILE *f = fopen(name, "rb");
+	uint8_t *buf;
+	long end;
+
+	if (!f)
+		return NULL;
+	if (fseek(f, 0, SEEK_END) || (end = ftell(f)) < 0 ||
+	    (uint64_t) end <= offset) {
+		fclose(f);
+		return NULL;
+	}
+	if (!size || size > (uint64_t) end - offset)
+		size = (uint64_t) end - offset;
+	buf = (uint8_t *) malloc((size_t) size);
+	if (!buf || fseek(f, (long) offset, SEEK_SET) ||
+	    fread(buf, (size_t) size, 1, f) != 1) {
+		free(buf);
+		fclose(f);
+		return NULL;
+	}
+	fclose(f);
+	*psize = size;
+	return buf;
+}
+
+static int add_file(struct omem *mem, const char *name, uint64_t offset,
+		    uint64_t size, uint64_t vaddr)
+{
+	uint64_t got;
+	uint8_t *buf = load(name, offset, size, &got);
+	int status;
+
+	if (!buf)
+		return -1;
+	status = omem_add(mem, buf, got, vaddr);
+	free(buf);
+	return status;
+}
+
+static unsigned long traces, edges_seen;
+
+/* One trace: every check. */
+static void check_trace(const char *name, const struct pt_config *config,
+			struct omem *mem)
+{
+	static const uint32_t kinds[] = {
+		ipt_cov_taken, ipt_cov_not_taken, ipt_cov_jump, ipt_cov_call,
+		ipt_cov_return, ipt_cov_far, ipt_cov_async, ipt_cov_enable,
+		ipt_cov_disable
+	};
+	struct olist want = { 0, 0, 0 }, got = { 0, 0, 0 }, part = { 0, 0, 0 };
+	struct ipt_cov_decoder *cov;
+	struct ipt_cov_config cc;
+	struct pt_image *image;
+	static uint8_t map[1 << 16], expect[1 << 16];
+	size_t k;
+	int pass;
+
+	image = pt_image_alloc(NULL);
+	if (!CHECK(image != NULL))
+		return;
+	pt_image_set_callback(image, omem_read, mem);
+	oracle_edges(&want, config, image, mem);
+
+	memset(&cc, 0, sizeof(cc));
+	cc.edge = olist_on_edge;
+	cc.context = &got;
+	cov = ipt_cov_alloc_decoder(config, &cc);
+	if (!CHECK(cov != NULL))
+		goto out;
+	CHECK_EQ(ipt_cov_set_image(cov, image), 0);
+	CHECK_EQ(ipt_cov_set_bitmap(cov, map, sizeof(map)), 0);
+
+	/* First pass, then warm, all kinds; the bitmap each time. */
+	for (pass = 0; pass < 2; ++pass) {
+		long at;
+
+		got.n = 0;
+		CHECK_EQ(ipt_cov_set_trace(cov, config->begin, config->end, 1),
+			 0);
+		CHECK_EQ(ipt_cov_decode(cov), 0);
+		at = olist_diff(&got, &want);
+		if (!CHECK(at < 0)) {
+			printf("     %s, pass %d: edge %ld of %zu/%zu", name,
+			       pass, at, got.n, want.n);
+			if ((size_t) at < got.n)
+				printf(", got %" PRIx64 "->%" PRIx64 " %x",
+				       got.e[at].from, got.e[at].to,
+				       got.e[at].kind);
+			if ((size_t) at < want.n)
+				printf(", want %" PRIx64 "->%" PRIx64 " %x",
+				       want.e[at].from, want.e[at].to,
+				       want.e[at].kind);
+			printf("\n");
+		}
+		memset(expect, 0, sizeof(expect));
+		olist_bitmap(expect, sizeof(expect), &want, 0);
+		CHECK(!memcmp(map, expect, sizeof(map)));
+	}
+	ipt_cov_free_decoder(cov);
+
+	/* Each kind alone, saturating, on a decoder of its own. */
+	for (k = 0; k < sizeof(kinds) / sizeof(kinds[0]); ++k) {
+		cc.kinds = kinds[k];
+		cc.flags = ipt_cov_saturate;
+		got.n = 0;
+		cov = ipt_cov_alloc_decoder(config, &cc);
+		if (!CHECK(cov != NULL))
+			break;
+		ipt_cov_set_image(cov, image);
+		ipt_cov_set_bitmap(cov, map, sizeof(map));
+		ipt_cov_set_trace(cov, config->begin, config->end, 1);
+		CHECK_EQ(ipt_cov_decode(cov), 0);
+		olist_filter(&part, &want, kinds[k]);
+		if (!CHECK(olist_diff(&got, &part) < 0))
+			printf("     %s: kind %x\n", name, kinds[k]);
+		memset(expect, 0, sizeof(expect));
+		olist_bitmap(expect, sizeof(expect), &part, 1);
+		CHECK(!memcmp(map, expect, sizeof(map)));
+		ipt_cov_free_decoder(cov);
+	}
+
+	traces += 1;
+	edges_seen += want.n;
+out:
+	pt_image_free(image);
+	free(want.e);
+	free(got.e);
+	free(part.e);
+}
+
+/* A ptxed line of a MANIFEST: its --raw and --cpu arguments. */
+static void run_manifest_line(const char *dir, char *line)
+{
+	char path[16384], *tok, *save = NULL, *name;
+	struct pt_config config;
+	struct omem mem;
+	uint64_t size;
+	uint8_t *trace;
+	int next_raw = 0, next_cpu = 0, next_pt = 0, ok = 1;
+	char ptfile[16384] = "";
+
+	if (strncmp(line, "ptxed\t", 6))
+		return;
+	name = line + 6;
+	tok = strchr(name, '\t');
+	if (!tok)
+		return;
+	*tok++ = 0;
+
+	memset(&mem, 0, sizeof(mem));
+	pt_config_init(&config);
+	for (tok = strtok_r(tok, " \t\n", &save); tok;
+	     tok = strtok_r(NULL, " \t\n", &save)) {
+		if (next_raw) {
+			char *colon = strrchr(tok, ':'), *range;
+			uint64_t vaddr, begin = 0, end = 0;
+
+			next_raw = 0;
+			if (!colon)
+				continue;
+			vaddr = strtoull(colon + 1, NULL, 0);
+			*colon = 0;
+			range = strrchr(tok, ':');
+			if (range) {
+				*range++ = 0;
+				begin = strtoull(range, &range, 0);
+				if (*range == '-')
+					end = strtoull(range + 1, NULL, 0);
+			}
+			snprintf(path, sizeof(path), "%s/cases/%s/%s", dir,
+				 name, tok);
+			if (add_file(&mem, path, begin,
+				     end > begin ? end - begin : 0, vaddr) < 0)
+				ok = 0;
+		} else if (next_cpu) {
+			next_cpu = 0;
+			if (ipt_cpu_parse(&config.cpu, tok) >= 0)
+				pt_cpu_errata(&config.errata, &config.cpu);
+		} else if (next_pt) {
+			next_pt = 0;
+			snprintf(ptfile, sizeof(ptfile), "%s/cases/%s/%s", dir,
+				 name, tok);
+		} else if (!strcmp(tok, "--raw")) {
+			next_raw = 1;
+		} else if (!strcmp(tok, "--cpu")) {
+			next_cpu = 1;
+		} else if (!strcmp(tok, "--pt")) {
+			next_pt = 1;
+		} else if (!strcmp(tok, "--elf")) {
+			ok = 0;
+		}
+	}
+
+	trace = ok && ptfile[0] ? load(ptfile, 0, 0, &size) : NULL;
+	if (trace) {
+		config.begin = trace;
+		config.end = trace + size;
+		check_trace(name, &config, &mem);
+	} else {
+		printf("     %s: not loaded (needs --elf or a file)\n", name);
+		CHECK(0);
+	}
+	free(trace);
+	omem_fini(&mem);
+}
+
+static void run_manifest(const char *manifest)
+{
+	char dir[4096], line[8192];
+	const char *slash = strrchr(manifest, '/');
+	FILE *f = fopen(manifest, "r");
+
+	if (!CHECK(f != NULL))
+		return;
+	snprintf(dir, sizeof(dir), "%.*s", slash ? (int) (slash - manifest) : 1,
+		 slash ? manifest : ".");
+	while (fgets(line, sizeof(line), f))
+		run_manifest_line(dir, line);
+	fclose(f);
+}
+
+/* A ptsynth directory: "BEGIN END FILE ..." lines in image.txt. */
+static void run_synth(const char *dir)
+{
+	char path[4096], line[4096];
+	struct pt_config config;
+	struct omem mem;
+	uint64_t size;
+	uint8_t *trace;
+	FILE *f;
+
+	memset(&mem, 0, sizeof(mem));
+	snprintf(path, sizeof(path), "%s/image.txt", dir);
+	f = fopen(path, "r");
+	if (!CHECK(f != NULL))
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long long begin, end;
+		char file[2048];
+
+		if (sscanf(line, "%llx %llx %2047s", &begin, &end, file) != 3)
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, file);
+		CHECK_EQ(add_file(&mem, path, 0, end - begin, begin), 0);
+	}
+	fclose(f);
+
+	snprintf(path, sizeof(path), "%s/trace.pt", dir);
+	trace = load(path, 0, 0, &size);
+	if (CHECK(trace != NULL)) {
+		pt_config_init(&config);
+		config.begin = trace;
+		config.end = trace + size;
+		check_trace(dir, &config, &mem);
+	}
+	free(trace);
+	omem_fini(&mem);
+}
+
+/* A "VADDR SIZE FILE" list, file names relative to it, and a trace. */
+static void run_list(const char *list, const char *tracefile)
+{
+	char path[4096], line[4096];
+	const char *slash = strrchr(list, '/');
+	int dirlen = slash ? (int) (slash - list + 1) : 0;
+	struct pt_config config;
+	struct omem mem;
+	uint64_t size;
+	uint8_t *trace;
+	FILE *f;
+
+	memset(&mem, 0, sizeof(mem));
+	f = fopen(list, "r");
+	if (!CHECK(f != NULL))
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long long vaddr, bytes;
+		char file[2048];
+
+		if (sscanf(line, "%llx %llx %2047s", &vaddr, &bytes, file) != 3)
+			continue;
+		snprintf(path, sizeof(path), "%.*s%s", dirlen, list, file);
+		CHECK_EQ(add_file(&mem, path, 0, bytes, vaddr), 0);
+	}
+	fclose(f);
+
+	trace = load(tracefile, 0, 0, &size);
+	if (CHECK(trace != NULL)) {
+		pt_config_init(&config);
+		config.begin = trace;
+		config.end = trace + size;
+		check_trace(tracefile, &config, &mem);
+	}
+	free(trace);
+	omem_fini(&mem);
+}
+
+int main(int argc, char *argv[])
+{
+	int i;
+
+	for (i = 1; i < argc; ++i) {
+		if (!strcmp(argv[i], "manifest") && i + 1 < argc)
+			run_manifest(argv[++i]);
+		else if (!strcmp(argv[i], "synth") && i + 1 < argc)
+			run_synth(argv[++i]);
+		else if (!strcmp(argv[i], "list") && i + 2 < argc) {
+			run_list(argv[i + 1], argv[i + 2]);
+			i += 2;
+		} else {
+			printf("usage: %s [manifest M]... [synth DIR]... "
+			       "[list LIST TRACE]...\n", argv[0]);
+			CHECK(0);
+		}
+	}
+	CHECK(traces > 0);
+	printf("%lu traces, %lu edges\n", traces, edges_seen);
+	return check_done();
+}
