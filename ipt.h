@@ -13988,70 +13988,149 @@ static void ipt__cov_event(struct ipt_cov_decoder *cov,
 	}
 }
 
-/* The longest chain of runs the walk follows without taking a TNT bit;
- * code that loops without trace is left to the block decoder. */
+/* The longest chain of runs the walk follows without using trace; code
+ * that loops without trace is left to the block decoder. */
 enum { IPT__COV_CHAIN_MAX = 0x100 };
 
-/* Walk the run cache while the TNT in hand has more than one bit left
- * (see the banner).  Stops, leaving the decoder as pt_blk_next would have
- * it, where a run is missing or needs more than a TNT bit. */
-static void ipt__cov_runs(struct ipt_cov_decoder *cov)
+/* The block the walk just ended with @run, for the block decoder's
+ * trailing-event rules. */
+static void ipt__cov_run_block(struct pt_block *block,
+			       const struct ipt__blk_run *run,
+			       enum pt_exec_mode mode)
+{
+	IPT_MEMSET(block, 0, sizeof(*block));
+	block->ip = run->ip;
+	block->end_ip = run->ip + run->len;
+	block->isid = run->isid;
+	block->mode = mode;
+	block->iclass = (enum pt_insn_class) run->iclass;
+	block->ninsn = run->ninsn;
+}
+
+/* The edge kind of a run that ends in an indirect branch. */
+static enum ipt_cov_kind ipt__cov_run_kind(const struct ipt__blk_run *run)
+{
+	switch ((enum pt_insn_class) run->iclass) {
+	case ptic_return:
+		return ipt_cov_return;
+	case ptic_call:
+		return ipt_cov_call;
+	case ptic_far_call:
+	case ptic_far_return:
+	case ptic_far_jump:
+		return ipt_cov_far;
+	case ptic_unknown:
+	case ptic_other:
+	case ptic_jump:
+	case ptic_cond_jump:
+	case ptic_ptwrite:
+	case ptic_indirect:
+	default:
+		return ipt_cov_jump;
+	}
+}
+
+/* Walk the run cache while the event in hand is a TNT or a TIP (see the
+ * banner): take TNT bits at conditional branches and compressed returns,
+ * TIPs at indirect branches, as ipt__blk_proceed_no_event would, and where
+ * a TNT or TIP is used up, let the block decoder's trailing-event rules
+ * see the next event, as pt_blk_next would.  The branch that used up the
+ * trace in hand stays pending: the next event may say it went elsewhere.
+ *
+ * Returns 0 if the block decoder takes over from here with pt_blk_next;
+ * otherwise 1 with the status pt_blk_next would have returned in
+ * @status. */
+static int ipt__cov_runs(struct ipt_cov_decoder *cov, int *status)
 {
 	struct pt_block_decoder *decoder = &cov->blk;
 	struct pt_event *ev = &decoder->event;
 	const struct ipt__blk_run *run;
 	enum pt_exec_mode mode;
-	uint64_t ip, bits;
+	struct pt_block block;
 	uint32_t chain = 0;
-	uint8_t size;
+	uint64_t ip;
 
-	if (decoder->status < 0 || ev->type != ptev_tnt ||
-	    ev->variant.tnt.size < 2 || !decoder->enabled ||
-	    decoder->process_insn || decoder->has_icnt)
-		return;
+	if (decoder->status < 0 || !decoder->enabled ||
+	    decoder->process_insn ||
+	    (ev->type != ptev_tnt && ev->type != ptev_tip))
+		return 0;
 
 	ipt__blk_cache_sync(decoder);
 	ip = decoder->ip;
 	mode = decoder->mode;
-	size = ev->variant.tnt.size;
-	bits = ev->variant.tnt.bits;
 
 	run = ipt__blk_run_find(decoder, ip, mode, NULL);
 	if (!run)
-		return;
+		return 0;
 	ipt__cov_resolve(cov, ip);
 
 	for (;;) {
 		uint64_t end_ip, next, to;
+		enum ipt_cov_kind kind;
+		uint32_t icnt;
+		uint8_t size;
+
+		/* Instructions since the last TRIG anchor, as the block
+		 * decoder counts them (meaningless, and reset at the next
+		 * anchor, while it does not). */
+		icnt = decoder->icnt + run->ninsn;
+		if (icnt < decoder->icnt)
+			goto out_at;
+		decoder->icnt = icnt;
 
 		end_ip = run->ip + run->len;
 		next = ipt__blk_next_ip(mode, end_ip + run->isize);
 
 		switch ((enum ipt__run_kind) run->kind) {
 		case ipt__run_cond:
-			size -= 1;
-			if (((bits >> size) & 1) && run->disp) {
+			if (ev->type != ptev_tnt)
+				goto out;
+			size = (uint8_t) (ev->variant.tnt.size - 1);
+			ev->variant.tnt.size = size;
+			kind = ipt_cov_not_taken;
+			to = next;
+			if (((ev->variant.tnt.bits >> size) & 1) && run->disp) {
+				kind = ipt_cov_taken;
 				to = ipt__blk_next_ip(mode, next +
 					(uint64_t) (int64_t) run->disp);
-				ipt__cov_count(cov, end_ip, to, ipt_cov_taken);
-			} else {
-				to = next;
-				ipt__cov_count(cov, end_ip, to,
-					       ipt_cov_not_taken);
 			}
-			chain = 0;
-			break;
+			if (size)
+				ipt__cov_count(cov, end_ip, to, kind);
+			goto tnt_used;
 
 		case ipt__run_ret:
+			if (ev->type == ptev_tip)
+				goto tip;
 			/* A compressed return; anything else the block
 			 * decoder reports. */
-			if (!((bits >> (size - 1)) & 1) ||
+			size = ev->variant.tnt.size;
+			if (!((ev->variant.tnt.bits >> (size - 1)) & 1) ||
 			    ipt__retstack_pop(&decoder->retstack, &to) < 0)
 				goto out;
 			size -= 1;
-			ipt__cov_count(cov, end_ip, to, ipt_cov_return);
-			chain = 0;
-			break;
+			ev->variant.tnt.size = size;
+			kind = ipt_cov_return;
+			if (size)
+				ipt__cov_count(cov, end_ip, to, kind);
+			goto tnt_used;
+
+		case ipt__run_icall:
+		case ipt__run_indirect:
+			/* A TIP behind a TNT is the block decoder's. */
+			if (ev->type != ptev_tip)
+				goto out;
+		tip:
+			if (ev->ip_suppressed)
+				goto out;
+			if (run->kind == ipt__run_icall)
+				ipt__retstack_push(&decoder->retstack, next);
+			to = ev->variant.tip.ip;
+			kind = ipt__cov_run_kind(run);
+			decoder->ip = to;
+			*status = ipt__blk_tick(decoder, end_ip);
+			if (*status < 0)
+				return 1;
+			goto block_end;
 
 		case ipt__run_dcall:
 			if (run->disp)
@@ -14060,30 +14139,60 @@ static void ipt__cov_runs(struct ipt_cov_decoder *cov)
 		case ipt__run_djump:
 			to = ipt__blk_next_ip(mode, next +
 					      (uint64_t) (int64_t) run->disp);
-			chain += 1;
-			break;
+			goto chained;
 
 		case ipt__run_next:
 			to = next;
-			chain += 1;
-			break;
+			goto chained;
 
-		case ipt__run_icall:
-		case ipt__run_indirect:
 		default:
 			goto out;
 		}
 
-		ip = to;
-		if (size < 2 || chain > IPT__COV_CHAIN_MAX)
-			break;
+	tnt_used:
+		chain = 0;
+		if (size)
+			goto next_run;
+		decoder->ip = to;
+
+	block_end:
+		/* The block ends here: the trace in hand is used up. */
+		cov->pend_from = end_ip;
+		cov->pend_kind = (uint32_t) kind;
+		cov->pend_next = next;
+		if (kind == ipt_cov_not_taken)
+			cov->pend_kind = ipt_cov_taken;
+		ipt__cov_run_block(&block, run, mode);
+		*status = ipt__blk_proceed_trailing_event(decoder, &block);
+		if (*status != 0 ||
+		    (ev->type != ptev_tnt && ev->type != ptev_tip))
+			return 1;
+		chain = 0;
+		ip = decoder->ip;
 		run = ipt__blk_run_find(decoder, ip, mode, NULL);
 		if (!run)
-			break;
+			return 1;
+		ipt__cov_resolve(cov, ip);
+		continue;
+
+	chained:
+		if (++chain > IPT__COV_CHAIN_MAX) {
+			ip = to;
+			goto out_at;
+		}
+	next_run:
+		ip = to;
+		run = ipt__blk_run_find(decoder, ip, mode, NULL);
+		if (!run)
+			goto out_at;
 	}
+
 out:
-	ev->variant.tnt.size = size;
+	/* The block decoder takes the run at @ip, and counts it. */
+	decoder->icnt -= run->ninsn;
+out_at:
 	decoder->ip = ip;
+	return 0;
 }
 
 /* Note an error at the decoder's position; the trace up to the next PSB is
@@ -14163,7 +14272,12 @@ static int ipt__cov_walk(struct ipt_cov_decoder *cov, int status)
 		if (status & pts_eos)
 			return -pte_eos;
 
-		ipt__cov_runs(cov);
+		if (ipt__cov_runs(cov, &status)) {
+			if (status < 0)
+				return blk->status == -pte_eos ? -pte_eos :
+				       status;
+			continue;
+		}
 
 		status = pt_blk_next(blk, &block, sizeof(block));
 		if (status < 0)
