@@ -14087,15 +14087,13 @@ static int ipt__cov_runs(struct ipt_cov_decoder *cov, int *status)
 				goto out;
 			size = (uint8_t) (ev->variant.tnt.size - 1);
 			ev->variant.tnt.size = size;
-			kind = ipt_cov_not_taken;
+			/* Pending as a conditional branch: taken to the next
+			 * instruction counts as not taken. */
+			kind = ipt_cov_taken;
 			to = next;
-			if (((ev->variant.tnt.bits >> size) & 1) && run->disp) {
-				kind = ipt_cov_taken;
+			if ((ev->variant.tnt.bits >> size) & 1)
 				to = ipt__blk_next_ip(mode, next +
 					(uint64_t) (int64_t) run->disp);
-			}
-			if (size)
-				ipt__cov_count(cov, end_ip, to, kind);
 			goto tnt_used;
 
 		case ipt__run_ret:
@@ -14110,8 +14108,6 @@ static int ipt__cov_runs(struct ipt_cov_decoder *cov, int *status)
 			size -= 1;
 			ev->variant.tnt.size = size;
 			kind = ipt_cov_return;
-			if (size)
-				ipt__cov_count(cov, end_ip, to, kind);
 			goto tnt_used;
 
 		case ipt__run_icall:
@@ -14130,7 +14126,7 @@ static int ipt__cov_runs(struct ipt_cov_decoder *cov, int *status)
 			*status = ipt__blk_tick(decoder, end_ip);
 			if (*status < 0)
 				return 1;
-			goto block_end;
+			goto tip_used;
 
 		case ipt__run_dcall:
 			if (run->disp)
@@ -14150,18 +14146,23 @@ static int ipt__cov_runs(struct ipt_cov_decoder *cov, int *status)
 		}
 
 	tnt_used:
+		/* The edge counts once the flow is seen to get there: the
+		 * run at @to is found, or an event says where it went. */
 		chain = 0;
-		if (size)
-			goto next_run;
-		decoder->ip = to;
-
-	block_end:
-		/* The block ends here: the trace in hand is used up. */
 		cov->pend_from = end_ip;
 		cov->pend_kind = (uint32_t) kind;
 		cov->pend_next = next;
-		if (kind == ipt_cov_not_taken)
-			cov->pend_kind = ipt_cov_taken;
+		if (size)
+			goto next_run;
+		decoder->ip = to;
+		goto block_end;
+
+	tip_used:
+		cov->pend_from = end_ip;
+		cov->pend_kind = (uint32_t) kind;
+
+	block_end:
+		/* The block ends here: the trace in hand is used up. */
 		ipt__cov_run_block(&block, run, mode);
 		*status = ipt__blk_proceed_trailing_event(decoder, &block);
 		if (*status != 0 ||
@@ -14185,6 +14186,7 @@ static int ipt__cov_runs(struct ipt_cov_decoder *cov, int *status)
 		run = ipt__blk_run_find(decoder, ip, mode, NULL);
 		if (!run)
 			goto out_at;
+		ipt__cov_resolve(cov, ip);
 	}
 
 out:
@@ -14247,7 +14249,7 @@ static int ipt__cov_sync(struct ipt_cov_decoder *cov)
 
 /* Blocks without trace, one after another, before the walk gives up on
  * code that loops without reading trace. */
-enum { IPT__COV_IDLE_MAX = 0x1000 };
+enum { IPT__COV_IDLE_MAX = 64 };
 
 /* Decode from a synchronized decoder with @status until an error or the
  * end of the trace.  Returns a negative pte_* code; -pte_eos at the end. */
@@ -14280,8 +14282,12 @@ static int ipt__cov_walk(struct ipt_cov_decoder *cov, int status)
 		}
 
 		status = pt_blk_next(blk, &block, sizeof(block));
-		if (status < 0)
+		if (status < 0) {
+			/* The flow got as far as the block goes. */
+			if (block.ninsn)
+				ipt__cov_resolve(cov, block.ip);
 			return blk->status == -pte_eos ? -pte_eos : status;
+		}
 		ipt__cov_block(cov, &block);
 
 		if (pt_blk_get_offset(blk, &now) < 0 || now != offset) {

@@ -22,6 +22,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#if defined(__GNUC__)
+#define ORACLE_FN static __attribute__((unused))
+#else
+#define ORACLE_FN static
+#endif
+
 /* ---- code memory ---- */
 
 struct oseg {
@@ -37,7 +43,7 @@ struct omem {
 	int nseg;
 };
 
-static const struct oseg *omem_find(const struct omem *mem, uint64_t ip)
+ORACLE_FN const struct oseg *omem_find(const struct omem *mem, uint64_t ip)
 {
 	int i;
 
@@ -47,7 +53,7 @@ static const struct oseg *omem_find(const struct omem *mem, uint64_t ip)
 	return NULL;
 }
 
-static int omem_read(uint8_t *buffer, size_t size, const struct pt_asid *asid,
+ORACLE_FN int omem_read(uint8_t *buffer, size_t size, const struct pt_asid *asid,
 		     uint64_t ip, void *context)
 {
 	const struct omem *mem = (const struct omem *) context;
@@ -64,7 +70,7 @@ static int omem_read(uint8_t *buffer, size_t size, const struct pt_asid *asid,
 	return (int) size;
 }
 
-static int omem_add(struct omem *mem, const uint8_t *bytes, uint64_t size,
+ORACLE_FN int omem_add(struct omem *mem, const uint8_t *bytes, uint64_t size,
 		    uint64_t vaddr)
 {
 	struct oseg *seg;
@@ -83,7 +89,7 @@ static int omem_add(struct omem *mem, const uint8_t *bytes, uint64_t size,
 	return 0;
 }
 
-static void omem_fini(struct omem *mem)
+ORACLE_FN void omem_fini(struct omem *mem)
 {
 	int i;
 
@@ -106,7 +112,7 @@ struct olist {
 	size_t cap;
 };
 
-static void olist_add(struct olist *list, uint64_t from, uint64_t to,
+ORACLE_FN void olist_add(struct olist *list, uint64_t from, uint64_t to,
 		      uint32_t kind)
 {
 	if (list->n == list->cap) {
@@ -125,14 +131,14 @@ static void olist_add(struct olist *list, uint64_t from, uint64_t to,
 	list->n += 1;
 }
 
-static void olist_on_edge(void *context, uint64_t from, uint64_t to,
+ORACLE_FN void olist_on_edge(void *context, uint64_t from, uint64_t to,
 			  enum ipt_cov_kind kind)
 {
 	olist_add((struct olist *) context, from, to, (uint32_t) kind);
 }
 
 /* The edges of @list whose kind is in @kinds, in order. */
-static void olist_filter(struct olist *out, const struct olist *list,
+ORACLE_FN void olist_filter(struct olist *out, const struct olist *list,
 			 uint32_t kinds)
 {
 	size_t i;
@@ -145,7 +151,7 @@ static void olist_filter(struct olist *out, const struct olist *list,
 }
 
 /* Index of the first difference, or -1 if @a and @b are the same. */
-static long olist_diff(const struct olist *a, const struct olist *b)
+ORACLE_FN long olist_diff(const struct olist *a, const struct olist *b)
 {
 	size_t i;
 
@@ -158,12 +164,12 @@ static long olist_diff(const struct olist *a, const struct olist *b)
 
 /* The bitmap as documented: counter (mix(to) ^ (mix(from) >> 1)) mod size
  * per edge, wrapping, or stopping at 255 with @saturate. */
-static uint64_t omix(uint64_t v)
+ORACLE_FN uint64_t omix(uint64_t v)
 {
 	return (v ^ (v >> 31)) * 0x7fb5d329728ea185ull;
 }
 
-static void olist_bitmap(uint8_t *map, size_t size, const struct olist *list,
+ORACLE_FN void olist_bitmap(uint8_t *map, size_t size, const struct olist *list,
 			 int saturate)
 {
 	size_t i;
@@ -179,8 +185,13 @@ static void olist_bitmap(uint8_t *map, size_t size, const struct olist *list,
 
 /* ---- the reference ---- */
 
+typedef int (*oracle_read_fn)(uint8_t *buffer, size_t size,
+			      const struct pt_asid *asid, uint64_t ip,
+			      void *context);
+
 struct oracle {
-	const struct omem *mem;
+	oracle_read_fn read;
+	void *context;
 	struct olist *out;
 	/* The branch the last block ended with, until we know where it went:
 	 * its IP, kind (0: none, ipt_cov_taken: any conditional branch) and
@@ -191,7 +202,7 @@ struct oracle {
 };
 
 /* A branch went to @to. */
-static void oracle_to(struct oracle *o, uint64_t to)
+ORACLE_FN void oracle_to(struct oracle *o, uint64_t to)
 {
 	if (!o->kind)
 		return;
@@ -202,7 +213,7 @@ static void oracle_to(struct oracle *o, uint64_t to)
 }
 
 /* What the last instruction of @b needs from the trace, by its bytes. */
-static void oracle_block(struct oracle *o, const struct pt_block *b)
+ORACLE_FN void oracle_block(struct oracle *o, const struct pt_block *b)
 {
 	ZydisDecoder dec;
 	ZydisDecodedInstruction zi;
@@ -239,8 +250,17 @@ static void oracle_block(struct oracle *o, const struct pt_block *b)
 		memcpy(raw, b->raw, b->size);
 		size = b->size;
 	} else {
-		size = omem_read(raw, 15, NULL, b->end_ip, (void *) o->mem);
-		if (size < 0)
+		/* The callback may return fewer bytes than asked for. */
+		for (size = 0; size < 15;) {
+			int got = o->read(raw + size, (size_t) (15 - size),
+					  NULL, b->end_ip + (uint64_t) size,
+					  o->context);
+
+			if (got <= 0)
+				break;
+			size += got;
+		}
+		if (!size)
 			return;
 	}
 	switch (b->mode) {
@@ -282,7 +302,7 @@ static void oracle_block(struct oracle *o, const struct pt_block *b)
 	}
 }
 
-static void oracle_event(struct oracle *o, const struct pt_event *ev)
+ORACLE_FN void oracle_event(struct oracle *o, const struct pt_event *ev)
 {
 	switch (ev->type) {
 	case ptev_enabled:
@@ -323,10 +343,10 @@ static void oracle_event(struct oracle *o, const struct pt_event *ev)
 
 /* Blocks in a row that read no trace before a decode counts as stuck
  * (ipt.h's coverage layer gives up there too). */
-enum { ORACLE_IDLE_MAX = 0x1000 };
+enum { ORACLE_IDLE_MAX = 64 };
 
 /* Decode from the sync point with @status until an error or the end. */
-static int oracle_walk(struct oracle *o, struct pt_block_decoder *dec,
+ORACLE_FN int oracle_walk(struct oracle *o, struct pt_block_decoder *dec,
 		       int status)
 {
 	uint64_t offset = UINT64_MAX;
@@ -348,8 +368,13 @@ static int oracle_walk(struct oracle *o, struct pt_block_decoder *dec,
 			return -pte_eos;
 
 		status = pt_blk_next(dec, &b, sizeof(b));
-		if (status < 0)
+		if (status < 0) {
+			/* A block cut short by an error still shows where
+			 * the flow went. */
+			if (b.ninsn)
+				oracle_to(o, b.ip);
 			return status;
+		}
 		oracle_block(o, &b);
 
 		if (pt_blk_get_offset(dec, &now) < 0 || now != offset) {
@@ -363,8 +388,9 @@ static int oracle_walk(struct oracle *o, struct pt_block_decoder *dec,
 
 /* All edges of the trace in @config over @image into @out; returns the
  * number of errors. */
-static int oracle_edges(struct olist *out, const struct pt_config *config,
-			struct pt_image *image, const struct omem *mem)
+ORACLE_FN int oracle_edges(struct olist *out, const struct pt_config *config,
+			struct pt_image *image, oracle_read_fn read,
+			void *context)
 {
 	struct pt_block_decoder *dec;
 	struct pt_config c = *config;
@@ -373,7 +399,8 @@ static int oracle_edges(struct olist *out, const struct pt_config *config,
 	int errors = 0, synced = 0;
 
 	memset(&o, 0, sizeof(o));
-	o.mem = mem;
+	o.read = read;
+	o.context = context;
 	o.out = out;
 	out->n = 0;
 

@@ -85,7 +85,7 @@ static void check_trace(const char *name, const struct pt_config *config,
 	if (!CHECK(image != NULL))
 		return;
 	pt_image_set_callback(image, omem_read, mem);
-	oracle_edges(&want, config, image, mem);
+	oracle_edges(&want, config, image, omem_read, mem);
 
 	memset(&cc, 0, sizeof(cc));
 	cc.edge = olist_on_edge;
