@@ -1420,8 +1420,11 @@ ipt_iscache_alloc_with(const char *name,
  *
  * One decoder decodes trace after trace: ipt_cov_set_trace points it at
  * the next one (and clears the bitmap if asked); its caches stay warm and
- * the call allocates nothing.  The caches follow the image exactly as a
- * block decoder's do (ipt_image_invalidate and section changes drop them).
+ * the call allocates nothing.  The caches are a block decoder's and follow
+ * the image as its do (ipt_image_invalidate and section changes drop
+ * them); ipt_cov_set_cache_limit bounds the run cache as
+ * ipt_blk_set_cache_limit does.  Decoding allocates only while the run
+ * cache grows towards that limit (see >>api-blk-ext).
  *
  * ipt_cov_decode decodes the whole trace and returns 0, or -pte_invalid.
  * An error in the trace (or code that cannot be read or decoded) costs the
@@ -1500,6 +1503,8 @@ IPT_API int ipt_cov_set_trace(struct ipt_cov_decoder *decoder,
 IPT_API int ipt_cov_decode(struct ipt_cov_decoder *decoder);
 IPT_API int ipt_cov_get_status(const struct ipt_cov_decoder *decoder,
 			       struct ipt_cov_status *status);
+IPT_API int ipt_cov_set_cache_limit(struct ipt_cov_decoder *decoder,
+				    uint64_t bytes);
 
 #ifdef __cplusplus
 }
@@ -14428,6 +14433,12 @@ IPT_DEF int ipt_cov_set_trace(struct ipt_cov_decoder *cov,
 	if (clear_bitmap && cov->map)
 		IPT_MEMSET(cov->map, 0, (size_t) cov->mask + 1);
 	return 0;
+}
+
+IPT_DEF int ipt_cov_set_cache_limit(struct ipt_cov_decoder *cov,
+				    uint64_t bytes)
+{
+	return cov ? ipt_blk_set_cache_limit(&cov->blk, bytes) : -pte_invalid;
 }
 
 IPT_DEF int ipt_cov_get_status(const struct ipt_cov_decoder *cov,

@@ -11,5 +11,7 @@ $(B)/t_cov_%: $(COV_UNIT)/t_cov_%.c $(COV_UNIT)/cov_oracle.h $(B)/ipt_impl.o \
 	$(CC) $(OPT) $(WARN) $(CPPFLAGS) -Iipt_impl_tests $(CFLAGS) -o $@ $< \
 		$(B)/ipt_impl.o $(ZYDIS) -lm
 
-TESTS += $(COV_UNIT)/run-oracle
-TEST_DEPS += $(B)/t_cov_oracle
+# t_cov_reuse: one decoder over many traces (no allocation once warm, the
+# bitmap kept or cleared, invalidation, ranges, libxdc mode, errors).
+TESTS += $(COV_UNIT)/run-oracle $(B)/t_cov_reuse
+TEST_DEPS += $(B)/t_cov_oracle $(B)/t_cov_reuse
