@@ -369,6 +369,16 @@ static double ptcov_pass(struct ipt_cov_decoder *cov, const uint8_t *trace,
 	return ptcov_now() - begin;
 }
 
+/* A whole number, decimal or 0x hex. */
+static int ptcov_number(const char *arg, uint64_t *value)
+{
+	char *rest;
+
+	errno = 0;
+	*value = strtoull(arg, &rest, 0);
+	return errno || !*arg || *rest || *arg == '-' ? -1 : 0;
+}
+
 static void ptcov_usage(void)
 {
 	fprintf(stderr,
@@ -437,13 +447,20 @@ int main(int argc, char *argv[])
 		} else if (!strcmp(arg, "--bitmap")) {
 			bitmap_file = val;
 		} else if (!strcmp(arg, "--size")) {
-			size = strtoull(val, NULL, 0);
-			if (!size || (size & (size - 1)) || size > (1ull << 31)) {
+			if (ptcov_number(val, &size) < 0 || !size ||
+			    (size & (size - 1)) || size > (1ull << 31)) {
 				fprintf(stderr, "ptcov: bad size %s.\n", val);
 				goto out;
 			}
 		} else if (!strcmp(arg, "--repeat")) {
-			repeat = strtoul(val, NULL, 0);
+			uint64_t n;
+
+			if (ptcov_number(val, &n) < 0 || n > 1000000) {
+				fprintf(stderr, "ptcov: bad repeat %s.\n",
+					val);
+				goto out;
+			}
+			repeat = (unsigned long) n;
 		} else if (!strcmp(arg, "--raw")) {
 			if (ptcov_raw(&mem, val) < 0) {
 				fprintf(stderr, "ptcov: bad --raw %s.\n", val);
