@@ -12556,7 +12556,7 @@ IPT_DEF int pt_blk_sync_forward(struct pt_block_decoder *decoder)
 
 /* Decode the trace in [@begin, @end) from now on, with the configuration
  * the decoder was made with otherwise.  Unsynchronized; the caches stay.
- * Allocates nothing.  Returns zero, or -pte_invalid for an empty buffer. */
+ * Allocates nothing.  Returns zero, or -pte_invalid for a bad buffer. */
 static IPT__UNUSED int ipt__blk_set_trace(struct pt_block_decoder *decoder,
 					  const uint8_t *begin,
 					  const uint8_t *end)
@@ -12566,7 +12566,7 @@ static IPT__UNUSED int ipt__blk_set_trace(struct pt_block_decoder *decoder,
 	int status;
 
 	old = pt_evt_get_config(&decoder->evdec);
-	if (!old || !begin || !end || end <= begin)
+	if (!old || !begin || !end || end < begin)
 		return -pte_invalid;
 
 	IPT__COPY(config, *old);

@@ -376,7 +376,10 @@ static void test_errors(void)
 	CHECK_EQ(ipt_cov_set_bitmap(cov, map, 1000), -pte_invalid);
 	CHECK_EQ(ipt_cov_set_bitmap(cov, NULL, 1024), -pte_invalid);
 	CHECK_EQ(ipt_cov_set_bitmap(cov, map, sizeof(map)), 0);
-	CHECK_EQ(ipt_cov_set_trace(cov, bad, bad, 1), -pte_invalid);
+	CHECK_EQ(ipt_cov_set_trace(cov, bad + 1, bad, 1), -pte_invalid);
+	CHECK_EQ(ipt_cov_set_trace(cov, NULL, bad, 1), -pte_invalid);
+	CHECK_EQ(ipt_cov_set_trace(cov, bad, bad, 1), 0);
+	CHECK_EQ(ipt_cov_decode(cov), 0);
 	CHECK_EQ(ipt_cov_set_trace(cov, bad, bad + tsize, 1), 0);
 	CHECK_EQ(ipt_cov_decode(cov), 0);
 	CHECK_EQ(ipt_cov_get_status(cov, &st), 0);
