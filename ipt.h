@@ -13955,10 +13955,11 @@ static void ipt__cov_event(struct ipt_cov_decoder *cov,
 
 	switch (ev->type) {
 	case ptev_enabled:
+		/* A PSB+ saying tracing is on changes nothing. */
+		if (ev->status_update)
+			break;
 		cov->pend_kind = 0;
-		if (!ev->status_update)
-			ipt__cov_count(cov, 0, ev->variant.enabled.ip,
-				       ipt_cov_enable);
+		ipt__cov_count(cov, 0, ev->variant.enabled.ip, ipt_cov_enable);
 		break;
 
 	case ptev_disabled:

@@ -306,10 +306,10 @@ ORACLE_FN void oracle_event(struct oracle *o, const struct pt_event *ev)
 {
 	switch (ev->type) {
 	case ptev_enabled:
+		if (ev->status_update)
+			break;
 		o->kind = 0;
-		if (!ev->status_update)
-			olist_add(o->out, 0, ev->variant.enabled.ip,
-				  ipt_cov_enable);
+		olist_add(o->out, 0, ev->variant.enabled.ip, ipt_cov_enable);
 		break;
 	case ptev_disabled:
 		if (ev->ip_suppressed) {
