@@ -1430,7 +1430,11 @@ ipt_iscache_alloc_with(const char *name,
  * An error in the trace (or code that cannot be read or decoded) costs the
  * trace up to the next PSB, as in a block decoder; errors, the first and
  * last error code and the bytes skipped are counted in struct
- * ipt_cov_status (ipt_cov_get_status).
+ * ipt_cov_status (ipt_cov_get_status).  Code that goes on without reading
+ * trace for 2^17 instructions (a jump to itself) counts as the error
+ * -pte_bad_query.  A branch's edge counts once the flow is seen to get to
+ * its destination: the next block has an instruction, or an event says
+ * where the branch went.
  *
  * ipt_cov_alloc_decoder returns NULL if the configuration is invalid or
  * memory is short; set_bitmap returns -pte_invalid for a size that is not
@@ -14253,9 +14257,10 @@ static int ipt__cov_sync(struct ipt_cov_decoder *cov)
 	return status;
 }
 
-/* Blocks without trace, one after another, before the walk gives up on
- * code that loops without reading trace. */
-enum { IPT__COV_IDLE_MAX = 64 };
+/* Instructions in blocks that read no trace, one after another, before
+ * the walk gives up on code that loops without reading trace: two of the
+ * longest blocks. */
+enum { IPT__COV_IDLE_MAX = 0x20000 };
 
 /* Decode from a synchronized decoder with @status until an error or the
  * end of the trace.  Returns a negative pte_* code; -pte_eos at the end. */
@@ -14299,8 +14304,10 @@ static int ipt__cov_walk(struct ipt_cov_decoder *cov, int status)
 		if (pt_blk_get_offset(blk, &now) < 0 || now != offset) {
 			offset = now;
 			idle = 0;
-		} else if (++idle > IPT__COV_IDLE_MAX) {
-			return -pte_bad_query;
+		} else {
+			idle += block.ninsn;
+			if (idle > IPT__COV_IDLE_MAX)
+				return -pte_bad_query;
 		}
 	}
 }

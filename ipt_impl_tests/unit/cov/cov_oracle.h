@@ -341,9 +341,9 @@ ORACLE_FN void oracle_event(struct oracle *o, const struct pt_event *ev)
 	}
 }
 
-/* Blocks in a row that read no trace before a decode counts as stuck
- * (ipt.h's coverage layer gives up there too). */
-enum { ORACLE_IDLE_MAX = 64 };
+/* Instructions in blocks in a row that read no trace before a decode
+ * counts as stuck (ipt.h's coverage layer gives up there too). */
+enum { ORACLE_IDLE_MAX = 0x20000 };
 
 /* Decode from the sync point with @status until an error or the end. */
 ORACLE_FN int oracle_walk(struct oracle *o, struct pt_block_decoder *dec,
@@ -380,8 +380,10 @@ ORACLE_FN int oracle_walk(struct oracle *o, struct pt_block_decoder *dec,
 		if (pt_blk_get_offset(dec, &now) < 0 || now != offset) {
 			offset = now;
 			idle = 0;
-		} else if (++idle > ORACLE_IDLE_MAX) {
-			return -pte_bad_query;
+		} else {
+			idle += b.ninsn;
+			if (idle > ORACLE_IDLE_MAX)
+				return -pte_bad_query;
 		}
 	}
 }
