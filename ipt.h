@@ -14548,10 +14548,6 @@ static IPT__INLINE void ipt__cov_reach(void *context, uint64_t ip)
 	ipt__cov_resolve((struct ipt_cov_decoder *) context, ip);
 }
 
-static const struct ipt__blk_walk_ops ipt__cov_walk_ops = {
-	ipt__cov_branch, ipt__cov_reach
-};
-
 /* Note an error at the decoder's position; the trace up to the next PSB is
  * lost. */
 static void ipt__cov_error(struct ipt_cov_decoder *cov, int error)
@@ -14612,8 +14608,15 @@ enum { IPT__COV_IDLE_MAX = 0x20000 };
 static int ipt__cov_walk(struct ipt_cov_decoder *cov, int status)
 {
 	struct pt_block_decoder *blk = &cov->blk;
+	struct ipt__blk_walk_ops ops;
 	uint64_t offset = UINT64_MAX;
 	uint32_t idle = 0;
+
+	/* Filled in here, not initialized: a table of function pointers
+	 * would be relocated data, which freestanding builds must not
+	 * have. */
+	ops.branch = ipt__cov_branch;
+	ops.reach = ipt__cov_reach;
 
 	for (;;) {
 		struct pt_block block;
@@ -14630,7 +14633,7 @@ static int ipt__cov_walk(struct ipt_cov_decoder *cov, int status)
 		if (status & pts_eos)
 			return -pte_eos;
 
-		if (ipt__blk_walk(blk, &ipt__cov_walk_ops, cov, &status)) {
+		if (ipt__blk_walk(blk, &ops, cov, &status)) {
 			if (status < 0)
 				return ipt__blk_trace_ended(blk) ? -pte_eos :
 				       status;
