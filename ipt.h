@@ -1479,7 +1479,7 @@ ipt_iscache_alloc_with(const char *name,
  * trace up to the next PSB, as in a block decoder; errors, the first and
  * last error code and the bytes skipped are counted in struct
  * ipt_cov_status (ipt_cov_get_status).  Code that goes on without reading
- * trace for 2^17 instructions (a jump to itself) counts as the error
+ * trace for 2^14 instructions (a jump to itself) counts as the error
  * -pte_bad_query.  A branch's edge counts once the flow is seen to get to
  * its destination: the next block has an instruction, or an event says
  * where the branch went.
@@ -14599,9 +14599,9 @@ static int ipt__cov_sync(struct ipt_cov_decoder *cov)
 }
 
 /* Instructions in blocks that read no trace, one after another, before
- * the walk gives up on code that loops without reading trace: two of the
- * longest blocks. */
-enum { IPT__COV_IDLE_MAX = 0x20000 };
+ * the walk gives up on code that loops without reading trace (checked
+ * after each block, so up to a block more). */
+enum { IPT__COV_IDLE_MAX = 0x4000 };
 
 /* Decode from a synchronized decoder with @status until an error or the
  * end of the trace.  Returns a negative pte_* code; -pte_eos at the end. */
