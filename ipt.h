@@ -10330,6 +10330,9 @@ ipt__insn_range_is_contiguous(uint64_t begin, uint64_t end,
  *   void ipt__blk_decoder_fini(struct pt_block_decoder *decoder);
  *   struct ipt_allocator *ipt__blk_allocator(struct pt_block_decoder *);
  *        the allocator the decoder (and its embedder) came from
+ *   void ipt__blk_free_with(struct pt_block_decoder *, void *outer,
+ *                           size_t size);
+ *        free the decoder and the object holding it
  *   int  ipt__blk_cache_current(const struct pt_block_decoder *);
  *   void ipt__blk_cache_sync(struct pt_block_decoder *);
  *        whether the caches describe the current image; make them so
@@ -11153,16 +11156,21 @@ pt_blk_alloc_decoder(const struct pt_config *config)
 	return ipt_blk_alloc_decoder_with(config, NULL);
 }
 
+/* Free a block decoder and the object of @size bytes at @outer holding
+ * it (or the decoder itself), all from the decoder's allocator. */
+static void ipt__blk_free_with(struct pt_block_decoder *decoder, void *outer,
+			       size_t size)
+{
+	struct ipt_allocator a = decoder->allocator;
+
+	ipt__blk_decoder_fini(decoder);
+	ipt__free(&a, outer, size);
+}
+
 IPT_DEF void pt_blk_free_decoder(struct pt_block_decoder *decoder)
 {
-	struct ipt_allocator a;
-
-	if (!decoder)
-		return;
-
-	a = decoder->allocator;
-	ipt__blk_decoder_fini(decoder);
-	ipt__free(&a, decoder, sizeof(*decoder));
+	if (decoder)
+		ipt__blk_free_with(decoder, decoder, sizeof(*decoder));
 }
 
 /* ---- using trace ---- */
@@ -13956,14 +13964,9 @@ pt_insn_alloc_decoder(const struct pt_config *config)
 
 IPT_DEF void pt_insn_free_decoder(struct pt_insn_decoder *decoder)
 {
-	struct ipt_allocator a;
-
-	if (!decoder)
-		return;
-
-	a = *ipt__blk_allocator(&decoder->blkdec);
-	ipt__blk_decoder_fini(&decoder->blkdec);
-	ipt__free(&a, decoder, sizeof(*decoder));
+	if (decoder)
+		ipt__blk_free_with(&decoder->blkdec, decoder,
+				   sizeof(*decoder));
 }
 
 /* Remember a (re)synchronization's status for the first block. */
@@ -14735,14 +14738,8 @@ ipt_cov_alloc_decoder(const struct pt_config *config,
 
 IPT_DEF void ipt_cov_free_decoder(struct ipt_cov_decoder *cov)
 {
-	struct ipt_allocator a;
-
-	if (!cov)
-		return;
-
-	a = *ipt__blk_allocator(&cov->blk);
-	ipt__blk_decoder_fini(&cov->blk);
-	ipt__free(&a, cov, sizeof(*cov));
+	if (cov)
+		ipt__blk_free_with(&cov->blk, cov, sizeof(*cov));
 }
 
 IPT_DEF int ipt_cov_set_image(struct ipt_cov_decoder *cov,

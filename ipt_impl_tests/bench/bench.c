@@ -593,43 +593,13 @@ static void run_insn(const struct pt_config *config, struct pt_image *image)
 	pt_insn_free_decoder(dec);
 }
 
-static void run_blk(const struct pt_config *config, struct pt_image *image)
-{
-	struct pt_block_decoder *dec = pt_blk_alloc_decoder(config);
-	struct pt_block block;
-	struct pt_event ev;
-	int status;
-
-	if (!dec || pt_blk_set_image(dec, image) < 0)
-		die("cannot allocate the block decoder", NULL);
-	for (;;) {
-		status = pt_blk_sync_forward(dec);
-		if (status < 0)
-			break;
-		for (;;) {
-			while (status & pts_event_pending) {
-				status = pt_blk_event(dec, &ev, sizeof(ev));
-				if (status < 0)
-					break;
-			}
-			if (status < 0 || (status & pts_eos))
-				break;
-			status = pt_blk_next(dec, &block, sizeof(block));
-			ninsn += block.ninsn;
-			if (status < 0)
-				break;
-		}
-		if (status == -pte_eos || (status >= 0 && (status & pts_eos)))
-			break;
-		nerrors++;
-	}
-	pt_blk_free_decoder(dec);
-}
-
 static uint8_t covmap[1 << 16];
 
-#ifdef USE_LIBIPT
-static void run_cov(const struct pt_config *config, struct pt_image *image)
+/* pt_blk_next over the trace; with @cov, as fuzzers use it for coverage:
+ * each block is an edge from the previous block's end, hashed into covmap
+ * (and counted in ninsn instead of instructions). */
+static void run_blk(const struct pt_config *config, struct pt_image *image,
+		    int cov)
 {
 	struct pt_block_decoder *dec = pt_blk_alloc_decoder(config);
 	struct pt_block block;
@@ -639,7 +609,8 @@ static void run_cov(const struct pt_config *config, struct pt_image *image)
 
 	if (!dec || pt_blk_set_image(dec, image) < 0)
 		die("cannot allocate the block decoder", NULL);
-	memset(covmap, 0, sizeof(covmap));
+	if (cov)
+		memset(covmap, 0, sizeof(covmap));
 	for (;;) {
 		status = pt_blk_sync_forward(dec);
 		if (status < 0)
@@ -653,9 +624,11 @@ static void run_cov(const struct pt_config *config, struct pt_image *image)
 			if (status < 0 || (status & pts_eos))
 				break;
 			status = pt_blk_next(dec, &block, sizeof(block));
+			if (!cov)
+				ninsn += block.ninsn;
 			if (status < 0)
 				break;
-			if (block.ninsn) {
+			if (cov && block.ninsn) {
 				uint64_t h = (prev * 0x9e3779b97f4a7c15ull) ^
 					     (block.ip * 0xc2b2ae3d27d4eb4full);
 
@@ -670,7 +643,8 @@ static void run_cov(const struct pt_config *config, struct pt_image *image)
 	}
 	pt_blk_free_decoder(dec);
 }
-#else
+
+#ifndef USE_LIBIPT
 static void cov_decode(struct ipt_cov_decoder *dec, const struct pt_config *config)
 {
 	struct ipt_cov_status before, after;
@@ -772,10 +746,13 @@ static void one_pass(const char *layer, const char *mode,
 	else if (!strcmp(layer, "insn"))
 		run_insn(config, image);
 	else if (!strcmp(layer, "blk"))
-		run_blk(config, image);
+		run_blk(config, image, 0);
+#ifdef USE_LIBIPT
+	else if (!strcmp(layer, "cov"))
+		run_blk(config, image, 1);
+#else
 	else if (!strcmp(layer, "cov"))
 		run_cov(config, image);
-#ifndef USE_LIBIPT
 	else if (!strcmp(layer, "covwarm"))
 		run_covwarm(config);
 #endif

@@ -245,10 +245,13 @@ static void run_manifest(const char *manifest)
 	fclose(f);
 }
 
-/* A ptsynth directory: "BEGIN END FILE ..." lines in image.txt. */
-static void run_synth(const char *dir)
+/* Code from a listing of "VADDR SIZE FILE" lines (with @ends, "BEGIN END
+ * FILE"), file names relative to the listing, and a trace. */
+static void run_files(const char *listing, int ends, const char *tracefile)
 {
-	char path[4096], line[4096];
+	char path[8192], line[4096];
+	const char *slash = strrchr(listing, '/');
+	int dirlen = slash ? (int) (slash - listing + 1) : 0;
 	struct pt_config config;
 	struct omem mem;
 	uint64_t size;
@@ -256,47 +259,7 @@ static void run_synth(const char *dir)
 	FILE *f;
 
 	memset(&mem, 0, sizeof(mem));
-	snprintf(path, sizeof(path), "%s/image.txt", dir);
-	f = fopen(path, "r");
-	if (!CHECK(f != NULL))
-		return;
-	while (fgets(line, sizeof(line), f)) {
-		unsigned long long begin, end;
-		char file[2048];
-
-		if (sscanf(line, "%llx %llx %2047s", &begin, &end, file) != 3)
-			continue;
-		snprintf(path, sizeof(path), "%s/%s", dir, file);
-		CHECK_EQ(add_file(&mem, path, 0, end - begin, begin), 0);
-	}
-	fclose(f);
-
-	snprintf(path, sizeof(path), "%s/trace.pt", dir);
-	trace = load(path, 0, 0, &size);
-	if (CHECK(trace != NULL)) {
-		pt_config_init(&config);
-		config.begin = trace;
-		config.end = trace + size;
-		check_trace(dir, &config, &mem);
-	}
-	free(trace);
-	omem_fini(&mem);
-}
-
-/* A "VADDR SIZE FILE" list, file names relative to it, and a trace. */
-static void run_list(const char *list, const char *tracefile)
-{
-	char path[4096], line[4096];
-	const char *slash = strrchr(list, '/');
-	int dirlen = slash ? (int) (slash - list + 1) : 0;
-	struct pt_config config;
-	struct omem mem;
-	uint64_t size;
-	uint8_t *trace;
-	FILE *f;
-
-	memset(&mem, 0, sizeof(mem));
-	f = fopen(list, "r");
+	f = fopen(listing, "r");
 	if (!CHECK(f != NULL))
 		return;
 	while (fgets(line, sizeof(line), f)) {
@@ -305,7 +268,9 @@ static void run_list(const char *list, const char *tracefile)
 
 		if (sscanf(line, "%llx %llx %2047s", &vaddr, &bytes, file) != 3)
 			continue;
-		snprintf(path, sizeof(path), "%.*s%s", dirlen, list, file);
+		if (ends)
+			bytes -= vaddr;
+		snprintf(path, sizeof(path), "%.*s%s", dirlen, listing, file);
 		CHECK_EQ(add_file(&mem, path, 0, bytes, vaddr), 0);
 	}
 	fclose(f);
@@ -321,6 +286,16 @@ static void run_list(const char *list, const char *tracefile)
 	omem_fini(&mem);
 }
 
+/* A ptsynth directory: image.txt and trace.pt. */
+static void run_synth(const char *dir)
+{
+	char image[4096], trace[4096];
+
+	snprintf(image, sizeof(image), "%s/image.txt", dir);
+	snprintf(trace, sizeof(trace), "%s/trace.pt", dir);
+	run_files(image, 1, trace);
+}
+
 int main(int argc, char *argv[])
 {
 	int i;
@@ -331,7 +306,7 @@ int main(int argc, char *argv[])
 		else if (!strcmp(argv[i], "synth") && i + 1 < argc)
 			run_synth(argv[++i]);
 		else if (!strcmp(argv[i], "list") && i + 2 < argc) {
-			run_list(argv[i + 1], argv[i + 2]);
+			run_files(argv[i + 1], 0, argv[i + 2]);
 			i += 2;
 		} else {
 			printf("usage: %s [manifest M]... [synth DIR]... "

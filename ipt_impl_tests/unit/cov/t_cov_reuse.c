@@ -96,6 +96,29 @@ static uint8_t *trace;
 static uint64_t tsize;
 static struct pt_config config;
 
+/* The sample's image behind the read callback. */
+static struct pt_image *sample_image(void)
+{
+	struct pt_image *image = pt_image_alloc(NULL);
+
+	if (image)
+		pt_image_set_callback(image, omem_read, &mem);
+	return image;
+}
+
+/* A coverage decoder configured by @cc on @image, or NULL. */
+static struct ipt_cov_decoder *open_cov(const struct ipt_cov_config *cc,
+					struct pt_image *image)
+{
+	struct ipt_cov_decoder *cov = ipt_cov_alloc_decoder(&config, cc);
+
+	if (cov && ipt_cov_set_image(cov, image) < 0) {
+		ipt_cov_free_decoder(cov);
+		cov = NULL;
+	}
+	return cov;
+}
+
 /* Decode with @cov and return its edges in @got. */
 static int decode(struct ipt_cov_decoder *cov, int clear)
 {
@@ -156,12 +179,10 @@ static void test_keep_and_clear(void)
 	size_t i, twice_ok = 1, nonzero = 0;
 
 	memset(&cc, 0, sizeof(cc));
-	image = pt_image_alloc(NULL);
-	pt_image_set_callback(image, omem_read, &mem);
-	cov = ipt_cov_alloc_decoder(&config, &cc);
+	image = sample_image();
+	cov = image ? open_cov(&cc, image) : NULL;
 	if (!CHECK(image && cov))
 		goto out;
-	ipt_cov_set_image(cov, image);
 	ipt_cov_set_bitmap(cov, map, sizeof(map));
 
 	CHECK_EQ(decode(cov, 1), 0);
@@ -200,12 +221,10 @@ static void test_invalidate(void)
 	memset(&cc, 0, sizeof(cc));
 	cc.edge = olist_on_edge;
 	cc.context = &got;
-	image = pt_image_alloc(NULL);
-	pt_image_set_callback(image, omem_read, &mem);
-	cov = ipt_cov_alloc_decoder(&config, &cc);
+	image = sample_image();
+	cov = image ? open_cov(&cc, image) : NULL;
 	if (!CHECK(image && cov))
 		goto out;
-	ipt_cov_set_image(cov, image);
 
 	CHECK_EQ(decode(cov, 1), 0);
 	for (i = 0; i < got.n && !op; ++i) {
@@ -274,8 +293,7 @@ static void test_options(void)
 	unsigned long first;
 	size_t i;
 
-	image = pt_image_alloc(NULL);
-	pt_image_set_callback(image, omem_read, &mem);
+	image = sample_image();
 	oracle_edges(&want, &config, image, omem_read, &mem);
 	for (i = 0; i < want.n; ++i) {
 		if (want.e[i].from && want.e[i].from < lo)
@@ -294,10 +312,9 @@ static void test_options(void)
 	cc.range[0].end = mid;
 	cc.range[1].begin = hi;
 	cc.range[1].end = hi + 1;
-	cov = ipt_cov_alloc_decoder(&config, &cc);
+	cov = image ? open_cov(&cc, image) : NULL;
 	if (!CHECK(image && cov))
 		goto out;
-	ipt_cov_set_image(cov, image);
 	nblocks = 0;
 	CHECK_EQ(decode(cov, 1), 0);
 	CHECK(nblocks > 0);
@@ -326,10 +343,9 @@ static void test_options(void)
 	cc.context = &got;
 	cc.kinds = ipt_cov_return;
 	cc.flags = ipt_cov_libxdc | ipt_cov_saturate;
-	cov = ipt_cov_alloc_decoder(&config, &cc);
+	cov = open_cov(&cc, image);
 	if (!CHECK(cov != NULL))
 		goto out;
-	ipt_cov_set_image(cov, image);
 	got.n = 0;
 	CHECK_EQ(decode(cov, 1), 0);
 	olist_filter(&part, &want, ipt_cov_taken | ipt_cov_not_taken);
@@ -367,12 +383,10 @@ static void test_errors(void)
 		bad[i] = 0xd9;	/* not an opcode */
 
 	memset(&cc, 0, sizeof(cc));
-	image = pt_image_alloc(NULL);
-	pt_image_set_callback(image, omem_read, &mem);
-	cov = ipt_cov_alloc_decoder(&config, &cc);
+	image = sample_image();
+	cov = image ? open_cov(&cc, image) : NULL;
 	if (!CHECK(image && cov))
 		goto out;
-	ipt_cov_set_image(cov, image);
 	CHECK_EQ(ipt_cov_set_bitmap(cov, map, 1000), -pte_invalid);
 	CHECK_EQ(ipt_cov_set_bitmap(cov, NULL, 1024), -pte_invalid);
 	CHECK_EQ(ipt_cov_set_bitmap(cov, map, sizeof(map)), 0);
