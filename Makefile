@@ -52,8 +52,6 @@ TESTS += $(UNIT_BINS)
 TEST_DEPS += $(UNIT_BINS)
 
 include $(sort $(wildcard ipt_impl_tests/*.mk))
-include $(sort $(wildcard ipt_impl_tests/unit/*/rules.mk))
-include $(wildcard ipt_impl_tests/tools/rules.mk)
 
 test: all $(TEST_DEPS)
 	@ipt_impl_tests/run-tests $(TESTS)

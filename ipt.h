@@ -1505,7 +1505,8 @@ ipt_iscache_alloc_with(const char *name,
  *   kinds    ipt_cov_kind bits; 0 means ipt_cov_all
  *   flags    ipt_cov_saturate: counters stop at 255 instead of wrapping;
  *            ipt_cov_libxdc: libxdc's bitmap: conditional branches only
- *            (kinds is ignored), wrapping counters
+ *            (kinds is ignored), wrapping counters;
+ *            ipt_cov_pause: missing code is a pause (below)
  *   range    up to 4 IP ranges [begin, end); with nranges > 0 an edge
  *            counts only if its from (for enable edges: its to) lies in
  *            one of them, as libxdc counts branches in its ranges
@@ -1533,10 +1534,20 @@ ipt_iscache_alloc_with(const char *name,
  * trace up to the next PSB, as in a block decoder; errors, the first and
  * last error code and the bytes skipped are counted in struct
  * ipt_cov_status (ipt_cov_get_status).  Code that goes on without reading
- * trace for 2^14 instructions (a jump to itself) counts as the error
+ * trace for 2^18 instructions (a jump to itself) counts as the error
  * -pte_bad_query.  A branch's edge counts once the flow is seen to get to
  * its destination: the next block has an instruction, or an event says
  * where the branch went.
+ *
+ * With ipt_cov_pause, code the image cannot supply stops the decode as it
+ * stops pt_blk_next (>>api-fault, with ipt_blk_set_wait_for_code on):
+ * ipt_cov_decode returns -pte_nomap and ipt_cov_get_fault says which
+ * address space and address (as ipt_blk_get_fault); once the caller has
+ * made that memory readable (and invalidated what the image cached of the
+ * page), the next ipt_cov_decode goes on where it stopped, and the bitmap
+ * ends up as after a decode with all code present.  Code still missing
+ * then is an error like any other, as missing code always is without
+ * ipt_cov_pause.
  *
  * ipt_cov_alloc_decoder returns NULL if the configuration is invalid or
  * memory is short; set_bitmap returns -pte_invalid for a size that is not
@@ -1556,7 +1567,8 @@ enum ipt_cov_kind {
 
 enum ipt_cov_flag {
 	ipt_cov_saturate = 1 << 0,
-	ipt_cov_libxdc = 1 << 1
+	ipt_cov_libxdc = 1 << 1,
+	ipt_cov_pause = 1 << 2
 };
 
 enum { ipt_cov_max_ranges = 4 };
@@ -1613,6 +1625,8 @@ IPT_API int ipt_cov_get_status(const struct ipt_cov_decoder *decoder,
 			       struct ipt_cov_status *status);
 IPT_API int ipt_cov_set_cache_limit(struct ipt_cov_decoder *decoder,
 				    uint64_t bytes);
+IPT_API int ipt_cov_get_fault(const struct ipt_cov_decoder *decoder,
+			      struct ipt_fault *fault, size_t size);
 
 #ifdef __cplusplus
 }
@@ -13019,6 +13033,9 @@ static void ipt__blk_run_block(struct pt_block *block,
 	block->ninsn = run->ninsn;
 }
 
+static void ipt__blk_watch(struct pt_block_decoder *decoder);
+static void ipt__blk_note_fault(struct pt_block_decoder *decoder, int status);
+
 /* Walk the run cache from the decoder's IP.  Returns 0 where pt_blk_next
  * takes over (a run is missing, or needs what the walk does not do: a TIP
  * behind a TNT, an error to report); otherwise 1 with the status
@@ -13041,6 +13058,7 @@ static IPT__INLINE int ipt__blk_walk(struct pt_block_decoder *decoder,
 		return 0;
 
 	ipt__blk_cache_sync(decoder);
+	ipt__blk_watch(decoder);
 	ip = decoder->ip;
 	mode = decoder->mode;
 
@@ -13107,7 +13125,7 @@ static IPT__INLINE int ipt__blk_walk(struct pt_block_decoder *decoder,
 			decoder->ip = ev->variant.tip.ip;
 			*status = ipt__blk_tick(decoder, end_ip);
 			if (*status < 0)
-				return 1;
+				goto done;
 			goto block_end;
 
 		case ipt__run_dcall:
@@ -13139,7 +13157,7 @@ static IPT__INLINE int ipt__blk_walk(struct pt_block_decoder *decoder,
 		*status = ipt__blk_proceed_trailing_event(decoder, &block);
 		if (*status != 0 ||
 		    (ev->type != ptev_tnt && ev->type != ptev_tip))
-			return 1;
+			goto done;
 		chain = 0;
 		ip = decoder->ip;
 		run = ipt__blk_run_find(decoder, ip, mode, NULL);
@@ -13167,6 +13185,11 @@ out:
 out_at:
 	decoder->ip = ip;
 	return 0;
+
+done:
+	/* As pt_blk_next: did it stop at missing code? */
+	ipt__blk_note_fault(decoder, *status);
+	return 1;
 }
 
 /* Whether the event decoder has run out of trace. */
@@ -14645,6 +14668,27 @@ struct ipt_cov_decoder {
 	uint64_t sync_at;
 	uint32_t has_sync;
 	uint32_t has_error;
+
+	/* The block decoder call the walk made last (enum ipt__cov_call),
+	 * and, while paused at missing code, the call that resumes: at the
+	 * PSB at @resume_sync for a sync. */
+	uint32_t call;
+	uint32_t paused;
+	uint64_t resume_sync;
+
+	/* Where the last pause was, and whether the decode has resumed from
+	 * it without getting anywhere else yet. */
+	uint64_t fault_addr;
+	uint64_t fault_cr3;
+	uint64_t fault_vmcs;
+	uint32_t resumed;
+};
+
+enum ipt__cov_call {
+	ipt__cov_at_none,
+	ipt__cov_at_next,
+	ipt__cov_at_event,
+	ipt__cov_at_sync
 };
 
 /* A bitmap index: libxdc's mix of both ends, so that a libxdc user gets
@@ -14942,10 +14986,12 @@ static int ipt__cov_sync(struct ipt_cov_decoder *cov)
 	return status;
 }
 
-/* Instructions in blocks that read no trace, one after another, before
- * the walk gives up on code that loops without reading trace (checked
- * after each block, so up to a block more). */
-enum { IPT__COV_IDLE_MAX = 0x4000 };
+/* Instructions in blocks in a row that read no further into the trace
+ * before the walk gives up on code that loops without trace (a jump to
+ * itself): more than straight-line code runs between two packets, which
+ * is bounded by the size of the code (checked after each block, so up to
+ * a block more). */
+enum { IPT__COV_IDLE_MAX = 0x40000 };
 
 /* Decode from a synchronized decoder with @status until an error or the
  * end of the trace.  Returns a negative pte_* code; -pte_eos at the end. */
@@ -14969,6 +15015,7 @@ static int ipt__cov_walk(struct ipt_cov_decoder *cov, int status)
 		while (status & pts_event_pending) {
 			struct pt_event ev;
 
+			cov->call = ipt__cov_at_event;
 			status = pt_blk_event(blk, &ev, sizeof(ev));
 			if (status < 0)
 				return status;
@@ -14977,6 +15024,7 @@ static int ipt__cov_walk(struct ipt_cov_decoder *cov, int status)
 		if (status & pts_eos)
 			return -pte_eos;
 
+		cov->call = ipt__cov_at_next;
 		if (ipt__blk_walk(blk, &ops, cov, &status)) {
 			if (status < 0)
 				return ipt__blk_trace_ended(blk) ? -pte_eos :
@@ -14986,9 +15034,9 @@ static int ipt__cov_walk(struct ipt_cov_decoder *cov, int status)
 
 		status = pt_blk_next(blk, &block, sizeof(block));
 		if (status < 0) {
-			/* The flow got as far as the block goes. */
-			if (block.ninsn)
-				ipt__cov_resolve(cov, block.ip);
+			/* The flow got as far as the block goes (to missing
+			 * code, it goes on from there later). */
+			ipt__cov_block(cov, &block);
 			return ipt__blk_trace_ended(blk) ? -pte_eos : status;
 		}
 		ipt__cov_block(cov, &block);
@@ -15004,6 +15052,54 @@ static int ipt__cov_walk(struct ipt_cov_decoder *cov, int status)
 	}
 }
 
+/* Did the block decoder call that returned @status stop at missing code
+ * the caller wants to supply?  Then the decode pauses, to resume with
+ * @call. */
+static int ipt__cov_pauses(struct ipt_cov_decoder *cov, int status,
+			   uint32_t call)
+{
+	struct ipt_fault fault;
+	int again;
+
+	if (status >= 0 || !(cov->config.flags & ipt_cov_pause) ||
+	    ipt_blk_get_fault(&cov->blk, &fault, sizeof(fault)) <= 0)
+		return 0;
+
+	/* Code still missing when the decode resumes is an error. */
+	again = cov->resumed && fault.addr == cov->fault_addr &&
+		fault.asid.cr3 == cov->fault_cr3 &&
+		fault.asid.vmcs == cov->fault_vmcs;
+	cov->resumed = 0;
+	if (again)
+		return 0;
+	cov->fault_addr = fault.addr;
+	cov->fault_cr3 = fault.asid.cr3;
+	cov->fault_vmcs = fault.asid.vmcs;
+	cov->paused = call;
+	return 1;
+}
+
+/* Go on from a pause: the status to walk on with, or a negative code. */
+static int ipt__cov_resume(struct ipt_cov_decoder *cov)
+{
+	uint32_t call = cov->paused;
+	int status;
+
+	cov->paused = ipt__cov_at_none;
+	cov->resumed = 1;
+	switch (call) {
+	case ipt__cov_at_event:
+		return pts_event_pending;
+	case ipt__cov_at_sync:
+		status = pt_blk_sync_set(&cov->blk, cov->resume_sync);
+		if (status >= 0)
+			cov->synced = 1;
+		return status;
+	default:
+		return 0;
+	}
+}
+
 IPT_DEF int ipt_cov_decode(struct ipt_cov_decoder *cov)
 {
 	if (!cov)
@@ -15012,10 +15108,26 @@ IPT_DEF int ipt_cov_decode(struct ipt_cov_decoder *cov)
 	for (;;) {
 		int status = 0;
 
-		if (!cov->synced) {
+		if (cov->paused) {
+			uint32_t call = cov->paused;
+
+			status = ipt__cov_resume(cov);
+			if (ipt__cov_pauses(cov, status, call))
+				return -pte_nomap;
+			if (status < 0) {
+				ipt__cov_error(cov, status);
+				continue;
+			}
+		} else if (!cov->synced) {
 			status = ipt__cov_sync(cov);
 			if (status == -pte_eos)
 				return 0;
+			if (ipt__cov_pauses(cov, status, ipt__cov_at_sync)) {
+				if (pt_blk_get_sync_offset(&cov->blk,
+							   &cov->resume_sync) < 0)
+					cov->resume_sync = cov->sync_at;
+				return -pte_nomap;
+			}
 			if (status < 0) {
 				ipt__cov_error(cov, status);
 				continue;
@@ -15028,8 +15140,20 @@ IPT_DEF int ipt_cov_decode(struct ipt_cov_decoder *cov)
 			cov->pend_kind = 0;
 			return 0;
 		}
+		if (ipt__cov_pauses(cov, status, cov->call))
+			return -pte_nomap;
 		ipt__cov_error(cov, status);
 	}
+}
+
+IPT_DEF int ipt_cov_get_fault(const struct ipt_cov_decoder *cov,
+			      struct ipt_fault *fault, size_t size)
+{
+	if (!cov || !fault)
+		return -pte_invalid;
+	if (!cov->paused)
+		return 0;
+	return ipt_blk_get_fault(&cov->blk, fault, size);
 }
 
 IPT_DEF struct ipt_cov_decoder *
@@ -15067,6 +15191,8 @@ ipt_cov_alloc_decoder_with(const struct pt_config *config,
 		cov->config.flags &= ~(uint32_t) ipt_cov_saturate;
 	}
 	ipt__blk_set_run_hook(&cov->blk, ucov->block, ucov->context);
+	if (ucov->flags & ipt_cov_pause)
+		(void) ipt_blk_set_wait_for_code(&cov->blk, 1);
 	return cov;
 }
 
@@ -15123,6 +15249,7 @@ IPT_DEF int ipt_cov_set_trace(struct ipt_cov_decoder *cov,
 	cov->pend_kind = 0;
 	cov->has_sync = 0;
 	cov->has_error = 0;
+	cov->paused = ipt__cov_at_none;
 	if (clear_bitmap && cov->map)
 		IPT_MEMSET(cov->map, 0, (size_t) cov->mask + 1);
 	return 0;

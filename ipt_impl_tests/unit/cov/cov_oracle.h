@@ -343,7 +343,7 @@ ORACLE_FN void oracle_event(struct oracle *o, const struct pt_event *ev)
 
 /* Instructions in blocks in a row that read no trace before a decode
  * counts as stuck (ipt.h's coverage layer gives up there too). */
-enum { ORACLE_IDLE_MAX = 0x4000 };
+enum { ORACLE_IDLE_MAX = 0x40000 };
 
 /* Decode from the sync point with @status until an error or the end. */
 ORACLE_FN int oracle_walk(struct oracle *o, struct pt_block_decoder *dec,

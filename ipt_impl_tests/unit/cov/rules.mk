@@ -2,12 +2,14 @@
 #
 # t_cov_oracle compares ipt_cov's edges and bitmap with the edges derived
 # from pt_blk_next on every libipt and real conformance case and the
-# shipped synthesized trace, first pass and warm.
+# shipped synthesized trace, first pass and warm, and with pages withheld
+# and supplied on demand (ipt_cov_pause) with the decode of all code.
 
 COV_UNIT := ipt_impl_tests/unit/cov
 
 $(B)/t_cov_%: $(COV_UNIT)/t_cov_%.c $(COV_UNIT)/cov_oracle.h $(B)/ipt_impl.o \
-		ipt_impl_tests/check.h $(HDR) | $(B)
+		ipt_impl_tests/unit/hv/fault_util.h ipt_impl_tests/check.h \
+		$(HDR) | $(B)
 	$(CC) $(OPT) $(WARN) $(CPPFLAGS) -Iipt_impl_tests $(CFLAGS) -o $@ $< \
 		$(B)/ipt_impl.o $(ZYDIS) -lm
 

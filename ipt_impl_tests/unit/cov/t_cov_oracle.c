@@ -5,7 +5,9 @@
  * pt_blk_event's events; with all kinds, and with each kind alone; on a
  * fresh decoder (first pass) and on the same decoder again (warm caches);
  * and the bitmap must be the documented function of those edges, wrapping
- * and saturating.
+ * and saturating.  With ipt_cov_pause, pages withheld at random and
+ * supplied on each fault give the edges and bitmap of the decode with all
+ * code present.
  *
  *   t_cov_oracle [manifest MANIFEST]... [synth DIR]... [list LIST TRACE]...
  *
@@ -15,6 +17,7 @@
 
 #include "check.h"
 #include "cov_oracle.h"
+#include "../hv/fault_util.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -62,7 +65,92 @@ static int add_file(struct omem *mem, const char *name, uint64_t offset,
 	return status;
 }
 
-static unsigned long traces, edges_seen;
+static unsigned long traces, edges_seen, faults_seen, fault_traces;
+
+/* Decode @config with ipt_cov_pause over @m, supplying each page it stops
+ * at; the edges in @got and the bitmap in @map.  Returns the final
+ * status of ipt_cov_decode. */
+static int decode_paused(const struct pt_config *config, struct gmem *m,
+			 struct olist *got, uint8_t *map, size_t size)
+{
+	struct ipt_cov_decoder *cov;
+	struct ipt_cov_config cc;
+	struct ipt_fault fault;
+	struct pt_image *image;
+	int status = -pte_nomem, n;
+
+	memset(&cc, 0, sizeof(cc));
+	cc.flags = ipt_cov_pause;
+	cc.edge = olist_on_edge;
+	cc.context = got;
+	got->n = 0;
+	image = pt_image_alloc(NULL);
+	cov = ipt_cov_alloc_decoder(config, &cc);
+	m->image = image;
+	if (image && cov && pt_image_set_callback(image, gmem_read, m) >= 0 &&
+	    ipt_cov_set_image(cov, image) >= 0 &&
+	    ipt_cov_set_bitmap(cov, map, size) >= 0 &&
+	    ipt_cov_set_trace(cov, config->begin, config->end, 1) >= 0) {
+		for (n = 0; n < 1000000; ++n) {
+			status = ipt_cov_decode(cov);
+			if (status != -pte_nomap)
+				break;
+			/* Code that is not there at all stays missing: the
+			 * decode goes on past it as past an error. */
+			if (ipt_cov_get_fault(cov, &fault, sizeof(fault)) <= 0)
+				break;
+			if (gmem_release(m, fault.addr) && !(m->faults & 1))
+				(void) ipt_image_invalidate(image, &fault.asid,
+					fault.addr & ~0xfffull,
+					(fault.addr & ~0xfffull) + 0x1000);
+		}
+	}
+	ipt_cov_free_decoder(cov);
+	pt_image_free(image);
+	m->image = NULL;
+	return status;
+}
+
+/* Pages withheld at random, supplied on demand: the same as with all code
+ * there. */
+static void check_faults(const char *name, const struct pt_config *config,
+			 const struct omem *mem)
+{
+	static uint8_t map[1 << 16], whole[1 << 16];
+	struct olist want = { 0, 0, 0 }, got = { 0, 0, 0 };
+	struct gmem m;
+	uint64_t seed;
+	int i;
+
+	if (mem->nseg > GMEM_REGIONS)
+		return;
+	memset(&m, 0, sizeof(m));
+	for (i = 0; i < mem->nseg; ++i)
+		gmem_add(&m, mem->seg[i].vaddr, mem->seg[i].bytes,
+			 mem->seg[i].size);
+	CHECK_EQ(decode_paused(config, &m, &want, whole, sizeof(whole)), 0);
+	for (seed = 1; seed <= 3; ++seed) {
+		unsigned long before;
+		long at;
+
+		m.pct = 40;
+		m.seed = seed;
+		m.nreleased = 0;
+		before = m.faults;
+		CHECK_EQ(decode_paused(config, &m, &got, map, sizeof(map)), 0);
+		at = olist_diff(&got, &want);
+		if (!CHECK(at < 0))
+			printf("     %s, seed %d: edge %ld of %zu/%zu after %lu "
+			       "faults\n", name, (int) seed, at, got.n, want.n,
+			       m.faults - before);
+		CHECK(!memcmp(map, whole, sizeof(map)));
+		faults_seen += m.faults - before;
+	}
+	fault_traces += 1;
+	free(m.released);
+	free(want.e);
+	free(got.e);
+}
 
 /* One trace: every check. */
 static void check_trace(const char *name, const struct pt_config *config,
@@ -145,6 +233,7 @@ static void check_trace(const char *name, const struct pt_config *config,
 		ipt_cov_free_decoder(cov);
 	}
 
+	check_faults(name, config, mem);
 	traces += 1;
 	edges_seen += want.n;
 out:
@@ -315,6 +404,8 @@ int main(int argc, char *argv[])
 		}
 	}
 	CHECK(traces > 0);
-	printf("%lu traces, %lu edges\n", traces, edges_seen);
+	CHECK(faults_seen > 0 || !fault_traces);
+	printf("%lu traces, %lu edges; %lu traces with pages withheld, %lu "
+	       "faults\n", traces, edges_seen, fault_traces, faults_seen);
 	return check_done();
 }
