@@ -15,8 +15,8 @@
  * It decodes the trace once with a fresh decoder (the first pass), then
  * --repeat more times with the same decoder (warm passes, default 10),
  * clearing the bitmap before each, and prints the trace size, the edges
- * counted in one pass, how many distinct edges there are, the time per
- * pass and the speed of the first and the warm passes, and a 64-bit
+ * counted in one pass, how many distinct edges there are, the processor
+ * time per pass and the speed of the first and the warm passes, and a 64-bit
  * FNV-1a hash of the bitmap.  --edges prints "from to count kind" lines
  * sorted by (from, to, kind) instead; --bitmap writes the raw bitmap of
  * one pass (--size bytes, a power of two, default 65536).  --libxdc counts
@@ -348,11 +348,13 @@ static const char *ptcov_kind_name(uint32_t kind)
 
 /* ---- decoding ---- */
 
+/* Processor time of the process: what the decoder costs, not what other
+ * processes on a loaded machine take from it. */
 static double ptcov_now(void)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
 	return (double) ts.tv_sec + (double) ts.tv_nsec * 1e-9;
 }
 
