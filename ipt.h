@@ -68,6 +68,7 @@
  *     >>pev    perf_event sideband records: read and written in place
  *     >>sb     sideband sessions: perf_event records applied to a
  *              decoder's events, an image per process (hosted builds)
+ *     >>cov    coverage: a trace to an edge bitmap, on the block decoder
  *
  * LICENSE: MIT, at the end of this file.
  */
@@ -2032,6 +2033,159 @@ ipt_sb_alloc_pevent_decoder_mem(struct pt_sb_session *session,
 				const struct pt_sb_pevent_config *config,
 				const uint8_t *begin, const uint8_t *end);
 #endif /* IPT_NO_STDIO */
+
+/* >>api-cov: ipt_ coverage for fuzzers: a trace to an edge bitmap */
+
+/* A coverage decoder follows the flow of execution as a block decoder does
+ * (it holds one) and turns every control-flow edge the trace implies into
+ * a counter in an AFL-style bitmap: an array of 8-bit counters of any
+ * power-of-two size, indexed by a hash of the edge's (from, to).
+ *
+ * The edges, by kind:
+ *   ipt_cov_taken, ipt_cov_not_taken  a conditional branch: from its IP to
+ *                                     where it went (a taken branch to the
+ *                                     next instruction counts as not taken)
+ *   ipt_cov_jump, ipt_cov_call        an indirect near jump or call (also
+ *                                     JMPABS): from its IP to the target
+ *   ipt_cov_return                    a near return, compressed or not
+ *   ipt_cov_far                       a far transfer (far call, jump and
+ *                                     return, SYSCALL, IRET, INT ...)
+ *   ipt_cov_async                     an interrupt or exception: from the
+ *                                     interrupted IP to the handler
+ *   ipt_cov_enable                    tracing enabled: from 0 to the IP
+ *   ipt_cov_disable                   tracing disabled: from the IP where
+ *                                     it would resume (0 if unknown) to 0
+ * A branch whose destination the trace does not tell (it disabled tracing
+ * with its IP suppressed, or an overflow or error followed) makes no edge.
+ * Direct jumps and calls are implied by the code, not the trace, and make
+ * none either.
+ *
+ * struct ipt_cov_config selects what is counted:
+ *   kinds    ipt_cov_kind bits; 0 means ipt_cov_all
+ *   flags    ipt_cov_saturate: counters stop at 255 instead of wrapping;
+ *            ipt_cov_libxdc: libxdc's bitmap: conditional branches only
+ *            (kinds is ignored), wrapping counters;
+ *            ipt_cov_pause: missing code is a pause (below)
+ *   range    up to 4 IP ranges [begin, end); with nranges > 0 an edge
+ *            counts only if its from (for enable edges: its to) lies in
+ *            one of them, as libxdc counts branches in its ranges
+ *   edge     if not NULL, called for each edge that counts
+ *   block    if not NULL, called each time code is decoded into the block
+ *            decoder's run cache: the run from begin to the IP of its last
+ *            instruction, in the current address space (again after the
+ *            cache dropped it or the image changed)
+ *
+ * The index of an edge is (mix(to) ^ (mix(from) >> 1)) modulo the bitmap
+ * size, where mix(v) = (v ^ (v >> 31)) * 0x7fb5d329728ea185 in 64 bits:
+ * libxdc's, so that in ipt_cov_libxdc mode the bitmap is byte for byte
+ * the one libxdc makes.
+ *
+ * One decoder decodes trace after trace: ipt_cov_set_trace points it at
+ * the next one (and clears the bitmap if asked); its caches stay warm and
+ * the call allocates nothing.  The caches are a block decoder's and follow
+ * the image as its do (ipt_image_invalidate and section changes drop
+ * them); ipt_cov_set_cache_limit bounds the run cache as
+ * ipt_blk_set_cache_limit does.  Decoding allocates only while the run
+ * cache grows towards that limit (see >>api-blk-ext).
+ *
+ * ipt_cov_decode decodes the whole trace and returns 0, or -pte_invalid.
+ * An error in the trace (or code that cannot be read or decoded) costs the
+ * trace up to the next PSB, as in a block decoder; errors, the first and
+ * last error code and the bytes skipped are counted in struct
+ * ipt_cov_status (ipt_cov_get_status).  Code that goes on without reading
+ * trace for 2^18 instructions (a jump to itself) counts as the error
+ * -pte_bad_query.  A branch's edge counts once the flow is seen to get to
+ * its destination: the next block has an instruction, or an event says
+ * where the branch went.
+ *
+ * With ipt_cov_pause, code the image cannot supply stops the decode as it
+ * stops pt_blk_next (>>api-fault, with ipt_blk_set_wait_for_code on):
+ * ipt_cov_decode returns -pte_nomap and ipt_cov_get_fault says which
+ * address space and address (as ipt_blk_get_fault); once the caller has
+ * made that memory readable (and invalidated what the image cached of the
+ * page), the next ipt_cov_decode goes on where it stopped, and the bitmap
+ * ends up as after a decode with all code present.  Code still missing
+ * then is an error like any other, as missing code always is without
+ * ipt_cov_pause.
+ *
+ * ipt_cov_alloc_decoder returns NULL if the configuration is invalid or
+ * memory is short; set_bitmap returns -pte_invalid for a size that is not
+ * a power of two below 2^32; the others -pte_invalid without a decoder. */
+enum ipt_cov_kind {
+	ipt_cov_taken = 1 << 0,
+	ipt_cov_not_taken = 1 << 1,
+	ipt_cov_jump = 1 << 2,
+	ipt_cov_call = 1 << 3,
+	ipt_cov_return = 1 << 4,
+	ipt_cov_far = 1 << 5,
+	ipt_cov_async = 1 << 6,
+	ipt_cov_enable = 1 << 7,
+	ipt_cov_disable = 1 << 8,
+	ipt_cov_all = (1 << 9) - 1
+};
+
+enum ipt_cov_flag {
+	ipt_cov_saturate = 1 << 0,
+	ipt_cov_libxdc = 1 << 1,
+	ipt_cov_pause = 1 << 2
+};
+
+enum { ipt_cov_max_ranges = 4 };
+
+struct ipt_cov_range {
+	uint64_t begin;
+	uint64_t end;
+};
+
+struct ipt_cov_config {
+	uint32_t kinds;
+	uint32_t flags;
+	uint32_t nranges;
+	struct ipt_cov_range range[ipt_cov_max_ranges];
+	void (*edge)(void *context, uint64_t from, uint64_t to,
+		     enum ipt_cov_kind kind);
+	void (*block)(void *context, uint64_t begin, uint64_t last);
+	void *context;
+};
+
+struct ipt_cov_status {
+	/* Edges counted, over all traces. */
+	uint64_t edges;
+	/* Errors, and trace bytes skipped because of them. */
+	uint64_t errors;
+	uint64_t skipped;
+	/* The first and the last error (negative pte_* codes), 0 if none. */
+	int first_error;
+	int last_error;
+};
+
+struct ipt_cov_decoder;
+
+/* Ref: ipt.h only, described above.  The flow is pt_blk_next(3)'s; the
+ * bitmap index and libxdc mode follow libxdc (nyx-fuzz/libxdc). */
+IPT_API struct ipt_cov_decoder *
+ipt_cov_alloc_decoder(const struct pt_config *config,
+		      const struct ipt_cov_config *cov);
+IPT_API struct ipt_cov_decoder *
+ipt_cov_alloc_decoder_with(const struct pt_config *config,
+			   const struct ipt_cov_config *cov,
+			   const struct ipt_allocator *allocator);
+IPT_API void ipt_cov_free_decoder(struct ipt_cov_decoder *decoder);
+IPT_API int ipt_cov_set_image(struct ipt_cov_decoder *decoder,
+			      struct pt_image *image);
+IPT_API struct pt_image *ipt_cov_get_image(struct ipt_cov_decoder *decoder);
+IPT_API int ipt_cov_set_bitmap(struct ipt_cov_decoder *decoder,
+			       uint8_t *bitmap, size_t size);
+IPT_API int ipt_cov_set_trace(struct ipt_cov_decoder *decoder,
+			      const uint8_t *begin, const uint8_t *end,
+			      int clear_bitmap);
+IPT_API int ipt_cov_decode(struct ipt_cov_decoder *decoder);
+IPT_API int ipt_cov_get_status(const struct ipt_cov_decoder *decoder,
+			       struct ipt_cov_status *status);
+IPT_API int ipt_cov_set_cache_limit(struct ipt_cov_decoder *decoder,
+				    uint64_t bytes);
+IPT_API int ipt_cov_get_fault(const struct ipt_cov_decoder *decoder,
+			      struct ipt_fault *fault, size_t size);
 
 #ifdef __cplusplus
 }
@@ -10982,6 +11136,9 @@ ipt__insn_range_is_contiguous(uint64_t begin, uint64_t end,
  *   void ipt__blk_decoder_fini(struct pt_block_decoder *decoder);
  *   struct ipt_allocator *ipt__blk_allocator(struct pt_block_decoder *);
  *        the allocator the decoder (and its embedder) came from
+ *   void ipt__blk_free_with(struct pt_block_decoder *, void *outer,
+ *                           size_t size);
+ *        free the decoder and the object holding it
  *   int  ipt__blk_cache_current(const struct pt_block_decoder *);
  *   void ipt__blk_cache_sync(struct pt_block_decoder *);
  *        whether the caches describe the current image; make them so
@@ -11004,7 +11161,18 @@ ipt__insn_range_is_contiguous(uint64_t begin, uint64_t end,
  *   int  ipt__blk_fault(const struct pt_block_decoder *);
  *        whether the last call stopped at missing memory: 0 no, 1 walking
  *        the code (before the instruction it could not read), 2 looking
- *        ahead of the flow (ipt_blk_set_wait_for_code) */
+ *        ahead of the flow (ipt_blk_set_wait_for_code)
+ *
+ * and for >>cov:
+ *
+ *   int  ipt__blk_walk(struct pt_block_decoder *,
+ *                      const struct ipt__blk_walk_ops *, void *context,
+ *                      int *status);
+ *        pt_blk_next's run-to-run walk, reporting branches and where the
+ *        flow goes (see "walking runs for coverage")
+ *   int  ipt__blk_trace_ended(const struct pt_block_decoder *);
+ *   void ipt__blk_set_run_hook(struct pt_block_decoder *, hook, context);
+ *        a hook told of each run recorded in the run cache */
 
 /* The instruction cache's size, as a power of two number of entries. */
 #ifndef IPT_BLK_ICACHE_BITS
@@ -11285,6 +11453,11 @@ struct pt_block_decoder {
 	uint32_t ctx_next;
 	uint32_t nctx;
 	struct ipt__blk_ctx ctx[IPT__BLK_NCTX];
+
+	/* If set, told of each run recorded in the run cache: its first IP
+	 * and the IP of its last instruction. */
+	void (*run_hook)(void *context, uint64_t begin, uint64_t last);
+	void *run_hook_context;
 };
 
 /* Whether the caches describe the current image (a decoder always has
@@ -11727,6 +11900,17 @@ static void ipt__blk_as_new(struct pt_block_decoder *decoder)
 	ipt__blk_reset(decoder);
 }
 
+/* The event decoder gets the flags that concern it. */
+static void ipt__blk_evt_flags(const struct pt_block_decoder *decoder,
+			       struct pt_config *config)
+{
+	IPT_MEMSET(&config->flags, 0, sizeof(config->flags));
+	config->flags.variant.event.keep_tcal_on_ovf =
+		decoder->flags.variant.block.keep_tcal_on_ovf;
+	config->flags.variant.event.enable_iflags_events =
+		decoder->flags.variant.block.enable_iflags_events;
+}
+
 static int ipt__blk_decoder_init(struct pt_block_decoder *decoder,
 				 const struct pt_config *uconfig,
 				 uint32_t want_text)
@@ -11739,13 +11923,7 @@ static int ipt__blk_decoder_init(struct pt_block_decoder *decoder,
 		return status;
 
 	decoder->flags = config.flags;
-
-	/* The event decoder gets the flags that concern it. */
-	IPT_MEMSET(&config.flags, 0, sizeof(config.flags));
-	config.flags.variant.event.keep_tcal_on_ovf =
-		decoder->flags.variant.block.keep_tcal_on_ovf;
-	config.flags.variant.event.enable_iflags_events =
-		decoder->flags.variant.block.enable_iflags_events;
+	ipt__blk_evt_flags(decoder, &config);
 
 	status = ipt__evt_decoder_init(&decoder->evdec, &config);
 	if (status < 0)
@@ -11828,16 +12006,21 @@ pt_blk_alloc_decoder(const struct pt_config *config)
 	return ipt_blk_alloc_decoder_with(config, NULL);
 }
 
+/* Free a block decoder and the object of @size bytes at @outer holding
+ * it (or the decoder itself), all from the decoder's allocator. */
+static void ipt__blk_free_with(struct pt_block_decoder *decoder, void *outer,
+			       size_t size)
+{
+	struct ipt_allocator a = decoder->allocator;
+
+	ipt__blk_decoder_fini(decoder);
+	ipt__free(&a, outer, size);
+}
+
 IPT_DEF void pt_blk_free_decoder(struct pt_block_decoder *decoder)
 {
-	struct ipt_allocator a;
-
-	if (!decoder)
-		return;
-
-	a = decoder->allocator;
-	ipt__blk_decoder_fini(decoder);
-	ipt__free(&a, decoder, sizeof(*decoder));
+	if (decoder)
+		ipt__blk_free_with(decoder, decoder, sizeof(*decoder));
 }
 
 /* ---- using trace ---- */
@@ -12882,6 +13065,9 @@ done:
 	run->ninsn = ninsn;
 	run->kind = kind;
 	run->ctx = ctx;
+	if (decoder->run_hook)
+		decoder->run_hook(decoder->run_hook_context, start,
+				  start + run->len);
 	return run;
 }
 
@@ -13522,6 +13708,223 @@ none:
 	if (status < 0)
 		return status;
 	return ipt__blk_status(decoder, 0);
+}
+
+/* ---- walking runs for coverage ----
+ * While the event in hand is a TNT or a TIP, pt_blk_next only goes from
+ * run to run of the run cache, taking a TNT bit at each conditional branch
+ * and compressed return and a TIP at each indirect branch.  The coverage
+ * layer wants exactly that and nothing of the blocks, so ipt__blk_walk
+ * makes the walk itself, leaving the decoder as pt_blk_next would (IP, TNT
+ * bits, return stack, instruction count), and where the trace in hand is
+ * used up applies the trailing-event rules to the next event, as
+ * pt_blk_next does after a block. */
+
+/* The longest chain of runs the walk follows without using trace; code
+ * that loops without trace is left to pt_blk_next. */
+enum { IPT__BLK_WALK_CHAIN = 0x100 };
+
+/* What the walk tells its caller: @branch when a branch used trace (it is
+ * at @from, in @iclass, the IP after it is @next, and for a near call the
+ * class is ptic_call), @reach when the flow is seen at @ip (a run starts
+ * there).  A branch's destination is where the flow is next reached,
+ * unless an event (the caller's business) says otherwise first. */
+struct ipt__blk_walk_ops {
+	void (*branch)(void *context, uint64_t from, uint64_t next,
+		       enum pt_insn_class iclass);
+	void (*reach)(void *context, uint64_t ip);
+};
+
+/* The block the walk just ended with @run, for the trailing-event
+ * rules. */
+static void ipt__blk_run_block(struct pt_block *block,
+			       const struct ipt__blk_run *run,
+			       enum pt_exec_mode mode)
+{
+	IPT_MEMSET(block, 0, sizeof(*block));
+	block->ip = run->ip;
+	block->end_ip = run->ip + run->len;
+	block->isid = run->isid;
+	block->mode = mode;
+	block->iclass = (enum pt_insn_class) run->iclass;
+	block->ninsn = run->ninsn;
+}
+
+static void ipt__blk_watch(struct pt_block_decoder *decoder);
+static void ipt__blk_note_fault(struct pt_block_decoder *decoder, int status);
+
+/* Walk the run cache from the decoder's IP.  Returns 0 where pt_blk_next
+ * takes over (a run is missing, or needs what the walk does not do: a TIP
+ * behind a TNT, an error to report); otherwise 1 with the status
+ * pt_blk_next would have returned in @status. */
+static IPT__INLINE int ipt__blk_walk(struct pt_block_decoder *decoder,
+				     const struct ipt__blk_walk_ops *ops,
+				     void *context, int *status)
+{
+	struct pt_event *ev = &decoder->event;
+	const struct ipt__blk_run *run;
+	enum pt_exec_mode mode;
+	struct pt_block block;
+	uint32_t chain = 0;
+	uint64_t ip;
+
+	if (decoder->status < 0 || !decoder->enabled ||
+	    decoder->process_insn ||
+	    decoder->flags.variant.block.enable_tick_events ||
+	    (ev->type != ptev_tnt && ev->type != ptev_tip))
+		return 0;
+
+	ipt__blk_cache_sync(decoder);
+	ipt__blk_watch(decoder);
+	ip = decoder->ip;
+	mode = decoder->mode;
+
+	run = ipt__blk_run_find(decoder, ip, mode, NULL);
+	if (!run)
+		return 0;
+	ops->reach(context, ip);
+
+	for (;;) {
+		uint64_t end_ip, next, to;
+		uint32_t icnt;
+		uint8_t size;
+
+		/* Instructions since the last TRIG anchor, as pt_blk_next
+		 * counts them (meaningless, and reset at the next anchor,
+		 * while it does not). */
+		icnt = decoder->icnt + run->ninsn;
+		if (icnt < decoder->icnt)
+			goto out_at;
+		decoder->icnt = icnt;
+
+		end_ip = run->ip + run->len;
+		next = ipt__blk_next_ip(mode, end_ip + run->isize);
+
+		switch ((enum ipt__run_kind) run->kind) {
+		case ipt__run_cond:
+			if (ev->type != ptev_tnt)
+				goto out;
+			size = (uint8_t) (ev->variant.tnt.size - 1);
+			ev->variant.tnt.size = size;
+			to = next;
+			if ((ev->variant.tnt.bits >> size) & 1)
+				to = ipt__blk_next_ip(mode, next +
+					(uint64_t) (int64_t) run->disp);
+			ops->branch(context, end_ip, next, ptic_cond_jump);
+			goto tnt_used;
+
+		case ipt__run_ret:
+			if (ev->type == ptev_tip)
+				goto tip;
+			/* A compressed return; anything else pt_blk_next
+			 * reports. */
+			size = ev->variant.tnt.size;
+			if (!((ev->variant.tnt.bits >> (size - 1)) & 1) ||
+			    ipt__retstack_pop(&decoder->retstack, &to) < 0)
+				goto out;
+			size -= 1;
+			ev->variant.tnt.size = size;
+			ops->branch(context, end_ip, next, ptic_return);
+			goto tnt_used;
+
+		case ipt__run_icall:
+		case ipt__run_indirect:
+			/* A TIP behind a TNT is pt_blk_next's. */
+			if (ev->type != ptev_tip)
+				goto out;
+		tip:
+			if (ev->ip_suppressed)
+				goto out;
+			if (run->kind == ipt__run_icall)
+				ipt__retstack_push(&decoder->retstack, next);
+			ops->branch(context, end_ip, next,
+				    (enum pt_insn_class) run->iclass);
+			decoder->ip = ev->variant.tip.ip;
+			*status = ipt__blk_tick(decoder, end_ip);
+			if (*status < 0)
+				goto done;
+			goto block_end;
+
+		case ipt__run_dcall:
+			if (run->disp)
+				ipt__retstack_push(&decoder->retstack, next);
+			/* fall through */
+		case ipt__run_djump:
+			to = ipt__blk_next_ip(mode, next +
+					      (uint64_t) (int64_t) run->disp);
+			goto chained;
+
+		case ipt__run_next:
+			to = next;
+			goto chained;
+
+		default:
+			goto out;
+		}
+
+	tnt_used:
+		chain = 0;
+		if (size)
+			goto next_run;
+		decoder->ip = to;
+
+	block_end:
+		/* The trace in hand is used up: the block ends here. */
+		ipt__blk_run_block(&block, run, mode);
+		*status = ipt__blk_proceed_trailing_event(decoder, &block);
+		if (*status != 0 ||
+		    (ev->type != ptev_tnt && ev->type != ptev_tip))
+			goto done;
+		chain = 0;
+		ip = decoder->ip;
+		run = ipt__blk_run_find(decoder, ip, mode, NULL);
+		if (!run)
+			return 1;
+		ops->reach(context, ip);
+		continue;
+
+	chained:
+		if (++chain > IPT__BLK_WALK_CHAIN) {
+			ip = to;
+			goto out_at;
+		}
+	next_run:
+		ip = to;
+		run = ipt__blk_run_find(decoder, ip, mode, NULL);
+		if (!run)
+			goto out_at;
+		ops->reach(context, ip);
+	}
+
+out:
+	/* pt_blk_next takes the run at @ip, and counts it. */
+	decoder->icnt -= run->ninsn;
+out_at:
+	decoder->ip = ip;
+	return 0;
+
+done:
+	/* As pt_blk_next: did it stop at missing code? */
+	ipt__blk_note_fault(decoder, *status);
+	return 1;
+}
+
+/* Whether the event decoder has run out of trace. */
+static IPT__UNUSED int
+ipt__blk_trace_ended(const struct pt_block_decoder *decoder)
+{
+	return decoder->status == -pte_eos;
+}
+
+/* Tell @hook of each run recorded in the run cache (NULL: nobody). */
+static IPT__UNUSED void
+ipt__blk_set_run_hook(struct pt_block_decoder *decoder,
+		      void (*hook)(void *context, uint64_t begin,
+				   uint64_t last),
+		      void *context)
+{
+	decoder->run_hook = hook;
+	decoder->run_hook_context = context;
 }
 
 /* ---- synchronization ---- */
@@ -14583,14 +14986,9 @@ pt_insn_alloc_decoder(const struct pt_config *config)
 
 IPT_DEF void pt_insn_free_decoder(struct pt_insn_decoder *decoder)
 {
-	struct ipt_allocator a;
-
-	if (!decoder)
-		return;
-
-	a = *ipt__blk_allocator(&decoder->blkdec);
-	ipt__blk_decoder_fini(&decoder->blkdec);
-	ipt__free(&a, decoder, sizeof(*decoder));
+	if (decoder)
+		ipt__blk_free_with(&decoder->blkdec, decoder,
+				   sizeof(*decoder));
 }
 
 /* Remember a (re)synchronization's status for the first block. */
@@ -17064,6 +17462,659 @@ ipt_sb_alloc_pevent_decoder_mem(struct pt_sb_session *session,
 }
 
 #endif /* IPT_NO_STDIO */
+
+/* ==== >>cov  coverage for fuzzers ========================================
+ * A trace to an AFL-style edge bitmap, on the block decoder.
+ *
+ * The flow is the block decoder's: a coverage decoder holds one, asks it
+ * for blocks and events, and derives each edge from the instruction a
+ * block ended with and where the flow went next (the next block's start,
+ * or the event that took it elsewhere).  Errata, return compression,
+ * address spaces, events and the caches are the block decoder's, so the
+ * coverage cannot disagree with it.
+ *
+ * Speed comes from the common case: while the event in hand is a TNT or
+ * a TIP, the block decoder walks its run cache for us (ipt__blk_walk)
+ * and reports each branch that used trace and each place the flow
+ * reached, with no blocks made; everything else goes through pt_blk_next
+ * and pt_blk_event.  Either way an edge waits as "pending" until the flow
+ * is seen at its destination.
+ *
+ * Uses of the block decoder: its public calls (ipt_blk_set_buffer for
+ * the next trace), and ipt__blk_walk,
+ * ipt__blk_decode, ipt__blk_trace_ended,
+ * ipt__blk_set_run_hook and ipt__blk_allocator (see >>blk). */
+
+struct ipt_cov_decoder {
+	/* The block decoder; it holds the allocator. */
+	struct pt_block_decoder blk;
+
+	struct ipt_cov_config config;
+
+	/* The edge kinds that count, and the bitmap (@mask is its size less
+	 * one). */
+	uint32_t kinds;
+	uint8_t *map;
+	uint32_t mask;
+
+	struct ipt_cov_status status;
+
+	/* The branch the last block ended with, while its destination is
+	 * still to come: its IP, the IP after it and its kind (zero if there
+	 * is none; ipt_cov_taken for any conditional branch). */
+	uint64_t pend_from;
+	uint64_t pend_next;
+	uint32_t pend_kind;
+
+	/* Whether the block decoder is synchronized; where the last error
+	 * left the trace, and the last sync offset. */
+	uint32_t synced;
+	uint64_t error_at;
+	uint64_t sync_at;
+	uint32_t has_sync;
+	uint32_t has_error;
+
+	/* The block decoder call the walk made last (enum ipt__cov_call),
+	 * and, while paused at missing code, the call that resumes: at the
+	 * PSB at @resume_sync for a sync. */
+	uint32_t call;
+	uint32_t paused;
+	uint64_t resume_sync;
+
+	/* Where the last pause was, and whether the decode has resumed from
+	 * it without getting anywhere else yet. */
+	uint64_t fault_addr;
+	uint64_t fault_cr3;
+	uint64_t fault_vmcs;
+	uint32_t resumed;
+};
+
+enum ipt__cov_call {
+	ipt__cov_at_none,
+	ipt__cov_at_next,
+	ipt__cov_at_event,
+	ipt__cov_at_sync
+};
+
+/* A bitmap index: libxdc's mix of both ends, so that a libxdc user gets
+ * the same bitmap. */
+static IPT__INLINE uint64_t ipt__cov_mix(uint64_t v)
+{
+	v ^= v >> 31;
+	return v * 0x7fb5d329728ea185ull;
+}
+
+static IPT__INLINE uint32_t ipt__cov_index(uint64_t from, uint64_t to)
+{
+	return (uint32_t) (ipt__cov_mix(to) ^ (ipt__cov_mix(from) >> 1));
+}
+
+static int ipt__cov_in_ranges(const struct ipt_cov_decoder *cov, uint64_t ip)
+{
+	uint32_t i;
+
+	for (i = 0; i < cov->config.nranges; ++i)
+		if (cov->config.range[i].begin <= ip &&
+		    ip < cov->config.range[i].end)
+			return 1;
+	return 0;
+}
+
+/* Count the edge @from -> @to of @kind, if it counts. */
+static IPT__INLINE void ipt__cov_count(struct ipt_cov_decoder *cov,
+				       uint64_t from, uint64_t to,
+				       enum ipt_cov_kind kind)
+{
+	if (!(cov->kinds & (uint32_t) kind))
+		return;
+	if (IPT__UNLIKELY(cov->config.nranges) &&
+	    !ipt__cov_in_ranges(cov, kind == ipt_cov_enable ? to : from))
+		return;
+
+	cov->status.edges += 1;
+	if (IPT__LIKELY(cov->map != NULL)) {
+		uint8_t *counter = &cov->map[ipt__cov_index(from, to) &
+					     cov->mask];
+		uint8_t value = (uint8_t) (*counter + 1);
+
+		if (value || !(cov->config.flags & ipt_cov_saturate))
+			*counter = value;
+	}
+	if (cov->config.edge)
+		cov->config.edge(cov->config.context, from, to, kind);
+}
+
+/* The flow went on at @to: the pending branch, if any, went there. */
+static IPT__INLINE void ipt__cov_resolve(struct ipt_cov_decoder *cov,
+					 uint64_t to)
+{
+	uint32_t kind = cov->pend_kind;
+
+	if (!kind)
+		return;
+	cov->pend_kind = 0;
+	if (kind == ipt_cov_taken && to == cov->pend_next)
+		kind = ipt_cov_not_taken;
+	ipt__cov_count(cov, cov->pend_from, to, (enum ipt_cov_kind) kind);
+}
+
+/* The edge kind of the instruction @block ends with, if it took trace to
+ * get past it, and for conditional branches the IP after it in @next.
+ * Zero for an instruction that needs no trace (direct calls and jumps
+ * end blocks too, at section borders). */
+static uint32_t ipt__cov_block_kind(struct ipt_cov_decoder *cov,
+				    const struct pt_block *block,
+				    uint64_t *next)
+{
+	struct ipt__insn_ext iext;
+	struct pt_insn insn;
+	int status;
+
+	switch (block->iclass) {
+	case ptic_return:
+		return ipt_cov_return;
+	case ptic_far_call:
+	case ptic_far_return:
+	case ptic_far_jump:
+		return ipt_cov_far;
+	case ptic_indirect:
+		return ipt_cov_jump;
+	case ptic_cond_jump:
+	case ptic_call:
+	case ptic_jump:
+		break;
+	case ptic_other:
+	case ptic_ptwrite:
+	case ptic_unknown:
+		return 0;
+	}
+
+	IPT_MEMSET(&insn, 0, sizeof(insn));
+	IPT_MEMSET(&iext, 0, sizeof(iext));
+	insn.ip = block->end_ip;
+	insn.mode = block->mode;
+	if (block->truncated) {
+		IPT_MEMCPY(insn.raw, block->raw, sizeof(insn.raw));
+		insn.size = block->size;
+		status = ipt__ild_decode(&insn, &iext);
+	} else {
+		status = ipt__blk_decode(&cov->blk, &insn, &iext);
+	}
+	if (status < 0)
+		return 0;
+
+	if (block->iclass == ptic_cond_jump) {
+		*next = ipt__blk_next_ip(block->mode,
+					 block->end_ip + insn.size);
+		return ipt_cov_taken;
+	}
+	if (iext.variant.branch.is_direct && iext.iclass != IPT__INST_JMPABS)
+		return 0;
+	return block->iclass == ptic_call ? ipt_cov_call : ipt_cov_jump;
+}
+
+static void ipt__cov_block(struct ipt_cov_decoder *cov,
+			   const struct pt_block *block)
+{
+	if (!block->ninsn)
+		return;
+	ipt__cov_resolve(cov, block->ip);
+	cov->pend_from = block->end_ip;
+	cov->pend_kind = ipt__cov_block_kind(cov, block, &cov->pend_next);
+}
+
+static void ipt__cov_event(struct ipt_cov_decoder *cov,
+			   const struct pt_event *ev)
+{
+	uint64_t ip;
+
+	switch (ev->type) {
+	case ptev_enabled:
+		/* A PSB+ saying tracing is on changes nothing. */
+		if (ev->status_update)
+			break;
+		cov->pend_kind = 0;
+		ipt__cov_count(cov, 0, ev->variant.enabled.ip, ipt_cov_enable);
+		break;
+
+	case ptev_disabled:
+		ip = 0;
+		if (ev->ip_suppressed)
+			cov->pend_kind = 0;
+		else
+			ip = ev->variant.disabled.ip;
+		ipt__cov_resolve(cov, ip);
+		if (!ev->status_update)
+			ipt__cov_count(cov, ip, 0, ipt_cov_disable);
+		break;
+
+	case ptev_async_disabled:
+		ipt__cov_resolve(cov, ev->variant.async_disabled.at);
+		ipt__cov_count(cov, ev->variant.async_disabled.at, 0,
+			       ipt_cov_disable);
+		break;
+
+	case ptev_async_branch:
+		ipt__cov_resolve(cov, ev->variant.async_branch.from);
+		ipt__cov_count(cov, ev->variant.async_branch.from,
+			       ev->variant.async_branch.to, ipt_cov_async);
+		break;
+
+	case ptev_overflow:
+		cov->pend_kind = 0;
+		break;
+
+	case ptev_paging:
+	case ptev_async_paging:
+	case ptev_exec_mode:
+	case ptev_tsx:
+	case ptev_stop:
+	case ptev_vmcs:
+	case ptev_async_vmcs:
+	case ptev_exstop:
+	case ptev_mwait:
+	case ptev_pwre:
+	case ptev_pwrx:
+	case ptev_ptwrite:
+	case ptev_tick:
+	case ptev_cbr:
+	case ptev_mnt:
+	case ptev_tip:
+	case ptev_tnt:
+	case ptev_iflags:
+	case ptev_interrupt:
+	case ptev_iret:
+	case ptev_smi:
+	case ptev_rsm:
+	case ptev_sipi:
+	case ptev_init:
+	case ptev_vmentry:
+	case ptev_vmexit:
+	case ptev_shutdown:
+	case ptev_uintr:
+	case ptev_uiret:
+	case ptev_trig:
+	case ptev_swintr:
+	case ptev_syscall:
+		/* No change of flow the blocks do not show. */
+		break;
+	}
+}
+
+/* The walk's reports: a branch used trace; the flow reached @ip. */
+static IPT__INLINE void ipt__cov_branch(void *context, uint64_t from,
+					uint64_t next,
+					enum pt_insn_class iclass)
+{
+	struct ipt_cov_decoder *cov = (struct ipt_cov_decoder *) context;
+	uint32_t kind = ipt_cov_jump;
+
+	switch (iclass) {
+	case ptic_cond_jump:
+		kind = ipt_cov_taken;
+		break;
+	case ptic_return:
+		kind = ipt_cov_return;
+		break;
+	case ptic_call:
+		kind = ipt_cov_call;
+		break;
+	case ptic_far_call:
+	case ptic_far_return:
+	case ptic_far_jump:
+		kind = ipt_cov_far;
+		break;
+	case ptic_unknown:
+	case ptic_other:
+	case ptic_jump:
+	case ptic_ptwrite:
+	case ptic_indirect:
+		break;
+	}
+	cov->pend_from = from;
+	cov->pend_next = next;
+	cov->pend_kind = kind;
+}
+
+static IPT__INLINE void ipt__cov_reach(void *context, uint64_t ip)
+{
+	ipt__cov_resolve((struct ipt_cov_decoder *) context, ip);
+}
+
+/* Note an error at the decoder's position; the trace up to the next PSB is
+ * lost. */
+static void ipt__cov_error(struct ipt_cov_decoder *cov, int error)
+{
+	uint64_t at;
+
+	cov->pend_kind = 0;
+	cov->synced = 0;
+	if (pt_blk_get_offset(&cov->blk, &at) < 0)
+		at = cov->has_sync ? cov->sync_at : 0;
+
+	cov->status.errors += 1;
+	if (!cov->status.first_error)
+		cov->status.first_error = error;
+	cov->status.last_error = error;
+	cov->error_at = at;
+	cov->has_error = 1;
+}
+
+/* Synchronize onto the next PSB.  Returns the status of
+ * pt_blk_sync_forward, -pte_eos at the end of the trace or if the decoder
+ * did not get further. */
+static int ipt__cov_sync(struct ipt_cov_decoder *cov)
+{
+	const struct pt_config *config;
+	uint64_t at, size;
+	int status;
+
+	config = pt_blk_get_config(&cov->blk);
+	size = config ? (uint64_t) (config->end - config->begin) : 0;
+
+	status = pt_blk_sync_forward(&cov->blk);
+	if (status == -pte_eos || pt_blk_get_sync_offset(&cov->blk, &at) < 0)
+		at = size;
+	if (cov->has_error) {
+		cov->has_error = 0;
+		if (at > cov->error_at)
+			cov->status.skipped += at - cov->error_at;
+	}
+	if (status == -pte_eos)
+		return status;
+	if (cov->has_sync && at <= cov->sync_at)
+		return -pte_eos;
+	cov->has_sync = 1;
+	cov->sync_at = at;
+	if (status >= 0)
+		cov->synced = 1;
+	return status;
+}
+
+/* Instructions in blocks in a row that read no further into the trace
+ * before the walk gives up on code that loops without trace (a jump to
+ * itself): more than straight-line code runs between two packets, which
+ * is bounded by the size of the code (checked after each block, so up to
+ * a block more). */
+enum { IPT__COV_IDLE_MAX = 0x40000 };
+
+/* Decode from a synchronized decoder with @status until an error or the
+ * end of the trace.  Returns a negative pte_* code; -pte_eos at the end. */
+static int ipt__cov_walk(struct ipt_cov_decoder *cov, int status)
+{
+	struct pt_block_decoder *blk = &cov->blk;
+	struct ipt__blk_walk_ops ops;
+	uint64_t offset = UINT64_MAX;
+	uint32_t idle = 0;
+
+	/* Filled in here, not initialized: a table of function pointers
+	 * would be relocated data, which freestanding builds must not
+	 * have. */
+	ops.branch = ipt__cov_branch;
+	ops.reach = ipt__cov_reach;
+
+	for (;;) {
+		struct pt_block block;
+		uint64_t now = 0;
+
+		while (status & pts_event_pending) {
+			struct pt_event ev;
+
+			cov->call = ipt__cov_at_event;
+			status = pt_blk_event(blk, &ev, sizeof(ev));
+			if (status < 0)
+				return status;
+			ipt__cov_event(cov, &ev);
+		}
+		if (status & pts_eos)
+			return -pte_eos;
+
+		cov->call = ipt__cov_at_next;
+		if (ipt__blk_walk(blk, &ops, cov, &status)) {
+			if (status < 0)
+				return ipt__blk_trace_ended(blk) ? -pte_eos :
+				       status;
+			continue;
+		}
+
+		status = pt_blk_next(blk, &block, sizeof(block));
+		if (status < 0) {
+			/* The flow got as far as the block goes (to missing
+			 * code, it goes on from there later). */
+			ipt__cov_block(cov, &block);
+			return ipt__blk_trace_ended(blk) ? -pte_eos : status;
+		}
+		ipt__cov_block(cov, &block);
+
+		if (pt_blk_get_offset(blk, &now) < 0 || now != offset) {
+			offset = now;
+			idle = 0;
+		} else {
+			idle += block.ninsn;
+			if (idle > IPT__COV_IDLE_MAX)
+				return -pte_bad_query;
+		}
+	}
+}
+
+/* Did the block decoder call that returned @status stop at missing code
+ * the caller wants to supply?  Then the decode pauses, to resume with
+ * @call. */
+static int ipt__cov_pauses(struct ipt_cov_decoder *cov, int status,
+			   uint32_t call)
+{
+	struct ipt_fault fault;
+	int again;
+
+	if (status >= 0 || !(cov->config.flags & ipt_cov_pause) ||
+	    ipt_blk_get_fault(&cov->blk, &fault, sizeof(fault)) <= 0)
+		return 0;
+
+	/* Code still missing when the decode resumes is an error. */
+	again = cov->resumed && fault.addr == cov->fault_addr &&
+		fault.asid.cr3 == cov->fault_cr3 &&
+		fault.asid.vmcs == cov->fault_vmcs;
+	cov->resumed = 0;
+	if (again)
+		return 0;
+	cov->fault_addr = fault.addr;
+	cov->fault_cr3 = fault.asid.cr3;
+	cov->fault_vmcs = fault.asid.vmcs;
+	cov->paused = call;
+	return 1;
+}
+
+/* Go on from a pause: the status to walk on with, or a negative code. */
+static int ipt__cov_resume(struct ipt_cov_decoder *cov)
+{
+	uint32_t call = cov->paused;
+	int status;
+
+	cov->paused = ipt__cov_at_none;
+	cov->resumed = 1;
+	switch (call) {
+	case ipt__cov_at_event:
+		return pts_event_pending;
+	case ipt__cov_at_sync:
+		status = pt_blk_sync_set(&cov->blk, cov->resume_sync);
+		if (status >= 0)
+			cov->synced = 1;
+		return status;
+	default:
+		return 0;
+	}
+}
+
+IPT_DEF int ipt_cov_decode(struct ipt_cov_decoder *cov)
+{
+	if (!cov)
+		return -pte_invalid;
+
+	for (;;) {
+		int status = 0;
+
+		if (cov->paused) {
+			uint32_t call = cov->paused;
+
+			status = ipt__cov_resume(cov);
+			if (ipt__cov_pauses(cov, status, call))
+				return -pte_nomap;
+			if (status < 0) {
+				ipt__cov_error(cov, status);
+				continue;
+			}
+		} else if (!cov->synced) {
+			status = ipt__cov_sync(cov);
+			if (status == -pte_eos)
+				return 0;
+			if (ipt__cov_pauses(cov, status, ipt__cov_at_sync)) {
+				if (pt_blk_get_sync_offset(&cov->blk,
+							   &cov->resume_sync) < 0)
+					cov->resume_sync = cov->sync_at;
+				return -pte_nomap;
+			}
+			if (status < 0) {
+				ipt__cov_error(cov, status);
+				continue;
+			}
+		}
+
+		status = ipt__cov_walk(cov, status);
+		if (status == -pte_eos) {
+			cov->synced = 0;
+			cov->pend_kind = 0;
+			return 0;
+		}
+		if (ipt__cov_pauses(cov, status, cov->call))
+			return -pte_nomap;
+		ipt__cov_error(cov, status);
+	}
+}
+
+IPT_DEF int ipt_cov_get_fault(const struct ipt_cov_decoder *cov,
+			      struct ipt_fault *fault, size_t size)
+{
+	if (!cov || !fault)
+		return -pte_invalid;
+	if (!cov->paused)
+		return 0;
+	return ipt_blk_get_fault(&cov->blk, fault, size);
+}
+
+IPT_DEF struct ipt_cov_decoder *
+ipt_cov_alloc_decoder_with(const struct pt_config *config,
+			   const struct ipt_cov_config *ucov,
+			   const struct ipt_allocator *allocator)
+{
+	struct ipt_cov_decoder *cov;
+	struct ipt_allocator a;
+	struct pt_config bconfig;
+
+	if (!config || !ucov || ucov->nranges > ipt_cov_max_ranges)
+		return NULL;
+	if (ipt__config_from_user(&bconfig, config) < 0)
+		return NULL;
+	if (ipt__allocator_init(&a, allocator) < 0)
+		return NULL;
+
+	cov = (struct ipt_cov_decoder *) ipt__zalloc(&a, sizeof(*cov));
+	if (!cov)
+		return NULL;
+	*ipt__blk_allocator(&cov->blk) = a;
+
+	/* The block decoder's flags are ours: plain blocks, no ticks. */
+	IPT_MEMSET(&bconfig.flags, 0, sizeof(bconfig.flags));
+	if (ipt__blk_decoder_init(&cov->blk, &bconfig, 0) < 0) {
+		ipt__free(&a, cov, sizeof(*cov));
+		return NULL;
+	}
+
+	IPT__COPY(cov->config, *ucov);
+	cov->kinds = ucov->kinds ? ucov->kinds : (uint32_t) ipt_cov_all;
+	if (ucov->flags & ipt_cov_libxdc) {
+		cov->kinds = ipt_cov_taken | ipt_cov_not_taken;
+		cov->config.flags &= ~(uint32_t) ipt_cov_saturate;
+	}
+	ipt__blk_set_run_hook(&cov->blk, ucov->block, ucov->context);
+	if (ucov->flags & ipt_cov_pause)
+		(void) ipt_blk_set_wait_for_code(&cov->blk, 1);
+	return cov;
+}
+
+IPT_DEF struct ipt_cov_decoder *
+ipt_cov_alloc_decoder(const struct pt_config *config,
+		      const struct ipt_cov_config *cov)
+{
+	return ipt_cov_alloc_decoder_with(config, cov, NULL);
+}
+
+IPT_DEF void ipt_cov_free_decoder(struct ipt_cov_decoder *cov)
+{
+	if (cov)
+		ipt__blk_free_with(&cov->blk, cov, sizeof(*cov));
+}
+
+IPT_DEF int ipt_cov_set_image(struct ipt_cov_decoder *cov,
+			      struct pt_image *image)
+{
+	return cov ? pt_blk_set_image(&cov->blk, image) : -pte_invalid;
+}
+
+IPT_DEF struct pt_image *ipt_cov_get_image(struct ipt_cov_decoder *cov)
+{
+	return cov ? pt_blk_get_image(&cov->blk) : NULL;
+}
+
+IPT_DEF int ipt_cov_set_bitmap(struct ipt_cov_decoder *cov, uint8_t *bitmap,
+			       size_t size)
+{
+	if (!cov || !bitmap || !size || (size & (size - 1)) ||
+	    (uint64_t) size > UINT32_MAX)
+		return -pte_invalid;
+
+	cov->map = bitmap;
+	cov->mask = (uint32_t) (size - 1);
+	return 0;
+}
+
+IPT_DEF int ipt_cov_set_trace(struct ipt_cov_decoder *cov,
+			      const uint8_t *begin, const uint8_t *end,
+			      int clear_bitmap)
+{
+	int status;
+
+	if (!cov)
+		return -pte_invalid;
+
+	status = ipt_blk_set_buffer(&cov->blk, (uint8_t *) (uintptr_t) begin,
+				    (uint8_t *) (uintptr_t) end);
+	if (status < 0)
+		return status;
+
+	cov->synced = 0;
+	cov->pend_kind = 0;
+	cov->has_sync = 0;
+	cov->has_error = 0;
+	cov->paused = ipt__cov_at_none;
+	if (clear_bitmap && cov->map)
+		IPT_MEMSET(cov->map, 0, (size_t) cov->mask + 1);
+	return 0;
+}
+
+IPT_DEF int ipt_cov_set_cache_limit(struct ipt_cov_decoder *cov,
+				    uint64_t bytes)
+{
+	return cov ? ipt_blk_set_cache_limit(&cov->blk, bytes) : -pte_invalid;
+}
+
+IPT_DEF int ipt_cov_get_status(const struct ipt_cov_decoder *cov,
+			       struct ipt_cov_status *status)
+{
+	if (!cov || !status)
+		return -pte_invalid;
+	IPT__COPY(*status, cov->status);
+	return 0;
+}
 
 #ifdef __cplusplus
 }
