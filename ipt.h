@@ -60,6 +60,7 @@
  *     >>ild    instruction length and class, from Zydis
  *     >>blk    block decoder: built on the event decoder and the image
  *     >>insn   instruction decoder: built on the block decoder
+ *     >>seg    segments: PSB index, joining decoders of adjacent segments
  *
  * LICENSE: MIT, at the end of this file.
  */
@@ -1371,6 +1372,111 @@ IPT_API struct pt_image_section_cache *
 ipt_iscache_alloc_with(const char *name,
 		       const struct ipt_allocator *allocator);
 #endif
+
+/* >>api-seg: ipt_ extensions: segments, for decoding one trace in pieces
+ *
+ * Every PSB starts a segment a decoder can start at (pt_blk_sync_set,
+ * pt_insn_sync_set): the PSB+ that follows states tracing on or off, the
+ * IP (FUP), the execution mode, CR3, VMCS and time.  ipt_seg_index finds
+ * them all in one pass without decoding code, so the segments can go to
+ * as many decoders as there are cores, or machines.
+ *
+ * STITCHING.  What a decoder started at a PSB reports is what a decoder
+ * running through from an earlier PSB reports from the point where the
+ * two are in the same state, and only from there: until then the one
+ * from before may still hold a return stack, events bound to the last
+ * block, a time calibration learned from earlier MTC/CYC packets, or an
+ * error it is recovering from.  So segment k's decoder runs past the
+ * next segment's PSB until, at a point between two calls, it is in a
+ * state the next segment's decoder was in at a point between two calls;
+ * the output is segment k's up to that point and segment k+1's from its
+ * matching point on.  ipt_blk_converged / ipt_insn_converged decide; the
+ * next segment's states are kept with ipt_blk_save / ipt_insn_save (a
+ * decoder started afresh at the PSB and stepped as the segment's own
+ * decoder is gives the same states, so the two need not wait for each
+ * other).  The compared state is everything that decides what a decoder
+ * returns next: the event decoder's position and queue, last IP, time,
+ * the current event, the address space, mode, return stack, the status
+ * held back and the error bookkeeping of pt_blk_resync; not the caches,
+ * and not the image, which must give both decoders the same code.
+ *
+ * The return stack is the one thing that may differ: a decoder started
+ * at a PSB begins with an empty one, the decoder from before keeps the
+ * returns of calls made before the PSB.  Only returns from calls seen
+ * since the last PSB may be compressed, and a decoder never needs to keep
+ * anything across a PSB (Intel SDM Vol. 3C, 33.2.1.2 and 33.3.7), so in a
+ * trace as specified the older entries are never used; where the stacks
+ * differ only below the later
+ * decoder's entries, the join holds as long as the later decoder never
+ * finds its return stack empty (-pte_retstack_empty) before it is joined
+ * in turn.  If it does, the join is void: the earlier segment's decoder
+ * goes on instead.  A decoder from before that never reaches a state of
+ * the next segment's simply decodes that segment too; the output is
+ * exact either way, only the parallelism is lost. */
+struct ipt_segment {
+	/* The PSB, and where the next PSB (or the end of the trace) is. */
+	uint64_t offset;
+	uint64_t end;
+
+	/* What the PSB+ states, where its flag below says it has it. */
+	uint64_t ip;		/* FUP: the IP tracing goes on at */
+	uint64_t cr3;		/* PIP */
+	uint64_t vmcs;		/* VMCS */
+	uint64_t tsc;		/* TSC */
+	uint16_t ctc;		/* TMA: the crystal clock value ... */
+	uint16_t fc;		/* ... and the fast counter */
+	uint8_t cbr;		/* CBR: the core:bus ratio */
+	enum pt_exec_mode mode;	/* MODE.Exec; ptem_unknown without one */
+
+	/* Tracing is on at the PSB: the PSB+ has a FUP, @ip is valid. */
+	uint32_t enabled:1;
+	uint32_t has_cr3:1;
+	/* PIP.NR: CR3 is a VMX guest's. */
+	uint32_t nr:1;
+	uint32_t has_vmcs:1;
+	uint32_t has_tsc:1;
+	uint32_t has_tma:1;
+	uint32_t has_cbr:1;
+	/* A TSX transaction is in progress (MODE.TSX InTX). */
+	uint32_t intx:1;
+	/* The PSB+ ends in an OVF instead of PSBEND. */
+	uint32_t overflow:1;
+	/* The PSB+ does not end: a packet in it does not decode, or the
+	 * trace ends first. */
+	uint32_t broken:1;
+};
+
+/* Find the PSBs of config's trace, in order, as pt_pkt_sync_forward
+ * finds them, and fill in up to max segments, one per PSB.  Reads each
+ * PSB+ and nothing else.  Needs no memory; segs may be NULL when max is
+ * zero, to count.  Returns the number of PSBs (more than max if segs was
+ * too short); -pte_invalid if config is NULL or segs is NULL with max not
+ * zero; -pte_bad_config for a bad config. */
+IPT_API int64_t ipt_seg_index(const struct pt_config *config,
+			      struct ipt_segment *segs, size_t max);
+
+/* A decoder's state, as ipt_blk_converged and ipt_insn_converged compare
+ * it: ipt_*_state_size() bytes, aligned as malloc's are.  ipt_*_save
+ * copies it to state; -pte_invalid if an argument is NULL or size is too
+ * small. */
+IPT_API size_t ipt_blk_state_size(void);
+IPT_API int ipt_blk_save(const struct pt_block_decoder *decoder, void *state,
+			 size_t size);
+IPT_API size_t ipt_insn_state_size(void);
+IPT_API int ipt_insn_save(const struct pt_insn_decoder *decoder,
+			  void *state, size_t size);
+
+/* Is decoder, between two calls, in the state saved in state, so that
+ * with the same trace and code it returns from now on exactly what the
+ * decoder that was saved returned after it was saved?  1: yes; 2: yes, as
+ * long as the saved decoder does not find its return stack empty (see
+ * STITCHING above); 0: not for certain.  -pte_invalid if an argument is
+ * NULL.  The decoders are compared, not their configurations: both must
+ * decode the same trace with the same flags. */
+IPT_API int ipt_blk_converged(const struct pt_block_decoder *decoder,
+			      const void *state);
+IPT_API int ipt_insn_converged(const struct pt_insn_decoder *decoder,
+			       const void *state);
 
 #ifdef __cplusplus
 }
@@ -13583,6 +13689,364 @@ IPT_DEF int pt_insn_event(struct pt_insn_decoder *decoder,
 
 	decoder->status = status;
 	return status;
+}
+
+/* ==== >>seg  segments: the PSB index and joining decoders ===============
+ * ipt_seg_index finds the PSBs with the packet layer's search (aligned
+ * 8-byte words, >>pkt) and reads each PSB+ with a packet decoder on the
+ * stack: the trace is read once, code never.  ipt_blk_converged and
+ * ipt_insn_converged compare two decoders' states field by field, for the
+ * stitching rule in >>api-seg.  Uses >>pkt, >>evt, >>blk and >>insn
+ * structures, reading them only. */
+
+/* Record one packet of a PSB+ in seg.  Returns 1 when the PSB+ ends, 0 to
+ * read on. */
+static int ipt__seg_psb_packet(struct ipt_segment *seg,
+			       struct ipt_last_ip *last_ip,
+			       const struct pt_packet *packet,
+			       const struct pt_config *config)
+{
+	switch (packet->type) {
+	case ppt_psbend:
+		return 1;
+
+	case ppt_ovf:
+		seg->overflow = 1;
+		return 1;
+
+	case ppt_fup:
+		if (ipt_last_ip_update_ip(last_ip, &packet->payload.ip,
+					  config) < 0 ||
+		    ipt_last_ip_query(&seg->ip, last_ip) < 0)
+			break;
+		seg->enabled = 1;
+		break;
+
+	case ppt_mode:
+		if (packet->payload.mode.leaf == pt_mol_exec)
+			seg->mode = pt_get_exec_mode(
+				&packet->payload.mode.bits.exec);
+		else if (packet->payload.mode.leaf == pt_mol_tsx)
+			seg->intx = packet->payload.mode.bits.tsx.intx;
+		break;
+
+	case ppt_pip:
+		seg->has_cr3 = 1;
+		seg->cr3 = packet->payload.pip.cr3;
+		seg->nr = packet->payload.pip.nr;
+		break;
+
+	case ppt_vmcs:
+		seg->has_vmcs = 1;
+		seg->vmcs = packet->payload.vmcs.base;
+		break;
+
+	case ppt_tsc:
+		seg->has_tsc = 1;
+		seg->tsc = packet->payload.tsc.tsc;
+		break;
+
+	case ppt_tma:
+		seg->has_tma = 1;
+		seg->ctc = packet->payload.tma.ctc;
+		seg->fc = packet->payload.tma.fc;
+		break;
+
+	case ppt_cbr:
+		seg->has_cbr = 1;
+		seg->cbr = packet->payload.cbr.ratio;
+		break;
+
+	default:
+		break;
+	}
+	return 0;
+}
+
+/* Read the PSB+ at the packet decoder's position into seg.  A PSB+ is a
+ * handful of packets; one that goes on for longer than any could is
+ * broken, so that a hostile trace cannot make the index decode it all. */
+static void ipt__seg_read_psb(struct ipt_segment *seg,
+			      struct pt_packet_decoder *pacdec)
+{
+	struct ipt_last_ip last_ip;
+	struct pt_packet packet;
+	int n;
+
+	ipt_last_ip_init(&last_ip);
+	for (n = 0; n < 64; ++n) {
+		if (pt_pkt_next(pacdec, &packet, sizeof(packet)) < 0)
+			break;
+		if (n == 0 && packet.type != ppt_psb)
+			break;
+		if (ipt__seg_psb_packet(seg, &last_ip, &packet,
+					&pacdec->config))
+			return;
+	}
+	seg->broken = 1;
+}
+
+IPT_DEF int64_t ipt_seg_index(const struct pt_config *config,
+			      struct ipt_segment *segs, size_t max)
+{
+	struct pt_packet_decoder pacdec;
+	uint64_t size;
+	int64_t n;
+	int status;
+
+	if (!config || (!segs && max))
+		return -pte_invalid;
+
+	status = ipt__pkt_init(&pacdec, config);
+	if (status < 0)
+		return status;
+	size = (uint64_t) (pacdec.config.end - pacdec.config.begin);
+
+	for (n = 0;; ++n) {
+		struct ipt_segment *seg;
+		uint64_t offset;
+
+		status = pt_pkt_sync_forward(&pacdec);
+		if (status < 0)
+			break;
+		offset = (uint64_t) (pacdec.sync - pacdec.config.begin);
+		if (n && (size_t) (n - 1) < max)
+			segs[n - 1].end = offset;
+		if ((size_t) n >= max)
+			continue;
+
+		seg = &segs[n];
+		IPT_MEMSET(seg, 0, sizeof(*seg));
+		seg->offset = offset;
+		seg->end = size;
+		seg->mode = ptem_unknown;
+		ipt__seg_read_psb(seg, &pacdec);
+
+		/* The next search starts behind this PSB, not behind its
+		 * PSB+: a PSB+ cut short may hide the next PSB. */
+		pacdec.pos = pacdec.sync;
+	}
+
+	ipt__pkt_fini(&pacdec);
+	if (status != -pte_eos)
+		return status;
+	return n;
+}
+
+/* ---- comparing decoders ----
+ * Two decoders are in the same state if everything a later call reads is
+ * equal.  Plain values are compared as they are; structures with unions
+ * or padding by their fields, so that bytes no call reads cannot make
+ * equal states look different.  What is left out is named. */
+
+static int ipt__seg_same_last_ip(const struct ipt_last_ip *a,
+				 const struct ipt_last_ip *b)
+{
+	return a->ip == b->ip && a->have_ip == b->have_ip &&
+	       a->suppressed == b->suppressed;
+}
+
+static int ipt__seg_same_time(const struct ipt_time *a,
+			      const struct ipt_time *b)
+{
+	return a->tsc == b->tsc && a->base == b->base && a->fc == b->fc &&
+	       a->ctc == b->ctc && a->ctc_cyc == b->ctc_cyc &&
+	       a->lost_mtc == b->lost_mtc && a->lost_cyc == b->lost_cyc &&
+	       a->cbr == b->cbr && a->have_tsc == b->have_tsc &&
+	       a->have_cbr == b->have_cbr && a->have_tma == b->have_tma &&
+	       a->have_mtc == b->have_mtc;
+}
+
+static int ipt__seg_same_tcal(const struct ipt_time_cal *a,
+			      const struct ipt_time_cal *b)
+{
+	return a->fcr == b->fcr && a->min_fcr == b->min_fcr &&
+	       a->max_fcr == b->max_fcr && a->tsc == b->tsc &&
+	       a->cyc_tsc == b->cyc_tsc && a->cyc_mtc == b->cyc_mtc &&
+	       a->ctc == b->ctc && a->lost_mtc == b->lost_mtc &&
+	       a->have_mtc == b->have_mtc &&
+	       a->check_skl168 == b->check_skl168;
+}
+
+/* Events are made from zeroed memory (ipt__evq_clean, or a memset in
+ * >>blk), so their bytes compare. */
+static int ipt__seg_same_event(const struct pt_event *a,
+			       const struct pt_event *b)
+{
+	return !IPT_MEMCMP(a, b, sizeof(*a));
+}
+
+/* The queued events, from the oldest; the ring's position is no state.
+ * The slot of the event taken out last and the standalone slot only live
+ * during a call. */
+static int ipt__seg_same_evq(const struct ipt__evq *a,
+			     const struct ipt__evq *b)
+{
+	uint8_t ia = a->begin, ib = b->begin;
+
+	if (ia >= ipt__evq_max || ib >= ipt__evq_max ||
+	    a->end >= ipt__evq_max || b->end >= ipt__evq_max)
+		return 0;
+	for (;;) {
+		if (ia == a->end || ib == b->end)
+			return ia == a->end && ib == b->end;
+		if (a->queue[ia].binding != b->queue[ib].binding ||
+		    !ipt__seg_same_event(&a->queue[ia].event,
+					 &b->queue[ib].event))
+			return 0;
+		ia = ipt__evq_inc(ia);
+		ib = ipt__evq_inc(ib);
+	}
+}
+
+/* The packet decoder: where it is, and what it decodes (the same bytes
+ * with the same configuration, copied in alike). */
+static int ipt__seg_same_pkt(const struct pt_packet_decoder *a,
+			     const struct pt_packet_decoder *b)
+{
+	return a->pos == b->pos && a->sync == b->sync && a->fast == b->fast &&
+	       !IPT_MEMCMP(&a->config, &b->config, sizeof(a->config));
+}
+
+/* The current packet is the one the packet decoder read last, from the
+ * same bytes at the same position: its type and size say the rest. */
+static int ipt__seg_same_evt(const struct pt_event_decoder *a,
+			     const struct pt_event_decoder *b)
+{
+	return ipt__seg_same_pkt(&a->pacdec, &b->pacdec) &&
+	       !IPT_MEMCMP(&a->flags, &b->flags, sizeof(a->flags)) &&
+	       a->packet.type == b->packet.type &&
+	       a->packet.size == b->packet.size &&
+	       ipt__seg_same_last_ip(&a->ip, &b->ip) &&
+	       ipt__seg_same_time(&a->time, &b->time) &&
+	       ipt__seg_same_tcal(&a->tcal, &b->tcal) &&
+	       ipt__seg_same_evq(&a->evq, &b->evq) && !a->event && !b->event &&
+	       a->status == b->status &&
+	       a->mode_exec_valid == b->mode_exec_valid &&
+	       a->iflag == b->iflag && a->csd == b->csd && a->csl == b->csl &&
+	       a->enabled == b->enabled && a->bound == b->bound;
+}
+
+static unsigned int ipt__seg_rs_depth(const struct ipt__retstack *rs)
+{
+	unsigned int top = rs->top, bottom = rs->bottom;
+
+	return top >= bottom ? top - bottom
+			     : top + IPT__RETSTACK_SIZE + 1 - bottom;
+}
+
+/* 1 if the stacks are equal, 2 if b's entries are the top of a's, else
+ * 0. */
+static int ipt__seg_same_retstack(const struct ipt__retstack *a,
+				  const struct ipt__retstack *b)
+{
+	unsigned int da, db, ia, ib, i;
+
+	if (a->top > IPT__RETSTACK_SIZE || a->bottom > IPT__RETSTACK_SIZE ||
+	    b->top > IPT__RETSTACK_SIZE || b->bottom > IPT__RETSTACK_SIZE)
+		return 0;
+	da = ipt__seg_rs_depth(a);
+	db = ipt__seg_rs_depth(b);
+	if (db > da)
+		return 0;
+
+	ia = a->top;
+	ib = b->top;
+	for (i = 0; i < db; ++i) {
+		ia = ia ? ia - 1 : IPT__RETSTACK_SIZE;
+		ib = ib ? ib - 1 : IPT__RETSTACK_SIZE;
+		if (a->stack[ia] != b->stack[ib])
+			return 0;
+	}
+	return da == db ? 1 : 2;
+}
+
+/* The block decoder, but for its caches, its image, the recent contexts
+ * (they only name cache entries) and the trail of the last block (read
+ * only by the instruction decoder, within that block). */
+static int ipt__seg_same_blk(const struct pt_block_decoder *a,
+			     const struct pt_block_decoder *b)
+{
+	if (!ipt__seg_same_evt(&a->evdec, &b->evdec) ||
+	    !ipt__seg_same_event(&a->event, &b->event) ||
+	    IPT_MEMCMP(&a->flags, &b->flags, sizeof(a->flags)) ||
+	    a->asid.cr3 != b->asid.cr3 || a->asid.vmcs != b->asid.vmcs ||
+	    a->ip != b->ip || a->tsc != b->tsc ||
+	    a->lost_mtc != b->lost_mtc || a->lost_cyc != b->lost_cyc ||
+	    a->cbr != b->cbr || a->resync_sync != b->resync_sync ||
+	    a->resync_at != b->resync_at ||
+	    a->resync_stalls != b->resync_stalls || a->icnt != b->icnt ||
+	    a->mode != b->mode || a->status != b->status ||
+	    a->bound != b->bound || a->enabled != b->enabled ||
+	    a->speculative != b->speculative || a->has_tsc != b->has_tsc ||
+	    a->has_cbr != b->has_cbr || a->has_icnt != b->has_icnt ||
+	    a->process_insn != b->process_insn)
+		return 0;
+
+	/* The postponed instruction: rare at a join, compared in full. */
+	if (a->process_insn &&
+	    (IPT_MEMCMP(&a->insn, &b->insn, sizeof(a->insn)) ||
+	     IPT_MEMCMP(&a->iext, &b->iext, sizeof(a->iext))))
+		return 0;
+
+	return ipt__seg_same_retstack(&a->retstack, &b->retstack);
+}
+
+IPT_DEF size_t ipt_blk_state_size(void)
+{
+	return sizeof(struct pt_block_decoder);
+}
+
+IPT_DEF int ipt_blk_save(const struct pt_block_decoder *decoder, void *state,
+			 size_t size)
+{
+	if (!decoder || !state || size < sizeof(*decoder))
+		return -pte_invalid;
+	IPT_MEMCPY(state, decoder, sizeof(*decoder));
+	return 0;
+}
+
+IPT_DEF int ipt_blk_converged(const struct pt_block_decoder *decoder,
+			      const void *state)
+{
+	if (!decoder || !state)
+		return -pte_invalid;
+	return ipt__seg_same_blk(decoder,
+				 (const struct pt_block_decoder *) state);
+}
+
+IPT_DEF size_t ipt_insn_state_size(void)
+{
+	return sizeof(struct pt_insn_decoder);
+}
+
+IPT_DEF int ipt_insn_save(const struct pt_insn_decoder *decoder,
+			  void *state, size_t size)
+{
+	if (!decoder || !state || size < sizeof(*decoder))
+		return -pte_invalid;
+	IPT_MEMCPY(state, decoder, sizeof(*decoder));
+	return 0;
+}
+
+/* Only between blocks: inside one, the instructions left point into the
+ * decoder's own run text.  The used-up block still gives the IP and mode
+ * of error reports, so it is compared too. */
+IPT_DEF int ipt_insn_converged(const struct pt_insn_decoder *decoder,
+			       const void *state)
+{
+	const struct pt_insn_decoder *b;
+
+	if (!decoder || !state)
+		return -pte_invalid;
+
+	b = (const struct pt_insn_decoder *) state;
+	if (decoder->block.ninsn || b->block.ninsn || decoder->left ||
+	    b->left || decoder->status != b->status ||
+	    IPT_MEMCMP(&decoder->flags, &b->flags, sizeof(b->flags)) ||
+	    IPT_MEMCMP(&decoder->block, &b->block, sizeof(b->block)))
+		return 0;
+	return ipt__seg_same_blk(&decoder->blkdec, &b->blkdec);
 }
 
 #ifdef __cplusplus

@@ -11,6 +11,10 @@
  * character, so that libipt's test suite can check ipt.h through it.  Run
  * `ptdump --help` for the options.
  *
+ * --segments prints the segment index instead (ipt_seg_index): one line
+ * per PSB with the range up to the next, as libipt's ptseg prints a
+ * segment, and the state its PSB+ gives a decoder that starts there.
+ *
  * Build: cc -O2 -I. -o examples/ptdump examples/ptdump.c -lZydis -lm
  */
 
@@ -42,6 +46,7 @@ struct options {
 	unsigned no_wall_clock:1;
 	unsigned no_timing:1;
 	unsigned no_cyc:1;
+	unsigned segments:1;
 };
 
 /* Decoder state followed across packets; reset when we resynchronize. */
@@ -876,6 +881,70 @@ static int dump(const struct pt_config *config, struct tracking *tr,
 	return errcode;
 }
 
+/* ---- the segment index ---- */
+
+static const char *seg_mode(enum pt_exec_mode mode)
+{
+	switch (mode) {
+	case ptem_16bit:
+		return "16-bit";
+	case ptem_32bit:
+		return "32-bit";
+	case ptem_64bit:
+		return "64-bit";
+	case ptem_unknown:
+		break;
+	}
+	return "unknown";
+}
+
+static void print_segment(const struct ipt_segment *seg)
+{
+	printf("0x%" PRIx64 "-0x%" PRIx64 " (size: 0x%" PRIx64 ")",
+	       seg->offset, seg->end, seg->end - seg->offset);
+	if (seg->enabled)
+		printf(", ip: 0x%" PRIx64 ", mode: %s", seg->ip,
+		       seg_mode(seg->mode));
+	else
+		printf(", disabled");
+	if (seg->has_cr3)
+		printf(", cr3: 0x%" PRIx64 "%s", seg->cr3, seg->nr ? " nr" : "");
+	if (seg->has_vmcs)
+		printf(", vmcs: 0x%" PRIx64, seg->vmcs);
+	if (seg->intx)
+		printf(", intx");
+	if (seg->has_tsc)
+		printf(", tsc: 0x%" PRIx64, seg->tsc);
+	if (seg->has_tma)
+		printf(", tma: 0x%x/0x%x", (unsigned) seg->ctc,
+		       (unsigned) seg->fc);
+	if (seg->has_cbr)
+		printf(", cbr: 0x%x", (unsigned) seg->cbr);
+	if (seg->overflow)
+		printf(", overflow");
+	if (seg->broken)
+		printf(", broken");
+	printf("\n");
+}
+
+static int dump_segments(const struct pt_config *config)
+{
+	struct ipt_segment *segs;
+	int64_t n, i;
+
+	n = ipt_seg_index(config, NULL, 0);
+	if (n < 0)
+		return diag("segment index error", 0ull, (int) n);
+	segs = (struct ipt_segment *) calloc((size_t) n + 1, sizeof(*segs));
+	if (!segs)
+		return diag("failed to allocate segments", 0ull, -pte_nomem);
+	n = ipt_seg_index(config, segs, (size_t) n);
+	for (i = 0; i < n; ++i)
+		print_segment(&segs[i]);
+	free(segs);
+	return 0;
+}
+
 /* ---- the command line ---- */
 
 static void help(const char *prog)
@@ -901,6 +970,7 @@ static void help(const char *prog)
 	      "                            this will result in errors when CYC packets are encountered.\n"
 	      "  --no-wall-clock           suppress the no-time error and print relative time.\n"
 	      "  --keep-tcal-on-ovf        preserve timing calibration on overflow.\n"
+	      "  --segments                print one line per PSB segment (its range and PSB+ state).\n"
 	      "  --cpu none|f/m[/s]        set cpu to the given value and decode according to:\n"
 	      "                              none     spec (default)\n"
 	      "                              f/m[/s]  family/model[/stepping]\n"
@@ -994,6 +1064,8 @@ static int set_flag(struct options *opt, const char *arg)
 {
 	if (!strcmp(arg, "--no-sync"))
 		opt->no_sync = 1;
+	else if (!strcmp(arg, "--segments"))
+		opt->segments = 1;
 	else if (!strcmp(arg, "--quiet"))
 		opt->quiet = 1;
 	else if (!strcmp(arg, "--no-pad"))
@@ -1261,7 +1333,10 @@ int main(int argc, char *argv[])
 	config.begin = trace;
 	config.end = trace + trace_size;
 
-	errcode = dump(&config, &tracking, &opt);
+	if (opt.segments)
+		errcode = dump_segments(&config);
+	else
+		errcode = dump(&config, &tracking, &opt);
 
 	free(trace);
 	return errcode < 0 ? -errcode : 0;
