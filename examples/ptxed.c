@@ -32,9 +32,30 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* ---- output ----
+ * Everything ptxed prints goes through oprint: to stdout, or, on a thread
+ * that decodes a piece of the trace for --threads, to that piece's
+ * buffer. */
+
+static __thread FILE *ptxed_stream;
+
+#if defined(__GNUC__)
+__attribute__((format(printf, 1, 2)))
+#endif
+static void oprint(const char *format, ...)
+{
+	va_list ap;
+
+	va_start(ap, format);
+	vfprintf(ptxed_stream ? ptxed_stream : stdout, format, ap);
+	va_end(ap);
+}
 
 /* The version of this tool, printed by --version. */
 #define PTXED_VERSION_MAJOR 2
@@ -321,77 +342,77 @@ static int ptxed_init_formatter(struct ptxed_decoder *decoder, int att)
 
 static void help(const char *name)
 {
-	printf("usage: %s [<options>]\n\n", name);
-	printf("options:\n");
-	printf("  --help|-h                            this text.\n");
-	printf("  --version                            display version information and exit.\n");
-	printf("  --att                                print instructions in att format.\n");
-	printf("  --no-inst                            do not print instructions (only addresses).\n");
-	printf("  --quiet|-q                           do not print anything (except errors).\n");
-	printf("  --offset                             print the offset into the trace file.\n");
-	printf("  --time                               print the current timestamp.\n");
-	printf("  --raw-insn                           print the raw bytes of each instruction.\n");
-	printf("  --check                              perform checks (expensive).\n");
-	printf("  --resync-on-error                    resync on decode errors more aggressively.\n");
-	printf("  --iscache-limit <size>               set the image section cache limit to <size> bytes.\n");
-	printf("  --event:time                         print the tsc for events if available.\n");
-	printf("  --event:ip                           print the ip of events if available.\n");
-	printf("  --event:tick                         request tick events.\n");
-	printf("  --event:iflags                       request iflags events.\n");
-	printf("  --filter:addr<n>_cfg <cfg>           set IA32_RTIT_CTL.ADDRn_CFG to <cfg>.\n");
-	printf("  --filter:addr<n>_a <base>            set IA32_RTIT_ADDRn_A to <base>.\n");
-	printf("  --filter:addr<n>_b <limit>           set IA32_RTIT_ADDRn_B to <limit>.\n");
-	printf("  --stat                               print statistics (even when quiet).\n");
-	printf("                                       collects all statistics unless one or more are selected.\n");
-	printf("  --stat:insn                          collect number of instructions.\n");
-	printf("  --stat:blocks                        collect number of blocks.\n");
-	printf("  --verbose|-v                         print various information (even when quiet).\n");
-	printf("  --pt <file>[:<from>[-<to>]]          load the processor trace data from <file>.\n");
-	printf("                                       an optional offset or range can be given.\n");
-	printf("  --elf <<file>[:<base>]               load an ELF from <file> at address <base>.\n");
-	printf("                                       use the default load address if <base> is omitted.\n");
-	printf("  --raw <file>[:<from>[-<to>]]:<base>  load a raw binary from <file> at address <base>.\n");
-	printf("                                       an optional offset or range can be given.\n");
-	printf("  --cpu none|f/m[/s]                   set cpu to the given value and decode according to:\n");
-	printf("                                         none     spec (default)\n");
-	printf("                                         f/m[/s]  family/model[/stepping]\n");
-	printf("  --mtc-freq <n>                       set the MTC frequency (IA32_RTIT_CTL[17:14]) to <n>.\n");
-	printf("  --nom-freq <n>                       set the nominal frequency (MSR_PLATFORM_INFO[15:8]) to <n>.\n");
-	printf("  --cpuid-0x15.eax                     set the value of cpuid[0x15].eax.\n");
-	printf("  --cpuid-0x15.ebx                     set the value of cpuid[0x15].ebx.\n");
-	printf("  --insn-decoder                       use the instruction flow decoder.\n");
-	printf("  --insn:keep-tcal-on-ovf              preserve timing calibration on overflow.\n");
-	printf("  --block-decoder                      use the block decoder (default).\n");
-	printf("  --block:show-blocks                  show blocks in the output.\n");
-	printf("  --block:end-on-call                  set the end-on-call block decoder flag.\n");
-	printf("  --block:end-on-jump                  set the end-on-jump block decoder flag.\n");
-	printf("  --block:keep-tcal-on-ovf             preserve timing calibration on overflow.\n");
-	printf("\n");
-	printf("ipt.h extensions:\n");
-	printf("  --ipt:callback                       serve the --raw and --elf files that follow through\n");
-	printf("                                       the image's read-memory callback instead of file\n");
-	printf("                                       sections in the image section cache.\n");
-	printf("  --image-name <name>                  name the image (shown by --verbose).\n");
+	oprint("usage: %s [<options>]\n\n", name);
+	oprint("options:\n");
+	oprint("  --help|-h                            this text.\n");
+	oprint("  --version                            display version information and exit.\n");
+	oprint("  --att                                print instructions in att format.\n");
+	oprint("  --no-inst                            do not print instructions (only addresses).\n");
+	oprint("  --quiet|-q                           do not print anything (except errors).\n");
+	oprint("  --offset                             print the offset into the trace file.\n");
+	oprint("  --time                               print the current timestamp.\n");
+	oprint("  --raw-insn                           print the raw bytes of each instruction.\n");
+	oprint("  --check                              perform checks (expensive).\n");
+	oprint("  --resync-on-error                    resync on decode errors more aggressively.\n");
+	oprint("  --iscache-limit <size>               set the image section cache limit to <size> bytes.\n");
+	oprint("  --event:time                         print the tsc for events if available.\n");
+	oprint("  --event:ip                           print the ip of events if available.\n");
+	oprint("  --event:tick                         request tick events.\n");
+	oprint("  --event:iflags                       request iflags events.\n");
+	oprint("  --filter:addr<n>_cfg <cfg>           set IA32_RTIT_CTL.ADDRn_CFG to <cfg>.\n");
+	oprint("  --filter:addr<n>_a <base>            set IA32_RTIT_ADDRn_A to <base>.\n");
+	oprint("  --filter:addr<n>_b <limit>           set IA32_RTIT_ADDRn_B to <limit>.\n");
+	oprint("  --stat                               print statistics (even when quiet).\n");
+	oprint("                                       collects all statistics unless one or more are selected.\n");
+	oprint("  --stat:insn                          collect number of instructions.\n");
+	oprint("  --stat:blocks                        collect number of blocks.\n");
+	oprint("  --verbose|-v                         print various information (even when quiet).\n");
+	oprint("  --pt <file>[:<from>[-<to>]]          load the processor trace data from <file>.\n");
+	oprint("                                       an optional offset or range can be given.\n");
+	oprint("  --elf <<file>[:<base>]               load an ELF from <file> at address <base>.\n");
+	oprint("                                       use the default load address if <base> is omitted.\n");
+	oprint("  --raw <file>[:<from>[-<to>]]:<base>  load a raw binary from <file> at address <base>.\n");
+	oprint("                                       an optional offset or range can be given.\n");
+	oprint("  --cpu none|f/m[/s]                   set cpu to the given value and decode according to:\n");
+	oprint("                                         none     spec (default)\n");
+	oprint("                                         f/m[/s]  family/model[/stepping]\n");
+	oprint("  --mtc-freq <n>                       set the MTC frequency (IA32_RTIT_CTL[17:14]) to <n>.\n");
+	oprint("  --nom-freq <n>                       set the nominal frequency (MSR_PLATFORM_INFO[15:8]) to <n>.\n");
+	oprint("  --cpuid-0x15.eax                     set the value of cpuid[0x15].eax.\n");
+	oprint("  --cpuid-0x15.ebx                     set the value of cpuid[0x15].ebx.\n");
+	oprint("  --insn-decoder                       use the instruction flow decoder.\n");
+	oprint("  --insn:keep-tcal-on-ovf              preserve timing calibration on overflow.\n");
+	oprint("  --block-decoder                      use the block decoder (default).\n");
+	oprint("  --block:show-blocks                  show blocks in the output.\n");
+	oprint("  --block:end-on-call                  set the end-on-call block decoder flag.\n");
+	oprint("  --block:end-on-jump                  set the end-on-jump block decoder flag.\n");
+	oprint("  --block:keep-tcal-on-ovf             preserve timing calibration on overflow.\n");
+	oprint("\n");
+	oprint("ipt.h extensions:\n");
+	oprint("  --ipt:callback                       serve the --raw and --elf files that follow through\n");
+	oprint("                                       the image's read-memory callback instead of file\n");
+	oprint("                                       sections in the image section cache.\n");
+	oprint("  --image-name <name>                  name the image (shown by --verbose).\n");
 #ifdef IPT_NO_STDIO
-	printf("                                       (this build has no file sections: the callback\n");
-	printf("                                       serves all code.)\n");
+	oprint("                                       (this build has no file sections: the callback\n");
+	oprint("                                       serves all code.)\n");
 #endif
-	printf("\n");
-	printf("This ptxed is built on ipt.h and disassembles with Zydis.  It has no\n");
-	printf("sideband support: the --sb:* and --pevent:* options are not available.\n");
-	printf("\n");
-	printf("You must specify at least one binary or ELF file (--raw|--elf).\n");
-	printf("You must specify exactly one processor trace file (--pt).\n");
+	oprint("\n");
+	oprint("This ptxed is built on ipt.h and disassembles with Zydis.  It has no\n");
+	oprint("sideband support: the --sb:* and --pevent:* options are not available.\n");
+	oprint("\n");
+	oprint("You must specify at least one binary or ELF file (--raw|--elf).\n");
+	oprint("You must specify exactly one processor trace file (--pt).\n");
 }
 
 static void print_version_number(struct pt_version version)
 {
-	printf("%" PRIu8 ".%" PRIu8 ".%" PRIu16, version.major, version.minor,
+	oprint("%" PRIu8 ".%" PRIu8 ".%" PRIu16, version.major, version.minor,
 	       version.patch);
 	if (version.build)
-		printf("-%" PRIu32, version.build);
+		oprint("-%" PRIu32, version.build);
 	if (version.ext && version.ext[0])
-		printf("-%s", version.ext);
+		oprint("-%s", version.ext);
 }
 
 static void version(const char *name)
@@ -404,11 +425,11 @@ static void version(const char *name)
 	tool.patch = PTXED_VERSION_PATCH;
 	tool.ext = "ipt.h";
 
-	printf("%s-", name ? name : "<unknown>");
+	oprint("%s-", name ? name : "<unknown>");
 	print_version_number(tool);
-	printf(" / libipt-");
+	oprint(" / libipt-");
 	print_version_number(pt_library_version());
-	printf("\n");
+	oprint("\n");
 }
 
 /* Split a trailing ":<base>" off @arg.  Returns 1 and truncates @arg if
@@ -883,7 +904,7 @@ static int load_elf(struct ptxed_decoder *decoder, struct pt_image *image,
 		sections += 1;
 
 		if (verbose)
-			printf("%s: offset=0x%" PRIx64 " size=0x%" PRIx64
+			oprint("%s: offset=0x%" PRIx64 " size=0x%" PRIx64
 			       " vaddr=0x%" PRIx64 ".\n", name, phdr.offset,
 			       phdr.filesz, phdr.vaddr);
 	}
@@ -1081,7 +1102,7 @@ static int ptxed_next_ip(uint64_t *pip, const struct ptxed_dis *dis,
 
 	length = dis->insn.length;
 	if (!length) {
-		printf("[xed error: failed to determine instruction "
+		oprint("[xed error: failed to determine instruction "
 		       "length]\n");
 		return -pte_bad_insn;
 	}
@@ -1207,13 +1228,13 @@ static void ptxed_print_xclass(const struct ptxed_dis *dis)
 
 	(void) ptxed_classify(dis, &name);
 	if (name) {
-		printf("%s", name);
+		oprint("%s", name);
 		return;
 	}
 
 	mnemonic = ZydisMnemonicGetString(dis->insn.mnemonic);
 	if (!mnemonic) {
-		printf("INVALID");
+		oprint("INVALID");
 		return;
 	}
 
@@ -1222,7 +1243,7 @@ static void ptxed_print_xclass(const struct ptxed_dis *dis)
 
 		if ('a' <= c && c <= 'z')
 			c = (char) (c - 'a' + 'A');
-		printf("%c", c);
+		oprint("%c", c);
 	}
 }
 
@@ -1324,11 +1345,11 @@ static void check_insn_iclass(const struct ptxed_dis *dis,
 		break;
 	}
 
-	printf("[%" PRIx64 ", %" PRIx64 ": iclass error: iclass: %s, "
+	oprint("[%" PRIx64 ", %" PRIx64 ": iclass error: iclass: %s, "
 	       "xed iclass: ", offset, insn->ip,
 	       visualize_iclass(insn->iclass));
 	ptxed_print_xclass(dis);
-	printf("]\n");
+	oprint("]\n");
 }
 
 static void check_insn(const struct ptxed_decoder *decoder,
@@ -1338,12 +1359,12 @@ static void check_insn(const struct ptxed_decoder *decoder,
 	ZyanStatus zs;
 
 	if (insn->isid <= 0 && !decoder->use_callback)
-		printf("[%" PRIx64 ", %" PRIx64 ": check error: "
+		oprint("[%" PRIx64 ", %" PRIx64 ": check error: "
 		       "bad isid]\n", offset, insn->ip);
 
 	zs = ptxed_decode(decoder, &dis, insn->mode, insn->raw, insn->size);
 	if (!ZYAN_SUCCESS(zs)) {
-		printf("[%" PRIx64 ", %" PRIx64 ": xed error: (%u) %s]\n",
+		oprint("[%" PRIx64 ", %" PRIx64 ": xed error: (%u) %s]\n",
 		       offset, insn->ip, ptxed_zydis_errnum(zs),
 		       ptxed_zydis_errstr(zs));
 		return;
@@ -1351,7 +1372,7 @@ static void check_insn(const struct ptxed_decoder *decoder,
 
 	/* The decoder's size must be the instruction's length. */
 	if (dis.insn.length != insn->size) {
-		printf("[%" PRIx64 ", %" PRIx64 ": check error: size: %u, "
+		oprint("[%" PRIx64 ", %" PRIx64 ": check error: size: %u, "
 		       "xed size: %u]\n", offset, insn->ip, insn->size,
 		       dis.insn.length);
 		return;
@@ -1369,10 +1390,10 @@ static void print_raw_insn(const struct pt_insn *insn)
 		length = sizeof(insn->raw);
 
 	for (idx = 0; idx < length; ++idx)
-		printf(" %02x", insn->raw[idx]);
+		oprint(" %02x", insn->raw[idx]);
 
 	for (; idx < pt_max_insn_size; ++idx)
-		printf("   ");
+		oprint("   ");
 }
 
 static void dis_print_insn(const struct ptxed_decoder *decoder,
@@ -1388,14 +1409,14 @@ static void dis_print_insn(const struct ptxed_decoder *decoder,
 
 		length = dis->insn.length;
 		if (insn->size < length) {
-			printf(" [xed error: decoded inst exceeds bounds]");
+			oprint(" [xed error: decoded inst exceeds bounds]");
 			length = insn->size;
 		}
 		for (i = 0; i < length; ++i)
-			printf(" %02x", insn->raw[i]);
+			oprint(" %02x", insn->raw[i]);
 
 		for (; i < pt_max_insn_size; ++i)
-			printf("   ");
+			oprint("   ");
 	}
 
 	switch (dis->newer) {
@@ -1403,16 +1424,16 @@ static void dis_print_insn(const struct ptxed_decoder *decoder,
 		break;
 
 	case pxn_jmpabs:
-		printf("  jmpabs %s0x%" PRIx64, options->att_format ? "$" : "",
+		oprint("  jmpabs %s0x%" PRIx64, options->att_format ? "$" : "",
 		       dis->target);
 		return;
 
 	case pxn_erets:
-		printf("  erets");
+		oprint("  erets");
 		return;
 
 	case pxn_eretu:
-		printf("  eretu");
+		oprint("  eretu");
 		return;
 	}
 
@@ -1422,11 +1443,11 @@ static void dis_print_insn(const struct ptxed_decoder *decoder,
 					     buffer, sizeof(buffer), insn->ip,
 					     NULL);
 	if (!ZYAN_SUCCESS(zs)) {
-		printf(" [xed print error]");
+		oprint(" [xed print error]");
 		return;
 	}
 
-	printf("  %s", buffer);
+	oprint("  %s", buffer);
 }
 
 static void print_insn(const struct ptxed_decoder *decoder,
@@ -1435,15 +1456,15 @@ static void print_insn(const struct ptxed_decoder *decoder,
 		       uint64_t time)
 {
 	if (options->print_offset)
-		printf("%016" PRIx64 "  ", offset);
+		oprint("%016" PRIx64 "  ", offset);
 
 	if (options->print_time)
-		printf("%016" PRIx64 "  ", time);
+		oprint("%016" PRIx64 "  ", time);
 
 	if (insn->speculative)
-		printf("? ");
+		oprint("? ");
 
-	printf("%016" PRIx64, insn->ip);
+	oprint("%016" PRIx64, insn->ip);
 
 	if (!options->dont_print_insn) {
 		struct ptxed_dis dis;
@@ -1455,12 +1476,12 @@ static void print_insn(const struct ptxed_decoder *decoder,
 			dis_print_insn(decoder, &dis, insn, options);
 		else {
 			print_raw_insn(insn);
-			printf(" [xed decode error: (%u) %s]",
+			oprint(" [xed decode error: (%u) %s]",
 			       ptxed_zydis_errnum(zs), ptxed_zydis_errstr(zs));
 		}
 	}
 
-	printf("\n");
+	oprint("\n");
 }
 
 /* ---- events ---- */
@@ -1489,285 +1510,285 @@ static void print_event_ip(const struct pt_event *event,
 			   const struct ptxed_options *options, uint64_t ip)
 {
 	if (options->print_event_ip && !event->ip_suppressed)
-		printf(", ip: %016" PRIx64, ip);
+		oprint(", ip: %016" PRIx64, ip);
 }
 
 static void print_event(const struct pt_event *event,
 			const struct ptxed_options *options, uint64_t offset)
 {
-	printf("[");
+	oprint("[");
 
 	if (options->print_offset)
-		printf("%016" PRIx64 "  ", offset);
+		oprint("%016" PRIx64 "  ", offset);
 
 	if (options->print_event_time && event->has_tsc)
-		printf("%016" PRIx64 "  ", event->tsc);
+		oprint("%016" PRIx64 "  ", event->tsc);
 
 	switch (event->type) {
 	case ptev_enabled:
-		printf("%s", event->variant.enabled.resumed ? "resumed" :
+		oprint("%s", event->variant.enabled.resumed ? "resumed" :
 		       "enabled");
 
 		/* The enabled IP is always valid. */
 		if (options->print_event_ip)
-			printf(", ip: %016" PRIx64, event->variant.enabled.ip);
+			oprint(", ip: %016" PRIx64, event->variant.enabled.ip);
 		break;
 
 	case ptev_disabled:
-		printf("disabled");
+		oprint("disabled");
 		print_event_ip(event, options, event->variant.disabled.ip);
 		break;
 
 	case ptev_async_disabled:
-		printf("disabled");
+		oprint("disabled");
 
 		if (options->print_event_ip) {
-			printf(", at: %016" PRIx64,
+			oprint(", at: %016" PRIx64,
 			       event->variant.async_disabled.at);
 
 			if (!event->ip_suppressed)
-				printf(", ip: %016" PRIx64,
+				oprint(", ip: %016" PRIx64,
 				       event->variant.async_disabled.ip);
 		}
 		break;
 
 	case ptev_async_branch:
-		printf("interrupt");
+		oprint("interrupt");
 
 		if (options->print_event_ip) {
-			printf(", from: %016" PRIx64,
+			oprint(", from: %016" PRIx64,
 			       event->variant.async_branch.from);
 
 			if (!event->ip_suppressed)
-				printf(", to: %016" PRIx64,
+				oprint(", to: %016" PRIx64,
 				       event->variant.async_branch.to);
 		}
 		break;
 
 	case ptev_paging:
-		printf("paging, cr3: %016" PRIx64 "%s",
+		oprint("paging, cr3: %016" PRIx64 "%s",
 		       event->variant.paging.cr3,
 		       event->variant.paging.non_root ? ", nr" : "");
 		break;
 
 	case ptev_async_paging:
-		printf("paging, cr3: %016" PRIx64 "%s",
+		oprint("paging, cr3: %016" PRIx64 "%s",
 		       event->variant.async_paging.cr3,
 		       event->variant.async_paging.non_root ? ", nr" : "");
 
 		if (options->print_event_ip)
-			printf(", ip: %016" PRIx64,
+			oprint(", ip: %016" PRIx64,
 			       event->variant.async_paging.ip);
 		break;
 
 	case ptev_overflow:
-		printf("overflow");
+		oprint("overflow");
 		print_event_ip(event, options, event->variant.overflow.ip);
 		break;
 
 	case ptev_exec_mode:
-		printf("exec mode: %s",
+		oprint("exec mode: %s",
 		       print_exec_mode(event->variant.exec_mode.mode));
 		print_event_ip(event, options, event->variant.exec_mode.ip);
 		break;
 
 	case ptev_tsx:
 		if (event->variant.tsx.aborted)
-			printf("aborted");
+			oprint("aborted");
 		else if (event->variant.tsx.speculative)
-			printf("begin transaction");
+			oprint("begin transaction");
 		else
-			printf("committed");
+			oprint("committed");
 
 		print_event_ip(event, options, event->variant.tsx.ip);
 		break;
 
 	case ptev_stop:
-		printf("stopped");
+		oprint("stopped");
 		break;
 
 	case ptev_vmcs:
-		printf("vmcs, base: %016" PRIx64, event->variant.vmcs.base);
+		oprint("vmcs, base: %016" PRIx64, event->variant.vmcs.base);
 		break;
 
 	case ptev_async_vmcs:
-		printf("vmcs, base: %016" PRIx64,
+		oprint("vmcs, base: %016" PRIx64,
 		       event->variant.async_vmcs.base);
 
 		if (options->print_event_ip)
-			printf(", ip: %016" PRIx64,
+			oprint(", ip: %016" PRIx64,
 			       event->variant.async_vmcs.ip);
 		break;
 
 	case ptev_exstop:
-		printf("exstop");
+		oprint("exstop");
 		print_event_ip(event, options, event->variant.exstop.ip);
 		break;
 
 	case ptev_mwait:
-		printf("mwait %" PRIx32 " %" PRIx32,
+		oprint("mwait %" PRIx32 " %" PRIx32,
 		       event->variant.mwait.hints, event->variant.mwait.ext);
 		print_event_ip(event, options, event->variant.mwait.ip);
 		break;
 
 	case ptev_pwre:
-		printf("pwre c%u.%u", (event->variant.pwre.state + 1) & 0xf,
+		oprint("pwre c%u.%u", (event->variant.pwre.state + 1) & 0xf,
 		       (event->variant.pwre.sub_state + 1) & 0xf);
 
 		if (event->variant.pwre.hw)
-			printf(" hw");
+			oprint(" hw");
 		break;
 
 	case ptev_pwrx:
-		printf("pwrx ");
+		oprint("pwrx ");
 
 		if (event->variant.pwrx.interrupt)
-			printf("int: ");
+			oprint("int: ");
 
 		if (event->variant.pwrx.store)
-			printf("st: ");
+			oprint("st: ");
 
 		if (event->variant.pwrx.autonomous)
-			printf("hw: ");
+			oprint("hw: ");
 
-		printf("c%u (c%u)", (event->variant.pwrx.last + 1) & 0xf,
+		oprint("c%u (c%u)", (event->variant.pwrx.last + 1) & 0xf,
 		       (event->variant.pwrx.deepest + 1) & 0xf);
 		break;
 
 	case ptev_ptwrite:
-		printf("ptwrite: %" PRIx64, event->variant.ptwrite.payload);
+		oprint("ptwrite: %" PRIx64, event->variant.ptwrite.payload);
 		print_event_ip(event, options, event->variant.ptwrite.ip);
 		break;
 
 	case ptev_tick:
-		printf("tick");
+		oprint("tick");
 		print_event_ip(event, options, event->variant.tick.ip);
 		break;
 
 	case ptev_cbr:
-		printf("cbr: %x", event->variant.cbr.ratio);
+		oprint("cbr: %x", event->variant.cbr.ratio);
 		break;
 
 	case ptev_mnt:
-		printf("mnt: %" PRIx64, event->variant.mnt.payload);
+		oprint("mnt: %" PRIx64, event->variant.mnt.payload);
 		break;
 
 	case ptev_tip:
-		printf("tip: %" PRIx64, event->variant.tip.ip);
+		oprint("tip: %" PRIx64, event->variant.tip.ip);
 		break;
 
 	case ptev_tnt: {
 		uint64_t index;
 
 		/* The oldest bit is the highest of @size bits. */
-		printf("tnt: ");
+		oprint("tnt: ");
 		for (index = event->variant.tnt.size; index; index >>= 1)
-			printf("%s",
+			oprint("%s",
 			       (event->variant.tnt.bits & index) ? "!" : ".");
 	}
 		break;
 
 	case ptev_iflags:
-		printf("interrupts %s",
+		oprint("interrupts %s",
 		       event->variant.iflags.iflag ? "enabled" : "disabled");
 		print_event_ip(event, options, event->variant.iflags.ip);
 		break;
 
 	case ptev_interrupt:
-		printf("interrupt %u", event->variant.interrupt.vector);
+		oprint("interrupt %u", event->variant.interrupt.vector);
 
 		if (event->variant.interrupt.has_cr2)
-			printf(", cr2: %016" PRIx64,
+			oprint(", cr2: %016" PRIx64,
 			       event->variant.interrupt.cr2);
 
 		print_event_ip(event, options, event->variant.interrupt.ip);
 		break;
 
 	case ptev_iret:
-		printf("iret");
+		oprint("iret");
 		print_event_ip(event, options, event->variant.iret.ip);
 		break;
 
 	case ptev_smi:
-		printf("smi");
+		oprint("smi");
 		print_event_ip(event, options, event->variant.smi.ip);
 		break;
 
 	case ptev_rsm:
-		printf("rsm");
+		oprint("rsm");
 		print_event_ip(event, options, event->variant.rsm.ip);
 		break;
 
 	case ptev_sipi:
-		printf("sipi: %x", event->variant.sipi.vector);
+		oprint("sipi: %x", event->variant.sipi.vector);
 		break;
 
 	case ptev_init:
-		printf("init");
+		oprint("init");
 		print_event_ip(event, options, event->variant.init.ip);
 		break;
 
 	case ptev_vmentry:
-		printf("vmentry");
+		oprint("vmentry");
 		print_event_ip(event, options, event->variant.vmentry.ip);
 		break;
 
 	case ptev_vmexit:
-		printf("vmexit");
+		oprint("vmexit");
 
 		if (event->variant.vmexit.has_vector)
-			printf(", intr: %u", event->variant.vmexit.vector);
+			oprint(", intr: %u", event->variant.vmexit.vector);
 
 		if (event->variant.vmexit.has_vmxr)
-			printf(", vmxr: %016" PRIx64,
+			oprint(", vmxr: %016" PRIx64,
 			       event->variant.vmexit.vmxr);
 
 		if (event->variant.vmexit.has_vmxq)
-			printf(", vmxq: %016" PRIx64,
+			oprint(", vmxq: %016" PRIx64,
 			       event->variant.vmexit.vmxq);
 
 		print_event_ip(event, options, event->variant.vmexit.ip);
 		break;
 
 	case ptev_shutdown:
-		printf("shutdown");
+		oprint("shutdown");
 		print_event_ip(event, options, event->variant.shutdown.ip);
 		break;
 
 	case ptev_uintr:
-		printf("uintr %u", event->variant.uintr.vector);
+		oprint("uintr %u", event->variant.uintr.vector);
 		print_event_ip(event, options, event->variant.uintr.ip);
 		break;
 
 	case ptev_uiret:
-		printf("uiret");
+		oprint("uiret");
 		print_event_ip(event, options, event->variant.uiret.ip);
 		break;
 
 	case ptev_trig:
-		printf("trig %02x", event->variant.trig.trbv);
+		oprint("trig %02x", event->variant.trig.trbv);
 
 		if (event->variant.trig.mult)
-			printf(", mult");
+			oprint(", mult");
 
 		print_event_ip(event, options, event->variant.trig.ip);
 
 		if (event->variant.trig.icnt)
-			printf(", icnt: %u", event->variant.trig.icnt);
+			oprint(", icnt: %u", event->variant.trig.icnt);
 		break;
 
 	case ptev_swintr:
-		printf("swintr %u", event->variant.swintr.vector);
+		oprint("swintr %u", event->variant.swintr.vector);
 		print_event_ip(event, options, event->variant.swintr.ip);
 		break;
 
 	case ptev_syscall:
-		printf("syscall");
+		oprint("syscall");
 		print_event_ip(event, options, event->variant.syscall.ip);
 		break;
 	}
 
-	printf("]\n");
+	oprint("]\n");
 }
 
 /* ---- errors ---- */
@@ -1796,12 +1817,12 @@ static void diagnose(const struct ptxed_decoder *decoder, uint64_t ip,
 	pos = 0ull;
 	err = ptxed_get_offset(decoder, &pos);
 	if (err < 0) {
-		printf("could not determine offset: %s\n",
+		oprint("could not determine offset: %s\n",
 		       pt_errstr(pt_errcode(err)));
-		printf("[?, %" PRIx64 ": %s: %s]\n", ip, errtype,
+		oprint("[?, %" PRIx64 ": %s: %s]\n", ip, errtype,
 		       pt_errstr(pt_errcode(errcode)));
 	} else
-		printf("[%" PRIx64 ", %" PRIx64 ": %s: %s]\n", pos, ip,
+		oprint("[%" PRIx64 ", %" PRIx64 ": %s: %s]\n", pos, ip,
 		       errtype, pt_errstr(pt_errcode(errcode)));
 }
 
@@ -1923,18 +1944,6 @@ static int handle_one_event(struct ptxed_decoder *decoder,
 	return status;
 }
 
-static int drain_events(struct ptxed_decoder *decoder, uint64_t *time,
-			int status, const struct ptxed_options *options)
-{
-	while (status & pts_event_pending) {
-		status = handle_one_event(decoder, options, time);
-		if (status < 0)
-			break;
-	}
-
-	return status;
-}
-
 /* Resync after an error; events the decoder skips on the way are still
  * reported. */
 static int resync(struct ptxed_decoder *decoder,
@@ -1956,7 +1965,7 @@ static int resync(struct ptxed_decoder *decoder,
 	}
 
 	if ((status & pts_ip_suppressed) && !options->quiet)
-		printf("[disabled]\n");
+		oprint("[disabled]\n");
 
 	return status;
 }
@@ -2001,86 +2010,6 @@ static int decode_one_insn(struct ptxed_decoder *decoder,
 		check_insn(decoder, insn, offset);
 
 	return status;
-}
-
-static void decode_insn(struct ptxed_decoder *decoder,
-			const struct ptxed_options *options,
-			struct ptxed_stats *stats)
-{
-	struct pt_insn_decoder *ptdec;
-	uint64_t sync, time;
-
-	ptdec = decoder->variant.insn;
-	sync = 0ull;
-	time = 0ull;
-	for (;;) {
-		struct ptxed_last_error last;
-		struct pt_insn insn;
-		int status;
-
-		/* @insn is used for error reports. */
-		memset(&insn, 0, sizeof(insn));
-		memset(&last, 0, sizeof(last));
-
-		status = pt_insn_sync_forward(ptdec);
-		if (status < 0) {
-			uint64_t new_sync;
-			int errcode;
-
-			if (status == -pte_eos)
-				break;
-
-			diagnose(decoder, insn.ip, "sync error", status);
-
-			/* Give up if we are not making progress. */
-			errcode = pt_insn_get_offset(ptdec, &new_sync);
-			if (errcode < 0 || (new_sync <= sync))
-				break;
-
-			sync = new_sync;
-			continue;
-		}
-
-		for (;;) {
-			for (;;) {
-				status = drain_events(decoder, &time,
-						      status, options);
-				if (status < 0)
-					break;
-
-				if (status & pts_eos) {
-					if (!(status & pts_ip_suppressed) &&
-					    !options->quiet)
-						printf("[end of trace]\n");
-
-					status = -pte_eos;
-					break;
-				}
-
-				status = decode_one_insn(decoder, options,
-							 stats, &insn, time);
-				if (status < 0)
-					break;
-			}
-
-			if (status == -pte_eos)
-				return;
-
-			diagnose_insn(decoder, "error", status, &insn);
-
-			if (!options->resync_on_error ||
-			    ptxed_repeated_error(decoder, &last, insn.ip,
-						 status))
-				break;
-
-			status = resync(decoder, options, &time);
-			if (status < 0) {
-				diagnose_insn(decoder, "resync error", status,
-					      &insn);
-				break;
-			}
-		}
-	}
 }
 
 /* ---- the block decoder ---- */
@@ -2168,10 +2097,10 @@ static void print_block(const struct ptxed_decoder *decoder,
 	uint16_t ninsn;
 
 	if (options->track_blocks) {
-		printf("[block");
+		oprint("[block");
 		if (stats)
-			printf(" %" PRIx64, stats->blocks);
-		printf("]\n");
+			oprint(" %" PRIx64, stats->blocks);
+		oprint("]\n");
 	}
 
 	ninsn = block->ninsn;
@@ -2186,19 +2115,19 @@ static void print_block(const struct ptxed_decoder *decoder,
 		int errcode;
 
 		if (options->print_offset)
-			printf("%016" PRIx64 "  ", offset);
+			oprint("%016" PRIx64 "  ", offset);
 
 		if (options->print_time)
-			printf("%016" PRIx64 "  ", time);
+			oprint("%016" PRIx64 "  ", time);
 
 		if (block->speculative)
-			printf("? ");
+			oprint("? ");
 
-		printf("%016" PRIx64, ip);
+		oprint("%016" PRIx64, ip);
 
 		errcode = block_fetch_insn(decoder, &insn, block, ip);
 		if (errcode < 0) {
-			printf(" [fetch error: %s]\n",
+			oprint(" [fetch error: %s]\n",
 			       pt_errstr(pt_errcode(errcode)));
 			break;
 		}
@@ -2207,7 +2136,7 @@ static void print_block(const struct ptxed_decoder *decoder,
 				  insn.size);
 		if (!ZYAN_SUCCESS(zs)) {
 			print_raw_insn(&insn);
-			printf(" [xed decode error: (%u) %s]\n",
+			oprint(" [xed decode error: (%u) %s]\n",
 			       ptxed_zydis_errnum(zs), ptxed_zydis_errstr(zs));
 			break;
 		}
@@ -2215,7 +2144,7 @@ static void print_block(const struct ptxed_decoder *decoder,
 		if (!options->dont_print_insn)
 			dis_print_insn(decoder, &dis, &insn, options);
 
-		printf("\n");
+		oprint("\n");
 
 		ninsn -= 1;
 		if (!ninsn)
@@ -2248,7 +2177,7 @@ static void check_block(const struct ptxed_decoder *decoder,
 		return;
 
 	if (block->isid <= 0 && !decoder->use_callback)
-		printf("[%" PRIx64 ", %" PRIx64 ": check error: "
+		oprint("[%" PRIx64 ", %" PRIx64 ": check error: "
 		       "bad isid]\n", offset, block->ip);
 
 	ip = block->ip;
@@ -2257,7 +2186,7 @@ static void check_block(const struct ptxed_decoder *decoder,
 
 		errcode = block_fetch_insn(decoder, &insn, block, ip);
 		if (errcode < 0) {
-			printf("[%" PRIx64 ", %" PRIx64 ": fetch error: %s]\n",
+			oprint("[%" PRIx64 ", %" PRIx64 ": fetch error: %s]\n",
 			       offset, ip, pt_errstr(pt_errcode(errcode)));
 			return;
 		}
@@ -2265,7 +2194,7 @@ static void check_block(const struct ptxed_decoder *decoder,
 		zs = ptxed_decode(decoder, &dis, block->mode, insn.raw,
 				  insn.size);
 		if (!ZYAN_SUCCESS(zs)) {
-			printf("[%" PRIx64 ", %" PRIx64
+			oprint("[%" PRIx64 ", %" PRIx64
 			       ": xed error: (%u) %s]\n", offset, insn.ip,
 			       ptxed_zydis_errnum(zs), ptxed_zydis_errstr(zs));
 			return;
@@ -2273,7 +2202,7 @@ static void check_block(const struct ptxed_decoder *decoder,
 
 		errcode = ptxed_next_ip(&ip, &dis, ip);
 		if (errcode < 0) {
-			printf("[%" PRIx64 ", %" PRIx64 ": error: %s]\n",
+			oprint("[%" PRIx64 ", %" PRIx64 ": error: %s]\n",
 			       offset, ip, pt_errstr(pt_errcode(errcode)));
 			return;
 		}
@@ -2281,7 +2210,7 @@ static void check_block(const struct ptxed_decoder *decoder,
 
 	/* @insn and @dis are the block's last instruction. */
 	if (insn.ip != block->end_ip)
-		printf("[%" PRIx64 ", %" PRIx64 ": error: did not reach end: %"
+		oprint("[%" PRIx64 ", %" PRIx64 ": error: did not reach end: %"
 		       PRIx64 "]\n", offset, insn.ip, block->end_ip);
 
 	insn.iclass = block->iclass;
@@ -2324,84 +2253,181 @@ static int decode_one_block(struct ptxed_decoder *decoder,
 	return status;
 }
 
-static void decode_block(struct ptxed_decoder *decoder,
-			 const struct ptxed_options *options,
-			 struct ptxed_stats *stats)
+/* ---- the decode loop ----
+ * Both decoders go through one loop: synchronize, drain pending events,
+ * decode, report an error with the position it happened at, and resync
+ * (or search the next PSB).  It is taken one step at a time, each step
+ * one call into the decoder, so that --threads can stop it between two
+ * calls, compare its state with another decoder's, and go on later. */
+
+enum ptxed_phase {
+	ptxed_phase_sync,
+	ptxed_phase_run,
+	ptxed_phase_done
+};
+
+struct ptxed_run {
+	enum ptxed_phase phase;
+	/* The decoder's last status, in ptxed_phase_run. */
+	int status;
+	/* The offset of the last failed sync, to see progress. */
+	uint64_t sync;
+	/* The time of the last event, printed with instructions. */
+	uint64_t time;
+	struct ptxed_last_error last;
+	/* The last instruction or block, for error reports. */
+	struct pt_insn insn;
+	struct pt_block block;
+};
+
+static void ptxed_run_init(struct ptxed_run *run)
 {
-	struct pt_block_decoder *ptdec;
-	uint64_t sync, time;
+	memset(run, 0, sizeof(*run));
+	run->phase = ptxed_phase_sync;
+}
 
-	ptdec = decoder->variant.block;
-	sync = 0ull;
-	time = 0ull;
-	for (;;) {
-		struct ptxed_last_error last;
-		struct pt_block block;
-		int status;
+static int ptxed_sync_forward(struct ptxed_decoder *decoder)
+{
+	switch (decoder->type) {
+	case pdt_insn_decoder:
+		return pt_insn_sync_forward(decoder->variant.insn);
 
-		/* The IP and ninsn are used for error reports. */
-		memset(&block, 0, sizeof(block));
-		memset(&last, 0, sizeof(last));
-
-		status = pt_blk_sync_forward(ptdec);
-		if (status < 0) {
-			uint64_t new_sync;
-			int errcode;
-
-			if (status == -pte_eos)
-				break;
-
-			diagnose_block(decoder, "sync error", status, &block);
-
-			/* Give up if we are not making progress. */
-			errcode = pt_blk_get_offset(ptdec, &new_sync);
-			if (errcode < 0 || (new_sync <= sync))
-				break;
-
-			sync = new_sync;
-			continue;
-		}
-
-		for (;;) {
-			for (;;) {
-				status = drain_events(decoder, &time,
-						      status, options);
-				if (status < 0)
-					break;
-
-				if (status & pts_eos) {
-					if (!(status & pts_ip_suppressed) &&
-					    !options->quiet)
-						printf("[end of trace]\n");
-
-					status = -pte_eos;
-					break;
-				}
-
-				status = decode_one_block(decoder, options,
-							  stats, &block, time);
-				if (status < 0)
-					break;
-			}
-
-			if (status == -pte_eos)
-				return;
-
-			diagnose_block(decoder, "error", status, &block);
-
-			if (!options->resync_on_error ||
-			    ptxed_repeated_error(decoder, &last, block.ip,
-						 status))
-				break;
-
-			status = resync(decoder, options, &time);
-			if (status < 0) {
-				diagnose_block(decoder, "resync error", status,
-					       &block);
-				break;
-			}
-		}
+	case pdt_block_decoder:
+		return pt_blk_sync_forward(decoder->variant.block);
 	}
+
+	return -pte_internal;
+}
+
+static void ptxed_diagnose_run(const struct ptxed_decoder *decoder,
+			       const struct ptxed_run *run,
+			       const char *errtype, int errcode)
+{
+	if (decoder->type == pdt_insn_decoder)
+		diagnose_insn(decoder, errtype, errcode, &run->insn);
+	else
+		diagnose_block(decoder, errtype, errcode, &run->block);
+}
+
+static void ptxed_step_sync(struct ptxed_decoder *decoder,
+			    struct ptxed_run *run)
+{
+	uint64_t new_sync;
+	int status, errcode;
+
+	/* The instruction or block is used for error reports. */
+	memset(&run->insn, 0, sizeof(run->insn));
+	memset(&run->block, 0, sizeof(run->block));
+	memset(&run->last, 0, sizeof(run->last));
+
+	status = ptxed_sync_forward(decoder);
+	if (status >= 0) {
+		run->status = status;
+		run->phase = ptxed_phase_run;
+		return;
+	}
+
+	if (status == -pte_eos) {
+		run->phase = ptxed_phase_done;
+		return;
+	}
+
+	ptxed_diagnose_run(decoder, run, "sync error", status);
+
+	/* Give up if we are not making progress. */
+	errcode = ptxed_get_offset(decoder, &new_sync);
+	if (errcode < 0 || new_sync <= run->sync) {
+		run->phase = ptxed_phase_done;
+		return;
+	}
+	run->sync = new_sync;
+}
+
+/* Handle the error in run->status.  Returns it, as reported. */
+static int ptxed_step_error(struct ptxed_decoder *decoder,
+			    const struct ptxed_options *options,
+			    struct ptxed_run *run)
+{
+	uint64_t ip;
+	int status;
+
+	status = run->status;
+	if (status == -pte_eos) {
+		run->phase = ptxed_phase_done;
+		return 0;
+	}
+
+	ptxed_diagnose_run(decoder, run, "error", status);
+
+	ip = decoder->type == pdt_insn_decoder ? run->insn.ip : run->block.ip;
+	if (!options->resync_on_error ||
+	    ptxed_repeated_error(decoder, &run->last, ip, status)) {
+		run->phase = ptxed_phase_sync;
+		return status;
+	}
+
+	run->status = resync(decoder, options, &run->time);
+	if (run->status < 0) {
+		ptxed_diagnose_run(decoder, run, "resync error", run->status);
+		run->phase = ptxed_phase_sync;
+		return run->status;
+	}
+	return status;
+}
+
+/* One step of the loop.  Returns the error it reported last, or zero. */
+static int ptxed_step(struct ptxed_decoder *decoder,
+		      const struct ptxed_options *options,
+		      struct ptxed_stats *stats, struct ptxed_run *run)
+{
+	int status;
+
+	switch (run->phase) {
+	case ptxed_phase_done:
+		return 0;
+
+	case ptxed_phase_sync:
+		ptxed_step_sync(decoder, run);
+		return 0;
+
+	case ptxed_phase_run:
+		break;
+	}
+
+	status = run->status;
+	if (status < 0)
+		return ptxed_step_error(decoder, options, run);
+
+	if (status & pts_event_pending) {
+		run->status = handle_one_event(decoder, options, &run->time);
+		return 0;
+	}
+
+	if (status & pts_eos) {
+		if (!(status & pts_ip_suppressed) && !options->quiet)
+			oprint("[end of trace]\n");
+		run->phase = ptxed_phase_done;
+		return 0;
+	}
+
+	if (decoder->type == pdt_insn_decoder)
+		run->status = decode_one_insn(decoder, options, stats,
+					      &run->insn, run->time);
+	else
+		run->status = decode_one_block(decoder, options, stats,
+					       &run->block, run->time);
+	return 0;
+}
+
+static void decode(struct ptxed_decoder *decoder,
+		   const struct ptxed_options *options,
+		   struct ptxed_stats *stats)
+{
+	struct ptxed_run run;
+
+	ptxed_run_init(&run);
+	while (run.phase != ptxed_phase_done)
+		(void) ptxed_step(decoder, options, stats, &run);
 }
 
 static int alloc_decoder(struct ptxed_decoder *decoder,
@@ -2455,10 +2481,10 @@ static int alloc_decoder(struct ptxed_decoder *decoder,
 static void print_stats(const struct ptxed_stats *stats)
 {
 	if (stats->flags & ptxed_stat_insn)
-		printf("insn: %" PRIu64 ".\n", stats->insn);
+		oprint("insn: %" PRIu64 ".\n", stats->insn);
 
 	if (stats->flags & ptxed_stat_blocks)
-		printf("blocks:\t%" PRIu64 ".\n", stats->blocks);
+		oprint("blocks:\t%" PRIu64 ".\n", stats->blocks);
 }
 
 /* ---- numeric option arguments ---- */
@@ -2670,7 +2696,7 @@ int main(int argc, char *argv[])
 				errcode = pt_cpu_errata(&config.errata,
 							&config.cpu);
 				if (errcode < 0)
-					printf("[0, 0: config error: %s]\n",
+					oprint("[0, 0: config error: %s]\n",
 					       pt_errstr(pt_errcode(errcode)));
 			}
 
@@ -2943,7 +2969,7 @@ int main(int argc, char *argv[])
 	}
 
 	if (options.track_image && image_name)
-		printf("[image: %s]\n", pt_image_name(image));
+		oprint("[image: %s]\n", pt_image_name(image));
 
 	if (ptxed_init_formatter(&decoder, options.att_format) < 0) {
 		fprintf(stderr, "%s: failed to set up the disassembler.\n",
@@ -2959,17 +2985,7 @@ int main(int argc, char *argv[])
 			stats.flags |= ptxed_stat_blocks;
 	}
 
-	switch (decoder.type) {
-	case pdt_insn_decoder:
-		decode_insn(&decoder, &options,
-			    options.print_stats ? &stats : NULL);
-		break;
-
-	case pdt_block_decoder:
-		decode_block(&decoder, &options,
-			     options.print_stats ? &stats : NULL);
-		break;
-	}
+	decode(&decoder, &options, options.print_stats ? &stats : NULL);
 
 	if (options.print_stats)
 		print_stats(&stats);
