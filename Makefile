@@ -33,7 +33,7 @@ TEST_DEPS :=
 all: $(EXAMPLES)
 
 examples/%: examples/%.c $(HDR) $(wildcard examples/*.h)
-	$(CC) $(OPT) $(WARN) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(ZYDIS) -lm
+	$(CC) $(OPT) $(WARN) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(ZYDIS) -lm -pthread
 
 $(B):
 	mkdir -p $(B)

@@ -21,8 +21,11 @@
  * keep libipt's wording, including the iclass names XED would use, so the
  * output of both tools can be compared line by line.
  *
+ * --threads N decodes the trace in pieces, N at a time, and prints what
+ * one decoder prints: see "--threads" below for how the pieces join.
+ *
  * Build:  cc -O2 -Wall -Wextra -Werror -I. -o examples/ptxed \
- *             examples/ptxed.c -lZydis -lm
+ *             examples/ptxed.c -lZydis -lm -pthread
  */
 
 #define IPT_IMPLEMENTATION
@@ -363,6 +366,7 @@ static void help(const char *name)
 	oprint("  --filter:addr<n>_a <base>            set IA32_RTIT_ADDRn_A to <base>.\n");
 	oprint("  --filter:addr<n>_b <limit>           set IA32_RTIT_ADDRn_B to <limit>.\n");
 	oprint("  --stat                               print statistics (even when quiet).\n");
+	oprint("  --threads <n>                        decode with <n> threads (default 1); the output stays the same.\n");
 	oprint("                                       collects all statistics unless one or more are selected.\n");
 	oprint("  --stat:insn                          collect number of instructions.\n");
 	oprint("  --stat:blocks                        collect number of blocks.\n");
@@ -2478,6 +2482,532 @@ static int alloc_decoder(struct ptxed_decoder *decoder,
 	return 0;
 }
 
+/* ---- --threads: one trace, decoded in pieces at once ----
+ *
+ * The trace is cut at PSBs (ipt_seg_index) into a few pieces per thread.
+ * Each piece gets a decoder and an image of its own (the image reads the
+ * code ptxed holds in memory, which no thread writes) and runs the decode
+ * loop from its PSB, printing into a buffer.  When a piece's decoder has
+ * got past the next piece's PSB, it compares its state at each step with
+ * the states the next piece's decoder goes through from its start: a
+ * probe decoder started at that PSB gives them (ptxed_probe).  Where they
+ * agree (ipt_insn_converged or ipt_blk_converged, and the loop's own
+ * state), the piece stops, and its output goes on with the next piece's
+ * from that point: the stitching rule of ipt.h's >>api-seg.  A piece that
+ * finds no such point decodes on into the next piece, and so on.
+ *
+ * The joins are checked in order at the end.  A join whose return stacks
+ * differ holds only if the later piece never found its return stack
+ * empty; if it did, the earlier piece's decoder, which stopped right at
+ * the join, decodes the rest of the trace itself.  The output is what one
+ * decoder prints, whatever the number of threads. */
+
+enum {
+	/* The steps of a probe: how far apart two decoders may be when
+	 * they reach the same state. */
+	ptxed_probe_max = 64,
+	/* The retstack-empty errors a piece remembers; more void its
+	 * joins. */
+	ptxed_rserr_max = 64
+};
+
+/* A state a probe went through, with the output and statistics before
+ * it. */
+struct ptxed_snap {
+	void *state;
+	struct ptxed_run run;
+	uint64_t offset;
+	long out;
+	struct ptxed_stats stats;
+};
+
+struct ptxed_piece {
+	/* Its PSB; the first piece synchronizes as ptxed does. */
+	uint64_t begin;
+
+	/* Its decoder, which stays where it stopped. */
+	struct ptxed_decoder decoder;
+	struct ptxed_run run;
+	struct ptxed_stats stats;
+	int failed;
+
+	/* Its output, up to where it stopped. */
+	char *buf;
+	size_t size;
+
+	/* Where it joined a later piece: that piece's output and
+	 * statistics at the state they share; @join_kind as
+	 * ipt_*_converged says, zero if it did not join. */
+	int join_kind;
+	size_t join_to;
+	long join_out;
+	struct ptxed_stats join_stats;
+
+	/* Output offsets of -pte_retstack_empty errors. */
+	long rserr[ptxed_rserr_max];
+	size_t nrserr;
+};
+
+struct ptxed_pool {
+	const struct ptxed_decoder *main;
+	const struct ptxed_options *options;
+	const struct pt_config *config;
+	const char *prog;
+	uint32_t stat_flags;
+
+	struct ptxed_piece *pieces;
+	size_t npieces;
+
+	/* The next piece to take. */
+	pthread_mutex_t lock;
+	size_t next;
+};
+
+/* What a thread of the pool owns. */
+struct ptxed_worker {
+	struct ptxed_pool *pool;
+	struct pt_image *image;
+	struct ptxed_decoder probe;
+	struct ptxed_snap snaps[ptxed_probe_max];
+	size_t state_size;
+	pthread_t thread;
+	int started;
+};
+
+static int ptxed_save(const struct ptxed_decoder *decoder, void *state,
+		      size_t size)
+{
+	if (decoder->type == pdt_insn_decoder)
+		return ipt_insn_save(decoder->variant.insn, state, size);
+	return ipt_blk_save(decoder->variant.block, state, size);
+}
+
+static int ptxed_converged(const struct ptxed_decoder *decoder,
+			   const void *state)
+{
+	if (decoder->type == pdt_insn_decoder)
+		return ipt_insn_converged(decoder->variant.insn, state);
+	return ipt_blk_converged(decoder->variant.block, state);
+}
+
+static int ptxed_sync_set(struct ptxed_decoder *decoder, uint64_t offset)
+{
+	if (decoder->type == pdt_insn_decoder)
+		return pt_insn_sync_set(decoder->variant.insn, offset);
+	return pt_blk_sync_set(decoder->variant.block, offset);
+}
+
+/* The loop's own state decides what it prints next, too. */
+static int ptxed_same_run(const struct ptxed_run *a, const struct ptxed_run *b)
+{
+	return a->phase == b->phase && a->status == b->status &&
+	       a->sync == b->sync && a->time == b->time &&
+	       !memcmp(&a->last, &b->last, sizeof(a->last)) &&
+	       !memcmp(&a->insn, &b->insn, sizeof(a->insn)) &&
+	       !memcmp(&a->block, &b->block, sizeof(a->block));
+}
+
+static void ptxed_stats_add(struct ptxed_stats *sum,
+			    const struct ptxed_stats *to,
+			    const struct ptxed_stats *from)
+{
+	sum->insn += to->insn - from->insn;
+	sum->blocks += to->blocks - from->blocks;
+}
+
+/* Start a decoder at the PSB at @offset as a piece starts there. */
+static void ptxed_start_at(struct ptxed_decoder *decoder,
+			   struct ptxed_run *run, uint64_t offset)
+{
+	ptxed_run_init(run);
+	run->status = ptxed_sync_set(decoder, offset);
+	run->phase = run->status < 0 ? ptxed_phase_done : ptxed_phase_run;
+}
+
+/* The states a decoder started at @offset goes through, up to
+ * ptxed_probe_max of them.  Returns how many. */
+static size_t ptxed_probe(struct ptxed_worker *w, uint64_t offset)
+{
+	const struct ptxed_options *options = w->pool->options;
+	struct ptxed_stats stats;
+	struct ptxed_run run;
+	FILE *saved, *stream;
+	char *buf;
+	size_t size, n;
+
+	saved = ptxed_stream;
+	buf = NULL;
+	stream = open_memstream(&buf, &size);
+	if (!stream)
+		return 0;
+	ptxed_stream = stream;
+
+	memset(&stats, 0, sizeof(stats));
+	stats.flags = w->pool->stat_flags;
+	ptxed_start_at(&w->probe, &run, offset);
+	for (n = 0; run.phase != ptxed_phase_done && n < ptxed_probe_max;) {
+		if (run.phase == ptxed_phase_run && run.status >= 0) {
+			struct ptxed_snap *snap = &w->snaps[n];
+
+			if (ptxed_save(&w->probe, snap->state,
+				       w->state_size) < 0 ||
+			    ptxed_get_offset(&w->probe, &snap->offset) < 0)
+				break;
+			snap->run = run;
+			fflush(stream);
+			snap->out = ftell(stream);
+			snap->stats = stats;
+			n += 1;
+		}
+		(void) ptxed_step(&w->probe, options,
+				  options->print_stats ? &stats : NULL, &run);
+	}
+
+	fclose(stream);
+	free(buf);
+	ptxed_stream = saved;
+	return n;
+}
+
+/* Is the piece's decoder where the probe was at one of its states?  If
+ * so, record the join with piece @to. */
+static int ptxed_try_join(struct ptxed_worker *w, struct ptxed_piece *piece,
+			  uint64_t offset, size_t nsnaps, size_t to)
+{
+	size_t j;
+
+	for (j = 0; j < nsnaps; ++j) {
+		const struct ptxed_snap *snap = &w->snaps[j];
+		int kind;
+
+		if (snap->offset != offset ||
+		    !ptxed_same_run(&piece->run, &snap->run))
+			continue;
+
+		kind = ptxed_converged(&piece->decoder, snap->state);
+		if (kind <= 0)
+			continue;
+
+		piece->join_kind = kind;
+		piece->join_to = to;
+		piece->join_out = snap->out;
+		piece->join_stats = snap->stats;
+		return 1;
+	}
+	return 0;
+}
+
+/* Decode piece @idx until it joins a later one or the trace ends. */
+static void ptxed_decode_piece(struct ptxed_worker *w, size_t idx)
+{
+	struct ptxed_pool *pool = w->pool;
+	const struct ptxed_options *options = pool->options;
+	struct ptxed_piece *piece = &pool->pieces[idx];
+	struct ptxed_stats *stats;
+	size_t next, probed, nsnaps;
+	FILE *stream;
+
+	stream = open_memstream(&piece->buf, &piece->size);
+	if (!stream) {
+		piece->failed = 1;
+		return;
+	}
+	ptxed_stream = stream;
+
+	piece->decoder = *pool->main;
+	if (alloc_decoder(&piece->decoder, pool->config, w->image,
+			  pool->prog) < 0) {
+		piece->decoder.variant.insn = NULL;
+		piece->failed = 1;
+		piece->run.phase = ptxed_phase_done;
+	} else if (idx == 0) {
+		ptxed_run_init(&piece->run);
+	} else {
+		ptxed_start_at(&piece->decoder, &piece->run, piece->begin);
+		piece->failed = piece->run.phase == ptxed_phase_done;
+	}
+
+	memset(&piece->stats, 0, sizeof(piece->stats));
+	piece->stats.flags = pool->stat_flags;
+	stats = options->print_stats ? &piece->stats : NULL;
+
+	next = idx + 1;
+	probed = 0;
+	nsnaps = 0;
+	while (piece->run.phase != ptxed_phase_done) {
+		uint64_t offset;
+		int err;
+
+		if (next < pool->npieces &&
+		    piece->run.phase == ptxed_phase_run &&
+		    piece->run.status >= 0 &&
+		    ptxed_get_offset(&piece->decoder, &offset) >= 0) {
+			while (next + 1 < pool->npieces &&
+			       pool->pieces[next + 1].begin <= offset)
+				next += 1;
+
+			if (pool->pieces[next].begin <= offset) {
+				if (probed != next) {
+					nsnaps = ptxed_probe(
+						w, pool->pieces[next].begin);
+					probed = next;
+				}
+				if (ptxed_try_join(w, piece, offset, nsnaps,
+						   next))
+					break;
+
+				/* Past every state of the probe. */
+				if (!nsnaps ||
+				    w->snaps[nsnaps - 1].offset < offset)
+					next += 1;
+			}
+		}
+
+		err = ptxed_step(&piece->decoder, options, stats,
+				 &piece->run);
+		if (err == -pte_retstack_empty) {
+			fflush(stream);
+			if (piece->nrserr < ptxed_rserr_max)
+				piece->rserr[piece->nrserr] = ftell(stream);
+			piece->nrserr += 1;
+		}
+	}
+
+	fclose(stream);
+	ptxed_stream = NULL;
+}
+
+static void *ptxed_worker_main(void *arg)
+{
+	struct ptxed_worker *w = (struct ptxed_worker *) arg;
+	struct ptxed_pool *pool = w->pool;
+
+	for (;;) {
+		size_t idx;
+
+		pthread_mutex_lock(&pool->lock);
+		idx = pool->next++;
+		pthread_mutex_unlock(&pool->lock);
+		if (idx >= pool->npieces)
+			break;
+
+		ptxed_decode_piece(w, idx);
+	}
+	return NULL;
+}
+
+/* Does the join of @piece into the next hold? */
+static int ptxed_join_holds(const struct ptxed_pool *pool,
+			    const struct ptxed_piece *piece)
+{
+	const struct ptxed_piece *to = &pool->pieces[piece->join_to];
+	size_t i;
+
+	if (to->failed || piece->join_out < 0 ||
+	    (size_t) piece->join_out > to->size)
+		return 0;
+	if (piece->join_kind == 1)
+		return 1;
+
+	/* The later piece must not have found its return stack empty
+	 * while its output is used. */
+	if (to->nrserr > ptxed_rserr_max)
+		return 0;
+	for (i = 0; i < to->nrserr; ++i)
+		if (to->rserr[i] >= piece->join_out)
+			return 0;
+	return 1;
+}
+
+/* Print the pieces in order, each from where the one before joined it;
+ * add up the statistics. */
+static void ptxed_stitch(struct ptxed_pool *pool, struct ptxed_stats *total)
+{
+	const struct ptxed_options *options = pool->options;
+	struct ptxed_stats from;
+	size_t idx;
+	long out;
+
+	idx = 0;
+	out = 0;
+	memset(&from, 0, sizeof(from));
+	for (;;) {
+		struct ptxed_piece *piece = &pool->pieces[idx];
+
+		fwrite(piece->buf + out, 1, piece->size - (size_t) out,
+		       stdout);
+
+		if (getenv("PTXED_DEBUG"))
+			fprintf(stderr, "piece %zu begin %lx size %zu kind %d to %zu out %ld holds %d nrserr %zu\n", idx, (unsigned long) piece->begin, piece->size, piece->join_kind, piece->join_to, piece->join_out, piece->join_kind ? ptxed_join_holds(pool, piece) : -1, piece->nrserr);
+		if (piece->join_kind && ptxed_join_holds(pool, piece)) {
+			ptxed_stats_add(total, &piece->stats, &from);
+			from = piece->join_stats;
+			out = piece->join_out;
+			idx = piece->join_to;
+			continue;
+		}
+
+		/* The rest of the trace is this piece's. */
+		while (piece->run.phase != ptxed_phase_done)
+			(void) ptxed_step(&piece->decoder, options,
+					  options->print_stats ?
+					  &piece->stats : NULL,
+					  &piece->run);
+		ptxed_stats_add(total, &piece->stats, &from);
+		return;
+	}
+}
+
+/* Where the pieces start: PSBs about evenly spread over the trace. */
+static size_t ptxed_plan(struct ptxed_pool *pool, uint32_t threads)
+{
+	const struct pt_config *config = pool->config;
+	struct ipt_segment *segs;
+	uint64_t size;
+	int64_t nsegs, i;
+	size_t npieces, want;
+
+	nsegs = ipt_seg_index(config, NULL, 0);
+	if (nsegs <= 0)
+		return 0;
+	segs = (struct ipt_segment *) calloc((size_t) nsegs, sizeof(*segs));
+	if (!segs)
+		return 0;
+	nsegs = ipt_seg_index(config, segs, (size_t) nsegs);
+
+	want = (size_t) threads * 4;
+	pool->pieces = (struct ptxed_piece *) calloc(want, sizeof(*pool->pieces));
+	if (!pool->pieces) {
+		free(segs);
+		return 0;
+	}
+
+	size = (uint64_t) (config->end - config->begin);
+	npieces = 1;
+	for (i = 1; i < nsegs && npieces < want; ++i) {
+		uint64_t at = size / want * npieces;
+
+		if (segs[i].offset < at)
+			continue;
+		pool->pieces[npieces++].begin = segs[i].offset;
+	}
+	free(segs);
+	return npieces;
+}
+
+/* Decode with @threads threads.  Returns zero, or a negative pte_* code if
+ * it could not start. */
+static int decode_threads(const struct ptxed_decoder *decoder,
+			  const struct ptxed_options *options,
+			  struct ptxed_stats *stats,
+			  const struct pt_config *config, uint32_t threads,
+			  const char *prog)
+{
+	struct ptxed_worker *workers;
+	struct ptxed_pool pool;
+	size_t state_size, idx;
+	uint32_t t;
+	int errcode;
+
+	memset(&pool, 0, sizeof(pool));
+	pool.main = decoder;
+	pool.options = options;
+	pool.config = config;
+	pool.prog = prog;
+	pool.stat_flags = stats->flags;
+	pool.npieces = ptxed_plan(&pool, threads);
+	if (!pool.npieces) {
+		free(pool.pieces);
+		return -pte_nomem;
+	}
+	if (threads > pool.npieces)
+		threads = (uint32_t) pool.npieces;
+	pthread_mutex_init(&pool.lock, NULL);
+
+	state_size = ipt_insn_state_size();
+	if (state_size < ipt_blk_state_size())
+		state_size = ipt_blk_state_size();
+
+	errcode = 0;
+	workers = (struct ptxed_worker *) calloc(threads, sizeof(*workers));
+	if (!workers)
+		errcode = -pte_nomem;
+	for (t = 0; !errcode && t < threads; ++t) {
+		struct ptxed_worker *w = &workers[t];
+		size_t j;
+
+		w->pool = &pool;
+		w->state_size = state_size;
+		w->image = pt_image_alloc(NULL);
+		if (!w->image) {
+			errcode = -pte_nomem;
+			break;
+		}
+		if (decoder->callback_set)
+			errcode = pt_image_set_callback(
+				w->image, ptxed_read_memory,
+				(void *) &decoder->memory);
+		for (j = 0; !errcode && j < ptxed_probe_max; ++j) {
+			w->snaps[j].state = malloc(state_size);
+			if (!w->snaps[j].state)
+				errcode = -pte_nomem;
+		}
+		w->probe = *decoder;
+		if (!errcode &&
+		    alloc_decoder(&w->probe, config, w->image, prog) < 0) {
+			w->probe.variant.insn = NULL;
+			errcode = -pte_nomem;
+		}
+	}
+
+	for (t = 0; !errcode && t < threads; ++t) {
+		if (pthread_create(&workers[t].thread, NULL,
+				   ptxed_worker_main, &workers[t]))
+			break;
+		workers[t].started = 1;
+	}
+	/* Threads that did not start leave their pieces to the others; with
+	 * none at all, this thread decodes them. */
+	if (!errcode && !workers[0].started)
+		ptxed_worker_main(&workers[0]);
+	for (t = 0; !errcode && t < threads; ++t)
+		if (workers[t].started)
+			pthread_join(workers[t].thread, NULL);
+
+	if (!errcode)
+		ptxed_stitch(&pool, stats);
+
+	for (idx = 0; idx < pool.npieces; ++idx) {
+		struct ptxed_piece *piece = &pool.pieces[idx];
+
+		if (ptxed_have_decoder(&piece->decoder)) {
+			if (piece->decoder.type == pdt_insn_decoder)
+				pt_insn_free_decoder(piece->decoder.variant.insn);
+			else
+				pt_blk_free_decoder(piece->decoder.variant.block);
+		}
+		free(piece->buf);
+	}
+	for (t = 0; workers && t < threads; ++t) {
+		struct ptxed_worker *w = &workers[t];
+		size_t j;
+
+		if (ptxed_have_decoder(&w->probe)) {
+			if (w->probe.type == pdt_insn_decoder)
+				pt_insn_free_decoder(w->probe.variant.insn);
+			else
+				pt_blk_free_decoder(w->probe.variant.block);
+		}
+		for (j = 0; j < ptxed_probe_max; ++j)
+			free(w->snaps[j].state);
+		pt_image_free(w->image);
+	}
+	free(workers);
+	free(pool.pieces);
+	pthread_mutex_destroy(&pool.lock);
+	return errcode;
+}
+
 static void print_stats(const struct ptxed_stats *stats)
 {
 	if (stats->flags & ptxed_stat_insn)
@@ -2626,6 +3156,7 @@ int main(int argc, char *argv[])
 	struct pt_config config;
 	struct pt_image *image;
 	const char *prog, *image_name;
+	uint32_t threads;
 	int errcode, i, status;
 
 	if (!argc) {
@@ -2636,6 +3167,7 @@ int main(int argc, char *argv[])
 	prog = argv[0];
 	image = NULL;
 	image_name = NULL;
+	threads = 1;
 	status = 1;
 
 	memset(&options, 0, sizeof(options));
@@ -2650,10 +3182,16 @@ int main(int argc, char *argv[])
 		return 1;
 	}
 
-	/* The image takes its name at allocation: look for one first. */
-	for (i = 1; i + 1 < argc; ++i)
+	/* The image takes its name at allocation: look for one first.  With
+	 * more than one thread, each has an image of its own that reads the
+	 * code from our memory: load it there. */
+	for (i = 1; i + 1 < argc; ++i) {
 		if (strcmp(argv[i], "--image-name") == 0)
 			image_name = argv[i + 1];
+		if (strcmp(argv[i], "--threads") == 0 &&
+		    strtoul(argv[i + 1], NULL, 0) > 1)
+			decoder.use_callback = 1;
+	}
 
 	image = pt_image_alloc(image_name);
 	if (!image) {
@@ -2841,6 +3379,13 @@ int main(int argc, char *argv[])
 
 			continue;
 		}
+		if (strcmp(arg, "--threads") == 0) {
+			if (!get_arg_uint32(&threads, arg,
+					    i < argc ? argv[i] : NULL, prog))
+				goto out;
+			i += 1;
+			continue;
+		}
 		if (strcmp(arg, "--stat") == 0) {
 			options.print_stats = 1;
 			continue;
@@ -2985,7 +3530,21 @@ int main(int argc, char *argv[])
 			stats.flags |= ptxed_stat_blocks;
 	}
 
-	decode(&decoder, &options, options.print_stats ? &stats : NULL);
+	/* Block numbers count from the start of the trace: one thread
+	 * prints them. */
+	if (options.track_blocks && options.print_stats)
+		threads = 1;
+
+	if (threads > 1) {
+		errcode = decode_threads(&decoder, &options, &stats, &config,
+					 threads, prog);
+		if (errcode < 0) {
+			fprintf(stderr, "%s: --threads: %s.\n", prog,
+				pt_errstr(pt_errcode(errcode)));
+			goto out;
+		}
+	} else
+		decode(&decoder, &options, options.print_stats ? &stats : NULL);
 
 	if (options.print_stats)
 		print_stats(&stats);

@@ -4,10 +4,10 @@
 
 $(B)/ptxed_nostdio: examples/ptxed.c $(HDR) | $(B)
 	$(CC) $(OPT) $(WARN) $(CPPFLAGS) $(CFLAGS) -DIPT_NO_STDIO -o $@ $< \
-		$(ZYDIS) -lm
+		$(ZYDIS) -lm -pthread
 
 $(B)/ptxed_cxx: examples/ptxed.c $(HDR) | $(B)
-	$(CXX) -x c++ $(OPT) $(WARN) $(CPPFLAGS) -o $@ $< $(ZYDIS) -lm
+	$(CXX) -x c++ $(OPT) $(WARN) $(CPPFLAGS) -o $@ $< $(ZYDIS) -lm -pthread
 
 TESTS += ipt_impl_tests/ptxed_builds.sh
 TEST_DEPS += $(B)/ptxed_nostdio $(B)/ptxed_cxx $(B)/t_ptxed
