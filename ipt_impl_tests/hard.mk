@@ -56,7 +56,7 @@ endef
 
 # ---- fuzz harnesses: libFuzzer builds and standalone replays ----
 
-FUZZ_SRCS := $(FZ)/fuzz.h $(FZ)/fuzz_blk.c $(HDR)
+FUZZ_SRCS := $(FZ)/fuzz.h $(FZ)/fuzz_blk.c ipt_impl_tests/seg/seg_split.h $(HDR)
 
 $(FB)/ipt_impl.o: ipt_impl_tests/ipt_impl.c $(HDR) | $(FB)
 	$(CLANG) $(FUZZ_OPT) $(WARN) $(CPPFLAGS) $(FUZZ_DEFS) \
