@@ -4,7 +4,7 @@
  * against the system's libipt (<intel-pt.h>, -lipt).  `make bench` runs
  * both on the same traces, alternating, and compares (see ./run).
  *
- *     bench --layer pkt|qry|insn|blk [--image cb|file|iscache]
+ *     bench --layer pkt|qry|insn|blk|seg [--image cb|file|iscache]
  *           [--min-time SEC] DIR NAME
  *
  * reads DIR/NAME.pt, DIR/NAME.cfg ("key value" lines: mtc_freq, nom_freq,
@@ -18,6 +18,9 @@
  *         through a small direct-mapped cache, the same in both programs
  *   insn  pt_insn_next
  *   blk   pt_blk_next (blocks are counted, not expanded)
+ *   seg   the segment index: every PSB and its PSB+ (ipt_seg_index; with
+ *         libipt, pt_pkt_sync_forward and pt_pkt_next up to PSBEND, as
+ *         its ptseg tool finds segments)
  *
  * Images (insn, blk):
  *   cb       pt_image_set_callback, reading the mappings loaded from DIR
@@ -619,6 +622,37 @@ static void run_blk(const struct pt_config *config, struct pt_image *image)
 	pt_blk_free_decoder(dec);
 }
 
+#ifdef USE_LIBIPT
+static void run_seg(const struct pt_config *config)
+{
+	struct pt_packet_decoder *dec = pt_pkt_alloc_decoder(config);
+	struct pt_packet packet;
+
+	if (!dec)
+		die("cannot allocate the packet decoder", NULL);
+	while (pt_pkt_sync_forward(dec) >= 0) {
+		ninsn += 1;
+		while (pt_pkt_next(dec, &packet, sizeof(packet)) >= 0 &&
+		       packet.type != ppt_psbend && packet.type != ppt_ovf)
+			;
+	}
+	pt_pkt_free_decoder(dec);
+}
+#else
+/* The segments are counted in ninsn. */
+static void run_seg(const struct pt_config *config)
+{
+	static struct ipt_segment segs[1 << 16];
+	int64_t n;
+
+	n = ipt_seg_index(config, segs, sizeof(segs) / sizeof(segs[0]));
+	if (n < 0)
+		nerrors++;
+	else
+		ninsn += (uint64_t) n;
+}
+#endif
+
 /* One pass: a fresh image (insn, blk) and decoder over the whole trace;
  * ninsn and nerrors count what it saw. */
 static void one_pass(const char *layer, const char *mode,
@@ -673,6 +707,8 @@ static void one_pass(const char *layer, const char *mode,
 		run_insn(config, image);
 	else if (!strcmp(layer, "blk"))
 		run_blk(config, image);
+	else if (!strcmp(layer, "seg"))
+		run_seg(config);
 	else
 		die("unknown layer", layer);
 
@@ -704,7 +740,7 @@ int main(int argc, char **argv)
 	if (!layer || i != argc - 2 ||
 	    (strcmp(mode, "cb") && strcmp(mode, "file") &&
 	     strcmp(mode, "iscache"))) {
-		fprintf(stderr, "usage: bench --layer pkt|qry|insn|blk "
+		fprintf(stderr, "usage: bench --layer pkt|qry|insn|blk|seg "
 			"[--image cb|file|iscache] [--min-time SEC] "
 			"DIR NAME\n");
 		return 2;

@@ -148,6 +148,7 @@ static void split_check(const struct pt_config *config,
 			size_t tsize)
 {
 	struct ss_code code = { fz_read_memory, img };
+	struct ss_budget budget = { max_steps(tsize), max_idle };
 	int64_t npsb;
 
 	if (h->flags & fz_flaky_reads)
@@ -156,11 +157,11 @@ static void split_check(const struct pt_config *config,
 	if (npsb < 2 || npsb > split_max_psbs)
 		return;
 #ifdef FUZZ_INSN
-	if (!ss_check(config, &code, 1, max_steps(tsize), NULL))
+	if (!ss_check(config, &code, 1, &budget, NULL))
 		fz_fail("decoded in pieces, the instruction decoder differs",
 			(long long) npsb, 0);
 #else
-	if (!ss_check(config, &code, 0, max_steps(tsize), NULL))
+	if (!ss_check(config, &code, 0, &budget, NULL))
 		fz_fail("decoded in pieces, the block decoder differs",
 			(long long) npsb, 0);
 #endif

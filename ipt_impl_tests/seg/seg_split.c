@@ -133,6 +133,7 @@ static void check_trace(uint8_t *trace, size_t size, struct memory *mem,
 			int insn_too)
 {
 	struct ss_code code = { read_memory, mem };
+	struct ss_budget budget = { steps, 0 };
 	struct pt_config config;
 	size_t joins;
 	int insn;
@@ -145,7 +146,7 @@ static void check_trace(uint8_t *trace, size_t size, struct memory *mem,
 
 		snprintf(what, sizeof(what), "%s decoder: in pieces",
 			 insn ? "instruction" : "block");
-		check(ss_check(&config, &code, insn, steps, &joins), what,
+		check(ss_check(&config, &code, insn, &budget, &joins), what,
 		      name);
 		if (min_joins) {
 			snprintf(what, sizeof(what), "%s decoder: %zu joins",

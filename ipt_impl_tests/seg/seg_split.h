@@ -72,8 +72,13 @@ struct ss_dec {
 	int phase;
 	int status;
 	uint64_t sync;
+	/* The budget: steps, instructions in blocks, and steps without
+	 * getting further in the trace (code that loops without trace goes
+	 * on for ever).  @cut: it ran out. */
 	size_t steps;
-	/* The step budget ran out. */
+	uint64_t insns, max_insns;
+	uint64_t last;
+	unsigned int idle, max_idle;
 	int cut;
 };
 
@@ -98,12 +103,24 @@ SS struct ss_rec *ss_add(struct ss_log *log, int kind, int status)
 	return rec;
 }
 
+/* A budget for each decoder: @steps steps; with @idle, at most @idle
+ * steps in a row without getting further in the trace, and 64
+ * instructions in blocks per step. */
+struct ss_budget {
+	size_t steps;
+	unsigned int idle;
+};
+
 SS int ss_open(struct ss_dec *d, int insn, const struct pt_config *config,
-	       const struct ss_code *code, size_t steps)
+	       const struct ss_code *code, const struct ss_budget *budget)
 {
 	memset(d, 0, sizeof(*d));
 	d->insn = insn;
-	d->steps = steps;
+	d->steps = budget->steps;
+	d->max_idle = budget->idle;
+	d->max_insns = budget->idle ? (uint64_t) budget->steps * 64
+				    : UINT64_MAX;
+	d->last = UINT64_MAX;
 	d->image = pt_image_alloc(NULL);
 	if (!d->image ||
 	    pt_image_set_callback(d->image, code->read, code->context) < 0)
@@ -141,6 +158,10 @@ SS uint64_t ss_offset(const struct ss_dec *d)
 SS void ss_start_at(struct ss_dec *d, uint64_t offset)
 {
 	d->sync = 0;
+	d->insns = 0;
+	d->idle = 0;
+	d->last = UINT64_MAX;
+	d->cut = 0;
 	d->status = d->insn ? pt_insn_sync_set(d->id, offset)
 			    : pt_blk_sync_set(d->bd, offset);
 	d->phase = d->status < 0 ? ss_done : ss_run;
@@ -154,7 +175,8 @@ SS void ss_step(struct ss_dec *d, struct ss_log *log)
 
 	if (d->phase == ss_done)
 		return;
-	if (!d->steps) {
+	if (!d->steps || d->insns > d->max_insns ||
+	    (d->max_idle && d->idle > d->max_idle)) {
 		d->cut = 1;
 		d->phase = ss_done;
 		return;
@@ -206,11 +228,18 @@ SS void ss_step(struct ss_dec *d, struct ss_log *log)
 	}
 	rec = ss_add(log, ss_rec_item, 0);
 	rec->offset = ss_offset(d);
+	if (rec->offset != d->last) {
+		d->last = rec->offset;
+		d->idle = 0;
+	} else
+		d->idle += 1;
 	d->status = d->insn ? pt_insn_next(d->id, &rec->u.insn,
 					   sizeof(rec->u.insn))
 			    : pt_blk_next(d->bd, &rec->u.block,
 					  sizeof(rec->u.block));
 	rec->status = d->status;
+	if (!d->insn)
+		d->insns += rec->u.block.ninsn;
 }
 
 /* A state of a probe, and the log length before it. */
@@ -239,7 +268,7 @@ struct ss_split {
 	int insn;
 	const struct pt_config *config;
 	const struct ss_code *code;
-	size_t steps;
+	struct ss_budget budget;
 	struct ss_piece *pieces;
 	size_t npieces;
 	struct ss_dec probe;
@@ -263,7 +292,7 @@ SS size_t ss_probe(struct ss_split *s, uint64_t begin)
 	size_t n, size;
 
 	size = s->insn ? ipt_insn_state_size() : ipt_blk_state_size();
-	p->steps = s->steps;
+	p->steps = s->budget.steps;
 	ss_start_at(p, begin);
 	for (n = 0; p->phase != ss_done && n < ss_probe_max;) {
 		if (p->phase == ss_run && p->status >= 0) {
@@ -312,7 +341,7 @@ SS void ss_decode_piece(struct ss_split *s, size_t idx)
 	struct ss_piece *piece = &s->pieces[idx];
 	size_t next = idx + 1, probed = 0, nsnaps = 0;
 
-	if (ss_open(&piece->d, s->insn, s->config, s->code, s->steps) < 0)
+	if (ss_open(&piece->d, s->insn, s->config, s->code, &s->budget) < 0)
 		abort();
 	if (idx == 0)
 		piece->d.phase = ss_sync;
@@ -405,7 +434,7 @@ SS void ss_split_decode(struct ss_split *s, struct ss_log *out)
 		if (!s->snaps[i].state)
 			abort();
 	}
-	if (ss_open(&s->probe, s->insn, s->config, s->code, s->steps) < 0)
+	if (ss_open(&s->probe, s->insn, s->config, s->code, &s->budget) < 0)
 		abort();
 
 	for (idx = 0; idx < s->npieces; ++idx)
@@ -444,11 +473,11 @@ SS void ss_split_decode(struct ss_split *s, struct ss_log *out)
 }
 
 /* Decode @config's trace in one piece and in pieces with an instruction
- * (@insn) or block decoder, at most @steps steps per decoder.  Returns 1
+ * (@insn) or block decoder, each decoder within @budget.  Returns 1
  * if the two logs agree, 0 if not; *@joins (if not NULL) gets the number
  * of joins the split decode made. */
 SS int ss_check(const struct pt_config *config, const struct ss_code *code,
-		int insn, size_t steps, size_t *joins)
+		int insn, const struct ss_budget *budget, size_t *joins)
 {
 	struct ss_log one = { NULL, 0, 0 }, split = { NULL, 0, 0 };
 	struct ss_split s;
@@ -456,7 +485,7 @@ SS int ss_check(const struct pt_config *config, const struct ss_code *code,
 	size_t n;
 	int same;
 
-	if (ss_open(&d, insn, config, code, steps) < 0)
+	if (ss_open(&d, insn, config, code, budget) < 0)
 		abort();
 	d.phase = ss_sync;
 	while (d.phase != ss_done)
@@ -467,7 +496,7 @@ SS int ss_check(const struct pt_config *config, const struct ss_code *code,
 	s.insn = insn;
 	s.config = config;
 	s.code = code;
-	s.steps = steps;
+	s.budget = *budget;
 	ss_split_decode(&s, &split);
 
 	/* A budget cuts a log short: then compare what both have. */
