@@ -1161,6 +1161,13 @@ IPT_API int pt_image_set_callback(struct pt_image *image,
  * 16 MiB unless defined otherwise when compiling the implementation.
  * Returns zero, -pte_invalid if image is NULL.
  *
+ * Threads: reading an image changes its page cache and the order of its
+ * file sections, so an image is for one decoder at a time, unless it has
+ * no file sections and no page cache (a limit of zero): such an image
+ * only reads, and decoders on several threads may share it, if its
+ * callback may be called from several threads.  Each decoder keeps its
+ * own instruction and run caches either way (>>api-blk-ext).
+ *
  * Running out of memory: allocations that only grow a cache never fail a
  * decode.  When the page cache cannot get a page (or its hash table), the
  * read goes to the callback uncached and decoding goes on with exactly the
@@ -7607,8 +7614,9 @@ IPT_DEF int pt_qry_core_bus_ratio(struct pt_query_decoder *decoder,
  *
  * Nothing here is locked: an image, or an image section cache together
  * with the images holding its sections, is for one thread at a time (libipt
- * locks sections and its cache; ipt.h has no threads).  The callback must
- * not change the image it reads for. */
+ * locks sections and its cache; ipt.h has no threads), except an image
+ * without sections or page cache, which reading does not change (see
+ * >>api-img-ext).  The callback must not change the image it reads for. */
 
 #ifndef IPT_IMAGE_CACHE_LIMIT
 #define IPT_IMAGE_CACHE_LIMIT ((uint64_t) 16 << 20)
