@@ -21,6 +21,9 @@
 
 #include <stdlib.h>
 #include <string.h>
+#ifdef SS_DEBUG
+#include <stdio.h>
+#endif
 
 #if defined(__GNUC__)
 #define SS static __attribute__((unused))
@@ -449,6 +452,13 @@ SS void ss_split_decode(struct ss_split *s, struct ss_log *out)
 			ss_append(out, piece->log.rec + from,
 				  piece->log.n - from);
 		s->cut |= piece->d.cut;
+#ifdef SS_DEBUG
+		fprintf(stderr, "piece %zu begin %lx: %zu recs, kind %d to %zu "
+			"at %zu, holds %d, out %zu\n", idx,
+			(unsigned long) piece->begin, piece->log.n, piece->kind,
+			piece->to, piece->at,
+			piece->kind ? ss_join_holds(s, piece) : -1, out->n);
+#endif
 		if (piece->kind && ss_join_holds(s, piece)) {
 			s->joins += 1;
 			from = piece->at;
@@ -503,6 +513,30 @@ SS int ss_check(const struct pt_config *config, const struct ss_code *code,
 	n = one.n < split.n ? one.n : split.n;
 	same = !memcmp(one.rec, split.rec, n * sizeof(*one.rec)) &&
 	       (one.n == split.n || d.cut || s.cut);
+#ifdef SS_DEBUG
+	{
+		size_t k;
+
+		for (k = 0; k < n; ++k)
+			if (memcmp(&one.rec[k], &split.rec[k],
+				   sizeof(one.rec[k])))
+				break;
+		fprintf(stderr, "one %zu recs, split %zu, joins %zu, "
+			"first difference at %zu\n", one.n, split.n, s.joins,
+			k);
+		for (k = k > 3 ? k - 3 : 0; k < n && k < 40; ++k)
+			fprintf(stderr, "%zu: %d/%d %d/%d off %lx/%lx "
+				"ip %lx/%lx ev %d/%d\n", k,
+				one.rec[k].kind, split.rec[k].kind,
+				one.rec[k].status, split.rec[k].status,
+				(unsigned long) one.rec[k].offset,
+				(unsigned long) split.rec[k].offset,
+				(unsigned long) one.rec[k].u.block.ip,
+				(unsigned long) split.rec[k].u.block.ip,
+				one.rec[k].u.event.type,
+				split.rec[k].u.event.type);
+	}
+#endif
 	if (joins)
 		*joins = s.joins;
 	free(one.rec);
