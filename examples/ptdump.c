@@ -416,9 +416,9 @@ static void format_tnt(struct line *ln, uint64_t offset,
 			'!' : '.';
 }
 
-static const char *exec_mode_name(const struct pt_packet_mode_exec *exec)
+static const char *mode_name(enum pt_exec_mode mode)
 {
-	switch (pt_get_exec_mode(exec)) {
+	switch (mode) {
 	case ptem_64bit:
 		return "64-bit";
 	case ptem_32bit:
@@ -429,6 +429,11 @@ static const char *exec_mode_name(const struct pt_packet_mode_exec *exec)
 		return "unknown";
 	}
 	return "invalid";
+}
+
+static const char *exec_mode_name(const struct pt_packet_mode_exec *exec)
+{
+	return mode_name(pt_get_exec_mode(exec));
 }
 
 /* The PWRX wake reason: exactly one of its bits should be set. */
@@ -883,28 +888,13 @@ static int dump(const struct pt_config *config, struct tracking *tr,
 
 /* ---- the segment index ---- */
 
-static const char *seg_mode(enum pt_exec_mode mode)
-{
-	switch (mode) {
-	case ptem_16bit:
-		return "16-bit";
-	case ptem_32bit:
-		return "32-bit";
-	case ptem_64bit:
-		return "64-bit";
-	case ptem_unknown:
-		break;
-	}
-	return "unknown";
-}
-
 static void print_segment(const struct ipt_segment *seg)
 {
 	printf("0x%" PRIx64 "-0x%" PRIx64 " (size: 0x%" PRIx64 ")",
 	       seg->offset, seg->end, seg->end - seg->offset);
 	if (seg->enabled)
 		printf(", ip: 0x%" PRIx64 ", mode: %s", seg->ip,
-		       seg_mode(seg->mode));
+		       mode_name(seg->mode));
 	else
 		printf(", disabled");
 	if (seg->has_cr3)
