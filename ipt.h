@@ -13940,7 +13940,8 @@ static unsigned int ipt__seg_rs_depth(const struct ipt__retstack *rs)
 	unsigned int top = rs->top, bottom = rs->bottom;
 
 	return top >= bottom ? top - bottom
-			     : top + IPT__RETSTACK_SIZE + 1 - bottom;
+			     : top + (unsigned int) IPT__RETSTACK_SIZE + 1 -
+				       bottom;
 }
 
 /* 1 if the stacks are equal, 2 if b's entries are the top of a's, else
@@ -13961,8 +13962,8 @@ static int ipt__seg_same_retstack(const struct ipt__retstack *a,
 	ia = a->top;
 	ib = b->top;
 	for (i = 0; i < db; ++i) {
-		ia = ia ? ia - 1 : IPT__RETSTACK_SIZE;
-		ib = ib ? ib - 1 : IPT__RETSTACK_SIZE;
+		ia = ia ? ia - 1 : (unsigned int) IPT__RETSTACK_SIZE;
+		ib = ib ? ib - 1 : (unsigned int) IPT__RETSTACK_SIZE;
 		if (a->stack[ia] != b->stack[ib])
 			return 0;
 	}
