@@ -2525,9 +2525,7 @@ struct ptxed_piece {
 	/* Its PSB; the first piece synchronizes as ptxed does. */
 	uint64_t begin;
 
-	/* Its decoder, which stays where it stopped. */
-	struct ptxed_decoder decoder;
-	struct ptxed_run run;
+	/* Its statistics where it stopped; it could not start. */
 	struct ptxed_stats stats;
 	int failed;
 
@@ -2563,10 +2561,12 @@ struct ptxed_pool {
 	size_t next;
 };
 
-/* What a thread of the pool owns. */
+/* What a thread of the pool owns: an image, and a decoder for its pieces
+ * and one for probes, which keep their caches from piece to piece. */
 struct ptxed_worker {
 	struct ptxed_pool *pool;
 	struct pt_image *image;
+	struct ptxed_decoder decoder;
 	struct ptxed_decoder probe;
 	struct ptxed_snap snaps[ptxed_probe_max];
 	size_t state_size;
@@ -2672,7 +2672,8 @@ static size_t ptxed_probe(struct ptxed_worker *w, uint64_t offset)
 /* Is the piece's decoder where the probe was at one of its states?  If
  * so, record the join with piece @to. */
 static int ptxed_try_join(struct ptxed_worker *w, struct ptxed_piece *piece,
-			  uint64_t offset, size_t nsnaps, size_t to)
+			  const struct ptxed_run *run, uint64_t offset,
+			  size_t nsnaps, size_t to)
 {
 	size_t j;
 
@@ -2680,11 +2681,10 @@ static int ptxed_try_join(struct ptxed_worker *w, struct ptxed_piece *piece,
 		const struct ptxed_snap *snap = &w->snaps[j];
 		int kind;
 
-		if (snap->offset != offset ||
-		    !ptxed_same_run(&piece->run, &snap->run))
+		if (snap->offset != offset || !ptxed_same_run(run, &snap->run))
 			continue;
 
-		kind = ptxed_converged(&piece->decoder, snap->state);
+		kind = ptxed_converged(&w->decoder, snap->state);
 		if (kind <= 0)
 			continue;
 
@@ -2697,6 +2697,33 @@ static int ptxed_try_join(struct ptxed_worker *w, struct ptxed_piece *piece,
 	return 0;
 }
 
+/* Start @run on @decoder as piece @idx starts: the first as ptxed does,
+ * on a new decoder; the others at their PSB. */
+static void ptxed_start_piece(const struct ptxed_pool *pool, size_t idx,
+			      struct ptxed_decoder *decoder,
+			      struct ptxed_run *run)
+{
+	if (idx == 0)
+		ptxed_run_init(run);
+	else
+		ptxed_start_at(decoder, run, pool->pieces[idx].begin);
+}
+
+static void ptxed_free_variant(struct ptxed_decoder *decoder)
+{
+	if (!ptxed_have_decoder(decoder))
+		return;
+	if (decoder->type == pdt_insn_decoder)
+		pt_insn_free_decoder(decoder->variant.insn);
+	else
+		pt_blk_free_decoder(decoder->variant.block);
+	decoder->variant.insn = NULL;
+}
+
+/* Until the decoder nears the next piece, where it is need not be asked
+ * at every step. */
+enum { ptxed_look_every = 16 };
+
 /* Decode piece @idx until it joins a later one or the trace ends. */
 static void ptxed_decode_piece(struct ptxed_worker *w, size_t idx)
 {
@@ -2704,28 +2731,31 @@ static void ptxed_decode_piece(struct ptxed_worker *w, size_t idx)
 	const struct ptxed_options *options = pool->options;
 	struct ptxed_piece *piece = &pool->pieces[idx];
 	struct ptxed_stats *stats;
-	size_t next, probed, nsnaps;
+	struct ptxed_run run;
+	size_t next, probed, nsnaps, look;
 	FILE *stream;
 
+	piece->failed = 1;
 	stream = open_memstream(&piece->buf, &piece->size);
-	if (!stream) {
-		piece->failed = 1;
+	if (!stream)
 		return;
-	}
 	ptxed_stream = stream;
 
-	piece->decoder = *pool->main;
-	if (alloc_decoder(&piece->decoder, pool->config, w->image,
-			  pool->prog) < 0) {
-		piece->decoder.variant.insn = NULL;
-		piece->failed = 1;
-		piece->run.phase = ptxed_phase_done;
-	} else if (idx == 0) {
-		ptxed_run_init(&piece->run);
-	} else {
-		ptxed_start_at(&piece->decoder, &piece->run, piece->begin);
-		piece->failed = piece->run.phase == ptxed_phase_done;
+	/* The first piece starts from a decoder that has seen nothing. */
+	if (idx == 0)
+		ptxed_free_variant(&w->decoder);
+	if (!ptxed_have_decoder(&w->decoder)) {
+		w->decoder = *pool->main;
+		if (alloc_decoder(&w->decoder, pool->config, w->image,
+				  pool->prog) < 0) {
+			w->decoder.variant.insn = NULL;
+			fclose(stream);
+			ptxed_stream = NULL;
+			return;
+		}
 	}
+	ptxed_start_piece(pool, idx, &w->decoder, &run);
+	piece->failed = idx && run.phase == ptxed_phase_done;
 
 	memset(&piece->stats, 0, sizeof(piece->stats));
 	piece->stats.flags = pool->stat_flags;
@@ -2734,26 +2764,28 @@ static void ptxed_decode_piece(struct ptxed_worker *w, size_t idx)
 	next = idx + 1;
 	probed = 0;
 	nsnaps = 0;
-	while (piece->run.phase != ptxed_phase_done) {
+	look = 0;
+	while (run.phase != ptxed_phase_done) {
 		uint64_t offset;
 		int err;
 
-		if (next < pool->npieces &&
-		    piece->run.phase == ptxed_phase_run &&
-		    piece->run.status >= 0 &&
-		    ptxed_get_offset(&piece->decoder, &offset) >= 0) {
+		if (next < pool->npieces && !look-- &&
+		    run.phase == ptxed_phase_run && run.status >= 0 &&
+		    ptxed_get_offset(&w->decoder, &offset) >= 0) {
+			look = ptxed_look_every;
 			while (next + 1 < pool->npieces &&
 			       pool->pieces[next + 1].begin <= offset)
 				next += 1;
 
 			if (pool->pieces[next].begin <= offset) {
+				look = 0;
 				if (probed != next) {
 					nsnaps = ptxed_probe(
 						w, pool->pieces[next].begin);
 					probed = next;
 				}
-				if (ptxed_try_join(w, piece, offset, nsnaps,
-						   next))
+				if (ptxed_try_join(w, piece, &run, offset,
+						   nsnaps, next))
 					break;
 
 				/* Past every state of the probe. */
@@ -2763,8 +2795,7 @@ static void ptxed_decode_piece(struct ptxed_worker *w, size_t idx)
 			}
 		}
 
-		err = ptxed_step(&piece->decoder, options, stats,
-				 &piece->run);
+		err = ptxed_step(&w->decoder, options, stats, &run);
 		if (err == -pte_retstack_empty) {
 			fflush(stream);
 			if (piece->nrserr < ptxed_rserr_max)
@@ -2819,11 +2850,58 @@ static int ptxed_join_holds(const struct ptxed_pool *pool,
 	return 1;
 }
 
+/* Decode piece @idx once more, on a decoder of its own, and on to the end
+ * of the trace; print what comes after its first @skip bytes of output.
+ * The decoder the piece had has gone on to other pieces. */
+static void ptxed_rerun(const struct ptxed_pool *pool, size_t idx, long skip,
+			struct ptxed_stats *stats)
+{
+	const struct ptxed_options *options = pool->options;
+	struct ptxed_decoder decoder;
+	struct ptxed_run run;
+	struct pt_image *image;
+	char buf[4096];
+	FILE *stream;
+	size_t n;
+
+	image = pt_image_alloc(NULL);
+	stream = tmpfile();
+	decoder = *pool->main;
+	decoder.variant.insn = NULL;
+	if (!image || !stream ||
+	    (pool->main->callback_set &&
+	     pt_image_set_callback(image, ptxed_read_memory,
+				   (void *) &pool->main->memory) < 0) ||
+	    alloc_decoder(&decoder, pool->config, image, pool->prog) < 0) {
+		fprintf(stderr, "%s: --threads: cannot decode on.\n",
+			pool->prog);
+		goto out;
+	}
+
+	memset(stats, 0, sizeof(*stats));
+	stats->flags = pool->stat_flags;
+	ptxed_stream = stream;
+	ptxed_start_piece(pool, idx, &decoder, &run);
+	while (run.phase != ptxed_phase_done)
+		(void) ptxed_step(&decoder, options,
+				  options->print_stats ? stats : NULL, &run);
+	ptxed_stream = NULL;
+
+	if (fseek(stream, skip, SEEK_SET) == 0)
+		while ((n = fread(buf, 1, sizeof(buf), stream)) > 0)
+			fwrite(buf, 1, n, stdout);
+
+out:
+	ptxed_free_variant(&decoder);
+	if (stream)
+		fclose(stream);
+	pt_image_free(image);
+}
+
 /* Print the pieces in order, each from where the one before joined it;
  * add up the statistics. */
 static void ptxed_stitch(struct ptxed_pool *pool, struct ptxed_stats *total)
 {
-	const struct ptxed_options *options = pool->options;
 	struct ptxed_stats from;
 	size_t idx;
 	long out;
@@ -2847,12 +2925,10 @@ static void ptxed_stitch(struct ptxed_pool *pool, struct ptxed_stats *total)
 			continue;
 		}
 
-		/* The rest of the trace is this piece's. */
-		while (piece->run.phase != ptxed_phase_done)
-			(void) ptxed_step(&piece->decoder, options,
-					  options->print_stats ?
-					  &piece->stats : NULL,
-					  &piece->run);
+		/* The rest of the trace is this piece's: it did not join,
+		 * or its join is void. */
+		if (piece->join_kind)
+			ptxed_rerun(pool, idx, piece->size, &piece->stats);
 		ptxed_stats_add(total, &piece->stats, &from);
 		return;
 	}
@@ -2977,27 +3053,14 @@ static int decode_threads(const struct ptxed_decoder *decoder,
 	if (!errcode)
 		ptxed_stitch(&pool, stats);
 
-	for (idx = 0; idx < pool.npieces; ++idx) {
-		struct ptxed_piece *piece = &pool.pieces[idx];
-
-		if (ptxed_have_decoder(&piece->decoder)) {
-			if (piece->decoder.type == pdt_insn_decoder)
-				pt_insn_free_decoder(piece->decoder.variant.insn);
-			else
-				pt_blk_free_decoder(piece->decoder.variant.block);
-		}
-		free(piece->buf);
-	}
+	for (idx = 0; idx < pool.npieces; ++idx)
+		free(pool.pieces[idx].buf);
 	for (t = 0; workers && t < threads; ++t) {
 		struct ptxed_worker *w = &workers[t];
 		size_t j;
 
-		if (ptxed_have_decoder(&w->probe)) {
-			if (w->probe.type == pdt_insn_decoder)
-				pt_insn_free_decoder(w->probe.variant.insn);
-			else
-				pt_blk_free_decoder(w->probe.variant.block);
-		}
+		ptxed_free_variant(&w->decoder);
+		ptxed_free_variant(&w->probe);
 		for (j = 0; j < ptxed_probe_max; ++j)
 			free(w->snaps[j].state);
 		pt_image_free(w->image);
