@@ -2915,8 +2915,6 @@ static void ptxed_stitch(struct ptxed_pool *pool, struct ptxed_stats *total)
 		fwrite(piece->buf + out, 1, piece->size - (size_t) out,
 		       stdout);
 
-		if (getenv("PTXED_DEBUG"))
-			fprintf(stderr, "piece %zu begin %lx size %zu kind %d to %zu out %ld holds %d nrserr %zu\n", idx, (unsigned long) piece->begin, piece->size, piece->join_kind, piece->join_to, piece->join_out, piece->join_kind ? ptxed_join_holds(pool, piece) : -1, piece->nrserr);
 		if (piece->join_kind && ptxed_join_holds(pool, piece)) {
 			ptxed_stats_add(total, &piece->stats, &from);
 			from = piece->join_stats;
