@@ -2485,9 +2485,10 @@ static int alloc_decoder(struct ptxed_decoder *decoder,
 /* ---- --threads: one trace, decoded in pieces at once ----
  *
  * The trace is cut at PSBs (ipt_seg_index) into a few pieces per thread.
- * Each piece gets a decoder and an image of its own (the image reads the
- * code ptxed holds in memory, which no thread writes) and runs the decode
- * loop from its PSB, printing into a buffer.  When a piece's decoder has
+ * Each thread has an image of its own (it reads the code ptxed holds in
+ * memory, which no thread writes) and a decoder, which keeps its caches
+ * from piece to piece; a piece starts that decoder at its PSB and runs the
+ * decode loop, printing into a buffer.  When a piece's decoder has
  * got past the next piece's PSB, it compares its state at each step with
  * the states the next piece's decoder goes through from its start: a
  * probe decoder started at that PSB gives them (ptxed_probe).  Where they
@@ -2498,9 +2499,13 @@ static int alloc_decoder(struct ptxed_decoder *decoder,
  *
  * The joins are checked in order at the end.  A join whose return stacks
  * differ holds only if the later piece never found its return stack
- * empty; if it did, the earlier piece's decoder, which stopped right at
- * the join, decodes the rest of the trace itself.  The output is what one
- * decoder prints, whatever the number of threads. */
+ * empty; if it did, the earlier piece is decoded once more, on to the end
+ * of the trace (ptxed_rerun).  The output is what one decoder prints,
+ * whatever the number of threads.
+ *
+ * One image for all threads, without a page cache (see ipt.h's
+ * >>api-img-ext), measured as fast as an image per thread; the image per
+ * thread is kept because it works with any read callback. */
 
 enum {
 	/* The steps of a probe: how far apart two decoders may be when
