@@ -2847,6 +2847,8 @@ IPT_DEF int pt_enc_next(struct pt_encoder *encoder,
  *   ipt__pkt_config/_pos/_end(dec)      where it is
  *   ipt__pkt_sync_pos(dec)              the PSB it synchronized on last
  *   ipt__pkt_skip(dec, size)            move on without reading
+ *   ipt__pkt_same(a, b), ipt__last_ip_same(a, b)
+ *                                       the same state (>>seg)
  *   ipt__pkt_read_<packet>(pkt, pos, config)
  *                                       read one packet at pos: its size
  *                                       or -pte_eos/-pte_bad_packet/...
@@ -3615,6 +3617,27 @@ static IPT__UNUSED int ipt__pkt_skip(struct pt_packet_decoder *decoder,
 	return 0;
 }
 
+/* ---- comparing decoders ----
+ * For joining the decoders of adjacent trace segments (>>seg): two
+ * decoders are in the same state if everything a later call reads is
+ * equal. */
+
+/* The packet decoder: where it is, and what it decodes (the same bytes
+ * with the same configuration, copied in alike). */
+static IPT__UNUSED int ipt__pkt_same(const struct pt_packet_decoder *a,
+				     const struct pt_packet_decoder *b)
+{
+	return a->pos == b->pos && a->sync == b->sync && a->fast == b->fast &&
+	       !IPT_MEMCMP(&a->config, &b->config, sizeof(a->config));
+}
+
+static IPT__UNUSED int ipt__last_ip_same(const struct ipt_last_ip *a,
+					 const struct ipt_last_ip *b)
+{
+	return a->ip == b->ip && a->have_ip == b->have_ip &&
+	       a->suppressed == b->suppressed;
+}
+
 /* A packet decoder as allocated (not one inside an event decoder): with
  * the allocator it came from.  The decoder comes first. */
 struct ipt__pkt_box {
@@ -4296,7 +4319,9 @@ IPT_DEF int ipt_last_ip_update_ip(struct ipt_last_ip *last_ip,
 
 /* ==== >>time  time tracking and calibration ==============================
  * Follows TSC, TMA, MTC, CYC and CBR to estimate the time stamp counter
- * between TSC packets, and calibrates cycles against it. */
+ * between TSC packets, and calibrates cycles against it.  Besides the
+ * public ipt_time_* and ipt_tcal_*, other layers use ipt__time_same and
+ * ipt__tcal_same (the same state, for >>seg). */
 
 /* Payload widths that timing arithmetic depends on (SDM 33.4.2): an MTC
  * carries CTC bits [mtc_freq + 7 : mtc_freq], a TMA the low 16 CTC bits,
@@ -4846,6 +4871,29 @@ IPT_DEF int ipt_tcal_update_ovf(struct ipt_time_cal *tcal,
 	return 0;
 }
 
+/* Do two time trackers, two calibrations agree?  For >>seg. */
+static IPT__UNUSED int ipt__time_same(const struct ipt_time *a,
+				      const struct ipt_time *b)
+{
+	return a->tsc == b->tsc && a->base == b->base && a->fc == b->fc &&
+	       a->ctc == b->ctc && a->ctc_cyc == b->ctc_cyc &&
+	       a->lost_mtc == b->lost_mtc && a->lost_cyc == b->lost_cyc &&
+	       a->cbr == b->cbr && a->have_tsc == b->have_tsc &&
+	       a->have_cbr == b->have_cbr && a->have_tma == b->have_tma &&
+	       a->have_mtc == b->have_mtc;
+}
+
+static IPT__UNUSED int ipt__tcal_same(const struct ipt_time_cal *a,
+				      const struct ipt_time_cal *b)
+{
+	return a->fcr == b->fcr && a->min_fcr == b->min_fcr &&
+	       a->max_fcr == b->max_fcr && a->tsc == b->tsc &&
+	       a->cyc_tsc == b->cyc_tsc && a->cyc_mtc == b->cyc_mtc &&
+	       a->ctc == b->ctc && a->lost_mtc == b->lost_mtc &&
+	       a->have_mtc == b->have_mtc &&
+	       a->check_skl168 == b->check_skl168;
+}
+
 /* ==== >>evt  event decoder ===============================================
  * Turns packets into events.  The one place that knows the packet-to-event
  * rules; the query decoder asks it.  Same semantics as libipt 2.3's event
@@ -4879,6 +4927,11 @@ IPT_DEF int ipt_tcal_update_ovf(struct ipt_time_cal *tcal,
  *                               int (*start)(void *ctx), void *ctx);
  *        the one backward synchronization: start(ctx) resets and starts
  *        the caller's decoder at each PSB tried
+ *   int  ipt__evt_same(const struct pt_event_decoder *,
+ *                      const struct pt_event_decoder *);
+ *   int  ipt__evt_same_event(const struct pt_event *,
+ *                            const struct pt_event *);
+ *        between two calls: the same state, the same event (for >>seg)
  *   IPT__EV_IGNORE  the internal event type that binds a packet without
  *                   reporting anything; never leaves this section
  *
@@ -7393,6 +7446,58 @@ IPT_DEF int pt_evt_next(struct pt_event_decoder *decoder,
 	}
 	IPT_MEMCPY(uev, ev, size);
 	return 0;
+}
+
+/* ---- comparing decoders (for >>seg) ---- */
+
+/* Events are made from zeroed memory (ipt__evq_clean, or a memset in
+ * >>blk), so their bytes compare. */
+static IPT__UNUSED int ipt__evt_same_event(const struct pt_event *a,
+					   const struct pt_event *b)
+{
+	return !IPT_MEMCMP(a, b, sizeof(*a));
+}
+
+/* The queued events, from the oldest; the ring's position is no state.
+ * The slot of the event taken out last and the standalone slot only live
+ * during a call. */
+static IPT__UNUSED int ipt__evq_same(const struct ipt__evq *a,
+				     const struct ipt__evq *b)
+{
+	uint8_t ia = a->begin, ib = b->begin;
+
+	if (ia >= ipt__evq_max || ib >= ipt__evq_max ||
+	    a->end >= ipt__evq_max || b->end >= ipt__evq_max)
+		return 0;
+	for (;;) {
+		if (ia == a->end || ib == b->end)
+			return ia == a->end && ib == b->end;
+		if (a->queue[ia].binding != b->queue[ib].binding ||
+		    !ipt__evt_same_event(&a->queue[ia].event,
+					 &b->queue[ib].event))
+			return 0;
+		ia = ipt__evq_inc(ia);
+		ib = ipt__evq_inc(ib);
+	}
+}
+
+/* The current packet is the one the packet decoder read last, from the
+ * same bytes at the same position: its type and size say the rest. */
+static IPT__UNUSED int ipt__evt_same(const struct pt_event_decoder *a,
+				     const struct pt_event_decoder *b)
+{
+	return ipt__pkt_same(&a->pacdec, &b->pacdec) &&
+	       !IPT_MEMCMP(&a->flags, &b->flags, sizeof(a->flags)) &&
+	       a->packet.type == b->packet.type &&
+	       a->packet.size == b->packet.size &&
+	       ipt__last_ip_same(&a->ip, &b->ip) &&
+	       ipt__time_same(&a->time, &b->time) &&
+	       ipt__tcal_same(&a->tcal, &b->tcal) &&
+	       ipt__evq_same(&a->evq, &b->evq) && !a->event && !b->event &&
+	       a->status == b->status &&
+	       a->mode_exec_valid == b->mode_exec_valid &&
+	       a->iflag == b->iflag && a->csd == b->csd && a->csl == b->csl &&
+	       a->enabled == b->enabled && a->bound == b->bound;
 }
 
 /* ==== >>qry  query decoder ===============================================
@@ -10319,7 +10424,11 @@ ipt__insn_range_is_contiguous(uint64_t begin, uint64_t end,
  *        the run at ip (NULL if none), and its text
  *   int  ipt__blk_decode(struct pt_block_decoder *, struct pt_insn *,
  *                        struct ipt__insn_ext *);
- *        one instruction through the instruction cache */
+ *        one instruction through the instruction cache
+ *   int  ipt__blk_same(const struct pt_block_decoder *a,
+ *                      const struct pt_block_decoder *b);
+ *        between two calls, will a go on as b does: 1, 2 if only b's
+ *        return stack is a top part of a's, 0 if not certain (>>seg) */
 
 /* The instruction cache's size, as a power of two number of entries. */
 #ifndef IPT_BLK_ICACHE_BITS
@@ -13479,6 +13588,74 @@ IPT_DEF int pt_blk_resync(struct pt_block_decoder *decoder)
 	}
 }
 
+/* ---- comparing decoders (for >>seg) ---- */
+
+static IPT__UNUSED unsigned int ipt__retstack_depth(const struct ipt__retstack *rs)
+{
+	unsigned int top = rs->top, bottom = rs->bottom;
+
+	return top >= bottom ? top - bottom
+			     : top + (unsigned int) IPT__RETSTACK_SIZE + 1 -
+				       bottom;
+}
+
+/* 1 if the stacks are equal, 2 if b's entries are the top of a's, else
+ * 0. */
+static IPT__UNUSED int ipt__retstack_same(const struct ipt__retstack *a,
+					  const struct ipt__retstack *b)
+{
+	unsigned int da, db, ia, ib, i;
+
+	if (a->top > IPT__RETSTACK_SIZE || a->bottom > IPT__RETSTACK_SIZE ||
+	    b->top > IPT__RETSTACK_SIZE || b->bottom > IPT__RETSTACK_SIZE)
+		return 0;
+	da = ipt__retstack_depth(a);
+	db = ipt__retstack_depth(b);
+	if (db > da)
+		return 0;
+
+	ia = a->top;
+	ib = b->top;
+	for (i = 0; i < db; ++i) {
+		ia = ia ? ia - 1 : (unsigned int) IPT__RETSTACK_SIZE;
+		ib = ib ? ib - 1 : (unsigned int) IPT__RETSTACK_SIZE;
+		if (a->stack[ia] != b->stack[ib])
+			return 0;
+	}
+	return da == db ? 1 : 2;
+}
+
+/* The block decoder, but for its caches, its image, the recent contexts
+ * (they only name cache entries) and the trail of the last block (read
+ * only by the instruction decoder, within that block). */
+static IPT__UNUSED int ipt__blk_same(const struct pt_block_decoder *a,
+				     const struct pt_block_decoder *b)
+{
+	if (!ipt__evt_same(&a->evdec, &b->evdec) ||
+	    !ipt__evt_same_event(&a->event, &b->event) ||
+	    IPT_MEMCMP(&a->flags, &b->flags, sizeof(a->flags)) ||
+	    a->asid.cr3 != b->asid.cr3 || a->asid.vmcs != b->asid.vmcs ||
+	    a->ip != b->ip || a->tsc != b->tsc ||
+	    a->lost_mtc != b->lost_mtc || a->lost_cyc != b->lost_cyc ||
+	    a->cbr != b->cbr || a->resync_sync != b->resync_sync ||
+	    a->resync_at != b->resync_at ||
+	    a->resync_stalls != b->resync_stalls || a->icnt != b->icnt ||
+	    a->mode != b->mode || a->status != b->status ||
+	    a->bound != b->bound || a->enabled != b->enabled ||
+	    a->speculative != b->speculative || a->has_tsc != b->has_tsc ||
+	    a->has_cbr != b->has_cbr || a->has_icnt != b->has_icnt ||
+	    a->process_insn != b->process_insn)
+		return 0;
+
+	/* The postponed instruction: rare at a join, compared in full. */
+	if (a->process_insn &&
+	    (IPT_MEMCMP(&a->insn, &b->insn, sizeof(a->insn)) ||
+	     IPT_MEMCMP(&a->iext, &b->iext, sizeof(a->iext))))
+		return 0;
+
+	return ipt__retstack_same(&a->retstack, &b->retstack);
+}
+
 /* ==== >>insn  instruction decoder ========================================
  * One instruction at a time, on top of the block decoder.
  *
@@ -13959,13 +14136,29 @@ IPT_DEF int pt_insn_event(struct pt_insn_decoder *decoder,
 	return status;
 }
 
+/* ---- comparing decoders (for >>seg) ----
+ * Only between blocks: inside one, the instructions left point into the
+ * decoder's own run text.  The used-up block still gives the IP and mode
+ * of error reports, so it is compared too.  As ipt__blk_same: 1, 2 or 0. */
+static IPT__UNUSED int ipt__insn_same(const struct pt_insn_decoder *a,
+				      const struct pt_insn_decoder *b)
+{
+	if (a->block.ninsn || b->block.ninsn || a->left || b->left ||
+	    a->status != b->status ||
+	    IPT_MEMCMP(&a->flags, &b->flags, sizeof(b->flags)) ||
+	    IPT_MEMCMP(&a->block, &b->block, sizeof(b->block)))
+		return 0;
+	return ipt__blk_same(&a->blkdec, &b->blkdec);
+}
+
 /* ==== >>seg  segments: the PSB index and joining decoders ===============
  * ipt_seg_index finds the PSBs with the packet layer's search (aligned
  * 8-byte words, >>pkt) and reads each PSB+ with a packet decoder on the
  * stack: the trace is read once, code never.  ipt_blk_converged and
- * ipt_insn_converged compare two decoders' states field by field, for the
- * stitching rule in >>api-seg.  Uses >>pkt, >>evt, >>blk and >>insn
- * structures, reading them only. */
+ * ipt_insn_converged compare two decoders' states, for the stitching rule
+ * in >>api-seg, through ipt__blk_same and ipt__insn_same; each layer
+ * compares its own part (ipt__pkt_same, ipt__evt_same, ...).  Uses >>pkt's
+ * public functions and accessors. */
 
 /* Record one packet of a PSB+ in seg.  Returns 1 when the PSB+ ends, 0 to
  * read on. */
@@ -14048,7 +14241,7 @@ static void ipt__seg_read_psb(struct ipt_segment *seg,
 		if (n == 0 && packet.type != ppt_psb)
 			break;
 		if (ipt__seg_psb_packet(seg, &last_ip, &packet,
-					&pacdec->config))
+					ipt__pkt_config(pacdec)))
 			return;
 	}
 	seg->broken = 1;
@@ -14068,16 +14261,18 @@ IPT_DEF int64_t ipt_seg_index(const struct pt_config *config,
 	status = ipt__pkt_init(&pacdec, config);
 	if (status < 0)
 		return status;
-	size = (uint64_t) (pacdec.config.end - pacdec.config.begin);
+	size = (uint64_t) (ipt__pkt_end(&pacdec) -
+			   ipt__pkt_config(&pacdec)->begin);
 
 	for (n = 0;; ++n) {
 		struct ipt_segment *seg;
 		uint64_t offset;
 
 		status = pt_pkt_sync_forward(&pacdec);
+		if (status >= 0)
+			status = pt_pkt_get_sync_offset(&pacdec, &offset);
 		if (status < 0)
 			break;
-		offset = (uint64_t) (pacdec.sync - pacdec.config.begin);
 		if (n && (size_t) (n - 1) < max)
 			segs[n - 1].end = offset;
 		if ((size_t) n >= max)
@@ -14092,7 +14287,9 @@ IPT_DEF int64_t ipt_seg_index(const struct pt_config *config,
 
 		/* The next search starts behind this PSB, not behind its
 		 * PSB+: a PSB+ cut short may hide the next PSB. */
-		pacdec.pos = pacdec.sync;
+		status = pt_pkt_sync_set(&pacdec, offset);
+		if (status < 0)
+			break;
 	}
 
 	ipt__pkt_fini(&pacdec);
@@ -14101,165 +14298,9 @@ IPT_DEF int64_t ipt_seg_index(const struct pt_config *config,
 	return n;
 }
 
-/* ---- comparing decoders ----
- * Two decoders are in the same state if everything a later call reads is
- * equal.  Plain values are compared as they are; structures with unions
- * or padding by their fields, so that bytes no call reads cannot make
- * equal states look different.  What is left out is named. */
-
-static int ipt__seg_same_last_ip(const struct ipt_last_ip *a,
-				 const struct ipt_last_ip *b)
-{
-	return a->ip == b->ip && a->have_ip == b->have_ip &&
-	       a->suppressed == b->suppressed;
-}
-
-static int ipt__seg_same_time(const struct ipt_time *a,
-			      const struct ipt_time *b)
-{
-	return a->tsc == b->tsc && a->base == b->base && a->fc == b->fc &&
-	       a->ctc == b->ctc && a->ctc_cyc == b->ctc_cyc &&
-	       a->lost_mtc == b->lost_mtc && a->lost_cyc == b->lost_cyc &&
-	       a->cbr == b->cbr && a->have_tsc == b->have_tsc &&
-	       a->have_cbr == b->have_cbr && a->have_tma == b->have_tma &&
-	       a->have_mtc == b->have_mtc;
-}
-
-static int ipt__seg_same_tcal(const struct ipt_time_cal *a,
-			      const struct ipt_time_cal *b)
-{
-	return a->fcr == b->fcr && a->min_fcr == b->min_fcr &&
-	       a->max_fcr == b->max_fcr && a->tsc == b->tsc &&
-	       a->cyc_tsc == b->cyc_tsc && a->cyc_mtc == b->cyc_mtc &&
-	       a->ctc == b->ctc && a->lost_mtc == b->lost_mtc &&
-	       a->have_mtc == b->have_mtc &&
-	       a->check_skl168 == b->check_skl168;
-}
-
-/* Events are made from zeroed memory (ipt__evq_clean, or a memset in
- * >>blk), so their bytes compare. */
-static int ipt__seg_same_event(const struct pt_event *a,
-			       const struct pt_event *b)
-{
-	return !IPT_MEMCMP(a, b, sizeof(*a));
-}
-
-/* The queued events, from the oldest; the ring's position is no state.
- * The slot of the event taken out last and the standalone slot only live
- * during a call. */
-static int ipt__seg_same_evq(const struct ipt__evq *a,
-			     const struct ipt__evq *b)
-{
-	uint8_t ia = a->begin, ib = b->begin;
-
-	if (ia >= ipt__evq_max || ib >= ipt__evq_max ||
-	    a->end >= ipt__evq_max || b->end >= ipt__evq_max)
-		return 0;
-	for (;;) {
-		if (ia == a->end || ib == b->end)
-			return ia == a->end && ib == b->end;
-		if (a->queue[ia].binding != b->queue[ib].binding ||
-		    !ipt__seg_same_event(&a->queue[ia].event,
-					 &b->queue[ib].event))
-			return 0;
-		ia = ipt__evq_inc(ia);
-		ib = ipt__evq_inc(ib);
-	}
-}
-
-/* The packet decoder: where it is, and what it decodes (the same bytes
- * with the same configuration, copied in alike). */
-static int ipt__seg_same_pkt(const struct pt_packet_decoder *a,
-			     const struct pt_packet_decoder *b)
-{
-	return a->pos == b->pos && a->sync == b->sync && a->fast == b->fast &&
-	       !IPT_MEMCMP(&a->config, &b->config, sizeof(a->config));
-}
-
-/* The current packet is the one the packet decoder read last, from the
- * same bytes at the same position: its type and size say the rest. */
-static int ipt__seg_same_evt(const struct pt_event_decoder *a,
-			     const struct pt_event_decoder *b)
-{
-	return ipt__seg_same_pkt(&a->pacdec, &b->pacdec) &&
-	       !IPT_MEMCMP(&a->flags, &b->flags, sizeof(a->flags)) &&
-	       a->packet.type == b->packet.type &&
-	       a->packet.size == b->packet.size &&
-	       ipt__seg_same_last_ip(&a->ip, &b->ip) &&
-	       ipt__seg_same_time(&a->time, &b->time) &&
-	       ipt__seg_same_tcal(&a->tcal, &b->tcal) &&
-	       ipt__seg_same_evq(&a->evq, &b->evq) && !a->event && !b->event &&
-	       a->status == b->status &&
-	       a->mode_exec_valid == b->mode_exec_valid &&
-	       a->iflag == b->iflag && a->csd == b->csd && a->csl == b->csl &&
-	       a->enabled == b->enabled && a->bound == b->bound;
-}
-
-static unsigned int ipt__seg_rs_depth(const struct ipt__retstack *rs)
-{
-	unsigned int top = rs->top, bottom = rs->bottom;
-
-	return top >= bottom ? top - bottom
-			     : top + (unsigned int) IPT__RETSTACK_SIZE + 1 -
-				       bottom;
-}
-
-/* 1 if the stacks are equal, 2 if b's entries are the top of a's, else
- * 0. */
-static int ipt__seg_same_retstack(const struct ipt__retstack *a,
-				  const struct ipt__retstack *b)
-{
-	unsigned int da, db, ia, ib, i;
-
-	if (a->top > IPT__RETSTACK_SIZE || a->bottom > IPT__RETSTACK_SIZE ||
-	    b->top > IPT__RETSTACK_SIZE || b->bottom > IPT__RETSTACK_SIZE)
-		return 0;
-	da = ipt__seg_rs_depth(a);
-	db = ipt__seg_rs_depth(b);
-	if (db > da)
-		return 0;
-
-	ia = a->top;
-	ib = b->top;
-	for (i = 0; i < db; ++i) {
-		ia = ia ? ia - 1 : (unsigned int) IPT__RETSTACK_SIZE;
-		ib = ib ? ib - 1 : (unsigned int) IPT__RETSTACK_SIZE;
-		if (a->stack[ia] != b->stack[ib])
-			return 0;
-	}
-	return da == db ? 1 : 2;
-}
-
-/* The block decoder, but for its caches, its image, the recent contexts
- * (they only name cache entries) and the trail of the last block (read
- * only by the instruction decoder, within that block). */
-static int ipt__seg_same_blk(const struct pt_block_decoder *a,
-			     const struct pt_block_decoder *b)
-{
-	if (!ipt__seg_same_evt(&a->evdec, &b->evdec) ||
-	    !ipt__seg_same_event(&a->event, &b->event) ||
-	    IPT_MEMCMP(&a->flags, &b->flags, sizeof(a->flags)) ||
-	    a->asid.cr3 != b->asid.cr3 || a->asid.vmcs != b->asid.vmcs ||
-	    a->ip != b->ip || a->tsc != b->tsc ||
-	    a->lost_mtc != b->lost_mtc || a->lost_cyc != b->lost_cyc ||
-	    a->cbr != b->cbr || a->resync_sync != b->resync_sync ||
-	    a->resync_at != b->resync_at ||
-	    a->resync_stalls != b->resync_stalls || a->icnt != b->icnt ||
-	    a->mode != b->mode || a->status != b->status ||
-	    a->bound != b->bound || a->enabled != b->enabled ||
-	    a->speculative != b->speculative || a->has_tsc != b->has_tsc ||
-	    a->has_cbr != b->has_cbr || a->has_icnt != b->has_icnt ||
-	    a->process_insn != b->process_insn)
-		return 0;
-
-	/* The postponed instruction: rare at a join, compared in full. */
-	if (a->process_insn &&
-	    (IPT_MEMCMP(&a->insn, &b->insn, sizeof(a->insn)) ||
-	     IPT_MEMCMP(&a->iext, &b->iext, sizeof(a->iext))))
-		return 0;
-
-	return ipt__seg_same_retstack(&a->retstack, &b->retstack);
-}
+/* ---- joining decoders ----
+ * A saved state is a copy of the decoder; the layers compare their own
+ * parts (ipt__blk_same, ipt__insn_same), leaving out caches and image. */
 
 IPT_DEF size_t ipt_blk_state_size(void)
 {
@@ -14280,8 +14321,7 @@ IPT_DEF int ipt_blk_converged(const struct pt_block_decoder *decoder,
 {
 	if (!decoder || !state)
 		return -pte_invalid;
-	return ipt__seg_same_blk(decoder,
-				 (const struct pt_block_decoder *) state);
+	return ipt__blk_same(decoder, (const struct pt_block_decoder *) state);
 }
 
 IPT_DEF size_t ipt_insn_state_size(void)
@@ -14298,24 +14338,12 @@ IPT_DEF int ipt_insn_save(const struct pt_insn_decoder *decoder,
 	return 0;
 }
 
-/* Only between blocks: inside one, the instructions left point into the
- * decoder's own run text.  The used-up block still gives the IP and mode
- * of error reports, so it is compared too. */
 IPT_DEF int ipt_insn_converged(const struct pt_insn_decoder *decoder,
 			       const void *state)
 {
-	const struct pt_insn_decoder *b;
-
 	if (!decoder || !state)
 		return -pte_invalid;
-
-	b = (const struct pt_insn_decoder *) state;
-	if (decoder->block.ninsn || b->block.ninsn || decoder->left ||
-	    b->left || decoder->status != b->status ||
-	    IPT_MEMCMP(&decoder->flags, &b->flags, sizeof(b->flags)) ||
-	    IPT_MEMCMP(&decoder->block, &b->block, sizeof(b->block)))
-		return 0;
-	return ipt__seg_same_blk(&decoder->blkdec, &b->blkdec);
+	return ipt__insn_same(decoder, (const struct pt_insn_decoder *) state);
 }
 
 #ifdef __cplusplus
