@@ -1460,14 +1460,16 @@ ipt_iscache_alloc_with(const char *name,
  * returns of calls made before the PSB.  Only returns from calls seen
  * since the last PSB may be compressed, and a decoder never needs to keep
  * anything across a PSB (Intel SDM Vol. 3C, 33.2.1.2 and 33.3.7), so in a
- * trace as specified the older entries are never used; where the stacks
- * differ only below the later
- * decoder's entries, the join holds as long as the later decoder never
- * finds its return stack empty (-pte_retstack_empty) before it is joined
- * in turn.  If it does, the join is void: the earlier segment's decoder
- * goes on instead.  A decoder from before that never reaches a state of
- * the next segment's simply decodes that segment too; the output is
- * exact either way, only the parallelism is lost. */
+ * trace as specified the older entries are never used.  A join where the
+ * later decoder's stack is only the top part of the earlier one's (2) is
+ * therefore exact unless a decoder finds its return stack empty: from the
+ * first such join on, every decoder whose output is used lacks older
+ * entries (a later join can only lose more), so if any of them finds its
+ * return stack empty (-pte_retstack_empty), the output from that first
+ * join on is void, and the decoder before it must go on to the end of the
+ * trace itself.  A decoder from before that never reaches a state of the
+ * next segment's simply decodes that segment too; the output is exact
+ * either way, only the parallelism is lost. */
 struct ipt_segment {
 	/* The PSB, and where the next PSB (or the end of the trace) is. */
 	uint64_t offset;
@@ -1523,8 +1525,8 @@ IPT_API int ipt_insn_save(const struct pt_insn_decoder *decoder,
 
 /* Is decoder, between two calls, in the state saved in state, so that
  * with the same trace and code it returns from now on exactly what the
- * decoder that was saved returned after it was saved?  1: yes; 2: yes, as
- * long as the saved decoder does not find its return stack empty (see
+ * decoder that was saved returned after it was saved?  1: yes; 2: yes,
+ * unless from here on a decoder finds its return stack empty (see
  * STITCHING above); 0: not for certain.  -pte_invalid if an argument is
  * NULL.  The decoders are compared, not their configurations: both must
  * decode the same trace with the same flags. */

@@ -2832,27 +2832,27 @@ static void *ptxed_worker_main(void *arg)
 	return NULL;
 }
 
-/* Does the join of @piece into the next hold? */
-static int ptxed_join_holds(const struct ptxed_pool *pool,
-			    const struct ptxed_piece *piece)
+/* Can piece @to take over where @piece joined it? */
+static int ptxed_join_ok(const struct ptxed_pool *pool,
+			 const struct ptxed_piece *piece)
 {
 	const struct ptxed_piece *to = &pool->pieces[piece->join_to];
+
+	return piece->join_kind && !to->failed && piece->join_out >= 0 &&
+	       (size_t) piece->join_out <= to->size;
+}
+
+/* Did @piece find its return stack empty at or after @from? */
+static int ptxed_rserr_after(const struct ptxed_piece *piece, long from)
+{
 	size_t i;
 
-	if (to->failed || piece->join_out < 0 ||
-	    (size_t) piece->join_out > to->size)
-		return 0;
-	if (piece->join_kind == 1)
+	if (piece->nrserr > ptxed_rserr_max)
 		return 1;
-
-	/* The later piece must not have found its return stack empty
-	 * while its output is used. */
-	if (to->nrserr > ptxed_rserr_max)
-		return 0;
-	for (i = 0; i < to->nrserr; ++i)
-		if (to->rserr[i] >= piece->join_out)
-			return 0;
-	return 1;
+	for (i = 0; i < piece->nrserr; ++i)
+		if (piece->rserr[i] >= from)
+			return 1;
+	return 0;
 }
 
 /* Decode piece @idx once more, on a decoder of its own, and on to the end
@@ -2904,37 +2904,74 @@ out:
 }
 
 /* Print the pieces in order, each from where the one before joined it;
- * add up the statistics. */
+ * add up the statistics.
+ *
+ * From the first join whose return stacks differ on, every decoder whose
+ * output is used lacks older entries of the return stack (a later join
+ * may only lose more), so none of them may find its stack empty, and
+ * none may leave the rest of the trace to a decoder started afresh.  If
+ * one would, the output from that first join on is not certain: the piece
+ * before it is decoded once more, on to the end of the trace. */
 static void ptxed_stitch(struct ptxed_pool *pool, struct ptxed_stats *total)
 {
+	const size_t none = pool->npieces;
 	struct ptxed_stats from;
-	size_t idx;
-	long out;
+	size_t idx, first2, n, c;
+	size_t *chain;
+	long *start;
+	int rerun;
 
-	idx = 0;
-	out = 0;
-	memset(&from, 0, sizeof(from));
-	for (;;) {
-		struct ptxed_piece *piece = &pool->pieces[idx];
-
-		fwrite(piece->buf + out, 1, piece->size - (size_t) out,
-		       stdout);
-
-		if (piece->join_kind && ptxed_join_holds(pool, piece)) {
-			ptxed_stats_add(total, &piece->stats, &from);
-			from = piece->join_stats;
-			out = piece->join_out;
-			idx = piece->join_to;
-			continue;
-		}
-
-		/* The rest of the trace is this piece's: it did not join,
-		 * or its join is void. */
-		if (piece->join_kind)
-			ptxed_rerun(pool, idx, piece->size, &piece->stats);
-		ptxed_stats_add(total, &piece->stats, &from);
+	chain = (size_t *) calloc(pool->npieces, sizeof(*chain));
+	start = (long *) calloc(pool->npieces, sizeof(*start));
+	if (!chain || !start) {
+		free(chain);
+		free(start);
+		ptxed_rerun(pool, 0, 0, total);
 		return;
 	}
+
+	/* The pieces in order, and where each one's output is used from. */
+	n = 0;
+	idx = 0;
+	first2 = none;
+	rerun = 0;
+	for (;;) {
+		const struct ptxed_piece *piece = &pool->pieces[idx];
+		long at = n ? pool->pieces[chain[n - 1]].join_out : 0;
+
+		if (first2 != none && ptxed_rserr_after(piece, at)) {
+			rerun = 1;
+			break;
+		}
+		chain[n] = idx;
+		start[n] = at;
+		n += 1;
+		if (!ptxed_join_ok(pool, piece)) {
+			/* Joined a piece that could not start: decode on. */
+			rerun = piece->join_kind != 0;
+			break;
+		}
+		if (piece->join_kind == 2 && first2 == none)
+			first2 = n - 1;
+		idx = piece->join_to;
+	}
+	if (rerun && first2 != none)
+		n = first2 + 1;
+
+	memset(&from, 0, sizeof(from));
+	for (c = 0; c < n; ++c) {
+		struct ptxed_piece *piece = &pool->pieces[chain[c]];
+
+		fwrite(piece->buf + start[c], 1,
+		       piece->size - (size_t) start[c], stdout);
+		if (c + 1 == n && rerun)
+			ptxed_rerun(pool, chain[c], (long) piece->size,
+				    &piece->stats);
+		ptxed_stats_add(total, &piece->stats, &from);
+		from = piece->join_stats;
+	}
+	free(chain);
+	free(start);
 }
 
 /* Where the pieces start: PSBs about evenly spread over the trace. */

@@ -331,6 +331,11 @@ SS int ss_try_join(struct ss_split *s, struct ss_piece *piece,
 		kind = ss_converged(&piece->d, snap->state);
 		if (kind <= 0)
 			continue;
+#ifdef SS_JOIN_HOOK
+		SS_JOIN_HOOK(piece->d.insn ? (const void *) piece->d.id
+					   : (const void *) piece->d.bd,
+			     snap->state, piece->d.insn, kind);
+#endif
 		piece->kind = kind;
 		piece->to = to;
 		piece->at = snap->log;
@@ -389,34 +394,60 @@ SS void ss_decode_piece(struct ss_split *s, size_t idx)
 	}
 }
 
-SS int ss_join_holds(const struct ss_split *s, const struct ss_piece *piece)
-{
-	const struct ss_piece *to = &s->pieces[piece->to];
-	size_t i;
-
-	if (to->failed || piece->at > to->log.n)
-		return 0;
-	if (piece->kind == 1)
-		return 1;
-	if (to->nrserr > 16)
-		return 0;
-	for (i = 0; i < to->nrserr; ++i)
-		if (to->rserr[i] >= piece->at)
-			return 0;
-	return 1;
-}
-
 SS void ss_append(struct ss_log *dst, const struct ss_rec *rec, size_t n)
 {
 	while (n--)
 		*ss_add(dst, 0, 0) = *rec++;
 }
 
+SS int ss_join_ok(const struct ss_split *s, const struct ss_piece *piece)
+{
+	const struct ss_piece *to = &s->pieces[piece->to];
+
+	return piece->kind && !to->failed && piece->at <= to->log.n;
+}
+
+SS int ss_rserr_after(const struct ss_piece *piece, size_t from)
+{
+	size_t i;
+
+	if (piece->nrserr > 16)
+		return 1;
+	for (i = 0; i < piece->nrserr; ++i)
+		if (piece->rserr[i] >= from)
+			return 1;
+	return 0;
+}
+
+/* Decode piece @idx once more, on to the end, logging after its first
+ * @skip records. */
+SS void ss_rerun(struct ss_split *s, size_t idx, size_t skip,
+		 struct ss_log *out)
+{
+	struct ss_log log = { NULL, 0, 0 };
+	struct ss_dec d;
+
+	if (ss_open(&d, s->insn, s->config, s->code, &s->budget) < 0)
+		abort();
+	if (idx == 0)
+		d.phase = ss_sync;
+	else
+		ss_start_at(&d, s->pieces[idx].begin);
+	while (d.phase != ss_done)
+		ss_step(&d, &log);
+	s->cut |= d.cut;
+	if (skip < log.n)
+		ss_append(out, log.rec + skip, log.n - skip);
+	free(log.rec);
+	ss_close(&d);
+}
+
+
 /* Decode in pieces and stitch the logs into @out. */
 SS void ss_split_decode(struct ss_split *s, struct ss_log *out)
 {
 	struct ipt_segment segs[ss_pieces_max];
-	size_t idx, from, size;
+	size_t idx, size;
 	int64_t n, i;
 
 	n = ipt_seg_index(s->config, segs, ss_pieces_max);
@@ -443,33 +474,59 @@ SS void ss_split_decode(struct ss_split *s, struct ss_log *out)
 	for (idx = 0; idx < s->npieces; ++idx)
 		ss_decode_piece(s, idx);
 
-	idx = 0;
-	from = 0;
-	for (;;) {
-		struct ss_piece *piece = &s->pieces[idx];
+	/* As examples/ptxed's ptxed_stitch: from the first join whose
+	 * return stacks differ on, no decoder whose log is used may find its
+	 * stack empty, or the piece before that join decodes on. */
+	{
+		const size_t none = s->npieces;
+		size_t *chain, *start, n = 0, first2 = none, c;
+		int rerun = 0;
 
-		if (from < piece->log.n)
-			ss_append(out, piece->log.rec + from,
-				  piece->log.n - from);
-		s->cut |= piece->d.cut;
-#ifdef SS_DEBUG
-		fprintf(stderr, "piece %zu begin %lx: %zu recs, kind %d to %zu "
-			"at %zu, holds %d, out %zu\n", idx,
-			(unsigned long) piece->begin, piece->log.n, piece->kind,
-			piece->to, piece->at,
-			piece->kind ? ss_join_holds(s, piece) : -1, out->n);
-#endif
-		if (piece->kind && ss_join_holds(s, piece)) {
-			s->joins += 1;
-			from = piece->at;
+		chain = (size_t *) calloc(s->npieces, sizeof(*chain));
+		start = (size_t *) calloc(s->npieces, sizeof(*start));
+		if (!chain || !start)
+			abort();
+		for (idx = 0;;) {
+			struct ss_piece *piece = &s->pieces[idx];
+			size_t at = n ? s->pieces[chain[n - 1]].at : 0;
+
+			if (first2 != none && ss_rserr_after(piece, at)) {
+				rerun = 1;
+				break;
+			}
+			chain[n] = idx;
+			start[n] = at;
+			n += 1;
+			if (!ss_join_ok(s, piece)) {
+				rerun = piece->kind != 0;
+				break;
+			}
+			if (piece->kind == 2 && first2 == none)
+				first2 = n - 1;
 			idx = piece->to;
-			continue;
 		}
-		/* The rest is this piece's. */
-		while (piece->d.phase != ss_done)
-			ss_step(&piece->d, out);
-		s->cut |= piece->d.cut;
-		break;
+		if (rerun && first2 != none)
+			n = first2 + 1;
+		for (c = 0; c < n; ++c) {
+			struct ss_piece *piece = &s->pieces[chain[c]];
+
+#ifdef SS_DEBUG
+			fprintf(stderr, "piece %zu begin %lx: %zu recs, kind "
+				"%d to %zu at %zu, from %zu\n", chain[c],
+				(unsigned long) piece->begin, piece->log.n,
+				piece->kind, piece->to, piece->at, start[c]);
+#endif
+			if (start[c] < piece->log.n)
+				ss_append(out, piece->log.rec + start[c],
+					  piece->log.n - start[c]);
+			s->cut |= piece->d.cut;
+			if (c + 1 < n)
+				s->joins += 1;
+			else if (rerun)
+				ss_rerun(s, chain[c], piece->log.n, out);
+		}
+		free(chain);
+		free(start);
 	}
 
 	for (idx = 0; idx < s->npieces; ++idx) {
@@ -524,7 +581,7 @@ SS int ss_check(const struct pt_config *config, const struct ss_code *code,
 		fprintf(stderr, "one %zu recs, split %zu, joins %zu, "
 			"first difference at %zu\n", one.n, split.n, s.joins,
 			k);
-		for (k = k > 3 ? k - 3 : 0; k < n && k < 40; ++k)
+		for (k = k > 3 ? k - 3 : 0, n = (k + 10 < n ? k + 10 : n); k < n; ++k)
 			fprintf(stderr, "%zu: %d/%d %d/%d off %lx/%lx "
 				"ip %lx/%lx ev %d/%d\n", k,
 				one.rec[k].kind, split.rec[k].kind,
