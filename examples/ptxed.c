@@ -2774,9 +2774,11 @@ static void ptxed_decode_piece(struct ptxed_worker *w, size_t idx)
 		uint64_t offset;
 		int err;
 
-		if (next < pool->npieces && !look-- &&
-		    run.phase == ptxed_phase_run && run.status >= 0 &&
-		    ptxed_get_offset(&w->decoder, &offset) >= 0) {
+		if (look)
+			look -= 1;
+		else if (next < pool->npieces &&
+			 run.phase == ptxed_phase_run && run.status >= 0 &&
+			 ptxed_get_offset(&w->decoder, &offset) >= 0) {
 			look = ptxed_look_every;
 			while (next + 1 < pool->npieces &&
 			       pool->pieces[next + 1].begin <= offset)
