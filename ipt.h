@@ -13900,7 +13900,17 @@ static IPT__UNUSED int ipt__blk_same(const struct pt_block_decoder *a,
 	    a->bound != b->bound || a->enabled != b->enabled ||
 	    a->speculative != b->speculative || a->has_tsc != b->has_tsc ||
 	    a->has_cbr != b->has_cbr || a->has_icnt != b->has_icnt ||
-	    a->process_insn != b->process_insn)
+	    a->process_insn != b->process_insn ||
+	    a->has_fault != b->has_fault ||
+	    a->wait_for_code != b->wait_for_code ||
+	    a->fault_ahead != b->fault_ahead)
+		return 0;
+
+	/* Where the last call stopped for missing code (@misses only lives
+	 * during a call). */
+	if (a->has_fault &&
+	    (a->fault.addr != b->fault.addr || a->fault.cr3 != b->fault.cr3 ||
+	     a->fault.vmcs != b->fault.vmcs || a->fault.size != b->fault.size))
 		return 0;
 
 	/* The postponed instruction: rare at a join, compared in full. */
@@ -14481,13 +14491,14 @@ IPT_DEF int pt_insn_event(struct pt_insn_decoder *decoder,
 
 /* ---- comparing decoders (for >>seg) ----
  * Only between blocks: inside one, the instructions left point into the
- * decoder's own run text.  The used-up block still gives the IP and mode
- * of error reports, so it is compared too.  As ipt__blk_same: 1, 2 or 0. */
+ * decoder's own run text; nor with an instruction held back for missing
+ * memory.  The used-up block still gives the IP and mode of error reports,
+ * so it is compared too.  As ipt__blk_same: 1, 2 or 0. */
 static IPT__UNUSED int ipt__insn_same(const struct pt_insn_decoder *a,
 				      const struct pt_insn_decoder *b)
 {
 	if (a->block.ninsn || b->block.ninsn || a->left || b->left ||
-	    a->status != b->status ||
+	    a->has_held || b->has_held || a->status != b->status ||
 	    IPT_MEMCMP(&a->flags, &b->flags, sizeof(b->flags)) ||
 	    IPT_MEMCMP(&a->block, &b->block, sizeof(b->block)))
 		return 0;
