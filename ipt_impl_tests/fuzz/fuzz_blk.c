@@ -142,9 +142,10 @@ static void fz_progress(struct fz_progress *p, const fz_decoder *decoder)
 	p->stalls = 0;
 }
 
-/* Pieces are decoders: a trace with many PSBs would make the check slow
- * without making it better. */
-enum { split_max_psbs = 16 };
+/* Pieces are decoders, each with the budget of the one-piece decode: a
+ * trace with many PSBs would make the check slow without making it
+ * better. */
+enum { split_max_psbs = 6 };
 
 static void split_check(const struct pt_config *config,
 			const struct fz_header *h, struct fz_image *img,

@@ -107,7 +107,7 @@ SS struct ss_rec *ss_add(struct ss_log *log, int kind, int status)
 }
 
 /* A budget for each decoder: @steps steps; with @idle, at most @idle
- * steps in a row without getting further in the trace, and 64
+ * steps in a row without getting further in the trace, and 8
  * instructions in blocks per step. */
 struct ss_budget {
 	size_t steps;
@@ -121,7 +121,7 @@ SS int ss_open(struct ss_dec *d, int insn, const struct pt_config *config,
 	d->insn = insn;
 	d->steps = budget->steps;
 	d->max_idle = budget->idle;
-	d->max_insns = budget->idle ? (uint64_t) budget->steps * 64
+	d->max_insns = budget->idle ? (uint64_t) budget->steps * 8
 				    : UINT64_MAX;
 	d->last = UINT64_MAX;
 	d->image = pt_image_alloc(NULL);
