@@ -14572,7 +14572,29 @@ static int ipt__seg_psb_packet(struct ipt_segment *seg,
 		seg->cbr = packet->payload.cbr.ratio;
 		break;
 
-	default:
+	/* Timing packets may come inside PSB+ and mean what they mean
+	 * outside (SDM 33.3.7); the rest tell a PSB+ nothing. */
+	case ppt_invalid:
+	case ppt_unknown:
+	case ppt_pad:
+	case ppt_psb:
+	case ppt_tip:
+	case ppt_tip_pge:
+	case ppt_tip_pgd:
+	case ppt_tnt_8:
+	case ppt_tnt_64:
+	case ppt_mtc:
+	case ppt_cyc:
+	case ppt_stop:
+	case ppt_mnt:
+	case ppt_exstop:
+	case ppt_mwait:
+	case ppt_pwre:
+	case ppt_pwrx:
+	case ppt_ptw:
+	case ppt_cfe:
+	case ppt_evd:
+	case ppt_trig:
 		break;
 	}
 	return 0;
