@@ -1562,14 +1562,16 @@ struct ipt_segment {
  * PSB+ and nothing else.  Needs no memory; segs may be NULL when max is
  * zero, to count.  Returns the number of PSBs (more than max if segs was
  * too short); -pte_invalid if config is NULL or segs is NULL with max not
- * zero; -pte_bad_config for a bad config. */
+ * zero; -pte_bad_config for a bad config.  Ref: libipt's ptseg tool finds
+ * one segment the same way (pt_pkt_sync_backward/_forward); the PSB+
+ * state is ipt.h only. */
 IPT_API int64_t ipt_seg_index(const struct pt_config *config,
 			      struct ipt_segment *segs, size_t max);
 
 /* A decoder's state, as ipt_blk_converged and ipt_insn_converged compare
  * it: ipt_*_state_size() bytes, aligned as malloc's are.  ipt_*_save
  * copies it to state; -pte_invalid if an argument is NULL or size is too
- * small. */
+ * small.  Ref: ipt.h only. */
 IPT_API size_t ipt_blk_state_size(void);
 IPT_API int ipt_blk_save(const struct pt_block_decoder *decoder, void *state,
 			 size_t size);
@@ -1583,7 +1585,8 @@ IPT_API int ipt_insn_save(const struct pt_insn_decoder *decoder,
  * unless from here on a decoder finds its return stack empty (see
  * STITCHING above); 0: not for certain.  -pte_invalid if an argument is
  * NULL.  The decoders are compared, not their configurations: both must
- * decode the same trace with the same flags. */
+ * decode the same trace with the same flags.  Ref: ipt.h only (libipt's
+ * howto leaves stitching to the user). */
 IPT_API int ipt_blk_converged(const struct pt_block_decoder *decoder,
 			      const void *state);
 IPT_API int ipt_insn_converged(const struct pt_insn_decoder *decoder,
