@@ -15,6 +15,12 @@
  * builds, which have no file sections) ptxed reads them into memory itself
  * and serves them through pt_image_set_callback().
  *
+ * Given Linux perf_event sideband (--pevent:primary FILE), ptxed decodes
+ * each process in its own image: a sideband session (pt_sb_*) sees every
+ * event the decoder reports, applies the records up to that time (mapped
+ * files, exec, fork, context switches), and hands back the image to
+ * switch to; --sb:* prints the records between the instructions.
+ *
  * Instructions are disassembled with Zydis (libipt's ptxed uses XED).
  * --check decodes every instruction a second time and compares its length,
  * branch target and class with what the decoder reported.  Diagnostics
@@ -40,6 +46,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "sideband.h"
 
 /* ---- output ----
  * Everything ptxed prints goes through oprint: to stdout, or, on a thread
@@ -190,6 +198,9 @@ struct ptxed_decoder {
 #ifndef IPT_NO_STDIO
 	/* The cache that holds the --raw and --elf file sections. */
 	struct pt_image_section_cache *iscache;
+	/* The sideband session; it gives the image to decode in when a
+	 * process switch is due. */
+	struct pt_sb_session *session;
 #endif
 
 	/* Code served through the image's read-memory callback. */
@@ -229,6 +240,10 @@ struct ptxed_options {
 	uint32_t print_event_ip:1;
 	/* Resync after decode errors instead of searching the next PSB. */
 	uint32_t resync_on_error:1;
+#ifndef IPT_NO_STDIO
+	/* --sb:* and --pevent:*. */
+	struct sb_options sb;
+#endif
 };
 
 enum ptxed_stats_flag {
@@ -271,6 +286,9 @@ static int ptxed_init_decoder(struct ptxed_decoder *decoder)
 	decoder->iscache = pt_iscache_alloc(NULL);
 	if (!decoder->iscache)
 		return -pte_nomem;
+	decoder->session = pt_sb_alloc(decoder->iscache);
+	if (!decoder->session)
+		return -pte_nomem;
 #else
 	decoder->use_callback = 1;
 #endif
@@ -291,6 +309,8 @@ static void ptxed_free_decoder(struct ptxed_decoder *decoder)
 	}
 
 #ifndef IPT_NO_STDIO
+	/* The session's images hold sections of the cache. */
+	pt_sb_free(decoder->session);
 	pt_iscache_free(decoder->iscache);
 #endif
 	ptxed_mem_fini(&decoder->memory);
@@ -370,6 +390,31 @@ static void help(const char *name)
 	oprint("                                       collects all statistics unless one or more are selected.\n");
 	oprint("  --stat:insn                          collect number of instructions.\n");
 	oprint("  --stat:blocks                        collect number of blocks.\n");
+#ifndef IPT_NO_STDIO
+	oprint("  --sb:compact | --sb                  show sideband records in compact format.\n");
+	oprint("  --sb:verbose                         show sideband records in verbose format.\n");
+	oprint("  --sb:filename                        show the filename on sideband records.\n");
+	oprint("  --sb:offset                          show the offset on sideband records.\n");
+	oprint("  --sb:time                            show the time on sideband records.\n");
+	oprint("  --sb:switch                          print the new image name on context switches.\n");
+	oprint("  --sb:warn                            show sideband warnings.\n");
+	oprint("  --pevent:primary/secondary <file>[:<from>[-<to>]]\n");
+	oprint("                              load a perf_event sideband stream from <file>.\n");
+	oprint("                              an optional offset or range can be given.\n");
+	oprint("  --pevent:sample-type <val>  set perf_event_attr.sample_type to <val> (default: 0).\n");
+	oprint("  --pevent:sample-config <id>:<val>\n");
+	oprint("                              set perf_event_attr.sample_type to <val> for event <id>.\n");
+	oprint("  --pevent:time-zero <val>    set perf_event_mmap_page.time_zero to <val> (default: 0).\n");
+	oprint("  --pevent:time-shift <val>   set perf_event_mmap_page.time_shift to <val> (default: 0).\n");
+	oprint("  --pevent:time-mult <val>    set perf_event_mmap_page.time_mult to <val> (default: 1).\n");
+	oprint("  --pevent:tsc-offset <val>   show perf events <val> ticks earlier.\n");
+	oprint("  --pevent:kernel-start <val> the start address of the kernel.\n");
+	oprint("  --pevent:sysroot <path>     prepend <path> to sideband filenames.\n");
+	oprint("  --pevent:kcore <file>       load the kernel from a core dump.\n");
+	oprint("  --pevent:vdso-x64 <file>    use <file> as 64-bit vdso.\n");
+	oprint("  --pevent:vdso-x32 <file>    use <file> as x32 vdso.\n");
+	oprint("  --pevent:vdso-ia32 <file>   use <file> as 32-bit vdso.\n");
+#endif
 	oprint("  --verbose|-v                         print various information (even when quiet).\n");
 	oprint("  --pt <file>[:<from>[-<to>]]          load the processor trace data from <file>.\n");
 	oprint("                                       an optional offset or range can be given.\n");
@@ -402,8 +447,7 @@ static void help(const char *name)
 	oprint("                                       serves all code.)\n");
 #endif
 	oprint("\n");
-	oprint("This ptxed is built on ipt.h and disassembles with Zydis.  It has no\n");
-	oprint("sideband support: the --sb:* and --pevent:* options are not available.\n");
+	oprint("This ptxed is built on ipt.h and disassembles with Zydis.\n");
 	oprint("\n");
 	oprint("You must specify at least one binary or ELF file (--raw|--elf).\n");
 	oprint("You must specify exactly one processor trace file (--pt).\n");
@@ -1921,6 +1965,32 @@ static int ptxed_resync(struct ptxed_decoder *decoder)
 	return -pte_internal;
 }
 
+#ifndef IPT_NO_STDIO
+/* Show the sideband session the event; switch to the image it gives. */
+static int ptxed_sb_event(struct ptxed_decoder *decoder,
+			  const struct pt_event *event,
+			  const struct ptxed_options *options)
+{
+	struct pt_image *image = NULL;
+	int errcode;
+
+	errcode = pt_sb_event(decoder->session, &image, event, sizeof(*event),
+			      stdout, options->sb.flags);
+	if (errcode < 0 || !image)
+		return errcode;
+
+	switch (decoder->type) {
+	case pdt_insn_decoder:
+		return pt_insn_set_image(decoder->variant.insn, image);
+
+	case pdt_block_decoder:
+		return pt_blk_set_image(decoder->variant.block, image);
+	}
+
+	return -pte_internal;
+}
+#endif
+
 static int handle_one_event(struct ptxed_decoder *decoder,
 			    const struct ptxed_options *options,
 			    uint64_t *time)
@@ -1944,6 +2014,12 @@ static int handle_one_event(struct ptxed_decoder *decoder,
 
 	if (!options->quiet && !event.status_update)
 		print_event(&event, options, offset);
+
+#ifndef IPT_NO_STDIO
+	errcode = ptxed_sb_event(decoder, &event, options);
+	if (errcode < 0)
+		return errcode;
+#endif
 
 	return status;
 }
@@ -3262,7 +3338,7 @@ int main(int argc, char *argv[])
 	struct pt_image *image;
 	const char *prog, *image_name;
 	uint32_t threads;
-	int errcode, i, status;
+	int errcode, i, status, sideband;
 
 	if (!argc) {
 		help("");
@@ -3273,6 +3349,7 @@ int main(int argc, char *argv[])
 	image = NULL;
 	image_name = NULL;
 	threads = 1;
+	sideband = 0;
 	status = 1;
 
 	memset(&options, 0, sizeof(options));
@@ -3297,6 +3374,14 @@ int main(int argc, char *argv[])
 		    strtoul(argv[i + 1], NULL, 0) > 1)
 			decoder.use_callback = 1;
 	}
+	/* Sideband keeps one thread (below) and its own images. */
+	for (i = 1; i < argc; ++i)
+		if (!strncmp(argv[i], "--pevent", 8) ||
+		    !strncmp(argv[i], "--sb", 4))
+			decoder.use_callback = 0;
+#ifdef IPT_NO_STDIO
+	decoder.use_callback = 1;
+#endif
 
 	image = pt_image_alloc(image_name);
 	if (!image) {
@@ -3304,9 +3389,25 @@ int main(int argc, char *argv[])
 		goto out;
 	}
 
+#ifndef IPT_NO_STDIO
+	sb_options_init(&options.sb, 1, get_arg_max, preprocess_filename);
+	pt_sb_notify_error(decoder.session, sb_print_error, &options.sb);
+#endif
+
 	for (i = 1; i < argc;) {
 		char *arg;
 
+#ifndef IPT_NO_STDIO
+		errcode = sb_option(&options.sb, decoder.session, argc, argv,
+				    &i, prog);
+		if (errcode < 0)
+			goto out;
+		if (errcode > 0) {
+			/* The session switches images: one thread. */
+			sideband = 1;
+			continue;
+		}
+#endif
 		arg = argv[i++];
 
 		if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
@@ -3618,6 +3719,25 @@ int main(int argc, char *argv[])
 		goto out;
 	}
 
+#ifndef IPT_NO_STDIO
+	if (options.sb.kcore) {
+		char *kcore = (char *) options.sb.kcore;
+		uint64_t base = 0ull;
+
+		(void) extract_base(kcore, &base);
+		if (load_elf(&decoder, pt_sb_kernel_image(decoder.session),
+			     kcore, base, prog, options.track_image) < 0)
+			goto out;
+	}
+
+	errcode = pt_sb_init_decoders(decoder.session);
+	if (errcode < 0) {
+		fprintf(stderr, "%s: error initializing sideband decoders: "
+			"%s.\n", prog, pt_errstr(pt_errcode(errcode)));
+		goto out;
+	}
+#endif
+
 	if (options.track_image && image_name)
 		oprint("[image: %s]\n", pt_image_name(image));
 
@@ -3635,9 +3755,9 @@ int main(int argc, char *argv[])
 			stats.flags |= ptxed_stat_blocks;
 	}
 
-	/* Block numbers count from the start of the trace: one thread
-	 * prints them. */
-	if (options.track_blocks && options.print_stats)
+	/* Block numbers count from the start of the trace, and sideband
+	 * switches the images: one thread for them. */
+	if ((options.track_blocks && options.print_stats) || sideband)
 		threads = 1;
 
 	if (threads > 1) {
@@ -3659,6 +3779,9 @@ int main(int argc, char *argv[])
 out:
 	/* The decoders use the image: free them first. */
 	ptxed_free_decoder(&decoder);
+#ifndef IPT_NO_STDIO
+	sb_options_fini(&options.sb);
+#endif
 	pt_image_free(image);
 	free(config.begin);
 	return status;
