@@ -13,7 +13,8 @@
  *
  * The pieces are decoded one after the other here; examples/ptxed
  * --threads does the same on threads.  Used by seg_split.c and by the
- * block and instruction fuzz harnesses. */
+ * block and instruction fuzz harnesses.  Built with -DSS_DEBUG, it tells
+ * on stderr how the pieces joined and where the logs differ. */
 #ifndef SEG_SPLIT_H
 #define SEG_SPLIT_H
 
@@ -331,11 +332,6 @@ SS int ss_try_join(struct ss_split *s, struct ss_piece *piece,
 		kind = ss_converged(&piece->d, snap->state);
 		if (kind <= 0)
 			continue;
-#ifdef SS_JOIN_HOOK
-		SS_JOIN_HOOK(piece->d.insn ? (const void *) piece->d.id
-					   : (const void *) piece->d.bd,
-			     snap->state, piece->d.insn, kind);
-#endif
 		piece->kind = kind;
 		piece->to = to;
 		piece->at = snap->log;
