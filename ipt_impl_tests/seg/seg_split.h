@@ -564,7 +564,7 @@ SS int ss_check(const struct pt_config *config, const struct ss_code *code,
 
 	/* A budget cuts a log short: then compare what both have. */
 	n = one.n < split.n ? one.n : split.n;
-	same = !memcmp(one.rec, split.rec, n * sizeof(*one.rec)) &&
+	same = (!n || !memcmp(one.rec, split.rec, n * sizeof(*one.rec))) &&
 	       (one.n == split.n || d.cut || s.cut);
 #ifdef SS_DEBUG
 	{
