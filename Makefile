@@ -51,7 +51,7 @@ cmd = $(subst $(space),$(comma),$(strip $(1)))
 all: $(EXAMPLES)
 
 examples/%: examples/%.c $(HDR) $(wildcard examples/*.h)
-	$(CC) $(OPT) $(WARN) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(ZYDIS) -lm
+	$(CC) $(OPT) $(WARN) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(ZYDIS) -lm -pthread
 
 # The implementation, compiled once for everything linked with it: as
 # configured, and with the sanitizers.

@@ -69,6 +69,7 @@
  *     >>sb     sideband sessions: perf_event records applied to a
  *              decoder's events, an image per process (hosted builds)
  *     >>cov    coverage: a trace to an edge bitmap, on the block decoder
+ *     >>seg    segments: PSB index, joining decoders of adjacent segments
  *
  * LICENSE: MIT, at the end of this file.
  */
@@ -1200,6 +1201,13 @@ IPT_API int pt_image_set_callback(struct pt_image *image,
  * 16 MiB unless defined otherwise when compiling the implementation.
  * Returns zero, -pte_invalid if image is NULL.
  *
+ * Threads: reading an image changes its page cache and the order of its
+ * file sections, so an image is for one decoder at a time, unless it has
+ * no file sections and no page cache (a limit of zero): such an image
+ * only reads, and decoders on several threads may share it, if its
+ * callback may be called from several threads.  Each decoder keeps its
+ * own instruction and run caches either way (>>api-blk-ext).
+ *
  * Running out of memory: allocations that only grow a cache never fail a
  * decode.  When the page cache cannot get a page (or its hash table), the
  * read goes to the callback uncached and decoding goes on with exactly the
@@ -2033,6 +2041,115 @@ ipt_sb_alloc_pevent_decoder_mem(struct pt_sb_session *session,
 				const struct pt_sb_pevent_config *config,
 				const uint8_t *begin, const uint8_t *end);
 #endif /* IPT_NO_STDIO */
+/* >>api-seg: ipt_ extensions: segments, for decoding one trace in pieces
+ *
+ * Every PSB starts a segment a decoder can start at (pt_blk_sync_set,
+ * pt_insn_sync_set): the PSB+ that follows states tracing on or off, the
+ * IP (FUP), the execution mode, CR3, VMCS and time.  ipt_seg_index finds
+ * them all in one pass without decoding code, so the segments can go to
+ * as many decoders as there are cores, or machines.
+ *
+ * STITCHING.  What a decoder started at a PSB reports is what a decoder
+ * running through from an earlier PSB reports from the point where the
+ * two are in the same state, and only from there: until then the one
+ * from before may still hold a return stack, events bound to the last
+ * block, a time calibration learned from earlier MTC/CYC packets, or an
+ * error it is recovering from.  So segment k's decoder runs past the
+ * next segment's PSB until, at a point between two calls, it is in a
+ * state the next segment's decoder was in at a point between two calls;
+ * the output is segment k's up to that point and segment k+1's from its
+ * matching point on.  ipt_blk_converged / ipt_insn_converged decide; the
+ * next segment's states are kept with ipt_blk_save / ipt_insn_save (a
+ * decoder started afresh at the PSB and stepped as the segment's own
+ * decoder is gives the same states, so the two need not wait for each
+ * other).  The compared state is everything that decides what a decoder
+ * returns next: the event decoder's position and queue, last IP, time,
+ * the current event, the address space, mode, return stack, the status
+ * held back and the error bookkeeping of pt_blk_resync; not the caches,
+ * and not the image, which must give both decoders the same code.
+ *
+ * The return stack is the one thing that may differ: a decoder started
+ * at a PSB begins with an empty one, the decoder from before keeps the
+ * returns of calls made before the PSB.  Only returns from calls seen
+ * since the last PSB may be compressed, and a decoder never needs to keep
+ * anything across a PSB (Intel SDM Vol. 3C, 33.2.1.2 and 33.3.7), so in a
+ * trace as specified the older entries are never used.  A join where the
+ * later decoder's stack is only the top part of the earlier one's (2) is
+ * therefore exact unless a decoder finds its return stack empty: from the
+ * first such join on, every decoder whose output is used lacks older
+ * entries (a later join can only lose more), so if any of them finds its
+ * return stack empty (-pte_retstack_empty), the output from that first
+ * join on is void, and the decoder before it must go on to the end of the
+ * trace itself.  A decoder from before that never reaches a state of the
+ * next segment's simply decodes that segment too; the output is exact
+ * either way, only the parallelism is lost. */
+struct ipt_segment {
+	/* The PSB, and where the next PSB (or the end of the trace) is. */
+	uint64_t offset;
+	uint64_t end;
+
+	/* What the PSB+ states, where its flag below says it has it. */
+	uint64_t ip;		/* FUP: the IP tracing goes on at */
+	uint64_t cr3;		/* PIP */
+	uint64_t vmcs;		/* VMCS */
+	uint64_t tsc;		/* TSC */
+	uint16_t ctc;		/* TMA: the crystal clock value ... */
+	uint16_t fc;		/* ... and the fast counter */
+	uint8_t cbr;		/* CBR: the core:bus ratio */
+	enum pt_exec_mode mode;	/* MODE.Exec; ptem_unknown without one */
+
+	/* Tracing is on at the PSB: the PSB+ has a FUP, @ip is valid. */
+	uint32_t enabled:1;
+	uint32_t has_cr3:1;
+	/* PIP.NR: CR3 is a VMX guest's. */
+	uint32_t nr:1;
+	uint32_t has_vmcs:1;
+	uint32_t has_tsc:1;
+	uint32_t has_tma:1;
+	uint32_t has_cbr:1;
+	/* A TSX transaction is in progress (MODE.TSX InTX). */
+	uint32_t intx:1;
+	/* The PSB+ ends in an OVF instead of PSBEND. */
+	uint32_t overflow:1;
+	/* The PSB+ does not end: a packet in it does not decode, or the
+	 * trace ends first. */
+	uint32_t broken:1;
+};
+
+/* Find the PSBs of config's trace, in order, as pt_pkt_sync_forward
+ * finds them, and fill in up to max segments, one per PSB.  Reads each
+ * PSB+ and nothing else.  Needs no memory; segs may be NULL when max is
+ * zero, to count.  Returns the number of PSBs (more than max if segs was
+ * too short); -pte_invalid if config is NULL or segs is NULL with max not
+ * zero; -pte_bad_config for a bad config.  Ref: libipt's ptseg tool finds
+ * one segment the same way (pt_pkt_sync_backward/_forward); the PSB+
+ * state is ipt.h only. */
+IPT_API int64_t ipt_seg_index(const struct pt_config *config,
+			      struct ipt_segment *segs, size_t max);
+
+/* A decoder's state, as ipt_blk_converged and ipt_insn_converged compare
+ * it: ipt_*_state_size() bytes, aligned as malloc's are.  ipt_*_save
+ * copies it to state; -pte_invalid if an argument is NULL or size is too
+ * small.  Ref: ipt.h only. */
+IPT_API size_t ipt_blk_state_size(void);
+IPT_API int ipt_blk_save(const struct pt_block_decoder *decoder, void *state,
+			 size_t size);
+IPT_API size_t ipt_insn_state_size(void);
+IPT_API int ipt_insn_save(const struct pt_insn_decoder *decoder,
+			  void *state, size_t size);
+
+/* Is decoder, between two calls, in the state saved in state, so that
+ * with the same trace and code it returns from now on exactly what the
+ * decoder that was saved returned after it was saved?  1: yes; 2: yes,
+ * unless from here on a decoder finds its return stack empty (see
+ * STITCHING above); 0: not for certain.  -pte_invalid if an argument is
+ * NULL.  The decoders are compared, not their configurations: both must
+ * decode the same trace with the same flags.  Ref: ipt.h only (libipt's
+ * howto leaves stitching to the user). */
+IPT_API int ipt_blk_converged(const struct pt_block_decoder *decoder,
+			      const void *state);
+IPT_API int ipt_insn_converged(const struct pt_insn_decoder *decoder,
+			       const void *state);
 
 /* >>api-cov: ipt_ coverage for fuzzers: a trace to an edge bitmap */
 
@@ -3502,6 +3619,8 @@ IPT_DEF int pt_enc_next(struct pt_encoder *encoder,
  *   ipt__pkt_config/_pos/_end(dec)      where it is
  *   ipt__pkt_sync_pos(dec)              the PSB it synchronized on last
  *   ipt__pkt_skip(dec, size)            move on without reading
+ *   ipt__pkt_same(a, b), ipt__last_ip_same(a, b)
+ *                                       the same state (>>seg)
  *   ipt__pkt_read_<packet>(pkt, pos, config)
  *                                       read one packet at pos: its size
  *                                       or -pte_eos/-pte_bad_packet/...
@@ -4278,6 +4397,27 @@ static IPT__UNUSED int ipt__pkt_skip(struct pt_packet_decoder *decoder,
 	return 0;
 }
 
+/* ---- comparing decoders ----
+ * For joining the decoders of adjacent trace segments (>>seg): two
+ * decoders are in the same state if everything a later call reads is
+ * equal. */
+
+/* The packet decoder: where it is, and what it decodes (the same bytes
+ * with the same configuration, copied in alike). */
+static IPT__UNUSED int ipt__pkt_same(const struct pt_packet_decoder *a,
+				     const struct pt_packet_decoder *b)
+{
+	return a->pos == b->pos && a->sync == b->sync && a->fast == b->fast &&
+	       !IPT_MEMCMP(&a->config, &b->config, sizeof(a->config));
+}
+
+static IPT__UNUSED int ipt__last_ip_same(const struct ipt_last_ip *a,
+					 const struct ipt_last_ip *b)
+{
+	return a->ip == b->ip && a->have_ip == b->have_ip &&
+	       a->suppressed == b->suppressed;
+}
+
 /* A packet decoder as allocated (not one inside an event decoder): with
  * the allocator it came from.  The decoder comes first. */
 struct ipt__pkt_box {
@@ -4999,7 +5139,9 @@ IPT_DEF int ipt_last_ip_update_ip(struct ipt_last_ip *last_ip,
 
 /* ==== >>time  time tracking and calibration ==============================
  * Follows TSC, TMA, MTC, CYC and CBR to estimate the time stamp counter
- * between TSC packets, and calibrates cycles against it. */
+ * between TSC packets, and calibrates cycles against it.  Besides the
+ * public ipt_time_* and ipt_tcal_*, other layers use ipt__time_same and
+ * ipt__tcal_same (the same state, for >>seg). */
 
 /* Payload widths that timing arithmetic depends on (SDM 33.4.2): an MTC
  * carries CTC bits [mtc_freq + 7 : mtc_freq], a TMA the low 16 CTC bits,
@@ -5549,6 +5691,29 @@ IPT_DEF int ipt_tcal_update_ovf(struct ipt_time_cal *tcal,
 	return 0;
 }
 
+/* Do two time trackers, two calibrations agree?  For >>seg. */
+static IPT__UNUSED int ipt__time_same(const struct ipt_time *a,
+				      const struct ipt_time *b)
+{
+	return a->tsc == b->tsc && a->base == b->base && a->fc == b->fc &&
+	       a->ctc == b->ctc && a->ctc_cyc == b->ctc_cyc &&
+	       a->lost_mtc == b->lost_mtc && a->lost_cyc == b->lost_cyc &&
+	       a->cbr == b->cbr && a->have_tsc == b->have_tsc &&
+	       a->have_cbr == b->have_cbr && a->have_tma == b->have_tma &&
+	       a->have_mtc == b->have_mtc;
+}
+
+static IPT__UNUSED int ipt__tcal_same(const struct ipt_time_cal *a,
+				      const struct ipt_time_cal *b)
+{
+	return a->fcr == b->fcr && a->min_fcr == b->min_fcr &&
+	       a->max_fcr == b->max_fcr && a->tsc == b->tsc &&
+	       a->cyc_tsc == b->cyc_tsc && a->cyc_mtc == b->cyc_mtc &&
+	       a->ctc == b->ctc && a->lost_mtc == b->lost_mtc &&
+	       a->have_mtc == b->have_mtc &&
+	       a->check_skl168 == b->check_skl168;
+}
+
 /* ==== >>evt  event decoder ===============================================
  * Turns packets into events.  The one place that knows the packet-to-event
  * rules; the query decoder asks it.  Same semantics as libipt 2.3's event
@@ -5582,6 +5747,11 @@ IPT_DEF int ipt_tcal_update_ovf(struct ipt_time_cal *tcal,
  *                               int (*start)(void *ctx), void *ctx);
  *        the one backward synchronization: start(ctx) resets and starts
  *        the caller's decoder at each PSB tried
+ *   int  ipt__evt_same(const struct pt_event_decoder *,
+ *                      const struct pt_event_decoder *);
+ *   int  ipt__evt_same_event(const struct pt_event *,
+ *                            const struct pt_event *);
+ *        between two calls: the same state, the same event (for >>seg)
  *   IPT__EV_IGNORE  the internal event type that binds a packet without
  *                   reporting anything; never leaves this section
  *
@@ -8158,6 +8328,58 @@ static int ipt__evt_next(struct pt_event_decoder *decoder,
 	return 0;
 }
 
+/* ---- comparing decoders (for >>seg) ---- */
+
+/* Events are made from zeroed memory (ipt__evq_clean, or a memset in
+ * >>blk), so their bytes compare. */
+static IPT__UNUSED int ipt__evt_same_event(const struct pt_event *a,
+					   const struct pt_event *b)
+{
+	return !IPT_MEMCMP(a, b, sizeof(*a));
+}
+
+/* The queued events, from the oldest; the ring's position is no state.
+ * The slot of the event taken out last and the standalone slot only live
+ * during a call. */
+static IPT__UNUSED int ipt__evq_same(const struct ipt__evq *a,
+				     const struct ipt__evq *b)
+{
+	uint8_t ia = a->begin, ib = b->begin;
+
+	if (ia >= ipt__evq_max || ib >= ipt__evq_max ||
+	    a->end >= ipt__evq_max || b->end >= ipt__evq_max)
+		return 0;
+	for (;;) {
+		if (ia == a->end || ib == b->end)
+			return ia == a->end && ib == b->end;
+		if (a->queue[ia].binding != b->queue[ib].binding ||
+		    !ipt__evt_same_event(&a->queue[ia].event,
+					 &b->queue[ib].event))
+			return 0;
+		ia = ipt__evq_inc(ia);
+		ib = ipt__evq_inc(ib);
+	}
+}
+
+/* The current packet is the one the packet decoder read last, from the
+ * same bytes at the same position: its type and size say the rest. */
+static IPT__UNUSED int ipt__evt_same(const struct pt_event_decoder *a,
+				     const struct pt_event_decoder *b)
+{
+	return ipt__pkt_same(&a->pacdec, &b->pacdec) &&
+	       !IPT_MEMCMP(&a->flags, &b->flags, sizeof(a->flags)) &&
+	       a->packet.type == b->packet.type &&
+	       a->packet.size == b->packet.size &&
+	       ipt__last_ip_same(&a->ip, &b->ip) &&
+	       ipt__time_same(&a->time, &b->time) &&
+	       ipt__tcal_same(&a->tcal, &b->tcal) &&
+	       ipt__evq_same(&a->evq, &b->evq) && !a->event && !b->event &&
+	       a->status == b->status &&
+	       a->mode_exec_valid == b->mode_exec_valid &&
+	       a->iflag == b->iflag && a->csd == b->csd && a->csl == b->csl &&
+	       a->enabled == b->enabled && a->bound == b->bound;
+}
+
 /* ==== >>qry  query decoder ===============================================
  * Answers "taken?", "where to?" and "which event?" on top of the event
  * decoder (>>evt), with the semantics of libipt 2.3's query decoder: it
@@ -8628,8 +8850,9 @@ IPT_DEF int pt_qry_core_bus_ratio(struct pt_query_decoder *decoder,
  *
  * Nothing here is locked: an image, or an image section cache together
  * with the images holding its sections, is for one thread at a time (libipt
- * locks sections and its cache; ipt.h has no threads).  The callback must
- * not change the image it reads for. */
+ * locks sections and its cache; ipt.h has no threads), except an image
+ * without sections or page cache, which reading does not change (see
+ * >>api-img-ext).  The callback must not change the image it reads for. */
 
 #ifndef IPT_IMAGE_CACHE_LIMIT
 #define IPT_IMAGE_CACHE_LIMIT ((uint64_t) 16 << 20)
@@ -11172,7 +11395,14 @@ ipt__insn_range_is_contiguous(uint64_t begin, uint64_t end,
  *        flow goes (see "walking runs for coverage")
  *   int  ipt__blk_trace_ended(const struct pt_block_decoder *);
  *   void ipt__blk_set_run_hook(struct pt_block_decoder *, hook, context);
- *        a hook told of each run recorded in the run cache */
+ *        a hook told of each run recorded in the run cache
+ *
+ * and for >>seg:
+ *
+ *   int  ipt__blk_same(const struct pt_block_decoder *a,
+ *                      const struct pt_block_decoder *b);
+ *        between two calls, will a go on as b does: 1, 2 if only b's
+ *        return stack is a top part of a's, 0 if not certain (>>seg) */
 
 /* The instruction cache's size, as a power of two number of entries. */
 #ifndef IPT_BLK_ICACHE_BITS
@@ -14796,6 +15026,84 @@ IPT_DEF int pt_blk_resync(struct pt_block_decoder *decoder)
 	}
 }
 
+/* ---- comparing decoders (for >>seg) ---- */
+
+static IPT__UNUSED unsigned int ipt__retstack_depth(const struct ipt__retstack *rs)
+{
+	unsigned int top = rs->top, bottom = rs->bottom;
+
+	return top >= bottom ? top - bottom
+			     : top + (unsigned int) IPT__RETSTACK_SIZE + 1 -
+				       bottom;
+}
+
+/* 1 if the stacks are equal, 2 if b's entries are the top of a's, else
+ * 0. */
+static IPT__UNUSED int ipt__retstack_same(const struct ipt__retstack *a,
+					  const struct ipt__retstack *b)
+{
+	unsigned int da, db, ia, ib, i;
+
+	if (a->top > IPT__RETSTACK_SIZE || a->bottom > IPT__RETSTACK_SIZE ||
+	    b->top > IPT__RETSTACK_SIZE || b->bottom > IPT__RETSTACK_SIZE)
+		return 0;
+	da = ipt__retstack_depth(a);
+	db = ipt__retstack_depth(b);
+	if (db > da)
+		return 0;
+
+	ia = a->top;
+	ib = b->top;
+	for (i = 0; i < db; ++i) {
+		ia = ia ? ia - 1 : (unsigned int) IPT__RETSTACK_SIZE;
+		ib = ib ? ib - 1 : (unsigned int) IPT__RETSTACK_SIZE;
+		if (a->stack[ia] != b->stack[ib])
+			return 0;
+	}
+	return da == db ? 1 : 2;
+}
+
+/* The block decoder, but for its caches, its image, the recent contexts
+ * (they only name cache entries) and the trail of the last block (read
+ * only by the instruction decoder, within that block). */
+static IPT__UNUSED int ipt__blk_same(const struct pt_block_decoder *a,
+				     const struct pt_block_decoder *b)
+{
+	if (!ipt__evt_same(&a->evdec, &b->evdec) ||
+	    !ipt__evt_same_event(&a->event, &b->event) ||
+	    IPT_MEMCMP(&a->flags, &b->flags, sizeof(a->flags)) ||
+	    a->asid.cr3 != b->asid.cr3 || a->asid.vmcs != b->asid.vmcs ||
+	    a->ip != b->ip || a->tsc != b->tsc ||
+	    a->lost_mtc != b->lost_mtc || a->lost_cyc != b->lost_cyc ||
+	    a->cbr != b->cbr || a->resync_sync != b->resync_sync ||
+	    a->resync_at != b->resync_at ||
+	    a->resync_stalls != b->resync_stalls || a->icnt != b->icnt ||
+	    a->mode != b->mode || a->status != b->status ||
+	    a->bound != b->bound || a->enabled != b->enabled ||
+	    a->speculative != b->speculative || a->has_tsc != b->has_tsc ||
+	    a->has_cbr != b->has_cbr || a->has_icnt != b->has_icnt ||
+	    a->process_insn != b->process_insn ||
+	    a->has_fault != b->has_fault ||
+	    a->wait_for_code != b->wait_for_code ||
+	    a->fault_ahead != b->fault_ahead)
+		return 0;
+
+	/* Where the last call stopped for missing code (@misses only lives
+	 * during a call). */
+	if (a->has_fault &&
+	    (a->fault.addr != b->fault.addr || a->fault.cr3 != b->fault.cr3 ||
+	     a->fault.vmcs != b->fault.vmcs || a->fault.size != b->fault.size))
+		return 0;
+
+	/* The postponed instruction: rare at a join, compared in full. */
+	if (a->process_insn &&
+	    (IPT_MEMCMP(&a->insn, &b->insn, sizeof(a->insn)) ||
+	     IPT_MEMCMP(&a->iext, &b->iext, sizeof(a->iext))))
+		return 0;
+
+	return ipt__retstack_same(&a->retstack, &b->retstack);
+}
+
 /* ==== >>insn  instruction decoder ========================================
  * One instruction at a time, on top of the block decoder.
  *
@@ -15387,6 +15695,22 @@ IPT_DEF int pt_insn_event(struct pt_insn_decoder *decoder,
 
 	decoder->status = status;
 	return status;
+}
+
+/* ---- comparing decoders (for >>seg) ----
+ * Only between blocks: inside one, the instructions left point into the
+ * decoder's own run text; nor with an instruction held back for missing
+ * memory.  The used-up block still gives the IP and mode of error reports,
+ * so it is compared too.  As ipt__blk_same: 1, 2 or 0. */
+static IPT__UNUSED int ipt__insn_same(const struct pt_insn_decoder *a,
+				      const struct pt_insn_decoder *b)
+{
+	if (a->block.ninsn || b->block.ninsn || a->left || b->left ||
+	    a->has_held || b->has_held || a->status != b->status ||
+	    IPT_MEMCMP(&a->flags, &b->flags, sizeof(b->flags)) ||
+	    IPT_MEMCMP(&a->block, &b->block, sizeof(b->block)))
+		return 0;
+	return ipt__blk_same(&a->blkdec, &b->blkdec);
 }
 
 /* ==== >>pev  perf_event record reader ====================================
@@ -18114,6 +18438,223 @@ IPT_DEF int ipt_cov_get_status(const struct ipt_cov_decoder *cov,
 		return -pte_invalid;
 	IPT__COPY(*status, cov->status);
 	return 0;
+}
+
+/* ==== >>seg  segments: the PSB index and joining decoders ===============
+ * ipt_seg_index finds the PSBs with the packet layer's search (aligned
+ * 8-byte words, >>pkt) and reads each PSB+ with a packet decoder on the
+ * stack: the trace is read once, code never.  ipt_blk_converged and
+ * ipt_insn_converged compare two decoders' states, for the stitching rule
+ * in >>api-seg, through ipt__blk_same and ipt__insn_same; each layer
+ * compares its own part (ipt__pkt_same, ipt__evt_same, ...).  Uses >>pkt's
+ * public functions and accessors. */
+
+/* Record one packet of a PSB+ in seg.  Returns 1 when the PSB+ ends, 0 to
+ * read on. */
+static int ipt__seg_psb_packet(struct ipt_segment *seg,
+			       struct ipt_last_ip *last_ip,
+			       const struct pt_packet *packet,
+			       const struct pt_config *config)
+{
+	switch (packet->type) {
+	case ppt_psbend:
+		return 1;
+
+	case ppt_ovf:
+		seg->overflow = 1;
+		return 1;
+
+	case ppt_fup:
+		if (ipt_last_ip_update_ip(last_ip, &packet->payload.ip,
+					  config) < 0 ||
+		    ipt_last_ip_query(&seg->ip, last_ip) < 0)
+			break;
+		seg->enabled = 1;
+		break;
+
+	case ppt_mode:
+		if (packet->payload.mode.leaf == pt_mol_exec)
+			seg->mode = pt_get_exec_mode(
+				&packet->payload.mode.bits.exec);
+		else if (packet->payload.mode.leaf == pt_mol_tsx)
+			seg->intx = packet->payload.mode.bits.tsx.intx;
+		break;
+
+	case ppt_pip:
+		seg->has_cr3 = 1;
+		seg->cr3 = packet->payload.pip.cr3;
+		seg->nr = packet->payload.pip.nr;
+		break;
+
+	case ppt_vmcs:
+		seg->has_vmcs = 1;
+		seg->vmcs = packet->payload.vmcs.base;
+		break;
+
+	case ppt_tsc:
+		seg->has_tsc = 1;
+		seg->tsc = packet->payload.tsc.tsc;
+		break;
+
+	case ppt_tma:
+		seg->has_tma = 1;
+		seg->ctc = packet->payload.tma.ctc;
+		seg->fc = packet->payload.tma.fc;
+		break;
+
+	case ppt_cbr:
+		seg->has_cbr = 1;
+		seg->cbr = packet->payload.cbr.ratio;
+		break;
+
+	/* Timing packets may come inside PSB+ and mean what they mean
+	 * outside (SDM 33.3.7); the rest tell a PSB+ nothing. */
+	case ppt_invalid:
+	case ppt_unknown:
+	case ppt_pad:
+	case ppt_psb:
+	case ppt_tip:
+	case ppt_tip_pge:
+	case ppt_tip_pgd:
+	case ppt_tnt_8:
+	case ppt_tnt_64:
+	case ppt_mtc:
+	case ppt_cyc:
+	case ppt_stop:
+	case ppt_mnt:
+	case ppt_exstop:
+	case ppt_mwait:
+	case ppt_pwre:
+	case ppt_pwrx:
+	case ppt_ptw:
+	case ppt_cfe:
+	case ppt_evd:
+	case ppt_trig:
+		break;
+	}
+	return 0;
+}
+
+/* Read the PSB+ at the packet decoder's position into seg.  A PSB+ is a
+ * handful of packets; one that goes on for longer than any could is
+ * broken, so that a hostile trace cannot make the index decode it all. */
+static void ipt__seg_read_psb(struct ipt_segment *seg,
+			      struct pt_packet_decoder *pacdec)
+{
+	struct ipt_last_ip last_ip;
+	struct pt_packet packet;
+	int n;
+
+	ipt_last_ip_init(&last_ip);
+	for (n = 0; n < 64; ++n) {
+		if (pt_pkt_next(pacdec, &packet, sizeof(packet)) < 0)
+			break;
+		if (n == 0 && packet.type != ppt_psb)
+			break;
+		if (ipt__seg_psb_packet(seg, &last_ip, &packet,
+					ipt__pkt_config(pacdec)))
+			return;
+	}
+	seg->broken = 1;
+}
+
+IPT_DEF int64_t ipt_seg_index(const struct pt_config *config,
+			      struct ipt_segment *segs, size_t max)
+{
+	struct pt_packet_decoder pacdec;
+	uint64_t size;
+	int64_t n;
+	int status;
+
+	if (!config || (!segs && max))
+		return -pte_invalid;
+
+	status = ipt__pkt_init(&pacdec, config);
+	if (status < 0)
+		return status;
+	size = (uint64_t) (ipt__pkt_end(&pacdec) -
+			   ipt__pkt_config(&pacdec)->begin);
+
+	for (n = 0;; ++n) {
+		struct ipt_segment *seg;
+		uint64_t offset;
+
+		status = pt_pkt_sync_forward(&pacdec);
+		if (status >= 0)
+			status = pt_pkt_get_sync_offset(&pacdec, &offset);
+		if (status < 0)
+			break;
+		if (n && (size_t) (n - 1) < max)
+			segs[n - 1].end = offset;
+		if ((size_t) n >= max)
+			continue;
+
+		seg = &segs[n];
+		IPT_MEMSET(seg, 0, sizeof(*seg));
+		seg->offset = offset;
+		seg->end = size;
+		seg->mode = ptem_unknown;
+		ipt__seg_read_psb(seg, &pacdec);
+
+		/* The next search starts behind this PSB, not behind its
+		 * PSB+: a PSB+ cut short may hide the next PSB. */
+		status = pt_pkt_sync_set(&pacdec, offset);
+		if (status < 0)
+			break;
+	}
+
+	ipt__pkt_fini(&pacdec);
+	if (status != -pte_eos)
+		return status;
+	return n;
+}
+
+/* ---- joining decoders ----
+ * A saved state is a copy of the decoder; the layers compare their own
+ * parts (ipt__blk_same, ipt__insn_same), leaving out caches and image. */
+
+IPT_DEF size_t ipt_blk_state_size(void)
+{
+	return sizeof(struct pt_block_decoder);
+}
+
+IPT_DEF int ipt_blk_save(const struct pt_block_decoder *decoder, void *state,
+			 size_t size)
+{
+	if (!decoder || !state || size < sizeof(*decoder))
+		return -pte_invalid;
+	IPT_MEMCPY(state, decoder, sizeof(*decoder));
+	return 0;
+}
+
+IPT_DEF int ipt_blk_converged(const struct pt_block_decoder *decoder,
+			      const void *state)
+{
+	if (!decoder || !state)
+		return -pte_invalid;
+	return ipt__blk_same(decoder, (const struct pt_block_decoder *) state);
+}
+
+IPT_DEF size_t ipt_insn_state_size(void)
+{
+	return sizeof(struct pt_insn_decoder);
+}
+
+IPT_DEF int ipt_insn_save(const struct pt_insn_decoder *decoder,
+			  void *state, size_t size)
+{
+	if (!decoder || !state || size < sizeof(*decoder))
+		return -pte_invalid;
+	IPT_MEMCPY(state, decoder, sizeof(*decoder));
+	return 0;
+}
+
+IPT_DEF int ipt_insn_converged(const struct pt_insn_decoder *decoder,
+			       const void *state)
+{
+	if (!decoder || !state)
+		return -pte_invalid;
+	return ipt__insn_same(decoder, (const struct pt_insn_decoder *) state);
 }
 
 #ifdef __cplusplus

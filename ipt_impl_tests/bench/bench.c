@@ -4,7 +4,7 @@
  * against the system's libipt (<intel-pt.h>, -lipt).  `make bench` runs
  * both on the same traces, alternating, and compares (see ./run).
  *
- *     bench --layer pkt|qry|insn|blk [--image cb|file|iscache]
+ *     bench --layer pkt|qry|insn|blk|seg [--image cb|file|iscache]
  *           [--min-time SEC] DIR NAME
  *
  * reads DIR/NAME.pt, DIR/NAME.cfg ("key value" lines: mtc_freq, nom_freq,
@@ -25,6 +25,9 @@
  *   covwarm  ipt.h only: ipt_cov_decode on one decoder and image kept
  *         from pass to pass (warmed by an untimed pass), the way a fuzzer
  *         decodes trace after trace
+ *   seg   the segment index: every PSB and its PSB+ (ipt_seg_index; with
+ *         libipt, pt_pkt_sync_forward and pt_pkt_next up to PSBEND, as
+ *         its ptseg tool finds segments)
  *
  * Images (insn, blk):
  *   cb       pt_image_set_callback, reading the mappings loaded from DIR
@@ -692,6 +695,37 @@ static void run_covwarm(const struct pt_config *config)
 }
 #endif
 
+#ifdef USE_LIBIPT
+static void run_seg(const struct pt_config *config)
+{
+	struct pt_packet_decoder *dec = pt_pkt_alloc_decoder(config);
+	struct pt_packet packet;
+
+	if (!dec)
+		die("cannot allocate the packet decoder", NULL);
+	while (pt_pkt_sync_forward(dec) >= 0) {
+		ninsn += 1;
+		while (pt_pkt_next(dec, &packet, sizeof(packet)) >= 0 &&
+		       packet.type != ppt_psbend && packet.type != ppt_ovf)
+			;
+	}
+	pt_pkt_free_decoder(dec);
+}
+#else
+/* The segments are counted in ninsn. */
+static void run_seg(const struct pt_config *config)
+{
+	static struct ipt_segment segs[1 << 16];
+	int64_t n;
+
+	n = ipt_seg_index(config, segs, sizeof(segs) / sizeof(segs[0]));
+	if (n < 0)
+		nerrors++;
+	else
+		ninsn += (uint64_t) n;
+}
+#endif
+
 /* One pass: a fresh image (insn, blk) and decoder over the whole trace;
  * ninsn and nerrors count what it saw. */
 static void one_pass(const char *layer, const char *mode,
@@ -756,6 +790,8 @@ static void one_pass(const char *layer, const char *mode,
 	else if (!strcmp(layer, "covwarm"))
 		run_covwarm(config);
 #endif
+	else if (!strcmp(layer, "seg"))
+		run_seg(config);
 	else
 		die("unknown layer", layer);
 
@@ -787,7 +823,7 @@ int main(int argc, char **argv)
 	if (!layer || i != argc - 2 ||
 	    (strcmp(mode, "cb") && strcmp(mode, "file") &&
 	     strcmp(mode, "iscache"))) {
-		fprintf(stderr, "usage: bench --layer pkt|qry|insn|blk|cov|covwarm "
+		fprintf(stderr, "usage: bench --layer pkt|qry|insn|blk|cov|covwarm|seg "
 			"[--image cb|file|iscache] [--min-time SEC] "
 			"DIR NAME\n");
 		return 2;

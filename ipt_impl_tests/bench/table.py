@@ -39,7 +39,7 @@ def get(trace, layer, lib, img):
 
 # Rows: layer, ipt.h image, libipt image, goal.  libipt "best" is its
 # fastest set-up for that layer on that trace.
-ROWS = [('pkt', '-', '-', 'pkt'), ('qry', '-', '-', ''),
+ROWS = [('pkt', '-', '-', 'pkt'), ('seg', '-', '-', ''), ('qry', '-', '-', ''),
         ('insn', 'cb', 'cb', ''), ('insn', 'cb', 'file', ''),
         ('insn', 'cb', 'iscache', ''), ('insn', 'cb', 'best', 'insn'),
         ('insn', 'file', 'file', ''),

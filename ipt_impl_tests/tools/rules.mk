@@ -17,11 +17,11 @@ $(TB)/t_ptxed: $(T)/tools/t_ptxed.c $(IMPL) $(LIB_HDRS) $(HDR)
 $(TB)/ptxed_nostdio: examples/ptxed.c $(HDR)
 	@mkdir -p $(@D)
 	$(CC) $(OPT) $(WARN) $(CPPFLAGS) $(CFLAGS) -DIPT_NO_STDIO -o $@ $< \
-		$(ZYDIS) -lm
+		$(ZYDIS) -lm -pthread
 
 $(TB)/ptxed_cxx: examples/ptxed.c $(HDR)
 	@mkdir -p $(@D)
-	$(CXX) -x c++ $(OPT) $(WARN) $(CPPFLAGS) -o $@ $< $(ZYDIS) -lm
+	$(CXX) -x c++ $(OPT) $(WARN) $(CPPFLAGS) -o $@ $< $(ZYDIS) -lm -pthread
 
 # The hypervisor agent example: a freestanding object and a hosted driver.
 $(TB)/hvagent.o: examples/hvagent.c $(HDR)
