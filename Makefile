@@ -1,6 +1,6 @@
 # ipt.h: build the examples, run the tests, run the conformance suites.
 #
-#   make                 build examples/ptdump and examples/ptxed
+#   make                 build examples/ptdump, examples/ptxed and examples/ptcov
 #   make test            build and run everything in ipt_impl_tests/
 #   make test-build      build it, without running it
 #   make conformance     run the conformance corpus against the examples;
@@ -36,7 +36,7 @@ SAN := -fsanitize=address,undefined -fno-sanitize-recover=all \
 HDR := ipt.h
 LIB_HDRS := $(wildcard $(T)/lib/*.h)
 
-EXAMPLES := $(patsubst %.c,%,$(wildcard examples/ptdump.c examples/ptxed.c))
+EXAMPLES := $(patsubst %.c,%,$(wildcard examples/ptdump.c examples/ptxed.c examples/ptcov.c))
 
 # Each rules.mk may append to TESTS (commands run by `make test`, each
 # ending with "N passed, N failed") and TEST_DEPS (what those commands need
@@ -51,7 +51,7 @@ cmd = $(subst $(space),$(comma),$(strip $(1)))
 all: $(EXAMPLES)
 
 examples/%: examples/%.c $(HDR) $(wildcard examples/*.h)
-	$(CC) $(OPT) $(WARN) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(ZYDIS) -lm
+	$(CC) $(OPT) $(WARN) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(ZYDIS) -lm -pthread
 
 # The implementation, compiled once for everything linked with it: as
 # configured, and with the sanitizers.

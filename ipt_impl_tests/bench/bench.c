@@ -4,7 +4,7 @@
  * against the system's libipt (<intel-pt.h>, -lipt).  `make bench` runs
  * both on the same traces, alternating, and compares (see ./run).
  *
- *     bench --layer pkt|qry|insn|blk [--image cb|file|iscache]
+ *     bench --layer pkt|qry|insn|blk|seg [--image cb|file|iscache]
  *           [--min-time SEC] DIR NAME
  *
  * reads DIR/NAME.pt, DIR/NAME.cfg ("key value" lines: mtc_freq, nom_freq,
@@ -18,6 +18,16 @@
  *         through a small direct-mapped cache, the same in both programs
  *   insn  pt_insn_next
  *   blk   pt_blk_next (blocks are counted, not expanded)
+ *   cov   edge coverage into a 64 KiB bitmap: ipt.h's ipt_cov_decode on a
+ *         fresh decoder; libipt's block decoder as fuzzers use it, each
+ *         block an edge from the previous block's end, hashed into the
+ *         bitmap ("insn" counts edges)
+ *   covwarm  ipt.h only: ipt_cov_decode on one decoder and image kept
+ *         from pass to pass (warmed by an untimed pass), the way a fuzzer
+ *         decodes trace after trace
+ *   seg   the segment index: every PSB and its PSB+ (ipt_seg_index; with
+ *         libipt, pt_pkt_sync_forward and pt_pkt_next up to PSBEND, as
+ *         its ptseg tool finds segments)
  *
  * Images (insn, blk):
  *   cb       pt_image_set_callback, reading the mappings loaded from DIR
@@ -586,15 +596,24 @@ static void run_insn(const struct pt_config *config, struct pt_image *image)
 	pt_insn_free_decoder(dec);
 }
 
-static void run_blk(const struct pt_config *config, struct pt_image *image)
+static uint8_t covmap[1 << 16];
+
+/* pt_blk_next over the trace; with @cov, as fuzzers use it for coverage:
+ * each block is an edge from the previous block's end, hashed into covmap
+ * (and counted in ninsn instead of instructions). */
+static void run_blk(const struct pt_config *config, struct pt_image *image,
+		    int cov)
 {
 	struct pt_block_decoder *dec = pt_blk_alloc_decoder(config);
 	struct pt_block block;
 	struct pt_event ev;
+	uint64_t prev = 0;
 	int status;
 
 	if (!dec || pt_blk_set_image(dec, image) < 0)
 		die("cannot allocate the block decoder", NULL);
+	if (cov)
+		memset(covmap, 0, sizeof(covmap));
 	for (;;) {
 		status = pt_blk_sync_forward(dec);
 		if (status < 0)
@@ -608,9 +627,18 @@ static void run_blk(const struct pt_config *config, struct pt_image *image)
 			if (status < 0 || (status & pts_eos))
 				break;
 			status = pt_blk_next(dec, &block, sizeof(block));
-			ninsn += block.ninsn;
+			if (!cov)
+				ninsn += block.ninsn;
 			if (status < 0)
 				break;
+			if (cov && block.ninsn) {
+				uint64_t h = (prev * 0x9e3779b97f4a7c15ull) ^
+					     (block.ip * 0xc2b2ae3d27d4eb4full);
+
+				covmap[(h >> 32 ^ h) & (sizeof(covmap) - 1)]++;
+				prev = block.end_ip;
+				ninsn++;
+			}
 		}
 		if (status == -pte_eos || (status >= 0 && (status & pts_eos)))
 			break;
@@ -618,6 +646,85 @@ static void run_blk(const struct pt_config *config, struct pt_image *image)
 	}
 	pt_blk_free_decoder(dec);
 }
+
+#ifndef USE_LIBIPT
+static void cov_decode(struct ipt_cov_decoder *dec, const struct pt_config *config)
+{
+	struct ipt_cov_status before, after;
+
+	if (ipt_cov_get_status(dec, &before) < 0 ||
+	    ipt_cov_set_trace(dec, config->begin, config->end, 1) < 0 ||
+	    ipt_cov_decode(dec) < 0 || ipt_cov_get_status(dec, &after) < 0)
+		die("coverage decode failed", NULL);
+	ninsn = after.edges - before.edges;
+	nerrors = (int) (after.errors - before.errors);
+}
+
+static void run_cov(const struct pt_config *config, struct pt_image *image)
+{
+	struct ipt_cov_config cc;
+	struct ipt_cov_decoder *dec;
+
+	memset(&cc, 0, sizeof(cc));
+	dec = ipt_cov_alloc_decoder(config, &cc);
+	if (!dec || ipt_cov_set_image(dec, image) < 0 ||
+	    ipt_cov_set_bitmap(dec, covmap, sizeof(covmap)) < 0)
+		die("cannot allocate the coverage decoder", NULL);
+	cov_decode(dec, config);
+	ipt_cov_free_decoder(dec);
+}
+
+/* One decoder and image for the whole process. */
+static void run_covwarm(const struct pt_config *config)
+{
+	static struct ipt_cov_decoder *dec;
+	static struct pt_image *image;
+	struct ipt_cov_config cc;
+
+	if (!dec) {
+		memset(&cc, 0, sizeof(cc));
+		image = pt_image_alloc("bench");
+		dec = ipt_cov_alloc_decoder(config, &cc);
+		if (!image || !dec ||
+		    pt_image_set_callback(image, read_mem, NULL) < 0 ||
+		    ipt_cov_set_image(dec, image) < 0 ||
+		    ipt_cov_set_bitmap(dec, covmap, sizeof(covmap)) < 0)
+			die("cannot allocate the coverage decoder", NULL);
+	}
+	cov_decode(dec, config);
+}
+#endif
+
+#ifdef USE_LIBIPT
+static void run_seg(const struct pt_config *config)
+{
+	struct pt_packet_decoder *dec = pt_pkt_alloc_decoder(config);
+	struct pt_packet packet;
+
+	if (!dec)
+		die("cannot allocate the packet decoder", NULL);
+	while (pt_pkt_sync_forward(dec) >= 0) {
+		ninsn += 1;
+		while (pt_pkt_next(dec, &packet, sizeof(packet)) >= 0 &&
+		       packet.type != ppt_psbend && packet.type != ppt_ovf)
+			;
+	}
+	pt_pkt_free_decoder(dec);
+}
+#else
+/* The segments are counted in ninsn. */
+static void run_seg(const struct pt_config *config)
+{
+	static struct ipt_segment segs[1 << 16];
+	int64_t n;
+
+	n = ipt_seg_index(config, segs, sizeof(segs) / sizeof(segs[0]));
+	if (n < 0)
+		nerrors++;
+	else
+		ninsn += (uint64_t) n;
+}
+#endif
 
 /* One pass: a fresh image (insn, blk) and decoder over the whole trace;
  * ninsn and nerrors count what it saw. */
@@ -630,7 +737,8 @@ static void one_pass(const char *layer, const char *mode,
 
 	ninsn = 0;
 	nerrors = 0;
-	if (!strcmp(layer, "insn") || !strcmp(layer, "blk")) {
+	if (!strcmp(layer, "insn") || !strcmp(layer, "blk") ||
+	    !strcmp(layer, "cov")) {
 		image = pt_image_alloc("bench");
 		if (!image)
 			die("cannot allocate the image", NULL);
@@ -672,7 +780,18 @@ static void one_pass(const char *layer, const char *mode,
 	else if (!strcmp(layer, "insn"))
 		run_insn(config, image);
 	else if (!strcmp(layer, "blk"))
-		run_blk(config, image);
+		run_blk(config, image, 0);
+#ifdef USE_LIBIPT
+	else if (!strcmp(layer, "cov"))
+		run_blk(config, image, 1);
+#else
+	else if (!strcmp(layer, "cov"))
+		run_cov(config, image);
+	else if (!strcmp(layer, "covwarm"))
+		run_covwarm(config);
+#endif
+	else if (!strcmp(layer, "seg"))
+		run_seg(config);
 	else
 		die("unknown layer", layer);
 
@@ -704,7 +823,7 @@ int main(int argc, char **argv)
 	if (!layer || i != argc - 2 ||
 	    (strcmp(mode, "cb") && strcmp(mode, "file") &&
 	     strcmp(mode, "iscache"))) {
-		fprintf(stderr, "usage: bench --layer pkt|qry|insn|blk "
+		fprintf(stderr, "usage: bench --layer pkt|qry|insn|blk|cov|covwarm|seg "
 			"[--image cb|file|iscache] [--min-time SEC] "
 			"DIR NAME\n");
 		return 2;
@@ -732,6 +851,10 @@ int main(int argc, char **argv)
 		/* The harness's own cache is not the decoder's memory. */
 		memset(qcache, 0xff, QCACHE_SIZE * sizeof(*qcache));
 	}
+
+	/* A warm decoder has decoded the trace before. */
+	if (!strcmp(layer, "covwarm"))
+		one_pass(layer, mode, &config);
 
 	base = maxrss_kb();
 	do {
