@@ -649,7 +649,18 @@ pt_pkt_get_config(const struct pt_packet_decoder *decoder);
 IPT_API int pt_pkt_next(struct pt_packet_decoder *decoder,
 			struct pt_packet *packet, size_t size);
 
-/* >>api-pkt-ext: ipt_ extensions of the packet layer (last-IP tracking) */
+/* >>api-pkt-ext: ipt_ extensions of the packet layer (batches of packets,
+ * last-IP tracking) */
+
+/* Decode up to n packets into packets[0] .. packets[n - 1], as that many
+ * pt_pkt_next calls would (each packet's size is in its size field), and
+ * move past them; for decoding a trace with one call per batch rather than
+ * per packet.  Returns how many packets were decoded, 1 to n (at most
+ * 65536 in one call); or pt_pkt_next's error if the first packet cannot be
+ * decoded.  An error at a later packet ends the batch before it, and the
+ * next call reports it.  -pte_invalid for NULL arguments or n == 0. */
+IPT_API int ipt_pkt_next_batch(struct pt_packet_decoder *decoder,
+			       struct pt_packet *packets, size_t n);
 
 /* Parse a CPU given as "family/model[/stepping]" (each number decimal, or
  * hex with 0x, or octal with a leading 0; the stepping defaults to zero)
@@ -2675,6 +2686,12 @@ enum {
 	IPT__FAST_ROOM = 16
 };
 
+/* The most packets one ipt_pkt_next_batch call decodes: its count must
+ * fit the int it returns. */
+enum {
+	IPT__PKT_BATCH_MAX = 1 << 16
+};
+
 /* ---- reading packets ----
  * One ipt__pkt_read_<packet> per packet, each reading the packet whose
  * first byte is at pos: it checks once that the whole packet lies before
@@ -3817,61 +3834,72 @@ static inline uint64_t ipt__load64(const uint8_t *pos)
 	return ipt__read_le_var(pos, 8, 8);
 }
 
-/* Decode the next packet and move past it; return its size.  Same
- * semantics as libipt's pt_pkt_next: -pte_nosync before synchronization,
- * -pte_eos at the end or for a packet cut off by it, -pte_bad_opc for an
- * unknown opcode without a decode callback (or the callback's error),
- * -pte_bad_packet for a malformed packet, -pte_invalid for NULL
- * arguments; the position does not change on errors.
+/* The one-byte packets, decoded in advance: entry b / 2 for an even first
+ * byte b.  Zero is PAD, IPT__OPC_EXT (2) has size zero (not a one-byte
+ * packet), and every other even byte is a TNT-8: its bits above bit 0,
+ * up to the highest set bit (the stop bit), oldest first. */
+#define IPT__TNT8_MSB(x)                                                       \
+	((x) >= 64 ? 6 : (x) >= 32 ? 5 : (x) >= 16 ? 4 : (x) >= 8 ? 3 :       \
+	 (x) >= 4 ? 2 : (x) >= 2 ? 1 : 0)
+#define IPT__ONE_BYTE(x)                                                       \
+	{ (x) == 0 ? ppt_pad : (x) == 1 ? ppt_invalid : ppt_tnt_8,             \
+	  (x) == 1 ? 0 : 1,                                                    \
+	  { { (uint8_t) ((x) < 2 ? 0 : IPT__TNT8_MSB(x)),                       \
+	      (uint64_t) ((x) < 2 ? 0 : (x) & ~(1u << IPT__TNT8_MSB(x))) } } }
+#define IPT__ONE_BYTE4(x)                                                      \
+	IPT__ONE_BYTE(x), IPT__ONE_BYTE((x) + 1), IPT__ONE_BYTE((x) + 2),     \
+	IPT__ONE_BYTE((x) + 3)
+#define IPT__ONE_BYTE16(x)                                                     \
+	IPT__ONE_BYTE4(x), IPT__ONE_BYTE4((x) + 4), IPT__ONE_BYTE4((x) + 8),  \
+	IPT__ONE_BYTE4((x) + 12)
+
+static const struct pt_packet ipt__pkt_one_byte[128] = {
+	IPT__ONE_BYTE16(0), IPT__ONE_BYTE16(16), IPT__ONE_BYTE16(32),
+	IPT__ONE_BYTE16(48), IPT__ONE_BYTE16(64), IPT__ONE_BYTE16(80),
+	IPT__ONE_BYTE16(96), IPT__ONE_BYTE16(112)
+};
+
+#undef IPT__ONE_BYTE16
+#undef IPT__ONE_BYTE4
+#undef IPT__ONE_BYTE
+#undef IPT__TNT8_MSB
+
+/* Decode the common packet at pos into *packet; return its size, or 0 if
+ * it is not one of them (or is cut short, malformed, or an erratum may
+ * apply), for ipt__pkt_next_slow to decode from scratch.  At least
+ * IPT__FAST_ROOM bytes must be readable at pos: no packet decoded here can
+ * be cut off and no byte read needs a bounds check.
  *
- * The fast path: the caller's struct is ours, and at least IPT__FAST_ROOM
- * bytes are left (one compare against decoder->fast, which also fails for
- * a NULL or out-of-range position).  Then no packet it decodes can be cut
- * off and no byte read needs a bounds check.  It decodes the packets that
- * make up nearly all of a trace: TNT-8, PAD, TNT-64, the IP packets, and
- * the timing packets (CYC, MTC, TSC) and the PSB+ packets of hardware
- * traces, dispatching on the first byte through the layout table's
- * ipt__first_byte.  Errors, errata, PSB, the rest and the last bytes of
- * the trace go to ipt__pkt_next_slow, which decodes from scratch. */
-IPT_DEF int pt_pkt_next(struct pt_packet_decoder *decoder,
-			struct pt_packet *packet, size_t psize)
+ * It decodes the packets that make up nearly all of a trace: TNT-8, PAD,
+ * TNT-64, the IP packets, and the timing packets (CYC, MTC, TSC) and the
+ * PSB+ packets of hardware traces, dispatching on the first byte through
+ * the layout table's ipt__first_byte.  Errors, errata, PSB and the rest go
+ * to the slow path.  pt_pkt_next and ipt_pkt_next_batch both use it. */
+static IPT__INLINE int ipt__pkt_fast(const uint8_t *pos,
+				     struct pt_packet *packet, int skd007)
 {
-	const uint8_t *pos;
 	uint64_t val;
 	unsigned int b, kind;
 	int size;
 
-	if (!packet || !decoder)
-		return -pte_invalid;
-
-	pos = decoder->pos;
-	if (IPT__UNLIKELY(psize != sizeof(*packet) ||
-			  (uintptr_t) pos - (uintptr_t) decoder->config.begin >=
-				  decoder->fast))
-		return ipt__pkt_next_slow(decoder, packet, psize);
-
 	b = pos[0];
 
-	/* TNT-8 and PAD, one byte each, make up most of a hardware trace
-	 * (in runs of either, which branch predictors follow; a path shared
-	 * by both without a branch measured no faster). */
-	if (IPT__LIKELY(!(b & 1) && b > IPT__OPC_EXT)) {
-		/* b is even and above IPT__OPC_EXT: a stop bit is set. */
-		unsigned int bits = b >> IPT__OPM_TNT_8_SHR;
-		uint8_t bit_size = ipt__msb(bits);
+	/* TNT-8 and PAD, one byte each, make up most of a hardware trace;
+	 * a TNT-8 is copied from packets decoded in advance.  PADs come in
+	 * runs, which branch predictors follow; a PAD leaves the payload
+	 * alone, as libipt's does. */
+	if (!(b & 1)) {
+		const struct pt_packet *one = &ipt__pkt_one_byte[b >> 1];
 
-		packet->type = ppt_tnt_8;
-		packet->size = 1;
-		packet->payload.tnt.bit_size = bit_size;
-		packet->payload.tnt.payload = bits ^ (1u << bit_size);
-		decoder->pos = pos + 1;
-		return 1;
-	}
-	if (b == IPT__OPC_PAD) {
-		packet->type = ppt_pad;
-		packet->size = 1;
-		decoder->pos = pos + 1;
-		return 1;
+		if (IPT__LIKELY(one->type == ppt_tnt_8)) {
+			IPT__COPY(*packet, *one);
+			return 1;
+		}
+		if (!b) {
+			packet->type = ppt_pad;
+			packet->size = 1;
+			return 1;
+		}
 	}
 
 	/* TNT-64: where long TNTs are used (up to 47 bits), about as
@@ -3884,7 +3912,6 @@ IPT_DEF int pt_pkt_next(struct pt_packet_decoder *decoder,
 			packet->payload.tnt.bit_size = ipt__msb(val);
 			packet->payload.tnt.payload =
 				val ^ (1ull << ipt__msb(val));
-			decoder->pos = pos + ipt__layout[ppt_tnt_64].size;
 			return ipt__layout[ppt_tnt_64].size;
 		}
 	}
@@ -3904,7 +3931,6 @@ IPT_DEF int pt_pkt_next(struct pt_packet_decoder *decoder,
 			packet->payload.ip.ipc = (enum pt_ip_compression) ipc;
 			packet->payload.ip.ip =
 				ipt__load64(pos + 1) & ipt__ipc_mask[ipc];
-			decoder->pos = pos + size;
 			return size;
 		}
 	}
@@ -3914,7 +3940,6 @@ IPT_DEF int pt_pkt_next(struct pt_packet_decoder *decoder,
 		packet->type = ppt_mtc;
 		packet->size = ipt__layout[ppt_mtc].size;
 		packet->payload.mtc.ctc = pos[1];
-		decoder->pos = pos + ipt__layout[ppt_mtc].size;
 		return ipt__layout[ppt_mtc].size;
 
 	case ppt_cyc: {
@@ -3932,17 +3957,15 @@ IPT_DEF int pt_pkt_next(struct pt_packet_decoder *decoder,
 				shl += 8 - IPT__OPM_CYCX_SHR;
 			} while ((b & IPT__OPM_CYCX_EXT) && shl <= 64);
 			if (IPT__UNLIKELY(shl > 64))
-				break;
+				return 0;
 			/* SKD007 (see ipt__pkt_handle_skd007) looks at
 			 * 2-byte CYCs whose second byte is IPT__OPC_EXT. */
-			if (size == 2 && (val & 0xffe0u) == 0x20 &&
-			    decoder->config.errata.skd007)
-				break;
+			if (size == 2 && (val & 0xffe0u) == 0x20 && skd007)
+				return 0;
 		}
 		packet->type = ppt_cyc;
 		packet->size = (uint8_t) size;
 		packet->payload.cyc.value = val;
-		decoder->pos = pos + size;
 		return size;
 	}
 
@@ -3950,7 +3973,6 @@ IPT_DEF int pt_pkt_next(struct pt_packet_decoder *decoder,
 		packet->type = ppt_tsc;
 		packet->size = ipt__layout[ppt_tsc].size;
 		packet->payload.tsc.tsc = ipt__load64(pos) >> 8;
-		decoder->pos = pos + ipt__layout[ppt_tsc].size;
 		return ipt__layout[ppt_tsc].size;
 
 	case IPT__KIND_EXT:
@@ -3961,14 +3983,12 @@ IPT_DEF int pt_pkt_next(struct pt_packet_decoder *decoder,
 		case ppt_stop:
 			packet->type = (enum pt_packet_type) kind;
 			packet->size = 2;
-			decoder->pos = pos + 2;
 			return 2;
 
 		case ppt_cbr:
 			packet->type = ppt_cbr;
 			packet->size = ipt__layout[ppt_cbr].size;
 			packet->payload.cbr.ratio = pos[2];
-			decoder->pos = pos + ipt__layout[ppt_cbr].size;
 			return ipt__layout[ppt_cbr].size;
 
 		case ppt_pip:
@@ -3977,13 +3997,94 @@ IPT_DEF int pt_pkt_next(struct pt_packet_decoder *decoder,
 			packet->size = ipt__layout[ppt_pip].size;
 			packet->payload.pip.nr = (uint32_t) (val & 1u);
 			packet->payload.pip.cr3 = (val >> 1) << 5;
-			decoder->pos = pos + ipt__layout[ppt_pip].size;
 			return ipt__layout[ppt_pip].size;
 		}
 		break;
 	}
 
+	return 0;
+}
+
+/* Whether ipt__pkt_fast may decode at pos, given a decoder's config.begin
+ * and fast: at least IPT__FAST_ROOM bytes are left.  One compare, which
+ * also fails for a NULL or out-of-range position. */
+static IPT__INLINE int ipt__pkt_in_fast(uintptr_t begin, size_t fast,
+					const uint8_t *pos)
+{
+	return (uintptr_t) pos - begin < fast;
+}
+
+/* Decode the next packet and move past it; return its size.  Same
+ * semantics as libipt's pt_pkt_next: -pte_nosync before synchronization,
+ * -pte_eos at the end or for a packet cut off by it, -pte_bad_opc for an
+ * unknown opcode without a decode callback (or the callback's error),
+ * -pte_bad_packet for a malformed packet, -pte_invalid for NULL
+ * arguments; the position does not change on errors.
+ *
+ * The fast path: the caller's struct is ours and ipt__pkt_fast may read
+ * at the position; everything else goes to ipt__pkt_next_slow. */
+IPT_DEF int pt_pkt_next(struct pt_packet_decoder *decoder,
+			struct pt_packet *packet, size_t psize)
+{
+	const uint8_t *pos;
+	int size;
+
+	if (!packet || !decoder)
+		return -pte_invalid;
+
+	pos = decoder->pos;
+	if (IPT__LIKELY(psize == sizeof(*packet) &&
+			ipt__pkt_in_fast((uintptr_t) decoder->config.begin,
+					 decoder->fast, pos))) {
+		size = ipt__pkt_fast(pos, packet,
+				     decoder->config.errata.skd007);
+		if (IPT__LIKELY(size)) {
+			decoder->pos = pos + size;
+			return size;
+		}
+	}
 	return ipt__pkt_next_slow(decoder, packet, psize);
+}
+
+/* See the declaration in >>api-pkt-ext.  The loop keeps the position in a
+ * register and stores it once per batch; packets outside the fast region
+ * or the fast path go through ipt__pkt_next_slow one by one. */
+IPT_DEF int ipt_pkt_next_batch(struct pt_packet_decoder *decoder,
+			       struct pt_packet *packets, size_t n)
+{
+	const uint8_t *pos;
+	uintptr_t begin;
+	size_t i, fast;
+	int size, skd007;
+
+	if (!decoder || !packets || !n)
+		return -pte_invalid;
+	if (n > IPT__PKT_BATCH_MAX)
+		n = IPT__PKT_BATCH_MAX;
+
+	/* Kept in locals: stores to packets[] might alias the decoder. */
+	pos = decoder->pos;
+	begin = (uintptr_t) decoder->config.begin;
+	fast = decoder->fast;
+	skd007 = decoder->config.errata.skd007;
+	for (i = 0; i < n; ++i) {
+		if (IPT__LIKELY(ipt__pkt_in_fast(begin, fast, pos))) {
+			size = ipt__pkt_fast(pos, &packets[i], skd007);
+			if (IPT__LIKELY(size)) {
+				pos += size;
+				continue;
+			}
+		}
+		decoder->pos = pos;
+		size = ipt__pkt_next_slow(decoder, &packets[i],
+					  sizeof(packets[i]));
+		if (size < 0)
+			return i ? (int) i : size;
+		pos = decoder->pos;
+		fast = decoder->fast;
+	}
+	decoder->pos = pos;
+	return (int) n;
 }
 
 /* ---- last-IP tracking ---- */

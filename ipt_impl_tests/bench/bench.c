@@ -12,7 +12,8 @@
  * and DIR/image.txt ("start end file [name]" lines, file relative to DIR).
  *
  * Layers:
- *   pkt   pt_pkt_next over the whole trace (resynchronizing on errors)
+ *   pkt   pt_pkt_next over the whole trace (resynchronizing on errors);
+ *         with --image batch (ipt.h only), ipt_pkt_next_batch instead
  *   qry   the execution-flow reconstruction loop of the pt_qry_cond_branch
  *         man page, with events: instructions are decoded by Zydis here,
  *         through a small direct-mapped cache, the same in both programs
@@ -210,10 +211,13 @@ static int verbose;
 
 /* ---- the layers ---- */
 
-static void run_pkt(const struct pt_config *config)
+/* Packets per ipt_pkt_next_batch call. */
+#define PKT_BATCH 64
+
+static void run_pkt(const struct pt_config *config, int batch)
 {
 	struct pt_packet_decoder *dec = pt_pkt_alloc_decoder(config);
-	struct pt_packet packet;
+	struct pt_packet packet[PKT_BATCH];
 	int status;
 
 	if (!dec)
@@ -222,11 +226,18 @@ static void run_pkt(const struct pt_config *config)
 		status = pt_pkt_sync_forward(dec);
 		if (status < 0)
 			break;
-		for (;;) {
-			status = pt_pkt_next(dec, &packet, sizeof(packet));
+		while (!batch) {
+			status = pt_pkt_next(dec, &packet[0], sizeof(packet[0]));
 			if (status < 0)
 				break;
 		}
+#ifndef USE_LIBIPT
+		while (batch) {
+			status = ipt_pkt_next_batch(dec, packet, PKT_BATCH);
+			if (status < 0)
+				break;
+		}
+#endif
 		if (status == -pte_eos)
 			break;
 		nerrors++;
@@ -666,7 +677,7 @@ static void one_pass(const char *layer, const char *mode,
 	}
 
 	if (!strcmp(layer, "pkt"))
-		run_pkt(config);
+		run_pkt(config, !strcmp(mode, "batch"));
 	else if (!strcmp(layer, "qry"))
 		run_qry(config);
 	else if (!strcmp(layer, "insn"))
@@ -703,12 +714,17 @@ int main(int argc, char **argv)
 	}
 	if (!layer || i != argc - 2 ||
 	    (strcmp(mode, "cb") && strcmp(mode, "file") &&
-	     strcmp(mode, "iscache"))) {
+	     strcmp(mode, "iscache") &&
+	     (strcmp(mode, "batch") || strcmp(layer, "pkt")))) {
 		fprintf(stderr, "usage: bench --layer pkt|qry|insn|blk "
-			"[--image cb|file|iscache] [--min-time SEC] "
+			"[--image cb|file|iscache|batch] [--min-time SEC] "
 			"DIR NAME\n");
 		return 2;
 	}
+#ifdef USE_LIBIPT
+	if (!strcmp(mode, "batch"))
+		die("libipt has no batch packet decoder", NULL);
+#endif
 	dir = argv[argc - 2];
 	name = argv[argc - 1];
 
