@@ -13237,11 +13237,11 @@ struct pt_insn_decoder {
 	 * @next is the IP after the run, if the code says it; @mask keeps
 	 * IPs in the mode's range.  The text is the block decoder's trail
 	 * entry @trail - 1 for the current block, or our copy @own; @epoch
-	 * the block decoder's epoch when we took it. */
+	 * the block decoder's epoch when we took it.  @insn is what every
+	 * instruction of the run has in common (section, mode, speculative;
+	 * zeros elsewhere), copied out first. */
 	uint64_t ip;
-	int isid;
-	enum pt_exec_mode mode;
-	uint32_t speculative;
+	struct pt_insn insn;
 	const uint8_t *info;
 	const uint8_t *code;
 	uint64_t next;
@@ -13298,9 +13298,10 @@ static int ipt__insn_load_run(struct pt_insn_decoder *decoder)
 	}
 
 	decoder->ip = block->ip;
-	decoder->isid = block->isid;
-	decoder->mode = block->mode;
-	decoder->speculative = block->speculative;
+	IPT_MEMSET(&decoder->insn, 0, sizeof(decoder->insn));
+	decoder->insn.isid = block->isid;
+	decoder->insn.mode = block->mode;
+	decoder->insn.speculative = block->speculative;
 	decoder->info = text->info;
 	decoder->code = text->code;
 	decoder->epoch = blkdec->epoch;
@@ -13317,12 +13318,9 @@ static IPT__INLINE void ipt__insn_from_run(struct pt_insn_decoder *decoder,
 
 	/* The bytes after the instruction come along: the code that follows
 	 * it, or zeros. */
-	IPT_MEMSET(insn, 0, sizeof(*insn));
+	IPT__COPY(*insn, decoder->insn);
 	IPT_MEMCPY(insn->raw, decoder->code, sizeof(insn->raw));
 	insn->ip = decoder->ip;
-	insn->isid = decoder->isid;
-	insn->mode = decoder->mode;
-	insn->speculative = decoder->speculative;
 	insn->iclass = (enum pt_insn_class) (info >> 4);
 	insn->size = size;
 
@@ -13592,7 +13590,7 @@ static IPT__NOINLINE int ipt__insn_next(struct pt_insn_decoder *decoder,
 	/* Most instructions come from the run at hand. */
 	if (!(block->truncated && block->ninsn == 1) &&
 	    ((decoder->left && decoder->ip == block->ip &&
-	      decoder->mode == block->mode &&
+	      decoder->insn.mode == block->mode &&
 	      decoder->epoch == decoder->blkdec.epoch) ||
 	     ipt__insn_load_run(decoder))) {
 		ipt__insn_from_run(decoder, insn);

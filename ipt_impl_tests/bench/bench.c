@@ -4,8 +4,8 @@
  * against the system's libipt (<intel-pt.h>, -lipt).  `make bench` runs
  * both on the same traces, alternating, and compares (see ./run).
  *
- *     bench --layer pkt|qry|insn|blk [--image cb|file|iscache]
- *           [--min-time SEC] DIR NAME
+ *     bench --layer pkt|qry|insn|blk [--image cb|file|iscache|batch]
+ *           [--warm] [--min-time SEC] DIR NAME
  *
  * reads DIR/NAME.pt, DIR/NAME.cfg ("key value" lines: mtc_freq, nom_freq,
  * cpuid_0x15_eax, cpuid_0x15_ebx, cpu_family, cpu_model, cpu_stepping)
@@ -26,7 +26,10 @@
  *   iscache  pt_iscache_add_file + pt_image_add_cached per mapping
  *
  * Each pass allocates the image, section cache and decoder anew and frees
- * them at its end, so every pass starts cold.  Passes repeat until
+ * them at its end, so every pass starts cold: the first pass of a decoder.
+ * With --warm (insn, blk), one untimed pass fills the caches and every
+ * timed pass decodes the trace again with the same decoder, image and
+ * section cache (pt_*_sync_set back to the first pass's sync offset).  Passes repeat until
  * --min-time seconds (default 0.3) have passed; the time reported is the
  * mean per pass, in processor time (user + system) of the process.  The
  * clock is read around batches of passes, a batch doubling until it takes
@@ -564,19 +567,43 @@ static void run_qry(const struct pt_config *config)
 	pt_qry_free_decoder(q.dec);
 }
 
-static void run_insn(const struct pt_config *config, struct pt_image *image)
+/* With --warm: the image, section cache and decoder of the first pass,
+ * kept for the next; and where that pass first synchronized. */
+static int warm;
+static struct pt_image *w_image;
+static struct pt_image_section_cache *w_iscache;
+static struct pt_insn_decoder *w_insn;
+static struct pt_block_decoder *w_blk;
+static uint64_t w_sync;
+static int w_synced;
+
+/* The first synchronization of a pass: forward from the start, or, for a
+ * decoder that has decoded the trace before, back to where that began. */
+#define FIRST_SYNC(kind, dec)                                                  \
+	(w_synced ? pt_##kind##_sync_set(dec, w_sync) :                        \
+		    pt_##kind##_sync_forward(dec))
+
+#define NOTE_SYNC(kind, dec)                                                   \
+	do {                                                                   \
+		if (warm && !w_synced &&                                       \
+		    pt_##kind##_get_sync_offset(dec, &w_sync) >= 0)             \
+			w_synced = 1;                                          \
+	} while (0)
+
+static void run_insn(struct pt_insn_decoder *dec)
 {
-	struct pt_insn_decoder *dec = pt_insn_alloc_decoder(config);
 	struct pt_insn insn;
 	struct pt_event ev;
-	int status;
+	int status, first = 1;
 
-	if (!dec || pt_insn_set_image(dec, image) < 0)
-		die("cannot allocate the instruction decoder", NULL);
 	for (;;) {
-		status = pt_insn_sync_forward(dec);
+		status = first ? FIRST_SYNC(insn, dec) :
+				 pt_insn_sync_forward(dec);
 		if (status < 0)
 			break;
+		if (first)
+			NOTE_SYNC(insn, dec);
+		first = 0;
 		for (;;) {
 			while (status & pts_event_pending) {
 				status = pt_insn_event(dec, &ev, sizeof(ev));
@@ -594,22 +621,22 @@ static void run_insn(const struct pt_config *config, struct pt_image *image)
 			break;
 		nerrors++;
 	}
-	pt_insn_free_decoder(dec);
 }
 
-static void run_blk(const struct pt_config *config, struct pt_image *image)
+static void run_blk(struct pt_block_decoder *dec)
 {
-	struct pt_block_decoder *dec = pt_blk_alloc_decoder(config);
 	struct pt_block block;
 	struct pt_event ev;
-	int status;
+	int status, first = 1;
 
-	if (!dec || pt_blk_set_image(dec, image) < 0)
-		die("cannot allocate the block decoder", NULL);
 	for (;;) {
-		status = pt_blk_sync_forward(dec);
+		status = first ? FIRST_SYNC(blk, dec) :
+				 pt_blk_sync_forward(dec);
 		if (status < 0)
 			break;
+		if (first)
+			NOTE_SYNC(blk, dec);
+		first = 0;
 		for (;;) {
 			while (status & pts_event_pending) {
 				status = pt_blk_event(dec, &ev, sizeof(ev));
@@ -627,66 +654,106 @@ static void run_blk(const struct pt_config *config, struct pt_image *image)
 			break;
 		nerrors++;
 	}
-	pt_blk_free_decoder(dec);
 }
 
-/* One pass: a fresh image (insn, blk) and decoder over the whole trace;
- * ninsn and nerrors count what it saw. */
+/* A new image for mode (cb, file, iscache), its section cache in
+ * *iscache. */
+static struct pt_image *make_image(const char *mode,
+				   struct pt_image_section_cache **iscache)
+{
+	struct pt_image *image;
+	int i;
+
+	*iscache = NULL;
+	image = pt_image_alloc("bench");
+	if (!image)
+		die("cannot allocate the image", NULL);
+	if (!strcmp(mode, "iscache")) {
+		*iscache = pt_iscache_alloc("bench");
+		if (!*iscache)
+			die("cannot allocate the iscache", NULL);
+	}
+	if (!strcmp(mode, "cb") &&
+	    pt_image_set_callback(image, read_mem, NULL) < 0)
+		die("cannot set the callback", NULL);
+	for (i = 0; i < nsegs && strcmp(mode, "cb"); i++) {
+		uint64_t n = segs[i].end - segs[i].start;
+		int isid, err;
+
+		if (*iscache) {
+			isid = pt_iscache_add_file(*iscache, segs[i].path, 0,
+						   n, segs[i].start);
+			err = isid < 0 ? isid :
+				pt_image_add_cached(image, *iscache, isid,
+						    NULL);
+		} else {
+			err = pt_image_add_file(image, segs[i].path, 0, n,
+						NULL, segs[i].start);
+		}
+		if (err < 0)
+			die("cannot add", segs[i].path);
+	}
+	return image;
+}
+
+/* One pass over the whole trace; ninsn and nerrors count what it saw.
+ * Without --warm, with a fresh image (insn, blk) and decoder; with it,
+ * the first pass's. */
 static void one_pass(const char *layer, const char *mode,
 		     const struct pt_config *config)
 {
-	struct pt_image *image = NULL;
 	struct pt_image_section_cache *iscache = NULL;
-	int i;
+	struct pt_image *image = NULL;
+	int insn = !strcmp(layer, "insn"), blk = !strcmp(layer, "blk");
 
 	ninsn = 0;
 	nerrors = 0;
-	if (!strcmp(layer, "insn") || !strcmp(layer, "blk")) {
-		image = pt_image_alloc("bench");
-		if (!image)
-			die("cannot allocate the image", NULL);
-		if (!strcmp(mode, "iscache")) {
-			iscache = pt_iscache_alloc("bench");
-			if (!iscache)
-				die("cannot allocate the iscache",
-				    NULL);
-		}
-		if (!strcmp(mode, "cb") &&
-		    pt_image_set_callback(image, read_mem, NULL) < 0)
-			die("cannot set the callback", NULL);
-		for (i = 0; i < nsegs && strcmp(mode, "cb"); i++) {
-			uint64_t n = segs[i].end - segs[i].start;
-			int isid, err;
-
-			if (iscache) {
-				isid = pt_iscache_add_file(
-					iscache, segs[i].path, 0, n,
-					segs[i].start);
-				err = isid < 0 ? isid :
-					pt_image_add_cached(
-						image, iscache, isid,
-						NULL);
-			} else {
-				err = pt_image_add_file(
-					image, segs[i].path, 0, n,
-					NULL, segs[i].start);
-			}
-			if (err < 0)
-				die("cannot add", segs[i].path);
-		}
-	}
-
-	if (!strcmp(layer, "pkt"))
+	if (!strcmp(layer, "pkt")) {
 		run_pkt(config, !strcmp(mode, "batch"));
-	else if (!strcmp(layer, "qry"))
+		return;
+	}
+	if (!strcmp(layer, "qry")) {
 		run_qry(config);
-	else if (!strcmp(layer, "insn"))
-		run_insn(config, image);
-	else if (!strcmp(layer, "blk"))
-		run_blk(config, image);
-	else
+		return;
+	}
+	if (!insn && !blk)
 		die("unknown layer", layer);
 
+	if (warm && w_image) {
+		if (insn)
+			run_insn(w_insn);
+		else
+			run_blk(w_blk);
+		return;
+	}
+
+	image = make_image(mode, &iscache);
+	if (insn) {
+		struct pt_insn_decoder *dec = pt_insn_alloc_decoder(config);
+
+		if (!dec || pt_insn_set_image(dec, image) < 0)
+			die("cannot allocate the instruction decoder", NULL);
+		run_insn(dec);
+		if (warm)
+			w_insn = dec;
+		else
+			pt_insn_free_decoder(dec);
+	} else {
+		struct pt_block_decoder *dec = pt_blk_alloc_decoder(config);
+
+		if (!dec || pt_blk_set_image(dec, image) < 0)
+			die("cannot allocate the block decoder", NULL);
+		run_blk(dec);
+		if (warm)
+			w_blk = dec;
+		else
+			pt_blk_free_decoder(dec);
+	}
+	if (warm) {
+		w_image = image;
+		w_iscache = iscache;
+		return;
+	}
 	pt_image_free(image);
 	pt_iscache_free(iscache);
 }
@@ -709,6 +776,8 @@ int main(int argc, char **argv)
 			mode = argv[++i];
 		else if (!strcmp(argv[i], "--min-time") && i + 1 < argc - 2)
 			min_time = atof(argv[++i]);
+		else if (!strcmp(argv[i], "--warm"))
+			warm = 1;
 		else
 			break;
 	}
@@ -717,8 +786,8 @@ int main(int argc, char **argv)
 	     strcmp(mode, "iscache") &&
 	     (strcmp(mode, "batch") || strcmp(layer, "pkt")))) {
 		fprintf(stderr, "usage: bench --layer pkt|qry|insn|blk "
-			"[--image cb|file|iscache|batch] [--min-time SEC] "
-			"DIR NAME\n");
+			"[--image cb|file|iscache|batch] [--warm] "
+			"[--min-time SEC] DIR NAME\n");
 		return 2;
 	}
 #ifdef USE_LIBIPT
@@ -750,6 +819,9 @@ int main(int argc, char **argv)
 	}
 
 	base = maxrss_kb();
+	/* Warm passes: the first pass fills the caches, untimed. */
+	if (warm && (!strcmp(layer, "insn") || !strcmp(layer, "blk")))
+		one_pass(layer, mode, &config);
 	do {
 		int k;
 
