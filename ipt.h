@@ -10016,7 +10016,7 @@ ipt__insn_range_is_contiguous(uint64_t begin, uint64_t end,
  * the block they belong to, with the same rules and the same error codes
  * as libipt's block decoder.
  *
- * Speed comes from two caches, both owned by the decoder:
+ * Speed comes from three caches, all owned by the decoder:
  *
  *   - the instruction cache maps (address space, mode, IP) to a decoded
  *     instruction, so that neither the image's read callback nor Zydis is
@@ -10028,7 +10028,10 @@ ipt__insn_range_is_contiguous(uint64_t begin, uint64_t end,
  *     direct call or jump).  Steady-state decoding jumps from run to run.
  *     For the instruction decoder each run also keeps its bytes and, per
  *     instruction, size and class, so that handing out instructions reads
- *     neither the image nor the instruction cache.
+ *     neither the image nor the instruction cache;
+ *   - the length map keeps the sizes of the ordinary instructions runs were
+ *     recorded from, one slot per code byte, so that recording a run
+ *     again mostly asks Zydis only for the instruction that ends it.
  *
  * The run cache is two-way set associative with 32-byte entries, a set to
  * a cache line; an instruction decoder's sets carry the runs' text in the
@@ -10287,6 +10290,10 @@ struct pt_block_decoder {
 	uint64_t rlimit;
 	uint32_t want_text;
 
+	/* The length map (NULL until first needed): IPT__LMAP_SLOTS pieces
+	 * of code, each NULL until first needed. */
+	struct ipt__blk_lmap **lmap;
+
 	/* With @want_text, the first @ntrail runs of the last block. */
 	uint32_t ntrail;
 	struct ipt__blk_trail trail[IPT__BLK_TRAIL];
@@ -10391,6 +10398,127 @@ static int ipt__blk_decode(struct pt_block_decoder *decoder,
 		IPT__COPY(entry->iext, *iext);
 	}
 	return 0;
+}
+
+/* ---- the length map ----
+ * The sizes of the ordinary instructions (ptic_other, in one piece) that
+ * runs were recorded from, one slot per code byte as libipt's section
+ * cache has, in pieces of 256 bytes (code is used sparsely: small pieces
+ * cover more of it in the same memory), so that a run recorded again (after the run cache
+ * dropped it or started over, or from a branch into the middle of a known
+ * run) takes them from here instead of decoding them again.  Only the
+ * instruction ending a run still goes through the instruction cache.
+ *
+ * A piece's map is tagged with its address and the context number of its
+ * runs, so a new epoch or address space misses.  The slot of a piece is
+ * chosen by hashing: IPT__LMAP_SLOTS slots, each allocated when first
+ * used and taken over by the next piece hashed to it.  All sizes in a map
+ * come from one section, the first recorded. */
+enum {
+	IPT__LMAP_SHIFT = 8,
+	IPT__LMAP_SLOT_BITS = 11,
+	IPT__LMAP_SLOTS = 1 << IPT__LMAP_SLOT_BITS
+};
+
+struct ipt__blk_lmap {
+	uint64_t base;
+	/* The context number; zero for none. */
+	uint32_t ctx;
+	int32_t isid;
+	/* Two sizes to a byte, the lower address in the low nibble; zero
+	 * where none is known. */
+	uint8_t size[(1u << IPT__LMAP_SHIFT) / 2];
+};
+
+static IPT__INLINE struct ipt__blk_lmap **
+ipt__blk_lmap_slot(const struct pt_block_decoder *decoder, uint64_t ip,
+		   uint32_t ctx)
+{
+	uint64_t h;
+
+	h = ((ip >> IPT__LMAP_SHIFT) + ctx * 0x9e3779b97f4a7c15ull) *
+	    0xff51afd7ed558ccdull;
+	return &decoder->lmap[h >> (64 - IPT__LMAP_SLOT_BITS)];
+}
+
+/* The size of the ordinary instruction at @ip in context @ctx, and its
+ * section in *@isid; zero if not known. */
+static IPT__INLINE uint8_t
+ipt__blk_lmap_get(const struct pt_block_decoder *decoder, uint64_t ip,
+		  uint32_t ctx, int *isid)
+{
+	const struct ipt__blk_lmap *map;
+	uint32_t off = (uint32_t) (ip & ((1u << IPT__LMAP_SHIFT) - 1));
+
+	if (!decoder->lmap)
+		return 0;
+	map = *ipt__blk_lmap_slot(decoder, ip, ctx);
+	if (!map || map->ctx != ctx || map->base != ip - off)
+		return 0;
+	*isid = map->isid;
+	return (uint8_t) ((map->size[off >> 1] >> ((off & 1) * 4)) & 0xf);
+}
+
+/* Note the ordinary instruction at @ip: @size bytes in section @isid.
+ * Nothing if memory runs out. */
+static void ipt__blk_lmap_put(struct pt_block_decoder *decoder, uint64_t ip,
+			      uint32_t ctx, int isid, uint8_t size)
+{
+	struct ipt__blk_lmap **slot, *map;
+	uint32_t off = (uint32_t) (ip & ((1u << IPT__LMAP_SHIFT) - 1));
+
+	if (!decoder->lmap) {
+		decoder->lmap = (struct ipt__blk_lmap **) ipt__zalloc_cache(
+			&decoder->allocator,
+			IPT__LMAP_SLOTS * sizeof(*decoder->lmap));
+		if (!decoder->lmap)
+			return;
+	}
+	slot = ipt__blk_lmap_slot(decoder, ip, ctx);
+	map = *slot;
+	if (!map) {
+		map = (struct ipt__blk_lmap *) ipt__alloc_cache(
+			&decoder->allocator, sizeof(*map));
+		if (!map)
+			return;
+		map->ctx = 0;
+		*slot = map;
+	}
+	if (map->ctx != ctx || map->base != ip - off) {
+		IPT_MEMSET(map->size, 0, sizeof(map->size));
+		map->base = ip - off;
+		map->ctx = ctx;
+		map->isid = isid;
+	} else if (map->isid != isid) {
+		return;
+	}
+	map->size[off >> 1] = (uint8_t) ((map->size[off >> 1] &
+					  (0xf0u >> ((off & 1) * 4))) |
+					 ((uint32_t) size << ((off & 1) * 4)));
+}
+
+/* Forget every size: the context numbers start over. */
+static void ipt__blk_lmap_clear(struct pt_block_decoder *decoder)
+{
+	uint32_t i;
+
+	for (i = 0; decoder->lmap && i < IPT__LMAP_SLOTS; ++i)
+		if (decoder->lmap[i])
+			decoder->lmap[i]->ctx = 0;
+}
+
+static void ipt__blk_lmap_free(struct pt_block_decoder *decoder)
+{
+	uint32_t i;
+
+	if (!decoder->lmap)
+		return;
+	for (i = 0; i < IPT__LMAP_SLOTS; ++i)
+		ipt__free(&decoder->allocator, decoder->lmap[i],
+			  sizeof(*decoder->lmap[i]));
+	ipt__free(&decoder->allocator, decoder->lmap,
+		  IPT__LMAP_SLOTS * sizeof(*decoder->lmap));
+	decoder->lmap = NULL;
 }
 
 /* ---- the run table ---- */
@@ -10514,6 +10642,7 @@ static void ipt__blk_runs_reset(struct pt_block_decoder *decoder)
 	uint32_t nsets = ipt__blk_max_sets(decoder);
 
 	ipt__blk_runs_free(decoder);
+	ipt__blk_lmap_free(decoder);
 	if (nsets > IPT__RUN_MIN_SETS)
 		nsets = IPT__RUN_MIN_SETS;
 	if (nsets)
@@ -10542,6 +10671,7 @@ ipt__blk_ctx_switch(struct pt_block_decoder *decoder, uint32_t mode)
 		if (decoder->runs)
 			IPT_MEMSET(decoder->runs, 0, (size_t) decoder->rsets *
 				   decoder->rstride);
+		ipt__blk_lmap_clear(decoder);
 		decoder->nctx = 0;
 		id = 1;
 	}
@@ -10764,6 +10894,7 @@ static int ipt__blk_decoder_init(struct pt_block_decoder *decoder,
 static void ipt__blk_decoder_fini(struct pt_block_decoder *decoder)
 {
 	ipt__blk_runs_free(decoder);
+	ipt__blk_lmap_free(decoder);
 	ipt__free(&decoder->allocator, decoder->icache,
 		  sizeof(*decoder->icache) << IPT_BLK_ICACHE_BITS);
 	pt_image_free(decoder->default_image);
@@ -11742,16 +11873,33 @@ ipt__blk_run_fill(struct pt_block_decoder *decoder, struct ipt__blk_run *run,
 
 	for (;;) {
 		uint64_t next;
-		int status;
+		int status, isid = 0;
+		uint8_t known;
 
 		IPT_MEMSET(&insn, 0, sizeof(insn));
 		IPT_MEMSET(&iext, 0, sizeof(iext));
 		insn.mode = mode;
 		insn.ip = ip;
 
-		status = ipt__blk_decode(decoder, &insn, &iext);
-		if (status < 0 || insn.truncated ||
-		    (ninsn && insn.isid != run->isid))
+		/* An ordinary instruction seen before: its size, and its
+		 * bytes if the text wants them (read in one piece from the
+		 * same section, or decoded afresh). */
+		known = ipt__blk_lmap_get(decoder, ip, ctx, &isid);
+		if (known && text &&
+		    (ipt__image_read(decoder->image, &insn.isid, insn.raw,
+				     known, &decoder->asid, ip) != known ||
+		     insn.isid != isid))
+			known = 0;
+		if (known) {
+			insn.size = known;
+			insn.isid = isid;
+			insn.iclass = ptic_other;
+		} else {
+			status = ipt__blk_decode(decoder, &insn, &iext);
+			if (status < 0)
+				break;
+		}
+		if (insn.truncated || (ninsn && insn.isid != run->isid))
 			break;
 
 		if (text) {
@@ -11799,6 +11947,11 @@ ipt__blk_run_fill(struct pt_block_decoder *decoder, struct ipt__blk_run *run,
 			kind = ipt__run_djump;
 			goto done;
 		}
+
+		if (!known && insn.iclass == ptic_other &&
+		    next == ip + insn.size)
+			ipt__blk_lmap_put(decoder, ip, ctx, insn.isid,
+					  insn.size);
 
 		run->disp = 0;
 		len += insn.size;
