@@ -29,7 +29,6 @@
  *     IPT_MEMCPY(d,s,n) copy                                        (memcpy)
  *     IPT_MEMSET(d,c,n) fill                                        (memset)
  *     IPT_MEMCMP(a,b,n) compare                                     (memcmp)
- *     IPT_ASSERT(x)     check an internal invariant                 (assert)
  *     IPT_NO_STDIO      leave out everything that touches files: file
  *                       sections (pt_image_add_file, pt_iscache_*) go away
  *     IPT_IMAGE_CACHE_LIMIT  callback memory an image caches, in bytes;
@@ -39,6 +38,10 @@
  *     IPT_BLK_CACHE_LIMIT  the most bytes its straight-line run cache
  *                       grows to; ipt_blk_set_cache_limit() and
  *                       ipt_insn_set_cache_limit() set it per decoder (2 MiB)
+ *     IPT_BLK_GENERAL_PATH  test builds: the block and instruction
+ *                       decoders take no shortcut (no run cache, no
+ *                       one-piece common block, no instruction from a
+ *                       run's text); what they report must not change
  *
  *     With IPT_NO_STDIO and all of the above defined, the implementation
  *     needs nothing but <stddef.h>, <stdint.h> and Zydis.
@@ -47,7 +50,7 @@
  *
  *     >>api    declarations: what a program sees
  *     ---- stop here if you only want the API ----
- *     >>shim   memory, copying and assertion hooks, the allocator
+ *     >>shim   memory and copying hooks, the allocator
  *     >>err    error codes and messages (one table), version
  *     >>cfg    configuration copy-in, CPU errata, address filters
  *     >>opc    opcodes and the packet-layout table
@@ -110,7 +113,8 @@ struct pt_block_decoder;
 struct pt_image;
 struct pt_image_section_cache;
 
-/* ---- version ---- */
+/* ---- version ----
+ * Specified by pt_library_version(3). */
 
 struct pt_version {
 	uint8_t major;
@@ -126,7 +130,8 @@ IPT_API struct pt_version pt_library_version(void);
 
 /* ---- errors ----
  * Functions return a negative pte_* code on failure.  The values are
- * libipt's; the messages come from one table in >>err. */
+ * libipt's; the messages come from one table in >>err.  What each code
+ * means for a function: the ERRORS section of its man page. */
 enum pt_error_code {
 	pte_ok,
 	pte_internal,
@@ -177,7 +182,9 @@ enum pt_status_flag {
 	pts_eos = 1 << 2
 };
 
-/* ---- configuration ---- */
+/* ---- configuration ----
+ * Specified by pt_config(3); the decoders' copy of it by
+ * pt_enc_get_config(3). */
 
 enum pt_cpu_vendor {
 	pcv_unknown,
@@ -323,7 +330,8 @@ static inline void pt_config_init(struct pt_config *config)
 /* Fill in the errata that apply to a CPU; -pte_bad_cpu if unknown. */
 IPT_API int pt_cpu_errata(struct pt_errata *errata, const struct pt_cpu *cpu);
 
-/* ---- packets ---- */
+/* ---- packets ----
+ * Specified by pt_packet(3). */
 
 enum pt_packet_type {
 	ppt_invalid,
@@ -617,7 +625,9 @@ struct pt_packet {
 	} payload;
 };
 
-/* ---- packet encoder ---- */
+/* ---- packet encoder ----
+ * Specified by pt_alloc_encoder(3), pt_enc_get_offset(3),
+ * pt_enc_get_config(3) and pt_packet(3) (pt_enc_next). */
 
 IPT_API struct pt_encoder *pt_alloc_encoder(const struct pt_config *config);
 IPT_API void pt_free_encoder(struct pt_encoder *encoder);
@@ -630,7 +640,9 @@ pt_enc_get_config(const struct pt_encoder *encoder);
 IPT_API int pt_enc_next(struct pt_encoder *encoder,
 			const struct pt_packet *packet);
 
-/* ---- packet decoder ---- */
+/* ---- packet decoder ----
+ * Specified by pt_pkt_alloc_decoder(3), pt_pkt_sync_forward(3),
+ * pt_pkt_get_offset(3) and pt_packet(3) (pt_pkt_next). */
 
 IPT_API struct pt_packet_decoder *
 pt_pkt_alloc_decoder(const struct pt_config *config);
@@ -658,7 +670,8 @@ IPT_API int pt_pkt_next(struct pt_packet_decoder *decoder,
  * per packet.  Returns how many packets were decoded, 1 to n (at most
  * 65536 in one call); or pt_pkt_next's error if the first packet cannot be
  * decoded.  An error at a later packet ends the batch before it, and the
- * next call reports it.  -pte_invalid for NULL arguments or n == 0. */
+ * next call reports it.  -pte_invalid for NULL arguments or n == 0.
+ * Ref: libipt's pt_pkt_next (man page pt_pkt_next.3), called n times. */
 IPT_API int ipt_pkt_next_batch(struct pt_packet_decoder *decoder,
 			       struct pt_packet *packets, size_t n);
 
@@ -666,7 +679,8 @@ IPT_API int ipt_pkt_next_batch(struct pt_packet_decoder *decoder,
  * hex with 0x, or octal with a leading 0; the stepping defaults to zero)
  * into *cpu with vendor pcv_intel, as ptdump's and ptxed's --cpu option
  * does.  Returns 0, or -pte_invalid if cpu or s is NULL or s is malformed
- * or out of range (family > 65535, model or stepping > 255). */
+ * or out of range (family > 65535, model or stepping > 255).
+ * Ref: libipt's pt_cpu_parse (libipt/src/pt_cpu.c, for its tools). */
 IPT_API int ipt_cpu_parse(struct pt_cpu *cpu, const char *s);
 
 /* Last-IP tracking: IP packets (TIP, TIP.PGE, TIP.PGD, FUP) carry an IP
@@ -680,12 +694,13 @@ struct ipt_last_ip {
 	uint32_t suppressed:1;
 };
 
-/* Forget any IP. */
+/* Forget any IP.  Ref: libipt's internal pt_last_ip_init. */
 IPT_API void ipt_last_ip_init(struct ipt_last_ip *last_ip);
 
 /* Apply an IP packet's payload.  config may be NULL.  Returns 0;
  * -pte_bad_packet if packet->ipc is not a valid compression (the last IP is
- * then unchanged); -pte_invalid if last_ip or packet is NULL. */
+ * then unchanged); -pte_invalid if last_ip or packet is NULL.
+ * Ref: libipt's internal pt_last_ip_update_ip. */
 IPT_API int ipt_last_ip_update_ip(struct ipt_last_ip *last_ip,
 				  const struct pt_packet_ip *packet,
 				  const struct pt_config *config);
@@ -693,7 +708,7 @@ IPT_API int ipt_last_ip_update_ip(struct ipt_last_ip *last_ip,
 /* Store the last IP in *ip (if ip is not NULL).  Returns 0; -pte_noip if
  * no IP has been seen yet, -pte_ip_suppressed if the last update
  * suppressed it (*ip is then set to zero); -pte_invalid if last_ip is
- * NULL. */
+ * NULL.  Ref: libipt's internal pt_last_ip_query. */
 IPT_API int ipt_last_ip_query(uint64_t *ip, const struct ipt_last_ip *last_ip);
 
 /* >>api-time: ipt_ extensions of the time layer
@@ -755,16 +770,19 @@ enum {
 	ipt_tcal_fcr_shr = 8
 };
 
-/* Reset time tracking to "nothing seen". */
+/* Reset time tracking to "nothing seen".  Ref: libipt's internal
+ * pt_time_init. */
 IPT_API void ipt_time_init(struct ipt_time *time);
 
 /* The estimated TSC in *tsc and, unless NULL, the MTC and CYC updates lost
  * since the last TSC packet.  -pte_no_time if there has not been a TSC
- * packet (the outputs are filled in anyway). */
+ * packet (the outputs are filled in anyway).  Ref: libipt's internal
+ * pt_time_query_tsc. */
 IPT_API int ipt_time_query_tsc(uint64_t *tsc, uint32_t *lost_mtc,
 			       uint32_t *lost_cyc, const struct ipt_time *time);
 
-/* The core:bus ratio of the last CBR packet; -pte_no_cbr if none. */
+/* The core:bus ratio of the last CBR packet; -pte_no_cbr if none.
+ * Ref: libipt's internal pt_time_query_cbr. */
 IPT_API int ipt_time_query_cbr(uint32_t *cbr, const struct ipt_time *time);
 
 /* Update the time at a timing packet.
@@ -776,7 +794,8 @@ IPT_API int ipt_time_query_cbr(uint32_t *cbr, const struct ipt_time *time);
  *        is counted as lost); -pte_bad_config if cpuid_0x15_eax or _ebx
  *        is zero.
  *   cyc  fcr is the calibrated ratio from ipt_tcal_fcr(); zero counts the
- *        CYC as lost. */
+ *        CYC as lost.
+ * Ref: libipt's internal pt_time_update_<packet>. */
 IPT_API int ipt_time_update_tsc(struct ipt_time *time,
 				const struct pt_packet_tsc *packet,
 				const struct pt_config *config);
@@ -793,14 +812,16 @@ IPT_API int ipt_time_update_cyc(struct ipt_time *time,
 				const struct pt_packet_cyc *packet,
 				const struct pt_config *config, uint64_t fcr);
 
-/* Reset calibration: no FCR known. */
+/* Reset calibration: no FCR known.  Ref: libipt's internal pt_tcal_init. */
 IPT_API void ipt_tcal_init(struct ipt_time_cal *tcal);
 
-/* The current FCR in *fcr; -pte_no_time if none is known yet. */
+/* The current FCR in *fcr; -pte_no_time if none is known yet.
+ * Ref: libipt's internal pt_tcal_fcr. */
 IPT_API int ipt_tcal_fcr(uint64_t *fcr, const struct ipt_time_cal *tcal);
 
 /* Set the FCR (scaled by 2^ipt_tcal_fcr_shr), e.g. an initial guess to
- * use until calibration has seen one CBR or two MTCs. */
+ * use until calibration has seen one CBR or two MTCs.  Ref: libipt's
+ * internal pt_tcal_set_fcr. */
 IPT_API int ipt_tcal_set_fcr(struct ipt_time_cal *tcal, uint64_t fcr);
 
 /* Update calibration at a packet.  The _header_ variants are for TSC and
@@ -810,7 +831,8 @@ IPT_API int ipt_tcal_set_fcr(struct ipt_time_cal *tcal, uint64_t fcr);
  * overflow, which forgets the intervals but keeps the FCR.  tsc and mtc
  * may fail with -pte_bad_packet (time went backwards), mtc with
  * -pte_bad_config (no cpuid 0x15 values), cbr with -pte_bad_packet (zero
- * ratio, when config->nom_freq is set). */
+ * ratio, when config->nom_freq is set).
+ * Ref: libipt's internal pt_tcal_update_<packet>, pt_tcal_header_<packet>. */
 IPT_API int ipt_tcal_update_tsc(struct ipt_time_cal *tcal,
 				const struct pt_packet_tsc *packet,
 				const struct pt_config *config);
@@ -837,7 +859,8 @@ IPT_API int ipt_tcal_update_psb(struct ipt_time_cal *tcal,
 IPT_API int ipt_tcal_update_ovf(struct ipt_time_cal *tcal,
 				const struct pt_config *config);
 
-/* ---- events ---- */
+/* ---- events ----
+ * Specified by pt_evt_next(3). */
 
 enum pt_event_type {
 	ptev_enabled,
@@ -1039,7 +1062,9 @@ struct pt_event {
 	} variant;
 };
 
-/* ---- event decoder ---- */
+/* ---- event decoder ----
+ * Specified by pt_evt_alloc_decoder(3), pt_evt_sync_forward(3),
+ * pt_evt_get_offset(3) and pt_evt_next(3). */
 
 IPT_API struct pt_event_decoder *
 pt_evt_alloc_decoder(const struct pt_config *config);
@@ -1057,7 +1082,9 @@ pt_evt_get_config(const struct pt_event_decoder *decoder);
 IPT_API int pt_evt_next(struct pt_event_decoder *decoder,
 			struct pt_event *event, size_t size);
 
-/* ---- query decoder ---- */
+/* ---- query decoder ----
+ * Specified by pt_qry_alloc_decoder(3), pt_qry_sync_forward(3),
+ * pt_qry_get_offset(3), pt_qry_cond_branch(3) and pt_qry_time(3). */
 
 IPT_API struct pt_query_decoder *
 pt_qry_alloc_decoder(const struct pt_config *config);
@@ -1086,7 +1113,11 @@ IPT_API int pt_qry_core_bus_ratio(struct pt_query_decoder *decoder,
 
 /* >>api-evt-ext: ipt_ extensions of the event and query layers */
 
-/* ---- address spaces and images ---- */
+/* ---- address spaces and images ----
+ * Specified by pt_image_alloc(3), pt_image_add_file(3),
+ * pt_image_remove_by_filename(3), pt_image_set_callback(3),
+ * pt_iscache_alloc(3), pt_iscache_add_file(3), pt_iscache_read(3) and
+ * pt_iscache_set_limit(3). */
 
 /* An address space: a CR3 value, a VMCS base, or both. */
 struct pt_asid {
@@ -1177,12 +1208,19 @@ IPT_API int pt_image_set_callback(struct pt_image *image,
  * result it would have had.  Every other failed allocation makes the call
  * that needed it return -pte_nomem (NULL for the allocating functions),
  * leaving the object usable and nothing leaked. */
+
+/* Ref: ipt.h only, described above; README.md "Options". */
 IPT_API int ipt_image_invalidate(struct pt_image *image,
 				 const struct pt_asid *asid, uint64_t begin,
 				 uint64_t end);
+/* Ref: ipt.h only, described above; IPT_IMAGE_CACHE_LIMIT. */
 IPT_API int ipt_image_set_cache_limit(struct pt_image *image, uint64_t bytes);
 
-/* ---- instructions and blocks ---- */
+/* ---- instructions and blocks ----
+ * Specified by pt_insn_alloc_decoder(3), pt_insn_sync_forward(3),
+ * pt_insn_get_offset(3), pt_insn_get_image(3), pt_insn_next(3),
+ * pt_blk_alloc_decoder(3), pt_blk_sync_forward(3), pt_blk_get_offset(3)
+ * and pt_blk_next(3); the time queries by pt_qry_time(3). */
 
 enum pt_insn_class {
 	ptic_unknown,
@@ -1318,8 +1356,11 @@ IPT_API int pt_blk_event(struct pt_block_decoder *decoder,
  *
  * pt_blk_sync_backward and pt_insn_sync_backward return -pte_eos when the
  * packet layer finds no earlier PSB than the one they are at. */
+
+/* Ref: ipt.h only, described above; IPT_BLK_CACHE_LIMIT. */
 IPT_API int ipt_blk_set_cache_limit(struct pt_block_decoder *decoder,
 				    uint64_t bytes);
+/* Ref: ipt.h only, as ipt_blk_set_cache_limit. */
 IPT_API int ipt_insn_set_cache_limit(struct pt_insn_decoder *decoder,
 				     uint64_t bytes);
 
@@ -1356,28 +1397,36 @@ struct ipt_allocator {
 			 size_t new_size);
 };
 
+/* Ref: pt_alloc_encoder(3), with an allocator (above). */
 IPT_API struct pt_encoder *
 ipt_alloc_encoder_with(const struct pt_config *config,
 		       const struct ipt_allocator *allocator);
+/* Ref: pt_pkt_alloc_decoder(3), with an allocator (above). */
 IPT_API struct pt_packet_decoder *
 ipt_pkt_alloc_decoder_with(const struct pt_config *config,
 			   const struct ipt_allocator *allocator);
+/* Ref: pt_evt_alloc_decoder(3), with an allocator (above). */
 IPT_API struct pt_event_decoder *
 ipt_evt_alloc_decoder_with(const struct pt_config *config,
 			   const struct ipt_allocator *allocator);
+/* Ref: pt_qry_alloc_decoder(3), with an allocator (above). */
 IPT_API struct pt_query_decoder *
 ipt_qry_alloc_decoder_with(const struct pt_config *config,
 			   const struct ipt_allocator *allocator);
+/* Ref: pt_image_alloc(3), with an allocator (above). */
 IPT_API struct pt_image *
 ipt_image_alloc_with(const char *name,
 		     const struct ipt_allocator *allocator);
+/* Ref: pt_blk_alloc_decoder(3), with an allocator (above). */
 IPT_API struct pt_block_decoder *
 ipt_blk_alloc_decoder_with(const struct pt_config *config,
 			   const struct ipt_allocator *allocator);
+/* Ref: pt_insn_alloc_decoder(3), with an allocator (above). */
 IPT_API struct pt_insn_decoder *
 ipt_insn_alloc_decoder_with(const struct pt_config *config,
 			    const struct ipt_allocator *allocator);
 #ifndef IPT_NO_STDIO
+/* Ref: pt_iscache_alloc(3), with an allocator (above). */
 IPT_API struct pt_image_section_cache *
 ipt_iscache_alloc_with(const char *name,
 		       const struct ipt_allocator *allocator);
@@ -1395,7 +1444,7 @@ ipt_iscache_alloc_with(const char *name,
 #ifndef IPT__IMPLEMENTED
 #define IPT__IMPLEMENTED
 
-/* ==== >>shim  memory, copying, assertions, the allocator ==================
+/* ==== >>shim  memory, copying, the allocator ==============================
  * The only place the implementation reaches outside itself, apart from
  * Zydis in >>ild and the file reads of hosted builds in >>img. */
 
@@ -1421,11 +1470,6 @@ ipt_iscache_alloc_with(const char *name,
 #endif
 #ifndef IPT_MEMCMP
 #define IPT_MEMCMP(a, b, n) memcmp(a, b, n)
-#endif
-
-#ifndef IPT_ASSERT
-#include <assert.h>
-#define IPT_ASSERT(x) assert(x)
 #endif
 
 #if defined(__GNUC__) || defined(__clang__)
@@ -1999,6 +2043,43 @@ enum ipt__opcode {
 	IPT__OPM_EXSTOP_IP = 0x80,
 	IPT__OPM_PTW_IP = 0x80,
 	IPT__OPM_PTW_PLC_SHR = 5,
+	IPT__OPM_PTW_PLC = 0x3,
+
+	/* Bits of packet payloads (SDM 33.4.2), for encoder and decoder.
+	 * MODE: the leaf in [7:5] (enum pt_mode_leaf), then its bits. */
+	IPT__MODE_LEAF = 0xe0,
+	IPT__MODE_EXEC_CSL = 0x01,
+	IPT__MODE_EXEC_CSD = 0x02,
+	IPT__MODE_EXEC_IF = 0x04,
+	IPT__MODE_TSX_INTX = 0x01,
+	IPT__MODE_TSX_ABRT = 0x02,
+	/* PIP: NR in bit 0, CR3[51:5] in bits [47:1]. */
+	IPT__PIP_NR = 0x01,
+	IPT__PIP_CR3_SHR = 5,
+	IPT__PIP_CR3_SHL = 1,
+	/* PWRE: resolved C-state [15:12], sub C-state [11:8], HW [3]. */
+	IPT__PWRE_STATE_SHR = 12,
+	IPT__PWRE_SUB_SHR = 8,
+	IPT__PWRE_HW = 0x8,
+	/* PWRX: last core C-state [7:4], deepest [3:0], wake reason
+	 * [11:8]: interrupt, store, autonomous. */
+	IPT__PWRX_LAST_SHR = 4,
+	IPT__PWRX_INT = 0x100,
+	IPT__PWRX_STORE = 0x400,
+	IPT__PWRX_AUTO = 0x800,
+	/* The C-state fields above are four bits wide. */
+	IPT__PWR_CSTATE = 0xf,
+	/* CFE: type [4:0], IP [7]; EVD: type [4:0]. */
+	IPT__CFE_TYPE = 0x1f,
+	IPT__CFE_IP = 0x80,
+	IPT__EVD_TYPE = 0x1f,
+	/* TMA: FastCounter has 9 bits.  VMCS: the base's bits [51:12]. */
+	IPT__TMA_FC = 0x1ff,
+	IPT__VMCS_BASE_SHR = 12,
+	/* TRIG: IP [7], ICNTV [6] (a two-byte ICNT follows), MULT [5]. */
+	IPT__TRIG_IP = 0x80,
+	IPT__TRIG_ICNTV = 0x40,
+	IPT__TRIG_MULT = 0x20,
 
 	/* The PSB pattern: OPC_EXT, EXT_PSB, repeated eight times. */
 	IPT__PSB_SIZE = 16,
@@ -2100,6 +2181,14 @@ enum {
 	IPT__R16(M, 208), IPT__R16(M, 224), IPT__R16(M, 240)
 
 static const uint8_t ipt__first_byte[256] = { IPT__R256(IPT__FIRST) };
+
+/* The PSB packet: its two opcode bytes, eight times. */
+#define IPT__PSB_PAIR IPT__OPC_EXT, IPT__EXT_PSB
+static const uint8_t ipt__psb_pattern[IPT__PSB_SIZE] = {
+	IPT__PSB_PAIR, IPT__PSB_PAIR, IPT__PSB_PAIR, IPT__PSB_PAIR,
+	IPT__PSB_PAIR, IPT__PSB_PAIR, IPT__PSB_PAIR, IPT__PSB_PAIR
+};
+#undef IPT__PSB_PAIR
 static const uint8_t ipt__second_byte[256] = { IPT__R256(IPT__SECOND) };
 
 /* The IP payload size in bytes for each IP compression; -1 for reserved
@@ -2277,8 +2366,12 @@ IPT_DEF int pt_enc_next(struct pt_encoder *encoder,
 	if (!encoder || !packet)
 		return -pte_invalid;
 
-	pos = begin = encoder->pos;
+	/* The switch below lists every type; this catches the others. */
 	type = packet->type;
+	if ((unsigned int) type > (unsigned int) ppt_trig)
+		return -pte_bad_opc;
+
+	pos = begin = encoder->pos;
 	switch (type) {
 	case ppt_pad:
 	case ppt_psbend:
@@ -2290,16 +2383,13 @@ IPT_DEF int pt_enc_next(struct pt_encoder *encoder,
 		pos = ipt__enc_opcode(pos, type);
 		break;
 
-	case ppt_psb: {
-		int i;
-
+	case ppt_psb:
 		errcode = ipt__enc_reserve(encoder, IPT__PSB_SIZE);
 		if (errcode < 0)
 			return errcode;
-		for (i = 0; i < IPT__PSB_SIZE / 2; ++i)
-			pos = ipt__enc_opcode(pos, type);
+		IPT_MEMCPY(pos, ipt__psb_pattern, IPT__PSB_SIZE);
+		pos += IPT__PSB_SIZE;
 		break;
-	}
 
 	case ppt_fup:
 	case ppt_tip:
@@ -2373,19 +2463,19 @@ IPT_DEF int pt_enc_next(struct pt_encoder *encoder,
 		case pt_mol_exec:
 			mode = (uint8_t) pt_mol_exec;
 			if (packet->payload.mode.bits.exec.csl)
-				mode |= 0x01;
+				mode |= IPT__MODE_EXEC_CSL;
 			if (packet->payload.mode.bits.exec.csd)
-				mode |= 0x02;
+				mode |= IPT__MODE_EXEC_CSD;
 			if (packet->payload.mode.bits.exec.iflag)
-				mode |= 0x04;
+				mode |= IPT__MODE_EXEC_IF;
 			break;
 
 		case pt_mol_tsx:
 			mode = (uint8_t) pt_mol_tsx;
 			if (packet->payload.mode.bits.tsx.intx)
-				mode |= 0x01;
+				mode |= IPT__MODE_TSX_INTX;
 			if (packet->payload.mode.bits.tsx.abrt)
-				mode |= 0x02;
+				mode |= IPT__MODE_TSX_ABRT;
 			break;
 
 		default:
@@ -2404,10 +2494,10 @@ IPT_DEF int pt_enc_next(struct pt_encoder *encoder,
 		if (errcode < 0)
 			return errcode;
 
-		/* CR3[51:5] in payload bits [47:1]; bit 0 is NR. */
-		cr3 = (packet->payload.pip.cr3 >> 5) << 1;
+		cr3 = (packet->payload.pip.cr3 >> IPT__PIP_CR3_SHR)
+		      << IPT__PIP_CR3_SHL;
 		if (packet->payload.pip.nr)
-			cr3 |= 1ull;
+			cr3 |= IPT__PIP_NR;
 
 		pos = ipt__enc_opcode(pos, type);
 		pos = ipt__enc_int(pos, cr3, 6);
@@ -2437,7 +2527,7 @@ IPT_DEF int pt_enc_next(struct pt_encoder *encoder,
 			return errcode;
 
 		/* FastCounter has 9 bits. */
-		if (packet->payload.tma.fc & ~0x1ff)
+		if (packet->payload.tma.fc & ~IPT__TMA_FC)
 			return -pte_bad_packet;
 
 		pos = ipt__enc_opcode(pos, type);
@@ -2495,7 +2585,8 @@ IPT_DEF int pt_enc_next(struct pt_encoder *encoder,
 		if (errcode < 0)
 			return errcode;
 		pos = ipt__enc_opcode(pos, type);
-		pos = ipt__enc_int(pos, packet->payload.vmcs.base >> 12, 5);
+		pos = ipt__enc_int(pos, packet->payload.vmcs.base >>
+					IPT__VMCS_BASE_SHR, 5);
 		break;
 
 	case ppt_mnt:
@@ -2531,13 +2622,12 @@ IPT_DEF int pt_enc_next(struct pt_encoder *encoder,
 		if (errcode < 0)
 			return errcode;
 
-		/* Resolved C-state [15:12], sub C-state [11:8], HW [3]. */
-		payload = ((unsigned int) packet->payload.pwre.state << 12) &
-			  0xf000u;
-		payload |= ((unsigned int) packet->payload.pwre.sub_state
-			    << 8) & 0xf00u;
+		payload = ((unsigned int) packet->payload.pwre.state &
+			   IPT__PWR_CSTATE) << IPT__PWRE_STATE_SHR;
+		payload |= ((unsigned int) packet->payload.pwre.sub_state &
+			    IPT__PWR_CSTATE) << IPT__PWRE_SUB_SHR;
 		if (packet->payload.pwre.hw)
-			payload |= 0x8u;
+			payload |= IPT__PWRE_HW;
 
 		pos = ipt__enc_opcode(pos, type);
 		pos = ipt__enc_int(pos, payload, 2);
@@ -2551,17 +2641,16 @@ IPT_DEF int pt_enc_next(struct pt_encoder *encoder,
 		if (errcode < 0)
 			return errcode;
 
-		/* Last core C-state [7:4], deepest [3:0], wake reason
-		 * [11:8]: interrupt 0x1, store 0x4, autonomous 0x8. */
-		payload = ((unsigned int) packet->payload.pwrx.last << 4) &
-			  0xf0u;
-		payload |= (unsigned int) packet->payload.pwrx.deepest & 0xfu;
+		payload = ((unsigned int) packet->payload.pwrx.last &
+			   IPT__PWR_CSTATE) << IPT__PWRX_LAST_SHR;
+		payload |= (unsigned int) packet->payload.pwrx.deepest &
+			   IPT__PWR_CSTATE;
 		if (packet->payload.pwrx.interrupt)
-			payload |= 0x100u;
+			payload |= IPT__PWRX_INT;
 		if (packet->payload.pwrx.store)
-			payload |= 0x400u;
+			payload |= IPT__PWRX_STORE;
 		if (packet->payload.pwrx.autonomous)
-			payload |= 0x800u;
+			payload |= IPT__PWRX_AUTO;
 
 		pos = ipt__enc_opcode(pos, type);
 		pos = ipt__enc_int(pos, payload, 5);
@@ -2597,9 +2686,9 @@ IPT_DEF int pt_enc_next(struct pt_encoder *encoder,
 			return errcode;
 
 		byte = (uint8_t) ((unsigned int) packet->payload.cfe.type &
-				  0x1fu);
+				  IPT__CFE_TYPE);
 		if (packet->payload.cfe.ip)
-			byte |= 0x80;
+			byte |= IPT__CFE_IP;
 
 		pos = ipt__enc_opcode(pos, type);
 		*pos++ = byte;
@@ -2614,7 +2703,7 @@ IPT_DEF int pt_enc_next(struct pt_encoder *encoder,
 
 		pos = ipt__enc_opcode(pos, type);
 		*pos++ = (uint8_t) ((unsigned int) packet->payload.evd.type &
-				    0x1fu);
+				    IPT__EVD_TYPE);
 		pos = ipt__enc_int(pos, packet->payload.evd.payload, 8);
 		break;
 
@@ -2627,9 +2716,11 @@ IPT_DEF int pt_enc_next(struct pt_encoder *encoder,
 			return errcode;
 
 		pos = ipt__enc_opcode(pos, type);
-		*pos++ = (uint8_t) ((packet->payload.trig.ip << 7) |
-				    (packet->payload.trig.icntv << 6) |
-				    (packet->payload.trig.mult << 5));
+		*pos++ = (uint8_t) ((packet->payload.trig.ip ? IPT__TRIG_IP : 0) |
+				    (packet->payload.trig.icntv ?
+				     IPT__TRIG_ICNTV : 0) |
+				    (packet->payload.trig.mult ?
+				     IPT__TRIG_MULT : 0));
 		*pos++ = packet->payload.trig.trbv;
 		if (packet->payload.trig.icntv)
 			pos = ipt__enc_int(pos, packet->payload.trig.icnt, 2);
@@ -2637,7 +2728,6 @@ IPT_DEF int pt_enc_next(struct pt_encoder *encoder,
 
 	case ppt_invalid:
 	case ppt_unknown:
-	default:
 		return -pte_bad_opc;
 	}
 
@@ -2654,6 +2744,8 @@ IPT_DEF int pt_enc_next(struct pt_encoder *encoder,
  *   struct pt_packet_decoder            config, pos, sync (see below)
  *   ipt__pkt_init(dec, config)          embed a decoder; ipt__pkt_fini
  *   ipt__pkt_config/_pos/_end(dec)      where it is
+ *   ipt__pkt_sync_pos(dec)              the PSB it synchronized on last
+ *   ipt__pkt_skip(dec, size)            move on without reading
  *   ipt__pkt_read_<packet>(pkt, pos, config)
  *                                       read one packet at pos: its size
  *                                       or -pte_eos/-pte_bad_packet/...
@@ -2665,7 +2757,7 @@ IPT_DEF int pt_enc_next(struct pt_encoder *encoder,
  * ipt__filter_addr_check. */
 
 /* The packet decoder.  Other layers embed one (ipt__pkt_init/_fini) and
- * read its fields directly. */
+ * use it through pt_pkt_* and the accessors listed above. */
 struct pt_packet_decoder {
 	/* The next packet; NULL until synchronized. */
 	const uint8_t *pos;
@@ -2742,16 +2834,13 @@ static inline uint64_t ipt__read_le_var(const uint8_t *pos, int size,
 static IPT__UNUSED int ipt__pkt_read_psb(const uint8_t *pos,
 					 const struct pt_config *config)
 {
-	int i;
-
 	if (!pos || !config)
 		return -pte_internal;
 	if (ipt__pkt_left(pos, config) < IPT__PSB_SIZE)
 		return -pte_eos;
 
-	for (i = 2; i < IPT__PSB_SIZE; i += 2)
-		if (pos[i] != IPT__OPC_EXT || pos[i + 1] != IPT__EXT_PSB)
-			return -pte_bad_packet;
+	if (IPT_MEMCMP(pos, ipt__psb_pattern, IPT__PSB_SIZE) != 0)
+		return -pte_bad_packet;
 
 	return IPT__PSB_SIZE;
 }
@@ -2859,8 +2948,8 @@ static IPT__UNUSED int ipt__pkt_read_pip(struct pt_packet_pip *packet,
 		return -pte_eos;
 
 	payload = ipt__read_le(pos + 2, 6);
-	packet->nr = (uint32_t) (payload & 1u);
-	packet->cr3 = (payload >> 1) << 5;
+	packet->nr = (uint32_t) (payload & IPT__PIP_NR);
+	packet->cr3 = (payload >> IPT__PIP_CR3_SHL) << IPT__PIP_CR3_SHR;
 	return ipt__layout[ppt_pip].size;
 }
 
@@ -2876,17 +2965,17 @@ static IPT__UNUSED int ipt__pkt_read_mode(struct pt_packet_mode *packet,
 		return -pte_eos;
 
 	bits = pos[1];
-	packet->leaf = (enum pt_mode_leaf) (bits & 0xe0);
-	switch (bits & 0xe0) {
+	packet->leaf = (enum pt_mode_leaf) (bits & IPT__MODE_LEAF);
+	switch (bits & IPT__MODE_LEAF) {
 	case pt_mol_exec:
-		packet->bits.exec.csl = (bits & 0x01) ? 1 : 0;
-		packet->bits.exec.csd = (bits & 0x02) ? 1 : 0;
-		packet->bits.exec.iflag = (bits & 0x04) ? 1 : 0;
+		packet->bits.exec.csl = (bits & IPT__MODE_EXEC_CSL) ? 1 : 0;
+		packet->bits.exec.csd = (bits & IPT__MODE_EXEC_CSD) ? 1 : 0;
+		packet->bits.exec.iflag = (bits & IPT__MODE_EXEC_IF) ? 1 : 0;
 		return ipt__layout[ppt_mode].size;
 
 	case pt_mol_tsx:
-		packet->bits.tsx.intx = (bits & 0x01) ? 1 : 0;
-		packet->bits.tsx.abrt = (bits & 0x02) ? 1 : 0;
+		packet->bits.tsx.intx = (bits & IPT__MODE_TSX_INTX) ? 1 : 0;
+		packet->bits.tsx.abrt = (bits & IPT__MODE_TSX_ABRT) ? 1 : 0;
 		return ipt__layout[ppt_mode].size;
 	}
 
@@ -2934,7 +3023,7 @@ static IPT__UNUSED int ipt__pkt_read_tma(struct pt_packet_tma *packet,
 
 	ctc = (uint16_t) (pos[2] | (pos[3] << 8));
 	fc = (uint16_t) (pos[5] | (pos[6] << 8));
-	if ((fc & ~0x1ff) || pos[4])
+	if ((fc & ~IPT__TMA_FC) || pos[4])
 		return -pte_bad_packet;
 
 	packet->ctc = ctc;
@@ -3009,7 +3098,7 @@ static IPT__UNUSED int ipt__pkt_read_vmcs(struct pt_packet_vmcs *packet,
 	if (ipt__pkt_left(pos, config) < ipt__layout[ppt_vmcs].size)
 		return -pte_eos;
 
-	packet->base = ipt__read_le(pos + 2, 5) << 12;
+	packet->base = ipt__read_le(pos + 2, 5) << IPT__VMCS_BASE_SHR;
 	return ipt__layout[ppt_vmcs].size;
 }
 
@@ -3066,9 +3155,11 @@ static IPT__UNUSED int ipt__pkt_read_pwre(struct pt_packet_pwre *packet,
 
 	payload = (unsigned int) (pos[2] | (pos[3] << 8));
 	IPT_MEMSET(packet, 0, sizeof(*packet));
-	packet->state = (uint8_t) ((payload >> 12) & 0xf);
-	packet->sub_state = (uint8_t) ((payload >> 8) & 0xf);
-	packet->hw = (payload & 0x8) ? 1 : 0;
+	packet->state = (uint8_t) ((payload >> IPT__PWRE_STATE_SHR) &
+				   IPT__PWR_CSTATE);
+	packet->sub_state = (uint8_t) ((payload >> IPT__PWRE_SUB_SHR) &
+				       IPT__PWR_CSTATE);
+	packet->hw = (payload & IPT__PWRE_HW) ? 1 : 0;
 	return ipt__layout[ppt_pwre].size;
 }
 
@@ -3085,11 +3176,12 @@ static IPT__UNUSED int ipt__pkt_read_pwrx(struct pt_packet_pwrx *packet,
 
 	payload = (unsigned int) (pos[2] | (pos[3] << 8));
 	IPT_MEMSET(packet, 0, sizeof(*packet));
-	packet->last = (uint8_t) ((payload >> 4) & 0xf);
-	packet->deepest = (uint8_t) (payload & 0xf);
-	packet->interrupt = (payload & 0x100) ? 1 : 0;
-	packet->store = (payload & 0x400) ? 1 : 0;
-	packet->autonomous = (payload & 0x800) ? 1 : 0;
+	packet->last = (uint8_t) ((payload >> IPT__PWRX_LAST_SHR) &
+				  IPT__PWR_CSTATE);
+	packet->deepest = (uint8_t) (payload & IPT__PWR_CSTATE);
+	packet->interrupt = (payload & IPT__PWRX_INT) ? 1 : 0;
+	packet->store = (payload & IPT__PWRX_STORE) ? 1 : 0;
+	packet->autonomous = (payload & IPT__PWRX_AUTO) ? 1 : 0;
 	return ipt__layout[ppt_pwrx].size;
 }
 
@@ -3105,7 +3197,7 @@ static IPT__UNUSED int ipt__pkt_read_ptw(struct pt_packet_ptw *packet,
 	if (!packet || !pos || !config)
 		return -pte_internal;
 
-	plc = (uint8_t) ((pos[1] >> IPT__OPM_PTW_PLC_SHR) & 0x3);
+	plc = (uint8_t) ((pos[1] >> IPT__OPM_PTW_PLC_SHR) & IPT__OPM_PTW_PLC);
 	size = pt_ptw_size(plc);
 	if (size < 0)
 		return size;
@@ -3129,9 +3221,9 @@ static IPT__UNUSED int ipt__pkt_read_cfe(struct pt_packet_cfe *packet,
 	if (ipt__pkt_left(pos, config) < ipt__layout[ppt_cfe].size)
 		return -pte_eos;
 
-	packet->type = (enum pt_cfe_type) (pos[2] & 0x1f);
+	packet->type = (enum pt_cfe_type) (pos[2] & IPT__CFE_TYPE);
 	packet->vector = pos[3];
-	packet->ip = (pos[2] & 0x80) ? 1 : 0;
+	packet->ip = (pos[2] & IPT__CFE_IP) ? 1 : 0;
 	return ipt__layout[ppt_cfe].size;
 }
 
@@ -3144,7 +3236,7 @@ static IPT__UNUSED int ipt__pkt_read_evd(struct pt_packet_evd *packet,
 	if (ipt__pkt_left(pos, config) < ipt__layout[ppt_evd].size)
 		return -pte_eos;
 
-	packet->type = (enum pt_evd_type) (pos[2] & 0x1f);
+	packet->type = (enum pt_evd_type) (pos[2] & IPT__EVD_TYPE);
 	packet->payload = ipt__read_le(pos + 3, 8);
 	return ipt__layout[ppt_evd].size;
 }
@@ -3161,16 +3253,16 @@ static IPT__UNUSED int ipt__pkt_read_trig(struct pt_packet_trig *packet,
 	if (ipt__pkt_left(pos, config) < (size_t) size)
 		return -pte_eos;
 
-	if (pos[1] & 0x40) {
+	if (pos[1] & IPT__TRIG_ICNTV) {
 		if (ipt__pkt_left(pos, config) < (size_t) size + 2u)
 			return -pte_eos;
 		packet->icnt = (uint16_t) (pos[3] | (pos[4] << 8));
 		size += 2;
 	}
 
-	packet->ip = (pos[1] >> 7) & 1;
-	packet->icntv = (pos[1] >> 6) & 1;
-	packet->mult = (pos[1] >> 5) & 1;
+	packet->ip = (pos[1] & IPT__TRIG_IP) ? 1 : 0;
+	packet->icntv = (pos[1] & IPT__TRIG_ICNTV) ? 1 : 0;
+	packet->mult = (pos[1] & IPT__TRIG_MULT) ? 1 : 0;
 	packet->trbv = pos[2];
 	return size;
 }
@@ -3388,10 +3480,6 @@ static IPT__UNUSED void ipt__pkt_fini(struct pt_packet_decoder *decoder)
 	(void) decoder;
 }
 
-/* The same under the names of libipt's internals. */
-#define ipt__pkt_decoder_init ipt__pkt_init
-#define ipt__pkt_decoder_fini ipt__pkt_fini
-
 /* Where an embedded decoder is, and where its trace ends. */
 static IPT__UNUSED inline const struct pt_config *
 ipt__pkt_config(const struct pt_packet_decoder *decoder)
@@ -3409,6 +3497,27 @@ static IPT__UNUSED inline const uint8_t *
 ipt__pkt_end(const struct pt_packet_decoder *decoder)
 {
 	return decoder ? decoder->config.end : NULL;
+}
+
+/* The PSB the decoder last synchronized on or read (see sync). */
+static IPT__UNUSED inline const uint8_t *
+ipt__pkt_sync_pos(const struct pt_packet_decoder *decoder)
+{
+	return decoder ? decoder->sync : NULL;
+}
+
+/* Move on by size bytes without reading them (the caller knows what they
+ * hold).  -pte_eos if that leaves the trace, -pte_nosync before the first
+ * synchronization. */
+static IPT__UNUSED int ipt__pkt_skip(struct pt_packet_decoder *decoder,
+				     uint64_t size)
+{
+	if (!decoder->pos)
+		return -pte_nosync;
+	if ((uint64_t) (decoder->config.end - decoder->pos) < size)
+		return -pte_eos;
+	decoder->pos += size;
+	return 0;
 }
 
 /* A packet decoder as allocated (not one inside an event decoder): with
@@ -4748,6 +4857,17 @@ IPT_DEF int ipt_tcal_update_ovf(struct ipt_time_cal *tcal,
  *   int  ipt__evt_core_bus_ratio(const struct pt_event_decoder *decoder,
  *                                uint32_t *cbr);
  *        the time as of the packets read so far (pt_qry_time semantics)
+ *   void ipt__evt_save_time(struct ipt_time *time,
+ *                           const struct pt_event_decoder *decoder);
+ *        a copy of that time, to be asked later
+ *   int  ipt__evt_start_ip(const struct pt_event_decoder *decoder,
+ *                          uint64_t *ip);
+ *        after synchronizing: 1 and the IP if the PSB+ says tracing is
+ *        on, 0 if not (its events stay for the caller)
+ *   int  ipt__evt_sync_backward(struct pt_event_decoder *decoder,
+ *                               int (*start)(void *ctx), void *ctx);
+ *        the one backward synchronization: start(ctx) resets and starts
+ *        the caller's decoder at each PSB tried
  *   IPT__EV_IGNORE  the internal event type that binds a packet without
  *                   reporting anything; never leaves this section
  *
@@ -4971,7 +5091,7 @@ ipt__evt_config(const struct pt_event_decoder *decoder)
 static IPT__UNUSED const uint8_t *
 ipt__evt_pos(const struct pt_event_decoder *decoder)
 {
-	return decoder ? decoder->pacdec.pos : NULL;
+	return decoder ? ipt__pkt_pos(&decoder->pacdec) : NULL;
 }
 
 static IPT__UNUSED const uint8_t *
@@ -4989,6 +5109,14 @@ static IPT__UNUSED int ipt__evt_time(const struct pt_event_decoder *decoder,
 	if (!decoder || !tsc)
 		return -pte_internal;
 	return ipt_time_query_tsc(tsc, lost_mtc, lost_cyc, &decoder->time);
+}
+
+/* Keep the time as of the packets read so far, to answer queries about
+ * it later, after the decoder has read on. */
+static IPT__UNUSED void ipt__evt_save_time(struct ipt_time *time,
+					   const struct pt_event_decoder *decoder)
+{
+	IPT__COPY(*time, decoder->time);
 }
 
 static IPT__UNUSED int
@@ -5030,9 +5158,12 @@ static uint64_t *ipt__evt_ip_field(struct pt_event *ev)
 	case ptev_trig: return &ev->variant.trig.ip;
 	case ptev_swintr: return &ev->variant.swintr.ip;
 	case ptev_syscall: return &ev->variant.syscall.ip;
-	default:
-		return NULL;
+	case ptev_paging: case ptev_stop: case ptev_vmcs: case ptev_pwre:
+	case ptev_pwrx: case ptev_tick: case ptev_cbr: case ptev_mnt:
+	case ptev_tnt: case ptev_sipi:
+		break;
 	}
+	return NULL;
 }
 
 /* Give ev the current time, if there is one. */
@@ -5267,9 +5398,15 @@ static int ipt__evt_apply_time(struct ipt_time *time,
 		return ipt__evt_ok_or_cfg(ipt_time_update_cyc(
 			time, &packet->payload.cyc, config, fcr));
 
-	default:
-		return -pte_internal;
+	case ppt_invalid: case ppt_unknown: case ppt_pad: case ppt_psb:
+	case ppt_psbend: case ppt_fup: case ppt_tip: case ppt_tip_pge:
+	case ppt_tip_pgd: case ppt_tnt_8: case ppt_tnt_64: case ppt_mode:
+	case ppt_pip: case ppt_vmcs: case ppt_stop: case ppt_ovf: case ppt_mnt:
+	case ppt_exstop: case ppt_mwait: case ppt_pwre: case ppt_pwrx:
+	case ppt_ptw: case ppt_cfe: case ppt_evd: case ppt_trig:
+		break;
 	}
+	return -pte_internal;
 }
 
 static int ipt__evt_is_time_packet(enum pt_packet_type type)
@@ -5330,7 +5467,11 @@ static int ipt__evt_bdm70(const struct pt_event_decoder *decoder)
 		case ppt_cyc:
 		case ppt_mnt:
 			continue;
-		default:
+		case ppt_invalid: case ppt_unknown: case ppt_psb: case ppt_fup:
+		case ppt_tip: case ppt_tip_pgd: case ppt_tnt_8:
+		case ppt_tnt_64: case ppt_stop: case ppt_ovf: case ppt_exstop:
+		case ppt_mwait: case ppt_pwre: case ppt_pwrx: case ppt_ptw:
+		case ppt_cfe: case ppt_evd: case ppt_trig:
 			return 0;
 		}
 	}
@@ -5468,9 +5609,14 @@ static int ipt__evt_header_packet(struct pt_event_decoder *decoder)
 	case ppt_invalid:
 		return decoder->status;
 
-	default:
-		return -pte_bad_context;
+	case ppt_unknown: case ppt_psb: case ppt_psbend: case ppt_tip:
+	case ppt_tip_pge: case ppt_tip_pgd: case ppt_tnt_8: case ppt_tnt_64:
+	case ppt_stop: case ppt_ovf: case ppt_exstop: case ppt_mwait:
+	case ppt_pwre: case ppt_pwrx: case ppt_ptw: case ppt_cfe: case ppt_evd:
+	case ppt_trig:
+		break;
 	}
+	return -pte_bad_context;
 }
 
 /* Read a PSB+ from the PSB (the current packet) up to PSBEND or OVF.
@@ -5517,7 +5663,13 @@ static int ipt__evt_decode_psb(struct pt_event_decoder *decoder)
 				return -pte_internal;
 			return 1;
 
-		default:
+		case ppt_invalid: case ppt_unknown: case ppt_pad: case ppt_psb:
+		case ppt_fup: case ppt_tip: case ppt_tip_pge: case ppt_tip_pgd:
+		case ppt_tnt_8: case ppt_tnt_64: case ppt_mode: case ppt_pip:
+		case ppt_vmcs: case ppt_cbr: case ppt_tsc: case ppt_tma:
+		case ppt_mtc: case ppt_cyc: case ppt_stop: case ppt_mnt:
+		case ppt_exstop: case ppt_mwait: case ppt_pwre: case ppt_pwrx:
+		case ppt_ptw: case ppt_cfe: case ppt_evd: case ppt_trig:
 			err = ipt__evt_header_packet(decoder);
 			if (err < 0)
 				return err;
@@ -5553,7 +5705,14 @@ static int ipt__evt_decode_psbend(struct pt_event_decoder *decoder)
 	case ptev_cbr:
 	case ptev_mnt:
 		break;
-	default:
+	case ptev_async_disabled: case ptev_async_branch: case ptev_paging:
+	case ptev_overflow: case ptev_stop: case ptev_vmcs: case ptev_exstop:
+	case ptev_mwait: case ptev_pwre: case ptev_pwrx: case ptev_ptwrite:
+	case ptev_tick: case ptev_tip: case ptev_tnt: case ptev_interrupt:
+	case ptev_iret: case ptev_smi: case ptev_rsm: case ptev_sipi:
+	case ptev_init: case ptev_vmentry: case ptev_vmexit:
+	case ptev_shutdown: case ptev_uintr: case ptev_uiret: case ptev_trig:
+	case ptev_swintr: case ptev_syscall:
 		return -pte_bad_context;
 	}
 	return ipt__evt_stamp(ev, &decoder->time);
@@ -5571,9 +5730,16 @@ static int ipt__evt_start(struct pt_event_decoder *decoder)
 		return err < 0 ? err : 0;
 	case ppt_invalid:
 		return decoder->status < 0 ? decoder->status : -pte_internal;
-	default:
-		return -pte_nosync;
+	case ppt_unknown: case ppt_pad: case ppt_psbend: case ppt_fup:
+	case ppt_tip: case ppt_tip_pge: case ppt_tip_pgd: case ppt_tnt_8:
+	case ppt_tnt_64: case ppt_mode: case ppt_pip: case ppt_vmcs:
+	case ppt_cbr: case ppt_tsc: case ppt_tma: case ppt_mtc: case ppt_cyc:
+	case ppt_stop: case ppt_ovf: case ppt_mnt: case ppt_exstop:
+	case ppt_mwait: case ppt_pwre: case ppt_pwrx: case ppt_ptw:
+	case ppt_cfe: case ppt_evd: case ppt_trig:
+		break;
 	}
+	return -pte_nosync;
 }
 
 IPT_DEF int pt_evt_sync_forward(struct pt_event_decoder *decoder)
@@ -5589,38 +5755,85 @@ IPT_DEF int pt_evt_sync_forward(struct pt_event_decoder *decoder)
 	return ipt__evt_start(decoder);
 }
 
-/* Synchronize onto the last PSB before the current position (or the end),
- * skipping PSBs the decoder already read past. */
-IPT_DEF int pt_evt_sync_backward(struct pt_event_decoder *decoder)
+/* Right after synchronizing: whether the PSB+ status updates say tracing
+ * is enabled (1, and where in *ip) or not (0), read on a copy of the
+ * decoder so that its user still gets those events. */
+static int ipt__evt_start_ip(const struct pt_event_decoder *decoder,
+			     uint64_t *ip)
 {
-	const uint8_t *start, *sync, *pos;
+	struct pt_event_decoder evdec;
+	struct pt_event ev;
 	int err;
 
-	if (!decoder)
-		return -pte_invalid;
-	start = ipt__evt_pos(decoder);
-	if (!start) {
-		start = ipt__evt_end(decoder);
-		if (!start)
+	IPT__COPY(evdec, *decoder);
+	/* Only the events of this PSB+: they all come at the same
+	 * position (its PSBEND), not those of an adjacent one. */
+	while (ipt__evt_pos(&evdec) == ipt__evt_pos(decoder)) {
+		err = pt_evt_next(&evdec, &ev, sizeof(ev));
+		if (err < 0)
+			return err == -pte_eos ? 0 : err;
+		if (!ev.status_update)
+			break;
+		if (ev.type == ptev_enabled) {
+			*ip = ev.variant.enabled.ip;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/* The one backward synchronization, for pt_evt_, pt_qry_ and
+ * pt_blk_sync_backward (and pt_insn_ through blk): step back PSB by PSB
+ * from the current position (the trace's end if unsynchronized), start the
+ * event decoder there and then the caller's decoder with start(ctx), until
+ * a start ends before where we set out.  Passed over on the way: a PSB
+ * whose start reaches our starting point (we would not move back), a PSB+
+ * cut off by the end of the trace (-pte_eos), and a PSB from which the start
+ * reads on into the next PSB+ (one cut short by an overflow, say): going
+ * back to it would bring the decoder forward again, even to the PSB it set
+ * out from, and never to the trace's start.  Returns what the start
+ * returned, or the error of the packet decoder's backward search. */
+static int ipt__evt_sync_backward(struct pt_event_decoder *decoder,
+				  int (*start)(void *ctx), void *ctx)
+{
+	const uint8_t *from, *sync, *pos;
+	int status;
+
+	from = ipt__evt_pos(decoder);
+	if (!from) {
+		from = ipt__evt_end(decoder);
+		if (!from)
 			return -pte_bad_config;
 	}
 
-	sync = start;
+	sync = from;
 	for (;;) {
-		ipt__evt_reset(decoder);
 		do {
-			err = pt_pkt_sync_backward(&decoder->pacdec);
-			if (err < 0)
-				return err;
+			status = pt_pkt_sync_backward(&decoder->pacdec);
+			if (status < 0)
+				return status;
 			pos = ipt__evt_pos(decoder);
 		} while (sync <= pos);
 		sync = pos;
 
-		err = ipt__evt_start(decoder);
-		pos = ipt__evt_pos(decoder);
-		if (pos < start)
-			return err;
+		ipt__evt_reset(decoder);
+		status = ipt__evt_start(decoder);
+		if (status >= 0 && start)
+			status = start(ctx);
+		if (ipt__evt_pos(decoder) >= from || status == -pte_eos)
+			continue;
+		if (status < 0)
+			return status;
+		if (ipt__pkt_sync_pos(&decoder->pacdec) == sync)
+			return status;
 	}
+}
+
+IPT_DEF int pt_evt_sync_backward(struct pt_event_decoder *decoder)
+{
+	if (!decoder)
+		return -pte_invalid;
+	return ipt__evt_sync_backward(decoder, NULL, NULL);
 }
 
 IPT_DEF int pt_evt_sync_set(struct pt_event_decoder *decoder, uint64_t offset)
@@ -5753,9 +5966,14 @@ static int ipt__evt_decode_fup(struct pt_event_decoder *decoder)
 	case ptev_syscall:
 		return ipt__evt_complete(ev, decoder);
 
-	default:
-		return -pte_bad_context;
+	case ptev_enabled: case ptev_disabled: case ptev_async_disabled:
+	case ptev_async_branch: case ptev_paging: case ptev_async_paging:
+	case ptev_stop: case ptev_vmcs: case ptev_async_vmcs: case ptev_pwre:
+	case ptev_pwrx: case ptev_tick: case ptev_cbr: case ptev_mnt:
+	case ptev_tip: case ptev_tnt:
+		break;
 	}
+	return -pte_bad_context;
 }
 
 /* ---- overflow ----
@@ -5806,7 +6024,10 @@ static int ipt__evt_find_ovf_fup(const struct pt_packet_decoder *pacdec)
 		case ppt_tnt_64:
 			return -pte_bad_context;
 
-		default:
+		case ppt_psb: case ppt_tip_pge: case ppt_mode: case ppt_pip:
+		case ppt_vmcs: case ppt_stop: case ppt_ovf: case ppt_exstop:
+		case ppt_mwait: case ppt_pwre: case ppt_pwrx: case ppt_ptw:
+		case ppt_cfe: case ppt_evd: case ppt_trig:
 			return 0;
 		}
 	}
@@ -5843,7 +6064,11 @@ static int ipt__evt_find_header_fup(struct pt_packet *packet,
 		case ppt_psbend:
 		case ppt_ovf:
 			return 0;
-		default:
+		case ppt_unknown: case ppt_psb: case ppt_tip: case ppt_tip_pge:
+		case ppt_tip_pgd: case ppt_tnt_8: case ppt_tnt_64:
+		case ppt_stop: case ppt_exstop: case ppt_mwait: case ppt_pwre:
+		case ppt_pwrx: case ppt_ptw: case ppt_cfe: case ppt_evd:
+		case ppt_trig:
 			return -pte_bad_context;
 		}
 	}
@@ -5944,7 +6169,13 @@ static int ipt__evt_recover_at_offset(struct pt_event_decoder *decoder,
 		case ppt_unknown:
 			/* The look-ahead would not have come this way. */
 			return -pte_internal;
-		default:
+		case ppt_pad: case ppt_psb: case ppt_psbend: case ppt_fup:
+		case ppt_tip: case ppt_tip_pge: case ppt_tip_pgd:
+		case ppt_tnt_8: case ppt_tnt_64: case ppt_cbr: case ppt_tsc:
+		case ppt_tma: case ppt_mtc: case ppt_cyc: case ppt_stop:
+		case ppt_ovf: case ppt_mnt: case ppt_exstop: case ppt_mwait:
+		case ppt_pwre: case ppt_pwrx: case ppt_ptw: case ppt_cfe:
+		case ppt_evd: case ppt_trig:
 			continue;
 		}
 	}
@@ -6091,7 +6322,8 @@ static int ipt__evt_skd010(struct pt_event_decoder *decoder)
 				continue;
 			return 1;
 
-		default:
+		case ppt_invalid: case ppt_unknown: case ppt_cbr: case ppt_tsc:
+		case ppt_tma: case ppt_mtc: case ppt_cyc: case ppt_mwait:
 			/* MWAIT binds to a FUP we would have to skip too;
 			 * unknown packets cannot be skipped. */
 			return 1;
@@ -6142,7 +6374,13 @@ static int ipt__evt_apl11(struct pt_event_decoder *decoder)
 		case ppt_trig:
 			continue;
 
-		default:
+		case ppt_invalid: case ppt_unknown: case ppt_psb:
+		case ppt_psbend: case ppt_fup: case ppt_tip: case ppt_tip_pge:
+		case ppt_tnt_8: case ppt_tnt_64: case ppt_mode: case ppt_pip:
+		case ppt_vmcs: case ppt_cbr: case ppt_tsc: case ppt_tma:
+		case ppt_mtc: case ppt_cyc: case ppt_stop: case ppt_ovf:
+		case ppt_exstop: case ppt_mwait: case ppt_pwre: case ppt_pwrx:
+		case ppt_ptw:
 			return 1;
 		}
 	}
@@ -6159,9 +6397,8 @@ static int ipt__evt_apl12(struct pt_event_decoder *decoder, uint64_t offset)
 	int err;
 
 	IPT__COPY(pacdec, decoder->pacdec);
-	if ((uint64_t) (ipt__evt_end(decoder) - pacdec.pos) < offset)
+	if (ipt__pkt_skip(&pacdec, offset) < 0)
 		return -pte_internal;
-	pacdec.pos += offset;
 
 	for (;;) {
 		err = pt_pkt_next(&pacdec, &packet, sizeof(packet));
@@ -6192,7 +6429,11 @@ static int ipt__evt_apl12(struct pt_event_decoder *decoder, uint64_t offset)
 		case ppt_invalid:
 			return 1;
 
-		default:
+		case ppt_pad: case ppt_fup: case ppt_mode: case ppt_pip:
+		case ppt_vmcs: case ppt_cbr: case ppt_tsc: case ppt_tma:
+		case ppt_mtc: case ppt_cyc: case ppt_mnt: case ppt_exstop:
+		case ppt_mwait: case ppt_pwre: case ppt_pwrx: case ppt_ptw:
+		case ppt_cfe: case ppt_evd: case ppt_trig:
 			continue;
 		}
 	}
@@ -6248,7 +6489,12 @@ static int ipt__evt_decode_ovf(struct pt_event_decoder *decoder)
 		case ptev_sipi:
 			decoder->event = ev;
 			return 0;
-		default:
+		case ptev_enabled: case ptev_disabled:
+		case ptev_async_disabled: case ptev_async_branch:
+		case ptev_paging: case ptev_async_paging: case ptev_overflow:
+		case ptev_stop: case ptev_vmcs: case ptev_async_vmcs:
+		case ptev_pwrx: case ptev_tick: case ptev_cbr: case ptev_mnt:
+		case ptev_tip: case ptev_tnt:
 			continue;
 		}
 	}
@@ -6376,9 +6622,18 @@ static int ipt__evt_decode_tip(struct pt_event_decoder *decoder)
 		/* A second FUP before this TIP: the trace is broken (libipt
 		 * reports -pte_internal here). */
 		return -pte_bad_context;
-	default:
-		return -pte_bad_context;
+	case ptev_enabled: case ptev_disabled: case ptev_async_disabled:
+	case ptev_paging: case ptev_overflow: case ptev_tsx: case ptev_stop:
+	case ptev_vmcs: case ptev_exstop: case ptev_mwait: case ptev_pwre:
+	case ptev_pwrx: case ptev_ptwrite: case ptev_tick: case ptev_cbr:
+	case ptev_mnt: case ptev_tip: case ptev_tnt: case ptev_interrupt:
+	case ptev_iret: case ptev_smi: case ptev_rsm: case ptev_sipi:
+	case ptev_init: case ptev_vmentry: case ptev_vmexit:
+	case ptev_shutdown: case ptev_uintr: case ptev_uiret: case ptev_trig:
+	case ptev_swintr: case ptev_syscall:
+		break;
 	}
+	return -pte_bad_context;
 }
 
 /* The enable event comes first; MODE.EXEC events bound to the TIP.PGE
@@ -6416,9 +6671,19 @@ static int ipt__evt_decode_tip_pge(struct pt_event_decoder *decoder)
 	case ptev_exec_mode:
 	case ptev_iflags:
 		return ipt__evt_complete(ev, decoder);
-	default:
-		return -pte_bad_context;
+	case ptev_enabled: case ptev_disabled: case ptev_async_disabled:
+	case ptev_async_branch: case ptev_paging: case ptev_async_paging:
+	case ptev_overflow: case ptev_tsx: case ptev_stop: case ptev_vmcs:
+	case ptev_async_vmcs: case ptev_exstop: case ptev_mwait:
+	case ptev_pwre: case ptev_pwrx: case ptev_ptwrite: case ptev_tick:
+	case ptev_cbr: case ptev_mnt: case ptev_tip: case ptev_tnt:
+	case ptev_interrupt: case ptev_iret: case ptev_smi: case ptev_rsm:
+	case ptev_sipi: case ptev_init: case ptev_vmentry: case ptev_vmexit:
+	case ptev_shutdown: case ptev_uintr: case ptev_uiret: case ptev_trig:
+	case ptev_swintr: case ptev_syscall:
+		break;
 	}
+	return -pte_bad_context;
 }
 
 /* A TIP.PGD alone is a synchronous disable (at a branch); after a FUP it
@@ -6485,7 +6750,15 @@ static int ipt__evt_decode_tip_pgd(struct pt_event_decoder *decoder)
 		err = 0;
 		break;
 
-	default:
+	case ptev_enabled: case ptev_disabled: case ptev_async_disabled:
+	case ptev_paging: case ptev_overflow: case ptev_tsx: case ptev_stop:
+	case ptev_vmcs: case ptev_exstop: case ptev_mwait: case ptev_pwre:
+	case ptev_pwrx: case ptev_ptwrite: case ptev_tick: case ptev_cbr:
+	case ptev_mnt: case ptev_tip: case ptev_tnt: case ptev_iflags:
+	case ptev_interrupt: case ptev_iret: case ptev_smi: case ptev_rsm:
+	case ptev_sipi: case ptev_init: case ptev_vmentry: case ptev_vmexit:
+	case ptev_shutdown: case ptev_uintr: case ptev_uiret: case ptev_trig:
+	case ptev_swintr: case ptev_syscall:
 		return -pte_bad_context;
 	}
 	if (err < 0)
@@ -7308,33 +7581,18 @@ static void ipt__qry_read_ahead(struct pt_query_decoder *decoder)
 	}
 }
 
-/* After synchronizing: find the start IP in the PSB+ status events, on a
- * copy of the event decoder so the caller still gets those events. */
+/* After synchronizing: the start IP from the PSB+ status events. */
 static int ipt__qry_start(struct pt_query_decoder *decoder, uint64_t *ip)
 {
-	struct pt_event_decoder evdec;
-	struct pt_event ev;
-	int status = pts_ip_suppressed, err;
+	uint64_t start;
+	int status, err;
 
-	IPT__COPY(evdec, decoder->evdec);
-	/* Only the events of this PSB+: they all come at the same
-	 * position (the PSBEND). */
-	while (ipt__evt_pos(&evdec) == ipt__evt_pos(&decoder->evdec)) {
-		err = pt_evt_next(&evdec, &ev, sizeof(ev));
-		if (err < 0) {
-			if (err != -pte_eos)
-				return err;
-			break;
-		}
-		if (!ev.status_update)
-			break;
-		if (ev.type == ptev_enabled) {
-			status &= ~pts_ip_suppressed;
-			if (ip)
-				*ip = ev.variant.enabled.ip;
-			break;
-		}
-	}
+	err = ipt__evt_start_ip(&decoder->evdec, &start);
+	if (err < 0)
+		return err;
+	status = err ? 0 : pts_ip_suppressed;
+	if (err && ip)
+		*ip = start;
 
 	decoder->status = 0;
 	ipt__qry_read_ahead(decoder);
@@ -7354,59 +7612,32 @@ IPT_DEF int pt_qry_sync_forward(struct pt_query_decoder *decoder, uint64_t *ip)
 	return ipt__qry_start(decoder, ip);
 }
 
-/* Like pt_evt_sync_backward(), but a PSB+ cut off by the end of the trace
- * does not count, nor one from which the start reads on into the next
- * PSB+, nor the PSB the decoder is in: the sync offset only moves back. */
+struct ipt__qry_start_ctx {
+	struct pt_query_decoder *decoder;
+	uint64_t *ip;
+};
+
+static int ipt__qry_restart(void *ctx)
+{
+	struct ipt__qry_start_ctx *qs = (struct ipt__qry_start_ctx *) ctx;
+
+	ipt__qry_reset(qs->decoder);
+	return ipt__qry_start(qs->decoder, qs->ip);
+}
+
+/* As libipt, 0 on success: the status of the start is not reported. */
 IPT_DEF int pt_qry_sync_backward(struct pt_query_decoder *decoder,
 				 uint64_t *ip)
 {
-	const uint8_t *start, *sync, *pos;
-	uint64_t found, now;
+	struct ipt__qry_start_ctx qs;
 	int err;
 
 	if (!decoder)
 		return -pte_invalid;
-	start = ipt__evt_pos(&decoder->evdec);
-	if (!start) {
-		start = ipt__evt_end(&decoder->evdec);
-		if (!start)
-			return -pte_bad_config;
-	}
-
-	sync = start;
-	for (;;) {
-		ipt__qry_reset(decoder);
-		do {
-			err = pt_evt_sync_backward(&decoder->evdec);
-			if (err < 0)
-				return err;
-			pos = ipt__evt_pos(&decoder->evdec);
-		} while (sync <= pos);
-		sync = pos;
-		err = pt_evt_get_sync_offset(&decoder->evdec, &found);
-		if (err < 0)
-			return err;
-
-		err = ipt__qry_start(decoder, ip);
-		if (err < 0) {
-			if (err != -pte_eos)
-				return err;
-			continue;
-		}
-		/* Looking for the start IP may read on into the next PSB+,
-		 * when this one is cut short (by an overflow, say).  Then
-		 * this PSB is no place to start: look further back, or the
-		 * decoder would end up at a later PSB, even at the one it
-		 * set out from, and never get back to the trace's start. */
-		err = pt_evt_get_sync_offset(&decoder->evdec, &now);
-		if (err < 0)
-			return err;
-		if (now != found)
-			continue;
-		pos = ipt__evt_pos(&decoder->evdec);
-		if (pos < start)
-			return 0;
-	}
+	qs.decoder = decoder;
+	qs.ip = ip;
+	err = ipt__evt_sync_backward(&decoder->evdec, ipt__qry_restart, &qs);
+	return err < 0 ? err : 0;
 }
 
 IPT_DEF int pt_qry_sync_set(struct pt_query_decoder *decoder, uint64_t *ip,
@@ -7477,7 +7708,7 @@ IPT_DEF int pt_qry_cond_branch(struct pt_query_decoder *decoder, int *taken)
 	if (query < 0) {
 		/* Out of bits: the next event may bring some.  The time is
 		 * that of the TNT. */
-		IPT__COPY(decoder->last_time, decoder->evdec.time);
+		ipt__evt_save_time(&decoder->last_time, &decoder->evdec);
 		err = ipt__qry_cache_tnt(decoder);
 		if (err < 0)
 			return err;
@@ -7520,7 +7751,7 @@ IPT_DEF int pt_qry_indirect_branch(struct pt_query_decoder *decoder,
 	else
 		*addr = ev->variant.tip.ip;
 
-	IPT__COPY(decoder->last_time, decoder->evdec.time);
+	ipt__evt_save_time(&decoder->last_time, &decoder->evdec);
 	ipt__qry_read_ahead(decoder);
 	return status | ipt__qry_status(decoder);
 }
@@ -7547,7 +7778,7 @@ IPT_DEF int pt_qry_event(struct pt_query_decoder *decoder,
 		size = sizeof(decoder->event);
 	IPT_MEMCPY(event, &decoder->event, size);
 
-	IPT__COPY(decoder->last_time, decoder->evdec.time);
+	ipt__evt_save_time(&decoder->last_time, &decoder->evdec);
 	ipt__qry_read_ahead(decoder);
 	return ipt__qry_status(decoder);
 }
@@ -7595,6 +7826,8 @@ IPT_DEF int pt_qry_core_bus_ratio(struct pt_query_decoder *decoder,
  *       instruction may need a second read.  *isid is the section's
  *       identifier, zero for the callback.
  *   uint64_t ipt__image_generation(const struct pt_image *);
+ *        moves on whenever what the image reads may have changed;
+ *        image must not be NULL (it is read on the decoders' hot path)
  *   int ipt__asid_from_user(struct pt_asid *, const struct pt_asid *user);
  *   int ipt__asid_to_user(struct pt_asid *user, const struct pt_asid *,
  *                         size_t size);
@@ -8650,9 +8883,10 @@ static IPT__UNUSED void ipt__image_fini(struct pt_image *image)
 	IPT_MEMSET(image, 0, sizeof(*image));
 }
 
-static IPT__UNUSED uint64_t ipt__image_generation(const struct pt_image *image)
+static IPT__UNUSED inline uint64_t
+ipt__image_generation(const struct pt_image *image)
 {
-	return image ? image->generation : 0;
+	return image->generation;
 }
 
 static IPT__UNUSED int ipt__image_read(struct pt_image *image, int *isid,
@@ -9814,9 +10048,10 @@ static IPT__UNUSED int ipt__insn_is_branch(const struct pt_insn *insn,
 	case ptic_far_jump:
 	case ptic_indirect:
 		return 1;
-	default:
-		return 0;
+	case ptic_unknown: case ptic_other: case ptic_ptwrite:
+		break;
 	}
+	return 0;
 }
 
 static IPT__UNUSED int ipt__insn_is_far_branch(const struct pt_insn *insn,
@@ -9830,9 +10065,12 @@ static IPT__UNUSED int ipt__insn_is_far_branch(const struct pt_insn *insn,
 	case ptic_far_return:
 	case ptic_far_jump:
 		return 1;
-	default:
-		return 0;
+	case ptic_unknown: case ptic_other: case ptic_call: case ptic_return:
+	case ptic_jump: case ptic_cond_jump: case ptic_ptwrite:
+	case ptic_indirect:
+		break;
 	}
+	return 0;
 }
 
 /* A PIP packet binds to MOV CR3, VMLAUNCH, VMRESUME and far branches. */
@@ -9965,7 +10203,8 @@ static IPT__UNUSED int ipt__insn_next_ip(uint64_t *pip,
 		break;
 	case ptic_unknown:
 		return -pte_bad_insn;
-	default:
+	case ptic_return: case ptic_cond_jump: case ptic_far_call:
+	case ptic_far_return: case ptic_far_jump: case ptic_indirect:
 		return -pte_bad_query;
 	}
 
@@ -10044,7 +10283,34 @@ ipt__insn_range_is_contiguous(uint64_t begin, uint64_t end,
  * Instruction cache entries are tagged with an epoch, runs with a context
  * number that stands for (address space, mode, epoch).  Changing the image,
  * or its generation counter moving (ipt_image_invalidate, adding or removing
- * sections), starts a new epoch and so drops every entry at once. */
+ * sections), starts a new epoch and so drops every entry at once.
+ *
+ * Internal interface (for >>insn; struct pt_block_decoder is complete so
+ * that it can be embedded):
+ *
+ *   int  ipt__blk_decoder_init(struct pt_block_decoder *decoder,
+ *                              const struct pt_config *config,
+ *                              uint32_t want_text);
+ *        want_text: the runs keep their bytes and instruction sizes
+ *   void ipt__blk_decoder_fini(struct pt_block_decoder *decoder);
+ *   struct ipt_allocator *ipt__blk_allocator(struct pt_block_decoder *);
+ *        the allocator the decoder (and its embedder) came from
+ *   int  ipt__blk_cache_current(const struct pt_block_decoder *);
+ *   void ipt__blk_cache_sync(struct pt_block_decoder *);
+ *        whether the caches describe the current image; make them so
+ *   uint32_t ipt__blk_epoch(const struct pt_block_decoder *);
+ *        changes whenever cached runs and their text become stale
+ *   const struct ipt__blk_trail *
+ *        ipt__blk_trail_at(const struct pt_block_decoder *, uint32_t at);
+ *        the at-th run the last block went through whole, or NULL
+ *   const struct ipt__blk_run *
+ *        ipt__blk_run_find(struct pt_block_decoder *, uint64_t ip,
+ *                          enum pt_exec_mode mode,
+ *                          const struct ipt__blk_text **text);
+ *        the run at ip (NULL if none), and its text
+ *   int  ipt__blk_decode(struct pt_block_decoder *, struct pt_insn *,
+ *                        struct ipt__insn_ext *);
+ *        one instruction through the instruction cache */
 
 /* The instruction cache's size, as a power of two number of entries. */
 #ifndef IPT_BLK_ICACHE_BITS
@@ -10053,6 +10319,14 @@ ipt__insn_range_is_contiguous(uint64_t begin, uint64_t end,
 /* The run cache's memory bound in bytes, text included. */
 #ifndef IPT_BLK_CACHE_LIMIT
 #define IPT_BLK_CACHE_LIMIT (2u << 20)
+#endif
+/* Every shortcut of the block and instruction decoders starts at a run
+ * from the run cache; without runs, each block and instruction takes the
+ * general path, one instruction at a time. */
+#ifdef IPT_BLK_GENERAL_PATH
+#define IPT__BLK_RUNS 0
+#else
+#define IPT__BLK_RUNS 1
 #endif
 
 /* ---- return stack ----
@@ -10315,7 +10589,7 @@ ipt__blk_cache_current(const struct pt_block_decoder *decoder)
 	const struct pt_image *image = decoder->image;
 
 	return decoder->cache_image == image &&
-	       decoder->cache_gen == image->generation;
+	       decoder->cache_gen == ipt__image_generation(image);
 }
 
 /* A different image or a new generation of it starts a new epoch. */
@@ -10345,6 +10619,26 @@ static IPT__INLINE void ipt__blk_cache_sync(struct pt_block_decoder *decoder)
 {
 	if (IPT__UNLIKELY(!ipt__blk_cache_current(decoder)))
 		ipt__blk_cache_renew(decoder);
+}
+
+/* For >>insn: the epoch, so that it knows when a run's text it holds is
+ * stale; the runs the last block went through whole; the allocator. */
+static IPT__INLINE uint32_t
+ipt__blk_epoch(const struct pt_block_decoder *decoder)
+{
+	return decoder->epoch;
+}
+
+static IPT__INLINE const struct ipt__blk_trail *
+ipt__blk_trail_at(const struct pt_block_decoder *decoder, uint32_t at)
+{
+	return at < decoder->ntrail ? &decoder->trail[at] : NULL;
+}
+
+static struct ipt_allocator *
+ipt__blk_allocator(struct pt_block_decoder *decoder)
+{
+	return &decoder->allocator;
 }
 
 static uint32_t ipt__blk_hash(uint64_t ip, const struct pt_asid *asid,
@@ -10769,7 +11063,6 @@ static int ipt__blk_update_trig_anchor(struct pt_block_decoder *decoder,
 			return 0;
 		break;
 
-	default:
 		return -pte_internal;
 	}
 
@@ -11088,7 +11381,6 @@ static int ipt__blk_proceed_with_trace(struct pt_block_decoder *decoder,
 		return -pte_internal;
 
 	case ptic_unknown:
-	default:
 		return -pte_bad_insn;
 	}
 
@@ -11272,9 +11564,12 @@ static int ipt__blk_insn_skl014(const struct pt_insn *insn,
 	case ptic_other:
 		return ipt__insn_changes_cr3(insn, iext);
 
-	default:
-		return 0;
+	case ptic_unknown: case ptic_return: case ptic_cond_jump:
+	case ptic_far_call: case ptic_far_return: case ptic_far_jump:
+	case ptic_ptwrite: case ptic_indirect:
+		break;
 	}
+	return 0;
 }
 
 /* Reach a disable without IP under SKL014: the disabling branch is the
@@ -11568,10 +11863,19 @@ static ipt__blk_insn_pred ipt__blk_binding(enum pt_event_type type,
 	case ptev_syscall:
 		*bit = IPT__BOUND_SYSCALL;
 		return ipt__insn_is_syscall;
-	default:
-		*bit = 0;
-		return NULL;
+	case ptev_enabled: case ptev_disabled: case ptev_async_disabled:
+	case ptev_async_branch: case ptev_async_paging: case ptev_overflow:
+	case ptev_exec_mode: case ptev_tsx: case ptev_stop:
+	case ptev_async_vmcs: case ptev_exstop: case ptev_mwait:
+	case ptev_pwre: case ptev_pwrx: case ptev_tick: case ptev_cbr:
+	case ptev_mnt: case ptev_tip: case ptev_tnt: case ptev_iflags:
+	case ptev_interrupt: case ptev_smi: case ptev_rsm: case ptev_sipi:
+	case ptev_init: case ptev_vmexit: case ptev_shutdown: case ptev_uintr:
+	case ptev_trig:
+		break;
 	}
+	*bit = 0;
+	return NULL;
 }
 
 /* The IP an event happens at, for the event types that carry one. */
@@ -11634,9 +11938,12 @@ static uint64_t ipt__blk_event_ip(const struct pt_event *ev)
 		return ev->variant.swintr.ip;
 	case ptev_syscall:
 		return ev->variant.syscall.ip;
-	default:
-		return 0;
+	case ptev_paging: case ptev_stop: case ptev_vmcs: case ptev_pwre:
+	case ptev_pwrx: case ptev_cbr: case ptev_mnt: case ptev_tnt:
+	case ptev_sipi:
+		break;
 	}
+	return 0;
 }
 
 /* ---- reaching the current event ---- */
@@ -11807,7 +12114,6 @@ static int ipt__blk_proceed_event(struct pt_block_decoder *decoder,
 			return status;
 		break;
 
-	default:
 		return -pte_internal;
 	}
 
@@ -11922,6 +12228,7 @@ ipt__blk_run_fill(struct pt_block_decoder *decoder, struct ipt__blk_run *run,
 		ninsn += 1;
 
 		if (status < 0) {
+			kind = ipt__run_indirect;
 			switch (insn.iclass) {
 			case ptic_cond_jump:
 				kind = ipt__run_cond;
@@ -11932,8 +12239,10 @@ ipt__blk_run_fill(struct pt_block_decoder *decoder, struct ipt__blk_run *run,
 			case ptic_call:
 				kind = ipt__run_icall;
 				break;
-			default:
-				kind = ipt__run_indirect;
+			case ptic_unknown: case ptic_other: case ptic_jump:
+			case ptic_far_call: case ptic_far_return:
+			case ptic_far_jump: case ptic_ptwrite:
+			case ptic_indirect:
 				break;
 			}
 			goto done;
@@ -12019,7 +12328,7 @@ ipt__blk_run_find(struct pt_block_decoder *decoder, uint64_t ip,
 	struct ipt__blk_run *set;
 	uint32_t ctx, idx, way = 0;
 
-	if (IPT__UNLIKELY(!decoder->runs))
+	if (IPT__UNLIKELY(!IPT__BLK_RUNS || !decoder->runs))
 		return NULL;
 
 	ctx = ipt__blk_ctx_of(decoder, mode);
@@ -12275,9 +12584,19 @@ static int ipt__blk_proceed(struct pt_block_decoder *decoder,
 			return status;
 		return ipt__blk_proceed_trailing_event(decoder, block);
 
-	default:
-		return ipt__blk_proceed_event(decoder, block);
+	case ptev_enabled: case ptev_disabled: case ptev_async_disabled:
+	case ptev_async_branch: case ptev_paging: case ptev_async_paging:
+	case ptev_overflow: case ptev_exec_mode: case ptev_tsx: case ptev_stop:
+	case ptev_vmcs: case ptev_async_vmcs: case ptev_exstop:
+	case ptev_mwait: case ptev_pwre: case ptev_pwrx: case ptev_ptwrite:
+	case ptev_tick: case ptev_cbr: case ptev_mnt: case ptev_iflags:
+	case ptev_interrupt: case ptev_iret: case ptev_smi: case ptev_rsm:
+	case ptev_sipi: case ptev_init: case ptev_vmentry: case ptev_vmexit:
+	case ptev_shutdown: case ptev_uintr: case ptev_uiret: case ptev_trig:
+	case ptev_swintr: case ptev_syscall:
+		break;
 	}
+	return ipt__blk_proceed_event(decoder, block);
 }
 
 /* ---- events at the end of a block ---- */
@@ -12583,7 +12902,7 @@ static int ipt__blk_proceed_trailing_event(struct pt_block_decoder *decoder,
 		decoder->bound |= bit;
 		return ipt__blk_status(decoder, pts_event_pending);
 
-	default:
+	case ptev_tnt:
 		return -pte_internal;
 	}
 
@@ -12608,39 +12927,18 @@ static uint64_t ipt__blk_evt_offset(const struct pt_event_decoder *evdec)
 }
 
 /* We just synchronized.  Learn from the PSB+ status updates whether tracing
- * is enabled and where, on a copy of the event decoder: the user still gets
- * to see those events.  Then fetch the first event. */
+ * is enabled and where, then fetch the first event. */
 static int ipt__blk_start(struct pt_block_decoder *decoder)
 {
-	struct pt_event_decoder evdec;
-	struct pt_event ev;
 	int status;
 
 	ipt__blk_cache_sync(decoder);
 
-	IPT__COPY(evdec, decoder->evdec);
-	for (;;) {
-		/* Only the PSB+ we synchronized onto, not an adjacent one. */
-		if (ipt__blk_evt_offset(&evdec) !=
-		    ipt__blk_evt_offset(&decoder->evdec))
-			break;
-
-		status = pt_evt_next(&evdec, &ev, sizeof(ev));
-		if (status < 0) {
-			if (status != -pte_eos)
-				return status;
-			break;
-		}
-
-		if (!ev.status_update)
-			break;
-
-		if (ev.type == ptev_enabled) {
-			decoder->enabled = 1;
-			decoder->ip = ev.variant.enabled.ip;
-			break;
-		}
-	}
+	status = ipt__evt_start_ip(&decoder->evdec, &decoder->ip);
+	if (status < 0)
+		return status;
+	if (status)
+		decoder->enabled = 1;
 
 	decoder->status = pt_evt_next(&decoder->evdec, &decoder->event,
 				      sizeof(decoder->event));
@@ -12661,73 +12959,24 @@ IPT_DEF int pt_blk_sync_forward(struct pt_block_decoder *decoder)
 	return ipt__blk_start(decoder);
 }
 
+static int ipt__blk_restart(void *ctx)
+{
+	struct pt_block_decoder *decoder = (struct pt_block_decoder *) ctx;
+
+	ipt__blk_reset(decoder);
+	return ipt__blk_start(decoder);
+}
+
+/* As libipt, 0 on success: the status of the start is not reported. */
 IPT_DEF int pt_blk_sync_backward(struct pt_block_decoder *decoder)
 {
-	uint64_t start, sync, pos, found, now;
 	int status;
 
 	if (!decoder)
 		return -pte_invalid;
-
-	/* Not synchronized yet: start from the end of the trace. */
-	if (pt_evt_get_offset(&decoder->evdec, &start) < 0) {
-		const struct pt_config *config;
-
-		config = pt_evt_get_config(&decoder->evdec);
-		if (!config)
-			return -pte_internal;
-		if (!config->begin || !config->end)
-			return -pte_bad_config;
-		start = (uint64_t) (config->end - config->begin);
-	}
-
-	sync = start;
-	for (;;) {
-		ipt__blk_reset(decoder);
-
-		do {
-			uint64_t before;
-
-			before = ipt__blk_evt_offset(&decoder->evdec);
-			status = pt_evt_sync_backward(&decoder->evdec);
-			if (status < 0)
-				return status;
-			pos = ipt__blk_evt_offset(&decoder->evdec);
-
-			/* A run of PSB patterns may yield the same PSB
-			 * again: without progress there is nothing before
-			 * it we could find. */
-			if (pos >= before)
-				return -pte_eos;
-		} while (sync <= pos);
-
-		sync = pos;
-		status = pt_evt_get_sync_offset(&decoder->evdec, &found);
-		if (status < 0)
-			return status;
-
-		status = ipt__blk_start(decoder);
-		if (status < 0) {
-			/* A trace segment at the end without a complete PSB+
-			 * does not count. */
-			if (status != -pte_eos)
-				return status;
-			continue;
-		}
-
-		/* Starting may read on into the next PSB+, when this one is
-		 * cut short (by an overflow, say): then this PSB is no
-		 * place to start, and going back to it would bring the
-		 * decoder forward again.  Starting in or right after PSB+
-		 * may also bring us back to the same PSB.  Either way, go
-		 * further back. */
-		status = pt_evt_get_sync_offset(&decoder->evdec, &now);
-		if (status < 0)
-			return status;
-		if (now == found &&
-		    ipt__blk_evt_offset(&decoder->evdec) < start)
-			return 0;
-	}
+	status = ipt__evt_sync_backward(&decoder->evdec, ipt__blk_restart,
+					decoder);
+	return status < 0 ? status : 0;
 }
 
 IPT_DEF int pt_blk_sync_set(struct pt_block_decoder *decoder, uint64_t offset)
@@ -12960,6 +13209,25 @@ static int ipt__blk_process_overflow(struct pt_block_decoder *decoder,
 	return 0;
 }
 
+/* A paging or VMCS event, synchronous or not: the address space changes,
+ * and with it the context the run cache looks up (ctx_id names the old
+ * one). */
+static void ipt__blk_change_asid(struct pt_block_decoder *decoder,
+				 const struct pt_event *ev)
+{
+	if (ev->type == ptev_paging)
+		decoder->asid.cr3 = ev->variant.paging.cr3;
+	else if (ev->type == ptev_async_paging)
+		decoder->asid.cr3 = ev->variant.async_paging.cr3;
+	else if (ev->type == ptev_vmcs)
+		decoder->asid.vmcs = ev->variant.vmcs.base;
+	else if (ev->type == ptev_async_vmcs)
+		decoder->asid.vmcs = ev->variant.async_vmcs.base;
+	else
+		return;
+	decoder->ctx_id = 0;
+}
+
 /* Build a tick event for the first TNT bit used with a new timestamp. */
 static int ipt__blk_tnt_tick(struct pt_block_decoder *decoder,
 			     struct pt_event *uevent, size_t size)
@@ -13060,8 +13328,7 @@ IPT_DEF int pt_blk_event(struct pt_block_decoder *decoder,
 			return -pte_bad_query;
 		/* fall through */
 	case ptev_paging:
-		decoder->asid.cr3 = ev->variant.paging.cr3;
-		decoder->ctx_id = 0;
+		ipt__blk_change_asid(decoder, ev);
 		break;
 
 	case ptev_async_vmcs:
@@ -13070,8 +13337,7 @@ IPT_DEF int pt_blk_event(struct pt_block_decoder *decoder,
 			return -pte_bad_query;
 		/* fall through */
 	case ptev_vmcs:
-		decoder->asid.vmcs = ev->variant.vmcs.base;
-		decoder->ctx_id = 0;
+		ipt__blk_change_asid(decoder, ev);
 		break;
 
 	case ptev_overflow:
@@ -13145,7 +13411,6 @@ IPT_DEF int pt_blk_event(struct pt_block_decoder *decoder,
 	case ptev_uiret:
 		break;
 
-	default:
 		return -pte_internal;
 	}
 
@@ -13263,8 +13528,7 @@ IPT_DEF int pt_blk_resync(struct pt_block_decoder *decoder)
 			}
 			/* fall through */
 		case ptev_paging:
-			decoder->asid.cr3 = ev->variant.paging.cr3;
-			decoder->ctx_id = 0;
+			ipt__blk_change_asid(decoder, ev);
 			break;
 
 		case ptev_async_vmcs:
@@ -13275,8 +13539,7 @@ IPT_DEF int pt_blk_resync(struct pt_block_decoder *decoder)
 			}
 			/* fall through */
 		case ptev_vmcs:
-			decoder->asid.vmcs = ev->variant.vmcs.base;
-			decoder->ctx_id = 0;
+			ipt__blk_change_asid(decoder, ev);
 			break;
 
 		case ptev_overflow:
@@ -13348,7 +13611,6 @@ IPT_DEF int pt_blk_resync(struct pt_block_decoder *decoder)
 		case ptev_trig:
 			break;
 
-		default:
 			return -pte_internal;
 		}
 
@@ -13419,16 +13681,15 @@ static int ipt__insn_load_run(struct pt_insn_decoder *decoder)
 {
 	struct pt_block_decoder *blkdec = &decoder->blkdec;
 	const struct pt_block *block = &decoder->block;
+	const struct ipt__blk_trail *trail;
 	const struct ipt__blk_text *text;
 	const struct ipt__blk_run *run;
-	uint32_t at = decoder->trail;
 
 	decoder->left = 0;
 	decoder->mask = block->mode == ptem_64bit ? ~0ull : 0xffffffffull;
-	if (at < blkdec->ntrail && blkdec->trail[at].ip == block->ip) {
-		const struct ipt__blk_trail *trail = &blkdec->trail[at];
-
-		decoder->trail = at + 1;
+	trail = ipt__blk_trail_at(blkdec, decoder->trail);
+	if (trail && trail->ip == block->ip) {
+		decoder->trail += 1;
 		text = &trail->text;
 		decoder->next = trail->next;
 		decoder->left = trail->ninsn;
@@ -13457,7 +13718,7 @@ static int ipt__insn_load_run(struct pt_insn_decoder *decoder)
 	decoder->insn.speculative = block->speculative;
 	decoder->info = text->info;
 	decoder->code = text->code;
-	decoder->epoch = blkdec->epoch;
+	decoder->epoch = ipt__blk_epoch(blkdec);
 	return 1;
 }
 
@@ -13511,7 +13772,7 @@ static int ipt__insn_decoder_init(struct pt_insn_decoder *decoder,
 	return ipt__blk_decoder_init(&decoder->blkdec, &config, 1);
 }
 
-/* The allocator lives in the block decoder inside (blkdec.allocator). */
+/* The allocator lives in the block decoder inside (ipt__blk_allocator). */
 IPT_DEF struct pt_insn_decoder *
 ipt_insn_alloc_decoder_with(const struct pt_config *config,
 			    const struct ipt_allocator *allocator)
@@ -13524,7 +13785,7 @@ ipt_insn_alloc_decoder_with(const struct pt_config *config,
 	decoder = (struct pt_insn_decoder *) ipt__zalloc(&a, sizeof(*decoder));
 	if (!decoder)
 		return NULL;
-	decoder->blkdec.allocator = a;
+	*ipt__blk_allocator(&decoder->blkdec) = a;
 
 	if (ipt__insn_decoder_init(decoder, config) < 0) {
 		ipt__free(&a, decoder, sizeof(*decoder));
@@ -13546,7 +13807,7 @@ IPT_DEF void pt_insn_free_decoder(struct pt_insn_decoder *decoder)
 	if (!decoder)
 		return;
 
-	a = decoder->blkdec.allocator;
+	a = *ipt__blk_allocator(&decoder->blkdec);
 	ipt__blk_decoder_fini(&decoder->blkdec);
 	ipt__free(&a, decoder, sizeof(*decoder));
 }
@@ -13744,7 +14005,7 @@ static IPT__NOINLINE int ipt__insn_next(struct pt_insn_decoder *decoder,
 	if (!(block->truncated && block->ninsn == 1) &&
 	    ((decoder->left && decoder->ip == block->ip &&
 	      decoder->insn.mode == block->mode &&
-	      decoder->epoch == decoder->blkdec.epoch) ||
+	      decoder->epoch == ipt__blk_epoch(&decoder->blkdec)) ||
 	     ipt__insn_load_run(decoder))) {
 		ipt__insn_from_run(decoder, insn);
 		ipt__insn_to_user(uinsn, size, insn);
@@ -13799,7 +14060,7 @@ IPT_DEF int pt_insn_next(struct pt_insn_decoder *decoder,
 	block = &decoder->block;
 	if (IPT__LIKELY(size == sizeof(*uinsn) && decoder->left &&
 			block->ninsn && !block->truncated &&
-			decoder->epoch == decoder->blkdec.epoch &&
+			decoder->epoch == ipt__blk_epoch(&decoder->blkdec) &&
 			ipt__blk_cache_current(&decoder->blkdec))) {
 		ipt__insn_from_run(decoder, uinsn);
 		block->ninsn -= 1;

@@ -160,8 +160,6 @@ static int hv_memcmp(const void *a, const void *b, size_t size)
 #define IPT_MEMCPY(d, s, n) hv_memcpy(d, s, n)
 #define IPT_MEMSET(d, c, n) hv_memset(d, c, n)
 #define IPT_MEMCMP(a, b, n) hv_memcmp(a, b, n)
-/* An internal invariant broke: stop decoding rather than crash the host. */
-#define IPT_ASSERT(x) ((void) 0)
 #define IPT_NO_STDIO
 #define IPT_STATIC
 #define IPT_IMPLEMENTATION

@@ -14,9 +14,6 @@
 # per-object allocator test, the worst-case memory test, and the
 # embedding tests (freestanding nm -u, no writable data, threads, IPT_STATIC
 # next to libipt, hvagent).
-#
-# Harnesses are built only for the layers ipt.h implements so far
-# (ipt_impl_tests/fuzz/layers).
 
 FZ := ipt_impl_tests/fuzz
 HD := ipt_impl_tests/hard
@@ -37,11 +34,9 @@ FUZZ_DEFS := -DIPT_BLK_ICACHE_BITS=6 -DIPT_IMAGE_CACHE_LIMIT=16384
 SAN := -fsanitize=address,undefined -fno-sanitize-recover=all \
 	-fno-omit-frame-pointer
 FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=all
-HARD_LAYERS := $(shell $(FZ)/layers $(HDR))
-FUZZ_HARNESSES := $(HARD_LAYERS)
+FUZZ_HARNESSES := $(patsubst $(FZ)/fuzz_%.c,%,$(wildcard $(FZ)/fuzz_*.c))
 FUZZ_BINS := $(addprefix $(FB)/fuzz_,$(FUZZ_HARNESSES))
 REPLAY_BINS := $(addprefix $(AB)/replay_,$(FUZZ_HARNESSES))
-HARD_HAVE_ENC := $(if $(filter enc,$(HARD_LAYERS)),1,0)
 
 $(FB) $(AB) $(HB):
 	mkdir -p $@
@@ -79,8 +74,7 @@ $(AB)/strict_%: $(FZ)/fuzz_%.c $(FZ)/driver.c $(FUZZ_SRCS) $(AB)/ipt_impl.o
 		$(FZ)/driver.c $(AB)/ipt_impl.o $(ZYDIS)
 
 $(HB)/mkseed: $(FZ)/mkseed.c $(FZ)/fuzz.h $(B)/ipt_impl.o | $(HB)
-	$(CC) $(OPT) $(WARN) $(CPPFLAGS) -DFZ_HAVE_ENC=$(HARD_HAVE_ENC) \
-		-o $@ $< $(B)/ipt_impl.o $(ZYDIS)
+	$(CC) $(OPT) $(WARN) $(CPPFLAGS) -o $@ $< $(B)/ipt_impl.o $(ZYDIS)
 
 $(FB)/seeds/.stamp: $(FZ)/mkseeds $(HB)/mkseed
 	$(FZ)/mkseeds $(HB)/mkseed $(FB)/seeds $(CONFORMANCE)
@@ -228,3 +222,20 @@ TEST_DEPS += $(addprefix $(HB)/,$(HARD_TESTS))
 
 # Binaries made through pattern rules are kept, not removed as intermediate.
 .PRECIOUS: $(AB)/strict_% $(AB)/replay_% $(FB)/fuzz_% $(AB)/t_%
+
+# ---- the block and instruction decoders' shortcuts change nothing ----
+# examples/ptxed against the same built with IPT_BLK_GENERAL_PATH, on every
+# ptxed case of the libipt and real suites, the synthesized sample, and
+# traces ptsynth synthesizes of /bin/true and of a program that takes
+# signals (SYNTH_SKIP_PTRACE=1 where ptrace is not permitted).
+
+$(HB)/ptxed-general: examples/ptxed.c $(HDR) $(wildcard examples/*.h) | $(HB)
+	$(CC) $(OPT) $(WARN) $(CPPFLAGS) -DIPT_BLK_GENERAL_PATH -o $@ $< \
+		$(ZYDIS) -lm
+
+$(HB)/general-path: examples/ptxed $(HB)/ptxed-general $(HD)/general-path \
+		$(B)/synth/ptsynth $(B)/synth/signals
+	$(call hard_wrap,$@,$(HD)/general-path -s $(B)/synth/ptsynth /bin/true $(B)/synth/signals -- examples/ptxed $(HB)/ptxed-general $(CONFORMANCE)/libipt $(CONFORMANCE)/real examples/synth-sample)
+
+TESTS += $(HB)/general-path
+TEST_DEPS += $(HB)/general-path

@@ -63,7 +63,6 @@ static void put_seed(FILE *out, const char *kind, const struct fz_header *h,
 	fwrite(trace, 1, tsize, out);
 }
 
-#if FZ_HAVE_ENC
 /* A small program and the trace of one run through it:
  *
  *   0x1000: mov eax, 3          b8 03 00 00 00
@@ -226,7 +225,6 @@ static void gen(const char *dir)
 		fclose(f);
 	}
 }
-#endif
 
 int main(int argc, char **argv)
 {
@@ -244,9 +242,7 @@ int main(int argc, char **argv)
 	}
 	kind = argv[1];
 	if (!strcmp(kind, "gen")) {
-#if FZ_HAVE_ENC
 		gen(argv[2]);
-#endif
 		return 0;
 	}
 

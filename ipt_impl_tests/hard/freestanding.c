@@ -12,7 +12,6 @@ void hv_free(void *ptr);
 void *hv_memcpy(void *dst, const void *src, size_t size);
 void *hv_memset(void *dst, int c, size_t size);
 int hv_memcmp(const void *a, const void *b, size_t size);
-void hv_assert_failed(const char *file, int line);
 
 #define IPT_MALLOC(n) hv_malloc(n)
 #define IPT_REALLOC(p, n) hv_realloc(p, n)
@@ -20,7 +19,6 @@ void hv_assert_failed(const char *file, int line);
 #define IPT_MEMCPY(d, s, n) hv_memcpy(d, s, n)
 #define IPT_MEMSET(d, c, n) hv_memset(d, c, n)
 #define IPT_MEMCMP(a, b, n) hv_memcmp(a, b, n)
-#define IPT_ASSERT(x) ((x) ? (void) 0 : hv_assert_failed(__FILE__, __LINE__))
 #define IPT_NO_STDIO
 #define IPT_IMPLEMENTATION
 #include "../../ipt.h"
