@@ -12148,6 +12148,43 @@ static uint64_t ipt__blk_next_ip(enum pt_exec_mode mode, uint64_t ip)
 	return mode == ptem_64bit ? ip : ip & 0xffffffffull;
 }
 
+/* The code a run is recorded from, read in one piece: @len bytes from
+ * @ip, in section @isid. */
+enum { IPT__BLK_WINDOW = 64 };
+
+struct ipt__blk_window {
+	uint64_t ip;
+	uint32_t len;
+	int isid;
+	uint8_t code[IPT__BLK_WINDOW];
+};
+
+/* The bytes at @ip, at least pt_max_insn_size of them, from @win; it
+ * reads again at @ip if it has fewer.  NULL if the image has fewer (a
+ * section ends, the callback stops, or an error): the instruction is then
+ * decoded the long way, which knows what to make of that.  Where the
+ * window has them, a read at @ip would have given the same bytes from the
+ * same section. */
+static const uint8_t *ipt__blk_window(struct pt_block_decoder *decoder,
+				      struct ipt__blk_window *win,
+				      uint64_t ip)
+{
+	int status;
+
+	if (ip - win->ip + pt_max_insn_size > win->len || ip < win->ip) {
+		status = ipt__image_read(decoder->image, &win->isid,
+					 win->code, sizeof(win->code),
+					 &decoder->asid, ip);
+		win->ip = ip;
+		win->len = status > 0 ? (uint32_t) status : 0;
+		if (win->len > sizeof(win->code))
+			win->len = 0;
+		if (win->len < pt_max_insn_size)
+			return NULL;
+	}
+	return &win->code[ip - win->ip];
+}
+
 /* Record the run starting at @ip in @mode in @run, and its text in @text
  * if not NULL.
  *
@@ -12165,6 +12202,7 @@ ipt__blk_run_fill(struct pt_block_decoder *decoder, struct ipt__blk_run *run,
 		  struct ipt__blk_text *text, uint64_t start,
 		  enum pt_exec_mode mode, uint32_t ctx)
 {
+	struct ipt__blk_window win;
 	struct ipt__insn_ext iext;
 	struct pt_insn insn;
 	uint64_t ip = start;
@@ -12172,14 +12210,17 @@ ipt__blk_run_fill(struct pt_block_decoder *decoder, struct ipt__blk_run *run,
 	uint16_t ninsn = 0;
 	uint8_t kind;
 
+	win.ip = 0;
+	win.len = 0;
 	if (text) {
 		max = IPT__TEXT_INSNS;
 		IPT_MEMSET(text->code, 0, sizeof(text->code));
 	}
 
 	for (;;) {
+		const uint8_t *code = NULL;
 		uint64_t next;
-		int status, isid = 0;
+		int status = -1, isid = 0;
 		uint8_t known;
 
 		IPT_MEMSET(&insn, 0, sizeof(insn));
@@ -12188,22 +12229,38 @@ ipt__blk_run_fill(struct pt_block_decoder *decoder, struct ipt__blk_run *run,
 		insn.ip = ip;
 
 		/* An ordinary instruction seen before: its size, and its
-		 * bytes if the text wants them (read in one piece from the
-		 * same section, or decoded afresh). */
+		 * bytes if the text wants them.  Else decode it from the
+		 * window, or the long way (through the instruction cache)
+		 * where the window has no whole instruction or the
+		 * decoder reports an error. */
 		known = ipt__blk_lmap_get(decoder, ip, ctx, &isid);
-		if (known && text &&
-		    (ipt__image_read(decoder->image, &insn.isid, insn.raw,
-				     known, &decoder->asid, ip) != known ||
-		     insn.isid != isid))
+		if (!known || text)
+			code = ipt__blk_window(decoder, &win, ip);
+		if (known && text && (!code || isid != win.isid))
 			known = 0;
 		if (known) {
 			insn.size = known;
 			insn.isid = isid;
 			insn.iclass = ptic_other;
+			if (text)
+				IPT_MEMCPY(insn.raw, code, known);
 		} else {
-			status = ipt__blk_decode(decoder, &insn, &iext);
-			if (status < 0)
-				break;
+			if (code) {
+				IPT_MEMCPY(insn.raw, code, pt_max_insn_size);
+				insn.isid = win.isid;
+				insn.size = pt_max_insn_size;
+				status = ipt__ild_decode(&insn, &iext);
+			}
+			if (status) {
+				IPT_MEMSET(&insn, 0, sizeof(insn));
+				IPT_MEMSET(&iext, 0, sizeof(iext));
+				insn.mode = mode;
+				insn.ip = ip;
+				status = ipt__blk_decode(decoder, &insn,
+							 &iext);
+				if (status < 0)
+					break;
+			}
 		}
 		if (insn.truncated || (ninsn && insn.isid != run->isid))
 			break;
