@@ -55,7 +55,8 @@
  *     >>cfg    configuration copy-in, CPU errata, address filters
  *     >>opc    opcodes and the packet-layout table
  *     >>enc    packet encoder
- *     >>pkt    packet decoder, synchronization, last-IP tracking
+ *     >>pkt    packet decoder, batches of packets, synchronization, last-IP
+ *              tracking
  *     >>time   TSC/MTC/CYC/TMA/CBR time tracking and calibration
  *     >>evt    event decoder: packets to events
  *     >>qry    query decoder: built on the event decoder
