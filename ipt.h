@@ -1365,6 +1365,60 @@ IPT_API int ipt_blk_set_cache_limit(struct pt_block_decoder *decoder,
 IPT_API int ipt_insn_set_cache_limit(struct pt_insn_decoder *decoder,
 				     uint64_t bytes);
 
+/* >>api-fault: a missing page is a pause, not the end */
+
+/* Code read through the callback may be missing for a while: a guest page
+ * not yet copied out, or paged out.  When neither a section nor the
+ * callback has bytes the block decoder needs, pt_blk_next returns
+ * -pte_nomap (or -pte_bad_insn where an instruction runs into the missing
+ * page, as libipt does) and the decoder stops right before the instruction
+ * it could not read: the block it returns holds the instructions before it
+ * (as libipt's does), nothing after it has happened yet.  pt_insn_next does
+ * the same, one instruction at a time.
+ *
+ * ipt_blk_get_fault() / ipt_insn_get_fault() tell what was missing: the
+ * address space, the first address that could not be read and how many
+ * bytes were asked for there.  Once the caller has made that memory
+ * readable (and called ipt_image_invalidate() if the image had cached a
+ * shorter read of that page), calling pt_blk_next / pt_insn_next again
+ * goes on from that instruction: the output of all calls together is what
+ * one decode with all memory present gives.  A program that
+ * resynchronizes on the error instead, as libipt's tools do, sees
+ * libipt's behaviour.
+ *
+ * Both return 1 and fill fault (up to size bytes of it) if the decoder's
+ * last pt_*_next call stopped at missing memory; 0 if it did not (it
+ * succeeded, or failed for another reason); -pte_invalid without decoder
+ * or fault.
+ *
+ * Two erratum workarounds look at code the flow has not reached (SKD022:
+ * is the instruction an asynchronous disable points at a VMLAUNCH or
+ * VMRESUME; BDM64: can a TSX abort's IP be reached).  libipt takes code it
+ * cannot read there as "the erratum does not apply", which a decode with
+ * all memory present may not.  ipt_blk_set_wait_for_code() /
+ * ipt_insn_set_wait_for_code() with on non-zero make them stop at missing
+ * memory too, so that fetching pages on demand gives exactly the output of
+ * a decode with all memory present; off (the default) they do as libipt.
+ * Both return zero, -pte_invalid without decoder. */
+struct ipt_fault {
+	/* The address space of the read. */
+	struct pt_asid asid;
+	/* The first address that could not be read. */
+	uint64_t addr;
+	/* How many bytes were wanted from @addr on (at most an
+	 * instruction's). */
+	uint32_t size;
+};
+
+IPT_API int ipt_blk_get_fault(const struct pt_block_decoder *decoder,
+			      struct ipt_fault *fault, size_t size);
+IPT_API int ipt_insn_get_fault(const struct pt_insn_decoder *decoder,
+			       struct ipt_fault *fault, size_t size);
+IPT_API int ipt_blk_set_wait_for_code(struct pt_block_decoder *decoder,
+				      int on);
+IPT_API int ipt_insn_set_wait_for_code(struct pt_insn_decoder *decoder,
+				       int on);
+
 /* >>api-alloc: ipt_ extensions: a runtime allocator per object */
 
 /* Where an object's memory comes from.  alloc returns size bytes aligned
@@ -7829,6 +7883,11 @@ IPT_DEF int pt_qry_core_bus_ratio(struct pt_query_decoder *decoder,
  *   uint64_t ipt__image_generation(const struct pt_image *);
  *        moves on whenever what the image reads may have changed;
  *        image must not be NULL (it is read on the decoders' hot path)
+ *   uint32_t ipt__image_misses(const struct pt_image *,
+ *                              struct ipt__miss *last);
+ *       how many reads found nothing at their address so far, and (if
+ *       last is not NULL) the last of them: what a decoder that stopped
+ *       on -pte_nomap was missing
  *   int ipt__asid_from_user(struct pt_asid *, const struct pt_asid *user);
  *   int ipt__asid_to_user(struct pt_asid *user, const struct pt_asid *,
  *                         size_t size);
@@ -7955,7 +8014,11 @@ static char *ipt__strdup(const struct ipt_allocator *a, const char *str,
  * Entries live in a hash table and on a list from most to least recently
  * used; at the limit the least recently used entry is taken for the next
  * miss, so a full cache allocates nothing more.  Errors are not cached:
- * each read of unmapped memory calls the callback. */
+ * each read of unmapped memory calls the callback.  Nor is the end of a
+ * mapping where a read then found nothing: memory missing for now (a
+ * guest page not yet copied out) may be there when asked again, so the
+ * run below it is no longer bounded and a read reaching its end asks on
+ * (ipt__pcache_unbound). */
 
 struct ipt__page {
 	/* The next entry in the hash bucket, or on the spare list. */
@@ -7987,6 +8050,14 @@ struct ipt__section;
 struct ipt__msec;
 #endif
 
+/* A read that found nothing: where, in which address space, how much. */
+struct ipt__miss {
+	uint64_t addr;
+	uint64_t cr3;
+	uint64_t vmcs;
+	uint32_t size;
+};
+
 struct pt_image {
 	char *name;
 	size_t name_size;
@@ -7998,6 +8069,9 @@ struct pt_image {
 	void *context;
 	uint64_t generation;
 	struct ipt__pcache pages;
+	/* Reads that found nothing, and the last of them. */
+	uint32_t misses;
+	struct ipt__miss miss;
 	/* Where all of the above comes from. */
 	struct ipt_allocator allocator;
 };
@@ -8163,6 +8237,21 @@ static struct ipt__page *ipt__pcache_take(struct ipt__pcache *pc,
 	return page;
 }
 
+/* Nothing could be read at @addr: the run that ends there no longer says
+ * the mapping ends there, so that a read through it asks the callback at
+ * @addr again (and finds what was missing, once it is there). */
+static void ipt__pcache_unbound(struct ipt__pcache *pc, uint64_t cr3,
+				uint64_t vmcs, uint64_t addr)
+{
+	struct ipt__page *page;
+
+	if (!addr)
+		return;
+	page = ipt__pcache_find(pc, cr3, vmcs, addr - 1);
+	if (page && page->base + page->hi == addr)
+		page->bounded = 0;
+}
+
 /* Asks the callback for the bytes from addr to the end of its page and
  * caches them.  Returns the number of bytes and the entry in *ppage, zero or
  * the callback's error (nothing cached), or -pte_nomem if no entry could be
@@ -8197,6 +8286,8 @@ static int ipt__pcache_fill(struct pt_image *image, const struct pt_asid *asid,
 				 image->context);
 	if (status <= 0) {
 		ipt__pcache_release(pc, page);
+		if (status == -pte_nomap)
+			ipt__pcache_unbound(pc, cr3, vmcs, addr);
 		return status;
 	}
 	if ((uint32_t) status > ask)
@@ -8890,24 +8981,43 @@ ipt__image_generation(const struct pt_image *image)
 	return image->generation;
 }
 
+static IPT__UNUSED uint32_t ipt__image_misses(const struct pt_image *image,
+					       struct ipt__miss *last)
+{
+	if (!image)
+		return 0;
+	if (last)
+		*last = image->miss;
+	return image->misses;
+}
+
 static IPT__UNUSED int ipt__image_read(struct pt_image *image, int *isid,
 				       uint8_t *buffer, uint16_t size,
 				       const struct pt_asid *asid,
 				       uint64_t addr)
 {
+	int status;
+
 	if (!image || !isid || !buffer)
 		return -pte_internal;
 #ifndef IPT_NO_STDIO
 	if (image->sections) {
-		int status;
-
 		status = ipt__image_read_sections(image, isid, buffer, size,
 						  asid, addr);
 		if (status != -pte_nomap)
 			return status;
 	}
 #endif
-	return ipt__image_read_callback(image, isid, buffer, size, asid, addr);
+	status = ipt__image_read_callback(image, isid, buffer, size, asid,
+					  addr);
+	if (status == -pte_nomap) {
+		image->misses += 1;
+		image->miss.addr = addr;
+		image->miss.cr3 = asid ? asid->cr3 : pt_asid_no_cr3;
+		image->miss.vmcs = asid ? asid->vmcs : pt_asid_no_vmcs;
+		image->miss.size = size;
+	}
+	return status;
 }
 
 IPT_DEF struct pt_image *
@@ -10534,12 +10644,23 @@ struct pt_block_decoder {
 	/* IPT__BOUND_* bits for @insn. */
 	uint32_t bound;
 
+	/* The image's miss count when the current pt_blk_next call began,
+	 * and, with @has_fault, the memory that call stopped at. */
+	uint32_t misses;
+	struct ipt__miss fault;
+
 	uint32_t enabled:1;
 	uint32_t speculative:1;
 	uint32_t has_tsc:1;
 	uint32_t has_cbr:1;
 	uint32_t has_icnt:1;
 	uint32_t process_insn:1;
+	uint32_t has_fault:1;
+	/* Set by ipt_blk_set_wait_for_code. */
+	uint32_t wait_for_code:1;
+	/* The fault was met looking ahead of the flow, not walking it: what
+	 * follows the block's last instruction is not known yet. */
+	uint32_t fault_ahead:1;
 
 	/* Where the caches and the default image come from: the allocator
 	 * the decoder (or the instruction decoder holding it) was made with.
@@ -11125,6 +11246,7 @@ static void ipt__blk_reset(struct pt_block_decoder *decoder)
 	decoder->has_cbr = 0;
 	decoder->has_icnt = 0;
 	decoder->process_insn = 0;
+	decoder->has_fault = 0;
 	decoder->ntrail = 0;
 	IPT_MEMSET(&decoder->event, 0xff, sizeof(decoder->event));
 	ipt__retstack_init(&decoder->retstack);
@@ -11745,6 +11867,21 @@ static int ipt__blk_proceed_to_trig(struct pt_block_decoder *decoder,
 	return 1;
 }
 
+/* An erratum workaround could not read the code it looks at: it does not
+ * apply, as in libipt, unless the user waits for missing code
+ * (ipt_blk_set_wait_for_code); then the error stops the decoder where it
+ * is, and it looks again on the next call. */
+static int ipt__blk_lookahead_failed(struct pt_block_decoder *decoder,
+				     int status)
+{
+	if (decoder->wait_for_code &&
+	    (status == -pte_nomap || status == -pte_bad_insn)) {
+		decoder->fault_ahead = 1;
+		return status;
+	}
+	return 0;
+}
+
 /* Erratum SKD022: a VMLAUNCH or VMRESUME that disables tracing may send a
  * bogus FUP, which makes the disable look asynchronous.  Turn such an
  * async disable into a synchronous one.
@@ -11755,14 +11892,16 @@ static int ipt__blk_handle_skd022(struct pt_block_decoder *decoder,
 {
 	struct ipt__insn_ext iext;
 	struct pt_insn insn;
+	int status;
 
 	IPT_MEMSET(&insn, 0, sizeof(insn));
 	IPT_MEMSET(&iext, 0, sizeof(iext));
 	insn.mode = decoder->mode;
 	insn.ip = ev->variant.async_disabled.at;
 
-	if (ipt__blk_decode(decoder, &insn, &iext) < 0)
-		return 0;
+	status = ipt__blk_decode(decoder, &insn, &iext);
+	if (status < 0)
+		return ipt__blk_lookahead_failed(decoder, status);
 
 	if (iext.iclass != IPT__INST_VMLAUNCH &&
 	    iext.iclass != IPT__INST_VMRESUME)
@@ -12687,8 +12826,9 @@ static int ipt__blk_handle_bdm64(struct pt_block_decoder *decoder,
 	insn.mode = block->mode;
 	insn.ip = block->end_ip;
 
-	if (ipt__blk_decode(decoder, &insn, &iext) < 0)
-		return 0;
+	status = ipt__blk_decode(decoder, &insn, &iext);
+	if (status < 0)
+		return ipt__blk_lookahead_failed(decoder, status);
 	if (!ipt__insn_is_branch(&insn, &iext))
 		return 0;
 
@@ -12697,6 +12837,8 @@ static int ipt__blk_handle_bdm64(struct pt_block_decoder *decoder,
 					       &decoder->asid,
 					       IPT__BDM64_MAX_STEPS);
 	if (status > 0)
+		return status;
+	if (status < 0 && ipt__blk_lookahead_failed(decoder, status) < 0)
 		return status;
 
 	decoder->ip = ev->variant.tsx.ip;
@@ -12719,9 +12861,12 @@ static int ipt__blk_postpone_trailing_tsx(struct pt_block_decoder *decoder,
 		if (!config)
 			return -pte_internal;
 
-		if (config->errata.bdm64 &&
-		    ipt__blk_handle_bdm64(decoder, block, ev) < 0)
-			return 1;
+		if (config->errata.bdm64) {
+			int status = ipt__blk_handle_bdm64(decoder, block, ev);
+
+			if (status < 0)
+				return status;
+		}
 	}
 
 	return decoder->ip != ev->variant.tsx.ip ? 1 : 0;
@@ -12984,9 +13129,70 @@ static uint64_t ipt__blk_evt_offset(const struct pt_event_decoder *evdec)
 	return offset;
 }
 
+/* A public call begins: note the image's misses so far. */
+static void ipt__blk_watch(struct pt_block_decoder *decoder)
+{
+	decoder->misses = ipt__image_misses(decoder->image, NULL);
+	decoder->fault_ahead = 0;
+}
+
+/* Did the call that began at @decoder->misses and ends with @status stop
+ * at memory the image could not read?  The walk stops at its first error,
+ * so the last miss is the one that stopped it.  Walking the code is all a
+ * block decoder did before it reads an instruction, so the decoder stands
+ * right before the one it could not read and the next call tries again. */
+static void ipt__blk_note_fault(struct pt_block_decoder *decoder, int status)
+{
+	decoder->has_fault = 0;
+	if (status != -pte_nomap && status != -pte_bad_insn)
+		return;
+	if (ipt__image_misses(decoder->image, &decoder->fault) !=
+	    decoder->misses)
+		decoder->has_fault = 1;
+}
+
+static int ipt__blk_event(struct pt_block_decoder *decoder,
+			  struct pt_event *uevent, size_t size);
+static int ipt__blk_start_at(struct pt_block_decoder *decoder);
+
+/* Take the next event into @uevent (if not NULL), else the PSB+ just
+ * synchronized onto, together with the events that bind where the decoder
+ * then stands.  Finding those may need code ahead of the flow (the SKD022
+ * workaround).  A user waiting for missing code (ipt_blk_set_wait_for_code)
+ * gets the error with nothing taken: the same call, once the code is
+ * there, does it all (after a sync, pt_blk_sync_set to the sync offset).
+ * Nothing here changes the caches' tables, so the decoder's own fields
+ * are all there is to keep. */
+static int ipt__blk_whole(struct pt_block_decoder *decoder,
+			  struct pt_event *uevent, size_t size)
+{
+	const struct pt_config *config;
+	struct pt_block_decoder save;
+	struct ipt__miss fault;
+	int status, keep;
+
+	ipt__blk_cache_sync(decoder);
+	config = pt_evt_get_config(&decoder->evdec);
+	keep = decoder->wait_for_code && config && config->errata.skd022;
+	if (keep)
+		IPT__COPY(save, *decoder);
+
+	ipt__blk_watch(decoder);
+	status = uevent ? ipt__blk_event(decoder, uevent, size) :
+			  ipt__blk_start_at(decoder);
+	ipt__blk_note_fault(decoder, status);
+	if (keep && decoder->has_fault) {
+		IPT__COPY(fault, decoder->fault);
+		IPT__COPY(*decoder, save);
+		IPT__COPY(decoder->fault, fault);
+		decoder->has_fault = 1;
+	}
+	return status;
+}
+
 /* We just synchronized.  Learn from the PSB+ status updates whether tracing
  * is enabled and where, then fetch the first event. */
-static int ipt__blk_start(struct pt_block_decoder *decoder)
+static int ipt__blk_start_at(struct pt_block_decoder *decoder)
 {
 	int status;
 
@@ -13001,6 +13207,12 @@ static int ipt__blk_start(struct pt_block_decoder *decoder)
 	decoder->status = pt_evt_next(&decoder->evdec, &decoder->event,
 				      sizeof(decoder->event));
 	return ipt__blk_proceed_trailing_event(decoder, NULL);
+}
+
+/* Synchronized: take in the PSB+ and the events that bind right there. */
+static int ipt__blk_start(struct pt_block_decoder *decoder)
+{
+	return ipt__blk_whole(decoder, NULL, 0);
 }
 
 IPT_DEF int pt_blk_sync_forward(struct pt_block_decoder *decoder)
@@ -13185,7 +13397,9 @@ static IPT__NOINLINE int ipt__blk_next(struct pt_block_decoder *decoder,
 		ipt__blk_begin(decoder, block);
 	}
 
+	ipt__blk_watch(decoder);
 	status = ipt__blk_proceed(decoder, block);
+	ipt__blk_note_fault(decoder, status);
 	ipt__blk_prefetch(decoder);
 
 	ipt__blk_block_to_user(ublock, size, block);
@@ -13205,9 +13419,44 @@ IPT_DEF int pt_blk_next(struct pt_block_decoder *decoder,
 	ipt__blk_begin(decoder, ublock);
 	if (IPT__UNLIKELY(ipt__blk_next_fast(decoder, ublock) < 0))
 		return ipt__blk_next(decoder, ublock, size, 1);
+	decoder->has_fault = 0;
 
 	ipt__blk_prefetch(decoder);
 	return 0;
+}
+
+IPT_DEF int ipt_blk_set_wait_for_code(struct pt_block_decoder *decoder,
+				      int on)
+{
+	if (!decoder)
+		return -pte_invalid;
+	decoder->wait_for_code = on ? 1 : 0;
+	return 0;
+}
+
+IPT_DEF int ipt_blk_get_fault(const struct pt_block_decoder *decoder,
+			      struct ipt_fault *ufault, size_t size)
+{
+	struct ipt_fault fault;
+
+	if (!decoder || !ufault)
+		return -pte_invalid;
+	if (!decoder->has_fault)
+		return 0;
+
+	IPT_MEMSET(&fault, 0, sizeof(fault));
+	pt_asid_init(&fault.asid);
+	fault.asid.cr3 = decoder->fault.cr3;
+	fault.asid.vmcs = decoder->fault.vmcs;
+	fault.addr = decoder->fault.addr;
+	fault.size = decoder->fault.size;
+	if (size > sizeof(fault)) {
+		IPT_MEMSET((uint8_t *) ufault + sizeof(fault), 0,
+			   size - sizeof(fault));
+		size = sizeof(fault);
+	}
+	IPT_MEMCPY(ufault, &fault, size);
+	return 1;
 }
 
 /* ---- events ---- */
@@ -13323,14 +13572,11 @@ static int ipt__blk_tnt_tick(struct pt_block_decoder *decoder,
 	return ipt__blk_proceed_trailing_event(decoder, NULL);
 }
 
-IPT_DEF int pt_blk_event(struct pt_block_decoder *decoder,
-			 struct pt_event *uevent, size_t size)
+static int ipt__blk_event(struct pt_block_decoder *decoder,
+			  struct pt_event *uevent, size_t size)
 {
 	struct pt_event *ev;
 	int status;
-
-	if (!decoder || !uevent)
-		return -pte_invalid;
 
 	status = decoder->status;
 	if (status < 0)
@@ -13478,6 +13724,14 @@ IPT_DEF int pt_blk_event(struct pt_block_decoder *decoder,
 	if (status < 0)
 		return status;
 	return ipt__blk_proceed_trailing_event(decoder, NULL);
+}
+
+IPT_DEF int pt_blk_event(struct pt_block_decoder *decoder,
+			 struct pt_event *uevent, size_t size)
+{
+	if (!decoder || !uevent)
+		return -pte_invalid;
+	return ipt__blk_whole(decoder, uevent, size);
 }
 
 /* ---- resynchronization ---- */
@@ -13723,6 +13977,11 @@ struct pt_insn_decoder {
 	uint32_t trail;
 	uint32_t epoch;
 	struct ipt__blk_text own;
+
+	/* With @has_held, the last instruction of a block that stopped at
+	 * missing memory: it waits for what follows to give its status. */
+	struct pt_insn held;
+	uint32_t has_held;
 };
 
 static void ipt__insn_reset(struct pt_insn_decoder *decoder)
@@ -13731,6 +13990,7 @@ static void ipt__insn_reset(struct pt_insn_decoder *decoder)
 	decoder->status = 0;
 	decoder->left = 0;
 	decoder->trail = 0;
+	decoder->has_held = 0;
 }
 
 /* Take the run at @block->ip from the block decoder's trail for this
@@ -14011,6 +14271,56 @@ static void ipt__insn_from_block(struct pt_insn *insn,
 	insn->ip = block->ip;
 }
 
+/* The last instruction of a block that stopped at missing memory waits in
+ * @decoder->held for what follows it: ask the block decoder again.  If the
+ * memory is still missing, that is the error, and the instruction waits on
+ * (the user gets none).  Otherwise it comes with the status of an empty
+ * block that follows (events that bind after it, or an error), or with
+ * none if the block goes on. */
+static int ipt__insn_resume(struct pt_insn_decoder *decoder,
+			    struct pt_insn *uinsn, size_t size)
+{
+	struct pt_block_decoder *blkdec = &decoder->blkdec;
+	struct pt_block *block = &decoder->block;
+	int status;
+
+	status = pt_blk_next(blkdec, block, sizeof(*block));
+	decoder->trail = 0;
+	if (status < 0 && blkdec->has_fault && !block->ninsn) {
+		struct pt_insn none;
+
+		IPT_MEMSET(&none, 0, sizeof(none));
+		ipt__insn_from_block(&none, block);
+		ipt__insn_to_user(uinsn, size, &none);
+		return status;
+	}
+
+	decoder->has_held = 0;
+	decoder->status = status;
+	ipt__insn_to_user(uinsn, size, &decoder->held);
+	return block->ninsn ? 0 : status;
+}
+
+/* The status the last instruction of a block, @insn, comes with: the block
+ * decoder's, unless the block stopped at missing memory.  If it did so
+ * walking the code, the block would have gone on: nothing binds after
+ * @insn, and the next call gives the error, at the instruction that could
+ * not be read, as one instruction at a time would find it.  If it did so
+ * looking ahead (ipt_blk_set_wait_for_code), @insn waits. */
+static IPT__INLINE int ipt__insn_block_end(struct pt_insn_decoder *decoder,
+					   const struct pt_insn *insn,
+					   struct pt_insn *uinsn, size_t size)
+{
+	if (IPT__LIKELY(decoder->status >= 0 || !decoder->blkdec.has_fault))
+		return decoder->status;
+	if (!decoder->blkdec.fault_ahead)
+		return 0;
+
+	IPT__COPY(decoder->held, *insn);
+	decoder->has_held = 1;
+	return ipt__insn_resume(decoder, uinsn, size);
+}
+
 /* pt_insn_next for everything but the middle of a run: block boundaries,
  * events, errors, code without cached runs, and other struct sizes. */
 static IPT__NOINLINE int ipt__insn_next(struct pt_insn_decoder *decoder,
@@ -14024,15 +14334,22 @@ static IPT__NOINLINE int ipt__insn_next(struct pt_insn_decoder *decoder,
 	block = &decoder->block;
 	insn = size == sizeof(local) ? uinsn : &local;
 
+	if (decoder->has_held)
+		return ipt__insn_resume(decoder, uinsn, size);
+
 	/* On errors the user gets at least IP and mode. */
 	IPT_MEMSET(insn, 0, sizeof(*insn));
 	ipt__insn_from_block(insn, block);
 
 	while (!block->ninsn) {
-		/* Errors and events belong to the end of a block. */
+		/* Errors and events belong to the end of a block.  Missing
+		 * memory is not the end: the next call asks again. */
 		status = decoder->status;
-		if (status < 0)
+		if (status < 0) {
+			if (decoder->blkdec.has_fault)
+				decoder->status = 0;
 			goto out;
+		}
 
 		/* The event should have been fetched after the last one. */
 		if (status & pts_event_pending) {
@@ -14049,8 +14366,11 @@ static IPT__NOINLINE int ipt__insn_next(struct pt_insn_decoder *decoder,
 			break;
 
 		/* An empty block: an error or event shows now. */
-		if (status < 0)
+		if (status < 0) {
+			if (decoder->blkdec.has_fault)
+				decoder->status = 0;
 			goto out;
+		}
 		if (status & pts_event_pending) {
 			status = -pte_event_ignored;
 			goto out;
@@ -14076,7 +14396,7 @@ static IPT__NOINLINE int ipt__insn_next(struct pt_insn_decoder *decoder,
 		decoder->left = 0;
 		if (insn->ip != block->end_ip)
 			return -pte_internal;
-		return decoder->status;
+		return ipt__insn_block_end(decoder, insn, uinsn, size);
 	}
 
 	/* A truncated last instruction comes with its bytes. */
@@ -14085,7 +14405,12 @@ static IPT__NOINLINE int ipt__insn_next(struct pt_insn_decoder *decoder,
 		insn->size = block->size;
 		status = ipt__ild_decode(insn, &iext);
 	} else {
-		status = ipt__blk_decode(&decoder->blkdec, insn, &iext);
+		struct pt_block_decoder *blkdec = &decoder->blkdec;
+
+		ipt__blk_watch(blkdec);
+		status = ipt__blk_decode(blkdec, insn, &iext);
+		if (status < 0)
+			ipt__blk_note_fault(blkdec, status);
 	}
 	if (status < 0)
 		goto out;
@@ -14099,7 +14424,7 @@ static IPT__NOINLINE int ipt__insn_next(struct pt_insn_decoder *decoder,
 
 	if (block->ip != block->end_ip)
 		return -pte_internal;
-	return decoder->status;
+	return ipt__insn_block_end(decoder, insn, uinsn, size);
 
 out:
 	ipt__insn_to_user(uinsn, size, insn);
@@ -14130,10 +14455,26 @@ IPT_DEF int pt_insn_next(struct pt_insn_decoder *decoder,
 		decoder->left = 0;
 		if (uinsn->ip != block->end_ip)
 			return -pte_internal;
-		return decoder->status;
+		return ipt__insn_block_end(decoder, uinsn, uinsn, size);
 	}
 
 	return ipt__insn_next(decoder, uinsn, size);
+}
+
+IPT_DEF int ipt_insn_set_wait_for_code(struct pt_insn_decoder *decoder,
+				       int on)
+{
+	if (!decoder)
+		return -pte_invalid;
+	return ipt_blk_set_wait_for_code(&decoder->blkdec, on);
+}
+
+IPT_DEF int ipt_insn_get_fault(const struct pt_insn_decoder *decoder,
+			       struct ipt_fault *fault, size_t size)
+{
+	if (!decoder)
+		return -pte_invalid;
+	return ipt_blk_get_fault(&decoder->blkdec, fault, size);
 }
 
 IPT_DEF int pt_insn_event(struct pt_insn_decoder *decoder,
