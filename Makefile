@@ -2,67 +2,109 @@
 #
 #   make                 build examples/ptdump and examples/ptxed
 #   make test            build and run everything in ipt_impl_tests/
-#   make conformance     run ../shared/conformance against the examples
-#   make conformance-update   record newly passing conformance cases
+#   make test-build      build it, without running it
+#   make conformance     run the conformance corpus against the examples;
+#                        fails when a case listed in
+#                        ipt_impl_tests/conformance/pass fails
+#   make conformance-update   record the cases that pass now
 #   make demo            trace a real program and show its instruction flow
 #   make bench           compare speed and memory with libipt
+#   make fuzz            run each libFuzzer harness for FUZZ_SECONDS
 #
-# Test programs are collected from ipt_impl_tests/: every t_*.c becomes a
-# test binary linked with one shared implementation object; the *.mk files
-# there add tests that need more (libipt, ptrace, sanitizers).
+# ipt_impl_tests/README.md maps what each folder tests.  Unit tests are
+# found by folder: every ipt_impl_tests/unit/<layer>/t_*.c becomes the
+# test binary build/unit/<layer>/t_*, linked with the one implementation
+# object.  Everything else comes from the rules.mk of its folder.
 
 CC       ?= cc
 CXX      ?= c++
+CLANG    ?= clang
 OPT      ?= -O2 -g
 WARN     := -Wall -Wextra -Werror
 CFLAGS   ?=
-CPPFLAGS += -I.
+T        := ipt_impl_tests
+CPPFLAGS += -I. -I$(T)/lib
 ZYDIS    := -lZydis
 B        := build
-CONFORMANCE ?= ../shared/conformance
+CONFORMANCE ?= $(T)/conformance/corpus
+
+# AddressSanitizer and UndefinedBehaviorSanitizer, as every sanitized
+# build here uses them.
+SAN := -fsanitize=address,undefined -fno-sanitize-recover=all \
+	-fno-omit-frame-pointer
 
 HDR := ipt.h
+LIB_HDRS := $(wildcard $(T)/lib/*.h)
 
 EXAMPLES := $(patsubst %.c,%,$(wildcard examples/ptdump.c examples/ptxed.c))
 
-# Each *.mk may append to TESTS (commands run by `make test`, each ending
-# with "N passed, N failed") and TEST_DEPS (what those commands need built).
+# Each rules.mk may append to TESTS (commands run by `make test`, each
+# ending with "N passed, N failed") and TEST_DEPS (what those commands need
+# built).  A command with arguments is one entry: $(call cmd,PROGRAM ARGS).
 TESTS :=
 TEST_DEPS :=
+comma := ,
+empty :=
+space := $(empty) $(empty)
+cmd = $(subst $(space),$(comma),$(strip $(1)))
 
 all: $(EXAMPLES)
 
 examples/%: examples/%.c $(HDR) $(wildcard examples/*.h)
 	$(CC) $(OPT) $(WARN) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(ZYDIS) -lm
 
-$(B):
-	mkdir -p $(B)
+# The implementation, compiled once for everything linked with it: as
+# configured, and with the sanitizers.
+IMPL := $(B)/ipt_impl.o
+ASAN_IMPL := $(B)/asan/ipt_impl.o
 
-# The implementation, compiled once for all unit tests.
-$(B)/ipt_impl.o: ipt_impl_tests/ipt_impl.c $(HDR) | $(B)
+$(IMPL): $(T)/lib/ipt_impl.c $(HDR)
+	@mkdir -p $(@D)
 	$(CC) $(OPT) $(WARN) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
 
-UNIT_SRCS := $(wildcard ipt_impl_tests/t_*.c)
-UNIT_BINS := $(patsubst ipt_impl_tests/%.c,$(B)/%,$(UNIT_SRCS))
+$(ASAN_IMPL): $(T)/lib/ipt_impl.c $(HDR)
+	@mkdir -p $(@D)
+	$(CC) $(OPT) $(WARN) $(CPPFLAGS) $(CFLAGS) $(SAN) -c -o $@ $<
 
-$(B)/t_%: ipt_impl_tests/t_%.c $(B)/ipt_impl.o ipt_impl_tests/check.h $(HDR) | $(B)
-	$(CC) $(OPT) $(WARN) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(B)/ipt_impl.o $(ZYDIS) -lm
+# Unit tests, and the same under the sanitizers (build/asan/unit/...).
+UNIT_SRCS := $(sort $(wildcard $(T)/unit/*/t_*.c))
+UNIT_BINS := $(patsubst $(T)/%.c,$(B)/%,$(UNIT_SRCS))
+ASAN_UNITS := $(patsubst $(B)/%,$(B)/asan/%,$(UNIT_BINS))
 
-TESTS += $(UNIT_BINS)
-TEST_DEPS += $(UNIT_BINS)
+$(B)/unit/%: $(T)/unit/%.c $(IMPL) $(LIB_HDRS) $(HDR)
+	@mkdir -p $(@D)
+	$(CC) $(OPT) $(WARN) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(IMPL) $(ZYDIS) -lm
 
-include $(sort $(wildcard ipt_impl_tests/*.mk))
+$(B)/asan/unit/%: $(T)/unit/%.c $(ASAN_IMPL) $(LIB_HDRS) $(HDR)
+	@mkdir -p $(@D)
+	$(CC) $(OPT) $(WARN) $(CPPFLAGS) $(CFLAGS) $(SAN) -o $@ $< $(ASAN_IMPL) \
+		$(ZYDIS) -lm
+
+TEST_DEPS += $(UNIT_BINS) $(ASAN_UNITS)
+
+# A folder's rules.mk adds what its tests need beyond that; a unit test
+# that takes arguments names them as UNIT_ARGS_<name> (e.g.
+# UNIT_ARGS_t_hv_fault := $(CONFORMANCE)/libipt), for its plain and its
+# sanitized run alike.
+include $(sort $(wildcard $(T)/*/rules.mk $(T)/unit/*/rules.mk))
+
+TESTS += $(foreach u,$(UNIT_BINS) $(ASAN_UNITS),\
+	$(call cmd,$(u) $(UNIT_ARGS_$(notdir $(u)))))
 
 test: all $(TEST_DEPS)
-	@ipt_impl_tests/run-tests $(TESTS)
+	@$(T)/lib/run-tests $(TESTS)
+
+# Build what `make test` runs, without running it.
+test-build: all $(TEST_DEPS)
 
 conformance: all
-	@ipt_impl_tests/conformance check $(CONFORMANCE)
+	@$(T)/conformance/run --corpus $(CONFORMANCE) --check $(T)/conformance/pass
 
 conformance-update: all
-	@ipt_impl_tests/conformance update $(CONFORMANCE)
+	@$(T)/conformance/run --corpus $(CONFORMANCE) --update $(T)/conformance/pass
 
 clean:
 	rm -rf $(B) $(EXAMPLES)
 
-.PHONY: all test conformance conformance-update clean demo bench fuzz
+.PHONY: all test test-build conformance conformance-update clean demo bench fuzz
+.PRECIOUS: $(B)/unit/% $(B)/asan/unit/%

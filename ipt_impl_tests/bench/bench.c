@@ -59,7 +59,7 @@
 #ifdef USE_LIBIPT
 #include <intel-pt.h>
 #else
-#include "../../ipt.h"
+#include "ipt.h"
 #endif
 
 struct segment {

@@ -16,13 +16,13 @@
  *
  *     alloc CONFORMANCE
  */
-#include "../../ipt.h"
+#include "ipt.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "../check.h"
+#include "check.h"
 #include "cases.h"
 #include "scenarios.h"
 
@@ -357,7 +357,7 @@ static void test_iscache_growth(struct hcase *c, int with_realloc)
 
 int main(int argc, char **argv)
 {
-	const char *conf = argc > 1 ? argv[1] : "../shared/conformance";
+	const char *conf = argc > 1 ? argv[1] : "ipt_impl_tests/conformance/corpus";
 	size_t i;
 
 	test_refused();

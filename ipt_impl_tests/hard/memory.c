@@ -20,9 +20,9 @@
  *     memory
  */
 #define IPT_IMPLEMENTATION
-#include "../../ipt.h"
-#include "../check.h"
-#include "../t_blk_util.h"
+#include "ipt.h"
+#include "check.h"
+#include "blk_util.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -142,9 +142,9 @@ static void nm_default_free(void *ptr)
 #define IPT__CACHE_ALLOC_HOOK(inside) ((void) (nm_in_cache = (inside)))
 #define IPT_STATIC
 #define IPT_IMPLEMENTATION
-#include "../../ipt.h"
+#include "ipt.h"
 
-#include "../check.h"
+#include "check.h"
 #include "cases.h"
 
 /* The runtime allocator: the same blocks, with sized frees checked.  The
@@ -248,7 +248,7 @@ static const char *const nm_way_names[] = {
 
 int main(int argc, char **argv)
 {
-	const char *conf = argc > 1 ? argv[1] : "../shared/conformance";
+	const char *conf = argc > 1 ? argv[1] : "ipt_impl_tests/conformance/corpus";
 	unsigned long total = 0;
 	unsigned long absorbed[sizeof(scenarios) / sizeof(scenarios[0])] = { 0 };
 	const size_t nscenarios = sizeof(scenarios) / sizeof(scenarios[0]);

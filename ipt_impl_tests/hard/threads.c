@@ -10,8 +10,8 @@
  *
  *     threads CONFORMANCE
  */
-#include "../../ipt.h"
-#include "../check.h"
+#include "ipt.h"
+#include "check.h"
 #include "cases.h"
 
 #include <pthread.h>
@@ -185,7 +185,7 @@ static void *worker(void *arg)
 
 int main(int argc, char **argv)
 {
-	const char *conf = argc > 1 ? argv[1] : "../shared/conformance";
+	const char *conf = argc > 1 ? argv[1] : "ipt_impl_tests/conformance/corpus";
 	pthread_t tid[nthreads];
 	struct job jobs[nthreads];
 	int i, k;

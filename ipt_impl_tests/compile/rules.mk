@@ -1,0 +1,48 @@
+# compile/rules.mk - ipt.h built the ways its users build it.
+#
+#   builds        the implementation and the API alone as C99 (-pedantic),
+#                 C11 and C++ with each compiler; two IPT_STATIC units
+#                 (static_a.c, static_b.c) linked into one program that runs
+#   embed-check   freestanding.c (IPT_NO_STDIO, every hook the caller's)
+#                 without libc: what it needs (nm -u), no writable data
+#   static-check  IPT_STATIC in two units next to libipt 2.0.5 in one
+#                 program (static_tu.c, static_main.c)
+#   *_cxx, *_nostdio   the unit tests that compile their own copy of the
+#                 implementation, again as C++ and with IPT_NO_STDIO
+
+CPB := $(B)/compile
+
+# IPT_STATIC in two translation units next to libipt 2.0.5.
+$(CPB)/static-a.o $(CPB)/static-b.o: $(CPB)/static-%.o: $(T)/compile/static_tu.c $(T)/compile/static_api.h $(HDR)
+	@mkdir -p $(@D)
+	$(CC) $(OPT) $(WARN) $(CPPFLAGS) -DTU=$* -c -o $@ $<
+
+$(CPB)/static-libipt.o: $(T)/compile/static_tu.c $(T)/compile/static_api.h
+	@mkdir -p $(@D)
+	$(CC) $(OPT) $(WARN) $(CPPFLAGS) -DTU=libipt -DUSE_LIBIPT -c -o $@ $<
+
+$(CPB)/static-bin: $(T)/compile/static_main.c $(LIB_HDRS) $(CPB)/static-a.o $(CPB)/static-b.o $(CPB)/static-libipt.o
+	$(CC) $(OPT) $(WARN) $(CPPFLAGS) -o $@ $< $(CPB)/static-a.o \
+		$(CPB)/static-b.o $(CPB)/static-libipt.o -lipt $(ZYDIS)
+
+# The unit tests with their own static copy of the implementation, as C++
+# and without stdio (no file sections, the callback image alone).
+CXX_UNITS := img/t_img_callback img/t_img_files ild/t_ild_classify ild/t_ild_random
+NOSTDIO_UNITS := img/t_img_callback ild/t_ild_classify ild/t_ild_random
+
+$(CPB)/cxx/%: $(T)/unit/%.c $(HDR) $(LIB_HDRS)
+	@mkdir -p $(@D)
+	$(CXX) -x c++ $(OPT) $(WARN) $(CPPFLAGS) -o $@ $< $(ZYDIS)
+
+$(CPB)/nostdio/%: $(T)/unit/%.c $(HDR) $(LIB_HDRS)
+	@mkdir -p $(@D)
+	$(CC) -std=c99 $(OPT) $(WARN) -DIPT_NO_STDIO $(CPPFLAGS) -o $@ $< $(ZYDIS)
+
+COMPILE_BINS := $(addprefix $(CPB)/cxx/,$(CXX_UNITS)) \
+	$(addprefix $(CPB)/nostdio/,$(NOSTDIO_UNITS))
+
+TESTS += $(call cmd,$(T)/compile/builds $(CPB))
+TESTS += $(call cmd,$(T)/compile/embed-check $(CPB)/embed $(IMPL))
+TESTS += $(call cmd,$(T)/compile/static-check $(CPB) $(CONFORMANCE))
+TESTS += $(COMPILE_BINS)
+TEST_DEPS += $(IMPL) $(CPB)/static-bin $(COMPILE_BINS)

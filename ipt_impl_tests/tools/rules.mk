@@ -1,0 +1,45 @@
+# tools/rules.mk - the example tools as programs: examples/ptdump's command
+# line, errors and exit statuses (ptdump_cli); examples/ptxed end to end
+# (t_ptxed), also built as C++ and with IPT_NO_STDIO (no file sections in
+# the library, so all code reaches the decoders through the image's
+# read-memory callback); examples/hvagent, a freestanding object with a
+# hosted driver (hvagent-check).
+#
+#   make hvagent         build examples/hvagent's object and driver
+
+TB := $(B)/tools
+
+$(TB)/t_ptxed: $(T)/tools/t_ptxed.c $(IMPL) $(LIB_HDRS) $(HDR)
+	@mkdir -p $(@D)
+	$(CC) $(OPT) $(WARN) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(IMPL) $(ZYDIS) -lm
+
+$(TB)/ptxed_nostdio: examples/ptxed.c $(HDR)
+	@mkdir -p $(@D)
+	$(CC) $(OPT) $(WARN) $(CPPFLAGS) $(CFLAGS) -DIPT_NO_STDIO -o $@ $< \
+		$(ZYDIS) -lm
+
+$(TB)/ptxed_cxx: examples/ptxed.c $(HDR)
+	@mkdir -p $(@D)
+	$(CXX) -x c++ $(OPT) $(WARN) $(CPPFLAGS) -o $@ $< $(ZYDIS) -lm
+
+# The hypervisor agent example: a freestanding object and a hosted driver.
+$(TB)/hvagent.o: examples/hvagent.c $(HDR)
+	@mkdir -p $(@D)
+	$(CC) $(OPT) -ffreestanding -nostdlib -fno-builtin \
+		$(WARN) $(CPPFLAGS) -c -o $@ $<
+
+$(TB)/hvagent: examples/hvagent.c $(TB)/hvagent.o
+	$(CC) $(OPT) $(WARN) $(CPPFLAGS) -DHVAGENT_HOST -o $@ $< \
+		$(TB)/hvagent.o $(ZYDIS)
+
+hvagent: $(TB)/hvagent
+
+TESTS += $(T)/tools/ptdump_cli
+TESTS += $(TB)/t_ptxed
+TESTS += $(call cmd,env PTXED=$(TB)/ptxed_nostdio $(TB)/t_ptxed)
+TESTS += $(call cmd,env PTXED=$(TB)/ptxed_cxx $(TB)/t_ptxed)
+TESTS += $(call cmd,$(T)/tools/hvagent-check $(TB) $(CONFORMANCE))
+TEST_DEPS += examples/ptdump $(TB)/t_ptxed $(TB)/ptxed_nostdio \
+	$(TB)/ptxed_cxx $(TB)/hvagent
+
+.PHONY: hvagent

@@ -1,0 +1,177 @@
+/* Random bytes through instruction decoding (>>ild): never a crash, only
+ * success or -pte_bad_insn; a decoded size fits and does not change when
+ * more bytes follow; and decoding through a cached callback image gives the
+ * same instruction (bytes, size, class, truncation) as through an uncached
+ * one, over memory with mappings that end mid-page and at page ends.
+ *
+ * The internal interface is static, so this test compiles its own private
+ * copy of the implementation. */
+#if defined(__GNUC__)
+#pragma GCC diagnostic ignored "-Wunused-function"
+#endif
+#define IPT_STATIC
+#define IPT_IMPLEMENTATION
+#include "ipt.h"
+#include "check.h"
+
+#include <string.h>
+
+static uint32_t seed = 12345;
+
+static uint32_t rnd(void)
+{
+	seed = seed * 1103515245u + 12345u;
+	return seed >> 8;
+}
+
+/* Bytes that look like code more often than uniform noise does. */
+static uint8_t rnd_byte(void)
+{
+	static const uint8_t common[] = {
+		0x66, 0x67, 0xf2, 0xf3, 0x0f, 0x48, 0x41, 0xe8, 0xe9, 0xeb,
+		0xff, 0xc3, 0x74, 0x01, 0xc4, 0xc5, 0x62, 0xd5, 0x8b, 0x89,
+	};
+	uint32_t r = rnd();
+
+	if (r & 1)
+		return common[(r >> 1) % sizeof(common)];
+	return (uint8_t) (r >> 1);
+}
+
+static void test_random_bytes(void)
+{
+	int i, ok = 0, bad = 0, wrong = 0;
+
+	for (i = 0; i < 200000; ++i) {
+		struct ipt__insn_ext iext, iext2;
+		struct pt_insn insn, insn2;
+		int status, status2, j;
+
+		memset(&insn, 0, sizeof(insn));
+		for (j = 0; j < pt_max_insn_size; ++j)
+			insn.raw[j] = rnd_byte();
+		insn.mode = (enum pt_exec_mode) (1 + rnd() % 3);
+		insn.size = (uint8_t) (1 + rnd() % pt_max_insn_size);
+		insn2 = insn;
+
+		status = ipt__ild_decode(&insn, &iext);
+		if (status == -pte_bad_insn) {
+			bad += 1;
+			if (insn.size != insn2.size)
+				wrong += 1;
+			continue;
+		}
+		if (status != 0 || insn.size == 0 || insn.size > insn2.size ||
+		    insn.iclass == ptic_error) {
+			wrong += 1;
+			continue;
+		}
+		ok += 1;
+
+		/* More bytes after it change nothing. */
+		insn2.size = pt_max_insn_size;
+		status2 = ipt__ild_decode(&insn2, &iext2);
+		if (status2 != 0 || insn2.size != insn.size ||
+		    insn2.iclass != insn.iclass ||
+		    iext2.iclass != iext.iclass ||
+		    iext2.variant.branch.is_direct !=
+			    iext.variant.branch.is_direct ||
+		    iext2.variant.branch.displacement !=
+			    iext.variant.branch.displacement)
+			wrong += 1;
+	}
+	CHECK_EQ(wrong, 0);
+	CHECK(ok > 50000);
+	CHECK(bad > 1000);
+}
+
+/* Memory: 16 KiB at 0x10000 of random code, served as mappings that end at
+ * the given offsets. */
+static uint8_t code[0x4000];
+static const uint32_t ends[] = { 0x0ff3, 0x1000, 0x1808, 0x2000, 0x2001,
+				 0x3ffa, 0x4000 };
+
+static int read_code(uint8_t *buffer, size_t size, const struct pt_asid *asid,
+		     uint64_t ip, void *context)
+{
+	uint64_t off, end = 0;
+	size_t i;
+
+	(void) asid;
+	(void) context;
+	if (ip < 0x10000 || 0x14000 <= ip)
+		return -pte_nomap;
+	off = ip - 0x10000;
+	for (i = 0; i < sizeof(ends) / sizeof(ends[0]); ++i) {
+		if (off < ends[i]) {
+			end = ends[i];
+			break;
+		}
+	}
+	if (end - off < size)
+		size = (size_t) (end - off);
+	memcpy(buffer, &code[off], size);
+	return (int) size;
+}
+
+static void test_cached_same_as_uncached(void)
+{
+	struct pt_image *cached, *uncached;
+	struct pt_asid asid;
+	int i, same = 0, differ = 0, truncated = 0;
+
+	for (i = 0; i < (int) sizeof(code); ++i)
+		code[i] = rnd_byte();
+	cached = pt_image_alloc(NULL);
+	uncached = pt_image_alloc(NULL);
+	CHECK_EQ(pt_image_set_callback(cached, read_code, NULL), 0);
+	CHECK_EQ(pt_image_set_callback(uncached, read_code, NULL), 0);
+	CHECK_EQ(ipt_image_set_cache_limit(cached, 2 * 4096), 0);
+	CHECK_EQ(ipt_image_set_cache_limit(uncached, 0), 0);
+	pt_asid_init(&asid);
+
+	for (i = 0; i < 100000; ++i) {
+		struct ipt__insn_ext ec, eu;
+		struct pt_insn ic, iu;
+		int sc, su;
+
+		memset(&ic, 0, sizeof(ic));
+		ic.mode = (enum pt_exec_mode) (1 + rnd() % 3);
+		ic.ip = 0x10000 - 8 + rnd() % (sizeof(code) + 16);
+		/* Often near a mapping's end. */
+		if (rnd() & 1)
+			ic.ip = 0x10000 + ends[rnd() % 7] - rnd() % 16;
+		iu = ic;
+
+		sc = ipt__insn_decode(&ic, &ec, cached, &asid);
+		su = ipt__insn_decode(&iu, &eu, uncached, &asid);
+		if (sc != su ||
+		    (!su && (ic.size != iu.size || ic.iclass != iu.iclass ||
+			     ic.truncated != iu.truncated ||
+			     ic.isid != iu.isid ||
+			     memcmp(ic.raw, iu.raw, iu.size) != 0 ||
+			     ec.iclass != eu.iclass))) {
+			if (differ++ < 5)
+				printf("differ at %llx mode %d: %d %d\n",
+				       (unsigned long long) ic.ip, ic.mode, sc,
+				       su);
+			continue;
+		}
+		same += 1;
+		truncated += !su && iu.truncated;
+	}
+	CHECK_EQ(differ, 0);
+	CHECK(same == 100000);
+	/* Instructions across a mapping's end were among them. */
+	CHECK(truncated > 100);
+
+	pt_image_free(cached);
+	pt_image_free(uncached);
+}
+
+int main(void)
+{
+	test_random_bytes();
+	test_cached_same_as_uncached();
+	return check_done();
+}

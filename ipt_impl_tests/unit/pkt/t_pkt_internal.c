@@ -1,0 +1,175 @@
+/* The packet layer's internals, from a translation unit with its own
+ * static copy of the implementation: the packet-layout table against the
+ * dispatch tables and the encoder, address filters, the sync helpers'
+ * argument checks. */
+#if defined(__GNUC__)
+/* Layers still only declared draw "declared static but never defined". */
+#pragma GCC diagnostic ignored "-Wunused-function"
+#endif
+#define IPT_STATIC
+#define IPT_IMPLEMENTATION
+#include "ipt.h"
+#include "check.h"
+
+/* Each row's opcode bytes select its own type, in the dispatch tables,
+ * and the encoder writes them. */
+static void test_layout(void)
+{
+	struct pt_config config;
+	struct pt_encoder *encoder;
+	struct pt_packet packet;
+	uint8_t buf[32];
+	int type, b, rows;
+
+	CHECK_EQ(sizeof(ipt__layout) / sizeof(ipt__layout[0]), ppt_trig + 1);
+
+	for (type = ppt_pad; type <= ppt_trig; ++type) {
+		const struct ipt__layout *row = &ipt__layout[type];
+
+		CHECK(row->opc_size >= 1 && row->opc_size <= 3);
+		CHECK(row->size >= row->opc_size);
+		if (type == ppt_tnt_8) {
+			/* Its opcode 00 is PAD's; 04 is the first TNT-8. */
+			CHECK_EQ(ipt__first_byte[0x04], type);
+		} else if (row->opc_size == 1) {
+			CHECK_EQ(ipt__first_byte[row->opc], type);
+		} else {
+			CHECK_EQ(row->opc, IPT__OPC_EXT);
+			CHECK_EQ(ipt__first_byte[row->opc], IPT__KIND_EXT);
+			CHECK_EQ(ipt__second_byte[row->ext], type);
+		}
+
+		/* The encoder starts a packet with the row's bytes. */
+		pt_config_init(&config);
+		config.begin = buf;
+		config.end = buf + sizeof(buf);
+		encoder = pt_alloc_encoder(&config);
+		memset(&packet, 0, sizeof(packet));
+		packet.type = (enum pt_packet_type) type;
+		if (type == ppt_tnt_8 || type == ppt_tnt_64)
+			packet.payload.tnt.bit_size = 1;
+		memset(buf, 0xcc, sizeof(buf));
+		CHECK(pt_enc_next(encoder, &packet) >= row->size);
+		if (row->opc_size == 1)
+			CHECK_EQ(buf[0] & row->opm, row->opc);
+		else
+			CHECK(buf[0] == row->opc &&
+			      (buf[1] & row->exm) == row->ext);
+		if (row->opc_size == 3)
+			CHECK_EQ(buf[2], row->ext2);
+		pt_free_encoder(encoder);
+	}
+
+	/* Every first byte the table maps to a packet matches exactly one
+	 * row's mask, apart from PAD and the extended opcode, which TNT-8's
+	 * mask also covers. */
+	for (b = 0; b < 256; ++b) {
+		rows = 0;
+		for (type = ppt_pad; type <= ppt_trig; ++type)
+			if (ipt__layout[type].opc_size == 1 &&
+			    (b & ipt__layout[type].opm) == ipt__layout[type].opc)
+				++rows;
+		if (b == 0x00)
+			CHECK_EQ(rows, 2);
+		else if (b == 0x02)
+			CHECK_EQ(rows, 1);
+		else
+			CHECK_EQ(rows, ipt__first_byte[b] != ppt_invalid);
+	}
+
+	/* Second bytes never match two rows. */
+	for (b = 0; b < 256; ++b) {
+		rows = 0;
+		for (type = ppt_pad; type <= ppt_trig; ++type)
+			if (ipt__layout[type].opc_size > 1 &&
+			    (b & ipt__layout[type].exm) == ipt__layout[type].ext)
+				++rows;
+		CHECK_EQ(rows, ipt__second_byte[b] != ppt_invalid);
+	}
+}
+
+static void test_filters(void)
+{
+	struct pt_conf_addr_filter filter;
+
+	memset(&filter, 0, sizeof(filter));
+	CHECK_EQ(IPT__FILTER_NRANGES, 8);
+
+	/* No ranges: everything is traced. */
+	CHECK_EQ(ipt__filter_addr_check(&filter, 0x1000), 1);
+	CHECK_EQ(ipt__filter_addr_check(NULL, 0x1000), -pte_internal);
+
+	filter.config.ctl.addr0_cfg = pt_addr_cfg_filter;
+	filter.addr0_a = 0x1000;
+	filter.addr0_b = 0x1fff;
+	filter.config.ctl.addr2_cfg = pt_addr_cfg_stop;
+	filter.addr2_a = 0x1800;
+	filter.addr2_b = 0x18ff;
+	filter.config.ctl.addr3_cfg = pt_addr_cfg_filter;
+	filter.addr3_a = 0x4000;
+	filter.addr3_b = 0x4000;
+
+	CHECK_EQ(ipt__filter_addr_cfg(&filter, 0), pt_addr_cfg_filter);
+	CHECK_EQ(ipt__filter_addr_cfg(&filter, 1), pt_addr_cfg_disabled);
+	CHECK_EQ(ipt__filter_addr_cfg(&filter, 2), pt_addr_cfg_stop);
+	CHECK_EQ(ipt__filter_addr_cfg(&filter, 8), 0);
+	CHECK_EQ(ipt__filter_addr_a(&filter, 2), 0x1800);
+	CHECK_EQ(ipt__filter_addr_b(&filter, 3), 0x4000);
+	CHECK_EQ(ipt__filter_addr_a(&filter, 8), 0);
+	CHECK_EQ(ipt__filter_addr_b(NULL, 0), 0);
+
+	CHECK_EQ(ipt__filter_addr_check(&filter, 0x0fff), 0);
+	CHECK_EQ(ipt__filter_addr_check(&filter, 0x1000), 1);
+	CHECK_EQ(ipt__filter_addr_check(&filter, 0x17ff), 1);
+	CHECK_EQ(ipt__filter_addr_check(&filter, 0x1800), 0);
+	CHECK_EQ(ipt__filter_addr_check(&filter, 0x18ff), 0);
+	CHECK_EQ(ipt__filter_addr_check(&filter, 0x1900), 1);
+	CHECK_EQ(ipt__filter_addr_check(&filter, 0x1fff), 1);
+	CHECK_EQ(ipt__filter_addr_check(&filter, 0x2000), 0);
+	CHECK_EQ(ipt__filter_addr_check(&filter, 0x4000), 1);
+	CHECK_EQ(ipt__filter_addr_check(&filter, 0x4001), 0);
+
+	/* Only stop ranges: traced outside of them. */
+	filter.config.ctl.addr0_cfg = pt_addr_cfg_disabled;
+	filter.config.ctl.addr3_cfg = pt_addr_cfg_disabled;
+	CHECK_EQ(ipt__filter_addr_check(&filter, 0x0fff), 1);
+	CHECK_EQ(ipt__filter_addr_check(&filter, 0x1810), 0);
+}
+
+static void test_helpers(void)
+{
+	struct pt_config config, copy;
+	const uint8_t *sync = NULL;
+	uint8_t buf[24];
+
+	pt_config_init(&config);
+	config.begin = buf;
+	config.end = buf + 16;
+	CHECK_EQ(ipt__sync_forward(NULL, buf, &config), -pte_internal);
+	CHECK_EQ(ipt__sync_forward(&sync, NULL, &config), -pte_internal);
+	CHECK_EQ(ipt__sync_forward(&sync, buf, NULL), -pte_internal);
+	CHECK_EQ(ipt__sync_backward(NULL, buf, &config), -pte_internal);
+	CHECK_EQ(ipt__sync_backward(&sync, buf + 17, &config), -pte_internal);
+	CHECK_EQ(ipt__sync_set(&sync, buf + 17, &config), -pte_eos);
+	CHECK_EQ(ipt__sync_set(&sync, buf + 15, &config), -pte_eos);
+	memset(buf, 0, sizeof(buf));
+	CHECK_EQ(ipt__sync_set(&sync, buf, &config), -pte_nosync);
+	CHECK_EQ(ipt__sync_set(&sync, buf + 14, &config), -pte_nosync);
+	buf[0] = 0x02;
+	buf[1] = 0x82;
+	CHECK_EQ(ipt__sync_set(&sync, buf, &config), -pte_bad_packet);
+	CHECK(sync == NULL);
+
+	CHECK_EQ(ipt__config_from_user(NULL, &config), -pte_internal);
+	CHECK_EQ(ipt__config_from_user(&copy, NULL), -pte_invalid);
+	CHECK_EQ(ipt__config_from_user(&copy, &config), 0);
+	CHECK(copy.begin == buf);
+}
+
+int main(void)
+{
+	test_layout();
+	test_filters();
+	test_helpers();
+	return check_done();
+}
