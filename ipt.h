@@ -57,7 +57,8 @@
  *     >>cfg    configuration copy-in, CPU errata, address filters
  *     >>opc    opcodes and the packet-layout table
  *     >>enc    packet encoder
- *     >>pkt    packet decoder, synchronization, last-IP tracking
+ *     >>pkt    packet decoder, batches of packets, synchronization, last-IP
+ *              tracking
  *     >>time   TSC/MTC/CYC/TMA/CBR time tracking and calibration
  *     >>evt    event decoder: packets to events
  *     >>qry    query decoder: built on the event decoder
@@ -672,7 +673,19 @@ pt_pkt_get_config(const struct pt_packet_decoder *decoder);
 IPT_API int pt_pkt_next(struct pt_packet_decoder *decoder,
 			struct pt_packet *packet, size_t size);
 
-/* >>api-pkt-ext: ipt_ extensions of the packet layer (last-IP tracking) */
+/* >>api-pkt-ext: ipt_ extensions of the packet layer (batches of packets,
+ * last-IP tracking) */
+
+/* Decode up to n packets into packets[0] .. packets[n - 1], as that many
+ * pt_pkt_next calls would (each packet's size is in its size field), and
+ * move past them; for decoding a trace with one call per batch rather than
+ * per packet.  Returns how many packets were decoded, 1 to n (at most
+ * 65536 in one call); or pt_pkt_next's error if the first packet cannot be
+ * decoded.  An error at a later packet ends the batch before it, and the
+ * next call reports it.  -pte_invalid for NULL arguments or n == 0.
+ * Ref: libipt's pt_pkt_next (man page pt_pkt_next.3), called n times. */
+IPT_API int ipt_pkt_next_batch(struct pt_packet_decoder *decoder,
+			       struct pt_packet *packets, size_t n);
 
 /* Parse a CPU given as "family/model[/stepping]" (each number decimal, or
  * hex with 0x, or octal with a leading 0; the stepping defaults to zero)
@@ -3655,6 +3668,12 @@ enum {
 	IPT__FAST_ROOM = 16
 };
 
+/* The most packets one ipt_pkt_next_batch call decodes: its count must
+ * fit the int it returns. */
+enum {
+	IPT__PKT_BATCH_MAX = 1 << 16
+};
+
 /* ---- reading packets ----
  * One ipt__pkt_read_<packet> per packet, each reading the packet whose
  * first byte is at pos: it checks once that the whole packet lies before
@@ -4881,61 +4900,72 @@ static inline uint64_t ipt__load64(const uint8_t *pos)
 	return ipt__read_le_var(pos, 8, 8);
 }
 
-/* Decode the next packet and move past it; return its size.  Same
- * semantics as libipt's pt_pkt_next: -pte_nosync before synchronization,
- * -pte_eos at the end or for a packet cut off by it, -pte_bad_opc for an
- * unknown opcode without a decode callback (or the callback's error),
- * -pte_bad_packet for a malformed packet, -pte_invalid for NULL
- * arguments; the position does not change on errors.
+/* The one-byte packets, decoded in advance: entry b / 2 for an even first
+ * byte b.  Zero is PAD, IPT__OPC_EXT (2) has size zero (not a one-byte
+ * packet), and every other even byte is a TNT-8: its bits above bit 0,
+ * up to the highest set bit (the stop bit), oldest first. */
+#define IPT__TNT8_MSB(x)                                                       \
+	((x) >= 64 ? 6 : (x) >= 32 ? 5 : (x) >= 16 ? 4 : (x) >= 8 ? 3 :       \
+	 (x) >= 4 ? 2 : (x) >= 2 ? 1 : 0)
+#define IPT__ONE_BYTE(x)                                                       \
+	{ (x) == 0 ? ppt_pad : (x) == 1 ? ppt_invalid : ppt_tnt_8,             \
+	  (x) == 1 ? 0 : 1,                                                    \
+	  { { (uint8_t) ((x) < 2 ? 0 : IPT__TNT8_MSB(x)),                       \
+	      (uint64_t) ((x) < 2 ? 0 : (x) & ~(1u << IPT__TNT8_MSB(x))) } } }
+#define IPT__ONE_BYTE4(x)                                                      \
+	IPT__ONE_BYTE(x), IPT__ONE_BYTE((x) + 1), IPT__ONE_BYTE((x) + 2),     \
+	IPT__ONE_BYTE((x) + 3)
+#define IPT__ONE_BYTE16(x)                                                     \
+	IPT__ONE_BYTE4(x), IPT__ONE_BYTE4((x) + 4), IPT__ONE_BYTE4((x) + 8),  \
+	IPT__ONE_BYTE4((x) + 12)
+
+static const struct pt_packet ipt__pkt_one_byte[128] = {
+	IPT__ONE_BYTE16(0), IPT__ONE_BYTE16(16), IPT__ONE_BYTE16(32),
+	IPT__ONE_BYTE16(48), IPT__ONE_BYTE16(64), IPT__ONE_BYTE16(80),
+	IPT__ONE_BYTE16(96), IPT__ONE_BYTE16(112)
+};
+
+#undef IPT__ONE_BYTE16
+#undef IPT__ONE_BYTE4
+#undef IPT__ONE_BYTE
+#undef IPT__TNT8_MSB
+
+/* Decode the common packet at pos into *packet; return its size, or 0 if
+ * it is not one of them (or is cut short, malformed, or an erratum may
+ * apply), for ipt__pkt_next_slow to decode from scratch.  At least
+ * IPT__FAST_ROOM bytes must be readable at pos: no packet decoded here can
+ * be cut off and no byte read needs a bounds check.
  *
- * The fast path: the caller's struct is ours, and at least IPT__FAST_ROOM
- * bytes are left (one compare against decoder->fast, which also fails for
- * a NULL or out-of-range position).  Then no packet it decodes can be cut
- * off and no byte read needs a bounds check.  It decodes the packets that
- * make up nearly all of a trace: TNT-8, PAD, TNT-64, the IP packets, and
- * the timing packets (CYC, MTC, TSC) and the PSB+ packets of hardware
- * traces, dispatching on the first byte through the layout table's
- * ipt__first_byte.  Errors, errata, PSB, the rest and the last bytes of
- * the trace go to ipt__pkt_next_slow, which decodes from scratch. */
-IPT_DEF int pt_pkt_next(struct pt_packet_decoder *decoder,
-			struct pt_packet *packet, size_t psize)
+ * It decodes the packets that make up nearly all of a trace: TNT-8, PAD,
+ * TNT-64, the IP packets, and the timing packets (CYC, MTC, TSC) and the
+ * PSB+ packets of hardware traces, dispatching on the first byte through
+ * the layout table's ipt__first_byte.  Errors, errata, PSB and the rest go
+ * to the slow path.  pt_pkt_next and ipt_pkt_next_batch both use it. */
+static IPT__INLINE int ipt__pkt_fast(const uint8_t *pos,
+				     struct pt_packet *packet, int skd007)
 {
-	const uint8_t *pos;
 	uint64_t val;
 	unsigned int b, kind;
 	int size;
 
-	if (!packet || !decoder)
-		return -pte_invalid;
-
-	pos = decoder->pos;
-	if (IPT__UNLIKELY(psize != sizeof(*packet) ||
-			  (uintptr_t) pos - (uintptr_t) decoder->config.begin >=
-				  decoder->fast))
-		return ipt__pkt_next_slow(decoder, packet, psize);
-
 	b = pos[0];
 
-	/* TNT-8 and PAD, one byte each, make up most of a hardware trace
-	 * (in runs of either, which branch predictors follow; a path shared
-	 * by both without a branch measured no faster). */
-	if (IPT__LIKELY(!(b & 1) && b > IPT__OPC_EXT)) {
-		/* b is even and above IPT__OPC_EXT: a stop bit is set. */
-		unsigned int bits = b >> IPT__OPM_TNT_8_SHR;
-		uint8_t bit_size = ipt__msb(bits);
+	/* TNT-8 and PAD, one byte each, make up most of a hardware trace;
+	 * a TNT-8 is copied from packets decoded in advance.  PADs come in
+	 * runs, which branch predictors follow; a PAD leaves the payload
+	 * alone, as libipt's does. */
+	if (!(b & 1)) {
+		const struct pt_packet *one = &ipt__pkt_one_byte[b >> 1];
 
-		packet->type = ppt_tnt_8;
-		packet->size = 1;
-		packet->payload.tnt.bit_size = bit_size;
-		packet->payload.tnt.payload = bits ^ (1u << bit_size);
-		decoder->pos = pos + 1;
-		return 1;
-	}
-	if (b == IPT__OPC_PAD) {
-		packet->type = ppt_pad;
-		packet->size = 1;
-		decoder->pos = pos + 1;
-		return 1;
+		if (IPT__LIKELY(one->type == ppt_tnt_8)) {
+			IPT__COPY(*packet, *one);
+			return 1;
+		}
+		if (!b) {
+			packet->type = ppt_pad;
+			packet->size = 1;
+			return 1;
+		}
 	}
 
 	/* TNT-64: where long TNTs are used (up to 47 bits), about as
@@ -4948,7 +4978,6 @@ IPT_DEF int pt_pkt_next(struct pt_packet_decoder *decoder,
 			packet->payload.tnt.bit_size = ipt__msb(val);
 			packet->payload.tnt.payload =
 				val ^ (1ull << ipt__msb(val));
-			decoder->pos = pos + ipt__layout[ppt_tnt_64].size;
 			return ipt__layout[ppt_tnt_64].size;
 		}
 	}
@@ -4968,7 +4997,6 @@ IPT_DEF int pt_pkt_next(struct pt_packet_decoder *decoder,
 			packet->payload.ip.ipc = (enum pt_ip_compression) ipc;
 			packet->payload.ip.ip =
 				ipt__load64(pos + 1) & ipt__ipc_mask[ipc];
-			decoder->pos = pos + size;
 			return size;
 		}
 	}
@@ -4978,7 +5006,6 @@ IPT_DEF int pt_pkt_next(struct pt_packet_decoder *decoder,
 		packet->type = ppt_mtc;
 		packet->size = ipt__layout[ppt_mtc].size;
 		packet->payload.mtc.ctc = pos[1];
-		decoder->pos = pos + ipt__layout[ppt_mtc].size;
 		return ipt__layout[ppt_mtc].size;
 
 	case ppt_cyc: {
@@ -4996,17 +5023,15 @@ IPT_DEF int pt_pkt_next(struct pt_packet_decoder *decoder,
 				shl += 8 - IPT__OPM_CYCX_SHR;
 			} while ((b & IPT__OPM_CYCX_EXT) && shl <= 64);
 			if (IPT__UNLIKELY(shl > 64))
-				break;
+				return 0;
 			/* SKD007 (see ipt__pkt_handle_skd007) looks at
 			 * 2-byte CYCs whose second byte is IPT__OPC_EXT. */
-			if (size == 2 && (val & 0xffe0u) == 0x20 &&
-			    decoder->config.errata.skd007)
-				break;
+			if (size == 2 && (val & 0xffe0u) == 0x20 && skd007)
+				return 0;
 		}
 		packet->type = ppt_cyc;
 		packet->size = (uint8_t) size;
 		packet->payload.cyc.value = val;
-		decoder->pos = pos + size;
 		return size;
 	}
 
@@ -5014,7 +5039,6 @@ IPT_DEF int pt_pkt_next(struct pt_packet_decoder *decoder,
 		packet->type = ppt_tsc;
 		packet->size = ipt__layout[ppt_tsc].size;
 		packet->payload.tsc.tsc = ipt__load64(pos) >> 8;
-		decoder->pos = pos + ipt__layout[ppt_tsc].size;
 		return ipt__layout[ppt_tsc].size;
 
 	case IPT__KIND_EXT:
@@ -5025,14 +5049,12 @@ IPT_DEF int pt_pkt_next(struct pt_packet_decoder *decoder,
 		case ppt_stop:
 			packet->type = (enum pt_packet_type) kind;
 			packet->size = 2;
-			decoder->pos = pos + 2;
 			return 2;
 
 		case ppt_cbr:
 			packet->type = ppt_cbr;
 			packet->size = ipt__layout[ppt_cbr].size;
 			packet->payload.cbr.ratio = pos[2];
-			decoder->pos = pos + ipt__layout[ppt_cbr].size;
 			return ipt__layout[ppt_cbr].size;
 
 		case ppt_pip:
@@ -5041,13 +5063,94 @@ IPT_DEF int pt_pkt_next(struct pt_packet_decoder *decoder,
 			packet->size = ipt__layout[ppt_pip].size;
 			packet->payload.pip.nr = (uint32_t) (val & 1u);
 			packet->payload.pip.cr3 = (val >> 1) << 5;
-			decoder->pos = pos + ipt__layout[ppt_pip].size;
 			return ipt__layout[ppt_pip].size;
 		}
 		break;
 	}
 
+	return 0;
+}
+
+/* Whether ipt__pkt_fast may decode at pos, given a decoder's config.begin
+ * and fast: at least IPT__FAST_ROOM bytes are left.  One compare, which
+ * also fails for a NULL or out-of-range position. */
+static IPT__INLINE int ipt__pkt_in_fast(uintptr_t begin, size_t fast,
+					const uint8_t *pos)
+{
+	return (uintptr_t) pos - begin < fast;
+}
+
+/* Decode the next packet and move past it; return its size.  Same
+ * semantics as libipt's pt_pkt_next: -pte_nosync before synchronization,
+ * -pte_eos at the end or for a packet cut off by it, -pte_bad_opc for an
+ * unknown opcode without a decode callback (or the callback's error),
+ * -pte_bad_packet for a malformed packet, -pte_invalid for NULL
+ * arguments; the position does not change on errors.
+ *
+ * The fast path: the caller's struct is ours and ipt__pkt_fast may read
+ * at the position; everything else goes to ipt__pkt_next_slow. */
+IPT_DEF int pt_pkt_next(struct pt_packet_decoder *decoder,
+			struct pt_packet *packet, size_t psize)
+{
+	const uint8_t *pos;
+	int size;
+
+	if (!packet || !decoder)
+		return -pte_invalid;
+
+	pos = decoder->pos;
+	if (IPT__LIKELY(psize == sizeof(*packet) &&
+			ipt__pkt_in_fast((uintptr_t) decoder->config.begin,
+					 decoder->fast, pos))) {
+		size = ipt__pkt_fast(pos, packet,
+				     decoder->config.errata.skd007);
+		if (IPT__LIKELY(size)) {
+			decoder->pos = pos + size;
+			return size;
+		}
+	}
 	return ipt__pkt_next_slow(decoder, packet, psize);
+}
+
+/* See the declaration in >>api-pkt-ext.  The loop keeps the position in a
+ * register and stores it once per batch; packets outside the fast region
+ * or the fast path go through ipt__pkt_next_slow one by one. */
+IPT_DEF int ipt_pkt_next_batch(struct pt_packet_decoder *decoder,
+			       struct pt_packet *packets, size_t n)
+{
+	const uint8_t *pos;
+	uintptr_t begin;
+	size_t i, fast;
+	int size, skd007;
+
+	if (!decoder || !packets || !n)
+		return -pte_invalid;
+	if (n > IPT__PKT_BATCH_MAX)
+		n = IPT__PKT_BATCH_MAX;
+
+	/* Kept in locals: stores to packets[] might alias the decoder. */
+	pos = decoder->pos;
+	begin = (uintptr_t) decoder->config.begin;
+	fast = decoder->fast;
+	skd007 = decoder->config.errata.skd007;
+	for (i = 0; i < n; ++i) {
+		if (IPT__LIKELY(ipt__pkt_in_fast(begin, fast, pos))) {
+			size = ipt__pkt_fast(pos, &packets[i], skd007);
+			if (IPT__LIKELY(size)) {
+				pos += size;
+				continue;
+			}
+		}
+		decoder->pos = pos;
+		size = ipt__pkt_next_slow(decoder, &packets[i],
+					  sizeof(packets[i]));
+		if (size < 0)
+			return i ? (int) i : size;
+		pos = decoder->pos;
+		fast = decoder->fast;
+	}
+	decoder->pos = pos;
+	return (int) n;
 }
 
 /* ---- last-IP tracking ---- */
@@ -11378,7 +11481,7 @@ ipt__insn_range_is_contiguous(uint64_t begin, uint64_t end,
  * the block they belong to, with the same rules and the same error codes
  * as libipt's block decoder.
  *
- * Speed comes from two caches, both owned by the decoder:
+ * Speed comes from three caches, all owned by the decoder:
  *
  *   - the instruction cache maps (address space, mode, IP) to a decoded
  *     instruction, so that neither the image's read callback nor Zydis is
@@ -11390,7 +11493,10 @@ ipt__insn_range_is_contiguous(uint64_t begin, uint64_t end,
  *     direct call or jump).  Steady-state decoding jumps from run to run.
  *     For the instruction decoder each run also keeps its bytes and, per
  *     instruction, size and class, so that handing out instructions reads
- *     neither the image nor the instruction cache.
+ *     neither the image nor the instruction cache;
+ *   - the length map keeps the sizes of the ordinary instructions runs were
+ *     recorded from, one slot per code byte, so that recording a run
+ *     again mostly asks Zydis only for the instruction that ends it.
  *
  * The run cache is two-way set associative with 32-byte entries, a set to
  * a cache line; an instruction decoder's sets carry the runs' text in the
@@ -11771,6 +11877,10 @@ struct pt_block_decoder {
 	uint64_t rlimit;
 	uint32_t want_text;
 
+	/* The length map (NULL until first needed): IPT__LMAP_SLOTS pieces
+	 * of code, each NULL until first needed. */
+	struct ipt__blk_lmap **lmap;
+
 	/* With @want_text, the first @ntrail runs of the last block. */
 	uint32_t ntrail;
 	struct ipt__blk_trail trail[IPT__BLK_TRAIL];
@@ -11928,6 +12038,127 @@ static int ipt__blk_decode_at(struct pt_block_decoder *decoder, uint64_t ip,
 	return ipt__blk_decode(decoder, insn, iext);
 }
 
+/* ---- the length map ----
+ * The sizes of the ordinary instructions (ptic_other, in one piece) that
+ * runs were recorded from, one slot per code byte as libipt's section
+ * cache has, in pieces of 256 bytes (code is used sparsely: small pieces
+ * cover more of it in the same memory), so that a run recorded again (after the run cache
+ * dropped it or started over, or from a branch into the middle of a known
+ * run) takes them from here instead of decoding them again.  Only the
+ * instruction ending a run still goes through the instruction cache.
+ *
+ * A piece's map is tagged with its address and the context number of its
+ * runs, so a new epoch or address space misses.  The slot of a piece is
+ * chosen by hashing: IPT__LMAP_SLOTS slots, each allocated when first
+ * used and taken over by the next piece hashed to it.  All sizes in a map
+ * come from one section, the first recorded. */
+enum {
+	IPT__LMAP_SHIFT = 8,
+	IPT__LMAP_SLOT_BITS = 11,
+	IPT__LMAP_SLOTS = 1 << IPT__LMAP_SLOT_BITS
+};
+
+struct ipt__blk_lmap {
+	uint64_t base;
+	/* The context number; zero for none. */
+	uint32_t ctx;
+	int32_t isid;
+	/* Two sizes to a byte, the lower address in the low nibble; zero
+	 * where none is known. */
+	uint8_t size[(1u << IPT__LMAP_SHIFT) / 2];
+};
+
+static IPT__INLINE struct ipt__blk_lmap **
+ipt__blk_lmap_slot(const struct pt_block_decoder *decoder, uint64_t ip,
+		   uint32_t ctx)
+{
+	uint64_t h;
+
+	h = ((ip >> IPT__LMAP_SHIFT) + ctx * 0x9e3779b97f4a7c15ull) *
+	    0xff51afd7ed558ccdull;
+	return &decoder->lmap[h >> (64 - IPT__LMAP_SLOT_BITS)];
+}
+
+/* The size of the ordinary instruction at @ip in context @ctx, and its
+ * section in *@isid; zero if not known. */
+static IPT__INLINE uint8_t
+ipt__blk_lmap_get(const struct pt_block_decoder *decoder, uint64_t ip,
+		  uint32_t ctx, int *isid)
+{
+	const struct ipt__blk_lmap *map;
+	uint32_t off = (uint32_t) (ip & ((1u << IPT__LMAP_SHIFT) - 1));
+
+	if (!decoder->lmap)
+		return 0;
+	map = *ipt__blk_lmap_slot(decoder, ip, ctx);
+	if (!map || map->ctx != ctx || map->base != ip - off)
+		return 0;
+	*isid = map->isid;
+	return (uint8_t) ((map->size[off >> 1] >> ((off & 1) * 4)) & 0xf);
+}
+
+/* Note the ordinary instruction at @ip: @size bytes in section @isid.
+ * Nothing if memory runs out. */
+static void ipt__blk_lmap_put(struct pt_block_decoder *decoder, uint64_t ip,
+			      uint32_t ctx, int isid, uint8_t size)
+{
+	struct ipt__blk_lmap **slot, *map;
+	uint32_t off = (uint32_t) (ip & ((1u << IPT__LMAP_SHIFT) - 1));
+
+	if (!decoder->lmap) {
+		decoder->lmap = (struct ipt__blk_lmap **) ipt__zalloc_cache(
+			&decoder->allocator,
+			IPT__LMAP_SLOTS * sizeof(*decoder->lmap));
+		if (!decoder->lmap)
+			return;
+	}
+	slot = ipt__blk_lmap_slot(decoder, ip, ctx);
+	map = *slot;
+	if (!map) {
+		map = (struct ipt__blk_lmap *) ipt__alloc_cache(
+			&decoder->allocator, sizeof(*map));
+		if (!map)
+			return;
+		map->ctx = 0;
+		*slot = map;
+	}
+	if (map->ctx != ctx || map->base != ip - off) {
+		IPT_MEMSET(map->size, 0, sizeof(map->size));
+		map->base = ip - off;
+		map->ctx = ctx;
+		map->isid = isid;
+	} else if (map->isid != isid) {
+		return;
+	}
+	map->size[off >> 1] = (uint8_t) ((map->size[off >> 1] &
+					  (0xf0u >> ((off & 1) * 4))) |
+					 ((uint32_t) size << ((off & 1) * 4)));
+}
+
+/* Forget every size: the context numbers start over. */
+static void ipt__blk_lmap_clear(struct pt_block_decoder *decoder)
+{
+	uint32_t i;
+
+	for (i = 0; decoder->lmap && i < IPT__LMAP_SLOTS; ++i)
+		if (decoder->lmap[i])
+			decoder->lmap[i]->ctx = 0;
+}
+
+static void ipt__blk_lmap_free(struct pt_block_decoder *decoder)
+{
+	uint32_t i;
+
+	if (!decoder->lmap)
+		return;
+	for (i = 0; i < IPT__LMAP_SLOTS; ++i)
+		ipt__free(&decoder->allocator, decoder->lmap[i],
+			  sizeof(*decoder->lmap[i]));
+	ipt__free(&decoder->allocator, decoder->lmap,
+		  IPT__LMAP_SLOTS * sizeof(*decoder->lmap));
+	decoder->lmap = NULL;
+}
+
 /* ---- the run table ---- */
 
 enum {
@@ -12049,6 +12280,7 @@ static void ipt__blk_runs_reset(struct pt_block_decoder *decoder)
 	uint32_t nsets = ipt__blk_max_sets(decoder);
 
 	ipt__blk_runs_free(decoder);
+	ipt__blk_lmap_free(decoder);
 	if (nsets > IPT__RUN_MIN_SETS)
 		nsets = IPT__RUN_MIN_SETS;
 	if (nsets)
@@ -12077,6 +12309,7 @@ ipt__blk_ctx_switch(struct pt_block_decoder *decoder, uint32_t mode)
 		if (decoder->runs)
 			IPT_MEMSET(decoder->runs, 0, (size_t) decoder->rsets *
 				   decoder->rstride);
+		ipt__blk_lmap_clear(decoder);
 		decoder->nctx = 0;
 		id = 1;
 	}
@@ -12333,6 +12566,7 @@ static void ipt__blk_decoder_fini(struct pt_block_decoder *decoder)
 	ipt__free(&decoder->allocator, decoder->chain,
 		  IPT__FILL_STEPS * sizeof(*decoder->chain));
 	ipt__blk_runs_free(decoder);
+	ipt__blk_lmap_free(decoder);
 	ipt__free(&decoder->allocator, decoder->icache,
 		  sizeof(*decoder->icache) << IPT_BLK_ICACHE_BITS);
 	pt_image_free(decoder->default_image);
@@ -13338,6 +13572,43 @@ static int ipt__blk_proceed_no_event_uncached(struct pt_block_decoder *decoder,
 	return status < 0 ? status : 0;
 }
 
+/* The code a run is recorded from, read in one piece: @len bytes from
+ * @ip, in section @isid. */
+enum { IPT__BLK_WINDOW = 64 };
+
+struct ipt__blk_window {
+	uint64_t ip;
+	uint32_t len;
+	int isid;
+	uint8_t code[IPT__BLK_WINDOW];
+};
+
+/* The bytes at @ip, at least pt_max_insn_size of them, from @win; it
+ * reads again at @ip if it has fewer.  NULL if the image has fewer (a
+ * section ends, the callback stops, or an error): the instruction is then
+ * decoded the long way, which knows what to make of that.  Where the
+ * window has them, a read at @ip would have given the same bytes from the
+ * same section. */
+static const uint8_t *ipt__blk_window(struct pt_block_decoder *decoder,
+				      struct ipt__blk_window *win,
+				      uint64_t ip)
+{
+	int status;
+
+	if (ip - win->ip + pt_max_insn_size > win->len || ip < win->ip) {
+		status = ipt__image_read(decoder->image, &win->isid,
+					 win->code, sizeof(win->code),
+					 &decoder->asid, ip);
+		win->ip = ip;
+		win->len = status > 0 ? (uint32_t) status : 0;
+		if (win->len > sizeof(win->code))
+			win->len = 0;
+		if (win->len < pt_max_insn_size)
+			return NULL;
+	}
+	return &win->code[ip - win->ip];
+}
+
 /* Record the run starting at @ip in @mode in @run, and its text in @text
  * if not NULL.
  *
@@ -13355,6 +13626,7 @@ ipt__blk_run_fill(struct pt_block_decoder *decoder, struct ipt__blk_run *run,
 		  struct ipt__blk_text *text, uint64_t start,
 		  enum pt_exec_mode mode, uint32_t ctx)
 {
+	struct ipt__blk_window win;
 	struct ipt__insn_ext iext;
 	struct pt_insn insn;
 	uint64_t ip = start;
@@ -13362,23 +13634,59 @@ ipt__blk_run_fill(struct pt_block_decoder *decoder, struct ipt__blk_run *run,
 	uint16_t ninsn = 0;
 	uint8_t kind;
 
+	win.ip = 0;
+	win.len = 0;
 	if (text) {
 		max = IPT__TEXT_INSNS;
 		IPT_MEMSET(text->code, 0, sizeof(text->code));
 	}
 
 	for (;;) {
+		const uint8_t *code = NULL;
 		uint64_t next;
-		int status;
+		int status = -1, isid = 0;
+		uint8_t known;
 
 		IPT_MEMSET(&insn, 0, sizeof(insn));
 		IPT_MEMSET(&iext, 0, sizeof(iext));
 		insn.mode = mode;
 		insn.ip = ip;
 
-		status = ipt__blk_decode(decoder, &insn, &iext);
-		if (status < 0 || insn.truncated ||
-		    (ninsn && insn.isid != run->isid))
+		/* An ordinary instruction seen before: its size, and its
+		 * bytes if the text wants them.  Else decode it from the
+		 * window, or the long way (through the instruction cache)
+		 * where the window has no whole instruction or the
+		 * decoder reports an error. */
+		known = ipt__blk_lmap_get(decoder, ip, ctx, &isid);
+		if (!known || text)
+			code = ipt__blk_window(decoder, &win, ip);
+		if (known && text && (!code || isid != win.isid))
+			known = 0;
+		if (known) {
+			insn.size = known;
+			insn.isid = isid;
+			insn.iclass = ptic_other;
+			if (text)
+				IPT_MEMCPY(insn.raw, code, known);
+		} else {
+			if (code) {
+				IPT_MEMCPY(insn.raw, code, pt_max_insn_size);
+				insn.isid = win.isid;
+				insn.size = pt_max_insn_size;
+				status = ipt__ild_decode(&insn, &iext);
+			}
+			if (status) {
+				IPT_MEMSET(&insn, 0, sizeof(insn));
+				IPT_MEMSET(&iext, 0, sizeof(iext));
+				insn.mode = mode;
+				insn.ip = ip;
+				status = ipt__blk_decode(decoder, &insn,
+							 &iext);
+				if (status < 0)
+					break;
+			}
+		}
+		if (insn.truncated || (ninsn && insn.isid != run->isid))
 			break;
 
 		if (text) {
@@ -13429,6 +13737,11 @@ ipt__blk_run_fill(struct pt_block_decoder *decoder, struct ipt__blk_run *run,
 			kind = ipt__run_djump;
 			goto done;
 		}
+
+		if (!known && insn.iclass == ptic_other &&
+		    next == ip + insn.size)
+			ipt__blk_lmap_put(decoder, ip, ctx, insn.isid,
+					  insn.size);
 
 		run->disp = 0;
 		len += insn.size;
@@ -15635,11 +15948,11 @@ struct pt_insn_decoder {
 	 * @next is the IP after the run, if the code says it; @mask keeps
 	 * IPs in the mode's range.  The text is the block decoder's trail
 	 * entry @trail - 1 for the current block, or our copy @own; @epoch
-	 * the block decoder's epoch when we took it. */
+	 * the block decoder's epoch when we took it.  @insn is what every
+	 * instruction of the run has in common (section, mode, speculative;
+	 * zeros elsewhere), copied out first. */
 	uint64_t ip;
-	int isid;
-	enum pt_exec_mode mode;
-	uint32_t speculative;
+	struct pt_insn insn;
 	const uint8_t *info;
 	const uint8_t *code;
 	uint64_t next;
@@ -15701,9 +16014,10 @@ static int ipt__insn_load_run(struct pt_insn_decoder *decoder)
 	}
 
 	decoder->ip = block->ip;
-	decoder->isid = block->isid;
-	decoder->mode = block->mode;
-	decoder->speculative = block->speculative;
+	IPT_MEMSET(&decoder->insn, 0, sizeof(decoder->insn));
+	decoder->insn.isid = block->isid;
+	decoder->insn.mode = block->mode;
+	decoder->insn.speculative = block->speculative;
 	decoder->info = text->info;
 	decoder->code = text->code;
 	decoder->epoch = ipt__blk_epoch(blkdec);
@@ -15720,12 +16034,9 @@ static IPT__INLINE void ipt__insn_from_run(struct pt_insn_decoder *decoder,
 
 	/* The bytes after the instruction come along: the code that follows
 	 * it, or zeros. */
-	IPT_MEMSET(insn, 0, sizeof(*insn));
+	IPT__COPY(*insn, decoder->insn);
 	IPT_MEMCPY(insn->raw, decoder->code, sizeof(insn->raw));
 	insn->ip = decoder->ip;
-	insn->isid = decoder->isid;
-	insn->mode = decoder->mode;
-	insn->speculative = decoder->speculative;
 	insn->iclass = (enum pt_insn_class) (info >> 4);
 	insn->size = size;
 
@@ -16072,7 +16383,7 @@ static IPT__NOINLINE int ipt__insn_next(struct pt_insn_decoder *decoder,
 	/* Most instructions come from the run at hand. */
 	if (!(block->truncated && block->ninsn == 1) &&
 	    ((decoder->left && decoder->ip == block->ip &&
-	      decoder->mode == block->mode &&
+	      decoder->insn.mode == block->mode &&
 	      decoder->epoch == ipt__blk_epoch(&decoder->blkdec)) ||
 	     ipt__insn_load_run(decoder))) {
 		ipt__insn_from_run(decoder, insn);
