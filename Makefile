@@ -1,6 +1,6 @@
 # ipt.h: build the examples, run the tests, run the conformance suites.
 #
-#   make                 build examples/ptdump and examples/ptxed
+#   make                 build examples/ptdump, examples/ptxed, examples/decode
 #   make test            build and run everything in ipt_impl_tests/
 #   make test-build      build it, without running it
 #   make conformance     run the conformance corpus against the examples;
@@ -36,7 +36,7 @@ SAN := -fsanitize=address,undefined -fno-sanitize-recover=all \
 HDR := ipt.h
 LIB_HDRS := $(wildcard $(T)/lib/*.h)
 
-EXAMPLES := $(patsubst %.c,%,$(wildcard examples/ptdump.c examples/ptxed.c))
+EXAMPLES := $(patsubst %.c,%,$(wildcard examples/ptdump.c examples/ptxed.c examples/decode.c))
 
 # Each rules.mk may append to TESTS (commands run by `make test`, each
 # ending with "N passed, N failed") and TEST_DEPS (what those commands need

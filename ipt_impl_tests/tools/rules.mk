@@ -3,7 +3,8 @@
 # (t_ptxed), also built as C++ and with IPT_NO_STDIO (no file sections in
 # the library, so all code reaches the decoders through the image's
 # read-memory callback); examples/hvagent, a freestanding object with a
-# hosted driver (hvagent-check).
+# hosted driver (hvagent-check); examples/decode, README.md's decoding loop
+# (decode-check: the README's code is decode.c's, and it decodes).
 #
 #   make hvagent         build examples/hvagent's object and driver
 
@@ -39,7 +40,8 @@ TESTS += $(TB)/t_ptxed
 TESTS += $(call cmd,env PTXED=$(TB)/ptxed_nostdio $(TB)/t_ptxed)
 TESTS += $(call cmd,env PTXED=$(TB)/ptxed_cxx $(TB)/t_ptxed)
 TESTS += $(call cmd,$(T)/tools/hvagent-check $(TB) $(CONFORMANCE))
-TEST_DEPS += examples/ptdump $(TB)/t_ptxed $(TB)/ptxed_nostdio \
+TESTS += $(call cmd,$(T)/tools/decode-check examples/decode $(CONFORMANCE))
+TEST_DEPS += examples/ptdump examples/decode $(TB)/t_ptxed $(TB)/ptxed_nostdio \
 	$(TB)/ptxed_cxx $(TB)/hvagent
 
 .PHONY: hvagent
