@@ -53,32 +53,32 @@ all: $(EXAMPLES)
 examples/%: examples/%.c $(HDR) $(wildcard examples/*.h)
 	$(CC) $(OPT) $(WARN) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(ZYDIS) -lm
 
-# The implementation, compiled once for everything linked with it: as
-# configured, and with the sanitizers.
-IMPL := $(B)/ipt_impl.o
-ASAN_IMPL := $(B)/asan/ipt_impl.o
+# $(call unit_build,DIR,COMPILER AND FLAGS) compiles the implementation
+# once, as DIR/ipt_impl.o, and links every unit test with it as
+# DIR/unit/<layer>/t_*.  The Makefile builds them as configured ($(B)) and
+# with the sanitizers ($(B)/asan); compile/rules.mk other ways.
+define unit_build
+$(1)/ipt_impl.o: $(T)/lib/ipt_impl.c $(HDR)
+	@mkdir -p $$(@D)
+	$(2) $(WARN) $(CPPFLAGS) $(CFLAGS) -c -o $$@ $$<
 
-$(IMPL): $(T)/lib/ipt_impl.c $(HDR)
-	@mkdir -p $(@D)
-	$(CC) $(OPT) $(WARN) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
+$(1)/unit/%: $(T)/unit/%.c $(1)/ipt_impl.o $(LIB_HDRS) $(HDR)
+	@mkdir -p $$(@D)
+	$(2) $(WARN) $(CPPFLAGS) $(CFLAGS) -o $$@ $$< $(1)/ipt_impl.o $(ZYDIS) -lm
 
-$(ASAN_IMPL): $(T)/lib/ipt_impl.c $(HDR)
-	@mkdir -p $(@D)
-	$(CC) $(OPT) $(WARN) $(CPPFLAGS) $(CFLAGS) $(SAN) -c -o $@ $<
+.PRECIOUS: $(1)/unit/%
+endef
 
-# Unit tests, and the same under the sanitizers (build/asan/unit/...).
 UNIT_SRCS := $(sort $(wildcard $(T)/unit/*/t_*.c))
 UNIT_BINS := $(patsubst $(T)/%.c,$(B)/%,$(UNIT_SRCS))
-ASAN_UNITS := $(patsubst $(B)/%,$(B)/asan/%,$(UNIT_BINS))
+# The unit tests as built in DIR.
+unit_bins = $(patsubst $(B)/%,$(1)/%,$(UNIT_BINS))
 
-$(B)/unit/%: $(T)/unit/%.c $(IMPL) $(LIB_HDRS) $(HDR)
-	@mkdir -p $(@D)
-	$(CC) $(OPT) $(WARN) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(IMPL) $(ZYDIS) -lm
-
-$(B)/asan/unit/%: $(T)/unit/%.c $(ASAN_IMPL) $(LIB_HDRS) $(HDR)
-	@mkdir -p $(@D)
-	$(CC) $(OPT) $(WARN) $(CPPFLAGS) $(CFLAGS) $(SAN) -o $@ $< $(ASAN_IMPL) \
-		$(ZYDIS) -lm
+IMPL := $(B)/ipt_impl.o
+ASAN_IMPL := $(B)/asan/ipt_impl.o
+ASAN_UNITS := $(call unit_bins,$(B)/asan)
+$(eval $(call unit_build,$(B),$(CC) $(OPT)))
+$(eval $(call unit_build,$(B)/asan,$(CC) $(OPT) $(SAN)))
 
 TESTS += $(UNIT_BINS) $(ASAN_UNITS)
 TEST_DEPS += $(UNIT_BINS) $(ASAN_UNITS)
@@ -101,4 +101,3 @@ clean:
 	rm -rf $(B) $(EXAMPLES)
 
 .PHONY: all test test-build conformance conformance-update clean demo bench fuzz
-.PRECIOUS: $(B)/unit/% $(B)/asan/unit/%

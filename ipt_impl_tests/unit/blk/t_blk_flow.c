@@ -222,7 +222,7 @@ static void test_api(void)
 	CHECK_EQ(pt_blk_time(bd, &time, NULL, &cyc), -pte_invalid);
 	CHECK_EQ(pt_blk_core_bus_ratio(bd, &cbr), -pte_no_cbr);
 	CHECK_EQ(pt_insn_core_bus_ratio(id, &cbr), -pte_no_cbr);
-	CHECK_EQ(pt_blk_asid(bd, &asid, 4), -pte_invalid);
+	CHECK_EQ(pt_blk_asid(bd, &asid, sizeof(asid.size) - 1), -pte_invalid);
 	CHECK_EQ(pt_blk_asid(bd, &asid, sizeof(asid)), 0);
 	CHECK(asid.cr3 == pt_asid_no_cr3 && asid.size == sizeof(asid));
 	CHECK(pt_blk_get_image(bd) != NULL);
