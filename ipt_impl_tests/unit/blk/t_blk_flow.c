@@ -225,6 +225,15 @@ static void test_api(void)
 	CHECK_EQ(pt_blk_asid(bd, &asid, sizeof(asid.size) - 1), -pte_invalid);
 	CHECK_EQ(pt_blk_asid(bd, &asid, sizeof(asid)), 0);
 	CHECK(asid.cr3 == pt_asid_no_cr3 && asid.size == sizeof(asid));
+	CHECK_EQ(pt_insn_time(id, &time, &mtc, &cyc), -pte_no_time);
+	CHECK_EQ(pt_insn_time(id, NULL, &mtc, &cyc), -pte_invalid);
+	CHECK_EQ(pt_insn_time(NULL, &time, &mtc, &cyc), -pte_invalid);
+	memset(&asid, 0xff, sizeof(asid));
+	CHECK_EQ(pt_insn_asid(id, &asid, sizeof(asid)), 0);
+	CHECK(asid.cr3 == pt_asid_no_cr3 && asid.size == sizeof(asid));
+	CHECK_EQ(pt_insn_asid(id, &asid, sizeof(asid.size) - 1), -pte_invalid);
+	CHECK_EQ(pt_insn_asid(id, NULL, sizeof(asid)), -pte_invalid);
+	CHECK_EQ(pt_insn_asid(NULL, &asid, sizeof(asid)), -pte_invalid);
 	CHECK(pt_blk_get_image(bd) != NULL);
 	CHECK(pt_blk_get_config(bd) != NULL);
 	CHECK(pt_insn_get_config(id)->begin == buf);
