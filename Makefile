@@ -43,6 +43,7 @@ EXAMPLES := $(patsubst %.c,%,$(wildcard examples/ptdump.c examples/ptxed.c examp
 # built).  A command with arguments is one entry: $(call cmd,PROGRAM ARGS).
 TESTS :=
 TEST_DEPS :=
+UNIT_BUILDS :=
 comma := ,
 empty :=
 space := $(empty) $(empty)
@@ -80,10 +81,19 @@ ASAN_UNITS := $(call unit_bins,$(B)/asan)
 $(eval $(call unit_build,$(B),$(CC) $(OPT)))
 $(eval $(call unit_build,$(B)/asan,$(CC) $(OPT) $(SAN)))
 
-TESTS += $(UNIT_BINS) $(ASAN_UNITS)
 TEST_DEPS += $(UNIT_BINS) $(ASAN_UNITS)
 
-include $(sort $(wildcard $(T)/*/rules.mk))
+# A folder's rules.mk adds what its tests need beyond that; a unit test
+# that takes arguments names them as UNIT_ARGS_<name> (e.g.
+# UNIT_ARGS_t_hv_fault := $(CONFORMANCE)/libipt), for its plain and its
+# sanitized run alike.
+include $(sort $(wildcard $(T)/*/rules.mk $(T)/unit/*/rules.mk))
+
+# The unit tests of a build in DIR, each with its arguments.  Other
+# folders add builds to UNIT_BUILDS (compile/: clang -O3, -m32).
+unit_tests = $(foreach u,$(call unit_bins,$(1)),\
+	$(call cmd,$(u) $(UNIT_ARGS_$(notdir $(u)))))
+TESTS += $(foreach d,$(B) $(B)/asan $(UNIT_BUILDS),$(call unit_tests,$(d)))
 
 test: all $(TEST_DEPS)
 	@$(T)/lib/run-tests $(TESTS)

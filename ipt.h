@@ -30,7 +30,9 @@
  *     IPT_MEMSET(d,c,n) fill                                        (memset)
  *     IPT_MEMCMP(a,b,n) compare                                     (memcmp)
  *     IPT_NO_STDIO      leave out everything that touches files: file
- *                       sections (pt_image_add_file, pt_iscache_*) go away
+ *                       sections (pt_image_add_file, pt_iscache_*) and
+ *                       sideband sessions (pt_sb_*) go away; the
+ *                       perf_event record reader (pev_*) stays
  *     IPT_IMAGE_CACHE_LIMIT  callback memory an image caches, in bytes;
  *                       ipt_image_set_cache_limit() sets it per image (16 MiB)
  *     IPT_BLK_ICACHE_BITS  log2 of a block/instruction decoder's
@@ -63,13 +65,18 @@
  *     >>ild    instruction length and class, from Zydis
  *     >>blk    block decoder: built on the event decoder and the image
  *     >>insn   instruction decoder: built on the block decoder
+ *     >>pev    perf_event sideband records: read and written in place
+ *     >>sb     sideband sessions: perf_event records applied to a
+ *              decoder's events, an image per process (hosted builds)
  *
  * LICENSE: MIT, at the end of this file.
  */
 
 /* ==== >>api  declarations =================================================
  * Everything a program that uses ipt.h sees: libipt 2.3's API and the ipt_
- * extensions.  Only <stddef.h> and <stdint.h> are needed here. */
+ * extensions.  Only <stddef.h> and <stdint.h> are needed here, and for the
+ * sideband declarations of hosted builds <stdio.h> and, on Linux,
+ * <linux/perf_event.h> (see >>api-pev). */
 
 #ifndef IPT_H
 #define IPT_H
@@ -1352,6 +1359,60 @@ IPT_API int ipt_blk_set_cache_limit(struct pt_block_decoder *decoder,
 IPT_API int ipt_insn_set_cache_limit(struct pt_insn_decoder *decoder,
 				     uint64_t bytes);
 
+/* >>api-fault: a missing page is a pause, not the end */
+
+/* Code read through the callback may be missing for a while: a guest page
+ * not yet copied out, or paged out.  When neither a section nor the
+ * callback has bytes the block decoder needs, pt_blk_next returns
+ * -pte_nomap (or -pte_bad_insn where an instruction runs into the missing
+ * page, as libipt does) and the decoder stops right before the instruction
+ * it could not read: the block it returns holds the instructions before it
+ * (as libipt's does), nothing after it has happened yet.  pt_insn_next does
+ * the same, one instruction at a time.
+ *
+ * ipt_blk_get_fault() / ipt_insn_get_fault() tell what was missing: the
+ * address space, the first address that could not be read and how many
+ * bytes were asked for there.  Once the caller has made that memory
+ * readable (and called ipt_image_invalidate() if the image had cached a
+ * shorter read of that page), calling pt_blk_next / pt_insn_next again
+ * goes on from that instruction: the output of all calls together is what
+ * one decode with all memory present gives.  A program that
+ * resynchronizes on the error instead, as libipt's tools do, sees
+ * libipt's behaviour.
+ *
+ * Both return 1 and fill fault (up to size bytes of it) if the decoder's
+ * last pt_*_next call stopped at missing memory; 0 if it did not (it
+ * succeeded, or failed for another reason); -pte_invalid without decoder
+ * or fault.
+ *
+ * Two erratum workarounds look at code the flow has not reached (SKD022:
+ * is the instruction an asynchronous disable points at a VMLAUNCH or
+ * VMRESUME; BDM64: can a TSX abort's IP be reached).  libipt takes code it
+ * cannot read there as "the erratum does not apply", which a decode with
+ * all memory present may not.  ipt_blk_set_wait_for_code() /
+ * ipt_insn_set_wait_for_code() with on non-zero make them stop at missing
+ * memory too, so that fetching pages on demand gives exactly the output of
+ * a decode with all memory present; off (the default) they do as libipt.
+ * Both return zero, -pte_invalid without decoder. */
+struct ipt_fault {
+	/* The address space of the read. */
+	struct pt_asid asid;
+	/* The first address that could not be read. */
+	uint64_t addr;
+	/* How many bytes were wanted from @addr on (at most an
+	 * instruction's). */
+	uint32_t size;
+};
+
+IPT_API int ipt_blk_get_fault(const struct pt_block_decoder *decoder,
+			      struct ipt_fault *fault, size_t size);
+IPT_API int ipt_insn_get_fault(const struct pt_insn_decoder *decoder,
+			       struct ipt_fault *fault, size_t size);
+IPT_API int ipt_blk_set_wait_for_code(struct pt_block_decoder *decoder,
+				      int on);
+IPT_API int ipt_insn_set_wait_for_code(struct pt_insn_decoder *decoder,
+				       int on);
+
 /* >>api-alloc: ipt_ extensions: a runtime allocator per object */
 
 /* Where an object's memory comes from.  alloc returns size bytes aligned
@@ -1419,6 +1480,490 @@ IPT_API struct pt_image_section_cache *
 ipt_iscache_alloc_with(const char *name,
 		       const struct ipt_allocator *allocator);
 #endif
+
+/* >>api-pev: the perf_event record reader
+ * Specified by libipt's pevent.h (pevent/include/pevent.h; libipt has no
+ * man page for it).
+ *
+ * Linux perf writes sideband records beside the trace: which files a
+ * process maps (MMAP, MMAP2), exec (COMM with PERF_RECORD_MISC_COMM_EXEC),
+ * fork and exit, context switches, where trace starts and what was lost.
+ * Each record is a struct perf_event_header, a type-specific body, and the
+ * samples that the event's sample_type asked for (sample_id_all: the tid,
+ * time, id, stream id, cpu and identifier samples, in that order).  pev_read
+ * reads one record in place: the pointers in struct pev_event point into
+ * the caller's buffer, which must be 8-byte aligned, and stay valid as
+ * long as it does.  Nothing here allocates or touches files: freestanding
+ * builds have all of it.
+ *
+ * The PERF_RECORD_*, PERF_SAMPLE_* and misc values are Linux's.  Hosted
+ * Linux builds take them from <linux/perf_event.h>, as libipt does; other
+ * builds get the subset below, unless that header came first. */
+
+#if !defined(IPT_NO_STDIO) && defined(__linux__)
+#include <linux/perf_event.h>
+#elif !defined(_LINUX_PERF_EVENT_H) && !defined(_UAPI_LINUX_PERF_EVENT_H)
+struct perf_event_header {
+	uint32_t type;
+	uint16_t misc;
+	uint16_t size;
+};
+
+enum perf_event_type {
+	PERF_RECORD_MMAP = 1,
+	PERF_RECORD_LOST = 2,
+	PERF_RECORD_COMM = 3,
+	PERF_RECORD_EXIT = 4,
+	PERF_RECORD_THROTTLE = 5,
+	PERF_RECORD_UNTHROTTLE = 6,
+	PERF_RECORD_FORK = 7,
+	PERF_RECORD_READ = 8,
+	PERF_RECORD_SAMPLE = 9,
+	PERF_RECORD_MMAP2 = 10,
+	PERF_RECORD_AUX = 11,
+	PERF_RECORD_ITRACE_START = 12,
+	PERF_RECORD_LOST_SAMPLES = 13,
+	PERF_RECORD_SWITCH = 14,
+	PERF_RECORD_SWITCH_CPU_WIDE = 15
+};
+
+enum perf_event_sample_format {
+	PERF_SAMPLE_IP = 1u << 0,
+	PERF_SAMPLE_TID = 1u << 1,
+	PERF_SAMPLE_TIME = 1u << 2,
+	PERF_SAMPLE_ADDR = 1u << 3,
+	PERF_SAMPLE_READ = 1u << 4,
+	PERF_SAMPLE_CALLCHAIN = 1u << 5,
+	PERF_SAMPLE_ID = 1u << 6,
+	PERF_SAMPLE_CPU = 1u << 7,
+	PERF_SAMPLE_PERIOD = 1u << 8,
+	PERF_SAMPLE_STREAM_ID = 1u << 9,
+	PERF_SAMPLE_RAW = 1u << 10,
+	PERF_SAMPLE_IDENTIFIER = 1u << 16
+};
+
+#define PERF_RECORD_MISC_CPUMODE_MASK (7 << 0)
+#define PERF_RECORD_MISC_CPUMODE_UNKNOWN (0 << 0)
+#define PERF_RECORD_MISC_KERNEL (1 << 0)
+#define PERF_RECORD_MISC_USER (2 << 0)
+#define PERF_RECORD_MISC_HYPERVISOR (3 << 0)
+#define PERF_RECORD_MISC_GUEST_KERNEL (4 << 0)
+#define PERF_RECORD_MISC_GUEST_USER (5 << 0)
+#define PERF_RECORD_MISC_COMM_EXEC (1 << 13)
+#define PERF_RECORD_MISC_SWITCH_OUT (1 << 13)
+#define PERF_AUX_FLAG_TRUNCATED 0x01
+#endif
+
+/* The sample type of the records whose PERF_SAMPLE_IDENTIFIER sample is
+ * identifier; sample_type must include PERF_SAMPLE_IDENTIFIER. */
+struct pev_sample_type {
+	uint64_t identifier;
+	uint64_t sample_type;
+};
+
+/* Sample types by identifier, for a stream that mixes events. */
+struct pev_sample_config {
+	uint8_t nstypes;
+	struct pev_sample_type stypes[];
+};
+
+/* How a stream's records were recorded: perf_event_attr.sample_type (with
+ * sample_id_all set), and the time conversion perf_event_mmap_page gives:
+ * time_shift, time_mult, time_zero.  sample_config, if not NULL, overrides
+ * sample_type for records whose identifier it lists. */
+struct pev_config {
+	size_t size;
+	uint64_t sample_type;
+	uint16_t time_shift;
+	uint32_t time_mult;
+	uint64_t time_zero;
+	struct pev_sample_config *sample_config;
+};
+
+/* Whether config is big enough to have field (a caller may be older). */
+#define pev_config_has(config, field)                                        \
+	((config)->size >= (offsetof(struct pev_config, field) +             \
+			    sizeof((config)->field)))
+
+static inline void pev_config_init(struct pev_config *config)
+{
+	config->size = sizeof(*config);
+	config->sample_type = 0;
+	config->time_shift = 0;
+	config->time_mult = 0;
+	config->time_zero = 0;
+	config->sample_config = NULL;
+}
+
+/* The bodies of the record types, as Linux lays them out. */
+struct pev_record_mmap {
+	uint32_t pid, tid;
+	uint64_t addr;
+	uint64_t len;
+	uint64_t pgoff;
+	char filename[];
+};
+
+struct pev_record_lost {
+	uint64_t id;
+	uint64_t lost;
+};
+
+struct pev_record_comm {
+	uint32_t pid, tid;
+	char comm[];
+};
+
+struct pev_record_exit {
+	uint32_t pid, ppid;
+	uint32_t tid, ptid;
+	uint64_t time;
+};
+
+/* THROTTLE and UNTHROTTLE. */
+struct pev_record_throttle {
+	uint64_t time;
+	uint64_t id;
+	uint64_t stream_id;
+};
+
+struct pev_record_fork {
+	uint32_t pid, ppid;
+	uint32_t tid, ptid;
+	uint64_t time;
+};
+
+struct pev_record_mmap2 {
+	uint32_t pid, tid;
+	uint64_t addr;
+	uint64_t len;
+	uint64_t pgoff;
+	uint32_t maj, min;
+	uint64_t ino;
+	uint64_t ino_generation;
+	uint32_t prot, flags;
+	char filename[];
+};
+
+struct pev_record_aux {
+	uint64_t aux_offset;
+	uint64_t aux_size;
+	uint64_t flags;
+};
+
+struct pev_record_itrace_start {
+	uint32_t pid, tid;
+};
+
+struct pev_record_lost_samples {
+	uint64_t lost;
+};
+
+struct pev_record_switch_cpu_wide {
+	uint32_t next_prev_pid;
+	uint32_t next_prev_tid;
+};
+
+/* One record: its type and misc from the header, its body (the member
+ * that type names; SWITCH has none, and unknown types are only skipped),
+ * and its samples (NULL where the sample type has none). */
+struct pev_event {
+	uint32_t type;
+	uint16_t misc;
+	union {
+		const struct pev_record_mmap *mmap;
+		const struct pev_record_lost *lost;
+		const struct pev_record_comm *comm;
+		const struct pev_record_exit *exit;
+		const struct pev_record_throttle *throttle;
+		const struct pev_record_fork *fork;
+		const struct pev_record_mmap2 *mmap2;
+		const struct pev_record_aux *aux;
+		const struct pev_record_itrace_start *itrace_start;
+		const struct pev_record_lost_samples *lost_samples;
+		const struct pev_record_switch_cpu_wide *switch_cpu_wide;
+	} record;
+	struct {
+		const uint32_t *pid;
+		const uint32_t *tid;
+		/* The time in perf_event format, and converted to TSC. */
+		const uint64_t *time;
+		uint64_t tsc;
+		const uint64_t *id;
+		const uint64_t *stream_id;
+		const uint32_t *cpu;
+		const uint64_t *identifier;
+	} sample;
+};
+
+static inline void pev_event_init(struct pev_event *event)
+{
+	event->type = 0;
+	event->misc = 0;
+	event->record.mmap = NULL;
+	event->sample.pid = NULL;
+	event->sample.tid = NULL;
+	event->sample.time = NULL;
+	event->sample.tsc = 0;
+	event->sample.id = NULL;
+	event->sample.stream_id = NULL;
+	event->sample.cpu = NULL;
+	event->sample.identifier = NULL;
+}
+
+/* Converts a perf_event time to TSC (time 0, which perf gives synthesized
+ * records, is TSC 0) and back.  Both return zero, -pte_internal if an
+ * argument is NULL, -pte_bad_config if config is too small or its
+ * time_mult is zero. */
+IPT_API int pev_time_to_tsc(uint64_t *tsc, uint64_t time,
+			    const struct pev_config *config);
+IPT_API int pev_time_from_tsc(uint64_t *time, uint64_t tsc,
+			      const struct pev_config *config);
+
+/* Reads the record at begin, which ends before end, into event.  Returns
+ * its size in bytes; -pte_internal for NULL arguments or end < begin;
+ * -pte_eos if the record does not fit (or has type zero, which is where a
+ * stream's zero padding starts); -pte_nosync if its header size is smaller
+ * than the header or differs from what body and samples take;
+ * -pte_bad_packet if a file or command name runs to the end of the
+ * record; -pte_bad_config if config is too small, its time_mult is zero,
+ * its time_shift 64 or more, or its sample configuration names a sample
+ * type without PERF_SAMPLE_IDENTIFIER.  Records of types it does not know
+ * are skipped whole (only type and misc are set), if their size is a
+ * multiple of 8 as perf pads them (-pte_nosync otherwise: the next record
+ * would be misaligned). */
+IPT_API int pev_read(struct pev_event *event, const uint8_t *begin,
+		     const uint8_t *end, const struct pev_config *config);
+
+/* Writes event to [begin, end).  Returns the number of bytes written;
+ * -pte_internal for NULL arguments or end < begin; -pte_bad_opc for a type
+ * pev_read would only skip; -pte_eos if it does not fit; -pte_bad_packet
+ * if the record grows beyond 64 KiB; -pte_bad_config if the samples the
+ * event has are not those config's sample type asks for, or as for
+ * pev_read. */
+IPT_API int pev_write(const struct pev_event *event, uint8_t *begin,
+		      uint8_t *end, const struct pev_config *config);
+
+#ifndef IPT_NO_STDIO
+/* >>api-sb: sideband sessions
+ * Specified by libipt's libipt-sb.h (sideband/include/libipt-sb.h.in; no
+ * man pages).
+ *
+ * A session serves one trace decoder.  It holds sideband decoders, one per
+ * sideband stream, ordered by the time of their next record, and a process
+ * context (an image) per pid.  pt_sb_event() gives the session each event
+ * the trace decoder reports: records up to the event's time are printed
+ * and applied, and a primary decoder may then switch the trace decoder's
+ * image to another process's.  Secondary decoders keep their processes'
+ * images up to date but never switch.  Sideband reads files (the records
+ * name the files a process mapped) and prints: hosted builds only. */
+
+#include <stdio.h>
+
+#define LIBIPT_SB_VERSION_MAJOR LIBIPT_VERSION_MAJOR
+#define LIBIPT_SB_VERSION_MINOR LIBIPT_VERSION_MINOR
+#define LIBIPT_SB_VERSION_PATCH LIBIPT_VERSION_PATCH
+#define LIBIPT_SB_VERSION LIBIPT_VERSION
+
+#ifndef pt_sb_export
+#define pt_sb_export
+#endif
+
+struct pt_sb_session;
+struct pt_sb_context;
+
+/* Warnings a sideband decoder reports (positive; errors are -pte_*). */
+enum pt_sb_error_code {
+	ptse_ok,
+	/* Sideband records were lost (PERF_RECORD_LOST). */
+	ptse_lost,
+	/* Trace was lost (a truncated PERF_RECORD_AUX). */
+	ptse_trace_lost,
+	/* A mapping could not be added to an image and was ignored. */
+	ptse_section_lost
+};
+
+/* A message for a warning code; "bad errcode" for others. */
+IPT_API const char *pt_sb_errstr(enum pt_sb_error_code errcode);
+
+/* What a sideband decoder prints of a record (pt_sb_event, pt_sb_dump).
+ * Zero prints nothing. */
+enum pt_sb_print_flag {
+	ptsbp_compact = 1 << 0,
+	ptsbp_verbose = 1 << 1,
+	/* The sideband file's name, and the record's offset in it. */
+	ptsbp_filename = 1 << 2,
+	ptsbp_file_offset = 1 << 3,
+	/* The record's time stamp. */
+	ptsbp_tsc = 1 << 4
+};
+
+/* pt_sb_alloc: a session; new process images get their file sections
+ * from iscache if it is not NULL.  NULL if out of memory.  pt_sb_free
+ * frees the session with its decoders, contexts and kernel image.
+ * pt_sb_iscache: the section cache given at allocation.
+ * pt_sb_kernel_image: the kernel's image, which every new process image
+ * starts as a copy of (e.g. sections from a kernel core dump). */
+IPT_API struct pt_sb_session *
+pt_sb_alloc(struct pt_image_section_cache *iscache);
+IPT_API void pt_sb_free(struct pt_sb_session *session);
+IPT_API struct pt_image_section_cache *
+pt_sb_iscache(struct pt_sb_session *session);
+IPT_API struct pt_image *pt_sb_kernel_image(struct pt_sb_session *session);
+
+/* Called on each error (negative errcode) and warning (positive
+ * enum pt_sb_error_code) a sideband decoder meets, with the sideband file
+ * and the offset of the record in it.  Returns zero or a -pte_* code. */
+typedef int(pt_sb_error_notifier_t)(int errcode, const char *filename,
+				    uint64_t offset, void *priv);
+
+/* Installs notifier (NULL: none); returns the one it replaces. */
+IPT_API pt_sb_error_notifier_t *
+pt_sb_notify_error(struct pt_sb_session *session,
+		   pt_sb_error_notifier_t *notifier, void *priv);
+
+/* Fetches the first record of each decoder added since the last call.  A
+ * decoder whose first fetch fails is dropped (its notifier has told why).
+ * Returns zero, -pte_invalid without a session. */
+IPT_API int pt_sb_init_decoders(struct pt_sb_session *session);
+
+/* Gives the session an event of the trace decoder (size: sizeof(*event)
+ * as the caller knows it).  First every record not later than event->tsc
+ * is printed to stream (if not NULL, by flags), applied and followed by
+ * the next one, in time order across decoders; then every decoder sees the
+ * event, so that it can place a context switch it put off.  A primary
+ * decoder sets *image to the image the trace decoder is to use from now
+ * on; it leaves *image alone otherwise.  A decoder whose callback fails is
+ * removed.  Returns zero; -pte_invalid for a NULL session or event or a
+ * size too small for the fields before reserved. */
+IPT_API int pt_sb_event(struct pt_sb_session *session,
+			struct pt_image **image,
+			const struct pt_event *event, size_t size,
+			FILE *stream, uint32_t flags);
+
+/* Prints (by flags) and skips every record not later than tsc, in time
+ * order.  Returns zero, -pte_invalid for a NULL session or stream. */
+IPT_API int pt_sb_dump(struct pt_sb_session *session, FILE *stream,
+		       uint32_t flags, uint64_t tsc);
+
+/* A process context: a pid and its image.  Contexts count references:
+ * pt_sb_ctx_get takes one (-pte_overflow beyond 65535), pt_sb_ctx_put
+ * drops one and frees the context with the last (-pte_internal if none
+ * was left).  Both return -pte_invalid for NULL.  pt_sb_ctx_image: the
+ * context's image (NULL for NULL). */
+IPT_API int pt_sb_ctx_get(struct pt_sb_context *context);
+IPT_API int pt_sb_ctx_put(struct pt_sb_context *context);
+IPT_API struct pt_image *pt_sb_ctx_image(const struct pt_sb_context *context);
+
+/* Adds size bytes of filename from offset to context's image at vaddr,
+ * through the session's section cache if it has one.  Returns zero or the
+ * error pt_image_add_file / pt_iscache_add_file returns; -pte_internal
+ * without a context. */
+IPT_API int pt_sb_ctx_mmap(struct pt_sb_session *session,
+			   struct pt_sb_context *context, const char *filename,
+			   uint64_t offset, uint64_t size, uint64_t vaddr);
+
+/* Sets *image to context's image, after telling the switch notifier.
+ * Returns zero, the notifier's error, or -pte_internal for NULL. */
+IPT_API int pt_sb_ctx_switch_to(struct pt_image **image,
+				struct pt_sb_session *session,
+				const struct pt_sb_context *context);
+
+/* Called with the context pt_sb_ctx_switch_to switches to.  Returns zero
+ * or a -pte_* code, which fails the switch. */
+typedef int(pt_sb_ctx_switch_notifier_t)(const struct pt_sb_context *context,
+					 void *priv);
+
+/* Installs notifier (NULL: none); returns the one it replaces. */
+IPT_API pt_sb_ctx_switch_notifier_t *
+pt_sb_notify_switch(struct pt_sb_session *session,
+		    pt_sb_ctx_switch_notifier_t *notifier, void *priv);
+
+/* pt_sb_get_context_by_pid: pid's context, made (image "pid-<hex pid>", a
+ * copy of the kernel image) if there is none.  pt_sb_find_context_by_pid:
+ * pid's context or NULL.  Neither takes a reference.
+ * pt_sb_remove_context: forgets context and drops the session's reference
+ * (-pte_nosync if the session does not have it).  All return zero,
+ * -pte_invalid for NULL arguments, -pte_nomem. */
+IPT_API int pt_sb_get_context_by_pid(struct pt_sb_context **context,
+				     struct pt_sb_session *session,
+				     uint32_t pid);
+IPT_API int pt_sb_find_context_by_pid(struct pt_sb_context **context,
+				      struct pt_sb_session *session,
+				      uint32_t pid);
+IPT_API int pt_sb_remove_context(struct pt_sb_session *session,
+				 struct pt_sb_context *context);
+
+/* A sideband decoder of one's own: fetch reads the next record and gives
+ * its time (-pte_eos at the end), apply applies the current record to
+ * an event (image is NULL for secondary decoders), print prints it, dtor
+ * frees priv.  All but dtor return zero or a -pte_* code. */
+struct pt_sb_decoder_config {
+	size_t size;
+	int (*fetch)(struct pt_sb_session *session, uint64_t *tsc, void *priv);
+	int (*apply)(struct pt_sb_session *session, struct pt_image **image,
+		     const struct pt_event *event, void *priv);
+	int (*print)(struct pt_sb_session *session, FILE *stream,
+		     uint32_t flags, void *priv);
+	void (*dtor)(void *priv);
+	void *priv;
+	uint32_t primary:1;
+};
+
+/* Adds a decoder; pt_sb_init_decoders() starts it.  Returns zero,
+ * -pte_invalid for NULL arguments, -pte_nomem. */
+IPT_API int pt_sb_alloc_decoder(struct pt_sb_session *session,
+				 const struct pt_sb_decoder_config *config);
+
+/* A decoder of Linux perf_event sideband (pt_sb_alloc_pevent_decoder).
+ * filename: the sideband file, read from begin to end (zero: its end).
+ * sysroot: prepended to the file names records map.  vdso_x64, vdso_x32,
+ * vdso_ia32: files for [vdso] mappings of 64-bit, x32 and 32-bit
+ * processes.  tsc_offset: applied this many ticks early.  kernel_start:
+ * where kernel addresses begin (UINT64_MAX if ring 0 is not traced).
+ * sample_type, time_*, sample_config: as in struct pev_config. */
+struct pt_sb_pevent_config {
+	size_t size;
+	const char *filename;
+	size_t begin;
+	size_t end;
+	const char *sysroot;
+	const char *vdso_x64;
+	const char *vdso_x32;
+	const char *vdso_ia32;
+	uint64_t tsc_offset;
+	uint64_t sample_type;
+	uint64_t kernel_start;
+	uint16_t time_shift;
+	uint32_t time_mult;
+	uint64_t time_zero;
+	uint32_t primary:1;
+	struct pev_sample_config *sample_config;
+};
+
+/* Loads config->filename and adds a perf_event decoder for it.  Returns
+ * zero; -pte_invalid for NULL arguments, a config smaller than libipt
+ * 2.0's, no filename, or end <= begin; -pte_bad_file if the file cannot
+ * be read; -pte_nomem. */
+IPT_API int pt_sb_alloc_pevent_decoder(struct pt_sb_session *session,
+				       const struct pt_sb_pevent_config *config);
+
+/* ipt_ extensions: a session whose memory (the session, its contexts and
+ * images, decoders and sideband copies) comes from allocator (NULL: the
+ * default), as the ipt_*_with constructors of >>api-alloc; and a
+ * perf_event decoder reading [begin, end) from memory, copied, instead of
+ * config->filename (which, if not NULL, names it in messages).  Returns
+ * as pt_sb_alloc_pevent_decoder, -pte_invalid also for end < begin. */
+/* Ref: pt_sb_alloc (libipt-sb.h), with an allocator (>>api-alloc). */
+IPT_API struct pt_sb_session *
+ipt_sb_alloc_with(struct pt_image_section_cache *iscache,
+		  const struct ipt_allocator *allocator);
+/* Ref: pt_sb_alloc_pevent_decoder (libipt-sb.h), from memory. */
+IPT_API int
+ipt_sb_alloc_pevent_decoder_mem(struct pt_sb_session *session,
+				const struct pt_sb_pevent_config *config,
+				const uint8_t *begin, const uint8_t *end);
+#endif /* IPT_NO_STDIO */
 
 #ifdef __cplusplus
 }
@@ -7726,6 +8271,11 @@ IPT_DEF int pt_qry_core_bus_ratio(struct pt_query_decoder *decoder,
  *   uint64_t ipt__image_generation(const struct pt_image *);
  *        moves on whenever what the image reads may have changed;
  *        image must not be NULL (it is read on the decoders' hot path)
+ *   uint32_t ipt__image_misses(const struct pt_image *,
+ *                              struct ipt__miss *last);
+ *       how many reads found nothing at their address so far, and (if
+ *       last is not NULL) the last of them: what a decoder that stopped
+ *       on -pte_nomap was missing
  *   int ipt__asid_from_user(struct pt_asid *, const struct pt_asid *user);
  *   int ipt__asid_to_user(struct pt_asid *user, const struct pt_asid *,
  *                         size_t size);
@@ -7852,7 +8402,11 @@ static char *ipt__strdup(const struct ipt_allocator *a, const char *str,
  * Entries live in a hash table and on a list from most to least recently
  * used; at the limit the least recently used entry is taken for the next
  * miss, so a full cache allocates nothing more.  Errors are not cached:
- * each read of unmapped memory calls the callback. */
+ * each read of unmapped memory calls the callback.  Nor is the end of a
+ * mapping where a read then found nothing: memory missing for now (a
+ * guest page not yet copied out) may be there when asked again, so the
+ * run below it is no longer bounded and a read reaching its end asks on
+ * (ipt__pcache_unbound). */
 
 struct ipt__page {
 	/* The next entry in the hash bucket, or on the spare list. */
@@ -7884,6 +8438,14 @@ struct ipt__section;
 struct ipt__msec;
 #endif
 
+/* A read that found nothing: where, in which address space, how much. */
+struct ipt__miss {
+	uint64_t addr;
+	uint64_t cr3;
+	uint64_t vmcs;
+	uint32_t size;
+};
+
 struct pt_image {
 	char *name;
 	size_t name_size;
@@ -7895,6 +8457,9 @@ struct pt_image {
 	void *context;
 	uint64_t generation;
 	struct ipt__pcache pages;
+	/* Reads that found nothing, and the last of them. */
+	uint32_t misses;
+	struct ipt__miss miss;
 	/* Where all of the above comes from. */
 	struct ipt_allocator allocator;
 };
@@ -8060,6 +8625,21 @@ static struct ipt__page *ipt__pcache_take(struct ipt__pcache *pc,
 	return page;
 }
 
+/* Nothing could be read at @addr: the run that ends there no longer says
+ * the mapping ends there, so that a read through it asks the callback at
+ * @addr again (and finds what was missing, once it is there). */
+static void ipt__pcache_unbound(struct ipt__pcache *pc, uint64_t cr3,
+				uint64_t vmcs, uint64_t addr)
+{
+	struct ipt__page *page;
+
+	if (!addr)
+		return;
+	page = ipt__pcache_find(pc, cr3, vmcs, addr - 1);
+	if (page && page->base + page->hi == addr)
+		page->bounded = 0;
+}
+
 /* Asks the callback for the bytes from addr to the end of its page and
  * caches them.  Returns the number of bytes and the entry in *ppage, zero or
  * the callback's error (nothing cached), or -pte_nomem if no entry could be
@@ -8094,6 +8674,8 @@ static int ipt__pcache_fill(struct pt_image *image, const struct pt_asid *asid,
 				 image->context);
 	if (status <= 0) {
 		ipt__pcache_release(pc, page);
+		if (status == -pte_nomap)
+			ipt__pcache_unbound(pc, cr3, vmcs, addr);
 		return status;
 	}
 	if ((uint32_t) status > ask)
@@ -8787,24 +9369,43 @@ ipt__image_generation(const struct pt_image *image)
 	return image->generation;
 }
 
+static IPT__UNUSED uint32_t ipt__image_misses(const struct pt_image *image,
+					       struct ipt__miss *last)
+{
+	if (!image)
+		return 0;
+	if (last)
+		*last = image->miss;
+	return image->misses;
+}
+
 static IPT__UNUSED int ipt__image_read(struct pt_image *image, int *isid,
 				       uint8_t *buffer, uint16_t size,
 				       const struct pt_asid *asid,
 				       uint64_t addr)
 {
+	int status;
+
 	if (!image || !isid || !buffer)
 		return -pte_internal;
 #ifndef IPT_NO_STDIO
 	if (image->sections) {
-		int status;
-
 		status = ipt__image_read_sections(image, isid, buffer, size,
 						  asid, addr);
 		if (status != -pte_nomap)
 			return status;
 	}
 #endif
-	return ipt__image_read_callback(image, isid, buffer, size, asid, addr);
+	status = ipt__image_read_callback(image, isid, buffer, size, asid,
+					  addr);
+	if (status == -pte_nomap) {
+		image->misses += 1;
+		image->miss.addr = addr;
+		image->miss.cr3 = asid ? asid->cr3 : pt_asid_no_cr3;
+		image->miss.vmcs = asid ? asid->vmcs : pt_asid_no_vmcs;
+		image->miss.size = size;
+	}
+	return status;
 }
 
 IPT_DEF struct pt_image *
@@ -10428,12 +11029,23 @@ struct pt_block_decoder {
 	/* IPT__BOUND_* bits for @insn. */
 	uint32_t bound;
 
+	/* The image's miss count when the current pt_blk_next call began,
+	 * and, with @has_fault, the memory that call stopped at. */
+	uint32_t misses;
+	struct ipt__miss fault;
+
 	uint32_t enabled:1;
 	uint32_t speculative:1;
 	uint32_t has_tsc:1;
 	uint32_t has_cbr:1;
 	uint32_t has_icnt:1;
 	uint32_t process_insn:1;
+	uint32_t has_fault:1;
+	/* Set by ipt_blk_set_wait_for_code. */
+	uint32_t wait_for_code:1;
+	/* The fault was met looking ahead of the flow, not walking it: what
+	 * follows the block's last instruction is not known yet. */
+	uint32_t fault_ahead:1;
 
 	/* Where the caches and the default image come from: the allocator
 	 * the decoder (or the instruction decoder holding it) was made with.
@@ -10892,6 +11504,7 @@ static void ipt__blk_reset(struct pt_block_decoder *decoder)
 	decoder->has_cbr = 0;
 	decoder->has_icnt = 0;
 	decoder->process_insn = 0;
+	decoder->has_fault = 0;
 	decoder->ntrail = 0;
 	IPT_MEMSET(&decoder->event, 0xff, sizeof(decoder->event));
 	ipt__retstack_init(&decoder->retstack);
@@ -11511,6 +12124,21 @@ static int ipt__blk_proceed_to_trig(struct pt_block_decoder *decoder,
 	return 1;
 }
 
+/* An erratum workaround could not read the code it looks at: it does not
+ * apply, as in libipt, unless the user waits for missing code
+ * (ipt_blk_set_wait_for_code); then the error stops the decoder where it
+ * is, and it looks again on the next call. */
+static int ipt__blk_lookahead_failed(struct pt_block_decoder *decoder,
+				     int status)
+{
+	if (decoder->wait_for_code &&
+	    (status == -pte_nomap || status == -pte_bad_insn)) {
+		decoder->fault_ahead = 1;
+		return status;
+	}
+	return 0;
+}
+
 /* Erratum SKD022: a VMLAUNCH or VMRESUME that disables tracing may send a
  * bogus FUP, which makes the disable look asynchronous.  Turn such an
  * async disable into a synchronous one.
@@ -11521,14 +12149,16 @@ static int ipt__blk_handle_skd022(struct pt_block_decoder *decoder,
 {
 	struct ipt__insn_ext iext;
 	struct pt_insn insn;
+	int status;
 
 	IPT_MEMSET(&insn, 0, sizeof(insn));
 	IPT_MEMSET(&iext, 0, sizeof(iext));
 	insn.mode = decoder->mode;
 	insn.ip = ev->variant.async_disabled.at;
 
-	if (ipt__blk_decode(decoder, &insn, &iext) < 0)
-		return 0;
+	status = ipt__blk_decode(decoder, &insn, &iext);
+	if (status < 0)
+		return ipt__blk_lookahead_failed(decoder, status);
 
 	if (iext.iclass != IPT__INST_VMLAUNCH &&
 	    iext.iclass != IPT__INST_VMRESUME)
@@ -12374,8 +13004,9 @@ static int ipt__blk_handle_bdm64(struct pt_block_decoder *decoder,
 	insn.mode = block->mode;
 	insn.ip = block->end_ip;
 
-	if (ipt__blk_decode(decoder, &insn, &iext) < 0)
-		return 0;
+	status = ipt__blk_decode(decoder, &insn, &iext);
+	if (status < 0)
+		return ipt__blk_lookahead_failed(decoder, status);
 	if (!ipt__insn_is_branch(&insn, &iext))
 		return 0;
 
@@ -12384,6 +13015,8 @@ static int ipt__blk_handle_bdm64(struct pt_block_decoder *decoder,
 					       &decoder->asid,
 					       IPT__BDM64_MAX_STEPS);
 	if (status > 0)
+		return status;
+	if (status < 0 && ipt__blk_lookahead_failed(decoder, status) < 0)
 		return status;
 
 	decoder->ip = ev->variant.tsx.ip;
@@ -12406,9 +13039,12 @@ static int ipt__blk_postpone_trailing_tsx(struct pt_block_decoder *decoder,
 		if (!config)
 			return -pte_internal;
 
-		if (config->errata.bdm64 &&
-		    ipt__blk_handle_bdm64(decoder, block, ev) < 0)
-			return 1;
+		if (config->errata.bdm64) {
+			int status = ipt__blk_handle_bdm64(decoder, block, ev);
+
+			if (status < 0)
+				return status;
+		}
 	}
 
 	return decoder->ip != ev->variant.tsx.ip ? 1 : 0;
@@ -12671,9 +13307,70 @@ static uint64_t ipt__blk_evt_offset(const struct pt_event_decoder *evdec)
 	return offset;
 }
 
+/* A public call begins: note the image's misses so far. */
+static void ipt__blk_watch(struct pt_block_decoder *decoder)
+{
+	decoder->misses = ipt__image_misses(decoder->image, NULL);
+	decoder->fault_ahead = 0;
+}
+
+/* Did the call that began at @decoder->misses and ends with @status stop
+ * at memory the image could not read?  The walk stops at its first error,
+ * so the last miss is the one that stopped it.  Walking the code is all a
+ * block decoder did before it reads an instruction, so the decoder stands
+ * right before the one it could not read and the next call tries again. */
+static void ipt__blk_note_fault(struct pt_block_decoder *decoder, int status)
+{
+	decoder->has_fault = 0;
+	if (status != -pte_nomap && status != -pte_bad_insn)
+		return;
+	if (ipt__image_misses(decoder->image, &decoder->fault) !=
+	    decoder->misses)
+		decoder->has_fault = 1;
+}
+
+static int ipt__blk_event(struct pt_block_decoder *decoder,
+			  struct pt_event *uevent, size_t size);
+static int ipt__blk_start_at(struct pt_block_decoder *decoder);
+
+/* Take the next event into @uevent (if not NULL), else the PSB+ just
+ * synchronized onto, together with the events that bind where the decoder
+ * then stands.  Finding those may need code ahead of the flow (the SKD022
+ * workaround).  A user waiting for missing code (ipt_blk_set_wait_for_code)
+ * gets the error with nothing taken: the same call, once the code is
+ * there, does it all (after a sync, pt_blk_sync_set to the sync offset).
+ * Nothing here changes the caches' tables, so the decoder's own fields
+ * are all there is to keep. */
+static int ipt__blk_whole(struct pt_block_decoder *decoder,
+			  struct pt_event *uevent, size_t size)
+{
+	const struct pt_config *config;
+	struct pt_block_decoder save;
+	struct ipt__miss fault;
+	int status, keep;
+
+	ipt__blk_cache_sync(decoder);
+	config = pt_evt_get_config(&decoder->evdec);
+	keep = decoder->wait_for_code && config && config->errata.skd022;
+	if (keep)
+		IPT__COPY(save, *decoder);
+
+	ipt__blk_watch(decoder);
+	status = uevent ? ipt__blk_event(decoder, uevent, size) :
+			  ipt__blk_start_at(decoder);
+	ipt__blk_note_fault(decoder, status);
+	if (keep && decoder->has_fault) {
+		IPT__COPY(fault, decoder->fault);
+		IPT__COPY(*decoder, save);
+		IPT__COPY(decoder->fault, fault);
+		decoder->has_fault = 1;
+	}
+	return status;
+}
+
 /* We just synchronized.  Learn from the PSB+ status updates whether tracing
  * is enabled and where, then fetch the first event. */
-static int ipt__blk_start(struct pt_block_decoder *decoder)
+static int ipt__blk_start_at(struct pt_block_decoder *decoder)
 {
 	int status;
 
@@ -12688,6 +13385,12 @@ static int ipt__blk_start(struct pt_block_decoder *decoder)
 	decoder->status = pt_evt_next(&decoder->evdec, &decoder->event,
 				      sizeof(decoder->event));
 	return ipt__blk_proceed_trailing_event(decoder, NULL);
+}
+
+/* Synchronized: take in the PSB+ and the events that bind right there. */
+static int ipt__blk_start(struct pt_block_decoder *decoder)
+{
+	return ipt__blk_whole(decoder, NULL, 0);
 }
 
 IPT_DEF int pt_blk_sync_forward(struct pt_block_decoder *decoder)
@@ -12872,7 +13575,9 @@ static IPT__NOINLINE int ipt__blk_next(struct pt_block_decoder *decoder,
 		ipt__blk_begin(decoder, block);
 	}
 
+	ipt__blk_watch(decoder);
 	status = ipt__blk_proceed(decoder, block);
+	ipt__blk_note_fault(decoder, status);
 	ipt__blk_prefetch(decoder);
 
 	ipt__blk_block_to_user(ublock, size, block);
@@ -12892,9 +13597,44 @@ IPT_DEF int pt_blk_next(struct pt_block_decoder *decoder,
 	ipt__blk_begin(decoder, ublock);
 	if (IPT__UNLIKELY(ipt__blk_next_fast(decoder, ublock) < 0))
 		return ipt__blk_next(decoder, ublock, size, 1);
+	decoder->has_fault = 0;
 
 	ipt__blk_prefetch(decoder);
 	return 0;
+}
+
+IPT_DEF int ipt_blk_set_wait_for_code(struct pt_block_decoder *decoder,
+				      int on)
+{
+	if (!decoder)
+		return -pte_invalid;
+	decoder->wait_for_code = on ? 1 : 0;
+	return 0;
+}
+
+IPT_DEF int ipt_blk_get_fault(const struct pt_block_decoder *decoder,
+			      struct ipt_fault *ufault, size_t size)
+{
+	struct ipt_fault fault;
+
+	if (!decoder || !ufault)
+		return -pte_invalid;
+	if (!decoder->has_fault)
+		return 0;
+
+	IPT_MEMSET(&fault, 0, sizeof(fault));
+	pt_asid_init(&fault.asid);
+	fault.asid.cr3 = decoder->fault.cr3;
+	fault.asid.vmcs = decoder->fault.vmcs;
+	fault.addr = decoder->fault.addr;
+	fault.size = decoder->fault.size;
+	if (size > sizeof(fault)) {
+		IPT_MEMSET((uint8_t *) ufault + sizeof(fault), 0,
+			   size - sizeof(fault));
+		size = sizeof(fault);
+	}
+	IPT_MEMCPY(ufault, &fault, size);
+	return 1;
 }
 
 /* ---- events ---- */
@@ -13010,14 +13750,11 @@ static int ipt__blk_tnt_tick(struct pt_block_decoder *decoder,
 	return ipt__blk_proceed_trailing_event(decoder, NULL);
 }
 
-IPT_DEF int pt_blk_event(struct pt_block_decoder *decoder,
-			 struct pt_event *uevent, size_t size)
+static int ipt__blk_event(struct pt_block_decoder *decoder,
+			  struct pt_event *uevent, size_t size)
 {
 	struct pt_event *ev;
 	int status;
-
-	if (!decoder || !uevent)
-		return -pte_invalid;
 
 	status = decoder->status;
 	if (status < 0)
@@ -13165,6 +13902,14 @@ IPT_DEF int pt_blk_event(struct pt_block_decoder *decoder,
 	if (status < 0)
 		return status;
 	return ipt__blk_proceed_trailing_event(decoder, NULL);
+}
+
+IPT_DEF int pt_blk_event(struct pt_block_decoder *decoder,
+			 struct pt_event *uevent, size_t size)
+{
+	if (!decoder || !uevent)
+		return -pte_invalid;
+	return ipt__blk_whole(decoder, uevent, size);
 }
 
 /* ---- resynchronization ---- */
@@ -13410,6 +14155,11 @@ struct pt_insn_decoder {
 	uint32_t trail;
 	uint32_t epoch;
 	struct ipt__blk_text own;
+
+	/* With @has_held, the last instruction of a block that stopped at
+	 * missing memory: it waits for what follows to give its status. */
+	struct pt_insn held;
+	uint32_t has_held;
 };
 
 static void ipt__insn_reset(struct pt_insn_decoder *decoder)
@@ -13418,6 +14168,7 @@ static void ipt__insn_reset(struct pt_insn_decoder *decoder)
 	decoder->status = 0;
 	decoder->left = 0;
 	decoder->trail = 0;
+	decoder->has_held = 0;
 }
 
 /* Take the run at @block->ip from the block decoder's trail for this
@@ -13700,6 +14451,56 @@ static void ipt__insn_from_block(struct pt_insn *insn,
 	insn->ip = block->ip;
 }
 
+/* The last instruction of a block that stopped at missing memory waits in
+ * @decoder->held for what follows it: ask the block decoder again.  If the
+ * memory is still missing, that is the error, and the instruction waits on
+ * (the user gets none).  Otherwise it comes with the status of an empty
+ * block that follows (events that bind after it, or an error), or with
+ * none if the block goes on. */
+static int ipt__insn_resume(struct pt_insn_decoder *decoder,
+			    struct pt_insn *uinsn, size_t size)
+{
+	struct pt_block_decoder *blkdec = &decoder->blkdec;
+	struct pt_block *block = &decoder->block;
+	int status;
+
+	status = pt_blk_next(blkdec, block, sizeof(*block));
+	decoder->trail = 0;
+	if (status < 0 && blkdec->has_fault && !block->ninsn) {
+		struct pt_insn none;
+
+		IPT_MEMSET(&none, 0, sizeof(none));
+		ipt__insn_from_block(&none, block);
+		ipt__insn_to_user(uinsn, size, &none);
+		return status;
+	}
+
+	decoder->has_held = 0;
+	decoder->status = status;
+	ipt__insn_to_user(uinsn, size, &decoder->held);
+	return block->ninsn ? 0 : status;
+}
+
+/* The status the last instruction of a block, @insn, comes with: the block
+ * decoder's, unless the block stopped at missing memory.  If it did so
+ * walking the code, the block would have gone on: nothing binds after
+ * @insn, and the next call gives the error, at the instruction that could
+ * not be read, as one instruction at a time would find it.  If it did so
+ * looking ahead (ipt_blk_set_wait_for_code), @insn waits. */
+static IPT__INLINE int ipt__insn_block_end(struct pt_insn_decoder *decoder,
+					   const struct pt_insn *insn,
+					   struct pt_insn *uinsn, size_t size)
+{
+	if (IPT__LIKELY(decoder->status >= 0 || !decoder->blkdec.has_fault))
+		return decoder->status;
+	if (!decoder->blkdec.fault_ahead)
+		return 0;
+
+	IPT__COPY(decoder->held, *insn);
+	decoder->has_held = 1;
+	return ipt__insn_resume(decoder, uinsn, size);
+}
+
 /* pt_insn_next for everything but the middle of a run: block boundaries,
  * events, errors, code without cached runs, and other struct sizes. */
 static IPT__NOINLINE int ipt__insn_next(struct pt_insn_decoder *decoder,
@@ -13713,15 +14514,26 @@ static IPT__NOINLINE int ipt__insn_next(struct pt_insn_decoder *decoder,
 	block = &decoder->block;
 	insn = size == sizeof(local) ? uinsn : &local;
 
+	if (decoder->has_held)
+		return ipt__insn_resume(decoder, uinsn, size);
+
 	/* On errors the user gets at least IP and mode. */
 	IPT_MEMSET(insn, 0, sizeof(*insn));
 	ipt__insn_from_block(insn, block);
 
 	while (!block->ninsn) {
-		/* Errors and events belong to the end of a block. */
+		/* Errors and events belong to the end of a block.  Missing
+		 * memory is not the end: the next call asks again. */
 		status = decoder->status;
-		if (status < 0)
+		if (status < 0) {
+			/* At the instruction the block decoder could not
+			 * read: it stands right before it. */
+			if (decoder->blkdec.has_fault) {
+				decoder->status = 0;
+				insn->ip = decoder->blkdec.ip;
+			}
 			goto out;
+		}
 
 		/* The event should have been fetched after the last one. */
 		if (status & pts_event_pending) {
@@ -13738,8 +14550,11 @@ static IPT__NOINLINE int ipt__insn_next(struct pt_insn_decoder *decoder,
 			break;
 
 		/* An empty block: an error or event shows now. */
-		if (status < 0)
+		if (status < 0) {
+			if (decoder->blkdec.has_fault)
+				decoder->status = 0;
 			goto out;
+		}
 		if (status & pts_event_pending) {
 			status = -pte_event_ignored;
 			goto out;
@@ -13765,7 +14580,7 @@ static IPT__NOINLINE int ipt__insn_next(struct pt_insn_decoder *decoder,
 		decoder->left = 0;
 		if (insn->ip != block->end_ip)
 			return -pte_internal;
-		return decoder->status;
+		return ipt__insn_block_end(decoder, insn, uinsn, size);
 	}
 
 	/* A truncated last instruction comes with its bytes. */
@@ -13774,7 +14589,12 @@ static IPT__NOINLINE int ipt__insn_next(struct pt_insn_decoder *decoder,
 		insn->size = block->size;
 		status = ipt__ild_decode(insn, &iext);
 	} else {
-		status = ipt__blk_decode(&decoder->blkdec, insn, &iext);
+		struct pt_block_decoder *blkdec = &decoder->blkdec;
+
+		ipt__blk_watch(blkdec);
+		status = ipt__blk_decode(blkdec, insn, &iext);
+		if (status < 0)
+			ipt__blk_note_fault(blkdec, status);
 	}
 	if (status < 0)
 		goto out;
@@ -13788,7 +14608,7 @@ static IPT__NOINLINE int ipt__insn_next(struct pt_insn_decoder *decoder,
 
 	if (block->ip != block->end_ip)
 		return -pte_internal;
-	return decoder->status;
+	return ipt__insn_block_end(decoder, insn, uinsn, size);
 
 out:
 	ipt__insn_to_user(uinsn, size, insn);
@@ -13819,10 +14639,26 @@ IPT_DEF int pt_insn_next(struct pt_insn_decoder *decoder,
 		decoder->left = 0;
 		if (uinsn->ip != block->end_ip)
 			return -pte_internal;
-		return decoder->status;
+		return ipt__insn_block_end(decoder, uinsn, uinsn, size);
 	}
 
 	return ipt__insn_next(decoder, uinsn, size);
+}
+
+IPT_DEF int ipt_insn_set_wait_for_code(struct pt_insn_decoder *decoder,
+				       int on)
+{
+	if (!decoder)
+		return -pte_invalid;
+	return ipt_blk_set_wait_for_code(&decoder->blkdec, on);
+}
+
+IPT_DEF int ipt_insn_get_fault(const struct pt_insn_decoder *decoder,
+			       struct ipt_fault *fault, size_t size)
+{
+	if (!decoder)
+		return -pte_invalid;
+	return ipt_blk_get_fault(&decoder->blkdec, fault, size);
 }
 
 IPT_DEF int pt_insn_event(struct pt_insn_decoder *decoder,
@@ -13844,6 +14680,2080 @@ IPT_DEF int pt_insn_event(struct pt_insn_decoder *decoder,
 	decoder->status = status;
 	return status;
 }
+
+/* ==== >>pev  perf_event record reader ====================================
+ * Reads and writes the records Linux perf writes beside the trace, in
+ * place and without allocating (see >>api-pev).  Uses nothing but >>shim
+ * and the error codes.  Every pointer it hands out lies inside the record
+ * it read: the sizes are checked before anything is looked at.
+ *
+ * Internal interface (for >>sb), besides pev_*:
+ *
+ *   size_t ipt__pev_strnlen(const char *name, size_t max);
+ *        the length of a name, looking at no more than max bytes */
+
+/* Every record perf writes is a multiple of this, and so is every body
+ * and sample below; a buffer aligned to it keeps every field aligned. */
+#define IPT__PEV_ALIGN 8u
+
+/* perf_event time to TSC: time = zero + (tsc * mult) >> shift, inverted
+ * in two parts so that the product never overflows.  A shift of 64 or
+ * more has no meaning and would not be defined in C. */
+static int ipt__pev_time_config(const struct pev_config *config)
+{
+	if (!pev_config_has(config, time_zero))
+		return -pte_bad_config;
+	if (!config->time_mult || config->time_shift >= 64)
+		return -pte_bad_config;
+	return 0;
+}
+
+IPT_DEF int pev_time_to_tsc(uint64_t *tsc, uint64_t time,
+			    const struct pev_config *config)
+{
+	uint64_t quot, rem;
+	int errcode;
+
+	if (!tsc || !config)
+		return -pte_internal;
+
+	/* perf gives synthesized records time zero: the beginning. */
+	if (!time) {
+		*tsc = 0ull;
+		return 0;
+	}
+
+	errcode = ipt__pev_time_config(config);
+	if (errcode < 0)
+		return errcode;
+
+	time -= config->time_zero;
+	quot = time / config->time_mult;
+	rem = time % config->time_mult;
+	*tsc = (quot << config->time_shift) +
+	       ((rem << config->time_shift) / config->time_mult);
+	return 0;
+}
+
+IPT_DEF int pev_time_from_tsc(uint64_t *time, uint64_t tsc,
+			      const struct pev_config *config)
+{
+	uint64_t quot, rem;
+	int errcode;
+
+	if (!time || !config)
+		return -pte_internal;
+
+	errcode = ipt__pev_time_config(config);
+	if (errcode < 0)
+		return errcode;
+
+	quot = tsc >> config->time_shift;
+	rem = tsc & ((1ull << config->time_shift) - 1);
+	*time = config->time_zero + quot * config->time_mult +
+		((rem * config->time_mult) >> config->time_shift);
+	return 0;
+}
+
+/* The sample type of a record whose samples end with identifier (NULL if
+ * the record has no room for one): the sample configuration's entry for
+ * it, else config's sample_type. */
+static int ipt__pev_sample_type(uint64_t *sample_type,
+				const uint8_t *identifier,
+				const struct pev_config *config)
+{
+	const struct pev_sample_config *sconfig = NULL;
+	uint64_t id;
+	int i;
+
+	if (!pev_config_has(config, sample_type))
+		return -pte_bad_config;
+
+	*sample_type = config->sample_type;
+	if (pev_config_has(config, sample_config))
+		sconfig = config->sample_config;
+	if (!sconfig || !identifier)
+		return 0;
+
+	IPT_MEMCPY(&id, identifier, sizeof(id));
+	for (i = 0; i < sconfig->nstypes; ++i) {
+		if (sconfig->stypes[i].identifier != id)
+			continue;
+		if (!(sconfig->stypes[i].sample_type & PERF_SAMPLE_IDENTIFIER))
+			return -pte_bad_config;
+		*sample_type = sconfig->stypes[i].sample_type;
+		return 0;
+	}
+	return 0;
+}
+
+/* The samples sample_id_all appends, in perf's order, with their sizes
+ * in the record (the cpu sample is followed by four reserved bytes). */
+#define IPT__PEV_SAMPLES(X)                                                  \
+	X(PERF_SAMPLE_TID, 8u)                                               \
+	X(PERF_SAMPLE_TIME, 8u)                                              \
+	X(PERF_SAMPLE_ID, 8u)                                                \
+	X(PERF_SAMPLE_STREAM_ID, 8u)                                         \
+	X(PERF_SAMPLE_CPU, 8u)                                               \
+	X(PERF_SAMPLE_IDENTIFIER, 8u)
+
+static size_t ipt__pev_samples_size(uint64_t sample_type)
+{
+	size_t size = 0;
+
+#define IPT__PEV_SAMPLE_SIZE(bit, bytes)                                     \
+	if (sample_type & (uint64_t) (bit))                                  \
+		size += (bytes);
+	IPT__PEV_SAMPLES(IPT__PEV_SAMPLE_SIZE)
+#undef IPT__PEV_SAMPLE_SIZE
+	return size;
+}
+
+/* Points event's samples into [pos, end), which they must fill exactly
+ * (-pte_nosync otherwise).  The time is converted as soon as it is found,
+ * so that a bad time configuration is reported before a size mismatch, as
+ * libipt does; nothing else is looked at. */
+static int ipt__pev_read_samples(struct pev_event *event, const uint8_t *pos,
+				 const uint8_t *end,
+				 const struct pev_config *config)
+{
+	const uint8_t *identifier = NULL;
+	size_t avail = (size_t) (end - pos), at = 0;
+	uint64_t sample_type;
+	int errcode;
+
+	if (avail >= sizeof(uint64_t))
+		identifier = end - sizeof(uint64_t);
+	errcode = ipt__pev_sample_type(&sample_type, identifier, config);
+	if (errcode < 0)
+		return errcode;
+	if (ipt__pev_samples_size(sample_type) != avail) {
+		/* A time that is there still counts first. */
+		if ((sample_type & PERF_SAMPLE_TIME) &&
+		    ((sample_type & PERF_SAMPLE_TID) ? 16u : 8u) <= avail) {
+			uint64_t time, tsc;
+
+			IPT_MEMCPY(&time, pos + ((sample_type &
+						  PERF_SAMPLE_TID) ? 8 : 0),
+				   sizeof(time));
+			errcode = pev_time_to_tsc(&tsc, time, config);
+			if (errcode < 0)
+				return errcode;
+		}
+		return -pte_nosync;
+	}
+
+	if (sample_type & PERF_SAMPLE_TID) {
+		event->sample.pid = (const uint32_t *) (const void *) pos;
+		event->sample.tid = (const uint32_t *) (const void *) (pos + 4);
+		at += 8;
+	}
+	if (sample_type & PERF_SAMPLE_TIME) {
+		event->sample.time = (const uint64_t *) (const void *) (pos + at);
+		at += 8;
+		errcode = pev_time_to_tsc(&event->sample.tsc,
+					  *event->sample.time, config);
+		if (errcode < 0)
+			return errcode;
+	}
+	if (sample_type & PERF_SAMPLE_ID) {
+		event->sample.id = (const uint64_t *) (const void *) (pos + at);
+		at += 8;
+	}
+	if (sample_type & PERF_SAMPLE_STREAM_ID) {
+		event->sample.stream_id =
+			(const uint64_t *) (const void *) (pos + at);
+		at += 8;
+	}
+	if (sample_type & PERF_SAMPLE_CPU) {
+		event->sample.cpu = (const uint32_t *) (const void *) (pos + at);
+		at += 8;
+	}
+	if (sample_type & PERF_SAMPLE_IDENTIFIER)
+		event->sample.identifier =
+			(const uint64_t *) (const void *) (pos + at);
+	return 0;
+}
+
+/* The record types ipt.h reads: the fixed part of each one's body, and
+ * whether a NUL-terminated name, padded to 8 bytes, follows it.  SWITCH
+ * has no body. */
+static const struct {
+	uint32_t type;
+	uint8_t size;
+	uint8_t has_name;
+} ipt__pev_bodies[] = {
+	{ PERF_RECORD_MMAP, sizeof(struct pev_record_mmap), 1 },
+	{ PERF_RECORD_LOST, sizeof(struct pev_record_lost), 0 },
+	{ PERF_RECORD_COMM, sizeof(struct pev_record_comm), 1 },
+	{ PERF_RECORD_EXIT, sizeof(struct pev_record_exit), 0 },
+	{ PERF_RECORD_THROTTLE, sizeof(struct pev_record_throttle), 0 },
+	{ PERF_RECORD_UNTHROTTLE, sizeof(struct pev_record_throttle), 0 },
+	{ PERF_RECORD_FORK, sizeof(struct pev_record_fork), 0 },
+	{ PERF_RECORD_MMAP2, sizeof(struct pev_record_mmap2), 1 },
+	{ PERF_RECORD_AUX, sizeof(struct pev_record_aux), 0 },
+	{ PERF_RECORD_ITRACE_START, sizeof(struct pev_record_itrace_start),
+	  0 },
+	{ PERF_RECORD_LOST_SAMPLES, sizeof(struct pev_record_lost_samples),
+	  0 },
+	{ PERF_RECORD_SWITCH, 0, 0 },
+	{ PERF_RECORD_SWITCH_CPU_WIDE,
+	  sizeof(struct pev_record_switch_cpu_wide), 0 },
+};
+
+/* The size of type's fixed body; -1 for types that are only skipped. */
+static int ipt__pev_body_size(uint32_t type, int *has_name)
+{
+	size_t i;
+
+	*has_name = 0;
+	for (i = 0; i < sizeof(ipt__pev_bodies) / sizeof(ipt__pev_bodies[0]);
+	     ++i) {
+		if (ipt__pev_bodies[i].type == type) {
+			*has_name = ipt__pev_bodies[i].has_name;
+			return ipt__pev_bodies[i].size;
+		}
+	}
+	return -1;
+}
+
+/* The bytes a NUL-terminated name at [pos, end) takes, padded to 8;
+ * -pte_bad_packet if it has no NUL. */
+static int ipt__pev_name_size(const uint8_t *pos, const uint8_t *end)
+{
+	const uint8_t *p;
+
+	for (p = pos; p < end; ++p) {
+		if (!*p)
+			return (int) (((size_t) (p - pos) + IPT__PEV_ALIGN) &
+				      ~(size_t) (IPT__PEV_ALIGN - 1));
+	}
+	return -pte_bad_packet;
+}
+
+IPT_DEF int pev_read(struct pev_event *event, const uint8_t *begin,
+		     const uint8_t *end, const struct pev_config *config)
+{
+	struct perf_event_header header;
+	const uint8_t *pos;
+	int body, has_name;
+
+	if (!event || !begin || !end || end < begin || !config)
+		return -pte_internal;
+	if ((size_t) (end - begin) < sizeof(header))
+		return -pte_eos;
+
+	IPT_MEMCPY(&header, begin, sizeof(header));
+	if (header.size < sizeof(header))
+		return -pte_nosync;
+	if (!header.type || (size_t) (end - begin) < header.size)
+		return -pte_eos;
+
+	end = begin + header.size;
+	pos = begin + sizeof(header);
+	pev_event_init(event);
+	event->type = header.type;
+	event->misc = header.misc;
+
+	/* Known records are multiples of 8 bytes by their layout: a size
+	 * that is not fails the size check below.  An unknown one is skipped,
+	 * but perf pads every record, and an odd size would misalign the
+	 * next. */
+	body = ipt__pev_body_size(header.type, &has_name);
+	if (body < 0)
+		return header.size % IPT__PEV_ALIGN ? -pte_nosync
+						    : (int) header.size;
+	if ((size_t) (end - pos) < (size_t) body)
+		return -pte_nosync;
+
+	/* Every member of the union is a pointer to a body that starts here. */
+	event->record.mmap = (const struct pev_record_mmap *) (const void *) pos;
+	if (header.type == PERF_RECORD_SWITCH)
+		event->record.mmap = NULL;
+	pos += body;
+	if (has_name) {
+		int name = ipt__pev_name_size(pos, end);
+
+		if (name < 0)
+			return name;
+		if ((size_t) (end - pos) < (size_t) name)
+			return -pte_nosync;
+		pos += name;
+	}
+
+	body = ipt__pev_read_samples(event, pos, end, config);
+	if (body < 0)
+		return body;
+	return (int) header.size;
+}
+
+/* ---- writing records ---- */
+
+/* The sample type the samples event points to make up, and their size. */
+static uint64_t ipt__pev_event_samples(const struct pev_event *event)
+{
+	uint64_t sample_type = 0;
+
+	if (event->sample.tid)
+		sample_type |= PERF_SAMPLE_TID;
+	if (event->sample.time)
+		sample_type |= PERF_SAMPLE_TIME;
+	if (event->sample.id)
+		sample_type |= PERF_SAMPLE_ID;
+	if (event->sample.stream_id)
+		sample_type |= PERF_SAMPLE_STREAM_ID;
+	if (event->sample.cpu)
+		sample_type |= PERF_SAMPLE_CPU;
+	if (event->sample.identifier)
+		sample_type |= PERF_SAMPLE_IDENTIFIER;
+	return sample_type;
+}
+
+static void ipt__pev_put(uint8_t **pos, const void *src, size_t size)
+{
+	if (src)
+		IPT_MEMCPY(*pos, src, size);
+	else
+		IPT_MEMSET(*pos, 0, size);
+	*pos += size;
+}
+
+/* The length of a name the caller gave, up to the most a record holds. */
+static size_t ipt__pev_strnlen(const char *name, size_t max)
+{
+	size_t len = 0;
+
+	while (len < max && name[len])
+		len += 1;
+	return len;
+}
+
+IPT_DEF int pev_write(const struct pev_event *event, uint8_t *begin,
+		      uint8_t *end, const struct pev_config *config)
+{
+	struct perf_event_header header;
+	const char *name = NULL;
+	uint64_t sample_type, configured;
+	size_t size, len = 0;
+	uint8_t *pos;
+	int body, has_name, errcode;
+
+	if (!event || !begin || !end || end < begin || !config)
+		return -pte_internal;
+
+	body = ipt__pev_body_size(event->type, &has_name);
+	if (body < 0)
+		return -pte_bad_opc;
+	if (body && !event->record.mmap)
+		return -pte_internal;
+
+	sample_type = ipt__pev_event_samples(event);
+	errcode = ipt__pev_sample_type(&configured,
+				       (const uint8_t *) event->sample.identifier,
+				       config);
+	if (errcode < 0)
+		return errcode;
+	if (configured != sample_type)
+		return -pte_bad_config;
+	if ((sample_type & PERF_SAMPLE_TID) && !event->sample.pid)
+		return -pte_bad_packet;
+
+	size = sizeof(header) + (size_t) body +
+	       ipt__pev_samples_size(sample_type);
+	if (has_name) {
+		name = event->type == PERF_RECORD_COMM ?
+			       event->record.comm->comm :
+		       event->type == PERF_RECORD_MMAP ?
+			       event->record.mmap->filename :
+			       event->record.mmap2->filename;
+		len = ipt__pev_strnlen(name, UINT16_MAX);
+		if (len >= UINT16_MAX)
+			return -pte_eos;
+		size += (len + IPT__PEV_ALIGN) & ~(size_t) (IPT__PEV_ALIGN - 1);
+	}
+	if (size > UINT16_MAX)
+		return -pte_bad_packet;
+	if ((size_t) (end - begin) < size)
+		return -pte_eos;
+
+	header.type = event->type;
+	header.misc = event->misc;
+	header.size = (uint16_t) size;
+	pos = begin;
+	ipt__pev_put(&pos, &header, sizeof(header));
+	if (body)
+		ipt__pev_put(&pos, event->record.mmap, (size_t) body);
+	if (has_name) {
+		size_t padded = (len + IPT__PEV_ALIGN) &
+				~(size_t) (IPT__PEV_ALIGN - 1);
+
+		ipt__pev_put(&pos, name, len);
+		ipt__pev_put(&pos, NULL, padded - len);
+	}
+	if (sample_type & PERF_SAMPLE_TID) {
+		ipt__pev_put(&pos, event->sample.pid, 4);
+		ipt__pev_put(&pos, event->sample.tid, 4);
+	}
+	if (sample_type & PERF_SAMPLE_TIME)
+		ipt__pev_put(&pos, event->sample.time, 8);
+	if (sample_type & PERF_SAMPLE_ID)
+		ipt__pev_put(&pos, event->sample.id, 8);
+	if (sample_type & PERF_SAMPLE_STREAM_ID)
+		ipt__pev_put(&pos, event->sample.stream_id, 8);
+	if (sample_type & PERF_SAMPLE_CPU) {
+		ipt__pev_put(&pos, event->sample.cpu, 4);
+		ipt__pev_put(&pos, NULL, 4);
+	}
+	if (sample_type & PERF_SAMPLE_IDENTIFIER)
+		ipt__pev_put(&pos, event->sample.identifier, 8);
+	return (int) (pos - begin);
+}
+
+/* ==== >>sb  sideband sessions ============================================
+ * libipt-sb on top of >>pev and the image layer: a session of sideband
+ * decoders applied to a trace decoder's events, process contexts with
+ * their images, and the perf_event decoder.  Hosted builds only: sideband
+ * names files and prints.  Uses the image API (pt_image_*, pt_iscache_*)
+ * and >>pev; touches no field of another layer's structures. */
+
+#ifndef IPT_NO_STDIO
+
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+
+/* A process's ABI, from the first ELF file it maps: which vdso it has. */
+enum ipt__sb_abi {
+	ipt__sb_abi_unknown,
+	ipt__sb_abi_x64,
+	ipt__sb_abi_x32,
+	ipt__sb_abi_ia32
+};
+
+struct pt_sb_context {
+	/* The session's list of contexts. */
+	struct pt_sb_context *next;
+	struct pt_image *image;
+	enum ipt__sb_abi abi;
+	uint32_t pid;
+	/* References: the session's while it lists the context, and each
+	 * decoder's that is in or is about to switch to it. */
+	uint16_t ucount;
+	/* Contexts may outlive their session: each keeps its allocator. */
+	struct ipt_allocator allocator;
+};
+
+/* A sideband decoder: the caller's callbacks and the time of the record
+ * it fetched last. */
+struct ipt__sb_decoder {
+	struct ipt__sb_decoder *next;
+	uint64_t tsc;
+	struct pt_sb_decoder_config config;
+};
+
+struct pt_sb_session {
+	struct pt_image_section_cache *iscache;
+	struct pt_sb_context *contexts;
+	/* What every new process image starts as a copy of. */
+	struct pt_image *kernel;
+	/* Decoders with a record in hand, by its time (ascending). */
+	struct ipt__sb_decoder *decoders;
+	/* Added, not yet started by pt_sb_init_decoders(). */
+	struct ipt__sb_decoder *waiting;
+	/* Out of records; they still see events until they place a context
+	 * switch they put off. */
+	struct ipt__sb_decoder *retired;
+	/* Failed; kept until the session goes. */
+	struct ipt__sb_decoder *removed;
+	pt_sb_error_notifier_t *notify_error;
+	void *priv_error;
+	pt_sb_ctx_switch_notifier_t *notify_switch;
+	void *priv_switch;
+	struct ipt_allocator allocator;
+};
+
+/* ---- contexts ---- */
+
+IPT_DEF int pt_sb_ctx_get(struct pt_sb_context *context)
+{
+	if (!context)
+		return -pte_invalid;
+	if (context->ucount == UINT16_MAX)
+		return -pte_overflow;
+	context->ucount += 1;
+	return 0;
+}
+
+IPT_DEF int pt_sb_ctx_put(struct pt_sb_context *context)
+{
+	struct ipt_allocator a;
+
+	if (!context)
+		return -pte_invalid;
+	if (!context->ucount)
+		return -pte_internal;
+	context->ucount -= 1;
+	if (context->ucount)
+		return 0;
+
+	a = context->allocator;
+	pt_image_free(context->image);
+	ipt__free(&a, context, sizeof(*context));
+	return 0;
+}
+
+IPT_DEF struct pt_image *pt_sb_ctx_image(const struct pt_sb_context *context)
+{
+	return context ? context->image : NULL;
+}
+
+IPT_DEF int pt_sb_ctx_mmap(struct pt_sb_session *session,
+			   struct pt_sb_context *context, const char *filename,
+			   uint64_t offset, uint64_t size, uint64_t vaddr)
+{
+	struct pt_image_section_cache *iscache;
+	int isid;
+
+	if (!context || !context->image)
+		return -pte_internal;
+
+	iscache = pt_sb_iscache(session);
+	if (!iscache)
+		return pt_image_add_file(context->image, filename, offset, size,
+					 NULL, vaddr);
+
+	isid = pt_iscache_add_file(iscache, filename, offset, size, vaddr);
+	if (isid < 0)
+		return isid;
+	return pt_image_add_cached(context->image, iscache, isid, NULL);
+}
+
+IPT_DEF int pt_sb_ctx_switch_to(struct pt_image **image,
+				struct pt_sb_session *session,
+				const struct pt_sb_context *context)
+{
+	int errcode;
+
+	if (!image || !session || !context || !context->image)
+		return -pte_internal;
+
+	if (session->notify_switch) {
+		errcode = session->notify_switch(context, session->priv_switch);
+		if (errcode < 0)
+			return errcode;
+	}
+	*image = context->image;
+	return 0;
+}
+
+IPT_DEF int pt_sb_find_context_by_pid(struct pt_sb_context **context,
+				      struct pt_sb_session *session,
+				      uint32_t pid)
+{
+	struct pt_sb_context *ctx;
+
+	if (!context || !session)
+		return -pte_invalid;
+
+	for (ctx = session->contexts; ctx; ctx = ctx->next) {
+		if (ctx->pid == pid)
+			break;
+	}
+	*context = ctx;
+	return 0;
+}
+
+/* A new context for pid, its image a copy of the kernel's. */
+static int ipt__sb_add_context(struct pt_sb_context **pcontext,
+			       struct pt_sb_session *session, uint32_t pid)
+{
+	struct pt_sb_context *context;
+	char name[16];
+	int errcode;
+
+	context = (struct pt_sb_context *)
+		ipt__zalloc(&session->allocator, sizeof(*context));
+	if (!context)
+		return -pte_nomem;
+
+	(void) snprintf(name, sizeof(name), "pid-%" PRIx32, pid);
+	context->image = ipt_image_alloc_with(name, &session->allocator);
+	if (!context->image) {
+		ipt__free(&session->allocator, context, sizeof(*context));
+		return -pte_nomem;
+	}
+	context->allocator = session->allocator;
+	context->pid = pid;
+	context->ucount = 1;
+
+	errcode = pt_image_copy(context->image, session->kernel);
+	if (errcode < 0) {
+		(void) pt_sb_ctx_put(context);
+		return errcode;
+	}
+
+	context->next = session->contexts;
+	session->contexts = context;
+	*pcontext = context;
+	return 0;
+}
+
+IPT_DEF int pt_sb_get_context_by_pid(struct pt_sb_context **context,
+				     struct pt_sb_session *session,
+				     uint32_t pid)
+{
+	int errcode;
+
+	errcode = pt_sb_find_context_by_pid(context, session, pid);
+	if (errcode < 0 || *context)
+		return errcode;
+	return ipt__sb_add_context(context, session, pid);
+}
+
+IPT_DEF int pt_sb_remove_context(struct pt_sb_session *session,
+				 struct pt_sb_context *context)
+{
+	struct pt_sb_context **link;
+
+	if (!session || !context)
+		return -pte_invalid;
+
+	for (link = &session->contexts; *link; link = &(*link)->next) {
+		if (*link == context) {
+			*link = context->next;
+			context->next = NULL;
+			return pt_sb_ctx_put(context);
+		}
+	}
+	return -pte_nosync;
+}
+
+/* ---- the session ---- */
+
+IPT_DEF struct pt_sb_session *
+ipt_sb_alloc_with(struct pt_image_section_cache *iscache,
+		  const struct ipt_allocator *allocator)
+{
+	struct pt_sb_session *session;
+	struct ipt_allocator a;
+
+	if (ipt__allocator_init(&a, allocator) < 0)
+		return NULL;
+
+	session = (struct pt_sb_session *) ipt__zalloc(&a, sizeof(*session));
+	if (!session)
+		return NULL;
+
+	session->allocator = a;
+	session->iscache = iscache;
+	session->kernel = ipt_image_alloc_with("kernel", &a);
+	if (!session->kernel) {
+		ipt__free(&a, session, sizeof(*session));
+		return NULL;
+	}
+	return session;
+}
+
+IPT_DEF struct pt_sb_session *
+pt_sb_alloc(struct pt_image_section_cache *iscache)
+{
+	return ipt_sb_alloc_with(iscache, NULL);
+}
+
+static void ipt__sb_free_decoders(struct pt_sb_session *session,
+				  struct ipt__sb_decoder *list)
+{
+	while (list) {
+		struct ipt__sb_decoder *decoder = list;
+
+		list = decoder->next;
+		if (decoder->config.dtor)
+			decoder->config.dtor(decoder->config.priv);
+		ipt__free(&session->allocator, decoder, sizeof(*decoder));
+	}
+}
+
+IPT_DEF void pt_sb_free(struct pt_sb_session *session)
+{
+	struct ipt_allocator a;
+
+	if (!session)
+		return;
+
+	ipt__sb_free_decoders(session, session->decoders);
+	ipt__sb_free_decoders(session, session->waiting);
+	ipt__sb_free_decoders(session, session->retired);
+	ipt__sb_free_decoders(session, session->removed);
+
+	while (session->contexts) {
+		struct pt_sb_context *context = session->contexts;
+
+		session->contexts = context->next;
+		(void) pt_sb_ctx_put(context);
+	}
+
+	pt_image_free(session->kernel);
+	a = session->allocator;
+	ipt__free(&a, session, sizeof(*session));
+}
+
+IPT_DEF struct pt_image_section_cache *
+pt_sb_iscache(struct pt_sb_session *session)
+{
+	return session ? session->iscache : NULL;
+}
+
+IPT_DEF struct pt_image *pt_sb_kernel_image(struct pt_sb_session *session)
+{
+	return session ? session->kernel : NULL;
+}
+
+IPT_DEF pt_sb_error_notifier_t *
+pt_sb_notify_error(struct pt_sb_session *session,
+		   pt_sb_error_notifier_t *notifier, void *priv)
+{
+	pt_sb_error_notifier_t *old;
+
+	if (!session)
+		return NULL;
+	old = session->notify_error;
+	session->notify_error = notifier;
+	session->priv_error = priv;
+	return old;
+}
+
+IPT_DEF pt_sb_ctx_switch_notifier_t *
+pt_sb_notify_switch(struct pt_sb_session *session,
+		    pt_sb_ctx_switch_notifier_t *notifier, void *priv)
+{
+	pt_sb_ctx_switch_notifier_t *old;
+
+	if (!session)
+		return NULL;
+	old = session->notify_switch;
+	session->notify_switch = notifier;
+	session->priv_switch = priv;
+	return old;
+}
+
+/* Tells the error notifier, if there is one; its answer is the result. */
+static int ipt__sb_error(const struct pt_sb_session *session, int errcode,
+			 const char *filename, uint64_t offset)
+{
+	if (!session)
+		return -pte_internal;
+	if (!session->notify_error)
+		return 0;
+	return session->notify_error(errcode, filename, offset,
+				     session->priv_error);
+}
+
+IPT_DEF const char *pt_sb_errstr(enum pt_sb_error_code errcode)
+{
+	switch (errcode) {
+	case ptse_ok:
+		return "OK";
+	case ptse_lost:
+		return "sideband lost";
+	case ptse_trace_lost:
+		return "trace lost";
+	case ptse_section_lost:
+		return "image section lost";
+	}
+	return "bad errcode";
+}
+
+IPT_DEF int pt_sb_alloc_decoder(struct pt_sb_session *session,
+				const struct pt_sb_decoder_config *config)
+{
+	struct ipt__sb_decoder *decoder;
+
+	if (!session || !config)
+		return -pte_invalid;
+
+	decoder = (struct ipt__sb_decoder *)
+		ipt__zalloc(&session->allocator, sizeof(*decoder));
+	if (!decoder)
+		return -pte_nomem;
+
+	decoder->config.fetch = config->fetch;
+	decoder->config.apply = config->apply;
+	decoder->config.print = config->print;
+	decoder->config.dtor = config->dtor;
+	decoder->config.priv = config->priv;
+	decoder->config.primary = config->primary;
+	decoder->next = session->waiting;
+	session->waiting = decoder;
+	return 0;
+}
+
+/* Moves decoder to the front of list. */
+static void ipt__sb_push(struct ipt__sb_decoder **list,
+			 struct ipt__sb_decoder *decoder)
+{
+	decoder->next = *list;
+	*list = decoder;
+}
+
+/* Puts decoder into the session's time-ordered list: after those with
+ * earlier records, before those with records of the same time. */
+static void ipt__sb_insert(struct pt_sb_session *session,
+			   struct ipt__sb_decoder *decoder)
+{
+	struct ipt__sb_decoder **link = &session->decoders;
+
+	while (*link && (*link)->tsc < decoder->tsc)
+		link = &(*link)->next;
+	ipt__sb_push(link, decoder);
+}
+
+static int ipt__sb_fetch(struct pt_sb_session *session,
+			 struct ipt__sb_decoder *decoder)
+{
+	if (!decoder->config.fetch)
+		return -pte_bad_config;
+	return decoder->config.fetch(session, &decoder->tsc,
+				     decoder->config.priv);
+}
+
+static int ipt__sb_print(struct pt_sb_session *session,
+			 struct ipt__sb_decoder *decoder, FILE *stream,
+			 uint32_t flags)
+{
+	if (!decoder->config.print)
+		return -pte_bad_config;
+	return decoder->config.print(session, stream, flags,
+				     decoder->config.priv);
+}
+
+/* Secondary decoders get no image to switch. */
+static int ipt__sb_apply(struct pt_sb_session *session,
+			 struct pt_image **image,
+			 struct ipt__sb_decoder *decoder,
+			 const struct pt_event *event)
+{
+	if (!decoder->config.apply)
+		return -pte_bad_config;
+	return decoder->config.apply(session,
+				     decoder->config.primary ? image : NULL,
+				     event, decoder->config.priv);
+}
+
+IPT_DEF int pt_sb_init_decoders(struct pt_sb_session *session)
+{
+	if (!session)
+		return -pte_invalid;
+
+	while (session->waiting) {
+		struct ipt__sb_decoder *decoder = session->waiting;
+
+		session->waiting = decoder->next;
+		decoder->next = NULL;
+		if (ipt__sb_fetch(session, decoder) < 0)
+			ipt__sb_free_decoders(session, decoder);
+		else
+			ipt__sb_insert(session, decoder);
+	}
+	return 0;
+}
+
+/* Takes the first decoder off the time-ordered list if its record is
+ * not later than tsc, and prints that record; NULL if none is due.  A
+ * decoder whose printing fails goes to the removed list. */
+static struct ipt__sb_decoder *ipt__sb_next_due(struct pt_sb_session *session,
+						uint64_t tsc, FILE *stream,
+						uint32_t flags)
+{
+	struct ipt__sb_decoder *decoder;
+
+	while ((decoder = session->decoders) && decoder->tsc <= tsc) {
+		session->decoders = decoder->next;
+		decoder->next = NULL;
+		if (!stream || ipt__sb_print(session, decoder, stream,
+					     flags) >= 0)
+			return decoder;
+		ipt__sb_push(&session->removed, decoder);
+	}
+	return NULL;
+}
+
+/* Shows event to each decoder on list; those that fail are removed. */
+static void ipt__sb_present(struct pt_sb_session *session,
+			    struct pt_image **image,
+			    struct ipt__sb_decoder **list,
+			    const struct pt_event *event)
+{
+	while (*list) {
+		struct ipt__sb_decoder *decoder = *list;
+
+		if (ipt__sb_apply(session, image, decoder, event) >= 0) {
+			list = &decoder->next;
+			continue;
+		}
+		*list = decoder->next;
+		ipt__sb_push(&session->removed, decoder);
+	}
+}
+
+IPT_DEF int pt_sb_event(struct pt_sb_session *session,
+			struct pt_image **image,
+			const struct pt_event *uevent, size_t size,
+			FILE *stream, uint32_t flags)
+{
+	struct ipt__sb_decoder *decoder;
+	struct pt_event event;
+
+	if (!session || !uevent)
+		return -pte_invalid;
+	if (size < offsetof(struct pt_event, reserved))
+		return -pte_invalid;
+
+	/* Fields the caller does not know are zero; fields we do not know
+	 * are ignored. */
+	IPT_MEMSET(&event, 0, sizeof(event));
+	IPT_MEMCPY(&event, uevent, size < sizeof(event) ? size : sizeof(event));
+
+	/* Records up to the event's time, in time order across decoders.
+	 * The time is compared even without has_tsc, so that sideband can
+	 * follow relative time. */
+	while ((decoder = ipt__sb_next_due(session, event.tsc, stream,
+					   flags))) {
+		int errcode;
+
+		if (ipt__sb_apply(session, image, decoder, &event) < 0) {
+			ipt__sb_push(&session->removed, decoder);
+			continue;
+		}
+		errcode = ipt__sb_fetch(session, decoder);
+		if (errcode == -pte_eos)
+			ipt__sb_push(&session->retired, decoder);
+		else if (errcode < 0)
+			ipt__sb_push(&session->removed, decoder);
+		else
+			ipt__sb_insert(session, decoder);
+	}
+
+	/* Then the event itself, to every decoder, so that each can place
+	 * what it put off (a context switch waits for the kernel). */
+	ipt__sb_present(session, image, &session->decoders, &event);
+	ipt__sb_present(session, image, &session->retired, &event);
+	return 0;
+}
+
+IPT_DEF int pt_sb_dump(struct pt_sb_session *session, FILE *stream,
+		       uint32_t flags, uint64_t tsc)
+{
+	struct ipt__sb_decoder *decoder;
+
+	if (!session || !stream)
+		return -pte_invalid;
+
+	while ((decoder = ipt__sb_next_due(session, tsc, stream, flags))) {
+		if (ipt__sb_fetch(session, decoder) < 0)
+			ipt__sb_push(&session->removed, decoder);
+		else
+			ipt__sb_insert(session, decoder);
+	}
+	return 0;
+}
+
+/* ---- the perf_event decoder ----
+ * One sideband stream of perf_event records, read into memory whole.  It
+ * keeps the current record (fetched, due at its time) and the position
+ * of the next.  Applying a record changes the session's contexts at once;
+ * the trace decoder's image follows at a fitting event, since in the trace
+ * the process keeps running in its old image until it enters the kernel
+ * (for exec or a switch). */
+
+/* Where the trace is, by the IPs of the events the decoder saw. */
+enum ipt__sb_loc {
+	ipt__sb_loc_unknown,
+	ipt__sb_loc_kernel,
+	ipt__sb_loc_user,
+	ipt__sb_loc_likely_kernel,
+	ipt__sb_loc_likely_user
+};
+
+struct ipt__sb_pevent {
+	/* Copies of the configuration's strings; NULL if it had none. */
+	char *filename;
+	char *sysroot;
+	char *vdso_x64;
+	char *vdso_x32;
+	char *vdso_ia32;
+	/* The records; begin is an allocation of (end - begin) bytes, at
+	 * least one, so that an empty stream has an address too. */
+	uint8_t *begin, *end;
+	/* The current record (NULL before the first fetch) and the next. */
+	const uint8_t *current, *next;
+	struct pev_config pev;
+	struct pev_event event;
+	/* The context the trace decoder's image is from, and the one it is
+	 * to switch to at the next fitting event; each holds a reference. */
+	struct pt_sb_context *context;
+	struct pt_sb_context *next_context;
+	uint64_t kernel_start;
+	uint64_t tsc_offset;
+	enum ipt__sb_loc location;
+	struct ipt_allocator allocator;
+};
+
+/* The allocation that holds a stream of size bytes. */
+static size_t ipt__sb_alloc_size(size_t size)
+{
+	return size ? size : 1;
+}
+
+static void ipt__sb_free_string(const struct ipt_allocator *a, char *s)
+{
+	if (s)
+		ipt__free(a, s, ipt__pev_strnlen(s, FILENAME_MAX) + 1);
+}
+
+static void ipt__sb_pevent_dtor(void *arg)
+{
+	struct ipt__sb_pevent *priv = (struct ipt__sb_pevent *) arg;
+	struct ipt_allocator a;
+
+	if (!priv)
+		return;
+	a = priv->allocator;
+	if (priv->next_context)
+		(void) pt_sb_ctx_put(priv->next_context);
+	if (priv->context)
+		(void) pt_sb_ctx_put(priv->context);
+	ipt__sb_free_string(&a, priv->filename);
+	ipt__sb_free_string(&a, priv->sysroot);
+	ipt__sb_free_string(&a, priv->vdso_x64);
+	ipt__sb_free_string(&a, priv->vdso_x32);
+	ipt__sb_free_string(&a, priv->vdso_ia32);
+	if (priv->begin)
+		ipt__free(&a, priv->begin,
+			  ipt__sb_alloc_size((size_t) (priv->end - priv->begin)));
+	if (priv->pev.sample_config)
+		ipt__free(&a, priv->pev.sample_config,
+			  sizeof(*priv->pev.sample_config) +
+				  priv->pev.sample_config->nstypes *
+					  sizeof(struct pev_sample_type));
+	ipt__free(&a, priv, sizeof(*priv));
+}
+
+/* A copy of a path (NULL for NULL); -pte_invalid if it is longer than a
+ * path may be. */
+static int ipt__sb_copy_string(char **dst, const char *src,
+			       const struct ipt_allocator *a)
+{
+	size_t len;
+
+	*dst = NULL;
+	if (!src)
+		return 0;
+	len = ipt__pev_strnlen(src, FILENAME_MAX);
+	if (len == FILENAME_MAX)
+		return -pte_invalid;
+	*dst = (char *) ipt__alloc(a, len + 1);
+	if (!*dst)
+		return -pte_nomem;
+	IPT_MEMCPY(*dst, src, len + 1);
+	return 0;
+}
+
+/* Bytes [begin, end) of a file (to its end if end is zero) into memory
+ * from a. */
+static int ipt__sb_load(uint8_t **buffer, size_t *psize, const char *filename,
+			size_t begin, size_t end, const struct ipt_allocator *a)
+{
+	FILE *file;
+	long fsize;
+	size_t size;
+
+	if (end && end <= begin)
+		return -pte_invalid;
+	if ((size_t) LONG_MAX < begin || (size_t) LONG_MAX < end)
+		return -pte_invalid;
+
+	file = fopen(filename, "rb");
+	if (!file)
+		return -pte_bad_file;
+	if (fseek(file, 0, SEEK_END) || (fsize = ftell(file)) < 0 ||
+	    (size_t) fsize < begin || fseek(file, (long) begin, SEEK_SET)) {
+		fclose(file);
+		return -pte_bad_file;
+	}
+	if (!end || (size_t) fsize < end)
+		end = (size_t) fsize;
+
+	size = end - begin;
+	*buffer = (uint8_t *) ipt__alloc(a, ipt__sb_alloc_size(size));
+	if (!*buffer) {
+		fclose(file);
+		return -pte_nomem;
+	}
+	if (fread(*buffer, 1, size, file) != size) {
+		ipt__free(a, *buffer, ipt__sb_alloc_size(size));
+		fclose(file);
+		return -pte_bad_file;
+	}
+	fclose(file);
+	*psize = size;
+	return 0;
+}
+
+/* Reports errcode for the current record (or the next, before the first
+ * fetch) through the session's notifier. */
+static int ipt__sb_pevent_error(const struct pt_sb_session *session,
+				int errcode,
+				const struct ipt__sb_pevent *priv)
+{
+	const uint8_t *pos = priv->current ? priv->current : priv->next;
+
+	return ipt__sb_error(session, errcode, priv->filename,
+			     (uint64_t) (pos - priv->begin));
+}
+
+/* Fetches the next record; its time, less tsc_offset, is when it is due.
+ * A record without a time is due at once. */
+static int ipt__sb_pevent_fetch(struct ipt__sb_pevent *priv, uint64_t *tsc)
+{
+	struct pev_event *event = &priv->event;
+	uint64_t offset, time;
+	int size;
+
+	/* Move on first, so that an error names the record it is in. */
+	priv->current = priv->next;
+	if (priv->current == priv->end)
+		return -pte_eos;
+	size = pev_read(event, priv->current, priv->end, &priv->pev);
+	if (size < 0)
+		return size;
+	priv->next = priv->current + size;
+
+	if (!event->sample.time) {
+		*tsc = 0ull;
+		return 0;
+	}
+
+	/* Subtracting the offset must not wrap: a record pushed far into
+	 * the future would hold back every later one.  A negative offset
+	 * (a huge unsigned one) moves records later, up to the end of time. */
+	offset = priv->tsc_offset;
+	time = event->sample.tsc;
+	if (offset <= time)
+		time -= offset;
+	else if ((int64_t) offset >= 0)
+		time = 0ull;
+	else if (time <= offset)
+		time -= offset;
+	else
+		time = UINT64_MAX;
+
+	event->sample.tsc = time;
+	*tsc = time;
+	return 0;
+}
+
+static int ipt__sb_pevent_fetch_cb(struct pt_sb_session *session,
+				   uint64_t *tsc, void *arg)
+{
+	struct ipt__sb_pevent *priv = (struct ipt__sb_pevent *) arg;
+	int errcode;
+
+	if (!priv || !tsc)
+		return -pte_internal;
+	errcode = ipt__sb_pevent_fetch(priv, tsc);
+	if (errcode < 0 && errcode != -pte_eos)
+		(void) ipt__sb_pevent_error(session, errcode, priv);
+	return errcode;
+}
+
+/* ---- printing records ---- */
+
+/* Prints "NAME" or "NAME.SUFFIX". */
+static void ipt__sb_print_name(FILE *stream, const char *name,
+			       const char *sfx)
+{
+	fprintf(stream, "%s%s", name, sfx);
+}
+
+static void ipt__sb_print_pair(FILE *stream, uint32_t flags,
+			       const char *first, uint32_t a,
+			       const char *second, uint32_t b)
+{
+	if (flags & ptsbp_compact)
+		fprintf(stream, "  %" PRIx32 "/%" PRIx32, a, b);
+	if (flags & ptsbp_verbose)
+		fprintf(stream, "\n  %s: %" PRIx32 "\n  %s: %" PRIx32, first,
+			a, second, b);
+}
+
+/* The body of a record, compact ("NAME  a, b, c") or verbose ("NAME" and
+ * a line per field).  Fields follow the body's layout except in EXIT and
+ * FORK, whose compact form pairs pid/tid and ppid/ptid. */
+static int ipt__sb_print_record(const struct pev_event *event, FILE *stream,
+				uint32_t flags)
+{
+	const int compact = (flags & ptsbp_compact) != 0;
+	const int verbose = (flags & ptsbp_verbose) != 0;
+
+	switch (event->type) {
+	case PERF_RECORD_MMAP: {
+		const struct pev_record_mmap *r = event->record.mmap;
+
+		ipt__sb_print_name(stream, "PERF_RECORD_MMAP", "");
+		ipt__sb_print_pair(stream, flags, "pid", r->pid, "tid", r->tid);
+		if (compact)
+			fprintf(stream, ", %" PRIx64 ", %" PRIx64 ", %" PRIx64
+				", %s", r->addr, r->len, r->pgoff,
+				r->filename);
+		if (verbose)
+			fprintf(stream, "\n  addr: %" PRIx64 "\n  len: %"
+				PRIx64 "\n  pgoff: %" PRIx64
+				"\n  filename: %s", r->addr, r->len, r->pgoff,
+				r->filename);
+		return 0;
+	}
+	case PERF_RECORD_LOST: {
+		const struct pev_record_lost *r = event->record.lost;
+
+		ipt__sb_print_name(stream, "PERF_RECORD_LOST", "");
+		if (compact)
+			fprintf(stream, "  %" PRIx64 ", %" PRIx64, r->id,
+				r->lost);
+		if (verbose)
+			fprintf(stream, "\n  id: %" PRIx64 "\n  lost: %" PRIx64,
+				r->id, r->lost);
+		return 0;
+	}
+	case PERF_RECORD_COMM: {
+		const struct pev_record_comm *r = event->record.comm;
+
+		ipt__sb_print_name(stream, "PERF_RECORD_COMM",
+				   event->misc & PERF_RECORD_MISC_COMM_EXEC ?
+					   ".EXEC" : "");
+		ipt__sb_print_pair(stream, flags, "pid", r->pid, "tid", r->tid);
+		if (compact)
+			fprintf(stream, ", %s", r->comm);
+		if (verbose)
+			fprintf(stream, "\n  comm: %s", r->comm);
+		return 0;
+	}
+	case PERF_RECORD_EXIT:
+	case PERF_RECORD_FORK: {
+		/* The two bodies are the same. */
+		const struct pev_record_fork *r = event->record.fork;
+
+		ipt__sb_print_name(stream, event->type == PERF_RECORD_EXIT ?
+					   "PERF_RECORD_EXIT" :
+					   "PERF_RECORD_FORK", "");
+		if (compact)
+			fprintf(stream, "  %" PRIx32 "/%" PRIx32 ", %" PRIx32
+				"/%" PRIx32 ", %" PRIx64, r->pid, r->tid,
+				r->ppid, r->ptid, r->time);
+		if (verbose)
+			fprintf(stream, "\n  pid: %" PRIx32 "\n  ppid: %" PRIx32
+				"\n  tid: %" PRIx32 "\n  ptid: %" PRIx32
+				"\n  time: %" PRIx64, r->pid, r->ppid, r->tid,
+				r->ptid, r->time);
+		return 0;
+	}
+	case PERF_RECORD_THROTTLE:
+	case PERF_RECORD_UNTHROTTLE: {
+		const struct pev_record_throttle *r = event->record.throttle;
+
+		ipt__sb_print_name(stream, event->type == PERF_RECORD_THROTTLE ?
+					   "PERF_RECORD_THROTTLE" :
+					   "PERF_RECORD_UNTHROTTLE", "");
+		if (compact)
+			fprintf(stream, "  %" PRIx64 ", %" PRIx64 ", %" PRIx64,
+				r->time, r->id, r->stream_id);
+		if (verbose)
+			fprintf(stream, "\n  time: %" PRIx64 "\n  id: %" PRIx64
+				"\n  stream_id: %" PRIx64, r->time, r->id,
+				r->stream_id);
+		return 0;
+	}
+	case PERF_RECORD_MMAP2: {
+		const struct pev_record_mmap2 *r = event->record.mmap2;
+
+		ipt__sb_print_name(stream, "PERF_RECORD_MMAP2", "");
+		ipt__sb_print_pair(stream, flags, "pid", r->pid, "tid", r->tid);
+		if (compact)
+			fprintf(stream, ", %" PRIx64 ", %" PRIx64 ", %" PRIx64
+				", %" PRIx32 ", %" PRIx32 ", %" PRIx64
+				", %" PRIx64 ", %" PRIx32 ", %" PRIx32 ", %s",
+				r->addr, r->len, r->pgoff, r->maj, r->min,
+				r->ino, r->ino_generation, r->prot, r->flags,
+				r->filename);
+		if (verbose)
+			fprintf(stream, "\n  addr: %" PRIx64 "\n  len: %" PRIx64
+				"\n  pgoff: %" PRIx64 "\n  maj: %" PRIx32
+				"\n  min: %" PRIx32 "\n  ino: %" PRIx64
+				"\n  ino_generation: %" PRIx64
+				"\n  prot: %" PRIx32 "\n  flags: %" PRIx32
+				"\n  filename: %s", r->addr, r->len, r->pgoff,
+				r->maj, r->min, r->ino, r->ino_generation,
+				r->prot, r->flags, r->filename);
+		return 0;
+	}
+	case PERF_RECORD_AUX: {
+		const struct pev_record_aux *r = event->record.aux;
+
+		ipt__sb_print_name(stream, "PERF_RECORD_AUX",
+				   r->flags & PERF_AUX_FLAG_TRUNCATED ?
+					   ".TRUNCATED" : "");
+		if (compact)
+			fprintf(stream, "  %" PRIx64 ", %" PRIx64 ", %" PRIx64,
+				r->aux_offset, r->aux_size, r->flags);
+		if (verbose)
+			fprintf(stream, "\n  aux offset: %" PRIx64
+				"\n  aux size: %" PRIx64 "\n  flags: %" PRIx64,
+				r->aux_offset, r->aux_size, r->flags);
+		return 0;
+	}
+	case PERF_RECORD_ITRACE_START: {
+		const struct pev_record_itrace_start *r =
+			event->record.itrace_start;
+
+		ipt__sb_print_name(stream, "PERF_RECORD_ITRACE_START", "");
+		ipt__sb_print_pair(stream, flags, "pid", r->pid, "tid", r->tid);
+		return 0;
+	}
+	case PERF_RECORD_LOST_SAMPLES:
+		ipt__sb_print_name(stream, "PERF_RECORD_LOST_SAMPLES", "");
+		if (compact)
+			fprintf(stream, "  %" PRIx64,
+				event->record.lost_samples->lost);
+		if (verbose)
+			fprintf(stream, "\n  lost: %" PRIx64,
+				event->record.lost_samples->lost);
+		return 0;
+
+	case PERF_RECORD_SWITCH:
+		ipt__sb_print_name(stream, "PERF_RECORD_SWITCH",
+				   event->misc & PERF_RECORD_MISC_SWITCH_OUT ?
+					   ".OUT" : ".IN");
+		return 0;
+
+	case PERF_RECORD_SWITCH_CPU_WIDE: {
+		const struct pev_record_switch_cpu_wide *r =
+			event->record.switch_cpu_wide;
+		const int out = (event->misc & PERF_RECORD_MISC_SWITCH_OUT) != 0;
+
+		ipt__sb_print_name(stream, "PERF_RECORD_SWITCH_CPU_WIDE",
+				   out ? ".OUT" : ".IN");
+		ipt__sb_print_pair(stream, flags, out ? "next pid" : "prev pid",
+				   r->next_prev_pid,
+				   out ? "next tid" : "prev tid",
+				   r->next_prev_tid);
+		return 0;
+	}
+	}
+
+	/* A type pev_read only skips. */
+	if (compact)
+		fprintf(stream, "UNKNOWN (%" PRIx32 ", %x)", event->type,
+			(unsigned) event->misc);
+	if (verbose)
+		fprintf(stream, "UNKNOWN\n  type: %" PRIx32 "\n  misc: %x",
+			event->type, (unsigned) event->misc);
+	return 0;
+}
+
+/* The samples: " { a b c }" compact, a line each verbose. */
+static void ipt__sb_print_samples(const struct pev_event *event,
+				  FILE *stream, uint32_t flags)
+{
+	const int verbose = (flags & ptsbp_verbose) != 0;
+
+	if (!(flags & (ptsbp_compact | ptsbp_verbose)))
+		return;
+	if (!verbose)
+		fprintf(stream, "  {");
+	if (event->sample.pid && event->sample.tid)
+		fprintf(stream, verbose ? "\n  pid: %" PRIx32 "\n  tid: %" PRIx32
+					: " %" PRIx32 "/%" PRIx32,
+			*event->sample.pid, *event->sample.tid);
+	if (event->sample.time)
+		fprintf(stream, verbose ? "\n  time: %" PRIx64 : " %" PRIx64,
+			*event->sample.time);
+	if (event->sample.id)
+		fprintf(stream, verbose ? "\n  id: %" PRIx64 : " %" PRIx64,
+			*event->sample.id);
+	if (event->sample.cpu)
+		fprintf(stream, verbose ? "\n  cpu: %" PRIx32 : " cpu-%" PRIx32,
+			*event->sample.cpu);
+	if (event->sample.stream_id)
+		fprintf(stream, verbose ? "\n  stream id: %" PRIx64
+					: " %" PRIx64,
+			*event->sample.stream_id);
+	if (event->sample.identifier)
+		fprintf(stream, verbose ? "\n  identifier: %" PRIx64
+					: " %" PRIx64,
+			*event->sample.identifier);
+	if (!verbose)
+		fprintf(stream, " }");
+}
+
+static int ipt__sb_pevent_print(const struct ipt__sb_pevent *priv,
+				FILE *stream, uint32_t flags)
+{
+	const struct pev_event *event = &priv->event;
+	uint64_t offset;
+
+	if (!priv->current || !stream)
+		return -pte_internal;
+	offset = (uint64_t) (priv->current - priv->begin);
+
+	if (flags & ptsbp_filename)
+		fprintf(stream, "%s%s", priv->filename,
+			flags & ptsbp_file_offset ? ":" : "  ");
+	if (flags & ptsbp_file_offset)
+		fprintf(stream, "%016" PRIx64 "  ", offset);
+	if ((flags & ptsbp_tsc) && event->sample.time)
+		fprintf(stream, "%016" PRIx64 "  ", event->sample.tsc);
+
+	if (flags & (ptsbp_compact | ptsbp_verbose))
+		(void) ipt__sb_print_record(event, stream, flags);
+	ipt__sb_print_samples(event, stream, flags);
+	if (flags)
+		fprintf(stream, "\n");
+	return 0;
+}
+
+static int ipt__sb_pevent_print_cb(struct pt_sb_session *session,
+				   FILE *stream, uint32_t flags, void *arg)
+{
+	struct ipt__sb_pevent *priv = (struct ipt__sb_pevent *) arg;
+	int errcode;
+
+	if (!priv)
+		return -pte_internal;
+	errcode = ipt__sb_pevent_print(priv, stream, flags);
+	if (errcode < 0)
+		return ipt__sb_pevent_error(session, errcode, priv);
+	return 0;
+}
+
+/* ---- applying records ---- */
+
+/* Switches the trace decoder to the pending context now. */
+static int ipt__sb_pevent_switch_now(struct pt_sb_session *session,
+				     struct pt_image **image,
+				     struct ipt__sb_pevent *priv)
+{
+	struct pt_sb_context *prev = priv->context;
+	int errcode;
+
+	if (!image || !priv->next_context)
+		return -pte_internal;
+
+	errcode = pt_sb_ctx_switch_to(image, session, priv->next_context);
+	if (errcode < 0)
+		return errcode;
+
+	priv->context = priv->next_context;
+	priv->next_context = NULL;
+	return prev ? pt_sb_ctx_put(prev) : 0;
+}
+
+/* Makes context the one to switch to at the next fitting event, in place
+ * of any other pending switch.  Nothing is pending when the trace decoder
+ * is in context already (threads of one process, or a cpu-wide
+ * switch-out followed by its switch-in). */
+static int ipt__sb_pevent_switch_later(struct ipt__sb_pevent *priv,
+				       struct pt_sb_context *context)
+{
+	int errcode;
+
+	if (priv->next_context == context)
+		return 0;
+	if (priv->next_context) {
+		errcode = pt_sb_ctx_put(priv->next_context);
+		priv->next_context = NULL;
+		if (errcode < 0)
+			return errcode;
+	}
+	if (priv->context == context)
+		return 0;
+
+	errcode = pt_sb_ctx_get(context);
+	if (errcode < 0)
+		return errcode;
+	priv->next_context = context;
+	return 0;
+}
+
+static int ipt__sb_pevent_switch_to_pid(struct pt_sb_session *session,
+					struct ipt__sb_pevent *priv,
+					uint32_t pid)
+{
+	struct pt_sb_context *context = NULL;
+	int errcode;
+
+	errcode = pt_sb_get_context_by_pid(&context, session, pid);
+	if (errcode < 0)
+		return errcode;
+	return ipt__sb_pevent_switch_later(priv, context);
+}
+
+static int ipt__sb_remove_pid(struct pt_sb_session *session, uint32_t pid)
+{
+	struct pt_sb_context *context = NULL;
+	int errcode;
+
+	errcode = pt_sb_find_context_by_pid(&context, session, pid);
+	if (errcode < 0 || !context)
+		return errcode;
+	return pt_sb_remove_context(session, context);
+}
+
+/* ITRACE_START: trace begins in pid; nothing to wait for. */
+static int ipt__sb_pevent_itrace_start(struct pt_sb_session *session,
+				       struct pt_image **image,
+				       struct ipt__sb_pevent *priv,
+				       const struct pev_record_itrace_start *r)
+{
+	int errcode;
+
+	errcode = ipt__sb_pevent_switch_to_pid(session, priv, r->pid);
+	if (errcode < 0 || !priv->next_context)
+		return errcode;
+	return ipt__sb_pevent_switch_now(session, image, priv);
+}
+
+/* FORK of a process (not of a thread): a fresh context for the child, a
+ * copy of its parent's image if the parent is known.  An old context of
+ * the pid goes: EXIT comes while the process still runs in the kernel,
+ * so contexts are replaced here rather than removed there. */
+static int ipt__sb_pevent_fork(struct pt_sb_session *session,
+			       const struct pev_record_fork *r)
+{
+	struct pt_sb_context *context = NULL, *parent = NULL;
+	int errcode;
+
+	if (r->ppid == r->pid)
+		return 0;
+	/* A new process's first thread has the process's id. */
+	if (r->pid != r->tid)
+		return -pte_internal;
+
+	errcode = ipt__sb_remove_pid(session, r->pid);
+	if (errcode < 0)
+		return errcode;
+	errcode = pt_sb_get_context_by_pid(&context, session, r->pid);
+	if (errcode < 0)
+		return errcode;
+	errcode = pt_sb_find_context_by_pid(&parent, session, r->ppid);
+	if (errcode < 0 || !parent)
+		return errcode;
+	return pt_image_copy(pt_sb_ctx_image(context), pt_sb_ctx_image(parent));
+}
+
+/* COMM.EXEC: pid gets a new context, empty but for the kernel, which the
+ * MMAPs that follow fill.  The old one stays in use until the trace
+ * reaches the kernel, where the exec happens. */
+static int ipt__sb_pevent_exec(struct pt_sb_session *session,
+			       struct pt_image **image,
+			       struct ipt__sb_pevent *priv,
+			       const struct pev_record_comm *r)
+{
+	struct pt_sb_context *context = NULL;
+	int errcode;
+
+	errcode = ipt__sb_remove_pid(session, r->pid);
+	if (errcode < 0)
+		return errcode;
+	errcode = pt_sb_get_context_by_pid(&context, session, r->pid);
+	if (errcode < 0 || !image)
+		return errcode;
+	return ipt__sb_pevent_switch_later(priv, context);
+}
+
+/* The vdso file for a process's ABI; -pte_bad_config if none was given. */
+static int ipt__sb_pevent_vdso(const char **filename,
+			       const struct ipt__sb_pevent *priv,
+			       const struct pt_sb_context *context)
+{
+	const char *vdso = NULL;
+
+	switch (context->abi) {
+	case ipt__sb_abi_unknown:
+		break;
+	case ipt__sb_abi_x64:
+		vdso = priv->vdso_x64;
+		break;
+	case ipt__sb_abi_x32:
+		vdso = priv->vdso_x32;
+		break;
+	case ipt__sb_abi_ia32:
+		vdso = priv->vdso_ia32;
+		break;
+	}
+	if (!vdso)
+		return -pte_bad_config;
+	*filename = vdso;
+	return 0;
+}
+
+/* A process's ABI, from the ELF header of the first file it maps that
+ * has one: 64-bit, x32 (32-bit class, x86-64 machine) or 32-bit. */
+static void ipt__sb_track_abi(struct pt_sb_context *context,
+			      const char *filename)
+{
+	enum { elf_class = 4, elf_version = 6, elf_machine = 18 };
+	uint8_t ehdr[20];
+	uint16_t machine;
+	FILE *file;
+	size_t got;
+
+	if (context->abi != ipt__sb_abi_unknown)
+		return;
+	file = fopen(filename, "rb");
+	if (!file)
+		return;
+	got = fread(ehdr, 1, sizeof(ehdr), file);
+	fclose(file);
+
+	if (got != sizeof(ehdr) || IPT_MEMCMP(ehdr, "\177ELF", 4) ||
+	    ehdr[elf_version] != 1)
+		return;
+	/* e_machine in the file's byte order; x86 ELF files are LSB. */
+	machine = (uint16_t) (ehdr[elf_machine] | (ehdr[elf_machine + 1] << 8));
+	if (ehdr[elf_class] == 2)
+		context->abi = ipt__sb_abi_x64;
+	else if (ehdr[elf_class] == 1 && machine == 3)
+		context->abi = ipt__sb_abi_ia32;
+	else if (ehdr[elf_class] == 1 && machine == 62)
+		context->abi = ipt__sb_abi_x32;
+}
+
+/* MMAP, MMAP2: adds the mapped file to pid's image.  Names in brackets
+ * other than [vdso], anonymous and deleted mappings have no file to read:
+ * they are reported as lost sections and ignored. */
+static int ipt__sb_pevent_map(struct pt_sb_session *session,
+			      const struct ipt__sb_pevent *priv, uint32_t pid,
+			      const char *filename, uint64_t offset,
+			      uint64_t size, uint64_t vaddr)
+{
+	struct pt_sb_context *context = NULL;
+	char path[FILENAME_MAX];
+	int errcode;
+
+	errcode = pt_sb_get_context_by_pid(&context, session, pid);
+	if (errcode < 0)
+		return errcode;
+
+	if (filename[0] == '[') {
+		if (strcmp(filename, "[vdso]") != 0)
+			return ipt__sb_pevent_error(session, ptse_section_lost,
+						    priv);
+		errcode = ipt__sb_pevent_vdso(&filename, priv, context);
+		if (errcode < 0)
+			return ipt__sb_pevent_error(session, errcode, priv);
+	} else if (!strcmp(filename, "//anon") ||
+		   strstr(filename, " (deleted)")) {
+		return ipt__sb_pevent_error(session, ptse_section_lost, priv);
+	} else if (priv->sysroot) {
+		errcode = snprintf(path, sizeof(path), "%s%s", priv->sysroot,
+				   filename);
+		if (errcode < 0 || (size_t) errcode >= sizeof(path))
+			return -pte_overflow;
+		filename = path;
+	}
+
+	ipt__sb_track_abi(context, filename);
+	return pt_sb_ctx_mmap(session, context, filename, offset, size, vaddr);
+}
+
+/* Whether an MMAP is the kernel's: those files on disk are not the code
+ * that runs (the kernel patches itself at boot, modules at load), so the
+ * kernel image comes from elsewhere (a core dump) and they are ignored. */
+static int ipt__sb_kernel_mmap(uint16_t misc)
+{
+	return (misc & PERF_RECORD_MISC_CPUMODE_MASK) == PERF_RECORD_MISC_KERNEL;
+}
+
+/* Applies the current record.  image is NULL for a secondary decoder,
+ * which keeps contexts up to date but neither switches nor reports what
+ * only concerns the primary trace. */
+static int ipt__sb_pevent_apply_record(struct pt_sb_session *session,
+				       struct pt_image **image,
+				       struct ipt__sb_pevent *priv)
+{
+	const struct pev_event *event = &priv->event;
+
+	switch (event->type) {
+	case PERF_RECORD_ITRACE_START:
+		if (!image)
+			return 0;
+		return ipt__sb_pevent_itrace_start(session, image, priv,
+						   event->record.itrace_start);
+
+	case PERF_RECORD_FORK:
+		return ipt__sb_pevent_fork(session, event->record.fork);
+
+	case PERF_RECORD_COMM:
+		if (!(event->misc & PERF_RECORD_MISC_COMM_EXEC))
+			return 0;
+		return ipt__sb_pevent_exec(session, image, priv,
+					   event->record.comm);
+
+	case PERF_RECORD_SWITCH:
+		/* Wait for the switch-in, which needs the pid sample. */
+		if (!image || (event->misc & PERF_RECORD_MISC_SWITCH_OUT))
+			return 0;
+		if (!event->sample.pid)
+			return -pte_bad_config;
+		return ipt__sb_pevent_switch_to_pid(session, priv,
+						    *event->sample.pid);
+
+	case PERF_RECORD_SWITCH_CPU_WIDE:
+		if (!image)
+			return 0;
+		/* The switch-out names the next process; the switch-in only
+		 * has the pid sample, if there is one. */
+		if (event->misc & PERF_RECORD_MISC_SWITCH_OUT)
+			return ipt__sb_pevent_switch_to_pid(
+				session, priv,
+				event->record.switch_cpu_wide->next_prev_pid);
+		if (!event->sample.pid)
+			return 0;
+		return ipt__sb_pevent_switch_to_pid(session, priv,
+						    *event->sample.pid);
+
+	case PERF_RECORD_MMAP:
+		if (ipt__sb_kernel_mmap(event->misc))
+			return 0;
+		return ipt__sb_pevent_map(session, priv, event->record.mmap->pid,
+					  event->record.mmap->filename,
+					  event->record.mmap->pgoff,
+					  event->record.mmap->len,
+					  event->record.mmap->addr);
+
+	case PERF_RECORD_MMAP2:
+		if (ipt__sb_kernel_mmap(event->misc))
+			return 0;
+		return ipt__sb_pevent_map(session, priv,
+					  event->record.mmap2->pid,
+					  event->record.mmap2->filename,
+					  event->record.mmap2->pgoff,
+					  event->record.mmap2->len,
+					  event->record.mmap2->addr);
+
+	case PERF_RECORD_LOST:
+		/* A warning beside the decode error that likely follows. */
+		return ipt__sb_pevent_error(session, ptse_lost, priv);
+
+	case PERF_RECORD_AUX:
+		if (!image || !(event->record.aux->flags &
+				PERF_AUX_FLAG_TRUNCATED))
+			return 0;
+		return ipt__sb_pevent_error(session, ptse_trace_lost, priv);
+	}
+	return 0;
+}
+
+/* ---- where the trace is ---- */
+
+static enum ipt__sb_loc ipt__sb_loc_at(const struct ipt__sb_pevent *priv,
+				       uint64_t ip)
+{
+	return ip < priv->kernel_start ? ipt__sb_loc_user : ipt__sb_loc_kernel;
+}
+
+/* After tracing stops with the IP suppressed, we are likely on the other
+ * side of the kernel/user line than before. */
+static enum ipt__sb_loc ipt__sb_loc_across(enum ipt__sb_loc from)
+{
+	switch (from) {
+	case ipt__sb_loc_kernel:
+	case ipt__sb_loc_likely_kernel:
+		return ipt__sb_loc_likely_user;
+	case ipt__sb_loc_user:
+	case ipt__sb_loc_likely_user:
+		return ipt__sb_loc_likely_kernel;
+	case ipt__sb_loc_unknown:
+		break;
+	}
+	return ipt__sb_loc_unknown;
+}
+
+/* Where an event puts the trace: by its IP where it has one, by the
+ * direction of the change for suppressed disables and paging; unknown for
+ * events with no IP. */
+static enum ipt__sb_loc ipt__sb_loc_of(const struct ipt__sb_pevent *priv,
+				       const struct pt_event *ev)
+{
+	const int ip = !ev->ip_suppressed;
+
+	switch (ev->type) {
+	case ptev_enabled:
+		return ipt__sb_loc_at(priv, ev->variant.enabled.ip);
+	case ptev_disabled:
+		return ip ? ipt__sb_loc_at(priv, ev->variant.disabled.ip)
+			  : ipt__sb_loc_across(priv->location);
+	case ptev_async_disabled:
+		return ip ? ipt__sb_loc_at(priv, ev->variant.async_disabled.ip)
+			  : ipt__sb_loc_across(ipt__sb_loc_at(
+				    priv, ev->variant.async_disabled.at));
+	case ptev_async_branch:
+		return ipt__sb_loc_at(priv, ev->variant.async_branch.to);
+	case ptev_async_paging:
+		if (ip)
+			return ipt__sb_loc_at(priv,
+					      ev->variant.async_paging.ip);
+		return ipt__sb_loc_likely_kernel;
+	case ptev_paging:
+		return ipt__sb_loc_likely_kernel;
+	case ptev_tip:
+		return ipt__sb_loc_at(priv, ev->variant.tip.ip);
+
+#define IPT__SB_LOC_IP(name)                                                 \
+	case ptev_##name:                                                    \
+		return ip ? ipt__sb_loc_at(priv, ev->variant.name.ip)        \
+			  : ipt__sb_loc_unknown;
+	IPT__SB_LOC_IP(overflow)
+	IPT__SB_LOC_IP(exec_mode)
+	IPT__SB_LOC_IP(tsx)
+	IPT__SB_LOC_IP(exstop)
+	IPT__SB_LOC_IP(mwait)
+	IPT__SB_LOC_IP(ptwrite)
+	IPT__SB_LOC_IP(tick)
+	IPT__SB_LOC_IP(iflags)
+	IPT__SB_LOC_IP(interrupt)
+	IPT__SB_LOC_IP(iret)
+	IPT__SB_LOC_IP(smi)
+	IPT__SB_LOC_IP(rsm)
+	IPT__SB_LOC_IP(init)
+	IPT__SB_LOC_IP(vmentry)
+	IPT__SB_LOC_IP(vmexit)
+	IPT__SB_LOC_IP(shutdown)
+	IPT__SB_LOC_IP(uintr)
+	IPT__SB_LOC_IP(uiret)
+#undef IPT__SB_LOC_IP
+
+	case ptev_stop:
+	case ptev_vmcs:
+	case ptev_async_vmcs:
+	case ptev_pwre:
+	case ptev_pwrx:
+	case ptev_cbr:
+	case ptev_mnt:
+	case ptev_tnt:
+	case ptev_sipi:
+	case ptev_trig:
+	case ptev_swintr:
+	case ptev_syscall:
+		break;
+	}
+	return ipt__sb_loc_unknown;
+}
+
+/* Applies the current record if it is due (records without a time are
+ * due at once), else places a pending context switch: the trace enters
+ * the kernel to switch or exec, so a switch happens at an event in the
+ * kernel, one that leaves it, or one of unknown place (e.g. where tracing
+ * starts).  -pte_eos when the last record is applied and nothing is left
+ * pending: the decoder is done. */
+static int ipt__sb_pevent_apply(struct pt_sb_session *session,
+				struct pt_image **image,
+				const struct pt_event *event,
+				struct ipt__sb_pevent *priv)
+{
+	const struct pev_event *record = &priv->event;
+	enum ipt__sb_loc before;
+
+	if (priv->current != priv->next &&
+	    (!record->sample.time || record->sample.tsc <= event->tsc))
+		return ipt__sb_pevent_apply_record(session, image, priv);
+
+	before = priv->location;
+	priv->location = ipt__sb_loc_of(priv, event);
+
+	if (!priv->next_context)
+		return priv->current == priv->next ? -pte_eos : 0;
+
+	switch (before) {
+	case ipt__sb_loc_kernel:
+	case ipt__sb_loc_likely_kernel:
+	case ipt__sb_loc_unknown:
+		return ipt__sb_pevent_switch_now(session, image, priv);
+	case ipt__sb_loc_user:
+	case ipt__sb_loc_likely_user:
+		break;
+	}
+	switch (priv->location) {
+	case ipt__sb_loc_kernel:
+	case ipt__sb_loc_likely_kernel:
+	case ipt__sb_loc_unknown:
+		return ipt__sb_pevent_switch_now(session, image, priv);
+	case ipt__sb_loc_user:
+	case ipt__sb_loc_likely_user:
+		break;
+	}
+	return 0;
+}
+
+static int ipt__sb_pevent_apply_cb(struct pt_sb_session *session,
+				   struct pt_image **image,
+				   const struct pt_event *event, void *arg)
+{
+	struct ipt__sb_pevent *priv = (struct ipt__sb_pevent *) arg;
+	int errcode;
+
+	if (!priv || !event)
+		return -pte_internal;
+	errcode = ipt__sb_pevent_apply(session, image, event, priv);
+	if (errcode < 0 && errcode != -pte_eos)
+		return ipt__sb_pevent_error(session, errcode, priv);
+	return errcode;
+}
+
+/* ---- making the decoder ---- */
+
+static int ipt__sb_pevent_init(struct ipt__sb_pevent *priv,
+			       const struct pt_sb_pevent_config *config)
+{
+	const struct pev_sample_config *sc = NULL;
+	int errcode;
+
+	/* sample_config came with libipt 2.1. */
+	if (config->size >= offsetof(struct pt_sb_pevent_config,
+				     sample_config) + sizeof(sc))
+		sc = config->sample_config;
+
+	errcode = ipt__sb_copy_string(&priv->filename, config->filename,
+				      &priv->allocator);
+	if (errcode >= 0)
+		errcode = ipt__sb_copy_string(&priv->sysroot, config->sysroot,
+					      &priv->allocator);
+	if (errcode >= 0)
+		errcode = ipt__sb_copy_string(&priv->vdso_x64,
+					      config->vdso_x64,
+					      &priv->allocator);
+	if (errcode >= 0)
+		errcode = ipt__sb_copy_string(&priv->vdso_x32,
+					      config->vdso_x32,
+					      &priv->allocator);
+	if (errcode >= 0)
+		errcode = ipt__sb_copy_string(&priv->vdso_ia32,
+					      config->vdso_ia32,
+					      &priv->allocator);
+	if (errcode < 0)
+		return errcode;
+
+	pev_config_init(&priv->pev);
+	priv->pev.sample_type = config->sample_type;
+	priv->pev.time_shift = config->time_shift;
+	priv->pev.time_mult = config->time_mult;
+	priv->pev.time_zero = config->time_zero;
+	/* A copy: the caller may grow or free its own. */
+	if (sc) {
+		size_t size = sizeof(*sc) + sc->nstypes * sizeof(sc->stypes[0]);
+
+		priv->pev.sample_config = (struct pev_sample_config *)
+			ipt__alloc(&priv->allocator, size);
+		if (!priv->pev.sample_config)
+			return -pte_nomem;
+		IPT_MEMCPY(priv->pev.sample_config, sc, size);
+	}
+	priv->kernel_start = config->kernel_start;
+	priv->tsc_offset = config->tsc_offset;
+	priv->location = ipt__sb_loc_unknown;
+	return 0;
+}
+
+/* Adds a perf_event decoder that owns the stream of size bytes at buffer
+ * (from the session's allocator), or frees it. */
+static int ipt__sb_add_pevent(struct pt_sb_session *session,
+			      const struct pt_sb_pevent_config *config,
+			      uint8_t *buffer, size_t size)
+{
+	struct pt_sb_decoder_config dconfig;
+	struct ipt__sb_pevent *priv;
+	int errcode;
+
+	priv = (struct ipt__sb_pevent *)
+		ipt__zalloc(&session->allocator, sizeof(*priv));
+	if (!priv) {
+		ipt__free(&session->allocator, buffer, ipt__sb_alloc_size(size));
+		return -pte_nomem;
+	}
+	priv->allocator = session->allocator;
+	priv->begin = buffer;
+	priv->end = buffer + size;
+	priv->next = buffer;
+
+	errcode = ipt__sb_pevent_init(priv, config);
+	if (errcode < 0) {
+		ipt__sb_pevent_dtor(priv);
+		return errcode;
+	}
+
+	IPT_MEMSET(&dconfig, 0, sizeof(dconfig));
+	dconfig.size = sizeof(dconfig);
+	dconfig.fetch = ipt__sb_pevent_fetch_cb;
+	dconfig.apply = ipt__sb_pevent_apply_cb;
+	dconfig.print = ipt__sb_pevent_print_cb;
+	dconfig.dtor = ipt__sb_pevent_dtor;
+	dconfig.priv = priv;
+	dconfig.primary = config->primary;
+
+	errcode = pt_sb_alloc_decoder(session, &dconfig);
+	if (errcode < 0)
+		ipt__sb_pevent_dtor(priv);
+	return errcode;
+}
+
+/* The configuration must have every field: libipt's first version did. */
+static int ipt__sb_pevent_config_ok(const struct pt_sb_pevent_config *config)
+{
+	return config->size >= offsetof(struct pt_sb_pevent_config,
+					sample_config);
+}
+
+IPT_DEF int pt_sb_alloc_pevent_decoder(struct pt_sb_session *session,
+				       const struct pt_sb_pevent_config *config)
+{
+	uint8_t *buffer = NULL;
+	size_t size = 0;
+	int errcode;
+
+	if (!session || !config || !ipt__sb_pevent_config_ok(config) ||
+	    !config->filename)
+		return -pte_invalid;
+
+	errcode = ipt__sb_load(&buffer, &size, config->filename, config->begin,
+			       config->end, &session->allocator);
+	if (errcode < 0)
+		return errcode;
+	return ipt__sb_add_pevent(session, config, buffer, size);
+}
+
+IPT_DEF int
+ipt_sb_alloc_pevent_decoder_mem(struct pt_sb_session *session,
+				const struct pt_sb_pevent_config *config,
+				const uint8_t *begin, const uint8_t *end)
+{
+	uint8_t *buffer = NULL;
+	size_t size;
+
+	if (!session || !config || !ipt__sb_pevent_config_ok(config) ||
+	    !begin || !end || end < begin)
+		return -pte_invalid;
+
+	size = (size_t) (end - begin);
+	buffer = (uint8_t *) ipt__alloc(&session->allocator,
+					ipt__sb_alloc_size(size));
+	if (!buffer)
+		return -pte_nomem;
+	if (size)
+		IPT_MEMCPY(buffer, begin, size);
+	return ipt__sb_add_pevent(session, config, buffer, size);
+}
+
+#endif /* IPT_NO_STDIO */
 
 #ifdef __cplusplus
 }

@@ -5,7 +5,10 @@
  * its offset.  On request it also follows the decoder state that packets
  * carry but do not show on their own: the last IP of compressed IP packets
  * (ipt_last_ip_*), the estimated time stamp counter (ipt_time_*) and the
- * calibration of cycles against it (ipt_tcal_*).
+ * calibration of cycles against it (ipt_tcal_*).  Given Linux perf_event
+ * sideband files (--pevent:primary FILE), it prints their records, as
+ * --sb:* asks, at the place in the trace their time stamps put them
+ * (pt_sb_dump).
  *
  * Its command line and output are those of libipt's ptdump, character for
  * character, so that libipt's test suite can check ipt.h through it.  Run
@@ -23,6 +26,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "sideband.h"
 
 /* What to show and how to decode; all off unless the command line says. */
 struct options {
@@ -42,6 +47,10 @@ struct options {
 	unsigned no_wall_clock:1;
 	unsigned no_timing:1;
 	unsigned no_cyc:1;
+#ifndef IPT_NO_STDIO
+	/* --sb:* and --pevent:*. */
+	struct sb_options sb;
+#endif
 };
 
 /* Decoder state followed across packets; reset when we resynchronize. */
@@ -54,6 +63,10 @@ struct tracking {
 	uint64_t fcr;
 	/* Between PSB and PSBEND. */
 	int in_psb;
+#ifndef IPT_NO_STDIO
+	/* The sideband records to show between the packets. */
+	struct pt_sb_session *session;
+#endif
 };
 
 /* One output line, column by column.  Each column is a fixed-size string;
@@ -103,6 +116,7 @@ static int diag(const char *what, uint64_t offset, int errcode)
 	return errcode;
 }
 
+/* Resets what the trace carries; the sideband session goes on. */
 static void tracking_reset(struct tracking *tr)
 {
 	ipt_last_ip_init(&tr->last_ip);
@@ -271,6 +285,30 @@ static void check_time(int errcode, uint64_t offset)
 		diag("error updating time", offset, errcode);
 }
 
+/* Print the sideband records up to the time the trace has reached, before
+ * the packet that moved it there. */
+static void show_sideband(struct tracking *tr, uint64_t offset,
+			  const struct options *opt)
+{
+#ifndef IPT_NO_STDIO
+	uint64_t tsc;
+	int errcode;
+
+	errcode = ipt_time_query_tsc(&tsc, NULL, NULL, &tr->time);
+	if (errcode < 0 && errcode != -pte_no_time) {
+		diag("time tracking error", offset, errcode);
+		return;
+	}
+	errcode = pt_sb_dump(tr->session, stdout, opt->sb.flags, tsc);
+	if (errcode < 0)
+		diag("sideband dump error", offset, errcode);
+#else
+	(void) tr;
+	(void) offset;
+	(void) opt;
+#endif
+}
+
 /* Feed a timing packet to calibration (unless --no-tcal) and to time
  * tracking, then show the result in the last column. */
 static void track_timing(struct line *ln, struct tracking *tr,
@@ -351,6 +389,7 @@ static void track_timing(struct line *ln, struct tracking *tr,
 	}
 
 	show_timing(ln, tr, offset, opt);
+	show_sideband(tr, offset, opt);
 }
 
 static uint64_t sign_extend_48(uint64_t ip)
@@ -873,7 +912,16 @@ static int dump(const struct pt_config *config, struct tracking *tr,
 
 	errcode = dump_sync(decoder, tr, opt, config);
 	pt_pkt_free_decoder(decoder);
-	return errcode;
+	if (errcode < 0)
+		return errcode;
+
+#ifndef IPT_NO_STDIO
+	/* The records after the end of the trace. */
+	errcode = pt_sb_dump(tr->session, stdout, opt->sb.flags, UINT64_MAX);
+	if (errcode < 0)
+		return diag("sideband dump error", UINT64_MAX, errcode);
+#endif
+	return 0;
 }
 
 /* ---- the command line ---- */
@@ -901,6 +949,30 @@ static void help(const char *prog)
 	      "                            this will result in errors when CYC packets are encountered.\n"
 	      "  --no-wall-clock           suppress the no-time error and print relative time.\n"
 	      "  --keep-tcal-on-ovf        preserve timing calibration on overflow.\n"
+#ifndef IPT_NO_STDIO
+	      "  --sb:compact | --sb       show sideband records in compact format.\n"
+	      "  --sb:verbose              show sideband records in verbose format.\n"
+	      "  --sb:filename             show the filename on sideband records.\n"
+	      "  --sb:offset               show the offset on sideband records.\n"
+	      "  --sb:time                 show the time on sideband records.\n"
+	      "  --sb:warn                 show sideband warnings.\n"
+	      "  --pevent[:primary/:secondary] <file>[:<from>[-<to>]]\n"
+	      "                              load a perf_event sideband stream from <file>.\n"
+	      "                              an optional offset or range can be given.\n"
+	      "  --pevent:sample-type <val>  set perf_event_attr.sample_type to <val> (default: 0).\n"
+	      "  --pevent:sample-config <id>:<val>\n"
+	      "                              set perf_event_attr.sample_type to <val> for event <id>.\n"
+	      "  --pevent:time-zero <val>    set perf_event_mmap_page.time_zero to <val> (default: 0).\n"
+	      "  --pevent:time-shift <val>   set perf_event_mmap_page.time_shift to <val> (default: 0).\n"
+	      "  --pevent:time-mult <val>    set perf_event_mmap_page.time_mult to <val> (default: 1).\n"
+	      "  --pevent:tsc-offset <val>   show perf events <val> ticks earlier.\n"
+	      "  --pevent:kernel-start <val> the start address of the kernel.\n"
+	      "  --pevent:sysroot <path>     ignored.\n"
+	      "  --pevent:kcore <file>       ignored.\n"
+	      "  --pevent:vdso-x64 <file>    ignored.\n"
+	      "  --pevent:vdso-x32 <file>    ignored.\n"
+	      "  --pevent:vdso-ia32 <file>   ignored.\n"
+#endif
 	      "  --cpu none|f/m[/s]        set cpu to the given value and decode according to:\n"
 	      "                              none     spec (default)\n"
 	      "                              f/m[/s]  family/model[/stepping]\n"
@@ -994,8 +1066,12 @@ static int set_flag(struct options *opt, const char *arg)
 {
 	if (!strcmp(arg, "--no-sync"))
 		opt->no_sync = 1;
-	else if (!strcmp(arg, "--quiet"))
+	else if (!strcmp(arg, "--quiet")) {
 		opt->quiet = 1;
+#ifndef IPT_NO_STDIO
+		opt->sb.flags = 0;
+#endif
+	}
 	else if (!strcmp(arg, "--no-pad"))
 		opt->no_pad = 1;
 	else if (!strcmp(arg, "--no-timing"))
@@ -1026,7 +1102,8 @@ static int set_flag(struct options *opt, const char *arg)
 /* Parse the command line.  Returns 0 to go on, 1 to stop successfully
  * (--help, --version), -1 to stop with an error (already reported). */
 static int parse_args(int argc, char *argv[], struct options *opt,
-		      struct pt_config *config, char **ptfile)
+		      struct tracking *tr, struct pt_config *config,
+		      char **ptfile)
 {
 	const char *prog = argv[0];
 	int i;
@@ -1055,6 +1132,27 @@ static int parse_args(int argc, char *argv[], struct options *opt,
 		}
 		if (set_flag(opt, arg))
 			continue;
+#ifndef IPT_NO_STDIO
+		{
+			int taken;
+
+			/* sb_option moves i past what it takes; the loop
+			 * adds one. */
+			taken = sb_option(&opt->sb, tr->session, argc, argv, &i,
+					  prog);
+			if (taken < 0)
+				return -1;
+			if (taken) {
+				i -= 1;
+				/* Records are placed by the trace's time. */
+				if (opt->sb.files)
+					opt->track_time = 1;
+				continue;
+			}
+		}
+#else
+		(void) tr;
+#endif
 
 		if (!strcmp(arg, "--time") || !strcmp(arg, "--tcal")) {
 			int tcal = !strcmp(arg, "--tcal");
@@ -1216,53 +1314,89 @@ out_file:
 	return -1;
 }
 
+/* Everything after the command line; returns the exit status. */
+static int dump_file(struct options *opt, struct tracking *tr,
+		     struct pt_config *config, char *ptfile, const char *prog)
+{
+	uint64_t offset, size;
+	uint8_t *trace = NULL;
+	size_t trace_size;
+	int errcode;
+
+	if (!ptfile) {
+		fprintf(stderr, "%s: No processor trace file specified.\n",
+			prog);
+		return 1;
+	}
+
+	errcode = split_range(ptfile, &offset, &size);
+	if (errcode < 0) {
+		fprintf(stderr, "%s: bad file %s: %s.\n", prog, ptfile,
+			pt_errstr(pt_errcode(errcode)));
+		return -errcode;
+	}
+
+	if (config->cpu.vendor) {
+		errcode = pt_cpu_errata(&config->errata, &config->cpu);
+		if (errcode < 0)
+			diag("failed to determine errata", 0ull, errcode);
+	}
+
+	if (load_file(&trace, &trace_size, ptfile, offset, size, prog) < 0)
+		return 1;
+
+	config->begin = trace;
+	config->end = trace + trace_size;
+
+#ifndef IPT_NO_STDIO
+	errcode = pt_sb_init_decoders(tr->session);
+	if (errcode < 0) {
+		fprintf(stderr, "%s: error initializing sideband decoders: "
+			"%s.\n", prog, pt_errstr(pt_errcode(errcode)));
+		free(trace);
+		return -errcode;
+	}
+#endif
+
+	errcode = dump(config, tr, opt);
+
+	free(trace);
+	return errcode < 0 ? -errcode : 0;
+}
+
 int main(int argc, char *argv[])
 {
 	struct tracking tracking;
 	struct options opt;
 	struct pt_config config;
-	uint64_t offset, size;
 	char *ptfile = NULL;
-	uint8_t *trace = NULL;
-	size_t trace_size;
-	int errcode;
+	int status;
 
 	memset(&opt, 0, sizeof(opt));
 	opt.show_offset = 1;
 	pt_config_init(&config);
 	tracking_reset(&tracking);
 
-	errcode = parse_args(argc, argv, &opt, &config, &ptfile);
-	if (errcode)
-		return errcode < 0 ? 1 : 0;
-
-	if (!ptfile) {
-		fprintf(stderr, "%s: No processor trace file specified.\n",
+#ifndef IPT_NO_STDIO
+	sb_options_init(&opt.sb, 0, get_number, split_range);
+	tracking.session = pt_sb_alloc(NULL);
+	if (!tracking.session) {
+		fprintf(stderr, "%s: failed to allocate sideband session.\n",
 			argv[0]);
 		return 1;
 	}
+	pt_sb_notify_error(tracking.session, sb_print_error, &opt.sb);
+#endif
 
-	errcode = split_range(ptfile, &offset, &size);
-	if (errcode < 0) {
-		fprintf(stderr, "%s: bad file %s: %s.\n", argv[0], ptfile,
-			pt_errstr(pt_errcode(errcode)));
-		return -errcode;
-	}
+	status = parse_args(argc, argv, &opt, &tracking, &config, &ptfile);
+	if (status)
+		status = status < 0 ? 1 : 0;
+	else
+		status = dump_file(&opt, &tracking, &config, ptfile, argv[0]);
 
-	if (config.cpu.vendor) {
-		errcode = pt_cpu_errata(&config.errata, &config.cpu);
-		if (errcode < 0)
-			diag("failed to determine errata", 0ull, errcode);
-	}
-
-	if (load_file(&trace, &trace_size, ptfile, offset, size, argv[0]) < 0)
-		return 1;
-
-	config.begin = trace;
-	config.end = trace + trace_size;
-
-	errcode = dump(&config, &tracking, &opt);
-
-	free(trace);
-	return errcode < 0 ? -errcode : 0;
+#ifndef IPT_NO_STDIO
+	pt_sb_free(tracking.session);
+	sb_options_fini(&opt.sb);
+#endif
+	return status;
 }

@@ -15,6 +15,12 @@
  * builds, which have no file sections) ptxed reads them into memory itself
  * and serves them through pt_image_set_callback().
  *
+ * Given Linux perf_event sideband (--pevent:primary FILE), ptxed decodes
+ * each process in its own image: a sideband session (pt_sb_*) sees every
+ * event the decoder reports, applies the records up to that time (mapped
+ * files, exec, fork, context switches), and hands back the image to
+ * switch to; --sb:* prints the records between the instructions.
+ *
  * Instructions are disassembled with Zydis (libipt's ptxed uses XED).
  * --check decodes every instruction a second time and compares its length,
  * branch target and class with what the decoder reported.  Diagnostics
@@ -35,6 +41,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "sideband.h"
 
 /* The version of this tool, printed by --version. */
 #define PTXED_VERSION_MAJOR 2
@@ -166,6 +174,9 @@ struct ptxed_decoder {
 #ifndef IPT_NO_STDIO
 	/* The cache that holds the --raw and --elf file sections. */
 	struct pt_image_section_cache *iscache;
+	/* The sideband session; it gives the image to decode in when a
+	 * process switch is due. */
+	struct pt_sb_session *session;
 #endif
 
 	/* Code served through the image's read-memory callback. */
@@ -205,6 +216,10 @@ struct ptxed_options {
 	uint32_t print_event_ip:1;
 	/* Resync after decode errors instead of searching the next PSB. */
 	uint32_t resync_on_error:1;
+#ifndef IPT_NO_STDIO
+	/* --sb:* and --pevent:*. */
+	struct sb_options sb;
+#endif
 };
 
 enum ptxed_stats_flag {
@@ -247,6 +262,9 @@ static int ptxed_init_decoder(struct ptxed_decoder *decoder)
 	decoder->iscache = pt_iscache_alloc(NULL);
 	if (!decoder->iscache)
 		return -pte_nomem;
+	decoder->session = pt_sb_alloc(decoder->iscache);
+	if (!decoder->session)
+		return -pte_nomem;
 #else
 	decoder->use_callback = 1;
 #endif
@@ -267,6 +285,8 @@ static void ptxed_free_decoder(struct ptxed_decoder *decoder)
 	}
 
 #ifndef IPT_NO_STDIO
+	/* The session's images hold sections of the cache. */
+	pt_sb_free(decoder->session);
 	pt_iscache_free(decoder->iscache);
 #endif
 	ptxed_mem_fini(&decoder->memory);
@@ -345,6 +365,31 @@ static void help(const char *name)
 	printf("                                       collects all statistics unless one or more are selected.\n");
 	printf("  --stat:insn                          collect number of instructions.\n");
 	printf("  --stat:blocks                        collect number of blocks.\n");
+#ifndef IPT_NO_STDIO
+	printf("  --sb:compact | --sb                  show sideband records in compact format.\n");
+	printf("  --sb:verbose                         show sideband records in verbose format.\n");
+	printf("  --sb:filename                        show the filename on sideband records.\n");
+	printf("  --sb:offset                          show the offset on sideband records.\n");
+	printf("  --sb:time                            show the time on sideband records.\n");
+	printf("  --sb:switch                          print the new image name on context switches.\n");
+	printf("  --sb:warn                            show sideband warnings.\n");
+	printf("  --pevent:primary/secondary <file>[:<from>[-<to>]]\n");
+	printf("                              load a perf_event sideband stream from <file>.\n");
+	printf("                              an optional offset or range can be given.\n");
+	printf("  --pevent:sample-type <val>  set perf_event_attr.sample_type to <val> (default: 0).\n");
+	printf("  --pevent:sample-config <id>:<val>\n");
+	printf("                              set perf_event_attr.sample_type to <val> for event <id>.\n");
+	printf("  --pevent:time-zero <val>    set perf_event_mmap_page.time_zero to <val> (default: 0).\n");
+	printf("  --pevent:time-shift <val>   set perf_event_mmap_page.time_shift to <val> (default: 0).\n");
+	printf("  --pevent:time-mult <val>    set perf_event_mmap_page.time_mult to <val> (default: 1).\n");
+	printf("  --pevent:tsc-offset <val>   show perf events <val> ticks earlier.\n");
+	printf("  --pevent:kernel-start <val> the start address of the kernel.\n");
+	printf("  --pevent:sysroot <path>     prepend <path> to sideband filenames.\n");
+	printf("  --pevent:kcore <file>       load the kernel from a core dump.\n");
+	printf("  --pevent:vdso-x64 <file>    use <file> as 64-bit vdso.\n");
+	printf("  --pevent:vdso-x32 <file>    use <file> as x32 vdso.\n");
+	printf("  --pevent:vdso-ia32 <file>   use <file> as 32-bit vdso.\n");
+#endif
 	printf("  --verbose|-v                         print various information (even when quiet).\n");
 	printf("  --pt <file>[:<from>[-<to>]]          load the processor trace data from <file>.\n");
 	printf("                                       an optional offset or range can be given.\n");
@@ -377,8 +422,7 @@ static void help(const char *name)
 	printf("                                       serves all code.)\n");
 #endif
 	printf("\n");
-	printf("This ptxed is built on ipt.h and disassembles with Zydis.  It has no\n");
-	printf("sideband support: the --sb:* and --pevent:* options are not available.\n");
+	printf("This ptxed is built on ipt.h and disassembles with Zydis.\n");
 	printf("\n");
 	printf("You must specify at least one binary or ELF file (--raw|--elf).\n");
 	printf("You must specify exactly one processor trace file (--pt).\n");
@@ -1896,6 +1940,32 @@ static int ptxed_resync(struct ptxed_decoder *decoder)
 	return -pte_internal;
 }
 
+#ifndef IPT_NO_STDIO
+/* Show the sideband session the event; switch to the image it gives. */
+static int ptxed_sb_event(struct ptxed_decoder *decoder,
+			  const struct pt_event *event,
+			  const struct ptxed_options *options)
+{
+	struct pt_image *image = NULL;
+	int errcode;
+
+	errcode = pt_sb_event(decoder->session, &image, event, sizeof(*event),
+			      stdout, options->sb.flags);
+	if (errcode < 0 || !image)
+		return errcode;
+
+	switch (decoder->type) {
+	case pdt_insn_decoder:
+		return pt_insn_set_image(decoder->variant.insn, image);
+
+	case pdt_block_decoder:
+		return pt_blk_set_image(decoder->variant.block, image);
+	}
+
+	return -pte_internal;
+}
+#endif
+
 static int handle_one_event(struct ptxed_decoder *decoder,
 			    const struct ptxed_options *options,
 			    uint64_t *time)
@@ -1919,6 +1989,12 @@ static int handle_one_event(struct ptxed_decoder *decoder,
 
 	if (!options->quiet && !event.status_update)
 		print_event(&event, options, offset);
+
+#ifndef IPT_NO_STDIO
+	errcode = ptxed_sb_event(decoder, &event, options);
+	if (errcode < 0)
+		return errcode;
+#endif
 
 	return status;
 }
@@ -2635,9 +2711,22 @@ int main(int argc, char *argv[])
 		goto out;
 	}
 
+#ifndef IPT_NO_STDIO
+	sb_options_init(&options.sb, 1, get_arg_max, preprocess_filename);
+	pt_sb_notify_error(decoder.session, sb_print_error, &options.sb);
+#endif
+
 	for (i = 1; i < argc;) {
 		char *arg;
 
+#ifndef IPT_NO_STDIO
+		errcode = sb_option(&options.sb, decoder.session, argc, argv,
+				    &i, prog);
+		if (errcode < 0)
+			goto out;
+		if (errcode > 0)
+			continue;
+#endif
 		arg = argv[i++];
 
 		if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
@@ -2942,6 +3031,25 @@ int main(int argc, char *argv[])
 		goto out;
 	}
 
+#ifndef IPT_NO_STDIO
+	if (options.sb.kcore) {
+		char *kcore = (char *) options.sb.kcore;
+		uint64_t base = 0ull;
+
+		(void) extract_base(kcore, &base);
+		if (load_elf(&decoder, pt_sb_kernel_image(decoder.session),
+			     kcore, base, prog, options.track_image) < 0)
+			goto out;
+	}
+
+	errcode = pt_sb_init_decoders(decoder.session);
+	if (errcode < 0) {
+		fprintf(stderr, "%s: error initializing sideband decoders: "
+			"%s.\n", prog, pt_errstr(pt_errcode(errcode)));
+		goto out;
+	}
+#endif
+
 	if (options.track_image && image_name)
 		printf("[image: %s]\n", pt_image_name(image));
 
@@ -2979,6 +3087,9 @@ int main(int argc, char *argv[])
 out:
 	/* The decoders use the image: free them first. */
 	ptxed_free_decoder(&decoder);
+#ifndef IPT_NO_STDIO
+	sb_options_fini(&options.sb);
+#endif
 	pt_image_free(image);
 	free(config.begin);
 	return status;

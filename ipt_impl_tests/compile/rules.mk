@@ -68,7 +68,7 @@ CLANG_UNITS := $(call unit_bins,$(CPB)/clang-O3)
 
 TESTS += $(call cmd,$(T)/compile/opt-levels $(CPB)/opt)
 TESTS += $(call cmd,$(T)/compile/targets $(CPB)/targets)
-TESTS += $(CLANG_UNITS) $(M32_UNITS)
+UNIT_BUILDS += $(CPB)/clang-O3 $(CPB)/m32
 TESTS += $(call cmd,$(T)/conformance/run --ptdump $(CPB)/m32/ptdump \
 	--ptxed $(CPB)/m32/ptxed --corpus $(CONFORMANCE) \
 	--check $(T)/conformance/pass)

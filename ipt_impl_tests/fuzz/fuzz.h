@@ -411,6 +411,88 @@ FZ void fz_put_header(FILE *f, const struct fz_header *h)
 	fz_put(f, h->sync_offset, 4);
 }
 
+/* ---- the sideband harness's header (fuzz_sb.c) ----
+ *
+ * It has no trace: a perf_event stream follows, after the configuration
+ * of the stream and the trace decoder events the session is given. */
+
+enum {
+	/* The stream's decoder is primary: it may switch images. */
+	fz_sb_primary = 1 << 0,
+	/* A second, secondary decoder reads the same stream. */
+	fz_sb_secondary = 1 << 1,
+	/* Records are printed (to /dev/null), by print_flags. */
+	fz_sb_print = 1 << 2,
+	/* vdso files are configured (they do not exist). */
+	fz_sb_vdso = 1 << 3,
+	/* The most sample types a sample configuration gets, and events. */
+	fz_sb_max_stypes = 4,
+	fz_sb_event_size = 28
+};
+
+struct fz_sb_header {
+	uint8_t flags;
+	/* enum pt_sb_print_flag bits. */
+	uint8_t print_flags;
+	/* The allocation to fail (0: none). */
+	uint8_t fail_at;
+	/* Sample configuration entries, at most fz_sb_max_stypes. */
+	uint8_t nstypes;
+	struct pev_sample_type stypes[fz_sb_max_stypes];
+	uint64_t sample_type;
+	uint16_t time_shift;
+	uint32_t time_mult;
+	uint64_t time_zero;
+	uint64_t tsc_offset;
+	uint64_t kernel_start;
+	/* Then nevents events, fz_sb_event_size bytes each: type (u8),
+	 * ip_suppressed (u8), time since the last event (u16), and 24 bytes
+	 * of the event's variant (its IPs). */
+	uint8_t nevents;
+};
+
+FZ void fz_sb_header(struct fz *in, struct fz_sb_header *h)
+{
+	int i;
+
+	h->flags = fz_u8(in);
+	h->print_flags = fz_u8(in);
+	h->fail_at = fz_u8(in);
+	h->nstypes = fz_u8(in) % (fz_sb_max_stypes + 1);
+	for (i = 0; i < h->nstypes; ++i) {
+		h->stypes[i].identifier = fz_u64(in);
+		h->stypes[i].sample_type = fz_u64(in);
+	}
+	h->sample_type = fz_u64(in);
+	h->time_shift = fz_u16(in);
+	h->time_mult = fz_u32(in);
+	h->time_zero = fz_u64(in);
+	h->tsc_offset = fz_u64(in);
+	h->kernel_start = fz_u64(in);
+	h->nevents = fz_u8(in);
+}
+
+FZ void fz_sb_put_header(FILE *f, const struct fz_sb_header *h)
+{
+	int i;
+
+	fz_put(f, h->flags, 1);
+	fz_put(f, h->print_flags, 1);
+	fz_put(f, h->fail_at, 1);
+	fz_put(f, h->nstypes, 1);
+	for (i = 0; i < h->nstypes; ++i) {
+		fz_put(f, h->stypes[i].identifier, 8);
+		fz_put(f, h->stypes[i].sample_type, 8);
+	}
+	fz_put(f, h->sample_type, 8);
+	fz_put(f, h->time_shift, 2);
+	fz_put(f, h->time_mult, 4);
+	fz_put(f, h->time_zero, 8);
+	fz_put(f, h->tsc_offset, 8);
+	fz_put(f, h->kernel_start, 8);
+	fz_put(f, h->nevents, 1);
+}
+
 /* How many iterations a decode loop may take before it counts as a hang:
  * generous, but linear in the trace. */
 FZ size_t fz_budget(size_t trace_size, size_t per_byte)

@@ -226,6 +226,78 @@ static void gen(const char *dir)
 	}
 }
 
+/* A sideband seed: the stream of a --pevent:primary (or :secondary) FILE,
+ * its configuration from the options before it, and events that walk
+ * through user and kernel space over time, so that records apply and
+ * postponed context switches find their place. */
+static int sb_seed(int argc, char **argv)
+{
+	static const struct {
+		uint8_t type, suppressed;
+		uint16_t delta;
+		uint64_t ip;
+	} events[] = {
+		{ ptev_enabled, 0, 1, 0x1000 },
+		{ ptev_tick, 0, 1, 0x1001 },
+		{ ptev_tip, 0, 1, 0x1003 },
+		{ ptev_disabled, 1, 1, 0 },
+		{ ptev_enabled, 0, 1, 0xffffffff80000000ull },
+		{ ptev_async_disabled, 1, 2, 0 },
+		{ ptev_tick, 0, 0x100, 0x2000 },
+	};
+	struct fz_sb_header h;
+	const char *file = NULL;
+	uint8_t *stream;
+	size_t size, i;
+	int a;
+
+	memset(&h, 0, sizeof(h));
+	h.flags = fz_sb_primary | fz_sb_print;
+	h.print_flags = ptsbp_compact | ptsbp_file_offset;
+	h.time_mult = 1;
+	h.kernel_start = 0xffffffff80000000ull;
+	for (a = 2; a + 1 < argc; ++a) {
+		uint64_t v = strtoull(argv[a + 1], NULL, 0);
+
+		if (!strcmp(argv[a], "--pevent:sample-type"))
+			h.sample_type = v;
+		else if (!strcmp(argv[a], "--pevent:time-zero"))
+			h.time_zero = v;
+		else if (!strcmp(argv[a], "--pevent:time-shift"))
+			h.time_shift = (uint16_t) v;
+		else if (!strcmp(argv[a], "--pevent:time-mult"))
+			h.time_mult = (uint32_t) v;
+		else if (!strcmp(argv[a], "--pevent:kernel-start"))
+			h.kernel_start = v;
+		else if (!strcmp(argv[a], "--pevent:primary") ||
+			 (!file && !strcmp(argv[a], "--pevent:secondary")))
+			file = argv[a + 1];
+		else
+			continue;
+		++a;
+	}
+	if (!file) {
+		fprintf(stderr, "mkseed: no sideband file\n");
+		return 2;
+	}
+	stream = load(file, 0, 0, &size);
+	h.nevents = (uint8_t) (sizeof(events) / sizeof(events[0]));
+	fz_sb_put_header(stdout, &h);
+	for (i = 0; i < h.nevents; ++i) {
+		fz_put(stdout, events[i].type, 1);
+		fz_put(stdout, events[i].suppressed, 1);
+		fz_put(stdout, events[i].delta, 2);
+		/* The IP goes first and second in the variant, where the
+		 * event types keep it. */
+		fz_put(stdout, events[i].ip, 8);
+		fz_put(stdout, events[i].ip, 8);
+		fz_put(stdout, 0, 8);
+	}
+	fwrite(stream, 1, size, stdout);
+	free(stream);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct fz_header h;
@@ -241,6 +313,8 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	kind = argv[1];
+	if (!strcmp(kind, "sb"))
+		return sb_seed(argc, argv);
 	if (!strcmp(kind, "gen")) {
 		gen(argv[2]);
 		return 0;
