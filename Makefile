@@ -9,6 +9,7 @@
 #   make conformance-update   record the cases that pass now
 #   make demo            trace a real program and show its instruction flow
 #   make bench           compare speed and memory with libipt
+#   make coverage        line and branch coverage of ipt.h, per layer
 #   make fuzz            run each libFuzzer harness for FUZZ_SECONDS
 #
 # ipt_impl_tests/README.md maps what each folder tests.  Unit tests are
@@ -110,4 +111,4 @@ conformance-update: all
 clean:
 	rm -rf $(B) $(EXAMPLES)
 
-.PHONY: all test test-build conformance conformance-update clean demo bench fuzz
+.PHONY: all test test-build conformance conformance-update clean demo bench fuzz coverage
