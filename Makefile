@@ -1,6 +1,6 @@
 # ipt.h: build the examples, run the tests, run the conformance suites.
 #
-#   make                 build examples/ptdump, examples/ptxed, examples/decode
+#   make                 build examples/ptdump, ptxed, ptcov and decode
 #   make test            build and run everything in ipt_impl_tests/
 #   make test-build      build it, without running it
 #   make conformance     run the conformance corpus against the examples;
@@ -37,7 +37,8 @@ SAN := -fsanitize=address,undefined -fno-sanitize-recover=all \
 HDR := ipt.h
 LIB_HDRS := $(wildcard $(T)/lib/*.h)
 
-EXAMPLES := $(patsubst %.c,%,$(wildcard examples/ptdump.c examples/ptxed.c examples/decode.c))
+EXAMPLES := $(patsubst %.c,%,$(wildcard examples/ptdump.c examples/ptxed.c \
+	examples/ptcov.c examples/decode.c))
 
 # Each rules.mk may append to TESTS (commands run by `make test`, each
 # ending with "N passed, N failed") and TEST_DEPS (what those commands need
@@ -53,7 +54,7 @@ cmd = $(subst $(space),$(comma),$(strip $(1)))
 all: $(EXAMPLES)
 
 examples/%: examples/%.c $(HDR) $(wildcard examples/*.h)
-	$(CC) $(OPT) $(WARN) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(ZYDIS) -lm
+	$(CC) $(OPT) $(WARN) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(ZYDIS) -lm -pthread
 
 # $(call unit_build,DIR,COMPILER AND FLAGS) compiles the implementation
 # once, as DIR/ipt_impl.o, and links every unit test with it as

@@ -57,7 +57,8 @@
  *     >>cfg    configuration copy-in, CPU errata, address filters
  *     >>opc    opcodes and the packet-layout table
  *     >>enc    packet encoder
- *     >>pkt    packet decoder, synchronization, last-IP tracking
+ *     >>pkt    packet decoder, batches of packets, synchronization, last-IP
+ *              tracking
  *     >>time   TSC/MTC/CYC/TMA/CBR time tracking and calibration
  *     >>evt    event decoder: packets to events
  *     >>qry    query decoder: built on the event decoder
@@ -68,6 +69,8 @@
  *     >>pev    perf_event sideband records: read and written in place
  *     >>sb     sideband sessions: perf_event records applied to a
  *              decoder's events, an image per process (hosted builds)
+ *     >>cov    coverage: a trace to an edge bitmap, on the block decoder
+ *     >>seg    segments: PSB index, joining decoders of adjacent segments
  *
  * LICENSE: MIT, at the end of this file.
  */
@@ -167,7 +170,9 @@ enum pt_error_code {
 	pte_event_ignored,
 	pte_overflow,
 	pte_bad_file,
-	pte_bad_cpu
+	pte_bad_cpu,
+	/* ipt.h: the trace ends for now, more may come (ipt_*_extend). */
+	ipt_pte_need_more
 };
 
 /* The error code of a status: pte_ok for any non-negative status. */
@@ -668,7 +673,19 @@ pt_pkt_get_config(const struct pt_packet_decoder *decoder);
 IPT_API int pt_pkt_next(struct pt_packet_decoder *decoder,
 			struct pt_packet *packet, size_t size);
 
-/* >>api-pkt-ext: ipt_ extensions of the packet layer (last-IP tracking) */
+/* >>api-pkt-ext: ipt_ extensions of the packet layer (batches of packets,
+ * last-IP tracking) */
+
+/* Decode up to n packets into packets[0] .. packets[n - 1], as that many
+ * pt_pkt_next calls would (each packet's size is in its size field), and
+ * move past them; for decoding a trace with one call per batch rather than
+ * per packet.  Returns how many packets were decoded, 1 to n (at most
+ * 65536 in one call); or pt_pkt_next's error if the first packet cannot be
+ * decoded.  An error at a later packet ends the batch before it, and the
+ * next call reports it.  -pte_invalid for NULL arguments or n == 0.
+ * Ref: libipt's pt_pkt_next (man page pt_pkt_next.3), called n times. */
+IPT_API int ipt_pkt_next_batch(struct pt_packet_decoder *decoder,
+			       struct pt_packet *packets, size_t n);
 
 /* Parse a CPU given as "family/model[/stepping]" (each number decimal, or
  * hex with 0x, or octal with a leading 0; the stepping defaults to zero)
@@ -1197,6 +1214,13 @@ IPT_API int pt_image_set_callback(struct pt_image *image,
  * 16 MiB unless defined otherwise when compiling the implementation.
  * Returns zero, -pte_invalid if image is NULL.
  *
+ * Threads: reading an image changes its page cache and the order of its
+ * file sections, so an image is for one decoder at a time, unless it has
+ * no file sections and no page cache (a limit of zero): such an image
+ * only reads, and decoders on several threads may share it, if its
+ * callback may be called from several threads.  Each decoder keeps its
+ * own instruction and run caches either way (>>api-blk-ext).
+ *
  * Running out of memory: allocations that only grow a cache never fail a
  * decode.  When the page cache cannot get a page (or its hash table), the
  * read goes to the callback uncached and decoding goes on with exactly the
@@ -1412,6 +1436,72 @@ IPT_API int ipt_blk_set_wait_for_code(struct pt_block_decoder *decoder,
 				      int on);
 IPT_API int ipt_insn_set_wait_for_code(struct pt_insn_decoder *decoder,
 				       int on);
+
+/* >>api-vm: traces of virtual machines as the hardware writes them */
+
+/* Entering and leaving a VM switches tracing with the VMCS's controls
+ * (SDM Vol. 3C, 26.x and 27.x "Loading/Saving IA32_RTIT_CTL", 33.5.2
+ * "VMX transitions"), and the processor writes shapes libipt 2.3 takes as
+ * errors: after a VM exit disabled tracing (FUP, TIP.PGD), the VM entry
+ * sends a PSB+ whose FUP says tracing is on at the guest IP X, and right
+ * after its PSBEND a TIP.PGE X.  libipt stops there with "bad status
+ * update" or "unexpected packet context" and loses the trace up to the
+ * next PSB.
+ *
+ * ipt_blk_set_vm_tolerant() / ipt_insn_set_vm_tolerant() with on non-zero
+ * take them as what they are: a PSB+ that says tracing is on while the
+ * decoder has it off enables it at that IP (the event is indicated as an
+ * ordinary enable, resumed if at the IP tracing stopped at), and an enable
+ * at the IP the decoder already stands at, while enabled, is indicated
+ * and changes nothing.  Off by default (libipt's behaviour).  Both return
+ * zero, -pte_invalid without decoder. */
+IPT_API int ipt_blk_set_vm_tolerant(struct pt_block_decoder *decoder, int on);
+IPT_API int ipt_insn_set_vm_tolerant(struct pt_insn_decoder *decoder, int on);
+
+/* Guest or host: PIP's NR bit says whether the processor runs in VMX
+ * non-root operation (a guest) after the CR3 it carries; the paging events
+ * (ptev_paging, ptev_async_paging, and PSB+ status updates) carry it as
+ * non_root.  ipt_blk_in_guest() / ipt_insn_in_guest() give it as of the
+ * events taken so far, that is for the next block or instruction: 1 in a
+ * guest, 0 in the host, -pte_nosync if no PIP has said since the decoder
+ * synchronized, -pte_invalid without decoder.  An agent keeps the guest's
+ * flow by dropping what comes while this is 0. */
+IPT_API int ipt_blk_in_guest(const struct pt_block_decoder *decoder);
+IPT_API int ipt_insn_in_guest(const struct pt_insn_decoder *decoder);
+
+/* >>api-buffer: one decoder for every trace */
+
+/* Point a decoder at another trace buffer [begin, end): it keeps its
+ * configuration (but for begin and end), its image and its caches, and is
+ * as a new decoder would be otherwise: not synchronized, no time, no
+ * events.  Nothing is allocated, so a fuzzer or an agent decoding many
+ * short traces makes one decoder and reuses it.  Each returns zero,
+ * -pte_invalid without decoder, begin or end, or if end < begin. */
+IPT_API int ipt_pkt_set_buffer(struct pt_packet_decoder *decoder,
+			       uint8_t *begin, uint8_t *end);
+IPT_API int ipt_evt_set_buffer(struct pt_event_decoder *decoder,
+			       uint8_t *begin, uint8_t *end);
+IPT_API int ipt_qry_set_buffer(struct pt_query_decoder *decoder,
+			       uint8_t *begin, uint8_t *end);
+IPT_API int ipt_blk_set_buffer(struct pt_block_decoder *decoder,
+			       uint8_t *begin, uint8_t *end);
+IPT_API int ipt_insn_set_buffer(struct pt_insn_decoder *decoder,
+				uint8_t *begin, uint8_t *end);
+
+/* Streaming: the trace's end moves forward as the processor writes.
+ * ipt_pkt_extend() / ipt_evt_extend() set a new end (not before the
+ * current one) and say whether more may come after it.  While more may
+ * come, the end of the trace or a packet cut by it is -ipt_pte_need_more
+ * instead of -pte_eos: the decoder stays where it is and goes on once the
+ * end moves; decoding in pieces gives what decoding the whole gives.  A
+ * sync call that needs more starts over after the end moved.  Both return
+ * zero, -pte_invalid without decoder or end, or if end lies before the
+ * current end.  (The query, block and instruction decoders do not stream
+ * yet.) */
+IPT_API int ipt_pkt_extend(struct pt_packet_decoder *decoder, uint8_t *end,
+			   int more);
+IPT_API int ipt_evt_extend(struct pt_event_decoder *decoder, uint8_t *end,
+			   int more);
 
 /* >>api-alloc: ipt_ extensions: a runtime allocator per object */
 
@@ -1964,6 +2054,268 @@ ipt_sb_alloc_pevent_decoder_mem(struct pt_sb_session *session,
 				const struct pt_sb_pevent_config *config,
 				const uint8_t *begin, const uint8_t *end);
 #endif /* IPT_NO_STDIO */
+/* >>api-seg: ipt_ extensions: segments, for decoding one trace in pieces
+ *
+ * Every PSB starts a segment a decoder can start at (pt_blk_sync_set,
+ * pt_insn_sync_set): the PSB+ that follows states tracing on or off, the
+ * IP (FUP), the execution mode, CR3, VMCS and time.  ipt_seg_index finds
+ * them all in one pass without decoding code, so the segments can go to
+ * as many decoders as there are cores, or machines.
+ *
+ * STITCHING.  What a decoder started at a PSB reports is what a decoder
+ * running through from an earlier PSB reports from the point where the
+ * two are in the same state, and only from there: until then the one
+ * from before may still hold a return stack, events bound to the last
+ * block, a time calibration learned from earlier MTC/CYC packets, or an
+ * error it is recovering from.  So segment k's decoder runs past the
+ * next segment's PSB until, at a point between two calls, it is in a
+ * state the next segment's decoder was in at a point between two calls;
+ * the output is segment k's up to that point and segment k+1's from its
+ * matching point on.  ipt_blk_converged / ipt_insn_converged decide; the
+ * next segment's states are kept with ipt_blk_save / ipt_insn_save (a
+ * decoder started afresh at the PSB and stepped as the segment's own
+ * decoder is gives the same states, so the two need not wait for each
+ * other).  The compared state is everything that decides what a decoder
+ * returns next: the event decoder's position and queue, last IP, time,
+ * the current event, the address space, mode, return stack, the status
+ * held back and the error bookkeeping of pt_blk_resync; not the caches,
+ * and not the image, which must give both decoders the same code.
+ *
+ * The return stack is the one thing that may differ: a decoder started
+ * at a PSB begins with an empty one, the decoder from before keeps the
+ * returns of calls made before the PSB.  Only returns from calls seen
+ * since the last PSB may be compressed, and a decoder never needs to keep
+ * anything across a PSB (Intel SDM Vol. 3C, 33.2.1.2 and 33.3.7), so in a
+ * trace as specified the older entries are never used.  A join where the
+ * later decoder's stack is only the top part of the earlier one's (2) is
+ * therefore exact unless a decoder finds its return stack empty: from the
+ * first such join on, every decoder whose output is used lacks older
+ * entries (a later join can only lose more), so if any of them finds its
+ * return stack empty (-pte_retstack_empty), the output from that first
+ * join on is void, and the decoder before it must go on to the end of the
+ * trace itself.  A decoder from before that never reaches a state of the
+ * next segment's simply decodes that segment too; the output is exact
+ * either way, only the parallelism is lost. */
+struct ipt_segment {
+	/* The PSB, and where the next PSB (or the end of the trace) is. */
+	uint64_t offset;
+	uint64_t end;
+
+	/* What the PSB+ states, where its flag below says it has it. */
+	uint64_t ip;		/* FUP: the IP tracing goes on at */
+	uint64_t cr3;		/* PIP */
+	uint64_t vmcs;		/* VMCS */
+	uint64_t tsc;		/* TSC */
+	uint16_t ctc;		/* TMA: the crystal clock value ... */
+	uint16_t fc;		/* ... and the fast counter */
+	uint8_t cbr;		/* CBR: the core:bus ratio */
+	enum pt_exec_mode mode;	/* MODE.Exec; ptem_unknown without one */
+
+	/* Tracing is on at the PSB: the PSB+ has a FUP, @ip is valid. */
+	uint32_t enabled:1;
+	uint32_t has_cr3:1;
+	/* PIP.NR: CR3 is a VMX guest's. */
+	uint32_t nr:1;
+	uint32_t has_vmcs:1;
+	uint32_t has_tsc:1;
+	uint32_t has_tma:1;
+	uint32_t has_cbr:1;
+	/* A TSX transaction is in progress (MODE.TSX InTX). */
+	uint32_t intx:1;
+	/* The PSB+ ends in an OVF instead of PSBEND. */
+	uint32_t overflow:1;
+	/* The PSB+ does not end: a packet in it does not decode, or the
+	 * trace ends first. */
+	uint32_t broken:1;
+};
+
+/* Find the PSBs of config's trace, in order, as pt_pkt_sync_forward
+ * finds them, and fill in up to max segments, one per PSB.  Reads each
+ * PSB+ and nothing else.  Needs no memory; segs may be NULL when max is
+ * zero, to count.  Returns the number of PSBs (more than max if segs was
+ * too short); -pte_invalid if config is NULL or segs is NULL with max not
+ * zero; -pte_bad_config for a bad config.  Ref: libipt's ptseg tool finds
+ * one segment the same way (pt_pkt_sync_backward/_forward); the PSB+
+ * state is ipt.h only. */
+IPT_API int64_t ipt_seg_index(const struct pt_config *config,
+			      struct ipt_segment *segs, size_t max);
+
+/* A decoder's state, as ipt_blk_converged and ipt_insn_converged compare
+ * it: ipt_*_state_size() bytes, aligned as malloc's are.  ipt_*_save
+ * copies it to state; -pte_invalid if an argument is NULL or size is too
+ * small.  Ref: ipt.h only. */
+IPT_API size_t ipt_blk_state_size(void);
+IPT_API int ipt_blk_save(const struct pt_block_decoder *decoder, void *state,
+			 size_t size);
+IPT_API size_t ipt_insn_state_size(void);
+IPT_API int ipt_insn_save(const struct pt_insn_decoder *decoder,
+			  void *state, size_t size);
+
+/* Is decoder, between two calls, in the state saved in state, so that
+ * with the same trace and code it returns from now on exactly what the
+ * decoder that was saved returned after it was saved?  1: yes; 2: yes,
+ * unless from here on a decoder finds its return stack empty (see
+ * STITCHING above); 0: not for certain.  -pte_invalid if an argument is
+ * NULL.  The decoders are compared, not their configurations: both must
+ * decode the same trace with the same flags.  Ref: ipt.h only (libipt's
+ * howto leaves stitching to the user). */
+IPT_API int ipt_blk_converged(const struct pt_block_decoder *decoder,
+			      const void *state);
+IPT_API int ipt_insn_converged(const struct pt_insn_decoder *decoder,
+			       const void *state);
+
+/* >>api-cov: ipt_ coverage for fuzzers: a trace to an edge bitmap */
+
+/* A coverage decoder follows the flow of execution as a block decoder does
+ * (it holds one) and turns every control-flow edge the trace implies into
+ * a counter in an AFL-style bitmap: an array of 8-bit counters of any
+ * power-of-two size, indexed by a hash of the edge's (from, to).
+ *
+ * The edges, by kind:
+ *   ipt_cov_taken, ipt_cov_not_taken  a conditional branch: from its IP to
+ *                                     where it went (a taken branch to the
+ *                                     next instruction counts as not taken)
+ *   ipt_cov_jump, ipt_cov_call        an indirect near jump or call (also
+ *                                     JMPABS): from its IP to the target
+ *   ipt_cov_return                    a near return, compressed or not
+ *   ipt_cov_far                       a far transfer (far call, jump and
+ *                                     return, SYSCALL, IRET, INT ...)
+ *   ipt_cov_async                     an interrupt or exception: from the
+ *                                     interrupted IP to the handler
+ *   ipt_cov_enable                    tracing enabled: from 0 to the IP
+ *   ipt_cov_disable                   tracing disabled: from the IP where
+ *                                     it would resume (0 if unknown) to 0
+ * A branch whose destination the trace does not tell (it disabled tracing
+ * with its IP suppressed, or an overflow or error followed) makes no edge.
+ * Direct jumps and calls are implied by the code, not the trace, and make
+ * none either.
+ *
+ * struct ipt_cov_config selects what is counted:
+ *   kinds    ipt_cov_kind bits; 0 means ipt_cov_all
+ *   flags    ipt_cov_saturate: counters stop at 255 instead of wrapping;
+ *            ipt_cov_libxdc: libxdc's bitmap: conditional branches only
+ *            (kinds is ignored), wrapping counters;
+ *            ipt_cov_pause: missing code is a pause (below)
+ *   range    up to 4 IP ranges [begin, end); with nranges > 0 an edge
+ *            counts only if its from (for enable edges: its to) lies in
+ *            one of them, as libxdc counts branches in its ranges
+ *   edge     if not NULL, called for each edge that counts
+ *   block    if not NULL, called each time code is decoded into the block
+ *            decoder's run cache: the run from begin to the IP of its last
+ *            instruction, in the current address space (again after the
+ *            cache dropped it or the image changed)
+ *
+ * The index of an edge is (mix(to) ^ (mix(from) >> 1)) modulo the bitmap
+ * size, where mix(v) = (v ^ (v >> 31)) * 0x7fb5d329728ea185 in 64 bits:
+ * libxdc's, so that in ipt_cov_libxdc mode the bitmap is byte for byte
+ * the one libxdc makes.
+ *
+ * One decoder decodes trace after trace: ipt_cov_set_trace points it at
+ * the next one (and clears the bitmap if asked); its caches stay warm and
+ * the call allocates nothing.  The caches are a block decoder's and follow
+ * the image as its do (ipt_image_invalidate and section changes drop
+ * them); ipt_cov_set_cache_limit bounds the run cache as
+ * ipt_blk_set_cache_limit does.  Decoding allocates only while the run
+ * cache grows towards that limit (see >>api-blk-ext).
+ *
+ * ipt_cov_decode decodes the whole trace and returns 0, or -pte_invalid.
+ * An error in the trace (or code that cannot be read or decoded) costs the
+ * trace up to the next PSB, as in a block decoder; errors, the first and
+ * last error code and the bytes skipped are counted in struct
+ * ipt_cov_status (ipt_cov_get_status).  Code that goes on without reading
+ * trace for 2^18 instructions (a jump to itself) counts as the error
+ * -pte_bad_query.  A branch's edge counts once the flow is seen to get to
+ * its destination: the next block has an instruction, or an event says
+ * where the branch went.
+ *
+ * With ipt_cov_pause, code the image cannot supply stops the decode as it
+ * stops pt_blk_next (>>api-fault, with ipt_blk_set_wait_for_code on):
+ * ipt_cov_decode returns -pte_nomap and ipt_cov_get_fault says which
+ * address space and address (as ipt_blk_get_fault); once the caller has
+ * made that memory readable (and invalidated what the image cached of the
+ * page), the next ipt_cov_decode goes on where it stopped, and the bitmap
+ * ends up as after a decode with all code present.  Code still missing
+ * then is an error like any other, as missing code always is without
+ * ipt_cov_pause.
+ *
+ * ipt_cov_alloc_decoder returns NULL if the configuration is invalid or
+ * memory is short; set_bitmap returns -pte_invalid for a size that is not
+ * a power of two below 2^32; the others -pte_invalid without a decoder. */
+enum ipt_cov_kind {
+	ipt_cov_taken = 1 << 0,
+	ipt_cov_not_taken = 1 << 1,
+	ipt_cov_jump = 1 << 2,
+	ipt_cov_call = 1 << 3,
+	ipt_cov_return = 1 << 4,
+	ipt_cov_far = 1 << 5,
+	ipt_cov_async = 1 << 6,
+	ipt_cov_enable = 1 << 7,
+	ipt_cov_disable = 1 << 8,
+	ipt_cov_all = (1 << 9) - 1
+};
+
+enum ipt_cov_flag {
+	ipt_cov_saturate = 1 << 0,
+	ipt_cov_libxdc = 1 << 1,
+	ipt_cov_pause = 1 << 2
+};
+
+enum { ipt_cov_max_ranges = 4 };
+
+struct ipt_cov_range {
+	uint64_t begin;
+	uint64_t end;
+};
+
+struct ipt_cov_config {
+	uint32_t kinds;
+	uint32_t flags;
+	uint32_t nranges;
+	struct ipt_cov_range range[ipt_cov_max_ranges];
+	void (*edge)(void *context, uint64_t from, uint64_t to,
+		     enum ipt_cov_kind kind);
+	void (*block)(void *context, uint64_t begin, uint64_t last);
+	void *context;
+};
+
+struct ipt_cov_status {
+	/* Edges counted, over all traces. */
+	uint64_t edges;
+	/* Errors, and trace bytes skipped because of them. */
+	uint64_t errors;
+	uint64_t skipped;
+	/* The first and the last error (negative pte_* codes), 0 if none. */
+	int first_error;
+	int last_error;
+};
+
+struct ipt_cov_decoder;
+
+/* Ref: ipt.h only, described above.  The flow is pt_blk_next(3)'s; the
+ * bitmap index and libxdc mode follow libxdc (nyx-fuzz/libxdc). */
+IPT_API struct ipt_cov_decoder *
+ipt_cov_alloc_decoder(const struct pt_config *config,
+		      const struct ipt_cov_config *cov);
+IPT_API struct ipt_cov_decoder *
+ipt_cov_alloc_decoder_with(const struct pt_config *config,
+			   const struct ipt_cov_config *cov,
+			   const struct ipt_allocator *allocator);
+IPT_API void ipt_cov_free_decoder(struct ipt_cov_decoder *decoder);
+IPT_API int ipt_cov_set_image(struct ipt_cov_decoder *decoder,
+			      struct pt_image *image);
+IPT_API struct pt_image *ipt_cov_get_image(struct ipt_cov_decoder *decoder);
+IPT_API int ipt_cov_set_bitmap(struct ipt_cov_decoder *decoder,
+			       uint8_t *bitmap, size_t size);
+IPT_API int ipt_cov_set_trace(struct ipt_cov_decoder *decoder,
+			      const uint8_t *begin, const uint8_t *end,
+			      int clear_bitmap);
+IPT_API int ipt_cov_decode(struct ipt_cov_decoder *decoder);
+IPT_API int ipt_cov_get_status(const struct ipt_cov_decoder *decoder,
+			       struct ipt_cov_status *status);
+IPT_API int ipt_cov_set_cache_limit(struct ipt_cov_decoder *decoder,
+				    uint64_t bytes);
+IPT_API int ipt_cov_get_fault(const struct ipt_cov_decoder *decoder,
+			      struct ipt_fault *fault, size_t size);
 
 #ifdef __cplusplus
 }
@@ -2190,7 +2542,8 @@ static IPT__UNUSED void *ipt__realloc(const struct ipt_allocator *a,
 	X(pte_event_ignored, "event ignored")                                \
 	X(pte_overflow, "overflow")                                          \
 	X(pte_bad_file, "bad file")                                          \
-	X(pte_bad_cpu, "unknown cpu")
+	X(pte_bad_cpu, "unknown cpu")                                        \
+	X(ipt_pte_need_more, "end of trace for now: more may come")
 
 IPT_DEF const char *pt_errstr(enum pt_error_code code)
 {
@@ -3279,6 +3632,8 @@ IPT_DEF int pt_enc_next(struct pt_encoder *encoder,
  *   ipt__pkt_config/_pos/_end(dec)      where it is
  *   ipt__pkt_sync_pos(dec)              the PSB it synchronized on last
  *   ipt__pkt_skip(dec, size)            move on without reading
+ *   ipt__pkt_same(a, b), ipt__last_ip_same(a, b)
+ *                                       the same state (>>seg)
  *   ipt__pkt_read_<packet>(pkt, pos, config)
  *                                       read one packet at pos: its size
  *                                       or -pte_eos/-pte_bad_packet/...
@@ -3303,12 +3658,20 @@ struct pt_packet_decoder {
 	/* The last PSB seen, or the position set by sync_set; NULL until
 	 * synchronized. */
 	const uint8_t *sync;
+	/* More trace may come after config.end (ipt_pkt_extend). */
+	uint32_t more;
 };
 
 /* The bytes pt_pkt_next's fast path may read from a packet's start: every
  * packet it decodes, and one 8-byte load after the first byte. */
 enum {
 	IPT__FAST_ROOM = 16
+};
+
+/* The most packets one ipt_pkt_next_batch call decodes: its count must
+ * fit the int it returns. */
+enum {
+	IPT__PKT_BATCH_MAX = 1 << 16
 };
 
 /* ---- reading packets ----
@@ -3983,10 +4346,17 @@ static IPT__UNUSED int ipt__sync_backward(const uint8_t **sync,
 
 /* Initialize an embedded decoder: copy the configuration in, unsynced.
  * -pte_invalid for NULL arguments, -pte_bad_config for a bad config. */
+/* Where the fast path of pt_pkt_next may go, for the current end. */
+static void ipt__pkt_set_fast(struct pt_packet_decoder *decoder)
+{
+	size_t n = (size_t) (decoder->config.end - decoder->config.begin);
+
+	decoder->fast = n >= IPT__FAST_ROOM ? n - IPT__FAST_ROOM + 1 : 0;
+}
+
 static IPT__UNUSED int ipt__pkt_init(struct pt_packet_decoder *decoder,
 				     const struct pt_config *config)
 {
-	size_t n;
 	int errcode;
 
 	if (!decoder || !config)
@@ -3997,8 +4367,7 @@ static IPT__UNUSED int ipt__pkt_init(struct pt_packet_decoder *decoder,
 	if (errcode < 0)
 		return errcode;
 
-	n = (size_t) (decoder->config.end - decoder->config.begin);
-	decoder->fast = n >= IPT__FAST_ROOM ? n - IPT__FAST_ROOM + 1 : 0;
+	ipt__pkt_set_fast(decoder);
 	return 0;
 }
 
@@ -4045,6 +4414,27 @@ static IPT__UNUSED int ipt__pkt_skip(struct pt_packet_decoder *decoder,
 		return -pte_eos;
 	decoder->pos += size;
 	return 0;
+}
+
+/* ---- comparing decoders ----
+ * For joining the decoders of adjacent trace segments (>>seg): two
+ * decoders are in the same state if everything a later call reads is
+ * equal. */
+
+/* The packet decoder: where it is, and what it decodes (the same bytes
+ * with the same configuration, copied in alike). */
+static IPT__UNUSED int ipt__pkt_same(const struct pt_packet_decoder *a,
+				     const struct pt_packet_decoder *b)
+{
+	return a->pos == b->pos && a->sync == b->sync && a->fast == b->fast &&
+	       !IPT_MEMCMP(&a->config, &b->config, sizeof(a->config));
+}
+
+static IPT__UNUSED int ipt__last_ip_same(const struct ipt_last_ip *a,
+					 const struct ipt_last_ip *b)
+{
+	return a->ip == b->ip && a->have_ip == b->have_ip &&
+	       a->suppressed == b->suppressed;
 }
 
 /* A packet decoder as allocated (not one inside an event decoder): with
@@ -4104,6 +4494,31 @@ IPT_DEF void pt_pkt_free_decoder(struct pt_packet_decoder *decoder)
  * on it.  -pte_eos if there is none, -pte_internal if the decoder was set
  * to the very end, -pte_invalid if decoder is NULL; the position does not
  * change on errors. */
+IPT_DEF int ipt_pkt_set_buffer(struct pt_packet_decoder *decoder,
+			       uint8_t *begin, uint8_t *end)
+{
+	if (!decoder || !begin || !end || end < begin)
+		return -pte_invalid;
+	decoder->config.begin = begin;
+	decoder->config.end = end;
+	decoder->pos = NULL;
+	decoder->sync = NULL;
+	decoder->more = 0;
+	ipt__pkt_set_fast(decoder);
+	return 0;
+}
+
+IPT_DEF int ipt_pkt_extend(struct pt_packet_decoder *decoder, uint8_t *end,
+			   int more)
+{
+	if (!decoder || !end || end < decoder->config.end)
+		return -pte_invalid;
+	decoder->config.end = end;
+	decoder->more = more ? 1 : 0;
+	ipt__pkt_set_fast(decoder);
+	return 0;
+}
+
 IPT_DEF int pt_pkt_sync_forward(struct pt_packet_decoder *decoder)
 {
 	const uint8_t *sync;
@@ -4437,6 +4852,21 @@ static int ipt__pkt_decode(struct pt_packet_decoder *decoder,
 /* pt_pkt_next for everything but the common packets: decode, copy out as
  * the caller's size says (bytes past sizeof(struct pt_packet) zeroed,
  * fewer bytes truncated), advance. */
+/* Whether more trace may come after the end (ipt_pkt_extend). */
+static IPT__UNUSED int ipt__pkt_more(const struct pt_packet_decoder *decoder)
+{
+	return (int) decoder->more;
+}
+
+/* The end of the trace, or a packet cut by it, is only the end for now if
+ * more may come. */
+static int ipt__pkt_end_status(const struct pt_packet_decoder *decoder,
+			       int status)
+{
+	return status == -pte_eos && decoder->more ? -ipt_pte_need_more :
+						     status;
+}
+
 static IPT__NOINLINE int ipt__pkt_next_slow(struct pt_packet_decoder *decoder,
 			      struct pt_packet *packet, size_t psize)
 {
@@ -4446,11 +4876,11 @@ static IPT__NOINLINE int ipt__pkt_next_slow(struct pt_packet_decoder *decoder,
 	if (psize == sizeof(pkt)) {
 		size = ipt__pkt_decode(decoder, packet);
 		if (size < 0)
-			return size;
+			return ipt__pkt_end_status(decoder, size);
 	} else {
 		size = ipt__pkt_decode(decoder, &pkt);
 		if (size < 0)
-			return size;
+			return ipt__pkt_end_status(decoder, size);
 
 		if (sizeof(pkt) < psize) {
 			IPT_MEMSET(((uint8_t *) packet) + sizeof(pkt), 0,
@@ -4470,61 +4900,72 @@ static inline uint64_t ipt__load64(const uint8_t *pos)
 	return ipt__read_le_var(pos, 8, 8);
 }
 
-/* Decode the next packet and move past it; return its size.  Same
- * semantics as libipt's pt_pkt_next: -pte_nosync before synchronization,
- * -pte_eos at the end or for a packet cut off by it, -pte_bad_opc for an
- * unknown opcode without a decode callback (or the callback's error),
- * -pte_bad_packet for a malformed packet, -pte_invalid for NULL
- * arguments; the position does not change on errors.
+/* The one-byte packets, decoded in advance: entry b / 2 for an even first
+ * byte b.  Zero is PAD, IPT__OPC_EXT (2) has size zero (not a one-byte
+ * packet), and every other even byte is a TNT-8: its bits above bit 0,
+ * up to the highest set bit (the stop bit), oldest first. */
+#define IPT__TNT8_MSB(x)                                                       \
+	((x) >= 64 ? 6 : (x) >= 32 ? 5 : (x) >= 16 ? 4 : (x) >= 8 ? 3 :       \
+	 (x) >= 4 ? 2 : (x) >= 2 ? 1 : 0)
+#define IPT__ONE_BYTE(x)                                                       \
+	{ (x) == 0 ? ppt_pad : (x) == 1 ? ppt_invalid : ppt_tnt_8,             \
+	  (x) == 1 ? 0 : 1,                                                    \
+	  { { (uint8_t) ((x) < 2 ? 0 : IPT__TNT8_MSB(x)),                       \
+	      (uint64_t) ((x) < 2 ? 0 : (x) & ~(1u << IPT__TNT8_MSB(x))) } } }
+#define IPT__ONE_BYTE4(x)                                                      \
+	IPT__ONE_BYTE(x), IPT__ONE_BYTE((x) + 1), IPT__ONE_BYTE((x) + 2),     \
+	IPT__ONE_BYTE((x) + 3)
+#define IPT__ONE_BYTE16(x)                                                     \
+	IPT__ONE_BYTE4(x), IPT__ONE_BYTE4((x) + 4), IPT__ONE_BYTE4((x) + 8),  \
+	IPT__ONE_BYTE4((x) + 12)
+
+static const struct pt_packet ipt__pkt_one_byte[128] = {
+	IPT__ONE_BYTE16(0), IPT__ONE_BYTE16(16), IPT__ONE_BYTE16(32),
+	IPT__ONE_BYTE16(48), IPT__ONE_BYTE16(64), IPT__ONE_BYTE16(80),
+	IPT__ONE_BYTE16(96), IPT__ONE_BYTE16(112)
+};
+
+#undef IPT__ONE_BYTE16
+#undef IPT__ONE_BYTE4
+#undef IPT__ONE_BYTE
+#undef IPT__TNT8_MSB
+
+/* Decode the common packet at pos into *packet; return its size, or 0 if
+ * it is not one of them (or is cut short, malformed, or an erratum may
+ * apply), for ipt__pkt_next_slow to decode from scratch.  At least
+ * IPT__FAST_ROOM bytes must be readable at pos: no packet decoded here can
+ * be cut off and no byte read needs a bounds check.
  *
- * The fast path: the caller's struct is ours, and at least IPT__FAST_ROOM
- * bytes are left (one compare against decoder->fast, which also fails for
- * a NULL or out-of-range position).  Then no packet it decodes can be cut
- * off and no byte read needs a bounds check.  It decodes the packets that
- * make up nearly all of a trace: TNT-8, PAD, TNT-64, the IP packets, and
- * the timing packets (CYC, MTC, TSC) and the PSB+ packets of hardware
- * traces, dispatching on the first byte through the layout table's
- * ipt__first_byte.  Errors, errata, PSB, the rest and the last bytes of
- * the trace go to ipt__pkt_next_slow, which decodes from scratch. */
-IPT_DEF int pt_pkt_next(struct pt_packet_decoder *decoder,
-			struct pt_packet *packet, size_t psize)
+ * It decodes the packets that make up nearly all of a trace: TNT-8, PAD,
+ * TNT-64, the IP packets, and the timing packets (CYC, MTC, TSC) and the
+ * PSB+ packets of hardware traces, dispatching on the first byte through
+ * the layout table's ipt__first_byte.  Errors, errata, PSB and the rest go
+ * to the slow path.  pt_pkt_next and ipt_pkt_next_batch both use it. */
+static IPT__INLINE int ipt__pkt_fast(const uint8_t *pos,
+				     struct pt_packet *packet, int skd007)
 {
-	const uint8_t *pos;
 	uint64_t val;
 	unsigned int b, kind;
 	int size;
 
-	if (!packet || !decoder)
-		return -pte_invalid;
-
-	pos = decoder->pos;
-	if (IPT__UNLIKELY(psize != sizeof(*packet) ||
-			  (uintptr_t) pos - (uintptr_t) decoder->config.begin >=
-				  decoder->fast))
-		return ipt__pkt_next_slow(decoder, packet, psize);
-
 	b = pos[0];
 
-	/* TNT-8 and PAD, one byte each, make up most of a hardware trace
-	 * (in runs of either, which branch predictors follow; a path shared
-	 * by both without a branch measured no faster). */
-	if (IPT__LIKELY(!(b & 1) && b > IPT__OPC_EXT)) {
-		/* b is even and above IPT__OPC_EXT: a stop bit is set. */
-		unsigned int bits = b >> IPT__OPM_TNT_8_SHR;
-		uint8_t bit_size = ipt__msb(bits);
+	/* TNT-8 and PAD, one byte each, make up most of a hardware trace;
+	 * a TNT-8 is copied from packets decoded in advance.  PADs come in
+	 * runs, which branch predictors follow; a PAD leaves the payload
+	 * alone, as libipt's does. */
+	if (!(b & 1)) {
+		const struct pt_packet *one = &ipt__pkt_one_byte[b >> 1];
 
-		packet->type = ppt_tnt_8;
-		packet->size = 1;
-		packet->payload.tnt.bit_size = bit_size;
-		packet->payload.tnt.payload = bits ^ (1u << bit_size);
-		decoder->pos = pos + 1;
-		return 1;
-	}
-	if (b == IPT__OPC_PAD) {
-		packet->type = ppt_pad;
-		packet->size = 1;
-		decoder->pos = pos + 1;
-		return 1;
+		if (IPT__LIKELY(one->type == ppt_tnt_8)) {
+			IPT__COPY(*packet, *one);
+			return 1;
+		}
+		if (!b) {
+			packet->type = ppt_pad;
+			packet->size = 1;
+			return 1;
+		}
 	}
 
 	/* TNT-64: where long TNTs are used (up to 47 bits), about as
@@ -4537,7 +4978,6 @@ IPT_DEF int pt_pkt_next(struct pt_packet_decoder *decoder,
 			packet->payload.tnt.bit_size = ipt__msb(val);
 			packet->payload.tnt.payload =
 				val ^ (1ull << ipt__msb(val));
-			decoder->pos = pos + ipt__layout[ppt_tnt_64].size;
 			return ipt__layout[ppt_tnt_64].size;
 		}
 	}
@@ -4557,7 +4997,6 @@ IPT_DEF int pt_pkt_next(struct pt_packet_decoder *decoder,
 			packet->payload.ip.ipc = (enum pt_ip_compression) ipc;
 			packet->payload.ip.ip =
 				ipt__load64(pos + 1) & ipt__ipc_mask[ipc];
-			decoder->pos = pos + size;
 			return size;
 		}
 	}
@@ -4567,7 +5006,6 @@ IPT_DEF int pt_pkt_next(struct pt_packet_decoder *decoder,
 		packet->type = ppt_mtc;
 		packet->size = ipt__layout[ppt_mtc].size;
 		packet->payload.mtc.ctc = pos[1];
-		decoder->pos = pos + ipt__layout[ppt_mtc].size;
 		return ipt__layout[ppt_mtc].size;
 
 	case ppt_cyc: {
@@ -4585,17 +5023,15 @@ IPT_DEF int pt_pkt_next(struct pt_packet_decoder *decoder,
 				shl += 8 - IPT__OPM_CYCX_SHR;
 			} while ((b & IPT__OPM_CYCX_EXT) && shl <= 64);
 			if (IPT__UNLIKELY(shl > 64))
-				break;
+				return 0;
 			/* SKD007 (see ipt__pkt_handle_skd007) looks at
 			 * 2-byte CYCs whose second byte is IPT__OPC_EXT. */
-			if (size == 2 && (val & 0xffe0u) == 0x20 &&
-			    decoder->config.errata.skd007)
-				break;
+			if (size == 2 && (val & 0xffe0u) == 0x20 && skd007)
+				return 0;
 		}
 		packet->type = ppt_cyc;
 		packet->size = (uint8_t) size;
 		packet->payload.cyc.value = val;
-		decoder->pos = pos + size;
 		return size;
 	}
 
@@ -4603,7 +5039,6 @@ IPT_DEF int pt_pkt_next(struct pt_packet_decoder *decoder,
 		packet->type = ppt_tsc;
 		packet->size = ipt__layout[ppt_tsc].size;
 		packet->payload.tsc.tsc = ipt__load64(pos) >> 8;
-		decoder->pos = pos + ipt__layout[ppt_tsc].size;
 		return ipt__layout[ppt_tsc].size;
 
 	case IPT__KIND_EXT:
@@ -4614,14 +5049,12 @@ IPT_DEF int pt_pkt_next(struct pt_packet_decoder *decoder,
 		case ppt_stop:
 			packet->type = (enum pt_packet_type) kind;
 			packet->size = 2;
-			decoder->pos = pos + 2;
 			return 2;
 
 		case ppt_cbr:
 			packet->type = ppt_cbr;
 			packet->size = ipt__layout[ppt_cbr].size;
 			packet->payload.cbr.ratio = pos[2];
-			decoder->pos = pos + ipt__layout[ppt_cbr].size;
 			return ipt__layout[ppt_cbr].size;
 
 		case ppt_pip:
@@ -4630,13 +5063,94 @@ IPT_DEF int pt_pkt_next(struct pt_packet_decoder *decoder,
 			packet->size = ipt__layout[ppt_pip].size;
 			packet->payload.pip.nr = (uint32_t) (val & 1u);
 			packet->payload.pip.cr3 = (val >> 1) << 5;
-			decoder->pos = pos + ipt__layout[ppt_pip].size;
 			return ipt__layout[ppt_pip].size;
 		}
 		break;
 	}
 
+	return 0;
+}
+
+/* Whether ipt__pkt_fast may decode at pos, given a decoder's config.begin
+ * and fast: at least IPT__FAST_ROOM bytes are left.  One compare, which
+ * also fails for a NULL or out-of-range position. */
+static IPT__INLINE int ipt__pkt_in_fast(uintptr_t begin, size_t fast,
+					const uint8_t *pos)
+{
+	return (uintptr_t) pos - begin < fast;
+}
+
+/* Decode the next packet and move past it; return its size.  Same
+ * semantics as libipt's pt_pkt_next: -pte_nosync before synchronization,
+ * -pte_eos at the end or for a packet cut off by it, -pte_bad_opc for an
+ * unknown opcode without a decode callback (or the callback's error),
+ * -pte_bad_packet for a malformed packet, -pte_invalid for NULL
+ * arguments; the position does not change on errors.
+ *
+ * The fast path: the caller's struct is ours and ipt__pkt_fast may read
+ * at the position; everything else goes to ipt__pkt_next_slow. */
+IPT_DEF int pt_pkt_next(struct pt_packet_decoder *decoder,
+			struct pt_packet *packet, size_t psize)
+{
+	const uint8_t *pos;
+	int size;
+
+	if (!packet || !decoder)
+		return -pte_invalid;
+
+	pos = decoder->pos;
+	if (IPT__LIKELY(psize == sizeof(*packet) &&
+			ipt__pkt_in_fast((uintptr_t) decoder->config.begin,
+					 decoder->fast, pos))) {
+		size = ipt__pkt_fast(pos, packet,
+				     decoder->config.errata.skd007);
+		if (IPT__LIKELY(size)) {
+			decoder->pos = pos + size;
+			return size;
+		}
+	}
 	return ipt__pkt_next_slow(decoder, packet, psize);
+}
+
+/* See the declaration in >>api-pkt-ext.  The loop keeps the position in a
+ * register and stores it once per batch; packets outside the fast region
+ * or the fast path go through ipt__pkt_next_slow one by one. */
+IPT_DEF int ipt_pkt_next_batch(struct pt_packet_decoder *decoder,
+			       struct pt_packet *packets, size_t n)
+{
+	const uint8_t *pos;
+	uintptr_t begin;
+	size_t i, fast;
+	int size, skd007;
+
+	if (!decoder || !packets || !n)
+		return -pte_invalid;
+	if (n > IPT__PKT_BATCH_MAX)
+		n = IPT__PKT_BATCH_MAX;
+
+	/* Kept in locals: stores to packets[] might alias the decoder. */
+	pos = decoder->pos;
+	begin = (uintptr_t) decoder->config.begin;
+	fast = decoder->fast;
+	skd007 = decoder->config.errata.skd007;
+	for (i = 0; i < n; ++i) {
+		if (IPT__LIKELY(ipt__pkt_in_fast(begin, fast, pos))) {
+			size = ipt__pkt_fast(pos, &packets[i], skd007);
+			if (IPT__LIKELY(size)) {
+				pos += size;
+				continue;
+			}
+		}
+		decoder->pos = pos;
+		size = ipt__pkt_next_slow(decoder, &packets[i],
+					  sizeof(packets[i]));
+		if (size < 0)
+			return i ? (int) i : size;
+		pos = decoder->pos;
+		fast = decoder->fast;
+	}
+	decoder->pos = pos;
+	return (int) n;
 }
 
 /* ---- last-IP tracking ---- */
@@ -4728,7 +5242,9 @@ IPT_DEF int ipt_last_ip_update_ip(struct ipt_last_ip *last_ip,
 
 /* ==== >>time  time tracking and calibration ==============================
  * Follows TSC, TMA, MTC, CYC and CBR to estimate the time stamp counter
- * between TSC packets, and calibrates cycles against it. */
+ * between TSC packets, and calibrates cycles against it.  Besides the
+ * public ipt_time_* and ipt_tcal_*, other layers use ipt__time_same and
+ * ipt__tcal_same (the same state, for >>seg). */
 
 /* Payload widths that timing arithmetic depends on (SDM 33.4.2): an MTC
  * carries CTC bits [mtc_freq + 7 : mtc_freq], a TMA the low 16 CTC bits,
@@ -5278,6 +5794,29 @@ IPT_DEF int ipt_tcal_update_ovf(struct ipt_time_cal *tcal,
 	return 0;
 }
 
+/* Do two time trackers, two calibrations agree?  For >>seg. */
+static IPT__UNUSED int ipt__time_same(const struct ipt_time *a,
+				      const struct ipt_time *b)
+{
+	return a->tsc == b->tsc && a->base == b->base && a->fc == b->fc &&
+	       a->ctc == b->ctc && a->ctc_cyc == b->ctc_cyc &&
+	       a->lost_mtc == b->lost_mtc && a->lost_cyc == b->lost_cyc &&
+	       a->cbr == b->cbr && a->have_tsc == b->have_tsc &&
+	       a->have_cbr == b->have_cbr && a->have_tma == b->have_tma &&
+	       a->have_mtc == b->have_mtc;
+}
+
+static IPT__UNUSED int ipt__tcal_same(const struct ipt_time_cal *a,
+				      const struct ipt_time_cal *b)
+{
+	return a->fcr == b->fcr && a->min_fcr == b->min_fcr &&
+	       a->max_fcr == b->max_fcr && a->tsc == b->tsc &&
+	       a->cyc_tsc == b->cyc_tsc && a->cyc_mtc == b->cyc_mtc &&
+	       a->ctc == b->ctc && a->lost_mtc == b->lost_mtc &&
+	       a->have_mtc == b->have_mtc &&
+	       a->check_skl168 == b->check_skl168;
+}
+
 /* ==== >>evt  event decoder ===============================================
  * Turns packets into events.  The one place that knows the packet-to-event
  * rules; the query decoder asks it.  Same semantics as libipt 2.3's event
@@ -5311,6 +5850,11 @@ IPT_DEF int ipt_tcal_update_ovf(struct ipt_time_cal *tcal,
  *                               int (*start)(void *ctx), void *ctx);
  *        the one backward synchronization: start(ctx) resets and starts
  *        the caller's decoder at each PSB tried
+ *   int  ipt__evt_same(const struct pt_event_decoder *,
+ *                      const struct pt_event_decoder *);
+ *   int  ipt__evt_same_event(const struct pt_event *,
+ *                            const struct pt_event *);
+ *        between two calls: the same state, the same event (for >>seg)
  *   IPT__EV_IGNORE  the internal event type that binds a packet without
  *                   reporting anything; never leaves this section
  *
@@ -6183,6 +6727,41 @@ static int ipt__evt_start(struct pt_event_decoder *decoder)
 		break;
 	}
 	return -pte_nosync;
+}
+
+IPT_DEF int ipt_evt_set_buffer(struct pt_event_decoder *decoder,
+			       uint8_t *begin, uint8_t *end)
+{
+	int err;
+
+	if (!decoder)
+		return -pte_invalid;
+	err = ipt_pkt_set_buffer(&decoder->pacdec, begin, end);
+	if (err < 0)
+		return err;
+	decoder->packet.size = 0;
+	return ipt__evt_reset(decoder);
+}
+
+IPT_DEF int ipt_evt_extend(struct pt_event_decoder *decoder, uint8_t *end,
+			   int more)
+{
+	int err;
+
+	if (!decoder)
+		return -pte_invalid;
+	err = ipt_pkt_extend(&decoder->pacdec, end, more);
+	if (err < 0)
+		return err;
+
+	/* The packet the trace ended in, or before: read it again. */
+	if (decoder->packet.type == ppt_invalid &&
+	    (decoder->status == -ipt_pte_need_more ||
+	     decoder->status == -pte_eos)) {
+		decoder->status = 0;
+		return ipt__evt_next_packet(decoder);
+	}
+	return 0;
 }
 
 IPT_DEF int pt_evt_sync_forward(struct pt_event_decoder *decoder)
@@ -7798,16 +8377,41 @@ static int ipt__evt_fetch_event(struct pt_event_decoder *decoder)
 	}
 }
 
+/* While more trace may come (ipt_evt_extend), a call that met the end,
+ * even only reading ahead, is undone: it is made again once the end has
+ * moved, and then finds what it would have found in the whole trace. */
+static int ipt__evt_next(struct pt_event_decoder *decoder,
+			 struct pt_event *uev, size_t size);
+
 IPT_DEF int pt_evt_next(struct pt_event_decoder *decoder,
 			struct pt_event *uev, size_t size)
 {
-	struct pt_event *ev;
+	struct pt_event_decoder save;
 	int err;
 
 	/* The man page's too-small size, checked before decoding so that
 	 * no event is lost. */
 	if (!decoder || !uev || size < offsetof(struct pt_event, variant))
 		return -pte_invalid;
+	if (IPT__LIKELY(!ipt__pkt_more(&decoder->pacdec)))
+		return ipt__evt_next(decoder, uev, size);
+
+	IPT__COPY(save, *decoder);
+	err = ipt__evt_next(decoder, uev, size);
+	if (err == -ipt_pte_need_more ||
+	    decoder->status == -ipt_pte_need_more) {
+		IPT__COPY(*decoder, save);
+		return -ipt_pte_need_more;
+	}
+	return err;
+}
+
+static int ipt__evt_next(struct pt_event_decoder *decoder,
+			 struct pt_event *uev, size_t size)
+{
+	struct pt_event *ev;
+	int err;
+
 	err = ipt__evt_fetch_event(decoder);
 	if (err < 0)
 		return err;
@@ -7825,6 +8429,58 @@ IPT_DEF int pt_evt_next(struct pt_event_decoder *decoder,
 	}
 	IPT_MEMCPY(uev, ev, size);
 	return 0;
+}
+
+/* ---- comparing decoders (for >>seg) ---- */
+
+/* Events are made from zeroed memory (ipt__evq_clean, or a memset in
+ * >>blk), so their bytes compare. */
+static IPT__UNUSED int ipt__evt_same_event(const struct pt_event *a,
+					   const struct pt_event *b)
+{
+	return !IPT_MEMCMP(a, b, sizeof(*a));
+}
+
+/* The queued events, from the oldest; the ring's position is no state.
+ * The slot of the event taken out last and the standalone slot only live
+ * during a call. */
+static IPT__UNUSED int ipt__evq_same(const struct ipt__evq *a,
+				     const struct ipt__evq *b)
+{
+	uint8_t ia = a->begin, ib = b->begin;
+
+	if (ia >= ipt__evq_max || ib >= ipt__evq_max ||
+	    a->end >= ipt__evq_max || b->end >= ipt__evq_max)
+		return 0;
+	for (;;) {
+		if (ia == a->end || ib == b->end)
+			return ia == a->end && ib == b->end;
+		if (a->queue[ia].binding != b->queue[ib].binding ||
+		    !ipt__evt_same_event(&a->queue[ia].event,
+					 &b->queue[ib].event))
+			return 0;
+		ia = ipt__evq_inc(ia);
+		ib = ipt__evq_inc(ib);
+	}
+}
+
+/* The current packet is the one the packet decoder read last, from the
+ * same bytes at the same position: its type and size say the rest. */
+static IPT__UNUSED int ipt__evt_same(const struct pt_event_decoder *a,
+				     const struct pt_event_decoder *b)
+{
+	return ipt__pkt_same(&a->pacdec, &b->pacdec) &&
+	       !IPT_MEMCMP(&a->flags, &b->flags, sizeof(a->flags)) &&
+	       a->packet.type == b->packet.type &&
+	       a->packet.size == b->packet.size &&
+	       ipt__last_ip_same(&a->ip, &b->ip) &&
+	       ipt__time_same(&a->time, &b->time) &&
+	       ipt__tcal_same(&a->tcal, &b->tcal) &&
+	       ipt__evq_same(&a->evq, &b->evq) && !a->event && !b->event &&
+	       a->status == b->status &&
+	       a->mode_exec_valid == b->mode_exec_valid &&
+	       a->iflag == b->iflag && a->csd == b->csd && a->csl == b->csl &&
+	       a->enabled == b->enabled && a->bound == b->bound;
 }
 
 /* ==== >>qry  query decoder ===============================================
@@ -8040,6 +8696,20 @@ static int ipt__qry_start(struct pt_query_decoder *decoder, uint64_t *ip)
 	decoder->status = 0;
 	ipt__qry_read_ahead(decoder);
 	return status | ipt__qry_status(decoder);
+}
+
+IPT_DEF int ipt_qry_set_buffer(struct pt_query_decoder *decoder,
+			       uint8_t *begin, uint8_t *end)
+{
+	int err;
+
+	if (!decoder)
+		return -pte_invalid;
+	err = ipt_evt_set_buffer(&decoder->evdec, begin, end);
+	if (err < 0)
+		return err;
+	IPT_MEMSET(&decoder->event, 0, sizeof(decoder->event));
+	return ipt__qry_reset(decoder);
 }
 
 IPT_DEF int pt_qry_sync_forward(struct pt_query_decoder *decoder, uint64_t *ip)
@@ -8283,8 +8953,9 @@ IPT_DEF int pt_qry_core_bus_ratio(struct pt_query_decoder *decoder,
  *
  * Nothing here is locked: an image, or an image section cache together
  * with the images holding its sections, is for one thread at a time (libipt
- * locks sections and its cache; ipt.h has no threads).  The callback must
- * not change the image it reads for. */
+ * locks sections and its cache; ipt.h has no threads), except an image
+ * without sections or page cache, which reading does not change (see
+ * >>api-img-ext).  The callback must not change the image it reads for. */
 
 #ifndef IPT_IMAGE_CACHE_LIMIT
 #define IPT_IMAGE_CACHE_LIMIT ((uint64_t) 16 << 20)
@@ -10754,7 +11425,7 @@ ipt__insn_range_is_contiguous(uint64_t begin, uint64_t end,
  * the block they belong to, with the same rules and the same error codes
  * as libipt's block decoder.
  *
- * Speed comes from two caches, both owned by the decoder:
+ * Speed comes from three caches, all owned by the decoder:
  *
  *   - the instruction cache maps (address space, mode, IP) to a decoded
  *     instruction, so that neither the image's read callback nor Zydis is
@@ -10766,7 +11437,10 @@ ipt__insn_range_is_contiguous(uint64_t begin, uint64_t end,
  *     direct call or jump).  Steady-state decoding jumps from run to run.
  *     For the instruction decoder each run also keeps its bytes and, per
  *     instruction, size and class, so that handing out instructions reads
- *     neither the image nor the instruction cache.
+ *     neither the image nor the instruction cache;
+ *   - the length map keeps the sizes of the ordinary instructions runs were
+ *     recorded from, one slot per code byte, so that recording a run
+ *     again mostly asks Zydis only for the instruction that ends it.
  *
  * The run cache is two-way set associative with 32-byte entries, a set to
  * a cache line; an instruction decoder's sets carry the runs' text in the
@@ -10791,6 +11465,9 @@ ipt__insn_range_is_contiguous(uint64_t begin, uint64_t end,
  *   void ipt__blk_decoder_fini(struct pt_block_decoder *decoder);
  *   struct ipt_allocator *ipt__blk_allocator(struct pt_block_decoder *);
  *        the allocator the decoder (and its embedder) came from
+ *   void ipt__blk_free_with(struct pt_block_decoder *, void *outer,
+ *                           size_t size);
+ *        free the decoder and the object holding it
  *   int  ipt__blk_cache_current(const struct pt_block_decoder *);
  *   void ipt__blk_cache_sync(struct pt_block_decoder *);
  *        whether the caches describe the current image; make them so
@@ -10806,7 +11483,32 @@ ipt__insn_range_is_contiguous(uint64_t begin, uint64_t end,
  *        the run at ip (NULL if none), and its text
  *   int  ipt__blk_decode(struct pt_block_decoder *, struct pt_insn *,
  *                        struct ipt__insn_ext *);
- *        one instruction through the instruction cache */
+ *        one instruction through the instruction cache
+ *   int  ipt__blk_decode_watched(struct pt_block_decoder *, struct pt_insn *,
+ *                                struct ipt__insn_ext *);
+ *        the same as a call of its own: missing memory is its fault
+ *   int  ipt__blk_fault(const struct pt_block_decoder *);
+ *        whether the last call stopped at missing memory: 0 no, 1 walking
+ *        the code (before the instruction it could not read), 2 looking
+ *        ahead of the flow (ipt_blk_set_wait_for_code)
+ *
+ * and for >>cov:
+ *
+ *   int  ipt__blk_walk(struct pt_block_decoder *,
+ *                      const struct ipt__blk_walk_ops *, void *context,
+ *                      int *status);
+ *        pt_blk_next's run-to-run walk, reporting branches and where the
+ *        flow goes (see "walking runs for coverage")
+ *   int  ipt__blk_trace_ended(const struct pt_block_decoder *);
+ *   void ipt__blk_set_run_hook(struct pt_block_decoder *, hook, context);
+ *        a hook told of each run recorded in the run cache
+ *
+ * and for >>seg:
+ *
+ *   int  ipt__blk_same(const struct pt_block_decoder *a,
+ *                      const struct pt_block_decoder *b);
+ *        between two calls, will a go on as b does: 1, 2 if only b's
+ *        return stack is a top part of a's, 0 if not certain (>>seg) */
 
 /* The instruction cache's size, as a power of two number of entries. */
 #ifndef IPT_BLK_ICACHE_BITS
@@ -11043,6 +11745,11 @@ struct pt_block_decoder {
 	uint32_t has_fault:1;
 	/* Set by ipt_blk_set_wait_for_code. */
 	uint32_t wait_for_code:1;
+	/* Set by ipt_blk_set_vm_tolerant. */
+	uint32_t vm_tolerant:1;
+	/* With @vm_known, what the last PIP said: VMX non-root. */
+	uint32_t vm_known:1;
+	uint32_t non_root:1;
 	/* The fault was met looking ahead of the flow, not walking it: what
 	 * follows the block's last instruction is not known yet. */
 	uint32_t fault_ahead:1;
@@ -11071,6 +11778,10 @@ struct pt_block_decoder {
 	uint64_t rlimit;
 	uint32_t want_text;
 
+	/* The length map (NULL until first needed): IPT__LMAP_SLOTS pieces
+	 * of code, each NULL until first needed. */
+	struct ipt__blk_lmap **lmap;
+
 	/* With @want_text, the first @ntrail runs of the last block. */
 	uint32_t ntrail;
 	struct ipt__blk_trail trail[IPT__BLK_TRAIL];
@@ -11082,6 +11793,11 @@ struct pt_block_decoder {
 	uint32_t ctx_next;
 	uint32_t nctx;
 	struct ipt__blk_ctx ctx[IPT__BLK_NCTX];
+
+	/* If set, told of each run recorded in the run cache: its first IP
+	 * and the IP of its last instruction. */
+	void (*run_hook)(void *context, uint64_t begin, uint64_t last);
+	void *run_hook_context;
 };
 
 /* Whether the caches describe the current image (a decoder always has
@@ -11195,6 +11911,127 @@ static int ipt__blk_decode(struct pt_block_decoder *decoder,
 		IPT__COPY(entry->iext, *iext);
 	}
 	return 0;
+}
+
+/* ---- the length map ----
+ * The sizes of the ordinary instructions (ptic_other, in one piece) that
+ * runs were recorded from, one slot per code byte as libipt's section
+ * cache has, in pieces of 256 bytes (code is used sparsely: small pieces
+ * cover more of it in the same memory), so that a run recorded again (after the run cache
+ * dropped it or started over, or from a branch into the middle of a known
+ * run) takes them from here instead of decoding them again.  Only the
+ * instruction ending a run still goes through the instruction cache.
+ *
+ * A piece's map is tagged with its address and the context number of its
+ * runs, so a new epoch or address space misses.  The slot of a piece is
+ * chosen by hashing: IPT__LMAP_SLOTS slots, each allocated when first
+ * used and taken over by the next piece hashed to it.  All sizes in a map
+ * come from one section, the first recorded. */
+enum {
+	IPT__LMAP_SHIFT = 8,
+	IPT__LMAP_SLOT_BITS = 11,
+	IPT__LMAP_SLOTS = 1 << IPT__LMAP_SLOT_BITS
+};
+
+struct ipt__blk_lmap {
+	uint64_t base;
+	/* The context number; zero for none. */
+	uint32_t ctx;
+	int32_t isid;
+	/* Two sizes to a byte, the lower address in the low nibble; zero
+	 * where none is known. */
+	uint8_t size[(1u << IPT__LMAP_SHIFT) / 2];
+};
+
+static IPT__INLINE struct ipt__blk_lmap **
+ipt__blk_lmap_slot(const struct pt_block_decoder *decoder, uint64_t ip,
+		   uint32_t ctx)
+{
+	uint64_t h;
+
+	h = ((ip >> IPT__LMAP_SHIFT) + ctx * 0x9e3779b97f4a7c15ull) *
+	    0xff51afd7ed558ccdull;
+	return &decoder->lmap[h >> (64 - IPT__LMAP_SLOT_BITS)];
+}
+
+/* The size of the ordinary instruction at @ip in context @ctx, and its
+ * section in *@isid; zero if not known. */
+static IPT__INLINE uint8_t
+ipt__blk_lmap_get(const struct pt_block_decoder *decoder, uint64_t ip,
+		  uint32_t ctx, int *isid)
+{
+	const struct ipt__blk_lmap *map;
+	uint32_t off = (uint32_t) (ip & ((1u << IPT__LMAP_SHIFT) - 1));
+
+	if (!decoder->lmap)
+		return 0;
+	map = *ipt__blk_lmap_slot(decoder, ip, ctx);
+	if (!map || map->ctx != ctx || map->base != ip - off)
+		return 0;
+	*isid = map->isid;
+	return (uint8_t) ((map->size[off >> 1] >> ((off & 1) * 4)) & 0xf);
+}
+
+/* Note the ordinary instruction at @ip: @size bytes in section @isid.
+ * Nothing if memory runs out. */
+static void ipt__blk_lmap_put(struct pt_block_decoder *decoder, uint64_t ip,
+			      uint32_t ctx, int isid, uint8_t size)
+{
+	struct ipt__blk_lmap **slot, *map;
+	uint32_t off = (uint32_t) (ip & ((1u << IPT__LMAP_SHIFT) - 1));
+
+	if (!decoder->lmap) {
+		decoder->lmap = (struct ipt__blk_lmap **) ipt__zalloc_cache(
+			&decoder->allocator,
+			IPT__LMAP_SLOTS * sizeof(*decoder->lmap));
+		if (!decoder->lmap)
+			return;
+	}
+	slot = ipt__blk_lmap_slot(decoder, ip, ctx);
+	map = *slot;
+	if (!map) {
+		map = (struct ipt__blk_lmap *) ipt__alloc_cache(
+			&decoder->allocator, sizeof(*map));
+		if (!map)
+			return;
+		map->ctx = 0;
+		*slot = map;
+	}
+	if (map->ctx != ctx || map->base != ip - off) {
+		IPT_MEMSET(map->size, 0, sizeof(map->size));
+		map->base = ip - off;
+		map->ctx = ctx;
+		map->isid = isid;
+	} else if (map->isid != isid) {
+		return;
+	}
+	map->size[off >> 1] = (uint8_t) ((map->size[off >> 1] &
+					  (0xf0u >> ((off & 1) * 4))) |
+					 ((uint32_t) size << ((off & 1) * 4)));
+}
+
+/* Forget every size: the context numbers start over. */
+static void ipt__blk_lmap_clear(struct pt_block_decoder *decoder)
+{
+	uint32_t i;
+
+	for (i = 0; decoder->lmap && i < IPT__LMAP_SLOTS; ++i)
+		if (decoder->lmap[i])
+			decoder->lmap[i]->ctx = 0;
+}
+
+static void ipt__blk_lmap_free(struct pt_block_decoder *decoder)
+{
+	uint32_t i;
+
+	if (!decoder->lmap)
+		return;
+	for (i = 0; i < IPT__LMAP_SLOTS; ++i)
+		ipt__free(&decoder->allocator, decoder->lmap[i],
+			  sizeof(*decoder->lmap[i]));
+	ipt__free(&decoder->allocator, decoder->lmap,
+		  IPT__LMAP_SLOTS * sizeof(*decoder->lmap));
+	decoder->lmap = NULL;
 }
 
 /* ---- the run table ---- */
@@ -11318,6 +12155,7 @@ static void ipt__blk_runs_reset(struct pt_block_decoder *decoder)
 	uint32_t nsets = ipt__blk_max_sets(decoder);
 
 	ipt__blk_runs_free(decoder);
+	ipt__blk_lmap_free(decoder);
 	if (nsets > IPT__RUN_MIN_SETS)
 		nsets = IPT__RUN_MIN_SETS;
 	if (nsets)
@@ -11346,6 +12184,7 @@ ipt__blk_ctx_switch(struct pt_block_decoder *decoder, uint32_t mode)
 		if (decoder->runs)
 			IPT_MEMSET(decoder->runs, 0, (size_t) decoder->rsets *
 				   decoder->rstride);
+		ipt__blk_lmap_clear(decoder);
 		decoder->nctx = 0;
 		id = 1;
 	}
@@ -11505,11 +12344,34 @@ static void ipt__blk_reset(struct pt_block_decoder *decoder)
 	decoder->has_icnt = 0;
 	decoder->process_insn = 0;
 	decoder->has_fault = 0;
+	decoder->vm_known = 0;
+	decoder->non_root = 0;
 	decoder->ntrail = 0;
 	IPT_MEMSET(&decoder->event, 0xff, sizeof(decoder->event));
 	ipt__retstack_init(&decoder->retstack);
 	pt_asid_init(&decoder->asid);
 	decoder->ctx_id = 0;
+}
+
+/* As a new decoder on its trace: nothing decoded, resynchronizing never
+ * tried. */
+static void ipt__blk_as_new(struct pt_block_decoder *decoder)
+{
+	decoder->resync_sync = UINT64_MAX;
+	decoder->resync_at = 0;
+	decoder->resync_stalls = 0;
+	ipt__blk_reset(decoder);
+}
+
+/* The event decoder gets the flags that concern it. */
+static void ipt__blk_evt_flags(const struct pt_block_decoder *decoder,
+			       struct pt_config *config)
+{
+	IPT_MEMSET(&config->flags, 0, sizeof(config->flags));
+	config->flags.variant.event.keep_tcal_on_ovf =
+		decoder->flags.variant.block.keep_tcal_on_ovf;
+	config->flags.variant.event.enable_iflags_events =
+		decoder->flags.variant.block.enable_iflags_events;
 }
 
 static int ipt__blk_decoder_init(struct pt_block_decoder *decoder,
@@ -11524,13 +12386,7 @@ static int ipt__blk_decoder_init(struct pt_block_decoder *decoder,
 		return status;
 
 	decoder->flags = config.flags;
-
-	/* The event decoder gets the flags that concern it. */
-	IPT_MEMSET(&config.flags, 0, sizeof(config.flags));
-	config.flags.variant.event.keep_tcal_on_ovf =
-		decoder->flags.variant.block.keep_tcal_on_ovf;
-	config.flags.variant.event.enable_iflags_events =
-		decoder->flags.variant.block.enable_iflags_events;
+	ipt__blk_evt_flags(decoder, &config);
 
 	status = ipt__evt_decoder_init(&decoder->evdec, &config);
 	if (status < 0)
@@ -11558,16 +12414,28 @@ static int ipt__blk_decoder_init(struct pt_block_decoder *decoder,
 	decoder->cache_image = NULL;
 	decoder->cache_gen = 0;
 	decoder->epoch = 1;
-	decoder->resync_sync = UINT64_MAX;
-	decoder->resync_at = 0;
-	decoder->resync_stalls = 0;
-	ipt__blk_reset(decoder);
+	ipt__blk_as_new(decoder);
+	return 0;
+}
+
+IPT_DEF int ipt_blk_set_buffer(struct pt_block_decoder *decoder,
+			       uint8_t *begin, uint8_t *end)
+{
+	int err;
+
+	if (!decoder)
+		return -pte_invalid;
+	err = ipt_evt_set_buffer(&decoder->evdec, begin, end);
+	if (err < 0)
+		return err;
+	ipt__blk_as_new(decoder);
 	return 0;
 }
 
 static void ipt__blk_decoder_fini(struct pt_block_decoder *decoder)
 {
 	ipt__blk_runs_free(decoder);
+	ipt__blk_lmap_free(decoder);
 	ipt__free(&decoder->allocator, decoder->icache,
 		  sizeof(*decoder->icache) << IPT_BLK_ICACHE_BITS);
 	pt_image_free(decoder->default_image);
@@ -11602,16 +12470,21 @@ pt_blk_alloc_decoder(const struct pt_config *config)
 	return ipt_blk_alloc_decoder_with(config, NULL);
 }
 
+/* Free a block decoder and the object of @size bytes at @outer holding
+ * it (or the decoder itself), all from the decoder's allocator. */
+static void ipt__blk_free_with(struct pt_block_decoder *decoder, void *outer,
+			       size_t size)
+{
+	struct ipt_allocator a = decoder->allocator;
+
+	ipt__blk_decoder_fini(decoder);
+	ipt__free(&a, outer, size);
+}
+
 IPT_DEF void pt_blk_free_decoder(struct pt_block_decoder *decoder)
 {
-	struct ipt_allocator a;
-
-	if (!decoder)
-		return;
-
-	a = decoder->allocator;
-	ipt__blk_decoder_fini(decoder);
-	ipt__free(&a, decoder, sizeof(*decoder));
+	if (decoder)
+		ipt__blk_free_with(decoder, decoder, sizeof(*decoder));
 }
 
 /* ---- using trace ---- */
@@ -12545,6 +13418,43 @@ static uint64_t ipt__blk_next_ip(enum pt_exec_mode mode, uint64_t ip)
 	return mode == ptem_64bit ? ip : ip & 0xffffffffull;
 }
 
+/* The code a run is recorded from, read in one piece: @len bytes from
+ * @ip, in section @isid. */
+enum { IPT__BLK_WINDOW = 64 };
+
+struct ipt__blk_window {
+	uint64_t ip;
+	uint32_t len;
+	int isid;
+	uint8_t code[IPT__BLK_WINDOW];
+};
+
+/* The bytes at @ip, at least pt_max_insn_size of them, from @win; it
+ * reads again at @ip if it has fewer.  NULL if the image has fewer (a
+ * section ends, the callback stops, or an error): the instruction is then
+ * decoded the long way, which knows what to make of that.  Where the
+ * window has them, a read at @ip would have given the same bytes from the
+ * same section. */
+static const uint8_t *ipt__blk_window(struct pt_block_decoder *decoder,
+				      struct ipt__blk_window *win,
+				      uint64_t ip)
+{
+	int status;
+
+	if (ip - win->ip + pt_max_insn_size > win->len || ip < win->ip) {
+		status = ipt__image_read(decoder->image, &win->isid,
+					 win->code, sizeof(win->code),
+					 &decoder->asid, ip);
+		win->ip = ip;
+		win->len = status > 0 ? (uint32_t) status : 0;
+		if (win->len > sizeof(win->code))
+			win->len = 0;
+		if (win->len < pt_max_insn_size)
+			return NULL;
+	}
+	return &win->code[ip - win->ip];
+}
+
 /* Record the run starting at @ip in @mode in @run, and its text in @text
  * if not NULL.
  *
@@ -12562,6 +13472,7 @@ ipt__blk_run_fill(struct pt_block_decoder *decoder, struct ipt__blk_run *run,
 		  struct ipt__blk_text *text, uint64_t start,
 		  enum pt_exec_mode mode, uint32_t ctx)
 {
+	struct ipt__blk_window win;
 	struct ipt__insn_ext iext;
 	struct pt_insn insn;
 	uint64_t ip = start;
@@ -12569,23 +13480,59 @@ ipt__blk_run_fill(struct pt_block_decoder *decoder, struct ipt__blk_run *run,
 	uint16_t ninsn = 0;
 	uint8_t kind;
 
+	win.ip = 0;
+	win.len = 0;
 	if (text) {
 		max = IPT__TEXT_INSNS;
 		IPT_MEMSET(text->code, 0, sizeof(text->code));
 	}
 
 	for (;;) {
+		const uint8_t *code = NULL;
 		uint64_t next;
-		int status;
+		int status = -1, isid = 0;
+		uint8_t known;
 
 		IPT_MEMSET(&insn, 0, sizeof(insn));
 		IPT_MEMSET(&iext, 0, sizeof(iext));
 		insn.mode = mode;
 		insn.ip = ip;
 
-		status = ipt__blk_decode(decoder, &insn, &iext);
-		if (status < 0 || insn.truncated ||
-		    (ninsn && insn.isid != run->isid))
+		/* An ordinary instruction seen before: its size, and its
+		 * bytes if the text wants them.  Else decode it from the
+		 * window, or the long way (through the instruction cache)
+		 * where the window has no whole instruction or the
+		 * decoder reports an error. */
+		known = ipt__blk_lmap_get(decoder, ip, ctx, &isid);
+		if (!known || text)
+			code = ipt__blk_window(decoder, &win, ip);
+		if (known && text && (!code || isid != win.isid))
+			known = 0;
+		if (known) {
+			insn.size = known;
+			insn.isid = isid;
+			insn.iclass = ptic_other;
+			if (text)
+				IPT_MEMCPY(insn.raw, code, known);
+		} else {
+			if (code) {
+				IPT_MEMCPY(insn.raw, code, pt_max_insn_size);
+				insn.isid = win.isid;
+				insn.size = pt_max_insn_size;
+				status = ipt__ild_decode(&insn, &iext);
+			}
+			if (status) {
+				IPT_MEMSET(&insn, 0, sizeof(insn));
+				IPT_MEMSET(&iext, 0, sizeof(iext));
+				insn.mode = mode;
+				insn.ip = ip;
+				status = ipt__blk_decode(decoder, &insn,
+							 &iext);
+				if (status < 0)
+					break;
+			}
+		}
+		if (insn.truncated || (ninsn && insn.isid != run->isid))
 			break;
 
 		if (text) {
@@ -12637,6 +13584,11 @@ ipt__blk_run_fill(struct pt_block_decoder *decoder, struct ipt__blk_run *run,
 			goto done;
 		}
 
+		if (!known && insn.iclass == ptic_other &&
+		    next == ip + insn.size)
+			ipt__blk_lmap_put(decoder, ip, ctx, insn.isid,
+					  insn.size);
+
 		run->disp = 0;
 		len += insn.size;
 		if (ninsn == max || next != ip + insn.size) {
@@ -12656,6 +13608,9 @@ done:
 	run->ninsn = ninsn;
 	run->kind = kind;
 	run->ctx = ctx;
+	if (decoder->run_hook)
+		decoder->run_hook(decoder->run_hook_context, start,
+				  start + run->len);
 	return run;
 }
 
@@ -12679,6 +13634,9 @@ ipt__blk_run_miss(struct pt_block_decoder *decoder, uint32_t idx, uint64_t ip,
 		if (ipt__blk_runs_resize(decoder, decoder->rsets * 2) < 0)
 			decoder->rlimit = (uint64_t) decoder->rsets *
 					  ipt__blk_set_bytes(decoder);
+		/* Without memory even for the old size, go on without. */
+		if (!decoder->runs)
+			return NULL;
 		decoder->rfills = 0;
 		idx = ipt__blk_set_of(ip, ctx, decoder->rsets);
 		set = ipt__blk_set(decoder, idx);
@@ -13295,6 +14253,223 @@ none:
 	return ipt__blk_status(decoder, 0);
 }
 
+/* ---- walking runs for coverage ----
+ * While the event in hand is a TNT or a TIP, pt_blk_next only goes from
+ * run to run of the run cache, taking a TNT bit at each conditional branch
+ * and compressed return and a TIP at each indirect branch.  The coverage
+ * layer wants exactly that and nothing of the blocks, so ipt__blk_walk
+ * makes the walk itself, leaving the decoder as pt_blk_next would (IP, TNT
+ * bits, return stack, instruction count), and where the trace in hand is
+ * used up applies the trailing-event rules to the next event, as
+ * pt_blk_next does after a block. */
+
+/* The longest chain of runs the walk follows without using trace; code
+ * that loops without trace is left to pt_blk_next. */
+enum { IPT__BLK_WALK_CHAIN = 0x100 };
+
+/* What the walk tells its caller: @branch when a branch used trace (it is
+ * at @from, in @iclass, the IP after it is @next, and for a near call the
+ * class is ptic_call), @reach when the flow is seen at @ip (a run starts
+ * there).  A branch's destination is where the flow is next reached,
+ * unless an event (the caller's business) says otherwise first. */
+struct ipt__blk_walk_ops {
+	void (*branch)(void *context, uint64_t from, uint64_t next,
+		       enum pt_insn_class iclass);
+	void (*reach)(void *context, uint64_t ip);
+};
+
+/* The block the walk just ended with @run, for the trailing-event
+ * rules. */
+static void ipt__blk_run_block(struct pt_block *block,
+			       const struct ipt__blk_run *run,
+			       enum pt_exec_mode mode)
+{
+	IPT_MEMSET(block, 0, sizeof(*block));
+	block->ip = run->ip;
+	block->end_ip = run->ip + run->len;
+	block->isid = run->isid;
+	block->mode = mode;
+	block->iclass = (enum pt_insn_class) run->iclass;
+	block->ninsn = run->ninsn;
+}
+
+static void ipt__blk_watch(struct pt_block_decoder *decoder);
+static void ipt__blk_note_fault(struct pt_block_decoder *decoder, int status);
+
+/* Walk the run cache from the decoder's IP.  Returns 0 where pt_blk_next
+ * takes over (a run is missing, or needs what the walk does not do: a TIP
+ * behind a TNT, an error to report); otherwise 1 with the status
+ * pt_blk_next would have returned in @status. */
+static IPT__INLINE int ipt__blk_walk(struct pt_block_decoder *decoder,
+				     const struct ipt__blk_walk_ops *ops,
+				     void *context, int *status)
+{
+	struct pt_event *ev = &decoder->event;
+	const struct ipt__blk_run *run;
+	enum pt_exec_mode mode;
+	struct pt_block block;
+	uint32_t chain = 0;
+	uint64_t ip;
+
+	if (decoder->status < 0 || !decoder->enabled ||
+	    decoder->process_insn ||
+	    decoder->flags.variant.block.enable_tick_events ||
+	    (ev->type != ptev_tnt && ev->type != ptev_tip))
+		return 0;
+
+	ipt__blk_cache_sync(decoder);
+	ipt__blk_watch(decoder);
+	ip = decoder->ip;
+	mode = decoder->mode;
+
+	run = ipt__blk_run_find(decoder, ip, mode, NULL);
+	if (!run)
+		return 0;
+	ops->reach(context, ip);
+
+	for (;;) {
+		uint64_t end_ip, next, to;
+		uint32_t icnt;
+		uint8_t size;
+
+		/* Instructions since the last TRIG anchor, as pt_blk_next
+		 * counts them (meaningless, and reset at the next anchor,
+		 * while it does not). */
+		icnt = decoder->icnt + run->ninsn;
+		if (icnt < decoder->icnt)
+			goto out_at;
+		decoder->icnt = icnt;
+
+		end_ip = run->ip + run->len;
+		next = ipt__blk_next_ip(mode, end_ip + run->isize);
+
+		switch ((enum ipt__run_kind) run->kind) {
+		case ipt__run_cond:
+			if (ev->type != ptev_tnt)
+				goto out;
+			size = (uint8_t) (ev->variant.tnt.size - 1);
+			ev->variant.tnt.size = size;
+			to = next;
+			if ((ev->variant.tnt.bits >> size) & 1)
+				to = ipt__blk_next_ip(mode, next +
+					(uint64_t) (int64_t) run->disp);
+			ops->branch(context, end_ip, next, ptic_cond_jump);
+			goto tnt_used;
+
+		case ipt__run_ret:
+			if (ev->type == ptev_tip)
+				goto tip;
+			/* A compressed return; anything else pt_blk_next
+			 * reports. */
+			size = ev->variant.tnt.size;
+			if (!((ev->variant.tnt.bits >> (size - 1)) & 1) ||
+			    ipt__retstack_pop(&decoder->retstack, &to) < 0)
+				goto out;
+			size -= 1;
+			ev->variant.tnt.size = size;
+			ops->branch(context, end_ip, next, ptic_return);
+			goto tnt_used;
+
+		case ipt__run_icall:
+		case ipt__run_indirect:
+			/* A TIP behind a TNT is pt_blk_next's. */
+			if (ev->type != ptev_tip)
+				goto out;
+		tip:
+			if (ev->ip_suppressed)
+				goto out;
+			if (run->kind == ipt__run_icall)
+				ipt__retstack_push(&decoder->retstack, next);
+			ops->branch(context, end_ip, next,
+				    (enum pt_insn_class) run->iclass);
+			decoder->ip = ev->variant.tip.ip;
+			*status = ipt__blk_tick(decoder, end_ip);
+			if (*status < 0)
+				goto done;
+			goto block_end;
+
+		case ipt__run_dcall:
+			if (run->disp)
+				ipt__retstack_push(&decoder->retstack, next);
+			/* fall through */
+		case ipt__run_djump:
+			to = ipt__blk_next_ip(mode, next +
+					      (uint64_t) (int64_t) run->disp);
+			goto chained;
+
+		case ipt__run_next:
+			to = next;
+			goto chained;
+
+		default:
+			goto out;
+		}
+
+	tnt_used:
+		chain = 0;
+		if (size)
+			goto next_run;
+		decoder->ip = to;
+
+	block_end:
+		/* The trace in hand is used up: the block ends here. */
+		ipt__blk_run_block(&block, run, mode);
+		*status = ipt__blk_proceed_trailing_event(decoder, &block);
+		if (*status != 0 ||
+		    (ev->type != ptev_tnt && ev->type != ptev_tip))
+			goto done;
+		chain = 0;
+		ip = decoder->ip;
+		run = ipt__blk_run_find(decoder, ip, mode, NULL);
+		if (!run)
+			return 1;
+		ops->reach(context, ip);
+		continue;
+
+	chained:
+		if (++chain > IPT__BLK_WALK_CHAIN) {
+			ip = to;
+			goto out_at;
+		}
+	next_run:
+		ip = to;
+		run = ipt__blk_run_find(decoder, ip, mode, NULL);
+		if (!run)
+			goto out_at;
+		ops->reach(context, ip);
+	}
+
+out:
+	/* pt_blk_next takes the run at @ip, and counts it. */
+	decoder->icnt -= run->ninsn;
+out_at:
+	decoder->ip = ip;
+	return 0;
+
+done:
+	/* As pt_blk_next: did it stop at missing code? */
+	ipt__blk_note_fault(decoder, *status);
+	return 1;
+}
+
+/* Whether the event decoder has run out of trace. */
+static IPT__UNUSED int
+ipt__blk_trace_ended(const struct pt_block_decoder *decoder)
+{
+	return decoder->status == -pte_eos;
+}
+
+/* Tell @hook of each run recorded in the run cache (NULL: nobody). */
+static IPT__UNUSED void
+ipt__blk_set_run_hook(struct pt_block_decoder *decoder,
+		      void (*hook)(void *context, uint64_t begin,
+				   uint64_t last),
+		      void *context)
+{
+	decoder->run_hook = hook;
+	decoder->run_hook_context = context;
+}
+
 /* ---- synchronization ---- */
 
 /* The event decoder's position as a trace offset; for comparisons. */
@@ -13548,6 +14723,26 @@ static void ipt__blk_block_to_user(struct pt_block *ublock, size_t size,
 	IPT_MEMCPY(ublock, block, size);
 }
 
+static IPT__UNUSED int ipt__blk_fault(const struct pt_block_decoder *decoder)
+{
+	if (!decoder->has_fault)
+		return 0;
+	return decoder->fault_ahead ? 2 : 1;
+}
+
+static IPT__UNUSED int
+ipt__blk_decode_watched(struct pt_block_decoder *decoder, struct pt_insn *insn,
+			struct ipt__insn_ext *iext)
+{
+	int status;
+
+	ipt__blk_watch(decoder);
+	status = ipt__blk_decode(decoder, insn, iext);
+	if (status < 0)
+		ipt__blk_note_fault(decoder, status);
+	return status;
+}
+
 /* Start @block where the last call left us; events may still change it. */
 static IPT__INLINE void ipt__blk_begin(struct pt_block_decoder *decoder,
 				       struct pt_block *block)
@@ -13603,6 +14798,23 @@ IPT_DEF int pt_blk_next(struct pt_block_decoder *decoder,
 	return 0;
 }
 
+IPT_DEF int ipt_blk_set_vm_tolerant(struct pt_block_decoder *decoder, int on)
+{
+	if (!decoder)
+		return -pte_invalid;
+	decoder->vm_tolerant = on ? 1 : 0;
+	return 0;
+}
+
+IPT_DEF int ipt_blk_in_guest(const struct pt_block_decoder *decoder)
+{
+	if (!decoder)
+		return -pte_invalid;
+	if (!decoder->vm_known)
+		return -pte_nosync;
+	return decoder->non_root;
+}
+
 IPT_DEF int ipt_blk_set_wait_for_code(struct pt_block_decoder *decoder,
 				      int on)
 {
@@ -13640,16 +14852,29 @@ IPT_DEF int ipt_blk_get_fault(const struct pt_block_decoder *decoder,
 /* ---- events ---- */
 
 static int ipt__blk_process_enabled(struct pt_block_decoder *decoder,
-				    const struct pt_event *ev)
+				    struct pt_event *ev)
 {
-	/* A status update just confirms what we know. */
-	if (ev->status_update)
-		return decoder->enabled ? 0 : -pte_bad_status_update;
+	/* A status update just confirms what we know; a VM entry's PSB+
+	 * says tracing is on where we had it off (ipt_blk_set_vm_tolerant):
+	 * it is, from its IP on. */
+	if (ev->status_update) {
+		if (decoder->enabled)
+			return 0;
+		if (!decoder->vm_tolerant || ev->ip_suppressed)
+			return -pte_bad_status_update;
+		ev->status_update = 0;
+	}
 
 	if (ev->ip_suppressed)
 		return -pte_noip;
-	if (decoder->enabled)
+	if (decoder->enabled) {
+		/* The VM entry's TIP.PGE after such a PSB+: enabled again
+		 * where we are. */
+		if (decoder->vm_tolerant &&
+		    ev->variant.enabled.ip == decoder->ip)
+			return 0;
 		return -pte_bad_context;
+	}
 
 	decoder->ip = ev->variant.enabled.ip;
 	decoder->enabled = 1;
@@ -13700,11 +14925,15 @@ static int ipt__blk_process_overflow(struct pt_block_decoder *decoder,
 static void ipt__blk_change_asid(struct pt_block_decoder *decoder,
 				 const struct pt_event *ev)
 {
-	if (ev->type == ptev_paging)
+	if (ev->type == ptev_paging) {
 		decoder->asid.cr3 = ev->variant.paging.cr3;
-	else if (ev->type == ptev_async_paging)
+		decoder->non_root = ev->variant.paging.non_root;
+		decoder->vm_known = 1;
+	} else if (ev->type == ptev_async_paging) {
 		decoder->asid.cr3 = ev->variant.async_paging.cr3;
-	else if (ev->type == ptev_vmcs)
+		decoder->non_root = ev->variant.async_paging.non_root;
+		decoder->vm_known = 1;
+	} else if (ev->type == ptev_vmcs)
 		decoder->asid.vmcs = ev->variant.vmcs.base;
 	else if (ev->type == ptev_async_vmcs)
 		decoder->asid.vmcs = ev->variant.async_vmcs.base;
@@ -14110,6 +15339,84 @@ IPT_DEF int pt_blk_resync(struct pt_block_decoder *decoder)
 	}
 }
 
+/* ---- comparing decoders (for >>seg) ---- */
+
+static IPT__UNUSED unsigned int ipt__retstack_depth(const struct ipt__retstack *rs)
+{
+	unsigned int top = rs->top, bottom = rs->bottom;
+
+	return top >= bottom ? top - bottom
+			     : top + (unsigned int) IPT__RETSTACK_SIZE + 1 -
+				       bottom;
+}
+
+/* 1 if the stacks are equal, 2 if b's entries are the top of a's, else
+ * 0. */
+static IPT__UNUSED int ipt__retstack_same(const struct ipt__retstack *a,
+					  const struct ipt__retstack *b)
+{
+	unsigned int da, db, ia, ib, i;
+
+	if (a->top > IPT__RETSTACK_SIZE || a->bottom > IPT__RETSTACK_SIZE ||
+	    b->top > IPT__RETSTACK_SIZE || b->bottom > IPT__RETSTACK_SIZE)
+		return 0;
+	da = ipt__retstack_depth(a);
+	db = ipt__retstack_depth(b);
+	if (db > da)
+		return 0;
+
+	ia = a->top;
+	ib = b->top;
+	for (i = 0; i < db; ++i) {
+		ia = ia ? ia - 1 : (unsigned int) IPT__RETSTACK_SIZE;
+		ib = ib ? ib - 1 : (unsigned int) IPT__RETSTACK_SIZE;
+		if (a->stack[ia] != b->stack[ib])
+			return 0;
+	}
+	return da == db ? 1 : 2;
+}
+
+/* The block decoder, but for its caches, its image, the recent contexts
+ * (they only name cache entries) and the trail of the last block (read
+ * only by the instruction decoder, within that block). */
+static IPT__UNUSED int ipt__blk_same(const struct pt_block_decoder *a,
+				     const struct pt_block_decoder *b)
+{
+	if (!ipt__evt_same(&a->evdec, &b->evdec) ||
+	    !ipt__evt_same_event(&a->event, &b->event) ||
+	    IPT_MEMCMP(&a->flags, &b->flags, sizeof(a->flags)) ||
+	    a->asid.cr3 != b->asid.cr3 || a->asid.vmcs != b->asid.vmcs ||
+	    a->ip != b->ip || a->tsc != b->tsc ||
+	    a->lost_mtc != b->lost_mtc || a->lost_cyc != b->lost_cyc ||
+	    a->cbr != b->cbr || a->resync_sync != b->resync_sync ||
+	    a->resync_at != b->resync_at ||
+	    a->resync_stalls != b->resync_stalls || a->icnt != b->icnt ||
+	    a->mode != b->mode || a->status != b->status ||
+	    a->bound != b->bound || a->enabled != b->enabled ||
+	    a->speculative != b->speculative || a->has_tsc != b->has_tsc ||
+	    a->has_cbr != b->has_cbr || a->has_icnt != b->has_icnt ||
+	    a->process_insn != b->process_insn ||
+	    a->has_fault != b->has_fault ||
+	    a->wait_for_code != b->wait_for_code ||
+	    a->fault_ahead != b->fault_ahead)
+		return 0;
+
+	/* Where the last call stopped for missing code (@misses only lives
+	 * during a call). */
+	if (a->has_fault &&
+	    (a->fault.addr != b->fault.addr || a->fault.cr3 != b->fault.cr3 ||
+	     a->fault.vmcs != b->fault.vmcs || a->fault.size != b->fault.size))
+		return 0;
+
+	/* The postponed instruction: rare at a join, compared in full. */
+	if (a->process_insn &&
+	    (IPT_MEMCMP(&a->insn, &b->insn, sizeof(a->insn)) ||
+	     IPT_MEMCMP(&a->iext, &b->iext, sizeof(a->iext))))
+		return 0;
+
+	return ipt__retstack_same(&a->retstack, &b->retstack);
+}
+
 /* ==== >>insn  instruction decoder ========================================
  * One instruction at a time, on top of the block decoder.
  *
@@ -14142,11 +15449,11 @@ struct pt_insn_decoder {
 	 * @next is the IP after the run, if the code says it; @mask keeps
 	 * IPs in the mode's range.  The text is the block decoder's trail
 	 * entry @trail - 1 for the current block, or our copy @own; @epoch
-	 * the block decoder's epoch when we took it. */
+	 * the block decoder's epoch when we took it.  @insn is what every
+	 * instruction of the run has in common (section, mode, speculative;
+	 * zeros elsewhere), copied out first. */
 	uint64_t ip;
-	int isid;
-	enum pt_exec_mode mode;
-	uint32_t speculative;
+	struct pt_insn insn;
 	const uint8_t *info;
 	const uint8_t *code;
 	uint64_t next;
@@ -14208,9 +15515,10 @@ static int ipt__insn_load_run(struct pt_insn_decoder *decoder)
 	}
 
 	decoder->ip = block->ip;
-	decoder->isid = block->isid;
-	decoder->mode = block->mode;
-	decoder->speculative = block->speculative;
+	IPT_MEMSET(&decoder->insn, 0, sizeof(decoder->insn));
+	decoder->insn.isid = block->isid;
+	decoder->insn.mode = block->mode;
+	decoder->insn.speculative = block->speculative;
 	decoder->info = text->info;
 	decoder->code = text->code;
 	decoder->epoch = ipt__blk_epoch(blkdec);
@@ -14227,12 +15535,9 @@ static IPT__INLINE void ipt__insn_from_run(struct pt_insn_decoder *decoder,
 
 	/* The bytes after the instruction come along: the code that follows
 	 * it, or zeros. */
-	IPT_MEMSET(insn, 0, sizeof(*insn));
+	IPT__COPY(*insn, decoder->insn);
 	IPT_MEMCPY(insn->raw, decoder->code, sizeof(insn->raw));
 	insn->ip = decoder->ip;
-	insn->isid = decoder->isid;
-	insn->mode = decoder->mode;
-	insn->speculative = decoder->speculative;
 	insn->iclass = (enum pt_insn_class) (info >> 4);
 	insn->size = size;
 
@@ -14300,14 +15605,9 @@ pt_insn_alloc_decoder(const struct pt_config *config)
 
 IPT_DEF void pt_insn_free_decoder(struct pt_insn_decoder *decoder)
 {
-	struct ipt_allocator a;
-
-	if (!decoder)
-		return;
-
-	a = *ipt__blk_allocator(&decoder->blkdec);
-	ipt__blk_decoder_fini(&decoder->blkdec);
-	ipt__free(&a, decoder, sizeof(*decoder));
+	if (decoder)
+		ipt__blk_free_with(&decoder->blkdec, decoder,
+				   sizeof(*decoder));
 }
 
 /* Remember a (re)synchronization's status for the first block. */
@@ -14316,6 +15616,20 @@ static int ipt__insn_synced(struct pt_insn_decoder *decoder, int status)
 	if (status >= 0)
 		decoder->status = status;
 	return status;
+}
+
+IPT_DEF int ipt_insn_set_buffer(struct pt_insn_decoder *decoder,
+				uint8_t *begin, uint8_t *end)
+{
+	int err;
+
+	if (!decoder)
+		return -pte_invalid;
+	err = ipt_blk_set_buffer(&decoder->blkdec, begin, end);
+	if (err < 0)
+		return err;
+	ipt__insn_reset(decoder);
+	return 0;
 }
 
 IPT_DEF int pt_insn_sync_forward(struct pt_insn_decoder *decoder)
@@ -14466,7 +15780,7 @@ static int ipt__insn_resume(struct pt_insn_decoder *decoder,
 
 	status = pt_blk_next(blkdec, block, sizeof(*block));
 	decoder->trail = 0;
-	if (status < 0 && blkdec->has_fault && !block->ninsn) {
+	if (status < 0 && ipt__blk_fault(blkdec) && !block->ninsn) {
 		struct pt_insn none;
 
 		IPT_MEMSET(&none, 0, sizeof(none));
@@ -14491,10 +15805,14 @@ static IPT__INLINE int ipt__insn_block_end(struct pt_insn_decoder *decoder,
 					   const struct pt_insn *insn,
 					   struct pt_insn *uinsn, size_t size)
 {
-	if (IPT__LIKELY(decoder->status >= 0 || !decoder->blkdec.has_fault))
+	if (IPT__LIKELY(decoder->status >= 0))
 		return decoder->status;
-	if (!decoder->blkdec.fault_ahead)
+	switch (ipt__blk_fault(&decoder->blkdec)) {
+	case 0:
+		return decoder->status;
+	case 1:
 		return 0;
+	}
 
 	IPT__COPY(decoder->held, *insn);
 	decoder->has_held = 1;
@@ -14528,7 +15846,7 @@ static IPT__NOINLINE int ipt__insn_next(struct pt_insn_decoder *decoder,
 		if (status < 0) {
 			/* At the instruction the block decoder could not
 			 * read: it stands right before it. */
-			if (decoder->blkdec.has_fault) {
+			if (ipt__blk_fault(&decoder->blkdec)) {
 				decoder->status = 0;
 				insn->ip = decoder->blkdec.ip;
 			}
@@ -14551,7 +15869,7 @@ static IPT__NOINLINE int ipt__insn_next(struct pt_insn_decoder *decoder,
 
 		/* An empty block: an error or event shows now. */
 		if (status < 0) {
-			if (decoder->blkdec.has_fault)
+			if (ipt__blk_fault(&decoder->blkdec))
 				decoder->status = 0;
 			goto out;
 		}
@@ -14566,7 +15884,7 @@ static IPT__NOINLINE int ipt__insn_next(struct pt_insn_decoder *decoder,
 	/* Most instructions come from the run at hand. */
 	if (!(block->truncated && block->ninsn == 1) &&
 	    ((decoder->left && decoder->ip == block->ip &&
-	      decoder->mode == block->mode &&
+	      decoder->insn.mode == block->mode &&
 	      decoder->epoch == ipt__blk_epoch(&decoder->blkdec)) ||
 	     ipt__insn_load_run(decoder))) {
 		ipt__insn_from_run(decoder, insn);
@@ -14589,12 +15907,7 @@ static IPT__NOINLINE int ipt__insn_next(struct pt_insn_decoder *decoder,
 		insn->size = block->size;
 		status = ipt__ild_decode(insn, &iext);
 	} else {
-		struct pt_block_decoder *blkdec = &decoder->blkdec;
-
-		ipt__blk_watch(blkdec);
-		status = ipt__blk_decode(blkdec, insn, &iext);
-		if (status < 0)
-			ipt__blk_note_fault(blkdec, status);
+		status = ipt__blk_decode_watched(&decoder->blkdec, insn, &iext);
 	}
 	if (status < 0)
 		goto out;
@@ -14645,6 +15958,20 @@ IPT_DEF int pt_insn_next(struct pt_insn_decoder *decoder,
 	return ipt__insn_next(decoder, uinsn, size);
 }
 
+IPT_DEF int ipt_insn_set_vm_tolerant(struct pt_insn_decoder *decoder, int on)
+{
+	if (!decoder)
+		return -pte_invalid;
+	return ipt_blk_set_vm_tolerant(&decoder->blkdec, on);
+}
+
+IPT_DEF int ipt_insn_in_guest(const struct pt_insn_decoder *decoder)
+{
+	if (!decoder)
+		return -pte_invalid;
+	return ipt_blk_in_guest(&decoder->blkdec);
+}
+
 IPT_DEF int ipt_insn_set_wait_for_code(struct pt_insn_decoder *decoder,
 				       int on)
 {
@@ -14679,6 +16006,22 @@ IPT_DEF int pt_insn_event(struct pt_insn_decoder *decoder,
 
 	decoder->status = status;
 	return status;
+}
+
+/* ---- comparing decoders (for >>seg) ----
+ * Only between blocks: inside one, the instructions left point into the
+ * decoder's own run text; nor with an instruction held back for missing
+ * memory.  The used-up block still gives the IP and mode of error reports,
+ * so it is compared too.  As ipt__blk_same: 1, 2 or 0. */
+static IPT__UNUSED int ipt__insn_same(const struct pt_insn_decoder *a,
+				      const struct pt_insn_decoder *b)
+{
+	if (a->block.ninsn || b->block.ninsn || a->left || b->left ||
+	    a->has_held || b->has_held || a->status != b->status ||
+	    IPT_MEMCMP(&a->flags, &b->flags, sizeof(b->flags)) ||
+	    IPT_MEMCMP(&a->block, &b->block, sizeof(b->block)))
+		return 0;
+	return ipt__blk_same(&a->blkdec, &b->blkdec);
 }
 
 /* ==== >>pev  perf_event record reader ====================================
@@ -16754,6 +18097,876 @@ ipt_sb_alloc_pevent_decoder_mem(struct pt_sb_session *session,
 }
 
 #endif /* IPT_NO_STDIO */
+
+/* ==== >>cov  coverage for fuzzers ========================================
+ * A trace to an AFL-style edge bitmap, on the block decoder.
+ *
+ * The flow is the block decoder's: a coverage decoder holds one, asks it
+ * for blocks and events, and derives each edge from the instruction a
+ * block ended with and where the flow went next (the next block's start,
+ * or the event that took it elsewhere).  Errata, return compression,
+ * address spaces, events and the caches are the block decoder's, so the
+ * coverage cannot disagree with it.
+ *
+ * Speed comes from the common case: while the event in hand is a TNT or
+ * a TIP, the block decoder walks its run cache for us (ipt__blk_walk)
+ * and reports each branch that used trace and each place the flow
+ * reached, with no blocks made; everything else goes through pt_blk_next
+ * and pt_blk_event.  Either way an edge waits as "pending" until the flow
+ * is seen at its destination.
+ *
+ * Uses of the block decoder: its public calls (ipt_blk_set_buffer for
+ * the next trace), and ipt__blk_walk,
+ * ipt__blk_decode, ipt__blk_trace_ended,
+ * ipt__blk_set_run_hook and ipt__blk_allocator (see >>blk). */
+
+struct ipt_cov_decoder {
+	/* The block decoder; it holds the allocator. */
+	struct pt_block_decoder blk;
+
+	struct ipt_cov_config config;
+
+	/* The edge kinds that count, and the bitmap (@mask is its size less
+	 * one). */
+	uint32_t kinds;
+	uint8_t *map;
+	uint32_t mask;
+
+	struct ipt_cov_status status;
+
+	/* The branch the last block ended with, while its destination is
+	 * still to come: its IP, the IP after it and its kind (zero if there
+	 * is none; ipt_cov_taken for any conditional branch). */
+	uint64_t pend_from;
+	uint64_t pend_next;
+	uint32_t pend_kind;
+
+	/* Whether the block decoder is synchronized; where the last error
+	 * left the trace, and the last sync offset. */
+	uint32_t synced;
+	uint64_t error_at;
+	uint64_t sync_at;
+	uint32_t has_sync;
+	uint32_t has_error;
+
+	/* The block decoder call the walk made last (enum ipt__cov_call),
+	 * and, while paused at missing code, the call that resumes: at the
+	 * PSB at @resume_sync for a sync. */
+	uint32_t call;
+	uint32_t paused;
+	uint64_t resume_sync;
+
+	/* Where the last pause was, and whether the decode has resumed from
+	 * it without getting anywhere else yet. */
+	uint64_t fault_addr;
+	uint64_t fault_cr3;
+	uint64_t fault_vmcs;
+	uint32_t resumed;
+};
+
+enum ipt__cov_call {
+	ipt__cov_at_none,
+	ipt__cov_at_next,
+	ipt__cov_at_event,
+	ipt__cov_at_sync
+};
+
+/* A bitmap index: libxdc's mix of both ends, so that a libxdc user gets
+ * the same bitmap. */
+static IPT__INLINE uint64_t ipt__cov_mix(uint64_t v)
+{
+	v ^= v >> 31;
+	return v * 0x7fb5d329728ea185ull;
+}
+
+static IPT__INLINE uint32_t ipt__cov_index(uint64_t from, uint64_t to)
+{
+	return (uint32_t) (ipt__cov_mix(to) ^ (ipt__cov_mix(from) >> 1));
+}
+
+static int ipt__cov_in_ranges(const struct ipt_cov_decoder *cov, uint64_t ip)
+{
+	uint32_t i;
+
+	for (i = 0; i < cov->config.nranges; ++i)
+		if (cov->config.range[i].begin <= ip &&
+		    ip < cov->config.range[i].end)
+			return 1;
+	return 0;
+}
+
+/* Count the edge @from -> @to of @kind, if it counts. */
+static IPT__INLINE void ipt__cov_count(struct ipt_cov_decoder *cov,
+				       uint64_t from, uint64_t to,
+				       enum ipt_cov_kind kind)
+{
+	if (!(cov->kinds & (uint32_t) kind))
+		return;
+	if (IPT__UNLIKELY(cov->config.nranges) &&
+	    !ipt__cov_in_ranges(cov, kind == ipt_cov_enable ? to : from))
+		return;
+
+	cov->status.edges += 1;
+	if (IPT__LIKELY(cov->map != NULL)) {
+		uint8_t *counter = &cov->map[ipt__cov_index(from, to) &
+					     cov->mask];
+		uint8_t value = (uint8_t) (*counter + 1);
+
+		if (value || !(cov->config.flags & ipt_cov_saturate))
+			*counter = value;
+	}
+	if (cov->config.edge)
+		cov->config.edge(cov->config.context, from, to, kind);
+}
+
+/* The flow went on at @to: the pending branch, if any, went there. */
+static IPT__INLINE void ipt__cov_resolve(struct ipt_cov_decoder *cov,
+					 uint64_t to)
+{
+	uint32_t kind = cov->pend_kind;
+
+	if (!kind)
+		return;
+	cov->pend_kind = 0;
+	if (kind == ipt_cov_taken && to == cov->pend_next)
+		kind = ipt_cov_not_taken;
+	ipt__cov_count(cov, cov->pend_from, to, (enum ipt_cov_kind) kind);
+}
+
+/* The edge kind of the instruction @block ends with, if it took trace to
+ * get past it, and for conditional branches the IP after it in @next.
+ * Zero for an instruction that needs no trace (direct calls and jumps
+ * end blocks too, at section borders). */
+static uint32_t ipt__cov_block_kind(struct ipt_cov_decoder *cov,
+				    const struct pt_block *block,
+				    uint64_t *next)
+{
+	struct ipt__insn_ext iext;
+	struct pt_insn insn;
+	int status;
+
+	switch (block->iclass) {
+	case ptic_return:
+		return ipt_cov_return;
+	case ptic_far_call:
+	case ptic_far_return:
+	case ptic_far_jump:
+		return ipt_cov_far;
+	case ptic_indirect:
+		return ipt_cov_jump;
+	case ptic_cond_jump:
+	case ptic_call:
+	case ptic_jump:
+		break;
+	case ptic_other:
+	case ptic_ptwrite:
+	case ptic_unknown:
+		return 0;
+	}
+
+	IPT_MEMSET(&insn, 0, sizeof(insn));
+	IPT_MEMSET(&iext, 0, sizeof(iext));
+	insn.ip = block->end_ip;
+	insn.mode = block->mode;
+	if (block->truncated) {
+		IPT_MEMCPY(insn.raw, block->raw, sizeof(insn.raw));
+		insn.size = block->size;
+		status = ipt__ild_decode(&insn, &iext);
+	} else {
+		status = ipt__blk_decode(&cov->blk, &insn, &iext);
+	}
+	if (status < 0)
+		return 0;
+
+	if (block->iclass == ptic_cond_jump) {
+		*next = ipt__blk_next_ip(block->mode,
+					 block->end_ip + insn.size);
+		return ipt_cov_taken;
+	}
+	if (iext.variant.branch.is_direct && iext.iclass != IPT__INST_JMPABS)
+		return 0;
+	return block->iclass == ptic_call ? ipt_cov_call : ipt_cov_jump;
+}
+
+static void ipt__cov_block(struct ipt_cov_decoder *cov,
+			   const struct pt_block *block)
+{
+	if (!block->ninsn)
+		return;
+	ipt__cov_resolve(cov, block->ip);
+	cov->pend_from = block->end_ip;
+	cov->pend_kind = ipt__cov_block_kind(cov, block, &cov->pend_next);
+}
+
+static void ipt__cov_event(struct ipt_cov_decoder *cov,
+			   const struct pt_event *ev)
+{
+	uint64_t ip;
+
+	switch (ev->type) {
+	case ptev_enabled:
+		/* A PSB+ saying tracing is on changes nothing. */
+		if (ev->status_update)
+			break;
+		cov->pend_kind = 0;
+		ipt__cov_count(cov, 0, ev->variant.enabled.ip, ipt_cov_enable);
+		break;
+
+	case ptev_disabled:
+		ip = 0;
+		if (ev->ip_suppressed)
+			cov->pend_kind = 0;
+		else
+			ip = ev->variant.disabled.ip;
+		ipt__cov_resolve(cov, ip);
+		if (!ev->status_update)
+			ipt__cov_count(cov, ip, 0, ipt_cov_disable);
+		break;
+
+	case ptev_async_disabled:
+		ipt__cov_resolve(cov, ev->variant.async_disabled.at);
+		ipt__cov_count(cov, ev->variant.async_disabled.at, 0,
+			       ipt_cov_disable);
+		break;
+
+	case ptev_async_branch:
+		ipt__cov_resolve(cov, ev->variant.async_branch.from);
+		ipt__cov_count(cov, ev->variant.async_branch.from,
+			       ev->variant.async_branch.to, ipt_cov_async);
+		break;
+
+	case ptev_overflow:
+		cov->pend_kind = 0;
+		break;
+
+	case ptev_paging:
+	case ptev_async_paging:
+	case ptev_exec_mode:
+	case ptev_tsx:
+	case ptev_stop:
+	case ptev_vmcs:
+	case ptev_async_vmcs:
+	case ptev_exstop:
+	case ptev_mwait:
+	case ptev_pwre:
+	case ptev_pwrx:
+	case ptev_ptwrite:
+	case ptev_tick:
+	case ptev_cbr:
+	case ptev_mnt:
+	case ptev_tip:
+	case ptev_tnt:
+	case ptev_iflags:
+	case ptev_interrupt:
+	case ptev_iret:
+	case ptev_smi:
+	case ptev_rsm:
+	case ptev_sipi:
+	case ptev_init:
+	case ptev_vmentry:
+	case ptev_vmexit:
+	case ptev_shutdown:
+	case ptev_uintr:
+	case ptev_uiret:
+	case ptev_trig:
+	case ptev_swintr:
+	case ptev_syscall:
+		/* No change of flow the blocks do not show. */
+		break;
+	}
+}
+
+/* The walk's reports: a branch used trace; the flow reached @ip. */
+static IPT__INLINE void ipt__cov_branch(void *context, uint64_t from,
+					uint64_t next,
+					enum pt_insn_class iclass)
+{
+	struct ipt_cov_decoder *cov = (struct ipt_cov_decoder *) context;
+	uint32_t kind = ipt_cov_jump;
+
+	switch (iclass) {
+	case ptic_cond_jump:
+		kind = ipt_cov_taken;
+		break;
+	case ptic_return:
+		kind = ipt_cov_return;
+		break;
+	case ptic_call:
+		kind = ipt_cov_call;
+		break;
+	case ptic_far_call:
+	case ptic_far_return:
+	case ptic_far_jump:
+		kind = ipt_cov_far;
+		break;
+	case ptic_unknown:
+	case ptic_other:
+	case ptic_jump:
+	case ptic_ptwrite:
+	case ptic_indirect:
+		break;
+	}
+	cov->pend_from = from;
+	cov->pend_next = next;
+	cov->pend_kind = kind;
+}
+
+static IPT__INLINE void ipt__cov_reach(void *context, uint64_t ip)
+{
+	ipt__cov_resolve((struct ipt_cov_decoder *) context, ip);
+}
+
+/* Note an error at the decoder's position; the trace up to the next PSB is
+ * lost. */
+static void ipt__cov_error(struct ipt_cov_decoder *cov, int error)
+{
+	uint64_t at;
+
+	cov->pend_kind = 0;
+	cov->synced = 0;
+	if (pt_blk_get_offset(&cov->blk, &at) < 0)
+		at = cov->has_sync ? cov->sync_at : 0;
+
+	cov->status.errors += 1;
+	if (!cov->status.first_error)
+		cov->status.first_error = error;
+	cov->status.last_error = error;
+	cov->error_at = at;
+	cov->has_error = 1;
+}
+
+/* Synchronize onto the next PSB.  Returns the status of
+ * pt_blk_sync_forward, -pte_eos at the end of the trace or if the decoder
+ * did not get further. */
+static int ipt__cov_sync(struct ipt_cov_decoder *cov)
+{
+	const struct pt_config *config;
+	uint64_t at, size;
+	int status;
+
+	config = pt_blk_get_config(&cov->blk);
+	size = config ? (uint64_t) (config->end - config->begin) : 0;
+
+	status = pt_blk_sync_forward(&cov->blk);
+	if (status == -pte_eos || pt_blk_get_sync_offset(&cov->blk, &at) < 0)
+		at = size;
+	if (cov->has_error) {
+		cov->has_error = 0;
+		if (at > cov->error_at)
+			cov->status.skipped += at - cov->error_at;
+	}
+	if (status == -pte_eos)
+		return status;
+	if (cov->has_sync && at <= cov->sync_at)
+		return -pte_eos;
+	cov->has_sync = 1;
+	cov->sync_at = at;
+	if (status >= 0)
+		cov->synced = 1;
+	return status;
+}
+
+/* Instructions in blocks in a row that read no further into the trace
+ * before the walk gives up on code that loops without trace (a jump to
+ * itself): more than straight-line code runs between two packets, which
+ * is bounded by the size of the code (checked after each block, so up to
+ * a block more). */
+enum { IPT__COV_IDLE_MAX = 0x40000 };
+
+/* Decode from a synchronized decoder with @status until an error or the
+ * end of the trace.  Returns a negative pte_* code; -pte_eos at the end. */
+static int ipt__cov_walk(struct ipt_cov_decoder *cov, int status)
+{
+	struct pt_block_decoder *blk = &cov->blk;
+	struct ipt__blk_walk_ops ops;
+	uint64_t offset = UINT64_MAX;
+	uint32_t idle = 0;
+
+	/* Filled in here, not initialized: a table of function pointers
+	 * would be relocated data, which freestanding builds must not
+	 * have. */
+	ops.branch = ipt__cov_branch;
+	ops.reach = ipt__cov_reach;
+
+	for (;;) {
+		struct pt_block block;
+		uint64_t now = 0;
+
+		while (status & pts_event_pending) {
+			struct pt_event ev;
+
+			cov->call = ipt__cov_at_event;
+			status = pt_blk_event(blk, &ev, sizeof(ev));
+			if (status < 0)
+				return status;
+			ipt__cov_event(cov, &ev);
+		}
+		if (status & pts_eos)
+			return -pte_eos;
+
+		cov->call = ipt__cov_at_next;
+		if (ipt__blk_walk(blk, &ops, cov, &status)) {
+			if (status < 0)
+				return ipt__blk_trace_ended(blk) ? -pte_eos :
+				       status;
+			continue;
+		}
+
+		status = pt_blk_next(blk, &block, sizeof(block));
+		if (status < 0) {
+			/* The flow got as far as the block goes (to missing
+			 * code, it goes on from there later). */
+			ipt__cov_block(cov, &block);
+			return ipt__blk_trace_ended(blk) ? -pte_eos : status;
+		}
+		ipt__cov_block(cov, &block);
+
+		if (pt_blk_get_offset(blk, &now) < 0 || now != offset) {
+			offset = now;
+			idle = 0;
+		} else {
+			idle += block.ninsn;
+			if (idle > IPT__COV_IDLE_MAX)
+				return -pte_bad_query;
+		}
+	}
+}
+
+/* Did the block decoder call that returned @status stop at missing code
+ * the caller wants to supply?  Then the decode pauses, to resume with
+ * @call. */
+static int ipt__cov_pauses(struct ipt_cov_decoder *cov, int status,
+			   uint32_t call)
+{
+	struct ipt_fault fault;
+	int again;
+
+	if (status >= 0 || !(cov->config.flags & ipt_cov_pause) ||
+	    ipt_blk_get_fault(&cov->blk, &fault, sizeof(fault)) <= 0)
+		return 0;
+
+	/* Code still missing when the decode resumes is an error. */
+	again = cov->resumed && fault.addr == cov->fault_addr &&
+		fault.asid.cr3 == cov->fault_cr3 &&
+		fault.asid.vmcs == cov->fault_vmcs;
+	cov->resumed = 0;
+	if (again)
+		return 0;
+	cov->fault_addr = fault.addr;
+	cov->fault_cr3 = fault.asid.cr3;
+	cov->fault_vmcs = fault.asid.vmcs;
+	cov->paused = call;
+	return 1;
+}
+
+/* Go on from a pause: the status to walk on with, or a negative code. */
+static int ipt__cov_resume(struct ipt_cov_decoder *cov)
+{
+	uint32_t call = cov->paused;
+	int status;
+
+	cov->paused = ipt__cov_at_none;
+	cov->resumed = 1;
+	switch (call) {
+	case ipt__cov_at_event:
+		return pts_event_pending;
+	case ipt__cov_at_sync:
+		status = pt_blk_sync_set(&cov->blk, cov->resume_sync);
+		if (status >= 0)
+			cov->synced = 1;
+		return status;
+	default:
+		return 0;
+	}
+}
+
+IPT_DEF int ipt_cov_decode(struct ipt_cov_decoder *cov)
+{
+	if (!cov)
+		return -pte_invalid;
+
+	for (;;) {
+		int status = 0;
+
+		if (cov->paused) {
+			uint32_t call = cov->paused;
+
+			status = ipt__cov_resume(cov);
+			if (ipt__cov_pauses(cov, status, call))
+				return -pte_nomap;
+			if (status < 0) {
+				ipt__cov_error(cov, status);
+				continue;
+			}
+		} else if (!cov->synced) {
+			status = ipt__cov_sync(cov);
+			if (status == -pte_eos)
+				return 0;
+			if (ipt__cov_pauses(cov, status, ipt__cov_at_sync)) {
+				if (pt_blk_get_sync_offset(&cov->blk,
+							   &cov->resume_sync) < 0)
+					cov->resume_sync = cov->sync_at;
+				return -pte_nomap;
+			}
+			if (status < 0) {
+				ipt__cov_error(cov, status);
+				continue;
+			}
+		}
+
+		status = ipt__cov_walk(cov, status);
+		if (status == -pte_eos) {
+			cov->synced = 0;
+			cov->pend_kind = 0;
+			return 0;
+		}
+		if (ipt__cov_pauses(cov, status, cov->call))
+			return -pte_nomap;
+		ipt__cov_error(cov, status);
+	}
+}
+
+IPT_DEF int ipt_cov_get_fault(const struct ipt_cov_decoder *cov,
+			      struct ipt_fault *fault, size_t size)
+{
+	if (!cov || !fault)
+		return -pte_invalid;
+	if (!cov->paused)
+		return 0;
+	return ipt_blk_get_fault(&cov->blk, fault, size);
+}
+
+IPT_DEF struct ipt_cov_decoder *
+ipt_cov_alloc_decoder_with(const struct pt_config *config,
+			   const struct ipt_cov_config *ucov,
+			   const struct ipt_allocator *allocator)
+{
+	struct ipt_cov_decoder *cov;
+	struct ipt_allocator a;
+	struct pt_config bconfig;
+
+	if (!config || !ucov || ucov->nranges > ipt_cov_max_ranges)
+		return NULL;
+	if (ipt__config_from_user(&bconfig, config) < 0)
+		return NULL;
+	if (ipt__allocator_init(&a, allocator) < 0)
+		return NULL;
+
+	cov = (struct ipt_cov_decoder *) ipt__zalloc(&a, sizeof(*cov));
+	if (!cov)
+		return NULL;
+	*ipt__blk_allocator(&cov->blk) = a;
+
+	/* The block decoder's flags are ours: plain blocks, no ticks. */
+	IPT_MEMSET(&bconfig.flags, 0, sizeof(bconfig.flags));
+	if (ipt__blk_decoder_init(&cov->blk, &bconfig, 0) < 0) {
+		ipt__free(&a, cov, sizeof(*cov));
+		return NULL;
+	}
+
+	IPT__COPY(cov->config, *ucov);
+	cov->kinds = ucov->kinds ? ucov->kinds : (uint32_t) ipt_cov_all;
+	if (ucov->flags & ipt_cov_libxdc) {
+		cov->kinds = ipt_cov_taken | ipt_cov_not_taken;
+		cov->config.flags &= ~(uint32_t) ipt_cov_saturate;
+	}
+	ipt__blk_set_run_hook(&cov->blk, ucov->block, ucov->context);
+	if (ucov->flags & ipt_cov_pause)
+		(void) ipt_blk_set_wait_for_code(&cov->blk, 1);
+	return cov;
+}
+
+IPT_DEF struct ipt_cov_decoder *
+ipt_cov_alloc_decoder(const struct pt_config *config,
+		      const struct ipt_cov_config *cov)
+{
+	return ipt_cov_alloc_decoder_with(config, cov, NULL);
+}
+
+IPT_DEF void ipt_cov_free_decoder(struct ipt_cov_decoder *cov)
+{
+	if (cov)
+		ipt__blk_free_with(&cov->blk, cov, sizeof(*cov));
+}
+
+IPT_DEF int ipt_cov_set_image(struct ipt_cov_decoder *cov,
+			      struct pt_image *image)
+{
+	return cov ? pt_blk_set_image(&cov->blk, image) : -pte_invalid;
+}
+
+IPT_DEF struct pt_image *ipt_cov_get_image(struct ipt_cov_decoder *cov)
+{
+	return cov ? pt_blk_get_image(&cov->blk) : NULL;
+}
+
+IPT_DEF int ipt_cov_set_bitmap(struct ipt_cov_decoder *cov, uint8_t *bitmap,
+			       size_t size)
+{
+	if (!cov || !bitmap || !size || (size & (size - 1)) ||
+	    (uint64_t) size > UINT32_MAX)
+		return -pte_invalid;
+
+	cov->map = bitmap;
+	cov->mask = (uint32_t) (size - 1);
+	return 0;
+}
+
+IPT_DEF int ipt_cov_set_trace(struct ipt_cov_decoder *cov,
+			      const uint8_t *begin, const uint8_t *end,
+			      int clear_bitmap)
+{
+	int status;
+
+	if (!cov)
+		return -pte_invalid;
+
+	status = ipt_blk_set_buffer(&cov->blk, (uint8_t *) (uintptr_t) begin,
+				    (uint8_t *) (uintptr_t) end);
+	if (status < 0)
+		return status;
+
+	cov->synced = 0;
+	cov->pend_kind = 0;
+	cov->has_sync = 0;
+	cov->has_error = 0;
+	cov->paused = ipt__cov_at_none;
+	if (clear_bitmap && cov->map)
+		IPT_MEMSET(cov->map, 0, (size_t) cov->mask + 1);
+	return 0;
+}
+
+IPT_DEF int ipt_cov_set_cache_limit(struct ipt_cov_decoder *cov,
+				    uint64_t bytes)
+{
+	return cov ? ipt_blk_set_cache_limit(&cov->blk, bytes) : -pte_invalid;
+}
+
+IPT_DEF int ipt_cov_get_status(const struct ipt_cov_decoder *cov,
+			       struct ipt_cov_status *status)
+{
+	if (!cov || !status)
+		return -pte_invalid;
+	IPT__COPY(*status, cov->status);
+	return 0;
+}
+
+/* ==== >>seg  segments: the PSB index and joining decoders ===============
+ * ipt_seg_index finds the PSBs with the packet layer's search (aligned
+ * 8-byte words, >>pkt) and reads each PSB+ with a packet decoder on the
+ * stack: the trace is read once, code never.  ipt_blk_converged and
+ * ipt_insn_converged compare two decoders' states, for the stitching rule
+ * in >>api-seg, through ipt__blk_same and ipt__insn_same; each layer
+ * compares its own part (ipt__pkt_same, ipt__evt_same, ...).  Uses >>pkt's
+ * public functions and accessors. */
+
+/* Record one packet of a PSB+ in seg.  Returns 1 when the PSB+ ends, 0 to
+ * read on. */
+static int ipt__seg_psb_packet(struct ipt_segment *seg,
+			       struct ipt_last_ip *last_ip,
+			       const struct pt_packet *packet,
+			       const struct pt_config *config)
+{
+	switch (packet->type) {
+	case ppt_psbend:
+		return 1;
+
+	case ppt_ovf:
+		seg->overflow = 1;
+		return 1;
+
+	case ppt_fup:
+		if (ipt_last_ip_update_ip(last_ip, &packet->payload.ip,
+					  config) < 0 ||
+		    ipt_last_ip_query(&seg->ip, last_ip) < 0)
+			break;
+		seg->enabled = 1;
+		break;
+
+	case ppt_mode:
+		if (packet->payload.mode.leaf == pt_mol_exec)
+			seg->mode = pt_get_exec_mode(
+				&packet->payload.mode.bits.exec);
+		else if (packet->payload.mode.leaf == pt_mol_tsx)
+			seg->intx = packet->payload.mode.bits.tsx.intx;
+		break;
+
+	case ppt_pip:
+		seg->has_cr3 = 1;
+		seg->cr3 = packet->payload.pip.cr3;
+		seg->nr = packet->payload.pip.nr;
+		break;
+
+	case ppt_vmcs:
+		seg->has_vmcs = 1;
+		seg->vmcs = packet->payload.vmcs.base;
+		break;
+
+	case ppt_tsc:
+		seg->has_tsc = 1;
+		seg->tsc = packet->payload.tsc.tsc;
+		break;
+
+	case ppt_tma:
+		seg->has_tma = 1;
+		seg->ctc = packet->payload.tma.ctc;
+		seg->fc = packet->payload.tma.fc;
+		break;
+
+	case ppt_cbr:
+		seg->has_cbr = 1;
+		seg->cbr = packet->payload.cbr.ratio;
+		break;
+
+	/* Timing packets may come inside PSB+ and mean what they mean
+	 * outside (SDM 33.3.7); the rest tell a PSB+ nothing. */
+	case ppt_invalid:
+	case ppt_unknown:
+	case ppt_pad:
+	case ppt_psb:
+	case ppt_tip:
+	case ppt_tip_pge:
+	case ppt_tip_pgd:
+	case ppt_tnt_8:
+	case ppt_tnt_64:
+	case ppt_mtc:
+	case ppt_cyc:
+	case ppt_stop:
+	case ppt_mnt:
+	case ppt_exstop:
+	case ppt_mwait:
+	case ppt_pwre:
+	case ppt_pwrx:
+	case ppt_ptw:
+	case ppt_cfe:
+	case ppt_evd:
+	case ppt_trig:
+		break;
+	}
+	return 0;
+}
+
+/* Read the PSB+ at the packet decoder's position into seg.  A PSB+ is a
+ * handful of packets; one that goes on for longer than any could is
+ * broken, so that a hostile trace cannot make the index decode it all. */
+static void ipt__seg_read_psb(struct ipt_segment *seg,
+			      struct pt_packet_decoder *pacdec)
+{
+	struct ipt_last_ip last_ip;
+	struct pt_packet packet;
+	int n;
+
+	ipt_last_ip_init(&last_ip);
+	for (n = 0; n < 64; ++n) {
+		if (pt_pkt_next(pacdec, &packet, sizeof(packet)) < 0)
+			break;
+		if (n == 0 && packet.type != ppt_psb)
+			break;
+		if (ipt__seg_psb_packet(seg, &last_ip, &packet,
+					ipt__pkt_config(pacdec)))
+			return;
+	}
+	seg->broken = 1;
+}
+
+IPT_DEF int64_t ipt_seg_index(const struct pt_config *config,
+			      struct ipt_segment *segs, size_t max)
+{
+	struct pt_packet_decoder pacdec;
+	uint64_t size;
+	int64_t n;
+	int status;
+
+	if (!config || (!segs && max))
+		return -pte_invalid;
+
+	status = ipt__pkt_init(&pacdec, config);
+	if (status < 0)
+		return status;
+	size = (uint64_t) (ipt__pkt_end(&pacdec) -
+			   ipt__pkt_config(&pacdec)->begin);
+
+	for (n = 0;; ++n) {
+		struct ipt_segment *seg;
+		uint64_t offset;
+
+		status = pt_pkt_sync_forward(&pacdec);
+		if (status >= 0)
+			status = pt_pkt_get_sync_offset(&pacdec, &offset);
+		if (status < 0)
+			break;
+		if (n && (size_t) (n - 1) < max)
+			segs[n - 1].end = offset;
+		if ((size_t) n >= max)
+			continue;
+
+		seg = &segs[n];
+		IPT_MEMSET(seg, 0, sizeof(*seg));
+		seg->offset = offset;
+		seg->end = size;
+		seg->mode = ptem_unknown;
+		ipt__seg_read_psb(seg, &pacdec);
+
+		/* The next search starts behind this PSB, not behind its
+		 * PSB+: a PSB+ cut short may hide the next PSB. */
+		status = pt_pkt_sync_set(&pacdec, offset);
+		if (status < 0)
+			break;
+	}
+
+	ipt__pkt_fini(&pacdec);
+	if (status != -pte_eos)
+		return status;
+	return n;
+}
+
+/* ---- joining decoders ----
+ * A saved state is a copy of the decoder; the layers compare their own
+ * parts (ipt__blk_same, ipt__insn_same), leaving out caches and image. */
+
+IPT_DEF size_t ipt_blk_state_size(void)
+{
+	return sizeof(struct pt_block_decoder);
+}
+
+IPT_DEF int ipt_blk_save(const struct pt_block_decoder *decoder, void *state,
+			 size_t size)
+{
+	if (!decoder || !state || size < sizeof(*decoder))
+		return -pte_invalid;
+	IPT_MEMCPY(state, decoder, sizeof(*decoder));
+	return 0;
+}
+
+IPT_DEF int ipt_blk_converged(const struct pt_block_decoder *decoder,
+			      const void *state)
+{
+	if (!decoder || !state)
+		return -pte_invalid;
+	return ipt__blk_same(decoder, (const struct pt_block_decoder *) state);
+}
+
+IPT_DEF size_t ipt_insn_state_size(void)
+{
+	return sizeof(struct pt_insn_decoder);
+}
+
+IPT_DEF int ipt_insn_save(const struct pt_insn_decoder *decoder,
+			  void *state, size_t size)
+{
+	if (!decoder || !state || size < sizeof(*decoder))
+		return -pte_invalid;
+	IPT_MEMCPY(state, decoder, sizeof(*decoder));
+	return 0;
+}
+
+IPT_DEF int ipt_insn_converged(const struct pt_insn_decoder *decoder,
+			       const void *state)
+{
+	if (!decoder || !state)
+		return -pte_invalid;
+	return ipt__insn_same(decoder, (const struct pt_insn_decoder *) state);
+}
 
 #ifdef __cplusplus
 }

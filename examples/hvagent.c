@@ -20,19 +20,39 @@
  * (pt_image_set_callback), never touches a file (IPT_NO_STDIO, which also
  * tells Zydis' headers that there is no libc: ZYAN_NO_LIBC), and keeps
  * every function static (IPT_STATIC) so the object exports only
- * hvagent_decode().  Decoding is bounded: the agent stops after a budget of
- * steps (instructions, events, resynchronizations), as a hypervisor must
- * not spend unbounded time in one exit.
+ * hvagent_vcpu_init() and hvagent_decode().  Decoding is bounded: the
+ * agent stops after a budget of steps (instructions, events,
+ * resynchronizations), as a hypervisor must not spend unbounded time in
+ * one exit.
+ *
+ * What a real agent does, and this one too:
+ *
+ *   - one decoder per virtual CPU, made once in the vCPU's arena and
+ *     pointed at each new trace buffer (ipt_insn_set_buffer): its caches
+ *     stay warm and nothing is allocated per trace;
+ *   - guest pages fetched on demand: a page the guest has not paged in (or
+ *     the hypervisor has not copied yet) is not an error.  The decoder
+ *     stops before the instruction it needs (-pte_nomap,
+ *     ipt_insn_get_fault), the agent asks the hypervisor for that page and
+ *     calls pt_insn_next again, and the flow comes out as if all memory had
+ *     been there;
+ *   - VM entries as the hardware writes them (ipt_insn_set_vm_tolerant):
+ *     a guest's trace has a PSB+ and a TIP.PGE at each entry, which
+ *     libipt 2.3 takes as errors.
  *
  * The rest of the file (HVAGENT_HOST) is a small hosted driver standing in
  * for the hypervisor: it loads a trace and a code image from files, and
  * prints the address of each instruction the agent reports:
  *
  *     cc -DHVAGENT_HOST -o hvagent examples/hvagent.c hvagent.o -lZydis
- *     ./hvagent [--cpu F/M[/S]] FILE[:START-END]:ADDR trace.pt
+ *     ./hvagent [--cpu F/M[/S]] [--missing PCT:SEED] [--times N]
+ *               FILE[:START-END]:ADDR trace.pt
  *
- * (make hvagent builds both; make test runs it on the real-hardware
- * conformance traces and compares with the expected instruction addresses.)
+ * --missing makes PCT percent of the guest's pages (picked by SEED)
+ * missing until the agent asks for them; --times decodes the trace N times
+ * with the same vCPU.  (make hvagent builds both; make test runs it on the
+ * real-hardware conformance traces, with and without missing pages, and
+ * compares with the expected instruction addresses.)
  */
 
 #include <stddef.h>
@@ -43,9 +63,13 @@
 struct hvagent_guest {
 	/* Read up to size bytes of guest memory at gva in the address space
 	 * cr3; return the number of bytes read, or a negative number if
-	 * nothing is mapped there. */
+	 * nothing is there (now). */
 	int (*read)(void *ctx, uint64_t cr3, uint64_t gva, uint8_t *buf,
 		    size_t size);
+	/* The page at gva in cr3 is needed and was not there: make it
+	 * readable (copy it out of the guest, or have the guest page it in)
+	 * and return 0, or return a negative number if it cannot be had. */
+	int (*fetch)(void *ctx, uint64_t cr3, uint64_t gva);
 	void *ctx;
 };
 
@@ -62,13 +86,19 @@ struct hvagent_cpu {
 	unsigned family, model, stepping;
 };
 
-/* Decode a trace buffer; returns the number of instructions reported, or
- * -1 if the arena is too small for the decoder. */
-int hvagent_decode(const uint8_t *trace, size_t size,
-		   const struct hvagent_cpu *cpu,
-		   const struct hvagent_guest *guest,
-		   const struct hvagent_sink *sink, void *arena,
-		   size_t arena_size, unsigned long budget);
+/* A virtual CPU's decoder, made once in an arena of the hypervisor's. */
+struct hvagent_vcpu;
+
+/* Make the vCPU's decoder in arena; NULL if the arena is too small. */
+struct hvagent_vcpu *hvagent_vcpu_init(const struct hvagent_cpu *cpu,
+				       const struct hvagent_guest *guest,
+				       void *arena, size_t arena_size);
+
+/* Decode a trace buffer of the vCPU; returns the number of instructions
+ * reported, or -1 on bad arguments. */
+int hvagent_decode(struct hvagent_vcpu *vcpu, const uint8_t *trace,
+		   size_t size, const struct hvagent_sink *sink,
+		   unsigned long budget);
 
 #ifndef HVAGENT_HOST
 
@@ -167,7 +197,9 @@ static int hv_memcmp(const void *a, const void *b, size_t size)
 
 /* ---- the agent ---- */
 
-struct hv_session {
+struct hvagent_vcpu {
+	struct hv_arena arena;
+	struct pt_insn_decoder *decoder;
 	const struct hvagent_guest *guest;
 };
 
@@ -177,47 +209,48 @@ static int hv_read_memory(uint8_t *buffer, size_t size,
 			  const struct pt_asid *asid, uint64_t ip,
 			  void *context)
 {
-	const struct hv_session *s = (const struct hv_session *) context;
+	const struct hvagent_vcpu *v = (const struct hvagent_vcpu *) context;
 	uint64_t cr3 = asid ? asid->cr3 : pt_asid_no_cr3;
 	int n;
 
 	if (size > 0x7fffffff)
 		size = 0x7fffffff;
-	n = s->guest->read(s->guest->ctx, cr3, ip, buffer, size);
+	n = v->guest->read(v->guest->ctx, cr3, ip, buffer, size);
 	if (n < 0)
 		return -pte_nomap;
 	return n > (int) size ? (int) size : n;
 }
 
-int hvagent_decode(const uint8_t *trace, size_t size,
-		   const struct hvagent_cpu *cpu,
-		   const struct hvagent_guest *guest,
-		   const struct hvagent_sink *sink, void *arena,
-		   size_t arena_size, unsigned long budget)
+struct hvagent_vcpu *hvagent_vcpu_init(const struct hvagent_cpu *cpu,
+				       const struct hvagent_guest *guest,
+				       void *arena, size_t arena_size)
 {
-	struct pt_insn_decoder *decoder;
-	struct pt_config config;
-	struct hv_session session;
-	struct hv_arena a;
 	struct ipt_allocator allocator;
-	struct pt_insn insn;
-	struct pt_event event;
-	unsigned long count = 0, steps = 0;
-	int status;
+	struct pt_config config;
+	struct hv_arena a;
+	struct hvagent_vcpu *v;
+	static uint8_t none;
 
+	if (!guest || !guest->read)
+		return (struct hvagent_vcpu *) 0;
 	a.base = (uint8_t *) arena;
 	a.size = arena_size;
 	a.used = 0;
+	v = (struct hvagent_vcpu *) hv_alloc(&a, sizeof(*v));
+	if (!v)
+		return v;
+	v->arena = a;
+	v->guest = guest;
 	allocator.alloc = hv_alloc;
 	allocator.free = hv_free;
-	allocator.context = &a;
+	allocator.context = &v->arena;
 	/* The decoders never resize: no realloc needed. */
-	allocator.realloc = NULL;
+	allocator.realloc = (void *(*)(void *, void *, size_t, size_t)) 0;
 
+	/* No trace yet: each hvagent_decode() brings its buffer. */
 	pt_config_init(&config);
-	/* ipt.h only reads the trace, although the field is not const. */
-	config.begin = (uint8_t *) (uintptr_t) trace;
-	config.end = config.begin + size;
+	config.begin = &none;
+	config.end = &none;
 	if (cpu && cpu->family) {
 		config.cpu.vendor = pcv_intel;
 		config.cpu.family = (uint16_t) cpu->family;
@@ -225,43 +258,96 @@ int hvagent_decode(const uint8_t *trace, size_t size,
 		config.cpu.stepping = (uint8_t) cpu->stepping;
 		(void) pt_cpu_errata(&config.errata, &config.cpu);
 	}
+	v->decoder = ipt_insn_alloc_decoder_with(&config, &allocator);
+	if (!v->decoder ||
+	    pt_image_set_callback(pt_insn_get_image(v->decoder),
+				  hv_read_memory, v) < 0)
+		return (struct hvagent_vcpu *) 0;
+	(void) ipt_insn_set_vm_tolerant(v->decoder, 1);
+	(void) ipt_insn_set_wait_for_code(v->decoder, 1);
+	return v;
+}
 
-	decoder = ipt_insn_alloc_decoder_with(&config, &allocator);
-	if (!decoder)
+/* A decoder call stopped at status: if at a page the guest has not given
+ * us yet, fetch it.  Returns 1 if the call is to be made again. */
+static int hv_fetch(struct hvagent_vcpu *v, int status)
+{
+	struct ipt_fault fault;
+
+	if (status >= 0 || !v->guest->fetch ||
+	    ipt_insn_get_fault(v->decoder, &fault, sizeof(fault)) <= 0)
+		return 0;
+	return v->guest->fetch(v->guest->ctx, fault.asid.cr3,
+			       fault.addr) >= 0;
+}
+
+/* A sync call returned status: if it stopped at a missing page, fetch it
+ * and synchronize at the same PSB again. */
+static int hv_sync(struct hvagent_vcpu *v, int status)
+{
+	while (hv_fetch(v, status)) {
+		uint64_t sync = 0;
+
+		(void) pt_insn_get_sync_offset(v->decoder, &sync);
+		status = pt_insn_sync_set(v->decoder, sync);
+	}
+	return status;
+}
+
+int hvagent_decode(struct hvagent_vcpu *v, const uint8_t *trace,
+		   size_t size, const struct hvagent_sink *sink,
+		   unsigned long budget)
+{
+	struct pt_insn_decoder *decoder;
+	struct pt_insn insn;
+	struct pt_event event;
+	unsigned long count = 0, steps = 0;
+	int status;
+
+	if (!v || !trace || !sink)
 		return -1;
-	session.guest = guest;
-	status = pt_image_set_callback(pt_insn_get_image(decoder),
-				       hv_read_memory, &session);
+	decoder = v->decoder;
+	/* ipt.h only reads the trace, although the field is not const. */
+	status = ipt_insn_set_buffer(decoder, (uint8_t *) (uintptr_t) trace,
+				     (uint8_t *) (uintptr_t) trace + size);
 
 	/* Decode to the end of the trace.  After an error, go on at the next
-	 * PSB: a corrupted stretch of trace costs that stretch only. */
+	 * PSB: a corrupted stretch of trace costs that stretch only.  A
+	 * missing page is fetched and the same call made again; a sync
+	 * that stopped at one starts over at the same PSB. */
 	if (status >= 0)
-		status = pt_insn_sync_forward(decoder);
+		status = hv_sync(v, pt_insn_sync_forward(decoder));
 	for (; steps < budget; ++steps) {
-		if (status >= 0 && (status & pts_event_pending)) {
-			status = pt_insn_event(decoder, &event, sizeof(event));
+		if (status < 0) {
+			if (status == -pte_eos)
+				break;
+			if (sink->error) {
+				uint64_t offset = 0;
+
+				(void) pt_insn_get_offset(decoder, &offset);
+				sink->error(sink->ctx, status, offset);
+			}
+			status = hv_sync(v, pt_insn_sync_forward(decoder));
 			continue;
 		}
-		if (status >= 0)
-			status = pt_insn_next(decoder, &insn, sizeof(insn));
-		if (status >= 0) {
+		if (status & pts_event_pending) {
+			int pending = status;
+
+			status = pt_insn_event(decoder, &event, sizeof(event));
+			if (hv_fetch(v, status))
+				status = pending;
+			continue;
+		}
+		status = pt_insn_next(decoder, &insn, sizeof(insn));
+		/* The last instruction of a block may come with an error. */
+		if (status >= 0 || insn.iclass != ptic_error) {
 			count++;
 			if (sink->insn)
 				sink->insn(sink->ctx, insn.ip, insn.size);
-			continue;
 		}
-		if (status == -pte_eos)
-			break;
-		if (sink->error) {
-			uint64_t offset = 0;
-
-			(void) pt_insn_get_offset(decoder, &offset);
-			sink->error(sink->ctx, status, offset);
-		}
-		status = pt_insn_sync_forward(decoder);
+		if (hv_fetch(v, status))
+			status = 0;
 	}
-
-	pt_insn_free_decoder(decoder);
 	return (int) (count > 0x7fffffff ? 0x7fffffff : count);
 }
 
@@ -278,6 +364,12 @@ struct host_image {
 	uint8_t *bytes;
 	size_t size;
 	uint64_t base;
+	/* Pages not there until fetched: PCT percent, picked by a hash of
+	 * the page and SEED; @fetched marks those fetched since. */
+	unsigned pct;
+	uint64_t seed;
+	uint8_t *fetched;
+	unsigned long fetches;
 };
 
 static uint8_t *host_load(const char *path, long start, long end,
@@ -306,21 +398,62 @@ static uint8_t *host_load(const char *path, long start, long end,
 	return buf;
 }
 
-/* The guest's memory: one image at one address, in every address space. */
+/* The page at offset off of the image, counted from the image's first. */
+static uint64_t host_page(const struct host_image *img, uint64_t off)
+{
+	return ((img->base + off) >> 12) - (img->base >> 12);
+}
+
+/* Is the page at offset off of the image not there (yet)? */
+static int host_missing(const struct host_image *img, uint64_t off)
+{
+	uint64_t page = (img->base + off) >> 12, h;
+
+	if (!img->pct || img->fetched[host_page(img, off)])
+		return 0;
+	h = (page ^ img->seed) * 0x9e3779b97f4a7c15ull;
+	return (h >> 32) % 100 < img->pct;
+}
+
+/* The guest's memory: one image at one address, in every address space;
+ * a read stops at a missing page, as a view of memory does. */
 static int host_read(void *ctx, uint64_t cr3, uint64_t gva, uint8_t *buf,
 		     size_t size)
 {
 	const struct host_image *img = (const struct host_image *) ctx;
+	uint64_t off, n;
+
+	(void) cr3;
+	if (gva < img->base || gva - img->base >= img->size)
+		return -1;
+	off = gva - img->base;
+	if (host_missing(img, off))
+		return -1;
+	if (size > img->size - off)
+		size = (size_t) (img->size - off);
+	for (n = ((gva | 0xfff) + 1) - gva; n < size; n += 0x1000)
+		if (host_missing(img, off + n)) {
+			size = (size_t) n;
+			break;
+		}
+	memcpy(buf, img->bytes + off, size);
+	return (int) size;
+}
+
+static int host_fetch(void *ctx, uint64_t cr3, uint64_t gva)
+{
+	struct host_image *img = (struct host_image *) ctx;
 	uint64_t off;
 
 	(void) cr3;
 	if (gva < img->base || gva - img->base >= img->size)
 		return -1;
 	off = gva - img->base;
-	if (size > img->size - off)
-		size = (size_t) (img->size - off);
-	memcpy(buf, img->bytes + off, size);
-	return (int) size;
+	if (!host_missing(img, off))
+		return -1;
+	img->fetched[host_page(img, off)] = 1;
+	img->fetches++;
+	return 0;
 }
 
 static void host_insn(void *ctx, uint64_t ip, unsigned size)
@@ -342,21 +475,31 @@ int main(int argc, char **argv)
 	struct hvagent_cpu cpu = { 0, 0, 0 };
 	struct hvagent_guest guest;
 	struct hvagent_sink sink;
+	struct hvagent_vcpu *vcpu;
 	struct host_image img;
 	uint8_t *trace;
 	size_t tsize;
 	char *spec, *c1, *c2;
 	long start = 0, end = 0;
-	int i = 1, n;
+	unsigned times = 1, t;
+	int i = 1, n = 0;
 
-	if (argc > 2 && !strcmp(argv[1], "--cpu")) {
-		sscanf(argv[2], "%u/%u/%u", &cpu.family, &cpu.model,
-		       &cpu.stepping);
-		i = 3;
+	memset(&img, 0, sizeof(img));
+	for (; i + 1 < argc && argv[i][0] == '-'; i += 2) {
+		if (!strcmp(argv[i], "--cpu"))
+			sscanf(argv[i + 1], "%u/%u/%u", &cpu.family,
+			       &cpu.model, &cpu.stepping);
+		else if (!strcmp(argv[i], "--missing"))
+			sscanf(argv[i + 1], "%u:%" SCNu64, &img.pct,
+			       &img.seed);
+		else if (!strcmp(argv[i], "--times"))
+			times = (unsigned) strtoul(argv[i + 1], NULL, 0);
+		else
+			break;
 	}
 	if (argc - i != 2) {
-		fprintf(stderr, "usage: %s [--cpu F/M[/S]] "
-			"FILE[:START-END]:ADDR TRACE\n", argv[0]);
+		fprintf(stderr, "usage: %s [--cpu F/M[/S]] [--missing PCT:SEED] "
+			"[--times N] FILE[:START-END]:ADDR TRACE\n", argv[0]);
 		return 2;
 	}
 	spec = argv[i];
@@ -378,15 +521,25 @@ int main(int argc, char **argv)
 		fprintf(stderr, "cannot read %s or %s\n", spec, argv[i + 1]);
 		return 1;
 	}
+	img.fetched = (uint8_t *) calloc((img.size >> 12) + 2, 1);
 
 	guest.read = host_read;
+	guest.fetch = host_fetch;
 	guest.ctx = &img;
 	sink.insn = host_insn;
 	sink.error = host_error;
 	sink.ctx = NULL;
-	n = hvagent_decode(trace, tsize, &cpu, &guest, &sink, arena,
-			   sizeof(arena), 10000000ul);
-	fprintf(stderr, "%d instructions\n", n);
+	vcpu = hvagent_vcpu_init(&cpu, &guest, arena, sizeof(arena));
+	if (!vcpu || !img.fetched) {
+		fprintf(stderr, "cannot make the vCPU's decoder\n");
+		return 1;
+	}
+	/* The same vCPU for every trace. */
+	for (t = 0; t < times && n >= 0; ++t)
+		n = hvagent_decode(vcpu, trace, tsize, &sink, 10000000ul);
+	fprintf(stderr, "%d instructions, %lu pages fetched\n", n,
+		img.fetches);
+	free(img.fetched);
 	free(trace);
 	free(img.bytes);
 	return n < 0;

@@ -14,6 +14,10 @@
  * character, so that libipt's test suite can check ipt.h through it.  Run
  * `ptdump --help` for the options.
  *
+ * --segments prints the segment index instead (ipt_seg_index): one line
+ * per PSB with the range up to the next, as libipt's ptseg prints a
+ * segment, and the state its PSB+ gives a decoder that starts there.
+ *
  * Build: cc -O2 -I. -o examples/ptdump examples/ptdump.c -lZydis -lm
  */
 
@@ -47,6 +51,7 @@ struct options {
 	unsigned no_wall_clock:1;
 	unsigned no_timing:1;
 	unsigned no_cyc:1;
+	unsigned segments:1;
 #ifndef IPT_NO_STDIO
 	/* --sb:* and --pevent:*. */
 	struct sb_options sb;
@@ -450,9 +455,9 @@ static void format_tnt(struct line *ln, uint64_t offset,
 			'!' : '.';
 }
 
-static const char *exec_mode_name(const struct pt_packet_mode_exec *exec)
+static const char *mode_name(enum pt_exec_mode mode)
 {
-	switch (pt_get_exec_mode(exec)) {
+	switch (mode) {
 	case ptem_64bit:
 		return "64-bit";
 	case ptem_32bit:
@@ -463,6 +468,11 @@ static const char *exec_mode_name(const struct pt_packet_mode_exec *exec)
 		return "unknown";
 	}
 	return "invalid";
+}
+
+static const char *exec_mode_name(const struct pt_packet_mode_exec *exec)
+{
+	return mode_name(pt_get_exec_mode(exec));
 }
 
 /* The PWRX wake reason: exactly one of its bits should be set. */
@@ -924,6 +934,55 @@ static int dump(const struct pt_config *config, struct tracking *tr,
 	return 0;
 }
 
+/* ---- the segment index ---- */
+
+static void print_segment(const struct ipt_segment *seg)
+{
+	printf("0x%" PRIx64 "-0x%" PRIx64 " (size: 0x%" PRIx64 ")",
+	       seg->offset, seg->end, seg->end - seg->offset);
+	if (seg->enabled)
+		printf(", ip: 0x%" PRIx64 ", mode: %s", seg->ip,
+		       mode_name(seg->mode));
+	else
+		printf(", disabled");
+	if (seg->has_cr3)
+		printf(", cr3: 0x%" PRIx64 "%s", seg->cr3, seg->nr ? " nr" : "");
+	if (seg->has_vmcs)
+		printf(", vmcs: 0x%" PRIx64, seg->vmcs);
+	if (seg->intx)
+		printf(", intx");
+	if (seg->has_tsc)
+		printf(", tsc: 0x%" PRIx64, seg->tsc);
+	if (seg->has_tma)
+		printf(", tma: 0x%x/0x%x", (unsigned) seg->ctc,
+		       (unsigned) seg->fc);
+	if (seg->has_cbr)
+		printf(", cbr: 0x%x", (unsigned) seg->cbr);
+	if (seg->overflow)
+		printf(", overflow");
+	if (seg->broken)
+		printf(", broken");
+	printf("\n");
+}
+
+static int dump_segments(const struct pt_config *config)
+{
+	struct ipt_segment *segs;
+	int64_t n, i;
+
+	n = ipt_seg_index(config, NULL, 0);
+	if (n < 0)
+		return diag("segment index error", 0ull, (int) n);
+	segs = (struct ipt_segment *) calloc((size_t) n + 1, sizeof(*segs));
+	if (!segs)
+		return diag("failed to allocate segments", 0ull, -pte_nomem);
+	n = ipt_seg_index(config, segs, (size_t) n);
+	for (i = 0; i < n; ++i)
+		print_segment(&segs[i]);
+	free(segs);
+	return 0;
+}
+
 /* ---- the command line ---- */
 
 static void help(const char *prog)
@@ -973,6 +1032,7 @@ static void help(const char *prog)
 	      "  --pevent:vdso-x32 <file>    ignored.\n"
 	      "  --pevent:vdso-ia32 <file>   ignored.\n"
 #endif
+	      "  --segments                print one line per PSB segment (its range and PSB+ state).\n"
 	      "  --cpu none|f/m[/s]        set cpu to the given value and decode according to:\n"
 	      "                              none     spec (default)\n"
 	      "                              f/m[/s]  family/model[/stepping]\n"
@@ -1066,6 +1126,8 @@ static int set_flag(struct options *opt, const char *arg)
 {
 	if (!strcmp(arg, "--no-sync"))
 		opt->no_sync = 1;
+	else if (!strcmp(arg, "--segments"))
+		opt->segments = 1;
 	else if (!strcmp(arg, "--quiet")) {
 		opt->quiet = 1;
 #ifndef IPT_NO_STDIO
@@ -1358,7 +1420,10 @@ static int dump_file(struct options *opt, struct tracking *tr,
 	}
 #endif
 
-	errcode = dump(config, tr, opt);
+	if (opt->segments)
+		errcode = dump_segments(config);
+	else
+		errcode = dump(config, tr, opt);
 
 	free(trace);
 	return errcode < 0 ? -errcode : 0;

@@ -27,8 +27,11 @@
  * keep libipt's wording, including the iclass names XED would use, so the
  * output of both tools can be compared line by line.
  *
+ * --threads N decodes the trace in pieces, N at a time, and prints what
+ * one decoder prints: see "--threads" below for how the pieces join.
+ *
  * Build:  cc -O2 -Wall -Wextra -Werror -I. -o examples/ptxed \
- *             examples/ptxed.c -lZydis -lm
+ *             examples/ptxed.c -lZydis -lm -pthread
  */
 
 #define IPT_IMPLEMENTATION
@@ -38,11 +41,32 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "sideband.h"
+
+/* ---- output ----
+ * Everything ptxed prints goes through oprint: to stdout, or, on a thread
+ * that decodes a piece of the trace for --threads, to that piece's
+ * buffer. */
+
+static __thread FILE *ptxed_stream;
+
+#if defined(__GNUC__)
+__attribute__((format(printf, 1, 2)))
+#endif
+static void oprint(const char *format, ...)
+{
+	va_list ap;
+
+	va_start(ap, format);
+	vfprintf(ptxed_stream ? ptxed_stream : stdout, format, ap);
+	va_end(ap);
+}
 
 /* The version of this tool, printed by --version. */
 #define PTXED_VERSION_MAJOR 2
@@ -183,6 +207,9 @@ struct ptxed_decoder {
 	struct ptxed_memory memory;
 	uint32_t use_callback:1;
 	uint32_t callback_set:1;
+
+	/* Take VM entries as the hardware writes them (--ipt:vm-tolerant). */
+	uint32_t vm_tolerant:1;
 
 	/* Zydis, one decoder per execution mode, and the formatter. */
 	ZydisDecoder zydis16, zydis32, zydis64;
@@ -341,101 +368,105 @@ static int ptxed_init_formatter(struct ptxed_decoder *decoder, int att)
 
 static void help(const char *name)
 {
-	printf("usage: %s [<options>]\n\n", name);
-	printf("options:\n");
-	printf("  --help|-h                            this text.\n");
-	printf("  --version                            display version information and exit.\n");
-	printf("  --att                                print instructions in att format.\n");
-	printf("  --no-inst                            do not print instructions (only addresses).\n");
-	printf("  --quiet|-q                           do not print anything (except errors).\n");
-	printf("  --offset                             print the offset into the trace file.\n");
-	printf("  --time                               print the current timestamp.\n");
-	printf("  --raw-insn                           print the raw bytes of each instruction.\n");
-	printf("  --check                              perform checks (expensive).\n");
-	printf("  --resync-on-error                    resync on decode errors more aggressively.\n");
-	printf("  --iscache-limit <size>               set the image section cache limit to <size> bytes.\n");
-	printf("  --event:time                         print the tsc for events if available.\n");
-	printf("  --event:ip                           print the ip of events if available.\n");
-	printf("  --event:tick                         request tick events.\n");
-	printf("  --event:iflags                       request iflags events.\n");
-	printf("  --filter:addr<n>_cfg <cfg>           set IA32_RTIT_CTL.ADDRn_CFG to <cfg>.\n");
-	printf("  --filter:addr<n>_a <base>            set IA32_RTIT_ADDRn_A to <base>.\n");
-	printf("  --filter:addr<n>_b <limit>           set IA32_RTIT_ADDRn_B to <limit>.\n");
-	printf("  --stat                               print statistics (even when quiet).\n");
-	printf("                                       collects all statistics unless one or more are selected.\n");
-	printf("  --stat:insn                          collect number of instructions.\n");
-	printf("  --stat:blocks                        collect number of blocks.\n");
+	oprint("usage: %s [<options>]\n\n", name);
+	oprint("options:\n");
+	oprint("  --help|-h                            this text.\n");
+	oprint("  --version                            display version information and exit.\n");
+	oprint("  --att                                print instructions in att format.\n");
+	oprint("  --no-inst                            do not print instructions (only addresses).\n");
+	oprint("  --quiet|-q                           do not print anything (except errors).\n");
+	oprint("  --offset                             print the offset into the trace file.\n");
+	oprint("  --time                               print the current timestamp.\n");
+	oprint("  --raw-insn                           print the raw bytes of each instruction.\n");
+	oprint("  --check                              perform checks (expensive).\n");
+	oprint("  --resync-on-error                    resync on decode errors more aggressively.\n");
+	oprint("  --iscache-limit <size>               set the image section cache limit to <size> bytes.\n");
+	oprint("  --event:time                         print the tsc for events if available.\n");
+	oprint("  --event:ip                           print the ip of events if available.\n");
+	oprint("  --event:tick                         request tick events.\n");
+	oprint("  --event:iflags                       request iflags events.\n");
+	oprint("  --filter:addr<n>_cfg <cfg>           set IA32_RTIT_CTL.ADDRn_CFG to <cfg>.\n");
+	oprint("  --filter:addr<n>_a <base>            set IA32_RTIT_ADDRn_A to <base>.\n");
+	oprint("  --filter:addr<n>_b <limit>           set IA32_RTIT_ADDRn_B to <limit>.\n");
+	oprint("  --stat                               print statistics (even when quiet).\n");
+	oprint("  --threads <n>                        decode with <n> threads (default 1); the output stays the same.\n");
+	oprint("                                       collects all statistics unless one or more are selected.\n");
+	oprint("  --stat:insn                          collect number of instructions.\n");
+	oprint("  --stat:blocks                        collect number of blocks.\n");
 #ifndef IPT_NO_STDIO
-	printf("  --sb:compact | --sb                  show sideband records in compact format.\n");
-	printf("  --sb:verbose                         show sideband records in verbose format.\n");
-	printf("  --sb:filename                        show the filename on sideband records.\n");
-	printf("  --sb:offset                          show the offset on sideband records.\n");
-	printf("  --sb:time                            show the time on sideband records.\n");
-	printf("  --sb:switch                          print the new image name on context switches.\n");
-	printf("  --sb:warn                            show sideband warnings.\n");
-	printf("  --pevent:primary/secondary <file>[:<from>[-<to>]]\n");
-	printf("                              load a perf_event sideband stream from <file>.\n");
-	printf("                              an optional offset or range can be given.\n");
-	printf("  --pevent:sample-type <val>  set perf_event_attr.sample_type to <val> (default: 0).\n");
-	printf("  --pevent:sample-config <id>:<val>\n");
-	printf("                              set perf_event_attr.sample_type to <val> for event <id>.\n");
-	printf("  --pevent:time-zero <val>    set perf_event_mmap_page.time_zero to <val> (default: 0).\n");
-	printf("  --pevent:time-shift <val>   set perf_event_mmap_page.time_shift to <val> (default: 0).\n");
-	printf("  --pevent:time-mult <val>    set perf_event_mmap_page.time_mult to <val> (default: 1).\n");
-	printf("  --pevent:tsc-offset <val>   show perf events <val> ticks earlier.\n");
-	printf("  --pevent:kernel-start <val> the start address of the kernel.\n");
-	printf("  --pevent:sysroot <path>     prepend <path> to sideband filenames.\n");
-	printf("  --pevent:kcore <file>       load the kernel from a core dump.\n");
-	printf("  --pevent:vdso-x64 <file>    use <file> as 64-bit vdso.\n");
-	printf("  --pevent:vdso-x32 <file>    use <file> as x32 vdso.\n");
-	printf("  --pevent:vdso-ia32 <file>   use <file> as 32-bit vdso.\n");
+	oprint("  --sb:compact | --sb                  show sideband records in compact format.\n");
+	oprint("  --sb:verbose                         show sideband records in verbose format.\n");
+	oprint("  --sb:filename                        show the filename on sideband records.\n");
+	oprint("  --sb:offset                          show the offset on sideband records.\n");
+	oprint("  --sb:time                            show the time on sideband records.\n");
+	oprint("  --sb:switch                          print the new image name on context switches.\n");
+	oprint("  --sb:warn                            show sideband warnings.\n");
+	oprint("  --pevent:primary/secondary <file>[:<from>[-<to>]]\n");
+	oprint("                              load a perf_event sideband stream from <file>.\n");
+	oprint("                              an optional offset or range can be given.\n");
+	oprint("  --pevent:sample-type <val>  set perf_event_attr.sample_type to <val> (default: 0).\n");
+	oprint("  --pevent:sample-config <id>:<val>\n");
+	oprint("                              set perf_event_attr.sample_type to <val> for event <id>.\n");
+	oprint("  --pevent:time-zero <val>    set perf_event_mmap_page.time_zero to <val> (default: 0).\n");
+	oprint("  --pevent:time-shift <val>   set perf_event_mmap_page.time_shift to <val> (default: 0).\n");
+	oprint("  --pevent:time-mult <val>    set perf_event_mmap_page.time_mult to <val> (default: 1).\n");
+	oprint("  --pevent:tsc-offset <val>   show perf events <val> ticks earlier.\n");
+	oprint("  --pevent:kernel-start <val> the start address of the kernel.\n");
+	oprint("  --pevent:sysroot <path>     prepend <path> to sideband filenames.\n");
+	oprint("  --pevent:kcore <file>       load the kernel from a core dump.\n");
+	oprint("  --pevent:vdso-x64 <file>    use <file> as 64-bit vdso.\n");
+	oprint("  --pevent:vdso-x32 <file>    use <file> as x32 vdso.\n");
+	oprint("  --pevent:vdso-ia32 <file>   use <file> as 32-bit vdso.\n");
 #endif
-	printf("  --verbose|-v                         print various information (even when quiet).\n");
-	printf("  --pt <file>[:<from>[-<to>]]          load the processor trace data from <file>.\n");
-	printf("                                       an optional offset or range can be given.\n");
-	printf("  --elf <<file>[:<base>]               load an ELF from <file> at address <base>.\n");
-	printf("                                       use the default load address if <base> is omitted.\n");
-	printf("  --raw <file>[:<from>[-<to>]]:<base>  load a raw binary from <file> at address <base>.\n");
-	printf("                                       an optional offset or range can be given.\n");
-	printf("  --cpu none|f/m[/s]                   set cpu to the given value and decode according to:\n");
-	printf("                                         none     spec (default)\n");
-	printf("                                         f/m[/s]  family/model[/stepping]\n");
-	printf("  --mtc-freq <n>                       set the MTC frequency (IA32_RTIT_CTL[17:14]) to <n>.\n");
-	printf("  --nom-freq <n>                       set the nominal frequency (MSR_PLATFORM_INFO[15:8]) to <n>.\n");
-	printf("  --cpuid-0x15.eax                     set the value of cpuid[0x15].eax.\n");
-	printf("  --cpuid-0x15.ebx                     set the value of cpuid[0x15].ebx.\n");
-	printf("  --insn-decoder                       use the instruction flow decoder.\n");
-	printf("  --insn:keep-tcal-on-ovf              preserve timing calibration on overflow.\n");
-	printf("  --block-decoder                      use the block decoder (default).\n");
-	printf("  --block:show-blocks                  show blocks in the output.\n");
-	printf("  --block:end-on-call                  set the end-on-call block decoder flag.\n");
-	printf("  --block:end-on-jump                  set the end-on-jump block decoder flag.\n");
-	printf("  --block:keep-tcal-on-ovf             preserve timing calibration on overflow.\n");
-	printf("\n");
-	printf("ipt.h extensions:\n");
-	printf("  --ipt:callback                       serve the --raw and --elf files that follow through\n");
-	printf("                                       the image's read-memory callback instead of file\n");
-	printf("                                       sections in the image section cache.\n");
-	printf("  --image-name <name>                  name the image (shown by --verbose).\n");
+	oprint("  --verbose|-v                         print various information (even when quiet).\n");
+	oprint("  --pt <file>[:<from>[-<to>]]          load the processor trace data from <file>.\n");
+	oprint("                                       an optional offset or range can be given.\n");
+	oprint("  --elf <<file>[:<base>]               load an ELF from <file> at address <base>.\n");
+	oprint("                                       use the default load address if <base> is omitted.\n");
+	oprint("  --raw <file>[:<from>[-<to>]]:<base>  load a raw binary from <file> at address <base>.\n");
+	oprint("                                       an optional offset or range can be given.\n");
+	oprint("  --cpu none|f/m[/s]                   set cpu to the given value and decode according to:\n");
+	oprint("                                         none     spec (default)\n");
+	oprint("                                         f/m[/s]  family/model[/stepping]\n");
+	oprint("  --mtc-freq <n>                       set the MTC frequency (IA32_RTIT_CTL[17:14]) to <n>.\n");
+	oprint("  --nom-freq <n>                       set the nominal frequency (MSR_PLATFORM_INFO[15:8]) to <n>.\n");
+	oprint("  --cpuid-0x15.eax                     set the value of cpuid[0x15].eax.\n");
+	oprint("  --cpuid-0x15.ebx                     set the value of cpuid[0x15].ebx.\n");
+	oprint("  --insn-decoder                       use the instruction flow decoder.\n");
+	oprint("  --insn:keep-tcal-on-ovf              preserve timing calibration on overflow.\n");
+	oprint("  --block-decoder                      use the block decoder (default).\n");
+	oprint("  --block:show-blocks                  show blocks in the output.\n");
+	oprint("  --block:end-on-call                  set the end-on-call block decoder flag.\n");
+	oprint("  --block:end-on-jump                  set the end-on-jump block decoder flag.\n");
+	oprint("  --block:keep-tcal-on-ovf             preserve timing calibration on overflow.\n");
+	oprint("\n");
+	oprint("ipt.h extensions:\n");
+	oprint("  --ipt:callback                       serve the --raw and --elf files that follow through\n");
+	oprint("                                       the image's read-memory callback instead of file\n");
+	oprint("                                       sections in the image section cache.\n");
+	oprint("  --ipt:vm-tolerant                    take VM entries as the hardware writes them: a PSB+\n");
+	oprint("                                       that says tracing is on while it is off, and TIP.PGE\n");
+	oprint("                                       to where tracing already is (ipt_*_set_vm_tolerant).\n");
+	oprint("  --image-name <name>                  name the image (shown by --verbose).\n");
 #ifdef IPT_NO_STDIO
-	printf("                                       (this build has no file sections: the callback\n");
-	printf("                                       serves all code.)\n");
+	oprint("                                       (this build has no file sections: the callback\n");
+	oprint("                                       serves all code.)\n");
 #endif
-	printf("\n");
-	printf("This ptxed is built on ipt.h and disassembles with Zydis.\n");
-	printf("\n");
-	printf("You must specify at least one binary or ELF file (--raw|--elf).\n");
-	printf("You must specify exactly one processor trace file (--pt).\n");
+	oprint("\n");
+	oprint("This ptxed is built on ipt.h and disassembles with Zydis.\n");
+	oprint("\n");
+	oprint("You must specify at least one binary or ELF file (--raw|--elf).\n");
+	oprint("You must specify exactly one processor trace file (--pt).\n");
 }
 
 static void print_version_number(struct pt_version version)
 {
-	printf("%" PRIu8 ".%" PRIu8 ".%" PRIu16, version.major, version.minor,
+	oprint("%" PRIu8 ".%" PRIu8 ".%" PRIu16, version.major, version.minor,
 	       version.patch);
 	if (version.build)
-		printf("-%" PRIu32, version.build);
+		oprint("-%" PRIu32, version.build);
 	if (version.ext && version.ext[0])
-		printf("-%s", version.ext);
+		oprint("-%s", version.ext);
 }
 
 static void version(const char *name)
@@ -448,11 +479,11 @@ static void version(const char *name)
 	tool.patch = PTXED_VERSION_PATCH;
 	tool.ext = "ipt.h";
 
-	printf("%s-", name ? name : "<unknown>");
+	oprint("%s-", name ? name : "<unknown>");
 	print_version_number(tool);
-	printf(" / libipt-");
+	oprint(" / libipt-");
 	print_version_number(pt_library_version());
-	printf("\n");
+	oprint("\n");
 }
 
 /* Split a trailing ":<base>" off @arg.  Returns 1 and truncates @arg if
@@ -927,7 +958,7 @@ static int load_elf(struct ptxed_decoder *decoder, struct pt_image *image,
 		sections += 1;
 
 		if (verbose)
-			printf("%s: offset=0x%" PRIx64 " size=0x%" PRIx64
+			oprint("%s: offset=0x%" PRIx64 " size=0x%" PRIx64
 			       " vaddr=0x%" PRIx64 ".\n", name, phdr.offset,
 			       phdr.filesz, phdr.vaddr);
 	}
@@ -1125,7 +1156,7 @@ static int ptxed_next_ip(uint64_t *pip, const struct ptxed_dis *dis,
 
 	length = dis->insn.length;
 	if (!length) {
-		printf("[xed error: failed to determine instruction "
+		oprint("[xed error: failed to determine instruction "
 		       "length]\n");
 		return -pte_bad_insn;
 	}
@@ -1251,13 +1282,13 @@ static void ptxed_print_xclass(const struct ptxed_dis *dis)
 
 	(void) ptxed_classify(dis, &name);
 	if (name) {
-		printf("%s", name);
+		oprint("%s", name);
 		return;
 	}
 
 	mnemonic = ZydisMnemonicGetString(dis->insn.mnemonic);
 	if (!mnemonic) {
-		printf("INVALID");
+		oprint("INVALID");
 		return;
 	}
 
@@ -1266,7 +1297,7 @@ static void ptxed_print_xclass(const struct ptxed_dis *dis)
 
 		if ('a' <= c && c <= 'z')
 			c = (char) (c - 'a' + 'A');
-		printf("%c", c);
+		oprint("%c", c);
 	}
 }
 
@@ -1368,11 +1399,11 @@ static void check_insn_iclass(const struct ptxed_dis *dis,
 		break;
 	}
 
-	printf("[%" PRIx64 ", %" PRIx64 ": iclass error: iclass: %s, "
+	oprint("[%" PRIx64 ", %" PRIx64 ": iclass error: iclass: %s, "
 	       "xed iclass: ", offset, insn->ip,
 	       visualize_iclass(insn->iclass));
 	ptxed_print_xclass(dis);
-	printf("]\n");
+	oprint("]\n");
 }
 
 static void check_insn(const struct ptxed_decoder *decoder,
@@ -1382,12 +1413,12 @@ static void check_insn(const struct ptxed_decoder *decoder,
 	ZyanStatus zs;
 
 	if (insn->isid <= 0 && !decoder->use_callback)
-		printf("[%" PRIx64 ", %" PRIx64 ": check error: "
+		oprint("[%" PRIx64 ", %" PRIx64 ": check error: "
 		       "bad isid]\n", offset, insn->ip);
 
 	zs = ptxed_decode(decoder, &dis, insn->mode, insn->raw, insn->size);
 	if (!ZYAN_SUCCESS(zs)) {
-		printf("[%" PRIx64 ", %" PRIx64 ": xed error: (%u) %s]\n",
+		oprint("[%" PRIx64 ", %" PRIx64 ": xed error: (%u) %s]\n",
 		       offset, insn->ip, ptxed_zydis_errnum(zs),
 		       ptxed_zydis_errstr(zs));
 		return;
@@ -1395,7 +1426,7 @@ static void check_insn(const struct ptxed_decoder *decoder,
 
 	/* The decoder's size must be the instruction's length. */
 	if (dis.insn.length != insn->size) {
-		printf("[%" PRIx64 ", %" PRIx64 ": check error: size: %u, "
+		oprint("[%" PRIx64 ", %" PRIx64 ": check error: size: %u, "
 		       "xed size: %u]\n", offset, insn->ip, insn->size,
 		       dis.insn.length);
 		return;
@@ -1413,10 +1444,10 @@ static void print_raw_insn(const struct pt_insn *insn)
 		length = sizeof(insn->raw);
 
 	for (idx = 0; idx < length; ++idx)
-		printf(" %02x", insn->raw[idx]);
+		oprint(" %02x", insn->raw[idx]);
 
 	for (; idx < pt_max_insn_size; ++idx)
-		printf("   ");
+		oprint("   ");
 }
 
 static void dis_print_insn(const struct ptxed_decoder *decoder,
@@ -1432,14 +1463,14 @@ static void dis_print_insn(const struct ptxed_decoder *decoder,
 
 		length = dis->insn.length;
 		if (insn->size < length) {
-			printf(" [xed error: decoded inst exceeds bounds]");
+			oprint(" [xed error: decoded inst exceeds bounds]");
 			length = insn->size;
 		}
 		for (i = 0; i < length; ++i)
-			printf(" %02x", insn->raw[i]);
+			oprint(" %02x", insn->raw[i]);
 
 		for (; i < pt_max_insn_size; ++i)
-			printf("   ");
+			oprint("   ");
 	}
 
 	switch (dis->newer) {
@@ -1447,16 +1478,16 @@ static void dis_print_insn(const struct ptxed_decoder *decoder,
 		break;
 
 	case pxn_jmpabs:
-		printf("  jmpabs %s0x%" PRIx64, options->att_format ? "$" : "",
+		oprint("  jmpabs %s0x%" PRIx64, options->att_format ? "$" : "",
 		       dis->target);
 		return;
 
 	case pxn_erets:
-		printf("  erets");
+		oprint("  erets");
 		return;
 
 	case pxn_eretu:
-		printf("  eretu");
+		oprint("  eretu");
 		return;
 	}
 
@@ -1466,11 +1497,11 @@ static void dis_print_insn(const struct ptxed_decoder *decoder,
 					     buffer, sizeof(buffer), insn->ip,
 					     NULL);
 	if (!ZYAN_SUCCESS(zs)) {
-		printf(" [xed print error]");
+		oprint(" [xed print error]");
 		return;
 	}
 
-	printf("  %s", buffer);
+	oprint("  %s", buffer);
 }
 
 static void print_insn(const struct ptxed_decoder *decoder,
@@ -1479,15 +1510,15 @@ static void print_insn(const struct ptxed_decoder *decoder,
 		       uint64_t time)
 {
 	if (options->print_offset)
-		printf("%016" PRIx64 "  ", offset);
+		oprint("%016" PRIx64 "  ", offset);
 
 	if (options->print_time)
-		printf("%016" PRIx64 "  ", time);
+		oprint("%016" PRIx64 "  ", time);
 
 	if (insn->speculative)
-		printf("? ");
+		oprint("? ");
 
-	printf("%016" PRIx64, insn->ip);
+	oprint("%016" PRIx64, insn->ip);
 
 	if (!options->dont_print_insn) {
 		struct ptxed_dis dis;
@@ -1499,12 +1530,12 @@ static void print_insn(const struct ptxed_decoder *decoder,
 			dis_print_insn(decoder, &dis, insn, options);
 		else {
 			print_raw_insn(insn);
-			printf(" [xed decode error: (%u) %s]",
+			oprint(" [xed decode error: (%u) %s]",
 			       ptxed_zydis_errnum(zs), ptxed_zydis_errstr(zs));
 		}
 	}
 
-	printf("\n");
+	oprint("\n");
 }
 
 /* ---- events ---- */
@@ -1533,285 +1564,285 @@ static void print_event_ip(const struct pt_event *event,
 			   const struct ptxed_options *options, uint64_t ip)
 {
 	if (options->print_event_ip && !event->ip_suppressed)
-		printf(", ip: %016" PRIx64, ip);
+		oprint(", ip: %016" PRIx64, ip);
 }
 
 static void print_event(const struct pt_event *event,
 			const struct ptxed_options *options, uint64_t offset)
 {
-	printf("[");
+	oprint("[");
 
 	if (options->print_offset)
-		printf("%016" PRIx64 "  ", offset);
+		oprint("%016" PRIx64 "  ", offset);
 
 	if (options->print_event_time && event->has_tsc)
-		printf("%016" PRIx64 "  ", event->tsc);
+		oprint("%016" PRIx64 "  ", event->tsc);
 
 	switch (event->type) {
 	case ptev_enabled:
-		printf("%s", event->variant.enabled.resumed ? "resumed" :
+		oprint("%s", event->variant.enabled.resumed ? "resumed" :
 		       "enabled");
 
 		/* The enabled IP is always valid. */
 		if (options->print_event_ip)
-			printf(", ip: %016" PRIx64, event->variant.enabled.ip);
+			oprint(", ip: %016" PRIx64, event->variant.enabled.ip);
 		break;
 
 	case ptev_disabled:
-		printf("disabled");
+		oprint("disabled");
 		print_event_ip(event, options, event->variant.disabled.ip);
 		break;
 
 	case ptev_async_disabled:
-		printf("disabled");
+		oprint("disabled");
 
 		if (options->print_event_ip) {
-			printf(", at: %016" PRIx64,
+			oprint(", at: %016" PRIx64,
 			       event->variant.async_disabled.at);
 
 			if (!event->ip_suppressed)
-				printf(", ip: %016" PRIx64,
+				oprint(", ip: %016" PRIx64,
 				       event->variant.async_disabled.ip);
 		}
 		break;
 
 	case ptev_async_branch:
-		printf("interrupt");
+		oprint("interrupt");
 
 		if (options->print_event_ip) {
-			printf(", from: %016" PRIx64,
+			oprint(", from: %016" PRIx64,
 			       event->variant.async_branch.from);
 
 			if (!event->ip_suppressed)
-				printf(", to: %016" PRIx64,
+				oprint(", to: %016" PRIx64,
 				       event->variant.async_branch.to);
 		}
 		break;
 
 	case ptev_paging:
-		printf("paging, cr3: %016" PRIx64 "%s",
+		oprint("paging, cr3: %016" PRIx64 "%s",
 		       event->variant.paging.cr3,
 		       event->variant.paging.non_root ? ", nr" : "");
 		break;
 
 	case ptev_async_paging:
-		printf("paging, cr3: %016" PRIx64 "%s",
+		oprint("paging, cr3: %016" PRIx64 "%s",
 		       event->variant.async_paging.cr3,
 		       event->variant.async_paging.non_root ? ", nr" : "");
 
 		if (options->print_event_ip)
-			printf(", ip: %016" PRIx64,
+			oprint(", ip: %016" PRIx64,
 			       event->variant.async_paging.ip);
 		break;
 
 	case ptev_overflow:
-		printf("overflow");
+		oprint("overflow");
 		print_event_ip(event, options, event->variant.overflow.ip);
 		break;
 
 	case ptev_exec_mode:
-		printf("exec mode: %s",
+		oprint("exec mode: %s",
 		       print_exec_mode(event->variant.exec_mode.mode));
 		print_event_ip(event, options, event->variant.exec_mode.ip);
 		break;
 
 	case ptev_tsx:
 		if (event->variant.tsx.aborted)
-			printf("aborted");
+			oprint("aborted");
 		else if (event->variant.tsx.speculative)
-			printf("begin transaction");
+			oprint("begin transaction");
 		else
-			printf("committed");
+			oprint("committed");
 
 		print_event_ip(event, options, event->variant.tsx.ip);
 		break;
 
 	case ptev_stop:
-		printf("stopped");
+		oprint("stopped");
 		break;
 
 	case ptev_vmcs:
-		printf("vmcs, base: %016" PRIx64, event->variant.vmcs.base);
+		oprint("vmcs, base: %016" PRIx64, event->variant.vmcs.base);
 		break;
 
 	case ptev_async_vmcs:
-		printf("vmcs, base: %016" PRIx64,
+		oprint("vmcs, base: %016" PRIx64,
 		       event->variant.async_vmcs.base);
 
 		if (options->print_event_ip)
-			printf(", ip: %016" PRIx64,
+			oprint(", ip: %016" PRIx64,
 			       event->variant.async_vmcs.ip);
 		break;
 
 	case ptev_exstop:
-		printf("exstop");
+		oprint("exstop");
 		print_event_ip(event, options, event->variant.exstop.ip);
 		break;
 
 	case ptev_mwait:
-		printf("mwait %" PRIx32 " %" PRIx32,
+		oprint("mwait %" PRIx32 " %" PRIx32,
 		       event->variant.mwait.hints, event->variant.mwait.ext);
 		print_event_ip(event, options, event->variant.mwait.ip);
 		break;
 
 	case ptev_pwre:
-		printf("pwre c%u.%u", (event->variant.pwre.state + 1) & 0xf,
+		oprint("pwre c%u.%u", (event->variant.pwre.state + 1) & 0xf,
 		       (event->variant.pwre.sub_state + 1) & 0xf);
 
 		if (event->variant.pwre.hw)
-			printf(" hw");
+			oprint(" hw");
 		break;
 
 	case ptev_pwrx:
-		printf("pwrx ");
+		oprint("pwrx ");
 
 		if (event->variant.pwrx.interrupt)
-			printf("int: ");
+			oprint("int: ");
 
 		if (event->variant.pwrx.store)
-			printf("st: ");
+			oprint("st: ");
 
 		if (event->variant.pwrx.autonomous)
-			printf("hw: ");
+			oprint("hw: ");
 
-		printf("c%u (c%u)", (event->variant.pwrx.last + 1) & 0xf,
+		oprint("c%u (c%u)", (event->variant.pwrx.last + 1) & 0xf,
 		       (event->variant.pwrx.deepest + 1) & 0xf);
 		break;
 
 	case ptev_ptwrite:
-		printf("ptwrite: %" PRIx64, event->variant.ptwrite.payload);
+		oprint("ptwrite: %" PRIx64, event->variant.ptwrite.payload);
 		print_event_ip(event, options, event->variant.ptwrite.ip);
 		break;
 
 	case ptev_tick:
-		printf("tick");
+		oprint("tick");
 		print_event_ip(event, options, event->variant.tick.ip);
 		break;
 
 	case ptev_cbr:
-		printf("cbr: %x", event->variant.cbr.ratio);
+		oprint("cbr: %x", event->variant.cbr.ratio);
 		break;
 
 	case ptev_mnt:
-		printf("mnt: %" PRIx64, event->variant.mnt.payload);
+		oprint("mnt: %" PRIx64, event->variant.mnt.payload);
 		break;
 
 	case ptev_tip:
-		printf("tip: %" PRIx64, event->variant.tip.ip);
+		oprint("tip: %" PRIx64, event->variant.tip.ip);
 		break;
 
 	case ptev_tnt: {
 		uint64_t index;
 
 		/* The oldest bit is the highest of @size bits. */
-		printf("tnt: ");
+		oprint("tnt: ");
 		for (index = event->variant.tnt.size; index; index >>= 1)
-			printf("%s",
+			oprint("%s",
 			       (event->variant.tnt.bits & index) ? "!" : ".");
 	}
 		break;
 
 	case ptev_iflags:
-		printf("interrupts %s",
+		oprint("interrupts %s",
 		       event->variant.iflags.iflag ? "enabled" : "disabled");
 		print_event_ip(event, options, event->variant.iflags.ip);
 		break;
 
 	case ptev_interrupt:
-		printf("interrupt %u", event->variant.interrupt.vector);
+		oprint("interrupt %u", event->variant.interrupt.vector);
 
 		if (event->variant.interrupt.has_cr2)
-			printf(", cr2: %016" PRIx64,
+			oprint(", cr2: %016" PRIx64,
 			       event->variant.interrupt.cr2);
 
 		print_event_ip(event, options, event->variant.interrupt.ip);
 		break;
 
 	case ptev_iret:
-		printf("iret");
+		oprint("iret");
 		print_event_ip(event, options, event->variant.iret.ip);
 		break;
 
 	case ptev_smi:
-		printf("smi");
+		oprint("smi");
 		print_event_ip(event, options, event->variant.smi.ip);
 		break;
 
 	case ptev_rsm:
-		printf("rsm");
+		oprint("rsm");
 		print_event_ip(event, options, event->variant.rsm.ip);
 		break;
 
 	case ptev_sipi:
-		printf("sipi: %x", event->variant.sipi.vector);
+		oprint("sipi: %x", event->variant.sipi.vector);
 		break;
 
 	case ptev_init:
-		printf("init");
+		oprint("init");
 		print_event_ip(event, options, event->variant.init.ip);
 		break;
 
 	case ptev_vmentry:
-		printf("vmentry");
+		oprint("vmentry");
 		print_event_ip(event, options, event->variant.vmentry.ip);
 		break;
 
 	case ptev_vmexit:
-		printf("vmexit");
+		oprint("vmexit");
 
 		if (event->variant.vmexit.has_vector)
-			printf(", intr: %u", event->variant.vmexit.vector);
+			oprint(", intr: %u", event->variant.vmexit.vector);
 
 		if (event->variant.vmexit.has_vmxr)
-			printf(", vmxr: %016" PRIx64,
+			oprint(", vmxr: %016" PRIx64,
 			       event->variant.vmexit.vmxr);
 
 		if (event->variant.vmexit.has_vmxq)
-			printf(", vmxq: %016" PRIx64,
+			oprint(", vmxq: %016" PRIx64,
 			       event->variant.vmexit.vmxq);
 
 		print_event_ip(event, options, event->variant.vmexit.ip);
 		break;
 
 	case ptev_shutdown:
-		printf("shutdown");
+		oprint("shutdown");
 		print_event_ip(event, options, event->variant.shutdown.ip);
 		break;
 
 	case ptev_uintr:
-		printf("uintr %u", event->variant.uintr.vector);
+		oprint("uintr %u", event->variant.uintr.vector);
 		print_event_ip(event, options, event->variant.uintr.ip);
 		break;
 
 	case ptev_uiret:
-		printf("uiret");
+		oprint("uiret");
 		print_event_ip(event, options, event->variant.uiret.ip);
 		break;
 
 	case ptev_trig:
-		printf("trig %02x", event->variant.trig.trbv);
+		oprint("trig %02x", event->variant.trig.trbv);
 
 		if (event->variant.trig.mult)
-			printf(", mult");
+			oprint(", mult");
 
 		print_event_ip(event, options, event->variant.trig.ip);
 
 		if (event->variant.trig.icnt)
-			printf(", icnt: %u", event->variant.trig.icnt);
+			oprint(", icnt: %u", event->variant.trig.icnt);
 		break;
 
 	case ptev_swintr:
-		printf("swintr %u", event->variant.swintr.vector);
+		oprint("swintr %u", event->variant.swintr.vector);
 		print_event_ip(event, options, event->variant.swintr.ip);
 		break;
 
 	case ptev_syscall:
-		printf("syscall");
+		oprint("syscall");
 		print_event_ip(event, options, event->variant.syscall.ip);
 		break;
 	}
 
-	printf("]\n");
+	oprint("]\n");
 }
 
 /* ---- errors ---- */
@@ -1840,12 +1871,12 @@ static void diagnose(const struct ptxed_decoder *decoder, uint64_t ip,
 	pos = 0ull;
 	err = ptxed_get_offset(decoder, &pos);
 	if (err < 0) {
-		printf("could not determine offset: %s\n",
+		oprint("could not determine offset: %s\n",
 		       pt_errstr(pt_errcode(err)));
-		printf("[?, %" PRIx64 ": %s: %s]\n", ip, errtype,
+		oprint("[?, %" PRIx64 ": %s: %s]\n", ip, errtype,
 		       pt_errstr(pt_errcode(errcode)));
 	} else
-		printf("[%" PRIx64 ", %" PRIx64 ": %s: %s]\n", pos, ip,
+		oprint("[%" PRIx64 ", %" PRIx64 ": %s: %s]\n", pos, ip,
 		       errtype, pt_errstr(pt_errcode(errcode)));
 }
 
@@ -1999,18 +2030,6 @@ static int handle_one_event(struct ptxed_decoder *decoder,
 	return status;
 }
 
-static int drain_events(struct ptxed_decoder *decoder, uint64_t *time,
-			int status, const struct ptxed_options *options)
-{
-	while (status & pts_event_pending) {
-		status = handle_one_event(decoder, options, time);
-		if (status < 0)
-			break;
-	}
-
-	return status;
-}
-
 /* Resync after an error; events the decoder skips on the way are still
  * reported. */
 static int resync(struct ptxed_decoder *decoder,
@@ -2032,7 +2051,7 @@ static int resync(struct ptxed_decoder *decoder,
 	}
 
 	if ((status & pts_ip_suppressed) && !options->quiet)
-		printf("[disabled]\n");
+		oprint("[disabled]\n");
 
 	return status;
 }
@@ -2077,86 +2096,6 @@ static int decode_one_insn(struct ptxed_decoder *decoder,
 		check_insn(decoder, insn, offset);
 
 	return status;
-}
-
-static void decode_insn(struct ptxed_decoder *decoder,
-			const struct ptxed_options *options,
-			struct ptxed_stats *stats)
-{
-	struct pt_insn_decoder *ptdec;
-	uint64_t sync, time;
-
-	ptdec = decoder->variant.insn;
-	sync = 0ull;
-	time = 0ull;
-	for (;;) {
-		struct ptxed_last_error last;
-		struct pt_insn insn;
-		int status;
-
-		/* @insn is used for error reports. */
-		memset(&insn, 0, sizeof(insn));
-		memset(&last, 0, sizeof(last));
-
-		status = pt_insn_sync_forward(ptdec);
-		if (status < 0) {
-			uint64_t new_sync;
-			int errcode;
-
-			if (status == -pte_eos)
-				break;
-
-			diagnose(decoder, insn.ip, "sync error", status);
-
-			/* Give up if we are not making progress. */
-			errcode = pt_insn_get_offset(ptdec, &new_sync);
-			if (errcode < 0 || (new_sync <= sync))
-				break;
-
-			sync = new_sync;
-			continue;
-		}
-
-		for (;;) {
-			for (;;) {
-				status = drain_events(decoder, &time,
-						      status, options);
-				if (status < 0)
-					break;
-
-				if (status & pts_eos) {
-					if (!(status & pts_ip_suppressed) &&
-					    !options->quiet)
-						printf("[end of trace]\n");
-
-					status = -pte_eos;
-					break;
-				}
-
-				status = decode_one_insn(decoder, options,
-							 stats, &insn, time);
-				if (status < 0)
-					break;
-			}
-
-			if (status == -pte_eos)
-				return;
-
-			diagnose_insn(decoder, "error", status, &insn);
-
-			if (!options->resync_on_error ||
-			    ptxed_repeated_error(decoder, &last, insn.ip,
-						 status))
-				break;
-
-			status = resync(decoder, options, &time);
-			if (status < 0) {
-				diagnose_insn(decoder, "resync error", status,
-					      &insn);
-				break;
-			}
-		}
-	}
 }
 
 /* ---- the block decoder ---- */
@@ -2244,10 +2183,10 @@ static void print_block(const struct ptxed_decoder *decoder,
 	uint16_t ninsn;
 
 	if (options->track_blocks) {
-		printf("[block");
+		oprint("[block");
 		if (stats)
-			printf(" %" PRIx64, stats->blocks);
-		printf("]\n");
+			oprint(" %" PRIx64, stats->blocks);
+		oprint("]\n");
 	}
 
 	ninsn = block->ninsn;
@@ -2262,19 +2201,19 @@ static void print_block(const struct ptxed_decoder *decoder,
 		int errcode;
 
 		if (options->print_offset)
-			printf("%016" PRIx64 "  ", offset);
+			oprint("%016" PRIx64 "  ", offset);
 
 		if (options->print_time)
-			printf("%016" PRIx64 "  ", time);
+			oprint("%016" PRIx64 "  ", time);
 
 		if (block->speculative)
-			printf("? ");
+			oprint("? ");
 
-		printf("%016" PRIx64, ip);
+		oprint("%016" PRIx64, ip);
 
 		errcode = block_fetch_insn(decoder, &insn, block, ip);
 		if (errcode < 0) {
-			printf(" [fetch error: %s]\n",
+			oprint(" [fetch error: %s]\n",
 			       pt_errstr(pt_errcode(errcode)));
 			break;
 		}
@@ -2283,7 +2222,7 @@ static void print_block(const struct ptxed_decoder *decoder,
 				  insn.size);
 		if (!ZYAN_SUCCESS(zs)) {
 			print_raw_insn(&insn);
-			printf(" [xed decode error: (%u) %s]\n",
+			oprint(" [xed decode error: (%u) %s]\n",
 			       ptxed_zydis_errnum(zs), ptxed_zydis_errstr(zs));
 			break;
 		}
@@ -2291,7 +2230,7 @@ static void print_block(const struct ptxed_decoder *decoder,
 		if (!options->dont_print_insn)
 			dis_print_insn(decoder, &dis, &insn, options);
 
-		printf("\n");
+		oprint("\n");
 
 		ninsn -= 1;
 		if (!ninsn)
@@ -2324,7 +2263,7 @@ static void check_block(const struct ptxed_decoder *decoder,
 		return;
 
 	if (block->isid <= 0 && !decoder->use_callback)
-		printf("[%" PRIx64 ", %" PRIx64 ": check error: "
+		oprint("[%" PRIx64 ", %" PRIx64 ": check error: "
 		       "bad isid]\n", offset, block->ip);
 
 	ip = block->ip;
@@ -2333,7 +2272,7 @@ static void check_block(const struct ptxed_decoder *decoder,
 
 		errcode = block_fetch_insn(decoder, &insn, block, ip);
 		if (errcode < 0) {
-			printf("[%" PRIx64 ", %" PRIx64 ": fetch error: %s]\n",
+			oprint("[%" PRIx64 ", %" PRIx64 ": fetch error: %s]\n",
 			       offset, ip, pt_errstr(pt_errcode(errcode)));
 			return;
 		}
@@ -2341,7 +2280,7 @@ static void check_block(const struct ptxed_decoder *decoder,
 		zs = ptxed_decode(decoder, &dis, block->mode, insn.raw,
 				  insn.size);
 		if (!ZYAN_SUCCESS(zs)) {
-			printf("[%" PRIx64 ", %" PRIx64
+			oprint("[%" PRIx64 ", %" PRIx64
 			       ": xed error: (%u) %s]\n", offset, insn.ip,
 			       ptxed_zydis_errnum(zs), ptxed_zydis_errstr(zs));
 			return;
@@ -2349,7 +2288,7 @@ static void check_block(const struct ptxed_decoder *decoder,
 
 		errcode = ptxed_next_ip(&ip, &dis, ip);
 		if (errcode < 0) {
-			printf("[%" PRIx64 ", %" PRIx64 ": error: %s]\n",
+			oprint("[%" PRIx64 ", %" PRIx64 ": error: %s]\n",
 			       offset, ip, pt_errstr(pt_errcode(errcode)));
 			return;
 		}
@@ -2357,7 +2296,7 @@ static void check_block(const struct ptxed_decoder *decoder,
 
 	/* @insn and @dis are the block's last instruction. */
 	if (insn.ip != block->end_ip)
-		printf("[%" PRIx64 ", %" PRIx64 ": error: did not reach end: %"
+		oprint("[%" PRIx64 ", %" PRIx64 ": error: did not reach end: %"
 		       PRIx64 "]\n", offset, insn.ip, block->end_ip);
 
 	insn.iclass = block->iclass;
@@ -2400,84 +2339,181 @@ static int decode_one_block(struct ptxed_decoder *decoder,
 	return status;
 }
 
-static void decode_block(struct ptxed_decoder *decoder,
-			 const struct ptxed_options *options,
-			 struct ptxed_stats *stats)
+/* ---- the decode loop ----
+ * Both decoders go through one loop: synchronize, drain pending events,
+ * decode, report an error with the position it happened at, and resync
+ * (or search the next PSB).  It is taken one step at a time, each step
+ * one call into the decoder, so that --threads can stop it between two
+ * calls, compare its state with another decoder's, and go on later. */
+
+enum ptxed_phase {
+	ptxed_phase_sync,
+	ptxed_phase_run,
+	ptxed_phase_done
+};
+
+struct ptxed_run {
+	enum ptxed_phase phase;
+	/* The decoder's last status, in ptxed_phase_run. */
+	int status;
+	/* The offset of the last failed sync, to see progress. */
+	uint64_t sync;
+	/* The time of the last event, printed with instructions. */
+	uint64_t time;
+	struct ptxed_last_error last;
+	/* The last instruction or block, for error reports. */
+	struct pt_insn insn;
+	struct pt_block block;
+};
+
+static void ptxed_run_init(struct ptxed_run *run)
 {
-	struct pt_block_decoder *ptdec;
-	uint64_t sync, time;
+	memset(run, 0, sizeof(*run));
+	run->phase = ptxed_phase_sync;
+}
 
-	ptdec = decoder->variant.block;
-	sync = 0ull;
-	time = 0ull;
-	for (;;) {
-		struct ptxed_last_error last;
-		struct pt_block block;
-		int status;
+static int ptxed_sync_forward(struct ptxed_decoder *decoder)
+{
+	switch (decoder->type) {
+	case pdt_insn_decoder:
+		return pt_insn_sync_forward(decoder->variant.insn);
 
-		/* The IP and ninsn are used for error reports. */
-		memset(&block, 0, sizeof(block));
-		memset(&last, 0, sizeof(last));
-
-		status = pt_blk_sync_forward(ptdec);
-		if (status < 0) {
-			uint64_t new_sync;
-			int errcode;
-
-			if (status == -pte_eos)
-				break;
-
-			diagnose_block(decoder, "sync error", status, &block);
-
-			/* Give up if we are not making progress. */
-			errcode = pt_blk_get_offset(ptdec, &new_sync);
-			if (errcode < 0 || (new_sync <= sync))
-				break;
-
-			sync = new_sync;
-			continue;
-		}
-
-		for (;;) {
-			for (;;) {
-				status = drain_events(decoder, &time,
-						      status, options);
-				if (status < 0)
-					break;
-
-				if (status & pts_eos) {
-					if (!(status & pts_ip_suppressed) &&
-					    !options->quiet)
-						printf("[end of trace]\n");
-
-					status = -pte_eos;
-					break;
-				}
-
-				status = decode_one_block(decoder, options,
-							  stats, &block, time);
-				if (status < 0)
-					break;
-			}
-
-			if (status == -pte_eos)
-				return;
-
-			diagnose_block(decoder, "error", status, &block);
-
-			if (!options->resync_on_error ||
-			    ptxed_repeated_error(decoder, &last, block.ip,
-						 status))
-				break;
-
-			status = resync(decoder, options, &time);
-			if (status < 0) {
-				diagnose_block(decoder, "resync error", status,
-					       &block);
-				break;
-			}
-		}
+	case pdt_block_decoder:
+		return pt_blk_sync_forward(decoder->variant.block);
 	}
+
+	return -pte_internal;
+}
+
+static void ptxed_diagnose_run(const struct ptxed_decoder *decoder,
+			       const struct ptxed_run *run,
+			       const char *errtype, int errcode)
+{
+	if (decoder->type == pdt_insn_decoder)
+		diagnose_insn(decoder, errtype, errcode, &run->insn);
+	else
+		diagnose_block(decoder, errtype, errcode, &run->block);
+}
+
+static void ptxed_step_sync(struct ptxed_decoder *decoder,
+			    struct ptxed_run *run)
+{
+	uint64_t new_sync;
+	int status, errcode;
+
+	/* The instruction or block is used for error reports. */
+	memset(&run->insn, 0, sizeof(run->insn));
+	memset(&run->block, 0, sizeof(run->block));
+	memset(&run->last, 0, sizeof(run->last));
+
+	status = ptxed_sync_forward(decoder);
+	if (status >= 0) {
+		run->status = status;
+		run->phase = ptxed_phase_run;
+		return;
+	}
+
+	if (status == -pte_eos) {
+		run->phase = ptxed_phase_done;
+		return;
+	}
+
+	ptxed_diagnose_run(decoder, run, "sync error", status);
+
+	/* Give up if we are not making progress. */
+	errcode = ptxed_get_offset(decoder, &new_sync);
+	if (errcode < 0 || new_sync <= run->sync) {
+		run->phase = ptxed_phase_done;
+		return;
+	}
+	run->sync = new_sync;
+}
+
+/* Handle the error in run->status.  Returns it, as reported. */
+static int ptxed_step_error(struct ptxed_decoder *decoder,
+			    const struct ptxed_options *options,
+			    struct ptxed_run *run)
+{
+	uint64_t ip;
+	int status;
+
+	status = run->status;
+	if (status == -pte_eos) {
+		run->phase = ptxed_phase_done;
+		return 0;
+	}
+
+	ptxed_diagnose_run(decoder, run, "error", status);
+
+	ip = decoder->type == pdt_insn_decoder ? run->insn.ip : run->block.ip;
+	if (!options->resync_on_error ||
+	    ptxed_repeated_error(decoder, &run->last, ip, status)) {
+		run->phase = ptxed_phase_sync;
+		return status;
+	}
+
+	run->status = resync(decoder, options, &run->time);
+	if (run->status < 0) {
+		ptxed_diagnose_run(decoder, run, "resync error", run->status);
+		run->phase = ptxed_phase_sync;
+		return run->status;
+	}
+	return status;
+}
+
+/* One step of the loop.  Returns the error it reported last, or zero. */
+static int ptxed_step(struct ptxed_decoder *decoder,
+		      const struct ptxed_options *options,
+		      struct ptxed_stats *stats, struct ptxed_run *run)
+{
+	int status;
+
+	switch (run->phase) {
+	case ptxed_phase_done:
+		return 0;
+
+	case ptxed_phase_sync:
+		ptxed_step_sync(decoder, run);
+		return 0;
+
+	case ptxed_phase_run:
+		break;
+	}
+
+	status = run->status;
+	if (status < 0)
+		return ptxed_step_error(decoder, options, run);
+
+	if (status & pts_event_pending) {
+		run->status = handle_one_event(decoder, options, &run->time);
+		return 0;
+	}
+
+	if (status & pts_eos) {
+		if (!(status & pts_ip_suppressed) && !options->quiet)
+			oprint("[end of trace]\n");
+		run->phase = ptxed_phase_done;
+		return 0;
+	}
+
+	if (decoder->type == pdt_insn_decoder)
+		run->status = decode_one_insn(decoder, options, stats,
+					      &run->insn, run->time);
+	else
+		run->status = decode_one_block(decoder, options, stats,
+					       &run->block, run->time);
+	return 0;
+}
+
+static void decode(struct ptxed_decoder *decoder,
+		   const struct ptxed_options *options,
+		   struct ptxed_stats *stats)
+{
+	struct ptxed_run run;
+
+	ptxed_run_init(&run);
+	while (run.phase != ptxed_phase_done)
+		(void) ptxed_step(decoder, options, stats, &run);
 }
 
 static int alloc_decoder(struct ptxed_decoder *decoder,
@@ -2505,6 +2541,8 @@ static int alloc_decoder(struct ptxed_decoder *decoder,
 			fprintf(stderr, "%s: failed to set image.\n", prog);
 			return errcode;
 		}
+		(void) ipt_insn_set_vm_tolerant(decoder->variant.insn,
+						decoder->vm_tolerant);
 		break;
 
 	case pdt_block_decoder:
@@ -2522,19 +2560,652 @@ static int alloc_decoder(struct ptxed_decoder *decoder,
 			fprintf(stderr, "%s: failed to set image.\n", prog);
 			return errcode;
 		}
+		(void) ipt_blk_set_vm_tolerant(decoder->variant.block,
+					       decoder->vm_tolerant);
 		break;
 	}
 
 	return 0;
 }
 
+/* ---- --threads: one trace, decoded in pieces at once ----
+ *
+ * The trace is cut at PSBs (ipt_seg_index) into a few pieces per thread.
+ * Each thread has an image of its own (it reads the code ptxed holds in
+ * memory, which no thread writes) and a decoder, which keeps its caches
+ * from piece to piece; a piece starts that decoder at its PSB and runs the
+ * decode loop, printing into a buffer.  When a piece's decoder has
+ * got past the next piece's PSB, it compares its state at each step with
+ * the states the next piece's decoder goes through from its start: a
+ * probe decoder started at that PSB gives them (ptxed_probe).  Where they
+ * agree (ipt_insn_converged or ipt_blk_converged, and the loop's own
+ * state), the piece stops, and its output goes on with the next piece's
+ * from that point: the stitching rule of ipt.h's >>api-seg.  A piece that
+ * finds no such point decodes on into the next piece, and so on.
+ *
+ * The joins are checked in order at the end.  A join whose return stacks
+ * differ holds only if the later piece never found its return stack
+ * empty; if it did, the earlier piece is decoded once more, on to the end
+ * of the trace (ptxed_rerun).  The output is what one decoder prints,
+ * whatever the number of threads.
+ *
+ * One image for all threads, without a page cache (see ipt.h's
+ * >>api-img-ext), measured as fast as an image per thread; the image per
+ * thread is kept because it works with any read callback. */
+
+enum {
+	/* The steps of a probe: how far apart two decoders may be when
+	 * they reach the same state. */
+	ptxed_probe_max = 64,
+	/* The retstack-empty errors a piece remembers; more void its
+	 * joins. */
+	ptxed_rserr_max = 64
+};
+
+/* A state a probe went through, with the output and statistics before
+ * it. */
+struct ptxed_snap {
+	void *state;
+	struct ptxed_run run;
+	uint64_t offset;
+	long out;
+	struct ptxed_stats stats;
+};
+
+struct ptxed_piece {
+	/* Its PSB; the first piece synchronizes as ptxed does. */
+	uint64_t begin;
+
+	/* Its statistics where it stopped; it could not start. */
+	struct ptxed_stats stats;
+	int failed;
+
+	/* Its output, up to where it stopped. */
+	char *buf;
+	size_t size;
+
+	/* Where it joined a later piece: that piece's output and
+	 * statistics at the state they share; @join_kind as
+	 * ipt_*_converged says, zero if it did not join. */
+	int join_kind;
+	size_t join_to;
+	long join_out;
+	struct ptxed_stats join_stats;
+
+	/* Output offsets of -pte_retstack_empty errors. */
+	long rserr[ptxed_rserr_max];
+	size_t nrserr;
+};
+
+struct ptxed_pool {
+	const struct ptxed_decoder *main;
+	const struct ptxed_options *options;
+	const struct pt_config *config;
+	const char *prog;
+	uint32_t stat_flags;
+
+	struct ptxed_piece *pieces;
+	size_t npieces;
+
+	/* The next piece to take. */
+	pthread_mutex_t lock;
+	size_t next;
+};
+
+/* What a thread of the pool owns: an image, and a decoder for its pieces
+ * and one for probes, which keep their caches from piece to piece. */
+struct ptxed_worker {
+	struct ptxed_pool *pool;
+	struct pt_image *image;
+	struct ptxed_decoder decoder;
+	struct ptxed_decoder probe;
+	struct ptxed_snap snaps[ptxed_probe_max];
+	size_t state_size;
+	pthread_t thread;
+	int started;
+};
+
+static int ptxed_save(const struct ptxed_decoder *decoder, void *state,
+		      size_t size)
+{
+	if (decoder->type == pdt_insn_decoder)
+		return ipt_insn_save(decoder->variant.insn, state, size);
+	return ipt_blk_save(decoder->variant.block, state, size);
+}
+
+static int ptxed_converged(const struct ptxed_decoder *decoder,
+			   const void *state)
+{
+	if (decoder->type == pdt_insn_decoder)
+		return ipt_insn_converged(decoder->variant.insn, state);
+	return ipt_blk_converged(decoder->variant.block, state);
+}
+
+static int ptxed_sync_set(struct ptxed_decoder *decoder, uint64_t offset)
+{
+	if (decoder->type == pdt_insn_decoder)
+		return pt_insn_sync_set(decoder->variant.insn, offset);
+	return pt_blk_sync_set(decoder->variant.block, offset);
+}
+
+/* The loop's own state decides what it prints next, too. */
+static int ptxed_same_run(const struct ptxed_run *a, const struct ptxed_run *b)
+{
+	return a->phase == b->phase && a->status == b->status &&
+	       a->sync == b->sync && a->time == b->time &&
+	       !memcmp(&a->last, &b->last, sizeof(a->last)) &&
+	       !memcmp(&a->insn, &b->insn, sizeof(a->insn)) &&
+	       !memcmp(&a->block, &b->block, sizeof(a->block));
+}
+
+static void ptxed_stats_add(struct ptxed_stats *sum,
+			    const struct ptxed_stats *to,
+			    const struct ptxed_stats *from)
+{
+	sum->insn += to->insn - from->insn;
+	sum->blocks += to->blocks - from->blocks;
+}
+
+/* Start a decoder at the PSB at @offset as a piece starts there. */
+static void ptxed_start_at(struct ptxed_decoder *decoder,
+			   struct ptxed_run *run, uint64_t offset)
+{
+	ptxed_run_init(run);
+	run->status = ptxed_sync_set(decoder, offset);
+	run->phase = run->status < 0 ? ptxed_phase_done : ptxed_phase_run;
+}
+
+/* The states a decoder started at @offset goes through, up to
+ * ptxed_probe_max of them.  Returns how many. */
+static size_t ptxed_probe(struct ptxed_worker *w, uint64_t offset)
+{
+	const struct ptxed_options *options = w->pool->options;
+	struct ptxed_stats stats;
+	struct ptxed_run run;
+	FILE *saved, *stream;
+	char *buf;
+	size_t size, n;
+
+	saved = ptxed_stream;
+	buf = NULL;
+	stream = open_memstream(&buf, &size);
+	if (!stream)
+		return 0;
+	ptxed_stream = stream;
+
+	memset(&stats, 0, sizeof(stats));
+	stats.flags = w->pool->stat_flags;
+	ptxed_start_at(&w->probe, &run, offset);
+	for (n = 0; run.phase != ptxed_phase_done && n < ptxed_probe_max;) {
+		if (run.phase == ptxed_phase_run && run.status >= 0) {
+			struct ptxed_snap *snap = &w->snaps[n];
+
+			if (ptxed_save(&w->probe, snap->state,
+				       w->state_size) < 0 ||
+			    ptxed_get_offset(&w->probe, &snap->offset) < 0)
+				break;
+			snap->run = run;
+			fflush(stream);
+			snap->out = ftell(stream);
+			snap->stats = stats;
+			n += 1;
+		}
+		(void) ptxed_step(&w->probe, options,
+				  options->print_stats ? &stats : NULL, &run);
+	}
+
+	fclose(stream);
+	free(buf);
+	ptxed_stream = saved;
+	return n;
+}
+
+/* Is the piece's decoder where the probe was at one of its states?  If
+ * so, record the join with piece @to. */
+static int ptxed_try_join(struct ptxed_worker *w, struct ptxed_piece *piece,
+			  const struct ptxed_run *run, uint64_t offset,
+			  size_t nsnaps, size_t to)
+{
+	size_t j;
+
+	for (j = 0; j < nsnaps; ++j) {
+		const struct ptxed_snap *snap = &w->snaps[j];
+		int kind;
+
+		if (snap->offset != offset || !ptxed_same_run(run, &snap->run))
+			continue;
+
+		kind = ptxed_converged(&w->decoder, snap->state);
+		if (kind <= 0)
+			continue;
+
+		piece->join_kind = kind;
+		piece->join_to = to;
+		piece->join_out = snap->out;
+		piece->join_stats = snap->stats;
+		return 1;
+	}
+	return 0;
+}
+
+/* Start @run on @decoder as piece @idx starts: the first as ptxed does,
+ * on a new decoder; the others at their PSB. */
+static void ptxed_start_piece(const struct ptxed_pool *pool, size_t idx,
+			      struct ptxed_decoder *decoder,
+			      struct ptxed_run *run)
+{
+	if (idx == 0)
+		ptxed_run_init(run);
+	else
+		ptxed_start_at(decoder, run, pool->pieces[idx].begin);
+}
+
+static void ptxed_free_variant(struct ptxed_decoder *decoder)
+{
+	if (!ptxed_have_decoder(decoder))
+		return;
+	if (decoder->type == pdt_insn_decoder)
+		pt_insn_free_decoder(decoder->variant.insn);
+	else
+		pt_blk_free_decoder(decoder->variant.block);
+	decoder->variant.insn = NULL;
+}
+
+/* Until the decoder nears the next piece, where it is need not be asked
+ * at every step. */
+enum { ptxed_look_every = 16 };
+
+/* Decode piece @idx until it joins a later one or the trace ends. */
+static void ptxed_decode_piece(struct ptxed_worker *w, size_t idx)
+{
+	struct ptxed_pool *pool = w->pool;
+	const struct ptxed_options *options = pool->options;
+	struct ptxed_piece *piece = &pool->pieces[idx];
+	struct ptxed_stats *stats;
+	struct ptxed_run run;
+	size_t next, probed, nsnaps, look;
+	FILE *stream;
+
+	piece->failed = 1;
+	stream = open_memstream(&piece->buf, &piece->size);
+	if (!stream)
+		return;
+	ptxed_stream = stream;
+
+	/* The first piece starts from a decoder that has seen nothing. */
+	if (idx == 0)
+		ptxed_free_variant(&w->decoder);
+	if (!ptxed_have_decoder(&w->decoder)) {
+		w->decoder = *pool->main;
+		if (alloc_decoder(&w->decoder, pool->config, w->image,
+				  pool->prog) < 0) {
+			w->decoder.variant.insn = NULL;
+			fclose(stream);
+			ptxed_stream = NULL;
+			return;
+		}
+	}
+	ptxed_start_piece(pool, idx, &w->decoder, &run);
+	piece->failed = idx && run.phase == ptxed_phase_done;
+
+	memset(&piece->stats, 0, sizeof(piece->stats));
+	piece->stats.flags = pool->stat_flags;
+	stats = options->print_stats ? &piece->stats : NULL;
+
+	next = idx + 1;
+	probed = 0;
+	nsnaps = 0;
+	look = 0;
+	while (run.phase != ptxed_phase_done) {
+		uint64_t offset;
+		int err;
+
+		if (look)
+			look -= 1;
+		else if (next < pool->npieces &&
+			 run.phase == ptxed_phase_run && run.status >= 0 &&
+			 ptxed_get_offset(&w->decoder, &offset) >= 0) {
+			look = ptxed_look_every;
+			while (next + 1 < pool->npieces &&
+			       pool->pieces[next + 1].begin <= offset)
+				next += 1;
+
+			if (pool->pieces[next].begin <= offset) {
+				look = 0;
+				if (probed != next) {
+					nsnaps = ptxed_probe(
+						w, pool->pieces[next].begin);
+					probed = next;
+				}
+				if (ptxed_try_join(w, piece, &run, offset,
+						   nsnaps, next))
+					break;
+
+				/* Past every state of the probe. */
+				if (!nsnaps ||
+				    w->snaps[nsnaps - 1].offset < offset)
+					next += 1;
+			}
+		}
+
+		err = ptxed_step(&w->decoder, options, stats, &run);
+		if (err == -pte_retstack_empty) {
+			fflush(stream);
+			if (piece->nrserr < ptxed_rserr_max)
+				piece->rserr[piece->nrserr] = ftell(stream);
+			piece->nrserr += 1;
+		}
+	}
+
+	fclose(stream);
+	ptxed_stream = NULL;
+}
+
+static void *ptxed_worker_main(void *arg)
+{
+	struct ptxed_worker *w = (struct ptxed_worker *) arg;
+	struct ptxed_pool *pool = w->pool;
+
+	for (;;) {
+		size_t idx;
+
+		pthread_mutex_lock(&pool->lock);
+		idx = pool->next++;
+		pthread_mutex_unlock(&pool->lock);
+		if (idx >= pool->npieces)
+			break;
+
+		ptxed_decode_piece(w, idx);
+	}
+	return NULL;
+}
+
+/* Can piece @to take over where @piece joined it? */
+static int ptxed_join_ok(const struct ptxed_pool *pool,
+			 const struct ptxed_piece *piece)
+{
+	const struct ptxed_piece *to = &pool->pieces[piece->join_to];
+
+	return piece->join_kind && !to->failed && piece->join_out >= 0 &&
+	       (size_t) piece->join_out <= to->size;
+}
+
+/* Did @piece find its return stack empty at or after @from? */
+static int ptxed_rserr_after(const struct ptxed_piece *piece, long from)
+{
+	size_t i;
+
+	if (piece->nrserr > ptxed_rserr_max)
+		return 1;
+	for (i = 0; i < piece->nrserr; ++i)
+		if (piece->rserr[i] >= from)
+			return 1;
+	return 0;
+}
+
+/* Decode piece @idx once more, on a decoder of its own, and on to the end
+ * of the trace; print what comes after its first @skip bytes of output.
+ * The decoder the piece had has gone on to other pieces. */
+static void ptxed_rerun(const struct ptxed_pool *pool, size_t idx, long skip,
+			struct ptxed_stats *stats)
+{
+	const struct ptxed_options *options = pool->options;
+	struct ptxed_decoder decoder;
+	struct ptxed_run run;
+	struct pt_image *image;
+	char buf[4096];
+	FILE *stream;
+	size_t n;
+
+	image = pt_image_alloc(NULL);
+	stream = tmpfile();
+	decoder = *pool->main;
+	decoder.variant.insn = NULL;
+	if (!image || !stream ||
+	    (pool->main->callback_set &&
+	     pt_image_set_callback(image, ptxed_read_memory,
+				   (void *) &pool->main->memory) < 0) ||
+	    alloc_decoder(&decoder, pool->config, image, pool->prog) < 0) {
+		fprintf(stderr, "%s: --threads: cannot decode on.\n",
+			pool->prog);
+		goto out;
+	}
+
+	memset(stats, 0, sizeof(*stats));
+	stats->flags = pool->stat_flags;
+	ptxed_stream = stream;
+	ptxed_start_piece(pool, idx, &decoder, &run);
+	while (run.phase != ptxed_phase_done)
+		(void) ptxed_step(&decoder, options,
+				  options->print_stats ? stats : NULL, &run);
+	ptxed_stream = NULL;
+
+	if (fseek(stream, skip, SEEK_SET) == 0)
+		while ((n = fread(buf, 1, sizeof(buf), stream)) > 0)
+			fwrite(buf, 1, n, stdout);
+
+out:
+	ptxed_free_variant(&decoder);
+	if (stream)
+		fclose(stream);
+	pt_image_free(image);
+}
+
+/* Print the pieces in order, each from where the one before joined it;
+ * add up the statistics.
+ *
+ * From the first join whose return stacks differ on, every decoder whose
+ * output is used lacks older entries of the return stack (a later join
+ * may only lose more), so none of them may find its stack empty, and
+ * none may leave the rest of the trace to a decoder started afresh.  If
+ * one would, the output from that first join on is not certain: the piece
+ * before it is decoded once more, on to the end of the trace. */
+static void ptxed_stitch(struct ptxed_pool *pool, struct ptxed_stats *total)
+{
+	const size_t none = pool->npieces;
+	struct ptxed_stats from;
+	size_t idx, first2, n, c;
+	size_t *chain;
+	long *start;
+	int rerun;
+
+	chain = (size_t *) calloc(pool->npieces, sizeof(*chain));
+	start = (long *) calloc(pool->npieces, sizeof(*start));
+	if (!chain || !start) {
+		free(chain);
+		free(start);
+		ptxed_rerun(pool, 0, 0, total);
+		return;
+	}
+
+	/* The pieces in order, and where each one's output is used from. */
+	n = 0;
+	idx = 0;
+	first2 = none;
+	rerun = 0;
+	for (;;) {
+		const struct ptxed_piece *piece = &pool->pieces[idx];
+		long at = n ? pool->pieces[chain[n - 1]].join_out : 0;
+
+		if (first2 != none && ptxed_rserr_after(piece, at)) {
+			rerun = 1;
+			break;
+		}
+		chain[n] = idx;
+		start[n] = at;
+		n += 1;
+		if (!ptxed_join_ok(pool, piece)) {
+			/* Joined a piece that could not start: decode on. */
+			rerun = piece->join_kind != 0;
+			break;
+		}
+		if (piece->join_kind == 2 && first2 == none)
+			first2 = n - 1;
+		idx = piece->join_to;
+	}
+	if (rerun && first2 != none)
+		n = first2 + 1;
+
+	memset(&from, 0, sizeof(from));
+	for (c = 0; c < n; ++c) {
+		struct ptxed_piece *piece = &pool->pieces[chain[c]];
+
+		fwrite(piece->buf + start[c], 1,
+		       piece->size - (size_t) start[c], stdout);
+		if (c + 1 == n && rerun)
+			ptxed_rerun(pool, chain[c], (long) piece->size,
+				    &piece->stats);
+		ptxed_stats_add(total, &piece->stats, &from);
+		from = piece->join_stats;
+	}
+	free(chain);
+	free(start);
+}
+
+/* Where the pieces start: PSBs about evenly spread over the trace. */
+static size_t ptxed_plan(struct ptxed_pool *pool, uint32_t threads)
+{
+	const struct pt_config *config = pool->config;
+	struct ipt_segment *segs;
+	uint64_t size;
+	int64_t nsegs, i;
+	size_t npieces, want;
+
+	nsegs = ipt_seg_index(config, NULL, 0);
+	if (nsegs <= 0)
+		return 0;
+	segs = (struct ipt_segment *) calloc((size_t) nsegs, sizeof(*segs));
+	if (!segs)
+		return 0;
+	nsegs = ipt_seg_index(config, segs, (size_t) nsegs);
+
+	want = (size_t) threads * 4;
+	pool->pieces = (struct ptxed_piece *) calloc(want, sizeof(*pool->pieces));
+	if (!pool->pieces) {
+		free(segs);
+		return 0;
+	}
+
+	size = (uint64_t) (config->end - config->begin);
+	npieces = 1;
+	for (i = 1; i < nsegs && npieces < want; ++i) {
+		uint64_t at = size / want * npieces;
+
+		if (segs[i].offset < at)
+			continue;
+		pool->pieces[npieces++].begin = segs[i].offset;
+	}
+	free(segs);
+	return npieces;
+}
+
+/* Decode with @threads threads.  Returns zero, or a negative pte_* code if
+ * it could not start. */
+static int decode_threads(const struct ptxed_decoder *decoder,
+			  const struct ptxed_options *options,
+			  struct ptxed_stats *stats,
+			  const struct pt_config *config, uint32_t threads,
+			  const char *prog)
+{
+	struct ptxed_worker *workers;
+	struct ptxed_pool pool;
+	size_t state_size, idx;
+	uint32_t t;
+	int errcode;
+
+	memset(&pool, 0, sizeof(pool));
+	pool.main = decoder;
+	pool.options = options;
+	pool.config = config;
+	pool.prog = prog;
+	pool.stat_flags = stats->flags;
+	pool.npieces = ptxed_plan(&pool, threads);
+	if (!pool.npieces) {
+		free(pool.pieces);
+		return -pte_nomem;
+	}
+	if (threads > pool.npieces)
+		threads = (uint32_t) pool.npieces;
+	pthread_mutex_init(&pool.lock, NULL);
+
+	state_size = ipt_insn_state_size();
+	if (state_size < ipt_blk_state_size())
+		state_size = ipt_blk_state_size();
+
+	errcode = 0;
+	workers = (struct ptxed_worker *) calloc(threads, sizeof(*workers));
+	if (!workers)
+		errcode = -pte_nomem;
+	for (t = 0; !errcode && t < threads; ++t) {
+		struct ptxed_worker *w = &workers[t];
+		size_t j;
+
+		w->pool = &pool;
+		w->state_size = state_size;
+		w->image = pt_image_alloc(NULL);
+		if (!w->image) {
+			errcode = -pte_nomem;
+			break;
+		}
+		if (decoder->callback_set)
+			errcode = pt_image_set_callback(
+				w->image, ptxed_read_memory,
+				(void *) &decoder->memory);
+		for (j = 0; !errcode && j < ptxed_probe_max; ++j) {
+			w->snaps[j].state = malloc(state_size);
+			if (!w->snaps[j].state)
+				errcode = -pte_nomem;
+		}
+		w->probe = *decoder;
+		if (!errcode &&
+		    alloc_decoder(&w->probe, config, w->image, prog) < 0) {
+			w->probe.variant.insn = NULL;
+			errcode = -pte_nomem;
+		}
+	}
+
+	for (t = 0; !errcode && t < threads; ++t) {
+		if (pthread_create(&workers[t].thread, NULL,
+				   ptxed_worker_main, &workers[t]))
+			break;
+		workers[t].started = 1;
+	}
+	/* Threads that did not start leave their pieces to the others; with
+	 * none at all, this thread decodes them. */
+	if (!errcode && !workers[0].started)
+		ptxed_worker_main(&workers[0]);
+	for (t = 0; !errcode && t < threads; ++t)
+		if (workers[t].started)
+			pthread_join(workers[t].thread, NULL);
+
+	if (!errcode)
+		ptxed_stitch(&pool, stats);
+
+	for (idx = 0; idx < pool.npieces; ++idx)
+		free(pool.pieces[idx].buf);
+	for (t = 0; workers && t < threads; ++t) {
+		struct ptxed_worker *w = &workers[t];
+		size_t j;
+
+		ptxed_free_variant(&w->decoder);
+		ptxed_free_variant(&w->probe);
+		for (j = 0; j < ptxed_probe_max; ++j)
+			free(w->snaps[j].state);
+		pt_image_free(w->image);
+	}
+	free(workers);
+	free(pool.pieces);
+	pthread_mutex_destroy(&pool.lock);
+	return errcode;
+}
+
 static void print_stats(const struct ptxed_stats *stats)
 {
 	if (stats->flags & ptxed_stat_insn)
-		printf("insn: %" PRIu64 ".\n", stats->insn);
+		oprint("insn: %" PRIu64 ".\n", stats->insn);
 
 	if (stats->flags & ptxed_stat_blocks)
-		printf("blocks:\t%" PRIu64 ".\n", stats->blocks);
+		oprint("blocks:\t%" PRIu64 ".\n", stats->blocks);
 }
 
 /* ---- numeric option arguments ---- */
@@ -2676,7 +3347,8 @@ int main(int argc, char *argv[])
 	struct pt_config config;
 	struct pt_image *image;
 	const char *prog, *image_name;
-	int errcode, i, status;
+	uint32_t threads;
+	int errcode, i, status, sideband;
 
 	if (!argc) {
 		help("");
@@ -2686,6 +3358,8 @@ int main(int argc, char *argv[])
 	prog = argv[0];
 	image = NULL;
 	image_name = NULL;
+	threads = 1;
+	sideband = 0;
 	status = 1;
 
 	memset(&options, 0, sizeof(options));
@@ -2700,10 +3374,24 @@ int main(int argc, char *argv[])
 		return 1;
 	}
 
-	/* The image takes its name at allocation: look for one first. */
-	for (i = 1; i + 1 < argc; ++i)
+	/* The image takes its name at allocation: look for one first.  With
+	 * more than one thread, each has an image of its own that reads the
+	 * code from our memory: load it there. */
+	for (i = 1; i + 1 < argc; ++i) {
 		if (strcmp(argv[i], "--image-name") == 0)
 			image_name = argv[i + 1];
+		if (strcmp(argv[i], "--threads") == 0 &&
+		    strtoul(argv[i + 1], NULL, 0) > 1)
+			decoder.use_callback = 1;
+	}
+	/* Sideband keeps one thread (below) and its own images. */
+	for (i = 1; i < argc; ++i)
+		if (!strncmp(argv[i], "--pevent", 8) ||
+		    !strncmp(argv[i], "--sb", 4))
+			decoder.use_callback = 0;
+#ifdef IPT_NO_STDIO
+	decoder.use_callback = 1;
+#endif
 
 	image = pt_image_alloc(image_name);
 	if (!image) {
@@ -2724,8 +3412,11 @@ int main(int argc, char *argv[])
 				    &i, prog);
 		if (errcode < 0)
 			goto out;
-		if (errcode > 0)
+		if (errcode > 0) {
+			/* The session switches images: one thread. */
+			sideband = 1;
 			continue;
+		}
 #endif
 		arg = argv[i++];
 
@@ -2759,7 +3450,7 @@ int main(int argc, char *argv[])
 				errcode = pt_cpu_errata(&config.errata,
 							&config.cpu);
 				if (errcode < 0)
-					printf("[0, 0: config error: %s]\n",
+					oprint("[0, 0: config error: %s]\n",
 					       pt_errstr(pt_errcode(errcode)));
 			}
 
@@ -2810,6 +3501,10 @@ int main(int argc, char *argv[])
 		}
 		if (strcmp(arg, "--ipt:callback") == 0) {
 			decoder.use_callback = 1;
+			continue;
+		}
+		if (strcmp(arg, "--ipt:vm-tolerant") == 0) {
+			decoder.vm_tolerant = 1;
 			continue;
 		}
 		if (strcmp(arg, "--image-name") == 0) {
@@ -2902,6 +3597,13 @@ int main(int argc, char *argv[])
 				goto out;
 			}
 
+			continue;
+		}
+		if (strcmp(arg, "--threads") == 0) {
+			if (!get_arg_uint32(&threads, arg,
+					    i < argc ? argv[i] : NULL, prog))
+				goto out;
+			i += 1;
 			continue;
 		}
 		if (strcmp(arg, "--stat") == 0) {
@@ -3051,7 +3753,7 @@ int main(int argc, char *argv[])
 #endif
 
 	if (options.track_image && image_name)
-		printf("[image: %s]\n", pt_image_name(image));
+		oprint("[image: %s]\n", pt_image_name(image));
 
 	if (ptxed_init_formatter(&decoder, options.att_format) < 0) {
 		fprintf(stderr, "%s: failed to set up the disassembler.\n",
@@ -3067,17 +3769,21 @@ int main(int argc, char *argv[])
 			stats.flags |= ptxed_stat_blocks;
 	}
 
-	switch (decoder.type) {
-	case pdt_insn_decoder:
-		decode_insn(&decoder, &options,
-			    options.print_stats ? &stats : NULL);
-		break;
+	/* Block numbers count from the start of the trace, and sideband
+	 * switches the images: one thread for them. */
+	if ((options.track_blocks && options.print_stats) || sideband)
+		threads = 1;
 
-	case pdt_block_decoder:
-		decode_block(&decoder, &options,
-			     options.print_stats ? &stats : NULL);
-		break;
-	}
+	if (threads > 1) {
+		errcode = decode_threads(&decoder, &options, &stats, &config,
+					 threads, prog);
+		if (errcode < 0) {
+			fprintf(stderr, "%s: --threads: %s.\n", prog,
+				pt_errstr(pt_errcode(errcode)));
+			goto out;
+		}
+	} else
+		decode(&decoder, &options, options.print_stats ? &stats : NULL);
 
 	if (options.print_stats)
 		print_stats(&stats);

@@ -4,20 +4,32 @@
  * against the system's libipt (<intel-pt.h>, -lipt).  `make bench` runs
  * both on the same traces, alternating, and compares (see ./run).
  *
- *     bench --layer pkt|qry|insn|blk [--image cb|file|iscache]
- *           [--min-time SEC] DIR NAME
+ *     bench --layer pkt|qry|insn|blk|cov|covwarm|seg
+ *           [--image cb|file|iscache|batch]
+ *           [--warm] [--min-time SEC] DIR NAME
  *
  * reads DIR/NAME.pt, DIR/NAME.cfg ("key value" lines: mtc_freq, nom_freq,
  * cpuid_0x15_eax, cpuid_0x15_ebx, cpu_family, cpu_model, cpu_stepping)
  * and DIR/image.txt ("start end file [name]" lines, file relative to DIR).
  *
  * Layers:
- *   pkt   pt_pkt_next over the whole trace (resynchronizing on errors)
+ *   pkt   pt_pkt_next over the whole trace (resynchronizing on errors);
+ *         with --image batch (ipt.h only), ipt_pkt_next_batch instead
  *   qry   the execution-flow reconstruction loop of the pt_qry_cond_branch
  *         man page, with events: instructions are decoded by Zydis here,
  *         through a small direct-mapped cache, the same in both programs
  *   insn  pt_insn_next
  *   blk   pt_blk_next (blocks are counted, not expanded)
+ *   cov   edge coverage into a 64 KiB bitmap: ipt.h's ipt_cov_decode on a
+ *         fresh decoder; libipt's block decoder as fuzzers use it, each
+ *         block an edge from the previous block's end, hashed into the
+ *         bitmap ("insn" counts edges)
+ *   covwarm  ipt.h only: ipt_cov_decode on one decoder and image kept
+ *         from pass to pass (warmed by an untimed pass), the way a fuzzer
+ *         decodes trace after trace
+ *   seg   the segment index: every PSB and its PSB+ (ipt_seg_index; with
+ *         libipt, pt_pkt_sync_forward and pt_pkt_next up to PSBEND, as
+ *         its ptseg tool finds segments)
  *
  * Images (insn, blk):
  *   cb       pt_image_set_callback, reading the mappings loaded from DIR
@@ -25,7 +37,10 @@
  *   iscache  pt_iscache_add_file + pt_image_add_cached per mapping
  *
  * Each pass allocates the image, section cache and decoder anew and frees
- * them at its end, so every pass starts cold.  Passes repeat until
+ * them at its end, so every pass starts cold: the first pass of a decoder.
+ * With --warm (insn, blk), one untimed pass fills the caches and every
+ * timed pass decodes the trace again with the same decoder, image and
+ * section cache (pt_*_sync_set back to the first pass's sync offset).  Passes repeat until
  * --min-time seconds (default 0.3) have passed; the time reported is the
  * mean per pass, in processor time (user + system) of the process.  The
  * clock is read around batches of passes, a batch doubling until it takes
@@ -210,10 +225,13 @@ static int verbose;
 
 /* ---- the layers ---- */
 
-static void run_pkt(const struct pt_config *config)
+/* Packets per ipt_pkt_next_batch call. */
+#define PKT_BATCH 64
+
+static void run_pkt(const struct pt_config *config, int batch)
 {
 	struct pt_packet_decoder *dec = pt_pkt_alloc_decoder(config);
-	struct pt_packet packet;
+	struct pt_packet packet[PKT_BATCH];
 	int status;
 
 	if (!dec)
@@ -222,11 +240,18 @@ static void run_pkt(const struct pt_config *config)
 		status = pt_pkt_sync_forward(dec);
 		if (status < 0)
 			break;
-		for (;;) {
-			status = pt_pkt_next(dec, &packet, sizeof(packet));
+		while (!batch) {
+			status = pt_pkt_next(dec, &packet[0], sizeof(packet[0]));
 			if (status < 0)
 				break;
 		}
+#ifndef USE_LIBIPT
+		while (batch) {
+			status = ipt_pkt_next_batch(dec, packet, PKT_BATCH);
+			if (status < 0)
+				break;
+		}
+#endif
 		if (status == -pte_eos)
 			break;
 		nerrors++;
@@ -553,19 +578,43 @@ static void run_qry(const struct pt_config *config)
 	pt_qry_free_decoder(q.dec);
 }
 
-static void run_insn(const struct pt_config *config, struct pt_image *image)
+/* With --warm: the image, section cache and decoder of the first pass,
+ * kept for the next; and where that pass first synchronized. */
+static int warm;
+static struct pt_image *w_image;
+static struct pt_image_section_cache *w_iscache;
+static struct pt_insn_decoder *w_insn;
+static struct pt_block_decoder *w_blk;
+static uint64_t w_sync;
+static int w_synced;
+
+/* The first synchronization of a pass: forward from the start, or, for a
+ * decoder that has decoded the trace before, back to where that began. */
+#define FIRST_SYNC(kind, dec)                                                  \
+	(w_synced ? pt_##kind##_sync_set(dec, w_sync) :                        \
+		    pt_##kind##_sync_forward(dec))
+
+#define NOTE_SYNC(kind, dec)                                                   \
+	do {                                                                   \
+		if (warm && !w_synced &&                                       \
+		    pt_##kind##_get_sync_offset(dec, &w_sync) >= 0)             \
+			w_synced = 1;                                          \
+	} while (0)
+
+static void run_insn(struct pt_insn_decoder *dec)
 {
-	struct pt_insn_decoder *dec = pt_insn_alloc_decoder(config);
 	struct pt_insn insn;
 	struct pt_event ev;
-	int status;
+	int status, first = 1;
 
-	if (!dec || pt_insn_set_image(dec, image) < 0)
-		die("cannot allocate the instruction decoder", NULL);
 	for (;;) {
-		status = pt_insn_sync_forward(dec);
+		status = first ? FIRST_SYNC(insn, dec) :
+				 pt_insn_sync_forward(dec);
 		if (status < 0)
 			break;
+		if (first)
+			NOTE_SYNC(insn, dec);
+		first = 0;
 		for (;;) {
 			while (status & pts_event_pending) {
 				status = pt_insn_event(dec, &ev, sizeof(ev));
@@ -583,22 +632,31 @@ static void run_insn(const struct pt_config *config, struct pt_image *image)
 			break;
 		nerrors++;
 	}
-	pt_insn_free_decoder(dec);
 }
 
-static void run_blk(const struct pt_config *config, struct pt_image *image)
+static uint8_t covmap[1 << 16];
+
+/* pt_blk_next over the trace; with @cov, as fuzzers use it for coverage:
+ * each block is an edge from the previous block's end, hashed into covmap
+ * (and counted in ninsn instead of instructions). */
+static void run_blk(struct pt_block_decoder *dec, int cov)
 {
-	struct pt_block_decoder *dec = pt_blk_alloc_decoder(config);
 	struct pt_block block;
 	struct pt_event ev;
-	int status;
+	uint64_t prev = 0;
+	int status, first = 1;
 
-	if (!dec || pt_blk_set_image(dec, image) < 0)
-		die("cannot allocate the block decoder", NULL);
+	if (cov)
+		memset(covmap, 0, sizeof(covmap));
+
 	for (;;) {
-		status = pt_blk_sync_forward(dec);
+		status = first ? FIRST_SYNC(blk, dec) :
+				 pt_blk_sync_forward(dec);
 		if (status < 0)
 			break;
+		if (first)
+			NOTE_SYNC(blk, dec);
+		first = 0;
 		for (;;) {
 			while (status & pts_event_pending) {
 				status = pt_blk_event(dec, &ev, sizeof(ev));
@@ -608,74 +666,222 @@ static void run_blk(const struct pt_config *config, struct pt_image *image)
 			if (status < 0 || (status & pts_eos))
 				break;
 			status = pt_blk_next(dec, &block, sizeof(block));
-			ninsn += block.ninsn;
+			if (!cov)
+				ninsn += block.ninsn;
 			if (status < 0)
 				break;
+			if (cov && block.ninsn) {
+				uint64_t h = (prev * 0x9e3779b97f4a7c15ull) ^
+					     (block.ip * 0xc2b2ae3d27d4eb4full);
+
+				covmap[(h >> 32 ^ h) & (sizeof(covmap) - 1)]++;
+				prev = block.end_ip;
+				ninsn++;
+			}
 		}
 		if (status == -pte_eos || (status >= 0 && (status & pts_eos)))
 			break;
 		nerrors++;
 	}
-	pt_blk_free_decoder(dec);
 }
 
-/* One pass: a fresh image (insn, blk) and decoder over the whole trace;
- * ninsn and nerrors count what it saw. */
+#ifndef USE_LIBIPT
+static void cov_decode(struct ipt_cov_decoder *dec, const struct pt_config *config)
+{
+	struct ipt_cov_status before, after;
+
+	if (ipt_cov_get_status(dec, &before) < 0 ||
+	    ipt_cov_set_trace(dec, config->begin, config->end, 1) < 0 ||
+	    ipt_cov_decode(dec) < 0 || ipt_cov_get_status(dec, &after) < 0)
+		die("coverage decode failed", NULL);
+	ninsn = after.edges - before.edges;
+	nerrors = (int) (after.errors - before.errors);
+}
+
+static void run_cov(const struct pt_config *config, struct pt_image *image)
+{
+	struct ipt_cov_config cc;
+	struct ipt_cov_decoder *dec;
+
+	memset(&cc, 0, sizeof(cc));
+	dec = ipt_cov_alloc_decoder(config, &cc);
+	if (!dec || ipt_cov_set_image(dec, image) < 0 ||
+	    ipt_cov_set_bitmap(dec, covmap, sizeof(covmap)) < 0)
+		die("cannot allocate the coverage decoder", NULL);
+	cov_decode(dec, config);
+	ipt_cov_free_decoder(dec);
+}
+
+/* One decoder and image for the whole process. */
+static void run_covwarm(const struct pt_config *config)
+{
+	static struct ipt_cov_decoder *dec;
+	static struct pt_image *image;
+	struct ipt_cov_config cc;
+
+	if (!dec) {
+		memset(&cc, 0, sizeof(cc));
+		image = pt_image_alloc("bench");
+		dec = ipt_cov_alloc_decoder(config, &cc);
+		if (!image || !dec ||
+		    pt_image_set_callback(image, read_mem, NULL) < 0 ||
+		    ipt_cov_set_image(dec, image) < 0 ||
+		    ipt_cov_set_bitmap(dec, covmap, sizeof(covmap)) < 0)
+			die("cannot allocate the coverage decoder", NULL);
+	}
+	cov_decode(dec, config);
+}
+#endif
+
+#ifdef USE_LIBIPT
+static void run_seg(const struct pt_config *config)
+{
+	struct pt_packet_decoder *dec = pt_pkt_alloc_decoder(config);
+	struct pt_packet packet;
+
+	if (!dec)
+		die("cannot allocate the packet decoder", NULL);
+	while (pt_pkt_sync_forward(dec) >= 0) {
+		ninsn += 1;
+		while (pt_pkt_next(dec, &packet, sizeof(packet)) >= 0 &&
+		       packet.type != ppt_psbend && packet.type != ppt_ovf)
+			;
+	}
+	pt_pkt_free_decoder(dec);
+}
+#else
+/* The segments are counted in ninsn. */
+static void run_seg(const struct pt_config *config)
+{
+	static struct ipt_segment segs[1 << 16];
+	int64_t n;
+
+	n = ipt_seg_index(config, segs, sizeof(segs) / sizeof(segs[0]));
+	if (n < 0)
+		nerrors++;
+	else
+		ninsn += (uint64_t) n;
+}
+#endif
+
+/* A new image for mode (cb, file, iscache), its section cache in
+ * *iscache. */
+static struct pt_image *make_image(const char *mode,
+				   struct pt_image_section_cache **iscache)
+{
+	struct pt_image *image;
+	int i;
+
+	*iscache = NULL;
+	image = pt_image_alloc("bench");
+	if (!image)
+		die("cannot allocate the image", NULL);
+	if (!strcmp(mode, "iscache")) {
+		*iscache = pt_iscache_alloc("bench");
+		if (!*iscache)
+			die("cannot allocate the iscache", NULL);
+	}
+	if (!strcmp(mode, "cb") &&
+	    pt_image_set_callback(image, read_mem, NULL) < 0)
+		die("cannot set the callback", NULL);
+	for (i = 0; i < nsegs && strcmp(mode, "cb"); i++) {
+		uint64_t n = segs[i].end - segs[i].start;
+		int isid, err;
+
+		if (*iscache) {
+			isid = pt_iscache_add_file(*iscache, segs[i].path, 0,
+						   n, segs[i].start);
+			err = isid < 0 ? isid :
+				pt_image_add_cached(image, *iscache, isid,
+						    NULL);
+		} else {
+			err = pt_image_add_file(image, segs[i].path, 0, n,
+						NULL, segs[i].start);
+		}
+		if (err < 0)
+			die("cannot add", segs[i].path);
+	}
+	return image;
+}
+
+/* One pass over the whole trace; ninsn and nerrors count what it saw.
+ * Without --warm, with a fresh image (insn, blk) and decoder; with it,
+ * the first pass's. */
 static void one_pass(const char *layer, const char *mode,
 		     const struct pt_config *config)
 {
-	struct pt_image *image = NULL;
 	struct pt_image_section_cache *iscache = NULL;
-	int i;
+	struct pt_image *image = NULL;
+	int insn = !strcmp(layer, "insn"), blk = !strcmp(layer, "blk");
 
 	ninsn = 0;
 	nerrors = 0;
-	if (!strcmp(layer, "insn") || !strcmp(layer, "blk")) {
-		image = pt_image_alloc("bench");
-		if (!image)
-			die("cannot allocate the image", NULL);
-		if (!strcmp(mode, "iscache")) {
-			iscache = pt_iscache_alloc("bench");
-			if (!iscache)
-				die("cannot allocate the iscache",
-				    NULL);
-		}
-		if (!strcmp(mode, "cb") &&
-		    pt_image_set_callback(image, read_mem, NULL) < 0)
-			die("cannot set the callback", NULL);
-		for (i = 0; i < nsegs && strcmp(mode, "cb"); i++) {
-			uint64_t n = segs[i].end - segs[i].start;
-			int isid, err;
-
-			if (iscache) {
-				isid = pt_iscache_add_file(
-					iscache, segs[i].path, 0, n,
-					segs[i].start);
-				err = isid < 0 ? isid :
-					pt_image_add_cached(
-						image, iscache, isid,
-						NULL);
-			} else {
-				err = pt_image_add_file(
-					image, segs[i].path, 0, n,
-					NULL, segs[i].start);
-			}
-			if (err < 0)
-				die("cannot add", segs[i].path);
-		}
+	if (!strcmp(layer, "pkt")) {
+		run_pkt(config, !strcmp(mode, "batch"));
+		return;
 	}
-
-	if (!strcmp(layer, "pkt"))
-		run_pkt(config);
-	else if (!strcmp(layer, "qry"))
+	if (!strcmp(layer, "qry")) {
 		run_qry(config);
-	else if (!strcmp(layer, "insn"))
-		run_insn(config, image);
-	else if (!strcmp(layer, "blk"))
-		run_blk(config, image);
-	else
+		return;
+	}
+	if (!strcmp(layer, "seg")) {
+		run_seg(config);
+		return;
+	}
+#ifndef USE_LIBIPT
+	if (!strcmp(layer, "covwarm")) {
+		run_covwarm(config);
+		return;
+	}
+	if (!strcmp(layer, "cov")) {
+		image = make_image(mode, &iscache);
+		run_cov(config, image);
+		pt_image_free(image);
+		pt_iscache_free(iscache);
+		return;
+	}
+#else
+	if (!strcmp(layer, "cov"))
+		blk = 2;
+#endif
+	if (!insn && !blk)
 		die("unknown layer", layer);
 
+	if (warm && w_image) {
+		if (insn)
+			run_insn(w_insn);
+		else
+			run_blk(w_blk, blk == 2);
+		return;
+	}
+
+	image = make_image(mode, &iscache);
+	if (insn) {
+		struct pt_insn_decoder *dec = pt_insn_alloc_decoder(config);
+
+		if (!dec || pt_insn_set_image(dec, image) < 0)
+			die("cannot allocate the instruction decoder", NULL);
+		run_insn(dec);
+		if (warm)
+			w_insn = dec;
+		else
+			pt_insn_free_decoder(dec);
+	} else {
+		struct pt_block_decoder *dec = pt_blk_alloc_decoder(config);
+
+		if (!dec || pt_blk_set_image(dec, image) < 0)
+			die("cannot allocate the block decoder", NULL);
+		run_blk(dec, blk == 2);
+		if (warm)
+			w_blk = dec;
+		else
+			pt_blk_free_decoder(dec);
+	}
+	if (warm) {
+		w_image = image;
+		w_iscache = iscache;
+		return;
+	}
 	pt_image_free(image);
 	pt_iscache_free(iscache);
 }
@@ -698,17 +904,24 @@ int main(int argc, char **argv)
 			mode = argv[++i];
 		else if (!strcmp(argv[i], "--min-time") && i + 1 < argc - 2)
 			min_time = atof(argv[++i]);
+		else if (!strcmp(argv[i], "--warm"))
+			warm = 1;
 		else
 			break;
 	}
 	if (!layer || i != argc - 2 ||
 	    (strcmp(mode, "cb") && strcmp(mode, "file") &&
-	     strcmp(mode, "iscache"))) {
-		fprintf(stderr, "usage: bench --layer pkt|qry|insn|blk "
-			"[--image cb|file|iscache] [--min-time SEC] "
-			"DIR NAME\n");
+	     strcmp(mode, "iscache") &&
+	     (strcmp(mode, "batch") || strcmp(layer, "pkt")))) {
+		fprintf(stderr, "usage: bench --layer pkt|qry|insn|blk|cov|covwarm|seg "
+			"[--image cb|file|iscache|batch] [--warm] "
+			"[--min-time SEC] DIR NAME\n");
 		return 2;
 	}
+#ifdef USE_LIBIPT
+	if (!strcmp(mode, "batch"))
+		die("libipt has no batch packet decoder", NULL);
+#endif
 	dir = argv[argc - 2];
 	name = argv[argc - 1];
 
@@ -734,6 +947,9 @@ int main(int argc, char **argv)
 	}
 
 	base = maxrss_kb();
+	/* Warm passes: the first pass fills the caches, untimed. */
+	if (warm && (!strcmp(layer, "insn") || !strcmp(layer, "blk")))
+		one_pass(layer, mode, &config);
 	do {
 		int k;
 

@@ -61,7 +61,7 @@ $(eval $(call unit_build,$(CPB)/m32,$(CC) -m32 $(OPT)))
 
 $(CPB)/m32/ptdump $(CPB)/m32/ptxed: $(CPB)/m32/%: examples/%.c $(HDR) $(wildcard examples/*.h)
 	@mkdir -p $(@D)
-	$(CC) -m32 $(OPT) $(WARN) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(ZYDIS) -lm
+	$(CC) -m32 $(OPT) $(WARN) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(ZYDIS) -lm -pthread
 
 M32_UNITS := $(call unit_bins,$(CPB)/m32)
 CLANG_UNITS := $(call unit_bins,$(CPB)/clang-O3)

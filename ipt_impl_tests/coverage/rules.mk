@@ -25,7 +25,7 @@ coverage:
 # Inside that make: B is build/coverage.
 $(B)/examples/%: examples/%.c $(HDR) $(wildcard examples/*.h)
 	@mkdir -p $(@D)
-	$(CC) $(OPT) $(WARN) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(ZYDIS) -lm
+	$(CC) $(OPT) $(WARN) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(ZYDIS) -lm -pthread
 
 COV_TESTS = $(call unit_tests,$(B)) \
 	$(call cmd,$(T)/conformance/run --ptdump $(B)/examples/ptdump \

@@ -7,17 +7,28 @@
  * only through pt_image_set_callback, on the decoder's own image or on one
  * the harness allocates; the callback may return short reads or fail.
  * Straight-line code may run forever without trace, so the number of steps
- * is capped rather than checked. */
+ * is capped rather than checked.
+ *
+ * Then the trace is decoded again in one piece and split at its PSBs, a
+ * decoder per piece, joined where their states agree (../seg/seg_split.h):
+ * the two must give the same results.  Not with a read callback that
+ * fails now and then, which would answer two decoders differently, nor
+ * with short reads: the image's page cache takes a read that stops early
+ * for the end of the mapping (the callback contract in >>api-img-ext), so
+ * what a decoder reads then depends on what it has read before. */
 #include "fuzz.h"
+#include "../seg/seg_split.h"
 
 #ifdef FUZZ_INSN
 #define D(name) pt_insn_##name
 #define D_ALLOC ipt_insn_alloc_decoder_with
+#define D_IPT(name) ipt_insn_##name
 typedef struct pt_insn_decoder fz_decoder;
 typedef struct pt_insn fz_item;
 #else
 #define D(name) pt_blk_##name
 #define D_ALLOC ipt_blk_alloc_decoder_with
+#define D_IPT(name) ipt_blk_##name
 typedef struct pt_block_decoder fz_decoder;
 typedef struct pt_block fz_item;
 #endif
@@ -78,6 +89,12 @@ static int run(fz_decoder *decoder, int status, struct fz_event *ev,
 		(void) D(time)(decoder, &tsc, &mtc, &cyc);
 		(void) D(core_bus_ratio)(decoder, &cbr);
 		(void) D(asid)(decoder, &asid, sizeof(asid));
+		{
+			int guest = D_IPT(in_guest)(decoder);
+
+			if (guest != 0 && guest != 1 && guest != -pte_nosync)
+				fz_fail("in_guest", guest, 0);
+		}
 		if (D(get_offset)(decoder, &offset) >= 0) {
 			if (offset >= limit)
 				return -pte_eos;
@@ -133,6 +150,35 @@ static void fz_progress(struct fz_progress *p, const fz_decoder *decoder)
 	p->stalls = 0;
 }
 
+/* Pieces are decoders, each with the budget of the one-piece decode: a
+ * trace with many PSBs would make the check slow without making it
+ * better. */
+enum { split_max_psbs = 6 };
+
+static void split_check(const struct pt_config *config,
+			const struct fz_header *h, struct fz_image *img,
+			size_t tsize)
+{
+	struct ss_code code = { fz_read_memory, img };
+	struct ss_budget budget = { max_steps(tsize), max_idle };
+	int64_t npsb;
+
+	if (h->flags & (fz_flaky_reads | fz_short_reads))
+		return;
+	npsb = ipt_seg_index(config, NULL, 0);
+	if (npsb < 2 || npsb > split_max_psbs)
+		return;
+#ifdef FUZZ_INSN
+	if (!ss_check(config, &code, 1, &budget, NULL))
+		fz_fail("decoded in pieces, the instruction decoder differs",
+			(long long) npsb, 0);
+#else
+	if (!ss_check(config, &code, 0, &budget, NULL))
+		fz_fail("decoded in pieces, the block decoder differs",
+			(long long) npsb, 0);
+#endif
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	fz_decoder *decoder;
@@ -179,6 +225,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 					 fz_read_memory, &img) < 0)
 		fz_fail("cannot set callback", 0, 0);
 	fz_event_init(&ev, &h);
+	/* The top bits of the sync offset switch ipt.h's settings. */
+	if (D_IPT(set_vm_tolerant)(decoder, (int) (h.sync_offset >> 31)) < 0 ||
+	    D_IPT(set_wait_for_code)(decoder, (int) (h.sync_offset >> 30) & 1) < 0)
+		fz_fail("cannot set the decoder up", 0, 0);
 
 	switch (h.flags & fz_sync_mask) {
 	case fz_sync_backward:
@@ -228,7 +278,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		}
 		break;
 	}
+
+	/* The same decoder, caches and image on the second half of the
+	 * trace. */
+	if (D_IPT(set_buffer)(decoder, trace + tsize / 2, trace + tsize) < 0)
+		fz_fail("cannot set the buffer", (long long) tsize, 0);
+	steps = max_steps(tsize - tsize / 2);
+	status = D(sync_forward)(decoder);
+	while (status >= 0 && steps &&
+	       run(decoder, status, &ev, UINT64_MAX, &steps, insn_cap) !=
+	       -pte_eos)
+		status = D(sync_forward)(decoder);
 	fz_event_fini(&ev);
+	split_check(&config, &h, &img, tsize);
 
 out:
 	D(free_decoder)(decoder);

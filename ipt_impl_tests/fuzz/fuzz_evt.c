@@ -87,6 +87,28 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		break;
 	}
 
+	/* The same decoder on the second half of the trace. */
+	if (ipt_evt_set_buffer(decoder, trace + tsize / 2, trace + tsize) < 0)
+		fz_fail("cannot set the buffer", (long long) tsize, 0);
+	while (pt_evt_sync_forward(decoder) >= 0)
+		if (evt_run(decoder, &ev, UINT64_MAX, &budget) == -pte_eos)
+			break;
+
+	/* Streaming: the first third with more to come, then the rest. */
+	if (ipt_evt_set_buffer(decoder, trace, trace + tsize / 3) < 0 ||
+	    ipt_evt_extend(decoder, trace + tsize / 3, 1) < 0)
+		fz_fail("cannot stream", (long long) tsize, 0);
+	while (pt_evt_sync_forward(decoder) >= 0) {
+		errcode = evt_run(decoder, &ev, UINT64_MAX, &budget);
+		if (errcode == -ipt_pte_need_more) {
+			if (ipt_evt_extend(decoder, trace + tsize, 0) < 0)
+				fz_fail("cannot extend", (long long) tsize, 0);
+			errcode = evt_run(decoder, &ev, UINT64_MAX, &budget);
+		}
+		if (errcode == -pte_eos)
+			break;
+	}
+
 	fz_event_fini(&ev);
 	pt_evt_free_decoder(decoder);
 	free(trace);

@@ -150,6 +150,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		break;
 	}
 
+	/* The same decoder on the second half of the trace. */
+	if (ipt_qry_set_buffer(decoder, trace + tsize / 2, trace + tsize) < 0)
+		fz_fail("cannot set the buffer", (long long) tsize, 0);
+	for (;;) {
+		status = pt_qry_sync_forward(decoder, &ip);
+		if (status < 0 || qry_run(decoder, status, script, nscript,
+					  &ev, UINT64_MAX, &budget) == -pte_eos)
+			break;
+	}
+
 	fz_event_fini(&ev);
 	pt_qry_free_decoder(decoder);
 	free(script);

@@ -58,7 +58,8 @@ static void put_seed(FILE *out, const char *kind, const struct fz_header *h,
 	fz_put_header(out, h);
 	if (!strcmp(kind, "qry"))
 		fz_put(out, 0, 1);
-	else if (!strcmp(kind, "blk") || !strcmp(kind, "insn"))
+	else if (!strcmp(kind, "blk") || !strcmp(kind, "insn") ||
+		 !strcmp(kind, "cov"))
 		put_image(out, base, code, csize);
 	fwrite(trace, 1, tsize, out);
 }

@@ -3,7 +3,7 @@
  * The packet, event and query decoders and the encoder take one fixed
  * allocation each.  A block or instruction decoder takes its own, a
  * decoded-instruction cache of fixed size, a run cache that grows up to its
- * limit, and its own image (used unless the caller sets another), whose page
+ * limit, with it a length map of fixed most size, and its own image (used unless the caller sets another), whose page
  * cache grows up to the image's limit.  README's "Memory" table gives these
  * numbers; this test computes them from the implementation's sizes and
  * limits and checks them against what the decoders really allocate:
@@ -65,18 +65,21 @@ static void counter_init(struct counter *c)
 	c->allocator.context = c;
 }
 
-/* ---- code everywhere: "jmp rax" (ff e0) at every even address ---- */
+/* ---- code everywhere: "nop; jmp rax" (90 ff e0) at every address that
+ * is a multiple of four, so that runs have an ordinary instruction for the
+ * length map ---- */
 
-static int jmp_rax_everywhere(uint8_t *buffer, size_t size,
-			      const struct pt_asid *asid, uint64_t ip,
-			      void *context)
+static int nop_jmp_rax_everywhere(uint8_t *buffer, size_t size,
+				  const struct pt_asid *asid, uint64_t ip,
+				  void *context)
 {
+	static const uint8_t code[4] = { 0x90, 0xff, 0xe0, 0x90 };
 	size_t i;
 
 	(void) asid;
 	(void) context;
 	for (i = 0; i < size; i++)
-		buffer[i] = ((ip + i) & 1) ? 0xe0 : 0xff;
+		buffer[i] = code[(ip + i) & 3];
 	return (int) size;
 }
 
@@ -142,13 +145,22 @@ static size_t image_bound(uint64_t limit)
 			 buckets * sizeof(struct ipt__page *));
 }
 
+/* The length map: its slots, each a page's map. */
+static size_t lmap_bound(void)
+{
+	return IPT__LMAP_SLOTS * (sizeof(struct ipt__blk_lmap) +
+				  sizeof(struct ipt__blk_lmap *));
+}
+
 /* A block or instruction decoder with its own image: the decoder, its
- * instruction cache, its run cache at @rlimit, its image. */
+ * instruction cache, its run cache at @rlimit and, with a run cache, its
+ * length map, its image. */
 static size_t blk_bound(size_t decoder, uint64_t rlimit, uint64_t ilimit)
 {
 	return decoder +
 	       (sizeof(struct ipt__blk_icache_entry) << IPT_BLK_ICACHE_BITS) +
-	       (size_t) rlimit + IPT__RUN_ALIGN + image_bound(ilimit);
+	       (size_t) rlimit + IPT__RUN_ALIGN +
+	       (rlimit ? lmap_bound() : 0) + image_bound(ilimit);
 }
 
 /* ---- the decoders, each with its own counter ---- */
@@ -172,7 +184,7 @@ static size_t peak_blk(const struct pt_config *config, uint64_t rlimit,
 			return 0;
 		(void) ipt_insn_set_cache_limit(d, rlimit);
 		(void) ipt_image_set_cache_limit(pt_insn_get_image(d), ilimit);
-		pt_image_set_callback(pt_insn_get_image(d), jmp_rax_everywhere,
+		pt_image_set_callback(pt_insn_get_image(d), nop_jmp_rax_everywhere,
 				      NULL);
 		run_insn_on(&l, d);
 		status = pt_insn_get_offset(d, &offset);
@@ -185,7 +197,7 @@ static size_t peak_blk(const struct pt_config *config, uint64_t rlimit,
 			return 0;
 		(void) ipt_blk_set_cache_limit(d, rlimit);
 		(void) ipt_image_set_cache_limit(pt_blk_get_image(d), ilimit);
-		pt_image_set_callback(pt_blk_get_image(d), jmp_rax_everywhere,
+		pt_image_set_callback(pt_blk_get_image(d), nop_jmp_rax_everywhere,
 				      NULL);
 		run_blk_on(&l, d);
 		status = pt_blk_get_offset(d, &offset);
@@ -305,10 +317,10 @@ int main(void)
 		printf("  %-8s decoder %zu bytes\n", names[i], box[i]);
 	}
 	printf("  block    decoder %zu bytes + instruction cache %zu + runs "
-	       "%u + image %zu = %.1f MiB\n",
+	       "%u + length map %zu + image %zu = %.1f MiB\n",
 	       sizeof(struct pt_block_decoder),
 	       sizeof(struct ipt__blk_icache_entry) << IPT_BLK_ICACHE_BITS,
-	       (unsigned) IPT_BLK_CACHE_LIMIT + IPT__RUN_ALIGN,
+	       (unsigned) IPT_BLK_CACHE_LIMIT + IPT__RUN_ALIGN, lmap_bound(),
 	       image_bound(IPT_IMAGE_CACHE_LIMIT),
 	       blk_bound(sizeof(struct pt_block_decoder), IPT_BLK_CACHE_LIMIT,
 			 IPT_IMAGE_CACHE_LIMIT) / 1048576.0);

@@ -52,7 +52,10 @@
  *    and drops the oldest when full, as the decoder's does; it is emptied
  *    at every PSB+, overflow and uncompressed RET, which only ever makes
  *    it a top part of the decoder's stack, so a compressed RET is always
- *    one the decoder can expand.
+ *    one the decoder can expand.  --retcomp-psb keeps it across PSB+,
+ *    as the SDM says a processor does not (33.2.1.2): a decoder running
+ *    from an earlier PSB still expands such a RET, one starting at the
+ *    PSB in between cannot.
  *  - IP compression (33.4.2.2, "IP Compression"): each IP packet carries
  *    the fewest bytes that, with the last IP, give the full address:
  *    2 bytes (update_16), 4 (update_32), 6 (sext_48, or update_48 for a
@@ -927,7 +930,7 @@ struct options {
 	uint64_t psb_period;
 	uint64_t ovf_every, ovf_len;
 	unsigned tnt_max;
-	int retcomp, tsc, cyc, mtc, mtc_freq, single_step, quiet;
+	int retcomp, retcomp_psb, tsc, cyc, mtc, mtc_freq, single_step, quiet;
 	unsigned pad;
 	const char *trim_dir;
 };
@@ -1230,7 +1233,8 @@ static void put_psb(struct synth *s, uint64_t fup_ip)
 	}
 	put_simple(s, ppt_psbend);
 	s->since_psb = 0;
-	s->ret_count = 0;
+	if (!s->opt->retcomp_psb)
+		s->ret_count = 0;
 }
 
 /* MTC when crystal clock bit mtc_freq toggles (33.4.2.12). */
@@ -1544,6 +1548,9 @@ static void usage(void)
 "  --max-insn N       stop recording after N instructions\n"
 "  --single-step      single-step everything (no hardware breakpoints)\n"
 "  --no-retcomp       never compress returns\n"
+"  --retcomp-psb      compress returns from calls made before a PSB too\n"
+"                     (against the SDM: a decoder started at that PSB\n"
+"                     finds its return stack empty)\n"
 "  --psb-period N     PSB+ after every N bytes (default 4096)\n"
 "  --tnt-max N        TNT bits per packet, 1..47 (default 47; 6: short only)\n"
 "  --no-tsc           no TSC in PSB+\n"
@@ -1584,6 +1591,8 @@ int main(int argc, char **argv)
 			opt.max_insn = strtoull(argv[++i], NULL, 0);
 		else if (!strcmp(a, "--single-step"))
 			opt.single_step = 1;
+		else if (!strcmp(a, "--retcomp-psb"))
+			opt.retcomp_psb = 1;
 		else if (!strcmp(a, "--no-retcomp"))
 			opt.retcomp = 0;
 		else if (!strcmp(a, "--psb-period") && i + 1 < argc)

@@ -3,8 +3,10 @@
 # (t_ptxed), also built as C++ and with IPT_NO_STDIO (no file sections in
 # the library, so all code reaches the decoders through the image's
 # read-memory callback); examples/hvagent, a freestanding object with a
-# hosted driver (hvagent-check); examples/decode, README.md's decoding loop
-# (decode-check: the README's code is decode.c's, and it decodes).
+# hosted driver (hvagent-check); examples/ptcov's options, report,
+# --edges, --bitmap and errors (ptcov_cli); examples/decode, README.md's
+# decoding loop (decode-check: the README's code is decode.c's, and it
+# decodes).
 #
 #   make hvagent         build examples/hvagent's object and driver
 
@@ -17,11 +19,11 @@ $(TB)/t_ptxed: $(T)/tools/t_ptxed.c $(IMPL) $(LIB_HDRS) $(HDR)
 $(TB)/ptxed_nostdio: examples/ptxed.c $(HDR)
 	@mkdir -p $(@D)
 	$(CC) $(OPT) $(WARN) $(CPPFLAGS) $(CFLAGS) -DIPT_NO_STDIO -o $@ $< \
-		$(ZYDIS) -lm
+		$(ZYDIS) -lm -pthread
 
 $(TB)/ptxed_cxx: examples/ptxed.c $(HDR)
 	@mkdir -p $(@D)
-	$(CXX) -x c++ $(OPT) $(WARN) $(CPPFLAGS) -o $@ $< $(ZYDIS) -lm
+	$(CXX) -x c++ $(OPT) $(WARN) $(CPPFLAGS) -o $@ $< $(ZYDIS) -lm -pthread
 
 # The hypervisor agent example: a freestanding object and a hosted driver.
 $(TB)/hvagent.o: examples/hvagent.c $(HDR)
@@ -41,7 +43,9 @@ TESTS += $(call cmd,env PTXED=$(TB)/ptxed_nostdio $(TB)/t_ptxed)
 TESTS += $(call cmd,env PTXED=$(TB)/ptxed_cxx $(TB)/t_ptxed)
 TESTS += $(call cmd,$(T)/tools/hvagent-check $(TB) $(CONFORMANCE))
 TESTS += $(call cmd,$(T)/tools/decode-check examples/decode $(CONFORMANCE))
-TEST_DEPS += examples/ptdump examples/decode $(TB)/t_ptxed $(TB)/ptxed_nostdio \
+TESTS += $(call cmd,$(T)/tools/ptcov_cli $(CONFORMANCE))
+TEST_DEPS += examples/ptdump examples/ptcov examples/decode $(TB)/t_ptxed \
+	$(TB)/ptxed_nostdio \
 	$(TB)/ptxed_cxx $(TB)/hvagent
 
 .PHONY: hvagent

@@ -134,6 +134,62 @@ static void test_insn_invalidate(const struct pt_config *config)
 	pt_image_free(image);
 }
 
+/* v3:  0x1000 xchg ax, ax (66 90); 0x1002 nop; 0x1003 jmp rax.  Against
+ * v2, the ordinary instruction at 0x1000 changes its size: the sizes
+ * kept for recording runs again (the length map) must not outlive an
+ * invalidation. */
+static const uint8_t code_v3[] = { 0x66, 0x90, 0x90, 0xff, 0xe0 };
+
+static void test_sizes_invalidate(const struct pt_config *config, int insn)
+{
+	struct pt_block_decoder *bd = NULL;
+	struct pt_insn_decoder *id = NULL;
+	struct pt_image *image;
+	struct log l;
+	struct mem m;
+	int i;
+
+	mem_init(&m, 0x1000, code_v3, sizeof(code_v3));
+	image = pt_image_alloc(NULL);
+	if (insn)
+		id = pt_insn_alloc_decoder(config);
+	else
+		bd = pt_blk_alloc_decoder(config);
+	CHECK(image && (bd || id));
+	if (!image || !(bd || id))
+		return;
+	CHECK_EQ(pt_image_set_callback(image, mem_read, &m), 0);
+	CHECK_EQ(insn ? pt_insn_set_image(id, image) :
+			pt_blk_set_image(bd, image), 0);
+
+	/* v3, v2, v3 again: each time invalidated, each time decoded
+	 * afresh, twice (the second pass from the caches). */
+	for (i = 0; i < 6; i++) {
+		const uint8_t *code = (i / 2) % 2 ? code_v2 : code_v3;
+
+		if (!(i % 2)) {
+			memcpy(m.bytes, code, sizeof(code_v3));
+			CHECK_EQ(ipt_image_invalidate(image, NULL, 0x1000,
+						      0x1005), 0);
+		}
+		if (insn) {
+			run_insn_on(&l, id);
+			CHECK(strstr(l.text, code == code_v2 ?
+				     "i 1000 1\ni 1001 1\ni 1002 1\n" :
+				     "i 1000 2\ni 1002 1\n") != NULL);
+		} else {
+			run_blk_on(&l, bd);
+			CHECK(strstr(l.text, code == code_v2 ?
+				     "b 1000 1003 4\n" :
+				     "b 1000 1003 3\n") != NULL);
+		}
+	}
+
+	pt_insn_free_decoder(id);
+	pt_blk_free_decoder(bd);
+	pt_image_free(image);
+}
+
 /* Switching images, even to one at the same address, drops the cache. */
 static void test_set_image(const struct pt_config *config)
 {
@@ -235,6 +291,8 @@ int main(void)
 
 	test_blk_invalidate(config);
 	test_insn_invalidate(config);
+	test_sizes_invalidate(config, 0);
+	test_sizes_invalidate(config, 1);
 	test_set_image(config);
 	test_block_limit();
 

@@ -294,10 +294,9 @@ static HV_UNUSED void hv_out_block(struct hv_out *o, const struct pt_block *b,
 		   b->end_ip);
 }
 
-static HV_UNUSED void hv_run_blk(struct hv_out *o, const struct pt_config *c,
-				 struct pt_image *image, struct gmem *m)
+static HV_UNUSED void hv_decode_blk(struct hv_out *o,
+				    struct pt_block_decoder *d, struct gmem *m)
 {
-	struct pt_block_decoder *d = pt_blk_alloc_decoder(c);
 	/* The instructions of blocks cut short, by a fault or because they
 	 * were full, from @held_ip on. */
 	uint64_t held_ip = 0;
@@ -305,11 +304,6 @@ static HV_UNUSED void hv_run_blk(struct hv_out *o, const struct pt_config *c,
 	struct pt_block last;
 	int status;
 
-	if (!d) {
-		hv_out_add(o, 'x', 1, 0);
-		return;
-	}
-	pt_blk_set_image(d, image);
 	ipt_blk_set_wait_for_code(d, 1);
 	memset(&last, 0, sizeof(last));
 	status = -pte_nosync;
@@ -345,20 +339,27 @@ static HV_UNUSED void hv_run_blk(struct hv_out *o, const struct pt_config *c,
 			break;
 		held = 0;
 	}
-	pt_blk_free_decoder(d);
 }
 
-static HV_UNUSED void hv_run_insn(struct hv_out *o, const struct pt_config *c,
-				  struct pt_image *image, struct gmem *m)
+static HV_UNUSED void hv_run_blk(struct hv_out *o, const struct pt_config *c,
+				 struct pt_image *image, struct gmem *m)
 {
-	struct pt_insn_decoder *d = pt_insn_alloc_decoder(c);
-	int status;
+	struct pt_block_decoder *d = pt_blk_alloc_decoder(c);
 
 	if (!d) {
 		hv_out_add(o, 'x', 1, 0);
 		return;
 	}
-	pt_insn_set_image(d, image);
+	pt_blk_set_image(d, image);
+	hv_decode_blk(o, d, m);
+	pt_blk_free_decoder(d);
+}
+
+static HV_UNUSED void hv_decode_insn(struct hv_out *o,
+				     struct pt_insn_decoder *d, struct gmem *m)
+{
+	int status;
+
 	ipt_insn_set_wait_for_code(d, 1);
 	status = -pte_nosync;
 	while (!o->overflow) {
@@ -387,6 +388,19 @@ static HV_UNUSED void hv_run_insn(struct hv_out *o, const struct pt_config *c,
 		if (fetched > 0)
 			status = 0;
 	}
+}
+
+static HV_UNUSED void hv_run_insn(struct hv_out *o, const struct pt_config *c,
+				  struct pt_image *image, struct gmem *m)
+{
+	struct pt_insn_decoder *d = pt_insn_alloc_decoder(c);
+
+	if (!d) {
+		hv_out_add(o, 'x', 1, 0);
+		return;
+	}
+	pt_insn_set_image(d, image);
+	hv_decode_insn(o, d, m);
 	pt_insn_free_decoder(d);
 }
 

@@ -1,10 +1,19 @@
-# unit/hv: hypervisor-agent features.  t_hv_fault decodes every ptxed case
-# of the conformance corpus and the shipped ptsynth sample with pages
-# missing at random, fetched on demand, against the decode with all code
-# present.
-UNIT_ARGS_t_hv_fault := $(CONFORMANCE)/libipt $(CONFORMANCE)/real \
+# unit/hv: what hypervisor agents need.  These tests walk every ptxed case
+# of the conformance corpus and the shipped ptsynth sample:
+#   t_hv_fault   pages missing at random, fetched on demand, against the
+#                decode with all code present
+#   t_hv_buffer  one decoder of each kind pointed at trace after trace
+#                (ipt_*_set_buffer): the output of new decoders, no
+#                allocation once warm
+#   t_hv_stream  packet and event decoders fed in random pieces
+#                (ipt_*_extend) against the whole trace
+# t_hv_vm (VM entries as hardware writes them) needs no arguments.
+HV_CASES := $(CONFORMANCE)/libipt $(CONFORMANCE)/real \
 	$(CONFORMANCE)/libipt-sb --synth examples/synth-sample
+UNIT_ARGS_t_hv_fault := $(HV_CASES)
+UNIT_ARGS_t_hv_buffer := $(HV_CASES)
+UNIT_ARGS_t_hv_stream := $(HV_CASES)
 
 # The fault harness shares the decode loops.
 $(FB)/fuzz_fault $(FB)/replay_fault $(FB)/strict_fault: \
-	$(T)/unit/hv/fault_util.h
+	$(T)/unit/hv/fault_util.h $(T)/unit/hv/hv_cases.h

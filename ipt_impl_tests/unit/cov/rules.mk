@@ -1,0 +1,13 @@
+# unit/cov: the coverage decoder (ipt_cov_*) against the block decoder.
+#   t_cov_oracle  ipt_cov's edges and bitmap against the edges derived from
+#                 pt_blk_next on every libipt and real conformance case and
+#                 the shipped synthesized trace, first pass and warm, and
+#                 with pages withheld and supplied on demand (ipt_cov_pause)
+#   t_cov_reuse   one decoder over many traces: no allocation once warm,
+#                 the bitmap kept or cleared, invalidation, ranges, libxdc
+#                 mode, errors
+UNIT_ARGS_t_cov_oracle := manifest $(CONFORMANCE)/libipt/MANIFEST \
+	manifest $(CONFORMANCE)/real/MANIFEST synth examples/synth-sample
+
+$(foreach t,t_cov_oracle t_cov_reuse,$(B)/unit/cov/$(t) $(B)/asan/unit/cov/$(t)): \
+	$(T)/unit/cov/cov_oracle.h $(T)/unit/hv/fault_util.h
