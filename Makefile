@@ -1,6 +1,6 @@
 # ipt.h: build the examples, run the tests, run the conformance suites.
 #
-#   make                 build examples/ptdump, examples/ptxed and examples/ptcov
+#   make                 build examples/ptdump, ptxed, ptcov and decode
 #   make test            build and run everything in ipt_impl_tests/
 #   make test-build      build it, without running it
 #   make conformance     run the conformance corpus against the examples;
@@ -9,6 +9,7 @@
 #   make conformance-update   record the cases that pass now
 #   make demo            trace a real program and show its instruction flow
 #   make bench           compare speed and memory with libipt
+#   make coverage        line and branch coverage of ipt.h, per layer
 #   make fuzz            run each libFuzzer harness for FUZZ_SECONDS
 #
 # ipt_impl_tests/README.md maps what each folder tests.  Unit tests are
@@ -36,13 +37,15 @@ SAN := -fsanitize=address,undefined -fno-sanitize-recover=all \
 HDR := ipt.h
 LIB_HDRS := $(wildcard $(T)/lib/*.h)
 
-EXAMPLES := $(patsubst %.c,%,$(wildcard examples/ptdump.c examples/ptxed.c examples/ptcov.c))
+EXAMPLES := $(patsubst %.c,%,$(wildcard examples/ptdump.c examples/ptxed.c \
+	examples/ptcov.c examples/decode.c))
 
 # Each rules.mk may append to TESTS (commands run by `make test`, each
 # ending with "N passed, N failed") and TEST_DEPS (what those commands need
 # built).  A command with arguments is one entry: $(call cmd,PROGRAM ARGS).
 TESTS :=
 TEST_DEPS :=
+UNIT_BUILDS :=
 comma := ,
 empty :=
 space := $(empty) $(empty)
@@ -53,32 +56,32 @@ all: $(EXAMPLES)
 examples/%: examples/%.c $(HDR) $(wildcard examples/*.h)
 	$(CC) $(OPT) $(WARN) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(ZYDIS) -lm -pthread
 
-# The implementation, compiled once for everything linked with it: as
-# configured, and with the sanitizers.
-IMPL := $(B)/ipt_impl.o
-ASAN_IMPL := $(B)/asan/ipt_impl.o
+# $(call unit_build,DIR,COMPILER AND FLAGS) compiles the implementation
+# once, as DIR/ipt_impl.o, and links every unit test with it as
+# DIR/unit/<layer>/t_*.  The Makefile builds them as configured ($(B)) and
+# with the sanitizers ($(B)/asan); compile/rules.mk other ways.
+define unit_build
+$(1)/ipt_impl.o: $(T)/lib/ipt_impl.c $(HDR)
+	@mkdir -p $$(@D)
+	$(2) $(WARN) $(CPPFLAGS) $(CFLAGS) -c -o $$@ $$<
 
-$(IMPL): $(T)/lib/ipt_impl.c $(HDR)
-	@mkdir -p $(@D)
-	$(CC) $(OPT) $(WARN) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
+$(1)/unit/%: $(T)/unit/%.c $(1)/ipt_impl.o $(LIB_HDRS) $(HDR)
+	@mkdir -p $$(@D)
+	$(2) $(WARN) $(CPPFLAGS) $(CFLAGS) -o $$@ $$< $(1)/ipt_impl.o $(ZYDIS) -lm
 
-$(ASAN_IMPL): $(T)/lib/ipt_impl.c $(HDR)
-	@mkdir -p $(@D)
-	$(CC) $(OPT) $(WARN) $(CPPFLAGS) $(CFLAGS) $(SAN) -c -o $@ $<
+.PRECIOUS: $(1)/unit/%
+endef
 
-# Unit tests, and the same under the sanitizers (build/asan/unit/...).
 UNIT_SRCS := $(sort $(wildcard $(T)/unit/*/t_*.c))
 UNIT_BINS := $(patsubst $(T)/%.c,$(B)/%,$(UNIT_SRCS))
-ASAN_UNITS := $(patsubst $(B)/%,$(B)/asan/%,$(UNIT_BINS))
+# The unit tests as built in DIR.
+unit_bins = $(patsubst $(B)/%,$(1)/%,$(UNIT_BINS))
 
-$(B)/unit/%: $(T)/unit/%.c $(IMPL) $(LIB_HDRS) $(HDR)
-	@mkdir -p $(@D)
-	$(CC) $(OPT) $(WARN) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(IMPL) $(ZYDIS) -lm
-
-$(B)/asan/unit/%: $(T)/unit/%.c $(ASAN_IMPL) $(LIB_HDRS) $(HDR)
-	@mkdir -p $(@D)
-	$(CC) $(OPT) $(WARN) $(CPPFLAGS) $(CFLAGS) $(SAN) -o $@ $< $(ASAN_IMPL) \
-		$(ZYDIS) -lm
+IMPL := $(B)/ipt_impl.o
+ASAN_IMPL := $(B)/asan/ipt_impl.o
+ASAN_UNITS := $(call unit_bins,$(B)/asan)
+$(eval $(call unit_build,$(B),$(CC) $(OPT)))
+$(eval $(call unit_build,$(B)/asan,$(CC) $(OPT) $(SAN)))
 
 TEST_DEPS += $(UNIT_BINS) $(ASAN_UNITS)
 
@@ -88,8 +91,11 @@ TEST_DEPS += $(UNIT_BINS) $(ASAN_UNITS)
 # sanitized run alike.
 include $(sort $(wildcard $(T)/*/rules.mk $(T)/unit/*/rules.mk))
 
-TESTS += $(foreach u,$(UNIT_BINS) $(ASAN_UNITS),\
+# The unit tests of a build in DIR, each with its arguments.  Other
+# folders add builds to UNIT_BUILDS (compile/: clang -O3, -m32).
+unit_tests = $(foreach u,$(call unit_bins,$(1)),\
 	$(call cmd,$(u) $(UNIT_ARGS_$(notdir $(u)))))
+TESTS += $(foreach d,$(B) $(B)/asan $(UNIT_BUILDS),$(call unit_tests,$(d)))
 
 test: all $(TEST_DEPS)
 	@$(T)/lib/run-tests $(TESTS)
@@ -106,5 +112,4 @@ conformance-update: all
 clean:
 	rm -rf $(B) $(EXAMPLES)
 
-.PHONY: all test test-build conformance conformance-update clean demo bench fuzz
-.PRECIOUS: $(B)/unit/% $(B)/asan/unit/%
+.PHONY: all test test-build conformance conformance-update clean demo bench fuzz coverage

@@ -19202,8 +19202,10 @@ IPT_DEF struct pt_image *ipt_cov_get_image(struct ipt_cov_decoder *cov)
 IPT_DEF int ipt_cov_set_bitmap(struct ipt_cov_decoder *cov, uint8_t *bitmap,
 			       size_t size)
 {
+	/* At most 2^31 bytes (a power of two that fits the 32-bit mask),
+	 * said so that 32-bit builds see no always-false comparison. */
 	if (!cov || !bitmap || !size || (size & (size - 1)) ||
-	    (uint64_t) size > UINT32_MAX)
+	    ((uint64_t) size >> 31) > 1)
 		return -pte_invalid;
 
 	cov->map = bitmap;

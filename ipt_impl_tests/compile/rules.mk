@@ -7,8 +7,16 @@
 #                 without libc: what it needs (nm -u), no writable data
 #   static-check  IPT_STATIC in two units next to libipt 2.0.5 in one
 #                 program (static_tu.c, static_main.c)
-#   *_cxx, *_nostdio   the unit tests that compile their own copy of the
+#   cxx/, nostdio/   the unit tests that compile their own copy of the
 #                 implementation, again as C++ and with IPT_NO_STDIO
+#   opt-levels    everything with gcc and clang at -O0 to -O3, objects only
+#   clang-O3/     the implementation and the unit tests built with clang -O3,
+#                 and run
+#   targets       the freestanding agent for Windows x64 and x86 (clang
+#                 --target=*-pc-windows-msvc, Zydis's headers), and 32-bit
+#                 x86 Linux (-m32), objects only
+#   m32/          the unit tests, ptdump and ptxed as 32-bit x86 programs,
+#                 run (the unit tests, and the conformance ratchet)
 
 CPB := $(B)/compile
 
@@ -46,3 +54,22 @@ TESTS += $(call cmd,$(T)/compile/embed-check $(CPB)/embed $(IMPL))
 TESTS += $(call cmd,$(T)/compile/static-check $(CPB) $(CONFORMANCE))
 TESTS += $(COMPILE_BINS)
 TEST_DEPS += $(IMPL) $(CPB)/static-bin $(COMPILE_BINS)
+
+# Other compilers, optimisation levels and targets.
+$(eval $(call unit_build,$(CPB)/clang-O3,$(CLANG) -O3 -g))
+$(eval $(call unit_build,$(CPB)/m32,$(CC) -m32 $(OPT)))
+
+$(CPB)/m32/ptdump $(CPB)/m32/ptxed: $(CPB)/m32/%: examples/%.c $(HDR) $(wildcard examples/*.h)
+	@mkdir -p $(@D)
+	$(CC) -m32 $(OPT) $(WARN) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(ZYDIS) -lm -pthread
+
+M32_UNITS := $(call unit_bins,$(CPB)/m32)
+CLANG_UNITS := $(call unit_bins,$(CPB)/clang-O3)
+
+TESTS += $(call cmd,$(T)/compile/opt-levels $(CPB)/opt)
+TESTS += $(call cmd,$(T)/compile/targets $(CPB)/targets)
+UNIT_BUILDS += $(CPB)/clang-O3 $(CPB)/m32
+TESTS += $(call cmd,$(T)/conformance/run --ptdump $(CPB)/m32/ptdump \
+	--ptxed $(CPB)/m32/ptxed --corpus $(CONFORMANCE) \
+	--check $(T)/conformance/pass)
+TEST_DEPS += $(CLANG_UNITS) $(M32_UNITS) $(CPB)/m32/ptdump $(CPB)/m32/ptxed

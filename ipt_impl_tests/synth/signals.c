@@ -36,7 +36,8 @@ int main(void)
 	struct itimerval it;
 	volatile int *volatile nowhere = 0;
 	volatile unsigned long x = 1;
-	int i;
+	/* volatile: it lives across sigsetjmp. */
+	volatile int i;
 
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_usr1;

@@ -3,8 +3,10 @@
 # (t_ptxed), also built as C++ and with IPT_NO_STDIO (no file sections in
 # the library, so all code reaches the decoders through the image's
 # read-memory callback); examples/hvagent, a freestanding object with a
-# hosted driver (hvagent-check); examples/ptcov's options, report, --edges,
-# --bitmap and errors (ptcov_cli).
+# hosted driver (hvagent-check); examples/ptcov's options, report,
+# --edges, --bitmap and errors (ptcov_cli); examples/decode, README.md's
+# decoding loop (decode-check: the README's code is decode.c's, and it
+# decodes).
 #
 #   make hvagent         build examples/hvagent's object and driver
 
@@ -40,8 +42,10 @@ TESTS += $(TB)/t_ptxed
 TESTS += $(call cmd,env PTXED=$(TB)/ptxed_nostdio $(TB)/t_ptxed)
 TESTS += $(call cmd,env PTXED=$(TB)/ptxed_cxx $(TB)/t_ptxed)
 TESTS += $(call cmd,$(T)/tools/hvagent-check $(TB) $(CONFORMANCE))
+TESTS += $(call cmd,$(T)/tools/decode-check examples/decode $(CONFORMANCE))
 TESTS += $(call cmd,$(T)/tools/ptcov_cli $(CONFORMANCE))
-TEST_DEPS += examples/ptdump examples/ptcov $(TB)/t_ptxed $(TB)/ptxed_nostdio \
+TEST_DEPS += examples/ptdump examples/ptcov examples/decode $(TB)/t_ptxed \
+	$(TB)/ptxed_nostdio \
 	$(TB)/ptxed_cxx $(TB)/hvagent
 
 .PHONY: hvagent
