@@ -89,7 +89,7 @@ TEST_DEPS += $(UNIT_BINS) $(ASAN_UNITS)
 # that takes arguments names them as UNIT_ARGS_<name> (e.g.
 # UNIT_ARGS_t_hv_fault := $(CONFORMANCE)/libipt), for its plain and its
 # sanitized run alike.
-include $(sort $(wildcard $(T)/*/rules.mk $(T)/unit/*/rules.mk))
+include $(sort $(wildcard $(T)/unit/*/rules.mk)) $(sort $(wildcard $(T)/*/rules.mk))
 
 # The unit tests of a build in DIR, each with its arguments.  Other
 # folders add builds to UNIT_BUILDS (compile/: clang -O3, -m32).

@@ -55,7 +55,12 @@ $(HB)/threads-tsan: $(HD)/threads.c $(LIB_HDRS) $(T)/lib/ipt_impl.c $(HDR)
 		$(T)/lib/ipt_impl.c $(ZYDIS) -lpthread
 
 TESTS += $(call cmd,$(HD)/asan-conformance $(CONFORMANCE) $(B)/asan/ptdump $(B)/asan/ptxed)
-TESTS += $(call cmd,$(HD)/valgrind-all $(HB)/valgrind_all $(CONFORMANCE) $(UNIT_BINS))
+# A unit test that walks the corpus names a lighter load for memcheck as
+# VG_ARGS_<name> in its folder's rules.mk; valgrind-all takes it joined
+# to the program by '+'.
+VG_UNITS := $(foreach u,$(UNIT_BINS),\
+	$(subst $(space),+,$(strip $(u) $(VG_ARGS_$(notdir $(u))))))
+TESTS += $(call cmd,$(HD)/valgrind-all $(HB)/valgrind_all $(CONFORMANCE) $(VG_UNITS))
 TESTS += $(call cmd,$(HB)/nomem $(CONFORMANCE))
 TESTS += $(call cmd,$(HB)/alloc $(CONFORMANCE))
 TESTS += $(HB)/memory

@@ -11,3 +11,6 @@ UNIT_ARGS_t_cov_oracle := manifest $(CONFORMANCE)/libipt/MANIFEST \
 
 $(foreach t,t_cov_oracle t_cov_reuse,$(B)/unit/cov/$(t) $(B)/asan/unit/cov/$(t)): \
 	$(T)/unit/cov/cov_oracle.h $(T)/unit/hv/fault_util.h
+
+# Under memcheck: the shipped sample alone.
+VG_ARGS_t_cov_oracle := synth examples/synth-sample

@@ -15,5 +15,10 @@ UNIT_ARGS_t_hv_buffer := $(HV_CASES)
 UNIT_ARGS_t_hv_stream := $(HV_CASES)
 
 # The fault harness shares the decode loops.
-$(FB)/fuzz_fault $(FB)/replay_fault $(FB)/strict_fault: \
+$(B)/fuzz/fuzz_fault $(B)/fuzz/replay_fault $(B)/fuzz/strict_fault: \
 	$(T)/unit/hv/fault_util.h $(T)/unit/hv/hv_cases.h
+
+# Under memcheck: the shipped sample alone.
+VG_ARGS_t_hv_fault := --synth examples/synth-sample
+VG_ARGS_t_hv_buffer := --synth examples/synth-sample
+VG_ARGS_t_hv_stream := --synth examples/synth-sample
