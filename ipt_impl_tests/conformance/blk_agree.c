@@ -11,6 +11,7 @@
  *
  * Prints one line per disagreeing case and "N passed, N failed". */
 #include "ipt.h"
+#include "files.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -287,27 +288,6 @@ static int apply_arg(const char *dir, const char *opt, const char *val,
 		return 1;
 	}
 	return 1;
-}
-
-static uint8_t *read_file(const char *path, size_t *size)
-{
-	FILE *f = fopen(path, "rb");
-	uint8_t *buf = NULL;
-	long n;
-
-	if (!f)
-		return NULL;
-	if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) > 0 &&
-	    fseek(f, 0, SEEK_SET) == 0) {
-		buf = (uint8_t *) malloc((size_t) n);
-		if (buf && fread(buf, 1, (size_t) n, f) != (size_t) n) {
-			free(buf);
-			buf = NULL;
-		}
-		*size = (size_t) n;
-	}
-	fclose(f);
-	return buf;
 }
 
 /* Returns 1 if the decoders agree, 0 if not, -1 if the case was skipped. */

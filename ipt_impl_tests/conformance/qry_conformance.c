@@ -25,6 +25,7 @@
  */
 #define IPT_IMPLEMENTATION
 #include "ipt.h"
+#include "files.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -41,29 +42,6 @@ struct job {
 	size_t size;
 	int nraws;
 };
-
-static uint8_t *read_file(const char *path, size_t *size)
-{
-	FILE *f = fopen(path, "rb");
-	uint8_t *buf;
-	long n;
-
-	if (!f)
-		return NULL;
-	if (fseek(f, 0, SEEK_END) != 0 || (n = ftell(f)) < 0 ||
-	    fseek(f, 0, SEEK_SET) != 0) {
-		fclose(f);
-		return NULL;
-	}
-	buf = (uint8_t *) malloc((size_t) n + 1);
-	if (buf && fread(buf, 1, (size_t) n, f) != (size_t) n) {
-		free(buf);
-		buf = NULL;
-	}
-	fclose(f);
-	*size = (size_t) n;
-	return buf;
-}
 
 /* Set up config and image from the case's ptxed arguments.  Unknown
  * options do not matter to the query loop. */

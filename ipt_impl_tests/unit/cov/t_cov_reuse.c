@@ -10,6 +10,7 @@
 
 #include "check.h"
 #include "cov_oracle.h"
+#include "files.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,44 +42,24 @@ static const struct ipt_allocator counting = {
 
 /* ---- the sample ---- */
 
-static uint8_t *load(const char *name, uint64_t *psize)
-{
-	FILE *f = fopen(name, "rb");
-	uint8_t *buf = NULL;
-	long end;
-
-	if (!f)
-		return NULL;
-	if (!fseek(f, 0, SEEK_END) && (end = ftell(f)) > 0 &&
-	    !fseek(f, 0, SEEK_SET)) {
-		buf = (uint8_t *) malloc((size_t) end);
-		if (buf && fread(buf, (size_t) end, 1, f) != 1) {
-			free(buf);
-			buf = NULL;
-		}
-		*psize = (uint64_t) end;
-	}
-	fclose(f);
-	return buf;
-}
-
 static int load_sample(struct omem *mem, uint8_t **trace, uint64_t *tsize)
 {
 	char line[1024], path[2048];
 	FILE *f = fopen(SAMPLE "/image.txt", "r");
+	size_t n;
 
 	if (!f)
 		return -1;
 	while (fgets(line, sizeof(line), f)) {
 		unsigned long long begin, end;
 		char file[512];
-		uint64_t size;
+		size_t size;
 		uint8_t *bytes;
 
 		if (sscanf(line, "%llx %llx %511s", &begin, &end, file) != 3)
 			continue;
 		snprintf(path, sizeof(path), SAMPLE "/%s", file);
-		bytes = load(path, &size);
+		bytes = read_file(path, &size);
 		if (!bytes || omem_add(mem, bytes, size, begin) < 0) {
 			free(bytes);
 			fclose(f);
@@ -87,7 +68,8 @@ static int load_sample(struct omem *mem, uint8_t **trace, uint64_t *tsize)
 		free(bytes);
 	}
 	fclose(f);
-	*trace = load(SAMPLE "/trace.pt", tsize);
+	*trace = read_file(SAMPLE "/trace.pt", &n);
+	*tsize = n;
 	return *trace ? 0 : -1;
 }
 

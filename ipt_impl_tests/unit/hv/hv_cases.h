@@ -12,28 +12,7 @@
 
 #include "fault_util.h"
 #include "check.h"
-
-static HV_UNUSED uint8_t *read_file(const char *path, size_t *size)
-{
-	FILE *f = fopen(path, "rb");
-	uint8_t *buf = NULL;
-	long n;
-
-	*size = 0;
-	if (!f)
-		return NULL;
-	if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 &&
-	    fseek(f, 0, SEEK_SET) == 0) {
-		buf = (uint8_t *) malloc((size_t) n + 1);
-		if (buf && fread(buf, 1, (size_t) n, f) != (size_t) n) {
-			free(buf);
-			buf = NULL;
-		}
-		*size = (size_t) n;
-	}
-	fclose(f);
-	return buf;
-}
+#include "files.h"
 
 /* A case: its trace, configuration and code. */
 struct hcase {
