@@ -35,8 +35,8 @@
  *                       perf_event record reader (pev_*) stays
  *     IPT_IMAGE_CACHE_LIMIT  callback memory an image caches, in bytes;
  *                       ipt_image_set_cache_limit() sets it per image (16 MiB)
- *     IPT_BLK_ICACHE_BITS  log2 of a block/instruction decoder's
- *                       decoded-instruction cache entries            (11)
+ *     IPT_BLK_ICACHE_BITS  log2 of the most entries a block/instruction
+ *                       decoder's decoded-instruction cache grows to (11)
  *     IPT_BLK_CACHE_LIMIT  the most bytes its straight-line run cache
  *                       grows to; ipt_blk_set_cache_limit() and
  *                       ipt_insn_set_cache_limit() set it per decoder (2 MiB)
@@ -1354,9 +1354,10 @@ IPT_API int pt_blk_event(struct pt_block_decoder *decoder,
  * image again nor decoded again, whether it comes from file sections or
  * through the read-memory callback.
  *
- * The instruction cache has a fixed size, IPT_BLK_ICACHE_BITS (log2 of its
- * entries, 11: about 200 KiB).  The run cache starts at 16 KiB (64 KiB for
- * an instruction decoder) and doubles whenever it has had to drop runs
+ * The instruction cache starts at 256 entries (22 KiB) and doubles each
+ * time it has overwritten half of them, up to IPT_BLK_ICACHE_BITS (log2
+ * of its entries, 11: 176 KiB).  The run cache starts at 16 KiB and
+ * doubles whenever it has had to drop runs
  * for an eighth of its entries, up to a limit in bytes: IPT_BLK_CACHE_LIMIT
  * when the implementation is compiled (2 MiB), or what
  * ipt_blk_set_cache_limit() / ipt_insn_set_cache_limit() set for one
@@ -11858,8 +11859,12 @@ struct pt_block_decoder {
 	 * Set before ipt__blk_decoder_init. */
 	struct ipt_allocator allocator;
 
-	/* The caches and what they are valid for. */
+	/* The caches and what they are valid for.  The instruction cache
+	 * has 1 << @ibits entries; @ievicts counts entries it overwrote
+	 * since it last grew. */
 	struct ipt__blk_icache_entry *icache;
+	uint32_t ibits;
+	uint32_t ievicts;
 	const struct pt_image *cache_image;
 	uint64_t cache_gen;
 	uint32_t epoch;
@@ -11935,8 +11940,9 @@ static IPT__NOINLINE void ipt__blk_cache_renew(struct pt_block_decoder *decoder)
 	decoder->epoch += 1;
 	if (!decoder->epoch) {
 		/* After 2^32 epochs, old tags could look current again. */
-		IPT_MEMSET(decoder->icache, 0,
-			   sizeof(*decoder->icache) << IPT_BLK_ICACHE_BITS);
+		if (decoder->icache)
+			IPT_MEMSET(decoder->icache, 0,
+				   sizeof(*decoder->icache) << decoder->ibits);
 		decoder->epoch = 1;
 	}
 
@@ -11984,6 +11990,36 @@ static uint32_t ipt__blk_hash(uint64_t ip, const struct pt_asid *asid,
 	return (uint32_t) (h >> (64 - bits));
 }
 
+/* The instruction cache starts at 1 << IPT__ICACHE_MIN_BITS entries and
+ * doubles each time it has overwritten half its entries, up to
+ * IPT_BLK_ICACHE_BITS: small code never pays for (nor clears) the whole
+ * cache.  The old cache goes first, so that the two never take memory at
+ * once; without memory for the new one, the old size again, or none. */
+enum { IPT__ICACHE_MIN_BITS = 8 };
+
+static uint32_t ipt__blk_icache_first_bits(void)
+{
+	return IPT_BLK_ICACHE_BITS < IPT__ICACHE_MIN_BITS ?
+		       IPT_BLK_ICACHE_BITS : IPT__ICACHE_MIN_BITS;
+}
+
+static IPT__NOINLINE void ipt__blk_icache_grow(struct pt_block_decoder *decoder)
+{
+	const size_t entry = sizeof(*decoder->icache);
+	uint32_t bits = decoder->ibits;
+
+	ipt__free(&decoder->allocator, decoder->icache, entry << bits);
+	decoder->ievicts = 0;
+	decoder->icache = (struct ipt__blk_icache_entry *) ipt__zalloc_cache(
+		&decoder->allocator, entry << (bits + 1));
+	if (decoder->icache) {
+		decoder->ibits = bits + 1;
+		return;
+	}
+	decoder->icache = (struct ipt__blk_icache_entry *) ipt__zalloc_cache(
+		&decoder->allocator, entry << bits);
+}
+
 /* Decode the instruction at @insn->ip in @insn->mode, from the instruction
  * cache when we can.  Leaves @insn->speculative alone.
  *
@@ -11995,9 +12031,11 @@ static int ipt__blk_decode(struct pt_block_decoder *decoder,
 	uint32_t speculative;
 	int status;
 
+	if (IPT__UNLIKELY(!decoder->icache))
+		return ipt__insn_decode(insn, iext, decoder->image,
+					&decoder->asid);
 	entry = &decoder->icache[ipt__blk_hash(insn->ip, &decoder->asid,
-					       insn->mode,
-					       IPT_BLK_ICACHE_BITS)];
+					       insn->mode, decoder->ibits)];
 	speculative = insn->speculative;
 	if (entry->epoch == decoder->epoch && entry->insn.ip == insn->ip &&
 	    entry->insn.mode == insn->mode &&
@@ -12016,6 +12054,16 @@ static int ipt__blk_decode(struct pt_block_decoder *decoder,
 	/* A truncated instruction was put together from several sections;
 	 * it is rare, and always read afresh. */
 	if (!insn->truncated) {
+		if (entry->epoch == decoder->epoch &&
+		    ++decoder->ievicts > (1u << decoder->ibits) / 2 &&
+		    decoder->ibits < IPT_BLK_ICACHE_BITS) {
+			ipt__blk_icache_grow(decoder);
+			if (!decoder->icache)
+				return 0;
+			entry = &decoder->icache[ipt__blk_hash(
+				insn->ip, &decoder->asid, insn->mode,
+				decoder->ibits)];
+		}
 		entry->cr3 = decoder->asid.cr3;
 		entry->vmcs = decoder->asid.vmcs;
 		entry->epoch = decoder->epoch;
@@ -12162,8 +12210,8 @@ static void ipt__blk_lmap_free(struct pt_block_decoder *decoder)
 /* ---- the run table ---- */
 
 enum {
-	/* The sets a new run table starts with, if the limit allows. */
-	IPT__RUN_MIN_SETS = 256,
+	/* The bytes a new run table starts with, if the limit allows. */
+	IPT__RUN_FIRST_BYTES = 16 << 10,
 	IPT__RUN_ALIGN = 64
 };
 
@@ -12281,8 +12329,9 @@ static void ipt__blk_runs_reset(struct pt_block_decoder *decoder)
 
 	ipt__blk_runs_free(decoder);
 	ipt__blk_lmap_free(decoder);
-	if (nsets > IPT__RUN_MIN_SETS)
-		nsets = IPT__RUN_MIN_SETS;
+	if (nsets > IPT__RUN_FIRST_BYTES / ipt__blk_set_bytes(decoder))
+		nsets = (uint32_t) (IPT__RUN_FIRST_BYTES /
+				    ipt__blk_set_bytes(decoder));
 	if (nsets)
 		(void) ipt__blk_runs_resize(decoder, nsets);
 }
@@ -12523,15 +12572,16 @@ static int ipt__blk_decoder_init(struct pt_block_decoder *decoder,
 	decoder->rlimit = IPT_BLK_CACHE_LIMIT;
 	decoder->default_image = ipt_image_alloc_with(NULL,
 						      &decoder->allocator);
+	decoder->ibits = ipt__blk_icache_first_bits();
 	decoder->icache = (struct ipt__blk_icache_entry *)
 		ipt__zalloc(&decoder->allocator,
-			    sizeof(*decoder->icache) << IPT_BLK_ICACHE_BITS);
+			    sizeof(*decoder->icache) << decoder->ibits);
 	ipt__blk_runs_reset(decoder);
 	if (!decoder->default_image || !decoder->icache ||
 	    (!decoder->runs && ipt__blk_max_sets(decoder))) {
 		pt_image_free(decoder->default_image);
 		ipt__free(&decoder->allocator, decoder->icache,
-			  sizeof(*decoder->icache) << IPT_BLK_ICACHE_BITS);
+			  sizeof(*decoder->icache) << decoder->ibits);
 		ipt__blk_runs_free(decoder);
 		ipt__evt_decoder_fini(&decoder->evdec);
 		return -pte_nomem;
@@ -12568,7 +12618,7 @@ static void ipt__blk_decoder_fini(struct pt_block_decoder *decoder)
 	ipt__blk_runs_free(decoder);
 	ipt__blk_lmap_free(decoder);
 	ipt__free(&decoder->allocator, decoder->icache,
-		  sizeof(*decoder->icache) << IPT_BLK_ICACHE_BITS);
+		  sizeof(*decoder->icache) << decoder->ibits);
 	pt_image_free(decoder->default_image);
 	ipt__evt_decoder_fini(&decoder->evdec);
 }
