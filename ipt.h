@@ -8947,6 +8947,8 @@ IPT_DEF int pt_qry_core_bus_ratio(struct pt_query_decoder *decoder,
  *       how many reads found nothing at their address so far, and (if
  *       last is not NULL) the last of them: what a decoder that stopped
  *       on -pte_nomap was missing
+ *   int ipt__image_has_files(const struct pt_image *);
+ *       whether the image has file sections (always 0 without stdio)
  *   int ipt__image_section_at(const struct pt_image *, const struct pt_asid *,
  *                             uint64_t addr, struct ipt__image_place *);
  *       the file section mapped at addr: where its mapping begins and
@@ -10015,6 +10017,16 @@ struct ipt__image_place {
 	const void *section;
 	uint64_t offset;
 };
+
+static IPT__UNUSED int ipt__image_has_files(const struct pt_image *image)
+{
+#ifndef IPT_NO_STDIO
+	return image->sections != NULL;
+#else
+	(void) image;
+	return 0;
+#endif
+}
 
 static IPT__UNUSED int ipt__image_section_at(const struct pt_image *image,
 					     const struct pt_asid *asid,
@@ -11614,6 +11626,11 @@ static void ipt__retstack_push(struct ipt__retstack *rs, uint64_t ip)
 		rs->bottom = (uint8_t) (rs->bottom == IPT__RETSTACK_SIZE ?
 					0 : rs->bottom + 1);
 	rs->top = top;
+}
+
+static IPT__INLINE int ipt__retstack_empty(const struct ipt__retstack *rs)
+{
+	return rs->top == rs->bottom;
 }
 
 static int ipt__retstack_pop(struct ipt__retstack *rs, uint64_t *ip)
@@ -13857,11 +13874,13 @@ ipt__blk_run_miss(struct pt_block_decoder *decoder, uint32_t idx, uint64_t ip,
 }
 
 /* The run starting at @ip in @mode in the current address space, from the
- * table or recorded now; NULL if there is none (see ipt__blk_run_fill).
+ * table or, if @record, recorded now; NULL if there is none (see
+ * ipt__blk_run_fill).
  * With @ptext, also its text (NULL if the decoder keeps none). */
 static IPT__INLINE const struct ipt__blk_run *
-ipt__blk_run_find(struct pt_block_decoder *decoder, uint64_t ip,
-		  enum pt_exec_mode mode, const struct ipt__blk_text **ptext)
+ipt__blk_run_get(struct pt_block_decoder *decoder, uint64_t ip,
+		 enum pt_exec_mode mode, const struct ipt__blk_text **ptext,
+		 int record)
 {
 	struct ipt__blk_run *set;
 	uint32_t ctx, idx, way = 0;
@@ -13874,8 +13893,9 @@ ipt__blk_run_find(struct pt_block_decoder *decoder, uint64_t ip,
 	set = ipt__blk_set(decoder, idx);
 	if (set[0].ip != ip || set[0].ctx != ctx) {
 		if (set[1].ip != ip || set[1].ctx != ctx)
-			return ipt__blk_run_miss(decoder, idx, ip, mode, ctx,
-						 ptext);
+			return record ? ipt__blk_run_miss(decoder, idx, ip,
+							  mode, ctx, ptext)
+				      : NULL;
 		way = 1;
 	}
 
@@ -13883,6 +13903,22 @@ ipt__blk_run_find(struct pt_block_decoder *decoder, uint64_t ip,
 		*ptext = decoder->want_text ?
 			 &ipt__blk_set_text(set)[way] : NULL;
 	return &set[way];
+}
+
+static IPT__INLINE const struct ipt__blk_run *
+ipt__blk_run_find(struct pt_block_decoder *decoder, uint64_t ip,
+		  enum pt_exec_mode mode, const struct ipt__blk_text **ptext)
+{
+	return ipt__blk_run_get(decoder, ip, mode, ptext, 1);
+}
+
+/* The run at @ip in @mode if the table has it, recording none: the table
+ * stays as it is, and so do the runs found before. */
+static IPT__INLINE const struct ipt__blk_run *
+ipt__blk_run_peek(struct pt_block_decoder *decoder, uint64_t ip,
+		  enum pt_exec_mode mode, const struct ipt__blk_text **ptext)
+{
+	return ipt__blk_run_get(decoder, ip, mode, ptext, 0);
 }
 
 /* Note @run with @text in the trail of the current block; @next is the IP
@@ -13928,6 +13964,122 @@ static IPT__INLINE void ipt__blk_prefetch(struct pt_block_decoder *decoder)
 #endif
 }
 
+/* The block of ipt__blk_next_fast when its first run does not end in a
+ * conditional branch: runs ending in direct calls and jumps (and long
+ * straight lines) followed to the run they lead to, as long as the table
+ * has it, up to IPT__BLK_CHAIN runs, ending in a conditional branch or a
+ * compressed return (a taken TNT bit and the return stack), or where the
+ * general way ends the block without trace (a call or jump with
+ * end_on_call or end_on_jump, a run in another section).  The general way
+ * would take the same steps; the runs are looked at before anything
+ * changes, so that on any other way the block goes, nothing has.  Not for
+ * a block decoder whose image has file sections: there its blocks follow
+ * libipt's cache (ipt__blk_walk_begin).
+ *
+ * Returns zero if done, -1 if not. */
+enum { IPT__BLK_CHAIN = 8 };
+
+static IPT__NOINLINE int ipt__blk_next_chain(struct pt_block_decoder *decoder,
+					     struct pt_block *block,
+					     const struct ipt__blk_run *run,
+					     const struct ipt__blk_text *text)
+{
+	const struct ipt__blk_run *runs[IPT__BLK_CHAIN];
+	const struct ipt__blk_text *texts[IPT__BLK_CHAIN];
+	struct pt_event *ev = &decoder->event;
+	enum pt_exec_mode mode = decoder->mode;
+	uint64_t next[IPT__BLK_CHAIN], ip;
+	uint32_t n = 0, i, ninsn = 0, npush = 0, icnt;
+	uint8_t size;
+
+	if (!decoder->for_insn && ipt__image_has_files(decoder->image))
+		return -1;
+
+	for (;;) {
+		runs[n] = run;
+		texts[n] = text;
+		next[n] = ipt__ip_in_mode(mode, run->ip + run->len +
+					  run->isize);
+		ninsn += run->ninsn;
+		ip = next[n++];
+
+		switch ((enum ipt__run_kind) run->kind) {
+		case ipt__run_cond:
+		case ipt__run_ret:
+			goto done;
+
+		case ipt__run_dcall:
+			if (run->disp)
+				npush += 1;
+			ip = ipt__ip_in_mode(mode, ip + (uint64_t)
+					     (int64_t) run->disp);
+			if (decoder->flags.variant.block.end_on_call)
+				goto done;
+			break;
+
+		case ipt__run_djump:
+			ip = ipt__ip_in_mode(mode, ip + (uint64_t)
+					     (int64_t) run->disp);
+			if (decoder->flags.variant.block.end_on_jump)
+				goto done;
+			break;
+
+		case ipt__run_next:
+			break;
+
+		default:
+			return -1;
+		}
+
+		if (n == IPT__BLK_CHAIN)
+			return -1;
+		run = ipt__blk_run_peek(decoder, ip, mode,
+					decoder->want_text ? &text : NULL);
+		if (!run || (!decoder->for_insn && !run->warm))
+			return -1;
+		/* Blocks do not cross sections: this one ends before. */
+		if (run->isid != runs[0]->isid)
+			goto done;
+	}
+
+done:
+	run = runs[n - 1];
+	if (run->kind == ipt__run_ret &&
+	    (!((ev->variant.tnt.bits >> (ev->variant.tnt.size - 1)) & 1) ||
+	     (!npush && ipt__retstack_empty(&decoder->retstack))))
+		return -1;
+	icnt = decoder->icnt + ninsn;
+	if (decoder->has_icnt) {
+		if (icnt < decoder->icnt)
+			return -1;
+		decoder->icnt = icnt;
+	}
+
+	/* The walk holds: take its steps. */
+	for (i = 0; i < n; ++i) {
+		if (texts[i])
+			ipt__blk_trail_add(decoder, runs[i], texts[i], next[i]);
+		if (runs[i]->kind == ipt__run_dcall && runs[i]->disp)
+			ipt__retstack_push(&decoder->retstack, next[i]);
+	}
+	block->isid = runs[0]->isid;
+	block->ninsn = (uint16_t) ninsn;
+	block->end_ip = run->ip + run->len;
+	block->iclass = (enum pt_insn_class) run->iclass;
+
+	if (run->kind == ipt__run_cond || run->kind == ipt__run_ret) {
+		size = (uint8_t) (ev->variant.tnt.size - 1);
+		ev->variant.tnt.size = size;
+		if (run->kind == ipt__run_ret)
+			(void) ipt__retstack_pop(&decoder->retstack, &ip);
+		else if ((ev->variant.tnt.bits >> size) & 1)
+			ip = ipt__ip_in_mode(mode, ip + (uint64_t)
+					     (int64_t) run->disp);
+	}
+	decoder->ip = ip;
+	return 0;
+}
+
 /* The most common block, in one piece: tracing is on, nothing waits, the
  * event in hand is a TNT with bits to spare after this block, and the run
  * at the IP ends in a conditional branch.  That run is the block; the
@@ -13953,9 +14105,10 @@ static IPT__INLINE int ipt__blk_next_fast(struct pt_block_decoder *decoder,
 
 	run = ipt__blk_run_find(decoder, decoder->ip, decoder->mode,
 				decoder->want_text ? &text : NULL);
-	if (!run || run->kind != ipt__run_cond ||
-	    (!decoder->for_insn && !run->warm))
+	if (!run || (!decoder->for_insn && !run->warm))
 		return -1;
+	if (run->kind != ipt__run_cond)
+		return ipt__blk_next_chain(decoder, block, run, text);
 
 	icnt = decoder->icnt + run->ninsn;
 	if (decoder->has_icnt) {
