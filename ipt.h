@@ -16529,17 +16529,13 @@ static IPT__NOINLINE int ipt__insn_next(struct pt_insn_decoder *decoder,
 	struct ipt__insn_ext iext;
 	struct pt_insn local, *insn;
 	struct pt_block *block;
-	int status;
+	int status, at_fault = 0;
 
 	block = &decoder->block;
 	insn = size == sizeof(local) ? uinsn : &local;
 
 	if (decoder->has_held)
 		return ipt__insn_resume(decoder, uinsn, size);
-
-	/* On errors the user gets at least IP and mode. */
-	IPT_MEMSET(insn, 0, sizeof(*insn));
-	ipt__insn_from_block(insn, block);
 
 	while (!block->ninsn) {
 		/* Errors and events belong to the end of a block.  Missing
@@ -16550,7 +16546,7 @@ static IPT__NOINLINE int ipt__insn_next(struct pt_insn_decoder *decoder,
 			 * read: it stands right before it. */
 			if (ipt__blk_fault(&decoder->blkdec)) {
 				decoder->status = 0;
-				insn->ip = decoder->blkdec.ip;
+				at_fault = 1;
 			}
 			goto out;
 		}
@@ -16564,7 +16560,6 @@ static IPT__NOINLINE int ipt__insn_next(struct pt_insn_decoder *decoder,
 		status = pt_blk_next(&decoder->blkdec, block, sizeof(*block));
 		decoder->status = status;
 		decoder->trail = 0;
-		ipt__insn_from_block(insn, block);
 
 		if (block->ninsn)
 			break;
@@ -16604,6 +16599,8 @@ static IPT__NOINLINE int ipt__insn_next(struct pt_insn_decoder *decoder,
 	}
 
 	/* A truncated last instruction comes with its bytes. */
+	IPT_MEMSET(insn, 0, sizeof(*insn));
+	ipt__insn_from_block(insn, block);
 	if (block->truncated && block->ninsn == 1) {
 		IPT_MEMCPY(insn->raw, block->raw, block->size);
 		insn->size = block->size;
@@ -16612,7 +16609,7 @@ static IPT__NOINLINE int ipt__insn_next(struct pt_insn_decoder *decoder,
 		status = ipt__blk_decode_watched(&decoder->blkdec, insn, &iext);
 	}
 	if (status < 0)
-		goto out;
+		goto made;
 
 	ipt__insn_to_user(uinsn, size, insn);
 
@@ -16626,6 +16623,13 @@ static IPT__NOINLINE int ipt__insn_next(struct pt_insn_decoder *decoder,
 	return ipt__insn_block_end(decoder, insn, uinsn, size);
 
 out:
+	/* On errors the user gets at least IP and mode: at the instruction
+	 * the block decoder could not read, it stands right before it. */
+	IPT_MEMSET(insn, 0, sizeof(*insn));
+	ipt__insn_from_block(insn, block);
+	if (at_fault)
+		insn->ip = decoder->blkdec.ip;
+made:
 	ipt__insn_to_user(uinsn, size, insn);
 	return status;
 }
