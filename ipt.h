@@ -13964,9 +13964,6 @@ static IPT__INLINE void ipt__blk_prefetch(struct pt_block_decoder *decoder)
 #endif
 }
 
-static void ipt__blk_watch(struct pt_block_decoder *decoder);
-static void ipt__blk_note_fault(struct pt_block_decoder *decoder, int status);
-
 /* The block of ipt__blk_next_fast when its first run does not end in a
  * conditional branch: runs ending in direct calls and jumps (and long
  * straight lines) followed to the run they lead to, as long as the table
@@ -13979,7 +13976,7 @@ static void ipt__blk_note_fault(struct pt_block_decoder *decoder, int status);
  * a block decoder whose image has file sections: there its blocks follow
  * libipt's cache (ipt__blk_walk_begin).
  *
- * Returns as ipt__blk_next_fast. */
+ * Returns zero if done, -1 if not. */
 enum { IPT__BLK_CHAIN = 8 };
 
 static IPT__NOINLINE int ipt__blk_next_chain(struct pt_block_decoder *decoder,
@@ -14070,29 +14067,26 @@ done:
 	block->end_ip = run->ip + run->len;
 	block->iclass = (enum pt_insn_class) run->iclass;
 
+	if (run->kind == ipt__run_cond || run->kind == ipt__run_ret) {
+		size = (uint8_t) (ev->variant.tnt.size - 1);
+		ev->variant.tnt.size = size;
+		if (run->kind == ipt__run_ret)
+			(void) ipt__retstack_pop(&decoder->retstack, &ip);
+		else if ((ev->variant.tnt.bits >> size) & 1)
+			ip = ipt__ip_in_mode(mode, ip + (uint64_t)
+					     (int64_t) run->disp);
+	}
 	decoder->ip = ip;
-	if (run->kind != ipt__run_cond && run->kind != ipt__run_ret)
-		return 0;
-
-	size = (uint8_t) (ev->variant.tnt.size - 1);
-	ev->variant.tnt.size = size;
-	if (run->kind == ipt__run_ret)
-		(void) ipt__retstack_pop(&decoder->retstack, &decoder->ip);
-	else if ((ev->variant.tnt.bits >> size) & 1)
-		decoder->ip = ipt__ip_in_mode(mode, ip + (uint64_t)
-					      (int64_t) run->disp);
-	return size ? 0 : 1;
+	return 0;
 }
 
 /* The most common block, in one piece: tracing is on, nothing waits, the
- * event in hand is a TNT, and the run at the IP ends in a conditional
- * branch.  That run is the block; the next TNT bit decides where the next
- * one starts.
+ * event in hand is a TNT with bits to spare after this block, and the run
+ * at the IP ends in a conditional branch.  That run is the block; the
+ * next TNT bit decides where the next one starts.
  *
- * Returns zero if done, 1 if done and the TNT is used up (the trailing
- * events come next, ipt__blk_proceed_trailing_event), -1 if this is not
- * such a block: nothing but the run cache has changed and the general way
- * takes over. */
+ * Returns zero if done, -1 if this is not such a block: nothing but the
+ * run cache has changed and the general way takes over. */
 static IPT__INLINE int ipt__blk_next_fast(struct pt_block_decoder *decoder,
 					  struct pt_block *block)
 {
@@ -14104,13 +14098,10 @@ static IPT__INLINE int ipt__blk_next_fast(struct pt_block_decoder *decoder,
 	uint8_t size;
 
 	if (decoder->status < 0 || ev->type != ptev_tnt ||
-	    !ev->variant.tnt.size || !decoder->enabled ||
+	    ev->variant.tnt.size < 2 || !decoder->enabled ||
 	    decoder->process_insn ||
 	    decoder->flags.variant.block.enable_tick_events)
 		return -1;
-	/* Its last bit: the next event follows, as a public call. */
-	if (ev->variant.tnt.size == 1)
-		ipt__blk_watch(decoder);
 
 	run = ipt__blk_run_find(decoder, decoder->ip, decoder->mode,
 				decoder->want_text ? &text : NULL);
@@ -14142,7 +14133,7 @@ static IPT__INLINE int ipt__blk_next_fast(struct pt_block_decoder *decoder,
 		next = ipt__ip_in_mode(decoder->mode, next +
 					(uint64_t) (int64_t) run->disp);
 	decoder->ip = next;
-	return size ? 0 : 1;
+	return 0;
 }
 
 /* ---- libipt's block boundaries: the walk ---- */
@@ -15004,6 +14995,9 @@ static void ipt__blk_run_block(struct pt_block *block,
 	block->ninsn = run->ninsn;
 }
 
+static void ipt__blk_watch(struct pt_block_decoder *decoder);
+static void ipt__blk_note_fault(struct pt_block_decoder *decoder, int status);
+
 /* Walk the run cache from the decoder's IP.  Returns 0 where pt_blk_next
  * takes over (a run is missing, or needs what the walk does not do: a TIP
  * behind a TNT, an error to report); otherwise 1 with the status
@@ -15490,8 +15484,6 @@ static IPT__NOINLINE int ipt__blk_next(struct pt_block_decoder *decoder,
 IPT_DEF int pt_blk_next(struct pt_block_decoder *decoder,
 			struct pt_block *ublock, size_t size)
 {
-	int status;
-
 	if (!decoder || !ublock)
 		return -pte_invalid;
 
@@ -15500,19 +15492,12 @@ IPT_DEF int pt_blk_next(struct pt_block_decoder *decoder,
 		return ipt__blk_next(decoder, ublock, size, 0);
 
 	ipt__blk_begin(decoder, ublock);
-	status = ipt__blk_next_fast(decoder, ublock);
-	if (IPT__UNLIKELY(status < 0))
+	if (IPT__UNLIKELY(ipt__blk_next_fast(decoder, ublock) < 0))
 		return ipt__blk_next(decoder, ublock, size, 1);
-	if (status) {
-		/* The TNT is used up: the next event may apply here. */
-		status = ipt__blk_proceed_trailing_event(decoder, ublock);
-		ipt__blk_note_fault(decoder, status);
-	} else {
-		decoder->has_fault = 0;
-	}
+	decoder->has_fault = 0;
 
 	ipt__blk_prefetch(decoder);
-	return status;
+	return 0;
 }
 
 IPT_DEF int ipt_blk_set_vm_tolerant(struct pt_block_decoder *decoder, int on)
