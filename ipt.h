@@ -35,8 +35,9 @@
  *                       perf_event record reader (pev_*) stays
  *     IPT_IMAGE_CACHE_LIMIT  callback memory an image caches, in bytes;
  *                       ipt_image_set_cache_limit() sets it per image (16 MiB)
- *     IPT_BLK_ICACHE_BITS  log2 of the most entries a block/instruction
- *                       decoder's decoded-instruction cache grows to (11)
+ *     IPT_BLK_ICACHE_BITS  log2 of a block/instruction decoder's
+ *                       decoded-instruction cache entries without a run
+ *                       cache (256 entries beside one)               (11)
  *     IPT_BLK_CACHE_LIMIT  the most bytes its straight-line run cache
  *                       grows to; ipt_blk_set_cache_limit() and
  *                       ipt_insn_set_cache_limit() set it per decoder (2 MiB)
@@ -1354,11 +1355,10 @@ IPT_API int pt_blk_event(struct pt_block_decoder *decoder,
  * image again nor decoded again, whether it comes from file sections or
  * through the read-memory callback.
  *
- * The instruction cache starts at 256 entries (22 KiB) and doubles each
- * time it has overwritten half of them, up to IPT_BLK_ICACHE_BITS (log2
- * of its entries, 11: 176 KiB).  The run cache starts at 16 KiB and
- * doubles whenever it has had to drop runs
- * for an eighth of its entries, up to a limit in bytes: IPT_BLK_CACHE_LIMIT
+ * The instruction cache has 256 entries (22 KiB) beside a run cache, and
+ * IPT_BLK_ICACHE_BITS (log2 of its entries, 11: 176 KiB) without one.
+ * The run cache starts at 16 KiB and doubles whenever it has had to drop
+ * runs for an eighth of its entries, up to a limit in bytes: IPT_BLK_CACHE_LIMIT
  * when the implementation is compiled (2 MiB), or what
  * ipt_blk_set_cache_limit() / ipt_insn_set_cache_limit() set for one
  * decoder.  Setting a limit empties the run cache; a limit below one set
@@ -11877,11 +11877,9 @@ struct pt_block_decoder {
 	struct ipt_allocator allocator;
 
 	/* The caches and what they are valid for.  The instruction cache
-	 * has 1 << @ibits entries; @ievicts counts entries it overwrote
-	 * since it last grew. */
+	 * has 1 << @ibits entries. */
 	struct ipt__blk_icache_entry *icache;
 	uint32_t ibits;
-	uint32_t ievicts;
 	const struct pt_image *cache_image;
 	uint64_t cache_gen;
 	uint32_t epoch;
@@ -12007,34 +12005,44 @@ static uint32_t ipt__blk_hash(uint64_t ip, const struct pt_asid *asid,
 	return (uint32_t) (h >> (64 - bits));
 }
 
-/* The instruction cache starts at 1 << IPT__ICACHE_MIN_BITS entries and
- * doubles each time it has overwritten half its entries, up to
- * IPT_BLK_ICACHE_BITS: small code never pays for (nor clears) the whole
- * cache.  The old cache goes first, so that the two never take memory at
- * once; without memory for the new one, the old size again, or none. */
+/* The instruction cache's size depends on the run table.  With one, runs
+ * are recorded from the code itself (see ipt__blk_run_fill) and the cache
+ * serves only the instructions that events and the end of the trace walk
+ * one at a time: 1 << IPT__ICACHE_MIN_BITS entries do, and small code
+ * never pays for (nor clears) more.  Without one (a run cache limit too
+ * small for it, IPT_BLK_GENERAL_PATH) every instruction goes through the
+ * cache: 1 << IPT_BLK_ICACHE_BITS entries.  Resizing frees the old cache
+ * first, so that the two never take memory at once; without memory for
+ * the new one, the old size again, or none. */
 enum { IPT__ICACHE_MIN_BITS = 8 };
 
-static uint32_t ipt__blk_icache_first_bits(void)
+static uint32_t ipt__blk_icache_first_bits(const struct pt_block_decoder *decoder)
 {
+	if (!IPT__BLK_RUNS || !decoder->runs)
+		return IPT_BLK_ICACHE_BITS;
 	return IPT_BLK_ICACHE_BITS < IPT__ICACHE_MIN_BITS ?
 		       IPT_BLK_ICACHE_BITS : IPT__ICACHE_MIN_BITS;
 }
 
-static IPT__NOINLINE void ipt__blk_icache_grow(struct pt_block_decoder *decoder)
+static void ipt__blk_icache_resize(struct pt_block_decoder *decoder,
+				   uint32_t bits)
 {
 	const size_t entry = sizeof(*decoder->icache);
-	uint32_t bits = decoder->ibits;
+	uint32_t old = decoder->ibits;
 
-	ipt__free(&decoder->allocator, decoder->icache, entry << bits);
-	decoder->ievicts = 0;
+	if (bits > IPT_BLK_ICACHE_BITS)
+		bits = IPT_BLK_ICACHE_BITS;
+	if (!decoder->icache || bits == old)
+		return;
+	ipt__free(&decoder->allocator, decoder->icache, entry << old);
 	decoder->icache = (struct ipt__blk_icache_entry *) ipt__zalloc_cache(
-		&decoder->allocator, entry << (bits + 1));
+		&decoder->allocator, entry << bits);
 	if (decoder->icache) {
-		decoder->ibits = bits + 1;
+		decoder->ibits = bits;
 		return;
 	}
 	decoder->icache = (struct ipt__blk_icache_entry *) ipt__zalloc_cache(
-		&decoder->allocator, entry << bits);
+		&decoder->allocator, entry << old);
 }
 
 /* Decode the instruction at @insn->ip in @insn->mode, from the instruction
@@ -12071,16 +12079,6 @@ static int ipt__blk_decode(struct pt_block_decoder *decoder,
 	/* A truncated instruction was put together from several sections;
 	 * it is rare, and always read afresh. */
 	if (!insn->truncated) {
-		if (entry->epoch == decoder->epoch &&
-		    ++decoder->ievicts > (1u << decoder->ibits) / 2 &&
-		    decoder->ibits < IPT_BLK_ICACHE_BITS) {
-			ipt__blk_icache_grow(decoder);
-			if (!decoder->icache)
-				return 0;
-			entry = &decoder->icache[ipt__blk_hash(
-				insn->ip, &decoder->asid, insn->mode,
-				decoder->ibits)];
-		}
 		entry->cr3 = decoder->asid.cr3;
 		entry->vmcs = decoder->asid.vmcs;
 		entry->epoch = decoder->epoch;
@@ -12351,6 +12349,7 @@ static void ipt__blk_runs_reset(struct pt_block_decoder *decoder)
 				    ipt__blk_set_bytes(decoder));
 	if (nsets)
 		(void) ipt__blk_runs_resize(decoder, nsets);
+	ipt__blk_icache_resize(decoder, ipt__blk_icache_first_bits(decoder));
 }
 
 /* The context number of the address space and @mode: the current one, a
@@ -12589,11 +12588,11 @@ static int ipt__blk_decoder_init(struct pt_block_decoder *decoder,
 	decoder->rlimit = IPT_BLK_CACHE_LIMIT;
 	decoder->default_image = ipt_image_alloc_with(NULL,
 						      &decoder->allocator);
-	decoder->ibits = ipt__blk_icache_first_bits();
+	ipt__blk_runs_reset(decoder);
+	decoder->ibits = ipt__blk_icache_first_bits(decoder);
 	decoder->icache = (struct ipt__blk_icache_entry *)
 		ipt__zalloc(&decoder->allocator,
 			    sizeof(*decoder->icache) << decoder->ibits);
-	ipt__blk_runs_reset(decoder);
 	if (!decoder->default_image || !decoder->icache ||
 	    (!decoder->runs && ipt__blk_max_sets(decoder))) {
 		pt_image_free(decoder->default_image);

@@ -218,9 +218,8 @@ static void check_blk(const struct pt_config *config, uint64_t rlimit,
 			      : sizeof(struct pt_block_decoder);
 	size_t bound = blk_bound(decoder, rlimit, ilimit);
 	size_t peak = peak_blk(config, rlimit, ilimit, insn);
-	/* The run cache doubles: it may stop at half its limit.  The
-	 * instruction cache grows only where runs do not serve (events, the
-	 * general path): here it may keep its first size. */
+	/* The run cache doubles: it may stop at half its limit.  Beside a
+	 * run cache the instruction cache keeps its small size. */
 	size_t slack = (size_t) rlimit / 2 + 2 * sizeof(struct ipt__page) +
 		       IPT__RUN_ALIGN +
 		       (sizeof(struct ipt__blk_icache_entry) <<
