@@ -14008,18 +14008,17 @@ static IPT__NOINLINE int ipt__blk_next_chain(struct pt_block_decoder *decoder,
 			goto done;
 
 		case ipt__run_dcall:
-			if (run->disp)
-				npush += 1;
-			ip = ipt__ip_in_mode(mode, ip + (uint64_t)
-					     (int64_t) run->disp);
-			if (decoder->flags.variant.block.end_on_call)
-				goto done;
-			break;
-
 		case ipt__run_djump:
 			ip = ipt__ip_in_mode(mode, ip + (uint64_t)
 					     (int64_t) run->disp);
-			if (decoder->flags.variant.block.end_on_jump)
+			if (run->kind == ipt__run_djump) {
+				if (decoder->flags.variant.block.end_on_jump)
+					goto done;
+				break;
+			}
+			if (run->disp)
+				npush += 1;
+			if (decoder->flags.variant.block.end_on_call)
 				goto done;
 			break;
 
