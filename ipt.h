@@ -18755,21 +18755,26 @@ static int ipt__cov_in_ranges(const struct ipt_cov_decoder *cov, uint64_t ip)
 	return 0;
 }
 
-/* Count the edge @from -> @to of @kind, if it counts. */
-static IPT__INLINE void ipt__cov_count(struct ipt_cov_decoder *cov,
+/* Whether the edge @from -> @to of @kind counts. */
+static IPT__INLINE int ipt__cov_counts(const struct ipt_cov_decoder *cov,
 				       uint64_t from, uint64_t to,
 				       enum ipt_cov_kind kind)
 {
 	if (!(cov->kinds & (uint32_t) kind))
-		return;
-	if (IPT__UNLIKELY(cov->config.nranges) &&
-	    !ipt__cov_in_ranges(cov, kind == ipt_cov_enable ? to : from))
-		return;
+		return 0;
+	return !cov->config.nranges ||
+	       ipt__cov_in_ranges(cov, kind == ipt_cov_enable ? to : from);
+}
 
+/* Count the edge @from -> @to of @kind with the bitmap index @index: it
+ * counts. */
+static IPT__INLINE void ipt__cov_hit(struct ipt_cov_decoder *cov,
+				     uint64_t from, uint64_t to,
+				     enum ipt_cov_kind kind, uint32_t index)
+{
 	cov->status.edges += 1;
 	if (IPT__LIKELY(cov->map != NULL)) {
-		uint8_t *counter = &cov->map[ipt__cov_index(from, to) &
-					     cov->mask];
+		uint8_t *counter = &cov->map[index & cov->mask];
 		uint8_t value = (uint8_t) (*counter + 1);
 
 		if (value || !(cov->config.flags & ipt_cov_saturate))
@@ -18777,6 +18782,15 @@ static IPT__INLINE void ipt__cov_count(struct ipt_cov_decoder *cov,
 	}
 	if (cov->config.edge)
 		cov->config.edge(cov->config.context, from, to, kind);
+}
+
+/* Count the edge @from -> @to of @kind, if it counts. */
+static IPT__INLINE void ipt__cov_count(struct ipt_cov_decoder *cov,
+				       uint64_t from, uint64_t to,
+				       enum ipt_cov_kind kind)
+{
+	if (ipt__cov_counts(cov, from, to, kind))
+		ipt__cov_hit(cov, from, to, kind, ipt__cov_index(from, to));
 }
 
 /* The flow went on at @to: the pending branch, if any, went there. */
@@ -19022,10 +19036,11 @@ struct ipt__cov_memo {
 	uint8_t nops;
 	uint8_t pops;
 	/* Bit i of @ret says the i-th edge is a compressed return, of
-	 * @nt that it is a conditional branch not taken. */
+	 * @nt that it is a conditional branch not taken, of @count that it
+	 * counts (the decoder's kinds and ranges). */
 	uint8_t ret;
 	uint8_t nt;
-	uint8_t reserved;
+	uint8_t count;
 	/* Instructions walked, for the block decoder's count. */
 	uint32_t ninsn;
 	/* Where the flow goes on; the IP after the last branch. */
@@ -19035,6 +19050,8 @@ struct ipt__cov_memo {
 	uint64_t from[IPT__COV_MEMO_BITS];
 	uint64_t to[IPT__COV_MEMO_BITS];
 	uint64_t op[IPT__COV_MEMO_OPS];
+	/* Their bitmap indices, before the bitmap's size. */
+	uint32_t index[IPT__COV_MEMO_BITS];
 };
 
 /* The default memory bound of the memo, in bytes. */
@@ -19078,14 +19095,24 @@ static IPT__NOINLINE int ipt__cov_memo_alloc(struct ipt_cov_decoder *cov)
 	return 1;
 }
 
+/* The kind of an entry's @i-th edge. */
+static IPT__INLINE enum ipt_cov_kind
+ipt__cov_memo_kind(const struct ipt__cov_memo *e, uint32_t i)
+{
+	if ((e->ret >> i) & 1)
+		return ipt_cov_return;
+	return (e->nt >> i) & 1 ? ipt_cov_not_taken : ipt_cov_taken;
+}
+
 /* Record in @e what the walk does from @ip in @mode with the @n bits in
  * @bits (the first in bit n-1), reading runs as the walk would.  The
  * entry ends right after the last bit it could take. */
-static void ipt__cov_memo_fill(struct pt_block_decoder *blk,
+static void ipt__cov_memo_fill(struct ipt_cov_decoder *cov,
 			       struct ipt__cov_memo *e, uint64_t ip,
 			       enum pt_exec_mode mode, uint32_t bits,
 			       uint32_t n)
 {
+	struct pt_block_decoder *blk = &cov->blk;
 	uint32_t used = 0, ninsn = 0, nops = 0, pops = 0, depth = 0;
 	uint32_t chain = 0;
 	/* The entry's pushes not popped yet, by their op number. */
@@ -19160,6 +19187,11 @@ static void ipt__cov_memo_fill(struct pt_block_decoder *blk,
 	taken:
 		e->from[used] = end_ip;
 		e->to[used] = to;
+		e->index[used] = ipt__cov_index(end_ip, to);
+		e->count &= (uint8_t) ~(1u << used);
+		if (ipt__cov_counts(cov, end_ip, to,
+				    ipt__cov_memo_kind(e, used)))
+			e->count |= (uint8_t) (1u << used);
 		used += 1;
 		/* What the walk has done up to here is the entry. */
 		e->used = (uint8_t) used;
@@ -19212,7 +19244,7 @@ static uint64_t ipt__cov_tnt(void *context, struct pt_block_decoder *blk,
 	    0x9e3779b97f4a7c15ull;
 	e = &cov->memo[h >> cov->memo_shift];
 	if (e->ip != ip || e->ctx != ctx || e->key != key) {
-		ipt__cov_memo_fill(blk, e, ip, mode, bits, n);
+		ipt__cov_memo_fill(cov, e, ip, mode, bits, n);
 		/* Filling may have moved to a new context. */
 		e->ip = ip;
 		e->ctx = ipt__blk_ctx_of(blk, mode);
@@ -19237,15 +19269,10 @@ static uint64_t ipt__cov_tnt(void *context, struct pt_block_decoder *blk,
 	 * at their destination; the last waits for the flow to get there. */
 	ipt__cov_resolve(cov, ip);
 	last = (uint32_t) e->used - 1;
-	for (i = 0; i < last; ++i) {
-		uint32_t kind = ipt_cov_return;
-
-		if (!((e->ret >> i) & 1))
-			kind = (e->nt >> i) & 1 ? ipt_cov_not_taken :
-			       ipt_cov_taken;
-		ipt__cov_count(cov, e->from[i], e->to[i],
-			       (enum ipt_cov_kind) kind);
-	}
+	for (i = 0; i < last; ++i)
+		if ((e->count >> i) & 1)
+			ipt__cov_hit(cov, e->from[i], e->to[i],
+				     ipt__cov_memo_kind(e, i), e->index[i]);
 	cov->pend_from = e->from[last];
 	cov->pend_next = e->last_next;
 	cov->pend_kind = (e->ret >> last) & 1 ? ipt_cov_return :
