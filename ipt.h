@@ -2230,10 +2230,11 @@ IPT_API int ipt_insn_converged(const struct pt_insn_decoder *decoder,
  * as the run cache is, so that the edges and bitmap are the same with it
  * or without.  It is one table allocated on first use, at most
  * IPT_COV_MEMO_LIMIT bytes (1 MiB) or what ipt_cov_set_memo_limit sets;
- * setting a limit empties it, and a limit below 16 entries (about 4 KiB)
- * turns it off.  Code the memo covers is not read again, so the block
- * callback, told of runs recorded in the run cache, may hear of fewer
- * runs with it than without.
+ * setting a limit empties it, and a limit below 16 entries (4 KiB and a
+ * little) turns it off (it returns -pte_invalid without a decoder).  Code
+ * the memo covers is not read again, so the block callback, told of runs
+ * recorded in the run cache, may hear of fewer runs with it than
+ * without.  ipt_cov_status.memo_bits counts the TNT bits it took.
  *
  * ipt_cov_decode decodes the whole trace and returns 0, or -pte_invalid.
  * An error in the trace (or code that cannot be read or decoded) costs the

@@ -195,7 +195,7 @@ static void check_trace(const char *name, const struct pt_config *config,
 		if (pass == 2)
 			CHECK_EQ(ipt_cov_set_memo_limit(cov, 0), 0);
 		if (pass == 3)
-			CHECK_EQ(ipt_cov_set_memo_limit(cov, 4096), 0);
+			CHECK_EQ(ipt_cov_set_memo_limit(cov, 8192), 0);
 		got.n = 0;
 		CHECK_EQ(ipt_cov_set_trace(cov, config->begin, config->end, 1),
 			 0);
