@@ -12919,7 +12919,73 @@ static int ipt__blk_proceed_to_insn(struct pt_block_decoder *decoder,
 	}
 }
 
-/* Walk the code without trace until @decoder->ip reaches @ip.
+static const struct ipt__blk_run *
+ipt__blk_run_cached(struct pt_block_decoder *decoder, uint64_t ip,
+		    enum pt_exec_mode mode);
+
+static const struct ipt__blk_run *
+ipt__blk_run_find(struct pt_block_decoder *decoder, uint64_t ip,
+		  enum pt_exec_mode mode, const struct ipt__blk_text **text);
+
+/* Add the run the run cache has at @decoder->ip to @block at once, as
+ * walking it one instruction at a time would, if @ip does not lie inside
+ * it and its last instruction needs no trace: the instructions before
+ * the last one are ordinary ones, so only that one is decoded.  Returns 1
+ * if it did, with @insn and @iext that instruction and @decoder->ip after
+ * it; 0 if the caller goes one instruction at a time (the same result,
+ * errors included). */
+static int ipt__blk_skip_run(struct pt_block_decoder *decoder,
+			     struct pt_block *block, struct pt_insn *insn,
+			     struct ipt__insn_ext *iext, uint64_t ip)
+{
+	const struct ipt__blk_run *run;
+	uint64_t last, next;
+	uint32_t ninsn;
+
+	if (decoder->for_insn || block->truncated)
+		return 0;
+	/* Recording a run reads code ahead of @ip: not while waiting for
+	 * missing code, where a read that fails is a fault. */
+	if (decoder->wait_for_code)
+		run = ipt__blk_run_cached(decoder, decoder->ip, decoder->mode);
+	else
+		run = ipt__blk_run_find(decoder, decoder->ip, decoder->mode,
+					NULL);
+	if (!run)
+		return 0;
+	switch ((enum ipt__run_kind) run->kind) {
+	case ipt__run_next:
+	case ipt__run_djump:
+	case ipt__run_dcall:
+		break;
+	default:
+		return 0;
+	}
+
+	last = run->ip + run->len;
+	ninsn = (uint32_t) block->ninsn + run->ninsn;
+	if ((run->ip < ip && ip <= last) || ninsn > UINT16_MAX ||
+	    (run->isid != block->isid && !ipt__blk_block_is_empty(block)) ||
+	    (decoder->has_icnt && decoder->icnt + run->ninsn < decoder->icnt))
+		return 0;
+	if (ipt__blk_decode_at(decoder, last, insn, iext) < 0 ||
+	    insn->truncated || insn->isid != run->isid ||
+	    ipt__insn_next_ip(&next, insn, iext) < 0)
+		return 0;
+
+	ipt__blk_log_call(decoder, insn, iext);
+	block->isid = run->isid;
+	block->iclass = insn->iclass;
+	block->end_ip = last;
+	block->ninsn = (uint16_t) ninsn;
+	if (decoder->has_icnt)
+		decoder->icnt += run->ninsn;
+	decoder->ip = next;
+	return 1;
+}
+
+/* Walk the code without trace until @decoder->ip reaches @ip, a run from
+ * the run cache at a time where that is the same.
  *
  * On 1, @decoder->ip == @ip and @insn is the instruction before it, if we
  * moved at all.  Otherwise as ipt__blk_proceed_to_insn. */
@@ -12934,13 +13000,16 @@ static int ipt__blk_proceed_to_ip(struct pt_block_decoder *decoder,
 		if (decoder->ip == ip)
 			return 1;
 
-		status = ipt__blk_proceed_one_insn(decoder, block, insn, iext);
-		if (status <= 0)
-			return status;
+		if (!ipt__blk_skip_run(decoder, block, insn, iext, ip)) {
+			status = ipt__blk_proceed_one_insn(decoder, block,
+							   insn, iext);
+			if (status <= 0)
+				return status;
 
-		status = ipt__insn_next_ip(&decoder->ip, insn, iext);
-		if (status < 0)
-			return status;
+			status = ipt__insn_next_ip(&decoder->ip, insn, iext);
+			if (status < 0)
+				return status;
+		}
 
 		/* The branch that ends the block may have reached @ip. */
 		if (ipt__blk_end_on_branch(decoder, insn))
@@ -13826,6 +13895,26 @@ ipt__blk_run_miss(struct pt_block_decoder *decoder, uint32_t idx, uint64_t ip,
 	if (ptext)
 		*ptext = text;
 	return ipt__blk_run_fill(decoder, &set[0], text, ip, mode, ctx);
+}
+
+/* The run starting at @ip in @mode in the current address space if the
+ * table has it; NULL if not (nothing is recorded). */
+static const struct ipt__blk_run *
+ipt__blk_run_cached(struct pt_block_decoder *decoder, uint64_t ip,
+		    enum pt_exec_mode mode)
+{
+	struct ipt__blk_run *set;
+	uint32_t ctx;
+
+	if (!IPT__BLK_RUNS || !decoder->runs)
+		return NULL;
+	ctx = ipt__blk_ctx_of(decoder, mode);
+	set = ipt__blk_set(decoder, ipt__blk_set_of(ip, ctx, decoder->rsets));
+	if (set[0].ip == ip && set[0].ctx == ctx)
+		return &set[0];
+	if (set[1].ip == ip && set[1].ctx == ctx)
+		return &set[1];
+	return NULL;
 }
 
 /* The run starting at @ip in @mode in the current address space, from the
