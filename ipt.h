@@ -14896,6 +14896,15 @@ struct ipt__blk_walk_ops {
 			uint64_t ip, enum pt_exec_mode mode);
 };
 
+/* Where the branch ending @run goes when it is taken (conditional) or
+ * always (direct): @next, the IP after it, plus its displacement. */
+static IPT__INLINE uint64_t ipt__blk_run_target(const struct ipt__blk_run *run,
+						enum pt_exec_mode mode,
+						uint64_t next)
+{
+	return ipt__ip_in_mode(mode, next + (uint64_t) (int64_t) run->disp);
+}
+
 /* The walk goes on at @ip: let @ops take TNT bits in bulk first. */
 static IPT__INLINE uint64_t
 ipt__blk_walk_tnt(struct pt_block_decoder *decoder,
@@ -14985,8 +14994,7 @@ static IPT__INLINE int ipt__blk_walk(struct pt_block_decoder *decoder,
 			ev->variant.tnt.size = size;
 			to = next;
 			if ((ev->variant.tnt.bits >> size) & 1)
-				to = ipt__ip_in_mode(mode, next +
-					(uint64_t) (int64_t) run->disp);
+				to = ipt__blk_run_target(run, mode, next);
 			ops->branch(context, end_ip, next, ptic_cond_jump);
 			goto tnt_used;
 
@@ -15027,8 +15035,7 @@ static IPT__INLINE int ipt__blk_walk(struct pt_block_decoder *decoder,
 				ipt__retstack_push(&decoder->retstack, next);
 			/* fall through */
 		case ipt__run_djump:
-			to = ipt__ip_in_mode(mode, next +
-					      (uint64_t) (int64_t) run->disp);
+			to = ipt__blk_run_target(run, mode, next);
 			goto chained;
 
 		case ipt__run_next:
@@ -19212,7 +19219,7 @@ static void ipt__cov_memo_fill(struct ipt_cov_decoder *cov,
 	for (;;) {
 		const struct ipt__blk_run *run;
 		uint64_t end_ip, next, to;
-		uint32_t bit;
+		uint32_t bit, mask = 1u << used;
 
 		run = ipt__blk_run_find(blk, ip, mode, NULL);
 		if (!run)
@@ -19226,27 +19233,23 @@ static void ipt__cov_memo_fill(struct ipt_cov_decoder *cov,
 		case ipt__run_cond:
 			if (used == n)
 				return;
-			to = next;
-			if (bit)
-				to = ipt__ip_in_mode(mode, next +
-					(uint64_t) (int64_t) run->disp);
-			e->ret &= (uint8_t) ~(1u << used);
-			e->nt &= (uint8_t) ~(1u << used);
+			to = bit ? ipt__blk_run_target(run, mode, next) : next;
+			e->ret &= (uint8_t) ~mask;
+			e->nt &= (uint8_t) ~mask;
 			if (to == next)
-				e->nt |= (uint8_t) (1u << used);
-			goto taken;
+				e->nt |= (uint8_t) mask;
+			break;
 
 		case ipt__run_ret:
-			if (used == n || !bit || !depth)
-				return;
-			if (nops == IPT__COV_MEMO_OPS)
+			if (used == n || !bit || !depth ||
+			    nops == IPT__COV_MEMO_OPS)
 				return;
 			/* The address is the entry's own last push. */
 			to = e->op[stack[--depth]];
 			pops |= 1u << nops;
 			e->op[nops++] = 0;
-			e->ret |= (uint8_t) (1u << used);
-			goto taken;
+			e->ret |= (uint8_t) mask;
+			break;
 
 		case ipt__run_dcall:
 			if (run->disp) {
@@ -19255,18 +19258,15 @@ static void ipt__cov_memo_fill(struct ipt_cov_decoder *cov,
 				stack[depth++] = (uint8_t) nops;
 				e->op[nops++] = next;
 			}
-			to = ipt__ip_in_mode(mode, next +
-					      (uint64_t) (int64_t) run->disp);
-			goto chained;
-
+			/* fall through */
 		case ipt__run_djump:
-			to = ipt__ip_in_mode(mode, next +
-					      (uint64_t) (int64_t) run->disp);
-			goto chained;
-
 		case ipt__run_next:
-			to = next;
-			goto chained;
+			/* No trace needed: on to the next run. */
+			if (++chain > IPT__BLK_WALK_CHAIN)
+				return;
+			ip = run->kind == ipt__run_next ? next :
+			     ipt__blk_run_target(run, mode, next);
+			continue;
 
 		case ipt__run_icall:
 		case ipt__run_indirect:
@@ -19274,16 +19274,16 @@ static void ipt__cov_memo_fill(struct ipt_cov_decoder *cov,
 			return;
 		}
 
-	taken:
+		/* A TNT bit taken: what the walk has done up to here is the
+		 * entry. */
 		e->from[used] = end_ip;
 		e->to[used] = to;
 		e->index[used] = ipt__cov_index(end_ip, to);
-		e->count &= (uint8_t) ~(1u << used);
+		e->count &= (uint8_t) ~mask;
 		if (ipt__cov_counts(cov, end_ip, to,
 				    ipt__cov_memo_kind(e, used)))
-			e->count |= (uint8_t) (1u << used);
+			e->count |= (uint8_t) mask;
 		used += 1;
-		/* What the walk has done up to here is the entry. */
 		e->used = (uint8_t) used;
 		e->ninsn = ninsn;
 		e->nops = (uint8_t) nops;
@@ -19291,12 +19291,6 @@ static void ipt__cov_memo_fill(struct ipt_cov_decoder *cov,
 		e->exit = to;
 		e->last_next = next;
 		chain = 0;
-		ip = to;
-		continue;
-
-	chained:
-		if (++chain > IPT__BLK_WALK_CHAIN)
-			return;
 		ip = to;
 	}
 }
