@@ -5102,6 +5102,20 @@ static IPT__INLINE int ipt__pkt_in_fast(uintptr_t begin, size_t fast,
 	return (uintptr_t) pos - begin < fast;
 }
 
+/* Move past the PADs at the decoder's position, as many calls of
+ * pt_pkt_next would, one byte at a time; in traces PADs often outnumber
+ * all other packets.  Only where the fast path would decode them. */
+static IPT__UNUSED IPT__INLINE void
+ipt__pkt_skip_pads(struct pt_packet_decoder *decoder)
+{
+	const uint8_t *pos = decoder->pos;
+
+	while (ipt__pkt_in_fast((uintptr_t) decoder->config.begin,
+				decoder->fast, pos) && !*pos)
+		pos += 1;
+	decoder->pos = pos;
+}
+
 /* Decode the next packet and move past it; return its size.  Same
  * semantics as libipt's pt_pkt_next: -pte_nosync before synchronization,
  * -pte_eos at the end or for a packet cut off by it, -pte_bad_opc for an
@@ -6315,6 +6329,7 @@ static int ipt__evt_next_packet(struct pt_event_decoder *decoder)
 	int status;
 
 	do {
+		ipt__pkt_skip_pads(&decoder->pacdec);
 		status = pt_pkt_next(&decoder->pacdec, &decoder->packet,
 				     sizeof(decoder->packet));
 		if (status < 0) {
