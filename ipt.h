@@ -18775,10 +18775,16 @@ ipt_sb_alloc_pevent_decoder_mem(struct pt_sb_session *session,
  * and pt_blk_event.  Either way an edge waits as "pending" until the flow
  * is seen at its destination.
  *
+ * Steady state goes further: a memo takes a run of TNT bits at once (see
+ * "taking TNT bits in bulk").
+ *
  * Uses of the block decoder: its public calls (ipt_blk_set_buffer for
  * the next trace), and ipt__blk_walk,
  * ipt__blk_decode, ipt__blk_trace_ended,
- * ipt__blk_set_run_hook and ipt__blk_allocator (see >>blk). */
+ * ipt__blk_set_run_hook and ipt__blk_allocator (see >>blk); the memo
+ * reads runs with ipt__blk_run_find and ipt__blk_ctx_of and, as the walk
+ * would, takes bits off the TNT in hand and moves the return stack and
+ * the instruction count. */
 
 struct ipt_cov_decoder {
 	/* The block decoder; it holds the allocator. */
