@@ -1417,7 +1417,12 @@ IPT_API int ipt_insn_set_cache_limit(struct pt_insn_decoder *decoder,
  * ipt_insn_set_wait_for_code() with on non-zero make them stop at missing
  * memory too, so that fetching pages on demand gives exactly the output of
  * a decode with all memory present; off (the default) they do as libipt.
- * Both return zero, -pte_invalid without decoder. */
+ * The same holds for the instruction an event names by its IP (a software
+ * interrupt, a system call), which the block decoder checks before it
+ * walks any code.  Where such a look-ahead stops a call other than
+ * *_next (*_event, *_sync_*, *_resync), nothing has happened yet: the
+ * same call, once the code is there (after a sync: *_sync_set to the sync
+ * offset), goes on.  Both return zero, -pte_invalid without decoder. */
 struct ipt_fault {
 	/* The address space of the read. */
 	struct pt_asid asid;
@@ -13059,22 +13064,41 @@ static int ipt__blk_proceed_past(struct pt_block_decoder *decoder,
 	return ipt__blk_proceed_one_insn(decoder, block, insn, iext);
 }
 
+/* Code looked at ahead of the flow (by an erratum workaround, or to check
+ * the instruction an event names) could not be read: the check does not
+ * apply, as in libipt, unless the user waits for missing code
+ * (ipt_blk_set_wait_for_code); then the error stops the decoder where it
+ * is, and it looks again on the next call. */
+static int ipt__blk_lookahead_failed(struct pt_block_decoder *decoder,
+				     int status)
+{
+	if (decoder->wait_for_code &&
+	    (status == -pte_nomap || status == -pte_bad_insn)) {
+		decoder->fault_ahead = 1;
+		return status;
+	}
+	return 0;
+}
+
 /* An event named its instruction (a software interrupt or a system call)
  * by the IP we are at, before we walked any code: the instruction there is
  * the one to postpone.  Returns 1 if it is of another kind (proceeding
  * past it will fail, as in libipt's block decoder); 0 if it is of the kind
  * (then it is in @insn and @iext) or cannot be read or decoded (the walk
- * on reports that). */
-static uint32_t ipt__blk_event_insn(struct pt_block_decoder *decoder,
-				    ipt__blk_insn_pred pred,
-				    struct pt_insn *insn,
-				    struct ipt__insn_ext *iext)
+ * on reports that); a negative pte_* code if it cannot be read and the
+ * user waits for missing code: nothing has changed yet, so the next call
+ * looks again, as a decode with the code there would have. */
+static int ipt__blk_event_insn(struct pt_block_decoder *decoder,
+			       ipt__blk_insn_pred pred, struct pt_insn *insn,
+			       struct ipt__insn_ext *iext)
 {
 	struct ipt__insn_ext at_ext;
 	struct pt_insn at;
+	int status;
 
-	if (ipt__blk_decode_at(decoder, decoder->ip, &at, &at_ext) < 0)
-		return 0;
+	status = ipt__blk_decode_at(decoder, decoder->ip, &at, &at_ext);
+	if (status < 0)
+		return ipt__blk_lookahead_failed(decoder, status);
 	if (!pred(&at, &at_ext))
 		return 1;
 	IPT__COPY(*insn, at);
@@ -13144,21 +13168,6 @@ static int ipt__blk_proceed_to_trig(struct pt_block_decoder *decoder,
 		ev->variant.trig.icnt -= 1;
 	}
 	return 1;
-}
-
-/* An erratum workaround could not read the code it looks at: it does not
- * apply, as in libipt, unless the user waits for missing code
- * (ipt_blk_set_wait_for_code); then the error stops the decoder where it
- * is, and it looks again on the next call. */
-static int ipt__blk_lookahead_failed(struct pt_block_decoder *decoder,
-				     int status)
-{
-	if (decoder->wait_for_code &&
-	    (status == -pte_nomap || status == -pte_bad_insn)) {
-		decoder->fault_ahead = 1;
-		return status;
-	}
-	return 0;
 }
 
 /* Erratum SKD022: a VMLAUNCH or VMRESUME that disables tracing may send a
@@ -13497,9 +13506,13 @@ static int ipt__blk_proceed_event(struct pt_block_decoder *decoder,
 		 * we walked to get there, as in libipt; if we walked none,
 		 * it is the one at the IP. */
 		mismatch = 0;
-		if (!ev->ip_suppressed && !insn.size && !decoder->for_insn)
-			mismatch = ipt__blk_event_insn(decoder, pred, &insn,
-						       &iext);
+		if (!ev->ip_suppressed && !insn.size && !decoder->for_insn) {
+			status = ipt__blk_event_insn(decoder, pred, &insn,
+						     &iext);
+			if (status < 0)
+				return status;
+			mismatch = (uint32_t) status;
+		}
 
 		decoder->bound |= bit;
 		status = ipt__blk_postpone_insn(decoder, &insn, &iext);
@@ -15006,38 +15019,61 @@ static void ipt__blk_note_fault(struct pt_block_decoder *decoder, int status)
 static int ipt__blk_event(struct pt_block_decoder *decoder,
 			  struct pt_event *uevent, size_t size);
 static int ipt__blk_start_at(struct pt_block_decoder *decoder);
+static int ipt__blk_resync(struct pt_block_decoder *decoder);
 
-/* Take the next event into @uevent (if not NULL), else the PSB+ just
- * synchronized onto, together with the events that bind where the decoder
- * then stands.  Finding those may need code ahead of the flow (the SKD022
- * workaround).  A user waiting for missing code (ipt_blk_set_wait_for_code)
- * gets the error with nothing taken: the same call, once the code is
- * there, does it all (after a sync, pt_blk_sync_set to the sync offset).
- * Nothing here changes the caches' tables, so the decoder's own fields
- * are all there is to keep. */
+/* What ipt__blk_whole does. */
+enum ipt__blk_whole_op {
+	ipt__blk_op_start,
+	ipt__blk_op_event,
+	ipt__blk_op_resync
+};
+
+/* Take the next event into @uevent (ipt__blk_op_event), the PSB+ just
+ * synchronized onto (ipt__blk_op_start) or a place to go on from after an
+ * error (ipt__blk_op_resync), together with the events that bind where
+ * the decoder then stands.  Finding those may need code ahead of the flow
+ * (the SKD022 workaround).  A user waiting for missing code
+ * (ipt_blk_set_wait_for_code) gets the error with nothing taken: the same
+ * call, once the code is there, does it all (after a sync, pt_blk_sync_set
+ * to the sync offset).  Nothing here changes the caches' tables, so the
+ * decoder's own fields are all there is to keep. */
 static int ipt__blk_whole(struct pt_block_decoder *decoder,
-			  struct pt_event *uevent, size_t size)
+			  enum ipt__blk_whole_op op, struct pt_event *uevent,
+			  size_t size)
 {
 	const struct pt_config *config;
 	struct pt_block_decoder save;
 	struct ipt__miss fault;
-	int status, keep;
+	uint32_t ahead;
+	int status = -pte_internal, keep;
 
 	ipt__blk_cache_sync(decoder);
 	config = pt_evt_get_config(&decoder->evdec);
-	keep = decoder->wait_for_code && config && config->errata.skd022;
+	keep = decoder->wait_for_code &&
+	       ((config && config->errata.skd022) || op == ipt__blk_op_resync);
 	if (keep)
 		IPT__COPY(save, *decoder);
 
 	ipt__blk_watch(decoder);
-	status = uevent ? ipt__blk_event(decoder, uevent, size) :
-			  ipt__blk_start_at(decoder);
+	switch (op) {
+	case ipt__blk_op_start:
+		status = ipt__blk_start_at(decoder);
+		break;
+	case ipt__blk_op_event:
+		status = ipt__blk_event(decoder, uevent, size);
+		break;
+	case ipt__blk_op_resync:
+		status = ipt__blk_resync(decoder);
+		break;
+	}
 	ipt__blk_note_fault(decoder, status);
 	if (keep && decoder->has_fault) {
 		IPT__COPY(fault, decoder->fault);
+		ahead = decoder->fault_ahead;
 		IPT__COPY(*decoder, save);
 		IPT__COPY(decoder->fault, fault);
 		decoder->has_fault = 1;
+		decoder->fault_ahead = ahead;
 	}
 	return status;
 }
@@ -15064,7 +15100,7 @@ static int ipt__blk_start_at(struct pt_block_decoder *decoder)
 /* Synchronized: take in the PSB+ and the events that bind right there. */
 static int ipt__blk_start(struct pt_block_decoder *decoder)
 {
-	return ipt__blk_whole(decoder, NULL, 0);
+	return ipt__blk_whole(decoder, ipt__blk_op_start, NULL, 0);
 }
 
 IPT_DEF int pt_blk_sync_forward(struct pt_block_decoder *decoder)
@@ -15637,7 +15673,7 @@ IPT_DEF int pt_blk_event(struct pt_block_decoder *decoder,
 {
 	if (!decoder || !uevent)
 		return -pte_invalid;
-	return ipt__blk_whole(decoder, uevent, size);
+	return ipt__blk_whole(decoder, ipt__blk_op_event, uevent, size);
 }
 
 /* ---- resynchronization ---- */
@@ -15673,14 +15709,11 @@ static uint32_t ipt__blk_resync_stalls(struct pt_block_decoder *decoder)
  * PSB+ goes the same way each time, so it is done once for an error at a
  * given place; an error that comes back at once, again and again, moves
  * the decoder on to the next PSB. */
-IPT_DEF int pt_blk_resync(struct pt_block_decoder *decoder)
+static int ipt__blk_resync(struct pt_block_decoder *decoder)
 {
 	struct pt_event *ev;
 	uint32_t stalls;
 	int status;
-
-	if (!decoder)
-		return -pte_invalid;
 
 	ipt__blk_clear_postponed_insn(decoder);
 	ipt__blk_cache_sync(decoder);
@@ -15836,6 +15869,13 @@ IPT_DEF int pt_blk_resync(struct pt_block_decoder *decoder)
 		if (status < 0)
 			return status;
 	}
+}
+
+IPT_DEF int pt_blk_resync(struct pt_block_decoder *decoder)
+{
+	if (!decoder)
+		return -pte_invalid;
+	return ipt__blk_whole(decoder, ipt__blk_op_resync, NULL, 0);
 }
 
 /* ---- comparing decoders (for >>seg) ---- */
