@@ -1507,6 +1507,12 @@ IPT_API int ipt_pkt_extend(struct pt_packet_decoder *decoder, uint8_t *end,
 			   int more);
 IPT_API int ipt_evt_extend(struct pt_event_decoder *decoder, uint8_t *end,
 			   int more);
+IPT_API int ipt_qry_extend(struct pt_query_decoder *decoder, uint8_t *end,
+			   int more);
+IPT_API int ipt_blk_extend(struct pt_block_decoder *decoder, uint8_t *end,
+			   int more);
+IPT_API int ipt_insn_extend(struct pt_insn_decoder *decoder, uint8_t *end,
+			    int more);
 
 /* >>api-alloc: ipt_ extensions: a runtime allocator per object */
 
@@ -4643,7 +4649,8 @@ pt_pkt_get_config(const struct pt_packet_decoder *decoder)
  * OVF's extended opcode byte reads as the second byte of a 2-byte CYC.  A
  * 2-byte CYC whose second byte looks like IPT__OPC_EXT and is followed by
  * an OVF extension byte is taken for that: skip the CYC's first byte and
- * report the OVF.  Returns the OVF's size, or 0 if the erratum did not hit. */
+ * report the OVF.  Returns the OVF's size, 0 if the erratum did not hit,
+ * -pte_eos if the trace ends for now before the byte that decides. */
 static int ipt__pkt_handle_skd007(struct pt_packet_decoder *decoder,
 				  struct pt_packet *packet)
 {
@@ -4655,9 +4662,10 @@ static int ipt__pkt_handle_skd007(struct pt_packet_decoder *decoder,
 	if ((packet->payload.cyc.value & 0xffe0u) != 0x20)
 		return 0;
 
+	/* At the end for now, the byte that decides may yet come. */
 	pos = decoder->pos + 2;
 	if (decoder->config.end <= pos)
-		return 0;
+		return decoder->more ? -pte_eos : 0;
 	if (*pos != IPT__EXT_OVF)
 		return 0;
 
@@ -5839,6 +5847,8 @@ static IPT__UNUSED int ipt__tcal_same(const struct ipt_time_cal *a,
  *   const uint8_t *ipt__evt_pos(const struct pt_event_decoder *);
  *        the packet decoder's position: the packet after the current one
  *   const uint8_t *ipt__evt_end(const struct pt_event_decoder *);
+ *   int  ipt__evt_more(const struct pt_event_decoder *);
+ *        whether more trace may come after the end (ipt_evt_extend)
  *   int  ipt__evt_time(const struct pt_event_decoder *decoder, uint64_t *tsc,
  *                      uint32_t *lost_mtc, uint32_t *lost_cyc);
  *   int  ipt__evt_core_bus_ratio(const struct pt_event_decoder *decoder,
@@ -6746,6 +6756,11 @@ IPT_DEF int ipt_evt_set_buffer(struct pt_event_decoder *decoder,
 		return err;
 	decoder->packet.size = 0;
 	return ipt__evt_reset(decoder);
+}
+
+static IPT__UNUSED int ipt__evt_more(const struct pt_event_decoder *decoder)
+{
+	return ipt__pkt_more(&decoder->pacdec);
 }
 
 IPT_DEF int ipt_evt_extend(struct pt_event_decoder *decoder, uint8_t *end,
@@ -8717,7 +8732,8 @@ IPT_DEF int ipt_qry_set_buffer(struct pt_query_decoder *decoder,
 	return ipt__qry_reset(decoder);
 }
 
-IPT_DEF int pt_qry_sync_forward(struct pt_query_decoder *decoder, uint64_t *ip)
+static int ipt__qry_sync_forward(struct pt_query_decoder *decoder,
+				 uint64_t *ip)
 {
 	int err;
 
@@ -8744,7 +8760,7 @@ static int ipt__qry_restart(void *ctx)
 }
 
 /* As libipt, 0 on success: the status of the start is not reported. */
-IPT_DEF int pt_qry_sync_backward(struct pt_query_decoder *decoder,
+static int ipt__qry_sync_backward(struct pt_query_decoder *decoder,
 				 uint64_t *ip)
 {
 	struct ipt__qry_start_ctx qs;
@@ -8758,7 +8774,7 @@ IPT_DEF int pt_qry_sync_backward(struct pt_query_decoder *decoder,
 	return err < 0 ? err : 0;
 }
 
-IPT_DEF int pt_qry_sync_set(struct pt_query_decoder *decoder, uint64_t *ip,
+static int ipt__qry_sync_set(struct pt_query_decoder *decoder, uint64_t *ip,
 			    uint64_t offset)
 {
 	int err;
@@ -8815,7 +8831,7 @@ static int ipt__qry_cache_tnt(struct pt_query_decoder *decoder)
 	return 0;
 }
 
-IPT_DEF int pt_qry_cond_branch(struct pt_query_decoder *decoder, int *taken)
+static int ipt__qry_cond_branch(struct pt_query_decoder *decoder, int *taken)
 {
 	int query, err;
 
@@ -8842,7 +8858,7 @@ IPT_DEF int pt_qry_cond_branch(struct pt_query_decoder *decoder, int *taken)
 	return ipt__qry_status(decoder);
 }
 
-IPT_DEF int pt_qry_indirect_branch(struct pt_query_decoder *decoder,
+static int ipt__qry_indirect_branch(struct pt_query_decoder *decoder,
 				   uint64_t *addr)
 {
 	const struct pt_event *ev;
@@ -8874,7 +8890,7 @@ IPT_DEF int pt_qry_indirect_branch(struct pt_query_decoder *decoder,
 	return status | ipt__qry_status(decoder);
 }
 
-IPT_DEF int pt_qry_event(struct pt_query_decoder *decoder,
+static int ipt__qry_event(struct pt_query_decoder *decoder,
 			 struct pt_event *event, size_t size)
 {
 	if (!decoder || !event)
@@ -8899,6 +8915,103 @@ IPT_DEF int pt_qry_event(struct pt_query_decoder *decoder,
 	ipt__evt_save_time(&decoder->last_time, &decoder->evdec);
 	ipt__qry_read_ahead(decoder);
 	return ipt__qry_status(decoder);
+}
+
+/* ---- streaming ----
+ * While more trace may come (ipt_qry_extend), a query that meets the end of
+ * the trace, even only reading ahead, is undone and says -ipt_pte_need_more:
+ * asked again once the end has moved, it finds what it would have found in
+ * the whole trace.  The decoder is copied before each such query; it owns
+ * no memory, so the copy is all there is to undo. */
+
+/* Whether the query about to be made must be undone should it need more;
+ * then @save holds the decoder as it was. */
+static int ipt__qry_guard(const struct pt_query_decoder *decoder,
+			  struct pt_query_decoder *save)
+{
+	if (IPT__LIKELY(!ipt__evt_more(&decoder->evdec)))
+		return 0;
+	IPT__COPY(*save, *decoder);
+	return 1;
+}
+
+static int ipt__qry_settle(struct pt_query_decoder *decoder,
+			   const struct pt_query_decoder *save, int status)
+{
+	if (status != -ipt_pte_need_more &&
+	    decoder->status != -ipt_pte_need_more)
+		return status;
+	IPT__COPY(*decoder, *save);
+	return -ipt_pte_need_more;
+}
+
+/* Make the query @call on @decoder, undone if it needs more. */
+#define IPT__QRY_GUARDED(decoder, call)                                      \
+	do {                                                                 \
+		struct pt_query_decoder save_;                               \
+		int status_;                                                 \
+									     \
+		if (!(decoder))                                              \
+			return -pte_invalid;                                 \
+		if (!ipt__qry_guard((decoder), &save_))                      \
+			return call;                                         \
+		status_ = call;                                              \
+		return ipt__qry_settle((decoder), &save_, status_);          \
+	} while (0)
+
+IPT_DEF int pt_qry_sync_forward(struct pt_query_decoder *decoder, uint64_t *ip)
+{
+	IPT__QRY_GUARDED(decoder, ipt__qry_sync_forward(decoder, ip));
+}
+
+IPT_DEF int pt_qry_sync_backward(struct pt_query_decoder *decoder,
+				 uint64_t *ip)
+{
+	IPT__QRY_GUARDED(decoder, ipt__qry_sync_backward(decoder, ip));
+}
+
+IPT_DEF int pt_qry_sync_set(struct pt_query_decoder *decoder, uint64_t *ip,
+			    uint64_t offset)
+{
+	IPT__QRY_GUARDED(decoder, ipt__qry_sync_set(decoder, ip, offset));
+}
+
+IPT_DEF int pt_qry_cond_branch(struct pt_query_decoder *decoder, int *taken)
+{
+	IPT__QRY_GUARDED(decoder, ipt__qry_cond_branch(decoder, taken));
+}
+
+IPT_DEF int pt_qry_indirect_branch(struct pt_query_decoder *decoder,
+				   uint64_t *addr)
+{
+	IPT__QRY_GUARDED(decoder, ipt__qry_indirect_branch(decoder, addr));
+}
+
+IPT_DEF int pt_qry_event(struct pt_query_decoder *decoder,
+			 struct pt_event *event, size_t size)
+{
+	IPT__QRY_GUARDED(decoder, ipt__qry_event(decoder, event, size));
+}
+
+IPT_DEF int ipt_qry_extend(struct pt_query_decoder *decoder, uint8_t *end,
+			   int more)
+{
+	int err;
+
+	if (!decoder)
+		return -pte_invalid;
+	err = ipt_evt_extend(&decoder->evdec, end, more);
+	if (err < 0)
+		return err;
+
+	/* The end was met reading ahead: read again.  Should that need
+	 * more yet, every query says so until the end moves again. */
+	if (decoder->status == -ipt_pte_need_more ||
+	    decoder->status == -pte_eos) {
+		decoder->status = 0;
+		ipt__qry_read_ahead(decoder);
+	}
+	return 0;
 }
 
 IPT_DEF int pt_qry_time(struct pt_query_decoder *decoder, uint64_t *time,
@@ -11757,6 +11870,10 @@ struct ipt__blk_seen {
 	uint64_t offset;
 };
 
+/* The offset of an entry taken out again (a call undone): it matches no
+ * instruction and keeps the probe sequences through it intact. */
+#define IPT__SEEN_GONE UINT64_MAX
+
 /* Bits of pt_block_decoder.bound: an event of that kind already bound to
  * the postponed instruction, so the next one of its kind cannot. */
 enum {
@@ -11912,6 +12029,13 @@ struct pt_block_decoder {
 	uint32_t sec_epoch;
 	struct pt_asid sec_asid;
 	struct ipt__image_place sec;
+	/* While @guards calls that may be undone are under way (streaming,
+	 * see "undoing a call"), the entries of @seen they added: @nadded of
+	 * room for @added_cap. */
+	struct ipt__blk_seen *added;
+	uint32_t nadded;
+	uint32_t added_cap;
+	uint32_t guards;
 	/* If set, told of each run recorded in the run cache: its first IP
 	 * and the IP of its last instruction. */
 	void (*run_hook)(void *context, uint64_t begin, uint64_t last);
@@ -12568,6 +12692,8 @@ static void ipt__blk_decoder_fini(struct pt_block_decoder *decoder)
 {
 	ipt__free(&decoder->allocator, decoder->seen,
 		  (size_t) decoder->seen_cap * sizeof(*decoder->seen));
+	ipt__free(&decoder->allocator, decoder->added,
+		  (size_t) decoder->added_cap * sizeof(*decoder->added));
 	ipt__free(&decoder->allocator, decoder->chain,
 		  IPT__FILL_STEPS * sizeof(*decoder->chain));
 	ipt__blk_runs_free(decoder);
@@ -13995,12 +14121,35 @@ static int ipt__blk_seen_grow(struct pt_block_decoder *decoder)
 		return -pte_nomem;
 
 	for (idx = 0; idx < oldcap; ++idx)
-		if (old[idx].section)
+		if (old[idx].section && old[idx].offset != IPT__SEEN_GONE)
 			set[ipt__blk_seen_slot(set, cap, old[idx].section,
 					       old[idx].offset)] = old[idx];
 	ipt__free(&decoder->allocator, old, (size_t) oldcap * sizeof(*old));
 	decoder->seen = set;
 	decoder->seen_cap = cap;
+	return 0;
+}
+
+/* Make room to note one more entry added while a call may be undone. */
+static int ipt__blk_seen_log(struct pt_block_decoder *decoder)
+{
+	struct ipt__blk_seen *log;
+	uint32_t cap;
+
+	if (decoder->nadded < decoder->added_cap)
+		return 0;
+	/* No more than the set itself can hold. */
+	cap = decoder->added_cap ? decoder->added_cap * 2 : 256;
+	if (cap > ((uint32_t) 1 << 27))
+		return -pte_nomem;
+	log = (struct ipt__blk_seen *)
+		ipt__realloc(&decoder->allocator, decoder->added,
+			     (size_t) decoder->added_cap * sizeof(*log),
+			     (size_t) cap * sizeof(*log));
+	if (!log)
+		return -pte_nomem;
+	decoder->added = log;
+	decoder->added_cap = cap;
 	return 0;
 }
 
@@ -14026,9 +14175,17 @@ static int ipt__blk_fill_done(struct pt_block_decoder *decoder)
 							  decoder->sec.section,
 							  decoder->chain[idx])];
 		if (!entry->section) {
+			if (decoder->guards) {
+				int status = ipt__blk_seen_log(decoder);
+
+				if (status < 0)
+					return status;
+			}
 			entry->section = decoder->sec.section;
 			entry->offset = decoder->chain[idx];
 			decoder->nseen += 1;
+			if (decoder->guards)
+				decoder->added[decoder->nadded++] = *entry;
 		}
 	}
 	decoder->nchain = 0;
@@ -14184,7 +14341,8 @@ static int ipt__blk_walk_run(struct pt_block_decoder *decoder,
 		ip = next;
 	}
 
-	if (seen_all)
+	/* A call that may be undone could take the entries out again. */
+	if (seen_all && !decoder->guards)
 		run->warm = 1;
 	return (int) run->ninsn;
 }
@@ -15016,6 +15174,105 @@ static void ipt__blk_note_fault(struct pt_block_decoder *decoder, int status)
 		decoder->has_fault = 1;
 }
 
+/* ---- undoing a call ----
+ * While more trace may come (ipt_blk_extend), a call that meets the end of
+ * the trace is undone and says -ipt_pte_need_more: made again once the end
+ * has moved, it finds what it would have found in the whole trace.  Before
+ * such a call the decoder is copied; undoing it copies back all but the
+ * caches, which stay as the call left them (what they hold does not depend
+ * on where in the trace we are), and takes out of the record of libipt's
+ * block cache what the call added: the call made again adds it anew, and
+ * would end its blocks elsewhere if the record already held it.  Runs are
+ * not marked warm meanwhile, as warmth rests on that record.  The most
+ * common block (ipt__blk_next_fast) takes no trace and needs no copy. */
+
+/* Whether the call about to be made must be undone should it need more;
+ * then @save holds the decoder as it was. */
+static int ipt__blk_guard(struct pt_block_decoder *decoder,
+			  struct pt_block_decoder *save)
+{
+	if (IPT__LIKELY(!ipt__evt_more(&decoder->evdec)))
+		return 0;
+	IPT__COPY(*save, *decoder);
+	decoder->guards += 1;
+	return 1;
+}
+
+/* Undo the call @save was taken before. */
+static void ipt__blk_undo(struct pt_block_decoder *decoder,
+			  struct pt_block_decoder *save)
+{
+	uint32_t idx;
+
+	for (idx = save->nadded; idx < decoder->nadded; ++idx) {
+		const struct ipt__blk_seen *gone = &decoder->added[idx];
+		uint32_t slot;
+
+		slot = ipt__blk_seen_slot(decoder->seen, decoder->seen_cap,
+					  gone->section, gone->offset);
+		if (decoder->seen[slot].section)
+			decoder->seen[slot].offset = IPT__SEEN_GONE;
+	}
+
+	/* The caches as they are now; the context is found again. */
+	save->icache = decoder->icache;
+	save->cache_image = decoder->cache_image;
+	save->cache_gen = decoder->cache_gen;
+	save->epoch = decoder->epoch;
+	save->runs = decoder->runs;
+	save->rmem = decoder->rmem;
+	save->rmem_size = decoder->rmem_size;
+	save->rsets = decoder->rsets;
+	save->rstride = decoder->rstride;
+	save->rfills = decoder->rfills;
+	save->rlimit = decoder->rlimit;
+	save->lmap = decoder->lmap;
+	save->ctx_id = 0;
+	save->ctx_next = decoder->ctx_next;
+	save->nctx = decoder->nctx;
+	IPT_MEMCPY(save->ctx, decoder->ctx, sizeof(save->ctx));
+	save->seen = decoder->seen;
+	save->seen_cap = decoder->seen_cap;
+	save->nseen = decoder->nseen;
+	save->chain = decoder->chain;
+	save->sec_epoch = decoder->sec_epoch;
+	save->sec_asid = decoder->sec_asid;
+	save->sec = decoder->sec;
+	save->added = decoder->added;
+	save->added_cap = decoder->added_cap;
+	IPT__COPY(*decoder, *save);
+}
+
+/* The call guarded by ipt__blk_guard ended with @status: undo it if it
+ * needs more. */
+static int ipt__blk_settle(struct pt_block_decoder *decoder,
+			   struct pt_block_decoder *save, int status)
+{
+	decoder->guards -= 1;
+	if (status != -ipt_pte_need_more &&
+	    decoder->status != -ipt_pte_need_more) {
+		if (!decoder->guards)
+			decoder->nadded = 0;
+		return status;
+	}
+	ipt__blk_undo(decoder, save);
+	return -ipt_pte_need_more;
+}
+
+/* Make the call @call on @decoder, undone if it needs more. */
+#define IPT__BLK_GUARDED(decoder, call)                                      \
+	do {                                                                 \
+		struct pt_block_decoder save_;                               \
+		int status_;                                                 \
+									     \
+		if (!(decoder))                                              \
+			return -pte_invalid;                                 \
+		if (!ipt__blk_guard((decoder), &save_))                      \
+			return call;                                         \
+		status_ = call;                                              \
+		return ipt__blk_settle((decoder), &save_, status_);          \
+	} while (0)
+
 static int ipt__blk_event(struct pt_block_decoder *decoder,
 			  struct pt_event *uevent, size_t size);
 static int ipt__blk_start_at(struct pt_block_decoder *decoder);
@@ -15103,7 +15360,7 @@ static int ipt__blk_start(struct pt_block_decoder *decoder)
 	return ipt__blk_whole(decoder, ipt__blk_op_start, NULL, 0);
 }
 
-IPT_DEF int pt_blk_sync_forward(struct pt_block_decoder *decoder)
+static int ipt__blk_sync_forward(struct pt_block_decoder *decoder)
 {
 	int status;
 
@@ -15126,7 +15383,7 @@ static int ipt__blk_restart(void *ctx)
 }
 
 /* As libipt, 0 on success: the status of the start is not reported. */
-IPT_DEF int pt_blk_sync_backward(struct pt_block_decoder *decoder)
+static int ipt__blk_sync_backward(struct pt_block_decoder *decoder)
 {
 	int status;
 
@@ -15137,7 +15394,7 @@ IPT_DEF int pt_blk_sync_backward(struct pt_block_decoder *decoder)
 	return status < 0 ? status : 0;
 }
 
-IPT_DEF int pt_blk_sync_set(struct pt_block_decoder *decoder, uint64_t offset)
+static int ipt__blk_sync_set(struct pt_block_decoder *decoder, uint64_t offset)
 {
 	int status;
 
@@ -15149,6 +15406,29 @@ IPT_DEF int pt_blk_sync_set(struct pt_block_decoder *decoder, uint64_t offset)
 	if (status < 0)
 		return status;
 	return ipt__blk_start(decoder);
+}
+
+IPT_DEF int pt_blk_sync_forward(struct pt_block_decoder *decoder)
+{
+	IPT__BLK_GUARDED(decoder, ipt__blk_sync_forward(decoder));
+}
+
+IPT_DEF int pt_blk_sync_backward(struct pt_block_decoder *decoder)
+{
+	IPT__BLK_GUARDED(decoder, ipt__blk_sync_backward(decoder));
+}
+
+IPT_DEF int pt_blk_sync_set(struct pt_block_decoder *decoder, uint64_t offset)
+{
+	IPT__BLK_GUARDED(decoder, ipt__blk_sync_set(decoder, offset));
+}
+
+IPT_DEF int ipt_blk_extend(struct pt_block_decoder *decoder, uint8_t *end,
+			   int more)
+{
+	if (!decoder)
+		return -pte_invalid;
+	return ipt_evt_extend(&decoder->evdec, end, more);
 }
 
 IPT_DEF int pt_blk_get_offset(const struct pt_block_decoder *decoder,
@@ -15296,8 +15576,9 @@ static IPT__NOINLINE int ipt__blk_next(struct pt_block_decoder *decoder,
 				       struct pt_block *ublock, size_t size,
 				       int begun)
 {
+	struct pt_block_decoder save;
 	struct pt_block local, *block;
-	int status;
+	int status, guarded;
 
 	block = size == sizeof(local) ? ublock : &local;
 	if (!begun) {
@@ -15305,9 +15586,16 @@ static IPT__NOINLINE int ipt__blk_next(struct pt_block_decoder *decoder,
 		ipt__blk_begin(decoder, block);
 	}
 
+	guarded = ipt__blk_guard(decoder, &save);
 	ipt__blk_watch(decoder);
 	status = ipt__blk_proceed(decoder, block);
 	ipt__blk_note_fault(decoder, status);
+	if (guarded) {
+		status = ipt__blk_settle(decoder, &save, status);
+		/* Undone: no block yet. */
+		if (status == -ipt_pte_need_more)
+			ipt__blk_begin(decoder, block);
+	}
 	ipt__blk_prefetch(decoder);
 
 	ipt__blk_block_to_user(ublock, size, block);
@@ -15671,9 +15959,10 @@ static int ipt__blk_event(struct pt_block_decoder *decoder,
 IPT_DEF int pt_blk_event(struct pt_block_decoder *decoder,
 			 struct pt_event *uevent, size_t size)
 {
-	if (!decoder || !uevent)
+	if (!uevent)
 		return -pte_invalid;
-	return ipt__blk_whole(decoder, ipt__blk_op_event, uevent, size);
+	IPT__BLK_GUARDED(decoder, ipt__blk_whole(decoder, ipt__blk_op_event,
+						 uevent, size));
 }
 
 /* ---- resynchronization ---- */
@@ -15873,9 +16162,8 @@ static int ipt__blk_resync(struct pt_block_decoder *decoder)
 
 IPT_DEF int pt_blk_resync(struct pt_block_decoder *decoder)
 {
-	if (!decoder)
-		return -pte_invalid;
-	return ipt__blk_whole(decoder, ipt__blk_op_resync, NULL, 0);
+	IPT__BLK_GUARDED(decoder, ipt__blk_whole(decoder, ipt__blk_op_resync,
+						 NULL, 0));
 }
 
 /* ---- comparing decoders (for >>seg) ---- */
@@ -16319,7 +16607,8 @@ static int ipt__insn_resume(struct pt_insn_decoder *decoder,
 
 	status = pt_blk_next(blkdec, block, sizeof(*block));
 	decoder->trail = 0;
-	if (status < 0 && ipt__blk_fault(blkdec) && !block->ninsn) {
+	if (status < 0 && !block->ninsn &&
+	    (ipt__blk_fault(blkdec) || status == -ipt_pte_need_more)) {
 		struct pt_insn none;
 
 		IPT_MEMSET(&none, 0, sizeof(none));
@@ -16406,9 +16695,11 @@ static IPT__NOINLINE int ipt__insn_next(struct pt_insn_decoder *decoder,
 		if (block->ninsn)
 			break;
 
-		/* An empty block: an error or event shows now. */
+		/* An empty block: an error or event shows now.  Missing
+		 * memory or trace is a pause: the next call asks again. */
 		if (status < 0) {
-			if (ipt__blk_fault(&decoder->blkdec))
+			if (ipt__blk_fault(&decoder->blkdec) ||
+			    status == -ipt_pte_need_more)
 				decoder->status = 0;
 			goto out;
 		}
@@ -16495,6 +16786,14 @@ IPT_DEF int pt_insn_next(struct pt_insn_decoder *decoder,
 	}
 
 	return ipt__insn_next(decoder, uinsn, size);
+}
+
+IPT_DEF int ipt_insn_extend(struct pt_insn_decoder *decoder, uint8_t *end,
+			    int more)
+{
+	if (!decoder)
+		return -pte_invalid;
+	return ipt_blk_extend(&decoder->blkdec, end, more);
 }
 
 IPT_DEF int ipt_insn_set_vm_tolerant(struct pt_insn_decoder *decoder, int on)

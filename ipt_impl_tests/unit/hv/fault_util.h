@@ -259,9 +259,10 @@ static HV_UNUSED int hv_fetch(struct gmem *m, int status, int have,
 
 /* The part of a decode loop that is the same for both decoders: on an
  * error (and at first, with @status -pte_nosync), note it and synchronize
- * forward (or resynchronize, with @o->resync); on a pending event, take
- * it.  A sync that stops at missing code starts over at the same PSB once
- * the page is there, a resync or an event call is made again. */
+ * forward (or resynchronize, with @o->resync, and synchronize forward if
+ * that fails); on a pending event, take it.  A sync that stops at missing
+ * code starts over at the same PSB once the page is there, a resync or an
+ * event call is made again. */
 #define HV_SYNC_OR_EVENT(P)                                                  \
 	if (status < 0) {                                                    \
 		if (status == -pte_eos)                                      \
@@ -273,7 +274,10 @@ static HV_UNUSED int hv_fetch(struct gmem *m, int status, int have,
 			       hv_fetch(m, status, ipt_##P##_get_fault(d,    \
 					&fault, sizeof(fault)), &fault) > 0) \
 				m->resync_faults += 1;                       \
-			continue;                                            \
+			/* Code that never comes: on to the next PSB. */     \
+			if (status >= 0 || status == -pte_eos)               \
+				continue;                                    \
+			hv_out_add(o, 'x', (uint64_t) -status, 1);           \
 		}                                                            \
 		status = pt_##P##_sync_forward(d);                           \
 		while (hv_fetch(m, status, ipt_##P##_get_fault(d, &fault,    \
