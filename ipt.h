@@ -1494,15 +1494,33 @@ IPT_API int ipt_insn_set_buffer(struct pt_insn_decoder *decoder,
 				uint8_t *begin, uint8_t *end);
 
 /* Streaming: the trace's end moves forward as the processor writes.
- * ipt_pkt_extend() / ipt_evt_extend() set a new end (not before the
- * current one) and say whether more may come after it.  While more may
- * come, the end of the trace or a packet cut by it is -ipt_pte_need_more
- * instead of -pte_eos: the decoder stays where it is and goes on once the
- * end moves; decoding in pieces gives what decoding the whole gives.  A
- * sync call that needs more starts over after the end moved.  Both return
- * zero, -pte_invalid without decoder or end, or if end lies before the
- * current end.  (The query, block and instruction decoders do not stream
- * yet.) */
+ *
+ * ipt_pkt_extend(), ipt_evt_extend(), ipt_qry_extend(), ipt_blk_extend()
+ * and ipt_insn_extend() set a new end of the decoder's trace buffer (not
+ * before the current one; the buffer's start stays) and say whether more
+ * may come after it (more non-zero).  While more may come, a call that
+ * runs into the end, or into a packet the end cuts, returns
+ * -ipt_pte_need_more instead of -pte_eos or an error, and leaves the
+ * decoder exactly as it was before the call: once the end has moved, the
+ * same call (the same pt_*_next, pt_*_event, pt_qry_* query or pt_*_sync_*)
+ * goes on, and decoding in pieces gives what decoding the whole trace
+ * gives, item for item.  That holds for calls that only read ahead too:
+ * a query decoder's answer needs the event after it, a block needs what
+ * follows it to know its status flags, so they wait as well.  The last
+ * call, with more zero, makes the end the end of the trace (-pte_eos).
+ * A decoder starts with more zero (the whole of [begin, end) is there).
+ *
+ * The query, block and instruction decoders copy their state before each
+ * call that may need more (for the block decoder: each block but the most
+ * common, one conditional branch with trace bits in hand), a few KiB;
+ * nothing is copied while more is zero.  The block decoder's record of
+ * libipt's block cache (see >>blk) sees no call that was undone.
+ * (The coverage layer, ipt_cov_*, does not stream.)
+ *
+ * Each returns zero; -pte_invalid without decoder or end, or if end lies
+ * before the current end.
+ *
+ * Ref: ipt.h only, described above; ipt_impl_tests/unit/hv/t_hv_stream. */
 IPT_API int ipt_pkt_extend(struct pt_packet_decoder *decoder, uint8_t *end,
 			   int more);
 IPT_API int ipt_evt_extend(struct pt_event_decoder *decoder, uint8_t *end,
