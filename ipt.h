@@ -12815,11 +12815,13 @@ static int ipt__blk_proceed_indirect(struct pt_block_decoder *decoder)
 		IPT__COPY(saved, decoder->evdec);
 		IPT__COPY(tnt, *ev);
 
+		/* The trace may not tell yet (ipt_blk_extend). */
 		status = pt_evt_next(&decoder->evdec, ev, sizeof(*ev));
 		if (status < 0 || ev->type != ptev_tip) {
 			IPT__COPY(decoder->evdec, saved);
 			IPT__COPY(*ev, tnt);
-			return -pte_bad_query;
+			return status == -ipt_pte_need_more ? status :
+							      -pte_bad_query;
 		}
 
 		/* No tick for this TIP: the TNT must stay current. */
