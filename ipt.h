@@ -6781,6 +6781,24 @@ static IPT__UNUSED int ipt__evt_more(const struct pt_event_decoder *decoder)
 	return ipt__pkt_more(&decoder->pacdec);
 }
 
+/* The body of a public call of a decoder built on this one (of @type)
+ * that is undone if it needs more (ipt_*_extend): return @call's status.
+ * guard(decoder, &save) says whether to keep @save, a copy of the decoder
+ * before the call; settle(decoder, &save, status) undoes the call if it
+ * needs more and returns what the caller gets. */
+#define IPT__UNDOABLE(type, guard, settle, decoder, call)                    \
+	do {                                                                 \
+		type save_;                                                  \
+		int status_;                                                 \
+									     \
+		if (!(decoder))                                              \
+			return -pte_invalid;                                 \
+		if (!guard((decoder), &save_))                               \
+			return call;                                         \
+		status_ = call;                                              \
+		return settle((decoder), &save_, status_);                   \
+	} while (0)
+
 IPT_DEF int ipt_evt_extend(struct pt_event_decoder *decoder, uint8_t *end,
 			   int more)
 {
@@ -8965,17 +8983,8 @@ static int ipt__qry_settle(struct pt_query_decoder *decoder,
 
 /* Make the query @call on @decoder, undone if it needs more. */
 #define IPT__QRY_GUARDED(decoder, call)                                      \
-	do {                                                                 \
-		struct pt_query_decoder save_;                               \
-		int status_;                                                 \
-									     \
-		if (!(decoder))                                              \
-			return -pte_invalid;                                 \
-		if (!ipt__qry_guard((decoder), &save_))                      \
-			return call;                                         \
-		status_ = call;                                              \
-		return ipt__qry_settle((decoder), &save_, status_);          \
-	} while (0)
+	IPT__UNDOABLE(struct pt_query_decoder, ipt__qry_guard,               \
+		      ipt__qry_settle, decoder, call)
 
 IPT_DEF int pt_qry_sync_forward(struct pt_query_decoder *decoder, uint64_t *ip)
 {
@@ -15281,17 +15290,8 @@ static int ipt__blk_settle(struct pt_block_decoder *decoder,
 
 /* Make the call @call on @decoder, undone if it needs more. */
 #define IPT__BLK_GUARDED(decoder, call)                                      \
-	do {                                                                 \
-		struct pt_block_decoder save_;                               \
-		int status_;                                                 \
-									     \
-		if (!(decoder))                                              \
-			return -pte_invalid;                                 \
-		if (!ipt__blk_guard((decoder), &save_))                      \
-			return call;                                         \
-		status_ = call;                                              \
-		return ipt__blk_settle((decoder), &save_, status_);          \
-	} while (0)
+	IPT__UNDOABLE(struct pt_block_decoder, ipt__blk_guard,               \
+		      ipt__blk_settle, decoder, call)
 
 static int ipt__blk_event(struct pt_block_decoder *decoder,
 			  struct pt_event *uevent, size_t size);

@@ -363,6 +363,39 @@ FZ void fz_image_read(struct fz *in, const struct fz_header *h,
 	img->calls = 0;
 }
 
+/* The input of the harnesses that decode one trace twice over the same
+ * code and compare (fuzz_fault.c, fuzz_stream.c): header, image, trace.
+ * No allocation fails, no packet callback, the image's address filters
+ * kept; returns the trace (the caller frees it and img->code). */
+FZ uint8_t *fz_twice_input(struct fz *in, struct fz_header *h,
+			   struct fz_image *img, struct pt_config *config,
+			   size_t *tsize)
+{
+	struct pt_conf_addr_filter filter;
+	uint8_t *trace;
+
+	fz_header(in, h);
+	fz_alloc_fail_at(0);
+	pt_config_init(config);
+	fz_image_read(in, h, img, config);
+	trace = fz_copy(in, in->n, tsize);
+	filter = config->addr_filter;
+	fz_config(h, config, trace, *tsize);
+	config->addr_filter = filter;
+	config->decode.callback = NULL;
+	return trace;
+}
+
+/* How many instructions such a harness decodes at most: code without
+ * trace runs forever, and slowly while it walks towards an event it never
+ * reaches; a few instructions per trace byte are plenty. */
+FZ uint64_t fz_twice_limit(size_t tsize)
+{
+	uint64_t limit = 2048 + (uint64_t) tsize * 4;
+
+	return limit > (1u << 16) ? 1u << 16 : limit;
+}
+
 /* A struct pt_event buffer of exactly the size the caller claims, so that
  * writing past that size is caught.  The decoders must accept any size up
  * to sizeof(struct pt_event) that holds the fixed fields, and sizes above

@@ -42,31 +42,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	int layer;
 
 	fz_init(&in, data, size);
-	fz_header(&in, &h);
-	/* Both decodes must see the same allocations. */
-	fz_alloc_fail_at(0);
-	pt_config_init(&config);
-	fz_image_read(&in, &h, &img, &config);
-	trace = fz_copy(&in, in.n, &tsize);
-	{
-		struct pt_conf_addr_filter filter = config.addr_filter;
-
-		fz_config(&h, &config, trace, tsize);
-		config.addr_filter = filter;
-		config.decode.callback = NULL;
-	}
+	trace = fz_twice_input(&in, &h, &img, &config, &tsize);
 
 	memset(&mem, 0, sizeof(mem));
 	gmem_add(&mem, img.base, img.code, img.size);
 	for (layer = 0; layer < 3; ++layer) {
 		struct hv_out whole, parts;
 		struct hv_feed f;
-		/* As fuzz_fault.c: code without trace runs forever. */
-		uint64_t limit = 2048 + (uint64_t) tsize * 4;
+		uint64_t limit = fz_twice_limit(tsize);
 		long at;
 
-		if (limit > (1u << 16))
-			limit = 1u << 16;
 		hv_feed_init(&f, &config, 0, 0);
 		decode(&whole, &config, &mem, layer, &f, limit);
 		hv_feed_init(&f, &config, 1 + h.sync_offset % 64,

@@ -53,6 +53,17 @@ static HV_UNUSED int hv_feed_grow(struct hv_feed *f)
 	return 1;
 }
 
+/* Did a call (of kind @op) fail?  Notes the error, the end of the trace
+ * excepted. */
+static HV_UNUSED int hv_failed(struct hv_out *o, int status, int op)
+{
+	if (status >= 0)
+		return 0;
+	if (status != -pte_eos)
+		hv_out_add(o, 'x', (uint64_t) -status, (uint64_t) op);
+	return 1;
+}
+
 /* The query decoder, driven without code: events when one is pending,
  * else a conditional branch, else (the query says it is not one) an
  * indirect branch; an error, or neither branch, synchronizes forward. */
@@ -99,10 +110,9 @@ static HV_UNUSED void hv_decode_qry(struct hv_out *o,
 			op = INDIRECT;
 			continue;
 		}
-		if (status < 0) {
+		if (hv_failed(o, status, op)) {
 			if (status == -pte_eos)
 				break;
-			hv_out_add(o, 'x', (uint64_t) -status, op);
 			op = SYNC;
 			continue;
 		}
@@ -183,10 +193,9 @@ static HV_UNUSED void hv_decode_flow(struct hv_out *o,
 		}
 		if (op == EVENT && status >= 0)
 			hv_out_event(o, &ev);
-		if (status < 0) {
+		if (hv_failed(o, status, op)) {
 			if (status == -pte_eos)
 				break;
-			hv_out_add(o, 'x', (uint64_t) -status, op);
 			op = SYNC;
 			continue;
 		}
