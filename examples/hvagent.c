@@ -122,8 +122,8 @@ int hvagent_feed(struct hvagent_vcpu *vcpu, size_t written, int last,
  *
  * ipt.h takes its memory from a struct ipt_allocator handed to the
  * decoder when it is made (ipt_insn_alloc_decoder_with): a context pointer
- * comes with every call, so each hvagent_decode() call (a real agent: each
- * virtual CPU) has an arena of its own and nothing is global.  The free
+ * comes with every call, so each virtual CPU (hvagent_vcpu_init()) has an
+ * arena of its own and nothing is global.  The free
  * gets the block's size, so the arena keeps no headers. */
 
 struct hv_arena {
@@ -270,7 +270,7 @@ struct hvagent_vcpu *hvagent_vcpu_init(const struct hvagent_cpu *cpu,
 	/* The decoders never resize: no realloc needed. */
 	allocator.realloc = (void *(*)(void *, void *, size_t, size_t)) 0;
 
-	/* No trace yet: each hvagent_decode() brings its buffer. */
+	/* No trace yet: each hvagent_start() brings its buffer. */
 	pt_config_init(&config);
 	config.begin = &none;
 	config.end = &none;
