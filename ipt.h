@@ -15312,8 +15312,8 @@ enum ipt__blk_whole_op {
  * (the SKD022 workaround).  A user waiting for missing code
  * (ipt_blk_set_wait_for_code) gets the error with nothing taken: the same
  * call, once the code is there, does it all (after a sync, pt_blk_sync_set
- * to the sync offset).  Nothing here changes the caches' tables, so the
- * decoder's own fields are all there is to keep. */
+ * to the sync offset): the call is undone as one that needs more trace
+ * is (ipt__blk_undo). */
 static int ipt__blk_whole(struct pt_block_decoder *decoder,
 			  enum ipt__blk_whole_op op, struct pt_event *uevent,
 			  size_t size)
@@ -15347,7 +15347,7 @@ static int ipt__blk_whole(struct pt_block_decoder *decoder,
 	if (keep && decoder->has_fault) {
 		IPT__COPY(fault, decoder->fault);
 		ahead = decoder->fault_ahead;
-		IPT__COPY(*decoder, save);
+		ipt__blk_undo(decoder, &save);
 		IPT__COPY(decoder->fault, fault);
 		decoder->has_fault = 1;
 		decoder->fault_ahead = ahead;
