@@ -8797,7 +8797,7 @@ static int ipt__qry_restart(void *ctx)
 
 /* As libipt, 0 on success: the status of the start is not reported. */
 static int ipt__qry_sync_backward(struct pt_query_decoder *decoder,
-				 uint64_t *ip)
+				  uint64_t *ip)
 {
 	struct ipt__qry_start_ctx qs;
 	int err;
@@ -8811,7 +8811,7 @@ static int ipt__qry_sync_backward(struct pt_query_decoder *decoder,
 }
 
 static int ipt__qry_sync_set(struct pt_query_decoder *decoder, uint64_t *ip,
-			    uint64_t offset)
+			     uint64_t offset)
 {
 	int err;
 
@@ -8895,7 +8895,7 @@ static int ipt__qry_cond_branch(struct pt_query_decoder *decoder, int *taken)
 }
 
 static int ipt__qry_indirect_branch(struct pt_query_decoder *decoder,
-				   uint64_t *addr)
+				    uint64_t *addr)
 {
 	const struct pt_event *ev;
 	int err, status = 0;
@@ -8927,7 +8927,7 @@ static int ipt__qry_indirect_branch(struct pt_query_decoder *decoder,
 }
 
 static int ipt__qry_event(struct pt_query_decoder *decoder,
-			 struct pt_event *event, size_t size)
+			  struct pt_event *event, size_t size)
 {
 	if (!decoder || !event)
 		return -pte_invalid;
@@ -15414,7 +15414,8 @@ static int ipt__blk_sync_backward(struct pt_block_decoder *decoder)
 	return status < 0 ? status : 0;
 }
 
-static int ipt__blk_sync_set(struct pt_block_decoder *decoder, uint64_t offset)
+static int ipt__blk_sync_set(struct pt_block_decoder *decoder,
+			     uint64_t offset)
 {
 	int status;
 
