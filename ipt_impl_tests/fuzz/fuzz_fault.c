@@ -39,31 +39,25 @@ static void decode(struct hv_out *o, const struct pt_config *config,
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct pt_config config;
-	struct fz_header h;
-	struct fz_image img;
+	struct fz_twice in;
 	struct gmem mem;
-	struct fz in;
-	uint8_t *trace;
-	size_t tsize;
 	int insn;
 
-	fz_init(&in, data, size);
 	/* Both decodes must see the same memory and the same allocations. */
-	trace = fz_twice_input(&in, &h, &img, &config, &tsize);
-
+	fz_twice_read(&in, data, size);
 	memset(&mem, 0, sizeof(mem));
-	gmem_add(&mem, img.base, img.code, img.size);
+	gmem_add(&mem, in.img.base, in.img.code, in.img.size);
 	for (insn = 0; insn < 2; ++insn) {
+		int resync = in.h.evsize & 1;
 		struct hv_out whole, parts;
-		uint64_t limit = fz_twice_limit(tsize);
 		long at;
 
 		mem.pct = 0;
-		decode(&whole, &config, &mem, insn, h.evsize & 1, limit);
-		mem.pct = 25 + h.sync_offset % 76;
-		mem.seed = h.cpuid_0x15_eax ^ ((uint64_t) h.sync_offset << 32);
-		decode(&parts, &config, &mem, insn, h.evsize & 1, limit);
+		decode(&whole, &in.config, &mem, insn, resync, in.limit);
+		mem.pct = 25 + in.h.sync_offset % 76;
+		mem.seed = in.h.cpuid_0x15_eax ^
+			   ((uint64_t) in.h.sync_offset << 32);
+		decode(&parts, &in.config, &mem, insn, resync, in.limit);
 		at = hv_out_diff(&whole, &parts);
 		if (at >= 0)
 			fz_fail(insn ? "insn output differs with pages missing" :
@@ -74,7 +68,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 
 	free(mem.released);
-	free(img.code);
-	free(trace);
+	fz_twice_free(&in);
 	return 0;
 }

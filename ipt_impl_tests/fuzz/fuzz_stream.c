@@ -32,42 +32,35 @@ static void decode(struct hv_out *o, const struct pt_config *config,
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct pt_config config;
-	struct fz_header h;
-	struct fz_image img;
-	struct gmem mem;
-	struct fz in;
-	uint8_t *trace;
-	size_t tsize;
+	static const char *const what[] = {
+		"qry output differs in pieces",
+		"blk output differs in pieces",
+		"insn output differs in pieces"
+	};
+	struct fz_twice in;
+	struct gmem code;
 	int layer;
 
-	fz_init(&in, data, size);
-	trace = fz_twice_input(&in, &h, &img, &config, &tsize);
-
-	memset(&mem, 0, sizeof(mem));
-	gmem_add(&mem, img.base, img.code, img.size);
+	fz_twice_read(&in, data, size);
+	memset(&code, 0, sizeof(code));
+	gmem_add(&code, in.img.base, in.img.code, in.img.size);
 	for (layer = 0; layer < 3; ++layer) {
 		struct hv_out whole, parts;
 		struct hv_feed f;
-		uint64_t limit = fz_twice_limit(tsize);
 		long at;
 
-		hv_feed_init(&f, &config, 0, 0);
-		decode(&whole, &config, &mem, layer, &f, limit);
-		hv_feed_init(&f, &config, 1 + h.sync_offset % 64,
-			     h.cpuid_0x15_eax);
-		decode(&parts, &config, &mem, layer, &f, limit);
+		hv_feed_init(&f, &in.config, 0, 0);
+		decode(&whole, &in.config, &code, layer, &f, in.limit);
+		hv_feed_init(&f, &in.config, 1 + in.h.sync_offset % 64,
+			     in.h.cpuid_0x15_eax);
+		decode(&parts, &in.config, &code, layer, &f, in.limit);
 		at = hv_out_diff(&whole, &parts);
 		if (at >= 0)
-			fz_fail(layer == 0 ? "qry output differs in pieces" :
-				layer == 1 ? "blk output differs in pieces" :
-				"insn output differs in pieces", at,
-				(long long) f.moved);
+			fz_fail(what[layer], at, (long long) f.moved);
 		free(whole.h);
 		free(parts.h);
 	}
 
-	free(img.code);
-	free(trace);
+	fz_twice_free(&in);
 	return 0;
 }

@@ -28,6 +28,17 @@ static int put(const char *dir, const char *name, const void *bytes,
 	return fclose(f) == 0 && ok;
 }
 
+/* PSB+ saying tracing is on at @ip, in 64-bit mode, with CR3 @cr3 of the
+ * host (@nr clear) or of a guest. */
+static void psb_plus(struct tb *t, uint64_t ip, uint64_t cr3, int nr)
+{
+	tb_simple(t, ppt_psb);
+	tb_mode_exec(t, ptem_64bit);
+	tb_ip(t, ppt_fup, pt_ipc_sext_48, ip);
+	tb_pip_nr(t, cr3, nr);
+	tb_simple(t, ppt_psbend);
+}
+
 int main(int argc, char **argv)
 {
 	static const char ips[] = "0000000000001001\n0000000000001002\n"
@@ -40,18 +51,10 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	tb_init(&t);
-	tb_simple(&t, ppt_psb);
-	tb_mode_exec(&t, ptem_64bit);
-	tb_ip(&t, ppt_fup, pt_ipc_sext_48, 0x1000);
-	tb_pip_nr(&t, 0x3000, 0);
-	tb_simple(&t, ppt_psbend);
+	psb_plus(&t, 0x1000, 0x3000, 0);
 	tb_ip(&t, ppt_fup, pt_ipc_sext_48, 0x1001);
 	tb_ip(&t, ppt_tip_pgd, pt_ipc_suppressed, 0);
-	tb_simple(&t, ppt_psb);
-	tb_mode_exec(&t, ptem_64bit);
-	tb_ip(&t, ppt_fup, pt_ipc_sext_48, 0x1001);
-	tb_pip_nr(&t, 0x5000, 1);
-	tb_simple(&t, ppt_psbend);
+	psb_plus(&t, 0x1001, 0x5000, 1);
 	tb_ip(&t, ppt_tip_pge, pt_ipc_sext_48, 0x1001);
 	tb_ip(&t, ppt_tip_pgd, pt_ipc_sext_48, 0x1000);
 	config = tb_done(&t);
