@@ -7827,17 +7827,23 @@ static int ipt__evt_decode_tip_pgd(struct pt_event_decoder *decoder)
 
 /* ---- other packets ---- */
 
+/* The fields of a TNT event that its packet gives. */
+static void ipt__evt_fill_tnt(struct pt_event *ev,
+			      const struct pt_packet_tnt *packet)
+{
+	ev->type = ptev_tnt;
+	ev->variant.tnt.bits = packet->payload;
+	ev->variant.tnt.size = packet->bit_size;
+}
+
 static int ipt__evt_decode_tnt(struct pt_event_decoder *decoder)
 {
-	const struct pt_packet_tnt *packet = &decoder->packet.payload.tnt;
 	struct pt_event *ev;
 
 	if (!decoder->enabled)
 		return -pte_bad_context;
 	ev = ipt__evq_standalone(&decoder->evq);
-	ev->type = ptev_tnt;
-	ev->variant.tnt.bits = packet->payload;
-	ev->variant.tnt.size = packet->bit_size;
+	ipt__evt_fill_tnt(ev, &decoder->packet.payload.tnt);
 	return ipt__evt_publish_standalone(decoder, ev);
 }
 
@@ -8441,6 +8447,36 @@ IPT_DEF int pt_evt_next(struct pt_event_decoder *decoder,
 		return -ipt_pte_need_more;
 	}
 	return err;
+}
+
+/* A short way to the next event for a decoder above (>>blk) that holds a
+ * TNT event it took from pt_evt_next() and has used up: when the next
+ * event is the current TNT packet's, @ev becomes that event in place,
+ * byte for byte what pt_evt_next() would give (the other fields are
+ * already those of a TNT event), without building one in the queue and
+ * copying it out.  Taking a TNT packet changes nothing else than reading
+ * the time and moving on (ipt__evt_decode_tnt).
+ *
+ * Returns 1 when @ev is the next event; 0 when the caller must ask
+ * pt_evt_next(). */
+static int ipt__evt_next_tnt(struct pt_event_decoder *decoder,
+			     struct pt_event *ev)
+{
+	enum pt_packet_type type = decoder->packet.type;
+	int err;
+
+	if (ev->type != ptev_tnt || !decoder->enabled ||
+	    (type != ppt_tnt_8 && type != ppt_tnt_64) ||
+	    ipt__pkt_more(&decoder->pacdec))
+		return 0;
+
+	ipt__evt_fill_tnt(ev, &decoder->packet.payload.tnt);
+	ev->has_tsc = 0;
+	err = ipt__evt_stamp(ev, &decoder->time);
+	if (err < 0)
+		return err;
+	ipt__evt_next_packet(decoder);
+	return 1;
 }
 
 static int ipt__evt_next(struct pt_event_decoder *decoder,
@@ -12469,7 +12505,9 @@ static int ipt__blk_fetch_event(struct pt_block_decoder *decoder)
 	if (status < 0)
 		return status;
 
-	status = pt_evt_next(&decoder->evdec, ev, sizeof(*ev));
+	status = ipt__evt_next_tnt(&decoder->evdec, ev);
+	if (!status)
+		status = pt_evt_next(&decoder->evdec, ev, sizeof(*ev));
 	if (status < 0) {
 		decoder->status = status;
 		IPT_MEMSET(ev, 0xff, sizeof(*ev));
