@@ -8450,28 +8450,48 @@ IPT_DEF int pt_evt_next(struct pt_event_decoder *decoder,
 }
 
 /* A short way to the next event for a decoder above (>>blk) that holds a
- * TNT event it took from pt_evt_next() and has used up: when the next
- * event is the current TNT packet's, @ev becomes that event in place,
- * byte for byte what pt_evt_next() would give (the other fields are
- * already those of a TNT event), without building one in the queue and
- * copying it out.  Taking a TNT packet changes nothing else than reading
- * the time and moving on (ipt__evt_decode_tnt).
+ * TNT or TIP event it took from pt_evt_next() and has used up: when the
+ * next event is the TNT of the current packet, or of the next one after a
+ * TIP with nothing bound to it, @ev becomes that event in place, byte for
+ * byte what pt_evt_next() would give, without building one in the queue
+ * and copying it out.  The two events use no fields but the flags, the
+ * time and the start of the variant (as long as variant.tnt), so clearing
+ * those leaves a zeroed event.  The steps are ipt__evt_fetch_event's:
+ * ipt__evt_decode_tip finding nothing bound, then ipt__evt_decode_tnt.
  *
  * Returns 1 when @ev is the next event; 0 when the caller must ask
- * pt_evt_next(). */
+ * pt_evt_next() (which goes on from here); an error as pt_evt_next()
+ * would. */
 static int ipt__evt_next_tnt(struct pt_event_decoder *decoder,
 			     struct pt_event *ev)
 {
-	enum pt_packet_type type = decoder->packet.type;
+	enum pt_packet_type type;
 	int err;
 
-	if (ev->type != ptev_tnt || !decoder->enabled ||
-	    (type != ppt_tnt_8 && type != ppt_tnt_64) ||
-	    ipt__pkt_more(&decoder->pacdec))
+	if ((ev->type != ptev_tnt && ev->type != ptev_tip) ||
+	    !decoder->enabled || ipt__pkt_more(&decoder->pacdec))
 		return 0;
 
-	ipt__evt_fill_tnt(ev, &decoder->packet.payload.tnt);
+	if (decoder->packet.type == ppt_tip && decoder->bound &&
+	    decoder->evq.begin == decoder->evq.end) {
+		err = ipt_last_ip_update_ip(&decoder->ip,
+					    &decoder->packet.payload.ip,
+					    ipt__evt_config(decoder));
+		if (err < 0)
+			return err;
+		decoder->bound = 0;
+		ipt__evt_next_packet(decoder);
+	}
+
+	type = decoder->packet.type;
+	if (type != ppt_tnt_8 && type != ppt_tnt_64)
+		return 0;
+
+	ev->ip_suppressed = 0;
+	ev->status_update = 0;
 	ev->has_tsc = 0;
+	IPT_MEMSET(&ev->variant, 0, sizeof(ev->variant.tnt));
+	ipt__evt_fill_tnt(ev, &decoder->packet.payload.tnt);
 	err = ipt__evt_stamp(ev, &decoder->time);
 	if (err < 0)
 		return err;
