@@ -5924,6 +5924,10 @@ static IPT__UNUSED int ipt__tcal_same(const struct ipt_time_cal *a,
  *   int  ipt__evt_same_event(const struct pt_event *,
  *                            const struct pt_event *);
  *        between two calls: the same state, the same event (for >>seg)
+ *   int  ipt__evt_next_tnt(struct pt_event_decoder *decoder,
+ *                          struct pt_event *ev);
+ *        pt_evt_next() for a caller holding a used-up TNT or TIP event
+ *        when the next event is a TNT: 1 and @ev refilled in place, or 0
  *   IPT__EV_IGNORE  the internal event type that binds a packet without
  *                   reporting anything; never leaves this section
  *
