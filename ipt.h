@@ -1469,6 +1469,123 @@ IPT_API int ipt_insn_set_vm_tolerant(struct pt_insn_decoder *decoder, int on);
 IPT_API int ipt_blk_in_guest(const struct pt_block_decoder *decoder);
 IPT_API int ipt_insn_in_guest(const struct pt_insn_decoder *decoder);
 
+/* >>api-start: starting where there is no PSB */
+
+/* A trace that begins mid-stream (a wrapped ring buffer, a VM's trace
+ * handed over piece by piece, tracing re-enabled after a VM exit) has no
+ * PSB to synchronize on before its first one, and may have none at all.
+ * A caller that knows the state of the trace at a packet boundary starts a
+ * decoder there with it, instead of losing the trace up to the next PSB.
+ *
+ * The decoder takes the state as it takes a PSB+: its first events are
+ * status updates (ptev_enabled or ptev_disabled, ptev_async_paging with
+ * the CR3, ptev_async_vmcs, ptev_tsx if in a transaction, ptev_exec_mode;
+ * all at @ip, stamped with @time), then the trace from @offset on.  A
+ * decoder that had decoded the trace before @offset itself and stands
+ * there (see ipt_blk_get_start_state) gives from then on what it gives.
+ *
+ * Fields a caller does not know are left zero: no CR3 or VMCS (as a PSB+
+ * without PIP or VMCS), no last IP (a compressed IP packet then fails
+ * with -pte_noip until a full one comes), no time (events carry none until
+ * a TSC packet), an empty return stack (a compressed return then fails
+ * with -pte_retstack_empty), ptem_unknown.  @size is sizeof(struct
+ * ipt_start_state) as the caller knows it: what lies past it counts as
+ * zero, so that the struct can grow. */
+enum { ipt_start_max_ret = 64 };
+
+struct ipt_start_state {
+	/* The size of the caller's struct ipt_start_state. */
+	size_t size;
+
+	/* Tracing is enabled (PacketEn): the flow goes on at @ip.  With
+	 * tracing disabled, @ip is where it stopped (an enable there is
+	 * reported as resumed), or zero. */
+	uint64_t ip;
+	uint32_t enabled:1;
+	/* @cr3 is valid; @non_root is PIP's NR bit (a VMX guest's CR3). */
+	uint32_t has_cr3:1;
+	uint32_t non_root:1;
+	/* @vmcs is valid. */
+	uint32_t has_vmcs:1;
+	/* Inside a TSX transaction (MODE.TSX InTX). */
+	uint32_t speculative:1;
+	/* RFLAGS.IF, for decoders with iflags events enabled. */
+	uint32_t iflag:1;
+	/* @time and @tcal are valid. */
+	uint32_t has_time:1;
+	/* The flow stands at the branch at @ip, which the decoder that
+	 * stopped here reported already (the error of the call that
+	 * reported it said the trace ran out); the trace at the offset says
+	 * where it goes (a TNT bit, a TIP, a compressed return).  A decoder
+	 * started with this goes past it without reporting it again. */
+	uint32_t at_branch:1;
+
+	enum pt_exec_mode mode;
+	uint64_t cr3;
+	uint64_t vmcs;
+
+	/* The last IP that compressed IP packets build on (ipt_last_ip_*);
+	 * all zero if not known. */
+	struct ipt_last_ip last_ip;
+
+	/* The time and its calibration (ipt_time_*, ipt_tcal_*).  To start
+	 * from a bare TSC value: ipt_time_init() and ipt_tcal_init(), then
+	 * @time.tsc and @time.have_tsc. */
+	struct ipt_time time;
+	struct ipt_time_cal tcal;
+
+	/* The return addresses of the calls not yet returned from, oldest
+	 * first, @nret of them (at most ipt_start_max_ret; a longer stack
+	 * keeps its newest). */
+	uint32_t nret;
+	uint64_t ret[ipt_start_max_ret];
+};
+
+/* Start decoder at @offset in its trace, at a packet boundary, in @state
+ * (see above).  The event and query decoders take @ip, CR3, VMCS and mode
+ * into their status events only; ipt_qry_start_at stores the start IP in
+ * *ip (if ip is not NULL and tracing is enabled), as pt_qry_sync_set does.
+ * Return what the corresponding pt_*_sync_set returns (a query decoder's
+ * and a block or instruction decoder's status flags, zero for an event
+ * decoder); -pte_invalid without decoder or state, if state->size is
+ * smaller than offsetof(struct ipt_start_state, mode), or
+ * state->nret is larger than ipt_start_max_ret; -pte_eos if @offset lies
+ * past the trace's end.  Ref: pt_*_sync_set (pt_evt_sync_set is ipt.h's
+ * event decoder); the state is ipt.h only. */
+IPT_API int ipt_evt_start_at(struct pt_event_decoder *decoder,
+			     uint64_t offset,
+			     const struct ipt_start_state *state);
+IPT_API int ipt_qry_start_at(struct pt_query_decoder *decoder, uint64_t *ip,
+			     uint64_t offset,
+			     const struct ipt_start_state *state);
+IPT_API int ipt_blk_start_at(struct pt_block_decoder *decoder,
+			     uint64_t offset,
+			     const struct ipt_start_state *state);
+IPT_API int ipt_insn_start_at(struct pt_insn_decoder *decoder,
+			      uint64_t offset,
+			      const struct ipt_start_state *state);
+
+/* The state a block or instruction decoder stands in once it has used up
+ * its trace (it returned -pte_eos, or -ipt_pte_need_more while streaming),
+ * and the offset it stands at: starting a decoder there, in the same or a
+ * longer trace, with that state goes on exactly as this decoder would
+ * have gone on had its trace been longer.  This is how an agent carries a
+ * decode from one piece of trace over to the next when the pieces are not
+ * one buffer.  Fills up to state->size bytes (which the caller sets) and
+ * sets *offset.  Returns zero; -pte_invalid if an argument is NULL or
+ * state->size is too small (as for ipt_*_start_at); -pte_nosync if the
+ * decoder is not synchronized; -pte_bad_context if it has not used up its
+ * trace, or the trace ends inside a group of packets that belong together
+ * (events wait for packets still to come, such as a MODE.EXEC for its
+ * TIP, or events bound to an instruction are not all taken): a start
+ * state cannot hold those.  Ref: ipt.h only. */
+IPT_API int ipt_blk_get_start_state(const struct pt_block_decoder *decoder,
+				    uint64_t *offset,
+				    struct ipt_start_state *state);
+IPT_API int ipt_insn_get_start_state(const struct pt_insn_decoder *decoder,
+				     uint64_t *offset,
+				     struct ipt_start_state *state);
+
 /* >>api-buffer: one decoder for every trace */
 
 /* Point a decoder at another trace buffer [begin, end): it keeps its
@@ -5940,6 +6057,10 @@ struct pt_event_decoder {
 	/* The current packet already completed bound events and must not
 	 * also be taken as a packet on its own. */
 	unsigned int bound:1;
+
+	/* The status events queued for the current PSBEND carry their IP
+	 * already: a start state's (ipt_evt_start_at), not the last IP. */
+	unsigned int placed:1;
 };
 
 /* ---- the event queue ---- */
@@ -6202,6 +6323,7 @@ static int ipt__evt_reset(struct pt_event_decoder *decoder)
 	decoder->event = NULL;
 	decoder->enabled = 0;
 	decoder->bound = 0;
+	decoder->placed = 0;
 	decoder->mode_exec_valid = 0;
 	decoder->iflag = 0;
 	decoder->csd = 0;
@@ -6673,8 +6795,10 @@ static int ipt__evt_decode_psbend(struct pt_event_decoder *decoder)
 	int err;
 
 	ev = ipt__evq_dequeue(&decoder->evq, ipt__evb_psbend);
-	if (!ev)
+	if (!ev) {
+		decoder->placed = 0;
 		return 1;
+	}
 	decoder->event = ev;
 
 	switch (ev->type) {
@@ -6684,6 +6808,8 @@ static int ipt__evt_decode_psbend(struct pt_event_decoder *decoder)
 	case ptev_tsx:
 	case ptev_async_paging:
 	case ptev_async_vmcs:
+		if (decoder->placed)
+			break;
 		err = ipt__evt_place(ev, &decoder->ip);
 		if (err < 0)
 			return err;
@@ -6761,6 +6887,174 @@ IPT_DEF int ipt_evt_extend(struct pt_event_decoder *decoder, uint8_t *end,
 		decoder->status = 0;
 		return ipt__evt_next_packet(decoder);
 	}
+	return 0;
+}
+
+/* ---- starting from a state (ipt_*_start_at) ----
+ * A start state is taken as a PSB+ stating it would be: the same status
+ * events, made by the same code (ipt__evt_header_packet) from the packets
+ * that PSB+ would hold, with the IP and the last IP apart, since mid-trace
+ * the flow's IP is seldom the last IP packet's. */
+
+/* Copy the caller's @ustate into @state: what lies past its size is
+ * zero.  -pte_invalid for a missing or unusable state. */
+static int ipt__start_state_in(struct ipt_start_state *state,
+			       const struct ipt_start_state *ustate)
+{
+	size_t size;
+
+	if (!ustate || ustate->size < offsetof(struct ipt_start_state, mode))
+		return -pte_invalid;
+	size = ustate->size < sizeof(*state) ? ustate->size : sizeof(*state);
+	IPT_MEMSET(state, 0, sizeof(*state));
+	IPT_MEMCPY(state, ustate, size);
+	if (state->nret > ipt_start_max_ret)
+		return -pte_invalid;
+	return 0;
+}
+
+/* Give the caller @state, up to the size it set in @ustate. */
+static int ipt__start_state_out(struct ipt_start_state *ustate,
+				const struct ipt_start_state *state)
+{
+	size_t size;
+
+	if (!ustate || ustate->size < offsetof(struct ipt_start_state, mode))
+		return -pte_invalid;
+	size = ustate->size < sizeof(*state) ? ustate->size : sizeof(*state);
+	IPT_MEMCPY((uint8_t *) ustate + sizeof(size_t),
+		   (const uint8_t *) state + sizeof(size_t),
+		   size - sizeof(size_t));
+	return 0;
+}
+
+/* Run @packet through the PSB+ header handling. */
+static int ipt__evt_state_packet(struct pt_event_decoder *decoder,
+				 const struct pt_packet *packet)
+{
+	IPT__COPY(decoder->packet, *packet);
+	return ipt__evt_header_packet(decoder);
+}
+
+/* Queue @state's status events, in a PSB+'s order, and place them. */
+static int ipt__evt_take_state(struct pt_event_decoder *decoder,
+			       const struct ipt_start_state *state)
+{
+	struct ipt_last_ip at;
+	struct pt_packet packet;
+	struct pt_event *ev;
+	uint8_t idx;
+	int err = 0;
+
+	ev = ipt__evq_enqueue(&decoder->evq, ipt__evb_psbend);
+	if (!ev)
+		return -pte_nomem;
+	ev->status_update = 1;
+	ev->type = state->enabled ? ptev_enabled : ptev_disabled;
+	ev->ip_suppressed = state->enabled ? 0 : 1;
+
+	IPT_MEMSET(&packet, 0, sizeof(packet));
+	if (state->has_cr3) {
+		packet.type = ppt_pip;
+		packet.payload.pip.cr3 = state->cr3;
+		packet.payload.pip.nr = state->non_root;
+		err = ipt__evt_state_packet(decoder, &packet);
+	}
+	if (err >= 0 && state->has_vmcs) {
+		packet.type = ppt_vmcs;
+		packet.payload.vmcs.base = state->vmcs;
+		err = ipt__evt_state_packet(decoder, &packet);
+	}
+	if (err >= 0 && state->speculative) {
+		packet.type = ppt_mode;
+		packet.payload.mode.leaf = pt_mol_tsx;
+		packet.payload.mode.bits.tsx.intx = 1;
+		err = ipt__evt_state_packet(decoder, &packet);
+	}
+	if (err >= 0 && state->mode != ptem_unknown) {
+		packet.type = ppt_mode;
+		packet.payload.mode.leaf = pt_mol_exec;
+		packet.payload.mode.bits.exec = pt_set_exec_mode(state->mode);
+		packet.payload.mode.bits.exec.iflag = state->iflag;
+		err = ipt__evt_state_packet(decoder, &packet);
+	}
+	if (err < 0)
+		return err;
+
+	ipt_last_ip_init(&at);
+	if (state->enabled) {
+		at.ip = state->ip;
+		at.have_ip = 1;
+	}
+	for (idx = decoder->evq.begin; idx != decoder->evq.end;
+	     idx = ipt__evq_inc(idx)) {
+		err = ipt__evt_place(&decoder->evq.queue[idx].event, &at);
+		if (err < 0)
+			return err;
+	}
+	decoder->placed = 1;
+	return 0;
+}
+
+IPT_DEF int ipt_evt_start_at(struct pt_event_decoder *decoder,
+			     uint64_t offset,
+			     const struct ipt_start_state *ustate)
+{
+	struct ipt_start_state state;
+	int err;
+
+	if (!decoder)
+		return -pte_invalid;
+	err = ipt__start_state_in(&state, ustate);
+	if (err < 0)
+		return err;
+	ipt__evt_reset(decoder);
+	err = pt_pkt_sync_set(&decoder->pacdec, offset);
+	if (err < 0)
+		return err;
+
+	decoder->status = 0;
+	if (state.has_time) {
+		IPT__COPY(decoder->time, state.time);
+		IPT__COPY(decoder->tcal, state.tcal);
+	}
+	err = ipt__evt_take_state(decoder, &state);
+	if (err < 0) {
+		ipt__evt_reset(decoder);
+		return err;
+	}
+	decoder->enabled = state.enabled;
+	IPT__COPY(decoder->ip, state.last_ip);
+
+	/* An empty PSBEND at @offset: it hands out the status events, then
+	 * the decoder reads on at @offset. */
+	IPT_MEMSET(&decoder->packet, 0, sizeof(decoder->packet));
+	decoder->packet.type = ppt_psbend;
+	return 0;
+}
+
+/* The state of a decoder that has used up its trace, but for what only
+ * its user knows (the IP, address space, mode, return stack): 0, or
+ * -pte_bad_context if events still wait for packets to come. */
+static IPT__UNUSED int
+ipt__evt_get_state(const struct pt_event_decoder *decoder, uint64_t *offset,
+		   struct ipt_start_state *state)
+{
+	int err;
+
+	if (decoder->packet.type != ppt_invalid ||
+	    (decoder->status != -pte_eos &&
+	     decoder->status != -ipt_pte_need_more) ||
+	    decoder->evq.begin != decoder->evq.end)
+		return -pte_bad_context;
+	err = pt_evt_get_offset(decoder, offset);
+	if (err < 0)
+		return err;
+	IPT__COPY(state->last_ip, decoder->ip);
+	IPT__COPY(state->time, decoder->time);
+	IPT__COPY(state->tcal, decoder->tcal);
+	state->has_time = 1;
+	state->iflag = decoder->iflag;
 	return 0;
 }
 
@@ -8480,7 +8774,8 @@ static IPT__UNUSED int ipt__evt_same(const struct pt_event_decoder *a,
 	       a->status == b->status &&
 	       a->mode_exec_valid == b->mode_exec_valid &&
 	       a->iflag == b->iflag && a->csd == b->csd && a->csl == b->csl &&
-	       a->enabled == b->enabled && a->bound == b->bound;
+	       a->enabled == b->enabled && a->bound == b->bound &&
+	       a->placed == b->placed;
 }
 
 /* ==== >>qry  query decoder ===============================================
@@ -8762,6 +9057,21 @@ IPT_DEF int pt_qry_sync_set(struct pt_query_decoder *decoder, uint64_t *ip,
 		return -pte_invalid;
 	ipt__qry_reset(decoder);
 	err = pt_evt_sync_set(&decoder->evdec, offset);
+	if (err < 0)
+		return err;
+	return ipt__qry_start(decoder, ip);
+}
+
+IPT_DEF int ipt_qry_start_at(struct pt_query_decoder *decoder, uint64_t *ip,
+			     uint64_t offset,
+			     const struct ipt_start_state *state)
+{
+	int err;
+
+	if (!decoder)
+		return -pte_invalid;
+	ipt__qry_reset(decoder);
+	err = ipt_evt_start_at(&decoder->evdec, offset, state);
 	if (err < 0)
 		return err;
 	return ipt__qry_start(decoder, ip);
@@ -11852,6 +12162,12 @@ struct pt_block_decoder {
 	/* The fault was met looking ahead of the flow, not walking it: what
 	 * follows the block's last instruction is not known yet. */
 	uint32_t fault_ahead:1;
+	/* The last call failed right after the branch at @ip, which its
+	 * block holds: what follows it was not in the trace. */
+	uint32_t ended_at_branch:1;
+	/* Started (ipt_blk_start_at) at such a branch: the next call takes
+	 * it with trace before it walks on. */
+	uint32_t at_branch:1;
 
 	/* Where the caches and the default image come from: the allocator
 	 * the decoder (or the instruction decoder holding it) was made with.
@@ -12472,6 +12788,8 @@ static void ipt__blk_reset(struct pt_block_decoder *decoder)
 	decoder->has_fault = 0;
 	decoder->vm_known = 0;
 	decoder->non_root = 0;
+	decoder->ended_at_branch = 0;
+	decoder->at_branch = 0;
 	decoder->ntrail = 0;
 	IPT_MEMSET(&decoder->event, 0xff, sizeof(decoder->event));
 	ipt__retstack_init(&decoder->retstack);
@@ -15115,6 +15433,87 @@ IPT_DEF int pt_blk_sync_set(struct pt_block_decoder *decoder, uint64_t offset)
 	return ipt__blk_start(decoder);
 }
 
+/* What only the block decoder knows of a start state: the return stack,
+ * and where tracing stopped if it is disabled.  The rest comes as the
+ * status events of the start (ipt_evt_start_at). */
+IPT_DEF int ipt_blk_start_at(struct pt_block_decoder *decoder,
+			     uint64_t offset,
+			     const struct ipt_start_state *ustate)
+{
+	struct ipt_start_state state;
+	uint32_t n;
+	int status;
+
+	if (!decoder)
+		return -pte_invalid;
+	status = ipt__start_state_in(&state, ustate);
+	if (status < 0)
+		return status;
+
+	ipt__blk_reset(decoder);
+	status = ipt_evt_start_at(&decoder->evdec, offset, &state);
+	if (status < 0)
+		return status;
+	for (n = 0; n < state.nret; ++n)
+		ipt__retstack_push(&decoder->retstack, state.ret[n]);
+	if (!state.enabled)
+		decoder->ip = state.ip;
+	status = ipt__blk_start(decoder);
+	if (status >= 0)
+		decoder->at_branch = state.at_branch && decoder->enabled;
+	return status;
+}
+
+static int ipt__blk_get_state(const struct pt_block_decoder *decoder,
+			      uint64_t *offset, struct ipt_start_state *state)
+{
+	const struct ipt__retstack *rs = &decoder->retstack;
+	uint8_t idx;
+	int err;
+
+	if (decoder->status == -pte_nosync)
+		return -pte_nosync;
+	if (decoder->process_insn ||
+	    (decoder->status != -pte_eos &&
+	     decoder->status != -ipt_pte_need_more))
+		return -pte_bad_context;
+	err = ipt__evt_get_state(&decoder->evdec, offset, state);
+	if (err < 0)
+		return err;
+
+	state->ip = decoder->ip;
+	state->at_branch = decoder->at_branch || decoder->ended_at_branch;
+	state->enabled = decoder->enabled;
+	state->mode = decoder->mode;
+	state->speculative = decoder->speculative;
+	state->has_cr3 = decoder->asid.cr3 != pt_asid_no_cr3;
+	state->cr3 = state->has_cr3 ? decoder->asid.cr3 : 0;
+	state->non_root = decoder->vm_known && decoder->non_root;
+	state->has_vmcs = decoder->asid.vmcs != pt_asid_no_vmcs;
+	state->vmcs = state->has_vmcs ? decoder->asid.vmcs : 0;
+	for (idx = rs->bottom; idx != rs->top;
+	     idx = (uint8_t) ((idx + 1) % (IPT__RETSTACK_SIZE + 1)))
+		state->ret[state->nret++] = rs->stack[idx];
+	return 0;
+}
+
+IPT_DEF int ipt_blk_get_start_state(const struct pt_block_decoder *decoder,
+				    uint64_t *offset,
+				    struct ipt_start_state *ustate)
+{
+	struct ipt_start_state state;
+	int err;
+
+	if (!decoder || !offset || !ustate)
+		return -pte_invalid;
+	IPT_MEMSET(&state, 0, sizeof(state));
+	state.size = sizeof(state);
+	err = ipt__blk_get_state(decoder, offset, &state);
+	if (err < 0)
+		return err;
+	return ipt__start_state_out(ustate, &state);
+}
+
 IPT_DEF int pt_blk_get_offset(const struct pt_block_decoder *decoder,
 			      uint64_t *offset)
 {
@@ -15254,6 +15653,36 @@ static IPT__INLINE void ipt__blk_begin(struct pt_block_decoder *decoder,
 	decoder->ntrail = 0;
 }
 
+/* Started at a branch its decoder had reported already: take it with
+ * trace, as an instruction events were bound to is taken (the return
+ * stack has its call already).  Only a TNT or TIP can say where it went;
+ * an event that binds to the branch itself (a TIP.PGD) is not taken from
+ * here: -pte_bad_context. */
+static int ipt__blk_take_branch(struct pt_block_decoder *decoder)
+{
+	struct ipt__insn_ext iext;
+	struct pt_insn insn;
+	int status;
+
+	if (decoder->status >= 0 && decoder->event.type != ptev_tnt &&
+	    decoder->event.type != ptev_tip)
+		return -pte_bad_context;
+
+	IPT_MEMSET(&insn, 0, sizeof(insn));
+	IPT_MEMSET(&iext, 0, sizeof(iext));
+	insn.ip = decoder->ip;
+	insn.mode = decoder->mode;
+	status = ipt__blk_decode(decoder, &insn, &iext);
+	if (status < 0)
+		return status;
+	decoder->at_branch = 0;
+	decoder->process_insn = 1;
+	decoder->bound = 0;
+	IPT__COPY(decoder->insn, insn);
+	IPT__COPY(decoder->iext, iext);
+	return ipt__blk_proceed_postponed_insn(decoder);
+}
+
 /* pt_blk_next past the common block (ipt__blk_next_fast) or for another
  * size of struct pt_block; @begun if @ublock is begun already. */
 static IPT__NOINLINE int ipt__blk_next(struct pt_block_decoder *decoder,
@@ -15270,8 +15699,16 @@ static IPT__NOINLINE int ipt__blk_next(struct pt_block_decoder *decoder,
 	}
 
 	ipt__blk_watch(decoder);
-	status = ipt__blk_proceed(decoder, block);
+	status = 0;
+	if (decoder->at_branch) {
+		status = ipt__blk_take_branch(decoder);
+		ipt__blk_begin(decoder, block);
+	}
+	if (status >= 0)
+		status = ipt__blk_proceed(decoder, block);
 	ipt__blk_note_fault(decoder, status);
+	decoder->ended_at_branch = status < 0 && block->ninsn &&
+				   block->end_ip == decoder->ip;
 	ipt__blk_prefetch(decoder);
 
 	ipt__blk_block_to_user(ublock, size, block);
@@ -15285,13 +15722,15 @@ IPT_DEF int pt_blk_next(struct pt_block_decoder *decoder,
 		return -pte_invalid;
 
 	if (IPT__UNLIKELY(size != sizeof(*ublock) ||
-			  !ipt__blk_cache_current(decoder)))
+			  !ipt__blk_cache_current(decoder) ||
+			  decoder->at_branch))
 		return ipt__blk_next(decoder, ublock, size, 0);
 
 	ipt__blk_begin(decoder, ublock);
 	if (IPT__UNLIKELY(ipt__blk_next_fast(decoder, ublock) < 0))
 		return ipt__blk_next(decoder, ublock, size, 1);
 	decoder->has_fault = 0;
+	decoder->ended_at_branch = 0;
 
 	ipt__blk_prefetch(decoder);
 	return 0;
@@ -16158,6 +16597,31 @@ IPT_DEF int pt_insn_sync_set(struct pt_insn_decoder *decoder, uint64_t offset)
 	ipt__insn_reset(decoder);
 	return ipt__insn_synced(decoder,
 				pt_blk_sync_set(&decoder->blkdec, offset));
+}
+
+IPT_DEF int ipt_insn_start_at(struct pt_insn_decoder *decoder,
+			      uint64_t offset,
+			      const struct ipt_start_state *state)
+{
+	if (!decoder)
+		return -pte_invalid;
+
+	ipt__insn_reset(decoder);
+	return ipt__insn_synced(decoder, ipt_blk_start_at(&decoder->blkdec,
+							  offset, state));
+}
+
+/* Only once every instruction of the last block is handed out does the
+ * block decoder's state stand for ours. */
+IPT_DEF int ipt_insn_get_start_state(const struct pt_insn_decoder *decoder,
+				     uint64_t *offset,
+				     struct ipt_start_state *state)
+{
+	if (!decoder)
+		return -pte_invalid;
+	if (decoder->block.ninsn || decoder->has_held)
+		return -pte_bad_context;
+	return ipt_blk_get_start_state(&decoder->blkdec, offset, state);
 }
 
 IPT_DEF int pt_insn_resync(struct pt_insn_decoder *decoder)

@@ -7,12 +7,16 @@
 #                allocation once warm
 #   t_hv_stream  packet and event decoders fed in random pieces
 #                (ipt_*_extend) against the whole trace
+#   t_hv_start   decoders started at packet boundaries with the state a
+#                decoder of the trace up to there stands in
+#                (ipt_*_start_at, ipt_*_get_start_state)
 # t_hv_vm (VM entries as hardware writes them) needs no arguments.
 HV_CASES := $(CONFORMANCE)/libipt $(CONFORMANCE)/real \
 	$(CONFORMANCE)/libipt-sb --synth examples/synth-sample
 UNIT_ARGS_t_hv_fault := $(HV_CASES)
 UNIT_ARGS_t_hv_buffer := $(HV_CASES)
 UNIT_ARGS_t_hv_stream := $(HV_CASES)
+UNIT_ARGS_t_hv_start := $(HV_CASES)
 
 # The fault harness shares the decode loops.
 $(B)/fuzz/fuzz_fault $(B)/fuzz/replay_fault $(B)/fuzz/strict_fault: \
@@ -22,3 +26,4 @@ $(B)/fuzz/fuzz_fault $(B)/fuzz/replay_fault $(B)/fuzz/strict_fault: \
 VG_ARGS_t_hv_fault := --synth examples/synth-sample
 VG_ARGS_t_hv_buffer := --synth examples/synth-sample
 VG_ARGS_t_hv_stream := --synth examples/synth-sample
+VG_ARGS_t_hv_start := --synth examples/synth-sample
