@@ -34,6 +34,10 @@ static void put(struct recs *o, uint64_t k, uint64_t a, uint64_t b,
 		uint64_t c)
 {
 	if (o->n == o->cap) {
+		/* A decode that goes on and on (code that loops without
+		 * trace) is cut; the comparison then fails. */
+		if (o->cap >= (1u << 22))
+			return;
 		o->cap = o->cap ? 2 * o->cap : 256;
 		o->r = (struct rec *) realloc(o->r, o->cap * sizeof(*o->r));
 		if (!o->r)
@@ -73,7 +77,7 @@ static void run_insn(struct recs *o, struct pt_insn_decoder *d, int status,
 	uint64_t at;
 
 	s.size = sizeof(s);
-	for (;;) {
+	while (o->n < (1u << 22)) {
 		struct pt_insn insn;
 		struct pt_event ev;
 
@@ -108,7 +112,7 @@ static void run_blk(struct recs *o, struct pt_block_decoder *d, int status,
 	uint64_t at;
 
 	s.size = sizeof(s);
-	for (;;) {
+	while (o->n < (1u << 22)) {
 		struct pt_block b;
 		struct pt_event ev;
 
@@ -139,7 +143,7 @@ static void run_blk(struct recs *o, struct pt_block_decoder *d, int status,
 
 static void run_evt(struct recs *o, struct pt_event_decoder *d, int status)
 {
-	for (;;) {
+	while (o->n < (1u << 22)) {
 		struct pt_event ev;
 
 		if (status < 0) {
@@ -162,7 +166,7 @@ static void run_qry(struct recs *o, struct pt_query_decoder *d, int status)
 {
 	uint64_t ip = 0;
 
-	for (;;) {
+	while (o->n < (1u << 22)) {
 		struct pt_event ev;
 		int taken = 0;
 

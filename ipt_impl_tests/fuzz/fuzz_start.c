@@ -1,0 +1,205 @@
+/* Start harness: decoders started where there is no PSB (ipt_*_start_at)
+ * with a state from the input, and with the state a decoder of the trace
+ * cut short stood in (ipt_*_get_start_state).
+ *
+ * Input: as fuzz_blk.c (common header, image fields, trace).  The header's
+ * sync offset picks the offset (modulo the trace's size plus one); a hash
+ * of the header gives the state: IP near the image, mode, CR3, VMCS,
+ * tracing on or off, last IP, a return stack, at a branch or not.  The
+ * event, query, block and instruction decoders start there and decode to
+ * the end within a budget; then a block and an instruction decoder decode
+ * the trace cut at the offset, say their state, and decoders started with
+ * it decode the whole trace.  Nothing may crash, hang or leak; a state
+ * said must be one a decoder starts with. */
+#include "fuzz.h"
+#include "../unit/hv/fault_util.h"
+
+static uint64_t mix(uint64_t *seed)
+{
+	*seed = hv_mix(*seed + 0x9e3779b97f4a7c15ull);
+	return *seed;
+}
+
+static void make_state(struct ipt_start_state *s, uint64_t seed,
+		       uint64_t base)
+{
+	uint64_t r = mix(&seed);
+	uint32_t n;
+
+	memset(s, 0, sizeof(*s));
+	s->size = (r & 7) ? sizeof(*s) : offsetof(struct ipt_start_state, mode);
+	s->enabled = (r >> 3) & 1;
+	s->has_cr3 = (r >> 4) & 1;
+	s->non_root = (r >> 5) & 1;
+	s->has_vmcs = (r >> 6) & 1;
+	s->speculative = (r >> 7) & 1;
+	s->iflag = (r >> 8) & 1;
+	s->has_time = (r >> 9) & 1;
+	s->at_branch = (r >> 10) & 1;
+	s->mode = (enum pt_exec_mode) ((r >> 11) & 3);
+	s->ip = base + (mix(&seed) & 0xff);
+	s->cr3 = mix(&seed) & ~0xfffull;
+	s->vmcs = mix(&seed) & ~0xfffull;
+	if ((r >> 13) & 1) {
+		s->last_ip.ip = mix(&seed);
+		s->last_ip.have_ip = 1;
+	}
+	ipt_time_init(&s->time);
+	ipt_tcal_init(&s->tcal);
+	s->time.tsc = mix(&seed);
+	s->time.have_tsc = (r >> 14) & 1;
+	s->nret = (uint32_t) ((r >> 16) % (ipt_start_max_ret + 1));
+	for (n = 0; n < s->nret; ++n)
+		s->ret[n] = base + (mix(&seed) & 0xff);
+}
+
+/* Decode to the end, within @budget steps. */
+static void run_blk(struct pt_block_decoder *d, int status, size_t budget)
+{
+	while (budget--) {
+		struct pt_event ev;
+		struct pt_block b;
+
+		if (status < 0)
+			return;
+		if (status & pts_event_pending)
+			status = pt_blk_event(d, &ev, sizeof(ev));
+		else
+			status = pt_blk_next(d, &b, sizeof(b));
+	}
+}
+
+static void run_insn(struct pt_insn_decoder *d, int status, size_t budget)
+{
+	while (budget--) {
+		struct pt_event ev;
+		struct pt_insn insn;
+
+		if (status < 0)
+			return;
+		if (status & pts_event_pending)
+			status = pt_insn_event(d, &ev, sizeof(ev));
+		else
+			status = pt_insn_next(d, &insn, sizeof(insn));
+	}
+}
+
+static void start_all(const struct pt_config *config,
+		      struct pt_image *image, uint64_t offset,
+		      const struct ipt_start_state *s, size_t budget)
+{
+	struct pt_event_decoder *evt;
+	struct pt_query_decoder *qry;
+	struct pt_block_decoder *blk;
+	struct pt_insn_decoder *insn;
+	struct pt_event ev;
+	uint64_t ip;
+	int status;
+	size_t n;
+
+	evt = ipt_evt_alloc_decoder_with(config, fz_allocator());
+	if (evt) {
+		status = ipt_evt_start_at(evt, offset, s);
+		for (n = 0; status >= 0 && n < budget; ++n)
+			status = pt_evt_next(evt, &ev, sizeof(ev));
+		pt_evt_free_decoder(evt);
+	}
+	qry = ipt_qry_alloc_decoder_with(config, fz_allocator());
+	if (qry) {
+		status = ipt_qry_start_at(qry, &ip, offset, s);
+		for (n = 0; status >= 0 && n < budget; ++n) {
+			int taken;
+
+			if (status & pts_event_pending)
+				status = pt_qry_event(qry, &ev, sizeof(ev));
+			else if (pt_qry_cond_branch(qry, &taken) < 0)
+				status = pt_qry_indirect_branch(qry, &ip);
+		}
+		pt_qry_free_decoder(qry);
+	}
+	blk = ipt_blk_alloc_decoder_with(config, fz_allocator());
+	if (blk) {
+		pt_blk_set_image(blk, image);
+		run_blk(blk, ipt_blk_start_at(blk, offset, s), budget);
+		pt_blk_free_decoder(blk);
+	}
+	insn = ipt_insn_alloc_decoder_with(config, fz_allocator());
+	if (insn) {
+		pt_insn_set_image(insn, image);
+		run_insn(insn, ipt_insn_start_at(insn, offset, s), budget);
+		pt_insn_free_decoder(insn);
+	}
+}
+
+/* Decode the trace cut at @offset; start decoders with the state the
+ * decoder stood in at the end. */
+static void carry_over(const struct pt_config *config,
+		       struct pt_image *image, uint64_t offset, size_t budget)
+{
+	struct pt_config cut = *config;
+	struct ipt_start_state s;
+	struct pt_insn_decoder *d;
+	uint64_t at;
+	int status;
+
+	cut.end = cut.begin + offset;
+	d = ipt_insn_alloc_decoder_with(&cut, fz_allocator());
+	if (!d)
+		return;
+	pt_insn_set_image(d, image);
+	status = pt_insn_sync_forward(d);
+	run_insn(d, status, budget);
+	memset(&s, 0, sizeof(s));
+	s.size = sizeof(s);
+	status = ipt_insn_get_start_state(d, &at, &s);
+	pt_insn_free_decoder(d);
+	if (status < 0)
+		return;
+	if (at > offset)
+		fz_fail("start state past the cut", (long long) at,
+			(long long) offset);
+	start_all(config, image, at, &s, budget);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct ipt_start_state s;
+	struct pt_config config;
+	struct pt_image *image;
+	struct fz_header h;
+	struct fz_image img;
+	struct gmem mem;
+	struct fz in;
+	uint8_t *trace;
+	size_t tsize, budget;
+	uint64_t offset;
+
+	fz_init(&in, data, size);
+	fz_header(&in, &h);
+	pt_config_init(&config);
+	fz_image_read(&in, &h, &img, &config);
+	trace = fz_copy(&in, in.n, &tsize);
+	{
+		struct pt_conf_addr_filter filter = config.addr_filter;
+
+		fz_config(&h, &config, trace, tsize);
+		config.addr_filter = filter;
+		config.decode.callback = NULL;
+	}
+	memset(&mem, 0, sizeof(mem));
+	gmem_add(&mem, img.base, img.code, img.size);
+	image = ipt_image_alloc_with("start", fz_allocator());
+	if (image && pt_image_set_callback(image, gmem_read, &mem) >= 0) {
+		budget = 1024 + tsize * 8;
+		offset = h.sync_offset % (tsize + 1);
+		make_state(&s, h.cpuid_0x15_eax ^ ((uint64_t) h.sync_offset
+						    << 32), img.base);
+		start_all(&config, image, offset, &s, budget);
+		carry_over(&config, image, offset, budget);
+	}
+	pt_image_free(image);
+	free(mem.released);
+	free(img.code);
+	free(trace);
+	return 0;
+}
