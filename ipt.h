@@ -1515,9 +1515,16 @@ struct ipt_start_state {
 	uint32_t has_time:1;
 	/* The flow stands at the branch at @ip, which the decoder that
 	 * stopped here reported already (the error of the call that
-	 * reported it said the trace ran out); the trace at the offset says
-	 * where it goes (a TNT bit, a TIP, a compressed return).  A decoder
-	 * started with this goes past it without reporting it again. */
+	 * reported it said the trace ran out).  A decoder started with this
+	 * takes the trace at the offset as what follows that branch: a TNT
+	 * bit, a TIP or a compressed return says where it went, a TIP.PGD
+	 * that tracing stopped at it; it is not reported again.  An event
+	 * at @ip says the branch had not completed (an interrupt came
+	 * first): then the started decoder stands at @ip and reports it
+	 * again when the flow gets there.  An event at another IP says the
+	 * stopping decoder had walked on (without trace, up to the branch)
+	 * past where the flow went: the started decoder cannot go back and
+	 * says -pte_bad_context. */
 	uint32_t at_branch:1;
 
 	enum pt_exec_mode mode;
@@ -15325,6 +15332,103 @@ static int ipt__blk_event(struct pt_block_decoder *decoder,
 			  struct pt_event *uevent, size_t size);
 static int ipt__blk_start_at(struct pt_block_decoder *decoder);
 
+/* What the event in hand says of a branch started at (at_branch). */
+enum ipt__blk_after {
+	ipt__after_take,	/* a TNT or TIP: where it went */
+	ipt__after_stop,	/* a TIP.PGD: tracing stopped at it */
+	ipt__after_wait,	/* no word on it: ask the next event */
+	ipt__after_redo,	/* it had not completed: stand at it */
+	ipt__after_behind	/* the flow was elsewhere before it */
+};
+
+static enum ipt__blk_after ipt__blk_after(const struct pt_block_decoder *decoder)
+{
+	const struct pt_event *ev = &decoder->event;
+
+	if (decoder->status < 0)
+		return ipt__after_take;
+	if (ev->status_update)
+		return ipt__after_wait;
+	switch (ev->type) {
+	case ptev_tnt:
+	case ptev_tip:
+		return ipt__after_take;
+	case ptev_disabled:
+		return ipt__after_stop;
+	case ptev_stop: case ptev_pwre: case ptev_pwrx: case ptev_tick:
+	case ptev_cbr: case ptev_mnt: case ptev_rsm: case ptev_sipi:
+		return ipt__after_wait;
+	case ptev_enabled: case ptev_overflow:
+		return ipt__after_redo;
+	case ptev_async_disabled: case ptev_async_branch: case ptev_paging:
+	case ptev_async_paging: case ptev_exec_mode: case ptev_tsx:
+	case ptev_vmcs: case ptev_async_vmcs: case ptev_exstop:
+	case ptev_mwait: case ptev_ptwrite: case ptev_iflags:
+	case ptev_interrupt: case ptev_iret: case ptev_smi: case ptev_init:
+	case ptev_vmentry: case ptev_vmexit: case ptev_shutdown:
+	case ptev_uintr: case ptev_uiret: case ptev_trig: case ptev_swintr:
+	case ptev_syscall:
+		break;
+	}
+	if (!ev->ip_suppressed && ipt__blk_event_ip(ev) == decoder->ip)
+		return ipt__after_redo;
+	return ipt__after_behind;
+}
+
+/* Started at a branch its decoder had reported already (at_branch):
+ * what the trace goes on with says what became of it.  A TNT or TIP says
+ * where it went: take it with trace, as an instruction events were bound
+ * to is taken (the return stack has its call already).  A TIP.PGD says
+ * tracing stopped at it (SDM 33.2.5): indicate that, with an empty block.
+ * An event at its IP says it had not completed (an interrupt came
+ * first): the flow stands at it and reports it again when it gets there.
+ * An event elsewhere says the flow had not got that far: the decoder
+ * that stopped walked on past where the trace now goes, and a start
+ * cannot go back (-pte_bad_context).  Events that say nothing of the flow
+ * (time, power) are indicated first.  Returns status bits (0 or more:
+ * walk on unless pts_event_pending) or a negative pte_* code. */
+static int ipt__blk_take_branch(struct pt_block_decoder *decoder)
+{
+	struct ipt__insn_ext iext;
+	struct pt_insn insn;
+	int status;
+
+	switch (ipt__blk_after(decoder)) {
+	case ipt__after_wait:
+		return 0;
+	case ipt__after_redo:
+		decoder->at_branch = 0;
+		return 0;
+	case ipt__after_behind:
+		return -pte_bad_context;
+	case ipt__after_take:
+	case ipt__after_stop:
+		break;
+	}
+
+	IPT_MEMSET(&insn, 0, sizeof(insn));
+	IPT_MEMSET(&iext, 0, sizeof(iext));
+	insn.ip = decoder->ip;
+	insn.mode = decoder->mode;
+	status = ipt__blk_decode(decoder, &insn, &iext);
+	if (status < 0)
+		return status;
+	decoder->at_branch = 0;
+	if (ipt__blk_after(decoder) == ipt__after_stop) {
+		ipt__blk_set_disable_resume_ip(decoder, &insn);
+		return ipt__blk_status(decoder, pts_event_pending);
+	}
+	decoder->process_insn = 1;
+	decoder->bound = 0;
+	IPT__COPY(decoder->insn, insn);
+	IPT__COPY(decoder->iext, iext);
+	status = ipt__blk_proceed_postponed_insn(decoder);
+	if (status < 0)
+		return status;
+	/* A TNT used up, an event that applies where it went. */
+	return ipt__blk_proceed_trailing_event(decoder, NULL);
+}
+
 /* Take the next event into @uevent (if not NULL), else the PSB+ just
  * synchronized onto, together with the events that bind where the decoder
  * then stands.  Finding those may need code ahead of the flow (the SKD022
@@ -15350,6 +15454,20 @@ static int ipt__blk_whole(struct pt_block_decoder *decoder,
 	ipt__blk_watch(decoder);
 	status = uevent ? ipt__blk_event(decoder, uevent, size) :
 			  ipt__blk_start_at(decoder);
+	/* The start's last status event taken: what became of a branch
+	 * started at shows now, so that an event it makes is indicated
+	 * here, as it would be after the block that held the branch.  If
+	 * the branch cannot be read, pt_blk_next tries again. */
+	if (uevent && status >= 0 && !(status & pts_event_pending) &&
+	    decoder->at_branch) {
+		int taken = ipt__blk_take_branch(decoder);
+
+		if (taken > 0)
+			status |= taken;
+		else if (!taken && decoder->at_branch &&
+			 ipt__blk_after(decoder) == ipt__after_wait)
+			status |= pts_event_pending;
+	}
 	ipt__blk_note_fault(decoder, status);
 	if (keep && decoder->has_fault) {
 		IPT__COPY(fault, decoder->fault);
@@ -15653,36 +15771,6 @@ static IPT__INLINE void ipt__blk_begin(struct pt_block_decoder *decoder,
 	decoder->ntrail = 0;
 }
 
-/* Started at a branch its decoder had reported already: take it with
- * trace, as an instruction events were bound to is taken (the return
- * stack has its call already).  Only a TNT or TIP can say where it went;
- * an event that binds to the branch itself (a TIP.PGD) is not taken from
- * here: -pte_bad_context. */
-static int ipt__blk_take_branch(struct pt_block_decoder *decoder)
-{
-	struct ipt__insn_ext iext;
-	struct pt_insn insn;
-	int status;
-
-	if (decoder->status >= 0 && decoder->event.type != ptev_tnt &&
-	    decoder->event.type != ptev_tip)
-		return -pte_bad_context;
-
-	IPT_MEMSET(&insn, 0, sizeof(insn));
-	IPT_MEMSET(&iext, 0, sizeof(iext));
-	insn.ip = decoder->ip;
-	insn.mode = decoder->mode;
-	status = ipt__blk_decode(decoder, &insn, &iext);
-	if (status < 0)
-		return status;
-	decoder->at_branch = 0;
-	decoder->process_insn = 1;
-	decoder->bound = 0;
-	IPT__COPY(decoder->insn, insn);
-	IPT__COPY(decoder->iext, iext);
-	return ipt__blk_proceed_postponed_insn(decoder);
-}
-
 /* pt_blk_next past the common block (ipt__blk_next_fast) or for another
  * size of struct pt_block; @begun if @ublock is begun already. */
 static IPT__NOINLINE int ipt__blk_next(struct pt_block_decoder *decoder,
@@ -15704,7 +15792,7 @@ static IPT__NOINLINE int ipt__blk_next(struct pt_block_decoder *decoder,
 		status = ipt__blk_take_branch(decoder);
 		ipt__blk_begin(decoder, block);
 	}
-	if (status >= 0)
+	if (status >= 0 && !(status & pts_event_pending))
 		status = ipt__blk_proceed(decoder, block);
 	ipt__blk_note_fault(decoder, status);
 	decoder->ended_at_branch = status < 0 && block->ninsn &&

@@ -226,6 +226,26 @@ static int same(const struct rec *a, const struct rec *b)
 	return a->k == b->k && a->a == b->a && a->b == b->b && a->c == b->c;
 }
 
+/* The cut's last instruction, which the trace after the cut says was
+ * not completed there (see at_branch in ipt.h): taken out.  Its block
+ * then ends one instruction earlier, at an IP the block does not say. */
+static void drop_last(struct recs *cut)
+{
+	struct rec *c;
+
+	while (cut->n && (cut->r[cut->n - 1].k & 0xff) == 'e')
+		cut->n--;
+	if (!cut->n)
+		return;
+	c = &cut->r[cut->n - 1];
+	if ((c->k & 0xff) == 'i' || c->c <= 1) {
+		cut->n--;
+		return;
+	}
+	c->c -= 1;
+	c->b = UINT64_MAX;
+}
+
 /* Is @whole what @cut gives followed by what @started gives?  With
  * @join, a block at the seam may be split in two. */
 static long compare(const struct recs *whole, const struct recs *cut,
@@ -235,6 +255,12 @@ static long compare(const struct recs *whole, const struct recs *cut,
 
 	for (i = 0; i < cut->n; ++i, ++w) {
 		const struct rec *c = &cut->r[i];
+
+		/* A block drop_last made shorter. */
+		if (c->b == UINT64_MAX && (c->k & 0xff) == 'b' &&
+		    w < whole->n && c->k == whole->r[w].k &&
+		    c->a == whole->r[w].a && c->c == whole->r[w].c)
+			continue;
 
 		if (w >= whole->n)
 			return (long) w;
@@ -262,8 +288,22 @@ enum { K_INSN, K_BLK, K_EVT, K_QRY, K_NUM };
 static const char *const kind_name[K_NUM] = { "insn", "blk", "evt", "qry" };
 
 struct totals {
-	unsigned long boundaries, started, inside, nosync, branch_event;
+	unsigned long boundaries, started, inside, nosync, again, behind;
 };
+
+/* Does the started decoder say, before any instruction, that the trace
+ * goes back behind where it started (-pte_bad_context)? */
+static int says_behind(const struct recs *go)
+{
+	size_t i;
+
+	for (i = 0; i < go->n; ++i) {
+		if ((go->r[i].k & 0xff) == 'e')
+			continue;
+		return go->r[i].k == 'x' && go->r[i].a == pte_bad_context;
+	}
+	return 0;
+}
 
 static struct totals total;
 static const struct hcase *cur;
@@ -445,23 +485,6 @@ static void run_case(struct hcase *c)
 			continue;
 		}
 		started++;
-		/* Not supported: a start at a branch already reported
-		 * whose trace is an event bound to it (a TIP.PGD); the
-		 * started block and instruction decoders say so. */
-		if (state[1].at_branch) {
-			decode(&go[K_INSN], K_INSN, c->config.end, x, &state[1],
-			       NULL, NULL);
-			if (go[K_INSN].n > start_events(&state[1]) &&
-			    go[K_INSN].r[start_events(&state[1])].k == 'x' &&
-			    go[K_INSN].r[start_events(&state[1])].a ==
-				    pte_bad_context) {
-				total.branch_event++;
-				free(go[K_INSN].r);
-				free_recs(cut, K_NUM);
-				continue;
-			}
-			free(go[K_INSN].r);
-		}
 		for (k = 0; k < K_NUM; ++k) {
 			long diff;
 			int ok;
@@ -482,6 +505,24 @@ static void run_case(struct hcase *c)
 			} else {
 				diff = compare(&whole[k], &cut[k], &go[k],
 					       k == K_BLK);
+				/* At a branch the trace then says had not
+				 * completed, the started decoder reports
+				 * it again. */
+				if (diff >= 0 && k != K_EVT &&
+				    state[1].at_branch) {
+					drop_last(&cut[k]);
+					diff = compare(&whole[k], &cut[k],
+						       &go[k], k == K_BLK);
+					total.again += diff < 0;
+				}
+				/* The decoder that stopped had walked on
+				 * past where the trace goes: the started
+				 * one says so. */
+				if (diff >= 0 && k != K_EVT &&
+				    state[1].at_branch && says_behind(&go[k])) {
+					total.behind++;
+					diff = -1;
+				}
 			}
 			if (!CHECK(ok && diff < 0) && fails++ < 8)
 				printf("     %s %s at %" PRIx64 ": start events %d,"
@@ -533,9 +574,10 @@ int main(int argc, char **argv)
 	hv_cases(argc, argv, run_case);
 	check_args();
 	printf("     %lu boundaries: %lu started, %lu inside a packet group, "
-	       "%lu not synchronized; not supported: %lu at a branch whose "
-	       "trace is a TIP.PGD\n", total.boundaries, total.started,
-	       total.inside, total.nosync, total.branch_event);
+	       "%lu not synchronized; %lu times a branch reported again, "
+	       "%lu times the trace went back behind the start\n",
+	       total.boundaries, total.started, total.inside, total.nosync,
+	       total.again, total.behind);
 	CHECK(total.started > total.boundaries / 4);
 	return check_done();
 }
