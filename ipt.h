@@ -1513,19 +1513,6 @@ struct ipt_start_state {
 	uint32_t iflag:1;
 	/* @time and @tcal are valid. */
 	uint32_t has_time:1;
-	/* The flow stands at the branch at @ip, which the decoder that
-	 * stopped here reported already (the error of the call that
-	 * reported it said the trace ran out).  A decoder started with this
-	 * takes the trace at the offset as what follows that branch: a TNT
-	 * bit, a TIP or a compressed return says where it went, a TIP.PGD
-	 * that tracing stopped at it; it is not reported again.  An event
-	 * at @ip says the branch had not completed (an interrupt came
-	 * first): then the started decoder stands at @ip and reports it
-	 * again when the flow gets there.  An event at another IP says the
-	 * stopping decoder had walked on (without trace, up to the branch)
-	 * past where the flow went: the started decoder cannot go back and
-	 * says -pte_bad_context. */
-	uint32_t at_branch:1;
 
 	enum pt_exec_mode mode;
 	uint64_t cr3;
@@ -1546,6 +1533,11 @@ struct ipt_start_state {
 	 * keeps its newest). */
 	uint32_t nret;
 	uint64_t ret[ipt_start_max_ret];
+
+	/* Set by ipt_*_get_start_state, not read by ipt_*_start_at: how
+	 * many of the instructions the decoder reported last it reported
+	 * ahead of its trace (see there). */
+	uint32_t repeat;
 };
 
 /* Start decoder at @offset in its trace, at a packet boundary, in @state
@@ -12169,17 +12161,23 @@ struct pt_block_decoder {
 	/* The fault was met looking ahead of the flow, not walking it: what
 	 * follows the block's last instruction is not known yet. */
 	uint32_t fault_ahead:1;
-	/* The last call failed right after the branch at @ip, which its
-	 * block holds: what follows it was not in the trace. */
-	uint32_t ended_at_branch:1;
-	/* Started (ipt_blk_start_at) at such a branch: the next call takes
-	 * it with trace before it walks on. */
-	uint32_t at_branch:1;
+	/* The event decoder has run out of trace (@status): @end_ip and
+	 * @end_rs are where the flow stood then and its return stack, and
+	 * @ahead counts the instructions reported since (ipt_blk_get_start_state). */
+	uint32_t has_end:1;
 
 	/* Where the caches and the default image come from: the allocator
 	 * the decoder (or the instruction decoder holding it) was made with.
 	 * Set before ipt__blk_decoder_init. */
 	struct ipt_allocator allocator;
+
+	uint64_t end_ip;
+	struct ipt__retstack end_rs;
+	uint32_t ahead;
+	/* The block the current pt_blk_next call builds, and how many
+	 * instructions it held when the trace ran out. */
+	const struct pt_block *cur_block;
+	uint32_t end_ninsn;
 
 	/* The caches and what they are valid for. */
 	struct ipt__blk_icache_entry *icache;
@@ -12738,6 +12736,20 @@ static int ipt__blk_update_trig_anchor(struct pt_block_decoder *decoder,
 	return 0;
 }
 
+/* The event decoder ran out of trace (or failed): note where the flow
+ * stands now, before the decoder walks on without trace, for
+ * ipt_blk_get_start_state. */
+static void ipt__blk_note_end(struct pt_block_decoder *decoder)
+{
+	if (decoder->has_end)
+		return;
+	decoder->has_end = 1;
+	decoder->end_ip = decoder->ip;
+	IPT__COPY(decoder->end_rs, decoder->retstack);
+	decoder->end_ninsn = decoder->cur_block ? decoder->cur_block->ninsn : 0;
+	decoder->ahead = 0;
+}
+
 /* We are done with the current event: remember its time and get the next
  * one.  An event decoder error is kept in @status and reported when we
  * get to it. */
@@ -12759,6 +12771,7 @@ static int ipt__blk_fetch_event(struct pt_block_decoder *decoder)
 	if (status < 0) {
 		decoder->status = status;
 		IPT_MEMSET(ev, 0xff, sizeof(*ev));
+		ipt__blk_note_end(decoder);
 	}
 	return 0;
 }
@@ -12795,8 +12808,9 @@ static void ipt__blk_reset(struct pt_block_decoder *decoder)
 	decoder->has_fault = 0;
 	decoder->vm_known = 0;
 	decoder->non_root = 0;
-	decoder->ended_at_branch = 0;
-	decoder->at_branch = 0;
+	decoder->has_end = 0;
+	decoder->ahead = 0;
+	decoder->cur_block = NULL;
 	decoder->ntrail = 0;
 	IPT_MEMSET(&decoder->event, 0xff, sizeof(decoder->event));
 	ipt__retstack_init(&decoder->retstack);
@@ -15332,103 +15346,6 @@ static int ipt__blk_event(struct pt_block_decoder *decoder,
 			  struct pt_event *uevent, size_t size);
 static int ipt__blk_start_at(struct pt_block_decoder *decoder);
 
-/* What the event in hand says of a branch started at (at_branch). */
-enum ipt__blk_after {
-	ipt__after_take,	/* a TNT or TIP: where it went */
-	ipt__after_stop,	/* a TIP.PGD: tracing stopped at it */
-	ipt__after_wait,	/* no word on it: ask the next event */
-	ipt__after_redo,	/* it had not completed: stand at it */
-	ipt__after_behind	/* the flow was elsewhere before it */
-};
-
-static enum ipt__blk_after ipt__blk_after(const struct pt_block_decoder *decoder)
-{
-	const struct pt_event *ev = &decoder->event;
-
-	if (decoder->status < 0)
-		return ipt__after_take;
-	if (ev->status_update)
-		return ipt__after_wait;
-	switch (ev->type) {
-	case ptev_tnt:
-	case ptev_tip:
-		return ipt__after_take;
-	case ptev_disabled:
-		return ipt__after_stop;
-	case ptev_stop: case ptev_pwre: case ptev_pwrx: case ptev_tick:
-	case ptev_cbr: case ptev_mnt: case ptev_rsm: case ptev_sipi:
-		return ipt__after_wait;
-	case ptev_enabled: case ptev_overflow:
-		return ipt__after_redo;
-	case ptev_async_disabled: case ptev_async_branch: case ptev_paging:
-	case ptev_async_paging: case ptev_exec_mode: case ptev_tsx:
-	case ptev_vmcs: case ptev_async_vmcs: case ptev_exstop:
-	case ptev_mwait: case ptev_ptwrite: case ptev_iflags:
-	case ptev_interrupt: case ptev_iret: case ptev_smi: case ptev_init:
-	case ptev_vmentry: case ptev_vmexit: case ptev_shutdown:
-	case ptev_uintr: case ptev_uiret: case ptev_trig: case ptev_swintr:
-	case ptev_syscall:
-		break;
-	}
-	if (!ev->ip_suppressed && ipt__blk_event_ip(ev) == decoder->ip)
-		return ipt__after_redo;
-	return ipt__after_behind;
-}
-
-/* Started at a branch its decoder had reported already (at_branch):
- * what the trace goes on with says what became of it.  A TNT or TIP says
- * where it went: take it with trace, as an instruction events were bound
- * to is taken (the return stack has its call already).  A TIP.PGD says
- * tracing stopped at it (SDM 33.2.5): indicate that, with an empty block.
- * An event at its IP says it had not completed (an interrupt came
- * first): the flow stands at it and reports it again when it gets there.
- * An event elsewhere says the flow had not got that far: the decoder
- * that stopped walked on past where the trace now goes, and a start
- * cannot go back (-pte_bad_context).  Events that say nothing of the flow
- * (time, power) are indicated first.  Returns status bits (0 or more:
- * walk on unless pts_event_pending) or a negative pte_* code. */
-static int ipt__blk_take_branch(struct pt_block_decoder *decoder)
-{
-	struct ipt__insn_ext iext;
-	struct pt_insn insn;
-	int status;
-
-	switch (ipt__blk_after(decoder)) {
-	case ipt__after_wait:
-		return 0;
-	case ipt__after_redo:
-		decoder->at_branch = 0;
-		return 0;
-	case ipt__after_behind:
-		return -pte_bad_context;
-	case ipt__after_take:
-	case ipt__after_stop:
-		break;
-	}
-
-	IPT_MEMSET(&insn, 0, sizeof(insn));
-	IPT_MEMSET(&iext, 0, sizeof(iext));
-	insn.ip = decoder->ip;
-	insn.mode = decoder->mode;
-	status = ipt__blk_decode(decoder, &insn, &iext);
-	if (status < 0)
-		return status;
-	decoder->at_branch = 0;
-	if (ipt__blk_after(decoder) == ipt__after_stop) {
-		ipt__blk_set_disable_resume_ip(decoder, &insn);
-		return ipt__blk_status(decoder, pts_event_pending);
-	}
-	decoder->process_insn = 1;
-	decoder->bound = 0;
-	IPT__COPY(decoder->insn, insn);
-	IPT__COPY(decoder->iext, iext);
-	status = ipt__blk_proceed_postponed_insn(decoder);
-	if (status < 0)
-		return status;
-	/* A TNT used up, an event that applies where it went. */
-	return ipt__blk_proceed_trailing_event(decoder, NULL);
-}
-
 /* Take the next event into @uevent (if not NULL), else the PSB+ just
  * synchronized onto, together with the events that bind where the decoder
  * then stands.  Finding those may need code ahead of the flow (the SKD022
@@ -15454,20 +15371,6 @@ static int ipt__blk_whole(struct pt_block_decoder *decoder,
 	ipt__blk_watch(decoder);
 	status = uevent ? ipt__blk_event(decoder, uevent, size) :
 			  ipt__blk_start_at(decoder);
-	/* The start's last status event taken: what became of a branch
-	 * started at shows now, so that an event it makes is indicated
-	 * here, as it would be after the block that held the branch.  If
-	 * the branch cannot be read, pt_blk_next tries again. */
-	if (uevent && status >= 0 && !(status & pts_event_pending) &&
-	    decoder->at_branch) {
-		int taken = ipt__blk_take_branch(decoder);
-
-		if (taken > 0)
-			status |= taken;
-		else if (!taken && decoder->at_branch &&
-			 ipt__blk_after(decoder) == ipt__after_wait)
-			status |= pts_event_pending;
-	}
 	ipt__blk_note_fault(decoder, status);
 	if (keep && decoder->has_fault) {
 		IPT__COPY(fault, decoder->fault);
@@ -15494,6 +15397,8 @@ static int ipt__blk_start_at(struct pt_block_decoder *decoder)
 
 	decoder->status = pt_evt_next(&decoder->evdec, &decoder->event,
 				      sizeof(decoder->event));
+	if (decoder->status < 0)
+		ipt__blk_note_end(decoder);
 	return ipt__blk_proceed_trailing_event(decoder, NULL);
 }
 
@@ -15576,10 +15481,7 @@ IPT_DEF int ipt_blk_start_at(struct pt_block_decoder *decoder,
 		ipt__retstack_push(&decoder->retstack, state.ret[n]);
 	if (!state.enabled)
 		decoder->ip = state.ip;
-	status = ipt__blk_start(decoder);
-	if (status >= 0)
-		decoder->at_branch = state.at_branch && decoder->enabled;
-	return status;
+	return ipt__blk_start(decoder);
 }
 
 static int ipt__blk_get_state(const struct pt_block_decoder *decoder,
@@ -15599,8 +15501,10 @@ static int ipt__blk_get_state(const struct pt_block_decoder *decoder,
 	if (err < 0)
 		return err;
 
-	state->ip = decoder->ip;
-	state->at_branch = decoder->at_branch || decoder->ended_at_branch;
+	state->ip = decoder->has_end ? decoder->end_ip : decoder->ip;
+	state->repeat = decoder->ahead;
+	if (decoder->has_end)
+		rs = &decoder->end_rs;
 	state->enabled = decoder->enabled;
 	state->mode = decoder->mode;
 	state->speculative = decoder->speculative;
@@ -15778,6 +15682,7 @@ static IPT__NOINLINE int ipt__blk_next(struct pt_block_decoder *decoder,
 				       int begun)
 {
 	struct pt_block local, *block;
+	uint32_t had_end;
 	int status;
 
 	block = size == sizeof(local) ? ublock : &local;
@@ -15787,16 +15692,15 @@ static IPT__NOINLINE int ipt__blk_next(struct pt_block_decoder *decoder,
 	}
 
 	ipt__blk_watch(decoder);
-	status = 0;
-	if (decoder->at_branch) {
-		status = ipt__blk_take_branch(decoder);
-		ipt__blk_begin(decoder, block);
-	}
-	if (status >= 0 && !(status & pts_event_pending))
-		status = ipt__blk_proceed(decoder, block);
+	had_end = decoder->has_end;
+	decoder->cur_block = block;
+	status = ipt__blk_proceed(decoder, block);
+	decoder->cur_block = NULL;
 	ipt__blk_note_fault(decoder, status);
-	decoder->ended_at_branch = status < 0 && block->ninsn &&
-				   block->end_ip == decoder->ip;
+	if (had_end)
+		decoder->ahead += block->ninsn;
+	else if (decoder->has_end)
+		decoder->ahead += block->ninsn - decoder->end_ninsn;
 	ipt__blk_prefetch(decoder);
 
 	ipt__blk_block_to_user(ublock, size, block);
@@ -15811,14 +15715,13 @@ IPT_DEF int pt_blk_next(struct pt_block_decoder *decoder,
 
 	if (IPT__UNLIKELY(size != sizeof(*ublock) ||
 			  !ipt__blk_cache_current(decoder) ||
-			  decoder->at_branch))
+			  decoder->has_end))
 		return ipt__blk_next(decoder, ublock, size, 0);
 
 	ipt__blk_begin(decoder, ublock);
 	if (IPT__UNLIKELY(ipt__blk_next_fast(decoder, ublock) < 0))
 		return ipt__blk_next(decoder, ublock, size, 1);
 	decoder->has_fault = 0;
-	decoder->ended_at_branch = 0;
 
 	ipt__blk_prefetch(decoder);
 	return 0;
