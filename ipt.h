@@ -3776,6 +3776,9 @@ struct pt_packet_decoder {
 	const uint8_t *sync;
 	/* More trace may come after config.end (ipt_pkt_extend). */
 	uint32_t more;
+	/* @sync is where a start state put the decoder (ipt_evt_start_at),
+	 * not a PSB: a forward sync searches from there. */
+	uint32_t sync_started;
 };
 
 /* The bytes pt_pkt_next's fast path may read from a packet's start: every
@@ -4543,6 +4546,7 @@ static IPT__UNUSED int ipt__pkt_same(const struct pt_packet_decoder *a,
 				     const struct pt_packet_decoder *b)
 {
 	return a->pos == b->pos && a->sync == b->sync && a->fast == b->fast &&
+	       a->sync_started == b->sync_started &&
 	       !IPT_MEMCMP(&a->config, &b->config, sizeof(a->config));
 }
 
@@ -4619,6 +4623,7 @@ IPT_DEF int ipt_pkt_set_buffer(struct pt_packet_decoder *decoder,
 	decoder->config.end = end;
 	decoder->pos = NULL;
 	decoder->sync = NULL;
+	decoder->sync_started = 0;
 	decoder->more = 0;
 	ipt__pkt_set_fast(decoder);
 	return 0;
@@ -4651,9 +4656,11 @@ IPT_DEF int pt_pkt_sync_forward(struct pt_packet_decoder *decoder)
 
 	/* Move past the PSB we are synchronized at, but start a bit earlier
 	 * to find a PSB that the preceding packet partially consumed. */
-	if (decoder->config.begin + off == sync)
-		off += IPT__PSB_SIZE;
-	off -= (off < IPT__PSB_SIZE) ? off : IPT__PSB_SIZE - 1;
+	if (!decoder->sync_started || decoder->config.begin + off != sync) {
+		if (decoder->config.begin + off == sync)
+			off += IPT__PSB_SIZE;
+		off -= (off < IPT__PSB_SIZE) ? off : IPT__PSB_SIZE - 1;
+	}
 
 	if ((size_t) (decoder->config.end - decoder->config.begin) < off)
 		return -pte_internal;
@@ -4665,6 +4672,7 @@ IPT_DEF int pt_pkt_sync_forward(struct pt_packet_decoder *decoder)
 
 	decoder->sync = sync;
 	decoder->pos = sync;
+	decoder->sync_started = 0;
 	return 0;
 }
 
@@ -4689,6 +4697,7 @@ IPT_DEF int pt_pkt_sync_backward(struct pt_packet_decoder *decoder)
 
 	decoder->sync = sync;
 	decoder->pos = sync;
+	decoder->sync_started = 0;
 	return 0;
 }
 
@@ -4708,7 +4717,20 @@ IPT_DEF int pt_pkt_sync_set(struct pt_packet_decoder *decoder,
 	pos = decoder->config.begin + offset;
 	decoder->sync = pos;
 	decoder->pos = pos;
+	decoder->sync_started = 0;
 	return 0;
+}
+
+/* pt_pkt_sync_set for a start without a PSB (ipt_evt_start_at): a
+ * forward sync from there finds a PSB right there, too. */
+static int ipt__pkt_start_at(struct pt_packet_decoder *decoder,
+			     uint64_t offset)
+{
+	int err = pt_pkt_sync_set(decoder, offset);
+
+	if (err >= 0)
+		decoder->sync_started = 1;
+	return err;
 }
 
 /* The offset of the next packet.  -pte_nosync before the first
@@ -4851,8 +4873,10 @@ static int ipt__pkt_decode(struct pt_packet_decoder *decoder,
 		switch (kind) {
 		case ppt_psb:
 			size = ipt__pkt_read_psb(pos, config);
-			if (size >= 0)
+			if (size >= 0) {
 				decoder->sync = pos;
+				decoder->sync_started = 0;
+			}
 			break;
 
 		case ppt_psbend:
@@ -7008,7 +7032,7 @@ IPT_DEF int ipt_evt_start_at(struct pt_event_decoder *decoder,
 	if (err < 0)
 		return err;
 	ipt__evt_reset(decoder);
-	err = pt_pkt_sync_set(&decoder->pacdec, offset);
+	err = ipt__pkt_start_at(&decoder->pacdec, offset);
 	if (err < 0)
 		return err;
 
