@@ -12189,6 +12189,9 @@ struct pt_block_decoder {
 	 * @end_rs are where the flow stood then and its return stack, and
 	 * @ahead counts the instructions reported since (ipt_blk_get_start_state). */
 	uint32_t has_end:1;
+	/* It ran out while events were bound to an instruction: @has_end
+	 * waits until the decoder has proceeded past it. */
+	uint32_t end_deferred:1;
 
 	/* Where the caches and the default image come from: the allocator
 	 * the decoder (or the instruction decoder holding it) was made with.
@@ -12767,6 +12770,13 @@ static void ipt__blk_note_end(struct pt_block_decoder *decoder)
 {
 	if (decoder->has_end)
 		return;
+	/* Events bound to the instruction at @ip are all taken: where the
+	 * flow stands is past it, once we have proceeded there. */
+	if (decoder->process_insn) {
+		decoder->end_deferred = 1;
+		return;
+	}
+	decoder->end_deferred = 0;
 	decoder->has_end = 1;
 	decoder->end_ip = decoder->ip;
 	IPT__COPY(decoder->end_rs, decoder->retstack);
@@ -12833,6 +12843,7 @@ static void ipt__blk_reset(struct pt_block_decoder *decoder)
 	decoder->vm_known = 0;
 	decoder->non_root = 0;
 	decoder->has_end = 0;
+	decoder->end_deferred = 0;
 	decoder->ahead = 0;
 	decoder->cur_block = NULL;
 	decoder->ntrail = 0;
@@ -13583,6 +13594,8 @@ static void ipt__blk_clear_postponed_insn(struct pt_block_decoder *decoder)
 	decoder->process_insn = 0;
 	decoder->mismatch = 0;
 	decoder->bound = 0;
+	if (decoder->end_deferred)
+		ipt__blk_note_end(decoder);
 }
 
 /* Proceed past a postponed instruction, with trace if it needs it. */
@@ -15517,7 +15530,7 @@ static int ipt__blk_get_state(const struct pt_block_decoder *decoder,
 
 	if (decoder->status == -pte_nosync)
 		return -pte_nosync;
-	if (decoder->process_insn ||
+	if (decoder->process_insn || decoder->end_deferred ||
 	    (decoder->status != -pte_eos &&
 	     decoder->status != -ipt_pte_need_more))
 		return -pte_bad_context;
