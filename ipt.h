@@ -6084,6 +6084,10 @@ struct pt_event_decoder {
 	/* The status events queued for the current PSBEND carry their IP
 	 * already: a start state's (ipt_evt_start_at), not the last IP. */
 	unsigned int placed:1;
+
+	/* An erratum's look ahead ran into the end of the trace: what it
+	 * decided holds for this trace only (ipt_blk_get_start_state). */
+	unsigned int peeked_end:1;
 };
 
 /* ---- the event queue ---- */
@@ -6347,6 +6351,7 @@ static int ipt__evt_reset(struct pt_event_decoder *decoder)
 	decoder->enabled = 0;
 	decoder->bound = 0;
 	decoder->placed = 0;
+	decoder->peeked_end = 0;
 	decoder->mode_exec_valid = 0;
 	decoder->iflag = 0;
 	decoder->csd = 0;
@@ -6571,9 +6576,19 @@ static int ipt__evt_decode_cbr(struct pt_event_decoder *decoder)
 /* The MODE, PIP, VMCS, MNT, FUP and time packets of a PSB+. */
 static int ipt__evt_header_packet(struct pt_event_decoder *decoder);
 
+/* A look ahead stopped with @err: is it the end of the trace?  Then
+ * what the look ahead decided may not hold for a longer trace. */
+static int ipt__evt_peeked_end(struct pt_event_decoder *decoder, int err)
+{
+	if (err != -pte_eos && err != -ipt_pte_need_more)
+		return 0;
+	decoder->peeked_end = 1;
+	return err == -pte_eos;
+}
+
 /* BDM70: a PSB+ may hold a FUP although tracing is off, when a TIP.PGE
  * follows the PSB+.  Returns 1 if one follows. */
-static int ipt__evt_bdm70(const struct pt_event_decoder *decoder)
+static int ipt__evt_bdm70(struct pt_event_decoder *decoder)
 {
 	struct pt_packet_decoder pacdec;
 	struct pt_packet packet;
@@ -6583,7 +6598,7 @@ static int ipt__evt_bdm70(const struct pt_event_decoder *decoder)
 		int err = pt_pkt_next(&pacdec, &packet, sizeof(packet));
 
 		if (err < 0)
-			return err == -pte_eos ? 0 : err;
+			return ipt__evt_peeked_end(decoder, err) ? 0 : err;
 		switch (packet.type) {
 		case ppt_tip_pge:
 			return 1;
@@ -7068,7 +7083,7 @@ ipt__evt_get_state(const struct pt_event_decoder *decoder, uint64_t *offset,
 	if (decoder->packet.type != ppt_invalid ||
 	    (decoder->status != -pte_eos &&
 	     decoder->status != -ipt_pte_need_more) ||
-	    decoder->evq.begin != decoder->evq.end)
+	    decoder->evq.begin != decoder->evq.end || decoder->peeked_end)
 		return -pte_bad_context;
 	err = pt_evt_get_offset(decoder, offset);
 	if (err < 0)
@@ -7547,7 +7562,7 @@ static int ipt__evt_skd010(struct pt_event_decoder *decoder)
 	for (;;) {
 		err = pt_pkt_next(&pacdec, &packet, sizeof(packet));
 		if (err < 0)
-			return err == -pte_eos ? 1 : err;
+			return ipt__evt_peeked_end(decoder, err) ? 1 : err;
 
 		if (ipt__evt_is_time_packet(packet.type)) {
 			err = ipt__evt_apply_time(&time, &tcal, &packet,
@@ -7687,8 +7702,10 @@ static int ipt__evt_apl11(struct pt_event_decoder *decoder)
 	IPT__COPY(tcal, decoder->tcal);
 	for (;;) {
 		err = pt_pkt_next(&pacdec, &packet, sizeof(packet));
-		if (err < 0)
+		if (err < 0) {
+			ipt__evt_peeked_end(decoder, err);
 			return err;
+		}
 
 		if (ipt__evt_is_time_packet(packet.type)) {
 			err = ipt__evt_apply_time(&time, &tcal, &packet,
@@ -7742,7 +7759,7 @@ static int ipt__evt_apl12(struct pt_event_decoder *decoder, uint64_t offset)
 	for (;;) {
 		err = pt_pkt_next(&pacdec, &packet, sizeof(packet));
 		if (err < 0)
-			return err == -pte_eos ? 1 : err;
+			return ipt__evt_peeked_end(decoder, err) ? 1 : err;
 
 		switch (packet.type) {
 		case ppt_tnt_8:
@@ -7851,6 +7868,8 @@ static int ipt__evt_decode_ovf(struct pt_event_decoder *decoder)
 	}
 
 	offset = ipt__evt_find_ovf_fup(&decoder->pacdec);
+	if (offset < 0)
+		ipt__evt_peeked_end(decoder, (int) offset);
 	if (offset <= 0) {
 		if (config->errata.skd010) {
 			err = ipt__evt_skd010(decoder);
