@@ -1513,6 +1513,10 @@ struct ipt_start_state {
 	uint32_t iflag:1;
 	/* @time and @tcal are valid. */
 	uint32_t has_time:1;
+	/* The trace has not stated the execution mode since the last
+	 * overflow: @mode is the flow's, but the next MODE.EXEC is reported
+	 * even if it says the same. */
+	uint32_t mode_stale:1;
 
 	enum pt_exec_mode mode;
 	uint64_t cr3;
@@ -7009,7 +7013,7 @@ static int ipt__evt_take_state(struct pt_event_decoder *decoder,
 		packet.payload.mode.bits.tsx.intx = 1;
 		err = ipt__evt_state_packet(decoder, &packet);
 	}
-	if (err >= 0 && state->mode != ptem_unknown) {
+	if (err >= 0 && state->mode != ptem_unknown && !state->mode_stale) {
 		packet.type = ppt_mode;
 		packet.payload.mode.leaf = pt_mol_exec;
 		packet.payload.mode.bits.exec = pt_set_exec_mode(state->mode);
@@ -7093,6 +7097,7 @@ ipt__evt_get_state(const struct pt_event_decoder *decoder, uint64_t *offset,
 	IPT__COPY(state->tcal, decoder->tcal);
 	state->has_time = 1;
 	state->iflag = decoder->iflag;
+	state->mode_stale = !decoder->mode_exec_valid;
 	return 0;
 }
 
@@ -15533,6 +15538,8 @@ IPT_DEF int ipt_blk_start_at(struct pt_block_decoder *decoder,
 	status = ipt_evt_start_at(&decoder->evdec, offset, &state);
 	if (status < 0)
 		return status;
+	if (state.mode_stale)
+		decoder->mode = state.mode;
 	for (n = 0; n < state.nret; ++n)
 		ipt__retstack_push(&decoder->retstack, state.ret[n]);
 	if (!state.enabled)

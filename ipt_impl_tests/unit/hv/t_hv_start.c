@@ -202,7 +202,7 @@ static void run_qry(struct recs *o, struct pt_query_decoder *d, int status)
 static size_t start_events(const struct ipt_start_state *s)
 {
 	return 1 + s->has_cr3 + s->has_vmcs + s->speculative +
-	       (s->mode != ptem_unknown);
+	       (s->mode != ptem_unknown && !s->mode_stale);
 }
 
 /* Leave out the @n status events @o begins with (after what @skip says
