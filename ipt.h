@@ -1517,6 +1517,10 @@ struct ipt_start_state {
 	 * overflow: @mode is the flow's, but the next MODE.EXEC is reported
 	 * even if it says the same. */
 	uint32_t mode_stale:1;
+	/* @icnt is valid: the instructions since the last TRIG's IP, for
+	 * the instruction count of the next TRIG. */
+	uint32_t has_icnt:1;
+	uint32_t icnt;
 
 	enum pt_exec_mode mode;
 	uint64_t cr3;
@@ -12223,6 +12227,7 @@ struct pt_block_decoder {
 	struct ipt_allocator allocator;
 
 	uint64_t end_ip;
+	uint32_t end_icnt;
 	struct ipt__retstack end_rs;
 	uint32_t ahead;
 	/* The block the current pt_blk_next call builds, and how many
@@ -12803,6 +12808,7 @@ static void ipt__blk_note_end(struct pt_block_decoder *decoder)
 	decoder->end_deferred = 0;
 	decoder->has_end = 1;
 	decoder->end_ip = decoder->ip;
+	decoder->end_icnt = decoder->icnt;
 	IPT__COPY(decoder->end_rs, decoder->retstack);
 	decoder->end_ninsn = decoder->cur_block ? decoder->cur_block->ninsn : 0;
 	decoder->ahead = 0;
@@ -15540,6 +15546,8 @@ IPT_DEF int ipt_blk_start_at(struct pt_block_decoder *decoder,
 		return status;
 	if (state.mode_stale)
 		decoder->mode = state.mode;
+	decoder->has_icnt = state.has_icnt;
+	decoder->icnt = state.icnt;
 	for (n = 0; n < state.nret; ++n)
 		ipt__retstack_push(&decoder->retstack, state.ret[n]);
 	if (!state.enabled)
@@ -15566,6 +15574,8 @@ static int ipt__blk_get_state(const struct pt_block_decoder *decoder,
 
 	state->ip = decoder->has_end ? decoder->end_ip : decoder->ip;
 	state->repeat = decoder->ahead;
+	state->has_icnt = decoder->has_icnt;
+	state->icnt = decoder->has_end ? decoder->end_icnt : decoder->icnt;
 	if (decoder->has_end)
 		rs = &decoder->end_rs;
 	state->enabled = decoder->enabled;

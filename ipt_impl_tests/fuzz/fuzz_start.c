@@ -5,7 +5,7 @@
  * Input: as fuzz_blk.c (common header, image fields, trace).  The header's
  * sync offset picks the offset (modulo the trace's size plus one); a hash
  * of the header gives the state: IP near the image, mode, CR3, VMCS,
- * tracing on or off, last IP, a return stack, at a branch or not.  The
+ * tracing on or off, last IP, a return stack, a stale mode, a TRIG count.  The
  * event, query, block and instruction decoders start there and decode to
  * the end within a budget; then a block and an instruction decoder decode
  * the trace cut at the offset, say their state, and decoders started with
@@ -35,7 +35,9 @@ static void make_state(struct ipt_start_state *s, uint64_t seed,
 	s->speculative = (r >> 7) & 1;
 	s->iflag = (r >> 8) & 1;
 	s->has_time = (r >> 9) & 1;
-	s->at_branch = (r >> 10) & 1;
+	s->mode_stale = (r >> 10) & 1;
+	s->has_icnt = (r >> 15) & 1;
+	s->icnt = (uint32_t) (r >> 40) & 0xff;
 	s->mode = (enum pt_exec_mode) ((r >> 11) & 3);
 	s->ip = base + (mix(&seed) & 0xff);
 	s->cr3 = mix(&seed) & ~0xfffull;
