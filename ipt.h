@@ -1543,8 +1543,8 @@ struct ipt_start_state {
 	uint64_t ret[ipt_start_max_ret];
 
 	/* Set by ipt_*_get_start_state, not read by ipt_*_start_at: how
-	 * many of the instructions the decoder reported last it reported
-	 * ahead of its trace (see there). */
+	 * many of the instructions the decoder reported last a decoder
+	 * started with this state reports again (see there). */
 	uint32_t repeat;
 };
 
@@ -1572,20 +1572,35 @@ IPT_API int ipt_insn_start_at(struct pt_insn_decoder *decoder,
 			      uint64_t offset,
 			      const struct ipt_start_state *state);
 
-/* The state a block or instruction decoder stands in once it has used up
- * its trace (it returned -pte_eos, or -ipt_pte_need_more while streaming),
- * and the offset it stands at: starting a decoder there, in the same or a
- * longer trace, with that state goes on exactly as this decoder would
- * have gone on had its trace been longer.  This is how an agent carries a
- * decode from one piece of trace over to the next when the pieces are not
- * one buffer.  Fills up to state->size bytes (which the caller sets) and
- * sets *offset.  Returns zero; -pte_invalid if an argument is NULL or
- * state->size is too small (as for ipt_*_start_at); -pte_nosync if the
- * decoder is not synchronized; -pte_bad_context if it has not used up its
- * trace, or the trace ends inside a group of packets that belong together
- * (events wait for packets still to come, such as a MODE.EXEC for its
- * TIP, or events bound to an instruction are not all taken): a start
- * state cannot hold those.  Ref: ipt.h only. */
+/* The state a block or instruction decoder is in once its event decoder
+ * has run out of trace (pt_*_next then returns -pte_eos or an error such
+ * as -pte_bad_query where a branch needs trace that is not there; while
+ * streaming, -ipt_pte_need_more), and the offset it stands at: a decoder
+ * started there with that state, in the same trace or one that goes on,
+ * gives what this decoder would have given had its trace gone on.  This
+ * is how an agent carries a decode over from one piece of trace to the
+ * next when the pieces are not one buffer.
+ *
+ * The state is the one the decoder was in when it took its last piece of
+ * trace.  After that it walked on through code that needs no trace, up to
+ * the next branch that does, and reported those instructions; the trace
+ * that follows may say they ran later, or not at all (an interrupt, or
+ * tracing stopped, at one of them).  The started decoder reports them
+ * again as that trace says: state->repeat is how many of the
+ * instructions this decoder reported last are such, to be dropped from
+ * its output when the two are put together.
+ *
+ * Fills up to state->size bytes (which the caller sets) and sets *offset.
+ * Returns zero; -pte_invalid if an argument is NULL or state->size is too
+ * small (as for ipt_*_start_at); -pte_nosync if the decoder is not
+ * synchronized; -pte_bad_context if its trace has not run out, or ends
+ * inside a group of packets that belong together (events wait for
+ * packets still to come, such as a MODE.EXEC for its TIP; events bound to
+ * an instruction are not all taken; an erratum's look ahead met the end
+ * of the trace): a start state cannot hold those.  Not exact yet: a TSX
+ * abort right after the start (the BDM64 workaround looks at the block
+ * before it) and a TRIG's instruction count across the start.  Ref: ipt.h
+ * only. */
 IPT_API int ipt_blk_get_start_state(const struct pt_block_decoder *decoder,
 				    uint64_t *offset,
 				    struct ipt_start_state *state);

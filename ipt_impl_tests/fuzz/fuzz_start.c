@@ -5,12 +5,12 @@
  * Input: as fuzz_blk.c (common header, image fields, trace).  The header's
  * sync offset picks the offset (modulo the trace's size plus one); a hash
  * of the header gives the state: IP near the image, mode, CR3, VMCS,
- * tracing on or off, last IP, a return stack, a stale mode, a TRIG count.  The
- * event, query, block and instruction decoders start there and decode to
- * the end within a budget; then a block and an instruction decoder decode
- * the trace cut at the offset, say their state, and decoders started with
- * it decode the whole trace.  Nothing may crash, hang or leak; a state
- * said must be one a decoder starts with. */
+ * tracing on or off, last IP, a return stack, a stale mode, a TRIG
+ * count.  The event, query, block and instruction decoders start there
+ * and decode to the end within a budget; then an instruction decoder
+ * decodes the trace cut at the offset and says its state, and decoders
+ * started with it decode the whole trace.  Nothing may crash, hang or
+ * leak; a state said must be one a decoder starts with. */
 #include "fuzz.h"
 #include "../unit/hv/fault_util.h"
 
