@@ -55,14 +55,36 @@ static void make_state(struct ipt_start_state *s, uint64_t seed,
 		s->ret[n] = base + (mix(&seed) & 0xff);
 }
 
+/* Code that loops without trace goes on for ever: a decode ends after
+ * this many steps that read no further into the trace (fuzz_blk.c). */
+enum { max_idle_blk = 64, max_idle_insn = 2048 };
+
+/* Has the decode at @offset gone @max steps without moving on? */
+static int idle(uint64_t offset, uint64_t *last, unsigned *steps,
+		unsigned max)
+{
+	if (offset != *last) {
+		*last = offset;
+		*steps = 0;
+		return 0;
+	}
+	return ++*steps >= max;
+}
+
 /* Decode to the end, within @budget steps. */
 static void run_blk(struct pt_block_decoder *d, int status, size_t budget)
 {
+	uint64_t last = UINT64_MAX, offset = 0;
+	unsigned steps = 0;
+
 	while (budget--) {
 		struct pt_event ev;
 		struct pt_block b;
 
 		if (status < 0)
+			return;
+		(void) pt_blk_get_offset(d, &offset);
+		if (idle(offset, &last, &steps, max_idle_blk))
 			return;
 		if (status & pts_event_pending)
 			status = pt_blk_event(d, &ev, sizeof(ev));
@@ -73,11 +95,17 @@ static void run_blk(struct pt_block_decoder *d, int status, size_t budget)
 
 static void run_insn(struct pt_insn_decoder *d, int status, size_t budget)
 {
+	uint64_t last = UINT64_MAX, offset = 0;
+	unsigned steps = 0;
+
 	while (budget--) {
 		struct pt_event ev;
 		struct pt_insn insn;
 
 		if (status < 0)
+			return;
+		(void) pt_insn_get_offset(d, &offset);
+		if (idle(offset, &last, &steps, max_idle_insn))
 			return;
 		if (status & pts_event_pending)
 			status = pt_insn_event(d, &ev, sizeof(ev));
