@@ -363,6 +363,27 @@ FZ void fz_image_read(struct fz *in, const struct fz_header *h,
 	img->calls = 0;
 }
 
+/* The rest of an image harness's input: the image fields, then the trace
+ * (returned, *@tsize bytes), with @config set up for it from @h; the
+ * address filters are the image's, and no unknown-packet callback, for
+ * harnesses that decode with code through gmem (fault_util.h). */
+FZ uint8_t *fz_image_trace(struct fz *in, const struct fz_header *h,
+			   struct fz_image *img, struct pt_config *config,
+			   size_t *tsize)
+{
+	struct pt_conf_addr_filter filter;
+	uint8_t *trace;
+
+	pt_config_init(config);
+	fz_image_read(in, h, img, config);
+	trace = fz_copy(in, in->n, tsize);
+	filter = config->addr_filter;
+	fz_config(h, config, trace, *tsize);
+	config->addr_filter = filter;
+	config->decode.callback = NULL;
+	return trace;
+}
+
 /* A struct pt_event buffer of exactly the size the caller claims, so that
  * writing past that size is caught.  The decoders must accept any size up
  * to sizeof(struct pt_event) that holds the fixed fields, and sizes above

@@ -206,16 +206,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	fz_init(&in, data, size);
 	fz_header(&in, &h);
-	pt_config_init(&config);
-	fz_image_read(&in, &h, &img, &config);
-	trace = fz_copy(&in, in.n, &tsize);
-	{
-		struct pt_conf_addr_filter filter = config.addr_filter;
-
-		fz_config(&h, &config, trace, tsize);
-		config.addr_filter = filter;
-		config.decode.callback = NULL;
-	}
+	trace = fz_image_trace(&in, &h, &img, &config, &tsize);
 	memset(&mem, 0, sizeof(mem));
 	gmem_add(&mem, img.base, img.code, img.size);
 	image = ipt_image_alloc_with("start", fz_allocator());
