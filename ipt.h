@@ -14016,7 +14016,10 @@ static const uint8_t *ipt__blk_window(struct pt_block_decoder *decoder,
 {
 	int status;
 
-	if (ip - win->ip + pt_max_insn_size > win->len || ip < win->ip) {
+	/* Without overflow: @ip may lie within an instruction's size of
+	 * the end of the address space. */
+	if (ip < win->ip || ip - win->ip > win->len ||
+	    win->len - (ip - win->ip) < pt_max_insn_size) {
 		status = ipt__image_read(decoder->image, &win->isid,
 					 win->code, sizeof(win->code),
 					 &decoder->asid, ip);

@@ -161,34 +161,138 @@ static void start_all(const struct pt_config *config,
 	}
 }
 
+/* The instructions an instruction decoder reports from @status on, up
+ * to its first error, within @budget steps; 0 if it got to that error
+ * (or the end), 1 if it was stopped. */
+struct ips {
+	uint64_t *v;
+	size_t n, cap;
+};
+
+static int insn_ips(struct ips *o, struct pt_insn_decoder *d, int status,
+		    size_t budget)
+{
+	uint64_t last = UINT64_MAX, offset = 0;
+	unsigned steps = 0;
+
+	while (budget--) {
+		struct pt_event ev;
+		struct pt_insn insn;
+
+		if (status < 0)
+			return 0;
+		(void) pt_insn_get_offset(d, &offset);
+		if (idle(offset, &last, &steps, max_idle_insn))
+			return 1;
+		if (status & pts_event_pending) {
+			status = pt_insn_event(d, &ev, sizeof(ev));
+			continue;
+		}
+		status = pt_insn_next(d, &insn, sizeof(insn));
+		if (insn.iclass == ptic_error)
+			continue;
+		if (o->n == o->cap) {
+			o->cap = o->cap ? 2 * o->cap : 256;
+			o->v = (uint64_t *) realloc(o->v,
+						    o->cap * sizeof(*o->v));
+			if (!o->v)
+				abort();
+		}
+		o->v[o->n++] = insn.ip;
+	}
+	return 1;
+}
+
+/* Where the cut decode's state holds exactly: not with the BDM64
+ * workaround or TRIG packets (not exact yet, see ipt.h). */
+static int exact(const struct pt_config *config)
+{
+	struct pt_packet_decoder *d;
+	struct pt_packet p;
+	int status, trig = 0;
+
+	if (config->errata.bdm64)
+		return 0;
+	d = pt_pkt_alloc_decoder(config);
+	if (!d)
+		return 0;
+	for (status = pt_pkt_sync_set(d, 0); status >= 0 && !trig;)
+		if (pt_pkt_next(d, &p, sizeof(p)) < 0)
+			status = pt_pkt_sync_forward(d);
+		else
+			trig = p.type == ppt_trig;
+	pt_pkt_free_decoder(d);
+	return !trig;
+}
+
+/* An instruction decoder on @config from its first PSB, or started. */
+static int decode_ips(struct ips *o, const struct pt_config *config,
+		      struct pt_image *image, const struct ipt_start_state *s,
+		      uint64_t at, size_t budget, struct ipt_start_state *out,
+		      uint64_t *out_at, int *out_status)
+{
+	struct pt_insn_decoder *d;
+	int stopped;
+
+	d = ipt_insn_alloc_decoder_with(config, fz_allocator());
+	if (!d)
+		return -1;
+	pt_insn_set_image(d, image);
+	stopped = insn_ips(o, d, s ? ipt_insn_start_at(d, at, s) :
+				     pt_insn_sync_forward(d), budget);
+	if (out)
+		*out_status = ipt_insn_get_start_state(d, out_at, out);
+	pt_insn_free_decoder(d);
+	return stopped;
+}
+
 /* Decode the trace cut at @offset; start decoders with the state the
- * decoder stood in at the end. */
+ * decoder stood in at the end.  Where that state holds exactly, the
+ * instructions of the cut decode, less the last state.repeat of them,
+ * and those of the started one are those of a decode of the whole. */
 static void carry_over(const struct pt_config *config,
 		       struct pt_image *image, uint64_t offset, size_t budget)
 {
 	struct pt_config cut = *config;
+	struct ips whole = { NULL, 0, 0 }, part = { NULL, 0, 0 };
+	struct ips rest = { NULL, 0, 0 };
 	struct ipt_start_state s;
-	struct pt_insn_decoder *d;
-	uint64_t at;
-	int status;
+	uint64_t at = 0;
+	int status = -1, stopped;
 
 	cut.end = cut.begin + offset;
-	d = ipt_insn_alloc_decoder_with(&cut, fz_allocator());
-	if (!d)
-		return;
-	pt_insn_set_image(d, image);
-	status = pt_insn_sync_forward(d);
-	run_insn(d, status, budget);
 	memset(&s, 0, sizeof(s));
 	s.size = sizeof(s);
-	status = ipt_insn_get_start_state(d, &at, &s);
-	pt_insn_free_decoder(d);
-	if (status < 0)
-		return;
+	stopped = decode_ips(&part, &cut, image, NULL, 0, budget, &s, &at,
+			     &status);
+	if (stopped < 0 || status < 0)
+		goto out;
 	if (at > offset)
 		fz_fail("start state past the cut", (long long) at,
 			(long long) offset);
+	if (s.repeat > part.n)
+		fz_fail("start state repeats more than was reported",
+			(long long) s.repeat, (long long) part.n);
 	start_all(config, image, at, &s, budget);
+
+	stopped |= decode_ips(&whole, config, image, NULL, 0, budget, NULL,
+			      NULL, NULL);
+	stopped |= decode_ips(&rest, config, image, &s, at, budget, NULL, NULL,
+			      NULL);
+	if (!stopped && exact(config)) {
+		size_t keep = part.n - s.repeat;
+
+		if (keep + rest.n != whole.n ||
+		    (keep && memcmp(whole.v, part.v, keep * sizeof(*part.v))) ||
+		    (rest.n && memcmp(whole.v + keep, rest.v,
+				      rest.n * sizeof(*rest.v))))
+			fz_fail("carried-over decode differs from the whole",
+				(long long) keep, (long long) rest.n);
+	}
+out:
+	free(whole.v);
+	free(part.v);
+	free(rest.v);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
