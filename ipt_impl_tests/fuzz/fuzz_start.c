@@ -74,10 +74,12 @@ static int idle(uint64_t offset, uint64_t *last, unsigned *steps,
 /* Decode to the end, within @budget steps. */
 static void run_blk(struct pt_block_decoder *d, int status, size_t budget)
 {
-	uint64_t last = UINT64_MAX, offset = 0;
+	uint64_t last = UINT64_MAX, offset = 0, insns = 0;
+	uint64_t max_insns = (uint64_t) budget * 4;
 	unsigned steps = 0;
 
-	while (budget--) {
+	/* A block may hold 65535 instructions: cap those too. */
+	while (budget-- && insns < max_insns) {
 		struct pt_event ev;
 		struct pt_block b;
 
@@ -86,10 +88,13 @@ static void run_blk(struct pt_block_decoder *d, int status, size_t budget)
 		(void) pt_blk_get_offset(d, &offset);
 		if (idle(offset, &last, &steps, max_idle_blk))
 			return;
-		if (status & pts_event_pending)
+		if (status & pts_event_pending) {
 			status = pt_blk_event(d, &ev, sizeof(ev));
-		else
-			status = pt_blk_next(d, &b, sizeof(b));
+			continue;
+		}
+		b.ninsn = 0;
+		status = pt_blk_next(d, &b, sizeof(b));
+		insns += b.ninsn;
 	}
 }
 
