@@ -6957,16 +6957,26 @@ IPT_DEF int ipt_evt_extend(struct pt_event_decoder *decoder, uint8_t *end,
  * that PSB+ would hold, with the IP and the last IP apart, since mid-trace
  * the flow's IP is seldom the last IP packet's. */
 
+/* How much of the caller's struct ipt_start_state there is to copy; 0
+ * for a missing or unusable one. */
+static size_t ipt__start_state_size(const struct ipt_start_state *ustate)
+{
+	if (!ustate || ustate->size < offsetof(struct ipt_start_state, mode))
+		return 0;
+	if (ustate->size < sizeof(*ustate))
+		return ustate->size;
+	return sizeof(*ustate);
+}
+
 /* Copy the caller's @ustate into @state: what lies past its size is
  * zero.  -pte_invalid for a missing or unusable state. */
 static int ipt__start_state_in(struct ipt_start_state *state,
 			       const struct ipt_start_state *ustate)
 {
-	size_t size;
+	size_t size = ipt__start_state_size(ustate);
 
-	if (!ustate || ustate->size < offsetof(struct ipt_start_state, mode))
+	if (!size)
 		return -pte_invalid;
-	size = ustate->size < sizeof(*state) ? ustate->size : sizeof(*state);
 	IPT_MEMSET(state, 0, sizeof(*state));
 	IPT_MEMCPY(state, ustate, size);
 	if (state->nret > ipt_start_max_ret)
@@ -6978,11 +6988,10 @@ static int ipt__start_state_in(struct ipt_start_state *state,
 static int ipt__start_state_out(struct ipt_start_state *ustate,
 				const struct ipt_start_state *state)
 {
-	size_t size;
+	size_t size = ipt__start_state_size(ustate);
 
-	if (!ustate || ustate->size < offsetof(struct ipt_start_state, mode))
+	if (!size)
 		return -pte_invalid;
-	size = ustate->size < sizeof(*state) ? ustate->size : sizeof(*state);
 	IPT_MEMCPY((uint8_t *) ustate + sizeof(size_t),
 		   (const uint8_t *) state + sizeof(size_t),
 		   size - sizeof(size_t));

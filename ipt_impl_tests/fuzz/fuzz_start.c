@@ -98,7 +98,17 @@ static void run_blk(struct pt_block_decoder *d, int status, size_t budget)
 	}
 }
 
-static void run_insn(struct pt_insn_decoder *d, int status, size_t budget)
+
+/* The instructions an instruction decoder reports from @status on, up
+ * to its first error, within @budget steps; 0 if it got to that error
+ * (or the end), 1 if it was stopped. */
+struct ips {
+	uint64_t *v;
+	size_t n, cap;
+};
+
+static int insn_ips(struct ips *o, struct pt_insn_decoder *d, int status,
+		    size_t budget)
 {
 	uint64_t last = UINT64_MAX, offset = 0;
 	unsigned steps = 0;
@@ -108,15 +118,27 @@ static void run_insn(struct pt_insn_decoder *d, int status, size_t budget)
 		struct pt_insn insn;
 
 		if (status < 0)
-			return;
+			return 0;
 		(void) pt_insn_get_offset(d, &offset);
 		if (idle(offset, &last, &steps, max_idle_insn))
-			return;
-		if (status & pts_event_pending)
+			return 1;
+		if (status & pts_event_pending) {
 			status = pt_insn_event(d, &ev, sizeof(ev));
-		else
-			status = pt_insn_next(d, &insn, sizeof(insn));
+			continue;
+		}
+		status = pt_insn_next(d, &insn, sizeof(insn));
+		if (insn.iclass == ptic_error)
+			continue;
+		if (o->n == o->cap) {
+			o->cap = o->cap ? 2 * o->cap : 256;
+			o->v = (uint64_t *) realloc(o->v,
+						    o->cap * sizeof(*o->v));
+			if (!o->v)
+				abort();
+		}
+		o->v[o->n++] = insn.ip;
 	}
+	return 1;
 }
 
 static void start_all(const struct pt_config *config,
@@ -160,52 +182,14 @@ static void start_all(const struct pt_config *config,
 	}
 	insn = ipt_insn_alloc_decoder_with(config, fz_allocator());
 	if (insn) {
+		struct ips ips = { NULL, 0, 0 };
+
 		pt_insn_set_image(insn, image);
-		run_insn(insn, ipt_insn_start_at(insn, offset, s), budget);
+		(void) insn_ips(&ips, insn, ipt_insn_start_at(insn, offset, s),
+				budget);
+		free(ips.v);
 		pt_insn_free_decoder(insn);
 	}
-}
-
-/* The instructions an instruction decoder reports from @status on, up
- * to its first error, within @budget steps; 0 if it got to that error
- * (or the end), 1 if it was stopped. */
-struct ips {
-	uint64_t *v;
-	size_t n, cap;
-};
-
-static int insn_ips(struct ips *o, struct pt_insn_decoder *d, int status,
-		    size_t budget)
-{
-	uint64_t last = UINT64_MAX, offset = 0;
-	unsigned steps = 0;
-
-	while (budget--) {
-		struct pt_event ev;
-		struct pt_insn insn;
-
-		if (status < 0)
-			return 0;
-		(void) pt_insn_get_offset(d, &offset);
-		if (idle(offset, &last, &steps, max_idle_insn))
-			return 1;
-		if (status & pts_event_pending) {
-			status = pt_insn_event(d, &ev, sizeof(ev));
-			continue;
-		}
-		status = pt_insn_next(d, &insn, sizeof(insn));
-		if (insn.iclass == ptic_error)
-			continue;
-		if (o->n == o->cap) {
-			o->cap = o->cap ? 2 * o->cap : 256;
-			o->v = (uint64_t *) realloc(o->v,
-						    o->cap * sizeof(*o->v));
-			if (!o->v)
-				abort();
-		}
-		o->v[o->n++] = insn.ip;
-	}
-	return 1;
 }
 
 /* Where the cut decode's state holds exactly: not with the BDM64
