@@ -4936,6 +4936,10 @@ static int ipt__pkt_decode(struct pt_packet_decoder *decoder,
 			 * decodes as an invalid packet one byte longer. */
 			if (size == -pte_bad_packet &&
 			    decoder->config.errata.skz84) {
+				/* That byte, too, must lie before the end. */
+				if (ipt__pkt_left(pos, config) <
+				    ipt__layout[ppt_tma].size + 1u)
+					return -pte_eos;
 				packet->type = ppt_invalid;
 				packet->size = (uint8_t) (ipt__layout[ppt_tma]
 							  .size + 1);
