@@ -363,25 +363,45 @@ FZ void fz_image_read(struct fz *in, const struct fz_header *h,
 	img->calls = 0;
 }
 
-/* The rest of an image harness's input: the image fields, then the trace
- * (returned, *@tsize bytes), with @config set up for it from @h; the
- * address filters are the image's, and no unknown-packet callback, for
- * harnesses that decode with code through gmem (fault_util.h). */
-FZ uint8_t *fz_image_trace(struct fz *in, const struct fz_header *h,
-			   struct fz_image *img, struct pt_config *config,
-			   size_t *tsize)
+/* The input of the harnesses that decode one trace twice over the same
+ * code and compare (fuzz_fault.c, fuzz_stream.c): header, image, trace.
+ * No allocation fails, no packet callback, the image's address filters
+ * kept.  @limit: how many instructions a decode goes at most, as code
+ * without trace runs forever, and slowly while it walks towards an event
+ * it never reaches; a few instructions per trace byte are plenty. */
+struct fz_twice {
+	struct fz in;
+	struct fz_header h;
+	struct fz_image img;
+	struct pt_config config;
+	uint8_t *trace;
+	size_t tsize;
+	uint64_t limit;
+};
+
+FZ void fz_twice_read(struct fz_twice *t, const uint8_t *data, size_t size)
 {
 	struct pt_conf_addr_filter filter;
-	uint8_t *trace;
 
-	pt_config_init(config);
-	fz_image_read(in, h, img, config);
-	trace = fz_copy(in, in->n, tsize);
-	filter = config->addr_filter;
-	fz_config(h, config, trace, *tsize);
-	config->addr_filter = filter;
-	config->decode.callback = NULL;
-	return trace;
+	fz_init(&t->in, data, size);
+	fz_header(&t->in, &t->h);
+	fz_alloc_fail_at(0);
+	pt_config_init(&t->config);
+	fz_image_read(&t->in, &t->h, &t->img, &t->config);
+	t->trace = fz_copy(&t->in, t->in.n, &t->tsize);
+	filter = t->config.addr_filter;
+	fz_config(&t->h, &t->config, t->trace, t->tsize);
+	t->config.addr_filter = filter;
+	t->config.decode.callback = NULL;
+	t->limit = 2048 + (uint64_t) t->tsize * 4;
+	if (t->limit > (1u << 16))
+		t->limit = 1u << 16;
+}
+
+FZ void fz_twice_free(struct fz_twice *t)
+{
+	free(t->img.code);
+	free(t->trace);
 }
 
 /* A struct pt_event buffer of exactly the size the caller claims, so that

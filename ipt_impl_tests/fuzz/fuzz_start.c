@@ -287,33 +287,27 @@ out:
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct ipt_start_state s;
-	struct pt_config config;
 	struct pt_image *image;
-	struct fz_header h;
-	struct fz_image img;
+	struct fz_twice in;
 	struct gmem mem;
-	struct fz in;
-	uint8_t *trace;
-	size_t tsize, budget;
+	size_t budget;
 	uint64_t offset;
 
-	fz_init(&in, data, size);
-	fz_header(&in, &h);
-	trace = fz_image_trace(&in, &h, &img, &config, &tsize);
+	fz_twice_read(&in, data, size);
 	memset(&mem, 0, sizeof(mem));
-	gmem_add(&mem, img.base, img.code, img.size);
+	gmem_add(&mem, in.img.base, in.img.code, in.img.size);
 	image = ipt_image_alloc_with("start", fz_allocator());
 	if (image && pt_image_set_callback(image, gmem_read, &mem) >= 0) {
-		budget = 1024 + tsize * 8;
-		offset = h.sync_offset % (tsize + 1);
-		make_state(&s, h.cpuid_0x15_eax ^ ((uint64_t) h.sync_offset
-						    << 32), img.base);
-		start_all(&config, image, offset, &s, budget);
-		carry_over(&config, image, offset, budget);
+		budget = 1024 + in.tsize * 8;
+		offset = in.h.sync_offset % (in.tsize + 1);
+		make_state(&s, in.h.cpuid_0x15_eax ^
+				       ((uint64_t) in.h.sync_offset << 32),
+			   in.img.base);
+		start_all(&in.config, image, offset, &s, budget);
+		carry_over(&in.config, image, offset, budget);
 	}
 	pt_image_free(image);
 	free(mem.released);
-	free(img.code);
-	free(trace);
+	fz_twice_free(&in);
 	return 0;
 }

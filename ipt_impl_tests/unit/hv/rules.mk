@@ -5,8 +5,9 @@
 #   t_hv_buffer  one decoder of each kind pointed at trace after trace
 #                (ipt_*_set_buffer): the output of new decoders, no
 #                allocation once warm
-#   t_hv_stream  packet and event decoders fed in random pieces
-#                (ipt_*_extend) against the whole trace
+#   t_hv_stream  packet, event, query, block and instruction decoders
+#                fed in random pieces (ipt_*_extend) against the whole
+#                trace
 #   t_hv_start   decoders started at packet boundaries with the state a
 #                decoder of the trace up to there stands in
 #                (ipt_*_start_at, ipt_*_get_start_state)
@@ -20,10 +21,12 @@ UNIT_ARGS_t_hv_stream := $(HV_CASES)
 # too but take minutes: t_hv_start $(CONFORMANCE)/real).
 UNIT_ARGS_t_hv_start := $(CONFORMANCE)/libipt --synth examples/synth-sample
 
-# The fault harness shares the decode loops.
+# The fault, streaming and start harnesses share the decode loops.
 $(B)/fuzz/fuzz_fault $(B)/fuzz/replay_fault $(B)/fuzz/strict_fault \
 $(B)/fuzz/fuzz_start $(B)/fuzz/replay_start $(B)/fuzz/strict_start: \
 	$(T)/unit/hv/fault_util.h $(T)/unit/hv/hv_cases.h
+$(B)/fuzz/fuzz_stream $(B)/fuzz/replay_stream $(B)/fuzz/strict_stream: \
+	$(T)/unit/hv/fault_util.h $(T)/unit/hv/stream_util.h
 
 # Under memcheck: the shipped sample alone.
 VG_ARGS_t_hv_fault := --synth examples/synth-sample
