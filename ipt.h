@@ -5834,14 +5834,10 @@ static IPT__UNUSED int ipt__tcal_same(const struct ipt_time_cal *a,
  *   const uint8_t *ipt__evt_pos(const struct pt_event_decoder *);
  *        the packet decoder's position: the packet after the current one
  *   const uint8_t *ipt__evt_end(const struct pt_event_decoder *);
- *   int  ipt__evt_time(const struct pt_event_decoder *decoder, uint64_t *tsc,
- *                      uint32_t *lost_mtc, uint32_t *lost_cyc);
- *   int  ipt__evt_core_bus_ratio(const struct pt_event_decoder *decoder,
- *                                uint32_t *cbr);
- *        the time as of the packets read so far (pt_qry_time semantics)
  *   void ipt__evt_save_time(struct ipt_time *time,
  *                           const struct pt_event_decoder *decoder);
- *        a copy of that time, to be asked later
+ *        a copy of the time as of the packets read so far, to be asked
+ *        later (pt_qry_time semantics)
  *   int  ipt__evt_start_ip(const struct pt_event_decoder *decoder,
  *                          uint64_t *ip);
  *        after synchronizing: 1 and the IP if the PSB+ says tracing is
@@ -6089,29 +6085,12 @@ ipt__evt_end(const struct pt_event_decoder *decoder)
 	return config ? config->end : NULL;
 }
 
-static IPT__UNUSED int ipt__evt_time(const struct pt_event_decoder *decoder,
-				     uint64_t *tsc, uint32_t *lost_mtc,
-				     uint32_t *lost_cyc)
-{
-	if (!decoder || !tsc)
-		return -pte_internal;
-	return ipt_time_query_tsc(tsc, lost_mtc, lost_cyc, &decoder->time);
-}
-
 /* Keep the time as of the packets read so far, to answer queries about
  * it later, after the decoder has read on. */
 static IPT__UNUSED void ipt__evt_save_time(struct ipt_time *time,
 					   const struct pt_event_decoder *decoder)
 {
 	IPT__COPY(*time, decoder->time);
-}
-
-static IPT__UNUSED int
-ipt__evt_core_bus_ratio(const struct pt_event_decoder *decoder, uint32_t *cbr)
-{
-	if (!decoder || !cbr)
-		return -pte_internal;
-	return ipt_time_query_cbr(cbr, &decoder->time);
 }
 
 /* Where an event keeps its IP, or NULL if it has none. */
