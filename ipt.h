@@ -2363,13 +2363,19 @@ IPT_API int ipt_cov_get_fault(const struct ipt_cov_decoder *decoder,
 #define IPT__UNUSED __attribute__((unused))
 /* Keeps slow paths out of fast ones, so that those need no stack frame. */
 #define IPT__NOINLINE __attribute__((noinline))
+/* A coverage build defines it as plain inline: each forced copy would
+ * count the same source branches again. */
+#ifndef IPT__INLINE
 #define IPT__INLINE __attribute__((always_inline)) inline
+#endif
 #else
 #define IPT__LIKELY(x) (x)
 #define IPT__UNLIKELY(x) (x)
 #define IPT__UNUSED
 #define IPT__NOINLINE
+#ifndef IPT__INLINE
 #define IPT__INLINE inline
+#endif
 #endif
 
 /* A structure assignment, dst = src, that never becomes a call to a

@@ -12,6 +12,9 @@
 # valgrind, and synth/'s recordings of larger programs.
 # The fuzz replays run their inputs in one process (-1): a child process
 # ends with _exit, which writes no counts.
+# IPT__INLINE is plain inline: with its always_inline gcov counts a
+# function's branches once per place it is inlined into (ipt__cov_count
+# into each edge kind, ipt__pkt_fast into both packet loops, ...).
 # The sanitized builds are built without the sanitizers here (SAN is
 # empty): gcov counts the checks ASan and UBSan add (a shift's range, a
 # pointer's null test, ...) as branches of the line they check, about 600
@@ -26,7 +29,7 @@ coverage:
 	@rm -rf $(COV_B)/lcov.info
 	@find $(COV_B) -name '*.gcda' -delete 2>/dev/null || true
 	@$(MAKE) --no-print-directory B=$(COV_B) CC=gcc CXX=g++ \
-		OPT='-O0 -g --coverage' SAN= coverage-run
+		OPT='-O0 -g --coverage -DIPT__INLINE=inline' SAN= coverage-run
 
 # Inside that make: B is build/coverage.
 $(B)/examples/%: examples/%.c $(HDR) $(wildcard examples/*.h)
