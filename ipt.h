@@ -19332,9 +19332,10 @@ static int ipt__seg_psb_packet(struct ipt_segment *seg,
 	return 0;
 }
 
-/* Read the PSB+ at the packet decoder's position into seg.  A PSB+ is a
- * handful of packets; one that goes on for longer than any could is
- * broken, so that a hostile trace cannot make the index decode it all. */
+/* Read the PSB+ at the packet decoder's position (synchronized: its
+ * first packet is the PSB) into seg.  A PSB+ is a handful of packets;
+ * one that goes on for longer than any could is broken, so that a
+ * hostile trace cannot make the index decode it all. */
 static void ipt__seg_read_psb(struct ipt_segment *seg,
 			      struct pt_packet_decoder *pacdec)
 {
@@ -19345,8 +19346,6 @@ static void ipt__seg_read_psb(struct ipt_segment *seg,
 	ipt_last_ip_init(&last_ip);
 	for (n = 0; n < 64; ++n) {
 		if (pt_pkt_next(pacdec, &packet, sizeof(packet)) < 0)
-			break;
-		if (n == 0 && packet.type != ppt_psb)
 			break;
 		if (ipt__seg_psb_packet(seg, &last_ip, &packet,
 					ipt__pkt_config(pacdec)))
