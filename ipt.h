@@ -3686,7 +3686,8 @@ enum {
  * config->end (-pte_eos if not), then reads it without further checks, and
  * returns its size or a negative pte_* code.  The caller has dispatched on
  * the opcode bytes; those are known to be in bounds.  Same semantics as
- * libipt's pt_pkt_read_*. */
+ * libipt's pt_pkt_read_*, whose NULL checks they leave out: their
+ * arguments are the decoder's own (ipt__pkt_decode, ipt__sync_*). */
 
 /* The bytes left from pos to the end of the trace. */
 static inline size_t ipt__pkt_left(const uint8_t *pos,
@@ -3730,8 +3731,6 @@ static inline uint64_t ipt__read_le_var(const uint8_t *pos, int size,
 static IPT__UNUSED int ipt__pkt_read_psb(const uint8_t *pos,
 					 const struct pt_config *config)
 {
-	if (!pos || !config)
-		return -pte_internal;
 	if (ipt__pkt_left(pos, config) < IPT__PSB_SIZE)
 		return -pte_eos;
 
@@ -3748,9 +3747,6 @@ static IPT__UNUSED int ipt__pkt_read_ip(struct pt_packet_ip *packet,
 {
 	unsigned int ipc;
 	int size;
-
-	if (!packet || !pos || !config)
-		return -pte_internal;
 
 	ipc = (unsigned int) (pos[0] >> IPT__OPM_IPC_SHR);
 	size = ipt__ipc_size[ipc];
@@ -3819,8 +3815,6 @@ static IPT__UNUSED int ipt__pkt_read_tnt_64(struct pt_packet_tnt *packet,
 {
 	int errcode;
 
-	if (!packet || !pos || !config)
-		return -pte_internal;
 	if (ipt__pkt_left(pos, config) < ipt__layout[ppt_tnt_64].size)
 		return -pte_eos;
 
@@ -3838,8 +3832,6 @@ static IPT__UNUSED int ipt__pkt_read_pip(struct pt_packet_pip *packet,
 {
 	uint64_t payload;
 
-	if (!packet || !pos || !config)
-		return -pte_internal;
 	if (ipt__pkt_left(pos, config) < ipt__layout[ppt_pip].size)
 		return -pte_eos;
 
@@ -3855,8 +3847,6 @@ static IPT__UNUSED int ipt__pkt_read_mode(struct pt_packet_mode *packet,
 {
 	uint8_t bits;
 
-	if (!packet || !pos || !config)
-		return -pte_internal;
 	if (ipt__pkt_left(pos, config) < ipt__layout[ppt_mode].size)
 		return -pte_eos;
 
@@ -3882,8 +3872,6 @@ static IPT__UNUSED int ipt__pkt_read_tsc(struct pt_packet_tsc *packet,
 					 const uint8_t *pos,
 					 const struct pt_config *config)
 {
-	if (!packet || !pos || !config)
-		return -pte_internal;
 	if (ipt__pkt_left(pos, config) < ipt__layout[ppt_tsc].size)
 		return -pte_eos;
 
@@ -3895,8 +3883,6 @@ static IPT__UNUSED int ipt__pkt_read_cbr(struct pt_packet_cbr *packet,
 					 const uint8_t *pos,
 					 const struct pt_config *config)
 {
-	if (!packet || !pos || !config)
-		return -pte_internal;
 	if (ipt__pkt_left(pos, config) < ipt__layout[ppt_cbr].size)
 		return -pte_eos;
 
@@ -3912,8 +3898,6 @@ static IPT__UNUSED int ipt__pkt_read_tma(struct pt_packet_tma *packet,
 {
 	uint16_t ctc, fc;
 
-	if (!packet || !pos || !config)
-		return -pte_internal;
 	if (ipt__pkt_left(pos, config) < ipt__layout[ppt_tma].size)
 		return -pte_eos;
 
@@ -3931,8 +3915,6 @@ static IPT__UNUSED int ipt__pkt_read_mtc(struct pt_packet_mtc *packet,
 					 const uint8_t *pos,
 					 const struct pt_config *config)
 {
-	if (!packet || !pos || !config)
-		return -pte_internal;
 	if (ipt__pkt_left(pos, config) < ipt__layout[ppt_mtc].size)
 		return -pte_eos;
 
@@ -3950,9 +3932,6 @@ static IPT__UNUSED int ipt__pkt_read_cyc(struct pt_packet_cyc *packet,
 	size_t left;
 	uint64_t value;
 	unsigned int shl, ext;
-
-	if (!packet || !pos || !config)
-		return -pte_internal;
 
 	begin = pos;
 	left = ipt__pkt_left(pos, config);
@@ -3989,8 +3968,6 @@ static IPT__UNUSED int ipt__pkt_read_vmcs(struct pt_packet_vmcs *packet,
 					  const uint8_t *pos,
 					  const struct pt_config *config)
 {
-	if (!packet || !pos || !config)
-		return -pte_internal;
 	if (ipt__pkt_left(pos, config) < ipt__layout[ppt_vmcs].size)
 		return -pte_eos;
 
@@ -4002,8 +3979,6 @@ static IPT__UNUSED int ipt__pkt_read_mnt(struct pt_packet_mnt *packet,
 					 const uint8_t *pos,
 					 const struct pt_config *config)
 {
-	if (!packet || !pos || !config)
-		return -pte_internal;
 	if (ipt__pkt_left(pos, config) < ipt__layout[ppt_mnt].size)
 		return -pte_eos;
 
@@ -4015,8 +3990,6 @@ static IPT__UNUSED int ipt__pkt_read_exstop(struct pt_packet_exstop *packet,
 					    const uint8_t *pos,
 					    const struct pt_config *config)
 {
-	if (!packet || !pos || !config)
-		return -pte_internal;
 	if (ipt__pkt_left(pos, config) < ipt__layout[ppt_exstop].size)
 		return -pte_eos;
 
@@ -4028,8 +4001,6 @@ static IPT__UNUSED int ipt__pkt_read_mwait(struct pt_packet_mwait *packet,
 					   const uint8_t *pos,
 					   const struct pt_config *config)
 {
-	if (!packet || !pos || !config)
-		return -pte_internal;
 	if (ipt__pkt_left(pos, config) < ipt__layout[ppt_mwait].size)
 		return -pte_eos;
 
@@ -4044,8 +4015,6 @@ static IPT__UNUSED int ipt__pkt_read_pwre(struct pt_packet_pwre *packet,
 {
 	unsigned int payload;
 
-	if (!packet || !pos || !config)
-		return -pte_internal;
 	if (ipt__pkt_left(pos, config) < ipt__layout[ppt_pwre].size)
 		return -pte_eos;
 
@@ -4065,8 +4034,6 @@ static IPT__UNUSED int ipt__pkt_read_pwrx(struct pt_packet_pwrx *packet,
 {
 	unsigned int payload;
 
-	if (!packet || !pos || !config)
-		return -pte_internal;
 	if (ipt__pkt_left(pos, config) < ipt__layout[ppt_pwrx].size)
 		return -pte_eos;
 
@@ -4090,9 +4057,6 @@ static IPT__UNUSED int ipt__pkt_read_ptw(struct pt_packet_ptw *packet,
 	uint8_t plc;
 	int size;
 
-	if (!packet || !pos || !config)
-		return -pte_internal;
-
 	plc = (uint8_t) ((pos[1] >> IPT__OPM_PTW_PLC_SHR) & IPT__OPM_PTW_PLC);
 	size = pt_ptw_size(plc);
 	if (size < 0)
@@ -4112,8 +4076,6 @@ static IPT__UNUSED int ipt__pkt_read_cfe(struct pt_packet_cfe *packet,
 					 const uint8_t *pos,
 					 const struct pt_config *config)
 {
-	if (!packet || !pos || !config)
-		return -pte_internal;
 	if (ipt__pkt_left(pos, config) < ipt__layout[ppt_cfe].size)
 		return -pte_eos;
 
@@ -4127,8 +4089,6 @@ static IPT__UNUSED int ipt__pkt_read_evd(struct pt_packet_evd *packet,
 					 const uint8_t *pos,
 					 const struct pt_config *config)
 {
-	if (!packet || !pos || !config)
-		return -pte_internal;
 	if (ipt__pkt_left(pos, config) < ipt__layout[ppt_evd].size)
 		return -pte_eos;
 
@@ -4144,8 +4104,6 @@ static IPT__UNUSED int ipt__pkt_read_trig(struct pt_packet_trig *packet,
 {
 	int size = ipt__layout[ppt_trig].size;
 
-	if (!packet || !pos || !config)
-		return -pte_internal;
 	if (ipt__pkt_left(pos, config) < (size_t) size)
 		return -pte_eos;
 
@@ -4173,8 +4131,6 @@ static IPT__UNUSED int ipt__pkt_read_unknown(struct pt_packet *packet,
 {
 	int size;
 
-	if (!packet || !pos || !config)
-		return -pte_internal;
 	if (!config->decode.callback)
 		return -pte_bad_opc;
 
