@@ -5,20 +5,24 @@
 # (a make of its own with B=build/coverage), then these tests run: the
 # unit tests, the conformance corpus through ptdump, ptxed and decode, the
 # corpus walks (blk_agree, qry_conformance), the libipt comparisons, the
-# example tools' tests, the random-input tests and fuzz replays, the
+# example tools' tests, ptxed --threads and the segment index
+# (threads-check, seg_split), the random-input tests and fuzz replays, the
 # allocation, memory and thread tests, and ptxed with and without the
 # block decoder's shortcuts (general-path).  Left out: what needs another
 # compiler (libFuzzer runs, TSan), the C++, IPT_NO_STDIO and -m32 builds,
-# valgrind, and synth/'s recordings of larger programs.
-# The fuzz replays run their inputs in one process (-1): a child process
-# ends with _exit, which writes no counts.
-# IPT__INLINE is plain inline: with its always_inline gcov counts a
-# function's branches once per place it is inlined into (ipt__cov_count
-# into each edge kind, ipt__pkt_fast into both packet loops, ...).
-# The sanitized builds are built without the sanitizers here (SAN is
-# empty): gcov counts the checks ASan and UBSan add (a shift's range, a
-# pointer's null test, ...) as branches of the line they check, about 600
-# branches that are the sanitizers' code, not ipt.h's, and never taken.
+# valgrind, and synth/'s recordings of larger programs.  The tests' output
+# goes to build/coverage/tests.log.
+#
+# What is measured is ipt.h's own code, once:
+# - the sanitized builds are built without the sanitizers (SAN is empty):
+#   gcov counts the checks ASan and UBSan add (a shift's range, a
+#   pointer's null test, ...) as branches of the line they check, about
+#   600 branches that are the sanitizers' code and never taken;
+# - IPT__INLINE is plain inline: with its always_inline gcov counts a
+#   function's branches once per place it is inlined into (ipt__cov_count
+#   into each edge kind, ipt__pkt_fast into both packet loops, ...);
+# - the fuzz replays run their inputs in one process (-1): a child process
+#   ends with _exit, which writes no counts.
 # lcov collects the counts; table prints the table and writes the lines
 # and branches never taken to build/coverage/uncovered.txt.
 
