@@ -2554,13 +2554,19 @@ IPT_API int ipt_cov_get_fault(const struct ipt_cov_decoder *decoder,
 #define IPT__UNUSED __attribute__((unused))
 /* Keeps slow paths out of fast ones, so that those need no stack frame. */
 #define IPT__NOINLINE __attribute__((noinline))
+/* A coverage build defines it as plain inline: each forced copy would
+ * count the same source branches again. */
+#ifndef IPT__INLINE
 #define IPT__INLINE __attribute__((always_inline)) inline
+#endif
 #else
 #define IPT__LIKELY(x) (x)
 #define IPT__UNLIKELY(x) (x)
 #define IPT__UNUSED
 #define IPT__NOINLINE
+#ifndef IPT__INLINE
 #define IPT__INLINE inline
+#endif
 #endif
 
 /* A structure assignment, dst = src, that never becomes a call to a
@@ -3874,7 +3880,8 @@ enum {
  * config->end (-pte_eos if not), then reads it without further checks, and
  * returns its size or a negative pte_* code.  The caller has dispatched on
  * the opcode bytes; those are known to be in bounds.  Same semantics as
- * libipt's pt_pkt_read_*. */
+ * libipt's pt_pkt_read_*, whose NULL checks they leave out: their
+ * arguments are the decoder's own (ipt__pkt_decode, ipt__sync_*). */
 
 /* The bytes left from pos to the end of the trace. */
 static inline size_t ipt__pkt_left(const uint8_t *pos,
@@ -3918,8 +3925,6 @@ static inline uint64_t ipt__read_le_var(const uint8_t *pos, int size,
 static IPT__UNUSED int ipt__pkt_read_psb(const uint8_t *pos,
 					 const struct pt_config *config)
 {
-	if (!pos || !config)
-		return -pte_internal;
 	if (ipt__pkt_left(pos, config) < IPT__PSB_SIZE)
 		return -pte_eos;
 
@@ -3936,9 +3941,6 @@ static IPT__UNUSED int ipt__pkt_read_ip(struct pt_packet_ip *packet,
 {
 	unsigned int ipc;
 	int size;
-
-	if (!packet || !pos || !config)
-		return -pte_internal;
 
 	ipc = (unsigned int) (pos[0] >> IPT__OPM_IPC_SHR);
 	size = ipt__ipc_size[ipc];
@@ -4007,8 +4009,6 @@ static IPT__UNUSED int ipt__pkt_read_tnt_64(struct pt_packet_tnt *packet,
 {
 	int errcode;
 
-	if (!packet || !pos || !config)
-		return -pte_internal;
 	if (ipt__pkt_left(pos, config) < ipt__layout[ppt_tnt_64].size)
 		return -pte_eos;
 
@@ -4026,8 +4026,6 @@ static IPT__UNUSED int ipt__pkt_read_pip(struct pt_packet_pip *packet,
 {
 	uint64_t payload;
 
-	if (!packet || !pos || !config)
-		return -pte_internal;
 	if (ipt__pkt_left(pos, config) < ipt__layout[ppt_pip].size)
 		return -pte_eos;
 
@@ -4043,8 +4041,6 @@ static IPT__UNUSED int ipt__pkt_read_mode(struct pt_packet_mode *packet,
 {
 	uint8_t bits;
 
-	if (!packet || !pos || !config)
-		return -pte_internal;
 	if (ipt__pkt_left(pos, config) < ipt__layout[ppt_mode].size)
 		return -pte_eos;
 
@@ -4070,8 +4066,6 @@ static IPT__UNUSED int ipt__pkt_read_tsc(struct pt_packet_tsc *packet,
 					 const uint8_t *pos,
 					 const struct pt_config *config)
 {
-	if (!packet || !pos || !config)
-		return -pte_internal;
 	if (ipt__pkt_left(pos, config) < ipt__layout[ppt_tsc].size)
 		return -pte_eos;
 
@@ -4083,8 +4077,6 @@ static IPT__UNUSED int ipt__pkt_read_cbr(struct pt_packet_cbr *packet,
 					 const uint8_t *pos,
 					 const struct pt_config *config)
 {
-	if (!packet || !pos || !config)
-		return -pte_internal;
 	if (ipt__pkt_left(pos, config) < ipt__layout[ppt_cbr].size)
 		return -pte_eos;
 
@@ -4100,8 +4092,6 @@ static IPT__UNUSED int ipt__pkt_read_tma(struct pt_packet_tma *packet,
 {
 	uint16_t ctc, fc;
 
-	if (!packet || !pos || !config)
-		return -pte_internal;
 	if (ipt__pkt_left(pos, config) < ipt__layout[ppt_tma].size)
 		return -pte_eos;
 
@@ -4119,8 +4109,6 @@ static IPT__UNUSED int ipt__pkt_read_mtc(struct pt_packet_mtc *packet,
 					 const uint8_t *pos,
 					 const struct pt_config *config)
 {
-	if (!packet || !pos || !config)
-		return -pte_internal;
 	if (ipt__pkt_left(pos, config) < ipt__layout[ppt_mtc].size)
 		return -pte_eos;
 
@@ -4138,9 +4126,6 @@ static IPT__UNUSED int ipt__pkt_read_cyc(struct pt_packet_cyc *packet,
 	size_t left;
 	uint64_t value;
 	unsigned int shl, ext;
-
-	if (!packet || !pos || !config)
-		return -pte_internal;
 
 	begin = pos;
 	left = ipt__pkt_left(pos, config);
@@ -4177,8 +4162,6 @@ static IPT__UNUSED int ipt__pkt_read_vmcs(struct pt_packet_vmcs *packet,
 					  const uint8_t *pos,
 					  const struct pt_config *config)
 {
-	if (!packet || !pos || !config)
-		return -pte_internal;
 	if (ipt__pkt_left(pos, config) < ipt__layout[ppt_vmcs].size)
 		return -pte_eos;
 
@@ -4190,8 +4173,6 @@ static IPT__UNUSED int ipt__pkt_read_mnt(struct pt_packet_mnt *packet,
 					 const uint8_t *pos,
 					 const struct pt_config *config)
 {
-	if (!packet || !pos || !config)
-		return -pte_internal;
 	if (ipt__pkt_left(pos, config) < ipt__layout[ppt_mnt].size)
 		return -pte_eos;
 
@@ -4203,8 +4184,6 @@ static IPT__UNUSED int ipt__pkt_read_exstop(struct pt_packet_exstop *packet,
 					    const uint8_t *pos,
 					    const struct pt_config *config)
 {
-	if (!packet || !pos || !config)
-		return -pte_internal;
 	if (ipt__pkt_left(pos, config) < ipt__layout[ppt_exstop].size)
 		return -pte_eos;
 
@@ -4216,8 +4195,6 @@ static IPT__UNUSED int ipt__pkt_read_mwait(struct pt_packet_mwait *packet,
 					   const uint8_t *pos,
 					   const struct pt_config *config)
 {
-	if (!packet || !pos || !config)
-		return -pte_internal;
 	if (ipt__pkt_left(pos, config) < ipt__layout[ppt_mwait].size)
 		return -pte_eos;
 
@@ -4232,8 +4209,6 @@ static IPT__UNUSED int ipt__pkt_read_pwre(struct pt_packet_pwre *packet,
 {
 	unsigned int payload;
 
-	if (!packet || !pos || !config)
-		return -pte_internal;
 	if (ipt__pkt_left(pos, config) < ipt__layout[ppt_pwre].size)
 		return -pte_eos;
 
@@ -4253,8 +4228,6 @@ static IPT__UNUSED int ipt__pkt_read_pwrx(struct pt_packet_pwrx *packet,
 {
 	unsigned int payload;
 
-	if (!packet || !pos || !config)
-		return -pte_internal;
 	if (ipt__pkt_left(pos, config) < ipt__layout[ppt_pwrx].size)
 		return -pte_eos;
 
@@ -4278,9 +4251,6 @@ static IPT__UNUSED int ipt__pkt_read_ptw(struct pt_packet_ptw *packet,
 	uint8_t plc;
 	int size;
 
-	if (!packet || !pos || !config)
-		return -pte_internal;
-
 	plc = (uint8_t) ((pos[1] >> IPT__OPM_PTW_PLC_SHR) & IPT__OPM_PTW_PLC);
 	size = pt_ptw_size(plc);
 	if (size < 0)
@@ -4300,8 +4270,6 @@ static IPT__UNUSED int ipt__pkt_read_cfe(struct pt_packet_cfe *packet,
 					 const uint8_t *pos,
 					 const struct pt_config *config)
 {
-	if (!packet || !pos || !config)
-		return -pte_internal;
 	if (ipt__pkt_left(pos, config) < ipt__layout[ppt_cfe].size)
 		return -pte_eos;
 
@@ -4315,8 +4283,6 @@ static IPT__UNUSED int ipt__pkt_read_evd(struct pt_packet_evd *packet,
 					 const uint8_t *pos,
 					 const struct pt_config *config)
 {
-	if (!packet || !pos || !config)
-		return -pte_internal;
 	if (ipt__pkt_left(pos, config) < ipt__layout[ppt_evd].size)
 		return -pte_eos;
 
@@ -4332,8 +4298,6 @@ static IPT__UNUSED int ipt__pkt_read_trig(struct pt_packet_trig *packet,
 {
 	int size = ipt__layout[ppt_trig].size;
 
-	if (!packet || !pos || !config)
-		return -pte_internal;
 	if (ipt__pkt_left(pos, config) < (size_t) size)
 		return -pte_eos;
 
@@ -4361,8 +4325,6 @@ static IPT__UNUSED int ipt__pkt_read_unknown(struct pt_packet *packet,
 {
 	int size;
 
-	if (!packet || !pos || !config)
-		return -pte_internal;
 	if (!config->decode.callback)
 		return -pte_bad_opc;
 
@@ -6071,14 +6033,10 @@ static IPT__UNUSED int ipt__tcal_same(const struct ipt_time_cal *a,
  *   const uint8_t *ipt__evt_end(const struct pt_event_decoder *);
  *   int  ipt__evt_more(const struct pt_event_decoder *);
  *        whether more trace may come after the end (ipt_evt_extend)
- *   int  ipt__evt_time(const struct pt_event_decoder *decoder, uint64_t *tsc,
- *                      uint32_t *lost_mtc, uint32_t *lost_cyc);
- *   int  ipt__evt_core_bus_ratio(const struct pt_event_decoder *decoder,
- *                                uint32_t *cbr);
- *        the time as of the packets read so far (pt_qry_time semantics)
  *   void ipt__evt_save_time(struct ipt_time *time,
  *                           const struct pt_event_decoder *decoder);
- *        a copy of that time, to be asked later
+ *        a copy of the time as of the packets read so far, to be asked
+ *        later (pt_qry_time semantics)
  *   int  ipt__evt_start_ip(const struct pt_event_decoder *decoder,
  *                          uint64_t *ip);
  *        after synchronizing: 1 and the IP if the PSB+ says tracing is
@@ -6338,29 +6296,12 @@ ipt__evt_end(const struct pt_event_decoder *decoder)
 	return config ? config->end : NULL;
 }
 
-static IPT__UNUSED int ipt__evt_time(const struct pt_event_decoder *decoder,
-				     uint64_t *tsc, uint32_t *lost_mtc,
-				     uint32_t *lost_cyc)
-{
-	if (!decoder || !tsc)
-		return -pte_internal;
-	return ipt_time_query_tsc(tsc, lost_mtc, lost_cyc, &decoder->time);
-}
-
 /* Keep the time as of the packets read so far, to answer queries about
  * it later, after the decoder has read on. */
 static IPT__UNUSED void ipt__evt_save_time(struct ipt_time *time,
 					   const struct pt_event_decoder *decoder)
 {
 	IPT__COPY(*time, decoder->time);
-}
-
-static IPT__UNUSED int
-ipt__evt_core_bus_ratio(const struct pt_event_decoder *decoder, uint32_t *cbr)
-{
-	if (!decoder || !cbr)
-		return -pte_internal;
-	return ipt_time_query_cbr(cbr, &decoder->time);
 }
 
 /* Where an event keeps its IP, or NULL if it has none. */
@@ -20825,9 +20766,10 @@ static int ipt__seg_psb_packet(struct ipt_segment *seg,
 	return 0;
 }
 
-/* Read the PSB+ at the packet decoder's position into seg.  A PSB+ is a
- * handful of packets; one that goes on for longer than any could is
- * broken, so that a hostile trace cannot make the index decode it all. */
+/* Read the PSB+ at the packet decoder's position (synchronized: its
+ * first packet is the PSB) into seg.  A PSB+ is a handful of packets;
+ * one that goes on for longer than any could is broken, so that a
+ * hostile trace cannot make the index decode it all. */
 static void ipt__seg_read_psb(struct ipt_segment *seg,
 			      struct pt_packet_decoder *pacdec)
 {
@@ -20838,8 +20780,6 @@ static void ipt__seg_read_psb(struct ipt_segment *seg,
 	ipt_last_ip_init(&last_ip);
 	for (n = 0; n < 64; ++n) {
 		if (pt_pkt_next(pacdec, &packet, sizeof(packet)) < 0)
-			break;
-		if (n == 0 && packet.type != ppt_psb)
 			break;
 		if (ipt__seg_psb_packet(seg, &last_ip, &packet,
 					ipt__pkt_config(pacdec)))
