@@ -2555,13 +2555,19 @@ IPT_API int ipt_cov_get_fault(const struct ipt_cov_decoder *decoder,
 #define IPT__UNUSED __attribute__((unused))
 /* Keeps slow paths out of fast ones, so that those need no stack frame. */
 #define IPT__NOINLINE __attribute__((noinline))
+/* A coverage build defines it as plain inline: each forced copy would
+ * count the same source branches again. */
+#ifndef IPT__INLINE
 #define IPT__INLINE __attribute__((always_inline)) inline
+#endif
 #else
 #define IPT__LIKELY(x) (x)
 #define IPT__UNLIKELY(x) (x)
 #define IPT__UNUSED
 #define IPT__NOINLINE
+#ifndef IPT__INLINE
 #define IPT__INLINE inline
+#endif
 #endif
 
 /* A structure assignment, dst = src, that never becomes a call to a
@@ -3875,7 +3881,8 @@ enum {
  * config->end (-pte_eos if not), then reads it without further checks, and
  * returns its size or a negative pte_* code.  The caller has dispatched on
  * the opcode bytes; those are known to be in bounds.  Same semantics as
- * libipt's pt_pkt_read_*. */
+ * libipt's pt_pkt_read_*, whose NULL checks they leave out: their
+ * arguments are the decoder's own (ipt__pkt_decode, ipt__sync_*). */
 
 /* The bytes left from pos to the end of the trace. */
 static inline size_t ipt__pkt_left(const uint8_t *pos,
@@ -3919,8 +3926,6 @@ static inline uint64_t ipt__read_le_var(const uint8_t *pos, int size,
 static IPT__UNUSED int ipt__pkt_read_psb(const uint8_t *pos,
 					 const struct pt_config *config)
 {
-	if (!pos || !config)
-		return -pte_internal;
 	if (ipt__pkt_left(pos, config) < IPT__PSB_SIZE)
 		return -pte_eos;
 
@@ -3937,9 +3942,6 @@ static IPT__UNUSED int ipt__pkt_read_ip(struct pt_packet_ip *packet,
 {
 	unsigned int ipc;
 	int size;
-
-	if (!packet || !pos || !config)
-		return -pte_internal;
 
 	ipc = (unsigned int) (pos[0] >> IPT__OPM_IPC_SHR);
 	size = ipt__ipc_size[ipc];
@@ -4008,8 +4010,6 @@ static IPT__UNUSED int ipt__pkt_read_tnt_64(struct pt_packet_tnt *packet,
 {
 	int errcode;
 
-	if (!packet || !pos || !config)
-		return -pte_internal;
 	if (ipt__pkt_left(pos, config) < ipt__layout[ppt_tnt_64].size)
 		return -pte_eos;
 
@@ -4027,8 +4027,6 @@ static IPT__UNUSED int ipt__pkt_read_pip(struct pt_packet_pip *packet,
 {
 	uint64_t payload;
 
-	if (!packet || !pos || !config)
-		return -pte_internal;
 	if (ipt__pkt_left(pos, config) < ipt__layout[ppt_pip].size)
 		return -pte_eos;
 
@@ -4044,8 +4042,6 @@ static IPT__UNUSED int ipt__pkt_read_mode(struct pt_packet_mode *packet,
 {
 	uint8_t bits;
 
-	if (!packet || !pos || !config)
-		return -pte_internal;
 	if (ipt__pkt_left(pos, config) < ipt__layout[ppt_mode].size)
 		return -pte_eos;
 
@@ -4071,8 +4067,6 @@ static IPT__UNUSED int ipt__pkt_read_tsc(struct pt_packet_tsc *packet,
 					 const uint8_t *pos,
 					 const struct pt_config *config)
 {
-	if (!packet || !pos || !config)
-		return -pte_internal;
 	if (ipt__pkt_left(pos, config) < ipt__layout[ppt_tsc].size)
 		return -pte_eos;
 
@@ -4084,8 +4078,6 @@ static IPT__UNUSED int ipt__pkt_read_cbr(struct pt_packet_cbr *packet,
 					 const uint8_t *pos,
 					 const struct pt_config *config)
 {
-	if (!packet || !pos || !config)
-		return -pte_internal;
 	if (ipt__pkt_left(pos, config) < ipt__layout[ppt_cbr].size)
 		return -pte_eos;
 
@@ -4101,8 +4093,6 @@ static IPT__UNUSED int ipt__pkt_read_tma(struct pt_packet_tma *packet,
 {
 	uint16_t ctc, fc;
 
-	if (!packet || !pos || !config)
-		return -pte_internal;
 	if (ipt__pkt_left(pos, config) < ipt__layout[ppt_tma].size)
 		return -pte_eos;
 
@@ -4120,8 +4110,6 @@ static IPT__UNUSED int ipt__pkt_read_mtc(struct pt_packet_mtc *packet,
 					 const uint8_t *pos,
 					 const struct pt_config *config)
 {
-	if (!packet || !pos || !config)
-		return -pte_internal;
 	if (ipt__pkt_left(pos, config) < ipt__layout[ppt_mtc].size)
 		return -pte_eos;
 
@@ -4139,9 +4127,6 @@ static IPT__UNUSED int ipt__pkt_read_cyc(struct pt_packet_cyc *packet,
 	size_t left;
 	uint64_t value;
 	unsigned int shl, ext;
-
-	if (!packet || !pos || !config)
-		return -pte_internal;
 
 	begin = pos;
 	left = ipt__pkt_left(pos, config);
@@ -4178,8 +4163,6 @@ static IPT__UNUSED int ipt__pkt_read_vmcs(struct pt_packet_vmcs *packet,
 					  const uint8_t *pos,
 					  const struct pt_config *config)
 {
-	if (!packet || !pos || !config)
-		return -pte_internal;
 	if (ipt__pkt_left(pos, config) < ipt__layout[ppt_vmcs].size)
 		return -pte_eos;
 
@@ -4191,8 +4174,6 @@ static IPT__UNUSED int ipt__pkt_read_mnt(struct pt_packet_mnt *packet,
 					 const uint8_t *pos,
 					 const struct pt_config *config)
 {
-	if (!packet || !pos || !config)
-		return -pte_internal;
 	if (ipt__pkt_left(pos, config) < ipt__layout[ppt_mnt].size)
 		return -pte_eos;
 
@@ -4204,8 +4185,6 @@ static IPT__UNUSED int ipt__pkt_read_exstop(struct pt_packet_exstop *packet,
 					    const uint8_t *pos,
 					    const struct pt_config *config)
 {
-	if (!packet || !pos || !config)
-		return -pte_internal;
 	if (ipt__pkt_left(pos, config) < ipt__layout[ppt_exstop].size)
 		return -pte_eos;
 
@@ -4217,8 +4196,6 @@ static IPT__UNUSED int ipt__pkt_read_mwait(struct pt_packet_mwait *packet,
 					   const uint8_t *pos,
 					   const struct pt_config *config)
 {
-	if (!packet || !pos || !config)
-		return -pte_internal;
 	if (ipt__pkt_left(pos, config) < ipt__layout[ppt_mwait].size)
 		return -pte_eos;
 
@@ -4233,8 +4210,6 @@ static IPT__UNUSED int ipt__pkt_read_pwre(struct pt_packet_pwre *packet,
 {
 	unsigned int payload;
 
-	if (!packet || !pos || !config)
-		return -pte_internal;
 	if (ipt__pkt_left(pos, config) < ipt__layout[ppt_pwre].size)
 		return -pte_eos;
 
@@ -4254,8 +4229,6 @@ static IPT__UNUSED int ipt__pkt_read_pwrx(struct pt_packet_pwrx *packet,
 {
 	unsigned int payload;
 
-	if (!packet || !pos || !config)
-		return -pte_internal;
 	if (ipt__pkt_left(pos, config) < ipt__layout[ppt_pwrx].size)
 		return -pte_eos;
 
@@ -4279,9 +4252,6 @@ static IPT__UNUSED int ipt__pkt_read_ptw(struct pt_packet_ptw *packet,
 	uint8_t plc;
 	int size;
 
-	if (!packet || !pos || !config)
-		return -pte_internal;
-
 	plc = (uint8_t) ((pos[1] >> IPT__OPM_PTW_PLC_SHR) & IPT__OPM_PTW_PLC);
 	size = pt_ptw_size(plc);
 	if (size < 0)
@@ -4301,8 +4271,6 @@ static IPT__UNUSED int ipt__pkt_read_cfe(struct pt_packet_cfe *packet,
 					 const uint8_t *pos,
 					 const struct pt_config *config)
 {
-	if (!packet || !pos || !config)
-		return -pte_internal;
 	if (ipt__pkt_left(pos, config) < ipt__layout[ppt_cfe].size)
 		return -pte_eos;
 
@@ -4316,8 +4284,6 @@ static IPT__UNUSED int ipt__pkt_read_evd(struct pt_packet_evd *packet,
 					 const uint8_t *pos,
 					 const struct pt_config *config)
 {
-	if (!packet || !pos || !config)
-		return -pte_internal;
 	if (ipt__pkt_left(pos, config) < ipt__layout[ppt_evd].size)
 		return -pte_eos;
 
@@ -4333,8 +4299,6 @@ static IPT__UNUSED int ipt__pkt_read_trig(struct pt_packet_trig *packet,
 {
 	int size = ipt__layout[ppt_trig].size;
 
-	if (!packet || !pos || !config)
-		return -pte_internal;
 	if (ipt__pkt_left(pos, config) < (size_t) size)
 		return -pte_eos;
 
@@ -4362,8 +4326,6 @@ static IPT__UNUSED int ipt__pkt_read_unknown(struct pt_packet *packet,
 {
 	int size;
 
-	if (!packet || !pos || !config)
-		return -pte_internal;
 	if (!config->decode.callback)
 		return -pte_bad_opc;
 
@@ -6072,14 +6034,10 @@ static IPT__UNUSED int ipt__tcal_same(const struct ipt_time_cal *a,
  *   const uint8_t *ipt__evt_end(const struct pt_event_decoder *);
  *   int  ipt__evt_more(const struct pt_event_decoder *);
  *        whether more trace may come after the end (ipt_evt_extend)
- *   int  ipt__evt_time(const struct pt_event_decoder *decoder, uint64_t *tsc,
- *                      uint32_t *lost_mtc, uint32_t *lost_cyc);
- *   int  ipt__evt_core_bus_ratio(const struct pt_event_decoder *decoder,
- *                                uint32_t *cbr);
- *        the time as of the packets read so far (pt_qry_time semantics)
  *   void ipt__evt_save_time(struct ipt_time *time,
  *                           const struct pt_event_decoder *decoder);
- *        a copy of that time, to be asked later
+ *        a copy of the time as of the packets read so far, to be asked
+ *        later (pt_qry_time semantics)
  *   int  ipt__evt_start_ip(const struct pt_event_decoder *decoder,
  *                          uint64_t *ip);
  *        after synchronizing: 1 and the IP if the PSB+ says tracing is
@@ -6339,29 +6297,12 @@ ipt__evt_end(const struct pt_event_decoder *decoder)
 	return config ? config->end : NULL;
 }
 
-static IPT__UNUSED int ipt__evt_time(const struct pt_event_decoder *decoder,
-				     uint64_t *tsc, uint32_t *lost_mtc,
-				     uint32_t *lost_cyc)
-{
-	if (!decoder || !tsc)
-		return -pte_internal;
-	return ipt_time_query_tsc(tsc, lost_mtc, lost_cyc, &decoder->time);
-}
-
 /* Keep the time as of the packets read so far, to answer queries about
  * it later, after the decoder has read on. */
 static IPT__UNUSED void ipt__evt_save_time(struct ipt_time *time,
 					   const struct pt_event_decoder *decoder)
 {
 	IPT__COPY(*time, decoder->time);
-}
-
-static IPT__UNUSED int
-ipt__evt_core_bus_ratio(const struct pt_event_decoder *decoder, uint32_t *cbr)
-{
-	if (!decoder || !cbr)
-		return -pte_internal;
-	return ipt_time_query_cbr(cbr, &decoder->time);
 }
 
 /* Where an event keeps its IP, or NULL if it has none. */
@@ -21030,9 +20971,10 @@ static int ipt__seg_psb_packet(struct ipt_segment *seg,
 	return 0;
 }
 
-/* Read the PSB+ at the packet decoder's position into seg.  A PSB+ is a
- * handful of packets; one that goes on for longer than any could is
- * broken, so that a hostile trace cannot make the index decode it all. */
+/* Read the PSB+ at the packet decoder's position (synchronized: its
+ * first packet is the PSB) into seg.  A PSB+ is a handful of packets;
+ * one that goes on for longer than any could is broken, so that a
+ * hostile trace cannot make the index decode it all. */
 static void ipt__seg_read_psb(struct ipt_segment *seg,
 			      struct pt_packet_decoder *pacdec)
 {
@@ -21043,8 +20985,6 @@ static void ipt__seg_read_psb(struct ipt_segment *seg,
 	ipt_last_ip_init(&last_ip);
 	for (n = 0; n < 64; ++n) {
 		if (pt_pkt_next(pacdec, &packet, sizeof(packet)) < 0)
-			break;
-		if (n == 0 && packet.type != ppt_psb)
 			break;
 		if (ipt__seg_psb_packet(seg, &last_ip, &packet,
 					ipt__pkt_config(pacdec)))
