@@ -40,6 +40,9 @@
  *     IPT_BLK_CACHE_LIMIT  the most bytes its straight-line run cache
  *                       grows to; ipt_blk_set_cache_limit() and
  *                       ipt_insn_set_cache_limit() set it per decoder (2 MiB)
+ *     IPT_COV_MEMO_LIMIT  the most bytes a coverage decoder's TNT memo
+ *                       takes; ipt_cov_set_memo_limit() sets it per
+ *                       decoder                                    (1 MiB)
  *     IPT_BLK_GENERAL_PATH  test builds: the block and instruction
  *                       decoders take no shortcut (no run cache, no
  *                       one-piece common block, no instruction from a
@@ -1417,7 +1420,12 @@ IPT_API int ipt_insn_set_cache_limit(struct pt_insn_decoder *decoder,
  * ipt_insn_set_wait_for_code() with on non-zero make them stop at missing
  * memory too, so that fetching pages on demand gives exactly the output of
  * a decode with all memory present; off (the default) they do as libipt.
- * Both return zero, -pte_invalid without decoder. */
+ * The same holds for the instruction an event names by its IP (a software
+ * interrupt, a system call), which the block decoder checks before it
+ * walks any code.  Where such a look-ahead stops a call other than
+ * *_next (*_event, *_sync_*, *_resync), nothing has happened yet: the
+ * same call, once the code is there (after a sync: *_sync_set to the sync
+ * offset), goes on.  Both return zero, -pte_invalid without decoder. */
 struct ipt_fault {
 	/* The address space of the read. */
 	struct pt_asid asid;
@@ -1489,19 +1497,43 @@ IPT_API int ipt_insn_set_buffer(struct pt_insn_decoder *decoder,
 				uint8_t *begin, uint8_t *end);
 
 /* Streaming: the trace's end moves forward as the processor writes.
- * ipt_pkt_extend() / ipt_evt_extend() set a new end (not before the
- * current one) and say whether more may come after it.  While more may
- * come, the end of the trace or a packet cut by it is -ipt_pte_need_more
- * instead of -pte_eos: the decoder stays where it is and goes on once the
- * end moves; decoding in pieces gives what decoding the whole gives.  A
- * sync call that needs more starts over after the end moved.  Both return
- * zero, -pte_invalid without decoder or end, or if end lies before the
- * current end.  (The query, block and instruction decoders do not stream
- * yet.) */
+ *
+ * ipt_pkt_extend(), ipt_evt_extend(), ipt_qry_extend(), ipt_blk_extend()
+ * and ipt_insn_extend() set a new end of the decoder's trace buffer (not
+ * before the current one; the buffer's start stays) and say whether more
+ * may come after it (more non-zero).  While more may come, a call that
+ * runs into the end, or into a packet the end cuts, returns
+ * -ipt_pte_need_more instead of -pte_eos or an error, and leaves the
+ * decoder exactly as it was before the call: once the end has moved, the
+ * same call (the same pt_*_next, pt_*_event, pt_qry_* query or pt_*_sync_*)
+ * goes on, and decoding in pieces gives what decoding the whole trace
+ * gives, item for item.  That holds for calls that only read ahead too:
+ * a query decoder's answer needs the event after it, a block needs what
+ * follows it to know its status flags, so they wait as well.  The last
+ * call, with more zero, makes the end the end of the trace (-pte_eos).
+ * A decoder starts with more zero (the whole of [begin, end) is there).
+ *
+ * The query, block and instruction decoders copy their state before each
+ * call that may need more (for the block decoder: each block but the most
+ * common, one conditional branch with trace bits in hand), a few KiB;
+ * nothing is copied while more is zero.  The block decoder's record of
+ * libipt's block cache (see >>blk) sees no call that was undone.
+ * (The coverage layer, ipt_cov_*, does not stream.)
+ *
+ * Each returns zero; -pte_invalid without decoder or end, or if end lies
+ * before the current end.
+ *
+ * Ref: ipt.h only, described above; ipt_impl_tests/unit/hv/t_hv_stream. */
 IPT_API int ipt_pkt_extend(struct pt_packet_decoder *decoder, uint8_t *end,
 			   int more);
 IPT_API int ipt_evt_extend(struct pt_event_decoder *decoder, uint8_t *end,
 			   int more);
+IPT_API int ipt_qry_extend(struct pt_query_decoder *decoder, uint8_t *end,
+			   int more);
+IPT_API int ipt_blk_extend(struct pt_block_decoder *decoder, uint8_t *end,
+			   int more);
+IPT_API int ipt_insn_extend(struct pt_insn_decoder *decoder, uint8_t *end,
+			    int more);
 
 /* >>api-alloc: ipt_ extensions: a runtime allocator per object */
 
@@ -2216,7 +2248,22 @@ IPT_API int ipt_insn_converged(const struct pt_insn_decoder *decoder,
  * the image as its do (ipt_image_invalidate and section changes drop
  * them); ipt_cov_set_cache_limit bounds the run cache as
  * ipt_blk_set_cache_limit does.  Decoding allocates only while the run
- * cache grows towards that limit (see >>api-blk-ext).
+ * cache grows towards that limit (see >>api-blk-ext), and once for the
+ * TNT memo.
+ *
+ * The TNT memo remembers, per place in the code and the next few TNT
+ * bits, which edges those bits make and where the flow goes on, so that
+ * a run of conditional branches costs one look-up once it has been seen.
+ * Anything else (events, TIPs, returns whose address the memo did not
+ * see pushed, missing code) takes the exact path, and the memo is tagged
+ * as the run cache is, so that the edges and bitmap are the same with it
+ * or without.  It is one table allocated on first use, at most
+ * IPT_COV_MEMO_LIMIT bytes (1 MiB) or what ipt_cov_set_memo_limit sets;
+ * setting a limit empties it, and a limit below 16 entries (4 KiB and a
+ * little) turns it off (it returns -pte_invalid without a decoder).  Code
+ * the memo covers is not read again, so the block callback, told of runs
+ * recorded in the run cache, may hear of fewer runs with it than
+ * without.  ipt_cov_status.memo_bits counts the TNT bits it took.
  *
  * ipt_cov_decode decodes the whole trace and returns 0, or -pte_invalid.
  * An error in the trace (or code that cannot be read or decoded) costs the
@@ -2287,6 +2334,8 @@ struct ipt_cov_status {
 	/* The first and the last error (negative pte_* codes), 0 if none. */
 	int first_error;
 	int last_error;
+	/* TNT bits taken through the TNT memo, over all traces. */
+	uint64_t memo_bits;
 };
 
 struct ipt_cov_decoder;
@@ -2314,6 +2363,8 @@ IPT_API int ipt_cov_get_status(const struct ipt_cov_decoder *decoder,
 			       struct ipt_cov_status *status);
 IPT_API int ipt_cov_set_cache_limit(struct ipt_cov_decoder *decoder,
 				    uint64_t bytes);
+IPT_API int ipt_cov_set_memo_limit(struct ipt_cov_decoder *decoder,
+				   uint64_t bytes);
 IPT_API int ipt_cov_get_fault(const struct ipt_cov_decoder *decoder,
 			      struct ipt_fault *fault, size_t size);
 
@@ -4638,7 +4689,8 @@ pt_pkt_get_config(const struct pt_packet_decoder *decoder)
  * OVF's extended opcode byte reads as the second byte of a 2-byte CYC.  A
  * 2-byte CYC whose second byte looks like IPT__OPC_EXT and is followed by
  * an OVF extension byte is taken for that: skip the CYC's first byte and
- * report the OVF.  Returns the OVF's size, or 0 if the erratum did not hit. */
+ * report the OVF.  Returns the OVF's size, 0 if the erratum did not hit,
+ * -pte_eos if the trace ends for now before the byte that decides. */
 static int ipt__pkt_handle_skd007(struct pt_packet_decoder *decoder,
 				  struct pt_packet *packet)
 {
@@ -4650,9 +4702,10 @@ static int ipt__pkt_handle_skd007(struct pt_packet_decoder *decoder,
 	if ((packet->payload.cyc.value & 0xffe0u) != 0x20)
 		return 0;
 
+	/* At the end for now, the byte that decides may yet come. */
 	pos = decoder->pos + 2;
 	if (decoder->config.end <= pos)
-		return 0;
+		return decoder->more ? -pte_eos : 0;
 	if (*pos != IPT__EXT_OVF)
 		return 0;
 
@@ -5078,6 +5131,20 @@ static IPT__INLINE int ipt__pkt_in_fast(uintptr_t begin, size_t fast,
 					const uint8_t *pos)
 {
 	return (uintptr_t) pos - begin < fast;
+}
+
+/* Move past the PADs at the decoder's position, as many calls of
+ * pt_pkt_next would, one byte at a time; in traces PADs often outnumber
+ * all other packets.  Only where the fast path would decode them. */
+static IPT__UNUSED IPT__INLINE void
+ipt__pkt_skip_pads(struct pt_packet_decoder *decoder)
+{
+	const uint8_t *pos = decoder->pos;
+
+	while (ipt__pkt_in_fast((uintptr_t) decoder->config.begin,
+				decoder->fast, pos) && !*pos)
+		pos += 1;
+	decoder->pos = pos;
 }
 
 /* Decode the next packet and move past it; return its size.  Same
@@ -5834,6 +5901,8 @@ static IPT__UNUSED int ipt__tcal_same(const struct ipt_time_cal *a,
  *   const uint8_t *ipt__evt_pos(const struct pt_event_decoder *);
  *        the packet decoder's position: the packet after the current one
  *   const uint8_t *ipt__evt_end(const struct pt_event_decoder *);
+ *   int  ipt__evt_more(const struct pt_event_decoder *);
+ *        whether more trace may come after the end (ipt_evt_extend)
  *   int  ipt__evt_time(const struct pt_event_decoder *decoder, uint64_t *tsc,
  *                      uint32_t *lost_mtc, uint32_t *lost_cyc);
  *   int  ipt__evt_core_bus_ratio(const struct pt_event_decoder *decoder,
@@ -6293,6 +6362,7 @@ static int ipt__evt_next_packet(struct pt_event_decoder *decoder)
 	int status;
 
 	do {
+		ipt__pkt_skip_pads(&decoder->pacdec);
 		status = pt_pkt_next(&decoder->pacdec, &decoder->packet,
 				     sizeof(decoder->packet));
 		if (status < 0) {
@@ -6742,6 +6812,29 @@ IPT_DEF int ipt_evt_set_buffer(struct pt_event_decoder *decoder,
 	decoder->packet.size = 0;
 	return ipt__evt_reset(decoder);
 }
+
+static IPT__UNUSED int ipt__evt_more(const struct pt_event_decoder *decoder)
+{
+	return ipt__pkt_more(&decoder->pacdec);
+}
+
+/* The body of a public call of a decoder built on this one (of @type)
+ * that is undone if it needs more (ipt_*_extend): return @call's status.
+ * guard(decoder, &save) says whether to keep @save, a copy of the decoder
+ * before the call; settle(decoder, &save, status) undoes the call if it
+ * needs more and returns what the caller gets. */
+#define IPT__UNDOABLE(type, guard, settle, decoder, call)                    \
+	do {                                                                 \
+		type save_;                                                  \
+		int status_;                                                 \
+									     \
+		if (!(decoder))                                              \
+			return -pte_invalid;                                 \
+		if (!guard((decoder), &save_))                               \
+			return call;                                         \
+		status_ = call;                                              \
+		return settle((decoder), &save_, status_);                   \
+	} while (0)
 
 IPT_DEF int ipt_evt_extend(struct pt_event_decoder *decoder, uint8_t *end,
 			   int more)
@@ -8712,7 +8805,8 @@ IPT_DEF int ipt_qry_set_buffer(struct pt_query_decoder *decoder,
 	return ipt__qry_reset(decoder);
 }
 
-IPT_DEF int pt_qry_sync_forward(struct pt_query_decoder *decoder, uint64_t *ip)
+static int ipt__qry_sync_forward(struct pt_query_decoder *decoder,
+				 uint64_t *ip)
 {
 	int err;
 
@@ -8739,8 +8833,8 @@ static int ipt__qry_restart(void *ctx)
 }
 
 /* As libipt, 0 on success: the status of the start is not reported. */
-IPT_DEF int pt_qry_sync_backward(struct pt_query_decoder *decoder,
-				 uint64_t *ip)
+static int ipt__qry_sync_backward(struct pt_query_decoder *decoder,
+				  uint64_t *ip)
 {
 	struct ipt__qry_start_ctx qs;
 	int err;
@@ -8753,8 +8847,8 @@ IPT_DEF int pt_qry_sync_backward(struct pt_query_decoder *decoder,
 	return err < 0 ? err : 0;
 }
 
-IPT_DEF int pt_qry_sync_set(struct pt_query_decoder *decoder, uint64_t *ip,
-			    uint64_t offset)
+static int ipt__qry_sync_set(struct pt_query_decoder *decoder, uint64_t *ip,
+			     uint64_t offset)
 {
 	int err;
 
@@ -8810,7 +8904,7 @@ static int ipt__qry_cache_tnt(struct pt_query_decoder *decoder)
 	return 0;
 }
 
-IPT_DEF int pt_qry_cond_branch(struct pt_query_decoder *decoder, int *taken)
+static int ipt__qry_cond_branch(struct pt_query_decoder *decoder, int *taken)
 {
 	int query, err;
 
@@ -8837,8 +8931,8 @@ IPT_DEF int pt_qry_cond_branch(struct pt_query_decoder *decoder, int *taken)
 	return ipt__qry_status(decoder);
 }
 
-IPT_DEF int pt_qry_indirect_branch(struct pt_query_decoder *decoder,
-				   uint64_t *addr)
+static int ipt__qry_indirect_branch(struct pt_query_decoder *decoder,
+				    uint64_t *addr)
 {
 	const struct pt_event *ev;
 	int err, status = 0;
@@ -8869,8 +8963,8 @@ IPT_DEF int pt_qry_indirect_branch(struct pt_query_decoder *decoder,
 	return status | ipt__qry_status(decoder);
 }
 
-IPT_DEF int pt_qry_event(struct pt_query_decoder *decoder,
-			 struct pt_event *event, size_t size)
+static int ipt__qry_event(struct pt_query_decoder *decoder,
+			  struct pt_event *event, size_t size)
 {
 	if (!decoder || !event)
 		return -pte_invalid;
@@ -8894,6 +8988,94 @@ IPT_DEF int pt_qry_event(struct pt_query_decoder *decoder,
 	ipt__evt_save_time(&decoder->last_time, &decoder->evdec);
 	ipt__qry_read_ahead(decoder);
 	return ipt__qry_status(decoder);
+}
+
+/* ---- streaming ----
+ * While more trace may come (ipt_qry_extend), a query that meets the end of
+ * the trace, even only reading ahead, is undone and says -ipt_pte_need_more:
+ * asked again once the end has moved, it finds what it would have found in
+ * the whole trace.  The decoder is copied before each such query; it owns
+ * no memory, so the copy is all there is to undo. */
+
+/* Whether the query about to be made must be undone should it need more;
+ * then @save holds the decoder as it was. */
+static int ipt__qry_guard(const struct pt_query_decoder *decoder,
+			  struct pt_query_decoder *save)
+{
+	if (IPT__LIKELY(!ipt__evt_more(&decoder->evdec)))
+		return 0;
+	IPT__COPY(*save, *decoder);
+	return 1;
+}
+
+static int ipt__qry_settle(struct pt_query_decoder *decoder,
+			   const struct pt_query_decoder *save, int status)
+{
+	if (status != -ipt_pte_need_more &&
+	    decoder->status != -ipt_pte_need_more)
+		return status;
+	IPT__COPY(*decoder, *save);
+	return -ipt_pte_need_more;
+}
+
+/* Make the query @call on @decoder, undone if it needs more. */
+#define IPT__QRY_GUARDED(decoder, call)                                      \
+	IPT__UNDOABLE(struct pt_query_decoder, ipt__qry_guard,               \
+		      ipt__qry_settle, decoder, call)
+
+IPT_DEF int pt_qry_sync_forward(struct pt_query_decoder *decoder, uint64_t *ip)
+{
+	IPT__QRY_GUARDED(decoder, ipt__qry_sync_forward(decoder, ip));
+}
+
+IPT_DEF int pt_qry_sync_backward(struct pt_query_decoder *decoder,
+				 uint64_t *ip)
+{
+	IPT__QRY_GUARDED(decoder, ipt__qry_sync_backward(decoder, ip));
+}
+
+IPT_DEF int pt_qry_sync_set(struct pt_query_decoder *decoder, uint64_t *ip,
+			    uint64_t offset)
+{
+	IPT__QRY_GUARDED(decoder, ipt__qry_sync_set(decoder, ip, offset));
+}
+
+IPT_DEF int pt_qry_cond_branch(struct pt_query_decoder *decoder, int *taken)
+{
+	IPT__QRY_GUARDED(decoder, ipt__qry_cond_branch(decoder, taken));
+}
+
+IPT_DEF int pt_qry_indirect_branch(struct pt_query_decoder *decoder,
+				   uint64_t *addr)
+{
+	IPT__QRY_GUARDED(decoder, ipt__qry_indirect_branch(decoder, addr));
+}
+
+IPT_DEF int pt_qry_event(struct pt_query_decoder *decoder,
+			 struct pt_event *event, size_t size)
+{
+	IPT__QRY_GUARDED(decoder, ipt__qry_event(decoder, event, size));
+}
+
+IPT_DEF int ipt_qry_extend(struct pt_query_decoder *decoder, uint8_t *end,
+			   int more)
+{
+	int err;
+
+	if (!decoder)
+		return -pte_invalid;
+	err = ipt_evt_extend(&decoder->evdec, end, more);
+	if (err < 0)
+		return err;
+
+	/* The end was met reading ahead: read again.  Should that need
+	 * more yet, every query says so until the end moves again. */
+	if (decoder->status == -ipt_pte_need_more ||
+	    decoder->status == -pte_eos) {
+		decoder->status = 0;
+		ipt__qry_read_ahead(decoder);
+	}
+	return 0;
 }
 
 IPT_DEF int pt_qry_time(struct pt_query_decoder *decoder, uint64_t *time,
@@ -11758,6 +11940,10 @@ struct ipt__blk_seen {
 	uint64_t offset;
 };
 
+/* The offset of an entry taken out again (a call undone): it matches no
+ * instruction and keeps the probe sequences through it intact. */
+#define IPT__SEEN_GONE UINT64_MAX
+
 /* Bits of pt_block_decoder.bound: an event of that kind already bound to
  * the postponed instruction, so the next one of its kind cannot. */
 enum {
@@ -11908,6 +12094,13 @@ struct pt_block_decoder {
 	uint32_t sec_epoch;
 	struct pt_asid sec_asid;
 	struct ipt__image_place sec;
+	/* While @guards calls that may be undone are under way (streaming,
+	 * see "undoing a call"), the entries of @seen they added: @nadded of
+	 * room for @added_cap. */
+	struct ipt__blk_seen *added;
+	uint32_t nadded;
+	uint32_t added_cap;
+	uint32_t guards;
 	/* If set, told of each run recorded in the run cache: its first IP
 	 * and the IP of its last instruction. */
 	void (*run_hook)(void *context, uint64_t begin, uint64_t last);
@@ -12563,6 +12756,8 @@ static void ipt__blk_decoder_fini(struct pt_block_decoder *decoder)
 {
 	ipt__free(&decoder->allocator, decoder->seen,
 		  (size_t) decoder->seen_cap * sizeof(*decoder->seen));
+	ipt__free(&decoder->allocator, decoder->added,
+		  (size_t) decoder->added_cap * sizeof(*decoder->added));
 	ipt__free(&decoder->allocator, decoder->chain,
 		  IPT__FILL_STEPS * sizeof(*decoder->chain));
 	ipt__blk_runs_free(decoder);
@@ -12666,11 +12861,13 @@ static int ipt__blk_proceed_indirect(struct pt_block_decoder *decoder)
 		IPT__COPY(saved, decoder->evdec);
 		IPT__COPY(tnt, *ev);
 
+		/* The trace may not tell yet (ipt_blk_extend). */
 		status = pt_evt_next(&decoder->evdec, ev, sizeof(*ev));
 		if (status < 0 || ev->type != ptev_tip) {
 			IPT__COPY(decoder->evdec, saved);
 			IPT__COPY(*ev, tnt);
-			return -pte_bad_query;
+			return status == -ipt_pte_need_more ? status :
+							      -pte_bad_query;
 		}
 
 		/* No tick for this TIP: the TNT must stay current. */
@@ -12897,7 +13094,73 @@ static int ipt__blk_proceed_to_insn(struct pt_block_decoder *decoder,
 	}
 }
 
-/* Walk the code without trace until @decoder->ip reaches @ip.
+static const struct ipt__blk_run *
+ipt__blk_run_cached(struct pt_block_decoder *decoder, uint64_t ip,
+		    enum pt_exec_mode mode);
+
+static const struct ipt__blk_run *
+ipt__blk_run_find(struct pt_block_decoder *decoder, uint64_t ip,
+		  enum pt_exec_mode mode, const struct ipt__blk_text **text);
+
+/* Add the run the run cache has at @decoder->ip to @block at once, as
+ * walking it one instruction at a time would, if @ip does not lie inside
+ * it and its last instruction needs no trace: the instructions before
+ * the last one are ordinary ones, so only that one is decoded.  Returns 1
+ * if it did, with @insn and @iext that instruction and @decoder->ip after
+ * it; 0 if the caller goes one instruction at a time (the same result,
+ * errors included). */
+static int ipt__blk_skip_run(struct pt_block_decoder *decoder,
+			     struct pt_block *block, struct pt_insn *insn,
+			     struct ipt__insn_ext *iext, uint64_t ip)
+{
+	const struct ipt__blk_run *run;
+	uint64_t last, next;
+	uint32_t ninsn;
+
+	if (decoder->want_text || block->truncated)
+		return 0;
+	/* Recording a run reads code ahead of @ip: not while waiting for
+	 * missing code, where a read that fails is a fault. */
+	if (decoder->wait_for_code)
+		run = ipt__blk_run_cached(decoder, decoder->ip, decoder->mode);
+	else
+		run = ipt__blk_run_find(decoder, decoder->ip, decoder->mode,
+					NULL);
+	if (!run)
+		return 0;
+	switch ((enum ipt__run_kind) run->kind) {
+	case ipt__run_next:
+	case ipt__run_djump:
+	case ipt__run_dcall:
+		break;
+	default:
+		return 0;
+	}
+
+	last = run->ip + run->len;
+	ninsn = (uint32_t) block->ninsn + run->ninsn;
+	if ((run->ip < ip && ip <= last) || ninsn > UINT16_MAX ||
+	    (run->isid != block->isid && !ipt__blk_block_is_empty(block)) ||
+	    (decoder->has_icnt && decoder->icnt + run->ninsn < decoder->icnt))
+		return 0;
+	if (ipt__blk_decode_at(decoder, last, insn, iext) < 0 ||
+	    insn->truncated || insn->isid != run->isid ||
+	    ipt__insn_next_ip(&next, insn, iext) < 0)
+		return 0;
+
+	ipt__blk_log_call(decoder, insn, iext);
+	block->isid = run->isid;
+	block->iclass = insn->iclass;
+	block->end_ip = last;
+	block->ninsn = (uint16_t) ninsn;
+	if (decoder->has_icnt)
+		decoder->icnt += run->ninsn;
+	decoder->ip = next;
+	return 1;
+}
+
+/* Walk the code without trace until @decoder->ip reaches @ip, a run from
+ * the run cache at a time where that is the same.
  *
  * On 1, @decoder->ip == @ip and @insn is the instruction before it, if we
  * moved at all.  Otherwise as ipt__blk_proceed_to_insn. */
@@ -12912,13 +13175,16 @@ static int ipt__blk_proceed_to_ip(struct pt_block_decoder *decoder,
 		if (decoder->ip == ip)
 			return 1;
 
-		status = ipt__blk_proceed_one_insn(decoder, block, insn, iext);
-		if (status <= 0)
-			return status;
+		if (!ipt__blk_skip_run(decoder, block, insn, iext, ip)) {
+			status = ipt__blk_proceed_one_insn(decoder, block,
+							   insn, iext);
+			if (status <= 0)
+				return status;
 
-		status = ipt__insn_next_ip(&decoder->ip, insn, iext);
-		if (status < 0)
-			return status;
+			status = ipt__insn_next_ip(&decoder->ip, insn, iext);
+			if (status < 0)
+				return status;
+		}
 
 		/* The branch that ends the block may have reached @ip. */
 		if (ipt__blk_end_on_branch(decoder, insn))
@@ -13059,22 +13325,41 @@ static int ipt__blk_proceed_past(struct pt_block_decoder *decoder,
 	return ipt__blk_proceed_one_insn(decoder, block, insn, iext);
 }
 
+/* Code looked at ahead of the flow (by an erratum workaround, or to check
+ * the instruction an event names) could not be read: the check does not
+ * apply, as in libipt, unless the user waits for missing code
+ * (ipt_blk_set_wait_for_code); then the error stops the decoder where it
+ * is, and it looks again on the next call. */
+static int ipt__blk_lookahead_failed(struct pt_block_decoder *decoder,
+				     int status)
+{
+	if (decoder->wait_for_code &&
+	    (status == -pte_nomap || status == -pte_bad_insn)) {
+		decoder->fault_ahead = 1;
+		return status;
+	}
+	return 0;
+}
+
 /* An event named its instruction (a software interrupt or a system call)
  * by the IP we are at, before we walked any code: the instruction there is
  * the one to postpone.  Returns 1 if it is of another kind (proceeding
  * past it will fail, as in libipt's block decoder); 0 if it is of the kind
  * (then it is in @insn and @iext) or cannot be read or decoded (the walk
- * on reports that). */
-static uint32_t ipt__blk_event_insn(struct pt_block_decoder *decoder,
-				    ipt__blk_insn_pred pred,
-				    struct pt_insn *insn,
-				    struct ipt__insn_ext *iext)
+ * on reports that); a negative pte_* code if it cannot be read and the
+ * user waits for missing code: nothing has changed yet, so the next call
+ * looks again, as a decode with the code there would have. */
+static int ipt__blk_event_insn(struct pt_block_decoder *decoder,
+			       ipt__blk_insn_pred pred, struct pt_insn *insn,
+			       struct ipt__insn_ext *iext)
 {
 	struct ipt__insn_ext at_ext;
 	struct pt_insn at;
+	int status;
 
-	if (ipt__blk_decode_at(decoder, decoder->ip, &at, &at_ext) < 0)
-		return 0;
+	status = ipt__blk_decode_at(decoder, decoder->ip, &at, &at_ext);
+	if (status < 0)
+		return ipt__blk_lookahead_failed(decoder, status);
 	if (!pred(&at, &at_ext))
 		return 1;
 	IPT__COPY(*insn, at);
@@ -13144,21 +13429,6 @@ static int ipt__blk_proceed_to_trig(struct pt_block_decoder *decoder,
 		ev->variant.trig.icnt -= 1;
 	}
 	return 1;
-}
-
-/* An erratum workaround could not read the code it looks at: it does not
- * apply, as in libipt, unless the user waits for missing code
- * (ipt_blk_set_wait_for_code); then the error stops the decoder where it
- * is, and it looks again on the next call. */
-static int ipt__blk_lookahead_failed(struct pt_block_decoder *decoder,
-				     int status)
-{
-	if (decoder->wait_for_code &&
-	    (status == -pte_nomap || status == -pte_bad_insn)) {
-		decoder->fault_ahead = 1;
-		return status;
-	}
-	return 0;
 }
 
 /* Erratum SKD022: a VMLAUNCH or VMRESUME that disables tracing may send a
@@ -13497,9 +13767,13 @@ static int ipt__blk_proceed_event(struct pt_block_decoder *decoder,
 		 * we walked to get there, as in libipt; if we walked none,
 		 * it is the one at the IP. */
 		mismatch = 0;
-		if (!ev->ip_suppressed && !insn.size)
-			mismatch = ipt__blk_event_insn(decoder, pred, &insn,
-						       &iext);
+		if (!ev->ip_suppressed && !insn.size) {
+			status = ipt__blk_event_insn(decoder, pred, &insn,
+						     &iext);
+			if (status < 0)
+				return status;
+			mismatch = (uint32_t) status;
+		}
 
 		decoder->bound |= bit;
 		status = ipt__blk_postpone_insn(decoder, &insn, &iext);
@@ -13806,6 +14080,26 @@ ipt__blk_run_miss(struct pt_block_decoder *decoder, uint32_t idx, uint64_t ip,
 	return ipt__blk_run_fill(decoder, &set[0], text, ip, mode, ctx);
 }
 
+/* The run starting at @ip in @mode in the current address space if the
+ * table has it; NULL if not (nothing is recorded). */
+static const struct ipt__blk_run *
+ipt__blk_run_cached(struct pt_block_decoder *decoder, uint64_t ip,
+		    enum pt_exec_mode mode)
+{
+	struct ipt__blk_run *set;
+	uint32_t ctx;
+
+	if (!IPT__BLK_RUNS || !decoder->runs)
+		return NULL;
+	ctx = ipt__blk_ctx_of(decoder, mode);
+	set = ipt__blk_set(decoder, ipt__blk_set_of(ip, ctx, decoder->rsets));
+	if (set[0].ip == ip && set[0].ctx == ctx)
+		return &set[0];
+	if (set[1].ip == ip && set[1].ctx == ctx)
+		return &set[1];
+	return NULL;
+}
+
 /* The run starting at @ip in @mode in the current address space, from the
  * table or recorded now; NULL if there is none (see ipt__blk_run_fill).
  * With @ptext, also its text (NULL if the decoder keeps none). */
@@ -13952,7 +14246,7 @@ static uint32_t ipt__blk_seen_slot(const struct ipt__blk_seen *set,
 
 /* The record's key for "libipt's block decoder has given the section a
  * cache": an offset no instruction has. */
-#define IPT__BLK_HAS_CACHE (~0ull)
+#define IPT__BLK_HAS_CACHE (UINT64_MAX - 1)
 
 static int ipt__blk_seen_at(const struct pt_block_decoder *decoder,
 			    const void *section, uint64_t offset)
@@ -13993,12 +14287,35 @@ static int ipt__blk_seen_grow(struct pt_block_decoder *decoder)
 		return -pte_nomem;
 
 	for (idx = 0; idx < oldcap; ++idx)
-		if (old[idx].section)
+		if (old[idx].section && old[idx].offset != IPT__SEEN_GONE)
 			set[ipt__blk_seen_slot(set, cap, old[idx].section,
 					       old[idx].offset)] = old[idx];
 	ipt__free(&decoder->allocator, old, (size_t) oldcap * sizeof(*old));
 	decoder->seen = set;
 	decoder->seen_cap = cap;
+	return 0;
+}
+
+/* Make room to note one more entry added while a call may be undone. */
+static int ipt__blk_seen_log(struct pt_block_decoder *decoder)
+{
+	struct ipt__blk_seen *log;
+	uint32_t cap;
+
+	if (decoder->nadded < decoder->added_cap)
+		return 0;
+	/* No more than the set itself can hold. */
+	cap = decoder->added_cap ? decoder->added_cap * 2 : 256;
+	if (cap > ((uint32_t) 1 << 27))
+		return -pte_nomem;
+	log = (struct ipt__blk_seen *)
+		ipt__realloc(&decoder->allocator, decoder->added,
+			     (size_t) decoder->added_cap * sizeof(*log),
+			     (size_t) cap * sizeof(*log));
+	if (!log)
+		return -pte_nomem;
+	decoder->added = log;
+	decoder->added_cap = cap;
 	return 0;
 }
 
@@ -14017,9 +14334,17 @@ static int ipt__blk_seen_add(struct pt_block_decoder *decoder,
 						  decoder->seen_cap, section,
 						  offset)];
 	if (!entry->section) {
+		if (decoder->guards) {
+			int status = ipt__blk_seen_log(decoder);
+
+			if (status < 0)
+				return status;
+		}
 		entry->section = section;
 		entry->offset = offset;
 		decoder->nseen += 1;
+		if (decoder->guards)
+			decoder->added[decoder->nadded++] = *entry;
 	}
 	return 0;
 }
@@ -14232,7 +14557,8 @@ static int ipt__blk_walk_run(struct pt_block_decoder *decoder,
 		ip = next;
 	}
 
-	if (seen_all)
+	/* A call that may be undone could take the entries out again. */
+	if (seen_all && !decoder->guards)
 		run->warm = 1;
 	return (int) run->ninsn;
 }
@@ -14836,7 +15162,37 @@ struct ipt__blk_walk_ops {
 	void (*branch)(void *context, uint64_t from, uint64_t next,
 		       enum pt_insn_class iclass);
 	void (*reach)(void *context, uint64_t ip);
+	/* If set, asked at each @ip the walk goes on at while the TNT in
+	 * hand has more than one bit left: it may take TNT bits in bulk
+	 * (never the last one), leaving the decoder as the walk would have
+	 * after a bit (a run at @ip still to find, no run chained since)
+	 * and reporting as the walk would.  Returns where the flow went on,
+	 * @ip if it took nothing. */
+	uint64_t (*tnt)(void *context, struct pt_block_decoder *decoder,
+			uint64_t ip, enum pt_exec_mode mode);
 };
+
+/* Where the branch ending @run goes when it is taken (conditional) or
+ * always (direct): @next, the IP after it, plus its displacement. */
+static IPT__INLINE uint64_t ipt__blk_run_target(const struct ipt__blk_run *run,
+						enum pt_exec_mode mode,
+						uint64_t next)
+{
+	return ipt__ip_in_mode(mode, next + (uint64_t) (int64_t) run->disp);
+}
+
+/* The walk goes on at @ip: let @ops take TNT bits in bulk first. */
+static IPT__INLINE uint64_t
+ipt__blk_walk_tnt(struct pt_block_decoder *decoder,
+		  const struct ipt__blk_walk_ops *ops, void *context,
+		  uint64_t ip, enum pt_exec_mode mode)
+{
+	const struct pt_event *ev = &decoder->event;
+
+	if (ops->tnt && ev->type == ptev_tnt && ev->variant.tnt.size > 1)
+		return ops->tnt(context, decoder, ip, mode);
+	return ip;
+}
 
 /* The block the walk just ended with @run, for the trailing-event
  * rules. */
@@ -14882,9 +15238,12 @@ static IPT__INLINE int ipt__blk_walk(struct pt_block_decoder *decoder,
 	ip = decoder->ip;
 	mode = decoder->mode;
 
+	ip = ipt__blk_walk_tnt(decoder, ops, context, ip, mode);
 	run = ipt__blk_run_find(decoder, ip, mode, NULL);
-	if (!run)
+	if (!run) {
+		decoder->ip = ip;
 		return 0;
+	}
 	ops->reach(context, ip);
 
 	for (;;) {
@@ -14911,8 +15270,7 @@ static IPT__INLINE int ipt__blk_walk(struct pt_block_decoder *decoder,
 			ev->variant.tnt.size = size;
 			to = next;
 			if ((ev->variant.tnt.bits >> size) & 1)
-				to = ipt__ip_in_mode(mode, next +
-					(uint64_t) (int64_t) run->disp);
+				to = ipt__blk_run_target(run, mode, next);
 			ops->branch(context, end_ip, next, ptic_cond_jump);
 			goto tnt_used;
 
@@ -14953,8 +15311,7 @@ static IPT__INLINE int ipt__blk_walk(struct pt_block_decoder *decoder,
 				ipt__retstack_push(&decoder->retstack, next);
 			/* fall through */
 		case ipt__run_djump:
-			to = ipt__ip_in_mode(mode, next +
-					      (uint64_t) (int64_t) run->disp);
+			to = ipt__blk_run_target(run, mode, next);
 			goto chained;
 
 		case ipt__run_next:
@@ -14979,7 +15336,9 @@ static IPT__INLINE int ipt__blk_walk(struct pt_block_decoder *decoder,
 		    (ev->type != ptev_tnt && ev->type != ptev_tip))
 			goto done;
 		chain = 0;
-		ip = decoder->ip;
+		ip = ipt__blk_walk_tnt(decoder, ops, context, decoder->ip,
+				       mode);
+		decoder->ip = ip;
 		run = ipt__blk_run_find(decoder, ip, mode, NULL);
 		if (!run)
 			return 1;
@@ -14992,7 +15351,9 @@ static IPT__INLINE int ipt__blk_walk(struct pt_block_decoder *decoder,
 			goto out_at;
 		}
 	next_run:
-		ip = to;
+		ip = ipt__blk_walk_tnt(decoder, ops, context, to, mode);
+		if (ip != to)
+			chain = 0;
 		run = ipt__blk_run_find(decoder, ip, mode, NULL);
 		if (!run)
 			goto out_at;
@@ -15064,41 +15425,151 @@ static void ipt__blk_note_fault(struct pt_block_decoder *decoder, int status)
 		decoder->has_fault = 1;
 }
 
+/* ---- undoing a call ----
+ * While more trace may come (ipt_blk_extend), a call that meets the end of
+ * the trace is undone and says -ipt_pte_need_more: made again once the end
+ * has moved, it finds what it would have found in the whole trace.  Before
+ * such a call the decoder is copied; undoing it copies back all but the
+ * caches, which stay as the call left them (what they hold does not depend
+ * on where in the trace we are), and takes out of the record of libipt's
+ * block cache what the call added: the call made again adds it anew, and
+ * would end its blocks elsewhere if the record already held it.  Runs are
+ * not marked warm meanwhile, as warmth rests on that record.  The most
+ * common block (ipt__blk_next_fast) takes no trace and needs no copy. */
+
+/* Whether the call about to be made must be undone should it need more;
+ * then @save holds the decoder as it was. */
+static int ipt__blk_guard(struct pt_block_decoder *decoder,
+			  struct pt_block_decoder *save)
+{
+	if (IPT__LIKELY(!ipt__evt_more(&decoder->evdec)))
+		return 0;
+	IPT__COPY(*save, *decoder);
+	decoder->guards += 1;
+	return 1;
+}
+
+/* Undo the call @save was taken before. */
+static void ipt__blk_undo(struct pt_block_decoder *decoder,
+			  struct pt_block_decoder *save)
+{
+	uint32_t idx;
+
+	for (idx = save->nadded; idx < decoder->nadded; ++idx) {
+		const struct ipt__blk_seen *gone = &decoder->added[idx];
+		uint32_t slot;
+
+		slot = ipt__blk_seen_slot(decoder->seen, decoder->seen_cap,
+					  gone->section, gone->offset);
+		if (decoder->seen[slot].section)
+			decoder->seen[slot].offset = IPT__SEEN_GONE;
+	}
+
+	/* The caches as they are now; the context is found again. */
+	save->icache = decoder->icache;
+	save->cache_image = decoder->cache_image;
+	save->cache_gen = decoder->cache_gen;
+	save->epoch = decoder->epoch;
+	save->runs = decoder->runs;
+	save->rmem = decoder->rmem;
+	save->rmem_size = decoder->rmem_size;
+	save->rsets = decoder->rsets;
+	save->rstride = decoder->rstride;
+	save->rfills = decoder->rfills;
+	save->rlimit = decoder->rlimit;
+	save->lmap = decoder->lmap;
+	save->ctx_id = 0;
+	save->ctx_next = decoder->ctx_next;
+	save->nctx = decoder->nctx;
+	IPT_MEMCPY(save->ctx, decoder->ctx, sizeof(save->ctx));
+	save->seen = decoder->seen;
+	save->seen_cap = decoder->seen_cap;
+	save->nseen = decoder->nseen;
+	save->chain = decoder->chain;
+	save->added = decoder->added;
+	save->added_cap = decoder->added_cap;
+	IPT__COPY(*decoder, *save);
+}
+
+/* The call guarded by ipt__blk_guard ended with @status: undo it if it
+ * needs more. */
+static int ipt__blk_settle(struct pt_block_decoder *decoder,
+			   struct pt_block_decoder *save, int status)
+{
+	decoder->guards -= 1;
+	if (status != -ipt_pte_need_more &&
+	    decoder->status != -ipt_pte_need_more) {
+		if (!decoder->guards)
+			decoder->nadded = 0;
+		return status;
+	}
+	ipt__blk_undo(decoder, save);
+	return -ipt_pte_need_more;
+}
+
+/* Make the call @call on @decoder, undone if it needs more. */
+#define IPT__BLK_GUARDED(decoder, call)                                      \
+	IPT__UNDOABLE(struct pt_block_decoder, ipt__blk_guard,               \
+		      ipt__blk_settle, decoder, call)
+
 static int ipt__blk_event(struct pt_block_decoder *decoder,
 			  struct pt_event *uevent, size_t size);
 static int ipt__blk_start_at(struct pt_block_decoder *decoder);
+static int ipt__blk_resync(struct pt_block_decoder *decoder);
 
-/* Take the next event into @uevent (if not NULL), else the PSB+ just
- * synchronized onto, together with the events that bind where the decoder
- * then stands.  Finding those may need code ahead of the flow (the SKD022
- * workaround).  A user waiting for missing code (ipt_blk_set_wait_for_code)
- * gets the error with nothing taken: the same call, once the code is
- * there, does it all (after a sync, pt_blk_sync_set to the sync offset).
- * Nothing here changes the caches' tables, so the decoder's own fields
- * are all there is to keep. */
+/* What ipt__blk_whole does. */
+enum ipt__blk_whole_op {
+	ipt__blk_op_start,
+	ipt__blk_op_event,
+	ipt__blk_op_resync
+};
+
+/* Take the next event into @uevent (ipt__blk_op_event), the PSB+ just
+ * synchronized onto (ipt__blk_op_start) or a place to go on from after an
+ * error (ipt__blk_op_resync), together with the events that bind where
+ * the decoder then stands.  Finding those may need code ahead of the flow
+ * (the SKD022 workaround).  A user waiting for missing code
+ * (ipt_blk_set_wait_for_code) gets the error with nothing taken: the same
+ * call, once the code is there, does it all (after a sync, pt_blk_sync_set
+ * to the sync offset): the call is undone as one that needs more trace
+ * is (ipt__blk_undo). */
 static int ipt__blk_whole(struct pt_block_decoder *decoder,
-			  struct pt_event *uevent, size_t size)
+			  enum ipt__blk_whole_op op, struct pt_event *uevent,
+			  size_t size)
 {
 	const struct pt_config *config;
 	struct pt_block_decoder save;
 	struct ipt__miss fault;
-	int status, keep;
+	uint32_t ahead;
+	int status = -pte_internal, keep;
 
 	ipt__blk_cache_sync(decoder);
 	config = pt_evt_get_config(&decoder->evdec);
-	keep = decoder->wait_for_code && config && config->errata.skd022;
+	keep = decoder->wait_for_code &&
+	       ((config && config->errata.skd022) || op == ipt__blk_op_resync);
 	if (keep)
 		IPT__COPY(save, *decoder);
 
 	ipt__blk_watch(decoder);
-	status = uevent ? ipt__blk_event(decoder, uevent, size) :
-			  ipt__blk_start_at(decoder);
+	switch (op) {
+	case ipt__blk_op_start:
+		status = ipt__blk_start_at(decoder);
+		break;
+	case ipt__blk_op_event:
+		status = ipt__blk_event(decoder, uevent, size);
+		break;
+	case ipt__blk_op_resync:
+		status = ipt__blk_resync(decoder);
+		break;
+	}
 	ipt__blk_note_fault(decoder, status);
 	if (keep && decoder->has_fault) {
 		IPT__COPY(fault, decoder->fault);
-		IPT__COPY(*decoder, save);
+		ahead = decoder->fault_ahead;
+		ipt__blk_undo(decoder, &save);
 		IPT__COPY(decoder->fault, fault);
 		decoder->has_fault = 1;
+		decoder->fault_ahead = ahead;
 	}
 	return status;
 }
@@ -15125,10 +15596,10 @@ static int ipt__blk_start_at(struct pt_block_decoder *decoder)
 /* Synchronized: take in the PSB+ and the events that bind right there. */
 static int ipt__blk_start(struct pt_block_decoder *decoder)
 {
-	return ipt__blk_whole(decoder, NULL, 0);
+	return ipt__blk_whole(decoder, ipt__blk_op_start, NULL, 0);
 }
 
-IPT_DEF int pt_blk_sync_forward(struct pt_block_decoder *decoder)
+static int ipt__blk_sync_forward(struct pt_block_decoder *decoder)
 {
 	int status;
 
@@ -15151,7 +15622,7 @@ static int ipt__blk_restart(void *ctx)
 }
 
 /* As libipt, 0 on success: the status of the start is not reported. */
-IPT_DEF int pt_blk_sync_backward(struct pt_block_decoder *decoder)
+static int ipt__blk_sync_backward(struct pt_block_decoder *decoder)
 {
 	int status;
 
@@ -15162,7 +15633,8 @@ IPT_DEF int pt_blk_sync_backward(struct pt_block_decoder *decoder)
 	return status < 0 ? status : 0;
 }
 
-IPT_DEF int pt_blk_sync_set(struct pt_block_decoder *decoder, uint64_t offset)
+static int ipt__blk_sync_set(struct pt_block_decoder *decoder,
+			     uint64_t offset)
 {
 	int status;
 
@@ -15174,6 +15646,29 @@ IPT_DEF int pt_blk_sync_set(struct pt_block_decoder *decoder, uint64_t offset)
 	if (status < 0)
 		return status;
 	return ipt__blk_start(decoder);
+}
+
+IPT_DEF int pt_blk_sync_forward(struct pt_block_decoder *decoder)
+{
+	IPT__BLK_GUARDED(decoder, ipt__blk_sync_forward(decoder));
+}
+
+IPT_DEF int pt_blk_sync_backward(struct pt_block_decoder *decoder)
+{
+	IPT__BLK_GUARDED(decoder, ipt__blk_sync_backward(decoder));
+}
+
+IPT_DEF int pt_blk_sync_set(struct pt_block_decoder *decoder, uint64_t offset)
+{
+	IPT__BLK_GUARDED(decoder, ipt__blk_sync_set(decoder, offset));
+}
+
+IPT_DEF int ipt_blk_extend(struct pt_block_decoder *decoder, uint8_t *end,
+			   int more)
+{
+	if (!decoder)
+		return -pte_invalid;
+	return ipt_evt_extend(&decoder->evdec, end, more);
 }
 
 IPT_DEF int pt_blk_get_offset(const struct pt_block_decoder *decoder,
@@ -15321,8 +15816,9 @@ static IPT__NOINLINE int ipt__blk_next(struct pt_block_decoder *decoder,
 				       struct pt_block *ublock, size_t size,
 				       int begun)
 {
+	struct pt_block_decoder save;
 	struct pt_block local, *block;
-	int status;
+	int status, guarded;
 
 	block = size == sizeof(local) ? ublock : &local;
 	if (!begun) {
@@ -15330,9 +15826,16 @@ static IPT__NOINLINE int ipt__blk_next(struct pt_block_decoder *decoder,
 		ipt__blk_begin(decoder, block);
 	}
 
+	guarded = ipt__blk_guard(decoder, &save);
 	ipt__blk_watch(decoder);
 	status = ipt__blk_proceed(decoder, block);
 	ipt__blk_note_fault(decoder, status);
+	if (guarded) {
+		status = ipt__blk_settle(decoder, &save, status);
+		/* Undone: no block yet. */
+		if (status == -ipt_pte_need_more)
+			ipt__blk_begin(decoder, block);
+	}
 	ipt__blk_prefetch(decoder);
 
 	ipt__blk_block_to_user(ublock, size, block);
@@ -15696,9 +16199,10 @@ static int ipt__blk_event(struct pt_block_decoder *decoder,
 IPT_DEF int pt_blk_event(struct pt_block_decoder *decoder,
 			 struct pt_event *uevent, size_t size)
 {
-	if (!decoder || !uevent)
+	if (!uevent)
 		return -pte_invalid;
-	return ipt__blk_whole(decoder, uevent, size);
+	IPT__BLK_GUARDED(decoder, ipt__blk_whole(decoder, ipt__blk_op_event,
+						 uevent, size));
 }
 
 /* ---- resynchronization ---- */
@@ -15734,14 +16238,11 @@ static uint32_t ipt__blk_resync_stalls(struct pt_block_decoder *decoder)
  * PSB+ goes the same way each time, so it is done once for an error at a
  * given place; an error that comes back at once, again and again, moves
  * the decoder on to the next PSB. */
-IPT_DEF int pt_blk_resync(struct pt_block_decoder *decoder)
+static int ipt__blk_resync(struct pt_block_decoder *decoder)
 {
 	struct pt_event *ev;
 	uint32_t stalls;
 	int status;
-
-	if (!decoder)
-		return -pte_invalid;
 
 	ipt__blk_clear_postponed_insn(decoder);
 	ipt__blk_cache_sync(decoder);
@@ -15897,6 +16398,12 @@ IPT_DEF int pt_blk_resync(struct pt_block_decoder *decoder)
 		if (status < 0)
 			return status;
 	}
+}
+
+IPT_DEF int pt_blk_resync(struct pt_block_decoder *decoder)
+{
+	IPT__BLK_GUARDED(decoder, ipt__blk_whole(decoder, ipt__blk_op_resync,
+						 NULL, 0));
 }
 
 /* ---- comparing decoders (for >>seg) ---- */
@@ -16340,7 +16847,8 @@ static int ipt__insn_resume(struct pt_insn_decoder *decoder,
 
 	status = pt_blk_next(blkdec, block, sizeof(*block));
 	decoder->trail = 0;
-	if (status < 0 && ipt__blk_fault(blkdec) && !block->ninsn) {
+	if (status < 0 && !block->ninsn &&
+	    (ipt__blk_fault(blkdec) || status == -ipt_pte_need_more)) {
 		struct pt_insn none;
 
 		IPT_MEMSET(&none, 0, sizeof(none));
@@ -16427,9 +16935,11 @@ static IPT__NOINLINE int ipt__insn_next(struct pt_insn_decoder *decoder,
 		if (block->ninsn)
 			break;
 
-		/* An empty block: an error or event shows now. */
+		/* An empty block: an error or event shows now.  Missing
+		 * memory or trace is a pause: the next call asks again. */
 		if (status < 0) {
-			if (ipt__blk_fault(&decoder->blkdec))
+			if (ipt__blk_fault(&decoder->blkdec) ||
+			    status == -ipt_pte_need_more)
 				decoder->status = 0;
 			goto out;
 		}
@@ -16518,6 +17028,14 @@ IPT_DEF int pt_insn_next(struct pt_insn_decoder *decoder,
 	}
 
 	return ipt__insn_next(decoder, uinsn, size);
+}
+
+IPT_DEF int ipt_insn_extend(struct pt_insn_decoder *decoder, uint8_t *end,
+			    int more)
+{
+	if (!decoder)
+		return -pte_invalid;
+	return ipt_blk_extend(&decoder->blkdec, end, more);
 }
 
 IPT_DEF int ipt_insn_set_vm_tolerant(struct pt_insn_decoder *decoder, int on)
@@ -18677,10 +19195,16 @@ ipt_sb_alloc_pevent_decoder_mem(struct pt_sb_session *session,
  * and pt_blk_event.  Either way an edge waits as "pending" until the flow
  * is seen at its destination.
  *
+ * Steady state goes further: a memo takes a run of TNT bits at once (see
+ * "taking TNT bits in bulk").
+ *
  * Uses of the block decoder: its public calls (ipt_blk_set_buffer for
  * the next trace), and ipt__blk_walk,
  * ipt__blk_decode, ipt__blk_trace_ended,
- * ipt__blk_set_run_hook and ipt__blk_allocator (see >>blk). */
+ * ipt__blk_set_run_hook and ipt__blk_allocator (see >>blk); the memo
+ * reads runs with ipt__blk_run_find and ipt__blk_ctx_of and, as the walk
+ * would, takes bits off the TNT in hand and moves the return stack and
+ * the instruction count. */
 
 struct ipt_cov_decoder {
 	/* The block decoder; it holds the allocator. */
@@ -18724,6 +19248,18 @@ struct ipt_cov_decoder {
 	uint64_t fault_cr3;
 	uint64_t fault_vmcs;
 	uint32_t resumed;
+
+	/* The TNT memo (see "taking TNT bits in bulk"): @nmemo entries at
+	 * @memo (none yet, or none to be had, if NULL), at most
+	 * @memo_limit bytes; @memo_shift turns a hash into an entry
+	 * number.  @memo_ctx is the block decoder's last context number
+	 * when the memo was last used, to see the numbers start over. */
+	struct ipt__cov_memo *memo;
+	uint64_t memo_limit;
+	uint32_t nmemo;
+	uint32_t memo_shift;
+	uint32_t memo_failed;
+	uint32_t memo_ctx;
 };
 
 enum ipt__cov_call {
@@ -18757,21 +19293,26 @@ static int ipt__cov_in_ranges(const struct ipt_cov_decoder *cov, uint64_t ip)
 	return 0;
 }
 
-/* Count the edge @from -> @to of @kind, if it counts. */
-static IPT__INLINE void ipt__cov_count(struct ipt_cov_decoder *cov,
+/* Whether the edge @from -> @to of @kind counts. */
+static IPT__INLINE int ipt__cov_counts(const struct ipt_cov_decoder *cov,
 				       uint64_t from, uint64_t to,
 				       enum ipt_cov_kind kind)
 {
 	if (!(cov->kinds & (uint32_t) kind))
-		return;
-	if (IPT__UNLIKELY(cov->config.nranges) &&
-	    !ipt__cov_in_ranges(cov, kind == ipt_cov_enable ? to : from))
-		return;
+		return 0;
+	return !cov->config.nranges ||
+	       ipt__cov_in_ranges(cov, kind == ipt_cov_enable ? to : from);
+}
 
+/* Count the edge @from -> @to of @kind with the bitmap index @index: it
+ * counts. */
+static IPT__INLINE void ipt__cov_hit(struct ipt_cov_decoder *cov,
+				     uint64_t from, uint64_t to,
+				     enum ipt_cov_kind kind, uint32_t index)
+{
 	cov->status.edges += 1;
 	if (IPT__LIKELY(cov->map != NULL)) {
-		uint8_t *counter = &cov->map[ipt__cov_index(from, to) &
-					     cov->mask];
+		uint8_t *counter = &cov->map[index & cov->mask];
 		uint8_t value = (uint8_t) (*counter + 1);
 
 		if (value || !(cov->config.flags & ipt_cov_saturate))
@@ -18779,6 +19320,15 @@ static IPT__INLINE void ipt__cov_count(struct ipt_cov_decoder *cov,
 	}
 	if (cov->config.edge)
 		cov->config.edge(cov->config.context, from, to, kind);
+}
+
+/* Count the edge @from -> @to of @kind, if it counts. */
+static IPT__INLINE void ipt__cov_count(struct ipt_cov_decoder *cov,
+				       uint64_t from, uint64_t to,
+				       enum ipt_cov_kind kind)
+{
+	if (ipt__cov_counts(cov, from, to, kind))
+		ipt__cov_hit(cov, from, to, kind, ipt__cov_index(from, to));
 }
 
 /* The flow went on at @to: the pending branch, if any, went there. */
@@ -18978,6 +19528,295 @@ static IPT__INLINE void ipt__cov_reach(void *context, uint64_t ip)
 	ipt__cov_resolve((struct ipt_cov_decoder *) context, ip);
 }
 
+/* ---- taking TNT bits in bulk ----
+ * Between two packets that are not TNT, the walk goes from run to run
+ * taking one TNT bit at each conditional branch.  The memo keeps, for a
+ * context (address space, mode, image epoch: the run cache's context
+ * number), an IP and the next up to IPT__COV_MEMO_BITS bits of the TNT in
+ * hand, what the walk does with them: the edges, the return-stack pushes
+ * and pops, the instructions it counts, and where the flow goes on.  One
+ * look-up then stands for a run of branches.
+ *
+ * An entry holds only what the bits and the code decide: it stops before
+ * a branch that needs a TIP, a return whose address was pushed before the
+ * entry began (the return stack's contents are not part of the key), a
+ * return with a not-taken bit, a missing run, and before the last bit of
+ * the TNT (the walk takes that one and applies the trailing-event rules).
+ * Whatever an entry does not cover the walk does as before, so the edges
+ * and the decoder's state are the walk's.  The last branch of an entry
+ * stays pending, as the walk leaves it, until the flow is seen at its
+ * destination.  Entries are tagged with the context number: a new image
+ * epoch (ipt_image_invalidate, section changes) makes them all stale.
+ *
+ * The memo is one direct-mapped table, allocated on first use from the
+ * decoder's allocator with at most @memo_limit bytes
+ * (ipt_cov_set_memo_limit); a later entry replaces an earlier one with
+ * the same slot. */
+
+enum {
+	/* The most TNT bits one entry covers (and thus edges). */
+	IPT__COV_MEMO_BITS = 8,
+	/* The most return-stack pushes and pops one entry replays. */
+	IPT__COV_MEMO_OPS = 8
+};
+
+struct ipt__cov_memo {
+	/* The key: the IP, the context number (zero for an empty entry),
+	 * and the bits (low byte, the first in its highest bit) with
+	 * their number (second byte). */
+	uint64_t ip;
+	uint32_t ctx;
+	uint16_t key;
+	/* TNT bits taken, zero if none (the walk takes the next). */
+	uint8_t used;
+	/* Return-stack operations, in order: bit i of @pops says op[i] is
+	 * a pop, else a push of op[i]. */
+	uint8_t nops;
+	uint8_t pops;
+	/* Bit i of @ret says the i-th edge is a compressed return, of
+	 * @nt that it is a conditional branch not taken, of @count that it
+	 * counts (the decoder's kinds and ranges). */
+	uint8_t ret;
+	uint8_t nt;
+	uint8_t count;
+	/* Instructions walked, for the block decoder's count. */
+	uint32_t ninsn;
+	/* Where the flow goes on; the IP after the last branch. */
+	uint64_t exit;
+	uint64_t last_next;
+	/* One edge per bit taken. */
+	uint64_t from[IPT__COV_MEMO_BITS];
+	uint64_t to[IPT__COV_MEMO_BITS];
+	uint64_t op[IPT__COV_MEMO_OPS];
+	/* Their bitmap indices, before the bitmap's size. */
+	uint32_t index[IPT__COV_MEMO_BITS];
+};
+
+/* The default memory bound of the memo, in bytes. */
+#ifndef IPT_COV_MEMO_LIMIT
+#define IPT_COV_MEMO_LIMIT (1u << 20)
+#endif
+
+static void ipt__cov_memo_free(struct ipt_cov_decoder *cov)
+{
+	ipt__free(ipt__blk_allocator(&cov->blk), cov->memo,
+		  (size_t) cov->nmemo * sizeof(*cov->memo));
+	cov->memo = NULL;
+	cov->nmemo = 0;
+	cov->memo_failed = 0;
+}
+
+/* Allocate the memo: the largest power of two entries the limit holds
+ * (none below 16).  Returns whether there is one. */
+static IPT__NOINLINE int ipt__cov_memo_alloc(struct ipt_cov_decoder *cov)
+{
+	uint64_t want = cov->memo_limit / sizeof(*cov->memo);
+	uint32_t n = 16, shift = 60;
+
+	if (cov->memo_failed || want < n) {
+		cov->memo_failed = 1;
+		return 0;
+	}
+	while ((uint64_t) n * 2 <= want && n < (1u << 24)) {
+		n *= 2;
+		shift -= 1;
+	}
+	cov->memo = (struct ipt__cov_memo *)
+		ipt__zalloc_cache(ipt__blk_allocator(&cov->blk),
+				  (size_t) n * sizeof(*cov->memo));
+	if (!cov->memo) {
+		cov->memo_failed = 1;
+		return 0;
+	}
+	cov->nmemo = n;
+	cov->memo_shift = shift;
+	return 1;
+}
+
+/* The kind of an entry's @i-th edge. */
+static IPT__INLINE enum ipt_cov_kind
+ipt__cov_memo_kind(const struct ipt__cov_memo *e, uint32_t i)
+{
+	if ((e->ret >> i) & 1)
+		return ipt_cov_return;
+	return (e->nt >> i) & 1 ? ipt_cov_not_taken : ipt_cov_taken;
+}
+
+/* Record in @e what the walk does from @ip in @mode with the @n bits in
+ * @bits (the first in bit n-1), reading runs as the walk would.  The
+ * entry ends right after the last bit it could take. */
+static void ipt__cov_memo_fill(struct ipt_cov_decoder *cov,
+			       struct ipt__cov_memo *e, uint64_t ip,
+			       enum pt_exec_mode mode, uint32_t bits,
+			       uint32_t n)
+{
+	struct pt_block_decoder *blk = &cov->blk;
+	uint32_t used = 0, ninsn = 0, nops = 0, pops = 0, depth = 0;
+	uint32_t chain = 0;
+	/* The entry's pushes not popped yet, by their op number. */
+	uint8_t stack[IPT__COV_MEMO_OPS];
+
+	e->used = 0;
+	for (;;) {
+		const struct ipt__blk_run *run;
+		uint64_t end_ip, next, to;
+		uint32_t bit, mask = 1u << used;
+
+		run = ipt__blk_run_find(blk, ip, mode, NULL);
+		if (!run)
+			return;
+		ninsn += run->ninsn;
+		end_ip = run->ip + run->len;
+		next = ipt__ip_in_mode(mode, end_ip + run->isize);
+		bit = used < n ? (bits >> (n - 1 - used)) & 1 : 0;
+
+		switch ((enum ipt__run_kind) run->kind) {
+		case ipt__run_cond:
+			if (used == n)
+				return;
+			to = bit ? ipt__blk_run_target(run, mode, next) : next;
+			e->ret &= (uint8_t) ~mask;
+			e->nt &= (uint8_t) ~mask;
+			if (to == next)
+				e->nt |= (uint8_t) mask;
+			break;
+
+		case ipt__run_ret:
+			if (used == n || !bit || !depth ||
+			    nops == IPT__COV_MEMO_OPS)
+				return;
+			/* The address is the entry's own last push. */
+			to = e->op[stack[--depth]];
+			pops |= 1u << nops;
+			e->op[nops++] = 0;
+			e->ret |= (uint8_t) mask;
+			break;
+
+		case ipt__run_dcall:
+			if (run->disp) {
+				if (nops == IPT__COV_MEMO_OPS)
+					return;
+				stack[depth++] = (uint8_t) nops;
+				e->op[nops++] = next;
+			}
+			/* fall through */
+		case ipt__run_djump:
+		case ipt__run_next:
+			/* No trace needed: on to the next run. */
+			if (++chain > IPT__BLK_WALK_CHAIN)
+				return;
+			ip = run->kind == ipt__run_next ? next :
+			     ipt__blk_run_target(run, mode, next);
+			continue;
+
+		case ipt__run_icall:
+		case ipt__run_indirect:
+		default:
+			return;
+		}
+
+		/* A TNT bit taken: what the walk has done up to here is the
+		 * entry. */
+		e->from[used] = end_ip;
+		e->to[used] = to;
+		e->index[used] = ipt__cov_index(end_ip, to);
+		e->count &= (uint8_t) ~mask;
+		if (ipt__cov_counts(cov, end_ip, to,
+				    ipt__cov_memo_kind(e, used)))
+			e->count |= (uint8_t) mask;
+		used += 1;
+		e->used = (uint8_t) used;
+		e->ninsn = ninsn;
+		e->nops = (uint8_t) nops;
+		e->pops = (uint8_t) pops;
+		e->exit = to;
+		e->last_next = next;
+		chain = 0;
+		ip = to;
+	}
+}
+
+/* The walk's ops->tnt: take the next bits of the TNT in hand from the
+ * memo at @ip, filling the entry first if it is not there. */
+static uint64_t ipt__cov_tnt(void *context, struct pt_block_decoder *blk,
+			     uint64_t ip, enum pt_exec_mode mode)
+{
+	struct ipt_cov_decoder *cov = (struct ipt_cov_decoder *) context;
+	struct pt_event *ev = &blk->event;
+	struct ipt__cov_memo *e;
+	uint32_t size, n, bits, ctx, key, i, last;
+	uint64_t h;
+
+	if (IPT__UNLIKELY(!cov->memo) && !ipt__cov_memo_alloc(cov))
+		return ip;
+
+	/* Context numbers that start over could match old entries. */
+	if (IPT__UNLIKELY(blk->ctx_next < cov->memo_ctx))
+		IPT_MEMSET(cov->memo, 0, (size_t) cov->nmemo *
+			   sizeof(*cov->memo));
+	cov->memo_ctx = blk->ctx_next;
+
+	size = ev->variant.tnt.size;
+	n = size - 1;
+	if (n > IPT__COV_MEMO_BITS)
+		n = IPT__COV_MEMO_BITS;
+	bits = (uint32_t) (ev->variant.tnt.bits >> (size - n)) &
+	       ((1u << n) - 1);
+	key = bits | (n << 8);
+	ctx = ipt__blk_ctx_of(blk, mode);
+
+	h = (ip ^ ((uint64_t) ctx << 32) ^ ((uint64_t) key << 48)) *
+	    0x9e3779b97f4a7c15ull;
+	e = &cov->memo[h >> cov->memo_shift];
+	if (e->ip != ip || e->ctx != ctx || e->key != key) {
+		ipt__cov_memo_fill(cov, e, ip, mode, bits, n);
+		/* Filling may have moved to a new context. */
+		e->ip = ip;
+		e->ctx = ipt__blk_ctx_of(blk, mode);
+		e->key = (uint16_t) key;
+	}
+	if (!e->used || blk->icnt + e->ninsn < blk->icnt)
+		return ip;
+
+	ev->variant.tnt.size = (uint8_t) (size - e->used);
+	blk->icnt += e->ninsn;
+	cov->status.memo_bits += e->used;
+	for (i = 0; i < e->nops; ++i) {
+		uint64_t dummy;
+
+		if ((e->pops >> i) & 1)
+			(void) ipt__retstack_pop(&blk->retstack, &dummy);
+		else
+			ipt__retstack_push(&blk->retstack, e->op[i]);
+	}
+
+	/* The edges, as the walk reports them: all but the last are seen
+	 * at their destination; the last waits for the flow to get there. */
+	ipt__cov_resolve(cov, ip);
+	last = (uint32_t) e->used - 1;
+	if (cov->map && !cov->config.edge &&
+	    !(cov->config.flags & ipt_cov_saturate)) {
+		/* Plain counters: as ipt__cov_hit, with its tests taken out
+		 * of the loop. */
+		for (i = 0; i < last; ++i)
+			if ((e->count >> i) & 1) {
+				cov->map[e->index[i] & cov->mask] += 1;
+				cov->status.edges += 1;
+			}
+	} else {
+		for (i = 0; i < last; ++i)
+			if ((e->count >> i) & 1)
+				ipt__cov_hit(cov, e->from[i], e->to[i],
+					     ipt__cov_memo_kind(e, i),
+					     e->index[i]);
+	}
+	cov->pend_from = e->from[last];
+	cov->pend_next = e->last_next;
+	cov->pend_kind = (e->ret >> last) & 1 ? ipt_cov_return :
+			 ipt_cov_taken;
+	return e->exit;
+}
+
 /* Note an error at the decoder's position; the trace up to the next PSB is
  * lost. */
 static void ipt__cov_error(struct ipt_cov_decoder *cov, int error)
@@ -19049,6 +19888,7 @@ static int ipt__cov_walk(struct ipt_cov_decoder *cov, int status)
 	 * have. */
 	ops.branch = ipt__cov_branch;
 	ops.reach = ipt__cov_reach;
+	ops.tnt = cov->memo_limit ? ipt__cov_tnt : NULL;
 
 	for (;;) {
 		struct pt_block block;
@@ -19235,6 +20075,7 @@ ipt_cov_alloc_decoder_with(const struct pt_config *config,
 	ipt__blk_set_run_hook(&cov->blk, ucov->block, ucov->context);
 	if (ucov->flags & ipt_cov_pause)
 		(void) ipt_blk_set_wait_for_code(&cov->blk, 1);
+	cov->memo_limit = IPT_COV_MEMO_LIMIT;
 	return cov;
 }
 
@@ -19247,8 +20088,10 @@ ipt_cov_alloc_decoder(const struct pt_config *config,
 
 IPT_DEF void ipt_cov_free_decoder(struct ipt_cov_decoder *cov)
 {
-	if (cov)
-		ipt__blk_free_with(&cov->blk, cov, sizeof(*cov));
+	if (!cov)
+		return;
+	ipt__cov_memo_free(cov);
+	ipt__blk_free_with(&cov->blk, cov, sizeof(*cov));
 }
 
 IPT_DEF int ipt_cov_set_image(struct ipt_cov_decoder *cov,
@@ -19304,6 +20147,16 @@ IPT_DEF int ipt_cov_set_cache_limit(struct ipt_cov_decoder *cov,
 				    uint64_t bytes)
 {
 	return cov ? ipt_blk_set_cache_limit(&cov->blk, bytes) : -pte_invalid;
+}
+
+IPT_DEF int ipt_cov_set_memo_limit(struct ipt_cov_decoder *cov,
+				   uint64_t bytes)
+{
+	if (!cov)
+		return -pte_invalid;
+	ipt__cov_memo_free(cov);
+	cov->memo_limit = bytes;
+	return 0;
 }
 
 IPT_DEF int ipt_cov_get_status(const struct ipt_cov_decoder *cov,
