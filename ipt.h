@@ -12329,11 +12329,17 @@ enum { IPT__RUN_MAX = 0x400 };
  * the block decoder keeps a record of the instructions libipt would have
  * cached, by section and offset, and ends its blocks where libipt does.
  * Code read through the callback has no section and no such cache: there
- * blocks run on, in libipt as here.  An instruction decoder sees no blocks
- * and keeps none of this.  libipt keeps its cache with the section, shared
- * by all decoders, and drops it when nothing maps the section any longer
- * (an image section cache keeps it, as in libipt's ptxed); ipt.h keeps
- * the record per decoder, for its lifetime. */
+ * blocks run on, in libipt as here.  An instruction decoder keeps it too:
+ * it hands out the instructions of these blocks, and the offset and time
+ * it reports before each move on block by block.  libipt's block decoder
+ * gives a section its cache when it looks the section up; its instruction
+ * decoder looks up the section of each instruction in the same one-entry
+ * cache of mapped sections, without giving it a cache, so a section it
+ * looked up first has none until the block decoder looks it up again.
+ * libipt keeps its cache with the section, shared by all decoders, and
+ * drops it when nothing maps the section any longer (an image section
+ * cache keeps it, as in libipt's ptxed); ipt.h keeps the record per
+ * decoder, for its lifetime. */
 
 /* libipt's fill steps: the most instructions it caches in a row. */
 enum { IPT__FILL_STEPS = 0x400 };
@@ -12427,11 +12433,6 @@ struct pt_block_decoder {
 	uint32_t has_cbr:1;
 	uint32_t has_icnt:1;
 	uint32_t process_insn:1;
-	/* An instruction decoder sits on this block decoder.  Where libipt's
-	 * two decoders differ, it gets what libipt's instruction decoder
-	 * says; the block decoder's own users get what libipt's block
-	 * decoder says. */
-	uint32_t for_insn:1;
 	/* The event bound to the postponed instruction by its IP named an
 	 * instruction of another kind: proceeding past it fails with
 	 * -pte_bad_query, as in libipt's block decoder. */
@@ -12506,7 +12507,7 @@ struct pt_block_decoder {
 	uint32_t nctx;
 	struct ipt__blk_ctx ctx[IPT__BLK_NCTX];
 
-	/* Unless @for_insn, the instructions libipt would have cached: an
+	/* The instructions libipt would have cached: an
 	 * open-addressed set of @seen_cap entries, @nseen in use; the
 	 * offsets of the @nchain not yet cached that the current block
 	 * walked in a row (@chain has room for IPT__FILL_STEPS); and the
@@ -13213,7 +13214,6 @@ static int ipt__blk_decoder_init(struct pt_block_decoder *decoder,
 		return status;
 
 	decoder->want_text = want_text;
-	decoder->for_insn = want_text ? 1 : 0;
 	decoder->rlimit = IPT_BLK_CACHE_LIMIT;
 	decoder->default_image = ipt_image_alloc_with(NULL,
 						      &decoder->allocator);
@@ -13619,7 +13619,7 @@ static int ipt__blk_skip_run(struct pt_block_decoder *decoder,
 	uint64_t last, next;
 	uint32_t ninsn;
 
-	if (decoder->for_insn || block->truncated)
+	if (decoder->want_text || block->truncated)
 		return 0;
 	/* Recording a run reads code ahead of @ip: not while waiting for
 	 * missing code, where a read that fails is a fault. */
@@ -14271,7 +14271,7 @@ static int ipt__blk_proceed_event(struct pt_block_decoder *decoder,
 		 * we walked to get there, as in libipt; if we walked none,
 		 * it is the one at the IP. */
 		mismatch = 0;
-		if (!ev->ip_suppressed && !insn.size && !decoder->for_insn) {
+		if (!ev->ip_suppressed && !insn.size) {
 			status = ipt__blk_event_insn(decoder, pred, &insn,
 						     &iext);
 			if (status < 0)
@@ -14707,8 +14707,8 @@ static IPT__INLINE void ipt__blk_prefetch(struct pt_block_decoder *decoder)
  * end_on_call or end_on_jump, a run in another section).  The general way
  * would take the same steps; the runs are looked at before anything
  * changes, so that on any other way the block goes, nothing has.  Not for
- * a block decoder whose image has file sections: there its blocks follow
- * libipt's cache (ipt__blk_walk_begin).
+ * an image with file sections: there blocks follow libipt's cache
+ * (ipt__blk_walk_begin).
  *
  * Returns zero if done, -1 if not. */
 enum { IPT__BLK_CHAIN = 8 };
@@ -14726,7 +14726,7 @@ static IPT__NOINLINE int ipt__blk_next_chain(struct pt_block_decoder *decoder,
 	uint32_t n = 0, i, ninsn = 0, npush = 0, icnt;
 	uint8_t size;
 
-	if (!decoder->for_insn && ipt__image_has_files(decoder->image))
+	if (ipt__image_has_files(decoder->image))
 		return -1;
 
 	for (;;) {
@@ -14768,7 +14768,7 @@ static IPT__NOINLINE int ipt__blk_next_chain(struct pt_block_decoder *decoder,
 			return -1;
 		run = ipt__blk_run_peek(decoder, ip, mode,
 					decoder->want_text ? &text : NULL);
-		if (!run || (!decoder->for_insn && !run->warm))
+		if (!run || !run->warm)
 			return -1;
 		/* Blocks do not cross sections: this one ends before. */
 		if (run->isid != runs[0]->isid)
@@ -14838,7 +14838,7 @@ static IPT__INLINE int ipt__blk_next_fast(struct pt_block_decoder *decoder,
 
 	run = ipt__blk_run_find(decoder, decoder->ip, decoder->mode,
 				decoder->want_text ? &text : NULL);
-	if (!run || (!decoder->for_insn && !run->warm))
+	if (!run || !run->warm)
 		return -1;
 	if (run->kind != ipt__run_cond)
 		return ipt__blk_next_chain(decoder, block, run, text);
@@ -14887,6 +14887,22 @@ static uint32_t ipt__blk_seen_slot(const struct ipt__blk_seen *set,
 	return idx;
 }
 
+/* The record's key for "libipt's block decoder has given the section a
+ * cache": an offset no instruction has. */
+#define IPT__BLK_HAS_CACHE (UINT64_MAX - 1)
+
+static int ipt__blk_seen_at(const struct pt_block_decoder *decoder,
+			    const void *section, uint64_t offset)
+{
+	uint32_t idx;
+
+	if (!decoder->seen)
+		return 0;
+	idx = ipt__blk_seen_slot(decoder->seen, decoder->seen_cap, section,
+				 offset);
+	return decoder->seen[idx].section != NULL;
+}
+
 /* Whether libipt would have cached the instruction at @offset in the
  * current block's section.  Its cache entries hold the execution mode, and
  * one with an unknown mode counts as empty: in an unknown mode, nothing is
@@ -14894,13 +14910,9 @@ static uint32_t ipt__blk_seen_slot(const struct ipt__blk_seen *set,
 static int ipt__blk_seen(const struct pt_block_decoder *decoder,
 			 uint64_t offset)
 {
-	uint32_t idx;
-
-	if (!decoder->seen || decoder->mode == ptem_unknown)
+	if (decoder->mode == ptem_unknown)
 		return 0;
-	idx = ipt__blk_seen_slot(decoder->seen, decoder->seen_cap,
-				 decoder->sec.section, offset);
-	return decoder->seen[idx].section != NULL;
+	return ipt__blk_seen_at(decoder, decoder->sec.section, offset);
 }
 
 static int ipt__blk_seen_grow(struct pt_block_decoder *decoder)
@@ -14950,6 +14962,36 @@ static int ipt__blk_seen_log(struct pt_block_decoder *decoder)
 	return 0;
 }
 
+static int ipt__blk_seen_add(struct pt_block_decoder *decoder,
+			     const void *section, uint64_t offset)
+{
+	struct ipt__blk_seen *entry;
+
+	if ((decoder->nseen + 1) * 2 > decoder->seen_cap) {
+		int status = ipt__blk_seen_grow(decoder);
+
+		if (status < 0)
+			return status;
+	}
+	entry = &decoder->seen[ipt__blk_seen_slot(decoder->seen,
+						  decoder->seen_cap, section,
+						  offset)];
+	if (!entry->section) {
+		if (decoder->guards) {
+			int status = ipt__blk_seen_log(decoder);
+
+			if (status < 0)
+				return status;
+		}
+		entry->section = section;
+		entry->offset = offset;
+		decoder->nseen += 1;
+		if (decoder->guards)
+			decoder->added[decoder->nadded++] = *entry;
+	}
+	return 0;
+}
+
 /* The instructions walked in a row reached the end of libipt's fill: it
  * has cached them now. */
 static int ipt__blk_fill_done(struct pt_block_decoder *decoder)
@@ -14959,59 +15001,79 @@ static int ipt__blk_fill_done(struct pt_block_decoder *decoder)
 	if (decoder->mode == ptem_unknown)
 		decoder->nchain = 0;
 	for (idx = 0; idx < decoder->nchain; ++idx) {
-		struct ipt__blk_seen *entry;
+		int status = ipt__blk_seen_add(decoder, decoder->sec.section,
+					       decoder->chain[idx]);
 
-		if ((decoder->nseen + 1) * 2 > decoder->seen_cap) {
-			int status = ipt__blk_seen_grow(decoder);
-
-			if (status < 0)
-				return status;
-		}
-		entry = &decoder->seen[ipt__blk_seen_slot(decoder->seen,
-							  decoder->seen_cap,
-							  decoder->sec.section,
-							  decoder->chain[idx])];
-		if (!entry->section) {
-			if (decoder->guards) {
-				int status = ipt__blk_seen_log(decoder);
-
-				if (status < 0)
-					return status;
-			}
-			entry->section = decoder->sec.section;
-			entry->offset = decoder->chain[idx];
-			decoder->nseen += 1;
-			if (decoder->guards)
-				decoder->added[decoder->nadded++] = *entry;
-		}
+		if (status < 0)
+			return status;
 	}
 	decoder->nchain = 0;
 	return 0;
 }
 
+/* libipt's block and instruction decoders share one mapped section, the
+ * one the last look-up found: @decoder->sec.  Whether it holds @ip. */
+static int ipt__blk_sec_holds(const struct pt_block_decoder *decoder,
+			      uint64_t ip)
+{
+	return decoder->sec_epoch == decoder->epoch &&
+	       ipt__asid_match(&decoder->sec_asid, &decoder->asid) &&
+	       decoder->sec.section && decoder->sec.begin <= ip &&
+	       ip < decoder->sec.end;
+}
+
+/* Look up the section at @ip into @decoder->sec, as libipt does where the
+ * mapped section does not hold @ip.  Returns 1 if there is one, 0 if
+ * not. */
+static int ipt__blk_sec_fill(struct pt_block_decoder *decoder, uint64_t ip)
+{
+	struct ipt__image_place place;
+
+	if (ipt__image_section_at(decoder->image, &decoder->asid, ip,
+				  &place) < 0) {
+		decoder->sec.section = NULL;
+		return 0;
+	}
+	/* Keep the offset of the mapping's start. */
+	place.offset -= ip - place.begin;
+	decoder->sec = place;
+	decoder->sec_epoch = decoder->epoch;
+	decoder->sec_asid = decoder->asid;
+	return 1;
+}
+
+/* The instruction decoder on top reads the instruction at @ip: libipt's
+ * looks its section up, without giving it a block cache. */
+static void ipt__blk_sec_touch(struct pt_block_decoder *decoder, uint64_t ip)
+{
+	if (!ipt__blk_sec_holds(decoder, ip))
+		(void) ipt__blk_sec_fill(decoder, ip);
+}
+
 /* The block starts at @decoder->ip: find the file section it starts in.
- * Returns 1 if it starts in one (blocks follow libipt's cache there), 0 if
- * not, a negative pte_* code if we cannot keep the record. */
+ * libipt's block decoder gives a section a cache when it looks the section
+ * up itself; one that the instruction decoder on top looked up first has
+ * none until then.  Returns 1 if the block starts in a section with a
+ * cache (blocks follow libipt's cache there), 0 if not, a negative pte_*
+ * code if we cannot keep the record. */
 static int ipt__blk_walk_begin(struct pt_block_decoder *decoder)
 {
 	uint64_t ip = decoder->ip;
 
 	decoder->nchain = 0;
-	if (decoder->sec_epoch != decoder->epoch ||
-	    !ipt__asid_match(&decoder->sec_asid, &decoder->asid) ||
-	    !decoder->sec.section || ip < decoder->sec.begin ||
-	    ip >= decoder->sec.end) {
-		struct ipt__image_place place;
+	if (!ipt__blk_sec_holds(decoder, ip)) {
+		int status;
 
-		if (ipt__image_section_at(decoder->image, &decoder->asid, ip,
-					  &place) < 0)
+		if (!ipt__blk_sec_fill(decoder, ip))
 			return 0;
-		/* Keep the offset of the mapping's start. */
-		place.offset -= ip - place.begin;
-		decoder->sec = place;
-		decoder->sec_epoch = decoder->epoch;
-		decoder->sec_asid = decoder->asid;
+		status = ipt__blk_seen_add(decoder, decoder->sec.section,
+					   IPT__BLK_HAS_CACHE);
+		if (status < 0)
+			return status;
 	}
+	if (!ipt__blk_seen_at(decoder, decoder->sec.section,
+			      IPT__BLK_HAS_CACHE))
+		return 0;
 
 	if (!decoder->chain) {
 		decoder->chain = (uint64_t *)
@@ -15198,21 +15260,19 @@ static int ipt__blk_proceed_walking(struct pt_block_decoder *decoder,
 
 /* No event binds before the next branch that needs trace: go there run by
  * run, then take that branch with trace.  This also proceeds to the start
- * IP of the next block.  Unless an instruction decoder sits on top, blocks
- * in a file section end where libipt's do (see "libipt's block
- * boundaries").
+ * IP of the next block.  Blocks in a file section end where libipt's do
+ * (see "libipt's block boundaries"), under an instruction decoder too:
+ * libipt's sits on its block decoder.
  *
  * Returns zero on success, a negative pte_* code otherwise. */
 static int ipt__blk_proceed_no_event(struct pt_block_decoder *decoder,
 				     struct pt_block *block)
 {
-	int walk = 0;
+	int walk;
 
-	if (!decoder->for_insn) {
-		walk = ipt__blk_walk_begin(decoder);
-		if (walk < 0)
-			return walk;
-	}
+	walk = ipt__blk_walk_begin(decoder);
+	if (walk < 0)
+		return walk;
 
 	for (;;) {
 		const struct ipt__blk_text *text = NULL;
@@ -15239,7 +15299,9 @@ static int ipt__blk_proceed_no_event(struct pt_block_decoder *decoder,
 
 		nrun = run->ninsn;
 		if (!walk) {
-			run->warm = 1;
+			/* Code outside file sections is never cached. */
+			if (!decoder->sec.section)
+				run->warm = 1;
 		} else if (run->warm) {
 			int status = ipt__blk_fill_done(decoder);
 
@@ -16067,9 +16129,6 @@ static void ipt__blk_undo(struct pt_block_decoder *decoder,
 	save->seen_cap = decoder->seen_cap;
 	save->nseen = decoder->nseen;
 	save->chain = decoder->chain;
-	save->sec_epoch = decoder->sec_epoch;
-	save->sec_asid = decoder->sec_asid;
-	save->sec = decoder->sec;
 	save->added = decoder->added;
 	save->added_cap = decoder->added_cap;
 	IPT__COPY(*decoder, *save);
@@ -17651,6 +17710,8 @@ static IPT__NOINLINE int ipt__insn_next(struct pt_insn_decoder *decoder,
 	}
 
 	ipt__blk_cache_sync(&decoder->blkdec);
+	if (block->isid && !(block->truncated && block->ninsn == 1))
+		ipt__blk_sec_touch(&decoder->blkdec, block->ip);
 
 	/* Most instructions come from the run at hand. */
 	if (!(block->truncated && block->ninsn == 1) &&
