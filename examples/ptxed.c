@@ -322,6 +322,8 @@ struct ptxed_options {
 	uint32_t print_event_ip:1;
 	/* Resync after decode errors instead of searching the next PSB. */
 	uint32_t resync_on_error:1;
+	/* Tell on stderr how --threads joined the pieces. */
+	uint32_t report_stitch:1;
 #ifndef IPT_NO_STDIO
 	/* --sb:* and --pevent:*. */
 	struct sb_options sb;
@@ -526,6 +528,7 @@ static void help(const char *name)
 	oprint("  --ipt:vm-tolerant                    take VM entries as the hardware writes them: a PSB+\n");
 	oprint("                                       that says tracing is on while it is off, and TIP.PGE\n");
 	oprint("                                       to where tracing already is (ipt_*_set_vm_tolerant).\n");
+	oprint("  --ipt:stitch                         with --threads, tell on stderr how the pieces joined.\n");
 	oprint("  --image-name <name>                  name the image (shown by --verbose).\n");
 #ifdef IPT_NO_STDIO
 	oprint("                                       (this build has no file sections: the callback\n");
@@ -3182,6 +3185,11 @@ static int ptxed_stitch(struct ptxed_pool *pool, struct ptxed_stats *total)
 			fwrite(piece->out.p + at, 1, end - at, stdout);
 			printed += end - at;
 		}
+		if (pool->options->report_stitch)
+			fprintf(stderr, "piece %zu at 0x%" PRIx64 ": bytes %zu "
+				"to %zu of %zu, join %d to piece %zu\n", idx,
+				piece->begin, at, end, piece->out.n,
+				piece->join_kind, piece->join_to);
 		if (rerun)
 			break;
 
@@ -3210,6 +3218,9 @@ static int ptxed_stitch(struct ptxed_pool *pool, struct ptxed_stats *total)
 	if (!rerun)
 		return 0;
 
+	if (pool->options->report_stitch)
+		fprintf(stderr, "piece %zu again, from byte %" PRIu64 "\n",
+			rerun_idx, printed - rerun_base);
 	*total = rerun_total;
 	if (ptxed_rerun(pool, rerun_idx, printed - rerun_base,
 			&rerun_stats) < 0) {
@@ -3671,6 +3682,10 @@ int main(int argc, char *argv[])
 		}
 		if (strcmp(arg, "--ipt:vm-tolerant") == 0) {
 			decoder.vm_tolerant = 1;
+			continue;
+		}
+		if (strcmp(arg, "--ipt:stitch") == 0) {
+			options.report_stitch = 1;
 			continue;
 		}
 		if (strcmp(arg, "--image-name") == 0) {
