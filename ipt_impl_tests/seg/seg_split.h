@@ -105,7 +105,7 @@ SS struct ss_rec *ss_add(struct ss_log *log, int kind, int status)
 				abort();
 		}
 		log->n += 1;
-		memset(log->rec, 0, sizeof(*rec));
+		log->rec->offset = 0;
 		log->rec->kind = kind;
 		log->rec->status = status;
 		return log->rec;
@@ -257,12 +257,16 @@ SS void ss_step(struct ss_dec *d, struct ss_log *log)
 		return;
 	}
 	rec = ss_add(log, ss_rec_item, 0);
-	rec->offset = ss_offset(d);
-	if (rec->offset != d->last) {
-		d->last = rec->offset;
-		d->idle = 0;
-	} else
-		d->idle += 1;
+	/* A log that counts keeps no offsets; only an idle budget needs
+	 * them then. */
+	if (!log->count || d->max_idle) {
+		rec->offset = ss_offset(d);
+		if (rec->offset != d->last) {
+			d->last = rec->offset;
+			d->idle = 0;
+		} else
+			d->idle += 1;
+	}
 	d->status = d->insn ? pt_insn_next(d->id, &rec->u.insn,
 					   sizeof(rec->u.insn))
 			    : pt_blk_next(d->bd, &rec->u.block,
@@ -311,6 +315,10 @@ struct ss_split {
 	struct ss_budget budget;
 	/* Log records only by their number. */
 	int count;
+	/* Ask where the decoder is, to look for the next piece, every
+	 * @look_every steps (as examples/ptxed does) until it is past that
+	 * piece's PSB; zero: at every step. */
+	unsigned int look_every;
 	/* With @spread, up to that many pieces at PSBs about evenly spread
 	 * over the trace, as examples/ptxed plans them; else a piece per
 	 * PSB, up to ss_pieces_max. */
@@ -410,6 +418,7 @@ SS void ss_decode_piece(struct ss_split *s, struct ss_worker *w, size_t idx)
 	struct ss_piece *piece = &s->pieces[idx];
 	struct ss_dec *d = &w->d;
 	size_t next = idx + 1, probed = 0, nsnaps = 0;
+	unsigned int look = 0;
 
 	piece->log.count = s->count;
 	/* The first piece starts from a decoder that has seen nothing. */
@@ -434,15 +443,19 @@ SS void ss_decode_piece(struct ss_split *s, struct ss_worker *w, size_t idx)
 	while (d->phase != ss_done) {
 		size_t before;
 
-		if (next < s->npieces && d->phase == ss_run &&
-		    d->status >= 0) {
+		if (look)
+			look -= 1;
+		else if (next < s->npieces && d->phase == ss_run &&
+			 d->status >= 0) {
 			uint64_t offset = ss_offset(d);
 
+			look = s->look_every;
 			while (next + 1 < s->npieces &&
 			       s->pieces[next + 1].begin <= offset)
 				next += 1;
 			if (offset != UINT64_MAX &&
 			    s->pieces[next].begin <= offset) {
+				look = 0;
 				if (probed != next) {
 					nsnaps = ss_probe(
 						s, w, s->pieces[next].begin);
