@@ -2689,8 +2689,10 @@ static int alloc_decoder(struct ptxed_decoder *decoder,
 
 enum {
 	/* The steps of a probe: how far apart two decoders may be when
-	 * they reach the same state. */
-	ptxed_probe_max = 64,
+	 * they reach the same state.  64 missed joins in real traces,
+	 * where the instruction decoder takes many steps between two
+	 * packets; a missed join decodes a piece twice. */
+	ptxed_probe_max = 256,
 	/* The retstack-empty errors a piece remembers; more void its
 	 * joins. */
 	ptxed_rserr_max = 64,

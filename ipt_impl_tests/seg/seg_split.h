@@ -40,7 +40,7 @@
 
 enum {
 	/* The states of a probe; the pieces at most. */
-	ss_probe_max = 64,
+	ss_probe_max = 256,
 	ss_pieces_max = 64
 };
 
