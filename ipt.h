@@ -40,6 +40,9 @@
  *     IPT_BLK_CACHE_LIMIT  the most bytes its straight-line run cache
  *                       grows to; ipt_blk_set_cache_limit() and
  *                       ipt_insn_set_cache_limit() set it per decoder (2 MiB)
+ *     IPT_COV_MEMO_LIMIT  the most bytes a coverage decoder's TNT memo
+ *                       takes; ipt_cov_set_memo_limit() sets it per
+ *                       decoder                                    (1 MiB)
  *     IPT_BLK_GENERAL_PATH  test builds: the block and instruction
  *                       decoders take no shortcut (no run cache, no
  *                       one-piece common block, no instruction from a
@@ -2217,7 +2220,22 @@ IPT_API int ipt_insn_converged(const struct pt_insn_decoder *decoder,
  * the image as its do (ipt_image_invalidate and section changes drop
  * them); ipt_cov_set_cache_limit bounds the run cache as
  * ipt_blk_set_cache_limit does.  Decoding allocates only while the run
- * cache grows towards that limit (see >>api-blk-ext).
+ * cache grows towards that limit (see >>api-blk-ext), and once for the
+ * TNT memo.
+ *
+ * The TNT memo remembers, per place in the code and the next few TNT
+ * bits, which edges those bits make and where the flow goes on, so that
+ * a run of conditional branches costs one look-up once it has been seen.
+ * Anything else (events, TIPs, returns whose address the memo did not
+ * see pushed, missing code) takes the exact path, and the memo is tagged
+ * as the run cache is, so that the edges and bitmap are the same with it
+ * or without.  It is one table allocated on first use, at most
+ * IPT_COV_MEMO_LIMIT bytes (1 MiB) or what ipt_cov_set_memo_limit sets;
+ * setting a limit empties it, and a limit below 16 entries (4 KiB and a
+ * little) turns it off (it returns -pte_invalid without a decoder).  Code
+ * the memo covers is not read again, so the block callback, told of runs
+ * recorded in the run cache, may hear of fewer runs with it than
+ * without.  ipt_cov_status.memo_bits counts the TNT bits it took.
  *
  * ipt_cov_decode decodes the whole trace and returns 0, or -pte_invalid.
  * An error in the trace (or code that cannot be read or decoded) costs the
@@ -2288,6 +2306,8 @@ struct ipt_cov_status {
 	/* The first and the last error (negative pte_* codes), 0 if none. */
 	int first_error;
 	int last_error;
+	/* TNT bits taken through the TNT memo, over all traces. */
+	uint64_t memo_bits;
 };
 
 struct ipt_cov_decoder;
@@ -2315,6 +2335,8 @@ IPT_API int ipt_cov_get_status(const struct ipt_cov_decoder *decoder,
 			       struct ipt_cov_status *status);
 IPT_API int ipt_cov_set_cache_limit(struct ipt_cov_decoder *decoder,
 				    uint64_t bytes);
+IPT_API int ipt_cov_set_memo_limit(struct ipt_cov_decoder *decoder,
+				   uint64_t bytes);
 IPT_API int ipt_cov_get_fault(const struct ipt_cov_decoder *decoder,
 			      struct ipt_fault *fault, size_t size);
 
@@ -5081,6 +5103,20 @@ static IPT__INLINE int ipt__pkt_in_fast(uintptr_t begin, size_t fast,
 	return (uintptr_t) pos - begin < fast;
 }
 
+/* Move past the PADs at the decoder's position, as many calls of
+ * pt_pkt_next would, one byte at a time; in traces PADs often outnumber
+ * all other packets.  Only where the fast path would decode them. */
+static IPT__UNUSED IPT__INLINE void
+ipt__pkt_skip_pads(struct pt_packet_decoder *decoder)
+{
+	const uint8_t *pos = decoder->pos;
+
+	while (ipt__pkt_in_fast((uintptr_t) decoder->config.begin,
+				decoder->fast, pos) && !*pos)
+		pos += 1;
+	decoder->pos = pos;
+}
+
 /* Decode the next packet and move past it; return its size.  Same
  * semantics as libipt's pt_pkt_next: -pte_nosync before synchronization,
  * -pte_eos at the end or for a packet cut off by it, -pte_bad_opc for an
@@ -6294,6 +6330,7 @@ static int ipt__evt_next_packet(struct pt_event_decoder *decoder)
 	int status;
 
 	do {
+		ipt__pkt_skip_pads(&decoder->pacdec);
 		status = pt_pkt_next(&decoder->pacdec, &decoder->packet,
 				     sizeof(decoder->packet));
 		if (status < 0) {
@@ -12898,7 +12935,73 @@ static int ipt__blk_proceed_to_insn(struct pt_block_decoder *decoder,
 	}
 }
 
-/* Walk the code without trace until @decoder->ip reaches @ip.
+static const struct ipt__blk_run *
+ipt__blk_run_cached(struct pt_block_decoder *decoder, uint64_t ip,
+		    enum pt_exec_mode mode);
+
+static const struct ipt__blk_run *
+ipt__blk_run_find(struct pt_block_decoder *decoder, uint64_t ip,
+		  enum pt_exec_mode mode, const struct ipt__blk_text **text);
+
+/* Add the run the run cache has at @decoder->ip to @block at once, as
+ * walking it one instruction at a time would, if @ip does not lie inside
+ * it and its last instruction needs no trace: the instructions before
+ * the last one are ordinary ones, so only that one is decoded.  Returns 1
+ * if it did, with @insn and @iext that instruction and @decoder->ip after
+ * it; 0 if the caller goes one instruction at a time (the same result,
+ * errors included). */
+static int ipt__blk_skip_run(struct pt_block_decoder *decoder,
+			     struct pt_block *block, struct pt_insn *insn,
+			     struct ipt__insn_ext *iext, uint64_t ip)
+{
+	const struct ipt__blk_run *run;
+	uint64_t last, next;
+	uint32_t ninsn;
+
+	if (decoder->for_insn || block->truncated)
+		return 0;
+	/* Recording a run reads code ahead of @ip: not while waiting for
+	 * missing code, where a read that fails is a fault. */
+	if (decoder->wait_for_code)
+		run = ipt__blk_run_cached(decoder, decoder->ip, decoder->mode);
+	else
+		run = ipt__blk_run_find(decoder, decoder->ip, decoder->mode,
+					NULL);
+	if (!run)
+		return 0;
+	switch ((enum ipt__run_kind) run->kind) {
+	case ipt__run_next:
+	case ipt__run_djump:
+	case ipt__run_dcall:
+		break;
+	default:
+		return 0;
+	}
+
+	last = run->ip + run->len;
+	ninsn = (uint32_t) block->ninsn + run->ninsn;
+	if ((run->ip < ip && ip <= last) || ninsn > UINT16_MAX ||
+	    (run->isid != block->isid && !ipt__blk_block_is_empty(block)) ||
+	    (decoder->has_icnt && decoder->icnt + run->ninsn < decoder->icnt))
+		return 0;
+	if (ipt__blk_decode_at(decoder, last, insn, iext) < 0 ||
+	    insn->truncated || insn->isid != run->isid ||
+	    ipt__insn_next_ip(&next, insn, iext) < 0)
+		return 0;
+
+	ipt__blk_log_call(decoder, insn, iext);
+	block->isid = run->isid;
+	block->iclass = insn->iclass;
+	block->end_ip = last;
+	block->ninsn = (uint16_t) ninsn;
+	if (decoder->has_icnt)
+		decoder->icnt += run->ninsn;
+	decoder->ip = next;
+	return 1;
+}
+
+/* Walk the code without trace until @decoder->ip reaches @ip, a run from
+ * the run cache at a time where that is the same.
  *
  * On 1, @decoder->ip == @ip and @insn is the instruction before it, if we
  * moved at all.  Otherwise as ipt__blk_proceed_to_insn. */
@@ -12913,13 +13016,16 @@ static int ipt__blk_proceed_to_ip(struct pt_block_decoder *decoder,
 		if (decoder->ip == ip)
 			return 1;
 
-		status = ipt__blk_proceed_one_insn(decoder, block, insn, iext);
-		if (status <= 0)
-			return status;
+		if (!ipt__blk_skip_run(decoder, block, insn, iext, ip)) {
+			status = ipt__blk_proceed_one_insn(decoder, block,
+							   insn, iext);
+			if (status <= 0)
+				return status;
 
-		status = ipt__insn_next_ip(&decoder->ip, insn, iext);
-		if (status < 0)
-			return status;
+			status = ipt__insn_next_ip(&decoder->ip, insn, iext);
+			if (status < 0)
+				return status;
+		}
 
 		/* The branch that ends the block may have reached @ip. */
 		if (ipt__blk_end_on_branch(decoder, insn))
@@ -13805,6 +13911,26 @@ ipt__blk_run_miss(struct pt_block_decoder *decoder, uint32_t idx, uint64_t ip,
 	if (ptext)
 		*ptext = text;
 	return ipt__blk_run_fill(decoder, &set[0], text, ip, mode, ctx);
+}
+
+/* The run starting at @ip in @mode in the current address space if the
+ * table has it; NULL if not (nothing is recorded). */
+static const struct ipt__blk_run *
+ipt__blk_run_cached(struct pt_block_decoder *decoder, uint64_t ip,
+		    enum pt_exec_mode mode)
+{
+	struct ipt__blk_run *set;
+	uint32_t ctx;
+
+	if (!IPT__BLK_RUNS || !decoder->runs)
+		return NULL;
+	ctx = ipt__blk_ctx_of(decoder, mode);
+	set = ipt__blk_set(decoder, ipt__blk_set_of(ip, ctx, decoder->rsets));
+	if (set[0].ip == ip && set[0].ctx == ctx)
+		return &set[0];
+	if (set[1].ip == ip && set[1].ctx == ctx)
+		return &set[1];
+	return NULL;
 }
 
 /* The run starting at @ip in @mode in the current address space, from the
@@ -14776,7 +14902,37 @@ struct ipt__blk_walk_ops {
 	void (*branch)(void *context, uint64_t from, uint64_t next,
 		       enum pt_insn_class iclass);
 	void (*reach)(void *context, uint64_t ip);
+	/* If set, asked at each @ip the walk goes on at while the TNT in
+	 * hand has more than one bit left: it may take TNT bits in bulk
+	 * (never the last one), leaving the decoder as the walk would have
+	 * after a bit (a run at @ip still to find, no run chained since)
+	 * and reporting as the walk would.  Returns where the flow went on,
+	 * @ip if it took nothing. */
+	uint64_t (*tnt)(void *context, struct pt_block_decoder *decoder,
+			uint64_t ip, enum pt_exec_mode mode);
 };
+
+/* Where the branch ending @run goes when it is taken (conditional) or
+ * always (direct): @next, the IP after it, plus its displacement. */
+static IPT__INLINE uint64_t ipt__blk_run_target(const struct ipt__blk_run *run,
+						enum pt_exec_mode mode,
+						uint64_t next)
+{
+	return ipt__ip_in_mode(mode, next + (uint64_t) (int64_t) run->disp);
+}
+
+/* The walk goes on at @ip: let @ops take TNT bits in bulk first. */
+static IPT__INLINE uint64_t
+ipt__blk_walk_tnt(struct pt_block_decoder *decoder,
+		  const struct ipt__blk_walk_ops *ops, void *context,
+		  uint64_t ip, enum pt_exec_mode mode)
+{
+	const struct pt_event *ev = &decoder->event;
+
+	if (ops->tnt && ev->type == ptev_tnt && ev->variant.tnt.size > 1)
+		return ops->tnt(context, decoder, ip, mode);
+	return ip;
+}
 
 /* The block the walk just ended with @run, for the trailing-event
  * rules. */
@@ -14822,9 +14978,12 @@ static IPT__INLINE int ipt__blk_walk(struct pt_block_decoder *decoder,
 	ip = decoder->ip;
 	mode = decoder->mode;
 
+	ip = ipt__blk_walk_tnt(decoder, ops, context, ip, mode);
 	run = ipt__blk_run_find(decoder, ip, mode, NULL);
-	if (!run)
+	if (!run) {
+		decoder->ip = ip;
 		return 0;
+	}
 	ops->reach(context, ip);
 
 	for (;;) {
@@ -14851,8 +15010,7 @@ static IPT__INLINE int ipt__blk_walk(struct pt_block_decoder *decoder,
 			ev->variant.tnt.size = size;
 			to = next;
 			if ((ev->variant.tnt.bits >> size) & 1)
-				to = ipt__ip_in_mode(mode, next +
-					(uint64_t) (int64_t) run->disp);
+				to = ipt__blk_run_target(run, mode, next);
 			ops->branch(context, end_ip, next, ptic_cond_jump);
 			goto tnt_used;
 
@@ -14893,8 +15051,7 @@ static IPT__INLINE int ipt__blk_walk(struct pt_block_decoder *decoder,
 				ipt__retstack_push(&decoder->retstack, next);
 			/* fall through */
 		case ipt__run_djump:
-			to = ipt__ip_in_mode(mode, next +
-					      (uint64_t) (int64_t) run->disp);
+			to = ipt__blk_run_target(run, mode, next);
 			goto chained;
 
 		case ipt__run_next:
@@ -14919,7 +15076,9 @@ static IPT__INLINE int ipt__blk_walk(struct pt_block_decoder *decoder,
 		    (ev->type != ptev_tnt && ev->type != ptev_tip))
 			goto done;
 		chain = 0;
-		ip = decoder->ip;
+		ip = ipt__blk_walk_tnt(decoder, ops, context, decoder->ip,
+				       mode);
+		decoder->ip = ip;
 		run = ipt__blk_run_find(decoder, ip, mode, NULL);
 		if (!run)
 			return 1;
@@ -14932,7 +15091,9 @@ static IPT__INLINE int ipt__blk_walk(struct pt_block_decoder *decoder,
 			goto out_at;
 		}
 	next_run:
-		ip = to;
+		ip = ipt__blk_walk_tnt(decoder, ops, context, to, mode);
+		if (ip != to)
+			chain = 0;
 		run = ipt__blk_run_find(decoder, ip, mode, NULL);
 		if (!run)
 			goto out_at;
@@ -18615,10 +18776,16 @@ ipt_sb_alloc_pevent_decoder_mem(struct pt_sb_session *session,
  * and pt_blk_event.  Either way an edge waits as "pending" until the flow
  * is seen at its destination.
  *
+ * Steady state goes further: a memo takes a run of TNT bits at once (see
+ * "taking TNT bits in bulk").
+ *
  * Uses of the block decoder: its public calls (ipt_blk_set_buffer for
  * the next trace), and ipt__blk_walk,
  * ipt__blk_decode, ipt__blk_trace_ended,
- * ipt__blk_set_run_hook and ipt__blk_allocator (see >>blk). */
+ * ipt__blk_set_run_hook and ipt__blk_allocator (see >>blk); the memo
+ * reads runs with ipt__blk_run_find and ipt__blk_ctx_of and, as the walk
+ * would, takes bits off the TNT in hand and moves the return stack and
+ * the instruction count. */
 
 struct ipt_cov_decoder {
 	/* The block decoder; it holds the allocator. */
@@ -18662,6 +18829,18 @@ struct ipt_cov_decoder {
 	uint64_t fault_cr3;
 	uint64_t fault_vmcs;
 	uint32_t resumed;
+
+	/* The TNT memo (see "taking TNT bits in bulk"): @nmemo entries at
+	 * @memo (none yet, or none to be had, if NULL), at most
+	 * @memo_limit bytes; @memo_shift turns a hash into an entry
+	 * number.  @memo_ctx is the block decoder's last context number
+	 * when the memo was last used, to see the numbers start over. */
+	struct ipt__cov_memo *memo;
+	uint64_t memo_limit;
+	uint32_t nmemo;
+	uint32_t memo_shift;
+	uint32_t memo_failed;
+	uint32_t memo_ctx;
 };
 
 enum ipt__cov_call {
@@ -18695,21 +18874,26 @@ static int ipt__cov_in_ranges(const struct ipt_cov_decoder *cov, uint64_t ip)
 	return 0;
 }
 
-/* Count the edge @from -> @to of @kind, if it counts. */
-static IPT__INLINE void ipt__cov_count(struct ipt_cov_decoder *cov,
+/* Whether the edge @from -> @to of @kind counts. */
+static IPT__INLINE int ipt__cov_counts(const struct ipt_cov_decoder *cov,
 				       uint64_t from, uint64_t to,
 				       enum ipt_cov_kind kind)
 {
 	if (!(cov->kinds & (uint32_t) kind))
-		return;
-	if (IPT__UNLIKELY(cov->config.nranges) &&
-	    !ipt__cov_in_ranges(cov, kind == ipt_cov_enable ? to : from))
-		return;
+		return 0;
+	return !cov->config.nranges ||
+	       ipt__cov_in_ranges(cov, kind == ipt_cov_enable ? to : from);
+}
 
+/* Count the edge @from -> @to of @kind with the bitmap index @index: it
+ * counts. */
+static IPT__INLINE void ipt__cov_hit(struct ipt_cov_decoder *cov,
+				     uint64_t from, uint64_t to,
+				     enum ipt_cov_kind kind, uint32_t index)
+{
 	cov->status.edges += 1;
 	if (IPT__LIKELY(cov->map != NULL)) {
-		uint8_t *counter = &cov->map[ipt__cov_index(from, to) &
-					     cov->mask];
+		uint8_t *counter = &cov->map[index & cov->mask];
 		uint8_t value = (uint8_t) (*counter + 1);
 
 		if (value || !(cov->config.flags & ipt_cov_saturate))
@@ -18717,6 +18901,15 @@ static IPT__INLINE void ipt__cov_count(struct ipt_cov_decoder *cov,
 	}
 	if (cov->config.edge)
 		cov->config.edge(cov->config.context, from, to, kind);
+}
+
+/* Count the edge @from -> @to of @kind, if it counts. */
+static IPT__INLINE void ipt__cov_count(struct ipt_cov_decoder *cov,
+				       uint64_t from, uint64_t to,
+				       enum ipt_cov_kind kind)
+{
+	if (ipt__cov_counts(cov, from, to, kind))
+		ipt__cov_hit(cov, from, to, kind, ipt__cov_index(from, to));
 }
 
 /* The flow went on at @to: the pending branch, if any, went there. */
@@ -18916,6 +19109,295 @@ static IPT__INLINE void ipt__cov_reach(void *context, uint64_t ip)
 	ipt__cov_resolve((struct ipt_cov_decoder *) context, ip);
 }
 
+/* ---- taking TNT bits in bulk ----
+ * Between two packets that are not TNT, the walk goes from run to run
+ * taking one TNT bit at each conditional branch.  The memo keeps, for a
+ * context (address space, mode, image epoch: the run cache's context
+ * number), an IP and the next up to IPT__COV_MEMO_BITS bits of the TNT in
+ * hand, what the walk does with them: the edges, the return-stack pushes
+ * and pops, the instructions it counts, and where the flow goes on.  One
+ * look-up then stands for a run of branches.
+ *
+ * An entry holds only what the bits and the code decide: it stops before
+ * a branch that needs a TIP, a return whose address was pushed before the
+ * entry began (the return stack's contents are not part of the key), a
+ * return with a not-taken bit, a missing run, and before the last bit of
+ * the TNT (the walk takes that one and applies the trailing-event rules).
+ * Whatever an entry does not cover the walk does as before, so the edges
+ * and the decoder's state are the walk's.  The last branch of an entry
+ * stays pending, as the walk leaves it, until the flow is seen at its
+ * destination.  Entries are tagged with the context number: a new image
+ * epoch (ipt_image_invalidate, section changes) makes them all stale.
+ *
+ * The memo is one direct-mapped table, allocated on first use from the
+ * decoder's allocator with at most @memo_limit bytes
+ * (ipt_cov_set_memo_limit); a later entry replaces an earlier one with
+ * the same slot. */
+
+enum {
+	/* The most TNT bits one entry covers (and thus edges). */
+	IPT__COV_MEMO_BITS = 8,
+	/* The most return-stack pushes and pops one entry replays. */
+	IPT__COV_MEMO_OPS = 8
+};
+
+struct ipt__cov_memo {
+	/* The key: the IP, the context number (zero for an empty entry),
+	 * and the bits (low byte, the first in its highest bit) with
+	 * their number (second byte). */
+	uint64_t ip;
+	uint32_t ctx;
+	uint16_t key;
+	/* TNT bits taken, zero if none (the walk takes the next). */
+	uint8_t used;
+	/* Return-stack operations, in order: bit i of @pops says op[i] is
+	 * a pop, else a push of op[i]. */
+	uint8_t nops;
+	uint8_t pops;
+	/* Bit i of @ret says the i-th edge is a compressed return, of
+	 * @nt that it is a conditional branch not taken, of @count that it
+	 * counts (the decoder's kinds and ranges). */
+	uint8_t ret;
+	uint8_t nt;
+	uint8_t count;
+	/* Instructions walked, for the block decoder's count. */
+	uint32_t ninsn;
+	/* Where the flow goes on; the IP after the last branch. */
+	uint64_t exit;
+	uint64_t last_next;
+	/* One edge per bit taken. */
+	uint64_t from[IPT__COV_MEMO_BITS];
+	uint64_t to[IPT__COV_MEMO_BITS];
+	uint64_t op[IPT__COV_MEMO_OPS];
+	/* Their bitmap indices, before the bitmap's size. */
+	uint32_t index[IPT__COV_MEMO_BITS];
+};
+
+/* The default memory bound of the memo, in bytes. */
+#ifndef IPT_COV_MEMO_LIMIT
+#define IPT_COV_MEMO_LIMIT (1u << 20)
+#endif
+
+static void ipt__cov_memo_free(struct ipt_cov_decoder *cov)
+{
+	ipt__free(ipt__blk_allocator(&cov->blk), cov->memo,
+		  (size_t) cov->nmemo * sizeof(*cov->memo));
+	cov->memo = NULL;
+	cov->nmemo = 0;
+	cov->memo_failed = 0;
+}
+
+/* Allocate the memo: the largest power of two entries the limit holds
+ * (none below 16).  Returns whether there is one. */
+static IPT__NOINLINE int ipt__cov_memo_alloc(struct ipt_cov_decoder *cov)
+{
+	uint64_t want = cov->memo_limit / sizeof(*cov->memo);
+	uint32_t n = 16, shift = 60;
+
+	if (cov->memo_failed || want < n) {
+		cov->memo_failed = 1;
+		return 0;
+	}
+	while ((uint64_t) n * 2 <= want && n < (1u << 24)) {
+		n *= 2;
+		shift -= 1;
+	}
+	cov->memo = (struct ipt__cov_memo *)
+		ipt__zalloc_cache(ipt__blk_allocator(&cov->blk),
+				  (size_t) n * sizeof(*cov->memo));
+	if (!cov->memo) {
+		cov->memo_failed = 1;
+		return 0;
+	}
+	cov->nmemo = n;
+	cov->memo_shift = shift;
+	return 1;
+}
+
+/* The kind of an entry's @i-th edge. */
+static IPT__INLINE enum ipt_cov_kind
+ipt__cov_memo_kind(const struct ipt__cov_memo *e, uint32_t i)
+{
+	if ((e->ret >> i) & 1)
+		return ipt_cov_return;
+	return (e->nt >> i) & 1 ? ipt_cov_not_taken : ipt_cov_taken;
+}
+
+/* Record in @e what the walk does from @ip in @mode with the @n bits in
+ * @bits (the first in bit n-1), reading runs as the walk would.  The
+ * entry ends right after the last bit it could take. */
+static void ipt__cov_memo_fill(struct ipt_cov_decoder *cov,
+			       struct ipt__cov_memo *e, uint64_t ip,
+			       enum pt_exec_mode mode, uint32_t bits,
+			       uint32_t n)
+{
+	struct pt_block_decoder *blk = &cov->blk;
+	uint32_t used = 0, ninsn = 0, nops = 0, pops = 0, depth = 0;
+	uint32_t chain = 0;
+	/* The entry's pushes not popped yet, by their op number. */
+	uint8_t stack[IPT__COV_MEMO_OPS];
+
+	e->used = 0;
+	for (;;) {
+		const struct ipt__blk_run *run;
+		uint64_t end_ip, next, to;
+		uint32_t bit, mask = 1u << used;
+
+		run = ipt__blk_run_find(blk, ip, mode, NULL);
+		if (!run)
+			return;
+		ninsn += run->ninsn;
+		end_ip = run->ip + run->len;
+		next = ipt__ip_in_mode(mode, end_ip + run->isize);
+		bit = used < n ? (bits >> (n - 1 - used)) & 1 : 0;
+
+		switch ((enum ipt__run_kind) run->kind) {
+		case ipt__run_cond:
+			if (used == n)
+				return;
+			to = bit ? ipt__blk_run_target(run, mode, next) : next;
+			e->ret &= (uint8_t) ~mask;
+			e->nt &= (uint8_t) ~mask;
+			if (to == next)
+				e->nt |= (uint8_t) mask;
+			break;
+
+		case ipt__run_ret:
+			if (used == n || !bit || !depth ||
+			    nops == IPT__COV_MEMO_OPS)
+				return;
+			/* The address is the entry's own last push. */
+			to = e->op[stack[--depth]];
+			pops |= 1u << nops;
+			e->op[nops++] = 0;
+			e->ret |= (uint8_t) mask;
+			break;
+
+		case ipt__run_dcall:
+			if (run->disp) {
+				if (nops == IPT__COV_MEMO_OPS)
+					return;
+				stack[depth++] = (uint8_t) nops;
+				e->op[nops++] = next;
+			}
+			/* fall through */
+		case ipt__run_djump:
+		case ipt__run_next:
+			/* No trace needed: on to the next run. */
+			if (++chain > IPT__BLK_WALK_CHAIN)
+				return;
+			ip = run->kind == ipt__run_next ? next :
+			     ipt__blk_run_target(run, mode, next);
+			continue;
+
+		case ipt__run_icall:
+		case ipt__run_indirect:
+		default:
+			return;
+		}
+
+		/* A TNT bit taken: what the walk has done up to here is the
+		 * entry. */
+		e->from[used] = end_ip;
+		e->to[used] = to;
+		e->index[used] = ipt__cov_index(end_ip, to);
+		e->count &= (uint8_t) ~mask;
+		if (ipt__cov_counts(cov, end_ip, to,
+				    ipt__cov_memo_kind(e, used)))
+			e->count |= (uint8_t) mask;
+		used += 1;
+		e->used = (uint8_t) used;
+		e->ninsn = ninsn;
+		e->nops = (uint8_t) nops;
+		e->pops = (uint8_t) pops;
+		e->exit = to;
+		e->last_next = next;
+		chain = 0;
+		ip = to;
+	}
+}
+
+/* The walk's ops->tnt: take the next bits of the TNT in hand from the
+ * memo at @ip, filling the entry first if it is not there. */
+static uint64_t ipt__cov_tnt(void *context, struct pt_block_decoder *blk,
+			     uint64_t ip, enum pt_exec_mode mode)
+{
+	struct ipt_cov_decoder *cov = (struct ipt_cov_decoder *) context;
+	struct pt_event *ev = &blk->event;
+	struct ipt__cov_memo *e;
+	uint32_t size, n, bits, ctx, key, i, last;
+	uint64_t h;
+
+	if (IPT__UNLIKELY(!cov->memo) && !ipt__cov_memo_alloc(cov))
+		return ip;
+
+	/* Context numbers that start over could match old entries. */
+	if (IPT__UNLIKELY(blk->ctx_next < cov->memo_ctx))
+		IPT_MEMSET(cov->memo, 0, (size_t) cov->nmemo *
+			   sizeof(*cov->memo));
+	cov->memo_ctx = blk->ctx_next;
+
+	size = ev->variant.tnt.size;
+	n = size - 1;
+	if (n > IPT__COV_MEMO_BITS)
+		n = IPT__COV_MEMO_BITS;
+	bits = (uint32_t) (ev->variant.tnt.bits >> (size - n)) &
+	       ((1u << n) - 1);
+	key = bits | (n << 8);
+	ctx = ipt__blk_ctx_of(blk, mode);
+
+	h = (ip ^ ((uint64_t) ctx << 32) ^ ((uint64_t) key << 48)) *
+	    0x9e3779b97f4a7c15ull;
+	e = &cov->memo[h >> cov->memo_shift];
+	if (e->ip != ip || e->ctx != ctx || e->key != key) {
+		ipt__cov_memo_fill(cov, e, ip, mode, bits, n);
+		/* Filling may have moved to a new context. */
+		e->ip = ip;
+		e->ctx = ipt__blk_ctx_of(blk, mode);
+		e->key = (uint16_t) key;
+	}
+	if (!e->used || blk->icnt + e->ninsn < blk->icnt)
+		return ip;
+
+	ev->variant.tnt.size = (uint8_t) (size - e->used);
+	blk->icnt += e->ninsn;
+	cov->status.memo_bits += e->used;
+	for (i = 0; i < e->nops; ++i) {
+		uint64_t dummy;
+
+		if ((e->pops >> i) & 1)
+			(void) ipt__retstack_pop(&blk->retstack, &dummy);
+		else
+			ipt__retstack_push(&blk->retstack, e->op[i]);
+	}
+
+	/* The edges, as the walk reports them: all but the last are seen
+	 * at their destination; the last waits for the flow to get there. */
+	ipt__cov_resolve(cov, ip);
+	last = (uint32_t) e->used - 1;
+	if (cov->map && !cov->config.edge &&
+	    !(cov->config.flags & ipt_cov_saturate)) {
+		/* Plain counters: as ipt__cov_hit, with its tests taken out
+		 * of the loop. */
+		for (i = 0; i < last; ++i)
+			if ((e->count >> i) & 1) {
+				cov->map[e->index[i] & cov->mask] += 1;
+				cov->status.edges += 1;
+			}
+	} else {
+		for (i = 0; i < last; ++i)
+			if ((e->count >> i) & 1)
+				ipt__cov_hit(cov, e->from[i], e->to[i],
+					     ipt__cov_memo_kind(e, i),
+					     e->index[i]);
+	}
+	cov->pend_from = e->from[last];
+	cov->pend_next = e->last_next;
+	cov->pend_kind = (e->ret >> last) & 1 ? ipt_cov_return :
+			 ipt_cov_taken;
+	return e->exit;
+}
+
 /* Note an error at the decoder's position; the trace up to the next PSB is
  * lost. */
 static void ipt__cov_error(struct ipt_cov_decoder *cov, int error)
@@ -18987,6 +19469,7 @@ static int ipt__cov_walk(struct ipt_cov_decoder *cov, int status)
 	 * have. */
 	ops.branch = ipt__cov_branch;
 	ops.reach = ipt__cov_reach;
+	ops.tnt = cov->memo_limit ? ipt__cov_tnt : NULL;
 
 	for (;;) {
 		struct pt_block block;
@@ -19173,6 +19656,7 @@ ipt_cov_alloc_decoder_with(const struct pt_config *config,
 	ipt__blk_set_run_hook(&cov->blk, ucov->block, ucov->context);
 	if (ucov->flags & ipt_cov_pause)
 		(void) ipt_blk_set_wait_for_code(&cov->blk, 1);
+	cov->memo_limit = IPT_COV_MEMO_LIMIT;
 	return cov;
 }
 
@@ -19185,8 +19669,10 @@ ipt_cov_alloc_decoder(const struct pt_config *config,
 
 IPT_DEF void ipt_cov_free_decoder(struct ipt_cov_decoder *cov)
 {
-	if (cov)
-		ipt__blk_free_with(&cov->blk, cov, sizeof(*cov));
+	if (!cov)
+		return;
+	ipt__cov_memo_free(cov);
+	ipt__blk_free_with(&cov->blk, cov, sizeof(*cov));
 }
 
 IPT_DEF int ipt_cov_set_image(struct ipt_cov_decoder *cov,
@@ -19242,6 +19728,16 @@ IPT_DEF int ipt_cov_set_cache_limit(struct ipt_cov_decoder *cov,
 				    uint64_t bytes)
 {
 	return cov ? ipt_blk_set_cache_limit(&cov->blk, bytes) : -pte_invalid;
+}
+
+IPT_DEF int ipt_cov_set_memo_limit(struct ipt_cov_decoder *cov,
+				   uint64_t bytes)
+{
+	if (!cov)
+		return -pte_invalid;
+	ipt__cov_memo_free(cov);
+	cov->memo_limit = bytes;
+	return 0;
 }
 
 IPT_DEF int ipt_cov_get_status(const struct ipt_cov_decoder *cov,

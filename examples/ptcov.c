@@ -9,7 +9,7 @@
  * ipt_cov_set_trace.
  *
  *   ptcov [--cpu F/M[/S]] [--filter LO-HI]... [--libxdc] [--edges]
- *         [--bitmap FILE] [--size N] [--repeat N]
+ *         [--bitmap FILE] [--size N] [--repeat N] [--memo BYTES]
  *         --raw FILE[:START-END]:ADDR ... [--raw-list FILE] --pt TRACE
  *
  * It decodes the trace once with a fresh decoder (the first pass), then
@@ -23,6 +23,8 @@
  * what libxdc counts, into the bitmap libxdc makes.  --filter (up to four)
  * counts only edges from within [LO, HI).  --raw-list reads "VADDR SIZE
  * FILE" lines, file names relative to the list, for images of many pages.
+ * --memo bounds the decoder's TNT memo (ipt_cov_set_memo_limit; 0 turns
+ * it off), to see what it is worth; the output does not change.
  *
  * Build:  cc -O2 -Wall -Wextra -Werror -I. -o examples/ptcov \
  *             examples/ptcov.c -lZydis
@@ -386,7 +388,8 @@ static void ptcov_usage(void)
 	fprintf(stderr,
 		"usage: ptcov [--cpu F/M[/S]] [--filter LO-HI]... [--libxdc] "
 		"[--edges]\n"
-		"             [--bitmap FILE] [--size N] [--repeat N]\n"
+		"             [--bitmap FILE] [--size N] [--repeat N] "
+		"[--memo BYTES]\n"
 		"             --raw FILE[:START-END]:ADDR ... "
 		"[--raw-list FILE] --pt TRACE\n");
 }
@@ -402,6 +405,7 @@ int main(int argc, char *argv[])
 	struct pt_image *image = NULL;
 	const char *bitmap_file = NULL, *pt_file = NULL;
 	uint64_t trace_size = 0, hash, size = 65536, nonzero = 0;
+	uint64_t memo = UINT64_MAX;
 	unsigned long repeat = 10, i;
 	uint8_t *trace = NULL, *bitmap = NULL;
 	double first, warm = 0.0;
@@ -463,6 +467,12 @@ int main(int argc, char *argv[])
 				goto out;
 			}
 			repeat = (unsigned long) n;
+		} else if (!strcmp(arg, "--memo")) {
+			if (ptcov_number(val, &memo) < 0 ||
+			    memo == UINT64_MAX) {
+				fprintf(stderr, "ptcov: bad memo %s.\n", val);
+				goto out;
+			}
 		} else if (!strcmp(arg, "--raw")) {
 			if (ptcov_raw(&mem, val) < 0) {
 				fprintf(stderr, "ptcov: bad --raw %s.\n", val);
@@ -496,7 +506,8 @@ int main(int argc, char *argv[])
 	/* The first pass: a fresh decoder, cold caches. */
 	cov = ipt_cov_alloc_decoder(&config, &cc);
 	if (!cov || ipt_cov_set_image(cov, image) < 0 ||
-	    ipt_cov_set_bitmap(cov, bitmap, (size_t) size) < 0)
+	    ipt_cov_set_bitmap(cov, bitmap, (size_t) size) < 0 ||
+	    (memo != UINT64_MAX && ipt_cov_set_memo_limit(cov, memo) < 0))
 		goto out;
 	ipt_cov_get_status(cov, &st0);
 	first = ptcov_pass(cov, trace, (size_t) trace_size);
@@ -519,6 +530,7 @@ int main(int argc, char *argv[])
 	cov = ipt_cov_alloc_decoder(&config, &cc);
 	if (!cov || ipt_cov_set_image(cov, image) < 0 ||
 	    ipt_cov_set_bitmap(cov, bitmap, (size_t) size) < 0 ||
+	    (memo != UINT64_MAX && ipt_cov_set_memo_limit(cov, memo) < 0) ||
 	    ptcov_pass(cov, trace, (size_t) trace_size) < 0.0)
 		goto out;
 	ipt_cov_get_status(cov, &st);

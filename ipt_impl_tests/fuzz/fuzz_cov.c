@@ -2,13 +2,14 @@
  * common header, a code image, the trace), decoded by ipt_cov_* and, as
  * the reference, by a block decoder whose blocks and events give the edges
  * (../unit/cov/cov_oracle.h).  The two edge lists must be the same, on the
- * first pass and again on the same, warm decoder, and the bitmap must be
- * the documented function of the edges.
+ * first pass and again on the same, warm decoder, and a third time with
+ * the TNT memo switched (off, or down to 16 entries), and the bitmap must
+ * be the documented function of the edges.
  *
  * The read callback must not fail at random here (both decoders must see
  * the same memory): fz_flaky_reads is ignored.  Header bits pick the
  * bitmap options: fz_unknown_cb's neighbour dflags bit 0 saturates, bit 1
- * selects libxdc's mode. */
+ * selects libxdc's mode, bit 2 starts without the TNT memo. */
 #include "fuzz.h"
 #include "../unit/cov/cov_oracle.h"
 
@@ -55,7 +56,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!cov)
 		goto out;
 	if (ipt_cov_set_image(cov, image) < 0 ||
-	    ipt_cov_set_bitmap(cov, map, sizeof(map)) < 0)
+	    ipt_cov_set_bitmap(cov, map, sizeof(map)) < 0 ||
+	    ((h.dflags & 4) && ipt_cov_set_memo_limit(cov, 0) < 0))
 		fz_fail("cannot set up the coverage decoder", 0, 0);
 
 	if (oracle_edges(&want, &config, image, fz_read_memory, &img) < 0)
@@ -68,9 +70,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		     (cc.flags & ipt_cov_saturate) &&
 		     !(cc.flags & ipt_cov_libxdc));
 
-	for (pass = 0; pass < 2; ++pass) {
+	for (pass = 0; pass < 3; ++pass) {
 		long at;
 
+		if (pass == 2 &&
+		    ipt_cov_set_memo_limit(cov, (h.dflags & 4) ? 8192 : 0) < 0)
+			fz_fail("cannot switch the TNT memo", pass, 0);
 		got.n = 0;
 		if (ipt_cov_set_trace(cov, trace, trace + tsize, 1) < 0 ||
 		    ipt_cov_decode(cov) < 0)

@@ -66,6 +66,7 @@ static int add_file(struct omem *mem, const char *name, uint64_t offset,
 }
 
 static unsigned long traces, edges_seen, faults_seen, fault_traces;
+static unsigned long memo_bits;
 
 /* Decode @config with ipt_cov_pause over @m, supplying each page it stops
  * at; the edges in @got and the bitmap in @map.  Returns the final
@@ -164,6 +165,7 @@ static void check_trace(const char *name, const struct pt_config *config,
 	struct olist want = { 0, 0, 0 }, got = { 0, 0, 0 }, part = { 0, 0, 0 };
 	struct ipt_cov_decoder *cov;
 	struct ipt_cov_config cc;
+	struct ipt_cov_status st;
 	struct pt_image *image;
 	static uint8_t map[1 << 16], expect[1 << 16];
 	size_t k;
@@ -184,10 +186,16 @@ static void check_trace(const char *name, const struct pt_config *config,
 	CHECK_EQ(ipt_cov_set_image(cov, image), 0);
 	CHECK_EQ(ipt_cov_set_bitmap(cov, map, sizeof(map)), 0);
 
-	/* First pass, then warm, all kinds; the bitmap each time. */
-	for (pass = 0; pass < 2; ++pass) {
+	/* First pass, then warm, all kinds; the bitmap each time.  Then
+	 * without the TNT memo, and with one of 16 entries that keep
+	 * replacing each other. */
+	for (pass = 0; pass < 4; ++pass) {
 		long at;
 
+		if (pass == 2)
+			CHECK_EQ(ipt_cov_set_memo_limit(cov, 0), 0);
+		if (pass == 3)
+			CHECK_EQ(ipt_cov_set_memo_limit(cov, 8192), 0);
 		got.n = 0;
 		CHECK_EQ(ipt_cov_set_trace(cov, config->begin, config->end, 1),
 			 0);
@@ -210,6 +218,8 @@ static void check_trace(const char *name, const struct pt_config *config,
 		olist_bitmap(expect, sizeof(expect), &want, 0);
 		CHECK(!memcmp(map, expect, sizeof(map)));
 	}
+	if (CHECK(ipt_cov_get_status(cov, &st) == 0))
+		memo_bits += (unsigned long) st.memo_bits;
 	ipt_cov_free_decoder(cov);
 
 	/* Each kind alone, saturating, on a decoder of its own. */
@@ -405,7 +415,10 @@ int main(int argc, char *argv[])
 	}
 	CHECK(traces > 0);
 	CHECK(faults_seen > 0 || !fault_traces);
+	/* The TNT memo took part (the sample alone has enough TNT). */
+	CHECK(memo_bits > 0);
 	printf("%lu traces, %lu edges; %lu traces with pages withheld, %lu "
-	       "faults\n", traces, edges_seen, fault_traces, faults_seen);
+	       "faults; %lu TNT bits through the memo\n", traces, edges_seen,
+	       fault_traces, faults_seen, memo_bits);
 	return check_done();
 }

@@ -21,18 +21,20 @@
 /* ---- a counting allocator ---- */
 
 static unsigned long nalloc;
+static size_t live;
 
 static void *count_alloc(void *context, size_t size)
 {
 	(void) context;
 	nalloc += 1;
+	live += size;
 	return malloc(size);
 }
 
 static void count_free(void *context, void *ptr, size_t size)
 {
 	(void) context;
-	(void) size;
+	live -= size;
 	free(ptr);
 }
 
@@ -149,6 +151,67 @@ out:
 	ipt_cov_free_decoder(cov);
 	pt_image_free(image);
 	free(got.e);
+}
+
+/* The TNT memo: off with a limit of 0, within its limit otherwise, the
+ * same bitmap either way. */
+static void test_memo_limit(void)
+{
+	static const uint64_t limits[] = { 0, 8192, 64 << 10, 1 << 20 };
+	static uint8_t off[1 << 16], map[1 << 16];
+	struct ipt_cov_config cc;
+	struct ipt_cov_decoder *cov;
+	struct ipt_cov_status st;
+	struct pt_image *image;
+	size_t base = 0;
+	size_t i;
+
+	memset(&cc, 0, sizeof(cc));
+	image = sample_image();
+	cov = ipt_cov_alloc_decoder_with(&config, &cc, &counting);
+	if (!CHECK(image && cov))
+		goto out;
+	ipt_cov_set_image(cov, image);
+	/* A run cache that starts at its limit never grows. */
+	CHECK_EQ(ipt_cov_set_cache_limit(cov, 16 << 10), 0);
+	CHECK_EQ(ipt_cov_set_memo_limit(NULL, 0), -pte_invalid);
+	for (i = 0; i < sizeof(limits) / sizeof(limits[0]); ++i) {
+		uint64_t bits;
+
+		CHECK_EQ(ipt_cov_set_memo_limit(cov, limits[i]), 0);
+		ipt_cov_get_status(cov, &st);
+		bits = st.memo_bits;
+		ipt_cov_set_bitmap(cov, i ? map : off, sizeof(map));
+		CHECK_EQ(decode(cov, 1), 0);
+		CHECK_EQ(decode(cov, 1), 0);
+		ipt_cov_get_status(cov, &st);
+		if (!i) {
+			/* Warm, without a memo (the run cache done
+			 * growing): what the rest holds. */
+			int n;
+
+			for (n = 0; n < 8; ++n) {
+				unsigned long before = nalloc;
+
+				CHECK_EQ(decode(cov, 1), 0);
+				if (nalloc == before)
+					break;
+			}
+			CHECK(n < 8);
+			base = live;
+			CHECK_EQ(st.memo_bits, bits);
+			continue;
+		}
+		CHECK(st.memo_bits > bits);
+		CHECK(live > base);
+		if (!CHECK(live - base <= limits[i]))
+			printf("     memo limit %llu: %zu bytes more\n",
+			       (unsigned long long) limits[i], live - base);
+		CHECK(!memcmp(map, off, sizeof(map)));
+	}
+out:
+	ipt_cov_free_decoder(cov);
+	pt_image_free(image);
 }
 
 static void test_keep_and_clear(void)
@@ -400,6 +463,7 @@ int main(void)
 	config.end = trace + tsize;
 
 	test_no_alloc_when_warm();
+	test_memo_limit();
 	test_keep_and_clear();
 	test_invalidate();
 	test_options();
