@@ -3195,6 +3195,10 @@ static int ptxed_stitch(struct ptxed_pool *pool, struct ptxed_stats *total)
 		if (rerun)
 			break;
 
+		/* The piece it joined must be done before it is looked at. */
+		if (piece->join_kind)
+			(void) ptxed_wait(pool, piece->join_to);
+
 		/* The piece to decode again, and where its output is. */
 		if (rerun_idx == none &&
 		    (piece->join_kind == 2 ||
