@@ -36,6 +36,8 @@ SAN := -fsanitize=address,undefined -fno-sanitize-recover=all \
 
 HDR := ipt.h
 LIB_HDRS := $(wildcard $(T)/lib/*.h)
+# Headers the unit tests of a layer share (unit/hv/fault_util.h, ...).
+UNIT_HDRS := $(wildcard $(T)/unit/*/*.h)
 
 EXAMPLES := $(patsubst %.c,%,$(wildcard examples/ptdump.c examples/ptxed.c \
 	examples/ptcov.c examples/decode.c))
@@ -65,7 +67,7 @@ $(1)/ipt_impl.o: $(T)/lib/ipt_impl.c $(HDR)
 	@mkdir -p $$(@D)
 	$(2) $(WARN) $(CPPFLAGS) $(CFLAGS) -c -o $$@ $$<
 
-$(1)/unit/%: $(T)/unit/%.c $(1)/ipt_impl.o $(LIB_HDRS) $(HDR)
+$(1)/unit/%: $(T)/unit/%.c $(1)/ipt_impl.o $(LIB_HDRS) $(UNIT_HDRS) $(HDR)
 	@mkdir -p $$(@D)
 	$(2) $(WARN) $(CPPFLAGS) $(CFLAGS) -o $$@ $$< $(1)/ipt_impl.o $(ZYDIS) -lm
 

@@ -1420,7 +1420,12 @@ IPT_API int ipt_insn_set_cache_limit(struct pt_insn_decoder *decoder,
  * ipt_insn_set_wait_for_code() with on non-zero make them stop at missing
  * memory too, so that fetching pages on demand gives exactly the output of
  * a decode with all memory present; off (the default) they do as libipt.
- * Both return zero, -pte_invalid without decoder. */
+ * The same holds for the instruction an event names by its IP (a software
+ * interrupt, a system call), which the block decoder checks before it
+ * walks any code.  Where such a look-ahead stops a call other than
+ * *_next (*_event, *_sync_*, *_resync), nothing has happened yet: the
+ * same call, once the code is there (after a sync: *_sync_set to the sync
+ * offset), goes on.  Both return zero, -pte_invalid without decoder. */
 struct ipt_fault {
 	/* The address space of the read. */
 	struct pt_asid asid;
@@ -1492,19 +1497,43 @@ IPT_API int ipt_insn_set_buffer(struct pt_insn_decoder *decoder,
 				uint8_t *begin, uint8_t *end);
 
 /* Streaming: the trace's end moves forward as the processor writes.
- * ipt_pkt_extend() / ipt_evt_extend() set a new end (not before the
- * current one) and say whether more may come after it.  While more may
- * come, the end of the trace or a packet cut by it is -ipt_pte_need_more
- * instead of -pte_eos: the decoder stays where it is and goes on once the
- * end moves; decoding in pieces gives what decoding the whole gives.  A
- * sync call that needs more starts over after the end moved.  Both return
- * zero, -pte_invalid without decoder or end, or if end lies before the
- * current end.  (The query, block and instruction decoders do not stream
- * yet.) */
+ *
+ * ipt_pkt_extend(), ipt_evt_extend(), ipt_qry_extend(), ipt_blk_extend()
+ * and ipt_insn_extend() set a new end of the decoder's trace buffer (not
+ * before the current one; the buffer's start stays) and say whether more
+ * may come after it (more non-zero).  While more may come, a call that
+ * runs into the end, or into a packet the end cuts, returns
+ * -ipt_pte_need_more instead of -pte_eos or an error, and leaves the
+ * decoder exactly as it was before the call: once the end has moved, the
+ * same call (the same pt_*_next, pt_*_event, pt_qry_* query or pt_*_sync_*)
+ * goes on, and decoding in pieces gives what decoding the whole trace
+ * gives, item for item.  That holds for calls that only read ahead too:
+ * a query decoder's answer needs the event after it, a block needs what
+ * follows it to know its status flags, so they wait as well.  The last
+ * call, with more zero, makes the end the end of the trace (-pte_eos).
+ * A decoder starts with more zero (the whole of [begin, end) is there).
+ *
+ * The query, block and instruction decoders copy their state before each
+ * call that may need more (for the block decoder: each block but the most
+ * common, one conditional branch with trace bits in hand), a few KiB;
+ * nothing is copied while more is zero.  The block decoder's record of
+ * libipt's block cache (see >>blk) sees no call that was undone.
+ * (The coverage layer, ipt_cov_*, does not stream.)
+ *
+ * Each returns zero; -pte_invalid without decoder or end, or if end lies
+ * before the current end.
+ *
+ * Ref: ipt.h only, described above; ipt_impl_tests/unit/hv/t_hv_stream. */
 IPT_API int ipt_pkt_extend(struct pt_packet_decoder *decoder, uint8_t *end,
 			   int more);
 IPT_API int ipt_evt_extend(struct pt_event_decoder *decoder, uint8_t *end,
 			   int more);
+IPT_API int ipt_qry_extend(struct pt_query_decoder *decoder, uint8_t *end,
+			   int more);
+IPT_API int ipt_blk_extend(struct pt_block_decoder *decoder, uint8_t *end,
+			   int more);
+IPT_API int ipt_insn_extend(struct pt_insn_decoder *decoder, uint8_t *end,
+			    int more);
 
 /* >>api-alloc: ipt_ extensions: a runtime allocator per object */
 
@@ -4661,7 +4690,8 @@ pt_pkt_get_config(const struct pt_packet_decoder *decoder)
  * OVF's extended opcode byte reads as the second byte of a 2-byte CYC.  A
  * 2-byte CYC whose second byte looks like IPT__OPC_EXT and is followed by
  * an OVF extension byte is taken for that: skip the CYC's first byte and
- * report the OVF.  Returns the OVF's size, or 0 if the erratum did not hit. */
+ * report the OVF.  Returns the OVF's size, 0 if the erratum did not hit,
+ * -pte_eos if the trace ends for now before the byte that decides. */
 static int ipt__pkt_handle_skd007(struct pt_packet_decoder *decoder,
 				  struct pt_packet *packet)
 {
@@ -4673,9 +4703,10 @@ static int ipt__pkt_handle_skd007(struct pt_packet_decoder *decoder,
 	if ((packet->payload.cyc.value & 0xffe0u) != 0x20)
 		return 0;
 
+	/* At the end for now, the byte that decides may yet come. */
 	pos = decoder->pos + 2;
 	if (decoder->config.end <= pos)
-		return 0;
+		return decoder->more ? -pte_eos : 0;
 	if (*pos != IPT__EXT_OVF)
 		return 0;
 
@@ -5871,6 +5902,8 @@ static IPT__UNUSED int ipt__tcal_same(const struct ipt_time_cal *a,
  *   const uint8_t *ipt__evt_pos(const struct pt_event_decoder *);
  *        the packet decoder's position: the packet after the current one
  *   const uint8_t *ipt__evt_end(const struct pt_event_decoder *);
+ *   int  ipt__evt_more(const struct pt_event_decoder *);
+ *        whether more trace may come after the end (ipt_evt_extend)
  *   int  ipt__evt_time(const struct pt_event_decoder *decoder, uint64_t *tsc,
  *                      uint32_t *lost_mtc, uint32_t *lost_cyc);
  *   int  ipt__evt_core_bus_ratio(const struct pt_event_decoder *decoder,
@@ -6780,6 +6813,29 @@ IPT_DEF int ipt_evt_set_buffer(struct pt_event_decoder *decoder,
 	decoder->packet.size = 0;
 	return ipt__evt_reset(decoder);
 }
+
+static IPT__UNUSED int ipt__evt_more(const struct pt_event_decoder *decoder)
+{
+	return ipt__pkt_more(&decoder->pacdec);
+}
+
+/* The body of a public call of a decoder built on this one (of @type)
+ * that is undone if it needs more (ipt_*_extend): return @call's status.
+ * guard(decoder, &save) says whether to keep @save, a copy of the decoder
+ * before the call; settle(decoder, &save, status) undoes the call if it
+ * needs more and returns what the caller gets. */
+#define IPT__UNDOABLE(type, guard, settle, decoder, call)                    \
+	do {                                                                 \
+		type save_;                                                  \
+		int status_;                                                 \
+									     \
+		if (!(decoder))                                              \
+			return -pte_invalid;                                 \
+		if (!guard((decoder), &save_))                               \
+			return call;                                         \
+		status_ = call;                                              \
+		return settle((decoder), &save_, status_);                   \
+	} while (0)
 
 IPT_DEF int ipt_evt_extend(struct pt_event_decoder *decoder, uint8_t *end,
 			   int more)
@@ -8750,7 +8806,8 @@ IPT_DEF int ipt_qry_set_buffer(struct pt_query_decoder *decoder,
 	return ipt__qry_reset(decoder);
 }
 
-IPT_DEF int pt_qry_sync_forward(struct pt_query_decoder *decoder, uint64_t *ip)
+static int ipt__qry_sync_forward(struct pt_query_decoder *decoder,
+				 uint64_t *ip)
 {
 	int err;
 
@@ -8777,8 +8834,8 @@ static int ipt__qry_restart(void *ctx)
 }
 
 /* As libipt, 0 on success: the status of the start is not reported. */
-IPT_DEF int pt_qry_sync_backward(struct pt_query_decoder *decoder,
-				 uint64_t *ip)
+static int ipt__qry_sync_backward(struct pt_query_decoder *decoder,
+				  uint64_t *ip)
 {
 	struct ipt__qry_start_ctx qs;
 	int err;
@@ -8791,8 +8848,8 @@ IPT_DEF int pt_qry_sync_backward(struct pt_query_decoder *decoder,
 	return err < 0 ? err : 0;
 }
 
-IPT_DEF int pt_qry_sync_set(struct pt_query_decoder *decoder, uint64_t *ip,
-			    uint64_t offset)
+static int ipt__qry_sync_set(struct pt_query_decoder *decoder, uint64_t *ip,
+			     uint64_t offset)
 {
 	int err;
 
@@ -8848,7 +8905,7 @@ static int ipt__qry_cache_tnt(struct pt_query_decoder *decoder)
 	return 0;
 }
 
-IPT_DEF int pt_qry_cond_branch(struct pt_query_decoder *decoder, int *taken)
+static int ipt__qry_cond_branch(struct pt_query_decoder *decoder, int *taken)
 {
 	int query, err;
 
@@ -8875,8 +8932,8 @@ IPT_DEF int pt_qry_cond_branch(struct pt_query_decoder *decoder, int *taken)
 	return ipt__qry_status(decoder);
 }
 
-IPT_DEF int pt_qry_indirect_branch(struct pt_query_decoder *decoder,
-				   uint64_t *addr)
+static int ipt__qry_indirect_branch(struct pt_query_decoder *decoder,
+				    uint64_t *addr)
 {
 	const struct pt_event *ev;
 	int err, status = 0;
@@ -8907,8 +8964,8 @@ IPT_DEF int pt_qry_indirect_branch(struct pt_query_decoder *decoder,
 	return status | ipt__qry_status(decoder);
 }
 
-IPT_DEF int pt_qry_event(struct pt_query_decoder *decoder,
-			 struct pt_event *event, size_t size)
+static int ipt__qry_event(struct pt_query_decoder *decoder,
+			  struct pt_event *event, size_t size)
 {
 	if (!decoder || !event)
 		return -pte_invalid;
@@ -8932,6 +8989,94 @@ IPT_DEF int pt_qry_event(struct pt_query_decoder *decoder,
 	ipt__evt_save_time(&decoder->last_time, &decoder->evdec);
 	ipt__qry_read_ahead(decoder);
 	return ipt__qry_status(decoder);
+}
+
+/* ---- streaming ----
+ * While more trace may come (ipt_qry_extend), a query that meets the end of
+ * the trace, even only reading ahead, is undone and says -ipt_pte_need_more:
+ * asked again once the end has moved, it finds what it would have found in
+ * the whole trace.  The decoder is copied before each such query; it owns
+ * no memory, so the copy is all there is to undo. */
+
+/* Whether the query about to be made must be undone should it need more;
+ * then @save holds the decoder as it was. */
+static int ipt__qry_guard(const struct pt_query_decoder *decoder,
+			  struct pt_query_decoder *save)
+{
+	if (IPT__LIKELY(!ipt__evt_more(&decoder->evdec)))
+		return 0;
+	IPT__COPY(*save, *decoder);
+	return 1;
+}
+
+static int ipt__qry_settle(struct pt_query_decoder *decoder,
+			   const struct pt_query_decoder *save, int status)
+{
+	if (status != -ipt_pte_need_more &&
+	    decoder->status != -ipt_pte_need_more)
+		return status;
+	IPT__COPY(*decoder, *save);
+	return -ipt_pte_need_more;
+}
+
+/* Make the query @call on @decoder, undone if it needs more. */
+#define IPT__QRY_GUARDED(decoder, call)                                      \
+	IPT__UNDOABLE(struct pt_query_decoder, ipt__qry_guard,               \
+		      ipt__qry_settle, decoder, call)
+
+IPT_DEF int pt_qry_sync_forward(struct pt_query_decoder *decoder, uint64_t *ip)
+{
+	IPT__QRY_GUARDED(decoder, ipt__qry_sync_forward(decoder, ip));
+}
+
+IPT_DEF int pt_qry_sync_backward(struct pt_query_decoder *decoder,
+				 uint64_t *ip)
+{
+	IPT__QRY_GUARDED(decoder, ipt__qry_sync_backward(decoder, ip));
+}
+
+IPT_DEF int pt_qry_sync_set(struct pt_query_decoder *decoder, uint64_t *ip,
+			    uint64_t offset)
+{
+	IPT__QRY_GUARDED(decoder, ipt__qry_sync_set(decoder, ip, offset));
+}
+
+IPT_DEF int pt_qry_cond_branch(struct pt_query_decoder *decoder, int *taken)
+{
+	IPT__QRY_GUARDED(decoder, ipt__qry_cond_branch(decoder, taken));
+}
+
+IPT_DEF int pt_qry_indirect_branch(struct pt_query_decoder *decoder,
+				   uint64_t *addr)
+{
+	IPT__QRY_GUARDED(decoder, ipt__qry_indirect_branch(decoder, addr));
+}
+
+IPT_DEF int pt_qry_event(struct pt_query_decoder *decoder,
+			 struct pt_event *event, size_t size)
+{
+	IPT__QRY_GUARDED(decoder, ipt__qry_event(decoder, event, size));
+}
+
+IPT_DEF int ipt_qry_extend(struct pt_query_decoder *decoder, uint8_t *end,
+			   int more)
+{
+	int err;
+
+	if (!decoder)
+		return -pte_invalid;
+	err = ipt_evt_extend(&decoder->evdec, end, more);
+	if (err < 0)
+		return err;
+
+	/* The end was met reading ahead: read again.  Should that need
+	 * more yet, every query says so until the end moves again. */
+	if (decoder->status == -ipt_pte_need_more ||
+	    decoder->status == -pte_eos) {
+		decoder->status = 0;
+		ipt__qry_read_ahead(decoder);
+	}
+	return 0;
 }
 
 IPT_DEF int pt_qry_time(struct pt_query_decoder *decoder, uint64_t *time,
@@ -11790,6 +11935,10 @@ struct ipt__blk_seen {
 	uint64_t offset;
 };
 
+/* The offset of an entry taken out again (a call undone): it matches no
+ * instruction and keeps the probe sequences through it intact. */
+#define IPT__SEEN_GONE UINT64_MAX
+
 /* Bits of pt_block_decoder.bound: an event of that kind already bound to
  * the postponed instruction, so the next one of its kind cannot. */
 enum {
@@ -11945,6 +12094,13 @@ struct pt_block_decoder {
 	uint32_t sec_epoch;
 	struct pt_asid sec_asid;
 	struct ipt__image_place sec;
+	/* While @guards calls that may be undone are under way (streaming,
+	 * see "undoing a call"), the entries of @seen they added: @nadded of
+	 * room for @added_cap. */
+	struct ipt__blk_seen *added;
+	uint32_t nadded;
+	uint32_t added_cap;
+	uint32_t guards;
 	/* If set, told of each run recorded in the run cache: its first IP
 	 * and the IP of its last instruction. */
 	void (*run_hook)(void *context, uint64_t begin, uint64_t last);
@@ -12601,6 +12757,8 @@ static void ipt__blk_decoder_fini(struct pt_block_decoder *decoder)
 {
 	ipt__free(&decoder->allocator, decoder->seen,
 		  (size_t) decoder->seen_cap * sizeof(*decoder->seen));
+	ipt__free(&decoder->allocator, decoder->added,
+		  (size_t) decoder->added_cap * sizeof(*decoder->added));
 	ipt__free(&decoder->allocator, decoder->chain,
 		  IPT__FILL_STEPS * sizeof(*decoder->chain));
 	ipt__blk_runs_free(decoder);
@@ -12704,11 +12862,13 @@ static int ipt__blk_proceed_indirect(struct pt_block_decoder *decoder)
 		IPT__COPY(saved, decoder->evdec);
 		IPT__COPY(tnt, *ev);
 
+		/* The trace may not tell yet (ipt_blk_extend). */
 		status = pt_evt_next(&decoder->evdec, ev, sizeof(*ev));
 		if (status < 0 || ev->type != ptev_tip) {
 			IPT__COPY(decoder->evdec, saved);
 			IPT__COPY(*ev, tnt);
-			return -pte_bad_query;
+			return status == -ipt_pte_need_more ? status :
+							      -pte_bad_query;
 		}
 
 		/* No tick for this TIP: the TNT must stay current. */
@@ -13166,22 +13326,41 @@ static int ipt__blk_proceed_past(struct pt_block_decoder *decoder,
 	return ipt__blk_proceed_one_insn(decoder, block, insn, iext);
 }
 
+/* Code looked at ahead of the flow (by an erratum workaround, or to check
+ * the instruction an event names) could not be read: the check does not
+ * apply, as in libipt, unless the user waits for missing code
+ * (ipt_blk_set_wait_for_code); then the error stops the decoder where it
+ * is, and it looks again on the next call. */
+static int ipt__blk_lookahead_failed(struct pt_block_decoder *decoder,
+				     int status)
+{
+	if (decoder->wait_for_code &&
+	    (status == -pte_nomap || status == -pte_bad_insn)) {
+		decoder->fault_ahead = 1;
+		return status;
+	}
+	return 0;
+}
+
 /* An event named its instruction (a software interrupt or a system call)
  * by the IP we are at, before we walked any code: the instruction there is
  * the one to postpone.  Returns 1 if it is of another kind (proceeding
  * past it will fail, as in libipt's block decoder); 0 if it is of the kind
  * (then it is in @insn and @iext) or cannot be read or decoded (the walk
- * on reports that). */
-static uint32_t ipt__blk_event_insn(struct pt_block_decoder *decoder,
-				    ipt__blk_insn_pred pred,
-				    struct pt_insn *insn,
-				    struct ipt__insn_ext *iext)
+ * on reports that); a negative pte_* code if it cannot be read and the
+ * user waits for missing code: nothing has changed yet, so the next call
+ * looks again, as a decode with the code there would have. */
+static int ipt__blk_event_insn(struct pt_block_decoder *decoder,
+			       ipt__blk_insn_pred pred, struct pt_insn *insn,
+			       struct ipt__insn_ext *iext)
 {
 	struct ipt__insn_ext at_ext;
 	struct pt_insn at;
+	int status;
 
-	if (ipt__blk_decode_at(decoder, decoder->ip, &at, &at_ext) < 0)
-		return 0;
+	status = ipt__blk_decode_at(decoder, decoder->ip, &at, &at_ext);
+	if (status < 0)
+		return ipt__blk_lookahead_failed(decoder, status);
 	if (!pred(&at, &at_ext))
 		return 1;
 	IPT__COPY(*insn, at);
@@ -13251,21 +13430,6 @@ static int ipt__blk_proceed_to_trig(struct pt_block_decoder *decoder,
 		ev->variant.trig.icnt -= 1;
 	}
 	return 1;
-}
-
-/* An erratum workaround could not read the code it looks at: it does not
- * apply, as in libipt, unless the user waits for missing code
- * (ipt_blk_set_wait_for_code); then the error stops the decoder where it
- * is, and it looks again on the next call. */
-static int ipt__blk_lookahead_failed(struct pt_block_decoder *decoder,
-				     int status)
-{
-	if (decoder->wait_for_code &&
-	    (status == -pte_nomap || status == -pte_bad_insn)) {
-		decoder->fault_ahead = 1;
-		return status;
-	}
-	return 0;
 }
 
 /* Erratum SKD022: a VMLAUNCH or VMRESUME that disables tracing may send a
@@ -13604,9 +13768,13 @@ static int ipt__blk_proceed_event(struct pt_block_decoder *decoder,
 		 * we walked to get there, as in libipt; if we walked none,
 		 * it is the one at the IP. */
 		mismatch = 0;
-		if (!ev->ip_suppressed && !insn.size && !decoder->for_insn)
-			mismatch = ipt__blk_event_insn(decoder, pred, &insn,
-						       &iext);
+		if (!ev->ip_suppressed && !insn.size && !decoder->for_insn) {
+			status = ipt__blk_event_insn(decoder, pred, &insn,
+						     &iext);
+			if (status < 0)
+				return status;
+			mismatch = (uint32_t) status;
+		}
 
 		decoder->bound |= bit;
 		status = ipt__blk_postpone_insn(decoder, &insn, &iext);
@@ -14109,12 +14277,35 @@ static int ipt__blk_seen_grow(struct pt_block_decoder *decoder)
 		return -pte_nomem;
 
 	for (idx = 0; idx < oldcap; ++idx)
-		if (old[idx].section)
+		if (old[idx].section && old[idx].offset != IPT__SEEN_GONE)
 			set[ipt__blk_seen_slot(set, cap, old[idx].section,
 					       old[idx].offset)] = old[idx];
 	ipt__free(&decoder->allocator, old, (size_t) oldcap * sizeof(*old));
 	decoder->seen = set;
 	decoder->seen_cap = cap;
+	return 0;
+}
+
+/* Make room to note one more entry added while a call may be undone. */
+static int ipt__blk_seen_log(struct pt_block_decoder *decoder)
+{
+	struct ipt__blk_seen *log;
+	uint32_t cap;
+
+	if (decoder->nadded < decoder->added_cap)
+		return 0;
+	/* No more than the set itself can hold. */
+	cap = decoder->added_cap ? decoder->added_cap * 2 : 256;
+	if (cap > ((uint32_t) 1 << 27))
+		return -pte_nomem;
+	log = (struct ipt__blk_seen *)
+		ipt__realloc(&decoder->allocator, decoder->added,
+			     (size_t) decoder->added_cap * sizeof(*log),
+			     (size_t) cap * sizeof(*log));
+	if (!log)
+		return -pte_nomem;
+	decoder->added = log;
+	decoder->added_cap = cap;
 	return 0;
 }
 
@@ -14140,9 +14331,17 @@ static int ipt__blk_fill_done(struct pt_block_decoder *decoder)
 							  decoder->sec.section,
 							  decoder->chain[idx])];
 		if (!entry->section) {
+			if (decoder->guards) {
+				int status = ipt__blk_seen_log(decoder);
+
+				if (status < 0)
+					return status;
+			}
 			entry->section = decoder->sec.section;
 			entry->offset = decoder->chain[idx];
 			decoder->nseen += 1;
+			if (decoder->guards)
+				decoder->added[decoder->nadded++] = *entry;
 		}
 	}
 	decoder->nchain = 0;
@@ -14298,7 +14497,8 @@ static int ipt__blk_walk_run(struct pt_block_decoder *decoder,
 		ip = next;
 	}
 
-	if (seen_all)
+	/* A call that may be undone could take the entries out again. */
+	if (seen_all && !decoder->guards)
 		run->warm = 1;
 	return (int) run->ninsn;
 }
@@ -15165,41 +15365,154 @@ static void ipt__blk_note_fault(struct pt_block_decoder *decoder, int status)
 		decoder->has_fault = 1;
 }
 
+/* ---- undoing a call ----
+ * While more trace may come (ipt_blk_extend), a call that meets the end of
+ * the trace is undone and says -ipt_pte_need_more: made again once the end
+ * has moved, it finds what it would have found in the whole trace.  Before
+ * such a call the decoder is copied; undoing it copies back all but the
+ * caches, which stay as the call left them (what they hold does not depend
+ * on where in the trace we are), and takes out of the record of libipt's
+ * block cache what the call added: the call made again adds it anew, and
+ * would end its blocks elsewhere if the record already held it.  Runs are
+ * not marked warm meanwhile, as warmth rests on that record.  The most
+ * common block (ipt__blk_next_fast) takes no trace and needs no copy. */
+
+/* Whether the call about to be made must be undone should it need more;
+ * then @save holds the decoder as it was. */
+static int ipt__blk_guard(struct pt_block_decoder *decoder,
+			  struct pt_block_decoder *save)
+{
+	if (IPT__LIKELY(!ipt__evt_more(&decoder->evdec)))
+		return 0;
+	IPT__COPY(*save, *decoder);
+	decoder->guards += 1;
+	return 1;
+}
+
+/* Undo the call @save was taken before. */
+static void ipt__blk_undo(struct pt_block_decoder *decoder,
+			  struct pt_block_decoder *save)
+{
+	uint32_t idx;
+
+	for (idx = save->nadded; idx < decoder->nadded; ++idx) {
+		const struct ipt__blk_seen *gone = &decoder->added[idx];
+		uint32_t slot;
+
+		slot = ipt__blk_seen_slot(decoder->seen, decoder->seen_cap,
+					  gone->section, gone->offset);
+		if (decoder->seen[slot].section)
+			decoder->seen[slot].offset = IPT__SEEN_GONE;
+	}
+
+	/* The caches as they are now; the context is found again. */
+	save->icache = decoder->icache;
+	save->cache_image = decoder->cache_image;
+	save->cache_gen = decoder->cache_gen;
+	save->epoch = decoder->epoch;
+	save->runs = decoder->runs;
+	save->rmem = decoder->rmem;
+	save->rmem_size = decoder->rmem_size;
+	save->rsets = decoder->rsets;
+	save->rstride = decoder->rstride;
+	save->rfills = decoder->rfills;
+	save->rlimit = decoder->rlimit;
+	save->lmap = decoder->lmap;
+	save->ctx_id = 0;
+	save->ctx_next = decoder->ctx_next;
+	save->nctx = decoder->nctx;
+	IPT_MEMCPY(save->ctx, decoder->ctx, sizeof(save->ctx));
+	save->seen = decoder->seen;
+	save->seen_cap = decoder->seen_cap;
+	save->nseen = decoder->nseen;
+	save->chain = decoder->chain;
+	save->sec_epoch = decoder->sec_epoch;
+	save->sec_asid = decoder->sec_asid;
+	save->sec = decoder->sec;
+	save->added = decoder->added;
+	save->added_cap = decoder->added_cap;
+	IPT__COPY(*decoder, *save);
+}
+
+/* The call guarded by ipt__blk_guard ended with @status: undo it if it
+ * needs more. */
+static int ipt__blk_settle(struct pt_block_decoder *decoder,
+			   struct pt_block_decoder *save, int status)
+{
+	decoder->guards -= 1;
+	if (status != -ipt_pte_need_more &&
+	    decoder->status != -ipt_pte_need_more) {
+		if (!decoder->guards)
+			decoder->nadded = 0;
+		return status;
+	}
+	ipt__blk_undo(decoder, save);
+	return -ipt_pte_need_more;
+}
+
+/* Make the call @call on @decoder, undone if it needs more. */
+#define IPT__BLK_GUARDED(decoder, call)                                      \
+	IPT__UNDOABLE(struct pt_block_decoder, ipt__blk_guard,               \
+		      ipt__blk_settle, decoder, call)
+
 static int ipt__blk_event(struct pt_block_decoder *decoder,
 			  struct pt_event *uevent, size_t size);
 static int ipt__blk_start_at(struct pt_block_decoder *decoder);
+static int ipt__blk_resync(struct pt_block_decoder *decoder);
 
-/* Take the next event into @uevent (if not NULL), else the PSB+ just
- * synchronized onto, together with the events that bind where the decoder
- * then stands.  Finding those may need code ahead of the flow (the SKD022
- * workaround).  A user waiting for missing code (ipt_blk_set_wait_for_code)
- * gets the error with nothing taken: the same call, once the code is
- * there, does it all (after a sync, pt_blk_sync_set to the sync offset).
- * Nothing here changes the caches' tables, so the decoder's own fields
- * are all there is to keep. */
+/* What ipt__blk_whole does. */
+enum ipt__blk_whole_op {
+	ipt__blk_op_start,
+	ipt__blk_op_event,
+	ipt__blk_op_resync
+};
+
+/* Take the next event into @uevent (ipt__blk_op_event), the PSB+ just
+ * synchronized onto (ipt__blk_op_start) or a place to go on from after an
+ * error (ipt__blk_op_resync), together with the events that bind where
+ * the decoder then stands.  Finding those may need code ahead of the flow
+ * (the SKD022 workaround).  A user waiting for missing code
+ * (ipt_blk_set_wait_for_code) gets the error with nothing taken: the same
+ * call, once the code is there, does it all (after a sync, pt_blk_sync_set
+ * to the sync offset): the call is undone as one that needs more trace
+ * is (ipt__blk_undo). */
 static int ipt__blk_whole(struct pt_block_decoder *decoder,
-			  struct pt_event *uevent, size_t size)
+			  enum ipt__blk_whole_op op, struct pt_event *uevent,
+			  size_t size)
 {
 	const struct pt_config *config;
 	struct pt_block_decoder save;
 	struct ipt__miss fault;
-	int status, keep;
+	uint32_t ahead;
+	int status = -pte_internal, keep;
 
 	ipt__blk_cache_sync(decoder);
 	config = pt_evt_get_config(&decoder->evdec);
-	keep = decoder->wait_for_code && config && config->errata.skd022;
+	keep = decoder->wait_for_code &&
+	       ((config && config->errata.skd022) || op == ipt__blk_op_resync);
 	if (keep)
 		IPT__COPY(save, *decoder);
 
 	ipt__blk_watch(decoder);
-	status = uevent ? ipt__blk_event(decoder, uevent, size) :
-			  ipt__blk_start_at(decoder);
+	switch (op) {
+	case ipt__blk_op_start:
+		status = ipt__blk_start_at(decoder);
+		break;
+	case ipt__blk_op_event:
+		status = ipt__blk_event(decoder, uevent, size);
+		break;
+	case ipt__blk_op_resync:
+		status = ipt__blk_resync(decoder);
+		break;
+	}
 	ipt__blk_note_fault(decoder, status);
 	if (keep && decoder->has_fault) {
 		IPT__COPY(fault, decoder->fault);
-		IPT__COPY(*decoder, save);
+		ahead = decoder->fault_ahead;
+		ipt__blk_undo(decoder, &save);
 		IPT__COPY(decoder->fault, fault);
 		decoder->has_fault = 1;
+		decoder->fault_ahead = ahead;
 	}
 	return status;
 }
@@ -15226,10 +15539,10 @@ static int ipt__blk_start_at(struct pt_block_decoder *decoder)
 /* Synchronized: take in the PSB+ and the events that bind right there. */
 static int ipt__blk_start(struct pt_block_decoder *decoder)
 {
-	return ipt__blk_whole(decoder, NULL, 0);
+	return ipt__blk_whole(decoder, ipt__blk_op_start, NULL, 0);
 }
 
-IPT_DEF int pt_blk_sync_forward(struct pt_block_decoder *decoder)
+static int ipt__blk_sync_forward(struct pt_block_decoder *decoder)
 {
 	int status;
 
@@ -15252,7 +15565,7 @@ static int ipt__blk_restart(void *ctx)
 }
 
 /* As libipt, 0 on success: the status of the start is not reported. */
-IPT_DEF int pt_blk_sync_backward(struct pt_block_decoder *decoder)
+static int ipt__blk_sync_backward(struct pt_block_decoder *decoder)
 {
 	int status;
 
@@ -15263,7 +15576,8 @@ IPT_DEF int pt_blk_sync_backward(struct pt_block_decoder *decoder)
 	return status < 0 ? status : 0;
 }
 
-IPT_DEF int pt_blk_sync_set(struct pt_block_decoder *decoder, uint64_t offset)
+static int ipt__blk_sync_set(struct pt_block_decoder *decoder,
+			     uint64_t offset)
 {
 	int status;
 
@@ -15275,6 +15589,29 @@ IPT_DEF int pt_blk_sync_set(struct pt_block_decoder *decoder, uint64_t offset)
 	if (status < 0)
 		return status;
 	return ipt__blk_start(decoder);
+}
+
+IPT_DEF int pt_blk_sync_forward(struct pt_block_decoder *decoder)
+{
+	IPT__BLK_GUARDED(decoder, ipt__blk_sync_forward(decoder));
+}
+
+IPT_DEF int pt_blk_sync_backward(struct pt_block_decoder *decoder)
+{
+	IPT__BLK_GUARDED(decoder, ipt__blk_sync_backward(decoder));
+}
+
+IPT_DEF int pt_blk_sync_set(struct pt_block_decoder *decoder, uint64_t offset)
+{
+	IPT__BLK_GUARDED(decoder, ipt__blk_sync_set(decoder, offset));
+}
+
+IPT_DEF int ipt_blk_extend(struct pt_block_decoder *decoder, uint8_t *end,
+			   int more)
+{
+	if (!decoder)
+		return -pte_invalid;
+	return ipt_evt_extend(&decoder->evdec, end, more);
 }
 
 IPT_DEF int pt_blk_get_offset(const struct pt_block_decoder *decoder,
@@ -15422,8 +15759,9 @@ static IPT__NOINLINE int ipt__blk_next(struct pt_block_decoder *decoder,
 				       struct pt_block *ublock, size_t size,
 				       int begun)
 {
+	struct pt_block_decoder save;
 	struct pt_block local, *block;
-	int status;
+	int status, guarded;
 
 	block = size == sizeof(local) ? ublock : &local;
 	if (!begun) {
@@ -15431,9 +15769,16 @@ static IPT__NOINLINE int ipt__blk_next(struct pt_block_decoder *decoder,
 		ipt__blk_begin(decoder, block);
 	}
 
+	guarded = ipt__blk_guard(decoder, &save);
 	ipt__blk_watch(decoder);
 	status = ipt__blk_proceed(decoder, block);
 	ipt__blk_note_fault(decoder, status);
+	if (guarded) {
+		status = ipt__blk_settle(decoder, &save, status);
+		/* Undone: no block yet. */
+		if (status == -ipt_pte_need_more)
+			ipt__blk_begin(decoder, block);
+	}
 	ipt__blk_prefetch(decoder);
 
 	ipt__blk_block_to_user(ublock, size, block);
@@ -15797,9 +16142,10 @@ static int ipt__blk_event(struct pt_block_decoder *decoder,
 IPT_DEF int pt_blk_event(struct pt_block_decoder *decoder,
 			 struct pt_event *uevent, size_t size)
 {
-	if (!decoder || !uevent)
+	if (!uevent)
 		return -pte_invalid;
-	return ipt__blk_whole(decoder, uevent, size);
+	IPT__BLK_GUARDED(decoder, ipt__blk_whole(decoder, ipt__blk_op_event,
+						 uevent, size));
 }
 
 /* ---- resynchronization ---- */
@@ -15835,14 +16181,11 @@ static uint32_t ipt__blk_resync_stalls(struct pt_block_decoder *decoder)
  * PSB+ goes the same way each time, so it is done once for an error at a
  * given place; an error that comes back at once, again and again, moves
  * the decoder on to the next PSB. */
-IPT_DEF int pt_blk_resync(struct pt_block_decoder *decoder)
+static int ipt__blk_resync(struct pt_block_decoder *decoder)
 {
 	struct pt_event *ev;
 	uint32_t stalls;
 	int status;
-
-	if (!decoder)
-		return -pte_invalid;
 
 	ipt__blk_clear_postponed_insn(decoder);
 	ipt__blk_cache_sync(decoder);
@@ -15998,6 +16341,12 @@ IPT_DEF int pt_blk_resync(struct pt_block_decoder *decoder)
 		if (status < 0)
 			return status;
 	}
+}
+
+IPT_DEF int pt_blk_resync(struct pt_block_decoder *decoder)
+{
+	IPT__BLK_GUARDED(decoder, ipt__blk_whole(decoder, ipt__blk_op_resync,
+						 NULL, 0));
 }
 
 /* ---- comparing decoders (for >>seg) ---- */
@@ -16441,7 +16790,8 @@ static int ipt__insn_resume(struct pt_insn_decoder *decoder,
 
 	status = pt_blk_next(blkdec, block, sizeof(*block));
 	decoder->trail = 0;
-	if (status < 0 && ipt__blk_fault(blkdec) && !block->ninsn) {
+	if (status < 0 && !block->ninsn &&
+	    (ipt__blk_fault(blkdec) || status == -ipt_pte_need_more)) {
 		struct pt_insn none;
 
 		IPT_MEMSET(&none, 0, sizeof(none));
@@ -16528,9 +16878,11 @@ static IPT__NOINLINE int ipt__insn_next(struct pt_insn_decoder *decoder,
 		if (block->ninsn)
 			break;
 
-		/* An empty block: an error or event shows now. */
+		/* An empty block: an error or event shows now.  Missing
+		 * memory or trace is a pause: the next call asks again. */
 		if (status < 0) {
-			if (ipt__blk_fault(&decoder->blkdec))
+			if (ipt__blk_fault(&decoder->blkdec) ||
+			    status == -ipt_pte_need_more)
 				decoder->status = 0;
 			goto out;
 		}
@@ -16617,6 +16969,14 @@ IPT_DEF int pt_insn_next(struct pt_insn_decoder *decoder,
 	}
 
 	return ipt__insn_next(decoder, uinsn, size);
+}
+
+IPT_DEF int ipt_insn_extend(struct pt_insn_decoder *decoder, uint8_t *end,
+			    int more)
+{
+	if (!decoder)
+		return -pte_invalid;
+	return ipt_blk_extend(&decoder->blkdec, end, more);
 }
 
 IPT_DEF int ipt_insn_set_vm_tolerant(struct pt_insn_decoder *decoder, int on)

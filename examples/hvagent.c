@@ -20,8 +20,8 @@
  * (pt_image_set_callback), never touches a file (IPT_NO_STDIO, which also
  * tells Zydis' headers that there is no libc: ZYAN_NO_LIBC), and keeps
  * every function static (IPT_STATIC) so the object exports only
- * hvagent_vcpu_init() and hvagent_decode().  Decoding is bounded: the
- * agent stops after a budget of steps (instructions, events,
+ * hvagent_vcpu_init(), hvagent_start() and hvagent_feed().  Decoding is
+ * bounded: the agent stops after a budget of steps (instructions, events,
  * resynchronizations), as a hypervisor must not spend unbounded time in
  * one exit.
  *
@@ -30,6 +30,12 @@
  *   - one decoder per virtual CPU, made once in the vCPU's arena and
  *     pointed at each new trace buffer (ipt_insn_set_buffer): its caches
  *     stay warm and nothing is allocated per trace;
+ *   - the trace decoded in pieces, as the processor writes it: at each
+ *     exit the hypervisor says how far the buffer is written
+ *     (hvagent_feed), the decoder's end moves on (ipt_insn_extend) and it
+ *     goes on where it stood; a packet the processor has not finished
+ *     writing is -ipt_pte_need_more, not an error, and the flow comes
+ *     out as if the whole trace had been there at once;
  *   - guest pages fetched on demand: a page the guest has not paged in (or
  *     the hypervisor has not copied yet) is not an error.  The decoder
  *     stops before the instruction it needs (-pte_nomap,
@@ -38,7 +44,10 @@
  *     been there;
  *   - VM entries as the hardware writes them (ipt_insn_set_vm_tolerant):
  *     a guest's trace has a PSB+ and a TIP.PGE at each entry, which
- *     libipt 2.3 takes as errors.
+ *     libipt 2.3 takes as errors;
+ *   - the guest's flow only: where PIP says the processor runs the host
+ *     (VMX root operation, ipt_insn_in_guest() 0), instructions are not
+ *     reported.  A trace with no PIP says nothing, and all is reported.
  *
  * The rest of the file (HVAGENT_HOST) is a small hosted driver standing in
  * for the hypervisor: it loads a trace and a code image from files, and
@@ -46,11 +55,13 @@
  *
  *     cc -DHVAGENT_HOST -o hvagent examples/hvagent.c hvagent.o -lZydis
  *     ./hvagent [--cpu F/M[/S]] [--missing PCT:SEED] [--times N]
- *               FILE[:START-END]:ADDR trace.pt
+ *               [--pieces MAX:SEED] FILE[:START-END]:ADDR trace.pt
  *
  * --missing makes PCT percent of the guest's pages (picked by SEED)
  * missing until the agent asks for them; --times decodes the trace N times
- * with the same vCPU.  (make hvagent builds both; make test runs it on the
+ * with the same vCPU; --pieces hands the trace to the agent as the
+ * processor would write it, in pieces of 1 to MAX bytes (sizes picked by
+ * SEED), instead of all at once.  (make hvagent builds both; make test runs it on the
  * real-hardware conformance traces, with and without missing pages, and
  * compares with the expected instruction addresses.)
  */
@@ -94,11 +105,16 @@ struct hvagent_vcpu *hvagent_vcpu_init(const struct hvagent_cpu *cpu,
 				       const struct hvagent_guest *guest,
 				       void *arena, size_t arena_size);
 
-/* Decode a trace buffer of the vCPU; returns the number of instructions
- * reported, or -1 on bad arguments. */
-int hvagent_decode(struct hvagent_vcpu *vcpu, const uint8_t *trace,
-		   size_t size, const struct hvagent_sink *sink,
-		   unsigned long budget);
+/* A new trace buffer of the vCPU, nothing written yet; 0, or -1 on bad
+ * arguments. */
+int hvagent_start(struct hvagent_vcpu *vcpu, const uint8_t *buffer);
+
+/* The processor has written the first @written bytes of the buffer (@last:
+ * and will write no more).  Decode what is there; the decoder waits where
+ * the trace ends for now, and the next call goes on from there.  Returns
+ * the number of instructions reported, or -1 on bad arguments. */
+int hvagent_feed(struct hvagent_vcpu *vcpu, size_t written, int last,
+		 const struct hvagent_sink *sink, unsigned long budget);
 
 #ifndef HVAGENT_HOST
 
@@ -106,8 +122,8 @@ int hvagent_decode(struct hvagent_vcpu *vcpu, const uint8_t *trace,
  *
  * ipt.h takes its memory from a struct ipt_allocator handed to the
  * decoder when it is made (ipt_insn_alloc_decoder_with): a context pointer
- * comes with every call, so each hvagent_decode() call (a real agent: each
- * virtual CPU) has an arena of its own and nothing is global.  The free
+ * comes with every call, so each virtual CPU (hvagent_vcpu_init()) has an
+ * arena of its own and nothing is global.  The free
  * gets the block's size, so the arena keeps no headers. */
 
 struct hv_arena {
@@ -152,8 +168,20 @@ static void *hv_memcpy(void *dst, const void *src, size_t size)
 	volatile uint8_t *d = (volatile uint8_t *) dst;
 	const uint8_t *s = (const uint8_t *) src;
 
-	/* volatile: keeps the compiler from turning the loop into a call to
-	 * memcpy, which does not exist here. */
+	/* Whole words where both are aligned: decoders copy their state
+	 * (a few KiB) before each call that may have to wait for more
+	 * trace. */
+	if (!(((uintptr_t) dst | (uintptr_t) src) & 7)) {
+		volatile uint64_t *dw = (volatile uint64_t *) dst;
+		const uint64_t *sw = (const uint64_t *) src;
+
+		for (; size >= 8; size -= 8)
+			*dw++ = *sw++;
+		d = (volatile uint8_t *) dw;
+		s = (const uint8_t *) sw;
+	}
+	/* volatile: keeps the compiler from turning the loops into calls
+	 * to memcpy, which does not exist here. */
 	while (size--)
 		*d++ = *s++;
 	return dst;
@@ -201,6 +229,13 @@ struct hvagent_vcpu {
 	struct hv_arena arena;
 	struct pt_insn_decoder *decoder;
 	const struct hvagent_guest *guest;
+	/* The trace buffer, how much of it the decoder has, and what the
+	 * decode loop does next: synchronize (@syncing), else as @status
+	 * says (fetch an event if one is pending, else an instruction). */
+	uint8_t *buffer;
+	size_t written;
+	int status;
+	int syncing;
 };
 
 /* Guest memory, as ipt.h asks for it: the address space comes with each
@@ -247,7 +282,7 @@ struct hvagent_vcpu *hvagent_vcpu_init(const struct hvagent_cpu *cpu,
 	/* The decoders never resize: no realloc needed. */
 	allocator.realloc = (void *(*)(void *, void *, size_t, size_t)) 0;
 
-	/* No trace yet: each hvagent_decode() brings its buffer. */
+	/* No trace yet: each hvagent_start() brings its buffer. */
 	pt_config_init(&config);
 	config.begin = &none;
 	config.end = &none;
@@ -294,9 +329,23 @@ static int hv_sync(struct hvagent_vcpu *v, int status)
 	return status;
 }
 
-int hvagent_decode(struct hvagent_vcpu *v, const uint8_t *trace,
-		   size_t size, const struct hvagent_sink *sink,
-		   unsigned long budget)
+int hvagent_start(struct hvagent_vcpu *v, const uint8_t *buffer)
+{
+	if (!v || !buffer)
+		return -1;
+	/* ipt.h only reads the trace, although the field is not const. */
+	v->buffer = (uint8_t *) (uintptr_t) buffer;
+	v->written = 0;
+	v->syncing = 1;
+	v->status = 0;
+	if (ipt_insn_set_buffer(v->decoder, v->buffer, v->buffer) < 0 ||
+	    ipt_insn_extend(v->decoder, v->buffer, 1) < 0)
+		return -1;
+	return 0;
+}
+
+int hvagent_feed(struct hvagent_vcpu *v, size_t written, int last,
+		 const struct hvagent_sink *sink, unsigned long budget)
 {
 	struct pt_insn_decoder *decoder;
 	struct pt_insn insn;
@@ -304,20 +353,29 @@ int hvagent_decode(struct hvagent_vcpu *v, const uint8_t *trace,
 	unsigned long count = 0, steps = 0;
 	int status;
 
-	if (!v || !trace || !sink)
+	if (!v || !v->buffer || !sink || written < v->written)
 		return -1;
 	decoder = v->decoder;
-	/* ipt.h only reads the trace, although the field is not const. */
-	status = ipt_insn_set_buffer(decoder, (uint8_t *) (uintptr_t) trace,
-				     (uint8_t *) (uintptr_t) trace + size);
+	if (ipt_insn_extend(decoder, v->buffer + written, !last) < 0)
+		return -1;
+	v->written = written;
 
-	/* Decode to the end of the trace.  After an error, go on at the next
-	 * PSB: a corrupted stretch of trace costs that stretch only.  A
-	 * missing page is fetched and the same call made again; a sync
-	 * that stopped at one starts over at the same PSB. */
-	if (status >= 0)
-		status = hv_sync(v, pt_insn_sync_forward(decoder));
+	/* Decode to where the trace ends for now.  After an error, go on at
+	 * the next PSB: a corrupted stretch of trace costs that stretch
+	 * only.  A missing page is fetched and the same call made again; a
+	 * sync that stopped at one starts over at the same PSB. */
 	for (; steps < budget; ++steps) {
+		if (v->syncing) {
+			status = hv_sync(v, pt_insn_sync_forward(decoder));
+			/* No PSB yet, or not all of its PSB+. */
+			if (status == -ipt_pte_need_more ||
+			    (status == -pte_eos && !last))
+				break;
+			v->syncing = 0;
+			v->status = status;
+			continue;
+		}
+		status = v->status;
 		if (status < 0) {
 			if (status == -pte_eos)
 				break;
@@ -327,26 +385,29 @@ int hvagent_decode(struct hvagent_vcpu *v, const uint8_t *trace,
 				(void) pt_insn_get_offset(decoder, &offset);
 				sink->error(sink->ctx, status, offset);
 			}
-			status = hv_sync(v, pt_insn_sync_forward(decoder));
+			v->syncing = 1;
 			continue;
 		}
 		if (status & pts_event_pending) {
-			int pending = status;
-
 			status = pt_insn_event(decoder, &event, sizeof(event));
-			if (hv_fetch(v, status))
-				status = pending;
+			if (status == -ipt_pte_need_more)
+				break;
+			if (!hv_fetch(v, status))
+				v->status = status;
 			continue;
 		}
 		status = pt_insn_next(decoder, &insn, sizeof(insn));
-		/* The last instruction of a block may come with an error. */
-		if (status >= 0 || insn.iclass != ptic_error) {
+		if (status == -ipt_pte_need_more)
+			break;
+		/* The last instruction of a block may come with an error.
+		 * The host's flow is not the guest's. */
+		if ((status >= 0 || insn.iclass != ptic_error) &&
+		    ipt_insn_in_guest(decoder) != 0) {
 			count++;
 			if (sink->insn)
 				sink->insn(sink->ctx, insn.ip, insn.size);
 		}
-		if (hv_fetch(v, status))
-			status = 0;
+		v->status = hv_fetch(v, status) ? 0 : status;
 	}
 	return (int) (count > 0x7fffffff ? 0x7fffffff : count);
 }
@@ -481,7 +542,8 @@ int main(int argc, char **argv)
 	size_t tsize;
 	char *spec, *c1, *c2;
 	long start = 0, end = 0;
-	unsigned times = 1, t;
+	unsigned times = 1, t, piece_max = 0;
+	uint64_t piece_seed = 0;
 	int i = 1, n = 0;
 
 	memset(&img, 0, sizeof(img));
@@ -494,12 +556,16 @@ int main(int argc, char **argv)
 			       &img.seed);
 		else if (!strcmp(argv[i], "--times"))
 			times = (unsigned) strtoul(argv[i + 1], NULL, 0);
+		else if (!strcmp(argv[i], "--pieces"))
+			sscanf(argv[i + 1], "%u:%" SCNu64, &piece_max,
+			       &piece_seed);
 		else
 			break;
 	}
 	if (argc - i != 2) {
 		fprintf(stderr, "usage: %s [--cpu F/M[/S]] [--missing PCT:SEED] "
-			"[--times N] FILE[:START-END]:ADDR TRACE\n", argv[0]);
+			"[--times N] [--pieces MAX:SEED] FILE[:START-END]:ADDR "
+			"TRACE\n", argv[0]);
 		return 2;
 	}
 	spec = argv[i];
@@ -534,9 +600,33 @@ int main(int argc, char **argv)
 		fprintf(stderr, "cannot make the vCPU's decoder\n");
 		return 1;
 	}
-	/* The same vCPU for every trace. */
-	for (t = 0; t < times && n >= 0; ++t)
-		n = hvagent_decode(vcpu, trace, tsize, &sink, 10000000ul);
+	/* The same vCPU for every trace; the trace written all at once, or
+	 * piece by piece. */
+	for (t = 0; t < times && n >= 0; ++t) {
+		size_t written = 0;
+
+		n = hvagent_start(vcpu, trace);
+		while (n >= 0 && written < tsize) {
+			size_t step = tsize - written;
+			int more;
+
+			if (piece_max) {
+				piece_seed = piece_seed *
+					6364136223846793005ull +
+					1442695040888963407ull;
+				step = 1 + (size_t) ((piece_seed >> 33) %
+						     piece_max);
+				if (step > tsize - written)
+					step = tsize - written;
+			}
+			written += step;
+			more = hvagent_feed(vcpu, written, written == tsize,
+					    &sink, 10000000ul);
+			n = more < 0 ? more : n + more;
+		}
+		if (n >= 0 && !tsize)
+			n = hvagent_feed(vcpu, 0, 1, &sink, 10000000ul);
+	}
 	fprintf(stderr, "%d instructions, %lu pages fetched\n", n,
 		img.fetches);
 	free(img.fetched);

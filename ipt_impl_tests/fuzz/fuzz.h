@@ -363,6 +363,47 @@ FZ void fz_image_read(struct fz *in, const struct fz_header *h,
 	img->calls = 0;
 }
 
+/* The input of the harnesses that decode one trace twice over the same
+ * code and compare (fuzz_fault.c, fuzz_stream.c): header, image, trace.
+ * No allocation fails, no packet callback, the image's address filters
+ * kept.  @limit: how many instructions a decode goes at most, as code
+ * without trace runs forever, and slowly while it walks towards an event
+ * it never reaches; a few instructions per trace byte are plenty. */
+struct fz_twice {
+	struct fz in;
+	struct fz_header h;
+	struct fz_image img;
+	struct pt_config config;
+	uint8_t *trace;
+	size_t tsize;
+	uint64_t limit;
+};
+
+FZ void fz_twice_read(struct fz_twice *t, const uint8_t *data, size_t size)
+{
+	struct pt_conf_addr_filter filter;
+
+	fz_init(&t->in, data, size);
+	fz_header(&t->in, &t->h);
+	fz_alloc_fail_at(0);
+	pt_config_init(&t->config);
+	fz_image_read(&t->in, &t->h, &t->img, &t->config);
+	t->trace = fz_copy(&t->in, t->in.n, &t->tsize);
+	filter = t->config.addr_filter;
+	fz_config(&t->h, &t->config, t->trace, t->tsize);
+	t->config.addr_filter = filter;
+	t->config.decode.callback = NULL;
+	t->limit = 2048 + (uint64_t) t->tsize * 4;
+	if (t->limit > (1u << 16))
+		t->limit = 1u << 16;
+}
+
+FZ void fz_twice_free(struct fz_twice *t)
+{
+	free(t->img.code);
+	free(t->trace);
+}
+
 /* A struct pt_event buffer of exactly the size the caller claims, so that
  * writing past that size is caught.  The decoders must accept any size up
  * to sizeof(struct pt_event) that holds the fixed fields, and sizes above

@@ -7,19 +7,22 @@
  * hash of the header picks missing at first.  Whenever a decoder stops at a
  * missing page (ipt_*_get_fault), the page is made readable (and, every
  * other time, dropped from the image's cache with ipt_image_invalidate)
- * and the same call is made again; sync and event calls included.  The
+ * and the same call is made again; sync, resync and event calls included.
+ * After an error both decodes synchronize forward, or, if the header's
+ * evsize (unused here) is odd, resynchronize with pt_*_resync.  The
  * two decodes must report the same blocks (joined where a fault or a full
  * block cut them), instructions, events and errors. */
 #include "fuzz.h"
 #include "../unit/hv/fault_util.h"
 
 static void decode(struct hv_out *o, const struct pt_config *config,
-		   struct gmem *m, int insn, uint64_t limit)
+		   struct gmem *m, int insn, int resync, uint64_t limit)
 {
 	struct pt_image *image = ipt_image_alloc_with("fault", fz_allocator());
 
 	memset(o, 0, sizeof(*o));
 	o->limit = limit;
+	o->resync = resync;
 	if (!image)
 		return;
 	m->image = image;
@@ -36,53 +39,26 @@ static void decode(struct hv_out *o, const struct pt_config *config,
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct pt_config config;
-	struct fz_header h;
-	struct fz_image img;
+	struct fz_twice in;
 	struct gmem mem;
-	struct fz in;
-	uint8_t *trace;
-	size_t tsize;
 	int insn;
 
-	fz_init(&in, data, size);
-	fz_header(&in, &h);
 	/* Both decodes must see the same memory and the same allocations. */
-	fz_alloc_fail_at(0);
-	pt_config_init(&config);
-	fz_image_read(&in, &h, &img, &config);
-	trace = fz_copy(&in, in.n, &tsize);
-	{
-		struct pt_conf_addr_filter filter = config.addr_filter;
-
-		fz_config(&h, &config, trace, tsize);
-		config.addr_filter = filter;
-		config.decode.callback = NULL;
-	}
-
+	fz_twice_read(&in, data, size);
 	memset(&mem, 0, sizeof(mem));
-	gmem_add(&mem, img.base, img.code, img.size);
+	gmem_add(&mem, in.img.base, in.img.code, in.img.size);
 	for (insn = 0; insn < 2; ++insn) {
+		int resync = in.h.evsize & 1;
 		struct hv_out whole, parts;
-		/* Code without trace runs forever, and slowly while it
-		 * walks towards an event it never reaches: a few
-		 * instructions per trace byte are plenty. */
-		uint64_t limit = 2048 + (uint64_t) tsize * 4;
 		long at;
 
-		if (limit > (1u << 16))
-			limit = 1u << 16;
 		mem.pct = 0;
-		decode(&whole, &config, &mem, insn, limit);
-		mem.pct = 25 + h.sync_offset % 76;
-		mem.seed = h.cpuid_0x15_eax ^ ((uint64_t) h.sync_offset << 32);
-		decode(&parts, &config, &mem, insn, limit);
+		decode(&whole, &in.config, &mem, insn, resync, in.limit);
+		mem.pct = 25 + in.h.sync_offset % 76;
+		mem.seed = in.h.cpuid_0x15_eax ^
+			   ((uint64_t) in.h.sync_offset << 32);
+		decode(&parts, &in.config, &mem, insn, resync, in.limit);
 		at = hv_out_diff(&whole, &parts);
-		/* FAULT-BLK (KNOWN): the block decoder's blocks may differ
-		 * after a pause; the instruction decoder's output is checked
-		 * as it is. */
-		if (at >= 0 && FZ_LENIENT && !insn)
-			at = -1;
 		if (at >= 0)
 			fz_fail(insn ? "insn output differs with pages missing" :
 				"blk output differs with pages missing", at,
@@ -92,7 +68,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 
 	free(mem.released);
-	free(img.code);
-	free(trace);
+	fz_twice_free(&in);
 	return 0;
 }

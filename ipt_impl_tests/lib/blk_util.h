@@ -107,14 +107,21 @@ static T_UNUSED void tb_mode_tsx(struct tb *t, int intx, int abrt)
 	tb_put(t, &p);
 }
 
-static T_UNUSED void tb_pip(struct tb *t, uint64_t cr3)
+/* PIP with its NR bit: @nr set, the CR3 of a guest (VMX non-root). */
+static T_UNUSED void tb_pip_nr(struct tb *t, uint64_t cr3, int nr)
 {
 	struct pt_packet p;
 
 	memset(&p, 0, sizeof(p));
 	p.type = ppt_pip;
 	p.payload.pip.cr3 = cr3;
+	p.payload.pip.nr = nr ? 1 : 0;
 	tb_put(t, &p);
+}
+
+static T_UNUSED void tb_pip(struct tb *t, uint64_t cr3)
+{
+	tb_pip_nr(t, cr3, 0);
 }
 
 static T_UNUSED void tb_tsc(struct tb *t, uint64_t tsc)

@@ -37,6 +37,12 @@ $(TB)/hvagent: examples/hvagent.c $(TB)/hvagent.o
 
 hvagent: $(TB)/hvagent
 
+# A host and its guest in one trace, for the agent's guest-only flow.
+$(TB)/vm/vm.pt: $(T)/tools/hvagent_vm.c $(LIB_HDRS) $(IMPL)
+	@mkdir -p $(@D)
+	$(CC) $(OPT) $(WARN) $(CPPFLAGS) -o $(TB)/hvagent_vm $< $(IMPL) $(ZYDIS)
+	$(TB)/hvagent_vm $(@D)
+
 TESTS += $(T)/tools/ptdump_cli
 TESTS += $(TB)/t_ptxed
 TESTS += $(call cmd,env PTXED=$(TB)/ptxed_nostdio $(TB)/t_ptxed)
@@ -46,6 +52,6 @@ TESTS += $(call cmd,$(T)/tools/decode-check examples/decode $(CONFORMANCE))
 TESTS += $(call cmd,$(T)/tools/ptcov_cli $(CONFORMANCE))
 TEST_DEPS += examples/ptdump examples/ptcov examples/decode $(TB)/t_ptxed \
 	$(TB)/ptxed_nostdio \
-	$(TB)/ptxed_cxx $(TB)/hvagent
+	$(TB)/ptxed_cxx $(TB)/hvagent $(TB)/vm/vm.pt
 
 .PHONY: hvagent

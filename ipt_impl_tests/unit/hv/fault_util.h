@@ -54,6 +54,8 @@ struct gmem {
 	/* Release calls ipt_image_invalidate on every other page. */
 	struct pt_image *image;
 	unsigned long faults;
+	/* Of those, the ones pt_*_resync stopped at. */
+	unsigned long resync_faults;
 };
 
 static HV_UNUSED uint64_t hv_mix(uint64_t x)
@@ -173,6 +175,9 @@ struct hv_out {
 	/* Stop after @limit instructions, if not zero; @capped says it did. */
 	uint64_t insns, limit;
 	int capped;
+	/* After an error, go on with pt_*_resync, as ptxed does, instead of
+	 * synchronizing forward. */
+	int resync;
 };
 
 static HV_UNUSED int hv_out_full(struct hv_out *o, uint64_t ninsn)
@@ -254,15 +259,26 @@ static HV_UNUSED int hv_fetch(struct gmem *m, int status, int have,
 
 /* The part of a decode loop that is the same for both decoders: on an
  * error (and at first, with @status -pte_nosync), note it and synchronize
- * forward; on a pending event, take it.  A sync that stops at missing code
- * starts over at the same PSB once the page is there, an event call is
- * made again. */
+ * forward (or resynchronize, with @o->resync, and synchronize forward if
+ * that fails); on a pending event, take it.  A sync that stops at missing
+ * code starts over at the same PSB once the page is there, a resync or an
+ * event call is made again. */
 #define HV_SYNC_OR_EVENT(P)                                                  \
 	if (status < 0) {                                                    \
 		if (status == -pte_eos)                                      \
 			break;                                               \
 		if (status != -pte_nosync)                                   \
 			hv_out_add(o, 'x', (uint64_t) -status, 0);           \
+		if (o->resync && status != -pte_nosync) {                    \
+			while (status = pt_##P##_resync(d),                  \
+			       hv_fetch(m, status, ipt_##P##_get_fault(d,    \
+					&fault, sizeof(fault)), &fault) > 0) \
+				m->resync_faults += 1;                       \
+			/* Code that never comes: on to the next PSB. */     \
+			if (status >= 0 || status == -pte_eos)               \
+				continue;                                    \
+			hv_out_add(o, 'x', (uint64_t) -status, 1);           \
+		}                                                            \
 		status = pt_##P##_sync_forward(d);                           \
 		while (hv_fetch(m, status, ipt_##P##_get_fault(d, &fault,    \
 				sizeof(fault)), &fault) > 0) {               \

@@ -22,6 +22,12 @@ struct hcase {
 	uint8_t *files[GMEM_REGIONS];
 	int nfiles;
 	struct gmem mem;
+	/* The same code as file sections: where each region of @mem comes
+	 * from. */
+	struct {
+		char path[512];
+		uint64_t offset;
+	} from[GMEM_REGIONS];
 };
 
 static HV_UNUSED void hcase_free(struct hcase *c)
@@ -51,6 +57,11 @@ static HV_UNUSED int hcase_map(struct hcase *c, const char *path, uint64_t offse
 		end = size;
 	if (offset >= end)
 		return 1;
+	if (c->mem.n < GMEM_REGIONS) {
+		snprintf(c->from[c->mem.n].path, sizeof(c->from[0].path),
+			 "%s", path);
+		c->from[c->mem.n].offset = offset;
+	}
 	return gmem_add(&c->mem, vaddr, bytes + offset, end - offset);
 }
 
@@ -102,6 +113,20 @@ static HV_UNUSED int hcase_arg(struct hcase *c, const char *dir, const char *opt
 		else if (!strcmp(opt + 14, "_b"))
 			(&c->config.addr_filter.addr0_a)[2 * n + 1] = v;
 	}
+	return 1;
+}
+
+/* Add @c's code to @image as file sections (hosted builds). */
+static HV_UNUSED int hcase_sections(const struct hcase *c,
+				    struct pt_image *image)
+{
+	int i;
+
+	for (i = 0; i < c->mem.n; ++i)
+		if (pt_image_add_file(image, c->from[i].path,
+				      c->from[i].offset, c->mem.r[i].size,
+				      NULL, c->mem.r[i].vaddr) < 0)
+			return 0;
 	return 1;
 }
 

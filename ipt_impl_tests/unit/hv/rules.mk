@@ -5,8 +5,9 @@
 #   t_hv_buffer  one decoder of each kind pointed at trace after trace
 #                (ipt_*_set_buffer): the output of new decoders, no
 #                allocation once warm
-#   t_hv_stream  packet and event decoders fed in random pieces
-#                (ipt_*_extend) against the whole trace
+#   t_hv_stream  packet, event, query, block and instruction decoders
+#                fed in random pieces (ipt_*_extend) against the whole
+#                trace
 # t_hv_vm (VM entries as hardware writes them) needs no arguments.
 HV_CASES := $(CONFORMANCE)/libipt $(CONFORMANCE)/real \
 	$(CONFORMANCE)/libipt-sb --synth examples/synth-sample
@@ -14,9 +15,11 @@ UNIT_ARGS_t_hv_fault := $(HV_CASES)
 UNIT_ARGS_t_hv_buffer := $(HV_CASES)
 UNIT_ARGS_t_hv_stream := $(HV_CASES)
 
-# The fault harness shares the decode loops.
+# The fault and streaming harnesses share the decode loops.
 $(B)/fuzz/fuzz_fault $(B)/fuzz/replay_fault $(B)/fuzz/strict_fault: \
 	$(T)/unit/hv/fault_util.h $(T)/unit/hv/hv_cases.h
+$(B)/fuzz/fuzz_stream $(B)/fuzz/replay_stream $(B)/fuzz/strict_stream: \
+	$(T)/unit/hv/fault_util.h $(T)/unit/hv/stream_util.h
 
 # Under memcheck: the shipped sample alone.
 VG_ARGS_t_hv_fault := --synth examples/synth-sample

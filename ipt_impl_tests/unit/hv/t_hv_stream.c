@@ -1,49 +1,34 @@
 /* t_hv_stream [CORPUS_DIR|--synth DIR]...: streaming.
  *
- * Every ptxed case's trace is decoded by a packet and an event decoder
- * once whole, then in pieces of random size: the decoder starts on the
- * first piece with more to come (ipt_*_extend), and whenever a call says
- * -ipt_pte_need_more (or a sync finds the end), the end moves on by the
- * next piece and the call is made again.  Both must give the same packets
- * and events, errors included. */
+ * Every ptxed case's trace is decoded by a packet, an event, a query, a
+ * block and an instruction decoder once whole, then in pieces of random
+ * size: the decoder starts on the first piece with more to come
+ * (ipt_*_extend), and whenever a call says -ipt_pte_need_more (or a sync
+ * finds the end), the end moves on by the next piece and the call is made
+ * again.  Both must give the same packets, events, branches, blocks and
+ * instructions, errors included. */
 #include "hv_cases.h"
+#include "stream_util.h"
 
-static uint64_t rng;
-
-static size_t piece(void)
-{
-	rng = rng * 6364136223846793005ull + 1442695040888963407ull;
-	return 1 + (size_t) ((rng >> 33) % 48);
-}
-
-/* The trace of @c, [begin, *end), moves on by a piece; returns 0 at the
- * end of the whole trace. */
-static int grow(const struct hcase *c, uint8_t **end)
-{
-	size_t left = (size_t) (c->config.end - *end), n = piece();
-
-	if (!left)
-		return 0;
-	*end += n < left ? n : left;
-	return 1;
-}
+/* Per layer: calls made again after the end moved, and items compared. */
+static unsigned long resumed[7], items[7];
 
 static int at_end(int status)
 {
 	return status == -ipt_pte_need_more || status == -pte_eos;
 }
 
-static void decode_pkt(struct hv_out *o, const struct hcase *c, int pieces)
+static void decode_pkt(struct hv_out *o, const struct hcase *c,
+		       struct hv_feed *f)
 {
 	struct pt_config config = c->config;
 	struct pt_packet_decoder *d;
-	uint8_t *end = pieces ? config.begin : config.end;
 	int status, syncing = 1;
 
 	memset(o, 0, sizeof(*o));
 	d = pt_pkt_alloc_decoder(&config);
-	if (!d || ipt_pkt_set_buffer(d, config.begin, end) < 0 ||
-	    ipt_pkt_extend(d, end, pieces) < 0) {
+	if (!d || ipt_pkt_set_buffer(d, config.begin, f->end) < 0 ||
+	    ipt_pkt_extend(d, f->end, f->end < f->stop) < 0) {
 		hv_out_add(o, 'x', 1, 0);
 		pt_pkt_free_decoder(d);
 		return;
@@ -53,8 +38,8 @@ static void decode_pkt(struct hv_out *o, const struct hcase *c, int pieces)
 		struct pt_packet p;
 		uint64_t offset = 0;
 
-		if (pieces && at_end(status) && grow(c, &end)) {
-			(void) ipt_pkt_extend(d, end, end < c->config.end);
+		if (at_end(status) && hv_feed_grow(f)) {
+			(void) ipt_pkt_extend(d, f->end, f->end < f->stop);
 			status = syncing ? pt_pkt_sync_forward(d) : 0;
 			continue;
 		}
@@ -88,18 +73,18 @@ static int evt_resync(struct pt_event_decoder *d, uint64_t before)
 	return pt_evt_sync_forward(d);
 }
 
-static void decode_evt(struct hv_out *o, const struct hcase *c, int pieces)
+static void decode_evt(struct hv_out *o, const struct hcase *c,
+		       struct hv_feed *f)
 {
 	struct pt_config config = c->config;
 	struct pt_event_decoder *d;
-	uint8_t *end = pieces ? config.begin : config.end;
 	uint64_t before = UINT64_MAX;
 	int status, syncing = 1;
 
 	memset(o, 0, sizeof(*o));
 	d = pt_evt_alloc_decoder(&config);
-	if (!d || ipt_evt_set_buffer(d, config.begin, end) < 0 ||
-	    ipt_evt_extend(d, end, pieces) < 0) {
+	if (!d || ipt_evt_set_buffer(d, config.begin, f->end) < 0 ||
+	    ipt_evt_extend(d, f->end, f->end < f->stop) < 0) {
 		hv_out_add(o, 'x', 1, 0);
 		pt_evt_free_decoder(d);
 		return;
@@ -108,8 +93,8 @@ static void decode_evt(struct hv_out *o, const struct hcase *c, int pieces)
 	while (!o->overflow) {
 		struct pt_event ev;
 
-		if (pieces && at_end(status) && grow(c, &end)) {
-			(void) ipt_evt_extend(d, end, end < c->config.end);
+		if (at_end(status) && hv_feed_grow(f)) {
+			(void) ipt_evt_extend(d, f->end, f->end < f->stop);
 			status = syncing ? evt_resync(d, before) : 0;
 			continue;
 		}
@@ -131,31 +116,69 @@ static void decode_evt(struct hv_out *o, const struct hcase *c, int pieces)
 	pt_evt_free_decoder(d);
 }
 
+/* Decode @c with layer @layer (pkt, evt, qry, blk, insn, then blk and insn
+ * over file sections), fed by @f. */
+static void decode(struct hv_out *o, struct hcase *c, int layer,
+		   struct hv_feed *f)
+{
+	struct pt_image *image;
+
+	memset(o, 0, sizeof(*o));
+	o->limit = 1u << 22;
+	switch (layer) {
+	case 0:
+		decode_pkt(o, c, f);
+		return;
+	case 1:
+		decode_evt(o, c, f);
+		return;
+	case 2:
+		hv_decode_qry(o, &c->config, f);
+		return;
+	}
+
+	/* Over the callback, then over file sections, where the block
+	 * decoder ends blocks as libipt's block cache does. */
+	image = pt_image_alloc(NULL);
+	c->mem.pct = 0;
+	if (!image || (layer >= 5 ? !hcase_sections(c, image) :
+		       pt_image_set_callback(image, gmem_read, &c->mem) < 0)) {
+		hv_out_add(o, 'x', 1, 0);
+	} else {
+		hv_decode_flow(o, &c->config, image, layer == 4 || layer == 6,
+			       f);
+	}
+	pt_image_free(image);
+}
+
 static void run_case(struct hcase *c)
 {
-	int evt, round;
+	static const char *const names[] = { "pkt", "evt", "qry", "blk",
+					     "insn", "blk files",
+					     "insn files" };
+	int layer, round;
 
-	for (evt = 0; evt < 2; ++evt) {
+	for (layer = 0; layer < 7; ++layer) {
 		struct hv_out whole;
+		struct hv_feed f;
 
-		if (evt)
-			decode_evt(&whole, c, 0);
-		else
-			decode_pkt(&whole, c, 0);
+		hv_feed_init(&f, &c->config, 0, 0);
+		decode(&whole, c, layer, &f);
+		items[layer] += whole.n;
 		for (round = 0; round < 3; ++round) {
+			static const size_t max[] = { 4, 48, 512 };
 			struct hv_out parts;
 			long at;
 
-			rng = (uint64_t) round * 7919 + 1;
-			if (evt)
-				decode_evt(&parts, c, 1);
-			else
-				decode_pkt(&parts, c, 1);
+			hv_feed_init(&f, &c->config, max[round],
+				     (uint64_t) round * 7919 + 1);
+			decode(&parts, c, layer, &f);
+			resumed[layer] += f.moved;
 			at = hv_out_diff(&whole, &parts);
 			if (!CHECK(at < 0))
 				printf("     %s %s, round %d: item %ld of %zu\n",
-				       c->name, evt ? "evt" : "pkt", round,
-				       at, whole.n);
+				       c->name, names[layer], round, at,
+				       whole.n);
 			free(parts.h);
 		}
 		free(whole.h);
@@ -164,11 +187,26 @@ static void run_case(struct hcase *c)
 
 int main(int argc, char **argv)
 {
+	int layer;
+
 	hv_cases(argc, argv, run_case);
+	/* The query, block and instruction decoders had to wait for more,
+	 * and had something to say. */
+	for (layer = 2; layer < 7; ++layer) {
+		CHECK(resumed[layer] > 0);
+		CHECK(items[layer] > 0);
+	}
+	printf("resumed after need-more: qry %lu, blk %lu, insn %lu; items "
+	       "qry %lu, blk %lu, insn %lu, over file sections blk %lu, "
+	       "insn %lu\n", resumed[2], resumed[3], resumed[4], items[2],
+	       items[3], items[4], items[5], items[6]);
 	CHECK(strcmp(pt_errstr(ipt_pte_need_more),
 		     "end of trace for now: more may come") == 0);
 	CHECK_EQ(pt_errcode(-ipt_pte_need_more), ipt_pte_need_more);
 	CHECK_EQ(ipt_pkt_extend(NULL, (uint8_t *) argv, 1), -pte_invalid);
 	CHECK_EQ(ipt_evt_extend(NULL, (uint8_t *) argv, 1), -pte_invalid);
+	CHECK_EQ(ipt_qry_extend(NULL, (uint8_t *) argv, 1), -pte_invalid);
+	CHECK_EQ(ipt_blk_extend(NULL, (uint8_t *) argv, 1), -pte_invalid);
+	CHECK_EQ(ipt_insn_extend(NULL, (uint8_t *) argv, 1), -pte_invalid);
 	return check_done();
 }

@@ -15,18 +15,6 @@
  * 0x1003  jmp rax */
 static const uint8_t code[] = { 0x90, 0x90, 0x90, 0xff, 0xe0 };
 
-/* PIP with its NR bit: @nr set, the guest's CR3. */
-static void tb_pip_nr(struct tb *t, uint64_t cr3, int nr)
-{
-	struct pt_packet p;
-
-	memset(&p, 0, sizeof(p));
-	p.type = ppt_pip;
-	p.payload.pip.cr3 = cr3;
-	p.payload.pip.nr = nr ? 1 : 0;
-	tb_put(t, &p);
-}
-
 /* Guest or host, as PIP's NR bit says: unknown before any PIP, then what
  * the last one said. */
 static void check_in_guest(struct pt_image *image)

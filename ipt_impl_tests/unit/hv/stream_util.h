@@ -1,0 +1,210 @@
+/* stream_util.h - trace that arrives in pieces, and decode loops for the
+ * query, block and instruction decoders that wait for it.
+ *
+ * struct hv_feed hands out a trace [begin, stop) a piece at a time: @end
+ * is how far it has come.  The loops start their decoder on what is there,
+ * with more to come (ipt_*_extend), and whenever a call says
+ * -ipt_pte_need_more (or a sync finds the end) let the end move on by the
+ * next piece and make the call again; a feed that starts at the stop is
+ * the whole trace at once.  What they report goes to a struct hv_out
+ * (fault_util.h), so that the two decodes compare item by item; the
+ * caller clears it and may set its limit.
+ *
+ *     hv_decode_qry    branches and events; queries chosen without code
+ *     hv_decode_flow   blocks or instructions, and events */
+#ifndef HV_STREAM_UTIL_H
+#define HV_STREAM_UTIL_H
+
+#include "fault_util.h"
+
+struct hv_feed {
+	uint8_t *end;
+	uint8_t *stop;
+	/* Pieces of 1 to @max bytes, sizes from @rng. */
+	uint64_t rng;
+	size_t max;
+	/* How often the end moved. */
+	unsigned long moved;
+};
+
+/* Feed @config's trace in pieces (@max not zero) or whole. */
+static HV_UNUSED void hv_feed_init(struct hv_feed *f,
+				   const struct pt_config *config,
+				   size_t max, uint64_t seed)
+{
+	f->stop = config->end;
+	f->end = max ? config->begin : config->end;
+	f->rng = seed;
+	f->max = max;
+	f->moved = 0;
+}
+
+/* Move the end on by a piece; 0 if the whole trace is there. */
+static HV_UNUSED int hv_feed_grow(struct hv_feed *f)
+{
+	size_t left = (size_t) (f->stop - f->end), n;
+
+	if (!left)
+		return 0;
+	f->rng = f->rng * 6364136223846793005ull + 1442695040888963407ull;
+	n = 1 + (size_t) ((f->rng >> 33) % f->max);
+	f->end += n < left ? n : left;
+	f->moved += 1;
+	return 1;
+}
+
+/* Did a call (of kind @op) fail?  Notes the error, the end of the trace
+ * excepted. */
+static HV_UNUSED int hv_failed(struct hv_out *o, int status, int op)
+{
+	if (status >= 0)
+		return 0;
+	if (status != -pte_eos)
+		hv_out_add(o, 'x', (uint64_t) -status, (uint64_t) op);
+	return 1;
+}
+
+/* The query decoder, driven without code: events when one is pending,
+ * else a conditional branch, else (the query says it is not one) an
+ * indirect branch; an error, or neither branch, synchronizes forward. */
+static HV_UNUSED void hv_decode_qry(struct hv_out *o,
+				     const struct pt_config *config,
+				     struct hv_feed *f)
+{
+	enum { SYNC, COND, INDIRECT, EVENT } op = SYNC;
+	struct pt_query_decoder *d;
+	int status = 0;
+
+	d = pt_qry_alloc_decoder(config);
+	if (!d || ipt_qry_set_buffer(d, config->begin, f->end) < 0 ||
+	    ipt_qry_extend(d, f->end, f->end < f->stop) < 0) {
+		hv_out_add(o, 'x', 1, 0);
+		pt_qry_free_decoder(d);
+		return;
+	}
+	while (!o->overflow && !hv_out_full(o, 0)) {
+		struct pt_event ev;
+		uint64_t ip = 0;
+		int taken = 0;
+
+		switch (op) {
+		case SYNC:
+			status = pt_qry_sync_forward(d, &ip);
+			break;
+		case COND:
+			status = pt_qry_cond_branch(d, &taken);
+			break;
+		case INDIRECT:
+			status = pt_qry_indirect_branch(d, &ip);
+			break;
+		case EVENT:
+			status = pt_qry_event(d, &ev, sizeof(ev));
+			break;
+		}
+		if ((status == -ipt_pte_need_more ||
+		     (op == SYNC && status == -pte_eos)) && hv_feed_grow(f)) {
+			(void) ipt_qry_extend(d, f->end, f->end < f->stop);
+			continue;
+		}
+		if (status == -pte_bad_query && op == COND) {
+			op = INDIRECT;
+			continue;
+		}
+		if (hv_failed(o, status, op)) {
+			if (status == -pte_eos)
+				break;
+			op = SYNC;
+			continue;
+		}
+		if (op == EVENT)
+			hv_out_event(o, &ev);
+		else
+			hv_out_add(o, 'q' | ((uint64_t) op << 8), ip ^ taken,
+				   (uint64_t) status);
+		op = (status & pts_event_pending) ? EVENT : COND;
+	}
+	pt_qry_free_decoder(d);
+}
+
+/* The block or instruction decoder, over @c's code: blocks (or
+ * instructions) and events; an error synchronizes forward. */
+static HV_UNUSED void hv_decode_flow(struct hv_out *o,
+				      const struct pt_config *config,
+				      struct pt_image *image, int insn,
+				      struct hv_feed *f)
+{
+	enum { SYNC, NEXT, EVENT } op = SYNC;
+	struct pt_block_decoder *b = NULL;
+	struct pt_insn_decoder *i = NULL;
+	int status = 0, err;
+
+	if (insn) {
+		i = pt_insn_alloc_decoder(config);
+		err = !i || pt_insn_set_image(i, image) < 0 ||
+		      ipt_insn_set_buffer(i, config->begin, f->end) < 0 ||
+		      ipt_insn_extend(i, f->end, f->end < f->stop) < 0;
+	} else {
+		b = pt_blk_alloc_decoder(config);
+		err = !b || pt_blk_set_image(b, image) < 0 ||
+		      ipt_blk_set_buffer(b, config->begin, f->end) < 0 ||
+		      ipt_blk_extend(b, f->end, f->end < f->stop) < 0;
+	}
+	while (!err && !o->overflow) {
+		struct pt_block blk;
+		struct pt_insn in;
+		struct pt_event ev;
+
+		memset(&blk, 0, sizeof(blk));
+		memset(&in, 0, sizeof(in));
+		switch (op) {
+		case SYNC:
+			status = insn ? pt_insn_sync_forward(i) :
+					pt_blk_sync_forward(b);
+			break;
+		case NEXT:
+			status = insn ? pt_insn_next(i, &in, sizeof(in)) :
+					pt_blk_next(b, &blk, sizeof(blk));
+			break;
+		case EVENT:
+			status = insn ? pt_insn_event(i, &ev, sizeof(ev)) :
+					pt_blk_event(b, &ev, sizeof(ev));
+			break;
+		}
+		if ((status == -ipt_pte_need_more ||
+		     (op == SYNC && status == -pte_eos)) && hv_feed_grow(f)) {
+			if (insn)
+				(void) ipt_insn_extend(i, f->end,
+						       f->end < f->stop);
+			else
+				(void) ipt_blk_extend(b, f->end,
+						      f->end < f->stop);
+			continue;
+		}
+		if (op == NEXT && blk.ninsn) {
+			hv_out_block(o, &blk, blk.ip, blk.ninsn);
+			if (hv_out_full(o, blk.ninsn))
+				break;
+		}
+		if (op == NEXT && insn && in.iclass != ptic_error) {
+			hv_out_add(o, 'i' | ((uint64_t) in.mode << 8),
+				   in.ip, in.iclass);
+			if (hv_out_full(o, 1))
+				break;
+		}
+		if (op == EVENT && status >= 0)
+			hv_out_event(o, &ev);
+		if (hv_failed(o, status, op)) {
+			if (status == -pte_eos)
+				break;
+			op = SYNC;
+			continue;
+		}
+		op = (status & pts_event_pending) ? EVENT : NEXT;
+	}
+	if (err)
+		hv_out_add(o, 'x', 1, 0);
+	pt_blk_free_decoder(b);
+	pt_insn_free_decoder(i);
+}
+
+#endif
