@@ -1477,6 +1477,146 @@ IPT_API int ipt_insn_set_vm_tolerant(struct pt_insn_decoder *decoder, int on);
 IPT_API int ipt_blk_in_guest(const struct pt_block_decoder *decoder);
 IPT_API int ipt_insn_in_guest(const struct pt_insn_decoder *decoder);
 
+/* >>api-start: starting where there is no PSB */
+
+/* A trace that begins mid-stream (a wrapped ring buffer, a VM's trace
+ * handed over piece by piece, tracing re-enabled after a VM exit) has no
+ * PSB to synchronize on before its first one, and may have none at all.
+ * A caller that knows the state of the trace at a packet boundary starts a
+ * decoder there with it, instead of losing the trace up to the next PSB.
+ *
+ * The decoder takes the state as it takes a PSB+: its first events are
+ * status updates (ptev_enabled or ptev_disabled, ptev_async_paging with
+ * the CR3, ptev_async_vmcs, ptev_tsx if in a transaction, ptev_exec_mode;
+ * all at @ip, stamped with @time), then the trace from @offset on.  A
+ * decoder that had decoded the trace before @offset itself and stands
+ * there (see ipt_blk_get_start_state) gives from then on what it gives.
+ *
+ * Fields a caller does not know are left zero: no CR3 or VMCS (as a PSB+
+ * without PIP or VMCS), no last IP (a compressed IP packet then fails
+ * with -pte_noip until a full one comes), no time (events carry none until
+ * a TSC packet), an empty return stack (a compressed return then fails
+ * with -pte_retstack_empty), ptem_unknown.  @size is sizeof(struct
+ * ipt_start_state) as the caller knows it: what lies past it counts as
+ * zero, so that the struct can grow. */
+enum { ipt_start_max_ret = 64 };
+
+struct ipt_start_state {
+	/* The size of the caller's struct ipt_start_state. */
+	size_t size;
+
+	/* Tracing is enabled (PacketEn): the flow goes on at @ip.  With
+	 * tracing disabled, @ip is where it stopped (an enable there is
+	 * reported as resumed), or zero. */
+	uint64_t ip;
+	uint32_t enabled:1;
+	/* @cr3 is valid; @non_root is PIP's NR bit (a VMX guest's CR3). */
+	uint32_t has_cr3:1;
+	uint32_t non_root:1;
+	/* @vmcs is valid. */
+	uint32_t has_vmcs:1;
+	/* Inside a TSX transaction (MODE.TSX InTX). */
+	uint32_t speculative:1;
+	/* RFLAGS.IF, for decoders with iflags events enabled. */
+	uint32_t iflag:1;
+	/* @time and @tcal are valid. */
+	uint32_t has_time:1;
+	/* The trace has not stated the execution mode since the last
+	 * overflow: @mode is the flow's, but the next MODE.EXEC is reported
+	 * even if it says the same. */
+	uint32_t mode_stale:1;
+	/* @icnt is valid: the instructions since the last TRIG's IP, for
+	 * the instruction count of the next TRIG. */
+	uint32_t has_icnt:1;
+	uint32_t icnt;
+
+	enum pt_exec_mode mode;
+	uint64_t cr3;
+	uint64_t vmcs;
+
+	/* The last IP that compressed IP packets build on (ipt_last_ip_*);
+	 * all zero if not known. */
+	struct ipt_last_ip last_ip;
+
+	/* The time and its calibration (ipt_time_*, ipt_tcal_*).  To start
+	 * from a bare TSC value: ipt_time_init() and ipt_tcal_init(), then
+	 * @time.tsc and @time.have_tsc. */
+	struct ipt_time time;
+	struct ipt_time_cal tcal;
+
+	/* The return addresses of the calls not yet returned from, oldest
+	 * first, @nret of them (at most ipt_start_max_ret; a longer stack
+	 * keeps its newest). */
+	uint32_t nret;
+	uint64_t ret[ipt_start_max_ret];
+
+	/* Set by ipt_*_get_start_state, not read by ipt_*_start_at: how
+	 * many of the instructions the decoder reported last a decoder
+	 * started with this state reports again (see there). */
+	uint32_t repeat;
+};
+
+/* Start decoder at @offset in its trace, at a packet boundary, in @state
+ * (see above).  The event and query decoders take @ip, CR3, VMCS and mode
+ * into their status events only; ipt_qry_start_at stores the start IP in
+ * *ip (if ip is not NULL and tracing is enabled), as pt_qry_sync_set does.
+ * Return what the corresponding pt_*_sync_set returns (a query decoder's
+ * and a block or instruction decoder's status flags, zero for an event
+ * decoder); -pte_invalid without decoder or state, if state->size is
+ * smaller than offsetof(struct ipt_start_state, mode), or
+ * state->nret is larger than ipt_start_max_ret; -pte_eos if @offset lies
+ * past the trace's end.  Ref: pt_*_sync_set (pt_evt_sync_set is ipt.h's
+ * event decoder); the state is ipt.h only. */
+IPT_API int ipt_evt_start_at(struct pt_event_decoder *decoder,
+			     uint64_t offset,
+			     const struct ipt_start_state *state);
+IPT_API int ipt_qry_start_at(struct pt_query_decoder *decoder, uint64_t *ip,
+			     uint64_t offset,
+			     const struct ipt_start_state *state);
+IPT_API int ipt_blk_start_at(struct pt_block_decoder *decoder,
+			     uint64_t offset,
+			     const struct ipt_start_state *state);
+IPT_API int ipt_insn_start_at(struct pt_insn_decoder *decoder,
+			      uint64_t offset,
+			      const struct ipt_start_state *state);
+
+/* The state a block or instruction decoder is in once its event decoder
+ * has run out of trace (pt_*_next then returns -pte_eos or an error such
+ * as -pte_bad_query where a branch needs trace that is not there; not
+ * while streaming, where such a call is undone), and the offset it
+ * stands at: a decoder
+ * started there with that state, in the same trace or one that goes on,
+ * gives what this decoder would have given had its trace gone on.  This
+ * is how an agent carries a decode over from one piece of trace to the
+ * next when the pieces are not one buffer.
+ *
+ * The state is the one the decoder was in when it took its last piece of
+ * trace.  After that it walked on through code that needs no trace, up to
+ * the next branch that does, and reported those instructions; the trace
+ * that follows may say they ran later, or not at all (an interrupt, or
+ * tracing stopped, at one of them).  The started decoder reports them
+ * again as that trace says: state->repeat is how many of the
+ * instructions this decoder reported last are such, to be dropped from
+ * its output when the two are put together.
+ *
+ * Fills up to state->size bytes (which the caller sets) and sets *offset.
+ * Returns zero; -pte_invalid if an argument is NULL or state->size is too
+ * small (as for ipt_*_start_at); -pte_nosync if the decoder is not
+ * synchronized; -pte_bad_context if its trace has not run out, or ends
+ * inside a group of packets that belong together (events wait for
+ * packets still to come, such as a MODE.EXEC for its TIP; events bound to
+ * an instruction are not all taken; an erratum's look ahead met the end
+ * of the trace): a start state cannot hold those.  Not exact yet: a TSX
+ * abort right after the start (the BDM64 workaround looks at the block
+ * before it) and a TRIG's instruction count across the start.  Ref: ipt.h
+ * only. */
+IPT_API int ipt_blk_get_start_state(const struct pt_block_decoder *decoder,
+				    uint64_t *offset,
+				    struct ipt_start_state *state);
+IPT_API int ipt_insn_get_start_state(const struct pt_insn_decoder *decoder,
+				     uint64_t *offset,
+				     struct ipt_start_state *state);
+
 /* >>api-buffer: one decoder for every trace */
 
 /* Point a decoder at another trace buffer [begin, end): it keeps its
@@ -3712,6 +3852,9 @@ struct pt_packet_decoder {
 	const uint8_t *sync;
 	/* More trace may come after config.end (ipt_pkt_extend). */
 	uint32_t more;
+	/* @sync is where a start state put the decoder (ipt_evt_start_at),
+	 * not a PSB: a forward sync searches from there. */
+	uint32_t sync_started;
 };
 
 /* The bytes pt_pkt_next's fast path may read from a packet's start: every
@@ -4479,6 +4622,7 @@ static IPT__UNUSED int ipt__pkt_same(const struct pt_packet_decoder *a,
 				     const struct pt_packet_decoder *b)
 {
 	return a->pos == b->pos && a->sync == b->sync && a->fast == b->fast &&
+	       a->sync_started == b->sync_started &&
 	       !IPT_MEMCMP(&a->config, &b->config, sizeof(a->config));
 }
 
@@ -4555,6 +4699,7 @@ IPT_DEF int ipt_pkt_set_buffer(struct pt_packet_decoder *decoder,
 	decoder->config.end = end;
 	decoder->pos = NULL;
 	decoder->sync = NULL;
+	decoder->sync_started = 0;
 	decoder->more = 0;
 	ipt__pkt_set_fast(decoder);
 	return 0;
@@ -4587,9 +4732,11 @@ IPT_DEF int pt_pkt_sync_forward(struct pt_packet_decoder *decoder)
 
 	/* Move past the PSB we are synchronized at, but start a bit earlier
 	 * to find a PSB that the preceding packet partially consumed. */
-	if (decoder->config.begin + off == sync)
-		off += IPT__PSB_SIZE;
-	off -= (off < IPT__PSB_SIZE) ? off : IPT__PSB_SIZE - 1;
+	if (!decoder->sync_started || decoder->config.begin + off != sync) {
+		if (decoder->config.begin + off == sync)
+			off += IPT__PSB_SIZE;
+		off -= (off < IPT__PSB_SIZE) ? off : IPT__PSB_SIZE - 1;
+	}
 
 	if ((size_t) (decoder->config.end - decoder->config.begin) < off)
 		return -pte_internal;
@@ -4601,6 +4748,7 @@ IPT_DEF int pt_pkt_sync_forward(struct pt_packet_decoder *decoder)
 
 	decoder->sync = sync;
 	decoder->pos = sync;
+	decoder->sync_started = 0;
 	return 0;
 }
 
@@ -4625,6 +4773,7 @@ IPT_DEF int pt_pkt_sync_backward(struct pt_packet_decoder *decoder)
 
 	decoder->sync = sync;
 	decoder->pos = sync;
+	decoder->sync_started = 0;
 	return 0;
 }
 
@@ -4644,7 +4793,20 @@ IPT_DEF int pt_pkt_sync_set(struct pt_packet_decoder *decoder,
 	pos = decoder->config.begin + offset;
 	decoder->sync = pos;
 	decoder->pos = pos;
+	decoder->sync_started = 0;
 	return 0;
+}
+
+/* pt_pkt_sync_set for a start without a PSB (ipt_evt_start_at): a
+ * forward sync from there finds a PSB right there, too. */
+static int ipt__pkt_start_at(struct pt_packet_decoder *decoder,
+			     uint64_t offset)
+{
+	int err = pt_pkt_sync_set(decoder, offset);
+
+	if (err >= 0)
+		decoder->sync_started = 1;
+	return err;
 }
 
 /* The offset of the next packet.  -pte_nosync before the first
@@ -4789,8 +4951,10 @@ static int ipt__pkt_decode(struct pt_packet_decoder *decoder,
 		switch (kind) {
 		case ppt_psb:
 			size = ipt__pkt_read_psb(pos, config);
-			if (size >= 0)
+			if (size >= 0) {
 				decoder->sync = pos;
+				decoder->sync_started = 0;
+			}
 			break;
 
 		case ppt_psbend:
@@ -4827,6 +4991,10 @@ static int ipt__pkt_decode(struct pt_packet_decoder *decoder,
 			 * decodes as an invalid packet one byte longer. */
 			if (size == -pte_bad_packet &&
 			    decoder->config.errata.skz84) {
+				/* That byte, too, must lie before the end. */
+				if (ipt__pkt_left(pos, config) <
+				    ipt__layout[ppt_tma].size + 1u)
+					return -pte_eos;
 				packet->type = ppt_invalid;
 				packet->size = (uint8_t) (ipt__layout[ppt_tma]
 							  .size + 1);
@@ -6010,6 +6178,14 @@ struct pt_event_decoder {
 	/* The current packet already completed bound events and must not
 	 * also be taken as a packet on its own. */
 	unsigned int bound:1;
+
+	/* The status events queued for the current PSBEND carry their IP
+	 * already: a start state's (ipt_evt_start_at), not the last IP. */
+	unsigned int placed:1;
+
+	/* An erratum's look ahead ran into the end of the trace: what it
+	 * decided holds for this trace only (ipt_blk_get_start_state). */
+	unsigned int peeked_end:1;
 };
 
 /* ---- the event queue ---- */
@@ -6272,6 +6448,8 @@ static int ipt__evt_reset(struct pt_event_decoder *decoder)
 	decoder->event = NULL;
 	decoder->enabled = 0;
 	decoder->bound = 0;
+	decoder->placed = 0;
+	decoder->peeked_end = 0;
 	decoder->mode_exec_valid = 0;
 	decoder->iflag = 0;
 	decoder->csd = 0;
@@ -6497,9 +6675,19 @@ static int ipt__evt_decode_cbr(struct pt_event_decoder *decoder)
 /* The MODE, PIP, VMCS, MNT, FUP and time packets of a PSB+. */
 static int ipt__evt_header_packet(struct pt_event_decoder *decoder);
 
+/* A look ahead stopped with @err: is it the end of the trace?  Then
+ * what the look ahead decided may not hold for a longer trace. */
+static int ipt__evt_peeked_end(struct pt_event_decoder *decoder, int err)
+{
+	if (err != -pte_eos && err != -ipt_pte_need_more)
+		return 0;
+	decoder->peeked_end = 1;
+	return err == -pte_eos;
+}
+
 /* BDM70: a PSB+ may hold a FUP although tracing is off, when a TIP.PGE
  * follows the PSB+.  Returns 1 if one follows. */
-static int ipt__evt_bdm70(const struct pt_event_decoder *decoder)
+static int ipt__evt_bdm70(struct pt_event_decoder *decoder)
 {
 	struct pt_packet_decoder pacdec;
 	struct pt_packet packet;
@@ -6509,7 +6697,7 @@ static int ipt__evt_bdm70(const struct pt_event_decoder *decoder)
 		int err = pt_pkt_next(&pacdec, &packet, sizeof(packet));
 
 		if (err < 0)
-			return err == -pte_eos ? 0 : err;
+			return ipt__evt_peeked_end(decoder, err) ? 0 : err;
 		switch (packet.type) {
 		case ppt_tip_pge:
 			return 1;
@@ -6744,8 +6932,10 @@ static int ipt__evt_decode_psbend(struct pt_event_decoder *decoder)
 	int err;
 
 	ev = ipt__evq_dequeue(&decoder->evq, ipt__evb_psbend);
-	if (!ev)
+	if (!ev) {
+		decoder->placed = 0;
 		return 1;
+	}
 	decoder->event = ev;
 
 	switch (ev->type) {
@@ -6755,6 +6945,8 @@ static int ipt__evt_decode_psbend(struct pt_event_decoder *decoder)
 	case ptev_tsx:
 	case ptev_async_paging:
 	case ptev_async_vmcs:
+		if (decoder->placed)
+			break;
 		err = ipt__evt_place(ev, &decoder->ip);
 		if (err < 0)
 			return err;
@@ -6855,6 +7047,184 @@ IPT_DEF int ipt_evt_extend(struct pt_event_decoder *decoder, uint8_t *end,
 		decoder->status = 0;
 		return ipt__evt_next_packet(decoder);
 	}
+	return 0;
+}
+
+/* ---- starting from a state (ipt_*_start_at) ----
+ * A start state is taken as a PSB+ stating it would be: the same status
+ * events, made by the same code (ipt__evt_header_packet) from the packets
+ * that PSB+ would hold, with the IP and the last IP apart, since mid-trace
+ * the flow's IP is seldom the last IP packet's. */
+
+/* How much of the caller's struct ipt_start_state there is to copy; 0
+ * for a missing or unusable one. */
+static size_t ipt__start_state_size(const struct ipt_start_state *ustate)
+{
+	if (!ustate || ustate->size < offsetof(struct ipt_start_state, mode))
+		return 0;
+	if (ustate->size < sizeof(*ustate))
+		return ustate->size;
+	return sizeof(*ustate);
+}
+
+/* Copy the caller's @ustate into @state: what lies past its size is
+ * zero.  -pte_invalid for a missing or unusable state. */
+static int ipt__start_state_in(struct ipt_start_state *state,
+			       const struct ipt_start_state *ustate)
+{
+	size_t size = ipt__start_state_size(ustate);
+
+	if (!size)
+		return -pte_invalid;
+	IPT_MEMSET(state, 0, sizeof(*state));
+	IPT_MEMCPY(state, ustate, size);
+	if (state->nret > ipt_start_max_ret)
+		return -pte_invalid;
+	return 0;
+}
+
+/* Give the caller @state, up to the size it set in @ustate. */
+static int ipt__start_state_out(struct ipt_start_state *ustate,
+				const struct ipt_start_state *state)
+{
+	size_t size = ipt__start_state_size(ustate);
+
+	if (!size)
+		return -pte_invalid;
+	IPT_MEMCPY((uint8_t *) ustate + sizeof(size_t),
+		   (const uint8_t *) state + sizeof(size_t),
+		   size - sizeof(size_t));
+	return 0;
+}
+
+/* Run @packet through the PSB+ header handling. */
+static int ipt__evt_state_packet(struct pt_event_decoder *decoder,
+				 const struct pt_packet *packet)
+{
+	IPT__COPY(decoder->packet, *packet);
+	return ipt__evt_header_packet(decoder);
+}
+
+/* Queue @state's status events, in a PSB+'s order, and place them. */
+static int ipt__evt_take_state(struct pt_event_decoder *decoder,
+			       const struct ipt_start_state *state)
+{
+	struct ipt_last_ip at;
+	struct pt_packet packet;
+	struct pt_event *ev;
+	uint8_t idx;
+	int err = 0;
+
+	ev = ipt__evq_enqueue(&decoder->evq, ipt__evb_psbend);
+	if (!ev)
+		return -pte_nomem;
+	ev->status_update = 1;
+	ev->type = state->enabled ? ptev_enabled : ptev_disabled;
+	ev->ip_suppressed = state->enabled ? 0 : 1;
+
+	IPT_MEMSET(&packet, 0, sizeof(packet));
+	if (state->has_cr3) {
+		packet.type = ppt_pip;
+		packet.payload.pip.cr3 = state->cr3;
+		packet.payload.pip.nr = state->non_root;
+		err = ipt__evt_state_packet(decoder, &packet);
+	}
+	if (err >= 0 && state->has_vmcs) {
+		packet.type = ppt_vmcs;
+		packet.payload.vmcs.base = state->vmcs;
+		err = ipt__evt_state_packet(decoder, &packet);
+	}
+	if (err >= 0 && state->speculative) {
+		packet.type = ppt_mode;
+		packet.payload.mode.leaf = pt_mol_tsx;
+		packet.payload.mode.bits.tsx.intx = 1;
+		err = ipt__evt_state_packet(decoder, &packet);
+	}
+	if (err >= 0 && state->mode != ptem_unknown && !state->mode_stale) {
+		packet.type = ppt_mode;
+		packet.payload.mode.leaf = pt_mol_exec;
+		packet.payload.mode.bits.exec = pt_set_exec_mode(state->mode);
+		packet.payload.mode.bits.exec.iflag = state->iflag;
+		err = ipt__evt_state_packet(decoder, &packet);
+	}
+	if (err < 0)
+		return err;
+
+	ipt_last_ip_init(&at);
+	if (state->enabled) {
+		at.ip = state->ip;
+		at.have_ip = 1;
+	}
+	for (idx = decoder->evq.begin; idx != decoder->evq.end;
+	     idx = ipt__evq_inc(idx)) {
+		err = ipt__evt_place(&decoder->evq.queue[idx].event, &at);
+		if (err < 0)
+			return err;
+	}
+	decoder->placed = 1;
+	return 0;
+}
+
+IPT_DEF int ipt_evt_start_at(struct pt_event_decoder *decoder,
+			     uint64_t offset,
+			     const struct ipt_start_state *ustate)
+{
+	struct ipt_start_state state;
+	int err;
+
+	if (!decoder)
+		return -pte_invalid;
+	err = ipt__start_state_in(&state, ustate);
+	if (err < 0)
+		return err;
+	ipt__evt_reset(decoder);
+	err = ipt__pkt_start_at(&decoder->pacdec, offset);
+	if (err < 0)
+		return err;
+
+	decoder->status = 0;
+	if (state.has_time) {
+		IPT__COPY(decoder->time, state.time);
+		IPT__COPY(decoder->tcal, state.tcal);
+	}
+	err = ipt__evt_take_state(decoder, &state);
+	if (err < 0) {
+		ipt__evt_reset(decoder);
+		return err;
+	}
+	decoder->enabled = state.enabled;
+	IPT__COPY(decoder->ip, state.last_ip);
+
+	/* An empty PSBEND at @offset: it hands out the status events, then
+	 * the decoder reads on at @offset. */
+	IPT_MEMSET(&decoder->packet, 0, sizeof(decoder->packet));
+	decoder->packet.type = ppt_psbend;
+	return 0;
+}
+
+/* The state of a decoder that has used up its trace, but for what only
+ * its user knows (the IP, address space, mode, return stack): 0, or
+ * -pte_bad_context if events still wait for packets to come. */
+static IPT__UNUSED int
+ipt__evt_get_state(const struct pt_event_decoder *decoder, uint64_t *offset,
+		   struct ipt_start_state *state)
+{
+	int err;
+
+	if (decoder->packet.type != ppt_invalid ||
+	    (decoder->status != -pte_eos &&
+	     decoder->status != -ipt_pte_need_more) ||
+	    decoder->evq.begin != decoder->evq.end || decoder->peeked_end)
+		return -pte_bad_context;
+	err = pt_evt_get_offset(decoder, offset);
+	if (err < 0)
+		return err;
+	IPT__COPY(state->last_ip, decoder->ip);
+	IPT__COPY(state->time, decoder->time);
+	IPT__COPY(state->tcal, decoder->tcal);
+	state->has_time = 1;
+	state->iflag = decoder->iflag;
+	state->mode_stale = !decoder->mode_exec_valid;
 	return 0;
 }
 
@@ -7324,7 +7694,7 @@ static int ipt__evt_skd010(struct pt_event_decoder *decoder)
 	for (;;) {
 		err = pt_pkt_next(&pacdec, &packet, sizeof(packet));
 		if (err < 0)
-			return err == -pte_eos ? 1 : err;
+			return ipt__evt_peeked_end(decoder, err) ? 1 : err;
 
 		if (ipt__evt_is_time_packet(packet.type)) {
 			err = ipt__evt_apply_time(&time, &tcal, &packet,
@@ -7464,8 +7834,10 @@ static int ipt__evt_apl11(struct pt_event_decoder *decoder)
 	IPT__COPY(tcal, decoder->tcal);
 	for (;;) {
 		err = pt_pkt_next(&pacdec, &packet, sizeof(packet));
-		if (err < 0)
+		if (err < 0) {
+			ipt__evt_peeked_end(decoder, err);
 			return err;
+		}
 
 		if (ipt__evt_is_time_packet(packet.type)) {
 			err = ipt__evt_apply_time(&time, &tcal, &packet,
@@ -7519,7 +7891,7 @@ static int ipt__evt_apl12(struct pt_event_decoder *decoder, uint64_t offset)
 	for (;;) {
 		err = pt_pkt_next(&pacdec, &packet, sizeof(packet));
 		if (err < 0)
-			return err == -pte_eos ? 1 : err;
+			return ipt__evt_peeked_end(decoder, err) ? 1 : err;
 
 		switch (packet.type) {
 		case ppt_tnt_8:
@@ -7628,6 +8000,8 @@ static int ipt__evt_decode_ovf(struct pt_event_decoder *decoder)
 	}
 
 	offset = ipt__evt_find_ovf_fup(&decoder->pacdec);
+	if (offset < 0)
+		ipt__evt_peeked_end(decoder, (int) offset);
 	if (offset <= 0) {
 		if (config->errata.skd010) {
 			err = ipt__evt_skd010(decoder);
@@ -8574,7 +8948,8 @@ static IPT__UNUSED int ipt__evt_same(const struct pt_event_decoder *a,
 	       a->status == b->status &&
 	       a->mode_exec_valid == b->mode_exec_valid &&
 	       a->iflag == b->iflag && a->csd == b->csd && a->csl == b->csl &&
-	       a->enabled == b->enabled && a->bound == b->bound;
+	       a->enabled == b->enabled && a->bound == b->bound &&
+	       a->placed == b->placed;
 }
 
 /* ==== >>qry  query decoder ===============================================
@@ -8857,6 +9232,21 @@ static int ipt__qry_sync_set(struct pt_query_decoder *decoder, uint64_t *ip,
 		return -pte_invalid;
 	ipt__qry_reset(decoder);
 	err = pt_evt_sync_set(&decoder->evdec, offset);
+	if (err < 0)
+		return err;
+	return ipt__qry_start(decoder, ip);
+}
+
+IPT_DEF int ipt_qry_start_at(struct pt_query_decoder *decoder, uint64_t *ip,
+			     uint64_t offset,
+			     const struct ipt_start_state *state)
+{
+	int err;
+
+	if (!decoder)
+		return -pte_invalid;
+	ipt__qry_reset(decoder);
+	err = ipt_evt_start_at(&decoder->evdec, offset, state);
 	if (err < 0)
 		return err;
 	return ipt__qry_start(decoder, ip);
@@ -12039,11 +12429,27 @@ struct pt_block_decoder {
 	/* The fault was met looking ahead of the flow, not walking it: what
 	 * follows the block's last instruction is not known yet. */
 	uint32_t fault_ahead:1;
+	/* The event decoder has run out of trace (@status): @end_ip and
+	 * @end_rs are where the flow stood then and its return stack, and
+	 * @ahead counts the instructions reported since (ipt_blk_get_start_state). */
+	uint32_t has_end:1;
+	/* It ran out while events were bound to an instruction: @has_end
+	 * waits until the decoder has proceeded past it. */
+	uint32_t end_deferred:1;
 
 	/* Where the caches and the default image come from: the allocator
 	 * the decoder (or the instruction decoder holding it) was made with.
 	 * Set before ipt__blk_decoder_init. */
 	struct ipt_allocator allocator;
+
+	uint64_t end_ip;
+	uint32_t end_icnt;
+	struct ipt__retstack end_rs;
+	uint32_t ahead;
+	/* The block the current pt_blk_next call builds, and how many
+	 * instructions it held when the trace ran out. */
+	const struct pt_block *cur_block;
+	uint32_t end_ninsn;
 
 	/* The caches and what they are valid for. */
 	struct ipt__blk_icache_entry *icache;
@@ -12609,6 +13015,28 @@ static int ipt__blk_update_trig_anchor(struct pt_block_decoder *decoder,
 	return 0;
 }
 
+/* The event decoder ran out of trace (or failed): note where the flow
+ * stands now, before the decoder walks on without trace, for
+ * ipt_blk_get_start_state. */
+static void ipt__blk_note_end(struct pt_block_decoder *decoder)
+{
+	if (decoder->has_end)
+		return;
+	/* Events bound to the instruction at @ip are all taken: where the
+	 * flow stands is past it, once we have proceeded there. */
+	if (decoder->process_insn) {
+		decoder->end_deferred = 1;
+		return;
+	}
+	decoder->end_deferred = 0;
+	decoder->has_end = 1;
+	decoder->end_ip = decoder->ip;
+	decoder->end_icnt = decoder->icnt;
+	IPT__COPY(decoder->end_rs, decoder->retstack);
+	decoder->end_ninsn = decoder->cur_block ? decoder->cur_block->ninsn : 0;
+	decoder->ahead = 0;
+}
+
 /* We are done with the current event: remember its time and get the next
  * one.  An event decoder error is kept in @status and reported when we
  * get to it. */
@@ -12630,6 +13058,7 @@ static int ipt__blk_fetch_event(struct pt_block_decoder *decoder)
 	if (status < 0) {
 		decoder->status = status;
 		IPT_MEMSET(ev, 0xff, sizeof(*ev));
+		ipt__blk_note_end(decoder);
 	}
 	return 0;
 }
@@ -12666,6 +13095,10 @@ static void ipt__blk_reset(struct pt_block_decoder *decoder)
 	decoder->has_fault = 0;
 	decoder->vm_known = 0;
 	decoder->non_root = 0;
+	decoder->has_end = 0;
+	decoder->end_deferred = 0;
+	decoder->ahead = 0;
+	decoder->cur_block = NULL;
 	decoder->ntrail = 0;
 	IPT_MEMSET(&decoder->event, 0xff, sizeof(decoder->event));
 	ipt__retstack_init(&decoder->retstack);
@@ -13491,6 +13924,8 @@ static void ipt__blk_clear_postponed_insn(struct pt_block_decoder *decoder)
 	decoder->process_insn = 0;
 	decoder->mismatch = 0;
 	decoder->bound = 0;
+	if (decoder->end_deferred)
+		ipt__blk_note_end(decoder);
 }
 
 /* Proceed past a postponed instruction, with trace if it needs it. */
@@ -13870,7 +14305,10 @@ static const uint8_t *ipt__blk_window(struct pt_block_decoder *decoder,
 {
 	int status;
 
-	if (ip - win->ip + pt_max_insn_size > win->len || ip < win->ip) {
+	/* Without overflow: @ip may lie within an instruction's size of
+	 * the end of the address space. */
+	if (ip < win->ip || ip - win->ip > win->len ||
+	    win->len - (ip - win->ip) < pt_max_insn_size) {
 		status = ipt__image_read(decoder->image, &win->isid,
 					 win->code, sizeof(win->code),
 					 &decoder->asid, ip);
@@ -15533,6 +15971,8 @@ static int ipt__blk_start_at(struct pt_block_decoder *decoder)
 
 	decoder->status = pt_evt_next(&decoder->evdec, &decoder->event,
 				      sizeof(decoder->event));
+	if (decoder->status < 0)
+		ipt__blk_note_end(decoder);
 	return ipt__blk_proceed_trailing_event(decoder, NULL);
 }
 
@@ -15589,6 +16029,92 @@ static int ipt__blk_sync_set(struct pt_block_decoder *decoder,
 	if (status < 0)
 		return status;
 	return ipt__blk_start(decoder);
+}
+
+/* What only the block decoder knows of a start state: the return stack,
+ * and where tracing stopped if it is disabled.  The rest comes as the
+ * status events of the start (ipt_evt_start_at). */
+IPT_DEF int ipt_blk_start_at(struct pt_block_decoder *decoder,
+			     uint64_t offset,
+			     const struct ipt_start_state *ustate)
+{
+	struct ipt_start_state state;
+	uint32_t n;
+	int status;
+
+	if (!decoder)
+		return -pte_invalid;
+	status = ipt__start_state_in(&state, ustate);
+	if (status < 0)
+		return status;
+
+	ipt__blk_reset(decoder);
+	status = ipt_evt_start_at(&decoder->evdec, offset, &state);
+	if (status < 0)
+		return status;
+	if (state.mode_stale)
+		decoder->mode = state.mode;
+	decoder->has_icnt = state.has_icnt;
+	decoder->icnt = state.icnt;
+	for (n = 0; n < state.nret; ++n)
+		ipt__retstack_push(&decoder->retstack, state.ret[n]);
+	if (!state.enabled)
+		decoder->ip = state.ip;
+	return ipt__blk_start(decoder);
+}
+
+static int ipt__blk_get_state(const struct pt_block_decoder *decoder,
+			      uint64_t *offset, struct ipt_start_state *state)
+{
+	const struct ipt__retstack *rs = &decoder->retstack;
+	uint8_t idx;
+	int err;
+
+	if (decoder->status == -pte_nosync)
+		return -pte_nosync;
+	if (decoder->process_insn || decoder->end_deferred ||
+	    (decoder->status != -pte_eos &&
+	     decoder->status != -ipt_pte_need_more))
+		return -pte_bad_context;
+	err = ipt__evt_get_state(&decoder->evdec, offset, state);
+	if (err < 0)
+		return err;
+
+	state->ip = decoder->has_end ? decoder->end_ip : decoder->ip;
+	state->repeat = decoder->ahead;
+	state->has_icnt = decoder->has_icnt;
+	state->icnt = decoder->has_end ? decoder->end_icnt : decoder->icnt;
+	if (decoder->has_end)
+		rs = &decoder->end_rs;
+	state->enabled = decoder->enabled;
+	state->mode = decoder->mode;
+	state->speculative = decoder->speculative;
+	state->has_cr3 = decoder->asid.cr3 != pt_asid_no_cr3;
+	state->cr3 = state->has_cr3 ? decoder->asid.cr3 : 0;
+	state->non_root = decoder->vm_known && decoder->non_root;
+	state->has_vmcs = decoder->asid.vmcs != pt_asid_no_vmcs;
+	state->vmcs = state->has_vmcs ? decoder->asid.vmcs : 0;
+	for (idx = rs->bottom; idx != rs->top;
+	     idx = (uint8_t) ((idx + 1) % (IPT__RETSTACK_SIZE + 1)))
+		state->ret[state->nret++] = rs->stack[idx];
+	return 0;
+}
+
+IPT_DEF int ipt_blk_get_start_state(const struct pt_block_decoder *decoder,
+				    uint64_t *offset,
+				    struct ipt_start_state *ustate)
+{
+	struct ipt_start_state state;
+	int err;
+
+	if (!decoder || !offset || !ustate)
+		return -pte_invalid;
+	IPT_MEMSET(&state, 0, sizeof(state));
+	state.size = sizeof(state);
+	err = ipt__blk_get_state(decoder, offset, &state);
+	if (err < 0)
+		return err;
+	return ipt__start_state_out(ustate, &state);
 }
 
 IPT_DEF int pt_blk_sync_forward(struct pt_block_decoder *decoder)
@@ -15761,6 +16287,7 @@ static IPT__NOINLINE int ipt__blk_next(struct pt_block_decoder *decoder,
 {
 	struct pt_block_decoder save;
 	struct pt_block local, *block;
+	uint32_t had_end;
 	int status, guarded;
 
 	block = size == sizeof(local) ? ublock : &local;
@@ -15771,8 +16298,15 @@ static IPT__NOINLINE int ipt__blk_next(struct pt_block_decoder *decoder,
 
 	guarded = ipt__blk_guard(decoder, &save);
 	ipt__blk_watch(decoder);
+	had_end = decoder->has_end;
+	decoder->cur_block = block;
 	status = ipt__blk_proceed(decoder, block);
+	decoder->cur_block = NULL;
 	ipt__blk_note_fault(decoder, status);
+	if (had_end)
+		decoder->ahead += block->ninsn;
+	else if (decoder->has_end)
+		decoder->ahead += block->ninsn - decoder->end_ninsn;
 	if (guarded) {
 		status = ipt__blk_settle(decoder, &save, status);
 		/* Undone: no block yet. */
@@ -15792,7 +16326,8 @@ IPT_DEF int pt_blk_next(struct pt_block_decoder *decoder,
 		return -pte_invalid;
 
 	if (IPT__UNLIKELY(size != sizeof(*ublock) ||
-			  !ipt__blk_cache_current(decoder)))
+			  !ipt__blk_cache_current(decoder) ||
+			  decoder->has_end))
 		return ipt__blk_next(decoder, ublock, size, 0);
 
 	ipt__blk_begin(decoder, ublock);
@@ -16669,6 +17204,31 @@ IPT_DEF int pt_insn_sync_set(struct pt_insn_decoder *decoder, uint64_t offset)
 	ipt__insn_reset(decoder);
 	return ipt__insn_synced(decoder,
 				pt_blk_sync_set(&decoder->blkdec, offset));
+}
+
+IPT_DEF int ipt_insn_start_at(struct pt_insn_decoder *decoder,
+			      uint64_t offset,
+			      const struct ipt_start_state *state)
+{
+	if (!decoder)
+		return -pte_invalid;
+
+	ipt__insn_reset(decoder);
+	return ipt__insn_synced(decoder, ipt_blk_start_at(&decoder->blkdec,
+							  offset, state));
+}
+
+/* Only once every instruction of the last block is handed out does the
+ * block decoder's state stand for ours. */
+IPT_DEF int ipt_insn_get_start_state(const struct pt_insn_decoder *decoder,
+				     uint64_t *offset,
+				     struct ipt_start_state *state)
+{
+	if (!decoder)
+		return -pte_invalid;
+	if (decoder->block.ninsn || decoder->has_held)
+		return -pte_bad_context;
+	return ipt_blk_get_start_state(&decoder->blkdec, offset, state);
 }
 
 IPT_DEF int pt_insn_resync(struct pt_insn_decoder *decoder)

@@ -8,15 +8,22 @@
 #   t_hv_stream  packet, event, query, block and instruction decoders
 #                fed in random pieces (ipt_*_extend) against the whole
 #                trace
+#   t_hv_start   decoders started at packet boundaries with the state a
+#                decoder of the trace up to there stands in
+#                (ipt_*_start_at, ipt_*_get_start_state)
 # t_hv_vm (VM entries as hardware writes them) needs no arguments.
 HV_CASES := $(CONFORMANCE)/libipt $(CONFORMANCE)/real \
 	$(CONFORMANCE)/libipt-sb --synth examples/synth-sample
 UNIT_ARGS_t_hv_fault := $(HV_CASES)
 UNIT_ARGS_t_hv_buffer := $(HV_CASES)
 UNIT_ARGS_t_hv_stream := $(HV_CASES)
+# t_hv_start: libipt's cases and the ptsynth sample (the real traces pass
+# too but take minutes: t_hv_start $(CONFORMANCE)/real).
+UNIT_ARGS_t_hv_start := $(CONFORMANCE)/libipt --synth examples/synth-sample
 
-# The fault and streaming harnesses share the decode loops.
-$(B)/fuzz/fuzz_fault $(B)/fuzz/replay_fault $(B)/fuzz/strict_fault: \
+# The fault, streaming and start harnesses share the decode loops.
+$(B)/fuzz/fuzz_fault $(B)/fuzz/replay_fault $(B)/fuzz/strict_fault \
+$(B)/fuzz/fuzz_start $(B)/fuzz/replay_start $(B)/fuzz/strict_start: \
 	$(T)/unit/hv/fault_util.h $(T)/unit/hv/hv_cases.h
 $(B)/fuzz/fuzz_stream $(B)/fuzz/replay_stream $(B)/fuzz/strict_stream: \
 	$(T)/unit/hv/fault_util.h $(T)/unit/hv/stream_util.h
@@ -25,3 +32,4 @@ $(B)/fuzz/fuzz_stream $(B)/fuzz/replay_stream $(B)/fuzz/strict_stream: \
 VG_ARGS_t_hv_fault := --synth examples/synth-sample
 VG_ARGS_t_hv_buffer := --synth examples/synth-sample
 VG_ARGS_t_hv_stream := --synth examples/synth-sample
+VG_ARGS_t_hv_start := --synth examples/synth-sample
