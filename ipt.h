@@ -2555,13 +2555,19 @@ IPT_API int ipt_cov_get_fault(const struct ipt_cov_decoder *decoder,
 #define IPT__UNUSED __attribute__((unused))
 /* Keeps slow paths out of fast ones, so that those need no stack frame. */
 #define IPT__NOINLINE __attribute__((noinline))
+/* A coverage build defines it as plain inline: each forced copy would
+ * count the same source branches again. */
+#ifndef IPT__INLINE
 #define IPT__INLINE __attribute__((always_inline)) inline
+#endif
 #else
 #define IPT__LIKELY(x) (x)
 #define IPT__UNLIKELY(x) (x)
 #define IPT__UNUSED
 #define IPT__NOINLINE
+#ifndef IPT__INLINE
 #define IPT__INLINE inline
+#endif
 #endif
 
 /* A structure assignment, dst = src, that never becomes a call to a
@@ -3875,7 +3881,8 @@ enum {
  * config->end (-pte_eos if not), then reads it without further checks, and
  * returns its size or a negative pte_* code.  The caller has dispatched on
  * the opcode bytes; those are known to be in bounds.  Same semantics as
- * libipt's pt_pkt_read_*. */
+ * libipt's pt_pkt_read_*, whose NULL checks they leave out: their
+ * arguments are the decoder's own (ipt__pkt_decode, ipt__sync_*). */
 
 /* The bytes left from pos to the end of the trace. */
 static inline size_t ipt__pkt_left(const uint8_t *pos,
@@ -3919,8 +3926,6 @@ static inline uint64_t ipt__read_le_var(const uint8_t *pos, int size,
 static IPT__UNUSED int ipt__pkt_read_psb(const uint8_t *pos,
 					 const struct pt_config *config)
 {
-	if (!pos || !config)
-		return -pte_internal;
 	if (ipt__pkt_left(pos, config) < IPT__PSB_SIZE)
 		return -pte_eos;
 
@@ -3937,9 +3942,6 @@ static IPT__UNUSED int ipt__pkt_read_ip(struct pt_packet_ip *packet,
 {
 	unsigned int ipc;
 	int size;
-
-	if (!packet || !pos || !config)
-		return -pte_internal;
 
 	ipc = (unsigned int) (pos[0] >> IPT__OPM_IPC_SHR);
 	size = ipt__ipc_size[ipc];
@@ -4008,8 +4010,6 @@ static IPT__UNUSED int ipt__pkt_read_tnt_64(struct pt_packet_tnt *packet,
 {
 	int errcode;
 
-	if (!packet || !pos || !config)
-		return -pte_internal;
 	if (ipt__pkt_left(pos, config) < ipt__layout[ppt_tnt_64].size)
 		return -pte_eos;
 
@@ -4027,8 +4027,6 @@ static IPT__UNUSED int ipt__pkt_read_pip(struct pt_packet_pip *packet,
 {
 	uint64_t payload;
 
-	if (!packet || !pos || !config)
-		return -pte_internal;
 	if (ipt__pkt_left(pos, config) < ipt__layout[ppt_pip].size)
 		return -pte_eos;
 
@@ -4044,8 +4042,6 @@ static IPT__UNUSED int ipt__pkt_read_mode(struct pt_packet_mode *packet,
 {
 	uint8_t bits;
 
-	if (!packet || !pos || !config)
-		return -pte_internal;
 	if (ipt__pkt_left(pos, config) < ipt__layout[ppt_mode].size)
 		return -pte_eos;
 
@@ -4071,8 +4067,6 @@ static IPT__UNUSED int ipt__pkt_read_tsc(struct pt_packet_tsc *packet,
 					 const uint8_t *pos,
 					 const struct pt_config *config)
 {
-	if (!packet || !pos || !config)
-		return -pte_internal;
 	if (ipt__pkt_left(pos, config) < ipt__layout[ppt_tsc].size)
 		return -pte_eos;
 
@@ -4084,8 +4078,6 @@ static IPT__UNUSED int ipt__pkt_read_cbr(struct pt_packet_cbr *packet,
 					 const uint8_t *pos,
 					 const struct pt_config *config)
 {
-	if (!packet || !pos || !config)
-		return -pte_internal;
 	if (ipt__pkt_left(pos, config) < ipt__layout[ppt_cbr].size)
 		return -pte_eos;
 
@@ -4101,8 +4093,6 @@ static IPT__UNUSED int ipt__pkt_read_tma(struct pt_packet_tma *packet,
 {
 	uint16_t ctc, fc;
 
-	if (!packet || !pos || !config)
-		return -pte_internal;
 	if (ipt__pkt_left(pos, config) < ipt__layout[ppt_tma].size)
 		return -pte_eos;
 
@@ -4120,8 +4110,6 @@ static IPT__UNUSED int ipt__pkt_read_mtc(struct pt_packet_mtc *packet,
 					 const uint8_t *pos,
 					 const struct pt_config *config)
 {
-	if (!packet || !pos || !config)
-		return -pte_internal;
 	if (ipt__pkt_left(pos, config) < ipt__layout[ppt_mtc].size)
 		return -pte_eos;
 
@@ -4139,9 +4127,6 @@ static IPT__UNUSED int ipt__pkt_read_cyc(struct pt_packet_cyc *packet,
 	size_t left;
 	uint64_t value;
 	unsigned int shl, ext;
-
-	if (!packet || !pos || !config)
-		return -pte_internal;
 
 	begin = pos;
 	left = ipt__pkt_left(pos, config);
@@ -4178,8 +4163,6 @@ static IPT__UNUSED int ipt__pkt_read_vmcs(struct pt_packet_vmcs *packet,
 					  const uint8_t *pos,
 					  const struct pt_config *config)
 {
-	if (!packet || !pos || !config)
-		return -pte_internal;
 	if (ipt__pkt_left(pos, config) < ipt__layout[ppt_vmcs].size)
 		return -pte_eos;
 
@@ -4191,8 +4174,6 @@ static IPT__UNUSED int ipt__pkt_read_mnt(struct pt_packet_mnt *packet,
 					 const uint8_t *pos,
 					 const struct pt_config *config)
 {
-	if (!packet || !pos || !config)
-		return -pte_internal;
 	if (ipt__pkt_left(pos, config) < ipt__layout[ppt_mnt].size)
 		return -pte_eos;
 
@@ -4204,8 +4185,6 @@ static IPT__UNUSED int ipt__pkt_read_exstop(struct pt_packet_exstop *packet,
 					    const uint8_t *pos,
 					    const struct pt_config *config)
 {
-	if (!packet || !pos || !config)
-		return -pte_internal;
 	if (ipt__pkt_left(pos, config) < ipt__layout[ppt_exstop].size)
 		return -pte_eos;
 
@@ -4217,8 +4196,6 @@ static IPT__UNUSED int ipt__pkt_read_mwait(struct pt_packet_mwait *packet,
 					   const uint8_t *pos,
 					   const struct pt_config *config)
 {
-	if (!packet || !pos || !config)
-		return -pte_internal;
 	if (ipt__pkt_left(pos, config) < ipt__layout[ppt_mwait].size)
 		return -pte_eos;
 
@@ -4233,8 +4210,6 @@ static IPT__UNUSED int ipt__pkt_read_pwre(struct pt_packet_pwre *packet,
 {
 	unsigned int payload;
 
-	if (!packet || !pos || !config)
-		return -pte_internal;
 	if (ipt__pkt_left(pos, config) < ipt__layout[ppt_pwre].size)
 		return -pte_eos;
 
@@ -4254,8 +4229,6 @@ static IPT__UNUSED int ipt__pkt_read_pwrx(struct pt_packet_pwrx *packet,
 {
 	unsigned int payload;
 
-	if (!packet || !pos || !config)
-		return -pte_internal;
 	if (ipt__pkt_left(pos, config) < ipt__layout[ppt_pwrx].size)
 		return -pte_eos;
 
@@ -4279,9 +4252,6 @@ static IPT__UNUSED int ipt__pkt_read_ptw(struct pt_packet_ptw *packet,
 	uint8_t plc;
 	int size;
 
-	if (!packet || !pos || !config)
-		return -pte_internal;
-
 	plc = (uint8_t) ((pos[1] >> IPT__OPM_PTW_PLC_SHR) & IPT__OPM_PTW_PLC);
 	size = pt_ptw_size(plc);
 	if (size < 0)
@@ -4301,8 +4271,6 @@ static IPT__UNUSED int ipt__pkt_read_cfe(struct pt_packet_cfe *packet,
 					 const uint8_t *pos,
 					 const struct pt_config *config)
 {
-	if (!packet || !pos || !config)
-		return -pte_internal;
 	if (ipt__pkt_left(pos, config) < ipt__layout[ppt_cfe].size)
 		return -pte_eos;
 
@@ -4316,8 +4284,6 @@ static IPT__UNUSED int ipt__pkt_read_evd(struct pt_packet_evd *packet,
 					 const uint8_t *pos,
 					 const struct pt_config *config)
 {
-	if (!packet || !pos || !config)
-		return -pte_internal;
 	if (ipt__pkt_left(pos, config) < ipt__layout[ppt_evd].size)
 		return -pte_eos;
 
@@ -4333,8 +4299,6 @@ static IPT__UNUSED int ipt__pkt_read_trig(struct pt_packet_trig *packet,
 {
 	int size = ipt__layout[ppt_trig].size;
 
-	if (!packet || !pos || !config)
-		return -pte_internal;
 	if (ipt__pkt_left(pos, config) < (size_t) size)
 		return -pte_eos;
 
@@ -4362,8 +4326,6 @@ static IPT__UNUSED int ipt__pkt_read_unknown(struct pt_packet *packet,
 {
 	int size;
 
-	if (!packet || !pos || !config)
-		return -pte_internal;
 	if (!config->decode.callback)
 		return -pte_bad_opc;
 
@@ -6072,14 +6034,10 @@ static IPT__UNUSED int ipt__tcal_same(const struct ipt_time_cal *a,
  *   const uint8_t *ipt__evt_end(const struct pt_event_decoder *);
  *   int  ipt__evt_more(const struct pt_event_decoder *);
  *        whether more trace may come after the end (ipt_evt_extend)
- *   int  ipt__evt_time(const struct pt_event_decoder *decoder, uint64_t *tsc,
- *                      uint32_t *lost_mtc, uint32_t *lost_cyc);
- *   int  ipt__evt_core_bus_ratio(const struct pt_event_decoder *decoder,
- *                                uint32_t *cbr);
- *        the time as of the packets read so far (pt_qry_time semantics)
  *   void ipt__evt_save_time(struct ipt_time *time,
  *                           const struct pt_event_decoder *decoder);
- *        a copy of that time, to be asked later
+ *        a copy of the time as of the packets read so far, to be asked
+ *        later (pt_qry_time semantics)
  *   int  ipt__evt_start_ip(const struct pt_event_decoder *decoder,
  *                          uint64_t *ip);
  *        after synchronizing: 1 and the IP if the PSB+ says tracing is
@@ -6093,6 +6051,10 @@ static IPT__UNUSED int ipt__tcal_same(const struct ipt_time_cal *a,
  *   int  ipt__evt_same_event(const struct pt_event *,
  *                            const struct pt_event *);
  *        between two calls: the same state, the same event (for >>seg)
+ *   int  ipt__evt_next_tnt(struct pt_event_decoder *decoder,
+ *                          struct pt_event *ev);
+ *        pt_evt_next() for a caller holding a used-up TNT or TIP event
+ *        when the next event is a TNT: 1 and @ev refilled in place, or 0
  *   IPT__EV_IGNORE  the internal event type that binds a packet without
  *                   reporting anything; never leaves this section
  *
@@ -6335,29 +6297,12 @@ ipt__evt_end(const struct pt_event_decoder *decoder)
 	return config ? config->end : NULL;
 }
 
-static IPT__UNUSED int ipt__evt_time(const struct pt_event_decoder *decoder,
-				     uint64_t *tsc, uint32_t *lost_mtc,
-				     uint32_t *lost_cyc)
-{
-	if (!decoder || !tsc)
-		return -pte_internal;
-	return ipt_time_query_tsc(tsc, lost_mtc, lost_cyc, &decoder->time);
-}
-
 /* Keep the time as of the packets read so far, to answer queries about
  * it later, after the decoder has read on. */
 static IPT__UNUSED void ipt__evt_save_time(struct ipt_time *time,
 					   const struct pt_event_decoder *decoder)
 {
 	IPT__COPY(*time, decoder->time);
-}
-
-static IPT__UNUSED int
-ipt__evt_core_bus_ratio(const struct pt_event_decoder *decoder, uint32_t *cbr)
-{
-	if (!decoder || !cbr)
-		return -pte_internal;
-	return ipt_time_query_cbr(cbr, &decoder->time);
 }
 
 /* Where an event keeps its IP, or NULL if it has none. */
@@ -8258,17 +8203,23 @@ static int ipt__evt_decode_tip_pgd(struct pt_event_decoder *decoder)
 
 /* ---- other packets ---- */
 
+/* The fields of a TNT event that its packet gives. */
+static void ipt__evt_fill_tnt(struct pt_event *ev,
+			      const struct pt_packet_tnt *packet)
+{
+	ev->type = ptev_tnt;
+	ev->variant.tnt.bits = packet->payload;
+	ev->variant.tnt.size = packet->bit_size;
+}
+
 static int ipt__evt_decode_tnt(struct pt_event_decoder *decoder)
 {
-	const struct pt_packet_tnt *packet = &decoder->packet.payload.tnt;
 	struct pt_event *ev;
 
 	if (!decoder->enabled)
 		return -pte_bad_context;
 	ev = ipt__evq_standalone(&decoder->evq);
-	ev->type = ptev_tnt;
-	ev->variant.tnt.bits = packet->payload;
-	ev->variant.tnt.size = packet->bit_size;
+	ipt__evt_fill_tnt(ev, &decoder->packet.payload.tnt);
 	return ipt__evt_publish_standalone(decoder, ev);
 }
 
@@ -8872,6 +8823,56 @@ IPT_DEF int pt_evt_next(struct pt_event_decoder *decoder,
 		return -ipt_pte_need_more;
 	}
 	return err;
+}
+
+/* A short way to the next event for a decoder above (>>blk) that holds a
+ * TNT or TIP event it took from pt_evt_next() and has used up: when the
+ * next event is the TNT of the current packet, or of the next one after a
+ * TIP with nothing bound to it, @ev becomes that event in place, byte for
+ * byte what pt_evt_next() would give, without building one in the queue
+ * and copying it out.  The two events use no fields but the flags, the
+ * time and the start of the variant (as long as variant.tnt), so clearing
+ * those leaves a zeroed event.  The steps are ipt__evt_fetch_event's:
+ * ipt__evt_decode_tip finding nothing bound, then ipt__evt_decode_tnt.
+ *
+ * Returns 1 when @ev is the next event; 0 when the caller must ask
+ * pt_evt_next() (which goes on from here); an error as pt_evt_next()
+ * would. */
+static int ipt__evt_next_tnt(struct pt_event_decoder *decoder,
+			     struct pt_event *ev)
+{
+	enum pt_packet_type type;
+	int err;
+
+	if ((ev->type != ptev_tnt && ev->type != ptev_tip) ||
+	    !decoder->enabled || ipt__pkt_more(&decoder->pacdec))
+		return 0;
+
+	if (decoder->packet.type == ppt_tip && decoder->bound &&
+	    decoder->evq.begin == decoder->evq.end) {
+		err = ipt_last_ip_update_ip(&decoder->ip,
+					    &decoder->packet.payload.ip,
+					    ipt__evt_config(decoder));
+		if (err < 0)
+			return err;
+		decoder->bound = 0;
+		ipt__evt_next_packet(decoder);
+	}
+
+	type = decoder->packet.type;
+	if (type != ppt_tnt_8 && type != ppt_tnt_64)
+		return 0;
+
+	ev->ip_suppressed = 0;
+	ev->status_update = 0;
+	ev->has_tsc = 0;
+	IPT_MEMSET(&ev->variant, 0, sizeof(ev->variant.tnt));
+	ipt__evt_fill_tnt(ev, &decoder->packet.payload.tnt);
+	err = ipt__evt_stamp(ev, &decoder->time);
+	if (err < 0)
+		return err;
+	ipt__evt_next_packet(decoder);
+	return 1;
 }
 
 static int ipt__evt_next(struct pt_event_decoder *decoder,
@@ -12311,11 +12312,17 @@ enum { IPT__RUN_MAX = 0x400 };
  * the block decoder keeps a record of the instructions libipt would have
  * cached, by section and offset, and ends its blocks where libipt does.
  * Code read through the callback has no section and no such cache: there
- * blocks run on, in libipt as here.  An instruction decoder sees no blocks
- * and keeps none of this.  libipt keeps its cache with the section, shared
- * by all decoders, and drops it when nothing maps the section any longer
- * (an image section cache keeps it, as in libipt's ptxed); ipt.h keeps
- * the record per decoder, for its lifetime. */
+ * blocks run on, in libipt as here.  An instruction decoder keeps it too:
+ * it hands out the instructions of these blocks, and the offset and time
+ * it reports before each move on block by block.  libipt's block decoder
+ * gives a section its cache when it looks the section up; its instruction
+ * decoder looks up the section of each instruction in the same one-entry
+ * cache of mapped sections, without giving it a cache, so a section it
+ * looked up first has none until the block decoder looks it up again.
+ * libipt keeps its cache with the section, shared by all decoders, and
+ * drops it when nothing maps the section any longer (an image section
+ * cache keeps it, as in libipt's ptxed); ipt.h keeps the record per
+ * decoder, for its lifetime. */
 
 /* libipt's fill steps: the most instructions it caches in a row. */
 enum { IPT__FILL_STEPS = 0x400 };
@@ -12409,11 +12416,6 @@ struct pt_block_decoder {
 	uint32_t has_cbr:1;
 	uint32_t has_icnt:1;
 	uint32_t process_insn:1;
-	/* An instruction decoder sits on this block decoder.  Where libipt's
-	 * two decoders differ, it gets what libipt's instruction decoder
-	 * says; the block decoder's own users get what libipt's block
-	 * decoder says. */
-	uint32_t for_insn:1;
 	/* The event bound to the postponed instruction by its IP named an
 	 * instruction of another kind: proceeding past it fails with
 	 * -pte_bad_query, as in libipt's block decoder. */
@@ -12486,7 +12488,7 @@ struct pt_block_decoder {
 	uint32_t nctx;
 	struct ipt__blk_ctx ctx[IPT__BLK_NCTX];
 
-	/* Unless @for_insn, the instructions libipt would have cached: an
+	/* The instructions libipt would have cached: an
 	 * open-addressed set of @seen_cap entries, @nseen in use; the
 	 * offsets of the @nchain not yet cached that the current block
 	 * walked in a row (@chain has room for IPT__FILL_STEPS); and the
@@ -13054,7 +13056,9 @@ static int ipt__blk_fetch_event(struct pt_block_decoder *decoder)
 	if (status < 0)
 		return status;
 
-	status = pt_evt_next(&decoder->evdec, ev, sizeof(*ev));
+	status = ipt__evt_next_tnt(&decoder->evdec, ev);
+	if (!status)
+		status = pt_evt_next(&decoder->evdec, ev, sizeof(*ev));
 	if (status < 0) {
 		decoder->status = status;
 		IPT_MEMSET(ev, 0xff, sizeof(*ev));
@@ -13146,7 +13150,6 @@ static int ipt__blk_decoder_init(struct pt_block_decoder *decoder,
 		return status;
 
 	decoder->want_text = want_text;
-	decoder->for_insn = want_text ? 1 : 0;
 	decoder->rlimit = IPT_BLK_CACHE_LIMIT;
 	decoder->default_image = ipt_image_alloc_with(NULL,
 						      &decoder->allocator);
@@ -13551,7 +13554,7 @@ static int ipt__blk_skip_run(struct pt_block_decoder *decoder,
 	uint64_t last, next;
 	uint32_t ninsn;
 
-	if (decoder->for_insn || block->truncated)
+	if (decoder->want_text || block->truncated)
 		return 0;
 	/* Recording a run reads code ahead of @ip: not while waiting for
 	 * missing code, where a read that fails is a fault. */
@@ -14203,7 +14206,7 @@ static int ipt__blk_proceed_event(struct pt_block_decoder *decoder,
 		 * we walked to get there, as in libipt; if we walked none,
 		 * it is the one at the IP. */
 		mismatch = 0;
-		if (!ev->ip_suppressed && !insn.size && !decoder->for_insn) {
+		if (!ev->ip_suppressed && !insn.size) {
 			status = ipt__blk_event_insn(decoder, pred, &insn,
 						     &iext);
 			if (status < 0)
@@ -14636,8 +14639,7 @@ static IPT__INLINE int ipt__blk_next_fast(struct pt_block_decoder *decoder,
 
 	run = ipt__blk_run_find(decoder, decoder->ip, decoder->mode,
 				decoder->want_text ? &text : NULL);
-	if (!run || run->kind != ipt__run_cond ||
-	    (!decoder->for_insn && !run->warm))
+	if (!run || run->kind != ipt__run_cond || !run->warm)
 		return -1;
 
 	icnt = decoder->icnt + run->ninsn;
@@ -14684,6 +14686,22 @@ static uint32_t ipt__blk_seen_slot(const struct ipt__blk_seen *set,
 	return idx;
 }
 
+/* The record's key for "libipt's block decoder has given the section a
+ * cache": an offset no instruction has. */
+#define IPT__BLK_HAS_CACHE (UINT64_MAX - 1)
+
+static int ipt__blk_seen_at(const struct pt_block_decoder *decoder,
+			    const void *section, uint64_t offset)
+{
+	uint32_t idx;
+
+	if (!decoder->seen)
+		return 0;
+	idx = ipt__blk_seen_slot(decoder->seen, decoder->seen_cap, section,
+				 offset);
+	return decoder->seen[idx].section != NULL;
+}
+
 /* Whether libipt would have cached the instruction at @offset in the
  * current block's section.  Its cache entries hold the execution mode, and
  * one with an unknown mode counts as empty: in an unknown mode, nothing is
@@ -14691,13 +14709,9 @@ static uint32_t ipt__blk_seen_slot(const struct ipt__blk_seen *set,
 static int ipt__blk_seen(const struct pt_block_decoder *decoder,
 			 uint64_t offset)
 {
-	uint32_t idx;
-
-	if (!decoder->seen || decoder->mode == ptem_unknown)
+	if (decoder->mode == ptem_unknown)
 		return 0;
-	idx = ipt__blk_seen_slot(decoder->seen, decoder->seen_cap,
-				 decoder->sec.section, offset);
-	return decoder->seen[idx].section != NULL;
+	return ipt__blk_seen_at(decoder, decoder->sec.section, offset);
 }
 
 static int ipt__blk_seen_grow(struct pt_block_decoder *decoder)
@@ -14747,6 +14761,36 @@ static int ipt__blk_seen_log(struct pt_block_decoder *decoder)
 	return 0;
 }
 
+static int ipt__blk_seen_add(struct pt_block_decoder *decoder,
+			     const void *section, uint64_t offset)
+{
+	struct ipt__blk_seen *entry;
+
+	if ((decoder->nseen + 1) * 2 > decoder->seen_cap) {
+		int status = ipt__blk_seen_grow(decoder);
+
+		if (status < 0)
+			return status;
+	}
+	entry = &decoder->seen[ipt__blk_seen_slot(decoder->seen,
+						  decoder->seen_cap, section,
+						  offset)];
+	if (!entry->section) {
+		if (decoder->guards) {
+			int status = ipt__blk_seen_log(decoder);
+
+			if (status < 0)
+				return status;
+		}
+		entry->section = section;
+		entry->offset = offset;
+		decoder->nseen += 1;
+		if (decoder->guards)
+			decoder->added[decoder->nadded++] = *entry;
+	}
+	return 0;
+}
+
 /* The instructions walked in a row reached the end of libipt's fill: it
  * has cached them now. */
 static int ipt__blk_fill_done(struct pt_block_decoder *decoder)
@@ -14756,59 +14800,79 @@ static int ipt__blk_fill_done(struct pt_block_decoder *decoder)
 	if (decoder->mode == ptem_unknown)
 		decoder->nchain = 0;
 	for (idx = 0; idx < decoder->nchain; ++idx) {
-		struct ipt__blk_seen *entry;
+		int status = ipt__blk_seen_add(decoder, decoder->sec.section,
+					       decoder->chain[idx]);
 
-		if ((decoder->nseen + 1) * 2 > decoder->seen_cap) {
-			int status = ipt__blk_seen_grow(decoder);
-
-			if (status < 0)
-				return status;
-		}
-		entry = &decoder->seen[ipt__blk_seen_slot(decoder->seen,
-							  decoder->seen_cap,
-							  decoder->sec.section,
-							  decoder->chain[idx])];
-		if (!entry->section) {
-			if (decoder->guards) {
-				int status = ipt__blk_seen_log(decoder);
-
-				if (status < 0)
-					return status;
-			}
-			entry->section = decoder->sec.section;
-			entry->offset = decoder->chain[idx];
-			decoder->nseen += 1;
-			if (decoder->guards)
-				decoder->added[decoder->nadded++] = *entry;
-		}
+		if (status < 0)
+			return status;
 	}
 	decoder->nchain = 0;
 	return 0;
 }
 
+/* libipt's block and instruction decoders share one mapped section, the
+ * one the last look-up found: @decoder->sec.  Whether it holds @ip. */
+static int ipt__blk_sec_holds(const struct pt_block_decoder *decoder,
+			      uint64_t ip)
+{
+	return decoder->sec_epoch == decoder->epoch &&
+	       ipt__asid_match(&decoder->sec_asid, &decoder->asid) &&
+	       decoder->sec.section && decoder->sec.begin <= ip &&
+	       ip < decoder->sec.end;
+}
+
+/* Look up the section at @ip into @decoder->sec, as libipt does where the
+ * mapped section does not hold @ip.  Returns 1 if there is one, 0 if
+ * not. */
+static int ipt__blk_sec_fill(struct pt_block_decoder *decoder, uint64_t ip)
+{
+	struct ipt__image_place place;
+
+	if (ipt__image_section_at(decoder->image, &decoder->asid, ip,
+				  &place) < 0) {
+		decoder->sec.section = NULL;
+		return 0;
+	}
+	/* Keep the offset of the mapping's start. */
+	place.offset -= ip - place.begin;
+	decoder->sec = place;
+	decoder->sec_epoch = decoder->epoch;
+	decoder->sec_asid = decoder->asid;
+	return 1;
+}
+
+/* The instruction decoder on top reads the instruction at @ip: libipt's
+ * looks its section up, without giving it a block cache. */
+static void ipt__blk_sec_touch(struct pt_block_decoder *decoder, uint64_t ip)
+{
+	if (!ipt__blk_sec_holds(decoder, ip))
+		(void) ipt__blk_sec_fill(decoder, ip);
+}
+
 /* The block starts at @decoder->ip: find the file section it starts in.
- * Returns 1 if it starts in one (blocks follow libipt's cache there), 0 if
- * not, a negative pte_* code if we cannot keep the record. */
+ * libipt's block decoder gives a section a cache when it looks the section
+ * up itself; one that the instruction decoder on top looked up first has
+ * none until then.  Returns 1 if the block starts in a section with a
+ * cache (blocks follow libipt's cache there), 0 if not, a negative pte_*
+ * code if we cannot keep the record. */
 static int ipt__blk_walk_begin(struct pt_block_decoder *decoder)
 {
 	uint64_t ip = decoder->ip;
 
 	decoder->nchain = 0;
-	if (decoder->sec_epoch != decoder->epoch ||
-	    !ipt__asid_match(&decoder->sec_asid, &decoder->asid) ||
-	    !decoder->sec.section || ip < decoder->sec.begin ||
-	    ip >= decoder->sec.end) {
-		struct ipt__image_place place;
+	if (!ipt__blk_sec_holds(decoder, ip)) {
+		int status;
 
-		if (ipt__image_section_at(decoder->image, &decoder->asid, ip,
-					  &place) < 0)
+		if (!ipt__blk_sec_fill(decoder, ip))
 			return 0;
-		/* Keep the offset of the mapping's start. */
-		place.offset -= ip - place.begin;
-		decoder->sec = place;
-		decoder->sec_epoch = decoder->epoch;
-		decoder->sec_asid = decoder->asid;
+		status = ipt__blk_seen_add(decoder, decoder->sec.section,
+					   IPT__BLK_HAS_CACHE);
+		if (status < 0)
+			return status;
 	}
+	if (!ipt__blk_seen_at(decoder, decoder->sec.section,
+			      IPT__BLK_HAS_CACHE))
+		return 0;
 
 	if (!decoder->chain) {
 		decoder->chain = (uint64_t *)
@@ -14995,21 +15059,19 @@ static int ipt__blk_proceed_walking(struct pt_block_decoder *decoder,
 
 /* No event binds before the next branch that needs trace: go there run by
  * run, then take that branch with trace.  This also proceeds to the start
- * IP of the next block.  Unless an instruction decoder sits on top, blocks
- * in a file section end where libipt's do (see "libipt's block
- * boundaries").
+ * IP of the next block.  Blocks in a file section end where libipt's do
+ * (see "libipt's block boundaries"), under an instruction decoder too:
+ * libipt's sits on its block decoder.
  *
  * Returns zero on success, a negative pte_* code otherwise. */
 static int ipt__blk_proceed_no_event(struct pt_block_decoder *decoder,
 				     struct pt_block *block)
 {
-	int walk = 0;
+	int walk;
 
-	if (!decoder->for_insn) {
-		walk = ipt__blk_walk_begin(decoder);
-		if (walk < 0)
-			return walk;
-	}
+	walk = ipt__blk_walk_begin(decoder);
+	if (walk < 0)
+		return walk;
 
 	for (;;) {
 		const struct ipt__blk_text *text = NULL;
@@ -15036,7 +15098,9 @@ static int ipt__blk_proceed_no_event(struct pt_block_decoder *decoder,
 
 		nrun = run->ninsn;
 		if (!walk) {
-			run->warm = 1;
+			/* Code outside file sections is never cached. */
+			if (!decoder->sec.section)
+				run->warm = 1;
 		} else if (run->warm) {
 			int status = ipt__blk_fill_done(decoder);
 
@@ -15864,9 +15928,6 @@ static void ipt__blk_undo(struct pt_block_decoder *decoder,
 	save->seen_cap = decoder->seen_cap;
 	save->nseen = decoder->nseen;
 	save->chain = decoder->chain;
-	save->sec_epoch = decoder->sec_epoch;
-	save->sec_asid = decoder->sec_asid;
-	save->sec = decoder->sec;
 	save->added = decoder->added;
 	save->added_cap = decoder->added_cap;
 	IPT__COPY(*decoder, *save);
@@ -17453,6 +17514,8 @@ static IPT__NOINLINE int ipt__insn_next(struct pt_insn_decoder *decoder,
 	}
 
 	ipt__blk_cache_sync(&decoder->blkdec);
+	if (block->isid && !(block->truncated && block->ninsn == 1))
+		ipt__blk_sec_touch(&decoder->blkdec, block->ip);
 
 	/* Most instructions come from the run at hand. */
 	if (!(block->truncated && block->ninsn == 1) &&
@@ -20764,9 +20827,10 @@ static int ipt__seg_psb_packet(struct ipt_segment *seg,
 	return 0;
 }
 
-/* Read the PSB+ at the packet decoder's position into seg.  A PSB+ is a
- * handful of packets; one that goes on for longer than any could is
- * broken, so that a hostile trace cannot make the index decode it all. */
+/* Read the PSB+ at the packet decoder's position (synchronized: its
+ * first packet is the PSB) into seg.  A PSB+ is a handful of packets;
+ * one that goes on for longer than any could is broken, so that a
+ * hostile trace cannot make the index decode it all. */
 static void ipt__seg_read_psb(struct ipt_segment *seg,
 			      struct pt_packet_decoder *pacdec)
 {
@@ -20777,8 +20841,6 @@ static void ipt__seg_read_psb(struct ipt_segment *seg,
 	ipt_last_ip_init(&last_ip);
 	for (n = 0; n < 64; ++n) {
 		if (pt_pkt_next(pacdec, &packet, sizeof(packet)) < 0)
-			break;
-		if (n == 0 && packet.type != ppt_psb)
 			break;
 		if (ipt__seg_psb_packet(seg, &last_ip, &packet,
 					ipt__pkt_config(pacdec)))

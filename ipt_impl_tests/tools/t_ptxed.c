@@ -254,6 +254,7 @@ int main(void)
 		ptxed = getenv("PTXED");
 
 	mkdir("build", 0777);
+	mkdir("build/tools", 0777);
 	mkdir(DIR, 0777);
 
 	CHECK(make_trace(DIR "/trace.pt"));
