@@ -114,4 +114,4 @@ conformance-update: all
 clean:
 	rm -rf $(B) $(EXAMPLES)
 
-.PHONY: all test test-build conformance conformance-update clean demo bench fuzz coverage
+.PHONY: all test test-build conformance conformance-update clean demo bench bench-threads fuzz coverage

@@ -2263,10 +2263,11 @@ ipt_sb_alloc_pevent_decoder_mem(struct pt_sb_session *session,
  * later decoder's stack is only the top part of the earlier one's (2) is
  * therefore exact unless a decoder finds its return stack empty: from the
  * first such join on, every decoder whose output is used lacks older
- * entries (a later join can only lose more), so if any of them finds its
- * return stack empty (-pte_retstack_empty), the output from that first
- * join on is void, and the decoder before it must go on to the end of the
- * trace itself.  A decoder from before that never reaches a state of the
+ * entries (a later join can only lose more).  Such a decoder returns what
+ * one with all entries returns up to the call where it finds its return
+ * stack empty (-pte_retstack_empty); from that call on, the output is
+ * void, and the decoder before that first join must go on from its own
+ * start to the end of the trace, its output taking over at that call.  A decoder from before that never reaches a state of the
  * next segment's simply decodes that segment too; the output is exact
  * either way, only the parallelism is lost. */
 struct ipt_segment {

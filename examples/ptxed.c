@@ -50,22 +50,101 @@
 #include "sideband.h"
 
 /* ---- output ----
- * Everything ptxed prints goes through oprint: to stdout, or, on a thread
- * that decodes a piece of the trace for --threads, to that piece's
- * buffer. */
+ * Everything ptxed prints goes through oprint, oputs and oprint_hex: to
+ * stdout, or, on a thread that decodes a piece of the trace for
+ * --threads, to that piece's buffer.  The address of each instruction is
+ * formatted here rather than by printf, which would take most of the
+ * time of a decode that prints addresses only. */
 
-static __thread FILE *ptxed_stream;
+struct ptxed_buf {
+	char *p;
+	size_t n, cap;
+	/* It could not grow: what it holds is incomplete. */
+	int failed;
+};
+
+static __thread struct ptxed_buf *ptxed_out;
+
+/* Room for @len more bytes in @buf, or NULL. */
+static char *ptxed_buf_room(struct ptxed_buf *buf, size_t len)
+{
+	if (buf->cap - buf->n < len) {
+		size_t cap = buf->cap ? buf->cap : 1 << 16;
+		char *p;
+
+		while (cap - buf->n < len)
+			cap *= 2;
+		p = (char *) realloc(buf->p, cap);
+		if (!p) {
+			buf->failed = 1;
+			return NULL;
+		}
+		buf->p = p;
+		buf->cap = cap;
+	}
+	return buf->p + buf->n;
+}
+
+static void oputs(const char *s, size_t len)
+{
+	char *p;
+
+	if (!ptxed_out) {
+		fwrite(s, 1, len, stdout);
+		return;
+	}
+	p = ptxed_buf_room(ptxed_out, len);
+	if (!p)
+		return;
+	memcpy(p, s, len);
+	ptxed_out->n += len;
+}
 
 #if defined(__GNUC__)
 __attribute__((format(printf, 1, 2)))
 #endif
 static void oprint(const char *format, ...)
 {
+	struct ptxed_buf *buf = ptxed_out;
 	va_list ap;
+	char *p;
+	int len;
 
 	va_start(ap, format);
-	vfprintf(ptxed_stream ? ptxed_stream : stdout, format, ap);
+	if (!buf) {
+		vfprintf(stdout, format, ap);
+		va_end(ap);
+		return;
+	}
+	p = ptxed_buf_room(buf, 256);
+	len = p ? vsnprintf(p, buf->cap - buf->n, format, ap) : -1;
 	va_end(ap);
+	if (len < 0)
+		return;
+	if ((size_t) len >= buf->cap - buf->n) {
+		p = ptxed_buf_room(buf, (size_t) len + 1);
+		if (!p)
+			return;
+		va_start(ap, format);
+		(void) vsnprintf(p, (size_t) len + 1, format, ap);
+		va_end(ap);
+	}
+	buf->n += (size_t) len;
+}
+
+/* @value as 16 hex digits, as "%016" PRIx64 prints it, then @tail. */
+static void oprint_hex(uint64_t value, const char *tail)
+{
+	static const char digits[] = "0123456789abcdef";
+	char text[24];
+	size_t len = 16;
+	int i;
+
+	for (i = 15; i >= 0; --i, value >>= 4)
+		text[i] = digits[value & 0xf];
+	while (*tail && len < sizeof(text))
+		text[len++] = *tail++;
+	oputs(text, len);
 }
 
 /* The version of this tool, printed by --version. */
@@ -243,6 +322,8 @@ struct ptxed_options {
 	uint32_t print_event_ip:1;
 	/* Resync after decode errors instead of searching the next PSB. */
 	uint32_t resync_on_error:1;
+	/* Tell on stderr how --threads joined the pieces. */
+	uint32_t report_stitch:1;
 #ifndef IPT_NO_STDIO
 	/* --sb:* and --pevent:*. */
 	struct sb_options sb;
@@ -439,7 +520,7 @@ static void help(const char *name)
 	oprint("  --block:end-on-call                  set the end-on-call block decoder flag.\n");
 	oprint("  --block:end-on-jump                  set the end-on-jump block decoder flag.\n");
 	oprint("  --block:keep-tcal-on-ovf             preserve timing calibration on overflow.\n");
-	oprint("\n");
+	oputs("\n", 1);
 	oprint("ipt.h extensions:\n");
 	oprint("  --ipt:callback                       serve the --raw and --elf files that follow through\n");
 	oprint("                                       the image's read-memory callback instead of file\n");
@@ -447,14 +528,15 @@ static void help(const char *name)
 	oprint("  --ipt:vm-tolerant                    take VM entries as the hardware writes them: a PSB+\n");
 	oprint("                                       that says tracing is on while it is off, and TIP.PGE\n");
 	oprint("                                       to where tracing already is (ipt_*_set_vm_tolerant).\n");
+	oprint("  --ipt:stitch                         with --threads, tell on stderr how the pieces joined.\n");
 	oprint("  --image-name <name>                  name the image (shown by --verbose).\n");
 #ifdef IPT_NO_STDIO
 	oprint("                                       (this build has no file sections: the callback\n");
 	oprint("                                       serves all code.)\n");
 #endif
-	oprint("\n");
+	oputs("\n", 1);
 	oprint("This ptxed is built on ipt.h and disassembles with Zydis.\n");
-	oprint("\n");
+	oputs("\n", 1);
 	oprint("You must specify at least one binary or ELF file (--raw|--elf).\n");
 	oprint("You must specify exactly one processor trace file (--pt).\n");
 }
@@ -483,7 +565,7 @@ static void version(const char *name)
 	print_version_number(tool);
 	oprint(" / libipt-");
 	print_version_number(pt_library_version());
-	oprint("\n");
+	oputs("\n", 1);
 }
 
 /* Split a trailing ":<base>" off @arg.  Returns 1 and truncates @arg if
@@ -1515,15 +1597,15 @@ static void print_insn(const struct ptxed_decoder *decoder,
 		       uint64_t time)
 {
 	if (options->print_offset)
-		oprint("%016" PRIx64 "  ", offset);
+		oprint_hex(offset, "  ");
 
 	if (options->print_time)
-		oprint("%016" PRIx64 "  ", time);
+		oprint_hex(time, "  ");
 
 	if (insn->speculative)
-		oprint("? ");
+		oputs("? ", 2);
 
-	oprint("%016" PRIx64, insn->ip);
+	oprint_hex(insn->ip, "");
 
 	if (!options->dont_print_insn) {
 		struct ptxed_dis dis;
@@ -1541,7 +1623,7 @@ static void print_insn(const struct ptxed_decoder *decoder,
 		}
 	}
 
-	oprint("\n");
+	oputs("\n", 1);
 }
 
 /* ---- events ---- */
@@ -2207,15 +2289,15 @@ static void print_block(const struct ptxed_decoder *decoder,
 		int errcode;
 
 		if (options->print_offset)
-			oprint("%016" PRIx64 "  ", offset);
+			oprint_hex(offset, "  ");
 
 		if (options->print_time)
-			oprint("%016" PRIx64 "  ", time);
+			oprint_hex(time, "  ");
 
 		if (block->speculative)
-			oprint("? ");
+			oputs("? ", 2);
 
-		oprint("%016" PRIx64, ip);
+		oprint_hex(ip, "");
 
 		errcode = block_fetch_insn(decoder, &insn, block, ip);
 		if (errcode < 0) {
@@ -2237,7 +2319,7 @@ static void print_block(const struct ptxed_decoder *decoder,
 		if (!options->dont_print_insn)
 			dis_print_insn(decoder, &dis, &insn, options);
 
-		oprint("\n");
+		oputs("\n", 1);
 
 		ninsn -= 1;
 		if (!ninsn)
@@ -2578,24 +2660,28 @@ static int alloc_decoder(struct ptxed_decoder *decoder,
 
 /* ---- --threads: one trace, decoded in pieces at once ----
  *
- * The trace is cut at PSBs (ipt_seg_index) into a few pieces per thread.
- * Each thread has an image of its own (it reads the code ptxed holds in
- * memory, which no thread writes) and a decoder, which keeps its caches
- * from piece to piece; a piece starts that decoder at its PSB and runs the
- * decode loop, printing into a buffer.  When a piece's decoder has
- * got past the next piece's PSB, it compares its state at each step with
- * the states the next piece's decoder goes through from its start: a
- * probe decoder started at that PSB gives them (ptxed_probe).  Where they
- * agree (ipt_insn_converged or ipt_blk_converged, and the loop's own
- * state), the piece stops, and its output goes on with the next piece's
- * from that point: the stitching rule of ipt.h's >>api-seg.  A piece that
- * finds no such point decodes on into the next piece, and so on.
+ * The trace is cut at PSBs (ipt_seg_index) into pieces, many per thread,
+ * which the threads take in order.  Each thread has an image of its own
+ * (it reads the code ptxed holds in memory, which no thread writes) and
+ * a decoder, which keeps its caches from piece to piece; a piece starts
+ * that decoder at its PSB and runs the decode loop, printing into a
+ * buffer.  When a piece's decoder has got past the next piece's PSB, it
+ * compares its state at each step with the states the next piece's
+ * decoder goes through from its start: a probe decoder started at that
+ * PSB gives them (ptxed_probe).  Where they agree (ipt_insn_converged or
+ * ipt_blk_converged, and the loop's own state), the piece stops, and its
+ * output goes on with the next piece's from that point: the stitching
+ * rule of ipt.h's >>api-seg.  A piece that finds no such point decodes on
+ * into the next piece, and so on.
  *
- * The joins are checked in order at the end.  A join whose return stacks
- * differ holds only if the later piece never found its return stack
- * empty; if it did, the earlier piece is decoded once more, on to the end
- * of the trace (ptxed_rerun).  The output is what one decoder prints,
- * whatever the number of threads.
+ * This thread prints the pieces in order as they are done
+ * (ptxed_stitch), while the others decode the pieces after them, and
+ * hands their buffers on to the pieces to come.  A join whose return
+ * stacks differ holds as long as no later piece finds its return stack
+ * empty; if one does, what was printed up to that point stands, and the
+ * piece before the join is decoded once more, from its start to the end
+ * of the trace, printing what comes after (ptxed_rerun).  The output is
+ * what one decoder prints, whatever the number of threads.
  *
  * One image for all threads, without a page cache (see ipt.h's
  * >>api-img-ext), measured as fast as an image per thread; the image per
@@ -2603,11 +2689,16 @@ static int alloc_decoder(struct ptxed_decoder *decoder,
 
 enum {
 	/* The steps of a probe: how far apart two decoders may be when
-	 * they reach the same state. */
-	ptxed_probe_max = 64,
+	 * they reach the same state.  64 missed joins in real traces,
+	 * where the instruction decoder takes many steps between two
+	 * packets; a missed join decodes a piece twice. */
+	ptxed_probe_max = 256,
 	/* The retstack-empty errors a piece remembers; more void its
 	 * joins. */
-	ptxed_rserr_max = 64
+	ptxed_rserr_max = 64,
+	/* Pieces per thread: enough that the threads end about together
+	 * and that the pieces printed late stay small. */
+	ptxed_pieces_per_thread = 16
 };
 
 /* A state a probe went through, with the output and statistics before
@@ -2616,7 +2707,7 @@ struct ptxed_snap {
 	void *state;
 	struct ptxed_run run;
 	uint64_t offset;
-	long out;
+	size_t out;
 	struct ptxed_stats stats;
 };
 
@@ -2628,20 +2719,25 @@ struct ptxed_piece {
 	struct ptxed_stats stats;
 	int failed;
 
+	/* Decoded (under the pool's lock); its buffer went back to the
+	 * pool. */
+	int done;
+	int returned;
+
 	/* Its output, up to where it stopped. */
-	char *buf;
-	size_t size;
+	struct ptxed_buf out;
 
 	/* Where it joined a later piece: that piece's output and
 	 * statistics at the state they share; @join_kind as
 	 * ipt_*_converged says, zero if it did not join. */
 	int join_kind;
 	size_t join_to;
-	long join_out;
+	size_t join_out;
 	struct ptxed_stats join_stats;
 
-	/* Output offsets of -pte_retstack_empty errors. */
-	long rserr[ptxed_rserr_max];
+	/* Output offsets before the steps that found the return stack
+	 * empty. */
+	size_t rserr[ptxed_rserr_max];
 	size_t nrserr;
 };
 
@@ -2655,9 +2751,13 @@ struct ptxed_pool {
 	struct ptxed_piece *pieces;
 	size_t npieces;
 
-	/* The next piece to take. */
+	/* The next piece to take; pieces done; buffers of pieces printed,
+	 * for the pieces to come. */
 	pthread_mutex_t lock;
+	pthread_cond_t done;
 	size_t next;
+	struct ptxed_buf *spare;
+	size_t nspare;
 };
 
 /* What a thread of the pool owns: an image, and a decoder for its pieces
@@ -2667,6 +2767,7 @@ struct ptxed_worker {
 	struct pt_image *image;
 	struct ptxed_decoder decoder;
 	struct ptxed_decoder probe;
+	struct ptxed_buf probe_out;
 	struct ptxed_snap snaps[ptxed_probe_max];
 	size_t state_size;
 	pthread_t thread;
@@ -2728,18 +2829,14 @@ static void ptxed_start_at(struct ptxed_decoder *decoder,
 static size_t ptxed_probe(struct ptxed_worker *w, uint64_t offset)
 {
 	const struct ptxed_options *options = w->pool->options;
+	struct ptxed_buf *saved;
 	struct ptxed_stats stats;
 	struct ptxed_run run;
-	FILE *saved, *stream;
-	char *buf;
-	size_t size, n;
+	size_t n;
 
-	saved = ptxed_stream;
-	buf = NULL;
-	stream = open_memstream(&buf, &size);
-	if (!stream)
-		return 0;
-	ptxed_stream = stream;
+	saved = ptxed_out;
+	ptxed_out = &w->probe_out;
+	w->probe_out.n = 0;
 
 	memset(&stats, 0, sizeof(stats));
 	stats.flags = w->pool->stat_flags;
@@ -2753,8 +2850,7 @@ static size_t ptxed_probe(struct ptxed_worker *w, uint64_t offset)
 			    ptxed_get_offset(&w->probe, &snap->offset) < 0)
 				break;
 			snap->run = run;
-			fflush(stream);
-			snap->out = ftell(stream);
+			snap->out = w->probe_out.n;
 			snap->stats = stats;
 			n += 1;
 		}
@@ -2762,9 +2858,7 @@ static size_t ptxed_probe(struct ptxed_worker *w, uint64_t offset)
 				  options->print_stats ? &stats : NULL, &run);
 	}
 
-	fclose(stream);
-	free(buf);
-	ptxed_stream = saved;
+	ptxed_out = saved;
 	return n;
 }
 
@@ -2832,13 +2926,9 @@ static void ptxed_decode_piece(struct ptxed_worker *w, size_t idx)
 	struct ptxed_stats *stats;
 	struct ptxed_run run;
 	size_t next, probed, nsnaps, look;
-	FILE *stream;
 
 	piece->failed = 1;
-	stream = open_memstream(&piece->buf, &piece->size);
-	if (!stream)
-		return;
-	ptxed_stream = stream;
+	ptxed_out = &piece->out;
 
 	/* The first piece starts from a decoder that has seen nothing. */
 	if (idx == 0)
@@ -2848,8 +2938,7 @@ static void ptxed_decode_piece(struct ptxed_worker *w, size_t idx)
 		if (alloc_decoder(&w->decoder, pool->config, w->image,
 				  pool->prog) < 0) {
 			w->decoder.variant.insn = NULL;
-			fclose(stream);
-			ptxed_stream = NULL;
+			ptxed_out = NULL;
 			return;
 		}
 	}
@@ -2866,7 +2955,8 @@ static void ptxed_decode_piece(struct ptxed_worker *w, size_t idx)
 	look = 0;
 	while (run.phase != ptxed_phase_done) {
 		uint64_t offset;
-		int err;
+		size_t out;
+		int status;
 
 		if (look)
 			look -= 1;
@@ -2896,17 +2986,45 @@ static void ptxed_decode_piece(struct ptxed_worker *w, size_t idx)
 			}
 		}
 
-		err = ptxed_step(&w->decoder, options, stats, &run);
-		if (err == -pte_retstack_empty) {
-			fflush(stream);
+		out = piece->out.n;
+		status = run.status;
+		(void) ptxed_step(&w->decoder, options, stats, &run);
+		if (run.status == -pte_retstack_empty &&
+		    status != -pte_retstack_empty) {
 			if (piece->nrserr < ptxed_rserr_max)
-				piece->rserr[piece->nrserr] = ftell(stream);
+				piece->rserr[piece->nrserr] = out;
 			piece->nrserr += 1;
 		}
 	}
 
-	fclose(stream);
-	ptxed_stream = NULL;
+	ptxed_out = NULL;
+}
+
+/* A buffer for a piece's output: one a piece printed before, or none. */
+static void ptxed_take_buf(struct ptxed_pool *pool, struct ptxed_piece *piece)
+{
+	if (pool->nspare)
+		piece->out = pool->spare[--pool->nspare];
+	piece->out.n = 0;
+	piece->out.failed = 0;
+}
+
+/* Hand the buffers of the pieces before @end that are done on. */
+static void ptxed_return_bufs(struct ptxed_pool *pool, size_t end)
+{
+	size_t idx;
+
+	pthread_mutex_lock(&pool->lock);
+	for (idx = 0; idx < end; ++idx) {
+		struct ptxed_piece *piece = &pool->pieces[idx];
+
+		if (!piece->done || piece->returned)
+			continue;
+		pool->spare[pool->nspare++] = piece->out;
+		memset(&piece->out, 0, sizeof(piece->out));
+		piece->returned = 1;
+	}
+	pthread_mutex_unlock(&pool->lock);
 }
 
 static void *ptxed_worker_main(void *arg)
@@ -2919,13 +3037,30 @@ static void *ptxed_worker_main(void *arg)
 
 		pthread_mutex_lock(&pool->lock);
 		idx = pool->next++;
+		if (idx < pool->npieces)
+			ptxed_take_buf(pool, &pool->pieces[idx]);
 		pthread_mutex_unlock(&pool->lock);
 		if (idx >= pool->npieces)
 			break;
 
 		ptxed_decode_piece(w, idx);
+
+		pthread_mutex_lock(&pool->lock);
+		pool->pieces[idx].done = 1;
+		pthread_cond_broadcast(&pool->done);
+		pthread_mutex_unlock(&pool->lock);
 	}
 	return NULL;
+}
+
+static const struct ptxed_piece *ptxed_wait(struct ptxed_pool *pool,
+					    size_t idx)
+{
+	pthread_mutex_lock(&pool->lock);
+	while (!pool->pieces[idx].done)
+		pthread_cond_wait(&pool->done, &pool->lock);
+	pthread_mutex_unlock(&pool->lock);
+	return &pool->pieces[idx];
 }
 
 /* Can piece @to take over where @piece joined it? */
@@ -2934,140 +3069,173 @@ static int ptxed_join_ok(const struct ptxed_pool *pool,
 {
 	const struct ptxed_piece *to = &pool->pieces[piece->join_to];
 
-	return piece->join_kind && !to->failed && piece->join_out >= 0 &&
-	       (size_t) piece->join_out <= to->size;
+	return piece->join_kind && !to->failed && !to->out.failed &&
+	       piece->join_out <= to->out.n;
 }
 
-/* Did @piece find its return stack empty at or after @from? */
-static int ptxed_rserr_after(const struct ptxed_piece *piece, long from)
+/* Where, at or after @from, did @piece first find its return stack
+ * empty?  Its output size if it did not. */
+static size_t ptxed_rserr_from(const struct ptxed_piece *piece, size_t from)
 {
 	size_t i;
 
-	if (piece->nrserr > ptxed_rserr_max)
-		return 1;
-	for (i = 0; i < piece->nrserr; ++i)
+	for (i = 0; i < piece->nrserr && i < ptxed_rserr_max; ++i)
 		if (piece->rserr[i] >= from)
-			return 1;
-	return 0;
+			return piece->rserr[i];
+	/* It forgot some: the first may have come at @from. */
+	return piece->nrserr > ptxed_rserr_max ? from : piece->out.n;
+}
+
+/* Print what @buf holds after the first *@skip bytes. */
+static void ptxed_emit(struct ptxed_buf *buf, uint64_t *skip)
+{
+	size_t from = *skip < buf->n ? (size_t) *skip : buf->n;
+
+	fwrite(buf->p + from, 1, buf->n - from, stdout);
+	*skip -= from;
+	buf->n = 0;
 }
 
 /* Decode piece @idx once more, on a decoder of its own, and on to the end
  * of the trace; print what comes after its first @skip bytes of output.
  * The decoder the piece had has gone on to other pieces. */
-static void ptxed_rerun(const struct ptxed_pool *pool, size_t idx, long skip,
-			struct ptxed_stats *stats)
+static int ptxed_rerun(const struct ptxed_pool *pool, size_t idx,
+		       uint64_t skip, struct ptxed_stats *stats)
 {
 	const struct ptxed_options *options = pool->options;
 	struct ptxed_decoder decoder;
+	struct ptxed_buf buf;
 	struct ptxed_run run;
 	struct pt_image *image;
-	char buf[4096];
-	FILE *stream;
-	size_t n;
+	int errcode;
 
+	memset(&buf, 0, sizeof(buf));
+	memset(stats, 0, sizeof(*stats));
+	stats->flags = pool->stat_flags;
 	image = pt_image_alloc(NULL);
-	stream = tmpfile();
 	decoder = *pool->main;
 	decoder.variant.insn = NULL;
-	if (!image || !stream ||
+	errcode = -pte_nomem;
+	if (!image ||
 	    (pool->main->callback_set &&
 	     pt_image_set_callback(image, ptxed_read_memory,
 				   (void *) &pool->main->memory) < 0) ||
-	    alloc_decoder(&decoder, pool->config, image, pool->prog) < 0) {
-		fprintf(stderr, "%s: --threads: cannot decode on.\n",
-			pool->prog);
+	    alloc_decoder(&decoder, pool->config, image, pool->prog) < 0)
 		goto out;
-	}
 
-	memset(stats, 0, sizeof(*stats));
-	stats->flags = pool->stat_flags;
-	ptxed_stream = stream;
+	ptxed_out = &buf;
 	ptxed_start_piece(pool, idx, &decoder, &run);
-	while (run.phase != ptxed_phase_done)
+	while (run.phase != ptxed_phase_done && !buf.failed) {
 		(void) ptxed_step(&decoder, options,
 				  options->print_stats ? stats : NULL, &run);
-	ptxed_stream = NULL;
-
-	if (fseek(stream, skip, SEEK_SET) == 0)
-		while ((n = fread(buf, 1, sizeof(buf), stream)) > 0)
-			fwrite(buf, 1, n, stdout);
+		if (buf.n >= 1 << 20)
+			ptxed_emit(&buf, &skip);
+	}
+	ptxed_out = NULL;
+	if (!buf.failed) {
+		ptxed_emit(&buf, &skip);
+		errcode = 0;
+	}
 
 out:
 	ptxed_free_variant(&decoder);
-	if (stream)
-		fclose(stream);
 	pt_image_free(image);
+	free(buf.p);
+	return errcode;
 }
 
-/* Print the pieces in order, each from where the one before joined it;
- * add up the statistics.
+/* Print the pieces in order as they are done, each from where the one
+ * before joined it; add up the statistics.
  *
  * From the first join whose return stacks differ on, every decoder whose
  * output is used lacks older entries of the return stack (a later join
- * may only lose more), so none of them may find its stack empty, and
- * none may leave the rest of the trace to a decoder started afresh.  If
- * one would, the output from that first join on is not certain: the piece
- * before it is decoded once more, on to the end of the trace. */
-static void ptxed_stitch(struct ptxed_pool *pool, struct ptxed_stats *total)
+ * may only lose more).  Such a decoder returns what one with all entries
+ * returns, up to the call where it finds its stack empty; and it may not
+ * leave the rest of the trace to a decoder started afresh.  If one does
+ * either, the output stands up to there, and the piece before that first
+ * join is decoded once more, printing from there on. */
+static int ptxed_stitch(struct ptxed_pool *pool, struct ptxed_stats *total)
 {
 	const size_t none = pool->npieces;
-	struct ptxed_stats from;
-	size_t idx, first2, n, c;
-	size_t *chain;
-	long *start;
+	struct ptxed_stats from, rerun_total, rerun_from, rerun_stats;
+	uint64_t printed, rerun_base;
+	size_t idx, at, end, rerun_idx;
 	int rerun;
 
-	chain = (size_t *) calloc(pool->npieces, sizeof(*chain));
-	start = (long *) calloc(pool->npieces, sizeof(*start));
-	if (!chain || !start) {
-		free(chain);
-		free(start);
-		ptxed_rerun(pool, 0, 0, total);
-		return;
-	}
-
-	/* The pieces in order, and where each one's output is used from. */
-	n = 0;
-	idx = 0;
-	first2 = none;
+	memset(&from, 0, sizeof(from));
+	memset(&rerun_total, 0, sizeof(rerun_total));
+	memset(&rerun_from, 0, sizeof(rerun_from));
+	printed = 0;
+	rerun_base = 0;
+	rerun_idx = none;
 	rerun = 0;
+	idx = 0;
+	at = 0;
 	for (;;) {
-		const struct ptxed_piece *piece = &pool->pieces[idx];
-		long at = n ? pool->pieces[chain[n - 1]].join_out : 0;
+		const struct ptxed_piece *piece = ptxed_wait(pool, idx);
+		uint64_t before = printed;
 
-		if (first2 != none && ptxed_rserr_after(piece, at)) {
-			rerun = 1;
-			break;
+		if (piece->out.failed)
+			return -pte_nomem;
+
+		end = piece->out.n;
+		if (rerun_idx != none) {
+			end = ptxed_rserr_from(piece, at);
+			rerun = end < piece->out.n;
 		}
-		chain[n] = idx;
-		start[n] = at;
-		n += 1;
+		if (end > at) {
+			fwrite(piece->out.p + at, 1, end - at, stdout);
+			printed += end - at;
+		}
+		if (pool->options->report_stitch)
+			fprintf(stderr, "piece %zu at 0x%" PRIx64 ": bytes %zu "
+				"to %zu of %zu, join %d to piece %zu\n", idx,
+				piece->begin, at, end, piece->out.n,
+				piece->join_kind, piece->join_to);
+		if (rerun)
+			break;
+
+		/* The piece it joined must be done before it is looked at. */
+		if (piece->join_kind)
+			(void) ptxed_wait(pool, piece->join_to);
+
+		/* The piece to decode again, and where its output is. */
+		if (rerun_idx == none &&
+		    (piece->join_kind == 2 ||
+		     (piece->join_kind && !ptxed_join_ok(pool, piece)))) {
+			rerun_idx = idx;
+			rerun_base = before - at;
+			rerun_total = *total;
+			rerun_from = from;
+		}
 		if (!ptxed_join_ok(pool, piece)) {
 			/* Joined a piece that could not start: decode on. */
 			rerun = piece->join_kind != 0;
+			if (!rerun)
+				ptxed_stats_add(total, &piece->stats, &from);
 			break;
 		}
-		if (piece->join_kind == 2 && first2 == none)
-			first2 = n - 1;
-		idx = piece->join_to;
-	}
-	if (rerun && first2 != none)
-		n = first2 + 1;
-
-	memset(&from, 0, sizeof(from));
-	for (c = 0; c < n; ++c) {
-		struct ptxed_piece *piece = &pool->pieces[chain[c]];
-
-		fwrite(piece->buf + start[c], 1,
-		       piece->size - (size_t) start[c], stdout);
-		if (c + 1 == n && rerun)
-			ptxed_rerun(pool, chain[c], (long) piece->size,
-				    &piece->stats);
 		ptxed_stats_add(total, &piece->stats, &from);
 		from = piece->join_stats;
+		at = piece->join_out;
+		idx = piece->join_to;
+		ptxed_return_bufs(pool, idx);
 	}
-	free(chain);
-	free(start);
+	if (!rerun)
+		return 0;
+
+	if (pool->options->report_stitch)
+		fprintf(stderr, "piece %zu again, from byte %" PRIu64 "\n",
+			rerun_idx, printed - rerun_base);
+	*total = rerun_total;
+	if (ptxed_rerun(pool, rerun_idx, printed - rerun_base,
+			&rerun_stats) < 0) {
+		fprintf(stderr, "%s: --threads: cannot decode on.\n",
+			pool->prog);
+		return 0;
+	}
+	ptxed_stats_add(total, &rerun_stats, &rerun_from);
+	return 0;
 }
 
 /* Where the pieces start: PSBs about evenly spread over the trace. */
@@ -3087,9 +3255,10 @@ static size_t ptxed_plan(struct ptxed_pool *pool, uint32_t threads)
 		return 0;
 	nsegs = ipt_seg_index(config, segs, (size_t) nsegs);
 
-	want = (size_t) threads * 4;
+	want = (size_t) threads * ptxed_pieces_per_thread;
 	pool->pieces = (struct ptxed_piece *) calloc(want, sizeof(*pool->pieces));
-	if (!pool->pieces) {
+	pool->spare = (struct ptxed_buf *) calloc(want, sizeof(*pool->spare));
+	if (!pool->pieces || !pool->spare) {
 		free(segs);
 		return 0;
 	}
@@ -3130,11 +3299,13 @@ static int decode_threads(const struct ptxed_decoder *decoder,
 	pool.npieces = ptxed_plan(&pool, threads);
 	if (!pool.npieces) {
 		free(pool.pieces);
+		free(pool.spare);
 		return -pte_nomem;
 	}
 	if (threads > pool.npieces)
 		threads = (uint32_t) pool.npieces;
 	pthread_mutex_init(&pool.lock, NULL);
+	pthread_cond_init(&pool.done, NULL);
 
 	state_size = ipt_insn_state_size();
 	if (state_size < ipt_blk_state_size())
@@ -3182,27 +3353,31 @@ static int decode_threads(const struct ptxed_decoder *decoder,
 	 * none at all, this thread decodes them. */
 	if (!errcode && !workers[0].started)
 		ptxed_worker_main(&workers[0]);
-	for (t = 0; !errcode && t < threads; ++t)
+	if (!errcode)
+		errcode = ptxed_stitch(&pool, stats);
+	for (t = 0; workers && t < threads; ++t)
 		if (workers[t].started)
 			pthread_join(workers[t].thread, NULL);
 
-	if (!errcode)
-		ptxed_stitch(&pool, stats);
-
 	for (idx = 0; idx < pool.npieces; ++idx)
-		free(pool.pieces[idx].buf);
+		free(pool.pieces[idx].out.p);
+	for (idx = 0; idx < pool.nspare; ++idx)
+		free(pool.spare[idx].p);
 	for (t = 0; workers && t < threads; ++t) {
 		struct ptxed_worker *w = &workers[t];
 		size_t j;
 
 		ptxed_free_variant(&w->decoder);
 		ptxed_free_variant(&w->probe);
+		free(w->probe_out.p);
 		for (j = 0; j < ptxed_probe_max; ++j)
 			free(w->snaps[j].state);
 		pt_image_free(w->image);
 	}
 	free(workers);
 	free(pool.pieces);
+	free(pool.spare);
+	pthread_cond_destroy(&pool.done);
 	pthread_mutex_destroy(&pool.lock);
 	return errcode;
 }
@@ -3513,6 +3688,10 @@ int main(int argc, char *argv[])
 		}
 		if (strcmp(arg, "--ipt:vm-tolerant") == 0) {
 			decoder.vm_tolerant = 1;
+			continue;
+		}
+		if (strcmp(arg, "--ipt:stitch") == 0) {
+			options.report_stitch = 1;
 			continue;
 		}
 		if (strcmp(arg, "--image-name") == 0) {

@@ -30,6 +30,13 @@
  *   seg   the segment index: every PSB and its PSB+ (ipt_seg_index; with
  *         libipt, pt_pkt_sync_forward and pt_pkt_next up to PSBEND, as
  *         its ptseg tool finds segments)
+ *   par-insn, par-blk  ipt.h only: the trace in pieces at PSBs, decoded
+ *         on --threads N threads (default 2) and joined into exactly the
+ *         sequential decode, through the API (../seg/seg_split.h: 16
+ *         pieces per thread, each thread's decoder kept from piece to
+ *         piece, the callback image read by all threads); insn counts
+ *         what the decoders returned (instructions or blocks, events,
+ *         errors)
  *
  * Images (insn, blk):
  *   cb       pt_image_set_callback, reading the mappings loaded from DIR
@@ -52,6 +59,10 @@
  * ru_maxrss just before the first (trace and mappings already loaded), so
  * it is the peak of the decoder, its image and their caches.
  *
+ * --wall: time in wall-clock time instead of processor time, for the par
+ * layers, whose threads add their processor times up (run the insn and
+ * blk layers with --wall too to compare).
+ *
  * Prints one line:
  *   bytes=N insn=N passes=N sec=S mem_kb=N errors=N
  * with bytes and insn per pass.
@@ -67,6 +78,11 @@
 
 #include <Zydis/Zydis.h>
 
+#ifndef USE_LIBIPT
+#define SS_THREADS
+#include "../seg/seg_split.h"
+#endif
+
 #ifdef USE_LIBIPT
 #include <intel-pt.h>
 #else
@@ -81,7 +97,8 @@ struct segment {
 
 static struct segment segs[256];
 static int nsegs;
-static const struct segment *last_seg;
+/* The last mapping read, per thread: the par layers read on threads. */
+static __thread const struct segment *last_seg;
 
 static void die(const char *what, const char *arg)
 {
@@ -201,13 +218,16 @@ static void load_cfg(struct pt_config *config, const char *path)
 		die("bad cpu in", path);
 }
 
+/* --wall: wall-clock time rather than processor time. */
+static int wall;
+
 /* Processor time of this process: less disturbed than wall-clock time by
  * whatever else runs on the machine. */
 static double now(void)
 {
 	struct timespec t;
 
-	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+	clock_gettime(wall ? CLOCK_MONOTONIC : CLOCK_PROCESS_CPUTIME_ID, &t);
 	return (double) t.tv_sec + (double) t.tv_nsec * 1e-9;
 }
 
@@ -807,6 +827,31 @@ static struct pt_image *make_image(const char *mode,
 /* One pass over the whole trace; ninsn and nerrors count what it saw.
  * Without --warm, with a fresh image (insn, blk) and decoder; with it,
  * the first pass's. */
+#ifndef USE_LIBIPT
+/* --threads, for the par layers. */
+static unsigned int threads = 2;
+
+static void run_par(const struct pt_config *config, int insn)
+{
+	static const struct ss_code code = { read_mem, NULL };
+	struct ss_log log = { NULL, 0, 0, 1 };
+	struct ss_split s;
+
+	memset(&s, 0, sizeof(s));
+	s.insn = insn;
+	s.config = config;
+	s.code = &code;
+	s.budget.steps = (size_t) -1;
+	s.count = 1;
+	s.look_every = 16;
+	s.spread = (size_t) (threads ? threads : 1) * 16;
+	ss_split_threads(&s, &log, threads ? threads : 1);
+	free(log.rec);
+	/* Records: items, events and errors. */
+	ninsn = log.n;
+}
+#endif
+
 static void one_pass(const char *layer, const char *mode,
 		     const struct pt_config *config)
 {
@@ -829,6 +874,10 @@ static void one_pass(const char *layer, const char *mode,
 		return;
 	}
 #ifndef USE_LIBIPT
+	if (!strncmp(layer, "par-", 4)) {
+		run_par(config, !strcmp(layer, "par-insn"));
+		return;
+	}
 	if (!strcmp(layer, "covwarm")) {
 		run_covwarm(config);
 		return;
@@ -906,6 +955,12 @@ int main(int argc, char **argv)
 			min_time = atof(argv[++i]);
 		else if (!strcmp(argv[i], "--warm"))
 			warm = 1;
+		else if (!strcmp(argv[i], "--wall"))
+			wall = 1;
+#ifndef USE_LIBIPT
+		else if (!strcmp(argv[i], "--threads") && i + 1 < argc - 2)
+			threads = (unsigned int) atoi(argv[++i]);
+#endif
 		else
 			break;
 	}
@@ -913,7 +968,8 @@ int main(int argc, char **argv)
 	    (strcmp(mode, "cb") && strcmp(mode, "file") &&
 	     strcmp(mode, "iscache") &&
 	     (strcmp(mode, "batch") || strcmp(layer, "pkt")))) {
-		fprintf(stderr, "usage: bench --layer pkt|qry|insn|blk|cov|covwarm|seg "
+		fprintf(stderr, "usage: bench --layer pkt|qry|insn|blk|cov|covwarm|seg"
+			"|par-insn|par-blk [--threads N] [--wall] "
 			"[--image cb|file|iscache|batch] [--warm] "
 			"[--min-time SEC] DIR NAME\n");
 		return 2;
