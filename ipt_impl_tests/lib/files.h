@@ -1,10 +1,15 @@
-/* files.h - read a whole file into memory, for the tests that load traces
- * and code from the corpus.
+/* files.h - whole files in and out of memory, for the tests that load
+ * traces and code from the corpus or write cases of their own.
  *
  *     uint8_t *read_file(const char *path, size_t *size)
  *
  * returns a malloc'd buffer (one byte more than the file, so that an empty
- * file still gets one) and its size in *size, or NULL with *size zero. */
+ * file still gets one) and its size in *size, or NULL with *size zero.
+ *
+ *     int write_file(const char *path, const void *data, size_t size)
+ *
+ * writes size bytes (size > 0) to a new or truncated file; 1 on success,
+ * 0 on any failure. */
 #ifndef IPT_TESTS_FILES_H
 #define IPT_TESTS_FILES_H
 
@@ -36,6 +41,20 @@ static uint8_t *read_file(const char *path, size_t *size)
 	}
 	fclose(f);
 	return buf;
+}
+
+#if defined(__GNUC__)
+__attribute__((unused))
+#endif
+static int write_file(const char *path, const void *data, size_t size)
+{
+	FILE *f = fopen(path, "wb");
+	int ok;
+
+	if (!f)
+		return 0;
+	ok = fwrite(data, size, 1, f) == 1;
+	return (fclose(f) == 0) && ok;
 }
 
 #endif /* IPT_TESTS_FILES_H */

@@ -18,6 +18,7 @@
  */
 #include "ipt.h"
 #include "check.h"
+#include "files.h"
 #include "blk_util.h"
 
 #include <stdlib.h>
@@ -31,17 +32,6 @@
  * ptxed looks for the next piece every few steps: the branches give it
  * steps enough to find it. */
 enum { base = 0x1000, callee = 0x1010, jccs = 40 };
-
-static int write_file(const char *name, const void *data, size_t size)
-{
-	FILE *file = fopen(name, "wb");
-	int ok;
-
-	if (!file)
-		return 0;
-	ok = fwrite(data, size, 1, file) == 1;
-	return (fclose(file) == 0) && ok;
-}
 
 /* Run @cmd; its stdout in @out (up to @size - 1 bytes, terminated). */
 static int run(const char *cmd, char *out, size_t size)

@@ -11,6 +11,7 @@
  */
 #include "ipt.h"
 #include "check.h"
+#include "files.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -30,17 +31,6 @@ static const char flow[] =
 	"0000000000001001\n"
 	"0000000000001004\n"
 	"[disabled]\n";
-
-static int write_file(const char *name, const void *data, size_t size)
-{
-	FILE *file = fopen(name, "wb");
-	int ok;
-
-	if (!file)
-		return 0;
-	ok = fwrite(data, size, 1, file) == 1;
-	return (fclose(file) == 0) && ok;
-}
 
 static void put(uint8_t *p, uint64_t value, int size)
 {
