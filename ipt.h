@@ -19306,9 +19306,18 @@ static int ipt__sb_pevent_print(const struct ipt__sb_pevent *priv,
 	if ((flags & ptsbp_tsc) && event->sample.time)
 		fprintf(stream, "%016" PRIx64 "  ", event->sample.tsc);
 
-	if (flags & (ptsbp_compact | ptsbp_verbose))
-		(void) ipt__sb_print_record(event, stream, flags);
-	ipt__sb_print_samples(event, stream, flags);
+	/* Both forms may be asked for at once: each is printed whole, the
+	 * compact one first, record and then samples.  A SWITCH record
+	 * prints only its name, once for either or both. */
+	if (flags & ptsbp_compact)
+		(void) ipt__sb_print_record(event, stream, ptsbp_compact);
+	if ((flags & ptsbp_verbose) &&
+	    !((flags & ptsbp_compact) && event->type == PERF_RECORD_SWITCH))
+		(void) ipt__sb_print_record(event, stream, ptsbp_verbose);
+	if (flags & ptsbp_compact)
+		ipt__sb_print_samples(event, stream, ptsbp_compact);
+	if (flags & ptsbp_verbose)
+		ipt__sb_print_samples(event, stream, ptsbp_verbose);
 	if (flags)
 		fprintf(stream, "\n");
 	return 0;

@@ -1,7 +1,8 @@
 /* t_sb_print - the perf_event records ptdump prints that the conformance
  * corpus does not hold: THROTTLE and UNTHROTTLE, MMAP2, and a record of a
  * type the reader does not know (skipped, printed as UNKNOWN with its
- * type and misc, no samples, no time).  Compact and verbose, as libipt
+ * type and misc, no samples, no time).  Compact, verbose and both at
+ * once, as libipt
  * 2.3's sideband library prints them (sideband/src/pt_sb_pevent.c). */
 
 #define _GNU_SOURCE
@@ -126,6 +127,18 @@ int main(void)
 	       "  maj: 3\n  min: 4\n  ino: 5\n  ino_generation: 6\n"
 	       "  prot: 7\n  flags: 2\n  filename: /bin/true\n  time: 5\n"
 	       "UNKNOWN\n  type: 63\n  misc: 1\n");
+	free(text);
+
+	/* Both forms at once: libipt prints the compact form whole, then the
+	 * verbose one, the record first and then its samples; a SWITCH
+	 * record's name once. */
+	at = put(0, PERF_RECORD_THROTTLE, &throttle, 3);
+	at = put(at, PERF_RECORD_SWITCH, NULL, 4);
+	text = dump(at, ptsbp_compact | ptsbp_verbose);
+	expect(text,
+	       "PERF_RECORD_THROTTLE  70, 8, 9PERF_RECORD_THROTTLE\n"
+	       "  time: 70\n  id: 8\n  stream_id: 9  { 3 }\n  time: 3\n"
+	       "PERF_RECORD_SWITCH.IN  { 4 }\n  time: 4\n");
 	free(text);
 
 	return check_done();
