@@ -1607,7 +1607,7 @@ IPT_API int ipt_insn_start_at(struct pt_insn_decoder *decoder,
  * inside a group of packets that belong together (events wait for
  * packets still to come, such as a MODE.EXEC for its TIP; events bound to
  * an instruction are not all taken; an erratum's look ahead met the end
- * of the trace): a start state cannot hold those.  Not exact yet: a TSX
+ * of the trace) or inside a packet: a start state cannot hold those.  Not exact yet: a TSX
  * abort right after the start (the BDM64 workaround looks at the block
  * before it) and a TRIG's instruction count across the start.  Ref: ipt.h
  * only. */
@@ -4954,10 +4954,6 @@ static int ipt__pkt_decode(struct pt_packet_decoder *decoder,
 			 * decodes as an invalid packet one byte longer. */
 			if (size == -pte_bad_packet &&
 			    decoder->config.errata.skz84) {
-				/* That byte, too, must lie before the end. */
-				if (ipt__pkt_left(pos, config) <
-				    ipt__layout[ppt_tma].size + 1u)
-					return -pte_eos;
 				packet->type = ppt_invalid;
 				packet->size = (uint8_t) (ipt__layout[ppt_tma]
 							  .size + 1);
@@ -7161,6 +7157,10 @@ ipt__evt_get_state(const struct pt_event_decoder *decoder, uint64_t *offset,
 	    (decoder->status != -pte_eos &&
 	     decoder->status != -ipt_pte_need_more) ||
 	    decoder->evq.begin != decoder->evq.end || decoder->peeked_end)
+		return -pte_bad_context;
+	/* A packet the trace ends inside: an SKZ84 TMA taken as an invalid
+	 * packet one byte longer than the TMA, as libipt takes it. */
+	if (ipt__evt_pos(decoder) > ipt__evt_end(decoder))
 		return -pte_bad_context;
 	err = pt_evt_get_offset(decoder, offset);
 	if (err < 0)
