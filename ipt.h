@@ -1365,7 +1365,7 @@ IPT_API int pt_blk_event(struct pt_block_decoder *decoder,
  * when the implementation is compiled (2 MiB), or what
  * ipt_blk_set_cache_limit() / ipt_insn_set_cache_limit() set for one
  * decoder.  Setting a limit empties the run cache; a limit below one set
- * of two runs (64 bytes, 256 for an instruction decoder) turns it off.  It
+ * of two runs (64 bytes, 192 for an instruction decoder) turns it off.  It
  * starts over empty when it grows; without memory to grow it keeps its
  * size (or, without memory even for that, the decoder goes on without
  * it): caches never fail a decode.  Both return zero, -pte_invalid
@@ -12832,12 +12832,16 @@ enum {
 	IPT__RUN_ALIGN = 64
 };
 
-/* The bytes one set takes: its two runs, with the text of both if the
- * decoder wants it, padded so that the runs and the first text share an
- * aligned pair of cache lines (which processors tend to load together). */
+/* The bytes one set takes: its two runs in one cache line, with the text
+ * of both in the next two if the decoder wants it. */
+typedef char ipt__blk_set_lines[2 * sizeof(struct ipt__blk_run) ==
+				       IPT__RUN_ALIGN &&
+			       sizeof(struct ipt__blk_text) == IPT__RUN_ALIGN ?
+			       1 : -1];
+
 static size_t ipt__blk_set_bytes(const struct pt_block_decoder *decoder)
 {
-	return decoder->want_text ? 4 * IPT__RUN_ALIGN : IPT__RUN_ALIGN;
+	return decoder->want_text ? 3 * IPT__RUN_ALIGN : IPT__RUN_ALIGN;
 }
 
 /* The runs of set @set, then (with text) their text. */
@@ -12946,9 +12950,10 @@ static void ipt__blk_runs_reset(struct pt_block_decoder *decoder)
 
 	ipt__blk_runs_free(decoder);
 	ipt__blk_lmap_free(decoder);
-	if (nsets > IPT__RUN_FIRST_BYTES / ipt__blk_set_bytes(decoder))
-		nsets = (uint32_t) (IPT__RUN_FIRST_BYTES /
-				    ipt__blk_set_bytes(decoder));
+	while (nsets > 1 &&
+	       (uint64_t) nsets * ipt__blk_set_bytes(decoder) >
+		       IPT__RUN_FIRST_BYTES)
+		nsets /= 2;
 	if (nsets)
 		(void) ipt__blk_runs_resize(decoder, nsets);
 	ipt__blk_icache_resize(decoder, ipt__blk_icache_first_bits(decoder));

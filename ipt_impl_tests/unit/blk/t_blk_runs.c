@@ -2,10 +2,13 @@
  * code, so that once it has grown, decoding the same code again hardly
  * reads through the callback (a few runs may collide in the hashed table); a small limit
  * bounds it, and then the callback is asked again; any limit, even none,
- * decodes the same; and straight lines wrap at 4 GiB outside 64-bit
+ * decodes the same; the table takes no more memory than the limit (a
+ * counting allocator); and straight lines wrap at 4 GiB outside 64-bit
  * mode. */
 #include "blk_util.h"
 #include "check.h"
+
+#include <stdlib.h>
 
 /* NCOND times "jnz +0" (both ways lead on), then "jmp rax" back to the
  * start: NCOND runs of one instruction each, more than the instruction
@@ -401,9 +404,122 @@ static void test_wrap(void)
 	pt_image_free(image);
 }
 
+/* ---- the memory bound ----
+ * A decoder's peak of live bytes (its allocator counts them) under a limit
+ * exceeds the peak under the smallest limit (a table of one set for an
+ * instruction decoder, of three for a block decoder: code and trace are
+ * the same) by at most the limit and the table's alignment slack. */
+
+/* The documented default of IPT_BLK_CACHE_LIMIT. */
+enum { DEFAULT_LIMIT = 2 << 20, TABLE_SLACK = 64 };
+
+static size_t live, peak;
+
+static void *count_alloc(void *context, size_t size)
+{
+	(void) context;
+	live += size;
+	if (live > peak)
+		peak = live;
+	return malloc(size);
+}
+
+static void count_free(void *context, void *ptr, size_t size)
+{
+	(void) context;
+	live -= size;
+	free(ptr);
+}
+
+/* The peak over three passes of a fresh decoder under @limit (~0: the
+ * default), an instruction decoder if @insn. */
+static size_t peak_under(const struct pt_config *config,
+			 struct pt_image *image, uint64_t limit, int insn)
+{
+	struct ipt_allocator a;
+
+	memset(&a, 0, sizeof(a));
+	a.alloc = count_alloc;
+	a.free = count_free;
+	live = 0;
+	peak = 0;
+	if (insn) {
+		struct pt_insn_decoder *dec;
+		int i;
+
+		dec = ipt_insn_alloc_decoder_with(config, &a);
+		CHECK(dec != NULL);
+		if (!dec)
+			return 0;
+		CHECK_EQ(pt_insn_set_image(dec, image), 0);
+		if (limit != ~0ull)
+			CHECK_EQ(ipt_insn_set_cache_limit(dec, limit), 0);
+		for (i = 0; i < 3; ++i)
+			CHECK_EQ(insn_pass(dec).status, -pte_eos);
+		pt_insn_free_decoder(dec);
+	} else {
+		struct pt_block_decoder *dec;
+		int i;
+
+		dec = ipt_blk_alloc_decoder_with(config, &a);
+		CHECK(dec != NULL);
+		if (!dec)
+			return 0;
+		CHECK_EQ(pt_blk_set_image(dec, image), 0);
+		if (limit != ~0ull)
+			CHECK_EQ(ipt_blk_set_cache_limit(dec, limit), 0);
+		for (i = 0; i < 3; ++i)
+			CHECK_EQ(blk_pass(dec).status, -pte_eos);
+		pt_blk_free_decoder(dec);
+	}
+	CHECK_EQ(live, 0);
+	return peak;
+}
+
+static void test_bound(void)
+{
+	static const uint64_t limits[] = { 24 << 10, 96 << 10, 384 << 10, ~0ull };
+	struct pt_config config;
+	struct chain_mem m;
+	struct pt_image *image;
+	int insn;
+	size_t i;
+
+	config = chain_config();
+	memset(&m, 0, sizeof(m));
+	image = pt_image_alloc(NULL);
+	CHECK(image != NULL);
+	if (!image)
+		return;
+	CHECK_EQ(pt_image_set_callback(image, chain_read, &m), 0);
+
+	for (insn = 0; insn < 2; ++insn) {
+		size_t base, last = 0;
+
+		base = peak_under(&config, image, 192, insn);
+		for (i = 0; i < sizeof(limits) / sizeof(limits[0]); ++i) {
+			uint64_t limit = limits[i] == ~0ull ? DEFAULT_LIMIT :
+							     limits[i];
+			size_t p = peak_under(&config, image, limits[i], insn);
+
+			if (!CHECK(p <= base + limit + TABLE_SLACK))
+				printf("     %s, limit %llu: %zu bytes at the "
+				       "peak, %zu with the smallest table\n",
+				       insn ? "insn" : "blk",
+				       (unsigned long long) limit, p, base);
+			/* The table did grow with the limit: what is
+			 * measured is the table. */
+			CHECK(p > last);
+			last = p;
+		}
+	}
+	pt_image_free(image);
+}
+
 int main(void)
 {
 	test_chain();
+	test_bound();
 	test_wrap();
 	return check_done();
 }
