@@ -1366,7 +1366,9 @@ IPT_API int pt_blk_event(struct pt_block_decoder *decoder,
  * ipt_blk_set_cache_limit() / ipt_insn_set_cache_limit() set for one
  * decoder.  Setting a limit empties the run cache; a limit below one set
  * of two runs (64 bytes, 192 for an instruction decoder) turns it off.  It
- * starts over empty when it grows; without memory to grow it keeps its
+ * keeps its runs when it grows while the old and the new table fit the
+ * limit together, and starts over empty when they do not, so that it never
+ * takes more memory than the limit; without memory to grow it keeps its
  * size (or, without memory even for that, the decoder goes on without
  * it): caches never fail a decode.  Both return zero, -pte_invalid
  * without a decoder.
@@ -12089,9 +12091,10 @@ ipt__insn_range_is_contiguous(uint64_t begin, uint64_t end,
  * a cache line; an instruction decoder's sets carry the runs' text in the
  * next two lines.  It starts small and doubles whenever it has had to drop
  * runs for an eighth of its entries, up to a limit (IPT_BLK_CACHE_LIMIT or
- * ipt_blk_set_cache_limit).  Growing starts it over empty, so that old and
- * new table never take memory at once; one that cannot grow keeps its
- * size if memory allows.
+ * ipt_blk_set_cache_limit).  Growing moves the runs into the new table
+ * while old and new fit the limit together, and otherwise starts it over
+ * empty, the old table freed first: together they never take more than
+ * the limit.  One that cannot grow keeps its size if memory allows.
  *
  * Instruction cache entries are tagged with an epoch, runs with a context
  * number that stands for (address space, mode, epoch).  Changing the image,
@@ -12940,6 +12943,61 @@ static int ipt__blk_runs_resize(struct pt_block_decoder *decoder,
 	decoder->runs = (struct ipt__blk_run *) base;
 	decoder->rstride = (uint32_t) stride;
 	decoder->rsets = nsets;
+	return 0;
+}
+
+/* Double the table.  While the old table and the new one fit the limit
+ * together, the old runs move over (each old set's runs land in the two
+ * new sets its hash splits into, two ways each, so none is lost); else it
+ * starts over empty (ipt__blk_runs_resize).  Returns as that does. */
+static int ipt__blk_runs_grow(struct pt_block_decoder *decoder)
+{
+	size_t stride = ipt__blk_set_bytes(decoder), size;
+	uint32_t old = decoder->rsets, nsets = old * 2, i, way;
+	struct ipt__blk_run *runs = decoder->runs;
+	void *omem = decoder->rmem;
+	size_t osize = decoder->rmem_size;
+	uintptr_t base;
+	void *mem;
+
+	size = (size_t) nsets * stride + IPT__RUN_ALIGN;
+	if ((uint64_t) osize + size > decoder->rlimit + IPT__RUN_ALIGN)
+		return ipt__blk_runs_resize(decoder, nsets);
+	mem = ipt__alloc_cache(&decoder->allocator, size);
+	if (!mem)
+		return ipt__blk_runs_resize(decoder, nsets);
+
+	base = ((uintptr_t) mem + IPT__RUN_ALIGN - 1) &
+	       ~(uintptr_t) (IPT__RUN_ALIGN - 1);
+	IPT_MEMSET((void *) base, 0, (size_t) nsets * stride);
+	decoder->rmem = mem;
+	decoder->rmem_size = size;
+	decoder->runs = (struct ipt__blk_run *) base;
+	decoder->rsets = nsets;
+
+	/* The second way first, so that each set keeps its order. */
+	for (i = 0; i < old; ++i) {
+		struct ipt__blk_run *from;
+
+		from = (struct ipt__blk_run *) ((uint8_t *) runs +
+						(size_t) i * stride);
+		for (way = 2; way-- > 0;) {
+			struct ipt__blk_run *to;
+
+			if (!from[way].ctx)
+				continue;
+			to = ipt__blk_set(decoder,
+					  ipt__blk_set_of(from[way].ip,
+							  from[way].ctx,
+							  nsets));
+			ipt__blk_set_shift(to, decoder->want_text);
+			IPT__COPY(to[0], from[way]);
+			if (decoder->want_text)
+				IPT__COPY(ipt__blk_set_text(to)[0],
+					  ipt__blk_set_text(from)[way]);
+		}
+	}
+	ipt__free(&decoder->allocator, omem, osize);
 	return 0;
 }
 
@@ -14573,7 +14631,7 @@ ipt__blk_run_miss(struct pt_block_decoder *decoder, uint32_t idx, uint64_t ip,
 		decoder->rfills += 1;
 	if (decoder->rfills > decoder->rsets / 4 &&
 	    decoder->rsets < ipt__blk_max_sets(decoder)) {
-		if (ipt__blk_runs_resize(decoder, decoder->rsets * 2) < 0)
+		if (ipt__blk_runs_grow(decoder) < 0)
 			decoder->rlimit = (uint64_t) decoder->rsets *
 					  ipt__blk_set_bytes(decoder);
 		/* Without memory even for the old size, go on without. */
