@@ -12911,6 +12911,24 @@ static void ipt__blk_set_shift(struct ipt__blk_run *set, uint32_t want_text)
 	set[0].ctx = 0;
 }
 
+/* Make @mem, @size bytes, the table: @nsets empty sets, aligned. */
+static void ipt__blk_runs_take(struct pt_block_decoder *decoder, void *mem,
+			       size_t size, uint32_t nsets)
+{
+	size_t stride = ipt__blk_set_bytes(decoder);
+	uintptr_t base;
+
+	base = ((uintptr_t) mem + IPT__RUN_ALIGN - 1) &
+	       ~(uintptr_t) (IPT__RUN_ALIGN - 1);
+	IPT_MEMSET((void *) base, 0, (size_t) nsets * stride);
+
+	decoder->rmem = mem;
+	decoder->rmem_size = size;
+	decoder->runs = (struct ipt__blk_run *) base;
+	decoder->rstride = (uint32_t) stride;
+	decoder->rsets = nsets;
+}
+
 /* Make an empty table of @nsets sets.  The old one goes first, so that
  * the two never take memory at the same time: its runs are recorded again
  * as they come.  Returns zero on success; -pte_nomem if there is no
@@ -12921,7 +12939,6 @@ static int ipt__blk_runs_resize(struct pt_block_decoder *decoder,
 {
 	size_t size, stride = ipt__blk_set_bytes(decoder);
 	uint32_t old = decoder->rsets;
-	uintptr_t base;
 	void *mem;
 
 	ipt__blk_runs_free(decoder);
@@ -12933,16 +12950,7 @@ static int ipt__blk_runs_resize(struct pt_block_decoder *decoder,
 			(void) ipt__blk_runs_resize(decoder, old);
 		return -pte_nomem;
 	}
-
-	base = ((uintptr_t) mem + IPT__RUN_ALIGN - 1) &
-	       ~(uintptr_t) (IPT__RUN_ALIGN - 1);
-	IPT_MEMSET((void *) base, 0, (size_t) nsets * stride);
-
-	decoder->rmem = mem;
-	decoder->rmem_size = size;
-	decoder->runs = (struct ipt__blk_run *) base;
-	decoder->rstride = (uint32_t) stride;
-	decoder->rsets = nsets;
+	ipt__blk_runs_take(decoder, mem, size, nsets);
 	return 0;
 }
 
@@ -12957,7 +12965,6 @@ static int ipt__blk_runs_grow(struct pt_block_decoder *decoder)
 	struct ipt__blk_run *runs = decoder->runs;
 	void *omem = decoder->rmem;
 	size_t osize = decoder->rmem_size;
-	uintptr_t base;
 	void *mem;
 
 	size = (size_t) nsets * stride + IPT__RUN_ALIGN;
@@ -12966,14 +12973,7 @@ static int ipt__blk_runs_grow(struct pt_block_decoder *decoder)
 	mem = ipt__alloc_cache(&decoder->allocator, size);
 	if (!mem)
 		return ipt__blk_runs_resize(decoder, nsets);
-
-	base = ((uintptr_t) mem + IPT__RUN_ALIGN - 1) &
-	       ~(uintptr_t) (IPT__RUN_ALIGN - 1);
-	IPT_MEMSET((void *) base, 0, (size_t) nsets * stride);
-	decoder->rmem = mem;
-	decoder->rmem_size = size;
-	decoder->runs = (struct ipt__blk_run *) base;
-	decoder->rsets = nsets;
+	ipt__blk_runs_take(decoder, mem, size, nsets);
 
 	/* The second way first, so that each set keeps its order. */
 	for (i = 0; i < old; ++i) {

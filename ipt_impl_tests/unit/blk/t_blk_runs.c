@@ -38,7 +38,25 @@ static int chain_read(uint8_t *buffer, size_t size, const struct pt_asid *asid,
 	return (int) size;
 }
 
-/* Around the chain twice (pseudo-random directions), then out. */
+/* An image reading the chain through chain_read, counting into @m, with
+ * @cache_limit bytes of page cache (~0: the default). */
+static struct pt_image *chain_image(struct chain_mem *m, uint64_t cache_limit)
+{
+	struct pt_image *image;
+
+	memset(m, 0, sizeof(*m));
+	image = pt_image_alloc(NULL);
+	CHECK(image != NULL);
+	if (!image)
+		return NULL;
+	if (cache_limit != ~0ull)
+		CHECK_EQ(ipt_image_set_cache_limit(image, cache_limit), 0);
+	CHECK_EQ(pt_image_set_callback(image, chain_read, m), 0);
+	return image;
+}
+
+/* The chain's code, and its trace: around the chain twice (pseudo-random
+ * directions), then out. */
 static uint8_t chain_trace[4096];
 
 static struct pt_config chain_config(void)
@@ -48,6 +66,14 @@ static struct pt_config chain_config(void)
 	struct pt_packet p;
 	uint64_t offset = 0, rnd = 0x2545f4914f6cdd1dull;
 	int pass, left;
+	size_t i;
+
+	for (i = 0; i < NCOND; ++i) {
+		chain[2 * i] = 0x75;
+		chain[2 * i + 1] = 0x00;
+	}
+	chain[2 * NCOND] = 0xff;
+	chain[2 * NCOND + 1] = 0xe0;
 
 	pt_config_init(&config);
 	config.begin = chain_trace;
@@ -178,15 +204,17 @@ static struct digest insn_pass(struct pt_insn_decoder *dec)
 }
 
 /* Decode the chain three times with one decoder under @limit (~0: the
- * default).  The first pass gives @first; @reads is what each pass read. */
+ * default), from the allocator @a (NULL: the default one).  The first pass
+ * gives @first; @reads is what each pass read. */
 static void blk_thrice(const struct pt_config *config, struct pt_image *image,
 		      struct chain_mem *m, uint64_t limit,
-		      struct digest *first, unsigned long reads[3])
+		      struct digest *first, unsigned long reads[3],
+		      const struct ipt_allocator *a)
 {
 	struct pt_block_decoder *dec;
 	struct digest second;
 
-	dec = pt_blk_alloc_decoder(config);
+	dec = ipt_blk_alloc_decoder_with(config, a);
 	CHECK(dec != NULL);
 	if (!dec)
 		return;
@@ -212,12 +240,13 @@ static void blk_thrice(const struct pt_config *config, struct pt_image *image,
 
 static void insn_thrice(const struct pt_config *config, struct pt_image *image,
 		       struct chain_mem *m, uint64_t limit,
-		       struct digest *first, unsigned long reads[3])
+		       struct digest *first, unsigned long reads[3],
+		        const struct ipt_allocator *a)
 {
 	struct pt_insn_decoder *dec;
 	struct digest second;
 
-	dec = pt_insn_alloc_decoder(config);
+	dec = ipt_insn_alloc_decoder_with(config, a);
 	CHECK(dec != NULL);
 	if (!dec)
 		return;
@@ -269,22 +298,11 @@ static void test_chain(void)
 	struct pt_image *image;
 	size_t i;
 
-	for (i = 0; i < NCOND; ++i) {
-		chain[2 * i] = 0x75;
-		chain[2 * i + 1] = 0x00;
-	}
-	chain[2 * NCOND] = 0xff;
-	chain[2 * NCOND + 1] = 0xe0;
-
 	config = chain_config();
-	memset(&m, 0, sizeof(m));
-	image = pt_image_alloc(NULL);
-	CHECK(image != NULL);
+	/* Every read of the image calls back. */
+	image = chain_image(&m, 0);
 	if (!image)
 		return;
-	/* Every read of the image calls back. */
-	CHECK_EQ(ipt_image_set_cache_limit(image, 0), 0);
-	CHECK_EQ(pt_image_set_callback(image, chain_read, &m), 0);
 
 	memset(&blk_ref, 0, sizeof(blk_ref));
 	memset(&insn_ref, 0, sizeof(insn_ref));
@@ -292,7 +310,7 @@ static void test_chain(void)
 		struct digest d;
 		unsigned long reads[3] = { 0, 0, 0 };
 
-		blk_thrice(&config, image, &m, limits[i], &d, reads);
+		blk_thrice(&config, image, &m, limits[i], &d, reads, NULL);
 		/* enabled, exec_mode, NCOND + 1 blocks of 4 items, twice,
 		 * disabled */
 		CHECK_EQ(d.items, 2 + 2 * (NCOND + 1) * 4 + 1);
@@ -302,7 +320,7 @@ static void test_chain(void)
 		CHECK_EQ(d.hash, blk_ref.hash);
 		check_reads(limits[i], reads, "blk");
 
-		insn_thrice(&config, image, &m, limits[i], &d, reads);
+		insn_thrice(&config, image, &m, limits[i], &d, reads, NULL);
 		CHECK_EQ(d.status, -pte_eos);
 		if (i == 0)
 			insn_ref = d;
@@ -438,44 +456,24 @@ static void count_free(void *context, void *ptr, size_t size)
 /* The peak over three passes of a fresh decoder under @limit (~0: the
  * default), an instruction decoder if @insn. */
 static size_t peak_under(const struct pt_config *config,
-			 struct pt_image *image, uint64_t limit, int insn)
+			 struct pt_image *image, struct chain_mem *m,
+			 uint64_t limit, int insn)
 {
+	unsigned long reads[3];
 	struct ipt_allocator a;
+	struct digest d;
 
+	memset(&d, 0, sizeof(d));
 	memset(&a, 0, sizeof(a));
 	a.alloc = count_alloc;
 	a.free = count_free;
 	live = 0;
 	peak = 0;
-	if (insn) {
-		struct pt_insn_decoder *dec;
-		int i;
-
-		dec = ipt_insn_alloc_decoder_with(config, &a);
-		CHECK(dec != NULL);
-		if (!dec)
-			return 0;
-		CHECK_EQ(pt_insn_set_image(dec, image), 0);
-		if (limit != ~0ull)
-			CHECK_EQ(ipt_insn_set_cache_limit(dec, limit), 0);
-		for (i = 0; i < 3; ++i)
-			CHECK_EQ(insn_pass(dec).status, -pte_eos);
-		pt_insn_free_decoder(dec);
-	} else {
-		struct pt_block_decoder *dec;
-		int i;
-
-		dec = ipt_blk_alloc_decoder_with(config, &a);
-		CHECK(dec != NULL);
-		if (!dec)
-			return 0;
-		CHECK_EQ(pt_blk_set_image(dec, image), 0);
-		if (limit != ~0ull)
-			CHECK_EQ(ipt_blk_set_cache_limit(dec, limit), 0);
-		for (i = 0; i < 3; ++i)
-			CHECK_EQ(blk_pass(dec).status, -pte_eos);
-		pt_blk_free_decoder(dec);
-	}
+	if (insn)
+		insn_thrice(config, image, m, limit, &d, reads, &a);
+	else
+		blk_thrice(config, image, m, limit, &d, reads, &a);
+	CHECK_EQ(d.status, -pte_eos);
 	CHECK_EQ(live, 0);
 	return peak;
 }
@@ -490,21 +488,19 @@ static void test_bound(void)
 	size_t i;
 
 	config = chain_config();
-	memset(&m, 0, sizeof(m));
-	image = pt_image_alloc(NULL);
-	CHECK(image != NULL);
+	image = chain_image(&m, ~0ull);
 	if (!image)
 		return;
-	CHECK_EQ(pt_image_set_callback(image, chain_read, &m), 0);
 
 	for (insn = 0; insn < 2; ++insn) {
 		size_t base, last = 0;
 
-		base = peak_under(&config, image, 192, insn);
+		base = peak_under(&config, image, &m, 192, insn);
 		for (i = 0; i < sizeof(limits) / sizeof(limits[0]); ++i) {
 			uint64_t limit = limits[i] == ~0ull ? DEFAULT_LIMIT :
 							     limits[i];
-			size_t p = peak_under(&config, image, limits[i], insn);
+			size_t p = peak_under(&config, image, &m, limits[i],
+					      insn);
 
 			if (!CHECK(p <= base + limit + TABLE_SLACK))
 				printf("     %s, limit %llu: %zu bytes at the "
