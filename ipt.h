@@ -1365,13 +1365,13 @@ IPT_API int pt_blk_event(struct pt_block_decoder *decoder,
  * when the implementation is compiled (2 MiB), or what
  * ipt_blk_set_cache_limit() / ipt_insn_set_cache_limit() set for one
  * decoder.  Setting a limit empties the run cache; a limit below one set
- * of two runs (64 bytes, 192 for an instruction decoder) turns it off.  It
- * keeps its runs when it grows while the old and the new table fit the
- * limit together, and starts over empty when they do not, so that it never
- * takes more memory than the limit; without memory to grow it keeps its
- * size (or, without memory even for that, the decoder goes on without
- * it): caches never fail a decode.  Both return zero, -pte_invalid
- * without a decoder.
+ * of two runs (64 bytes, 192 for an instruction decoder) turns it off.  A
+ * block decoder's keeps its runs when it grows while the old and the new
+ * table fit the limit together; else, and an instruction decoder's always,
+ * it starts over empty: it never takes more memory than the limit.
+ * Without memory to grow it keeps its size (or, without memory even for
+ * that, the decoder goes on without it): caches never fail a decode.  Both
+ * return zero, -pte_invalid without a decoder.
  *
  * The caches are emptied when the decoder gets an image (pt_blk_set_image,
  * pt_insn_set_image) and when the image changes: sections added or
@@ -12092,9 +12092,10 @@ ipt__insn_range_is_contiguous(uint64_t begin, uint64_t end,
  * next two lines.  It starts small and doubles whenever it has had to drop
  * runs for an eighth of its entries, up to a limit (IPT_BLK_CACHE_LIMIT or
  * ipt_blk_set_cache_limit).  Growing moves the runs into the new table
- * while old and new fit the limit together, and otherwise starts it over
- * empty, the old table freed first: together they never take more than
- * the limit.  One that cannot grow keeps its size if memory allows.
+ * while old and new fit the limit together (not with text), and otherwise
+ * starts it over empty, the old table freed first: together they never
+ * take more than the limit.  One that cannot grow keeps its size if memory
+ * allows.
  *
  * Instruction cache entries are tagged with an epoch, runs with a context
  * number that stands for (address space, mode, epoch).  Changing the image,
@@ -12957,7 +12958,10 @@ static int ipt__blk_runs_resize(struct pt_block_decoder *decoder,
 /* Double the table.  While the old table and the new one fit the limit
  * together, the old runs move over (each old set's runs land in the two
  * new sets its hash splits into, two ways each, so none is lost); else it
- * starts over empty (ipt__blk_runs_resize).  Returns as that does. */
+ * starts over empty (ipt__blk_runs_resize).  A table with text starts over
+ * too: three times the bytes a set, and where memory is tighter (an
+ * instruction decoder's runs end sooner, and are quicker to record again).
+ * Returns as ipt__blk_runs_resize does. */
 static int ipt__blk_runs_grow(struct pt_block_decoder *decoder)
 {
 	size_t stride = ipt__blk_set_bytes(decoder), size;
@@ -12968,7 +12972,8 @@ static int ipt__blk_runs_grow(struct pt_block_decoder *decoder)
 	void *mem;
 
 	size = (size_t) nsets * stride + IPT__RUN_ALIGN;
-	if ((uint64_t) osize + size > decoder->rlimit + IPT__RUN_ALIGN)
+	if (decoder->want_text ||
+	    (uint64_t) osize + size > decoder->rlimit + IPT__RUN_ALIGN)
 		return ipt__blk_runs_resize(decoder, nsets);
 	mem = ipt__alloc_cache(&decoder->allocator, size);
 	if (!mem)
