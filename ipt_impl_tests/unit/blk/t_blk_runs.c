@@ -429,12 +429,12 @@ static void test_wrap(void)
 
 /* ---- the memory bound ----
  * A decoder's peak of live bytes (its allocator counts them) under a limit
- * exceeds the peak under the smallest limit (a table of one set for an
- * instruction decoder, of three for a block decoder: code and trace are
- * the same) by at most the limit and the table's alignment slack. */
+ * exceeds the peak under a small one (SMALL_LIMIT: one set of an
+ * instruction decoder's table, two of a block decoder's; code and trace
+ * are the same) by at most the limit and the table's alignment slack. */
 
 /* The documented default of IPT_BLK_CACHE_LIMIT. */
-enum { DEFAULT_LIMIT = 2 << 20, TABLE_SLACK = 64 };
+enum { DEFAULT_LIMIT = 2 << 20, TABLE_SLACK = 64, SMALL_LIMIT = 384 };
 
 static size_t live, peak;
 
@@ -496,7 +496,7 @@ static void test_bound(void)
 	for (insn = 0; insn < 2; ++insn) {
 		size_t base, last = 0;
 
-		base = peak_under(&config, image, &m, 192, insn);
+		base = peak_under(&config, image, &m, SMALL_LIMIT, insn);
 		for (i = 0; i < sizeof(limits) / sizeof(limits[0]); ++i) {
 			uint64_t limit = limits[i] == ~0ull ? DEFAULT_LIMIT :
 							     limits[i];
