@@ -6052,6 +6052,13 @@ static IPT__UNUSED int ipt__tcal_same(const struct ipt_time_cal *a,
  *                          struct pt_event *ev);
  *        pt_evt_next() for a caller holding a used-up TNT or TIP event
  *        when the next event is a TNT: 1 and @ev refilled in place, or 0
+ *   uint32_t ipt__evt_tnt_ahead(const struct pt_event_decoder *decoder,
+ *                               const uint8_t **pos, uint64_t *payload);
+ *   void ipt__evt_tnt_taken(struct pt_event_decoder *decoder,
+ *                           const uint8_t *pos);
+ *        for a caller holding a TNT event: the TNT packets that follow
+ *        it, read without events, and going on past the ones it took
+ *        (see "TNT packets in a row")
  *   IPT__EV_IGNORE  the internal event type that binds a packet without
  *                   reporting anything; never leaves this section
  *
@@ -8874,6 +8881,64 @@ static int ipt__evt_next_tnt(struct pt_event_decoder *decoder,
 		return err;
 	ipt__evt_next_packet(decoder);
 	return 1;
+}
+
+/* ---- TNT packets in a row ----
+ * Between two packets that are not TNT, a caller holding a TNT event would
+ * get each next TNT from ipt__evt_next_tnt, one event per packet.  A
+ * caller that only wants the bits reads them ahead instead: the packet the
+ * decoder holds, then the one-byte TNTs behind it (PADs between them
+ * skipped), decoded through the packet layer's table in the region where
+ * its fast path decodes them too.  Nothing moves until the caller says how
+ * far it got; then the decoder stands as after the ipt__evt_next_tnt call
+ * that made the event of the last packet it took.  Those events would
+ * have carried nothing but their bits: no other packet, and so no change
+ * of time, lies between them. */
+
+/* The bit size of the TNT packet after the one at *@pos (NULL: the
+ * event in hand), its bits in @payload (the oldest highest) and *@pos
+ * past it; 0 if the next packet is not a TNT read this way. */
+static IPT__INLINE uint32_t
+ipt__evt_tnt_ahead(const struct pt_event_decoder *decoder,
+		   const uint8_t **pos, uint64_t *payload)
+{
+	const struct pt_packet_decoder *pacdec = &decoder->pacdec;
+	const struct pt_packet *one;
+	const uint8_t *at = *pos;
+
+	if (!at) {
+		const struct pt_packet *packet = &decoder->packet;
+
+		if ((packet->type != ppt_tnt_8 && packet->type != ppt_tnt_64) ||
+		    !decoder->enabled || ipt__pkt_more(pacdec))
+			return 0;
+		*payload = packet->payload.tnt.payload;
+		*pos = pacdec->pos;
+		return packet->payload.tnt.bit_size;
+	}
+	for (;;) {
+		if (!ipt__pkt_in_fast((uintptr_t) pacdec->config.begin,
+				      pacdec->fast, at) || (*at & 1))
+			return 0;
+		if (*at)
+			break;
+		at += 1;
+	}
+	one = &ipt__pkt_one_byte[*at >> 1];
+	if (one->type != ppt_tnt_8)
+		return 0;
+	*payload = one->payload.tnt.payload;
+	*pos = at + 1;
+	return one->payload.tnt.bit_size;
+}
+
+/* The caller took the TNT packets ahead up to @pos (as ipt__evt_tnt_ahead
+ * left it): the next packet is the one after. */
+static void ipt__evt_tnt_taken(struct pt_event_decoder *decoder,
+			       const uint8_t *pos)
+{
+	decoder->pacdec.pos = pos;
+	(void) ipt__evt_next_packet(decoder);
 }
 
 static int ipt__evt_next(struct pt_event_decoder *decoder,
@@ -12145,6 +12210,12 @@ ipt__insn_range_is_contiguous(uint64_t begin, uint64_t end,
  *   int  ipt__blk_trace_ended(const struct pt_block_decoder *);
  *   void ipt__blk_set_run_hook(struct pt_block_decoder *, hook, context);
  *        a hook told of each run recorded in the run cache
+ *   uint32_t ipt__blk_tnt_ahead(const struct pt_block_decoder *,
+ *                               const uint8_t **pos, uint64_t *payload);
+ *   void ipt__blk_tnt_taken(struct pt_block_decoder *, const uint8_t *pos,
+ *                           uint64_t payload, uint32_t left,
+ *                           uint32_t icnt);
+ *        for the walk's tnt hook: TNT packets read ahead, and taken
  *
  * and for >>seg:
  *
@@ -13104,6 +13175,19 @@ static void ipt__blk_note_end(struct pt_block_decoder *decoder)
 	decoder->ahead = 0;
 }
 
+/* We are done with the current event: remember its time, and whether it
+ * anchors TRIG counts. */
+static int ipt__blk_leave_event(struct pt_block_decoder *decoder)
+{
+	const struct pt_event *ev = &decoder->event;
+
+	decoder->tsc = ev->tsc;
+	decoder->has_tsc = ev->has_tsc;
+	decoder->lost_mtc = ev->lost_mtc;
+	decoder->lost_cyc = ev->lost_cyc;
+	return ipt__blk_update_trig_anchor(decoder, ev);
+}
+
 /* We are done with the current event: remember its time and get the next
  * one.  An event decoder error is kept in @status and reported when we
  * get to it. */
@@ -13112,12 +13196,7 @@ static int ipt__blk_fetch_event(struct pt_block_decoder *decoder)
 	struct pt_event *ev = &decoder->event;
 	int status;
 
-	decoder->tsc = ev->tsc;
-	decoder->has_tsc = ev->has_tsc;
-	decoder->lost_mtc = ev->lost_mtc;
-	decoder->lost_cyc = ev->lost_cyc;
-
-	status = ipt__blk_update_trig_anchor(decoder, ev);
+	status = ipt__blk_leave_event(decoder);
 	if (status < 0)
 		return status;
 
@@ -15806,12 +15885,13 @@ struct ipt__blk_walk_ops {
 	void (*branch)(void *context, uint64_t from, uint64_t next,
 		       enum pt_insn_class iclass);
 	void (*reach)(void *context, uint64_t ip);
-	/* If set, asked at each @ip the walk goes on at while the TNT in
-	 * hand has more than one bit left: it may take TNT bits in bulk
-	 * (never the last one), leaving the decoder as the walk would have
-	 * after a bit (a run at @ip still to find, no run chained since)
-	 * and reporting as the walk would.  Returns where the flow went on,
-	 * @ip if it took nothing. */
+	/* If set, asked at each @ip the walk goes on at while a TNT is in
+	 * hand: it may take TNT bits in bulk, also from the TNT packets
+	 * that follow (ipt__blk_tnt_ahead, ipt__blk_tnt_taken), but never
+	 * the last bit of the last of them, leaving the decoder as the
+	 * walk would have after a bit (a run at @ip still to find, no run
+	 * chained since) and reporting as the walk would.  Returns where
+	 * the flow went on, @ip if it took nothing. */
 	uint64_t (*tnt)(void *context, struct pt_block_decoder *decoder,
 			uint64_t ip, enum pt_exec_mode mode);
 };
@@ -15833,9 +15913,36 @@ ipt__blk_walk_tnt(struct pt_block_decoder *decoder,
 {
 	const struct pt_event *ev = &decoder->event;
 
-	if (ops->tnt && ev->type == ptev_tnt && ev->variant.tnt.size > 1)
+	if (ops->tnt && ev->type == ptev_tnt && ev->variant.tnt.size)
 		return ops->tnt(context, decoder, ip, mode);
 	return ip;
+}
+
+/* For ops->tnt: the TNT packets after the event in hand, read ahead (see
+ * ipt__evt_tnt_ahead). */
+static IPT__INLINE uint32_t
+ipt__blk_tnt_ahead(const struct pt_block_decoder *decoder, const uint8_t **pos,
+		   uint64_t *payload)
+{
+	return ipt__evt_tnt_ahead(&decoder->evdec, pos, payload);
+}
+
+/* ops->tnt took the TNT packets read ahead up to @pos: the event in hand
+ * becomes the last of them, with @left of its bits @payload to go and
+ * @icnt instructions walked since it was fetched, as if each packet's
+ * event had been used up in turn and the next fetched. */
+static void ipt__blk_tnt_taken(struct pt_block_decoder *decoder,
+			       const uint8_t *pos, uint64_t payload,
+			       uint32_t left, uint32_t icnt)
+{
+	struct pt_event *ev = &decoder->event;
+
+	/* A TNT has its IP: it cannot fail. */
+	(void) ipt__blk_leave_event(decoder);
+	decoder->icnt = icnt;
+	ev->variant.tnt.bits = payload;
+	ev->variant.tnt.size = (uint8_t) left;
+	ipt__evt_tnt_taken(&decoder->evdec, pos);
 }
 
 /* The block the walk just ended with @run, for the trailing-event
@@ -20311,21 +20418,29 @@ static IPT__INLINE void ipt__cov_reach(void *context, uint64_t ip)
  * Between two packets that are not TNT, the walk goes from run to run
  * taking one TNT bit at each conditional branch.  The memo keeps, for a
  * context (address space, mode, image epoch: the run cache's context
- * number), an IP and the next up to IPT__COV_MEMO_BITS bits of the TNT in
- * hand, what the walk does with them: the edges, the return-stack pushes
- * and pops, the instructions it counts, and where the flow goes on.  One
- * look-up then stands for a run of branches.
+ * number), an IP and the next up to IPT__COV_MEMO_BITS TNT bits, what the
+ * walk does with them: the edges, the return-stack pushes and pops, the
+ * instructions it counts, and where the flow goes on.  One look-up then
+ * stands for a run of branches.
+ *
+ * The bits come from the TNT in hand and the TNT packets behind it, read
+ * straight from the trace (ipt__blk_tnt_ahead) into a window: one memo
+ * step after another takes bits from the window, across packet borders,
+ * with no event made per packet, until an entry takes nothing.  Then the
+ * block decoder is told how far the steps got (ipt__blk_tnt_taken) and
+ * the walk goes on from there.
  *
  * An entry holds only what the bits and the code decide: it stops before
  * a branch that needs a TIP, a return whose address was pushed before the
  * entry began (the return stack's contents are not part of the key), a
  * return with a not-taken bit, a missing run, and before the last bit of
- * the TNT (the walk takes that one and applies the trailing-event rules).
- * Whatever an entry does not cover the walk does as before, so the edges
- * and the decoder's state are the walk's.  The last branch of an entry
- * stays pending, as the walk leaves it, until the flow is seen at its
- * destination.  Entries are tagged with the context number: a new image
- * epoch (ipt_image_invalidate, section changes) makes them all stale.
+ * the window when no TNT packet follows (the walk takes that one and
+ * applies the trailing-event rules).  Whatever the entries do not cover
+ * the walk does as before, so the edges and the decoder's state are the
+ * walk's.  The last branch of a step stays pending, as the walk leaves
+ * it, until the flow is seen at its destination.  Entries are tagged with
+ * the context number: a new image epoch (ipt_image_invalidate, section
+ * changes) makes them all stale.
  *
  * The memo is one direct-mapped table, allocated on first use from the
  * decoder's allocator with at most @memo_limit bytes
@@ -20336,7 +20451,9 @@ enum {
 	/* The most TNT bits one entry covers (and thus edges). */
 	IPT__COV_MEMO_BITS = 8,
 	/* The most return-stack pushes and pops one entry replays. */
-	IPT__COV_MEMO_OPS = 8
+	IPT__COV_MEMO_OPS = 8,
+	/* The most TNT packets read ahead of the one in hand at a time. */
+	IPT__COV_AHEAD = 16
 };
 
 struct ipt__cov_memo {
@@ -20358,8 +20475,6 @@ struct ipt__cov_memo {
 	uint8_t ret;
 	uint8_t nt;
 	uint8_t count;
-	/* Instructions walked, for the block decoder's count. */
-	uint32_t ninsn;
 	/* Where the flow goes on; the IP after the last branch. */
 	uint64_t exit;
 	uint64_t last_next;
@@ -20369,6 +20484,9 @@ struct ipt__cov_memo {
 	uint64_t op[IPT__COV_MEMO_OPS];
 	/* Their bitmap indices, before the bitmap's size. */
 	uint32_t index[IPT__COV_MEMO_BITS];
+	/* Instructions walked up to each bit taken, for the block
+	 * decoder's count. */
+	uint32_t ninsn[IPT__COV_MEMO_BITS];
 };
 
 /* The default memory bound of the memo, in bytes. */
@@ -20499,13 +20617,13 @@ static void ipt__cov_memo_fill(struct ipt_cov_decoder *cov,
 		e->from[used] = end_ip;
 		e->to[used] = to;
 		e->index[used] = ipt__cov_index(end_ip, to);
+		e->ninsn[used] = ninsn;
 		e->count &= (uint8_t) ~mask;
 		if (ipt__cov_counts(cov, end_ip, to,
 				    ipt__cov_memo_kind(e, used)))
 			e->count |= (uint8_t) mask;
 		used += 1;
 		e->used = (uint8_t) used;
-		e->ninsn = ninsn;
 		e->nops = (uint8_t) nops;
 		e->pops = (uint8_t) pops;
 		e->exit = to;
@@ -20515,35 +20633,19 @@ static void ipt__cov_memo_fill(struct ipt_cov_decoder *cov,
 	}
 }
 
-/* The walk's ops->tnt: take the next bits of the TNT in hand from the
- * memo at @ip, filling the entry first if it is not there. */
-static uint64_t ipt__cov_tnt(void *context, struct pt_block_decoder *blk,
-			     uint64_t ip, enum pt_exec_mode mode)
+/* The entry for the @n bits @bits at @ip, filled first if it is not
+ * there. */
+static IPT__INLINE struct ipt__cov_memo *
+ipt__cov_memo_find(struct ipt_cov_decoder *cov, uint64_t ip,
+		   enum pt_exec_mode mode, uint32_t bits, uint32_t n)
 {
-	struct ipt_cov_decoder *cov = (struct ipt_cov_decoder *) context;
-	struct pt_event *ev = &blk->event;
+	struct pt_block_decoder *blk = &cov->blk;
 	struct ipt__cov_memo *e;
-	uint32_t size, n, bits, ctx, key, i, last;
+	uint32_t ctx, key;
 	uint64_t h;
 
-	if (IPT__UNLIKELY(!cov->memo) && !ipt__cov_memo_alloc(cov))
-		return ip;
-
-	/* Context numbers that start over could match old entries. */
-	if (IPT__UNLIKELY(blk->ctx_next < cov->memo_ctx))
-		IPT_MEMSET(cov->memo, 0, (size_t) cov->nmemo *
-			   sizeof(*cov->memo));
-	cov->memo_ctx = blk->ctx_next;
-
-	size = ev->variant.tnt.size;
-	n = size - 1;
-	if (n > IPT__COV_MEMO_BITS)
-		n = IPT__COV_MEMO_BITS;
-	bits = (uint32_t) (ev->variant.tnt.bits >> (size - n)) &
-	       ((1u << n) - 1);
 	key = bits | (n << 8);
 	ctx = ipt__blk_ctx_of(blk, mode);
-
 	h = (ip ^ ((uint64_t) ctx << 32) ^ ((uint64_t) key << 48)) *
 	    0x9e3779b97f4a7c15ull;
 	e = &cov->memo[h >> cov->memo_shift];
@@ -20554,12 +20656,19 @@ static uint64_t ipt__cov_tnt(void *context, struct pt_block_decoder *blk,
 		e->ctx = ipt__blk_ctx_of(blk, mode);
 		e->key = (uint16_t) key;
 	}
-	if (!e->used || blk->icnt + e->ninsn < blk->icnt)
-		return ip;
+	return e;
+}
 
-	ev->variant.tnt.size = (uint8_t) (size - e->used);
-	blk->icnt += e->ninsn;
-	cov->status.memo_bits += e->used;
+/* Do what @e says, from @ip: the return stack's operations and the edges,
+ * as the walk reports them: all but the last are seen at their
+ * destination; the last waits for the flow to get there. */
+static IPT__INLINE void ipt__cov_memo_apply(struct ipt_cov_decoder *cov,
+					    const struct ipt__cov_memo *e,
+					    uint64_t ip)
+{
+	struct pt_block_decoder *blk = &cov->blk;
+	uint32_t i, last;
+
 	for (i = 0; i < e->nops; ++i) {
 		uint64_t dummy;
 
@@ -20569,8 +20678,6 @@ static uint64_t ipt__cov_tnt(void *context, struct pt_block_decoder *blk,
 			ipt__retstack_push(&blk->retstack, e->op[i]);
 	}
 
-	/* The edges, as the walk reports them: all but the last are seen
-	 * at their destination; the last waits for the flow to get there. */
 	ipt__cov_resolve(cov, ip);
 	last = (uint32_t) e->used - 1;
 	if (cov->map && !cov->config.edge &&
@@ -20593,7 +20700,121 @@ static uint64_t ipt__cov_tnt(void *context, struct pt_block_decoder *blk,
 	cov->pend_next = e->last_next;
 	cov->pend_kind = (e->ret >> last) & 1 ? ipt_cov_return :
 			 ipt_cov_taken;
-	return e->exit;
+}
+
+/* The TNT packets read ahead of the one in hand: their bits, bit sizes
+ * and where each ends, oldest first from @head (a ring of @n). */
+struct ipt__cov_ahead {
+	uint64_t payload[IPT__COV_AHEAD];
+	const uint8_t *end[IPT__COV_AHEAD];
+	uint8_t size[IPT__COV_AHEAD];
+	uint32_t head;
+	uint32_t n;
+};
+
+/* The walk's ops->tnt: take the next bits of the TNT in hand and the TNT
+ * packets behind it, one memo step after another from @ip. */
+static uint64_t ipt__cov_tnt(void *context, struct pt_block_decoder *blk,
+			     uint64_t ip, enum pt_exec_mode mode)
+{
+	struct ipt_cov_decoder *cov = (struct ipt_cov_decoder *) context;
+	struct pt_event *ev = &blk->event;
+	struct ipt__cov_ahead ahead;
+	const uint8_t *pos = NULL, *end = NULL;
+	uint64_t window, bits_in_hand = 0;
+	uint32_t nwin, left, icnt, more = 1, crossed = 0;
+
+	if (IPT__UNLIKELY(!cov->memo) && !ipt__cov_memo_alloc(cov))
+		return ip;
+
+	/* Context numbers that start over could match old entries. */
+	if (IPT__UNLIKELY(blk->ctx_next < cov->memo_ctx))
+		IPT_MEMSET(cov->memo, 0, (size_t) cov->nmemo *
+			   sizeof(*cov->memo));
+	cov->memo_ctx = blk->ctx_next;
+
+	/* The window: its next bit is bit @nwin - 1; the first @left of
+	 * them belong to the packet in hand. */
+	left = ev->variant.tnt.size;
+	nwin = left;
+	window = ev->variant.tnt.bits & ((1ull << nwin) - 1);
+	icnt = blk->icnt;
+	ahead.head = 0;
+	ahead.n = 0;
+
+	for (;;) {
+		const struct ipt__cov_memo *e;
+		uint32_t n, bits, used, took, at;
+
+		/* Read ahead until a full step's bits and one more are
+		 * there (a TNT-64 has at most 47 bits: they fit). */
+		while (more && nwin <= IPT__COV_MEMO_BITS &&
+		       ahead.n < IPT__COV_AHEAD) {
+			uint64_t payload;
+			uint32_t size, slot;
+
+			size = ipt__blk_tnt_ahead(blk, &pos, &payload);
+			if (!size || size > 47) {
+				more = 0;
+				break;
+			}
+			slot = (ahead.head + ahead.n) % IPT__COV_AHEAD;
+			ahead.payload[slot] = payload;
+			ahead.size[slot] = (uint8_t) size;
+			ahead.end[slot] = pos;
+			ahead.n += 1;
+			window = (window << size) | payload;
+			nwin += size;
+		}
+
+		n = nwin - 1;
+		if (n > IPT__COV_MEMO_BITS)
+			n = IPT__COV_MEMO_BITS;
+		if (!n)
+			break;
+		bits = (uint32_t) (window >> (nwin - n)) & ((1u << n) - 1);
+		e = ipt__cov_memo_find(cov, ip, mode, bits, n);
+		used = e->used;
+		/* Not to a count that wraps, as the walk. */
+		if (!used || icnt + e->ninsn[used - 1] < icnt)
+			break;
+
+		/* The packets the step goes past (the window holds more
+		 * bits than it takes): the count starts over after the
+		 * last of them. */
+		took = used;
+		at = 0;
+		while (took >= left && ahead.n) {
+			took -= left;
+			at = used - took;
+			bits_in_hand = ahead.payload[ahead.head];
+			end = ahead.end[ahead.head];
+			left = ahead.size[ahead.head];
+			ahead.head = (ahead.head + 1) % IPT__COV_AHEAD;
+			ahead.n -= 1;
+		}
+		if (at) {
+			crossed = 1;
+			icnt = e->ninsn[used - 1] - e->ninsn[at - 1];
+		} else {
+			icnt += e->ninsn[used - 1];
+		}
+		left -= took;
+
+		nwin -= used;
+		window &= (1ull << nwin) - 1;
+		cov->status.memo_bits += used;
+		ipt__cov_memo_apply(cov, e, ip);
+		ip = e->exit;
+	}
+
+	if (crossed)
+		ipt__blk_tnt_taken(blk, end, bits_in_hand, left, icnt);
+	else {
+		ev->variant.tnt.size = (uint8_t) left;
+		blk->icnt = icnt;
+	}
+	return ip;
 }
 
 /* Note an error at the decoder's position; the trace up to the next PSB is
