@@ -20458,11 +20458,11 @@ enum {
 
 struct ipt__cov_memo {
 	/* The key: the IP, the context number (zero for an empty entry),
-	 * and the bits (low byte, the first in its highest bit) with
-	 * their number (second byte). */
+	 * and the bits (low half, the first in its highest bit) with
+	 * their number (high half). */
 	uint64_t ip;
 	uint32_t ctx;
-	uint16_t key;
+	uint32_t key;
 	/* TNT bits taken, zero if none (the walk takes the next). */
 	uint8_t used;
 	/* Return-stack operations, in order: bit i of @pops says op[i] is
@@ -20475,6 +20475,8 @@ struct ipt__cov_memo {
 	uint8_t ret;
 	uint8_t nt;
 	uint8_t count;
+	/* How many of the edges but the last count. */
+	uint8_t ncount;
 	/* Where the flow goes on; the IP after the last branch. */
 	uint64_t exit;
 	uint64_t last_next;
@@ -20482,8 +20484,10 @@ struct ipt__cov_memo {
 	uint64_t from[IPT__COV_MEMO_BITS];
 	uint64_t to[IPT__COV_MEMO_BITS];
 	uint64_t op[IPT__COV_MEMO_OPS];
-	/* Their bitmap indices, before the bitmap's size. */
+	/* Their bitmap indices, before the bitmap's size; those of the
+	 * @ncount edges but the last that count. */
 	uint32_t index[IPT__COV_MEMO_BITS];
+	uint32_t counted[IPT__COV_MEMO_BITS];
 	/* Instructions walked up to each bit taken, for the block
 	 * decoder's count. */
 	uint32_t ninsn[IPT__COV_MEMO_BITS];
@@ -20644,27 +20648,32 @@ ipt__cov_memo_find(struct ipt_cov_decoder *cov, uint64_t ip,
 	uint32_t ctx, key;
 	uint64_t h;
 
-	key = bits | (n << 8);
+	key = bits | (n << 16);
 	ctx = ipt__blk_ctx_of(blk, mode);
-	h = (ip ^ ((uint64_t) ctx << 32) ^ ((uint64_t) key << 48)) *
+	h = (ip ^ ((uint64_t) ctx << 32) ^ ((uint64_t) key << 40)) *
 	    0x9e3779b97f4a7c15ull;
 	e = &cov->memo[h >> cov->memo_shift];
 	if (e->ip != ip || e->ctx != ctx || e->key != key) {
+		uint32_t i, ncount = 0;
+
 		ipt__cov_memo_fill(cov, e, ip, mode, bits, n);
+		for (i = 0; i + 1 < e->used; ++i)
+			if ((e->count >> i) & 1)
+				e->counted[ncount++] = e->index[i];
+		e->ncount = (uint8_t) ncount;
 		/* Filling may have moved to a new context. */
 		e->ip = ip;
 		e->ctx = ipt__blk_ctx_of(blk, mode);
-		e->key = (uint16_t) key;
+		e->key = key;
 	}
 	return e;
 }
 
-/* Do what @e says, from @ip: the return stack's operations and the edges,
- * as the walk reports them: all but the last are seen at their
- * destination; the last waits for the flow to get there. */
+/* Do what @e says: the return stack's operations and the edges, as the
+ * walk reports them: all but the last are seen at their destination; the
+ * last waits for the flow to get there. */
 static IPT__INLINE void ipt__cov_memo_apply(struct ipt_cov_decoder *cov,
-					    const struct ipt__cov_memo *e,
-					    uint64_t ip)
+					    const struct ipt__cov_memo *e)
 {
 	struct pt_block_decoder *blk = &cov->blk;
 	uint32_t i, last;
@@ -20678,17 +20687,19 @@ static IPT__INLINE void ipt__cov_memo_apply(struct ipt_cov_decoder *cov,
 			ipt__retstack_push(&blk->retstack, e->op[i]);
 	}
 
-	ipt__cov_resolve(cov, ip);
 	last = (uint32_t) e->used - 1;
 	if (cov->map && !cov->config.edge &&
 	    !(cov->config.flags & ipt_cov_saturate)) {
 		/* Plain counters: as ipt__cov_hit, with its tests taken out
-		 * of the loop. */
-		for (i = 0; i < last; ++i)
-			if ((e->count >> i) & 1) {
-				cov->map[e->index[i] & cov->mask] += 1;
-				cov->status.edges += 1;
-			}
+		 * of the loop, and in locals: stores to the bitmap could
+		 * alias anything. */
+		uint8_t *map = cov->map;
+		uint32_t mask = cov->mask, ncount = e->ncount;
+		const uint32_t *counted = e->counted;
+
+		for (i = 0; i < ncount; ++i)
+			map[counted[i] & mask] += 1;
+		cov->status.edges += ncount;
 	} else {
 		for (i = 0; i < last; ++i)
 			if ((e->count >> i) & 1)
@@ -20722,7 +20733,8 @@ static uint64_t ipt__cov_tnt(void *context, struct pt_block_decoder *blk,
 	struct ipt__cov_ahead ahead;
 	const uint8_t *pos = NULL, *end = NULL;
 	uint64_t window, bits_in_hand = 0;
-	uint32_t nwin, left, icnt, more = 1, crossed = 0;
+	uint32_t nwin, left, icnt, more = 1, crossed = 0, steps = 0;
+	uint32_t pend_counts = 0, pend_kind = 0, pend_index = 0, last;
 
 	if (IPT__UNLIKELY(!cov->memo) && !ipt__cov_memo_alloc(cov))
 		return ip;
@@ -20804,7 +20816,21 @@ static uint64_t ipt__cov_tnt(void *context, struct pt_block_decoder *blk,
 		nwin -= used;
 		window &= (1ull << nwin) - 1;
 		cov->status.memo_bits += used;
-		ipt__cov_memo_apply(cov, e, ip);
+
+		/* The edge pending went to @ip: after a step, the edge its
+		 * entry left pending, which the entry has counted. */
+		if (!steps)
+			ipt__cov_resolve(cov, ip);
+		else if (pend_counts)
+			ipt__cov_hit(cov, cov->pend_from, ip,
+				     (enum ipt_cov_kind) pend_kind,
+				     pend_index);
+		ipt__cov_memo_apply(cov, e);
+		last = (uint32_t) used - 1;
+		pend_counts = (e->count >> last) & 1;
+		pend_kind = ipt__cov_memo_kind(e, last);
+		pend_index = e->index[last];
+		steps += 1;
 		ip = e->exit;
 	}
 
