@@ -6051,7 +6051,8 @@ static IPT__UNUSED int ipt__tcal_same(const struct ipt_time_cal *a,
  *   int  ipt__evt_next_tnt(struct pt_event_decoder *decoder,
  *                          struct pt_event *ev);
  *        pt_evt_next() for a caller holding a used-up TNT or TIP event
- *        when the next event is a TNT: 1 and @ev refilled in place, or 0
+ *        when the next event is a TNT or a plain TIP: 1 and @ev refilled
+ *        in place, or 0
  *   uint32_t ipt__evt_tnt_ahead(const struct pt_event_decoder *decoder,
  *                               const uint8_t **pos, uint64_t *payload);
  *   void ipt__evt_tnt_taken(struct pt_event_decoder *decoder,
@@ -8833,15 +8834,48 @@ IPT_DEF int pt_evt_next(struct pt_event_decoder *decoder,
 	return err;
 }
 
+/* Clear the fields of a TNT or TIP event @ev that the other one uses. */
+static IPT__INLINE void ipt__evt_clear_branch(struct pt_event *ev)
+{
+	ev->ip_suppressed = 0;
+	ev->status_update = 0;
+	ev->has_tsc = 0;
+	IPT_MEMSET(&ev->variant, 0, sizeof(ev->variant.tnt));
+}
+
+/* The TIP that is the current packet, with nothing queued to bind to it,
+ * as ipt__evt_decode_tip makes its event: the last IP updated, the packet
+ * bound, so that the next call goes past it. */
+static int ipt__evt_next_tip(struct pt_event_decoder *decoder,
+			     struct pt_event *ev)
+{
+	int err;
+
+	err = ipt_last_ip_update_ip(&decoder->ip, &decoder->packet.payload.ip,
+				    ipt__evt_config(decoder));
+	if (err < 0)
+		return err;
+	decoder->bound = 1;
+	ipt__evt_clear_branch(ev);
+	ev->type = ptev_tip;
+	err = ipt__evt_complete(ev, decoder);
+	if (err < 0)
+		/* pt_evt_next leaves its event in place after an error. */
+		decoder->event = ipt__evq_standalone(&decoder->evq);
+	return err < 0 ? err : 1;
+}
+
 /* A short way to the next event for a decoder above (>>blk) that holds a
  * TNT or TIP event it took from pt_evt_next() and has used up: when the
  * next event is the TNT of the current packet, or of the next one after a
- * TIP with nothing bound to it, @ev becomes that event in place, byte for
- * byte what pt_evt_next() would give, without building one in the queue
- * and copying it out.  The two events use no fields but the flags, the
- * time and the start of the variant (as long as variant.tnt), so clearing
- * those leaves a zeroed event.  The steps are ipt__evt_fetch_event's:
- * ipt__evt_decode_tip finding nothing bound, then ipt__evt_decode_tnt.
+ * TIP with nothing bound to it, or a TIP that is the current or that next
+ * packet with nothing queued to bind to it, @ev becomes that event in
+ * place, byte for byte what pt_evt_next() would give, without building
+ * one in the queue and copying it out.  The two events use no fields but
+ * the flags, the time and the start of the variant (as long as
+ * variant.tnt), so clearing those leaves a zeroed event.  The steps are
+ * ipt__evt_fetch_event's: ipt__evt_decode_tip finding nothing bound, then
+ * ipt__evt_decode_tnt or ipt__evt_decode_tip.
  *
  * Returns 1 when @ev is the next event; 0 when the caller must ask
  * pt_evt_next() (which goes on from here); an error as pt_evt_next()
@@ -8868,13 +8902,12 @@ static int ipt__evt_next_tnt(struct pt_event_decoder *decoder,
 	}
 
 	type = decoder->packet.type;
+	if (type == ppt_tip && decoder->evq.begin == decoder->evq.end)
+		return ipt__evt_next_tip(decoder, ev);
 	if (type != ppt_tnt_8 && type != ppt_tnt_64)
 		return 0;
 
-	ev->ip_suppressed = 0;
-	ev->status_update = 0;
-	ev->has_tsc = 0;
-	IPT_MEMSET(&ev->variant, 0, sizeof(ev->variant.tnt));
+	ipt__evt_clear_branch(ev);
 	ipt__evt_fill_tnt(ev, &decoder->packet.payload.tnt);
 	err = ipt__evt_stamp(ev, &decoder->time);
 	if (err < 0)
