@@ -2396,13 +2396,15 @@ IPT_API int ipt_insn_converged(const struct pt_insn_decoder *decoder,
  * The TNT memo remembers, per place in the code and the next few TNT
  * bits, which edges those bits make and where the flow goes on, so that
  * a run of conditional branches costs one look-up once it has been seen.
- * Anything else (events, TIPs, returns whose address the memo did not
- * see pushed, missing code) takes the exact path, and the memo is tagged
- * as the run cache is, so that the edges and bitmap are the same with it
- * or without.  It is one table allocated on first use, at most
- * IPT_COV_MEMO_LIMIT bytes (1 MiB) or what ipt_cov_set_memo_limit sets;
- * setting a limit empties it, and a limit below 16 entries (4 KiB and a
- * little) turns it off (it returns -pte_invalid without a decoder).  Code
+ * It reads the bits of TNT packets in a row (PADs between them too)
+ * straight from the trace, across packet borders.  Anything else (events,
+ * TIPs, other packets, returns whose address the memo did not see pushed,
+ * missing code) takes the exact path, and the memo is tagged as the run
+ * cache is, so that the edges and bitmap are the same with it or without.
+ * It is one table allocated on first use, at most IPT_COV_MEMO_LIMIT
+ * bytes (1 MiB) or what ipt_cov_set_memo_limit sets; setting a limit
+ * empties it, and a limit below 16 entries (5 KiB and a little) turns it
+ * off (it returns -pte_invalid without a decoder).  Code
  * the memo covers is not read again, so the block callback, told of runs
  * recorded in the run cache, may hear of fewer runs with it than
  * without.  ipt_cov_status.memo_bits counts the TNT bits it took.
