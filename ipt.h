@@ -20581,10 +20581,10 @@ ipt__cov_memo_kind(const struct ipt__cov_memo *e, uint32_t i)
 /* Record in @e what the walk does from @ip in @mode with the @n bits in
  * @bits (the first in bit n-1), reading runs as the walk would.  The
  * entry ends right after the last bit it could take. */
-static void ipt__cov_memo_fill(struct ipt_cov_decoder *cov,
-			       struct ipt__cov_memo *e, uint64_t ip,
-			       enum pt_exec_mode mode, uint32_t bits,
-			       uint32_t n)
+static IPT__NOINLINE void
+ipt__cov_memo_fill(struct ipt_cov_decoder *cov, struct ipt__cov_memo *e,
+		   uint64_t ip, enum pt_exec_mode mode, uint32_t bits,
+		   uint32_t n)
 {
 	struct pt_block_decoder *blk = &cov->blk;
 	uint32_t used = 0, ninsn = 0, nops = 0, pops = 0, depth = 0;
