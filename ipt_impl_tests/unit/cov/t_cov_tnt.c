@@ -14,6 +14,7 @@
  * packets only, the memo can take bits only across packets: it must. */
 
 #include "check.h"
+#include "blk_util.h"
 #include "cov_oracle.h"
 
 #include <stdio.h>
@@ -91,29 +92,13 @@ enum split {
 };
 
 struct gen {
-	struct pt_encoder *enc;
+	struct tb *t;
 	enum split split;
 	/* Bits not yet written, the first in bit nbits - 1. */
 	uint64_t bits;
 	uint32_t nbits;
 	uint64_t tsc;
-	int errors;
 };
-
-static void put(struct gen *g, const struct pt_packet *p)
-{
-	if (pt_enc_next(g->enc, p) < 0)
-		g->errors += 1;
-}
-
-static void put_simple(struct gen *g, enum pt_packet_type type)
-{
-	struct pt_packet p;
-
-	memset(&p, 0, sizeof(p));
-	p.type = type;
-	put(g, &p);
-}
 
 /* Maybe PADs and timing packets between two packets. */
 static void put_between(struct gen *g)
@@ -143,7 +128,7 @@ static void put_between(struct gen *g)
 	default:
 		return;
 	}
-	put(g, &p);
+	tb_put(g->t, &p);
 }
 
 /* Write TNT packets while at least @keep bits would be left. */
@@ -176,7 +161,7 @@ static void put_tnt(struct gen *g, uint32_t keep)
 					((1ull << n) - 1);
 		g->nbits -= n;
 		g->bits &= g->nbits ? (1ull << g->nbits) - 1 : 0;
-		put(g, &p);
+		tb_put(g->t, &p);
 		put_between(g);
 	}
 }
@@ -189,37 +174,22 @@ static void add_bit(struct gen *g, uint32_t bit)
 	put_tnt(g, 48);
 }
 
-/* A trace of @rounds times round the loop, into @buf; its size. */
-static size_t make_trace(uint8_t *buf, size_t size, int indirect,
-			 enum split split, int rounds)
+/* A trace of @rounds times round the loop, in @t. */
+static void make_trace(struct tb *t, int indirect, enum split split,
+		       int rounds)
 {
-	struct pt_config config;
 	struct gen g;
-	struct pt_packet p;
-	uint64_t offset = 0;
 	int r, i;
 
-	pt_config_init(&config);
-	config.begin = buf;
-	config.end = buf + size;
+	tb_init(t);
 	memset(&g, 0, sizeof(g));
+	g.t = t;
 	g.split = split;
-	g.enc = pt_alloc_encoder(&config);
-	if (!g.enc)
-		return 0;
 
-	put_simple(&g, ppt_psb);
-	put_simple(&g, ppt_psbend);
-	memset(&p, 0, sizeof(p));
-	p.type = ppt_mode;
-	p.payload.mode.leaf = pt_mol_exec;
-	p.payload.mode.bits.exec = pt_set_exec_mode(ptem_64bit);
-	put(&g, &p);
-	memset(&p, 0, sizeof(p));
-	p.type = ppt_tip_pge;
-	p.payload.ip.ipc = pt_ipc_sext_48;
-	p.payload.ip.ip = CODE_BASE;
-	put(&g, &p);
+	tb_simple(t, ppt_psb);
+	tb_simple(t, ppt_psbend);
+	tb_mode_exec(t, ptem_64bit);
+	tb_ip(t, ppt_tip_pge, pt_ipc_sext_48, CODE_BASE);
 
 	for (r = 0; r < rounds; ++r) {
 		for (i = 0; i < NCOND; ++i)
@@ -230,27 +200,21 @@ static size_t make_trace(uint8_t *buf, size_t size, int indirect,
 		add_bit(&g, next_rand() & 1);
 		if (indirect) {
 			put_tnt(&g, 0);
-			memset(&p, 0, sizeof(p));
-			p.type = ppt_tip;
-			p.payload.ip.ipc = pt_ipc_sext_48;
-			p.payload.ip.ip = CODE_BASE;
-			put(&g, &p);
+			tb_ip(t, ppt_tip, pt_ipc_sext_48, CODE_BASE);
 			put_between(&g);
 		}
 	}
 	put_tnt(&g, 0);
-
-	if (pt_enc_get_offset(g.enc, &offset) < 0)
-		g.errors += 1;
-	pt_free_encoder(g.enc);
-	return g.errors ? 0 : (size_t) offset;
+	tb_done(t);
 }
 
 static unsigned long traces, edges_seen;
 
 static void check_trace(const char *name, struct omem *mem,
-			const uint8_t *trace, size_t size, int must_memo)
+			const struct tb *t, int must_memo)
 {
+	const uint8_t *trace = t->config.begin;
+	size_t size = (size_t) (t->config.end - t->config.begin);
 	static uint8_t map[1 << 16], expect[1 << 16];
 	struct olist want = { 0, 0, 0 }, got = { 0, 0, 0 };
 	struct ipt_cov_decoder *cov, *plain;
@@ -330,7 +294,7 @@ out:
 int main(void)
 {
 	static const char *const splits[] = { "random", "one-bit", "timing" };
-	static uint8_t trace[1 << 16];
+	static struct tb t;
 	uint8_t code[NCOND * 4 + 64];
 	struct omem mem;
 	int indirect, split, seed;
@@ -345,19 +309,17 @@ int main(void)
 		for (split = 0; split < 3; ++split)
 			for (seed = 1; seed <= 4; ++seed) {
 				char name[64];
-				size_t size;
 
 				rng = 0x9e3779b97f4a7c15ull * (uint64_t) seed +
 				      (uint64_t) (split * 2 + indirect);
-				size = make_trace(trace, sizeof(trace),
-						  indirect,
-						  (enum split) split, 60);
+				make_trace(&t, indirect, (enum split) split,
+					   60);
 				snprintf(name, sizeof(name), "%s %s seed %d",
 					 indirect ? "tip" : "tnt-only",
 					 splits[split], seed);
-				if (!CHECK(size > 0))
+				if (!CHECK(t.errors == 0))
 					continue;
-				check_trace(name, &mem, trace, size,
+				check_trace(name, &mem, &t,
 					    split == split_one_bit);
 			}
 		omem_fini(&mem);
