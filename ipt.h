@@ -15995,6 +15995,23 @@ static void ipt__blk_run_block(struct pt_block *block,
 	block->ninsn = run->ninsn;
 }
 
+/* The walk's block ended with the trace in hand used up: fetch the next
+ * event if that is a used-up TNT, as the trailing-event rules would.
+ * Returns 0 if the walk goes on with a TNT or TIP in hand, the rules
+ * having nothing else to do; 1 if they are to be applied. */
+static IPT__INLINE int
+ipt__blk_walk_next_event(struct pt_block_decoder *decoder)
+{
+	const struct pt_event *ev = &decoder->event;
+
+	if (decoder->status >= 0 && ev->type == ptev_tnt &&
+	    !ev->variant.tnt.size && ipt__blk_fetch_event(decoder) < 0)
+		return 1;
+	return decoder->status < 0 ||
+	       (ev->type == ptev_tnt ? !ev->variant.tnt.size :
+				      ev->type != ptev_tip);
+}
+
 static void ipt__blk_watch(struct pt_block_decoder *decoder);
 static void ipt__blk_note_fault(struct pt_block_decoder *decoder, int status);
 
@@ -16115,12 +16132,20 @@ static IPT__INLINE int ipt__blk_walk(struct pt_block_decoder *decoder,
 		decoder->ip = to;
 
 	block_end:
-		/* The trace in hand is used up: the block ends here. */
-		ipt__blk_run_block(&block, run, mode);
-		*status = ipt__blk_proceed_trailing_event(decoder, &block);
-		if (*status != 0 ||
-		    (ev->type != ptev_tnt && ev->type != ptev_tip))
-			goto done;
+		/* The trace in hand is used up: the block ends here.  With
+		 * a TNT or a TIP next, the trailing-event rules only fetch
+		 * it (the walk has no ticks and no postponed instruction):
+		 * done here at once. */
+		if (ipt__blk_walk_next_event(decoder)) {
+			ipt__blk_run_block(&block, run, mode);
+			*status = ipt__blk_proceed_trailing_event(decoder,
+								  &block);
+			if (*status != 0 ||
+			    (ev->type != ptev_tnt && ev->type != ptev_tip))
+				goto done;
+		} else {
+			*status = ipt__blk_status(decoder, 0);
+		}
 		chain = 0;
 		ip = ipt__blk_walk_tnt(decoder, ops, context, decoder->ip,
 				       mode);
