@@ -12251,6 +12251,8 @@ ipt__insn_range_is_contiguous(uint64_t begin, uint64_t end,
  *                           uint64_t payload, uint32_t left,
  *                           uint32_t icnt);
  *        for the walk's tnt hook: TNT packets read ahead, and taken
+ *   void ipt__blk_set_icache_bits(struct pt_block_decoder *, uint32_t bits);
+ *        beside a run cache, an instruction cache of 1 << bits entries
  *
  * and for >>seg:
  *
@@ -12578,9 +12580,10 @@ struct pt_block_decoder {
 	uint32_t end_ninsn;
 
 	/* The caches and what they are valid for.  The instruction cache
-	 * has 1 << @ibits entries. */
+	 * has 1 << @ibits entries; beside a run cache, 1 << @ibits_runs. */
 	struct ipt__blk_icache_entry *icache;
 	uint32_t ibits;
+	uint32_t ibits_runs;
 	const struct pt_image *cache_image;
 	uint64_t cache_gen;
 	uint32_t epoch;
@@ -12719,7 +12722,9 @@ static uint32_t ipt__blk_hash(uint64_t ip, const struct pt_asid *asid,
  * one at a time: 1 << IPT__ICACHE_MIN_BITS entries do, and small code
  * never pays for (nor clears) more.  Without one (a run cache limit too
  * small for it, IPT_BLK_GENERAL_PATH) every instruction goes through the
- * cache: 1 << IPT_BLK_ICACHE_BITS entries.  Resizing frees the old cache
+ * cache: 1 << IPT_BLK_ICACHE_BITS entries.  (A coverage decoder's block
+ * decoder walks to every disable one instruction at a time: it asks for
+ * more, ipt__blk_set_icache_bits.)  Resizing frees the old cache
  * first, so that the two never take memory at once; without memory for
  * the new one, the old size again, or none. */
 enum { IPT__ICACHE_MIN_BITS = 8 };
@@ -12728,8 +12733,8 @@ static uint32_t ipt__blk_icache_first_bits(const struct pt_block_decoder *decode
 {
 	if (!IPT__BLK_RUNS || !decoder->runs)
 		return IPT_BLK_ICACHE_BITS;
-	return IPT_BLK_ICACHE_BITS < IPT__ICACHE_MIN_BITS ?
-		       IPT_BLK_ICACHE_BITS : IPT__ICACHE_MIN_BITS;
+	return IPT_BLK_ICACHE_BITS < decoder->ibits_runs ?
+		       IPT_BLK_ICACHE_BITS : decoder->ibits_runs;
 }
 
 static void ipt__blk_icache_resize(struct pt_block_decoder *decoder,
@@ -12751,6 +12756,15 @@ static void ipt__blk_icache_resize(struct pt_block_decoder *decoder,
 	}
 	decoder->icache = (struct ipt__blk_icache_entry *) ipt__zalloc_cache(
 		&decoder->allocator, entry << old);
+}
+
+/* Beside a run cache, an instruction cache of 1 << @bits entries (for the
+ * coverage layer, whose events walk more code than small code has). */
+static IPT__UNUSED void
+ipt__blk_set_icache_bits(struct pt_block_decoder *decoder, uint32_t bits)
+{
+	decoder->ibits_runs = bits;
+	ipt__blk_icache_resize(decoder, ipt__blk_icache_first_bits(decoder));
 }
 
 /* Decode the instruction at @insn->ip in @insn->mode, from the instruction
@@ -13330,6 +13344,7 @@ static int ipt__blk_decoder_init(struct pt_block_decoder *decoder,
 
 	decoder->want_text = want_text;
 	decoder->rlimit = IPT_BLK_CACHE_LIMIT;
+	decoder->ibits_runs = IPT__ICACHE_MIN_BITS;
 	decoder->default_image = ipt_image_alloc_with(NULL,
 						      &decoder->allocator);
 	ipt__blk_runs_reset(decoder);
@@ -20903,6 +20918,13 @@ static uint64_t ipt__cov_tnt(void *context, struct pt_block_decoder *blk,
 	return ip;
 }
 
+/* The instruction cache of a coverage decoder's block decoder, as a power
+ * of two entries: the instructions of the runs that end where tracing is
+ * disabled (outside the filter ranges, at each return to code not traced)
+ * are walked one at a time, and in large code more than the block
+ * decoder's default holds. */
+enum { IPT__COV_ICACHE_BITS = 10 };
+
 /* Note an error at the decoder's position; the trace up to the next PSB is
  * lost. */
 static void ipt__cov_error(struct ipt_cov_decoder *cov, int error)
@@ -21151,6 +21173,7 @@ ipt_cov_alloc_decoder_with(const struct pt_config *config,
 		ipt__free(&a, cov, sizeof(*cov));
 		return NULL;
 	}
+	ipt__blk_set_icache_bits(&cov->blk, IPT__COV_ICACHE_BITS);
 
 	IPT__COPY(cov->config, *ucov);
 	cov->kinds = ucov->kinds ? ucov->kinds : (uint32_t) ipt_cov_all;
