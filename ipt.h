@@ -6052,9 +6052,9 @@ static IPT__UNUSED int ipt__tcal_same(const struct ipt_time_cal *a,
  *        between two calls: the same state, the same event (for >>seg)
  *   int  ipt__evt_next_tnt(struct pt_event_decoder *decoder,
  *                          struct pt_event *ev);
- *        pt_evt_next() for a caller holding a used-up TNT or TIP event
- *        when the next event is a TNT or a plain TIP: 1 and @ev refilled
- *        in place, or 0
+ *        pt_evt_next() for a caller holding a used-up TNT, TIP or enable
+ *        event when the next event is a TNT or a plain TIP: 1 and @ev
+ *        refilled in place, or 0
  *   uint32_t ipt__evt_tnt_ahead(const struct pt_event_decoder *decoder,
  *                               const uint8_t **pos, uint64_t *payload);
  *   void ipt__evt_tnt_taken(struct pt_event_decoder *decoder,
@@ -8868,15 +8868,16 @@ static int ipt__evt_next_tip(struct pt_event_decoder *decoder,
 }
 
 /* A short way to the next event for a decoder above (>>blk) that holds a
- * TNT or TIP event it took from pt_evt_next() and has used up: when the
- * next event is the TNT of the current packet, or of the next one after a
- * TIP with nothing bound to it, or a TIP that is the current or that next
- * packet with nothing queued to bind to it, @ev becomes that event in
- * place, byte for byte what pt_evt_next() would give, without building
- * one in the queue and copying it out.  The two events use no fields but
- * the flags, the time and the start of the variant (as long as
- * variant.tnt), so clearing those leaves a zeroed event.  The steps are
- * ipt__evt_fetch_event's: ipt__evt_decode_tip finding nothing bound, then
+ * TNT, TIP or enable event it took from pt_evt_next() and has used up:
+ * when the next event is the TNT of the current packet, or of the next
+ * one after a TIP (TIP.PGE) with nothing bound to it, or a TIP that is
+ * the current or that next packet with nothing queued to bind to it, @ev
+ * becomes that event in place, byte for byte what pt_evt_next() would
+ * give, without building one in the queue and copying it out.  The three
+ * events use no fields but the flags, the time and the start of the
+ * variant (as long as variant.tnt), so clearing those leaves a zeroed
+ * event.  The steps are ipt__evt_fetch_event's: ipt__evt_decode_tip
+ * (ipt__evt_decode_tip_pge) finding nothing bound, then
  * ipt__evt_decode_tnt or ipt__evt_decode_tip.
  *
  * Returns 1 when @ev is the next event; 0 when the caller must ask
@@ -8885,14 +8886,21 @@ static int ipt__evt_next_tip(struct pt_event_decoder *decoder,
 static int ipt__evt_next_tnt(struct pt_event_decoder *decoder,
 			     struct pt_event *ev)
 {
-	enum pt_packet_type type;
+	enum pt_packet_type type, bound;
 	int err;
 
-	if ((ev->type != ptev_tnt && ev->type != ptev_tip) ||
-	    !decoder->enabled || ipt__pkt_more(&decoder->pacdec))
+	/* The packet that made @ev may still be current, bound: a TIP, or
+	 * for an enable (not a PSB+'s) its TIP.PGE. */
+	if (ev->type == ptev_tnt || ev->type == ptev_tip)
+		bound = ppt_tip;
+	else if (ev->type == ptev_enabled && !ev->status_update)
+		bound = ppt_tip_pge;
+	else
+		return 0;
+	if (!decoder->enabled || ipt__pkt_more(&decoder->pacdec))
 		return 0;
 
-	if (decoder->packet.type == ppt_tip && decoder->bound &&
+	if (decoder->packet.type == bound && decoder->bound &&
 	    decoder->evq.begin == decoder->evq.end) {
 		err = ipt_last_ip_update_ip(&decoder->ip,
 					    &decoder->packet.payload.ip,
