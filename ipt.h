@@ -8912,7 +8912,8 @@ static int ipt__evt_next_tnt(struct pt_event_decoder *decoder,
 	}
 
 	type = decoder->packet.type;
-	if (type == ppt_tip && decoder->evq.begin == decoder->evq.end)
+	if (type == ppt_tip && !decoder->bound &&
+	    decoder->evq.begin == decoder->evq.end)
 		return ipt__evt_next_tip(decoder, ev);
 	if (type != ppt_tnt_8 && type != ppt_tnt_64)
 		return 0;
@@ -12730,9 +12731,9 @@ static uint32_t ipt__blk_hash(uint64_t ip, const struct pt_asid *asid,
  * one at a time: 1 << IPT__ICACHE_MIN_BITS entries do, and small code
  * never pays for (nor clears) more.  Without one (a run cache limit too
  * small for it, IPT_BLK_GENERAL_PATH) every instruction goes through the
- * cache: 1 << IPT_BLK_ICACHE_BITS entries.  (A coverage decoder's block
- * decoder walks to every disable one instruction at a time: it asks for
- * more, ipt__blk_set_icache_bits.)  Resizing frees the old cache
+ * cache: 1 << IPT_BLK_ICACHE_BITS entries.  (A coverage decoder meets
+ * more of those walks: it asks for more, ipt__blk_set_icache_bits.)
+ * Resizing frees the old cache
  * first, so that the two never take memory at once; without memory for
  * the new one, the old size again, or none. */
 enum { IPT__ICACHE_MIN_BITS = 8 };
@@ -12766,8 +12767,8 @@ static void ipt__blk_icache_resize(struct pt_block_decoder *decoder,
 		&decoder->allocator, entry << old);
 }
 
-/* Beside a run cache, an instruction cache of 1 << @bits entries (for the
- * coverage layer, whose events walk more code than small code has). */
+/* Beside a run cache, an instruction cache of 1 << @bits entries (the
+ * coverage layer's asks for more; see IPT__COV_ICACHE_BITS). */
 static IPT__UNUSED void
 ipt__blk_set_icache_bits(struct pt_block_decoder *decoder, uint32_t bits)
 {
@@ -20927,10 +20928,10 @@ static uint64_t ipt__cov_tnt(void *context, struct pt_block_decoder *blk,
 }
 
 /* The instruction cache of a coverage decoder's block decoder, as a power
- * of two entries: the instructions of the runs that end where tracing is
- * disabled (outside the filter ranges, at each return to code not traced)
- * are walked one at a time, and in large code more than the block
- * decoder's default holds. */
+ * of two entries: with filter ranges, tracing is disabled at each branch
+ * out of them, and the block decoder walks the run up to such a branch
+ * one instruction at a time; in large code those are more than its
+ * default cache holds. */
 enum { IPT__COV_ICACHE_BITS = 10 };
 
 /* Note an error at the decoder's position; the trace up to the next PSB is
