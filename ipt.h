@@ -2403,7 +2403,7 @@ IPT_API int ipt_insn_converged(const struct pt_insn_decoder *decoder,
  * cache is, so that the edges and bitmap are the same with it or without.
  * It is one table allocated on first use, at most IPT_COV_MEMO_LIMIT
  * bytes (1 MiB) or what ipt_cov_set_memo_limit sets; setting a limit
- * empties it, and a limit below 16 entries (5 KiB and a little) turns it
+ * empties it, and a limit below 16 entries (7 KiB) turns it
  * off (it returns -pte_invalid without a decoder).  Code
  * the memo covers is not read again, so the block callback, told of runs
  * recorded in the run cache, may hear of fewer runs with it than
@@ -20532,12 +20532,13 @@ static IPT__INLINE void ipt__cov_reach(void *context, uint64_t ip)
  * the same slot. */
 
 enum {
-	/* The most TNT bits one entry covers (and thus edges). */
-	IPT__COV_MEMO_BITS = 8,
+	/* The most TNT bits one entry covers (and thus edges; at most 16,
+	 * the bits of @ret, @nt and @count). */
+	IPT__COV_MEMO_BITS = 12,
 	/* The most return-stack pushes and pops one entry replays. */
 	IPT__COV_MEMO_OPS = 8,
 	/* The most TNT packets read ahead of the one in hand at a time. */
-	IPT__COV_AHEAD = 16
+	IPT__COV_AHEAD = 32
 };
 
 struct ipt__cov_memo {
@@ -20556,9 +20557,9 @@ struct ipt__cov_memo {
 	/* Bit i of @ret says the i-th edge is a compressed return, of
 	 * @nt that it is a conditional branch not taken, of @count that it
 	 * counts (the decoder's kinds and ranges). */
-	uint8_t ret;
-	uint8_t nt;
-	uint8_t count;
+	uint16_t ret;
+	uint16_t nt;
+	uint16_t count;
 	/* How many of the edges but the last count. */
 	uint8_t ncount;
 	/* Where the flow goes on; the IP after the last branch. */
@@ -20660,10 +20661,10 @@ ipt__cov_memo_fill(struct ipt_cov_decoder *cov, struct ipt__cov_memo *e,
 			if (used == n)
 				return;
 			to = bit ? ipt__blk_run_target(run, mode, next) : next;
-			e->ret &= (uint8_t) ~mask;
-			e->nt &= (uint8_t) ~mask;
+			e->ret &= (uint16_t) ~mask;
+			e->nt &= (uint16_t) ~mask;
 			if (to == next)
-				e->nt |= (uint8_t) mask;
+				e->nt |= (uint16_t) mask;
 			break;
 
 		case ipt__run_ret:
@@ -20674,7 +20675,7 @@ ipt__cov_memo_fill(struct ipt_cov_decoder *cov, struct ipt__cov_memo *e,
 			to = e->op[stack[--depth]];
 			pops |= 1u << nops;
 			e->op[nops++] = 0;
-			e->ret |= (uint8_t) mask;
+			e->ret |= (uint16_t) mask;
 			break;
 
 		case ipt__run_dcall:
@@ -20706,10 +20707,10 @@ ipt__cov_memo_fill(struct ipt_cov_decoder *cov, struct ipt__cov_memo *e,
 		e->to[used] = to;
 		e->index[used] = ipt__cov_index(end_ip, to);
 		e->ninsn[used] = ninsn;
-		e->count &= (uint8_t) ~mask;
+		e->count &= (uint16_t) ~mask;
 		if (ipt__cov_counts(cov, end_ip, to,
 				    ipt__cov_memo_kind(e, used)))
-			e->count |= (uint8_t) mask;
+			e->count |= (uint16_t) mask;
 		used += 1;
 		e->used = (uint8_t) used;
 		e->nops = (uint8_t) nops;
