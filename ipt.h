@@ -20847,7 +20847,7 @@ static uint64_t ipt__cov_tnt(void *context, struct pt_block_decoder *blk,
 		 * there (a TNT-64 has at most 47 bits: they fit). */
 		while (more && nwin <= IPT__COV_MEMO_BITS &&
 		       ahead.n < IPT__COV_AHEAD) {
-			uint64_t payload;
+			uint64_t payload = 0;
 			uint32_t size, slot;
 
 			size = ipt__blk_tnt_ahead(blk, &pos, &payload);
