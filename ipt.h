@@ -9188,8 +9188,6 @@ static int ipt__qry_sync_forward(struct pt_query_decoder *decoder,
 {
 	int err;
 
-	if (!decoder)
-		return -pte_invalid;
 	ipt__qry_reset(decoder);
 	err = pt_evt_sync_forward(&decoder->evdec);
 	if (err < 0)
@@ -9217,8 +9215,6 @@ static int ipt__qry_sync_backward(struct pt_query_decoder *decoder,
 	struct ipt__qry_start_ctx qs;
 	int err;
 
-	if (!decoder)
-		return -pte_invalid;
 	qs.decoder = decoder;
 	qs.ip = ip;
 	err = ipt__evt_sync_backward(&decoder->evdec, ipt__qry_restart, &qs);
@@ -9230,8 +9226,6 @@ static int ipt__qry_sync_set(struct pt_query_decoder *decoder, uint64_t *ip,
 {
 	int err;
 
-	if (!decoder)
-		return -pte_invalid;
 	ipt__qry_reset(decoder);
 	err = pt_evt_sync_set(&decoder->evdec, offset);
 	if (err < 0)
@@ -16249,9 +16243,6 @@ static int ipt__blk_sync_forward(struct pt_block_decoder *decoder)
 {
 	int status;
 
-	if (!decoder)
-		return -pte_invalid;
-
 	ipt__blk_reset(decoder);
 	status = pt_evt_sync_forward(&decoder->evdec);
 	if (status < 0)
@@ -16272,8 +16263,6 @@ static int ipt__blk_sync_backward(struct pt_block_decoder *decoder)
 {
 	int status;
 
-	if (!decoder)
-		return -pte_invalid;
 	status = ipt__evt_sync_backward(&decoder->evdec, ipt__blk_restart,
 					decoder);
 	return status < 0 ? status : 0;
@@ -16283,9 +16272,6 @@ static int ipt__blk_sync_set(struct pt_block_decoder *decoder,
 			     uint64_t offset)
 {
 	int status;
-
-	if (!decoder)
-		return -pte_invalid;
 
 	ipt__blk_reset(decoder);
 	status = pt_evt_sync_set(&decoder->evdec, offset);
@@ -16925,8 +16911,6 @@ static int ipt__blk_event(struct pt_block_decoder *decoder,
 	case ptev_vmentry:
 	case ptev_uiret:
 		break;
-
-		return -pte_internal;
 	}
 
 	IPT_MEMCPY(uevent, ev, size);
