@@ -276,6 +276,39 @@ static void test_fault(struct pt_image *image)
 	pt_blk_free_decoder(d);
 }
 
+/* Past the end of the trace: a start state, but not into one whose size
+ * leaves no room for the mode. */
+static void test_state(struct pt_image *image)
+{
+	struct pt_block_decoder *d;
+	struct ipt_start_state state;
+	struct pt_event event;
+	struct pt_block block;
+	uint64_t offset;
+	struct tb t;
+	int status;
+
+	tb_init(&t);
+	tb_start64(&t, 0x1000);
+	tb_ip(&t, ppt_tip_pgd, pt_ipc_suppressed, 0);
+	d = start(&t, image, 0);
+	if (!d)
+		return;
+	do {
+		status = pt_blk_next(d, &block, sizeof(block));
+		while (status >= 0 && (status & pts_event_pending))
+			status = pt_blk_event(d, &event, sizeof(event));
+	} while (status >= 0);
+	CHECK_EQ(status, -pte_eos);
+	memset(&state, 0, sizeof(state));
+	CHECK_EQ(ipt_blk_get_start_state(d, &offset, &state), -pte_invalid);
+	state.size = sizeof(state);
+	CHECK_EQ(ipt_blk_get_start_state(d, &offset, &state), 0);
+	CHECK_EQ(offset, t.config.end - t.config.begin);
+	CHECK_EQ(state.enabled, 0);
+	pt_blk_free_decoder(d);
+}
+
 int main(void)
 {
 	struct pt_image *image;
@@ -292,6 +325,7 @@ int main(void)
 	test_sizes(image);
 	test_early(image);
 	test_fault(image);
+	test_state(image);
 
 	pt_image_free(image);
 	return check_done();
