@@ -13067,8 +13067,6 @@ static int ipt__blk_update_trig_anchor(struct pt_block_decoder *decoder,
 		if (ev->ip_suppressed)
 			return 0;
 		break;
-
-		return -pte_internal;
 	}
 
 	decoder->has_icnt = 1;
@@ -14316,8 +14314,6 @@ static int ipt__blk_proceed_event(struct pt_block_decoder *decoder,
 		if (status <= 0)
 			return status;
 		break;
-
-		return -pte_internal;
 	}
 
 	return ipt__blk_status(decoder, pts_event_pending);
@@ -17115,8 +17111,6 @@ static int ipt__blk_resync(struct pt_block_decoder *decoder)
 		case ptev_sipi:
 		case ptev_trig:
 			break;
-
-			return -pte_internal;
 		}
 
 		status = ipt__blk_fetch_event(decoder);
