@@ -5,8 +5,9 @@
  * records are applied in time order across decoders; a perf_event stream
  * maps files into process images, switches the trace decoder's image at
  * the right event, reports lost records, trace and sections as warnings
- * and bad records as errors with their offsets, and prints records as
- * libipt does.  A fault-injecting allocator fails each allocation of a
+ * and bad records as errors with their offsets, prints records as
+ * libipt does, and reads a stream that mixes sample types with a copy of
+ * the caller's sample configuration.  A fault-injecting allocator fails each allocation of a
  * whole run in turn: every failure is a clean error, and nothing leaks. */
 
 #define _GNU_SOURCE
@@ -568,6 +569,75 @@ static void test_processes(void)
 	pt_sb_free(session);
 }
 
+/* A stream that mixes sample types: the decoder's sample configuration
+ * picks each record's by its identifier.  The decoder keeps a copy of
+ * the configuration: the caller's may change or go away. */
+static void test_sample_config(void)
+{
+	uint64_t storage[1 + 2 * 2], time = 1, ident = 7;
+	struct pev_sample_config *sc = (struct pev_sample_config *) storage;
+	const uint64_t mixed = PERF_SAMPLE_TID | PERF_SAMPLE_TIME |
+			       PERF_SAMPLE_IDENTIFIER;
+	struct pt_sb_pevent_config config;
+	struct pt_sb_session *session;
+	struct pt_sb_context *ctx;
+	struct pt_image *image;
+	struct pev_config pconfig;
+	struct pev_event pev;
+	struct pt_event ev;
+	uint64_t mstore[12];
+	struct pev_record_mmap *m = (struct pev_record_mmap *) mstore;
+	uint32_t pid = 5;
+	int size;
+
+	/* One MMAP of pid 5 with tid, time and identifier samples. */
+	memset(mstore, 0, sizeof(mstore));
+	m->pid = m->tid = pid;
+	m->addr = 0x1000;
+	m->len = 0x10;
+	snprintf(m->filename, sizeof(mstore) - sizeof(*m), "%s", codefile);
+	pev_config_init(&pconfig);
+	pconfig.sample_type = mixed;
+	pconfig.time_mult = 1;
+	pev_event_init(&pev);
+	pev.type = PERF_RECORD_MMAP;
+	pev.record.mmap = m;
+	pev.sample.pid = &pid;
+	pev.sample.tid = &pid;
+	pev.sample.time = &time;
+	pev.sample.identifier = &ident;
+	size = pev_write(&pev, (uint8_t *) stream_buf,
+			 (uint8_t *) stream_buf + sizeof(stream_buf), &pconfig);
+	CHECK(size > 0);
+
+	sc->nstypes = 2;
+	sc->stypes[0].identifier = 1;
+	sc->stypes[0].sample_type = PERF_SAMPLE_IDENTIFIER;
+	sc->stypes[1].identifier = ident;
+	sc->stypes[1].sample_type = mixed;
+	session = pt_sb_alloc(NULL);
+	pevent_config(&config);
+	config.sample_type = PERF_SAMPLE_IDENTIFIER;
+	config.sample_config = sc;
+	CHECK_EQ(ipt_sb_alloc_pevent_decoder_mem(
+			 session, &config, (const uint8_t *) stream_buf,
+			 (const uint8_t *) stream_buf + (size > 0 ? size : 0)),
+		 0);
+	memset(storage, 0, sizeof(storage));
+	CHECK_EQ(pt_sb_init_decoders(session), 0);
+
+	image = NULL;
+	ev = make_event(ptev_tick, 2, 0x1000, 0);
+	CHECK_EQ(pt_sb_event(session, &image, &ev, sizeof(ev), NULL, 0), 0);
+	ctx = NULL;
+	CHECK_EQ(pt_sb_find_context_by_pid(&ctx, session, pid), 0);
+	CHECK(ctx != NULL);
+	if (ctx)
+		CHECK_EQ(pt_image_remove_by_filename(pt_sb_ctx_image(ctx),
+						     codefile, NULL), 1);
+	pt_sb_free(session);
+}
+
 /* What ptdump prints: compact and verbose, with offsets, time and file
  * name; the same from a file as from memory. */
 static void test_print(void)
@@ -665,6 +735,7 @@ int main(void)
 	test_pevent();
 	test_print();
 	test_processes();
+	test_sample_config();
 
 	unlink(codefile);
 	return check_done();
