@@ -16,6 +16,7 @@
 #define IPT_IMPLEMENTATION
 #include "ipt.h"
 #include "check.h"
+#include "files.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -27,24 +28,11 @@ static char dir[] = "/tmp/t_sb_vdso.XXXXXX";
 static char elf[nproc][64], vdso[3][64];
 static uint64_t stream[128];
 
-/* A file of @size bytes: @head, then @fill. */
-static void write_file(const char *name, const uint8_t *head, size_t len,
-		       uint8_t fill, size_t size)
-{
-	FILE *file = fopen(name, "wb");
-	size_t i;
-
-	if (!CHECK(file != NULL))
-		return;
-	for (i = 0; i < size; ++i)
-		fputc(i < len ? head[i] : fill, file);
-	fclose(file);
-}
-
-/* An ELF header's first 20 bytes: class, version 1, LSB, e_machine. */
+/* A 64-byte file: an ELF header's first 20 bytes (class, version 1,
+ * LSB, e_machine), the rest zero. */
 static void write_elf(const char *name, uint8_t elf_class, uint16_t machine)
 {
-	uint8_t head[20] = { 0x7f, 'E', 'L', 'F' };
+	uint8_t head[64] = { 0x7f, 'E', 'L', 'F' };
 
 	head[4] = elf_class;
 	head[5] = 1;
@@ -52,7 +40,7 @@ static void write_elf(const char *name, uint8_t elf_class, uint16_t machine)
 	head[16] = 2;
 	head[18] = (uint8_t) machine;
 	head[19] = (uint8_t) (machine >> 8);
-	write_file(name, head, sizeof(head), 0, 64);
+	CHECK(write_file(name, head, sizeof(head)));
 }
 
 static size_t put(size_t at, uint32_t type, const void *body, uint32_t pid)
@@ -147,11 +135,14 @@ int main(void)
 		if (classes[i])
 			write_elf(elf[i], classes[i], machines[i]);
 		else
-			write_file(elf[i], (const uint8_t *) "text", 4, 0, 64);
+			CHECK(write_file(elf[i], "text", 4));
 	}
 	for (i = 0; i < 3; ++i) {
+		uint8_t bytes[64];
+
+		memset(bytes, marks[i], sizeof(bytes));
 		snprintf(vdso[i], sizeof(vdso[i]), "%s/vdso%d", dir, i);
-		write_file(vdso[i], NULL, 0, marks[i], 64);
+		CHECK(write_file(vdso[i], bytes, sizeof(bytes)));
 	}
 
 	for (i = 0; i < nproc; ++i) {
