@@ -92,8 +92,7 @@ static void test_sizes(struct pt_image *image)
 		struct pt_asid asid;
 		uint8_t bytes[sizeof(struct pt_asid) + 16];
 	} bigasid;
-	size_t i;
-	int status, kept;
+	int status;
 
 	tb_init(&t);
 	tb_simple(&t, ppt_psb);
@@ -126,10 +125,7 @@ static void test_sizes(struct pt_image *image)
 	CHECK(status >= 0 && (status & pts_event_pending));
 	CHECK_EQ(big.ev.type, ptev_enabled);
 	CHECK_EQ(big.ev.variant.enabled.ip, 0x1000);
-	kept = 1;
-	for (i = sizeof(big.ev); i < sizeof(big); ++i)
-		kept &= big.bytes[i] == 0xcc;
-	CHECK(kept);
+	CHECK(bytes_are(&big, sizeof(big.ev), sizeof(big), 0xcc));
 	while (status >= 0 && (status & pts_event_pending))
 		status = pt_blk_event(d, &big.ev, sizeof(big));
 	CHECK(status >= 0);
@@ -140,10 +136,8 @@ static void test_sizes(struct pt_image *image)
 	CHECK_EQ(bigasid.asid.size, sizeof(struct pt_asid));
 	CHECK_EQ(bigasid.asid.cr3, 0x4000);
 	CHECK_EQ(bigasid.asid.vmcs, pt_asid_no_vmcs);
-	kept = 1;
-	for (i = sizeof(bigasid.asid); i < sizeof(bigasid); ++i)
-		kept &= bigasid.bytes[i] == 0xcc;
-	CHECK(kept);
+	CHECK(bytes_are(&bigasid, sizeof(bigasid.asid), sizeof(bigasid),
+			0xcc));
 	CHECK_EQ(pt_blk_asid(d, &asid, sizeof(asid.size) - 1), -pte_invalid);
 	pt_blk_free_decoder(d);
 }
@@ -254,8 +248,6 @@ static void test_fault(struct pt_image *image)
 		struct ipt_fault fault;
 		uint8_t bytes[sizeof(struct ipt_fault) + 16];
 	} big;
-	size_t i;
-	int zero;
 
 	tb_init(&t);
 	tb_start64(&t, 0x8000);
@@ -269,10 +261,7 @@ static void test_fault(struct pt_image *image)
 	CHECK_EQ(ipt_blk_get_fault(d, &big.fault, sizeof(big)), 1);
 	CHECK_EQ(big.fault.addr, 0x8000);
 	CHECK(big.fault.size > 0);
-	zero = 1;
-	for (i = sizeof(big.fault); i < sizeof(big); ++i)
-		zero &= big.bytes[i] == 0;
-	CHECK(zero);
+	CHECK(bytes_are(&big, sizeof(big.fault), sizeof(big), 0));
 	pt_blk_free_decoder(d);
 }
 
@@ -315,11 +304,9 @@ int main(void)
 	struct mem m;
 
 	mem_init(&m, 0x1000, code, sizeof(code));
-	image = pt_image_alloc("args");
-	CHECK(image != NULL);
-	if (!image)
+	image = mem_image(&m, "args");
+	if (!CHECK(image != NULL))
 		return check_done();
-	pt_image_set_callback(image, mem_read, &m);
 
 	test_null();
 	test_sizes(image);

@@ -11,7 +11,8 @@
  * one order; its context numbers wrap, and it goes through them in the
  * other order, so that each number now stands for another address space
  * than before; then its epoch wraps with a change of image, and goes on
- * with one more, whose code differs from the first image's, to the epoch
+ * with one more, whose code differs from the first image's (even and odd
+ * pages swapped), to the epoch
  * the first image had.  Each time it must decode exactly as a fresh
  * decoder. */
 #if defined(__GNUC__)
@@ -24,25 +25,19 @@
 
 enum { nspaces = 12, nloop = 5 };
 
-/* At 0x1000 in every address space: nop, then (odd CR3 pages, or even
- * ones if *swap) another nop; dec ecx; jnz back to the start; jmp rax. */
+/* At 0x1000 in every address space: nop, then (odd CR3 pages) another
+ * nop; dec ecx; jnz back to the start; jmp rax.  @context is two code
+ * memories, for even and odd pages. */
+static const uint8_t even_code[] = { 0x90, 0xff, 0xc9, 0x75, 0xfb, 0xff, 0xe0 };
+static const uint8_t odd_code[] = { 0x90, 0x90, 0xff, 0xc9, 0x75, 0xfa,
+				    0xff, 0xe0 };
+
 static int read_code(uint8_t *buffer, size_t size, const struct pt_asid *asid,
 		     uint64_t ip, void *context)
 {
-	static const uint8_t even[] = { 0x90, 0xff, 0xc9, 0x75, 0xfb,
-					0xff, 0xe0 };
-	static const uint8_t odd[] = { 0x90, 0x90, 0xff, 0xc9, 0x75, 0xfa,
-				       0xff, 0xe0 };
-	int is_odd = (int) ((asid->cr3 >> 12) & 1) ^ *(const int *) context;
-	const uint8_t *code = is_odd ? odd : even;
-	size_t len = is_odd ? sizeof(odd) : sizeof(even);
+	struct mem *m = (struct mem *) context;
 
-	if (ip < 0x1000 || ip >= 0x1000 + len)
-		return -pte_nomap;
-	if (size > len - (size_t) (ip - 0x1000))
-		size = len - (size_t) (ip - 0x1000);
-	memcpy(buffer, code + (ip - 0x1000), size);
-	return (int) size;
+	return mem_read(buffer, size, asid, ip, &m[(asid->cr3 >> 12) & 1]);
 }
 
 /* Tracing starts off; each time, a PIP sets the address space, TIP.PGE
@@ -108,19 +103,24 @@ static void again(struct pt_block_decoder *d, struct tb *t,
 int main(void)
 {
 	static struct tb up, down;
+	/* Even pages, odd pages; swapped. */
+	static struct mem plain[2], swapped[2];
 	struct pt_image *image[3];
 	struct pt_block_decoder *d;
-	static const int plain = 0, swapped = 1;
 	struct pt_event event;
 	uint32_t epoch;
 	int i, status;
 
+	mem_init(&plain[0], 0x1000, even_code, sizeof(even_code));
+	mem_init(&plain[1], 0x1000, odd_code, sizeof(odd_code));
+	swapped[0] = plain[1];
+	swapped[1] = plain[0];
 	for (i = 0; i < 3; ++i) {
 		image[i] = pt_image_alloc("spaces");
 		if (!CHECK(image[i] != NULL))
 			return check_done();
 		pt_image_set_callback(image[i], read_code,
-				      (void *) (i ? &swapped : &plain));
+				      i ? swapped : plain);
 	}
 	build(&up, 0);
 	build(&down, 1);

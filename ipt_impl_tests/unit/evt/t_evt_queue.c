@@ -63,32 +63,18 @@ static void check_psb(int kind, int n, int want)
 	pt_blk_free_decoder(b);
 }
 
-/* PSB+ enables at 0x1000; then @n MODE.EXEC (kind 1) before a TIP or
- * MODE.TSX (kind 0) before a FUP; then TIP.PGD.  The query loop's last
- * status. */
-static int run_flow(int kind, int n)
+/* Decode @config with the query decoder: each event, each branch the
+ * trace answers.  The last status (-pte_eos if all went well). */
+static int query_loop(const struct pt_config *config)
 {
 	struct pt_query_decoder *q;
 	struct pt_event ev;
-	struct tb t;
 	uint64_t ip;
-	int i, status, steps;
+	int status, steps;
 
-	tb_begin(&t);
-	tb_add(&t, pk(ppt_psb));
-	tb_add(&t, pk_exec(ptem_64bit, 0));
-	tb_add(&t, pk_full(ppt_fup, 0x1000));
-	tb_add(&t, pk(ppt_psbend));
-	for (i = 0; i < n; ++i)
-		tb_add(&t, status_packet(kind));
-	tb_add(&t, pk_full(kind ? ppt_tip : ppt_fup, 0x1000));
-	tb_add(&t, pk_supp(ppt_tip_pgd));
-	tb_end(&t);
-	CHECK(!t.broken);
-
-	q = pt_qry_alloc_decoder(&t.config);
-	if (!q)
-		return -pte_nomem - 100;
+	q = pt_qry_alloc_decoder(config);
+	if (!CHECK(q != NULL))
+		return 1;
 	status = pt_qry_sync_forward(q, &ip);
 	for (steps = 0; status >= 0 && steps < 100; ++steps) {
 		if (status & pts_event_pending) {
@@ -106,19 +92,40 @@ static int run_flow(int kind, int n)
 	return status;
 }
 
+/* PSB+ enables at 0x1000; then @n MODE.EXEC (kind 1) before a TIP or
+ * MODE.TSX (kind 0) before a FUP; then TIP.PGD.  The query loop's last
+ * status. */
+static int run_flow(int kind, int n)
+{
+	struct tb t;
+	int i;
+
+	tb_begin(&t);
+	tb_add(&t, pk(ppt_psb));
+	tb_add(&t, pk_exec(ptem_64bit, 0));
+	tb_add(&t, pk_full(ppt_fup, 0x1000));
+	tb_add(&t, pk(ppt_psbend));
+	for (i = 0; i < n; ++i)
+		tb_add(&t, status_packet(kind));
+	tb_add(&t, pk_full(kind ? ppt_tip : ppt_fup, 0x1000));
+	tb_add(&t, pk_supp(ppt_tip_pgd));
+	tb_end(&t);
+	CHECK(!t.broken);
+
+	return query_loop(&t.config);
+}
+
 /* PSB+ (64-bit, enabled at 0x1000, and @tail before its PSBEND if
  * @in_psb); @head; @n times @fill; @tail; then, after MODE packets
- * as fill, a FUP (outside PSB+), TIP and TIP.PGD for what waits.  The query loop's last status. */
+ * as fill, a FUP (outside PSB+), TIP and TIP.PGD for what waits.  The
+ * query loop's last status. */
 static int run_flood(const struct pt_packet *head, int nhead,
 		     struct pt_packet fill, int n,
 		     const struct pt_packet *tail, int ntail, int iflags,
 		     int in_psb)
 {
-	struct pt_query_decoder *q;
-	struct pt_event ev;
 	struct tb t;
-	uint64_t ip;
-	int i, status, steps;
+	int i;
 
 	tb_begin(&t);
 	t.config.flags.variant.query.enable_iflags_events = iflags ? 1 : 0;
@@ -145,24 +152,7 @@ static int run_flood(const struct pt_packet *head, int nhead,
 	if (!CHECK(!t.broken))
 		return 1;
 
-	q = pt_qry_alloc_decoder(&t.config);
-	if (!CHECK(q != NULL))
-		return 1;
-	status = pt_qry_sync_forward(q, &ip);
-	for (steps = 0; status >= 0 && steps < 100; ++steps) {
-		if (status & pts_event_pending) {
-			status = pt_qry_event(q, &ev, sizeof(ev));
-		} else {
-			status = pt_qry_indirect_branch(q, &ip);
-			if (status == -pte_bad_query) {
-				int taken;
-
-				status = pt_qry_cond_branch(q, &taken);
-			}
-		}
-	}
-	pt_qry_free_decoder(q);
-	return status;
+	return query_loop(&t.config);
 }
 
 /* With @n - 1 fill packets the trace decodes to its end; with @n the

@@ -59,8 +59,7 @@ static void test_decoder(struct pt_image *image)
 		struct pt_insn insn;
 		uint8_t bytes[sizeof(struct pt_insn) + 16];
 	} big;
-	size_t i;
-	int status, zero;
+	int status;
 
 	tb_init(&t);
 	tb_start64(&t, 0x1000);
@@ -96,10 +95,7 @@ static void test_decoder(struct pt_image *image)
 	CHECK_EQ(big.insn.ip, 0x1000);
 	CHECK_EQ(big.insn.size, 1);
 	CHECK_EQ(big.insn.iclass, ptic_other);
-	zero = 1;
-	for (i = sizeof(big.insn); i < sizeof(big); ++i)
-		zero &= big.bytes[i] == 0;
-	CHECK(zero);
+	CHECK(bytes_are(&big, sizeof(big.insn), sizeof(big), 0));
 
 	/* Inside a block: no start state (ipt_insn_get_start_state). */
 	state.size = sizeof(state);
@@ -124,11 +120,9 @@ int main(void)
 	struct mem m;
 
 	mem_init(&m, 0x1000, code, sizeof(code));
-	image = pt_image_alloc("args");
-	CHECK(image != NULL);
-	if (!image)
+	image = mem_image(&m, "args");
+	if (!CHECK(image != NULL))
 		return check_done();
-	pt_image_set_callback(image, mem_read, &m);
 
 	test_null();
 	test_decoder(image);

@@ -64,8 +64,7 @@ int main(void)
 	uint8_t buf[16];
 	struct tb t;
 	uint64_t ip;
-	size_t i;
-	int status, kept;
+	int status;
 
 	CHECK_EQ(ipt_qry_set_buffer(NULL, buf, buf + sizeof(buf)),
 		 -pte_invalid);
@@ -88,10 +87,7 @@ int main(void)
 	CHECK(status >= 0);
 	CHECK_EQ(big.ev.type, ptev_enabled);
 	CHECK_EQ(big.ev.variant.enabled.ip, 0x1000);
-	kept = 1;
-	for (i = sizeof(big.ev); i < sizeof(big); ++i)
-		kept &= big.bytes[i] == 0xcc;
-	CHECK(kept);
+	CHECK(bytes_are(&big, sizeof(big.ev), sizeof(big), 0xcc));
 	CHECK_EQ(ipt_qry_extend(q, NULL, 0), -pte_invalid);
 	CHECK_EQ(ipt_qry_set_buffer(q, NULL, buf), -pte_invalid);
 	pt_qry_free_decoder(q);
