@@ -5242,8 +5242,9 @@ static IPT__INLINE int ipt__pkt_fast(const uint8_t *pos,
 			val = ipt__load64(pos) >> 16;
 			packet->type = ppt_pip;
 			packet->size = ipt__layout[ppt_pip].size;
-			packet->payload.pip.nr = (uint32_t) (val & 1u);
-			packet->payload.pip.cr3 = (val >> 1) << 5;
+			packet->payload.pip.nr = (uint32_t) (val & IPT__PIP_NR);
+			packet->payload.pip.cr3 = (val >> IPT__PIP_CR3_SHL)
+						  << IPT__PIP_CR3_SHR;
 			return ipt__layout[ppt_pip].size;
 		}
 		break;
