@@ -8,6 +8,9 @@
 #   t_hv_stream  packet, event, query, block and instruction decoders
 #                fed in random pieces (ipt_*_extend) against the whole
 #                trace
+#   t_hv_ring    the trace as a wrapped ring buffer in two pieces
+#                (ipt_*_set_ring), split at packet boundaries, inside
+#                packets and at random bytes, against the trace in one
 #   t_hv_start   decoders started at packet boundaries with the state a
 #                decoder of the trace up to there stands in
 #                (ipt_*_start_at, ipt_*_get_start_state)
@@ -17,6 +20,7 @@ HV_CASES := $(CONFORMANCE)/libipt $(CONFORMANCE)/real \
 UNIT_ARGS_t_hv_fault := $(HV_CASES)
 UNIT_ARGS_t_hv_buffer := $(HV_CASES)
 UNIT_ARGS_t_hv_stream := $(HV_CASES)
+UNIT_ARGS_t_hv_ring := $(HV_CASES)
 # t_hv_start: libipt's cases and the ptsynth sample (the real traces pass
 # too but take minutes: t_hv_start $(CONFORMANCE)/real).
 UNIT_ARGS_t_hv_start := $(CONFORMANCE)/libipt --synth examples/synth-sample
@@ -32,4 +36,5 @@ $(B)/fuzz/fuzz_stream $(B)/fuzz/replay_stream $(B)/fuzz/strict_stream: \
 VG_ARGS_t_hv_fault := --synth examples/synth-sample
 VG_ARGS_t_hv_buffer := --synth examples/synth-sample
 VG_ARGS_t_hv_stream := --synth examples/synth-sample
+VG_ARGS_t_hv_ring := --synth examples/synth-sample
 VG_ARGS_t_hv_start := --synth examples/synth-sample

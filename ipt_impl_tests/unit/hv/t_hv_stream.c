@@ -13,109 +13,6 @@
 /* Per layer: calls made again after the end moved, and items compared. */
 static unsigned long resumed[7], items[7];
 
-static int at_end(int status)
-{
-	return status == -ipt_pte_need_more || status == -pte_eos;
-}
-
-static void decode_pkt(struct hv_out *o, const struct hcase *c,
-		       struct hv_feed *f)
-{
-	struct pt_config config = c->config;
-	struct pt_packet_decoder *d;
-	int status, syncing = 1;
-
-	memset(o, 0, sizeof(*o));
-	d = pt_pkt_alloc_decoder(&config);
-	if (!d || ipt_pkt_set_buffer(d, config.begin, f->end) < 0 ||
-	    ipt_pkt_extend(d, f->end, f->end < f->stop) < 0) {
-		hv_out_add(o, 'x', 1, 0);
-		pt_pkt_free_decoder(d);
-		return;
-	}
-	status = pt_pkt_sync_forward(d);
-	while (!o->overflow) {
-		struct pt_packet p;
-		uint64_t offset = 0;
-
-		if (at_end(status) && hv_feed_grow(f)) {
-			(void) ipt_pkt_extend(d, f->end, f->end < f->stop);
-			status = syncing ? pt_pkt_sync_forward(d) : 0;
-			continue;
-		}
-		if (status < 0) {
-			if (at_end(status))
-				break;
-			hv_out_add(o, 'x', (uint64_t) -status, 0);
-			syncing = 1;
-			status = pt_pkt_sync_forward(d);
-			continue;
-		}
-		syncing = 0;
-		(void) pt_pkt_get_offset(d, &offset);
-		memset(&p, 0, sizeof(p));
-		status = pt_pkt_next(d, &p, sizeof(p));
-		if (status >= 0)
-			hv_out_add(o, 'p' | ((uint64_t) p.type << 8), offset,
-				   p.payload.ip.ip ^ p.size);
-	}
-	pt_pkt_free_decoder(d);
-}
-
-/* A sync that found the end: once it has moved, go on at the PSB the
- * failed call reached, if it reached one, or search again. */
-static int evt_resync(struct pt_event_decoder *d, uint64_t before)
-{
-	uint64_t sync;
-
-	if (pt_evt_get_sync_offset(d, &sync) >= 0 && sync != before)
-		return pt_evt_sync_set(d, sync);
-	return pt_evt_sync_forward(d);
-}
-
-static void decode_evt(struct hv_out *o, const struct hcase *c,
-		       struct hv_feed *f)
-{
-	struct pt_config config = c->config;
-	struct pt_event_decoder *d;
-	uint64_t before = UINT64_MAX;
-	int status, syncing = 1;
-
-	memset(o, 0, sizeof(*o));
-	d = pt_evt_alloc_decoder(&config);
-	if (!d || ipt_evt_set_buffer(d, config.begin, f->end) < 0 ||
-	    ipt_evt_extend(d, f->end, f->end < f->stop) < 0) {
-		hv_out_add(o, 'x', 1, 0);
-		pt_evt_free_decoder(d);
-		return;
-	}
-	status = pt_evt_sync_forward(d);
-	while (!o->overflow) {
-		struct pt_event ev;
-
-		if (at_end(status) && hv_feed_grow(f)) {
-			(void) ipt_evt_extend(d, f->end, f->end < f->stop);
-			status = syncing ? evt_resync(d, before) : 0;
-			continue;
-		}
-		if (status < 0) {
-			if (at_end(status))
-				break;
-			hv_out_add(o, 'x', (uint64_t) -status, 0);
-			syncing = 1;
-			if (pt_evt_get_sync_offset(d, &before) < 0)
-				before = UINT64_MAX;
-			status = pt_evt_sync_forward(d);
-			continue;
-		}
-		syncing = 0;
-		status = pt_evt_next(d, &ev, sizeof(ev));
-		if (status >= 0)
-			hv_out_event(o, &ev);
-	}
-	pt_evt_free_decoder(d);
-}
-
 /* Decode @c with layer @layer (pkt, evt, qry, blk, insn, then blk and insn
  * over file sections), fed by @f. */
 static void decode(struct hv_out *o, struct hcase *c, int layer,
@@ -127,10 +24,10 @@ static void decode(struct hv_out *o, struct hcase *c, int layer,
 	o->limit = 1u << 22;
 	switch (layer) {
 	case 0:
-		decode_pkt(o, c, f);
+		hv_decode_pkt(o, &c->config, f);
 		return;
 	case 1:
-		decode_evt(o, c, f);
+		hv_decode_evt(o, &c->config, f);
 		return;
 	case 2:
 		hv_decode_qry(o, &c->config, f);
