@@ -2542,6 +2542,11 @@ IPT_API int ipt_cov_set_ring(struct ipt_cov_decoder *decoder,
 			     const uint8_t *newer, const uint8_t *newer_end,
 			     int clear_bitmap);
 IPT_API int ipt_cov_decode(struct ipt_cov_decoder *decoder);
+IPT_API int ipt_cov_extend(struct ipt_cov_decoder *decoder,
+			   const uint8_t *end, int more);
+IPT_API int ipt_cov_start_at(struct ipt_cov_decoder *decoder,
+			     uint64_t offset,
+			     const struct ipt_start_state *state);
 IPT_API int ipt_cov_get_status(const struct ipt_cov_decoder *decoder,
 			       struct ipt_cov_status *status);
 IPT_API int ipt_cov_set_cache_limit(struct ipt_cov_decoder *decoder,
@@ -12501,6 +12506,7 @@ ipt__insn_range_is_contiguous(uint64_t begin, uint64_t end,
  *        flow goes (see "walking runs for coverage")
  *   int  ipt__blk_trace_ended(const struct pt_block_decoder *);
  *   uint64_t ipt__blk_trace_size(const struct pt_block_decoder *);
+ *   int  ipt__blk_trace_more(const struct pt_block_decoder *);
  *   void ipt__blk_set_run_hook(struct pt_block_decoder *, hook, context);
  *        a hook told of each run recorded in the run cache
  *
@@ -16390,11 +16396,18 @@ ipt__blk_trace_ended(const struct pt_block_decoder *decoder)
 	return decoder->status == -pte_eos;
 }
 
-/* The trace's size in bytes (a ring's pieces together). */
+/* The trace's size in bytes (a ring's pieces together); whether more
+ * may come after its end (ipt_blk_extend). */
 static IPT__UNUSED uint64_t
 ipt__blk_trace_size(const struct pt_block_decoder *decoder)
 {
 	return ipt__evt_size(&decoder->evdec);
+}
+
+static IPT__UNUSED int
+ipt__blk_trace_more(const struct pt_block_decoder *decoder)
+{
+	return ipt__evt_more(&decoder->evdec);
 }
 
 /* Tell @hook of each run recorded in the run cache (NULL: nobody). */
@@ -20361,6 +20374,7 @@ ipt_sb_alloc_pevent_decoder_mem(struct pt_sb_session *session,
  * Uses of the block decoder: its public calls (ipt_blk_set_ring for
  * the next trace), and ipt__blk_walk,
  * ipt__blk_decode, ipt__blk_trace_ended, ipt__blk_trace_size,
+ * ipt__blk_trace_more,
  * ipt__blk_set_run_hook and ipt__blk_allocator (see >>blk); the memo
  * reads runs with ipt__blk_run_find and ipt__blk_ctx_of and, as the walk
  * would, takes bits off the TNT in hand and moves the return stack and
@@ -20401,6 +20415,15 @@ struct ipt_cov_decoder {
 	uint32_t call;
 	uint32_t paused;
 	uint64_t resume_sync;
+
+	/* While the trace's end may move (ipt_cov_extend): the walk waits
+	 * for more (@waiting), to go on with @wait_status, and where it had
+	 * got: its offset and the instructions since the offset last
+	 * changed.  A start (ipt_cov_start_at) waits the same way. */
+	uint32_t waiting;
+	int wait_status;
+	uint64_t walk_offset;
+	uint64_t walk_idle;
 
 	/* Where the last pause was, and whether the decode has resumed from
 	 * it without getting anywhere else yet. */
@@ -21006,7 +21029,12 @@ static int ipt__cov_sync(struct ipt_cov_decoder *cov)
 
 	size = ipt__blk_trace_size(&cov->blk);
 
+	/* A sync that met the end while more may come searches again once
+	 * it has moved. */
 	status = pt_blk_sync_forward(&cov->blk);
+	if ((status == -pte_eos || status == -ipt_pte_need_more) &&
+	    ipt__blk_trace_more(&cov->blk))
+		return -ipt_pte_need_more;
 	if (status == -pte_eos || pt_blk_get_sync_offset(&cov->blk, &at) < 0)
 		at = size;
 	if (cov->has_error) {
@@ -21033,13 +21061,18 @@ static int ipt__cov_sync(struct ipt_cov_decoder *cov)
 enum { IPT__COV_IDLE_MAX = 0x40000 };
 
 /* Decode from a synchronized decoder with @status until an error or the
- * end of the trace.  Returns a negative pte_* code; -pte_eos at the end. */
+ * end of the trace.  Returns a negative pte_* code; -pte_eos at the end,
+ * -ipt_pte_need_more at the end for now (the block decoder undid the
+ * call, cov->call says which).  While more may come only pt_blk_next and
+ * pt_blk_event decode, which the block decoder undoes if they need more:
+ * the run walk and the memo count edges as they go. */
 static int ipt__cov_walk(struct ipt_cov_decoder *cov, int status)
 {
 	struct pt_block_decoder *blk = &cov->blk;
 	struct ipt__blk_walk_ops ops;
-	uint64_t offset = UINT64_MAX;
-	uint32_t idle = 0;
+	uint64_t offset = cov->walk_offset;
+	uint64_t idle = cov->walk_idle;
+	int walk = !ipt__blk_trace_more(blk);
 
 	/* Filled in here, not initialized: a table of function pointers
 	 * would be relocated data, which freestanding builds must not
@@ -21058,14 +21091,19 @@ static int ipt__cov_walk(struct ipt_cov_decoder *cov, int status)
 			cov->call = ipt__cov_at_event;
 			status = pt_blk_event(blk, &ev, sizeof(ev));
 			if (status < 0)
-				return status;
+				break;
 			ipt__cov_event(cov, &ev);
+		}
+		if (status < 0) {
+			cov->walk_offset = offset;
+			cov->walk_idle = idle;
+			return status;
 		}
 		if (status & pts_eos)
 			return -pte_eos;
 
 		cov->call = ipt__cov_at_next;
-		if (ipt__blk_walk(blk, &ops, cov, &status)) {
+		if (walk && ipt__blk_walk(blk, &ops, cov, &status)) {
 			if (status < 0)
 				return ipt__blk_trace_ended(blk) ? -pte_eos :
 				       status;
@@ -21073,6 +21111,11 @@ static int ipt__cov_walk(struct ipt_cov_decoder *cov, int status)
 		}
 
 		status = pt_blk_next(blk, &block, sizeof(block));
+		if (status == -ipt_pte_need_more) {
+			cov->walk_offset = offset;
+			cov->walk_idle = idle;
+			return status;
+		}
 		if (status < 0) {
 			/* The flow got as far as the block goes (to missing
 			 * code, it goes on from there later). */
@@ -21140,6 +21183,23 @@ static int ipt__cov_resume(struct ipt_cov_decoder *cov)
 	}
 }
 
+/* The walk starts afresh (after a sync, an error or a pause). */
+static void ipt__cov_walk_fresh(struct ipt_cov_decoder *cov)
+{
+	cov->walk_offset = UINT64_MAX;
+	cov->walk_idle = 0;
+}
+
+/* The walk needs more trace: the same call goes on once the end has
+ * moved. */
+static int ipt__cov_wait(struct ipt_cov_decoder *cov)
+{
+	cov->waiting = 1;
+	cov->wait_status =
+		cov->call == ipt__cov_at_event ? pts_event_pending : 0;
+	return -ipt_pte_need_more;
+}
+
 IPT_DEF int ipt_cov_decode(struct ipt_cov_decoder *cov)
 {
 	if (!cov)
@@ -21148,10 +21208,18 @@ IPT_DEF int ipt_cov_decode(struct ipt_cov_decoder *cov)
 	for (;;) {
 		int status = 0;
 
-		if (cov->paused) {
+		if (cov->waiting) {
+			cov->waiting = 0;
+			status = cov->wait_status;
+		} else if (cov->paused) {
 			uint32_t call = cov->paused;
 
+			ipt__cov_walk_fresh(cov);
 			status = ipt__cov_resume(cov);
+			if (status == -ipt_pte_need_more) {
+				cov->paused = call;
+				return status;
+			}
 			if (ipt__cov_pauses(cov, status, call))
 				return -pte_nomap;
 			if (status < 0) {
@@ -21159,7 +21227,10 @@ IPT_DEF int ipt_cov_decode(struct ipt_cov_decoder *cov)
 				continue;
 			}
 		} else if (!cov->synced) {
+			ipt__cov_walk_fresh(cov);
 			status = ipt__cov_sync(cov);
+			if (status == -ipt_pte_need_more)
+				return status;
 			if (status == -pte_eos)
 				return 0;
 			if (ipt__cov_pauses(cov, status, ipt__cov_at_sync)) {
@@ -21175,6 +21246,9 @@ IPT_DEF int ipt_cov_decode(struct ipt_cov_decoder *cov)
 		}
 
 		status = ipt__cov_walk(cov, status);
+		if (status == -ipt_pte_need_more)
+			return ipt__cov_wait(cov);
+		ipt__cov_walk_fresh(cov);
 		if (status == -pte_eos) {
 			cov->synced = 0;
 			cov->pend_kind = 0;
@@ -21306,8 +21380,40 @@ IPT_DEF int ipt_cov_set_ring(struct ipt_cov_decoder *cov,
 	cov->has_sync = 0;
 	cov->has_error = 0;
 	cov->paused = ipt__cov_at_none;
+	cov->waiting = 0;
 	if (clear_bitmap && cov->map)
 		IPT_MEMSET(cov->map, 0, (size_t) cov->mask + 1);
+	return 0;
+}
+
+IPT_DEF int ipt_cov_extend(struct ipt_cov_decoder *cov, const uint8_t *end,
+			   int more)
+{
+	if (!cov)
+		return -pte_invalid;
+	return ipt_blk_extend(&cov->blk, (uint8_t *) (uintptr_t) end, more);
+}
+
+/* The block decoder starts; the walk goes on from its status as from a
+ * sync. */
+IPT_DEF int ipt_cov_start_at(struct ipt_cov_decoder *cov, uint64_t offset,
+			     const struct ipt_start_state *state)
+{
+	int status;
+
+	if (!cov)
+		return -pte_invalid;
+	status = ipt_blk_start_at(&cov->blk, offset, state);
+	if (status < 0)
+		return status;
+	cov->synced = 1;
+	cov->pend_kind = 0;
+	cov->has_sync = 0;
+	cov->has_error = 0;
+	cov->paused = ipt__cov_at_none;
+	cov->waiting = 1;
+	cov->wait_status = status;
+	ipt__cov_walk_fresh(cov);
 	return 0;
 }
 

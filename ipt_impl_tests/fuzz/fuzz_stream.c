@@ -1,11 +1,11 @@
 /* Streaming harness: trace that arrives in pieces decodes as the whole.
  *
  * Input: as fuzz_blk.c (common header, image fields, trace).  The trace is
- * decoded with the query, the block and the instruction decoder, each
- * once whole and once fed in pieces (ipt_*_extend after each
+ * decoded with the query, the block, the instruction and the coverage
+ * decoder, each once whole and once fed in pieces (ipt_*_extend after each
  * -ipt_pte_need_more) of 1 to n bytes, n and the sizes from the header.
  * The two decodes must report the same branches, blocks, instructions,
- * events and errors. */
+ * events, edges, bitmap and errors. */
 #include "fuzz.h"
 #include "../unit/hv/stream_util.h"
 
@@ -26,7 +26,10 @@ static void decode(struct hv_out *o, const struct pt_config *config,
 		return;
 	if (pt_image_set_callback(image, gmem_read, m) < 0)
 		fz_fail("cannot set callback", 0, 0);
-	hv_decode_flow(o, config, image, layer == 2, f);
+	if (layer == 3)
+		hv_decode_cov(o, config, image, f);
+	else
+		hv_decode_flow(o, config, image, layer == 2, f);
 	pt_image_free(image);
 }
 
@@ -35,7 +38,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	static const char *const what[] = {
 		"qry output differs in pieces",
 		"blk output differs in pieces",
-		"insn output differs in pieces"
+		"insn output differs in pieces",
+		"cov output differs in pieces"
 	};
 	struct fz_twice in;
 	struct gmem code;
@@ -44,7 +48,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	fz_twice_read(&in, data, size);
 	memset(&code, 0, sizeof(code));
 	gmem_add(&code, in.img.base, in.img.code, in.img.size);
-	for (layer = 0; layer < 3; ++layer) {
+	for (layer = 0; layer < 4; ++layer) {
 		struct hv_out whole, parts;
 		struct hv_feed f;
 		long at;

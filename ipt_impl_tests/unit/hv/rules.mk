@@ -25,11 +25,12 @@ UNIT_ARGS_t_hv_ring := $(HV_CASES)
 # too but take minutes: t_hv_start $(CONFORMANCE)/real).
 UNIT_ARGS_t_hv_start := $(CONFORMANCE)/libipt --synth examples/synth-sample
 
-# The fault, streaming and start harnesses share the decode loops.
+# The fault, streaming, start and ring harnesses share the decode loops.
 $(B)/fuzz/fuzz_fault $(B)/fuzz/replay_fault $(B)/fuzz/strict_fault \
 $(B)/fuzz/fuzz_start $(B)/fuzz/replay_start $(B)/fuzz/strict_start: \
 	$(T)/unit/hv/fault_util.h $(T)/unit/hv/hv_cases.h
-$(B)/fuzz/fuzz_stream $(B)/fuzz/replay_stream $(B)/fuzz/strict_stream: \
+$(B)/fuzz/fuzz_stream $(B)/fuzz/replay_stream $(B)/fuzz/strict_stream \
+$(B)/fuzz/fuzz_ring $(B)/fuzz/replay_ring $(B)/fuzz/strict_ring: \
 	$(T)/unit/hv/fault_util.h $(T)/unit/hv/stream_util.h
 
 # Under memcheck: the shipped sample alone.

@@ -15,6 +15,7 @@
  *     hv_decode_evt    events
  *     hv_decode_qry    branches and events; queries chosen without code
  *     hv_decode_flow   blocks or instructions, and events
+ *     hv_decode_cov    the coverage decoder's edges and bitmap
  *
  * All but hv_decode_pkt note the decoder's offset after each item. */
 #ifndef HV_STREAM_UTIL_H
@@ -375,6 +376,60 @@ static HV_UNUSED void hv_decode_evt(struct hv_out *o,
 		}
 	}
 	pt_evt_free_decoder(d);
+}
+
+
+/* The coverage decoder, over @image: its edges, then its bitmap and the
+ * errors and bytes skipped it counted. */
+static HV_UNUSED void hv_cov_edge(void *ctx, uint64_t from, uint64_t to,
+				  enum ipt_cov_kind kind)
+{
+	hv_out_add((struct hv_out *) ctx, 'c' | ((uint64_t) kind << 8), from,
+		   to);
+}
+
+static HV_UNUSED void hv_decode_cov(struct hv_out *o,
+				    const struct pt_config *config,
+				    struct pt_image *image, struct hv_feed *f)
+{
+	struct ipt_cov_config cc;
+	struct ipt_cov_decoder *d;
+	struct ipt_cov_status st;
+	uint8_t map[1 << 10];
+	size_t i;
+	int err, status;
+
+	memset(&cc, 0, sizeof(cc));
+	cc.edge = hv_cov_edge;
+	cc.context = o;
+	d = ipt_cov_alloc_decoder(config, &cc);
+	err = !d || ipt_cov_set_image(d, image) < 0 ||
+	      ipt_cov_set_bitmap(d, map, sizeof(map)) < 0 ||
+	      (f->older ? ipt_cov_set_ring(d, f->older, f->older_end, f->begin,
+					   f->end, 1) :
+			  ipt_cov_set_trace(d, f->begin, f->end, 1)) < 0 ||
+	      ipt_cov_extend(d, f->end, f->end < f->stop) < 0;
+	while (!err) {
+		status = ipt_cov_decode(d);
+		if (status == -ipt_pte_need_more && hv_feed_grow(f)) {
+			(void) ipt_cov_extend(d, f->end, f->end < f->stop);
+			continue;
+		}
+		err = status < 0 || ipt_cov_get_status(d, &st) < 0;
+		break;
+	}
+	if (err) {
+		hv_out_add(o, 'x', 1, 0);
+	} else {
+		for (i = 0; i < sizeof(map); i += 8) {
+			uint64_t w;
+
+			memcpy(&w, map + i, 8);
+			hv_out_add(o, 'm', i, w);
+		}
+		hv_out_add(o, 's', st.errors, st.skipped);
+	}
+	ipt_cov_free_decoder(d);
 }
 
 #endif

@@ -19,54 +19,6 @@ static const char *const names[NLAYERS] = { "pkt", "evt", "qry", "blk",
 					    "insn", "cov" };
 static unsigned long splits[NLAYERS], wrapped_packets;
 
-/* ---- coverage: edges and bitmap ---- */
-
-static void cov_edge(void *ctx, uint64_t from, uint64_t to,
-		     enum ipt_cov_kind kind)
-{
-	hv_out_add((struct hv_out *) ctx, 'c' | ((uint64_t) kind << 8), from,
-		   to);
-}
-
-static void decode_cov(struct hv_out *o, struct hcase *c, struct hv_feed *f)
-{
-	struct ipt_cov_config cc;
-	struct ipt_cov_decoder *d;
-	struct ipt_cov_status st;
-	struct pt_image *image;
-	static uint8_t map[1 << 12];
-	size_t i;
-	int err;
-
-	memset(&cc, 0, sizeof(cc));
-	cc.edge = cov_edge;
-	cc.context = o;
-	d = ipt_cov_alloc_decoder(&c->config, &cc);
-	image = pt_image_alloc(NULL);
-	c->mem.pct = 0;
-	err = !d || !image ||
-	      pt_image_set_callback(image, gmem_read, &c->mem) < 0 ||
-	      ipt_cov_set_image(d, image) < 0 ||
-	      ipt_cov_set_bitmap(d, map, sizeof(map)) < 0 ||
-	      (f->older ? ipt_cov_set_ring(d, f->older, f->older_end, f->begin,
-					   f->end, 1) :
-			  ipt_cov_set_trace(d, f->begin, f->end, 1)) < 0 ||
-	      ipt_cov_decode(d) < 0 || ipt_cov_get_status(d, &st) < 0;
-	if (err) {
-		hv_out_add(o, 'x', 1, 0);
-	} else {
-		for (i = 0; i < sizeof(map); i += 8) {
-			uint64_t w;
-
-			memcpy(&w, map + i, 8);
-			hv_out_add(o, 'm', i, w);
-		}
-		hv_out_add(o, 's', st.errors, st.skipped);
-	}
-	ipt_cov_free_decoder(d);
-	pt_image_free(image);
-}
-
 /* Decode @c with layer @layer, fed by @f. */
 static void decode(struct hv_out *o, struct hcase *c, int layer,
 		   struct hv_feed *f)
@@ -85,14 +37,13 @@ static void decode(struct hv_out *o, struct hcase *c, int layer,
 	case 2:
 		hv_decode_qry(o, &c->config, f);
 		return;
-	case 5:
-		decode_cov(o, c, f);
-		return;
 	}
 	image = pt_image_alloc(NULL);
 	c->mem.pct = 0;
 	if (!image || pt_image_set_callback(image, gmem_read, &c->mem) < 0)
 		hv_out_add(o, 'x', 1, 0);
+	else if (layer == 5)
+		hv_decode_cov(o, &c->config, image, f);
 	else
 		hv_decode_flow(o, &c->config, image, layer == 4, f);
 	pt_image_free(image);

@@ -1,20 +1,20 @@
 /* t_hv_stream [CORPUS_DIR|--synth DIR]...: streaming.
  *
  * Every ptxed case's trace is decoded by a packet, an event, a query, a
- * block and an instruction decoder once whole, then in pieces of random
- * size: the decoder starts on the first piece with more to come
+ * block, an instruction and a coverage decoder once whole, then in
+ * pieces of random size: the decoder starts on the first piece with more to come
  * (ipt_*_extend), and whenever a call says -ipt_pte_need_more (or a sync
  * finds the end), the end moves on by the next piece and the call is made
- * again.  Both must give the same packets, events, branches, blocks and
- * instructions, errors included. */
+ * again.  Both must give the same packets, events, branches, blocks,
+ * instructions, edges and bitmap, errors included. */
 #include "hv_cases.h"
 #include "stream_util.h"
 
 /* Per layer: calls made again after the end moved, and items compared. */
-static unsigned long resumed[7], items[7];
+static unsigned long resumed[8], items[8];
 
 /* Decode @c with layer @layer (pkt, evt, qry, blk, insn, then blk and insn
- * over file sections), fed by @f. */
+ * over file sections, then coverage), fed by @f. */
 static void decode(struct hv_out *o, struct hcase *c, int layer,
 		   struct hv_feed *f)
 {
@@ -38,9 +38,12 @@ static void decode(struct hv_out *o, struct hcase *c, int layer,
 	 * decoder ends blocks as libipt's block cache does. */
 	image = pt_image_alloc(NULL);
 	c->mem.pct = 0;
-	if (!image || (layer >= 5 ? !hcase_sections(c, image) :
+	if (!image || (layer == 5 || layer == 6 ?
+		       !hcase_sections(c, image) :
 		       pt_image_set_callback(image, gmem_read, &c->mem) < 0)) {
 		hv_out_add(o, 'x', 1, 0);
+	} else if (layer == 7) {
+		hv_decode_cov(o, &c->config, image, f);
 	} else {
 		hv_decode_flow(o, &c->config, image, layer == 4 || layer == 6,
 			       f);
@@ -52,10 +55,10 @@ static void run_case(struct hcase *c)
 {
 	static const char *const names[] = { "pkt", "evt", "qry", "blk",
 					     "insn", "blk files",
-					     "insn files" };
+					     "insn files", "cov" };
 	int layer, round;
 
-	for (layer = 0; layer < 7; ++layer) {
+	for (layer = 0; layer < 8; ++layer) {
 		struct hv_out whole;
 		struct hv_feed f;
 
@@ -89,14 +92,15 @@ int main(int argc, char **argv)
 	hv_cases(argc, argv, run_case);
 	/* The query, block and instruction decoders had to wait for more,
 	 * and had something to say. */
-	for (layer = 2; layer < 7; ++layer) {
+	for (layer = 2; layer < 8; ++layer) {
 		CHECK(resumed[layer] > 0);
 		CHECK(items[layer] > 0);
 	}
-	printf("resumed after need-more: qry %lu, blk %lu, insn %lu; items "
-	       "qry %lu, blk %lu, insn %lu, over file sections blk %lu, "
-	       "insn %lu\n", resumed[2], resumed[3], resumed[4], items[2],
-	       items[3], items[4], items[5], items[6]);
+	printf("resumed after need-more: qry %lu, blk %lu, insn %lu, cov %lu; "
+	       "items qry %lu, blk %lu, insn %lu, over file sections blk %lu, "
+	       "insn %lu, cov %lu\n", resumed[2], resumed[3], resumed[4],
+	       resumed[7], items[2], items[3], items[4], items[5], items[6],
+	       items[7]);
 	CHECK(strcmp(pt_errstr(ipt_pte_need_more),
 		     "end of trace for now: more may come") == 0);
 	CHECK_EQ(pt_errcode(-ipt_pte_need_more), ipt_pte_need_more);
@@ -105,5 +109,6 @@ int main(int argc, char **argv)
 	CHECK_EQ(ipt_qry_extend(NULL, (uint8_t *) argv, 1), -pte_invalid);
 	CHECK_EQ(ipt_blk_extend(NULL, (uint8_t *) argv, 1), -pte_invalid);
 	CHECK_EQ(ipt_insn_extend(NULL, (uint8_t *) argv, 1), -pte_invalid);
+	CHECK_EQ(ipt_cov_extend(NULL, (uint8_t *) argv, 1), -pte_invalid);
 	return check_done();
 }
