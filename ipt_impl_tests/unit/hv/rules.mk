@@ -2,11 +2,11 @@
 # of the conformance corpus and the shipped ptsynth sample:
 #   t_hv_fault   pages missing at random, fetched on demand, against the
 #                decode with all code present
-#   t_hv_buffer  one decoder of each kind pointed at trace after trace
-#                (ipt_*_set_buffer): the output of new decoders, no
-#                allocation once warm
-#   t_hv_stream  packet, event, query, block and instruction decoders
-#                fed in random pieces (ipt_*_extend) against the whole
+#   t_hv_buffer  one decoder of each kind (coverage too) pointed at
+#                trace after trace (ipt_*_set_buffer, ipt_*_set_ring):
+#                the output of new decoders, no allocation once warm
+#   t_hv_stream  packet, event, query, block, instruction and coverage
+#                decoders fed in random pieces (ipt_*_extend) against the whole
 #                trace
 #   t_hv_ring    the trace as a wrapped ring buffer in two pieces
 #                (ipt_*_set_ring), split at packet boundaries, inside
