@@ -1695,7 +1695,8 @@ IPT_API int ipt_insn_set_ring(struct pt_insn_decoder *decoder,
  * common, one conditional branch with trace bits in hand), a few KiB;
  * nothing is copied while more is zero.  The block decoder's record of
  * libipt's block cache (see >>blk) sees no call that was undone.
- * (The coverage layer, ipt_cov_*, does not stream.)
+ * The coverage decoder streams too (ipt_cov_extend, >>api-cov).  A ring
+ * buffer's newer piece grows the same way (ipt_*_set_ring below).
  *
  * Each returns zero; -pte_invalid without decoder or end, or if end lies
  * before the current end.
@@ -2423,9 +2424,9 @@ IPT_API int ipt_insn_converged(const struct pt_insn_decoder *decoder,
  * One decoder decodes trace after trace: ipt_cov_set_trace points it at
  * the next one (and clears the bitmap if asked); its caches stay warm and
  * the call allocates nothing.  ipt_cov_set_ring does so for a wrapped
- * ring buffer in two pieces, as ipt_blk_set_ring (>>api-buffer).  The caches are a block decoder's and follow
- * the image as its do (ipt_image_invalidate and section changes drop
- * them); ipt_cov_set_cache_limit bounds the run cache as
+ * ring buffer in two pieces, as ipt_blk_set_ring (>>api-buffer).  The
+ * caches are a block decoder's and follow the image as its do
+ * (ipt_image_invalidate and section changes drop them); ipt_cov_set_cache_limit bounds the run cache as
  * ipt_blk_set_cache_limit does.  Decoding allocates only while the run
  * cache grows towards that limit (see >>api-blk-ext), and once for the
  * TNT memo.
@@ -2453,6 +2454,22 @@ IPT_API int ipt_insn_converged(const struct pt_insn_decoder *decoder,
  * -pte_bad_query.  A branch's edge counts once the flow is seen to get to
  * its destination: the next block has an instruction, or an event says
  * where the branch went.
+ *
+ * Streaming (>>api-buffer): ipt_cov_extend moves the trace's end as
+ * ipt_blk_extend does.  While more may come, ipt_cov_decode stops where
+ * the trace ends for now and returns -ipt_pte_need_more; once the end
+ * has moved, the next ipt_cov_decode goes on, and the bitmap and edges
+ * are those of decoding the whole trace at once.  Until the last
+ * ipt_cov_extend (more zero) the decode takes the block decoder's
+ * pt_blk_next path only, without the run walk and the TNT memo, which
+ * count edges before they know the trace goes on.
+ *
+ * ipt_cov_start_at starts the decode at @offset in @state, as
+ * ipt_blk_start_at (>>api-start); the next ipt_cov_decode goes on from
+ * there.  No branch is pending at the start: a branch taken before it
+ * whose destination lies after it counts in neither decode.  It returns
+ * zero or what ipt_blk_start_at returns on error.  ipt_cov_extend and
+ * ipt_cov_start_at return -pte_invalid without a decoder.
  *
  * With ipt_cov_pause, code the image cannot supply stops the decode as it
  * stops pt_blk_next (>>api-fault, with ipt_blk_set_wait_for_code on):
