@@ -21077,6 +21077,16 @@ static int ipt__cov_sync(struct ipt_cov_decoder *cov)
  * a block more). */
 enum { IPT__COV_IDLE_MAX = 0x40000 };
 
+/* The walk stops with @status where it had got (for
+ * -ipt_pte_need_more: the walk goes on from there). */
+static int ipt__cov_walk_stop(struct ipt_cov_decoder *cov, uint64_t offset,
+			      uint64_t idle, int status)
+{
+	cov->walk_offset = offset;
+	cov->walk_idle = idle;
+	return status;
+}
+
 /* Decode from a synchronized decoder with @status until an error or the
  * end of the trace.  Returns a negative pte_* code; -pte_eos at the end,
  * -ipt_pte_need_more at the end for now (the block decoder undid the
@@ -21108,13 +21118,9 @@ static int ipt__cov_walk(struct ipt_cov_decoder *cov, int status)
 			cov->call = ipt__cov_at_event;
 			status = pt_blk_event(blk, &ev, sizeof(ev));
 			if (status < 0)
-				break;
+				return ipt__cov_walk_stop(cov, offset, idle,
+							  status);
 			ipt__cov_event(cov, &ev);
-		}
-		if (status < 0) {
-			cov->walk_offset = offset;
-			cov->walk_idle = idle;
-			return status;
 		}
 		if (status & pts_eos)
 			return -pte_eos;
@@ -21128,12 +21134,10 @@ static int ipt__cov_walk(struct ipt_cov_decoder *cov, int status)
 		}
 
 		status = pt_blk_next(blk, &block, sizeof(block));
-		if (status == -ipt_pte_need_more) {
-			cov->walk_offset = offset;
-			cov->walk_idle = idle;
-			return status;
-		}
 		if (status < 0) {
+			if (status == -ipt_pte_need_more)
+				return ipt__cov_walk_stop(cov, offset, idle,
+							  status);
 			/* The flow got as far as the block goes (to missing
 			 * code, it goes on from there later). */
 			ipt__cov_block(cov, &block);
