@@ -122,8 +122,9 @@ int hvagent_start(struct hvagent_vcpu *vcpu, const uint8_t *buffer,
 		  size_t size, size_t older);
 
 /* The processor has written the first @written bytes of the buffer (after
- * the wrap, if it wrapped; @last: and will write no more).  Decode what is there; the decoder waits where
- * the trace ends for now, and the next call goes on from there.  Returns
+ * the wrap, if it wrapped; @last: and will write no more).  Decode what is
+ * there; the decoder waits where the trace ends for now, and the next call
+ * goes on from there.  Returns
  * the number of instructions reported, or -1 on bad arguments. */
 int hvagent_feed(struct hvagent_vcpu *vcpu, size_t written, int last,
 		 const struct hvagent_sink *sink, unsigned long budget);

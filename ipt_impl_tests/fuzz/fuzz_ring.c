@@ -14,37 +14,6 @@
 #include "fuzz.h"
 #include "../unit/hv/stream_util.h"
 
-static void decode(struct hv_out *o, const struct pt_config *config,
-		   struct gmem *m, int layer, struct hv_feed *f,
-		   uint64_t limit)
-{
-	struct pt_image *image;
-
-	memset(o, 0, sizeof(*o));
-	o->limit = limit;
-	switch (layer) {
-	case 0:
-		hv_decode_pkt(o, config, f);
-		return;
-	case 1:
-		hv_decode_evt(o, config, f);
-		return;
-	case 2:
-		hv_decode_qry(o, config, f);
-		return;
-	}
-	image = ipt_image_alloc_with("ring", fz_allocator());
-	if (!image)
-		return;
-	if (pt_image_set_callback(image, gmem_read, m) < 0)
-		fz_fail("cannot set callback", 0, 0);
-	if (layer == 5)
-		hv_decode_cov(o, config, image, f);
-	else
-		hv_decode_flow(o, config, image, layer == 4, f);
-	pt_image_free(image);
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static const char *const what[] = {
@@ -72,16 +41,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		long at;
 
 		hv_feed_init(&f, &in.config, 0, 0);
-		decode(&whole, &in.config, &code, layer, &f, in.limit);
+		hv_decode_mem(&whole, &in.config, &code,
+			      (enum hv_layer) layer, &f, in.limit,
+			      fz_allocator());
 		/* The newer piece in pieces for the query, block and
 		 * instruction decoders, whose streaming fuzz_stream.c
 		 * checks; the packet and event decoders' test loops sync
 		 * again after the end moved, and the coverage decoder's
 		 * streaming is fuzz_stream.c's too. */
 		hv_feed_ring(&f, &in.config, split, ring,
-			     layer >= 2 && layer <= 4 ? max : 0,
+			     layer >= HV_QRY && layer <= HV_INSN ? max : 0,
 			     in.h.cpuid_0x15_eax);
-		decode(&parts, &in.config, &code, layer, &f, in.limit);
+		hv_decode_mem(&parts, &in.config, &code,
+			      (enum hv_layer) layer, &f, in.limit,
+			      fz_allocator());
 		at = hv_out_diff(&whole, &parts);
 		if (at >= 0 || whole.n != parts.n)
 			fz_fail(what[layer], at, (long long) split);

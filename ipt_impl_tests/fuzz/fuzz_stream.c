@@ -9,30 +9,6 @@
 #include "fuzz.h"
 #include "../unit/hv/stream_util.h"
 
-static void decode(struct hv_out *o, const struct pt_config *config,
-		   struct gmem *m, int layer, struct hv_feed *f,
-		   uint64_t limit)
-{
-	struct pt_image *image;
-
-	memset(o, 0, sizeof(*o));
-	o->limit = limit;
-	if (!layer) {
-		hv_decode_qry(o, config, f);
-		return;
-	}
-	image = ipt_image_alloc_with("stream", fz_allocator());
-	if (!image)
-		return;
-	if (pt_image_set_callback(image, gmem_read, m) < 0)
-		fz_fail("cannot set callback", 0, 0);
-	if (layer == 3)
-		hv_decode_cov(o, config, image, f);
-	else
-		hv_decode_flow(o, config, image, layer == 2, f);
-	pt_image_free(image);
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static const char *const what[] = {
@@ -41,6 +17,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		"insn output differs in pieces",
 		"cov output differs in pieces"
 	};
+	static const enum hv_layer layers[] = { HV_QRY, HV_BLK, HV_INSN,
+						HV_COV };
 	struct fz_twice in;
 	struct gmem code;
 	int layer;
@@ -54,10 +32,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		long at;
 
 		hv_feed_init(&f, &in.config, 0, 0);
-		decode(&whole, &in.config, &code, layer, &f, in.limit);
+		hv_decode_mem(&whole, &in.config, &code, layers[layer], &f,
+			      in.limit, fz_allocator());
 		hv_feed_init(&f, &in.config, 1 + in.h.sync_offset % 64,
 			     in.h.cpuid_0x15_eax);
-		decode(&parts, &in.config, &code, layer, &f, in.limit);
+		hv_decode_mem(&parts, &in.config, &code, layers[layer], &f,
+			      in.limit, fz_allocator());
 		at = hv_out_diff(&whole, &parts);
 		if (at >= 0)
 			fz_fail(what[layer], at, (long long) f.moved);

@@ -1,10 +1,10 @@
 /* stream_util.h - trace that arrives in pieces, and decode loops for the
- * query, block and instruction decoders that wait for it.
+ * decoders that wait for it.
  *
  * struct hv_feed hands out a trace [begin, stop) a piece at a time: @end
  * is how far it has come; or a ring buffer's two pieces, the newer one a
- * piece at a time (hv_feed_ring).  The loops start their decoder on what is there,
- * with more to come (ipt_*_extend), and whenever a call says
+ * piece at a time (hv_feed_ring).  The loops start their decoder on what
+ * is there, with more to come (ipt_*_extend), and whenever a call says
  * -ipt_pte_need_more (or a sync finds the end) let the end move on by the
  * next piece and make the call again; a feed that starts at the stop is
  * the whole trace at once.  What they report goes to a struct hv_out
@@ -16,6 +16,8 @@
  *     hv_decode_qry    branches and events; queries chosen without code
  *     hv_decode_flow   blocks or instructions, and events
  *     hv_decode_cov    the coverage decoder's edges and bitmap
+ *     hv_decode_layer  one of them by number
+ *     hv_decode_mem    the same over code in a struct gmem
  *
  * All but hv_decode_pkt note the decoder's offset after each item. */
 #ifndef HV_STREAM_UTIL_H
@@ -430,6 +432,67 @@ static HV_UNUSED void hv_decode_cov(struct hv_out *o,
 		hv_out_add(o, 's', st.errors, st.skipped);
 	}
 	ipt_cov_free_decoder(d);
+}
+
+
+/* The decoders the loops drive, as the tests number them. */
+enum hv_layer { HV_PKT, HV_EVT, HV_QRY, HV_BLK, HV_INSN, HV_COV };
+
+/* Decode @config's trace as @f feeds it with decoder @layer, the block,
+ * instruction and coverage decoders over @image (which the others do not
+ * need); @o is cleared, its limit set to @limit. */
+static HV_UNUSED void hv_decode_layer(struct hv_out *o,
+				      const struct pt_config *config,
+				      struct pt_image *image,
+				      enum hv_layer layer, struct hv_feed *f,
+				      uint64_t limit)
+{
+	memset(o, 0, sizeof(*o));
+	o->limit = limit;
+	switch (layer) {
+	case HV_PKT:
+		hv_decode_pkt(o, config, f);
+		return;
+	case HV_EVT:
+		hv_decode_evt(o, config, f);
+		return;
+	case HV_QRY:
+		hv_decode_qry(o, config, f);
+		return;
+	case HV_BLK:
+	case HV_INSN:
+		if (image)
+			hv_decode_flow(o, config, image, layer == HV_INSN, f);
+		break;
+	case HV_COV:
+		if (image)
+			hv_decode_cov(o, config, image, f);
+		break;
+	}
+	if (!image)
+		hv_out_add(o, 'x', 1, 0);
+}
+
+
+/* hv_decode_layer over the code in @m, read through the callback of an
+ * image from @allocator (NULL: the default). */
+static HV_UNUSED void hv_decode_mem(struct hv_out *o,
+				    const struct pt_config *config,
+				    struct gmem *m, enum hv_layer layer,
+				    struct hv_feed *f, uint64_t limit,
+				    const struct ipt_allocator *allocator)
+{
+	struct pt_image *image = NULL;
+
+	if (layer >= HV_BLK) {
+		image = ipt_image_alloc_with(NULL, allocator);
+		if (image && pt_image_set_callback(image, gmem_read, m) < 0) {
+			pt_image_free(image);
+			image = NULL;
+		}
+	}
+	hv_decode_layer(o, config, image, layer, f, limit);
+	pt_image_free(image);
 }
 
 #endif

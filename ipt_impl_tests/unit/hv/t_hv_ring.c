@@ -23,30 +23,9 @@ static unsigned long splits[NLAYERS], wrapped_packets;
 static void decode(struct hv_out *o, struct hcase *c, int layer,
 		   struct hv_feed *f)
 {
-	struct pt_image *image;
-
-	memset(o, 0, sizeof(*o));
-	o->limit = 1u << 22;
-	switch (layer) {
-	case 0:
-		hv_decode_pkt(o, &c->config, f);
-		return;
-	case 1:
-		hv_decode_evt(o, &c->config, f);
-		return;
-	case 2:
-		hv_decode_qry(o, &c->config, f);
-		return;
-	}
-	image = pt_image_alloc(NULL);
 	c->mem.pct = 0;
-	if (!image || pt_image_set_callback(image, gmem_read, &c->mem) < 0)
-		hv_out_add(o, 'x', 1, 0);
-	else if (layer == 5)
-		hv_decode_cov(o, &c->config, image, f);
-	else
-		hv_decode_flow(o, &c->config, image, layer == 4, f);
-	pt_image_free(image);
+	hv_decode_mem(o, &c->config, &c->mem, (enum hv_layer) layer, f,
+		      1u << 22, NULL);
 }
 
 /* The offsets of @c's packets (after each synchronization, up to the

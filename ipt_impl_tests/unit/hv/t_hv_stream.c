@@ -2,10 +2,10 @@
  *
  * Every ptxed case's trace is decoded by a packet, an event, a query, a
  * block, an instruction and a coverage decoder once whole, then in
- * pieces of random size: the decoder starts on the first piece with more to come
- * (ipt_*_extend), and whenever a call says -ipt_pte_need_more (or a sync
- * finds the end), the end moves on by the next piece and the call is made
- * again.  Both must give the same packets, events, branches, blocks,
+ * pieces of random size: the decoder starts on the first piece with more
+ * to come (ipt_*_extend), and whenever a call says -ipt_pte_need_more
+ * (or a sync finds the end), the end moves on by the next piece and the
+ * call is made again.  Both must give the same packets, events, branches, blocks,
  * instructions, edges and bitmap, errors included. */
 #include "hv_cases.h"
 #include "stream_util.h"
@@ -13,49 +13,36 @@
 /* Per layer: calls made again after the end moved, and items compared. */
 static unsigned long resumed[8], items[8];
 
-/* Decode @c with layer @layer (pkt, evt, qry, blk, insn, then blk and insn
- * over file sections, then coverage), fed by @f. */
+/* Decode @c with layer @layer (pkt, evt, qry, blk, insn, cov, then blk
+ * and insn over file sections, where the block decoder ends blocks as
+ * libipt's block cache does), fed by @f. */
 static void decode(struct hv_out *o, struct hcase *c, int layer,
 		   struct hv_feed *f)
 {
-	struct pt_image *image;
+	struct pt_image *image = NULL;
 
-	memset(o, 0, sizeof(*o));
-	o->limit = 1u << 22;
-	switch (layer) {
-	case 0:
-		hv_decode_pkt(o, &c->config, f);
-		return;
-	case 1:
-		hv_decode_evt(o, &c->config, f);
-		return;
-	case 2:
-		hv_decode_qry(o, &c->config, f);
-		return;
+	if (layer >= HV_BLK) {
+		image = pt_image_alloc(NULL);
+		c->mem.pct = 0;
+		if (image && (layer > HV_COV ? !hcase_sections(c, image) :
+			      pt_image_set_callback(image, gmem_read,
+						    &c->mem) < 0)) {
+			pt_image_free(image);
+			image = NULL;
+		}
 	}
-
-	/* Over the callback, then over file sections, where the block
-	 * decoder ends blocks as libipt's block cache does. */
-	image = pt_image_alloc(NULL);
-	c->mem.pct = 0;
-	if (!image || (layer == 5 || layer == 6 ?
-		       !hcase_sections(c, image) :
-		       pt_image_set_callback(image, gmem_read, &c->mem) < 0)) {
-		hv_out_add(o, 'x', 1, 0);
-	} else if (layer == 7) {
-		hv_decode_cov(o, &c->config, image, f);
-	} else {
-		hv_decode_flow(o, &c->config, image, layer == 4 || layer == 6,
-			       f);
-	}
+	hv_decode_layer(o, &c->config, image,
+			(enum hv_layer) (layer == 6 ? HV_BLK :
+					 layer == 7 ? HV_INSN : layer),
+			f, 1u << 22);
 	pt_image_free(image);
 }
 
 static void run_case(struct hcase *c)
 {
 	static const char *const names[] = { "pkt", "evt", "qry", "blk",
-					     "insn", "blk files",
-					     "insn files", "cov" };
+					     "insn", "cov", "blk files",
+					     "insn files" };
 	int layer, round;
 
 	for (layer = 0; layer < 8; ++layer) {
@@ -92,14 +79,14 @@ int main(int argc, char **argv)
 	hv_cases(argc, argv, run_case);
 	/* The query, block and instruction decoders had to wait for more,
 	 * and had something to say. */
-	for (layer = 2; layer < 8; ++layer) {
+	for (layer = HV_QRY; layer < 8; ++layer) {
 		CHECK(resumed[layer] > 0);
 		CHECK(items[layer] > 0);
 	}
 	printf("resumed after need-more: qry %lu, blk %lu, insn %lu, cov %lu; "
-	       "items qry %lu, blk %lu, insn %lu, over file sections blk %lu, "
-	       "insn %lu, cov %lu\n", resumed[2], resumed[3], resumed[4],
-	       resumed[7], items[2], items[3], items[4], items[5], items[6],
+	       "items qry %lu, blk %lu, insn %lu, cov %lu, over file sections "
+	       "blk %lu, insn %lu\n", resumed[2], resumed[3], resumed[4],
+	       resumed[5], items[2], items[3], items[4], items[5], items[6],
 	       items[7]);
 	CHECK(strcmp(pt_errstr(ipt_pte_need_more),
 		     "end of trace for now: more may come") == 0);
