@@ -573,9 +573,10 @@ static void run_case(struct hcase *c)
 
 					gap.n = cut[k].n + 1;
 					gap.r = whole[k].r;
-					if (!memcmp(cut[k].r, whole[k].r,
-						    cut[k].n *
-							    sizeof(*gap.r)) &&
+					if ((!cut[k].n ||
+					     !memcmp(cut[k].r, whole[k].r,
+						     cut[k].n *
+							     sizeof(*gap.r))) &&
 					    compare(&whole[k], &gap, &go[k],
 						    0) < 0) {
 						diff = -1;
