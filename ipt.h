@@ -4718,8 +4718,8 @@ static void ipt__pkt_fill_bridge(struct pt_packet_decoder *decoder)
 	k = (size_t) (bridge->stop - bridge->begin);
 	m = (size_t) (bridge->end - bridge->stop);
 	want = (size_t) (newer->end - newer->begin);
-	if (want > IPT__RING_ROOM)
-		want = IPT__RING_ROOM;
+	if (want > (size_t) IPT__RING_ROOM)
+		want = (size_t) IPT__RING_ROOM;
 	if (want <= m)
 		return;
 	IPT_MEMCPY(pieces->bridge + k + m, newer->begin + m, want - m);
@@ -4937,7 +4937,7 @@ IPT_DEF int ipt_pkt_set_ring(struct pt_packet_decoder *decoder,
 
 	pieces = &decoder->pieces;
 	size = (size_t) (older_end - older);
-	k = size < IPT__RING_ROOM ? size : IPT__RING_ROOM;
+	k = size < (size_t) IPT__RING_ROOM ? size : (size_t) IPT__RING_ROOM;
 	piece = pieces->piece;
 	if (k < size) {
 		piece->begin = older;
