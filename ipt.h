@@ -1643,14 +1643,15 @@ IPT_API int ipt_insn_set_buffer(struct pt_insn_decoder *decoder,
  * Point a decoder at it as ipt_*_set_buffer does, without copying the
  * ring: the decoder reads the trace as if the two pieces were one buffer
  * of (older_end - older) + (newer_end - newer) bytes, the older first.
- * Offsets (pt_*_get_offset, pt_*_get_sync_offset, pt_*_sync_set, event
- * offsets) count in that buffer, and the output is what decoding a copy
- * of it in one piece gives.  A packet the wrap cuts in two is read as
+ * Offsets (pt_*_get_offset, pt_*_get_sync_offset, pt_*_sync_set) count
+ * in that buffer, and the output is what decoding a copy of it in one
+ * piece gives.  A packet the wrap cuts in two is read as
  * one: the decoder keeps a copy of the 32 bytes on either side of the
  * wrap (which an unknown packet that a decode callback reads,
  * config.decode, must not outgrow).  pt_*_get_config's begin and end are
- * those of the piece the decoder reads in.  Either piece may be empty.
- * Nothing is allocated.
+ * those of the piece the decoder reads in.  Either piece may be empty;
+ * pieces that touch (older_end == newer) are one buffer.  Nothing is
+ * allocated.
  *
  * ipt_*_extend moves the newer piece's end (streaming a ring as it
  * fills).  The pieces must not change while the decoder reads them.
@@ -1696,7 +1697,7 @@ IPT_API int ipt_insn_set_ring(struct pt_insn_decoder *decoder,
  * nothing is copied while more is zero.  The block decoder's record of
  * libipt's block cache (see >>blk) sees no call that was undone.
  * The coverage decoder streams too (ipt_cov_extend, >>api-cov).  A ring
- * buffer's newer piece grows the same way (ipt_*_set_ring below).
+ * buffer's newer piece grows the same way (ipt_*_set_ring above).
  *
  * Each returns zero; -pte_invalid without decoder or end, or if end lies
  * before the current end.
