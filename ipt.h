@@ -2427,8 +2427,9 @@ IPT_API int ipt_insn_converged(const struct pt_insn_decoder *decoder,
  * the call allocates nothing.  ipt_cov_set_ring does so for a wrapped
  * ring buffer in two pieces, as ipt_blk_set_ring (>>api-buffer).  The
  * caches are a block decoder's and follow the image as its do
- * (ipt_image_invalidate and section changes drop them); ipt_cov_set_cache_limit bounds the run cache as
- * ipt_blk_set_cache_limit does.  Decoding allocates only while the run
+ * (ipt_image_invalidate and section changes drop them);
+ * ipt_cov_set_cache_limit bounds the run cache as ipt_blk_set_cache_limit
+ * does.  Decoding allocates only while the run
  * cache grows towards that limit (see >>api-blk-ext), and once for the
  * TNT memo.
  *
@@ -3903,7 +3904,8 @@ IPT_DEF int pt_enc_next(struct pt_encoder *encoder,
  *   ipt__pkt_read_<packet>(pkt, pos, config)
  *                                       read one packet at pos: its size
  *                                       or -pte_eos/-pte_bad_packet/...
- *   ipt__sync_forward/_backward/_set(&sync, pos, config)
+ *   ipt__sync_forward/_backward(&sync, pos, config, grows),
+ *   ipt__sync_set(&sync, pos, config)
  *                                       find a PSB (libipt's pt_sync_*)
  *   ipt_last_ip_*                       public, declared in >>api
  *
@@ -4471,9 +4473,11 @@ static inline int ipt__psb_word(const uint8_t *pos)
 }
 
 /* Given a position inside PSB pattern, find the start of the PSB the
- * pattern belongs to; NULL if there is none. */
+ * pattern belongs to; NULL if there is none, or if the pattern runs to
+ * the end of a trace that may go on (@grows): more of it may come, and
+ * the PSB is the pattern's last 16 bytes. */
 static const uint8_t *ipt__find_psb(const uint8_t *pos,
-				    const struct pt_config *config)
+				    const struct pt_config *config, int grows)
 {
 	size_t off, n;
 
@@ -4492,7 +4496,7 @@ static const uint8_t *ipt__find_psb(const uint8_t *pos,
 			break;
 	}
 
-	if (off < IPT__PSB_SIZE)
+	if (off < IPT__PSB_SIZE || (grows && off + 1 >= n))
 		return NULL;
 	off -= IPT__PSB_SIZE;
 
@@ -4536,7 +4540,8 @@ static IPT__UNUSED int ipt__sync_set(const uint8_t **sync, const uint8_t *pos,
  * before the end. */
 static IPT__UNUSED int ipt__sync_forward(const uint8_t **sync,
 					 const uint8_t *pos,
-					 const struct pt_config *config)
+					 const struct pt_config *config,
+					 int grows)
 {
 	const uint8_t *start, *found;
 	size_t off, n;
@@ -4555,7 +4560,7 @@ static IPT__UNUSED int ipt__sync_forward(const uint8_t **sync,
 		if (!ipt__psb_word(config->begin + off))
 			continue;
 
-		found = ipt__find_psb(config->begin + off, config);
+		found = ipt__find_psb(config->begin + off, config, grows);
 		if (!found || found < start)
 			continue;
 
@@ -4571,7 +4576,8 @@ static IPT__UNUSED int ipt__sync_forward(const uint8_t **sync,
  * a PSB. */
 static IPT__UNUSED int ipt__sync_backward(const uint8_t **sync,
 					  const uint8_t *pos,
-					  const struct pt_config *config)
+					  const struct pt_config *config,
+					  int grows)
 {
 	const uint8_t *found;
 	size_t off;
@@ -4594,7 +4600,7 @@ static IPT__UNUSED int ipt__sync_backward(const uint8_t **sync,
 		/* In a run of PSB pattern longer than one PSB, every word
 		 * of the run names the PSB at the run's end, which may lie
 		 * at or after pos.  Only a PSB before pos is progress. */
-		found = ipt__find_psb(config->begin + off, config);
+		found = ipt__find_psb(config->begin + off, config, grows);
 		if (!found || found >= pos)
 			continue;
 
@@ -4705,6 +4711,20 @@ static inline void ipt__pkt_settle(struct pt_packet_decoder *decoder)
 	if (IPT__UNLIKELY(pieces->cur + 1 < pieces->n && decoder->pos &&
 			  decoder->pos >= pieces->piece[pieces->cur].stop))
 		ipt__pkt_seek(decoder, ipt__pkt_off(decoder));
+}
+
+/* Whether the current piece may go on after its end: more trace may come
+ * (ipt_pkt_extend), and it is the newest piece, or the bridge while it
+ * lacks some of the newest piece's first bytes. */
+static int ipt__pkt_piece_grows(const struct pt_packet_decoder *decoder)
+{
+	const struct ipt__pkt_pieces *pieces = &decoder->pieces;
+	const struct ipt__pkt_piece *piece = &pieces->piece[pieces->cur];
+
+	if (!decoder->more || pieces->cur + 2 < pieces->n)
+		return 0;
+	return pieces->cur + 1 == pieces->n ||
+	       (size_t) (piece->end - piece->stop) < (size_t) IPT__RING_ROOM;
 }
 
 /* Copy into the bridge what it lacks of the newer piece's first
@@ -5002,7 +5022,8 @@ static int ipt__pkt_find_forward(struct pt_packet_decoder *decoder,
 			off = piece->base;
 		errcode = ipt__sync_forward(&sync, piece->begin +
 						   (size_t) (off - piece->base),
-					    &decoder->config);
+					    &decoder->config,
+					    ipt__pkt_piece_grows(decoder));
 		if (errcode < 0 && errcode != -pte_eos)
 			break;
 		if (!errcode && sync < piece->stop) {
@@ -5053,7 +5074,7 @@ IPT_DEF int pt_pkt_sync_backward(struct pt_packet_decoder *decoder)
 	const uint8_t *from, *want, *sync;
 	uint32_t i, cur;
 	uint64_t off;
-	int errcode;
+	int errcode, grows;
 
 	if (!decoder)
 		return -pte_invalid;
@@ -5066,9 +5087,10 @@ IPT_DEF int pt_pkt_sync_backward(struct pt_packet_decoder *decoder)
 	want = from;
 	for (;;) {
 		ipt__pkt_use_piece(decoder, i);
+		grows = ipt__pkt_piece_grows(decoder);
 		do {
 			errcode = ipt__sync_backward(&sync, from,
-						     &decoder->config);
+						     &decoder->config, grows);
 			from = sync;
 		} while (!errcode && sync >= want);
 		if (!errcode) {

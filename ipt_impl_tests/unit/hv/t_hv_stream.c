@@ -72,9 +72,44 @@ static void run_case(struct hcase *c)
 	}
 }
 
+/* A run of PSB pattern longer than a PSB: the PSB is its last 16 bytes,
+ * so a sync that finds the run cut by the end waits for the rest. */
+static void check_psb_run(void)
+{
+	uint8_t buf[32];
+	struct pt_config config;
+	struct pt_packet_decoder *d;
+	uint64_t sync = 0;
+	int i;
+
+	memset(buf, 0, sizeof(buf));
+	for (i = 4; i < 24; i += 2) {
+		buf[i] = 0x02;
+		buf[i + 1] = 0x82;
+	}
+	buf[24] = 0x02;
+	buf[25] = 0x23;
+	pt_config_init(&config);
+	config.begin = buf;
+	config.end = buf + sizeof(buf);
+	d = pt_pkt_alloc_decoder(&config);
+	if (!CHECK(d != NULL))
+		return;
+	CHECK_EQ(ipt_pkt_set_buffer(d, buf, buf + 22), 0);
+	CHECK_EQ(ipt_pkt_extend(d, buf + 22, 1), 0);
+	CHECK_EQ(pt_pkt_sync_forward(d), -pte_eos);
+	CHECK_EQ(ipt_pkt_extend(d, buf + sizeof(buf), 0), 0);
+	CHECK_EQ(pt_pkt_sync_forward(d), 0);
+	CHECK_EQ(pt_pkt_get_sync_offset(d, &sync), 0);
+	CHECK_EQ(sync, 8);
+	pt_pkt_free_decoder(d);
+}
+
 int main(int argc, char **argv)
 {
 	int layer;
+
+	check_psb_run();
 
 	hv_cases(argc, argv, run_case);
 	/* The query, block and instruction decoders had to wait for more,
