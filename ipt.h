@@ -1470,11 +1470,23 @@ IPT_API int ipt_insn_set_vm_tolerant(struct pt_insn_decoder *decoder, int on);
 /* Guest or host: PIP's NR bit says whether the processor runs in VMX
  * non-root operation (a guest) after the CR3 it carries; the paging events
  * (ptev_paging, ptev_async_paging, and PSB+ status updates) carry it as
- * non_root.  ipt_blk_in_guest() / ipt_insn_in_guest() give it as of the
- * events taken so far, that is for the next block or instruction: 1 in a
- * guest, 0 in the host, -pte_nosync if no PIP has said since the decoder
- * synchronized, -pte_invalid without decoder.  An agent keeps the guest's
- * flow by dropping what comes while this is 0. */
+ * non_root.  ipt_qry_in_guest() / ipt_blk_in_guest() / ipt_insn_in_guest()
+ * give it as of the events the caller has taken so far: 1 in a guest, 0
+ * in the host, -pte_nosync if no PIP has said since the decoder
+ * synchronized (or started), -pte_invalid without decoder.
+ *
+ * That makes it a tag for each piece of output, asked right after it:
+ * after pt_*_next, the block or instruction just returned (events after it
+ * are still pending); after pt_*_event, the event just returned, and a
+ * paging event is tagged with the side it switches to.  A VM exit's
+ * events (FUP, PIP with NR clear, TIP) are so tagged host from its paging
+ * event on, a VM entry's guest from its paging event on.  The VMCS packet
+ * (ptev_vmcs, ptev_async_vmcs) names the VMCS a VMM loaded, not the side:
+ * it changes no tag.  With "conceal VMX from PT" set in the VMCS, VM
+ * entries and exits write no PIP: the tag stays what the last PIP said,
+ * and such a trace cannot tell guest from host.  An agent keeps the
+ * guest's flow by dropping what comes while this is 0. */
+IPT_API int ipt_qry_in_guest(const struct pt_query_decoder *decoder);
 IPT_API int ipt_blk_in_guest(const struct pt_block_decoder *decoder);
 IPT_API int ipt_insn_in_guest(const struct pt_insn_decoder *decoder);
 
@@ -6048,6 +6060,8 @@ static IPT__UNUSED int ipt__tcal_same(const struct ipt_time_cal *a,
  *   int  ipt__evt_same_event(const struct pt_event *,
  *                            const struct pt_event *);
  *        between two calls: the same state, the same event (for >>seg)
+ *   int  ipt__evt_non_root(const struct pt_event *ev);
+ *        a paging event's NR bit: 1 guest, 0 host; -1 other events
  *   int  ipt__evt_next_tnt(struct pt_event_decoder *decoder,
  *                          struct pt_event *ev);
  *        pt_evt_next() for a caller holding a used-up TNT or TIP event
@@ -8901,6 +8915,21 @@ static int ipt__evt_next(struct pt_event_decoder *decoder,
 	return 0;
 }
 
+/* ---- guest or host ---- */
+
+/* What a paging event says of VMX (PIP's NR bit, SDM 33.4.2.17 / 36.5.1):
+ * 1 for a guest's CR3 (non-root), 0 for the host's; -1 for an event that
+ * says nothing of it.  The query and block decoders tag what follows with
+ * it (ipt_*_in_guest). */
+static IPT__UNUSED int ipt__evt_non_root(const struct pt_event *ev)
+{
+	if (ev->type == ptev_paging)
+		return ev->variant.paging.non_root;
+	if (ev->type == ptev_async_paging)
+		return ev->variant.async_paging.non_root;
+	return -1;
+}
+
 /* ---- comparing decoders (for >>seg) ---- */
 
 /* Events are made from zeroed memory (ipt__evq_clean, or a memset in
@@ -8987,6 +9016,11 @@ struct pt_query_decoder {
 
 	/* The event decoder's error, reported when the caller gets there. */
 	int status;
+
+	/* With @vm_known, what the last paging event the caller got said:
+	 * VMX non-root (ipt_qry_in_guest). */
+	uint32_t vm_known:1;
+	uint32_t non_root:1;
 };
 
 static void ipt__tnt_init(struct ipt__tnt_cache *cache)
@@ -9039,6 +9073,8 @@ static int ipt__qry_reset(struct pt_query_decoder *decoder)
 	decoder->status = -pte_nosync;
 	ipt__tnt_init(&decoder->tnt);
 	ipt_time_init(&decoder->last_time);
+	decoder->vm_known = 0;
+	decoder->non_root = 0;
 	return 0;
 }
 
@@ -9359,6 +9395,8 @@ static int ipt__qry_indirect_branch(struct pt_query_decoder *decoder,
 static int ipt__qry_event(struct pt_query_decoder *decoder,
 			  struct pt_event *event, size_t size)
 {
+	int nr;
+
 	if (!decoder || !event)
 		return -pte_invalid;
 	if (size < offsetof(struct pt_event, variant))
@@ -9377,10 +9415,24 @@ static int ipt__qry_event(struct pt_query_decoder *decoder,
 	if (size > sizeof(decoder->event))
 		size = sizeof(decoder->event);
 	IPT_MEMCPY(event, &decoder->event, size);
+	nr = ipt__evt_non_root(&decoder->event);
+	if (nr >= 0) {
+		decoder->vm_known = 1;
+		decoder->non_root = nr ? 1 : 0;
+	}
 
 	ipt__evt_save_time(&decoder->last_time, &decoder->evdec);
 	ipt__qry_read_ahead(decoder);
 	return ipt__qry_status(decoder);
+}
+
+IPT_DEF int ipt_qry_in_guest(const struct pt_query_decoder *decoder)
+{
+	if (!decoder)
+		return -pte_invalid;
+	if (!decoder->vm_known)
+		return -pte_nosync;
+	return decoder->non_root;
 }
 
 /* ---- streaming ----
@@ -16729,15 +16781,17 @@ static int ipt__blk_process_overflow(struct pt_block_decoder *decoder,
 static void ipt__blk_change_asid(struct pt_block_decoder *decoder,
 				 const struct pt_event *ev)
 {
-	if (ev->type == ptev_paging) {
+	int nr = ipt__evt_non_root(ev);
+
+	if (nr >= 0) {
+		decoder->non_root = nr ? 1 : 0;
+		decoder->vm_known = 1;
+	}
+	if (ev->type == ptev_paging)
 		decoder->asid.cr3 = ev->variant.paging.cr3;
-		decoder->non_root = ev->variant.paging.non_root;
-		decoder->vm_known = 1;
-	} else if (ev->type == ptev_async_paging) {
+	else if (ev->type == ptev_async_paging)
 		decoder->asid.cr3 = ev->variant.async_paging.cr3;
-		decoder->non_root = ev->variant.async_paging.non_root;
-		decoder->vm_known = 1;
-	} else if (ev->type == ptev_vmcs)
+	else if (ev->type == ptev_vmcs)
 		decoder->asid.vmcs = ev->variant.vmcs.base;
 	else if (ev->type == ptev_async_vmcs)
 		decoder->asid.vmcs = ev->variant.async_vmcs.base;
