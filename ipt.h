@@ -1490,6 +1490,46 @@ IPT_API int ipt_qry_in_guest(const struct pt_query_decoder *decoder);
 IPT_API int ipt_blk_in_guest(const struct pt_block_decoder *decoder);
 IPT_API int ipt_insn_in_guest(const struct pt_insn_decoder *decoder);
 
+/* One address space: ipt_blk_set_cr3_filter() / ipt_insn_set_cr3_filter()
+ * with a CR3 make the decoder skip the trace of every other CR3 without
+ * walking its code (the read-memory callback is never asked for it), as
+ * if the hardware's own CR3 filter (IA32_RTIT_CR3_MATCH) had been on;
+ * pt_asid_no_cr3 (the default) keeps all.  The CR3 is what PIP says,
+ * compared whole; until the first PIP after synchronizing it is not
+ * known and nothing is skipped.  A new filter takes effect at the next
+ * paging event.
+ *
+ * At the boundaries the decoder reports:
+ * - leaving: the paging event that names another CR3 (ptev_paging at the
+ *   MOV CR3, ptev_async_paging at a far transfer, VM entry or exit, or a
+ *   PSB+ status update), then, if tracing was enabled, ptev_disabled with
+ *   its IP suppressed (bound to the MOV CR3, as TIP.PGD would be).
+ * - in between: nothing.  No blocks, no events; the state the skipped
+ *   events carry (CR3, VMCS, execution mode, TSX, core:bus ratio) is
+ *   taken in, so pt_*_asid and pt_*_core_bus_ratio stay current; the
+ *   next reported event carries the time as usual.
+ * - coming back: the paging event that names the filter's CR3, then the
+ *   flow from the first IP the trace gives: a TIP.PGE's ptev_enabled or
+ *   an overflow's ptev_overflow as the trace has them (a PSB+ FUP's
+ *   enable as ptev_enabled, not a status update); otherwise a
+ *   ptev_enabled at that IP (not resumed) followed by the event that gave
+ *   it: the target of a TIP (taken in), or the IP of an asynchronous
+ *   branch, paging, VMCS, MODE.Exec or TSX event (then reported as
+ *   usual).  Back at a far transfer or at a PSB+ the flow goes on where
+ *   it comes back; back at a MOV CR3 (ptev_paging, IP unknown), the
+ *   instructions up to the next IP packet cannot be decoded without the
+ *   other address space's code, and are not reported.
+ * So the blocks and instructions of the filter's CR3 are those a decode
+ * without filter reports there, less those after a MOV CR3 into it and
+ * before the next IP packet.
+ *
+ * While the decoder skips, ipt_*_get_start_state fails with
+ * -pte_bad_context.  Both return zero, -pte_invalid without decoder. */
+IPT_API int ipt_blk_set_cr3_filter(struct pt_block_decoder *decoder,
+				   uint64_t cr3);
+IPT_API int ipt_insn_set_cr3_filter(struct pt_insn_decoder *decoder,
+				    uint64_t cr3);
+
 /* >>api-start: starting where there is no PSB */
 
 /* A trace that begins mid-stream (a wrapped ring buffer, a VM's trace
@@ -12426,6 +12466,11 @@ struct pt_block_decoder {
 	struct pt_event_decoder evdec;
 	struct pt_event event;
 
+	/* The CR3 the filter keeps (ipt_blk_set_cr3_filter), pt_asid_no_cr3
+	 * for all; @held as @has_held says. */
+	uint64_t cr3_filter;
+	struct pt_event held;
+
 	/* The flags the user configured (the event decoder gets its own). */
 	struct pt_conf_flags flags;
 
@@ -12498,6 +12543,19 @@ struct pt_block_decoder {
 	/* With @vm_known, what the last PIP said: VMX non-root. */
 	uint32_t vm_known:1;
 	uint32_t non_root:1;
+	/* The CR3 filter (ipt_blk_set_cr3_filter) skips trace: CR3 is not
+	 * the filter's, or it is again but no IP has come since. */
+	uint32_t dark:1;
+	/* The next event is the filter's disable, as the decoder leaves the
+	 * filter's address space with tracing enabled. */
+	uint32_t dark_leave:1;
+	/* The current event is the filter's (a disable or an enable where
+	 * the decoder stands, or the event that ends the skip): it binds
+	 * right here, without walking code. */
+	uint32_t filter_event:1;
+	/* @held is the event after the current one, which the filter put
+	 * behind its enable. */
+	uint32_t has_held:1;
 	/* The fault was met looking ahead of the flow, not walking it: what
 	 * follows the block's last instruction is not known yet. */
 	uint32_t fault_ahead:1;
@@ -13156,6 +13214,173 @@ static void ipt__blk_note_end(struct pt_block_decoder *decoder)
 	decoder->ahead = 0;
 }
 
+/* The next event from the event decoder into @decoder->event.  An error
+ * is kept in @status and reported when we get to it. */
+static void ipt__blk_next_event(struct pt_block_decoder *decoder)
+{
+	struct pt_event *ev = &decoder->event;
+	int status;
+
+	status = ipt__evt_next_tnt(&decoder->evdec, ev);
+	if (!status)
+		status = pt_evt_next(&decoder->evdec, ev, sizeof(*ev));
+	if (status < 0) {
+		decoder->status = status;
+		IPT_MEMSET(ev, 0xff, sizeof(*ev));
+		ipt__blk_note_end(decoder);
+	}
+}
+
+/* ---- the CR3 filter (ipt_blk_set_cr3_filter) ----
+ * Another address space's stretch of trace is skipped event by event, and
+ * no code is walked for it: the decoder is disabled through it.  What the
+ * skipped events say of the decoder's state (CR3, VMCS, mode, TSX, core:bus
+ * ratio) is taken in silently, so that the decoder knows it when it comes
+ * back.  Coming back takes a paging event with the filter's CR3 and then
+ * the first IP the trace gives: the decoder enables itself there, as
+ * hardware CR3 filtering (IA32_RTIT_CR3_MATCH) would have with TIP.PGE. */
+
+static void ipt__blk_change_asid(struct pt_block_decoder *decoder,
+				 const struct pt_event *ev);
+static uint64_t ipt__blk_event_ip(const struct pt_event *ev);
+
+static int ipt__blk_filter_keeps(const struct pt_block_decoder *decoder,
+				 uint64_t cr3)
+{
+	return decoder->cr3_filter == pt_asid_no_cr3 ||
+	       cr3 == decoder->cr3_filter;
+}
+
+/* The CR3 a paging event switches to, or pt_asid_no_cr3 for other
+ * events. */
+static uint64_t ipt__blk_event_cr3(const struct pt_event *ev)
+{
+	if (ev->type == ptev_paging)
+		return ev->variant.paging.cr3;
+	if (ev->type == ptev_async_paging)
+		return ev->variant.async_paging.cr3;
+	return pt_asid_no_cr3;
+}
+
+/* A skipped event's state, taken in without reporting it. */
+static void ipt__blk_dark_apply(struct pt_block_decoder *decoder,
+				const struct pt_event *ev)
+{
+	switch (ev->type) {
+	case ptev_paging:
+	case ptev_async_paging:
+	case ptev_vmcs:
+	case ptev_async_vmcs:
+		ipt__blk_change_asid(decoder, ev);
+		break;
+	case ptev_exec_mode:
+		decoder->mode = ev->variant.exec_mode.mode;
+		break;
+	case ptev_tsx:
+		decoder->speculative = ev->variant.tsx.speculative;
+		break;
+	case ptev_cbr:
+		decoder->has_cbr = 1;
+		decoder->cbr = ev->variant.cbr.ratio;
+		break;
+	default:
+		break;
+	}
+}
+
+/* Make @ev an enable at @ip, keeping its time; the filter's own event. */
+static void ipt__blk_filter_enable(struct pt_block_decoder *decoder,
+				   struct pt_event *ev, uint64_t ip)
+{
+	ev->type = ptev_enabled;
+	ev->ip_suppressed = 0;
+	ev->status_update = 0;
+	IPT_MEMSET(&ev->variant, 0, sizeof(ev->variant));
+	ev->variant.enabled.ip = ip;
+	decoder->filter_event = 1;
+	decoder->dark = 0;
+}
+
+/* The IP at which @ev, back in the filter's address space, lets the flow
+ * go on after it: 1 and @ip if it has one, else 0. */
+static int ipt__blk_dark_ip(const struct pt_event *ev, uint64_t *ip)
+{
+	if (ev->ip_suppressed)
+		return 0;
+	switch (ev->type) {
+	case ptev_async_branch:
+		*ip = ev->variant.async_branch.from;
+		return 1;
+	case ptev_async_paging:
+	case ptev_async_vmcs:
+	case ptev_exec_mode:
+	case ptev_tsx:
+		*ip = ipt__blk_event_ip(ev);
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+/* Skip events while dark: up to a paging event into the filter's address
+ * space, then up to the first IP.  @decoder->event is the first event not
+ * skipped, or the error that ended the trace. */
+static void ipt__blk_dark(struct pt_block_decoder *decoder)
+{
+	struct pt_event *ev = &decoder->event;
+	uint64_t cr3, ip;
+
+	for (; decoder->status >= 0; ipt__blk_next_event(decoder)) {
+		cr3 = ipt__blk_event_cr3(ev);
+		if (cr3 != pt_asid_no_cr3 && ipt__blk_filter_keeps(decoder, cr3) &&
+		    ev->type == ptev_paging)
+			/* Back, at an IP the trace does not say: indicated
+			 * while disabled, the skip goes on. */
+			return;
+		if (cr3 == pt_asid_no_cr3)
+			cr3 = decoder->asid.cr3;
+		if (!ipt__blk_filter_keeps(decoder, cr3)) {
+			ipt__blk_dark_apply(decoder, ev);
+			continue;
+		}
+
+		switch (ev->type) {
+		case ptev_tip:
+			if (ev->ip_suppressed)
+				break;
+			ipt__blk_filter_enable(decoder, ev,
+					       ev->variant.tip.ip);
+			return;
+
+		case ptev_enabled:
+			ev->status_update = 0;
+			decoder->filter_event = 1;
+			decoder->dark = 0;
+			return;
+
+		case ptev_overflow:
+			if (ev->ip_suppressed)
+				break;
+			decoder->filter_event = 1;
+			decoder->dark = 0;
+			return;
+
+		default:
+			if (ipt__blk_dark_ip(ev, &ip)) {
+				IPT__COPY(decoder->held, *ev);
+				decoder->has_held = 1;
+				ipt__blk_filter_enable(decoder, ev, ip);
+				return;
+			}
+			if (ev->type == ptev_async_paging)
+				/* Back with tracing disabled. */
+				return;
+			break;
+		}
+		ipt__blk_dark_apply(decoder, ev);
+	}
+}
+
 /* We are done with the current event: remember its time and get the next
  * one.  An event decoder error is kept in @status and reported when we
  * get to it. */
@@ -13173,14 +13398,27 @@ static int ipt__blk_fetch_event(struct pt_block_decoder *decoder)
 	if (status < 0)
 		return status;
 
-	status = ipt__evt_next_tnt(&decoder->evdec, ev);
-	if (!status)
-		status = pt_evt_next(&decoder->evdec, ev, sizeof(*ev));
-	if (status < 0) {
-		decoder->status = status;
-		IPT_MEMSET(ev, 0xff, sizeof(*ev));
-		ipt__blk_note_end(decoder);
+	decoder->filter_event = 0;
+	if (IPT__UNLIKELY(decoder->dark_leave)) {
+		/* Leaving the filter's address space: tracing is disabled
+		 * from here, as the paging event says. */
+		decoder->dark_leave = 0;
+		ev->type = ptev_disabled;
+		ev->ip_suppressed = 1;
+		ev->status_update = 0;
+		IPT_MEMSET(&ev->variant, 0, sizeof(ev->variant));
+		decoder->filter_event = 1;
+		return 0;
 	}
+	if (IPT__UNLIKELY(decoder->has_held)) {
+		decoder->has_held = 0;
+		IPT__COPY(*ev, decoder->held);
+		return 0;
+	}
+
+	ipt__blk_next_event(decoder);
+	if (IPT__UNLIKELY(decoder->dark))
+		ipt__blk_dark(decoder);
 	return 0;
 }
 
@@ -13216,6 +13454,10 @@ static void ipt__blk_reset(struct pt_block_decoder *decoder)
 	decoder->has_fault = 0;
 	decoder->vm_known = 0;
 	decoder->non_root = 0;
+	decoder->dark = 0;
+	decoder->dark_leave = 0;
+	decoder->filter_event = 0;
+	decoder->has_held = 0;
 	decoder->has_end = 0;
 	decoder->end_deferred = 0;
 	decoder->ahead = 0;
@@ -13268,6 +13510,7 @@ static int ipt__blk_decoder_init(struct pt_block_decoder *decoder,
 
 	decoder->want_text = want_text;
 	decoder->rlimit = IPT_BLK_CACHE_LIMIT;
+	decoder->cr3_filter = pt_asid_no_cr3;
 	decoder->default_image = ipt_image_alloc_with(NULL,
 						      &decoder->allocator);
 	ipt__blk_runs_reset(decoder);
@@ -14215,6 +14458,10 @@ static int ipt__blk_proceed_event(struct pt_block_decoder *decoder,
 
 	IPT_MEMSET(&insn, 0, sizeof(insn));
 	IPT_MEMSET(&iext, 0, sizeof(iext));
+
+	/* The CR3 filter's events bind where the decoder stands. */
+	if (decoder->filter_event)
+		return ipt__blk_status(decoder, pts_event_pending);
 
 	switch (ev->type) {
 	case ptev_enabled:
@@ -15643,6 +15890,17 @@ static int ipt__blk_proceed_trailing_event(struct pt_block_decoder *decoder,
 			return status;
 	}
 
+	/* The CR3 filter's events bind where the decoder stands; its
+	 * disable to a postponed MOV CR3 as TIP.PGD would. */
+	if (IPT__UNLIKELY(decoder->filter_event)) {
+		if (ev->type != ptev_disabled) {
+			status = ipt__blk_proceed_postponed_insn(decoder);
+			if (status < 0)
+				return status;
+		}
+		return ipt__blk_status(decoder, pts_event_pending);
+	}
+
 	switch (ev->type) {
 	case ptev_tip:
 		break;
@@ -16388,6 +16646,7 @@ static int ipt__blk_get_state(const struct pt_block_decoder *decoder,
 	if (decoder->status == -pte_nosync)
 		return -pte_nosync;
 	if (decoder->process_insn || decoder->end_deferred ||
+	    decoder->dark || decoder->dark_leave || decoder->has_held ||
 	    (decoder->status != -pte_eos &&
 	     decoder->status != -ipt_pte_need_more))
 		return -pte_bad_context;
@@ -16662,6 +16921,15 @@ IPT_DEF int ipt_blk_set_vm_tolerant(struct pt_block_decoder *decoder, int on)
 	return 0;
 }
 
+IPT_DEF int ipt_blk_set_cr3_filter(struct pt_block_decoder *decoder,
+				   uint64_t cr3)
+{
+	if (!decoder)
+		return -pte_invalid;
+	decoder->cr3_filter = cr3;
+	return 0;
+}
+
 IPT_DEF int ipt_blk_in_guest(const struct pt_block_decoder *decoder)
 {
 	if (!decoder)
@@ -16863,8 +17131,10 @@ static int ipt__blk_event(struct pt_block_decoder *decoder,
 		return -pte_bad_query;
 
 	case ptev_enabled:
-		/* Tracing resumes where it stopped. */
-		if (ev->variant.enabled.ip == decoder->ip)
+		/* Tracing resumes where it stopped (not where the CR3
+		 * filter had the decoder stand). */
+		if (ev->variant.enabled.ip == decoder->ip &&
+		    !decoder->filter_event)
 			ev->variant.enabled.resumed = 1;
 
 		status = ipt__blk_process_enabled(decoder, ev);
@@ -16898,6 +17168,11 @@ static int ipt__blk_event(struct pt_block_decoder *decoder,
 		/* fall through */
 	case ptev_paging:
 		ipt__blk_change_asid(decoder, ev);
+		if (!decoder->dark &&
+		    !ipt__blk_filter_keeps(decoder, decoder->asid.cr3)) {
+			decoder->dark = 1;
+			decoder->dark_leave = decoder->enabled;
+		}
 		break;
 
 	case ptev_async_vmcs:
@@ -17867,6 +18142,14 @@ IPT_DEF int ipt_insn_set_vm_tolerant(struct pt_insn_decoder *decoder, int on)
 	if (!decoder)
 		return -pte_invalid;
 	return ipt_blk_set_vm_tolerant(&decoder->blkdec, on);
+}
+
+IPT_DEF int ipt_insn_set_cr3_filter(struct pt_insn_decoder *decoder,
+				    uint64_t cr3)
+{
+	if (!decoder)
+		return -pte_invalid;
+	return ipt_blk_set_cr3_filter(&decoder->blkdec, cr3);
 }
 
 IPT_DEF int ipt_insn_in_guest(const struct pt_insn_decoder *decoder)

@@ -1,0 +1,392 @@
+/* t_hv_cr3: the CR3 filter (ipt_blk_set_cr3_filter, ipt_insn_set_cr3_filter).
+ *
+ * Two address spaces run the same virtual addresses with different code,
+ * and a read-memory callback counts the reads of each.  Filtered to one
+ * CR3, the decoders must never read the other's code, and report the
+ * instructions a decode without filter reports in the kept CR3: all of
+ * them where the switches come with an IP (VM exits and entries), all but
+ * those between a MOV CR3 into it and the next IP packet otherwise.  The
+ * boundary events are checked against the header's description. */
+#include "blk_util.h"
+#include "check.h"
+
+enum {
+	cr3_a = 0x3000,	/* kept */
+	cr3_b = 0x4000,	/* skipped */
+	cr3_h = 0x9000	/* the host */
+};
+
+/* A at 0x1000:              B at 0x1000:
+ *   1000  nop                 1000  jz 1004
+ *   1001  jz 1005             1002  nop
+ *   1003  nop                 1003  nop
+ *   1004  nop                 1004  jmp rax
+ *   1005  jmp rax
+ *
+ * The kernel at 0x8000, in every address space:
+ *   8000  mov cr3, rax
+ *   8003  nop
+ *   8004  jz 8008
+ *   8006  nop
+ *   8007  nop
+ *   8008  jmp rax
+ *
+ * The host at 0x8000 (a VMM, CR3 cr3_h):
+ *   8000  nop
+ *   8001  jz 8005
+ *   8003  nop
+ *   8004  nop
+ *   8005  vmresume */
+static const uint8_t code_a[] = { 0x90, 0x74, 0x02, 0x90, 0x90, 0xff, 0xe0 };
+static const uint8_t code_b[] = { 0x74, 0x02, 0x90, 0x90, 0xff, 0xe0 };
+static const uint8_t code_k[] = { 0x0f, 0x22, 0xd8, 0x90, 0x74, 0x02,
+				  0x90, 0x90, 0xff, 0xe0 };
+static const uint8_t code_h[] = { 0x90, 0x74, 0x02, 0x90, 0x90,
+				  0x0f, 0x01, 0xc3 };
+
+struct space {
+	uint64_t cr3;
+	const uint8_t *user, *kernel;
+	size_t nuser, nkernel;
+	unsigned long reads;
+};
+
+static struct space spaces[] = {
+	{ cr3_a, code_a, code_k, sizeof(code_a), sizeof(code_k), 0 },
+	{ cr3_b, code_b, code_k, sizeof(code_b), sizeof(code_k), 0 },
+	{ cr3_h, NULL, code_h, 0, sizeof(code_h), 0 },
+};
+enum { nspaces = sizeof(spaces) / sizeof(spaces[0]) };
+
+static int read_space(uint8_t *buffer, size_t size,
+		      const struct pt_asid *asid, uint64_t ip, void *context)
+{
+	const uint8_t *code;
+	size_t i, n;
+	uint64_t base;
+
+	(void) context;
+	for (i = 0; i < nspaces; ++i)
+		if (asid && asid->cr3 == spaces[i].cr3)
+			break;
+	if (i == nspaces)
+		return -pte_nomap;
+	spaces[i].reads += 1;
+	if (ip >= 0x8000) {
+		base = 0x8000;
+		code = spaces[i].kernel;
+		n = spaces[i].nkernel;
+	} else {
+		base = 0x1000;
+		code = spaces[i].user;
+		n = spaces[i].nuser;
+	}
+	if (!code || ip < base || ip >= base + n)
+		return -pte_nomap;
+	n -= (size_t) (ip - base);
+	if (n > size)
+		n = size;
+	memcpy(buffer, code + (ip - base), n);
+	return (int) n;
+}
+
+static void reads_reset(void)
+{
+	size_t i;
+
+	for (i = 0; i < nspaces; ++i)
+		spaces[i].reads = 0;
+}
+
+/* VM exits and entries switch: guest A, exit to the host, entry into
+ * guest B, exit, entry back into A. */
+static void build_vm(struct tb *t)
+{
+	tb_simple(t, ppt_psb);
+	tb_mode_exec(t, ptem_64bit);
+	tb_ip(t, ppt_fup, pt_ipc_sext_48, 0x1000);
+	tb_pip_nr(t, cr3_a, 1);
+	tb_simple(t, ppt_psbend);
+	tb_tnt(t, 1, 1);
+	tb_ip(t, ppt_tip, pt_ipc_sext_48, 0x1000);
+	tb_ip(t, ppt_fup, pt_ipc_sext_48, 0x1001);
+	tb_pip_nr(t, cr3_h, 0);
+	tb_ip(t, ppt_tip, pt_ipc_sext_48, 0x8000);
+	tb_tnt(t, 0, 1);
+	tb_pip_nr(t, cr3_b, 1);
+	tb_ip(t, ppt_tip, pt_ipc_sext_48, 0x1000);
+	tb_tnt(t, 1, 1);
+	tb_ip(t, ppt_tip, pt_ipc_sext_48, 0x1000);
+	tb_ip(t, ppt_fup, pt_ipc_sext_48, 0x1000);
+	tb_pip_nr(t, cr3_h, 0);
+	tb_ip(t, ppt_tip, pt_ipc_sext_48, 0x8000);
+	tb_tnt(t, 1, 1);
+	tb_pip_nr(t, cr3_a, 1);
+	tb_ip(t, ppt_tip, pt_ipc_sext_48, 0x1001);
+	tb_tnt(t, 0, 1);
+	tb_ip(t, ppt_tip_pgd, pt_ipc_suppressed, 0);
+}
+
+/* One kernel switches with MOV CR3: A calls into the kernel, which
+ * switches to B; B calls in, the kernel switches back to A and returns
+ * there.  A PSB+ in B's stretch says B's CR3 again. */
+static void build_os(struct tb *t)
+{
+	tb_simple(t, ppt_psb);
+	tb_mode_exec(t, ptem_64bit);
+	tb_ip(t, ppt_fup, pt_ipc_sext_48, 0x1000);
+	tb_pip(t, cr3_a);
+	tb_simple(t, ppt_psbend);
+	tb_tnt(t, 1, 1);
+	tb_ip(t, ppt_tip, pt_ipc_sext_48, 0x8000);
+	tb_pip(t, cr3_b);
+	tb_tnt(t, 0, 1);
+	tb_ip(t, ppt_tip, pt_ipc_sext_48, 0x1000);
+	tb_simple(t, ppt_psb);
+	tb_mode_exec(t, ptem_64bit);
+	tb_ip(t, ppt_fup, pt_ipc_sext_48, 0x1000);
+	tb_pip(t, cr3_b);
+	tb_simple(t, ppt_psbend);
+	tb_tnt(t, 1, 1);
+	tb_ip(t, ppt_tip, pt_ipc_sext_48, 0x8000);
+	tb_pip(t, cr3_a);
+	tb_tnt(t, 1, 1);
+	tb_ip(t, ppt_tip, pt_ipc_sext_48, 0x1001);
+	tb_tnt(t, 0, 1);
+	tb_ip(t, ppt_tip_pgd, pt_ipc_suppressed, 0);
+}
+
+/* Decode with the instruction decoder, filtered to @filter: the log, and
+ * in @kept the instructions the decoder reported in CR3 @keep. */
+static void run(struct log *l, struct log *kept, struct pt_config *config,
+		uint64_t filter, uint64_t keep)
+{
+	struct pt_insn_decoder *d;
+	struct pt_asid asid;
+	int status;
+
+	log_init(l);
+	log_init(kept);
+	d = pt_insn_alloc_decoder(config);
+	if (!CHECK(d != NULL))
+		return;
+	pt_image_set_callback(pt_insn_get_image(d), read_space, NULL);
+	CHECK_EQ(ipt_insn_set_cr3_filter(d, filter), 0);
+	status = pt_insn_sync_forward(d);
+	while (status >= 0) {
+		struct pt_insn insn;
+
+		while (status & pts_event_pending) {
+			struct pt_event ev;
+
+			status = pt_insn_event(d, &ev, sizeof(ev));
+			if (status < 0)
+				break;
+			log_event(l, &ev);
+		}
+		if (status < 0)
+			break;
+
+		status = pt_insn_next(d, &insn, sizeof(insn));
+		if (status == -pte_event_ignored) {
+			status = pts_event_pending;
+			continue;
+		}
+		if (status < 0 && insn.iclass == ptic_unknown)
+			break;
+		log_add(l, "i %llx %u\n", (unsigned long long) insn.ip,
+			insn.size);
+		pt_asid_init(&asid);
+		CHECK_EQ(pt_insn_asid(d, &asid, sizeof(asid)), 0);
+		if (asid.cr3 == keep)
+			log_add(kept, "i %llx\n", (unsigned long long) insn.ip);
+	}
+	if (status != -pte_eos)
+		log_add(l, "x %s\n", pt_errstr(pt_errcode(status)));
+	pt_insn_free_decoder(d);
+}
+
+/* The block decoder, filtered: the instructions it reports, counted. */
+static unsigned long run_blk_count(struct pt_config *config, uint64_t filter)
+{
+	struct pt_block_decoder *d;
+	unsigned long ninsn = 0;
+	int status;
+
+	d = pt_blk_alloc_decoder(config);
+	if (!CHECK(d != NULL))
+		return 0;
+	pt_image_set_callback(pt_blk_get_image(d), read_space, NULL);
+	CHECK_EQ(ipt_blk_set_cr3_filter(d, filter), 0);
+	status = pt_blk_sync_forward(d);
+	while (status >= 0) {
+		struct pt_block b;
+		struct pt_event ev;
+
+		while (status >= 0 && (status & pts_event_pending))
+			status = pt_blk_event(d, &ev, sizeof(ev));
+		if (status < 0)
+			break;
+		status = pt_blk_next(d, &b, sizeof(b));
+		ninsn += b.ninsn;
+	}
+	CHECK_EQ(status, -pte_eos);
+	pt_blk_free_decoder(d);
+	return ninsn;
+}
+
+/* How many lines of @text begin with @prefix. */
+static unsigned long count_lines(const char *text, const char *prefix)
+{
+	unsigned long n = 0;
+
+	for (; *text; text = strchr(text, '\n') + 1) {
+		n += !strncmp(text, prefix, strlen(prefix));
+		if (!strchr(text, '\n'))
+			break;
+	}
+	return n;
+}
+
+/* Lines of @all not in @gap, in order: @all less the instructions the
+ * filter cannot see. */
+static void log_less(struct log *out, const char *all, const char *gap)
+{
+	const char *line = all;
+
+	log_init(out);
+	while (*line) {
+		const char *end = strchr(line, '\n');
+		size_t n = end ? (size_t) (end - line + 1) : strlen(line);
+
+		if (!(*gap && !strncmp(line, gap, strcspn(gap, "\n") + 1))) {
+			log_add(out, "%.*s", (int) n, line);
+		} else
+			gap += strcspn(gap, "\n") + 1;
+		line += n;
+	}
+}
+
+static void check_trace(void (*build)(struct tb *),
+			const char *expected, const char *gap,
+			const char *name)
+{
+	struct log full, full_kept, filtered, filtered_kept, want;
+	unsigned long reads_a, ninsn;
+	struct tb t;
+
+	tb_init(&t);
+	build(&t);
+	tb_done(&t);
+	CHECK_EQ(t.errors, 0);
+
+	reads_reset();
+	run(&full, &full_kept, &t.config, pt_asid_no_cr3, cr3_a);
+	CHECK(strstr(full.text, "x ") == NULL);
+	CHECK(spaces[1].reads > 0);
+
+	reads_reset();
+	run(&filtered, &filtered_kept, &t.config, cr3_a, cr3_a);
+	CHECK(log_is(&filtered, expected, name));
+	reads_a = spaces[0].reads;
+	CHECK(reads_a > 0);
+	CHECK_EQ(spaces[1].reads, 0);
+	CHECK_EQ(spaces[2].reads, 0);
+
+	/* All instructions it reports are A's, and they are what the full
+	 * decode reports in A, less the gap. */
+	CHECK_EQ(count_lines(filtered.text, "i "),
+		 count_lines(filtered_kept.text, "i "));
+	log_less(&want, full_kept.text, gap);
+	CHECK(log_is(&filtered_kept, want.text, name));
+
+	/* The block decoder reports as many, and reads no other code. */
+	reads_reset();
+	ninsn = run_blk_count(&t.config, cr3_a);
+	CHECK_EQ(ninsn, count_lines(filtered_kept.text, "i "));
+	CHECK_EQ(spaces[1].reads, 0);
+	CHECK_EQ(spaces[2].reads, 0);
+}
+
+/* Filtered to the host in build_vm: guests A and B are both skipped. */
+static void check_host(void)
+{
+	struct log l, kept;
+	struct tb t;
+
+	tb_init(&t);
+	build_vm(&t);
+	tb_done(&t);
+	reads_reset();
+	run(&l, &kept, &t.config, cr3_h, cr3_h);
+	CHECK(log_is(&l,
+		     "e enabled 1000\n"
+		     "e exec_mode 1000\n"
+		     "e async_paging 1000\n"
+		     "e disabled 0\n"
+		     "e enabled 8000\n"
+		     "e async_paging 8000\n"
+		     "i 8000 1\n"
+		     "i 8001 2\n"
+		     "i 8003 1\n"
+		     "i 8004 1\n"
+		     "i 8005 3\n"
+		     "e paging 0\n"
+		     "e disabled 0\n"
+		     "e enabled 8000\n"
+		     "e async_paging 8000\n"
+		     "i 8000 1\n"
+		     "i 8001 2\n"
+		     "i 8005 3\n"
+		     "e paging 0\n"
+		     "e disabled 0\n", "host"));
+	CHECK_EQ(spaces[0].reads, 0);
+	CHECK_EQ(spaces[1].reads, 0);
+}
+
+/* Each decoder reads through its own image: nothing one decode read is
+ * cached for the next. */
+int main(void)
+{
+	check_trace(build_vm,
+		    "e enabled 1000\n"
+		    "e exec_mode 1000\n"
+		    "e async_paging 1000\n"
+		    "i 1000 1\n"
+		    "i 1001 2\n"
+		    "i 1005 2\n"
+		    "i 1000 1\n"
+		    "e async_branch 1001\n"
+		    "e async_paging 8000\n"
+		    "e disabled 0\n"
+		    "e paging 0\n"
+		    "e enabled 1001\n"
+		    "i 1001 2\n"
+		    "i 1003 1\n"
+		    "i 1004 1\n"
+		    "i 1005 2\n"
+		    "e disabled 0\n", "", "VM exits and entries");
+	check_trace(build_os,
+		    "e enabled 1000\n"
+		    "e exec_mode 1000\n"
+		    "e async_paging 1000\n"
+		    "i 1000 1\n"
+		    "i 1001 2\n"
+		    "i 1005 2\n"
+		    "i 8000 3\n"
+		    "e paging 0\n"
+		    "e disabled 0\n"
+		    "e paging 0\n"
+		    "e enabled 1001\n"
+		    "i 1001 2\n"
+		    "i 1003 1\n"
+		    "i 1004 1\n"
+		    "i 1005 2\n"
+		    "e disabled 0\n",
+		    "i 8003\ni 8004\ni 8008\n", "MOV CR3");
+	check_host();
+
+	CHECK_EQ(ipt_blk_set_cr3_filter(NULL, 0), -pte_invalid);
+	CHECK_EQ(ipt_insn_set_cr3_filter(NULL, 0), -pte_invalid);
+	return check_done();
+}
