@@ -13288,6 +13288,20 @@ static void ipt__blk_dark_apply(struct pt_block_decoder *decoder,
 	}
 }
 
+/* A paging event the decoder takes (reported, or skipped resynchronizing):
+ * into an address space the filter leaves out, the decoder goes dark, and
+ * reports a disable first if tracing was enabled. */
+static void ipt__blk_take_paging(struct pt_block_decoder *decoder,
+				 const struct pt_event *ev)
+{
+	ipt__blk_change_asid(decoder, ev);
+	if (!decoder->dark &&
+	    !ipt__blk_filter_keeps(decoder, decoder->asid.cr3)) {
+		decoder->dark = 1;
+		decoder->dark_leave = decoder->enabled;
+	}
+}
+
 /* Make @ev an enable at @ip, keeping its time; the filter's own event. */
 static void ipt__blk_filter_enable(struct pt_block_decoder *decoder,
 				   struct pt_event *ev, uint64_t ip)
@@ -17167,12 +17181,7 @@ static int ipt__blk_event(struct pt_block_decoder *decoder,
 			return -pte_bad_query;
 		/* fall through */
 	case ptev_paging:
-		ipt__blk_change_asid(decoder, ev);
-		if (!decoder->dark &&
-		    !ipt__blk_filter_keeps(decoder, decoder->asid.cr3)) {
-			decoder->dark = 1;
-			decoder->dark_leave = decoder->enabled;
-		}
+		ipt__blk_take_paging(decoder, ev);
 		break;
 
 	case ptev_async_vmcs:
@@ -17378,7 +17387,13 @@ static int ipt__blk_resync(struct pt_block_decoder *decoder)
 			}
 			/* fall through */
 		case ptev_paging:
-			ipt__blk_change_asid(decoder, ev);
+			/* Skipped: into an address space the CR3 filter
+			 * leaves out, tracing is off for the decoder. */
+			ipt__blk_take_paging(decoder, ev);
+			if (decoder->dark) {
+				decoder->dark_leave = 0;
+				decoder->enabled = 0;
+			}
 			break;
 
 		case ptev_async_vmcs:
