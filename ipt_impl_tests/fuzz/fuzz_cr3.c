@@ -53,7 +53,11 @@ static uint64_t pick_cr3(const struct pt_config *config, uint32_t pick)
 	return cr3;
 }
 
-#define FZ_CR3_STEP(P, d, item, ev, budget)                                  \
+/* Decode with decoder @d of kind @P, reporting @item, until the end of the
+ * trace or until @budget (steps and instructions; @ninsn is how many
+ * instructions @item holds) is used up: code that loops without trace
+ * goes on for ever. */
+#define FZ_CR3_STEP(P, d, item, ninsn, ev, budget)                           \
 	do {                                                                 \
 		int st_, guest_;                                                \
 		struct ipt_start_state state_;                                  \
@@ -73,6 +77,10 @@ static uint64_t pick_cr3(const struct pt_config *config, uint32_t pick)
 			(void) ipt_##P##_get_start_state(d, &off_, &state_);    \
 			if (st_ >= 0)                                           \
 				st_ = pt_##P##_next(d, &(item), sizeof(item));  \
+			if (st_ >= 0 && (budget) < (ninsn))                     \
+				break;                                          \
+			if (st_ >= 0)                                           \
+				(budget) -= (ninsn);                            \
 			if (st_ >= 0 || st_ == -pte_eos)                        \
 				continue;                                       \
 			st_ = resync ? pt_##P##_resync(d) :                     \
@@ -107,7 +115,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			struct pt_block block;
 
 			budget = in.limit;
-			FZ_CR3_STEP(blk, b, block, &ev, budget);
+			FZ_CR3_STEP(blk, b, block, block.ninsn, &ev, budget);
 		}
 		pt_blk_free_decoder(b);
 
@@ -118,7 +126,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			struct pt_insn insn;
 
 			budget = in.limit;
-			FZ_CR3_STEP(insn, i, insn, &ev, budget);
+			FZ_CR3_STEP(insn, i, insn, 1, &ev, budget);
 		}
 		pt_insn_free_decoder(i);
 	}

@@ -19,6 +19,7 @@ HV_CASES := $(CONFORMANCE)/libipt $(CONFORMANCE)/real \
 UNIT_ARGS_t_hv_fault := $(HV_CASES)
 UNIT_ARGS_t_hv_buffer := $(HV_CASES)
 UNIT_ARGS_t_hv_stream := $(HV_CASES)
+UNIT_ARGS_t_hv_cr3 := $(HV_CASES)
 # t_hv_start: libipt's cases and the ptsynth sample (the real traces pass
 # too but take minutes: t_hv_start $(CONFORMANCE)/real).
 UNIT_ARGS_t_hv_start := $(CONFORMANCE)/libipt --synth examples/synth-sample

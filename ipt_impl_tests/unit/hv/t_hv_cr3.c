@@ -6,9 +6,16 @@
  * instructions a decode without filter reports in the kept CR3: all of
  * them where the switches come with an IP (VM exits and entries), all but
  * those between a MOV CR3 into it and the next IP packet otherwise.  The
- * boundary events are checked against the header's description. */
+ * boundary events are checked against the header's description.
+ *
+ * With arguments (hv_cases.h: corpora, --synth DIR), each case is
+ * decoded without filter, then filtered to each of its first CR3s: no
+ * read of another address space, every instruction reported in the
+ * filter's CR3, and, where the decode without filter met no error, the
+ * filtered instructions a subsequence of the unfiltered ones in that CR3
+ * (or before any PIP). */
 #include "blk_util.h"
-#include "check.h"
+#include "hv_cases.h"
 
 enum {
 	cr3_a = 0x3000,	/* kept */
@@ -344,10 +351,178 @@ static void check_host(void)
 	CHECK_EQ(spaces[1].reads, 0);
 }
 
+/* ---- the corpus ---- */
+
+enum { corpus_max_insn = 1 << 22, corpus_max_cr3 = 3 };
+
+struct cr3_gmem {
+	struct gmem *m;
+	uint64_t filter;
+	unsigned long others;
+};
+
+static int cr3_gmem_read(uint8_t *buffer, size_t size,
+			 const struct pt_asid *asid, uint64_t ip,
+			 void *context)
+{
+	struct cr3_gmem *g = (struct cr3_gmem *) context;
+
+	if (asid && asid->cr3 != pt_asid_no_cr3 && asid->cr3 != g->filter)
+		g->others += 1;
+	return gmem_read(buffer, size, asid, ip, g->m);
+}
+
+struct trail {
+	uint64_t *ip, *cr3;
+	size_t n, cap;
+	unsigned long errors;
+};
+
+static void trail_add(struct trail *t, uint64_t ip, uint64_t cr3)
+{
+	if (t->n == t->cap) {
+		size_t cap = t->cap ? 2 * t->cap : 4096;
+		uint64_t *a = (uint64_t *) realloc(t->ip, cap * sizeof(*a));
+		uint64_t *b;
+
+		if (!a)
+			abort();
+		t->ip = a;
+		b = (uint64_t *) realloc(t->cr3, cap * sizeof(*b));
+		if (!b)
+			abort();
+		t->cr3 = b;
+		t->cap = cap;
+	}
+	t->ip[t->n] = ip;
+	t->cr3[t->n++] = cr3;
+}
+
+/* Decode @c with the instruction decoder filtered to @filter, synchronizing
+ * forward after errors. */
+static void corpus_decode(struct trail *t, struct hcase *c, uint64_t filter,
+			  struct cr3_gmem *g)
+{
+	struct pt_insn_decoder *d;
+	int status;
+
+	memset(t, 0, sizeof(*t));
+	d = pt_insn_alloc_decoder(&c->config);
+	if (!CHECK(d != NULL))
+		return;
+	g->m = &c->mem;
+	g->filter = filter;
+	g->others = 0;
+	pt_image_set_callback(pt_insn_get_image(d), cr3_gmem_read, g);
+	CHECK_EQ(ipt_insn_set_cr3_filter(d, filter), 0);
+	status = pt_insn_sync_forward(d);
+	while (status != -pte_eos && t->n < corpus_max_insn) {
+		struct pt_insn insn;
+		struct pt_event ev;
+		struct pt_asid asid;
+
+		while (status >= 0 && (status & pts_event_pending))
+			status = pt_insn_event(d, &ev, sizeof(ev));
+		if (status >= 0)
+			status = pt_insn_next(d, &insn, sizeof(insn));
+		if (status == -pte_event_ignored) {
+			status = pts_event_pending;
+			continue;
+		}
+		if (status >= 0 || insn.iclass != ptic_unknown) {
+			pt_asid_init(&asid);
+			(void) pt_insn_asid(d, &asid, sizeof(asid));
+			trail_add(t, insn.ip, asid.cr3);
+		}
+		if (status < 0 && status != -pte_eos) {
+			t->errors += 1;
+			status = pt_insn_sync_forward(d);
+		}
+	}
+	pt_insn_free_decoder(d);
+}
+
+static unsigned long corpus_cases, corpus_checked, corpus_kept,
+	corpus_restricted;
+
+/* Is @f's every instruction, in order, one of @full's in @cr3 (or before
+ * any PIP)? */
+static int corpus_subsequence(const struct trail *f, const struct trail *full,
+			      uint64_t cr3)
+{
+	size_t i = 0, j;
+
+	for (j = 0; j < full->n && i < f->n; ++j) {
+		if (full->cr3[j] != cr3 && full->cr3[j] != pt_asid_no_cr3)
+			continue;
+		corpus_restricted += 1;
+		if (full->ip[j] == f->ip[i])
+			i += 1;
+	}
+	for (; j < full->n; ++j)
+		corpus_restricted += full->cr3[j] == cr3 ||
+				     full->cr3[j] == pt_asid_no_cr3;
+	return i == f->n;
+}
+
+static void corpus_case(struct hcase *c)
+{
+	struct trail full, f;
+	struct cr3_gmem g;
+	uint64_t cr3s[corpus_max_cr3];
+	size_t i, n = 0, k;
+
+	corpus_decode(&full, c, pt_asid_no_cr3, &g);
+	for (i = 0; i < full.n && n < corpus_max_cr3; ++i) {
+		if (full.cr3[i] == pt_asid_no_cr3)
+			continue;
+		for (k = 0; k < n && cr3s[k] != full.cr3[i]; ++k)
+			;
+		if (k == n)
+			cr3s[n++] = full.cr3[i];
+	}
+	corpus_cases += n ? 1 : 0;
+	for (k = 0; k < n; ++k) {
+		int wrong = 0;
+
+		corpus_decode(&f, c, cr3s[k], &g);
+		if (!CHECK(g.others == 0))
+			printf("  %s, cr3 %llx: other address spaces read\n",
+			       c->name, (unsigned long long) cr3s[k]);
+		for (i = 0; i < f.n; ++i)
+			wrong += f.cr3[i] != cr3s[k] &&
+				 f.cr3[i] != pt_asid_no_cr3;
+		if (!CHECK(wrong == 0))
+			printf("  %s, cr3 %llx: instructions of another\n",
+			       c->name, (unsigned long long) cr3s[k]);
+		if (!full.errors && full.n < corpus_max_insn &&
+		    f.n < corpus_max_insn) {
+			corpus_checked += 1;
+			corpus_kept += f.n;
+			if (!CHECK(corpus_subsequence(&f, &full, cr3s[k])))
+				printf("  %s, cr3 %llx: not the unfiltered "
+				       "decode's\n", c->name,
+				       (unsigned long long) cr3s[k]);
+		}
+		free(f.ip);
+		free(f.cr3);
+	}
+	free(full.ip);
+	free(full.cr3);
+}
+
 /* Each decoder reads through its own image: nothing one decode read is
  * cached for the next. */
-int main(void)
+int main(int argc, char **argv)
 {
+	if (argc > 1) {
+		hv_cases(argc, argv, corpus_case);
+		printf("%lu cases with PIPs, %lu filtered decodes compared: "
+		       "%lu of %lu instructions kept\n", corpus_cases,
+		       corpus_checked, corpus_kept, corpus_restricted);
+		CHECK(corpus_checked > 0);
+	}
+
 	check_trace(build_vm,
 		    "e enabled 1000\n"
 		    "e exec_mode 1000\n"
