@@ -6100,8 +6100,9 @@ static IPT__UNUSED int ipt__tcal_same(const struct ipt_time_cal *a,
  *   int  ipt__evt_same_event(const struct pt_event *,
  *                            const struct pt_event *);
  *        between two calls: the same state, the same event (for >>seg)
- *   int  ipt__evt_non_root(const struct pt_event *ev);
- *        a paging event's NR bit: 1 guest, 0 host; -1 other events
+ *   int  ipt__evt_paging(const struct pt_event *ev, uint64_t *cr3);
+ *        a paging event's CR3 and NR bit (1 guest, 0 host); -1 for
+ *        other events
  *   int  ipt__evt_next_tnt(struct pt_event_decoder *decoder,
  *                          struct pt_event *ev);
  *        pt_evt_next() for a caller holding a used-up TNT or TIP event
@@ -8957,17 +8958,28 @@ static int ipt__evt_next(struct pt_event_decoder *decoder,
 
 /* ---- guest or host ---- */
 
-/* What a paging event says of VMX (PIP's NR bit, SDM 33.4.2.17 / 36.5.1):
- * 1 for a guest's CR3 (non-root), 0 for the host's; -1 for an event that
- * says nothing of it.  The query and block decoders tag what follows with
- * it (ipt_*_in_guest). */
-static IPT__UNUSED int ipt__evt_non_root(const struct pt_event *ev)
+/* What a paging event (PIP, SDM 33.4.2.17 / 36.5.1) says: the CR3 it
+ * switches to in *@cr3 (if not NULL), and of VMX 1 for a guest's CR3
+ * (NR set: non-root), 0 for the host's; -1 for any other event.  The query
+ * and block decoders tag what follows with it (ipt_*_in_guest); the block
+ * decoder's CR3 filter compares the CR3. */
+static IPT__UNUSED int ipt__evt_paging(const struct pt_event *ev,
+				       uint64_t *cr3)
 {
-	if (ev->type == ptev_paging)
-		return ev->variant.paging.non_root;
-	if (ev->type == ptev_async_paging)
-		return ev->variant.async_paging.non_root;
-	return -1;
+	uint64_t value;
+	int nr;
+
+	if (ev->type == ptev_paging) {
+		value = ev->variant.paging.cr3;
+		nr = ev->variant.paging.non_root;
+	} else if (ev->type == ptev_async_paging) {
+		value = ev->variant.async_paging.cr3;
+		nr = ev->variant.async_paging.non_root;
+	} else
+		return -1;
+	if (cr3)
+		*cr3 = value;
+	return nr;
 }
 
 /* ---- comparing decoders (for >>seg) ---- */
@@ -9455,7 +9467,7 @@ static int ipt__qry_event(struct pt_query_decoder *decoder,
 	if (size > sizeof(decoder->event))
 		size = sizeof(decoder->event);
 	IPT_MEMCPY(event, &decoder->event, size);
-	nr = ipt__evt_non_root(&decoder->event);
+	nr = ipt__evt_paging(&decoder->event, NULL);
 	if (nr >= 0) {
 		decoder->vm_known = 1;
 		decoder->non_root = nr ? 1 : 0;
@@ -13251,17 +13263,6 @@ static int ipt__blk_filter_keeps(const struct pt_block_decoder *decoder,
 	       cr3 == decoder->cr3_filter;
 }
 
-/* The CR3 a paging event switches to, or pt_asid_no_cr3 for other
- * events. */
-static uint64_t ipt__blk_event_cr3(const struct pt_event *ev)
-{
-	if (ev->type == ptev_paging)
-		return ev->variant.paging.cr3;
-	if (ev->type == ptev_async_paging)
-		return ev->variant.async_paging.cr3;
-	return pt_asid_no_cr3;
-}
-
 /* A skipped event's state, taken in without reporting it. */
 static void ipt__blk_dark_apply(struct pt_block_decoder *decoder,
 				const struct pt_event *ev)
@@ -13345,14 +13346,13 @@ static void ipt__blk_dark(struct pt_block_decoder *decoder)
 	uint64_t cr3, ip;
 
 	for (; decoder->status >= 0; ipt__blk_next_event(decoder)) {
-		cr3 = ipt__blk_event_cr3(ev);
-		if (cr3 != pt_asid_no_cr3 && ipt__blk_filter_keeps(decoder, cr3) &&
-		    ev->type == ptev_paging)
+		if (ipt__evt_paging(ev, &cr3) < 0)
+			cr3 = decoder->asid.cr3;
+		else if (ev->type == ptev_paging &&
+			 ipt__blk_filter_keeps(decoder, cr3))
 			/* Back, at an IP the trace does not say: indicated
 			 * while disabled, the skip goes on. */
 			return;
-		if (cr3 == pt_asid_no_cr3)
-			cr3 = decoder->asid.cr3;
 		if (!ipt__blk_filter_keeps(decoder, cr3)) {
 			ipt__blk_dark_apply(decoder, ev);
 			continue;
@@ -17063,17 +17063,14 @@ static int ipt__blk_process_overflow(struct pt_block_decoder *decoder,
 static void ipt__blk_change_asid(struct pt_block_decoder *decoder,
 				 const struct pt_event *ev)
 {
-	int nr = ipt__evt_non_root(ev);
+	uint64_t cr3;
+	int nr = ipt__evt_paging(ev, &cr3);
 
 	if (nr >= 0) {
+		decoder->asid.cr3 = cr3;
 		decoder->non_root = nr ? 1 : 0;
 		decoder->vm_known = 1;
-	}
-	if (ev->type == ptev_paging)
-		decoder->asid.cr3 = ev->variant.paging.cr3;
-	else if (ev->type == ptev_async_paging)
-		decoder->asid.cr3 = ev->variant.async_paging.cr3;
-	else if (ev->type == ptev_vmcs)
+	} else if (ev->type == ptev_vmcs)
 		decoder->asid.vmcs = ev->variant.vmcs.base;
 	else if (ev->type == ptev_async_vmcs)
 		decoder->asid.vmcs = ev->variant.async_vmcs.base;

@@ -105,31 +105,31 @@ static void reads_reset(void)
 		spaces[i].reads = 0;
 }
 
+/* A VM exit at @from (FUP, PIP(host), TIP to the host), the host's jz
+ * @taken, the VM entry at its VMRESUME into the guest of @cr3 at @to
+ * (PIP(guest, NR=1), TIP). */
+static void vm_switch(struct tb *t, uint64_t from, int taken, uint64_t cr3,
+		      uint64_t to)
+{
+	tb_ip(t, ppt_fup, pt_ipc_sext_48, from);
+	tb_pip_nr(t, cr3_h, 0);
+	tb_ip(t, ppt_tip, pt_ipc_sext_48, 0x8000);
+	tb_tnt(t, taken, 1);
+	tb_pip_nr(t, cr3, 1);
+	tb_ip(t, ppt_tip, pt_ipc_sext_48, to);
+}
+
 /* VM exits and entries switch: guest A, exit to the host, entry into
  * guest B, exit, entry back into A. */
 static void build_vm(struct tb *t)
 {
-	tb_simple(t, ppt_psb);
-	tb_mode_exec(t, ptem_64bit);
-	tb_ip(t, ppt_fup, pt_ipc_sext_48, 0x1000);
-	tb_pip_nr(t, cr3_a, 1);
-	tb_simple(t, ppt_psbend);
+	tb_start64_pip(t, 0x1000, cr3_a, 1);
 	tb_tnt(t, 1, 1);
 	tb_ip(t, ppt_tip, pt_ipc_sext_48, 0x1000);
-	tb_ip(t, ppt_fup, pt_ipc_sext_48, 0x1001);
-	tb_pip_nr(t, cr3_h, 0);
-	tb_ip(t, ppt_tip, pt_ipc_sext_48, 0x8000);
-	tb_tnt(t, 0, 1);
-	tb_pip_nr(t, cr3_b, 1);
-	tb_ip(t, ppt_tip, pt_ipc_sext_48, 0x1000);
+	vm_switch(t, 0x1001, 0, cr3_b, 0x1000);
 	tb_tnt(t, 1, 1);
 	tb_ip(t, ppt_tip, pt_ipc_sext_48, 0x1000);
-	tb_ip(t, ppt_fup, pt_ipc_sext_48, 0x1000);
-	tb_pip_nr(t, cr3_h, 0);
-	tb_ip(t, ppt_tip, pt_ipc_sext_48, 0x8000);
-	tb_tnt(t, 1, 1);
-	tb_pip_nr(t, cr3_a, 1);
-	tb_ip(t, ppt_tip, pt_ipc_sext_48, 0x1001);
+	vm_switch(t, 0x1000, 1, cr3_a, 0x1001);
 	tb_tnt(t, 0, 1);
 	tb_ip(t, ppt_tip_pgd, pt_ipc_suppressed, 0);
 }
@@ -139,21 +139,13 @@ static void build_vm(struct tb *t)
  * there.  A PSB+ in B's stretch says B's CR3 again. */
 static void build_os(struct tb *t)
 {
-	tb_simple(t, ppt_psb);
-	tb_mode_exec(t, ptem_64bit);
-	tb_ip(t, ppt_fup, pt_ipc_sext_48, 0x1000);
-	tb_pip(t, cr3_a);
-	tb_simple(t, ppt_psbend);
+	tb_start64_pip(t, 0x1000, cr3_a, 0);
 	tb_tnt(t, 1, 1);
 	tb_ip(t, ppt_tip, pt_ipc_sext_48, 0x8000);
 	tb_pip(t, cr3_b);
 	tb_tnt(t, 0, 1);
 	tb_ip(t, ppt_tip, pt_ipc_sext_48, 0x1000);
-	tb_simple(t, ppt_psb);
-	tb_mode_exec(t, ptem_64bit);
-	tb_ip(t, ppt_fup, pt_ipc_sext_48, 0x1000);
-	tb_pip(t, cr3_b);
-	tb_simple(t, ppt_psbend);
+	tb_start64_pip(t, 0x1000, cr3_b, 0);
 	tb_tnt(t, 1, 1);
 	tb_ip(t, ppt_tip, pt_ipc_sext_48, 0x8000);
 	tb_pip(t, cr3_a);
@@ -163,14 +155,33 @@ static void build_os(struct tb *t)
 	tb_ip(t, ppt_tip_pgd, pt_ipc_suppressed, 0);
 }
 
+/* In @kept, each instruction reported in CR3 @keep. */
+struct kept {
+	struct log *log;
+	uint64_t keep;
+};
+
+static void keep_line(struct log *l, struct pt_insn_decoder *d,
+		      const struct pt_insn *insn, void *context)
+{
+	struct kept *k = (struct kept *) context;
+	struct pt_asid asid;
+
+	(void) l;
+	pt_asid_init(&asid);
+	if (!insn || pt_insn_asid(d, &asid, sizeof(asid)) < 0)
+		return;
+	if (asid.cr3 == k->keep)
+		log_add(k->log, "i %llx\n", (unsigned long long) insn->ip);
+}
+
 /* Decode with the instruction decoder, filtered to @filter: the log, and
  * in @kept the instructions the decoder reported in CR3 @keep. */
 static void run(struct log *l, struct log *kept, struct pt_config *config,
 		uint64_t filter, uint64_t keep)
 {
 	struct pt_insn_decoder *d;
-	struct pt_asid asid;
-	int status;
+	struct kept k;
 
 	log_init(l);
 	log_init(kept);
@@ -179,37 +190,9 @@ static void run(struct log *l, struct log *kept, struct pt_config *config,
 		return;
 	pt_image_set_callback(pt_insn_get_image(d), read_space, NULL);
 	CHECK_EQ(ipt_insn_set_cr3_filter(d, filter), 0);
-	status = pt_insn_sync_forward(d);
-	while (status >= 0) {
-		struct pt_insn insn;
-
-		while (status & pts_event_pending) {
-			struct pt_event ev;
-
-			status = pt_insn_event(d, &ev, sizeof(ev));
-			if (status < 0)
-				break;
-			log_event(l, &ev);
-		}
-		if (status < 0)
-			break;
-
-		status = pt_insn_next(d, &insn, sizeof(insn));
-		if (status == -pte_event_ignored) {
-			status = pts_event_pending;
-			continue;
-		}
-		if (status < 0 && insn.iclass == ptic_unknown)
-			break;
-		log_add(l, "i %llx %u\n", (unsigned long long) insn.ip,
-			insn.size);
-		pt_asid_init(&asid);
-		CHECK_EQ(pt_insn_asid(d, &asid, sizeof(asid)), 0);
-		if (asid.cr3 == keep)
-			log_add(kept, "i %llx\n", (unsigned long long) insn.ip);
-	}
-	if (status != -pte_eos)
-		log_add(l, "x %s\n", pt_errstr(pt_errcode(status)));
+	k.log = kept;
+	k.keep = keep;
+	run_insn_with(l, d, keep_line, &k);
 	pt_insn_free_decoder(d);
 }
 
@@ -523,41 +506,38 @@ int main(int argc, char **argv)
 		CHECK(corpus_checked > 0);
 	}
 
+	/* A from its first PSB+ to its jmp, and from 1001 back to its jmp,
+	 * which disables tracing. */
+#define A_STARTS                                                             \
+	"e enabled 1000\n"                                                   \
+	"e exec_mode 1000\n"                                                 \
+	"e async_paging 1000\n"                                              \
+	"i 1000 1\n"                                                         \
+	"i 1001 2\n"                                                         \
+	"i 1005 2\n"
+#define A_RETURNS                                                            \
+	"e enabled 1001\n"                                                   \
+	"i 1001 2\n"                                                         \
+	"i 1003 1\n"                                                         \
+	"i 1004 1\n"                                                         \
+	"i 1005 2\n"                                                         \
+	"e disabled 0\n"
+
 	check_trace(build_vm,
-		    "e enabled 1000\n"
-		    "e exec_mode 1000\n"
-		    "e async_paging 1000\n"
-		    "i 1000 1\n"
-		    "i 1001 2\n"
-		    "i 1005 2\n"
+		    A_STARTS
 		    "i 1000 1\n"
 		    "e async_branch 1001\n"
 		    "e async_paging 8000\n"
 		    "e disabled 0\n"
 		    "e paging 0\n"
-		    "e enabled 1001\n"
-		    "i 1001 2\n"
-		    "i 1003 1\n"
-		    "i 1004 1\n"
-		    "i 1005 2\n"
-		    "e disabled 0\n", "", "VM exits and entries");
+		    A_RETURNS, "", "VM exits and entries");
 	check_trace(build_os,
-		    "e enabled 1000\n"
-		    "e exec_mode 1000\n"
-		    "e async_paging 1000\n"
-		    "i 1000 1\n"
-		    "i 1001 2\n"
-		    "i 1005 2\n"
+		    A_STARTS
 		    "i 8000 3\n"
 		    "e paging 0\n"
 		    "e disabled 0\n"
 		    "e paging 0\n"
-		    "e enabled 1001\n"
-		    "i 1001 2\n"
-		    "i 1003 1\n"
-		    "i 1004 1\n"
-		    "i 1005 2\n"
-		    "e disabled 0\n",
+		    A_RETURNS,
 		    "i 8003\ni 8004\ni 8008\n", "MOV CR3");
 	check_host();
 

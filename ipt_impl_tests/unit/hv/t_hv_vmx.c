@@ -58,68 +58,38 @@ static void log_tag(struct log *l, int in_guest)
 	log_add(l, " %c\n", tag(in_guest));
 }
 
-static void run_tagged(struct log *l, struct pt_insn_decoder *d)
+static void tag_line(struct log *l, struct pt_insn_decoder *d,
+		     const struct pt_insn *insn, void *context)
 {
-	int status;
-
-	log_init(l);
-	status = pt_insn_sync_set(d, 0);
-	while (status >= 0) {
-		struct pt_insn insn;
-
-		while (status & pts_event_pending) {
-			struct pt_event ev;
-
-			status = pt_insn_event(d, &ev, sizeof(ev));
-			if (status < 0)
-				break;
-			log_event(l, &ev);
-			log_tag(l, ipt_insn_in_guest(d));
-		}
-		if (status < 0)
-			break;
-
-		/* An event the last call did not announce comes now (as in
-		 * libipt, whose ptxed fetches it). */
-		status = pt_insn_next(d, &insn, sizeof(insn));
-		if (status == -pte_event_ignored)
-			status = pts_event_pending;
-		else if (status >= 0) {
-			log_add(l, "i %llx %u\n", (unsigned long long) insn.ip,
-				insn.size);
-			log_tag(l, ipt_insn_in_guest(d));
-		}
-	}
-	if (status != -pte_eos)
-		log_add(l, "x %s\n", pt_errstr(pt_errcode(status)));
+	(void) insn;
+	(void) context;
+	log_tag(l, ipt_insn_in_guest(d));
 }
 
-struct shape {
-	const char *name;
-	void (*build)(struct tb *t);
-	/* What libipt's rules give, and what vm-tolerant gives (NULL: the
-	 * same). */
-	const char *strict;
-	const char *tolerant;
-};
+/* The guest runs at 0x1000 and is interrupted at 0x1001. */
+static void guest_runs(struct tb *t)
+{
+	tb_start64_pip(t, 0x1000, guest_cr3, 1);
+	tb_ip(t, ppt_fup, pt_ipc_sext_48, 0x1001);
+}
 
 /* System-wide tracing (no MSR-load lists, nothing concealed): the exit is
  * FUP(guest IP), PIP(host CR3, NR=0), TIP(host IP); the host loads a VMCS
  * (VMCS packet at VMPTRLD) and enters with PIP(guest CR3, NR=1),
  * TIP(guest IP) at VMRESUME. */
-static void build_system_wide(struct tb *t)
+static void exit_and_enter(struct tb *t)
 {
-	tb_simple(t, ppt_psb);
-	tb_mode_exec(t, ptem_64bit);
-	tb_ip(t, ppt_fup, pt_ipc_sext_48, 0x1000);
-	tb_pip_nr(t, guest_cr3, 1);
-	tb_simple(t, ppt_psbend);
-	tb_ip(t, ppt_fup, pt_ipc_sext_48, 0x1001);
+	guest_runs(t);
 	tb_pip_nr(t, host_cr3, 0);
 	tb_ip(t, ppt_tip, pt_ipc_sext_48, 0x1100);
 	tb_vmcs(t, vmcs);
 	tb_pip_nr(t, guest_cr3, 1);
 	tb_ip(t, ppt_tip, pt_ipc_sext_48, 0x1001);
+}
+
+static void build_system_wide(struct tb *t)
+{
+	exit_and_enter(t);
 	tb_ip(t, ppt_tip_pgd, pt_ipc_suppressed, 0);
 }
 
@@ -127,17 +97,7 @@ static void build_system_wide(struct tb *t)
  * the decoder knows (enabled at the guest IP, guest CR3, the VMCS). */
 static void build_psb_after_entry(struct tb *t)
 {
-	tb_simple(t, ppt_psb);
-	tb_mode_exec(t, ptem_64bit);
-	tb_ip(t, ppt_fup, pt_ipc_sext_48, 0x1000);
-	tb_pip_nr(t, guest_cr3, 1);
-	tb_simple(t, ppt_psbend);
-	tb_ip(t, ppt_fup, pt_ipc_sext_48, 0x1001);
-	tb_pip_nr(t, host_cr3, 0);
-	tb_ip(t, ppt_tip, pt_ipc_sext_48, 0x1100);
-	tb_vmcs(t, vmcs);
-	tb_pip_nr(t, guest_cr3, 1);
-	tb_ip(t, ppt_tip, pt_ipc_sext_48, 0x1001);
+	exit_and_enter(t);
 	tb_simple(t, ppt_psb);
 	tb_mode_exec(t, ptem_64bit);
 	tb_ip(t, ppt_fup, pt_ipc_sext_48, 0x1001);
@@ -148,59 +108,51 @@ static void build_psb_after_entry(struct tb *t)
 }
 
 /* The guest alone, switched by the VMCS's MSR-load lists: the exit clears
- * TraceEn (FUP(guest IP), TIP.PGD()), the entry sets it again
- * (PIP(guest CR3, NR=1), MODE.Exec, TIP.PGE(guest IP)). */
+ * TraceEn (FUP(guest IP), TIP.PGD()); the entry sets it again, after
+ * which comes @entry's shape, then the guest runs to its JMP. */
+static void guest_only(struct tb *t, void (*entry)(struct tb *t))
+{
+	guest_runs(t);
+	tb_ip(t, ppt_tip_pgd, pt_ipc_suppressed, 0);
+	entry(t);
+	tb_ip(t, ppt_tip_pgd, pt_ipc_suppressed, 0);
+}
+
+/* PIP(guest CR3, NR=1), MODE.Exec, TIP.PGE(guest IP). */
+static void entry_pge(struct tb *t)
+{
+	tb_pip_nr(t, guest_cr3, 1);
+	tb_mode_exec(t, ptem_64bit);
+	tb_ip(t, ppt_tip_pge, pt_ipc_sext_48, 0x1001);
+}
+
+/* A PSB+ whose FUP says tracing is on at the guest IP (TraceEn set as by
+ * WRMSR), then TIP.PGE there. */
+static void entry_psb_pge(struct tb *t)
+{
+	tb_start64_pip(t, 0x1001, guest_cr3, 1);
+	tb_ip(t, ppt_tip_pge, pt_ipc_sext_48, 0x1001);
+}
+
+/* The PSB+ alone says tracing is on. */
+static void entry_psb(struct tb *t)
+{
+	tb_start64_pip(t, 0x1001, guest_cr3, 1);
+}
+
 static void build_guest_only(struct tb *t)
 {
-	tb_simple(t, ppt_psb);
-	tb_mode_exec(t, ptem_64bit);
-	tb_ip(t, ppt_fup, pt_ipc_sext_48, 0x1000);
-	tb_pip_nr(t, guest_cr3, 1);
-	tb_simple(t, ppt_psbend);
-	tb_ip(t, ppt_fup, pt_ipc_sext_48, 0x1001);
-	tb_ip(t, ppt_tip_pgd, pt_ipc_suppressed, 0);
-	tb_pip_nr(t, guest_cr3, 1);
-	tb_mode_exec(t, ptem_64bit);
-	tb_ip(t, ppt_tip_pge, pt_ipc_sext_48, 0x1001);
-	tb_ip(t, ppt_tip_pgd, pt_ipc_suppressed, 0);
+	guest_only(t, entry_pge);
 }
 
-/* The guest alone, the entry with a PSB+ whose FUP says tracing is on at
- * the guest IP (TraceEn set as by WRMSR), then TIP.PGE there. */
 static void build_guest_only_psb_pge(struct tb *t)
 {
-	tb_simple(t, ppt_psb);
-	tb_mode_exec(t, ptem_64bit);
-	tb_ip(t, ppt_fup, pt_ipc_sext_48, 0x1000);
-	tb_pip_nr(t, guest_cr3, 1);
-	tb_simple(t, ppt_psbend);
-	tb_ip(t, ppt_fup, pt_ipc_sext_48, 0x1001);
-	tb_ip(t, ppt_tip_pgd, pt_ipc_suppressed, 0);
-	tb_simple(t, ppt_psb);
-	tb_mode_exec(t, ptem_64bit);
-	tb_ip(t, ppt_fup, pt_ipc_sext_48, 0x1001);
-	tb_pip_nr(t, guest_cr3, 1);
-	tb_simple(t, ppt_psbend);
-	tb_ip(t, ppt_tip_pge, pt_ipc_sext_48, 0x1001);
-	tb_ip(t, ppt_tip_pgd, pt_ipc_suppressed, 0);
+	guest_only(t, entry_psb_pge);
 }
 
-/* As above without the TIP.PGE: the PSB+ alone says tracing is on. */
 static void build_guest_only_psb(struct tb *t)
 {
-	tb_simple(t, ppt_psb);
-	tb_mode_exec(t, ptem_64bit);
-	tb_ip(t, ppt_fup, pt_ipc_sext_48, 0x1000);
-	tb_pip_nr(t, guest_cr3, 1);
-	tb_simple(t, ppt_psbend);
-	tb_ip(t, ppt_fup, pt_ipc_sext_48, 0x1001);
-	tb_ip(t, ppt_tip_pgd, pt_ipc_suppressed, 0);
-	tb_simple(t, ppt_psb);
-	tb_mode_exec(t, ptem_64bit);
-	tb_ip(t, ppt_fup, pt_ipc_sext_48, 0x1001);
-	tb_pip_nr(t, guest_cr3, 1);
-	tb_simple(t, ppt_psbend);
-	tb_ip(t, ppt_tip_pgd, pt_ipc_suppressed, 0);
+	guest_only(t, entry_psb);
 }
 
 /* The host alone: the entry clears TraceEn (PIP(guest CR3, NR=1),
@@ -208,11 +160,7 @@ static void build_guest_only_psb(struct tb *t)
  * MODE.Exec, TIP.PGE(host IP)). */
 static void build_host_only(struct tb *t)
 {
-	tb_simple(t, ppt_psb);
-	tb_mode_exec(t, ptem_64bit);
-	tb_ip(t, ppt_fup, pt_ipc_sext_48, 0x1100);
-	tb_pip_nr(t, host_cr3, 0);
-	tb_simple(t, ppt_psbend);
+	tb_start64_pip(t, 0x1100, host_cr3, 0);
 	tb_vmcs(t, vmcs);
 	tb_pip_nr(t, guest_cr3, 1);
 	tb_ip(t, ppt_tip_pgd, pt_ipc_suppressed, 0);
@@ -223,21 +171,13 @@ static void build_host_only(struct tb *t)
 }
 
 /* An IP filter that leaves the host out: the exit is FUP(guest IP),
- * PIP(host CR3, NR=0), TIP.PGD(host IP); the entry PIP(guest CR3, NR=1),
- * MODE.Exec, TIP.PGE(guest IP). */
+ * PIP(host CR3, NR=0), TIP.PGD(host IP); the entry as entry_pge. */
 static void build_host_filtered(struct tb *t)
 {
-	tb_simple(t, ppt_psb);
-	tb_mode_exec(t, ptem_64bit);
-	tb_ip(t, ppt_fup, pt_ipc_sext_48, 0x1000);
-	tb_pip_nr(t, guest_cr3, 1);
-	tb_simple(t, ppt_psbend);
-	tb_ip(t, ppt_fup, pt_ipc_sext_48, 0x1001);
+	guest_runs(t);
 	tb_pip_nr(t, host_cr3, 0);
 	tb_ip(t, ppt_tip_pgd, pt_ipc_sext_48, 0x1100);
-	tb_pip_nr(t, guest_cr3, 1);
-	tb_mode_exec(t, ptem_64bit);
-	tb_ip(t, ppt_tip_pge, pt_ipc_sext_48, 0x1001);
+	entry_pge(t);
 	tb_ip(t, ppt_tip_pgd, pt_ipc_suppressed, 0);
 }
 
@@ -253,94 +193,56 @@ static void build_concealed(struct tb *t)
 	tb_ip(t, ppt_tip_pgd, pt_ipc_suppressed, 0);
 }
 
+/* What the decoders report, in pieces: the guest from its first PSB+ to
+ * the VM exit, the host from its first instruction to VMRESUME, the guest
+ * from the entry to its JMP, and the guest alone entered again. */
+#define GUEST_START                                                          \
+	"e enabled 1000 ?\n"                                                 \
+	"e exec_mode 1000 ?\n"                                               \
+	"e async_paging 1000 g\n"                                            \
+	"i 1000 1 g\n"
+#define HOST_RUNS                                                            \
+	"e async_branch 1001 g\n"                                            \
+	"e async_paging 1100 h\n"                                            \
+	"i 1100 1 h\n"                                                       \
+	"i 1101 3 h\n"                                                       \
+	"e vmcs 0 h\n"                                                       \
+	"i 1104 3 h\n"                                                       \
+	"e paging 0 g\n"
+#define GUEST_ENDS                                                           \
+	"i 1001 1 g\n"                                                       \
+	"i 1002 1 g\n"                                                       \
+	"i 1003 2 g\n"                                                       \
+	"e disabled 0 g\n"
+#define GUEST_EXITS "e async_disabled 0 g\n"
+#define GUEST_PSB "e enabled 1001 g\n"                                       \
+	"e exec_mode 1001 g\n"                                               \
+	"e async_paging 1001 g\n"
+
+struct shape {
+	const char *name;
+	void (*build)(struct tb *t);
+	/* What libipt's rules give, and what vm-tolerant gives (NULL: the
+	 * same). */
+	const char *strict;
+	const char *tolerant;
+};
+
 static const struct shape shapes[] = {
 	{ "system-wide", build_system_wide,
-	  "e enabled 1000 ?\n"
-	  "e exec_mode 1000 ?\n"
-	  "e async_paging 1000 g\n"
-	  "i 1000 1 g\n"
-	  "e async_branch 1001 g\n"
-	  "e async_paging 1100 h\n"
-	  "i 1100 1 h\n"
-	  "i 1101 3 h\n"
-	  "e vmcs 0 h\n"
-	  "i 1104 3 h\n"
-	  "e paging 0 g\n"
-	  "i 1001 1 g\n"
-	  "i 1002 1 g\n"
-	  "i 1003 2 g\n"
-	  "e disabled 0 g\n", NULL },
+	  GUEST_START HOST_RUNS GUEST_ENDS, NULL },
 	{ "PSB+ after entry", build_psb_after_entry,
-	  "e enabled 1000 ?\n"
-	  "e exec_mode 1000 ?\n"
-	  "e async_paging 1000 g\n"
-	  "i 1000 1 g\n"
-	  "e async_branch 1001 g\n"
-	  "e async_paging 1100 h\n"
-	  "i 1100 1 h\n"
-	  "i 1101 3 h\n"
-	  "e vmcs 0 h\n"
-	  "i 1104 3 h\n"
-	  "e paging 0 g\n"
-	  "e enabled 1001 g\n"
-	  "e exec_mode 1001 g\n"
-	  "e async_paging 1001 g\n"
-	  "e async_vmcs 0 g\n"
-	  "i 1001 1 g\n"
-	  "i 1002 1 g\n"
-	  "i 1003 2 g\n"
-	  "e disabled 0 g\n", NULL },
+	  GUEST_START HOST_RUNS GUEST_PSB "e async_vmcs 0 g\n" GUEST_ENDS,
+	  NULL },
 	{ "guest only", build_guest_only,
-	  "e enabled 1000 ?\n"
-	  "e exec_mode 1000 ?\n"
-	  "e async_paging 1000 g\n"
-	  "i 1000 1 g\n"
-	  "e async_disabled 0 g\n"
-	  "e paging 0 g\n"
-	  "e enabled 1001 g\n"
-	  "i 1001 1 g\n"
-	  "i 1002 1 g\n"
-	  "i 1003 2 g\n"
-	  "e disabled 0 g\n", NULL },
+	  GUEST_START GUEST_EXITS "e paging 0 g\n" "e enabled 1001 g\n"
+	  GUEST_ENDS, NULL },
 	{ "guest only, PSB+ then TIP.PGE", build_guest_only_psb_pge,
-	  "e enabled 1000 ?\n"
-	  "e exec_mode 1000 ?\n"
-	  "e async_paging 1000 g\n"
-	  "i 1000 1 g\n"
-	  "e async_disabled 0 g\n"
-	  "x bad status update\n",
-	  "e enabled 1000 ?\n"
-	  "e exec_mode 1000 ?\n"
-	  "e async_paging 1000 g\n"
-	  "i 1000 1 g\n"
-	  "e async_disabled 0 g\n"
-	  "e enabled 1001 g\n"
-	  "e exec_mode 1001 g\n"
-	  "e async_paging 1001 g\n"
-	  "e enabled 1001 g\n"
-	  "i 1001 1 g\n"
-	  "i 1002 1 g\n"
-	  "i 1003 2 g\n"
-	  "e disabled 0 g\n" },
+	  GUEST_START GUEST_EXITS "x bad status update\n",
+	  GUEST_START GUEST_EXITS GUEST_PSB "e enabled 1001 g\n" GUEST_ENDS },
 	{ "guest only, PSB+ alone", build_guest_only_psb,
-	  "e enabled 1000 ?\n"
-	  "e exec_mode 1000 ?\n"
-	  "e async_paging 1000 g\n"
-	  "i 1000 1 g\n"
-	  "e async_disabled 0 g\n"
-	  "x bad status update\n",
-	  "e enabled 1000 ?\n"
-	  "e exec_mode 1000 ?\n"
-	  "e async_paging 1000 g\n"
-	  "i 1000 1 g\n"
-	  "e async_disabled 0 g\n"
-	  "e enabled 1001 g\n"
-	  "e exec_mode 1001 g\n"
-	  "e async_paging 1001 g\n"
-	  "i 1001 1 g\n"
-	  "i 1002 1 g\n"
-	  "i 1003 2 g\n"
-	  "e disabled 0 g\n" },
+	  GUEST_START GUEST_EXITS "x bad status update\n",
+	  GUEST_START GUEST_EXITS GUEST_PSB GUEST_ENDS },
 	{ "host only", build_host_only,
 	  "e enabled 1100 ?\n"
 	  "e exec_mode 1100 ?\n"
@@ -357,18 +259,11 @@ static const struct shape shapes[] = {
 	  "i 1108 2 h\n"
 	  "e disabled 0 h\n", NULL },
 	{ "host filtered out", build_host_filtered,
-	  "e enabled 1000 ?\n"
-	  "e exec_mode 1000 ?\n"
-	  "e async_paging 1000 g\n"
-	  "i 1000 1 g\n"
+	  GUEST_START
 	  "e async_disabled 1001 g\n"
 	  "e async_paging 0 h\n"
 	  "e paging 0 g\n"
-	  "e enabled 1001 g\n"
-	  "i 1001 1 g\n"
-	  "i 1002 1 g\n"
-	  "i 1003 2 g\n"
-	  "e disabled 0 g\n", NULL },
+	  "e enabled 1001 g\n" GUEST_ENDS, NULL },
 	{ "concealed", build_concealed,
 	  "e enabled 1000 ?\n"
 	  "e exec_mode 1000 ?\n"
@@ -405,7 +300,7 @@ static void check_shape(struct pt_image *image, const struct shape *s)
 			continue;
 		CHECK_EQ(ipt_insn_set_vm_tolerant(d, tolerant), 0);
 		pt_insn_set_image(d, image);
-		run_tagged(&l, d);
+		run_insn_with(&l, d, tag_line, NULL);
 		CHECK(log_is(&l, expected, name));
 		pt_insn_free_decoder(d);
 	}
