@@ -1541,9 +1541,11 @@ IPT_API int ipt_insn_set_cr3_filter(struct pt_insn_decoder *decoder,
  * The decoder takes the state as it takes a PSB+: its first events are
  * status updates (ptev_enabled or ptev_disabled, ptev_async_paging with
  * the CR3, ptev_async_vmcs, ptev_tsx if in a transaction, ptev_exec_mode;
- * all at @ip, stamped with @time), then the trace from @offset on.  A
- * decoder that had decoded the trace before @offset itself and stands
- * there (see ipt_blk_get_start_state) gives from then on what it gives.
+ * all at @ip, stamped with @time; unlike a PSB+'s they give a TRIG no
+ * new anchor, so that its count goes on across the start), then the
+ * trace from @offset on.  A decoder that had decoded the trace before
+ * @offset itself and stands there (see ipt_blk_get_start_state) gives
+ * from then on what it gives.
  *
  * Fields a caller does not know are left zero: no CR3 or VMCS (as a PSB+
  * without PIP or VMCS), no last IP (a compressed IP packet then fails
@@ -1607,6 +1609,13 @@ struct ipt_start_state {
 	 * many of the instructions the decoder reported last a decoder
 	 * started with this state reports again (see there). */
 	uint32_t repeat;
+
+	/* The instruction right before @ip, if @has_last_insn: the one whose
+	 * trace the decoder took last (ipt_*_get_start_state fills it in).
+	 * A TSX abort right after the start looks at it as it would at the
+	 * end of the block before (erratum BDM64, with @mode). */
+	uint32_t has_last_insn;
+	uint64_t last_insn_ip;
 };
 
 /* Start decoder at @offset in its trace, at a packet boundary, in @state
@@ -1659,9 +1668,8 @@ IPT_API int ipt_insn_start_at(struct pt_insn_decoder *decoder,
  * inside a group of packets that belong together (events wait for
  * packets still to come, such as a MODE.EXEC for its TIP; events bound to
  * an instruction are not all taken; an erratum's look ahead met the end
- * of the trace) or inside a packet: a start state cannot hold those.  Not exact yet: a TSX
- * abort right after the start (the BDM64 workaround looks at the block
- * before it) and a TRIG's instruction count across the start.  Ref: ipt.h
+ * of the trace) or inside a packet: a start state cannot hold those.  Not
+ * exact yet: a TRIG's instruction count across the start.  Ref: ipt.h
  * only. */
 IPT_API int ipt_blk_get_start_state(const struct pt_block_decoder *decoder,
 				    uint64_t *offset,
@@ -6103,6 +6111,9 @@ static IPT__UNUSED int ipt__tcal_same(const struct ipt_time_cal *a,
  *   int  ipt__evt_paging(const struct pt_event *ev, uint64_t *cr3);
  *        a paging event's CR3 and NR bit (1 guest, 0 host); -1 for
  *        other events
+ *   uint32_t ipt__evt_queued(const struct pt_event_decoder *decoder);
+ *        right after ipt_evt_start_at: how many status events the
+ *        state gave
  *   int  ipt__evt_next_tnt(struct pt_event_decoder *decoder,
  *                          struct pt_event *ev);
  *        pt_evt_next() for a caller holding a used-up TNT or TIP event
@@ -7197,6 +7208,19 @@ IPT_DEF int ipt_evt_start_at(struct pt_event_decoder *decoder,
 	IPT_MEMSET(&decoder->packet, 0, sizeof(decoder->packet));
 	decoder->packet.type = ppt_psbend;
 	return 0;
+}
+
+/* How many events wait in the queue: right after ipt_evt_start_at, the
+ * status events of the state. */
+static IPT__UNUSED uint32_t ipt__evt_queued(const struct pt_event_decoder *d)
+{
+	uint32_t n = 0;
+	uint8_t idx;
+
+	for (idx = d->evq.begin; idx != d->evq.end && n < ipt__evq_max;
+	     idx = ipt__evq_inc(idx))
+		n += 1;
+	return n;
 }
 
 /* The state of a decoder that has used up its trace, but for what only
@@ -12588,6 +12612,17 @@ struct pt_block_decoder {
 	uint32_t end_icnt;
 	struct ipt__retstack end_rs;
 	uint32_t ahead;
+	/* The last instruction of the block when the trace ran out, if
+	 * @has_end_last; as ipt_start_state.last_insn_ip. */
+	uint64_t end_last;
+	uint32_t has_end_last;
+	/* Started with a last instruction (ipt_blk_start_at): until the first
+	 * block, a TSX abort checks BDM64 against it. */
+	uint64_t start_last;
+	uint32_t has_start_last;
+	/* The start state's status events not taken yet: they restate the
+	 * state and give no TRIG anchor. */
+	uint32_t start_status;
 	/* The block the current pt_blk_next call builds, and how many
 	 * instructions it held when the trace ran out. */
 	const struct pt_block *cur_block;
@@ -13136,6 +13171,12 @@ static IPT__INLINE uint32_t ipt__blk_ctx_of(struct pt_block_decoder *decoder,
 static int ipt__blk_update_trig_anchor(struct pt_block_decoder *decoder,
 				       const struct pt_event *ev)
 {
+	/* A start state's status events: the count goes on across. */
+	if (decoder->start_status && ev->status_update) {
+		decoder->start_status -= 1;
+		return 0;
+	}
+
 	switch (ev->type) {
 	case ptev_paging:
 	case ptev_sipi:
@@ -13223,6 +13264,8 @@ static void ipt__blk_note_end(struct pt_block_decoder *decoder)
 	decoder->end_icnt = decoder->icnt;
 	IPT__COPY(decoder->end_rs, decoder->retstack);
 	decoder->end_ninsn = decoder->cur_block ? decoder->cur_block->ninsn : 0;
+	decoder->has_end_last = decoder->end_ninsn ? 1 : 0;
+	decoder->end_last = decoder->end_ninsn ? decoder->cur_block->end_ip : 0;
 	decoder->ahead = 0;
 }
 
@@ -13475,6 +13518,9 @@ static void ipt__blk_reset(struct pt_block_decoder *decoder)
 	decoder->has_end = 0;
 	decoder->end_deferred = 0;
 	decoder->ahead = 0;
+	decoder->has_end_last = 0;
+	decoder->has_start_last = 0;
+	decoder->start_status = 0;
 	decoder->cur_block = NULL;
 	decoder->ntrail = 0;
 	IPT_MEMSET(&decoder->event, 0xff, sizeof(decoder->event));
@@ -15830,8 +15876,21 @@ static int ipt__blk_postpone_trailing_tsx(struct pt_block_decoder *decoder,
 					  const struct pt_block *block,
 					  const struct pt_event *ev)
 {
+	struct pt_block start;
+
 	if (ev->ip_suppressed)
 		return 0;
+
+	/* Right after a start, the block before is the state's last
+	 * instruction. */
+	if (!block && decoder->has_start_last) {
+		IPT_MEMSET(&start, 0, sizeof(start));
+		start.ip = decoder->start_last;
+		start.end_ip = decoder->start_last;
+		start.mode = decoder->mode;
+		start.ninsn = 1;
+		block = &start;
+	}
 
 	if (block) {
 		const struct pt_config *config;
@@ -16643,6 +16702,9 @@ IPT_DEF int ipt_blk_start_at(struct pt_block_decoder *decoder,
 		decoder->mode = state.mode;
 	decoder->has_icnt = state.has_icnt;
 	decoder->icnt = state.icnt;
+	decoder->start_status = ipt__evt_queued(&decoder->evdec);
+	decoder->has_start_last = state.has_last_insn ? 1 : 0;
+	decoder->start_last = state.last_insn_ip;
 	for (n = 0; n < state.nret; ++n)
 		ipt__retstack_push(&decoder->retstack, state.ret[n]);
 	if (!state.enabled)
@@ -16670,6 +16732,8 @@ static int ipt__blk_get_state(const struct pt_block_decoder *decoder,
 
 	state->ip = decoder->has_end ? decoder->end_ip : decoder->ip;
 	state->repeat = decoder->ahead;
+	state->has_last_insn = decoder->has_end && decoder->has_end_last;
+	state->last_insn_ip = state->has_last_insn ? decoder->end_last : 0;
 	state->has_icnt = decoder->has_icnt;
 	state->icnt = decoder->has_end ? decoder->end_icnt : decoder->icnt;
 	if (decoder->has_end)
@@ -16865,6 +16929,7 @@ static IPT__INLINE void ipt__blk_begin(struct pt_block_decoder *decoder,
 	if (decoder->speculative)
 		block->speculative = 1;
 	decoder->ntrail = 0;
+	decoder->has_start_last = 0;
 }
 
 /* pt_blk_next past the common block (ipt__blk_next_fast) or for another
