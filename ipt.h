@@ -2567,6 +2567,11 @@ IPT_API int ipt_cov_set_cache_limit(struct ipt_cov_decoder *decoder,
 				    uint64_t bytes);
 IPT_API int ipt_cov_set_memo_limit(struct ipt_cov_decoder *decoder,
 				   uint64_t bytes);
+/* As ipt_blk_set_cr3_filter (see >>api-vm): the edges of one address
+ * space.  Leaving it is a disable edge, coming back an enable edge to the
+ * first IP the trace gives there. */
+IPT_API int ipt_cov_set_cr3_filter(struct ipt_cov_decoder *decoder,
+				   uint64_t cr3);
 IPT_API int ipt_cov_get_fault(const struct ipt_cov_decoder *decoder,
 			      struct ipt_fault *fault, size_t size);
 
@@ -21340,6 +21345,12 @@ IPT_DEF int ipt_cov_set_cache_limit(struct ipt_cov_decoder *cov,
 				    uint64_t bytes)
 {
 	return cov ? ipt_blk_set_cache_limit(&cov->blk, bytes) : -pte_invalid;
+}
+
+IPT_DEF int ipt_cov_set_cr3_filter(struct ipt_cov_decoder *cov,
+				   uint64_t cr3)
+{
+	return cov ? ipt_blk_set_cr3_filter(&cov->blk, cr3) : -pte_invalid;
 }
 
 IPT_DEF int ipt_cov_set_memo_limit(struct ipt_cov_decoder *cov,

@@ -6,8 +6,9 @@
  * sync offset picks (or a CR3 no PIP names).  The block decoder, then the
  * instruction decoder, decode the trace with it from the first PSB on,
  * synchronizing forward after errors (or, if the header's evsize is odd,
- * resynchronizing); the read-memory callback fails the run if asked for
- * an address space that is neither the filter's nor unknown.  Each step
+ * resynchronizing), then the coverage decoder; the read-memory callback
+ * fails the run if asked for an address space that is neither the
+ * filter's nor unknown.  Each step
  * also asks ipt_*_in_guest and the start state, which must fail while
  * the decoder skips or say a state.  Nothing may crash, hang or leak. */
 #include "fuzz.h"
@@ -106,6 +107,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (image && pt_image_set_callback(image, cr3_read, &mem) >= 0) {
 		struct pt_block_decoder *b;
 		struct pt_insn_decoder *i;
+		struct ipt_cov_decoder *c;
+		struct ipt_cov_config cc;
+		static uint8_t map[1 << 16];
 		uint64_t budget;
 
 		b = ipt_blk_alloc_decoder_with(&in.config, fz_allocator());
@@ -129,6 +133,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			FZ_CR3_STEP(insn, i, insn, 1, &ev, budget);
 		}
 		pt_insn_free_decoder(i);
+
+		memset(&cc, 0, sizeof(cc));
+		cc.flags = in.h.dflags & ipt_cov_libxdc;
+		c = ipt_cov_alloc_decoder_with(&in.config, &cc,
+					       fz_allocator());
+		if (c && ipt_cov_set_image(c, image) >= 0 &&
+		    ipt_cov_set_bitmap(c, map, sizeof(map)) >= 0 &&
+		    ipt_cov_set_cr3_filter(c, mem.filter) >= 0)
+			(void) ipt_cov_decode(c);
+		ipt_cov_free_decoder(c);
 	}
 	pt_image_free(image);
 	fz_event_fini(&ev);

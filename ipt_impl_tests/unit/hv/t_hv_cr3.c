@@ -6,7 +6,9 @@
  * instructions a decode without filter reports in the kept CR3: all of
  * them where the switches come with an IP (VM exits and entries), all but
  * those between a MOV CR3 into it and the next IP packet otherwise.  The
- * boundary events are checked against the header's description.
+ * boundary events are checked against the header's description.  The
+ * coverage decoder, filtered, reports the edges cov_oracle.h derives from
+ * a filtered block decoder, and reads no other code either.
  *
  * With arguments (hv_cases.h: corpora, --synth DIR), each case is
  * decoded without filter, then filtered to each of its first CR3s: no
@@ -16,6 +18,7 @@
  * (or before any PIP). */
 #include "blk_util.h"
 #include "hv_cases.h"
+#include "../cov/cov_oracle.h"
 
 enum {
 	cr3_a = 0x3000,	/* kept */
@@ -334,6 +337,66 @@ static void check_host(void)
 	CHECK_EQ(spaces[1].reads, 0);
 }
 
+/* ---- the coverage decoder ---- */
+
+/* The oracle reads the bytes of a block's last instruction without an
+ * address space: those of the one kept (@context). */
+static int read_kept(uint8_t *buffer, size_t size, const struct pt_asid *asid,
+		     uint64_t ip, void *context)
+{
+	struct pt_asid kept;
+
+	if (asid)
+		return read_space(buffer, size, asid, ip, NULL);
+	pt_asid_init(&kept);
+	kept.cr3 = *(const uint64_t *) context;
+	return read_space(buffer, size, &kept, ip, NULL);
+}
+
+static void check_cov(void (*build)(struct tb *), uint64_t keep,
+		      const char *name)
+{
+	struct olist want = { 0, 0, 0 }, got = { 0, 0, 0 };
+	struct ipt_cov_decoder *cov;
+	struct ipt_cov_config cc;
+	struct pt_image *image;
+	size_t i;
+	struct tb t;
+
+	tb_init(&t);
+	build(&t);
+	tb_done(&t);
+	image = pt_image_alloc(NULL);
+	if (!CHECK(image != NULL))
+		return;
+	pt_image_set_callback(image, read_kept, &keep);
+	CHECK_EQ(oracle_edges_cr3(&want, &t.config, image, read_kept, &keep,
+				  keep), 0);
+	pt_image_free(image);
+
+	memset(&cc, 0, sizeof(cc));
+	cc.edge = olist_on_edge;
+	cc.context = &got;
+	cov = ipt_cov_alloc_decoder(&t.config, &cc);
+	if (!CHECK(cov != NULL))
+		return;
+	pt_image_set_callback(ipt_cov_get_image(cov), read_space, NULL);
+	CHECK_EQ(ipt_cov_set_cr3_filter(cov, keep), 0);
+	reads_reset();
+	CHECK_EQ(ipt_cov_decode(cov), 0);
+	for (i = 0; i < nspaces; ++i)
+		if (spaces[i].cr3 != keep && !CHECK(spaces[i].reads == 0))
+			printf("  %s: read cr3 %llx\n", name,
+			       (unsigned long long) spaces[i].cr3);
+	CHECK(want.n > 0);
+	if (!CHECK(olist_diff(&got, &want) < 0))
+		printf("  %s: edges differ at %ld\n", name,
+		       olist_diff(&got, &want));
+	ipt_cov_free_decoder(cov);
+	free(want.e);
+	free(got.e);
+}
+
 /* ---- the corpus ---- */
 
 enum { corpus_max_insn = 1 << 22, corpus_max_cr3 = 3 };
@@ -540,6 +603,10 @@ int main(int argc, char **argv)
 		    A_RETURNS,
 		    "i 8003\ni 8004\ni 8008\n", "MOV CR3");
 	check_host();
+	check_cov(build_vm, cr3_a, "coverage, VM exits and entries");
+	check_cov(build_vm, cr3_h, "coverage, the host");
+	check_cov(build_os, cr3_a, "coverage, MOV CR3");
+	CHECK_EQ(ipt_cov_set_cr3_filter(NULL, 0), -pte_invalid);
 
 	CHECK_EQ(ipt_blk_set_cr3_filter(NULL, 0), -pte_invalid);
 	CHECK_EQ(ipt_insn_set_cr3_filter(NULL, 0), -pte_invalid);
