@@ -1697,6 +1697,43 @@ IPT_API int ipt_blk_set_buffer(struct pt_block_decoder *decoder,
 IPT_API int ipt_insn_set_buffer(struct pt_insn_decoder *decoder,
 				uint8_t *begin, uint8_t *end);
 
+/* A ring buffer the processor has wrapped around in: the trace is
+ * [older, older_end), the part written before the wrap (at the end of
+ * the ring), then [newer, newer_end), written after it (at the start).
+ * Point a decoder at it as ipt_*_set_buffer does, without copying the
+ * ring: the decoder reads the trace as if the two pieces were one buffer
+ * of (older_end - older) + (newer_end - newer) bytes, the older first.
+ * Offsets (pt_*_get_offset, pt_*_get_sync_offset, pt_*_sync_set) count
+ * in that buffer, and the output is what decoding a copy of it in one
+ * piece gives.  A packet the wrap cuts in two is read as
+ * one: the decoder keeps a copy of the 32 bytes on either side of the
+ * wrap (which an unknown packet that a decode callback reads,
+ * config.decode, must not outgrow).  pt_*_get_config's begin and end are
+ * those of the piece the decoder reads in.  Either piece may be empty;
+ * pieces that touch (older_end == newer) are one buffer.  Nothing is
+ * allocated.
+ *
+ * ipt_*_extend moves the newer piece's end (streaming a ring as it
+ * fills).  The pieces must not change while the decoder reads them.
+ * Each returns zero, -pte_invalid without decoder or a piece, or if a
+ * piece ends before it begins.  Ref: ipt.h only; ipt_impl_tests/unit/hv/
+ * t_hv_ring. */
+IPT_API int ipt_pkt_set_ring(struct pt_packet_decoder *decoder,
+			     uint8_t *older, uint8_t *older_end,
+			     uint8_t *newer, uint8_t *newer_end);
+IPT_API int ipt_evt_set_ring(struct pt_event_decoder *decoder,
+			     uint8_t *older, uint8_t *older_end,
+			     uint8_t *newer, uint8_t *newer_end);
+IPT_API int ipt_qry_set_ring(struct pt_query_decoder *decoder,
+			     uint8_t *older, uint8_t *older_end,
+			     uint8_t *newer, uint8_t *newer_end);
+IPT_API int ipt_blk_set_ring(struct pt_block_decoder *decoder,
+			     uint8_t *older, uint8_t *older_end,
+			     uint8_t *newer, uint8_t *newer_end);
+IPT_API int ipt_insn_set_ring(struct pt_insn_decoder *decoder,
+			      uint8_t *older, uint8_t *older_end,
+			      uint8_t *newer, uint8_t *newer_end);
+
 /* Streaming: the trace's end moves forward as the processor writes.
  *
  * ipt_pkt_extend(), ipt_evt_extend(), ipt_qry_extend(), ipt_blk_extend()
@@ -1719,7 +1756,8 @@ IPT_API int ipt_insn_set_buffer(struct pt_insn_decoder *decoder,
  * common, one conditional branch with trace bits in hand), a few KiB;
  * nothing is copied while more is zero.  The block decoder's record of
  * libipt's block cache (see >>blk) sees no call that was undone.
- * (The coverage layer, ipt_cov_*, does not stream.)
+ * The coverage decoder streams too (ipt_cov_extend, >>api-cov).  A ring
+ * buffer's newer piece grows the same way (ipt_*_set_ring above).
  *
  * Each returns zero; -pte_invalid without decoder or end, or if end lies
  * before the current end.
@@ -2446,10 +2484,12 @@ IPT_API int ipt_insn_converged(const struct pt_insn_decoder *decoder,
  *
  * One decoder decodes trace after trace: ipt_cov_set_trace points it at
  * the next one (and clears the bitmap if asked); its caches stay warm and
- * the call allocates nothing.  The caches are a block decoder's and follow
- * the image as its do (ipt_image_invalidate and section changes drop
- * them); ipt_cov_set_cache_limit bounds the run cache as
- * ipt_blk_set_cache_limit does.  Decoding allocates only while the run
+ * the call allocates nothing.  ipt_cov_set_ring does so for a wrapped
+ * ring buffer in two pieces, as ipt_blk_set_ring (>>api-buffer).  The
+ * caches are a block decoder's and follow the image as its do
+ * (ipt_image_invalidate and section changes drop them);
+ * ipt_cov_set_cache_limit bounds the run cache as ipt_blk_set_cache_limit
+ * does.  Decoding allocates only while the run
  * cache grows towards that limit (see >>api-blk-ext), and once for the
  * TNT memo.
  *
@@ -2476,6 +2516,22 @@ IPT_API int ipt_insn_converged(const struct pt_insn_decoder *decoder,
  * -pte_bad_query.  A branch's edge counts once the flow is seen to get to
  * its destination: the next block has an instruction, or an event says
  * where the branch went.
+ *
+ * Streaming (>>api-buffer): ipt_cov_extend moves the trace's end as
+ * ipt_blk_extend does.  While more may come, ipt_cov_decode stops where
+ * the trace ends for now and returns -ipt_pte_need_more; once the end
+ * has moved, the next ipt_cov_decode goes on, and the bitmap and edges
+ * are those of decoding the whole trace at once.  Until the last
+ * ipt_cov_extend (more zero) the decode takes the block decoder's
+ * pt_blk_next path only, without the run walk and the TNT memo, which
+ * count edges before they know the trace goes on.
+ *
+ * ipt_cov_start_at starts the decode at @offset in @state, as
+ * ipt_blk_start_at (>>api-start); the next ipt_cov_decode goes on from
+ * there.  No branch is pending at the start: a branch taken before it
+ * whose destination lies after it counts in neither decode.  It returns
+ * zero or what ipt_blk_start_at returns on error.  ipt_cov_extend and
+ * ipt_cov_start_at return -pte_invalid without a decoder.
  *
  * With ipt_cov_pause, code the image cannot supply stops the decode as it
  * stops pt_blk_next (>>api-fault, with ipt_blk_set_wait_for_code on):
@@ -2560,7 +2616,16 @@ IPT_API int ipt_cov_set_bitmap(struct ipt_cov_decoder *decoder,
 IPT_API int ipt_cov_set_trace(struct ipt_cov_decoder *decoder,
 			      const uint8_t *begin, const uint8_t *end,
 			      int clear_bitmap);
+IPT_API int ipt_cov_set_ring(struct ipt_cov_decoder *decoder,
+			     const uint8_t *older, const uint8_t *older_end,
+			     const uint8_t *newer, const uint8_t *newer_end,
+			     int clear_bitmap);
 IPT_API int ipt_cov_decode(struct ipt_cov_decoder *decoder);
+IPT_API int ipt_cov_extend(struct ipt_cov_decoder *decoder,
+			   const uint8_t *end, int more);
+IPT_API int ipt_cov_start_at(struct ipt_cov_decoder *decoder,
+			     uint64_t offset,
+			     const struct ipt_start_state *state);
 IPT_API int ipt_cov_get_status(const struct ipt_cov_decoder *decoder,
 			       struct ipt_cov_status *status);
 IPT_API int ipt_cov_set_cache_limit(struct ipt_cov_decoder *decoder,
@@ -3895,18 +3960,57 @@ IPT_DEF int pt_enc_next(struct pt_encoder *encoder,
  *   ipt__pkt_init(dec, config)          embed a decoder; ipt__pkt_fini
  *   ipt__pkt_config/_pos/_end(dec)      where it is
  *   ipt__pkt_sync_pos(dec)              the PSB it synchronized on last
+ *   ipt__pkt_pos_off/_sync_off/_size(dec)  the same as offsets in the
+ *                                       trace (positions in a ring's
+ *                                       pieces do not compare)
  *   ipt__pkt_skip(dec, size)            move on without reading
  *   ipt__pkt_same(a, b), ipt__last_ip_same(a, b)
  *                                       the same state (>>seg)
  *   ipt__pkt_read_<packet>(pkt, pos, config)
  *                                       read one packet at pos: its size
  *                                       or -pte_eos/-pte_bad_packet/...
- *   ipt__sync_forward/_backward/_set(&sync, pos, config)
+ *   ipt__sync_forward/_backward(&sync, pos, config, grows),
+ *   ipt__sync_set(&sync, pos, config)
  *                                       find a PSB (libipt's pt_sync_*)
  *   ipt_last_ip_*                       public, declared in >>api
  *
  * and from >>cfg: ipt__config_from_user, ipt__filter_addr_cfg/_a/_b,
  * ipt__filter_addr_check. */
+
+/* The bytes a ring's bridge keeps from each side of the wrap: at least
+ * the longest packet (a PSB's 16 bytes), so that every packet that
+ * crosses the wrap lies whole in the bridge, and twice that, so that a
+ * PSB search sees PSB pattern on both sides of the wrap. */
+enum {
+	IPT__RING_ROOM = 32
+};
+
+/* A stretch of the trace that lies in one piece of memory.  Its packets
+ * start in [begin, stop); they may be read on up to end, where the next
+ * piece's first bytes lie too (the bridge holds them).  base is the
+ * offset of begin in the trace. */
+struct ipt__pkt_piece {
+	const uint8_t *begin;
+	const uint8_t *stop;
+	const uint8_t *end;
+	uint64_t base;
+};
+
+/* Where a decoder's trace lies: one piece for one buffer; for a ring
+ * given as two (ipt_pkt_set_ring), the older piece up to the last
+ * IPT__RING_ROOM bytes before the wrap, the bridge, and the newer piece.
+ * The bridge is a copy of the IPT__RING_ROOM bytes on each side of the
+ * wrap (fewer if a piece is shorter), so that a packet the wrap cuts is
+ * read as one.  config.begin and config.end are the current piece's. */
+struct ipt__pkt_pieces {
+	struct ipt__pkt_piece piece[3];
+	/* How many pieces there are; which one pos lies in; which one sync
+	 * lies in. */
+	uint32_t n;
+	uint32_t cur;
+	uint32_t sync_piece;
+	uint8_t bridge[2 * IPT__RING_ROOM];
+};
 
 /* The packet decoder.  Other layers embed one (ipt__pkt_init/_fini) and
  * use it through pt_pkt_* and the accessors listed above. */
@@ -3927,6 +4031,9 @@ struct pt_packet_decoder {
 	/* @sync is where a start state put the decoder (ipt_evt_start_at),
 	 * not a PSB: a forward sync searches from there. */
 	uint32_t sync_started;
+	/* Where the trace lies; pos and sync are in pieces.cur and
+	 * pieces.sync_piece. */
+	struct ipt__pkt_pieces pieces;
 };
 
 /* The bytes pt_pkt_next's fast path may read from a packet's start: every
@@ -4431,9 +4538,11 @@ static inline int ipt__psb_word(const uint8_t *pos)
 }
 
 /* Given a position inside PSB pattern, find the start of the PSB the
- * pattern belongs to; NULL if there is none. */
+ * pattern belongs to; NULL if there is none, or if the pattern runs to
+ * the end of a trace that may go on (@grows): more of it may come, and
+ * the PSB is the pattern's last 16 bytes. */
 static const uint8_t *ipt__find_psb(const uint8_t *pos,
-				    const struct pt_config *config)
+				    const struct pt_config *config, int grows)
 {
 	size_t off, n;
 
@@ -4452,7 +4561,7 @@ static const uint8_t *ipt__find_psb(const uint8_t *pos,
 			break;
 	}
 
-	if (off < IPT__PSB_SIZE)
+	if (off < IPT__PSB_SIZE || (grows && off + 1 >= n))
 		return NULL;
 	off -= IPT__PSB_SIZE;
 
@@ -4496,7 +4605,8 @@ static IPT__UNUSED int ipt__sync_set(const uint8_t **sync, const uint8_t *pos,
  * before the end. */
 static IPT__UNUSED int ipt__sync_forward(const uint8_t **sync,
 					 const uint8_t *pos,
-					 const struct pt_config *config)
+					 const struct pt_config *config,
+					 int grows)
 {
 	const uint8_t *start, *found;
 	size_t off, n;
@@ -4515,7 +4625,7 @@ static IPT__UNUSED int ipt__sync_forward(const uint8_t **sync,
 		if (!ipt__psb_word(config->begin + off))
 			continue;
 
-		found = ipt__find_psb(config->begin + off, config);
+		found = ipt__find_psb(config->begin + off, config, grows);
 		if (!found || found < start)
 			continue;
 
@@ -4531,7 +4641,8 @@ static IPT__UNUSED int ipt__sync_forward(const uint8_t **sync,
  * a PSB. */
 static IPT__UNUSED int ipt__sync_backward(const uint8_t **sync,
 					  const uint8_t *pos,
-					  const struct pt_config *config)
+					  const struct pt_config *config,
+					  int grows)
 {
 	const uint8_t *found;
 	size_t off;
@@ -4554,7 +4665,7 @@ static IPT__UNUSED int ipt__sync_backward(const uint8_t **sync,
 		/* In a run of PSB pattern longer than one PSB, every word
 		 * of the run names the PSB at the run's end, which may lie
 		 * at or after pos.  Only a PSB before pos is progress. */
-		found = ipt__find_psb(config->begin + off, config);
+		found = ipt__find_psb(config->begin + off, config, grows);
 		if (!found || found >= pos)
 			continue;
 
@@ -4567,14 +4678,138 @@ static IPT__UNUSED int ipt__sync_backward(const uint8_t **sync,
 
 /* ---- the decoder ---- */
 
-/* Initialize an embedded decoder: copy the configuration in, unsynced.
- * -pte_invalid for NULL arguments, -pte_bad_config for a bad config. */
-/* Where the fast path of pt_pkt_next may go, for the current end. */
-static void ipt__pkt_set_fast(struct pt_packet_decoder *decoder)
-{
-	size_t n = (size_t) (decoder->config.end - decoder->config.begin);
+/* ---- pieces ----
+ * A trace in one buffer is one piece; a ring's older piece, bridge and
+ * newer piece follow one another (struct ipt__pkt_pieces).  pos moves
+ * into the next piece once it reaches its piece's stop, in the slow path
+ * of pt_pkt_next only: the fast path stays before the stop, so that a
+ * trace in one piece costs nothing more. */
 
+/* Make piece i the current one: config.begin and config.end are its, and
+ * the fast path of pt_pkt_next may go where at least IPT__FAST_ROOM
+ * bytes are left, up to its stop. */
+static void ipt__pkt_use_piece(struct pt_packet_decoder *decoder, uint32_t i)
+{
+	const struct ipt__pkt_piece *piece = &decoder->pieces.piece[i];
+	size_t n, stop;
+
+	decoder->pieces.cur = i;
+	decoder->config.begin = (uint8_t *) (uintptr_t) piece->begin;
+	decoder->config.end = (uint8_t *) (uintptr_t) piece->end;
+	n = (size_t) (piece->end - piece->begin);
+	stop = (size_t) (piece->stop - piece->begin);
 	decoder->fast = n >= IPT__FAST_ROOM ? n - IPT__FAST_ROOM + 1 : 0;
+	if (decoder->fast > stop)
+		decoder->fast = stop;
+}
+
+/* The trace is config.begin to config.end, in one piece. */
+static void ipt__pkt_one_piece(struct pt_packet_decoder *decoder)
+{
+	struct ipt__pkt_piece *piece = &decoder->pieces.piece[0];
+
+	piece->begin = decoder->config.begin;
+	piece->stop = decoder->config.end;
+	piece->end = decoder->config.end;
+	piece->base = 0;
+	decoder->pieces.n = 1;
+	decoder->pieces.sync_piece = 0;
+	ipt__pkt_use_piece(decoder, 0);
+}
+
+/* The offset in the trace of p, a position in piece i. */
+static inline uint64_t ipt__pkt_off_in(const struct pt_packet_decoder *decoder,
+				       uint32_t i, const uint8_t *p)
+{
+	const struct ipt__pkt_piece *piece = &decoder->pieces.piece[i];
+
+	return piece->base + (uint64_t) (p - piece->begin);
+}
+
+/* The offset of the decoder's position; of the first byte after its
+ * last piece; of the end of piece i's packets. */
+static inline uint64_t ipt__pkt_off(const struct pt_packet_decoder *decoder)
+{
+	return ipt__pkt_off_in(decoder, decoder->pieces.cur, decoder->pos);
+}
+
+static uint64_t ipt__pkt_size(const struct pt_packet_decoder *decoder)
+{
+	uint32_t last = decoder->pieces.n - 1;
+
+	return ipt__pkt_off_in(decoder, last, decoder->pieces.piece[last].end);
+}
+
+static uint64_t ipt__pkt_stop_off(const struct pt_packet_decoder *decoder,
+				  uint32_t i)
+{
+	return ipt__pkt_off_in(decoder, i, decoder->pieces.piece[i].stop);
+}
+
+/* The piece a packet at offset off starts in (off at most the size). */
+static uint32_t ipt__pkt_piece_of(const struct pt_packet_decoder *decoder,
+				  uint64_t off)
+{
+	uint32_t i = 0;
+
+	while (i + 1 < decoder->pieces.n && ipt__pkt_stop_off(decoder, i) <= off)
+		i += 1;
+	return i;
+}
+
+/* Move to offset off (at most the size). */
+static void ipt__pkt_seek(struct pt_packet_decoder *decoder, uint64_t off)
+{
+	uint32_t i = ipt__pkt_piece_of(decoder, off);
+
+	ipt__pkt_use_piece(decoder, i);
+	decoder->pos = decoder->pieces.piece[i].begin +
+		       (size_t) (off - decoder->pieces.piece[i].base);
+}
+
+/* Before reading at pos: move into the next piece if pos has reached the
+ * stop of its own. */
+static inline void ipt__pkt_settle(struct pt_packet_decoder *decoder)
+{
+	const struct ipt__pkt_pieces *pieces = &decoder->pieces;
+
+	if (IPT__UNLIKELY(pieces->cur + 1 < pieces->n && decoder->pos &&
+			  decoder->pos >= pieces->piece[pieces->cur].stop))
+		ipt__pkt_seek(decoder, ipt__pkt_off(decoder));
+}
+
+/* Whether the current piece may go on after its end: more trace may come
+ * (ipt_pkt_extend), and it is the newest piece, or the bridge while it
+ * lacks some of the newest piece's first bytes. */
+static int ipt__pkt_piece_grows(const struct pt_packet_decoder *decoder)
+{
+	const struct ipt__pkt_pieces *pieces = &decoder->pieces;
+	const struct ipt__pkt_piece *piece = &pieces->piece[pieces->cur];
+
+	if (!decoder->more || pieces->cur + 2 < pieces->n)
+		return 0;
+	return pieces->cur + 1 == pieces->n ||
+	       (size_t) (piece->end - piece->stop) < (size_t) IPT__RING_ROOM;
+}
+
+/* Copy into the bridge what it lacks of the newer piece's first
+ * IPT__RING_ROOM bytes, as far as the newer piece goes now. */
+static void ipt__pkt_fill_bridge(struct pt_packet_decoder *decoder)
+{
+	struct ipt__pkt_pieces *pieces = &decoder->pieces;
+	struct ipt__pkt_piece *bridge = &pieces->piece[pieces->n - 2];
+	const struct ipt__pkt_piece *newer = &pieces->piece[pieces->n - 1];
+	size_t k, m, want;
+
+	k = (size_t) (bridge->stop - bridge->begin);
+	m = (size_t) (bridge->end - bridge->stop);
+	want = (size_t) (newer->end - newer->begin);
+	if (want > (size_t) IPT__RING_ROOM)
+		want = (size_t) IPT__RING_ROOM;
+	if (want <= m)
+		return;
+	IPT_MEMCPY(pieces->bridge + k + m, newer->begin + m, want - m);
+	bridge->end = bridge->stop + want;
 }
 
 static IPT__UNUSED int ipt__pkt_init(struct pt_packet_decoder *decoder,
@@ -4590,7 +4825,7 @@ static IPT__UNUSED int ipt__pkt_init(struct pt_packet_decoder *decoder,
 	if (errcode < 0)
 		return errcode;
 
-	ipt__pkt_set_fast(decoder);
+	ipt__pkt_one_piece(decoder);
 	return 0;
 }
 
@@ -4631,12 +4866,42 @@ ipt__pkt_sync_pos(const struct pt_packet_decoder *decoder)
 static IPT__UNUSED int ipt__pkt_skip(struct pt_packet_decoder *decoder,
 				     uint64_t size)
 {
+	uint64_t off;
+
 	if (!decoder->pos)
 		return -pte_nosync;
-	if ((uint64_t) (decoder->config.end - decoder->pos) < size)
+	off = ipt__pkt_off(decoder);
+	if (ipt__pkt_size(decoder) - off < size)
 		return -pte_eos;
-	decoder->pos += size;
+	ipt__pkt_seek(decoder, off + size);
 	return 0;
+}
+
+/* The offset of the decoder's position, of the PSB it synchronized on
+ * last; UINT64_MAX for none. */
+static IPT__UNUSED uint64_t
+ipt__pkt_pos_off(const struct pt_packet_decoder *decoder)
+{
+	return decoder->pos ? ipt__pkt_off(decoder) : UINT64_MAX;
+}
+
+static IPT__UNUSED uint64_t
+ipt__pkt_sync_off(const struct pt_packet_decoder *decoder)
+{
+	if (!decoder->sync)
+		return UINT64_MAX;
+	return ipt__pkt_off_in(decoder, decoder->pieces.sync_piece,
+			       decoder->sync);
+}
+
+/* Synchronized at p, a position in the current piece. */
+static void ipt__pkt_sync_here(struct pt_packet_decoder *decoder,
+			       const uint8_t *p)
+{
+	decoder->sync = p;
+	decoder->pos = p;
+	decoder->pieces.sync_piece = decoder->pieces.cur;
+	decoder->sync_started = 0;
 }
 
 /* ---- comparing decoders ----
@@ -4729,80 +4994,185 @@ IPT_DEF int ipt_pkt_set_buffer(struct pt_packet_decoder *decoder,
 	decoder->sync = NULL;
 	decoder->sync_started = 0;
 	decoder->more = 0;
-	ipt__pkt_set_fast(decoder);
+	ipt__pkt_one_piece(decoder);
 	return 0;
 }
 
+/* The older piece up to the bridge (if the bridge does not hold all of
+ * it), the bridge, the newer piece; see struct ipt__pkt_pieces. */
+IPT_DEF int ipt_pkt_set_ring(struct pt_packet_decoder *decoder,
+			     uint8_t *older, uint8_t *older_end,
+			     uint8_t *newer, uint8_t *newer_end)
+{
+	struct ipt__pkt_pieces *pieces;
+	struct ipt__pkt_piece *piece;
+	size_t k, size;
+	int err;
+
+	if (!newer || !newer_end || newer_end < newer)
+		return -pte_invalid;
+	err = ipt_pkt_set_buffer(decoder, older, older_end);
+	if (err < 0)
+		return err;
+	/* Pieces that touch are one buffer; so is a ring that has not
+	 * wrapped.  An empty newer piece stays, for ipt_pkt_extend. */
+	if (older_end == newer)
+		return ipt_pkt_set_buffer(decoder, older, newer_end);
+	if (older == older_end)
+		return ipt_pkt_set_buffer(decoder, newer, newer_end);
+
+	pieces = &decoder->pieces;
+	size = (size_t) (older_end - older);
+	k = size < (size_t) IPT__RING_ROOM ? size : (size_t) IPT__RING_ROOM;
+	piece = pieces->piece;
+	if (k < size) {
+		piece->begin = older;
+		piece->stop = older_end - k;
+		piece->end = older_end;
+		piece->base = 0;
+		piece += 1;
+	}
+	IPT_MEMCPY(pieces->bridge, older_end - k, k);
+	piece->begin = pieces->bridge;
+	piece->stop = pieces->bridge + k;
+	piece->end = piece->stop;
+	piece->base = (uint64_t) (size - k);
+	piece += 1;
+	piece->begin = newer;
+	piece->stop = newer_end;
+	piece->end = newer_end;
+	piece->base = (uint64_t) size;
+	pieces->n = (uint32_t) (piece - pieces->piece) + 1;
+	ipt__pkt_fill_bridge(decoder);
+	ipt__pkt_use_piece(decoder, 0);
+	return 0;
+}
+
+/* The newest piece grows; a bridge takes what it lacks of its start. */
 IPT_DEF int ipt_pkt_extend(struct pt_packet_decoder *decoder, uint8_t *end,
 			   int more)
 {
-	if (!decoder || !end || end < decoder->config.end)
+	struct ipt__pkt_piece *last;
+
+	if (!decoder || !end)
 		return -pte_invalid;
-	decoder->config.end = end;
+	last = &decoder->pieces.piece[decoder->pieces.n - 1];
+	if (end < last->end)
+		return -pte_invalid;
+	last->stop = end;
+	last->end = end;
+	if (decoder->pieces.n > 1)
+		ipt__pkt_fill_bridge(decoder);
 	decoder->more = more ? 1 : 0;
-	ipt__pkt_set_fast(decoder);
+	ipt__pkt_use_piece(decoder, decoder->pieces.cur);
 	return 0;
+}
+
+/* The first PSB at or after offset off, searched piece by piece: a PSB
+ * counts in the piece it starts in (before its stop), and one that
+ * crosses the wrap lies whole in the bridge.  The position does not
+ * change on errors. */
+static int ipt__pkt_find_forward(struct pt_packet_decoder *decoder,
+				 uint64_t off)
+{
+	const struct ipt__pkt_piece *piece;
+	const uint8_t *sync;
+	uint32_t i, cur = decoder->pieces.cur;
+	int errcode;
+
+	for (i = ipt__pkt_piece_of(decoder, off);; i += 1) {
+		ipt__pkt_use_piece(decoder, i);
+		piece = &decoder->pieces.piece[i];
+		if (off < piece->base)
+			off = piece->base;
+		errcode = ipt__sync_forward(&sync, piece->begin +
+						   (size_t) (off - piece->base),
+					    &decoder->config,
+					    ipt__pkt_piece_grows(decoder));
+		if (errcode < 0 && errcode != -pte_eos)
+			break;
+		if (!errcode && sync < piece->stop) {
+			ipt__pkt_sync_here(decoder, sync);
+			return 0;
+		}
+		errcode = -pte_eos;
+		if (i + 1 == decoder->pieces.n)
+			break;
+	}
+	ipt__pkt_use_piece(decoder, cur);
+	return errcode;
 }
 
 IPT_DEF int pt_pkt_sync_forward(struct pt_packet_decoder *decoder)
 {
-	const uint8_t *sync;
-	size_t off;
-	int errcode;
+	uint64_t off;
 
 	if (!decoder)
 		return -pte_invalid;
 
-	sync = decoder->sync;
 	off = 0;
 	if (decoder->pos)
-		off = (size_t) (decoder->pos - decoder->config.begin);
+		off = ipt__pkt_off(decoder);
 
 	/* Move past the PSB we are synchronized at, but start a bit earlier
 	 * to find a PSB that the preceding packet partially consumed. */
-	if (!decoder->sync_started || decoder->config.begin + off != sync) {
-		if (decoder->config.begin + off == sync)
+	if (!decoder->sync_started || off != ipt__pkt_sync_off(decoder)) {
+		if (off == ipt__pkt_sync_off(decoder))
 			off += IPT__PSB_SIZE;
 		off -= (off < IPT__PSB_SIZE) ? off : IPT__PSB_SIZE - 1;
 	}
 
-	if ((size_t) (decoder->config.end - decoder->config.begin) < off)
+	if (ipt__pkt_size(decoder) < off)
 		return -pte_internal;
 
-	errcode = ipt__sync_forward(&sync, decoder->config.begin + off,
-				    &decoder->config);
-	if (errcode < 0)
-		return errcode;
-
-	decoder->sync = sync;
-	decoder->pos = sync;
-	decoder->sync_started = 0;
-	return 0;
+	return ipt__pkt_find_forward(decoder, off);
 }
 
 /* Move to the PSB before the current position (the end if
  * unsynchronized).  -pte_eos if there is none, -pte_invalid if decoder is
- * NULL. */
+ * NULL.  Searched piece by piece, back from the position: a PSB counts in
+ * the piece it starts in, so the search in an earlier piece looks past
+ * its stop for a PSB that starts before it. */
 IPT_DEF int pt_pkt_sync_backward(struct pt_packet_decoder *decoder)
 {
-	const uint8_t *pos, *sync;
-	int errcode;
+	const struct ipt__pkt_piece *piece;
+	const uint8_t *from, *want, *sync;
+	uint32_t i, cur;
+	uint64_t off;
+	int errcode, grows;
 
 	if (!decoder)
 		return -pte_invalid;
 
-	pos = decoder->pos;
-	if (!pos)
-		pos = decoder->config.end;
-
-	errcode = ipt__sync_backward(&sync, pos, &decoder->config);
-	if (errcode < 0)
-		return errcode;
-
-	decoder->sync = sync;
-	decoder->pos = sync;
-	decoder->sync_started = 0;
-	return 0;
+	off = decoder->pos ? ipt__pkt_off(decoder) : ipt__pkt_size(decoder);
+	cur = decoder->pieces.cur;
+	i = ipt__pkt_piece_of(decoder, off);
+	piece = &decoder->pieces.piece[i];
+	from = piece->begin + (size_t) (off - piece->base);
+	want = from;
+	for (;;) {
+		ipt__pkt_use_piece(decoder, i);
+		grows = ipt__pkt_piece_grows(decoder);
+		do {
+			errcode = ipt__sync_backward(&sync, from,
+						     &decoder->config, grows);
+			from = sync;
+		} while (!errcode && sync >= want);
+		if (!errcode) {
+			ipt__pkt_sync_here(decoder, sync);
+			return 0;
+		}
+		if (!i || errcode != -pte_eos)
+			break;
+		i -= 1;
+		piece = &decoder->pieces.piece[i];
+		want = piece->stop;
+		from = piece->stop + IPT__PSB_SIZE - 1;
+		if (from > piece->end)
+			from = piece->end;
+	}
+	ipt__pkt_use_piece(decoder, cur);
+	return errcode;
 }
 
 /* Decode from offset on, PSB or not; it also becomes the sync offset.
@@ -4810,18 +5180,14 @@ IPT_DEF int pt_pkt_sync_backward(struct pt_packet_decoder *decoder)
 IPT_DEF int pt_pkt_sync_set(struct pt_packet_decoder *decoder,
 			    uint64_t offset)
 {
-	const uint8_t *pos;
-
 	if (!decoder)
 		return -pte_invalid;
 
-	if ((uint64_t) (decoder->config.end - decoder->config.begin) < offset)
+	if (ipt__pkt_size(decoder) < offset)
 		return -pte_eos;
 
-	pos = decoder->config.begin + offset;
-	decoder->sync = pos;
-	decoder->pos = pos;
-	decoder->sync_started = 0;
+	ipt__pkt_seek(decoder, offset);
+	ipt__pkt_sync_here(decoder, decoder->pos);
 	return 0;
 }
 
@@ -4847,7 +5213,7 @@ IPT_DEF int pt_pkt_get_offset(const struct pt_packet_decoder *decoder,
 	if (!decoder->pos)
 		return -pte_nosync;
 
-	*offset = (uint64_t) (decoder->pos - decoder->config.begin);
+	*offset = ipt__pkt_off(decoder);
 	return 0;
 }
 
@@ -4862,7 +5228,7 @@ IPT_DEF int pt_pkt_get_sync_offset(const struct pt_packet_decoder *decoder,
 	if (!decoder->sync)
 		return -pte_nosync;
 
-	*offset = (uint64_t) (decoder->sync - decoder->config.begin);
+	*offset = ipt__pkt_sync_off(decoder);
 	return 0;
 }
 
@@ -4981,6 +5347,8 @@ static int ipt__pkt_decode(struct pt_packet_decoder *decoder,
 			size = ipt__pkt_read_psb(pos, config);
 			if (size >= 0) {
 				decoder->sync = pos;
+				decoder->pieces.sync_piece =
+					decoder->pieces.cur;
 				decoder->sync_started = 0;
 			}
 			break;
@@ -5119,6 +5487,7 @@ static IPT__NOINLINE int ipt__pkt_next_slow(struct pt_packet_decoder *decoder,
 	struct pt_packet pkt;
 	int size;
 
+	ipt__pkt_settle(decoder);
 	if (psize == sizeof(pkt)) {
 		size = ipt__pkt_decode(decoder, packet);
 		if (size < 0)
@@ -5307,8 +5676,9 @@ static IPT__INLINE int ipt__pkt_fast(const uint8_t *pos,
 			val = ipt__load64(pos) >> 16;
 			packet->type = ppt_pip;
 			packet->size = ipt__layout[ppt_pip].size;
-			packet->payload.pip.nr = (uint32_t) (val & 1u);
-			packet->payload.pip.cr3 = (val >> 1) << 5;
+			packet->payload.pip.nr = (uint32_t) (val & IPT__PIP_NR);
+			packet->payload.pip.cr3 = (val >> IPT__PIP_CR3_SHL)
+						  << IPT__PIP_CR3_SHR;
 			return ipt__layout[ppt_pip].size;
 		}
 		break;
@@ -5407,6 +5777,7 @@ IPT_DEF int ipt_pkt_next_batch(struct pt_packet_decoder *decoder,
 		if (size < 0)
 			return i ? (int) i : size;
 		pos = decoder->pos;
+		begin = (uintptr_t) decoder->config.begin;
 		fast = decoder->fast;
 	}
 	decoder->pos = pos;
@@ -6092,6 +6463,8 @@ static IPT__UNUSED int ipt__tcal_same(const struct ipt_time_cal *a,
  *   void ipt__evt_decoder_fini(struct pt_event_decoder *decoder);
  *   const struct pt_config *ipt__evt_config(const struct pt_event_decoder *);
  *   const uint8_t *ipt__evt_pos(const struct pt_event_decoder *);
+ *   uint64_t ipt__evt_off(const struct pt_event_decoder *);
+ *   uint64_t ipt__evt_size(const struct pt_event_decoder *);
  *        the packet decoder's position: the packet after the current one
  *   const uint8_t *ipt__evt_end(const struct pt_event_decoder *);
  *   int  ipt__evt_more(const struct pt_event_decoder *);
@@ -6355,6 +6728,20 @@ static IPT__UNUSED const uint8_t *
 ipt__evt_pos(const struct pt_event_decoder *decoder)
 {
 	return decoder ? ipt__pkt_pos(&decoder->pacdec) : NULL;
+}
+
+/* The offset of the next packet; UINT64_MAX before synchronization.
+ * The trace's size. */
+static IPT__UNUSED uint64_t
+ipt__evt_off(const struct pt_event_decoder *decoder)
+{
+	return ipt__pkt_pos_off(&decoder->pacdec);
+}
+
+static IPT__UNUSED uint64_t
+ipt__evt_size(const struct pt_event_decoder *decoder)
+{
+	return ipt__pkt_size(&decoder->pacdec);
 }
 
 static IPT__UNUSED const uint8_t *
@@ -7005,18 +7392,26 @@ static int ipt__evt_start(struct pt_event_decoder *decoder)
 	return -pte_nosync;
 }
 
-IPT_DEF int ipt_evt_set_buffer(struct pt_event_decoder *decoder,
-			       uint8_t *begin, uint8_t *end)
+IPT_DEF int ipt_evt_set_ring(struct pt_event_decoder *decoder,
+			     uint8_t *older, uint8_t *older_end,
+			     uint8_t *newer, uint8_t *newer_end)
 {
 	int err;
 
 	if (!decoder)
 		return -pte_invalid;
-	err = ipt_pkt_set_buffer(&decoder->pacdec, begin, end);
+	err = ipt_pkt_set_ring(&decoder->pacdec, older, older_end, newer,
+			       newer_end);
 	if (err < 0)
 		return err;
 	decoder->packet.size = 0;
 	return ipt__evt_reset(decoder);
+}
+
+IPT_DEF int ipt_evt_set_buffer(struct pt_event_decoder *decoder,
+			       uint8_t *begin, uint8_t *end)
+{
+	return ipt_evt_set_ring(decoder, begin, end, end, end);
 }
 
 static IPT__UNUSED int ipt__evt_more(const struct pt_event_decoder *decoder)
@@ -7284,7 +7679,7 @@ static int ipt__evt_start_ip(const struct pt_event_decoder *decoder,
 	IPT__COPY(evdec, *decoder);
 	/* Only the events of this PSB+: they all come at the same
 	 * position (its PSBEND), not those of an adjacent one. */
-	while (ipt__evt_pos(&evdec) == ipt__evt_pos(decoder)) {
+	while (ipt__evt_off(&evdec) == ipt__evt_off(decoder)) {
 		err = pt_evt_next(&evdec, &ev, sizeof(ev));
 		if (err < 0)
 			return err == -pte_eos ? 0 : err;
@@ -7312,15 +7707,14 @@ static int ipt__evt_start_ip(const struct pt_event_decoder *decoder,
 static int ipt__evt_sync_backward(struct pt_event_decoder *decoder,
 				  int (*start)(void *ctx), void *ctx)
 {
-	const uint8_t *from, *sync, *pos;
+	uint64_t from, sync, pos;
 	int status;
 
-	from = ipt__evt_pos(decoder);
-	if (!from) {
-		from = ipt__evt_end(decoder);
-		if (!from)
-			return -pte_bad_config;
-	}
+	/* Offsets, not positions: in a ring, positions in different pieces
+	 * do not compare. */
+	from = ipt__evt_off(decoder);
+	if (from == UINT64_MAX)
+		from = ipt__pkt_size(&decoder->pacdec);
 
 	sync = from;
 	for (;;) {
@@ -7328,7 +7722,7 @@ static int ipt__evt_sync_backward(struct pt_event_decoder *decoder,
 			status = pt_pkt_sync_backward(&decoder->pacdec);
 			if (status < 0)
 				return status;
-			pos = ipt__evt_pos(decoder);
+			pos = ipt__evt_off(decoder);
 		} while (sync <= pos);
 		sync = pos;
 
@@ -7336,11 +7730,12 @@ static int ipt__evt_sync_backward(struct pt_event_decoder *decoder,
 		status = ipt__evt_start(decoder);
 		if (status >= 0 && start)
 			status = start(ctx);
-		if (ipt__evt_pos(decoder) >= from || status == -pte_eos)
+		pos = ipt__evt_off(decoder);
+		if ((pos != UINT64_MAX && pos >= from) || status == -pte_eos)
 			continue;
 		if (status < 0)
 			return status;
-		if (ipt__pkt_sync_pos(&decoder->pacdec) == sync)
+		if (ipt__pkt_sync_off(&decoder->pacdec) == sync)
 			return status;
 	}
 }
@@ -9286,18 +9681,26 @@ static int ipt__qry_start(struct pt_query_decoder *decoder, uint64_t *ip)
 	return status | ipt__qry_status(decoder);
 }
 
-IPT_DEF int ipt_qry_set_buffer(struct pt_query_decoder *decoder,
-			       uint8_t *begin, uint8_t *end)
+IPT_DEF int ipt_qry_set_ring(struct pt_query_decoder *decoder,
+			     uint8_t *older, uint8_t *older_end,
+			     uint8_t *newer, uint8_t *newer_end)
 {
 	int err;
 
 	if (!decoder)
 		return -pte_invalid;
-	err = ipt_evt_set_buffer(&decoder->evdec, begin, end);
+	err = ipt_evt_set_ring(&decoder->evdec, older, older_end, newer,
+			       newer_end);
 	if (err < 0)
 		return err;
 	IPT_MEMSET(&decoder->event, 0, sizeof(decoder->event));
 	return ipt__qry_reset(decoder);
+}
+
+IPT_DEF int ipt_qry_set_buffer(struct pt_query_decoder *decoder,
+			       uint8_t *begin, uint8_t *end)
+{
+	return ipt_qry_set_ring(decoder, begin, end, end, end);
 }
 
 static int ipt__qry_sync_forward(struct pt_query_decoder *decoder,
@@ -9305,8 +9708,6 @@ static int ipt__qry_sync_forward(struct pt_query_decoder *decoder,
 {
 	int err;
 
-	if (!decoder)
-		return -pte_invalid;
 	ipt__qry_reset(decoder);
 	err = pt_evt_sync_forward(&decoder->evdec);
 	if (err < 0)
@@ -9334,8 +9735,6 @@ static int ipt__qry_sync_backward(struct pt_query_decoder *decoder,
 	struct ipt__qry_start_ctx qs;
 	int err;
 
-	if (!decoder)
-		return -pte_invalid;
 	qs.decoder = decoder;
 	qs.ip = ip;
 	err = ipt__evt_sync_backward(&decoder->evdec, ipt__qry_restart, &qs);
@@ -9347,8 +9746,6 @@ static int ipt__qry_sync_set(struct pt_query_decoder *decoder, uint64_t *ip,
 {
 	int err;
 
-	if (!decoder)
-		return -pte_invalid;
 	ipt__qry_reset(decoder);
 	err = pt_evt_sync_set(&decoder->evdec, offset);
 	if (err < 0)
@@ -12276,6 +12673,8 @@ ipt__insn_range_is_contiguous(uint64_t begin, uint64_t end,
  *        pt_blk_next's run-to-run walk, reporting branches and where the
  *        flow goes (see "walking runs for coverage")
  *   int  ipt__blk_trace_ended(const struct pt_block_decoder *);
+ *   uint64_t ipt__blk_trace_size(const struct pt_block_decoder *);
+ *   int  ipt__blk_trace_more(const struct pt_block_decoder *);
  *   void ipt__blk_set_run_hook(struct pt_block_decoder *, hook, context);
  *        a hook told of each run recorded in the run cache
  *
@@ -13241,8 +13640,6 @@ static int ipt__blk_update_trig_anchor(struct pt_block_decoder *decoder,
 		if (ev->ip_suppressed)
 			return 0;
 		break;
-
-		return -pte_internal;
 	}
 
 	decoder->has_icnt = 1;
@@ -13601,18 +13998,26 @@ static int ipt__blk_decoder_init(struct pt_block_decoder *decoder,
 	return 0;
 }
 
-IPT_DEF int ipt_blk_set_buffer(struct pt_block_decoder *decoder,
-			       uint8_t *begin, uint8_t *end)
+IPT_DEF int ipt_blk_set_ring(struct pt_block_decoder *decoder,
+			     uint8_t *older, uint8_t *older_end,
+			     uint8_t *newer, uint8_t *newer_end)
 {
 	int err;
 
 	if (!decoder)
 		return -pte_invalid;
-	err = ipt_evt_set_buffer(&decoder->evdec, begin, end);
+	err = ipt_evt_set_ring(&decoder->evdec, older, older_end, newer,
+			       newer_end);
 	if (err < 0)
 		return err;
 	ipt__blk_as_new(decoder);
 	return 0;
+}
+
+IPT_DEF int ipt_blk_set_buffer(struct pt_block_decoder *decoder,
+			       uint8_t *begin, uint8_t *end)
+{
+	return ipt_blk_set_ring(decoder, begin, end, end, end);
 }
 
 static void ipt__blk_decoder_fini(struct pt_block_decoder *decoder)
@@ -14686,8 +15091,6 @@ static int ipt__blk_proceed_event(struct pt_block_decoder *decoder,
 		if (status <= 0)
 			return status;
 		break;
-
-		return -pte_internal;
 	}
 
 	return ipt__blk_status(decoder, pts_event_pending);
@@ -16412,6 +16815,20 @@ ipt__blk_trace_ended(const struct pt_block_decoder *decoder)
 	return decoder->status == -pte_eos;
 }
 
+/* The trace's size in bytes (a ring's pieces together); whether more
+ * may come after its end (ipt_blk_extend). */
+static IPT__UNUSED uint64_t
+ipt__blk_trace_size(const struct pt_block_decoder *decoder)
+{
+	return ipt__evt_size(&decoder->evdec);
+}
+
+static IPT__UNUSED int
+ipt__blk_trace_more(const struct pt_block_decoder *decoder)
+{
+	return ipt__evt_more(&decoder->evdec);
+}
+
 /* Tell @hook of each run recorded in the run cache (NULL: nobody). */
 static IPT__UNUSED void
 ipt__blk_set_run_hook(struct pt_block_decoder *decoder,
@@ -16637,9 +17054,6 @@ static int ipt__blk_sync_forward(struct pt_block_decoder *decoder)
 {
 	int status;
 
-	if (!decoder)
-		return -pte_invalid;
-
 	ipt__blk_reset(decoder);
 	status = pt_evt_sync_forward(&decoder->evdec);
 	if (status < 0)
@@ -16660,8 +17074,6 @@ static int ipt__blk_sync_backward(struct pt_block_decoder *decoder)
 {
 	int status;
 
-	if (!decoder)
-		return -pte_invalid;
 	status = ipt__evt_sync_backward(&decoder->evdec, ipt__blk_restart,
 					decoder);
 	return status < 0 ? status : 0;
@@ -16671,9 +17083,6 @@ static int ipt__blk_sync_set(struct pt_block_decoder *decoder,
 			     uint64_t offset)
 {
 	int status;
-
-	if (!decoder)
-		return -pte_invalid;
 
 	ipt__blk_reset(decoder);
 	status = pt_evt_sync_set(&decoder->evdec, offset);
@@ -17330,8 +17739,6 @@ static int ipt__blk_event(struct pt_block_decoder *decoder,
 	case ptev_vmentry:
 	case ptev_uiret:
 		break;
-
-		return -pte_internal;
 	}
 
 	IPT_MEMCPY(uevent, ev, size);
@@ -17542,8 +17949,6 @@ static int ipt__blk_resync(struct pt_block_decoder *decoder)
 		case ptev_sipi:
 		case ptev_trig:
 			break;
-
-			return -pte_internal;
 		}
 
 		status = ipt__blk_fetch_event(decoder);
@@ -17837,18 +18242,26 @@ static int ipt__insn_synced(struct pt_insn_decoder *decoder, int status)
 	return status;
 }
 
-IPT_DEF int ipt_insn_set_buffer(struct pt_insn_decoder *decoder,
-				uint8_t *begin, uint8_t *end)
+IPT_DEF int ipt_insn_set_ring(struct pt_insn_decoder *decoder,
+			      uint8_t *older, uint8_t *older_end,
+			      uint8_t *newer, uint8_t *newer_end)
 {
 	int err;
 
 	if (!decoder)
 		return -pte_invalid;
-	err = ipt_blk_set_buffer(&decoder->blkdec, begin, end);
+	err = ipt_blk_set_ring(&decoder->blkdec, older, older_end, newer,
+			       newer_end);
 	if (err < 0)
 		return err;
 	ipt__insn_reset(decoder);
 	return 0;
+}
+
+IPT_DEF int ipt_insn_set_buffer(struct pt_insn_decoder *decoder,
+				uint8_t *begin, uint8_t *end)
+{
+	return ipt_insn_set_ring(decoder, begin, end, end, end);
 }
 
 IPT_DEF int pt_insn_sync_forward(struct pt_insn_decoder *decoder)
@@ -20396,9 +20809,10 @@ ipt_sb_alloc_pevent_decoder_mem(struct pt_sb_session *session,
  * Steady state goes further: a memo takes a run of TNT bits at once (see
  * "taking TNT bits in bulk").
  *
- * Uses of the block decoder: its public calls (ipt_blk_set_buffer for
+ * Uses of the block decoder: its public calls (ipt_blk_set_ring for
  * the next trace), and ipt__blk_walk,
- * ipt__blk_decode, ipt__blk_trace_ended,
+ * ipt__blk_decode, ipt__blk_trace_ended, ipt__blk_trace_size,
+ * ipt__blk_trace_more,
  * ipt__blk_set_run_hook and ipt__blk_allocator (see >>blk); the memo
  * reads runs with ipt__blk_run_find and ipt__blk_ctx_of and, as the walk
  * would, takes bits off the TNT in hand and moves the return stack and
@@ -20439,6 +20853,15 @@ struct ipt_cov_decoder {
 	uint32_t call;
 	uint32_t paused;
 	uint64_t resume_sync;
+
+	/* While the trace's end may move (ipt_cov_extend): the walk waits
+	 * for more (@waiting), to go on with @wait_status, and where it had
+	 * got: its offset and the instructions since the offset last
+	 * changed.  A start (ipt_cov_start_at) waits the same way. */
+	uint32_t waiting;
+	int wait_status;
+	uint64_t walk_offset;
+	uint64_t walk_idle;
 
 	/* Where the last pause was, and whether the decode has resumed from
 	 * it without getting anywhere else yet. */
@@ -21039,14 +21462,17 @@ static void ipt__cov_error(struct ipt_cov_decoder *cov, int error)
  * did not get further. */
 static int ipt__cov_sync(struct ipt_cov_decoder *cov)
 {
-	const struct pt_config *config;
 	uint64_t at, size;
 	int status;
 
-	config = pt_blk_get_config(&cov->blk);
-	size = config ? (uint64_t) (config->end - config->begin) : 0;
+	size = ipt__blk_trace_size(&cov->blk);
 
+	/* A sync that met the end while more may come searches again once
+	 * it has moved. */
 	status = pt_blk_sync_forward(&cov->blk);
+	if ((status == -pte_eos || status == -ipt_pte_need_more) &&
+	    ipt__blk_trace_more(&cov->blk))
+		return -ipt_pte_need_more;
 	if (status == -pte_eos || pt_blk_get_sync_offset(&cov->blk, &at) < 0)
 		at = size;
 	if (cov->has_error) {
@@ -21072,14 +21498,29 @@ static int ipt__cov_sync(struct ipt_cov_decoder *cov)
  * a block more). */
 enum { IPT__COV_IDLE_MAX = 0x40000 };
 
+/* The walk stops with @status where it had got (for
+ * -ipt_pte_need_more: the walk goes on from there). */
+static int ipt__cov_walk_stop(struct ipt_cov_decoder *cov, uint64_t offset,
+			      uint64_t idle, int status)
+{
+	cov->walk_offset = offset;
+	cov->walk_idle = idle;
+	return status;
+}
+
 /* Decode from a synchronized decoder with @status until an error or the
- * end of the trace.  Returns a negative pte_* code; -pte_eos at the end. */
+ * end of the trace.  Returns a negative pte_* code; -pte_eos at the end,
+ * -ipt_pte_need_more at the end for now (the block decoder undid the
+ * call, cov->call says which).  While more may come only pt_blk_next and
+ * pt_blk_event decode, which the block decoder undoes if they need more:
+ * the run walk and the memo count edges as they go. */
 static int ipt__cov_walk(struct ipt_cov_decoder *cov, int status)
 {
 	struct pt_block_decoder *blk = &cov->blk;
 	struct ipt__blk_walk_ops ops;
-	uint64_t offset = UINT64_MAX;
-	uint32_t idle = 0;
+	uint64_t offset = cov->walk_offset;
+	uint64_t idle = cov->walk_idle;
+	int walk = !ipt__blk_trace_more(blk);
 
 	/* Filled in here, not initialized: a table of function pointers
 	 * would be relocated data, which freestanding builds must not
@@ -21098,14 +21539,15 @@ static int ipt__cov_walk(struct ipt_cov_decoder *cov, int status)
 			cov->call = ipt__cov_at_event;
 			status = pt_blk_event(blk, &ev, sizeof(ev));
 			if (status < 0)
-				return status;
+				return ipt__cov_walk_stop(cov, offset, idle,
+							  status);
 			ipt__cov_event(cov, &ev);
 		}
 		if (status & pts_eos)
 			return -pte_eos;
 
 		cov->call = ipt__cov_at_next;
-		if (ipt__blk_walk(blk, &ops, cov, &status)) {
+		if (walk && ipt__blk_walk(blk, &ops, cov, &status)) {
 			if (status < 0)
 				return ipt__blk_trace_ended(blk) ? -pte_eos :
 				       status;
@@ -21114,6 +21556,9 @@ static int ipt__cov_walk(struct ipt_cov_decoder *cov, int status)
 
 		status = pt_blk_next(blk, &block, sizeof(block));
 		if (status < 0) {
+			if (status == -ipt_pte_need_more)
+				return ipt__cov_walk_stop(cov, offset, idle,
+							  status);
 			/* The flow got as far as the block goes (to missing
 			 * code, it goes on from there later). */
 			ipt__cov_block(cov, &block);
@@ -21180,6 +21625,23 @@ static int ipt__cov_resume(struct ipt_cov_decoder *cov)
 	}
 }
 
+/* The walk starts afresh (after a sync, an error or a pause). */
+static void ipt__cov_walk_fresh(struct ipt_cov_decoder *cov)
+{
+	cov->walk_offset = UINT64_MAX;
+	cov->walk_idle = 0;
+}
+
+/* The walk needs more trace: the same call goes on once the end has
+ * moved. */
+static int ipt__cov_wait(struct ipt_cov_decoder *cov)
+{
+	cov->waiting = 1;
+	cov->wait_status =
+		cov->call == ipt__cov_at_event ? pts_event_pending : 0;
+	return -ipt_pte_need_more;
+}
+
 IPT_DEF int ipt_cov_decode(struct ipt_cov_decoder *cov)
 {
 	if (!cov)
@@ -21188,10 +21650,18 @@ IPT_DEF int ipt_cov_decode(struct ipt_cov_decoder *cov)
 	for (;;) {
 		int status = 0;
 
-		if (cov->paused) {
+		if (cov->waiting) {
+			cov->waiting = 0;
+			status = cov->wait_status;
+		} else if (cov->paused) {
 			uint32_t call = cov->paused;
 
+			ipt__cov_walk_fresh(cov);
 			status = ipt__cov_resume(cov);
+			if (status == -ipt_pte_need_more) {
+				cov->paused = call;
+				return status;
+			}
 			if (ipt__cov_pauses(cov, status, call))
 				return -pte_nomap;
 			if (status < 0) {
@@ -21199,7 +21669,10 @@ IPT_DEF int ipt_cov_decode(struct ipt_cov_decoder *cov)
 				continue;
 			}
 		} else if (!cov->synced) {
+			ipt__cov_walk_fresh(cov);
 			status = ipt__cov_sync(cov);
+			if (status == -ipt_pte_need_more)
+				return status;
 			if (status == -pte_eos)
 				return 0;
 			if (ipt__cov_pauses(cov, status, ipt__cov_at_sync)) {
@@ -21215,6 +21688,9 @@ IPT_DEF int ipt_cov_decode(struct ipt_cov_decoder *cov)
 		}
 
 		status = ipt__cov_walk(cov, status);
+		if (status == -ipt_pte_need_more)
+			return ipt__cov_wait(cov);
+		ipt__cov_walk_fresh(cov);
 		if (status == -pte_eos) {
 			cov->synced = 0;
 			cov->pend_kind = 0;
@@ -21321,13 +21797,23 @@ IPT_DEF int ipt_cov_set_trace(struct ipt_cov_decoder *cov,
 			      const uint8_t *begin, const uint8_t *end,
 			      int clear_bitmap)
 {
+	return ipt_cov_set_ring(cov, begin, end, end, end, clear_bitmap);
+}
+
+IPT_DEF int ipt_cov_set_ring(struct ipt_cov_decoder *cov,
+			     const uint8_t *older, const uint8_t *older_end,
+			     const uint8_t *newer, const uint8_t *newer_end,
+			     int clear_bitmap)
+{
 	int status;
 
 	if (!cov)
 		return -pte_invalid;
 
-	status = ipt_blk_set_buffer(&cov->blk, (uint8_t *) (uintptr_t) begin,
-				    (uint8_t *) (uintptr_t) end);
+	status = ipt_blk_set_ring(&cov->blk, (uint8_t *) (uintptr_t) older,
+				  (uint8_t *) (uintptr_t) older_end,
+				  (uint8_t *) (uintptr_t) newer,
+				  (uint8_t *) (uintptr_t) newer_end);
 	if (status < 0)
 		return status;
 
@@ -21336,8 +21822,40 @@ IPT_DEF int ipt_cov_set_trace(struct ipt_cov_decoder *cov,
 	cov->has_sync = 0;
 	cov->has_error = 0;
 	cov->paused = ipt__cov_at_none;
+	cov->waiting = 0;
 	if (clear_bitmap && cov->map)
 		IPT_MEMSET(cov->map, 0, (size_t) cov->mask + 1);
+	return 0;
+}
+
+IPT_DEF int ipt_cov_extend(struct ipt_cov_decoder *cov, const uint8_t *end,
+			   int more)
+{
+	if (!cov)
+		return -pte_invalid;
+	return ipt_blk_extend(&cov->blk, (uint8_t *) (uintptr_t) end, more);
+}
+
+/* The block decoder starts; the walk goes on from its status as from a
+ * sync. */
+IPT_DEF int ipt_cov_start_at(struct ipt_cov_decoder *cov, uint64_t offset,
+			     const struct ipt_start_state *state)
+{
+	int status;
+
+	if (!cov)
+		return -pte_invalid;
+	status = ipt_blk_start_at(&cov->blk, offset, state);
+	if (status < 0)
+		return status;
+	cov->synced = 1;
+	cov->pend_kind = 0;
+	cov->has_sync = 0;
+	cov->has_error = 0;
+	cov->paused = ipt__cov_at_none;
+	cov->waiting = 1;
+	cov->wait_status = status;
+	ipt__cov_walk_fresh(cov);
 	return 0;
 }
 
