@@ -3,12 +3,12 @@
  *
  * Input: as fuzz_blk.c (common header, image fields, trace).  The filter
  * is the CR3 of one of the trace's first PIPs, which one the header's
- * sync offset picks (or a CR3 no PIP names).  The block decoder, then the
+ * sync offset picks (fz_pip_cr3).  The block decoder, then the
  * instruction decoder, decode the trace with it from the first PSB on,
  * synchronizing forward after errors (or, if the header's evsize is odd,
- * resynchronizing), then the coverage decoder; the read-memory callback
- * fails the run if asked for an address space that is neither the
- * filter's nor unknown.  Each step
+ * resynchronizing); the read-memory callback fails the run if asked for an
+ * address space that is neither the filter's nor unknown.  (fuzz_cov.c
+ * filters the coverage decoder and its reference alike.)  Each step
  * also asks ipt_*_in_guest and the start state, which must fail while
  * the decoder skips or say a state.  Nothing may crash, hang or leak. */
 #include "fuzz.h"
@@ -27,31 +27,6 @@ static int cr3_read(uint8_t *buffer, size_t size, const struct pt_asid *asid,
 		fz_fail("read of a filtered-out address space",
 			(long long) asid->cr3, (long long) m->filter);
 	return fz_read_memory(buffer, size, asid, ip, m->img);
-}
-
-/* The CR3 of the @pick-th PIP among the trace's first few, or one that
- * is none of theirs. */
-static uint64_t pick_cr3(const struct pt_config *config, uint32_t pick)
-{
-	struct pt_packet_decoder *d = pt_pkt_alloc_decoder(config);
-	struct pt_packet p;
-	uint64_t cr3 = 0x1000 + (uint64_t) pick * 0x20;
-	int status, n = 0;
-
-	if (!d)
-		return cr3;
-	pick %= 4;
-	for (status = pt_pkt_sync_forward(d); status >= 0 && n < 4096; ++n) {
-		status = pt_pkt_next(d, &p, sizeof(p));
-		if (status < 0 || p.type != ppt_pip)
-			continue;
-		if (!pick--) {
-			cr3 = p.payload.pip.cr3;
-			break;
-		}
-	}
-	pt_pkt_free_decoder(d);
-	return cr3;
 }
 
 /* Decode with decoder @d of kind @P, reporting @item, until the end of the
@@ -101,15 +76,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	fz_event_init(&ev, &in.h);
 	resync = in.h.evsize & 1;
 	mem.img = &in.img;
-	mem.filter = pick_cr3(&in.config, in.h.sync_offset);
+	mem.filter = fz_pip_cr3(&in.config, in.h.sync_offset);
 
 	image = ipt_image_alloc_with("cr3", fz_allocator());
 	if (image && pt_image_set_callback(image, cr3_read, &mem) >= 0) {
 		struct pt_block_decoder *b;
 		struct pt_insn_decoder *i;
-		struct ipt_cov_decoder *c;
-		struct ipt_cov_config cc;
-		static uint8_t map[1 << 16];
 		uint64_t budget;
 
 		b = ipt_blk_alloc_decoder_with(&in.config, fz_allocator());
@@ -134,15 +106,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		}
 		pt_insn_free_decoder(i);
 
-		memset(&cc, 0, sizeof(cc));
-		cc.flags = in.h.dflags & ipt_cov_libxdc;
-		c = ipt_cov_alloc_decoder_with(&in.config, &cc,
-					       fz_allocator());
-		if (c && ipt_cov_set_image(c, image) >= 0 &&
-		    ipt_cov_set_bitmap(c, map, sizeof(map)) >= 0 &&
-		    ipt_cov_set_cr3_filter(c, mem.filter) >= 0)
-			(void) ipt_cov_decode(c);
-		ipt_cov_free_decoder(c);
 	}
 	pt_image_free(image);
 	fz_event_fini(&ev);
