@@ -6489,6 +6489,9 @@ static IPT__UNUSED int ipt__tcal_same(const struct ipt_time_cal *a,
  *   int  ipt__evt_paging(const struct pt_event *ev, uint64_t *cr3);
  *        a paging event's CR3 and NR bit (1 guest, 0 host); -1 for
  *        other events
+ *   struct ipt__vm_side, ipt__vm_side_take(side, ev),
+ *   ipt__vm_side_get(side)
+ *        guest or host as the paging events taken say (ipt_*_in_guest)
  *   uint32_t ipt__evt_queued(const struct pt_event_decoder *decoder);
  *        right after ipt_evt_start_at: how many status events the
  *        state gave
@@ -9406,6 +9409,30 @@ static IPT__UNUSED int ipt__evt_paging(const struct pt_event *ev,
 	return nr;
 }
 
+/* Guest or host, as the paging events taken so far say; all zero: not
+ * known (no PIP since synchronizing). */
+struct ipt__vm_side {
+	uint8_t known;
+	uint8_t non_root;
+};
+
+static IPT__UNUSED void ipt__vm_side_take(struct ipt__vm_side *side,
+					  const struct pt_event *ev)
+{
+	int nr = ipt__evt_paging(ev, NULL);
+
+	if (nr >= 0) {
+		side->known = 1;
+		side->non_root = nr ? 1 : 0;
+	}
+}
+
+/* What ipt_*_in_guest answers: 1 guest, 0 host, -pte_nosync. */
+static IPT__UNUSED int ipt__vm_side_get(const struct ipt__vm_side *side)
+{
+	return side->known ? side->non_root : -pte_nosync;
+}
+
 /* ---- comparing decoders (for >>seg) ---- */
 
 /* Events are made from zeroed memory (ipt__evq_clean, or a memset in
@@ -9493,10 +9520,8 @@ struct pt_query_decoder {
 	/* The event decoder's error, reported when the caller gets there. */
 	int status;
 
-	/* With @vm_known, what the last paging event the caller got said:
-	 * VMX non-root (ipt_qry_in_guest). */
-	uint32_t vm_known:1;
-	uint32_t non_root:1;
+	/* Guest or host, as of the events the caller got (ipt_qry_in_guest). */
+	struct ipt__vm_side vm;
 };
 
 static void ipt__tnt_init(struct ipt__tnt_cache *cache)
@@ -9549,8 +9574,7 @@ static int ipt__qry_reset(struct pt_query_decoder *decoder)
 	decoder->status = -pte_nosync;
 	ipt__tnt_init(&decoder->tnt);
 	ipt_time_init(&decoder->last_time);
-	decoder->vm_known = 0;
-	decoder->non_root = 0;
+	IPT_MEMSET(&decoder->vm, 0, sizeof(decoder->vm));
 	return 0;
 }
 
@@ -9873,8 +9897,6 @@ static int ipt__qry_indirect_branch(struct pt_query_decoder *decoder,
 static int ipt__qry_event(struct pt_query_decoder *decoder,
 			  struct pt_event *event, size_t size)
 {
-	int nr;
-
 	if (!decoder || !event)
 		return -pte_invalid;
 	if (size < offsetof(struct pt_event, variant))
@@ -9893,11 +9915,7 @@ static int ipt__qry_event(struct pt_query_decoder *decoder,
 	if (size > sizeof(decoder->event))
 		size = sizeof(decoder->event);
 	IPT_MEMCPY(event, &decoder->event, size);
-	nr = ipt__evt_paging(&decoder->event, NULL);
-	if (nr >= 0) {
-		decoder->vm_known = 1;
-		decoder->non_root = nr ? 1 : 0;
-	}
+	ipt__vm_side_take(&decoder->vm, &decoder->event);
 
 	ipt__evt_save_time(&decoder->last_time, &decoder->evdec);
 	ipt__qry_read_ahead(decoder);
@@ -9906,11 +9924,7 @@ static int ipt__qry_event(struct pt_query_decoder *decoder,
 
 IPT_DEF int ipt_qry_in_guest(const struct pt_query_decoder *decoder)
 {
-	if (!decoder)
-		return -pte_invalid;
-	if (!decoder->vm_known)
-		return -pte_nosync;
-	return decoder->non_root;
+	return decoder ? ipt__vm_side_get(&decoder->vm) : -pte_invalid;
 }
 
 /* ---- streaming ----
@@ -12906,6 +12920,9 @@ struct pt_block_decoder {
 	struct pt_event_decoder evdec;
 	struct pt_event event;
 
+	/* Guest or host, as of the events taken (ipt_blk_in_guest). */
+	struct ipt__vm_side vm;
+
 	/* The CR3 the filter keeps (ipt_blk_set_cr3_filter), pt_asid_no_cr3
 	 * for all; @held as @has_held says. */
 	uint64_t cr3_filter;
@@ -12980,9 +12997,6 @@ struct pt_block_decoder {
 	uint32_t wait_for_code:1;
 	/* Set by ipt_blk_set_vm_tolerant. */
 	uint32_t vm_tolerant:1;
-	/* With @vm_known, what the last PIP said: VMX non-root. */
-	uint32_t vm_known:1;
-	uint32_t non_root:1;
 	/* The CR3 filter (ipt_blk_set_cr3_filter) skips trace: CR3 is not
 	 * the filter's, or it is again but no IP has come since. */
 	uint32_t dark:1;
@@ -13911,8 +13925,7 @@ static void ipt__blk_reset(struct pt_block_decoder *decoder)
 	decoder->process_insn = 0;
 	decoder->mismatch = 0;
 	decoder->has_fault = 0;
-	decoder->vm_known = 0;
-	decoder->non_root = 0;
+	IPT_MEMSET(&decoder->vm, 0, sizeof(decoder->vm));
 	decoder->dark = 0;
 	decoder->dark_leave = 0;
 	decoder->filter_event = 0;
@@ -17157,7 +17170,7 @@ static int ipt__blk_get_state(const struct pt_block_decoder *decoder,
 	state->speculative = decoder->speculative;
 	state->has_cr3 = decoder->asid.cr3 != pt_asid_no_cr3;
 	state->cr3 = state->has_cr3 ? decoder->asid.cr3 : 0;
-	state->non_root = decoder->vm_known && decoder->non_root;
+	state->non_root = ipt__vm_side_get(&decoder->vm) == 1;
 	state->has_vmcs = decoder->asid.vmcs != pt_asid_no_vmcs;
 	state->vmcs = state->has_vmcs ? decoder->asid.vmcs : 0;
 	for (idx = rs->bottom; idx != rs->top;
@@ -17425,11 +17438,7 @@ IPT_DEF int ipt_blk_set_cr3_filter(struct pt_block_decoder *decoder,
 
 IPT_DEF int ipt_blk_in_guest(const struct pt_block_decoder *decoder)
 {
-	if (!decoder)
-		return -pte_invalid;
-	if (!decoder->vm_known)
-		return -pte_nosync;
-	return decoder->non_root;
+	return decoder ? ipt__vm_side_get(&decoder->vm) : -pte_invalid;
 }
 
 IPT_DEF int ipt_blk_set_wait_for_code(struct pt_block_decoder *decoder,
@@ -17543,13 +17552,11 @@ static void ipt__blk_change_asid(struct pt_block_decoder *decoder,
 				 const struct pt_event *ev)
 {
 	uint64_t cr3;
-	int nr = ipt__evt_paging(ev, &cr3);
 
-	if (nr >= 0) {
+	ipt__vm_side_take(&decoder->vm, ev);
+	if (ipt__evt_paging(ev, &cr3) >= 0)
 		decoder->asid.cr3 = cr3;
-		decoder->non_root = nr ? 1 : 0;
-		decoder->vm_known = 1;
-	} else if (ev->type == ptev_vmcs)
+	else if (ev->type == ptev_vmcs)
 		decoder->asid.vmcs = ev->variant.vmcs.base;
 	else if (ev->type == ptev_async_vmcs)
 		decoder->asid.vmcs = ev->variant.async_vmcs.base;
