@@ -1472,13 +1472,65 @@ IPT_API int ipt_insn_set_vm_tolerant(struct pt_insn_decoder *decoder, int on);
 /* Guest or host: PIP's NR bit says whether the processor runs in VMX
  * non-root operation (a guest) after the CR3 it carries; the paging events
  * (ptev_paging, ptev_async_paging, and PSB+ status updates) carry it as
- * non_root.  ipt_blk_in_guest() / ipt_insn_in_guest() give it as of the
- * events taken so far, that is for the next block or instruction: 1 in a
- * guest, 0 in the host, -pte_nosync if no PIP has said since the decoder
- * synchronized, -pte_invalid without decoder.  An agent keeps the guest's
- * flow by dropping what comes while this is 0. */
+ * non_root.  ipt_qry_in_guest() / ipt_blk_in_guest() / ipt_insn_in_guest()
+ * give it as of the events the caller has taken so far: 1 in a guest, 0
+ * in the host, -pte_nosync if no PIP has said since the decoder
+ * synchronized (or started), -pte_invalid without decoder.
+ *
+ * That makes it a tag for each piece of output, asked right after it:
+ * after pt_*_next, the block or instruction just returned (events after it
+ * are still pending); after pt_*_event, the event just returned, and a
+ * paging event is tagged with the side it switches to.  A VM exit's
+ * events (FUP, PIP with NR clear, TIP) are so tagged host from its paging
+ * event on, a VM entry's guest from its paging event on.  The VMCS packet
+ * (ptev_vmcs, ptev_async_vmcs) names the VMCS a VMM loaded, not the side:
+ * it changes no tag.  With "conceal VMX from PT" set in the VMCS, VM
+ * entries and exits write no PIP: the tag stays what the last PIP said,
+ * and such a trace cannot tell guest from host.  An agent keeps the
+ * guest's flow by dropping what comes while this is 0. */
+IPT_API int ipt_qry_in_guest(const struct pt_query_decoder *decoder);
 IPT_API int ipt_blk_in_guest(const struct pt_block_decoder *decoder);
 IPT_API int ipt_insn_in_guest(const struct pt_insn_decoder *decoder);
+
+/* One address space: ipt_blk_set_cr3_filter() / ipt_insn_set_cr3_filter()
+ * with a CR3 make the decoder skip the trace of every other CR3 without
+ * walking its code (the read-memory callback is never asked for it), as
+ * if the hardware's own CR3 filter (IA32_RTIT_CR3_MATCH) had been on;
+ * pt_asid_no_cr3 (the default) keeps all.  The CR3 is what PIP says,
+ * compared whole; until the first PIP after synchronizing it is not
+ * known and nothing is skipped.  A new filter takes effect at the next
+ * paging event.
+ *
+ * At the boundaries the decoder reports:
+ * - leaving: the paging event that names another CR3 (ptev_paging at the
+ *   MOV CR3, ptev_async_paging at a far transfer, VM entry or exit, or a
+ *   PSB+ status update), then, if tracing was enabled, ptev_disabled with
+ *   its IP suppressed (bound to the MOV CR3, as TIP.PGD would be).
+ * - in between: nothing.  No blocks, no events; the state the skipped
+ *   events carry (CR3, VMCS, execution mode, TSX, core:bus ratio) is
+ *   taken in, so pt_*_asid and pt_*_core_bus_ratio stay current; the
+ *   next reported event carries the time as usual.
+ * - coming back: the paging event that names the filter's CR3, then the
+ *   flow from the first IP the trace gives: a TIP.PGE's ptev_enabled or
+ *   an overflow's ptev_overflow as the trace has them (a PSB+ FUP's
+ *   enable as ptev_enabled, not a status update); otherwise a
+ *   ptev_enabled at that IP (not resumed) followed by the event that gave
+ *   it: the target of a TIP (taken in), or the IP of an asynchronous
+ *   branch, paging, VMCS, MODE.Exec or TSX event (then reported as
+ *   usual).  Back at a far transfer or at a PSB+ the flow goes on where
+ *   it comes back; back at a MOV CR3 (ptev_paging, IP unknown), the
+ *   instructions up to the next IP packet cannot be decoded without the
+ *   other address space's code, and are not reported.
+ * So the blocks and instructions of the filter's CR3 are those a decode
+ * without filter reports there, less those after a MOV CR3 into it and
+ * before the next IP packet.
+ *
+ * While the decoder skips, ipt_*_get_start_state fails with
+ * -pte_bad_context.  Both return zero, -pte_invalid without decoder. */
+IPT_API int ipt_blk_set_cr3_filter(struct pt_block_decoder *decoder,
+				   uint64_t cr3);
+IPT_API int ipt_insn_set_cr3_filter(struct pt_insn_decoder *decoder,
+				    uint64_t cr3);
 
 /* >>api-start: starting where there is no PSB */
 
@@ -1491,9 +1543,11 @@ IPT_API int ipt_insn_in_guest(const struct pt_insn_decoder *decoder);
  * The decoder takes the state as it takes a PSB+: its first events are
  * status updates (ptev_enabled or ptev_disabled, ptev_async_paging with
  * the CR3, ptev_async_vmcs, ptev_tsx if in a transaction, ptev_exec_mode;
- * all at @ip, stamped with @time), then the trace from @offset on.  A
- * decoder that had decoded the trace before @offset itself and stands
- * there (see ipt_blk_get_start_state) gives from then on what it gives.
+ * all at @ip, stamped with @time; unlike a PSB+'s they give a TRIG no
+ * new anchor, so that its count goes on across the start), then the
+ * trace from @offset on.  A decoder that had decoded the trace before
+ * @offset itself and stands there (see ipt_blk_get_start_state) gives
+ * from then on what it gives.
  *
  * Fields a caller does not know are left zero: no CR3 or VMCS (as a PSB+
  * without PIP or VMCS), no last IP (a compressed IP packet then fails
@@ -1557,6 +1611,13 @@ struct ipt_start_state {
 	 * many of the instructions the decoder reported last a decoder
 	 * started with this state reports again (see there). */
 	uint32_t repeat;
+
+	/* The instruction right before @ip, if @has_last_insn: the one whose
+	 * trace the decoder took last (ipt_*_get_start_state fills it in).
+	 * A TSX abort right after the start looks at it as it would at the
+	 * end of the block before (erratum BDM64, with @mode). */
+	uint32_t has_last_insn;
+	uint64_t last_insn_ip;
 };
 
 /* Start decoder at @offset in its trace, at a packet boundary, in @state
@@ -1609,9 +1670,8 @@ IPT_API int ipt_insn_start_at(struct pt_insn_decoder *decoder,
  * inside a group of packets that belong together (events wait for
  * packets still to come, such as a MODE.EXEC for its TIP; events bound to
  * an instruction are not all taken; an erratum's look ahead met the end
- * of the trace) or inside a packet: a start state cannot hold those.  Not exact yet: a TSX
- * abort right after the start (the BDM64 workaround looks at the block
- * before it) and a TRIG's instruction count across the start.  Ref: ipt.h
+ * of the trace) or inside a packet: a start state cannot hold those.  Not
+ * exact yet: a TRIG's instruction count across the start.  Ref: ipt.h
  * only. */
 IPT_API int ipt_blk_get_start_state(const struct pt_block_decoder *decoder,
 				    uint64_t *offset,
@@ -2576,6 +2636,11 @@ IPT_API int ipt_cov_set_cache_limit(struct ipt_cov_decoder *decoder,
 				    uint64_t bytes);
 IPT_API int ipt_cov_set_memo_limit(struct ipt_cov_decoder *decoder,
 				   uint64_t bytes);
+/* As ipt_blk_set_cr3_filter (see >>api-vm): the edges of one address
+ * space.  Leaving it is a disable edge, coming back an enable edge to the
+ * first IP the trace gives there. */
+IPT_API int ipt_cov_set_cr3_filter(struct ipt_cov_decoder *decoder,
+				   uint64_t cr3);
 IPT_API int ipt_cov_get_fault(const struct ipt_cov_decoder *decoder,
 			      struct ipt_fault *fault, size_t size);
 
@@ -6425,6 +6490,15 @@ static IPT__UNUSED int ipt__tcal_same(const struct ipt_time_cal *a,
  *   int  ipt__evt_same_event(const struct pt_event *,
  *                            const struct pt_event *);
  *        between two calls: the same state, the same event (for >>seg)
+ *   int  ipt__evt_paging(const struct pt_event *ev, uint64_t *cr3);
+ *        a paging event's CR3 and NR bit (1 guest, 0 host); -1 for
+ *        other events
+ *   struct ipt__vm_side, ipt__vm_side_take(side, ev),
+ *   ipt__vm_side_get(side)
+ *        guest or host as the paging events taken say (ipt_*_in_guest)
+ *   uint32_t ipt__evt_queued(const struct pt_event_decoder *decoder);
+ *        right after ipt_evt_start_at: how many status events the
+ *        state gave
  *   int  ipt__evt_next_tnt(struct pt_event_decoder *decoder,
  *                          struct pt_event *ev);
  *        pt_evt_next() for a caller holding a used-up TNT, TIP or enable
@@ -7549,6 +7623,19 @@ IPT_DEF int ipt_evt_start_at(struct pt_event_decoder *decoder,
 	IPT_MEMSET(&decoder->packet, 0, sizeof(decoder->packet));
 	decoder->packet.type = ppt_psbend;
 	return 0;
+}
+
+/* How many events wait in the queue: right after ipt_evt_start_at, the
+ * status events of the state. */
+static IPT__UNUSED uint32_t ipt__evt_queued(const struct pt_event_decoder *d)
+{
+	uint32_t n = 0;
+	uint8_t idx;
+
+	for (idx = d->evq.begin; idx != d->evq.end && n < ipt__evq_max;
+	     idx = ipt__evq_inc(idx))
+		n += 1;
+	return n;
 }
 
 /* The state of a decoder that has used up its trace, but for what only
@@ -9407,6 +9494,56 @@ static int ipt__evt_next(struct pt_event_decoder *decoder,
 	return 0;
 }
 
+/* ---- guest or host ---- */
+
+/* What a paging event (PIP, SDM 33.4.2.17 / 36.5.1) says: the CR3 it
+ * switches to in *@cr3 (if not NULL), and of VMX 1 for a guest's CR3
+ * (NR set: non-root), 0 for the host's; -1 for any other event.  The query
+ * and block decoders tag what follows with it (ipt_*_in_guest); the block
+ * decoder's CR3 filter compares the CR3. */
+static IPT__UNUSED int ipt__evt_paging(const struct pt_event *ev,
+				       uint64_t *cr3)
+{
+	uint64_t value;
+	int nr;
+
+	if (ev->type == ptev_paging) {
+		value = ev->variant.paging.cr3;
+		nr = ev->variant.paging.non_root;
+	} else if (ev->type == ptev_async_paging) {
+		value = ev->variant.async_paging.cr3;
+		nr = ev->variant.async_paging.non_root;
+	} else
+		return -1;
+	if (cr3)
+		*cr3 = value;
+	return nr;
+}
+
+/* Guest or host, as the paging events taken so far say; all zero: not
+ * known (no PIP since synchronizing). */
+struct ipt__vm_side {
+	uint8_t known;
+	uint8_t non_root;
+};
+
+static IPT__UNUSED void ipt__vm_side_take(struct ipt__vm_side *side,
+					  const struct pt_event *ev)
+{
+	int nr = ipt__evt_paging(ev, NULL);
+
+	if (nr >= 0) {
+		side->known = 1;
+		side->non_root = nr ? 1 : 0;
+	}
+}
+
+/* What ipt_*_in_guest answers: 1 guest, 0 host, -pte_nosync. */
+static IPT__UNUSED int ipt__vm_side_get(const struct ipt__vm_side *side)
+{
+	return side->known ? side->non_root : -pte_nosync;
+}
+
 /* ---- comparing decoders (for >>seg) ---- */
 
 /* Events are made from zeroed memory (ipt__evq_clean, or a memset in
@@ -9493,6 +9630,9 @@ struct pt_query_decoder {
 
 	/* The event decoder's error, reported when the caller gets there. */
 	int status;
+
+	/* Guest or host, as of the events the caller got (ipt_qry_in_guest). */
+	struct ipt__vm_side vm;
 };
 
 static void ipt__tnt_init(struct ipt__tnt_cache *cache)
@@ -9545,6 +9685,7 @@ static int ipt__qry_reset(struct pt_query_decoder *decoder)
 	decoder->status = -pte_nosync;
 	ipt__tnt_init(&decoder->tnt);
 	ipt_time_init(&decoder->last_time);
+	IPT_MEMSET(&decoder->vm, 0, sizeof(decoder->vm));
 	return 0;
 }
 
@@ -9885,10 +10026,16 @@ static int ipt__qry_event(struct pt_query_decoder *decoder,
 	if (size > sizeof(decoder->event))
 		size = sizeof(decoder->event);
 	IPT_MEMCPY(event, &decoder->event, size);
+	ipt__vm_side_take(&decoder->vm, &decoder->event);
 
 	ipt__evt_save_time(&decoder->last_time, &decoder->evdec);
 	ipt__qry_read_ahead(decoder);
 	return ipt__qry_status(decoder);
+}
+
+IPT_DEF int ipt_qry_in_guest(const struct pt_query_decoder *decoder)
+{
+	return decoder ? ipt__vm_side_get(&decoder->vm) : -pte_invalid;
 }
 
 /* ---- streaming ----
@@ -12896,6 +13043,14 @@ struct pt_block_decoder {
 	struct pt_event_decoder evdec;
 	struct pt_event event;
 
+	/* Guest or host, as of the events taken (ipt_blk_in_guest). */
+	struct ipt__vm_side vm;
+
+	/* The CR3 the filter keeps (ipt_blk_set_cr3_filter), pt_asid_no_cr3
+	 * for all; @held as @has_held says. */
+	uint64_t cr3_filter;
+	struct pt_event held;
+
 	/* The flags the user configured (the event decoder gets its own). */
 	struct pt_conf_flags flags;
 
@@ -12965,9 +13120,19 @@ struct pt_block_decoder {
 	uint32_t wait_for_code:1;
 	/* Set by ipt_blk_set_vm_tolerant. */
 	uint32_t vm_tolerant:1;
-	/* With @vm_known, what the last PIP said: VMX non-root. */
-	uint32_t vm_known:1;
-	uint32_t non_root:1;
+	/* The CR3 filter (ipt_blk_set_cr3_filter) skips trace: CR3 is not
+	 * the filter's, or it is again but no IP has come since. */
+	uint32_t dark:1;
+	/* The next event is the filter's disable, as the decoder leaves the
+	 * filter's address space with tracing enabled. */
+	uint32_t dark_leave:1;
+	/* The current event is the filter's (a disable or an enable where
+	 * the decoder stands, or the event that ends the skip): it binds
+	 * right here, without walking code. */
+	uint32_t filter_event:1;
+	/* @held is the event after the current one, which the filter put
+	 * behind its enable. */
+	uint32_t has_held:1;
 	/* The fault was met looking ahead of the flow, not walking it: what
 	 * follows the block's last instruction is not known yet. */
 	uint32_t fault_ahead:1;
@@ -12988,6 +13153,17 @@ struct pt_block_decoder {
 	uint32_t end_icnt;
 	struct ipt__retstack end_rs;
 	uint32_t ahead;
+	/* The last instruction of the block when the trace ran out, if
+	 * @has_end_last; as ipt_start_state.last_insn_ip. */
+	uint64_t end_last;
+	uint32_t has_end_last;
+	/* Started with a last instruction (ipt_blk_start_at): until the first
+	 * block, a TSX abort checks BDM64 against it. */
+	uint64_t start_last;
+	uint32_t has_start_last;
+	/* The start state's status events not taken yet: they restate the
+	 * state and give no TRIG anchor. */
+	uint32_t start_status;
 	/* The block the current pt_blk_next call builds, and how many
 	 * instructions it held when the trace ran out. */
 	const struct pt_block *cur_block;
@@ -13625,6 +13801,12 @@ static IPT__INLINE uint32_t ipt__blk_ctx_of(struct pt_block_decoder *decoder,
 static int ipt__blk_update_trig_anchor(struct pt_block_decoder *decoder,
 				       const struct pt_event *ev)
 {
+	/* A start state's status events: the count goes on across. */
+	if (decoder->start_status && ev->status_update) {
+		decoder->start_status -= 1;
+		return 0;
+	}
+
 	switch (ev->type) {
 	case ptev_paging:
 	case ptev_sipi:
@@ -13710,7 +13892,178 @@ static void ipt__blk_note_end(struct pt_block_decoder *decoder)
 	decoder->end_icnt = decoder->icnt;
 	IPT__COPY(decoder->end_rs, decoder->retstack);
 	decoder->end_ninsn = decoder->cur_block ? decoder->cur_block->ninsn : 0;
+	decoder->has_end_last = decoder->end_ninsn ? 1 : 0;
+	decoder->end_last = decoder->end_ninsn ? decoder->cur_block->end_ip : 0;
 	decoder->ahead = 0;
+}
+
+/* The next event from the event decoder into @decoder->event.  An error
+ * is kept in @status and reported when we get to it. */
+static void ipt__blk_next_event(struct pt_block_decoder *decoder)
+{
+	struct pt_event *ev = &decoder->event;
+	int status;
+
+	status = ipt__evt_next_tnt(&decoder->evdec, ev);
+	if (!status)
+		status = pt_evt_next(&decoder->evdec, ev, sizeof(*ev));
+	if (status < 0) {
+		decoder->status = status;
+		IPT_MEMSET(ev, 0xff, sizeof(*ev));
+		ipt__blk_note_end(decoder);
+	}
+}
+
+/* ---- the CR3 filter (ipt_blk_set_cr3_filter) ----
+ * Another address space's stretch of trace is skipped event by event, and
+ * no code is walked for it: the decoder is disabled through it.  What the
+ * skipped events say of the decoder's state (CR3, VMCS, mode, TSX, core:bus
+ * ratio) is taken in silently, so that the decoder knows it when it comes
+ * back.  Coming back takes a paging event with the filter's CR3 and then
+ * the first IP the trace gives: the decoder enables itself there, as
+ * hardware CR3 filtering (IA32_RTIT_CR3_MATCH) would have with TIP.PGE. */
+
+static void ipt__blk_change_asid(struct pt_block_decoder *decoder,
+				 const struct pt_event *ev);
+static uint64_t ipt__blk_event_ip(const struct pt_event *ev);
+
+static int ipt__blk_filter_keeps(const struct pt_block_decoder *decoder,
+				 uint64_t cr3)
+{
+	return decoder->cr3_filter == pt_asid_no_cr3 ||
+	       cr3 == decoder->cr3_filter;
+}
+
+/* A skipped event's state, taken in without reporting it. */
+static void ipt__blk_dark_apply(struct pt_block_decoder *decoder,
+				const struct pt_event *ev)
+{
+	switch (ev->type) {
+	case ptev_paging:
+	case ptev_async_paging:
+	case ptev_vmcs:
+	case ptev_async_vmcs:
+		ipt__blk_change_asid(decoder, ev);
+		break;
+	case ptev_exec_mode:
+		decoder->mode = ev->variant.exec_mode.mode;
+		break;
+	case ptev_tsx:
+		decoder->speculative = ev->variant.tsx.speculative;
+		break;
+	case ptev_cbr:
+		decoder->has_cbr = 1;
+		decoder->cbr = ev->variant.cbr.ratio;
+		break;
+	default:
+		break;
+	}
+}
+
+/* A paging event the decoder takes (reported, or skipped resynchronizing):
+ * into an address space the filter leaves out, the decoder goes dark, and
+ * reports a disable first if tracing was enabled. */
+static void ipt__blk_take_paging(struct pt_block_decoder *decoder,
+				 const struct pt_event *ev)
+{
+	ipt__blk_change_asid(decoder, ev);
+	if (!decoder->dark &&
+	    !ipt__blk_filter_keeps(decoder, decoder->asid.cr3)) {
+		decoder->dark = 1;
+		decoder->dark_leave = decoder->enabled;
+	}
+}
+
+/* Make @ev an enable at @ip, keeping its time; the filter's own event. */
+static void ipt__blk_filter_enable(struct pt_block_decoder *decoder,
+				   struct pt_event *ev, uint64_t ip)
+{
+	ev->type = ptev_enabled;
+	ev->ip_suppressed = 0;
+	ev->status_update = 0;
+	IPT_MEMSET(&ev->variant, 0, sizeof(ev->variant));
+	ev->variant.enabled.ip = ip;
+	decoder->filter_event = 1;
+	decoder->dark = 0;
+}
+
+/* The IP at which @ev, back in the filter's address space, lets the flow
+ * go on after it: 1 and @ip if it has one, else 0. */
+static int ipt__blk_dark_ip(const struct pt_event *ev, uint64_t *ip)
+{
+	if (ev->ip_suppressed)
+		return 0;
+	switch (ev->type) {
+	case ptev_async_branch:
+		*ip = ev->variant.async_branch.from;
+		return 1;
+	case ptev_async_paging:
+	case ptev_async_vmcs:
+	case ptev_exec_mode:
+	case ptev_tsx:
+		*ip = ipt__blk_event_ip(ev);
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+/* Skip events while dark: up to a paging event into the filter's address
+ * space, then up to the first IP.  @decoder->event is the first event not
+ * skipped, or the error that ended the trace. */
+static void ipt__blk_dark(struct pt_block_decoder *decoder)
+{
+	struct pt_event *ev = &decoder->event;
+	uint64_t cr3, ip;
+
+	for (; decoder->status >= 0; ipt__blk_next_event(decoder)) {
+		if (ipt__evt_paging(ev, &cr3) < 0)
+			cr3 = decoder->asid.cr3;
+		else if (ev->type == ptev_paging &&
+			 ipt__blk_filter_keeps(decoder, cr3))
+			/* Back, at an IP the trace does not say: indicated
+			 * while disabled, the skip goes on. */
+			return;
+		if (!ipt__blk_filter_keeps(decoder, cr3)) {
+			ipt__blk_dark_apply(decoder, ev);
+			continue;
+		}
+
+		switch (ev->type) {
+		case ptev_tip:
+			if (ev->ip_suppressed)
+				break;
+			ipt__blk_filter_enable(decoder, ev,
+					       ev->variant.tip.ip);
+			return;
+
+		case ptev_enabled:
+			ev->status_update = 0;
+			decoder->filter_event = 1;
+			decoder->dark = 0;
+			return;
+
+		case ptev_overflow:
+			if (ev->ip_suppressed)
+				break;
+			decoder->filter_event = 1;
+			decoder->dark = 0;
+			return;
+
+		default:
+			if (ipt__blk_dark_ip(ev, &ip)) {
+				IPT__COPY(decoder->held, *ev);
+				decoder->has_held = 1;
+				ipt__blk_filter_enable(decoder, ev, ip);
+				return;
+			}
+			if (ev->type == ptev_async_paging)
+				/* Back with tracing disabled. */
+				return;
+			break;
+		}
+		ipt__blk_dark_apply(decoder, ev);
+	}
 }
 
 /* We are done with the current event: remember its time, and whether it
@@ -13738,14 +14091,27 @@ static int ipt__blk_fetch_event(struct pt_block_decoder *decoder)
 	if (status < 0)
 		return status;
 
-	status = ipt__evt_next_tnt(&decoder->evdec, ev);
-	if (!status)
-		status = pt_evt_next(&decoder->evdec, ev, sizeof(*ev));
-	if (status < 0) {
-		decoder->status = status;
-		IPT_MEMSET(ev, 0xff, sizeof(*ev));
-		ipt__blk_note_end(decoder);
+	decoder->filter_event = 0;
+	if (IPT__UNLIKELY(decoder->dark_leave)) {
+		/* Leaving the filter's address space: tracing is disabled
+		 * from here, as the paging event says. */
+		decoder->dark_leave = 0;
+		ev->type = ptev_disabled;
+		ev->ip_suppressed = 1;
+		ev->status_update = 0;
+		IPT_MEMSET(&ev->variant, 0, sizeof(ev->variant));
+		decoder->filter_event = 1;
+		return 0;
 	}
+	if (IPT__UNLIKELY(decoder->has_held)) {
+		decoder->has_held = 0;
+		IPT__COPY(*ev, decoder->held);
+		return 0;
+	}
+
+	ipt__blk_next_event(decoder);
+	if (IPT__UNLIKELY(decoder->dark))
+		ipt__blk_dark(decoder);
 	return 0;
 }
 
@@ -13779,11 +14145,17 @@ static void ipt__blk_reset(struct pt_block_decoder *decoder)
 	decoder->process_insn = 0;
 	decoder->mismatch = 0;
 	decoder->has_fault = 0;
-	decoder->vm_known = 0;
-	decoder->non_root = 0;
+	IPT_MEMSET(&decoder->vm, 0, sizeof(decoder->vm));
+	decoder->dark = 0;
+	decoder->dark_leave = 0;
+	decoder->filter_event = 0;
+	decoder->has_held = 0;
 	decoder->has_end = 0;
 	decoder->end_deferred = 0;
 	decoder->ahead = 0;
+	decoder->has_end_last = 0;
+	decoder->has_start_last = 0;
+	decoder->start_status = 0;
 	decoder->cur_block = NULL;
 	decoder->ntrail = 0;
 	IPT_MEMSET(&decoder->event, 0xff, sizeof(decoder->event));
@@ -13833,6 +14205,7 @@ static int ipt__blk_decoder_init(struct pt_block_decoder *decoder,
 
 	decoder->want_text = want_text;
 	decoder->rlimit = IPT_BLK_CACHE_LIMIT;
+	decoder->cr3_filter = pt_asid_no_cr3;
 	decoder->ibits_runs = IPT__ICACHE_MIN_BITS;
 	decoder->default_image = ipt_image_alloc_with(NULL,
 						      &decoder->allocator);
@@ -14789,6 +15162,10 @@ static int ipt__blk_proceed_event(struct pt_block_decoder *decoder,
 
 	IPT_MEMSET(&insn, 0, sizeof(insn));
 	IPT_MEMSET(&iext, 0, sizeof(iext));
+
+	/* The CR3 filter's events bind where the decoder stands. */
+	if (decoder->filter_event)
+		return ipt__blk_status(decoder, pts_event_pending);
 
 	switch (ev->type) {
 	case ptev_enabled:
@@ -16184,8 +16561,21 @@ static int ipt__blk_postpone_trailing_tsx(struct pt_block_decoder *decoder,
 					  const struct pt_block *block,
 					  const struct pt_event *ev)
 {
+	struct pt_block start;
+
 	if (ev->ip_suppressed)
 		return 0;
+
+	/* Right after a start, the block before is the state's last
+	 * instruction. */
+	if (!block && decoder->has_start_last) {
+		IPT_MEMSET(&start, 0, sizeof(start));
+		start.ip = decoder->start_last;
+		start.end_ip = decoder->start_last;
+		start.mode = decoder->mode;
+		start.ninsn = 1;
+		block = &start;
+	}
 
 	if (block) {
 		const struct pt_config *config;
@@ -16256,6 +16646,17 @@ static int ipt__blk_proceed_trailing_event(struct pt_block_decoder *decoder,
 		status = ipt__blk_fetch_event(decoder);
 		if (status < 0)
 			return status;
+	}
+
+	/* The CR3 filter's events bind where the decoder stands; its
+	 * disable to a postponed MOV CR3 as TIP.PGD would. */
+	if (IPT__UNLIKELY(decoder->filter_event)) {
+		if (ev->type != ptev_disabled) {
+			status = ipt__blk_proceed_postponed_insn(decoder);
+			if (status < 0)
+				return status;
+		}
+		return ipt__blk_status(decoder, pts_event_pending);
 	}
 
 	switch (ev->type) {
@@ -17045,6 +17446,9 @@ IPT_DEF int ipt_blk_start_at(struct pt_block_decoder *decoder,
 		decoder->mode = state.mode;
 	decoder->has_icnt = state.has_icnt;
 	decoder->icnt = state.icnt;
+	decoder->start_status = ipt__evt_queued(&decoder->evdec);
+	decoder->has_start_last = state.has_last_insn ? 1 : 0;
+	decoder->start_last = state.last_insn_ip;
 	for (n = 0; n < state.nret; ++n)
 		ipt__retstack_push(&decoder->retstack, state.ret[n]);
 	if (!state.enabled)
@@ -17062,6 +17466,7 @@ static int ipt__blk_get_state(const struct pt_block_decoder *decoder,
 	if (decoder->status == -pte_nosync)
 		return -pte_nosync;
 	if (decoder->process_insn || decoder->end_deferred ||
+	    decoder->dark || decoder->dark_leave || decoder->has_held ||
 	    (decoder->status != -pte_eos &&
 	     decoder->status != -ipt_pte_need_more))
 		return -pte_bad_context;
@@ -17071,6 +17476,8 @@ static int ipt__blk_get_state(const struct pt_block_decoder *decoder,
 
 	state->ip = decoder->has_end ? decoder->end_ip : decoder->ip;
 	state->repeat = decoder->ahead;
+	state->has_last_insn = decoder->has_end && decoder->has_end_last;
+	state->last_insn_ip = state->has_last_insn ? decoder->end_last : 0;
 	state->has_icnt = decoder->has_icnt;
 	state->icnt = decoder->has_end ? decoder->end_icnt : decoder->icnt;
 	if (decoder->has_end)
@@ -17080,7 +17487,7 @@ static int ipt__blk_get_state(const struct pt_block_decoder *decoder,
 	state->speculative = decoder->speculative;
 	state->has_cr3 = decoder->asid.cr3 != pt_asid_no_cr3;
 	state->cr3 = state->has_cr3 ? decoder->asid.cr3 : 0;
-	state->non_root = decoder->vm_known && decoder->non_root;
+	state->non_root = ipt__vm_side_get(&decoder->vm) == 1;
 	state->has_vmcs = decoder->asid.vmcs != pt_asid_no_vmcs;
 	state->vmcs = state->has_vmcs ? decoder->asid.vmcs : 0;
 	for (idx = rs->bottom; idx != rs->top;
@@ -17266,6 +17673,7 @@ static IPT__INLINE void ipt__blk_begin(struct pt_block_decoder *decoder,
 	if (decoder->speculative)
 		block->speculative = 1;
 	decoder->ntrail = 0;
+	decoder->has_start_last = 0;
 }
 
 /* pt_blk_next past the common block (ipt__blk_next_fast) or for another
@@ -17336,13 +17744,18 @@ IPT_DEF int ipt_blk_set_vm_tolerant(struct pt_block_decoder *decoder, int on)
 	return 0;
 }
 
-IPT_DEF int ipt_blk_in_guest(const struct pt_block_decoder *decoder)
+IPT_DEF int ipt_blk_set_cr3_filter(struct pt_block_decoder *decoder,
+				   uint64_t cr3)
 {
 	if (!decoder)
 		return -pte_invalid;
-	if (!decoder->vm_known)
-		return -pte_nosync;
-	return decoder->non_root;
+	decoder->cr3_filter = cr3;
+	return 0;
+}
+
+IPT_DEF int ipt_blk_in_guest(const struct pt_block_decoder *decoder)
+{
+	return decoder ? ipt__vm_side_get(&decoder->vm) : -pte_invalid;
 }
 
 IPT_DEF int ipt_blk_set_wait_for_code(struct pt_block_decoder *decoder,
@@ -17455,15 +17868,12 @@ static int ipt__blk_process_overflow(struct pt_block_decoder *decoder,
 static void ipt__blk_change_asid(struct pt_block_decoder *decoder,
 				 const struct pt_event *ev)
 {
-	if (ev->type == ptev_paging) {
-		decoder->asid.cr3 = ev->variant.paging.cr3;
-		decoder->non_root = ev->variant.paging.non_root;
-		decoder->vm_known = 1;
-	} else if (ev->type == ptev_async_paging) {
-		decoder->asid.cr3 = ev->variant.async_paging.cr3;
-		decoder->non_root = ev->variant.async_paging.non_root;
-		decoder->vm_known = 1;
-	} else if (ev->type == ptev_vmcs)
+	uint64_t cr3;
+
+	ipt__vm_side_take(&decoder->vm, ev);
+	if (ipt__evt_paging(ev, &cr3) >= 0)
+		decoder->asid.cr3 = cr3;
+	else if (ev->type == ptev_vmcs)
 		decoder->asid.vmcs = ev->variant.vmcs.base;
 	else if (ev->type == ptev_async_vmcs)
 		decoder->asid.vmcs = ev->variant.async_vmcs.base;
@@ -17535,8 +17945,10 @@ static int ipt__blk_event(struct pt_block_decoder *decoder,
 		return -pte_bad_query;
 
 	case ptev_enabled:
-		/* Tracing resumes where it stopped. */
-		if (ev->variant.enabled.ip == decoder->ip)
+		/* Tracing resumes where it stopped (not where the CR3
+		 * filter had the decoder stand). */
+		if (ev->variant.enabled.ip == decoder->ip &&
+		    !decoder->filter_event)
 			ev->variant.enabled.resumed = 1;
 
 		status = ipt__blk_process_enabled(decoder, ev);
@@ -17569,7 +17981,7 @@ static int ipt__blk_event(struct pt_block_decoder *decoder,
 			return -pte_bad_query;
 		/* fall through */
 	case ptev_paging:
-		ipt__blk_change_asid(decoder, ev);
+		ipt__blk_take_paging(decoder, ev);
 		break;
 
 	case ptev_async_vmcs:
@@ -17773,7 +18185,13 @@ static int ipt__blk_resync(struct pt_block_decoder *decoder)
 			}
 			/* fall through */
 		case ptev_paging:
-			ipt__blk_change_asid(decoder, ev);
+			/* Skipped: into an address space the CR3 filter
+			 * leaves out, tracing is off for the decoder. */
+			ipt__blk_take_paging(decoder, ev);
+			if (decoder->dark) {
+				decoder->dark_leave = 0;
+				decoder->enabled = 0;
+			}
 			break;
 
 		case ptev_async_vmcs:
@@ -18543,6 +18961,14 @@ IPT_DEF int ipt_insn_set_vm_tolerant(struct pt_insn_decoder *decoder, int on)
 	if (!decoder)
 		return -pte_invalid;
 	return ipt_blk_set_vm_tolerant(&decoder->blkdec, on);
+}
+
+IPT_DEF int ipt_insn_set_cr3_filter(struct pt_insn_decoder *decoder,
+				    uint64_t cr3)
+{
+	if (!decoder)
+		return -pte_invalid;
+	return ipt_blk_set_cr3_filter(&decoder->blkdec, cr3);
 }
 
 IPT_DEF int ipt_insn_in_guest(const struct pt_insn_decoder *decoder)
@@ -21910,6 +22336,12 @@ IPT_DEF int ipt_cov_set_cache_limit(struct ipt_cov_decoder *cov,
 				    uint64_t bytes)
 {
 	return cov ? ipt_blk_set_cache_limit(&cov->blk, bytes) : -pte_invalid;
+}
+
+IPT_DEF int ipt_cov_set_cr3_filter(struct ipt_cov_decoder *cov,
+				   uint64_t cr3)
+{
+	return cov ? ipt_blk_set_cr3_filter(&cov->blk, cr3) : -pte_invalid;
 }
 
 IPT_DEF int ipt_cov_set_memo_limit(struct ipt_cov_decoder *cov,

@@ -290,6 +290,9 @@ struct ptxed_decoder {
 	/* Take VM entries as the hardware writes them (--ipt:vm-tolerant). */
 	uint32_t vm_tolerant:1;
 
+	/* Decode only this address space (--ipt:cr3), or pt_asid_no_cr3. */
+	uint64_t cr3_filter;
+
 	/* Zydis, one decoder per execution mode, and the formatter. */
 	ZydisDecoder zydis16, zydis32, zydis64;
 	ZydisFormatter formatter;
@@ -352,6 +355,7 @@ static int ptxed_init_decoder(struct ptxed_decoder *decoder)
 
 	memset(decoder, 0, sizeof(*decoder));
 	decoder->type = pdt_block_decoder;
+	decoder->cr3_filter = pt_asid_no_cr3;
 
 	zs = ZydisDecoderInit(&decoder->zydis16, ZYDIS_MACHINE_MODE_LEGACY_16,
 			      ZYDIS_STACK_WIDTH_16);
@@ -528,6 +532,8 @@ static void help(const char *name)
 	oprint("  --ipt:vm-tolerant                    take VM entries as the hardware writes them: a PSB+\n");
 	oprint("                                       that says tracing is on while it is off, and TIP.PGE\n");
 	oprint("                                       to where tracing already is (ipt_*_set_vm_tolerant).\n");
+	oprint("  --ipt:cr3 <cr3>                      decode only the address space PIP names <cr3>, skip\n");
+	oprint("                                       the trace of others (ipt_*_set_cr3_filter).\n");
 	oprint("  --ipt:stitch                         with --threads, tell on stderr how the pieces joined.\n");
 	oprint("  --image-name <name>                  name the image (shown by --verbose).\n");
 #ifdef IPT_NO_STDIO
@@ -2633,6 +2639,8 @@ static int alloc_decoder(struct ptxed_decoder *decoder,
 		}
 		(void) ipt_insn_set_vm_tolerant(decoder->variant.insn,
 						decoder->vm_tolerant);
+		(void) ipt_insn_set_cr3_filter(decoder->variant.insn,
+					       decoder->cr3_filter);
 		break;
 
 	case pdt_block_decoder:
@@ -2652,6 +2660,8 @@ static int alloc_decoder(struct ptxed_decoder *decoder,
 		}
 		(void) ipt_blk_set_vm_tolerant(decoder->variant.block,
 					       decoder->vm_tolerant);
+		(void) ipt_blk_set_cr3_filter(decoder->variant.block,
+					      decoder->cr3_filter);
 		break;
 	}
 
@@ -3688,6 +3698,13 @@ int main(int argc, char *argv[])
 		}
 		if (strcmp(arg, "--ipt:vm-tolerant") == 0) {
 			decoder.vm_tolerant = 1;
+			continue;
+		}
+		if (strcmp(arg, "--ipt:cr3") == 0) {
+			if (!get_arg_uint64(&decoder.cr3_filter, arg,
+					    i < argc ? argv[i] : NULL, prog))
+				goto out;
+			i += 1;
 			continue;
 		}
 		if (strcmp(arg, "--ipt:stitch") == 0) {
