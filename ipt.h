@@ -13295,15 +13295,22 @@ ipt__blk_allocator(struct pt_block_decoder *decoder)
 	return &decoder->allocator;
 }
 
-static uint32_t ipt__blk_hash(uint64_t ip, const struct pt_asid *asid,
-			      enum pt_exec_mode mode, unsigned int bits)
+/* The two instruction cache slots of @ip in @mode in the address space
+ * (@cr3, @vmcs): the hash's top bits name the first, bits from its middle
+ * where the second lies from it (the same slot in a cache of one). */
+static void ipt__blk_islots(const struct pt_block_decoder *decoder,
+			    uint64_t ip, uint64_t cr3, uint64_t vmcs,
+			    enum pt_exec_mode mode, uint32_t slot[2])
 {
+	uint32_t mask = (1u << decoder->ibits) - 1;
 	uint64_t h;
 
-	h = ip ^ (asid->cr3 * 0x9e3779b97f4a7c15ull) ^
-	    (asid->vmcs * 0xc2b2ae3d27d4eb4full) ^ (uint64_t) mode;
+	h = ip ^ (cr3 * 0x9e3779b97f4a7c15ull) ^
+	    (vmcs * 0xc2b2ae3d27d4eb4full) ^ (uint64_t) mode;
 	h *= 0xff51afd7ed558ccdull;
-	return (uint32_t) (h >> (64 - bits));
+	slot[0] = (uint32_t) (h >> (64 - decoder->ibits));
+	slot[1] = mask ? slot[0] ^ (((uint32_t) (h >> 24) & mask) | 1) :
+			 slot[0];
 }
 
 /* The instruction cache's size depends on the run table.  With one, runs
@@ -13357,47 +13364,76 @@ ipt__blk_set_icache_bits(struct pt_block_decoder *decoder, uint32_t bits)
 	ipt__blk_icache_resize(decoder, ipt__blk_icache_first_bits(decoder));
 }
 
+/* Whether @entry holds the instruction at @insn->ip in @insn->mode in the
+ * current address space and epoch. */
+static IPT__INLINE int
+ipt__blk_icache_has(const struct pt_block_decoder *decoder,
+		    const struct ipt__blk_icache_entry *entry,
+		    const struct pt_insn *insn)
+{
+	return entry->epoch == decoder->epoch && entry->insn.ip == insn->ip &&
+	       entry->insn.mode == insn->mode &&
+	       entry->cr3 == decoder->asid.cr3 &&
+	       entry->vmcs == decoder->asid.vmcs;
+}
+
 /* Decode the instruction at @insn->ip in @insn->mode, from the instruction
  * cache when we can.  Leaves @insn->speculative alone.
+ *
+ * An instruction lives in one of two slots (ipt__blk_islots), so that a
+ * few instructions that share a slot, such as a small loop walked one
+ * instruction at a time, do not push each other out at every step.  A new
+ * one takes its first slot; the one it finds there moves to its own
+ * second slot if the first was its first too.
  *
  * Returns zero on success, a negative pte_* code as ipt__insn_decode. */
 static int ipt__blk_decode(struct pt_block_decoder *decoder,
 			   struct pt_insn *insn, struct ipt__insn_ext *iext)
 {
-	struct ipt__blk_icache_entry *entry;
-	uint32_t speculative;
+	struct ipt__blk_icache_entry *entry, *other;
+	uint32_t speculative, slot[2], old[2];
 	int status;
 
 	if (IPT__UNLIKELY(!decoder->icache))
 		return ipt__insn_decode(insn, iext, decoder->image,
 					&decoder->asid);
-	entry = &decoder->icache[ipt__blk_hash(insn->ip, &decoder->asid,
-					       insn->mode, decoder->ibits)];
+	ipt__blk_islots(decoder, insn->ip, decoder->asid.cr3,
+			decoder->asid.vmcs, insn->mode, slot);
+	entry = &decoder->icache[slot[0]];
+	other = &decoder->icache[slot[1]];
 	speculative = insn->speculative;
-	if (entry->epoch == decoder->epoch && entry->insn.ip == insn->ip &&
-	    entry->insn.mode == insn->mode &&
-	    entry->cr3 == decoder->asid.cr3 &&
-	    entry->vmcs == decoder->asid.vmcs) {
-		IPT__COPY(*insn, entry->insn);
-		IPT__COPY(*iext, entry->iext);
-		insn->speculative = speculative;
-		return 0;
+	if (!ipt__blk_icache_has(decoder, entry, insn)) {
+		if (!ipt__blk_icache_has(decoder, other, insn))
+			goto miss;
+		entry = other;
 	}
+	IPT__COPY(*insn, entry->insn);
+	IPT__COPY(*iext, entry->iext);
+	insn->speculative = speculative;
+	return 0;
 
+miss:
 	status = ipt__insn_decode(insn, iext, decoder->image, &decoder->asid);
 	if (status < 0)
 		return status;
 
-	/* A truncated instruction was put together from several sections;
-	 * it is rare, and always read afresh. */
-	if (!insn->truncated) {
-		entry->cr3 = decoder->asid.cr3;
-		entry->vmcs = decoder->asid.vmcs;
-		entry->epoch = decoder->epoch;
-		IPT__COPY(entry->insn, *insn);
-		entry->insn.speculative = 0;
-		IPT__COPY(entry->iext, *iext);
+	if (entry->epoch == decoder->epoch) {
+		ipt__blk_islots(decoder, entry->insn.ip, entry->cr3,
+				entry->vmcs, entry->insn.mode, old);
+		if (old[0] == slot[0] && old[1] != slot[0])
+			IPT__COPY(decoder->icache[old[1]], *entry);
 	}
+
+	/* A truncated instruction (put together from several reads) is kept
+	 * too: like any other, it was read from the image of this epoch.
+	 * Runs never hold one, so code that loops through it without trace
+	 * comes back here at every step. */
+	entry->cr3 = decoder->asid.cr3;
+	entry->vmcs = decoder->asid.vmcs;
+	entry->epoch = decoder->epoch;
+	IPT__COPY(entry->insn, *insn);
+	entry->insn.speculative = 0;
+	IPT__COPY(entry->iext, *iext);
 	return 0;
 }
 
