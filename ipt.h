@@ -16442,6 +16442,16 @@ ipt__blk_walk_next_event(struct pt_block_decoder *decoder)
 static void ipt__blk_watch(struct pt_block_decoder *decoder);
 static void ipt__blk_note_fault(struct pt_block_decoder *decoder, int status);
 
+/* Whether the walk goes on with @ev in hand: a TNT or a TIP, or a disable
+ * with an IP, which it walks to as pt_blk_next would (the run it binds
+ * in, and the event itself, are pt_blk_next's and pt_blk_event's). */
+static IPT__INLINE int ipt__blk_walk_event(const struct pt_event *ev)
+{
+	return ev->type == ptev_tnt || ev->type == ptev_tip ||
+	       (ev->type == ptev_disabled && !ev->ip_suppressed &&
+		!ev->status_update);
+}
+
 /* Walk the run cache from the decoder's IP.  Returns 0 where pt_blk_next
  * takes over (a run is missing, or needs what the walk does not do: a TIP
  * behind a TNT, an error to report); otherwise 1 with the status
@@ -16460,7 +16470,7 @@ static IPT__INLINE int ipt__blk_walk(struct pt_block_decoder *decoder,
 	if (decoder->status < 0 || !decoder->enabled ||
 	    decoder->process_insn ||
 	    decoder->flags.variant.block.enable_tick_events ||
-	    (ev->type != ptev_tnt && ev->type != ptev_tip))
+	    !ipt__blk_walk_event(ev))
 		return 0;
 
 	ipt__blk_cache_sync(decoder);
@@ -16480,6 +16490,12 @@ static IPT__INLINE int ipt__blk_walk(struct pt_block_decoder *decoder,
 		uint64_t end_ip, next, to;
 		uint32_t icnt;
 		uint8_t size;
+
+		/* A disable's IP inside the run: pt_blk_next finds where
+		 * it binds. */
+		if (ev->type == ptev_disabled &&
+		    ev->variant.disabled.ip - run->ip <= run->len)
+			goto out_at;
 
 		/* Instructions since the last TRIG anchor, as pt_blk_next
 		 * counts them (meaningless, and reset at the next anchor,
@@ -16507,6 +16523,8 @@ static IPT__INLINE int ipt__blk_walk(struct pt_block_decoder *decoder,
 		case ipt__run_ret:
 			if (ev->type == ptev_tip)
 				goto tip;
+			if (ev->type == ptev_disabled)
+				goto disabled;
 			/* A compressed return; anything else pt_blk_next
 			 * reports. */
 			size = ev->variant.tnt.size;
@@ -16520,6 +16538,8 @@ static IPT__INLINE int ipt__blk_walk(struct pt_block_decoder *decoder,
 
 		case ipt__run_icall:
 		case ipt__run_indirect:
+			if (ev->type == ptev_disabled)
+				goto disabled;
 			/* A TIP behind a TNT is pt_blk_next's. */
 			if (ev->type != ptev_tip)
 				goto out;
@@ -16552,6 +16572,20 @@ static IPT__INLINE int ipt__blk_walk(struct pt_block_decoder *decoder,
 			goto out;
 		}
 
+	disabled:
+		/* The disable binds to the first branch that needs trace; the
+		 * flow resumes after a call, anywhere after the rest (as
+		 * ipt__blk_set_disable_resume_ip). */
+		decoder->ip = 0;
+		if (run->iclass == ptic_call || run->iclass == ptic_far_call)
+			decoder->ip = end_ip + run->isize;
+		if (run->kind == ipt__run_icall)
+			ipt__retstack_push(&decoder->retstack, next);
+		ops->branch(context, end_ip, next,
+			    (enum pt_insn_class) run->iclass);
+		*status = ipt__blk_status(decoder, pts_event_pending);
+		goto done;
+
 	tnt_used:
 		chain = 0;
 		if (size)
@@ -16567,8 +16601,7 @@ static IPT__INLINE int ipt__blk_walk(struct pt_block_decoder *decoder,
 			ipt__blk_run_block(&block, run, mode);
 			*status = ipt__blk_proceed_trailing_event(decoder,
 								  &block);
-			if (*status != 0 ||
-			    (ev->type != ptev_tnt && ev->type != ptev_tip))
+			if (*status != 0 || !ipt__blk_walk_event(ev))
 				goto done;
 		} else {
 			*status = ipt__blk_status(decoder, 0);
@@ -16587,6 +16620,14 @@ static IPT__INLINE int ipt__blk_walk(struct pt_block_decoder *decoder,
 		if (++chain > IPT__BLK_WALK_CHAIN) {
 			ip = to;
 			goto out_at;
+		}
+		/* A disable at the IP a direct branch (or the next run) goes
+		 * to binds there. */
+		if (ev->type == ptev_disabled &&
+		    to == ev->variant.disabled.ip) {
+			decoder->ip = to;
+			*status = ipt__blk_status(decoder, pts_event_pending);
+			goto done;
 		}
 	next_run:
 		ip = ipt__blk_walk_tnt(decoder, ops, context, to, mode);
