@@ -9295,13 +9295,12 @@ static int ipt__evt_next_tnt(struct pt_event_decoder *decoder,
 	if (!decoder->enabled || ipt__pkt_more(&decoder->pacdec))
 		return 0;
 
+	/* Its IP went into the last IP when it made @ev; the decoders'
+	 * second update at the bound packet writes the same IP again (an
+	 * update applied twice gives what it gave once), so it is left
+	 * out. */
 	if (decoder->packet.type == bound && decoder->bound &&
 	    decoder->evq.begin == decoder->evq.end) {
-		err = ipt_last_ip_update_ip(&decoder->ip,
-					    &decoder->packet.payload.ip,
-					    ipt__evt_config(decoder));
-		if (err < 0)
-			return err;
 		decoder->bound = 0;
 		ipt__evt_next_packet(decoder);
 	}
