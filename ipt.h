@@ -16325,12 +16325,14 @@ none:
 
 /* ---- walking runs for coverage ----
  * While the event in hand is a TNT or a TIP, pt_blk_next only goes from
- * run to run of the run cache, taking a TNT bit at each conditional branch
- * and compressed return and a TIP at each indirect branch.  The coverage
- * layer wants exactly that and nothing of the blocks, so ipt__blk_walk
- * makes the walk itself, leaving the decoder as pt_blk_next would (IP, TNT
- * bits, return stack, instruction count), and where the trace in hand is
- * used up applies the trailing-event rules to the next event, as
+ * run to run of the run cache, taking a TNT bit at each conditional
+ * branch and compressed return and a TIP at each indirect branch; while
+ * it is a disable with an IP, to the branch that needs trace or the IP
+ * the flow reaches first, where the disable binds.  The coverage layer
+ * wants exactly that and nothing of the blocks, so ipt__blk_walk makes
+ * the walk itself, leaving the decoder as pt_blk_next would (IP, TNT
+ * bits, return stack, instruction count), and where the trace in hand
+ * is used up applies the trailing-event rules to the next event, as
  * pt_blk_next does after a block. */
 
 /* The longest chain of runs the walk follows without using trace; code
@@ -20611,8 +20613,9 @@ ipt_sb_alloc_pevent_decoder_mem(struct pt_sb_session *session,
  * address spaces, events and the caches are the block decoder's, so the
  * coverage cannot disagree with it.
  *
- * Speed comes from the common case: while the event in hand is a TNT or
- * a TIP, the block decoder walks its run cache for us (ipt__blk_walk)
+ * Speed comes from the common case: while the event in hand is a TNT, a
+ * TIP or a disable with an IP, the block decoder walks its run cache for
+ * us (ipt__blk_walk)
  * and reports each branch that used trace and each place the flow
  * reached, with no blocks made; everything else goes through pt_blk_next
  * and pt_blk_event.  Either way an edge waits as "pending" until the flow
