@@ -74,7 +74,8 @@
  *     >>sb     sideband sessions: perf_event records applied to a
  *              decoder's events, an image per process (hosted builds)
  *     >>cov    coverage: a trace to an edge bitmap, on the block decoder
- *     >>seg    segments: PSB index, joining decoders of adjacent segments
+ *     >>seg    segments: PSB index, joining decoders of adjacent segments,
+ *              decoding one trace in pieces through the caller's loop
  *
  * LICENSE: MIT, at the end of this file.
  */
@@ -21127,8 +21128,10 @@ IPT_DEF int ipt_cov_get_status(const struct ipt_cov_decoder *cov,
  * stack: the trace is read once, code never.  ipt_blk_converged and
  * ipt_insn_converged compare two decoders' states, for the stitching rule
  * in >>api-seg, through ipt__blk_same and ipt__insn_same; each layer
- * compares its own part (ipt__pkt_same, ipt__evt_same, ...).  Uses >>pkt's
- * public functions and accessors. */
+ * compares its own part (ipt__pkt_same, ipt__evt_same, ...).
+ * ipt_seg_split and the stitch apply the rule to the caller's loop, which
+ * they reach only through struct ipt_seg_loop.  Uses >>pkt's public
+ * functions and accessors. */
 
 /* Record one packet of a PSB+ in seg.  Returns 1 when the PSB+ ends, 0 to
  * read on. */
@@ -21423,7 +21426,7 @@ ipt_seg_split_alloc(const struct pt_config *config, size_t max_pieces,
 	if (!split)
 		return NULL;
 	split->allocator = a;
-	split->ops = *ops;
+	IPT__COPY(split->ops, *ops);
 	split->state_size = state_size;
 	split->max = max_pieces;
 	split->pieces = (struct ipt_seg_piece *)
