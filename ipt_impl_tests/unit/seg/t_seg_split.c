@@ -147,6 +147,15 @@ static const struct ipt_seg_loop fake_ops = {
 	fake_start, fake_step, fake_at, fake_save, fake_same
 };
 
+/* A loop over a new trace of @psbs PSBs, without call or bad PSB. */
+static void fake_proto(struct fake *proto, struct pt_config *config,
+		       size_t psbs, size_t gap, uint64_t *psb)
+{
+	memset(proto, 0, sizeof(*proto));
+	proto->size = make_trace(config, psbs, gap, psb);
+	proto->call = proto->ret = proto->bad = UINT64_MAX;
+}
+
 static void fake_init(struct fake *f, const struct fake *proto)
 {
 	*f = *proto;
@@ -310,9 +319,7 @@ static void test_joins(void)
 	struct result res;
 	size_t max;
 
-	memset(&proto, 0, sizeof(proto));
-	proto.size = make_trace(&config, 8, 700, psb);
-	proto.call = proto.ret = proto.bad = UINT64_MAX;
+	fake_proto(&proto, &config, 8, 700, psb);
 	for (max = 1; max <= 12; ++max) {
 		res = split_check(&config, &proto, max, 0, NULL);
 		CHECK(res.ok && !res.rerun && !res.kind2 && !res.failed);
@@ -357,9 +364,7 @@ static void test_memory(void)
 	struct result res;
 	long fail;
 
-	memset(&proto, 0, sizeof(proto));
-	proto.size = make_trace(&config, 4, 300, psb);
-	proto.call = proto.ret = proto.bad = UINT64_MAX;
+	fake_proto(&proto, &config, 4, 300, psb);
 	a.alloc = count_alloc;
 	a.free = count_free;
 	a.realloc = NULL;
@@ -386,9 +391,7 @@ static void test_args(void)
 	uint64_t psb[2];
 	struct fake f;
 
-	memset(&f, 0, sizeof(f));
-	f.size = make_trace(&config, 2, 10, psb);
-	f.call = f.ret = f.bad = UINT64_MAX;
+	fake_proto(&f, &config, 2, 10, psb);
 	CHECK(!ipt_seg_split_alloc(NULL, 4, &ops, 8, NULL));
 	CHECK(!ipt_seg_split_alloc(&config, 0, &ops, 8, NULL));
 	CHECK(!ipt_seg_split_alloc(&config, 4, NULL, 8, NULL));
