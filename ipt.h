@@ -5417,8 +5417,9 @@ static IPT__INLINE int ipt__pkt_fast(const uint8_t *pos,
 			val = ipt__load64(pos) >> 16;
 			packet->type = ppt_pip;
 			packet->size = ipt__layout[ppt_pip].size;
-			packet->payload.pip.nr = (uint32_t) (val & 1u);
-			packet->payload.pip.cr3 = (val >> 1) << 5;
+			packet->payload.pip.nr = (uint32_t) (val & IPT__PIP_NR);
+			packet->payload.pip.cr3 = (val >> IPT__PIP_CR3_SHL)
+						  << IPT__PIP_CR3_SHR;
 			return ipt__layout[ppt_pip].size;
 		}
 		break;
@@ -9363,8 +9364,6 @@ static int ipt__qry_sync_forward(struct pt_query_decoder *decoder,
 {
 	int err;
 
-	if (!decoder)
-		return -pte_invalid;
 	ipt__qry_reset(decoder);
 	err = pt_evt_sync_forward(&decoder->evdec);
 	if (err < 0)
@@ -9392,8 +9391,6 @@ static int ipt__qry_sync_backward(struct pt_query_decoder *decoder,
 	struct ipt__qry_start_ctx qs;
 	int err;
 
-	if (!decoder)
-		return -pte_invalid;
 	qs.decoder = decoder;
 	qs.ip = ip;
 	err = ipt__evt_sync_backward(&decoder->evdec, ipt__qry_restart, &qs);
@@ -9405,8 +9402,6 @@ static int ipt__qry_sync_set(struct pt_query_decoder *decoder, uint64_t *ip,
 {
 	int err;
 
-	if (!decoder)
-		return -pte_invalid;
 	ipt__qry_reset(decoder);
 	err = pt_evt_sync_set(&decoder->evdec, offset);
 	if (err < 0)
@@ -13248,8 +13243,6 @@ static int ipt__blk_update_trig_anchor(struct pt_block_decoder *decoder,
 		if (ev->ip_suppressed)
 			return 0;
 		break;
-
-		return -pte_internal;
 	}
 
 	decoder->has_icnt = 1;
@@ -14497,8 +14490,6 @@ static int ipt__blk_proceed_event(struct pt_block_decoder *decoder,
 		if (status <= 0)
 			return status;
 		break;
-
-		return -pte_internal;
 	}
 
 	return ipt__blk_status(decoder, pts_event_pending);
@@ -16424,9 +16415,6 @@ static int ipt__blk_sync_forward(struct pt_block_decoder *decoder)
 {
 	int status;
 
-	if (!decoder)
-		return -pte_invalid;
-
 	ipt__blk_reset(decoder);
 	status = pt_evt_sync_forward(&decoder->evdec);
 	if (status < 0)
@@ -16447,8 +16435,6 @@ static int ipt__blk_sync_backward(struct pt_block_decoder *decoder)
 {
 	int status;
 
-	if (!decoder)
-		return -pte_invalid;
 	status = ipt__evt_sync_backward(&decoder->evdec, ipt__blk_restart,
 					decoder);
 	return status < 0 ? status : 0;
@@ -16458,9 +16444,6 @@ static int ipt__blk_sync_set(struct pt_block_decoder *decoder,
 			     uint64_t offset)
 {
 	int status;
-
-	if (!decoder)
-		return -pte_invalid;
 
 	ipt__blk_reset(decoder);
 	status = pt_evt_sync_set(&decoder->evdec, offset);
@@ -17100,8 +17083,6 @@ static int ipt__blk_event(struct pt_block_decoder *decoder,
 	case ptev_vmentry:
 	case ptev_uiret:
 		break;
-
-		return -pte_internal;
 	}
 
 	IPT_MEMCPY(uevent, ev, size);
@@ -17306,8 +17287,6 @@ static int ipt__blk_resync(struct pt_block_decoder *decoder)
 		case ptev_sipi:
 		case ptev_trig:
 			break;
-
-			return -pte_internal;
 		}
 
 		status = ipt__blk_fetch_event(decoder);

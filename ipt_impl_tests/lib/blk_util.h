@@ -224,6 +224,16 @@ static T_UNUSED int mem_read(uint8_t *buffer, size_t size, const struct pt_asid 
 	return (int) size;
 }
 
+/* An image that reads @m through mem_read; NULL if out of memory. */
+static T_UNUSED struct pt_image *mem_image(struct mem *m, const char *name)
+{
+	struct pt_image *image = pt_image_alloc(name);
+
+	if (image)
+		pt_image_set_callback(image, mem_read, m);
+	return image;
+}
+
 /* ---- logs ---- */
 
 struct log {

@@ -2,6 +2,7 @@
  *
  *     CHECK(cond)              counts a pass or prints the failure
  *     CHECK_EQ(a, b)           integers, printed on failure
+ *     bytes_are(p, from, to, b) whether bytes [from, to) of p are all b
  *     return check_done();     prints "N passed, N failed"; exit status
  */
 #ifndef IPT_CHECK_H
@@ -35,6 +36,19 @@ static int check_report(int ok, const char *file, int line, const char *what)
 				check_a_, (unsigned long long) check_a_,     \
 				check_b_, (unsigned long long) check_b_);    \
 	} while (0)
+
+#if defined(__GNUC__)
+__attribute__((unused))
+#endif
+static int bytes_are(const void *p, size_t from, size_t to, int byte)
+{
+	const unsigned char *bytes = (const unsigned char *) p;
+
+	for (; from < to; ++from)
+		if (bytes[from] != (unsigned char) byte)
+			return 0;
+	return 1;
+}
 
 static int check_done(void)
 {

@@ -3,7 +3,9 @@
  * decoder or output, NULL from the accessors; pt_insn_resync, whose
  * libipt version checks with -pte_internal, keeps that.  And a caller's
  * struct pt_insn larger than ipt.h's: the instruction fills the known part
- * and the rest is zeroed, as libipt's pt_insn_to_user does. */
+ * and the rest is zeroed, as libipt's pt_insn_to_user does.  The ipt_insn_*
+ * extensions: -pte_invalid without decoder or buffer, a decoder left as
+ * it was; no start state in the middle of a block (-pte_bad_context). */
 
 #include "blk_util.h"
 #include "check.h"
@@ -38,11 +40,14 @@ static void test_null(void)
 	CHECK_EQ(ipt_insn_set_wait_for_code(NULL, 1), -pte_invalid);
 	CHECK_EQ(ipt_insn_get_fault(NULL, &fault, sizeof(fault)),
 		 -pte_invalid);
+	CHECK_EQ(ipt_insn_set_buffer(NULL, NULL, NULL), -pte_invalid);
+	CHECK_EQ(ipt_insn_get_start_state(NULL, NULL, NULL), -pte_invalid);
 }
 
 static void test_decoder(struct pt_image *image)
 {
 	struct pt_insn_decoder *d;
+	struct ipt_start_state state;
 	struct pt_config *config;
 	struct pt_event event;
 	struct pt_asid asid;
@@ -54,8 +59,7 @@ static void test_decoder(struct pt_image *image)
 		struct pt_insn insn;
 		uint8_t bytes[sizeof(struct pt_insn) + 16];
 	} big;
-	size_t i;
-	int status, zero;
+	int status;
 
 	tb_init(&t);
 	tb_start64(&t, 0x1000);
@@ -91,15 +95,22 @@ static void test_decoder(struct pt_image *image)
 	CHECK_EQ(big.insn.ip, 0x1000);
 	CHECK_EQ(big.insn.size, 1);
 	CHECK_EQ(big.insn.iclass, ptic_other);
-	zero = 1;
-	for (i = sizeof(big.insn); i < sizeof(big); ++i)
-		zero &= big.bytes[i] == 0;
-	CHECK(zero);
+	CHECK(bytes_are(&big, sizeof(big.insn), sizeof(big), 0));
+
+	/* Inside a block: no start state (ipt_insn_get_start_state). */
+	state.size = sizeof(state);
+	CHECK_EQ(ipt_insn_get_start_state(d, &u64, &state), -pte_bad_context);
 
 	/* The next one into a struct of this version's size. */
 	status = pt_insn_next(d, &big.insn, sizeof(big.insn));
 	CHECK(status >= 0);
 	CHECK_EQ(big.insn.ip, 0x1001);
+
+	/* A refused buffer leaves the decoder as it was. */
+	CHECK_EQ(ipt_insn_set_buffer(d, t.buf + 1, t.buf), -pte_invalid);
+	status = pt_insn_next(d, &big.insn, sizeof(big.insn));
+	CHECK(status >= 0);
+	CHECK_EQ(big.insn.ip, 0x1002);
 	pt_insn_free_decoder(d);
 }
 
@@ -109,11 +120,9 @@ int main(void)
 	struct mem m;
 
 	mem_init(&m, 0x1000, code, sizeof(code));
-	image = pt_image_alloc("args");
-	CHECK(image != NULL);
-	if (!image)
+	image = mem_image(&m, "args");
+	if (!CHECK(image != NULL))
 		return check_done();
-	pt_image_set_callback(image, mem_read, &m);
 
 	test_null();
 	test_decoder(image);

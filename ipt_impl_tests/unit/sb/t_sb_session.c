@@ -5,13 +5,16 @@
  * records are applied in time order across decoders; a perf_event stream
  * maps files into process images, switches the trace decoder's image at
  * the right event, reports lost records, trace and sections as warnings
- * and bad records as errors with their offsets, and prints records as
- * libipt does.  A fault-injecting allocator fails each allocation of a
+ * and bad records as errors with their offsets, prints records as
+ * libipt does, and reads a stream that mixes sample types with a copy of
+ * the caller's sample configuration; [vdso] maps to the vdso file of the
+ * process's ABI.  A fault-injecting allocator fails each allocation of a
  * whole run in turn: every failure is a clean error, and nothing leaks. */
 
 #define _GNU_SOURCE
 #include "ipt.h"
 #include "check.h"
+#include "files.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -196,8 +199,11 @@ static void test_order(void)
 static uint64_t stream_buf[256];
 static char codefile[64];
 
-/* Appends a record with a time sample, and a pid/tid sample if the
- * stream has them. */
+/* The identifier records carry if their sample type has one. */
+static uint64_t sample_ident = 7;
+
+/* Appends a record with a time sample, and a pid/tid sample and the
+ * identifier if the stream has them. */
 static size_t put_samples(size_t at, uint32_t type, uint16_t misc,
 			  const void *body, uint64_t sample_type, uint32_t pid,
 			  uint64_t time)
@@ -217,6 +223,8 @@ static size_t put_samples(size_t at, uint32_t type, uint16_t misc,
 		ev.sample.pid = &pid;
 		ev.sample.tid = &pid;
 	}
+	if (sample_type & PERF_SAMPLE_IDENTIFIER)
+		ev.sample.identifier = &sample_ident;
 	ev.sample.time = &time;
 	size = pev_write(&ev, (uint8_t *) stream_buf + at,
 			 (uint8_t *) stream_buf + sizeof(stream_buf), &config);
@@ -230,8 +238,9 @@ static size_t put(size_t at, uint32_t type, uint16_t misc, const void *body,
 	return put_samples(at, type, misc, body, PERF_SAMPLE_TIME, 0, time);
 }
 
-static size_t put_mmap(size_t at, uint32_t pid, uint64_t addr,
-		       const char *name, uint64_t time)
+/* An MMAP of @name for @pid, with the samples of @sample_type. */
+static size_t put_mmap(size_t at, uint64_t sample_type, uint32_t pid,
+		       uint64_t addr, const char *name, uint64_t time)
 {
 	uint64_t store[12];
 	struct pev_record_mmap *m = (struct pev_record_mmap *) store;
@@ -241,7 +250,7 @@ static size_t put_mmap(size_t at, uint32_t pid, uint64_t addr,
 	m->addr = addr;
 	m->len = 0x10;
 	snprintf(m->filename, sizeof(store) - sizeof(*m), "%s", name);
-	return put(at, PERF_RECORD_MMAP, 0, m, time);
+	return put_samples(at, PERF_RECORD_MMAP, 0, m, sample_type, pid, time);
 }
 
 /* The stream the tests decode, and the offsets of its records. */
@@ -255,8 +264,8 @@ static size_t make_stream(void)
 	struct pev_record_aux aux = { 0, 0x100, PERF_AUX_FLAG_TRUNCATED };
 	size_t at = 0;
 
-	at = put_mmap(at, 1, 0x1000, codefile, 0);
-	at = put_mmap(at, 2, 0x2000, codefile, 0);
+	at = put_mmap(at, PERF_SAMPLE_TIME, 1, 0x1000, codefile, 0);
+	at = put_mmap(at, PERF_SAMPLE_TIME, 2, 0x2000, codefile, 0);
 	at = put(at, PERF_RECORD_ITRACE_START, 0, &it, 0);
 	at = put(at, PERF_RECORD_SWITCH_CPU_WIDE, PERF_RECORD_MISC_SWITCH_OUT,
 		 &sw, 5);
@@ -265,9 +274,9 @@ static size_t make_stream(void)
 	off_aux = at;
 	at = put(at, PERF_RECORD_AUX, 0, &aux, 6);
 	off_anon = at;
-	at = put_mmap(at, 1, 0x3000, "//anon", 6);
+	at = put_mmap(at, PERF_SAMPLE_TIME, 1, 0x3000, "//anon", 6);
 	off_vdso = at;
-	at = put_mmap(at, 1, 0x4000, "[vdso]", 6);
+	at = put_mmap(at, PERF_SAMPLE_TIME, 1, 0x4000, "[vdso]", 6);
 	/* A header whose size is below a header's. */
 	off_bad = at;
 	memset((uint8_t *) stream_buf + at, 0, 8);
@@ -568,6 +577,166 @@ static void test_processes(void)
 	pt_sb_free(session);
 }
 
+/* A stream that mixes sample types: the decoder's sample configuration
+ * picks each record's by its identifier.  The decoder keeps a copy of
+ * the configuration: the caller's may change or go away. */
+static void test_sample_config(void)
+{
+	uint64_t storage[1 + 2 * 2];
+	struct pev_sample_config *sc = (struct pev_sample_config *) storage;
+	const uint64_t mixed = PERF_SAMPLE_TID | PERF_SAMPLE_TIME |
+			       PERF_SAMPLE_IDENTIFIER;
+	struct pt_sb_pevent_config config;
+	struct pt_sb_session *session;
+	struct pt_sb_context *ctx;
+	struct pt_image *image;
+	struct pt_event ev;
+	uint32_t pid = 5;
+	size_t size;
+
+	/* One MMAP of pid 5 with tid, time and identifier samples. */
+	size = put_mmap(0, mixed, pid, 0x1000, codefile, 1);
+
+	sc->nstypes = 2;
+	sc->stypes[0].identifier = 1;
+	sc->stypes[0].sample_type = PERF_SAMPLE_IDENTIFIER;
+	sc->stypes[1].identifier = sample_ident;
+	sc->stypes[1].sample_type = mixed;
+	session = pt_sb_alloc(NULL);
+	pevent_config(&config);
+	config.sample_type = PERF_SAMPLE_IDENTIFIER;
+	config.sample_config = sc;
+	CHECK_EQ(ipt_sb_alloc_pevent_decoder_mem(
+			 session, &config, (const uint8_t *) stream_buf,
+			 (const uint8_t *) stream_buf + size),
+		 0);
+	memset(storage, 0, sizeof(storage));
+	CHECK_EQ(pt_sb_init_decoders(session), 0);
+
+	image = NULL;
+	ev = make_event(ptev_tick, 2, 0x1000, 0);
+	CHECK_EQ(pt_sb_event(session, &image, &ev, sizeof(ev), NULL, 0), 0);
+	ctx = NULL;
+	CHECK_EQ(pt_sb_find_context_by_pid(&ctx, session, pid), 0);
+	CHECK(ctx != NULL);
+	if (ctx)
+		CHECK_EQ(pt_image_remove_by_filename(pt_sb_ctx_image(ctx),
+						     codefile, NULL), 1);
+	pt_sb_free(session);
+}
+
+/* [vdso] mappings: each process gets the vdso file of its ABI
+ * (pt_sb_pevent_config's vdso_x64, vdso_x32, vdso_ia32), which the ELF
+ * header of the first ELF file it maps tells: class 64, class 32 with
+ * machine x86-64 (x32), class 32 with machine 386.  A process whose ABI is
+ * unknown (it mapped no ELF file) gets none: -pte_bad_config, reported at
+ * the record, as libipt 2.3's sideband library does (pt_sb_pevent.c). */
+enum { nabi = 3 };
+
+/* A 64-byte file: an ELF header's first 20 bytes (class, version 1,
+ * LSB, e_machine), the rest zero. */
+static void write_elf(const char *name, uint8_t elf_class, uint16_t machine)
+{
+	uint8_t head[64] = { 0x7f, 'E', 'L', 'F' };
+
+	head[4] = elf_class;
+	head[5] = 1;
+	head[6] = 1;
+	head[16] = 2;
+	head[18] = (uint8_t) machine;
+	head[19] = (uint8_t) (machine >> 8);
+	CHECK(write_file(name, head, sizeof(head)));
+}
+
+static int note_bad(int errcode, const char *filename, uint64_t offset,
+		    void *priv)
+{
+	uint64_t *at = (uint64_t *) priv;
+
+	(void) filename;
+	if (errcode == -pte_bad_config)
+		*at = offset;
+	else
+		*at = UINT64_MAX;
+	return 0;
+}
+
+static void test_vdso(void)
+{
+	/* pid 1: 64-bit; 2: x32; 3: 32-bit; 4: no ELF file. */
+	static const uint8_t classes[nabi + 1] = { 2, 1, 1, 0 };
+	static const uint16_t machines[nabi + 1] = { 62, 62, 3, 0 };
+	const uint64_t samples = PERF_SAMPLE_TID | PERF_SAMPLE_TIME;
+	char dir[] = "/tmp/t_sb_vdso.XXXXXX";
+	char elf[nabi + 1][64], vdso[nabi][64];
+	struct pt_sb_pevent_config config;
+	struct pt_sb_session *session;
+	struct pt_image *image = NULL;
+	struct pt_event ev;
+	uint64_t bad = 0;
+	size_t at = 0, bad_at = 0;
+	int i, k;
+
+	if (!CHECK(mkdtemp(dir) != NULL))
+		return;
+	for (i = 0; i <= nabi; ++i) {
+		snprintf(elf[i], sizeof(elf[i]), "%s/elf%d", dir, i);
+		if (classes[i])
+			write_elf(elf[i], classes[i], machines[i]);
+		else
+			CHECK(write_file(elf[i], "text", 4));
+		at = put_mmap(at, samples, (uint32_t) i + 1, 0x1000, elf[i], 1);
+		if (i == nabi)
+			bad_at = at;
+		at = put_mmap(at, samples, (uint32_t) i + 1, 0x4000, "[vdso]",
+			      1);
+	}
+	for (i = 0; i < nabi; ++i) {
+		snprintf(vdso[i], sizeof(vdso[i]), "%s/vdso%d", dir, i);
+		CHECK(write_file(vdso[i], "vdso", 4));
+	}
+
+	session = pt_sb_alloc(NULL);
+	pt_sb_notify_error(session, note_bad, &bad);
+	pevent_config(&config);
+	config.sample_type = samples;
+	config.vdso_x64 = vdso[0];
+	config.vdso_x32 = vdso[1];
+	config.vdso_ia32 = vdso[2];
+	CHECK_EQ(ipt_sb_alloc_pevent_decoder_mem(
+			 session, &config, (const uint8_t *) stream_buf,
+			 (const uint8_t *) stream_buf + at),
+		 0);
+	CHECK_EQ(pt_sb_init_decoders(session), 0);
+	ev = make_event(ptev_tick, 2, 0x1000, 0);
+	CHECK_EQ(pt_sb_event(session, &image, &ev, sizeof(ev), NULL, 0), 0);
+
+	/* Each process's image holds its ELF file and its ABI's vdso. */
+	for (i = 0; i <= nabi; ++i) {
+		struct pt_sb_context *ctx = NULL;
+		struct pt_image *pimage;
+
+		CHECK_EQ(pt_sb_find_context_by_pid(&ctx, session,
+						   (uint32_t) i + 1), 0);
+		if (!CHECK(ctx != NULL))
+			continue;
+		pimage = pt_sb_ctx_image(ctx);
+		CHECK_EQ(pt_image_remove_by_filename(pimage, elf[i], NULL), 1);
+		for (k = 0; k < nabi; ++k)
+			CHECK_EQ(pt_image_remove_by_filename(pimage, vdso[k],
+							     NULL),
+				 k == i);
+	}
+	CHECK_EQ(bad, bad_at);
+	pt_sb_free(session);
+
+	for (i = 0; i <= nabi; ++i)
+		unlink(elf[i]);
+	for (i = 0; i < nabi; ++i)
+		unlink(vdso[i]);
+	rmdir(dir);
+}
+
 /* What ptdump prints: compact and verbose, with offsets, time and file
  * name; the same from a file as from memory. */
 static void test_print(void)
@@ -665,6 +834,8 @@ int main(void)
 	test_pevent();
 	test_print();
 	test_processes();
+	test_sample_config();
+	test_vdso();
 
 	unlink(codefile);
 	return check_done();
