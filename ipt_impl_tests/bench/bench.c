@@ -999,21 +999,26 @@ struct par_thread {
 	pthread_t thread;
 };
 
+/* A loop on @image, or, for NULL, on an image of its own. */
 static void par_loop_init(struct par_loop *l, const struct pt_config *config,
-			  int insn)
+			  int insn, struct pt_image *image)
 {
 	memset(l, 0, sizeof(*l));
 	l->insn = insn;
 	l->config = config;
+	l->image = image;
+	if (image)
+		return;
 	l->image = pt_image_alloc("bench");
 	if (!l->image || pt_image_set_callback(l->image, read_mem, NULL) < 0)
 		die("cannot allocate the image", NULL);
 }
 
-static void par_loop_fini(struct par_loop *l)
+static void par_free_decoder_image(struct par_loop *l, int image)
 {
 	par_free_decoder(l);
-	pt_image_free(l->image);
+	if (image)
+		pt_image_free(l->image);
 }
 
 static void *par_thread_main(void *arg)
@@ -1059,8 +1064,10 @@ static void run_par(const struct pt_config *config, int insn)
 	pthread_mutex_init(&pool.lock, NULL);
 	for (i = 0; i < n; ++i) {
 		t[i].pool = &pool;
-		par_loop_init(&t[i].loop, config, insn);
-		par_loop_init(&t[i].probe, config, insn);
+		/* The probe reads through the loop's image, on its
+		 * thread. */
+		par_loop_init(&t[i].loop, config, insn, NULL);
+		par_loop_init(&t[i].probe, config, insn, t[i].loop.image);
 		if (pthread_create(&t[i].thread, NULL, par_thread_main, &t[i]))
 			die("cannot start a thread", NULL);
 	}
@@ -1076,8 +1083,8 @@ static void run_par(const struct pt_config *config, int insn)
 		ninsn += t[0].loop.count - r.from;
 	}
 	for (i = 0; i < n; ++i) {
-		par_loop_fini(&t[i].loop);
-		par_loop_fini(&t[i].probe);
+		par_free_decoder_image(&t[i].probe, 0);
+		par_free_decoder_image(&t[i].loop, 1);
 	}
 	free(t);
 	pthread_mutex_destroy(&pool.lock);
