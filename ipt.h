@@ -21332,8 +21332,12 @@ enum {
 	 * missed join decodes a piece twice. */
 	ipt__seg_probe_max = 256,
 	/* Until the loop nears the next piece, where it is need not be
-	 * asked at every step. */
-	ipt__seg_look_every = 16
+	 * asked at every step ... */
+	ipt__seg_look_every = 16,
+	/* ... only within this many bytes of trace before its PSB, where a
+	 * dozen steps might take the loop past it, or, in a short trace,
+	 * to the end. */
+	ipt__seg_near = 256
 };
 
 struct ipt_seg_split {
@@ -21564,12 +21568,14 @@ IPT_DEF int ipt_seg_decode(struct ipt_seg_worker *w, size_t idx, void *loop,
 		 * time; then one by one, looking for a join after each. */
 		steps = next < split->npieces ? 1 : ipt__seg_look_every;
 		if (next < split->npieces && ops->at(loop, &offset, &mark)) {
-			steps = ipt__seg_look_every;
 			while (next + 1 < split->npieces &&
 			       split->pieces[next + 1].begin <= offset)
 				next += 1;
-			if (split->pieces[next].begin <= offset) {
-				steps = 1;
+			if (split->pieces[next].begin > offset) {
+				if (split->pieces[next].begin - offset >
+				    ipt__seg_near)
+					steps = ipt__seg_look_every;
+			} else {
 				if (w->probed != next) {
 					err = ipt__seg_probe(w, next, probe);
 					if (err < 0)

@@ -392,6 +392,10 @@ SS void ss_split_decode(struct ss_split *s, struct ss_log *out)
 	if (!split || !w)
 		abort();
 	n = ipt_seg_split_count(split);
+#ifdef SS_DEBUG
+	fprintf(stderr, "%zu pieces of %ld PSBs\n", n,
+		(long) ipt_seg_index(s->config, NULL, 0));
+#endif
 	logs = (struct ss_log *) calloc(n, sizeof(*logs));
 	cuts = (int *) calloc(n, sizeof(*cuts));
 	if (!logs || !cuts)
