@@ -1,7 +1,7 @@
 /* t_seg_split - ipt_seg_split, ipt_seg_decode and the stitch, on a loop
- * whose states are known: a pretend decoder that moves one byte through
- * the trace per step and outputs where it was.  Its output decoded in
- * pieces and stitched must be the one-piece output:
+ * whose states are known: a pretend decoder that moves one byte (or a
+ * few) through the trace per step and outputs where it was.  Its output
+ * decoded in pieces and stitched must be the one-piece output:
  *
  *   - with every piece joining the next (kind 1), for any number of
  *     pieces, pieces decoded in any order;
@@ -10,6 +10,7 @@
  *     and the piece before the join is decoded once more, its output
  *     taken up where the stitch says;
  *   - with a piece that cannot start: the piece before decodes on;
+ *   - in a trace shorter than a dozen steps;
  *   - with memory running out at each allocation in turn (no leak, every
  *     free of the size allocated);
  * and the arguments the declarations call invalid. */
@@ -60,7 +61,7 @@ static size_t make_trace(struct pt_config *config, size_t psbs, size_t gap,
  * empty and outputs a mark of that.  It cannot start at @bad. */
 
 struct fake {
-	uint64_t size, call, ret, bad;
+	uint64_t size, call, ret, bad, stride;
 	uint64_t pos;
 	int depth, done;
 	int64_t *out;
@@ -103,7 +104,7 @@ static int fake_step(void *arg, unsigned int n, uint64_t *mark)
 			rec = empty ? -1 - rec : rec;
 		}
 		f->out[f->n++] = rec;
-		f->pos += 1;
+		f->pos += f->stride;
 		if (empty) {
 			*mark = f->n - 1;
 			return ipt_seg_retstack;
@@ -154,6 +155,7 @@ static void fake_proto(struct fake *proto, struct pt_config *config,
 	memset(proto, 0, sizeof(*proto));
 	proto->size = make_trace(config, psbs, gap, psb);
 	proto->call = proto->ret = proto->bad = UINT64_MAX;
+	proto->stride = 1;
 }
 
 static void fake_init(struct fake *f, const struct fake *proto)
@@ -352,6 +354,15 @@ static void test_joins(void)
 	proto.call = psb[1] - 5;
 	res = split_check(&config, &proto, 8, 0, NULL);
 	CHECK(res.ok && res.kind2);
+
+	/* A short trace, three bytes a step: a loop that took a dozen
+	 * steps at once from its start would be done before it looked. */
+	fake_proto(&proto, &config, 2, 0, psb);
+	proto.stride = 3;
+	CHECK_EQ(psb[1] % 3, 0);
+	res = split_check(&config, &proto, 8, 0, NULL);
+	CHECK(res.ok && !res.rerun);
+	CHECK_EQ(res.joins, 1);
 }
 
 static void test_memory(void)
