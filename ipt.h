@@ -1638,6 +1638,43 @@ IPT_API int ipt_blk_set_buffer(struct pt_block_decoder *decoder,
 IPT_API int ipt_insn_set_buffer(struct pt_insn_decoder *decoder,
 				uint8_t *begin, uint8_t *end);
 
+/* A ring buffer the processor has wrapped around in: the trace is
+ * [older, older_end), the part written before the wrap (at the end of
+ * the ring), then [newer, newer_end), written after it (at the start).
+ * Point a decoder at it as ipt_*_set_buffer does, without copying the
+ * ring: the decoder reads the trace as if the two pieces were one buffer
+ * of (older_end - older) + (newer_end - newer) bytes, the older first.
+ * Offsets (pt_*_get_offset, pt_*_get_sync_offset, pt_*_sync_set) count
+ * in that buffer, and the output is what decoding a copy of it in one
+ * piece gives.  A packet the wrap cuts in two is read as
+ * one: the decoder keeps a copy of the 32 bytes on either side of the
+ * wrap (which an unknown packet that a decode callback reads,
+ * config.decode, must not outgrow).  pt_*_get_config's begin and end are
+ * those of the piece the decoder reads in.  Either piece may be empty;
+ * pieces that touch (older_end == newer) are one buffer.  Nothing is
+ * allocated.
+ *
+ * ipt_*_extend moves the newer piece's end (streaming a ring as it
+ * fills).  The pieces must not change while the decoder reads them.
+ * Each returns zero, -pte_invalid without decoder or a piece, or if a
+ * piece ends before it begins.  Ref: ipt.h only; ipt_impl_tests/unit/hv/
+ * t_hv_ring. */
+IPT_API int ipt_pkt_set_ring(struct pt_packet_decoder *decoder,
+			     uint8_t *older, uint8_t *older_end,
+			     uint8_t *newer, uint8_t *newer_end);
+IPT_API int ipt_evt_set_ring(struct pt_event_decoder *decoder,
+			     uint8_t *older, uint8_t *older_end,
+			     uint8_t *newer, uint8_t *newer_end);
+IPT_API int ipt_qry_set_ring(struct pt_query_decoder *decoder,
+			     uint8_t *older, uint8_t *older_end,
+			     uint8_t *newer, uint8_t *newer_end);
+IPT_API int ipt_blk_set_ring(struct pt_block_decoder *decoder,
+			     uint8_t *older, uint8_t *older_end,
+			     uint8_t *newer, uint8_t *newer_end);
+IPT_API int ipt_insn_set_ring(struct pt_insn_decoder *decoder,
+			      uint8_t *older, uint8_t *older_end,
+			      uint8_t *newer, uint8_t *newer_end);
+
 /* Streaming: the trace's end moves forward as the processor writes.
  *
  * ipt_pkt_extend(), ipt_evt_extend(), ipt_qry_extend(), ipt_blk_extend()
@@ -1660,7 +1697,8 @@ IPT_API int ipt_insn_set_buffer(struct pt_insn_decoder *decoder,
  * common, one conditional branch with trace bits in hand), a few KiB;
  * nothing is copied while more is zero.  The block decoder's record of
  * libipt's block cache (see >>blk) sees no call that was undone.
- * (The coverage layer, ipt_cov_*, does not stream.)
+ * The coverage decoder streams too (ipt_cov_extend, >>api-cov).  A ring
+ * buffer's newer piece grows the same way (ipt_*_set_ring above).
  *
  * Each returns zero; -pte_invalid without decoder or end, or if end lies
  * before the current end.
@@ -2561,23 +2599,27 @@ IPT_API int ipt_seg_stitch_next(const struct ipt_seg_split *split,
  *
  * One decoder decodes trace after trace: ipt_cov_set_trace points it at
  * the next one (and clears the bitmap if asked); its caches stay warm and
- * the call allocates nothing.  The caches are a block decoder's and follow
- * the image as its do (ipt_image_invalidate and section changes drop
- * them); ipt_cov_set_cache_limit bounds the run cache as
- * ipt_blk_set_cache_limit does.  Decoding allocates only while the run
+ * the call allocates nothing.  ipt_cov_set_ring does so for a wrapped
+ * ring buffer in two pieces, as ipt_blk_set_ring (>>api-buffer).  The
+ * caches are a block decoder's and follow the image as its do
+ * (ipt_image_invalidate and section changes drop them);
+ * ipt_cov_set_cache_limit bounds the run cache as ipt_blk_set_cache_limit
+ * does.  Decoding allocates only while the run
  * cache grows towards that limit (see >>api-blk-ext), and once for the
  * TNT memo.
  *
  * The TNT memo remembers, per place in the code and the next few TNT
  * bits, which edges those bits make and where the flow goes on, so that
  * a run of conditional branches costs one look-up once it has been seen.
- * Anything else (events, TIPs, returns whose address the memo did not
- * see pushed, missing code) takes the exact path, and the memo is tagged
- * as the run cache is, so that the edges and bitmap are the same with it
- * or without.  It is one table allocated on first use, at most
- * IPT_COV_MEMO_LIMIT bytes (1 MiB) or what ipt_cov_set_memo_limit sets;
- * setting a limit empties it, and a limit below 16 entries (4 KiB and a
- * little) turns it off (it returns -pte_invalid without a decoder).  Code
+ * It reads the bits of TNT packets in a row (PADs between them too)
+ * straight from the trace, across packet borders.  Anything else (events,
+ * TIPs, other packets, returns whose address the memo did not see pushed,
+ * missing code) takes the exact path, and the memo is tagged as the run
+ * cache is, so that the edges and bitmap are the same with it or without.
+ * It is one table allocated on first use, at most IPT_COV_MEMO_LIMIT
+ * bytes (1 MiB) or what ipt_cov_set_memo_limit sets; setting a limit
+ * empties it, and a limit below 16 entries (7 KiB) turns it
+ * off (it returns -pte_invalid without a decoder).  Code
  * the memo covers is not read again, so the block callback, told of runs
  * recorded in the run cache, may hear of fewer runs with it than
  * without.  ipt_cov_status.memo_bits counts the TNT bits it took.
@@ -2591,6 +2633,22 @@ IPT_API int ipt_seg_stitch_next(const struct ipt_seg_split *split,
  * -pte_bad_query.  A branch's edge counts once the flow is seen to get to
  * its destination: the next block has an instruction, or an event says
  * where the branch went.
+ *
+ * Streaming (>>api-buffer): ipt_cov_extend moves the trace's end as
+ * ipt_blk_extend does.  While more may come, ipt_cov_decode stops where
+ * the trace ends for now and returns -ipt_pte_need_more; once the end
+ * has moved, the next ipt_cov_decode goes on, and the bitmap and edges
+ * are those of decoding the whole trace at once.  Until the last
+ * ipt_cov_extend (more zero) the decode takes the block decoder's
+ * pt_blk_next path only, without the run walk and the TNT memo, which
+ * count edges before they know the trace goes on.
+ *
+ * ipt_cov_start_at starts the decode at @offset in @state, as
+ * ipt_blk_start_at (>>api-start); the next ipt_cov_decode goes on from
+ * there.  No branch is pending at the start: a branch taken before it
+ * whose destination lies after it counts in neither decode.  It returns
+ * zero or what ipt_blk_start_at returns on error.  ipt_cov_extend and
+ * ipt_cov_start_at return -pte_invalid without a decoder.
  *
  * With ipt_cov_pause, code the image cannot supply stops the decode as it
  * stops pt_blk_next (>>api-fault, with ipt_blk_set_wait_for_code on):
@@ -2675,7 +2733,16 @@ IPT_API int ipt_cov_set_bitmap(struct ipt_cov_decoder *decoder,
 IPT_API int ipt_cov_set_trace(struct ipt_cov_decoder *decoder,
 			      const uint8_t *begin, const uint8_t *end,
 			      int clear_bitmap);
+IPT_API int ipt_cov_set_ring(struct ipt_cov_decoder *decoder,
+			     const uint8_t *older, const uint8_t *older_end,
+			     const uint8_t *newer, const uint8_t *newer_end,
+			     int clear_bitmap);
 IPT_API int ipt_cov_decode(struct ipt_cov_decoder *decoder);
+IPT_API int ipt_cov_extend(struct ipt_cov_decoder *decoder,
+			   const uint8_t *end, int more);
+IPT_API int ipt_cov_start_at(struct ipt_cov_decoder *decoder,
+			     uint64_t offset,
+			     const struct ipt_start_state *state);
 IPT_API int ipt_cov_get_status(const struct ipt_cov_decoder *decoder,
 			       struct ipt_cov_status *status);
 IPT_API int ipt_cov_set_cache_limit(struct ipt_cov_decoder *decoder,
@@ -4005,18 +4072,57 @@ IPT_DEF int pt_enc_next(struct pt_encoder *encoder,
  *   ipt__pkt_init(dec, config)          embed a decoder; ipt__pkt_fini
  *   ipt__pkt_config/_pos/_end(dec)      where it is
  *   ipt__pkt_sync_pos(dec)              the PSB it synchronized on last
+ *   ipt__pkt_pos_off/_sync_off/_size(dec)  the same as offsets in the
+ *                                       trace (positions in a ring's
+ *                                       pieces do not compare)
  *   ipt__pkt_skip(dec, size)            move on without reading
  *   ipt__pkt_same(a, b), ipt__last_ip_same(a, b)
  *                                       the same state (>>seg)
  *   ipt__pkt_read_<packet>(pkt, pos, config)
  *                                       read one packet at pos: its size
  *                                       or -pte_eos/-pte_bad_packet/...
- *   ipt__sync_forward/_backward/_set(&sync, pos, config)
+ *   ipt__sync_forward/_backward(&sync, pos, config, grows),
+ *   ipt__sync_set(&sync, pos, config)
  *                                       find a PSB (libipt's pt_sync_*)
  *   ipt_last_ip_*                       public, declared in >>api
  *
  * and from >>cfg: ipt__config_from_user, ipt__filter_addr_cfg/_a/_b,
  * ipt__filter_addr_check. */
+
+/* The bytes a ring's bridge keeps from each side of the wrap: at least
+ * the longest packet (a PSB's 16 bytes), so that every packet that
+ * crosses the wrap lies whole in the bridge, and twice that, so that a
+ * PSB search sees PSB pattern on both sides of the wrap. */
+enum {
+	IPT__RING_ROOM = 32
+};
+
+/* A stretch of the trace that lies in one piece of memory.  Its packets
+ * start in [begin, stop); they may be read on up to end, where the next
+ * piece's first bytes lie too (the bridge holds them).  base is the
+ * offset of begin in the trace. */
+struct ipt__pkt_piece {
+	const uint8_t *begin;
+	const uint8_t *stop;
+	const uint8_t *end;
+	uint64_t base;
+};
+
+/* Where a decoder's trace lies: one piece for one buffer; for a ring
+ * given as two (ipt_pkt_set_ring), the older piece up to the last
+ * IPT__RING_ROOM bytes before the wrap, the bridge, and the newer piece.
+ * The bridge is a copy of the IPT__RING_ROOM bytes on each side of the
+ * wrap (fewer if a piece is shorter), so that a packet the wrap cuts is
+ * read as one.  config.begin and config.end are the current piece's. */
+struct ipt__pkt_pieces {
+	struct ipt__pkt_piece piece[3];
+	/* How many pieces there are; which one pos lies in; which one sync
+	 * lies in. */
+	uint32_t n;
+	uint32_t cur;
+	uint32_t sync_piece;
+	uint8_t bridge[2 * IPT__RING_ROOM];
+};
 
 /* The packet decoder.  Other layers embed one (ipt__pkt_init/_fini) and
  * use it through pt_pkt_* and the accessors listed above. */
@@ -4037,6 +4143,9 @@ struct pt_packet_decoder {
 	/* @sync is where a start state put the decoder (ipt_evt_start_at),
 	 * not a PSB: a forward sync searches from there. */
 	uint32_t sync_started;
+	/* Where the trace lies; pos and sync are in pieces.cur and
+	 * pieces.sync_piece. */
+	struct ipt__pkt_pieces pieces;
 };
 
 /* The bytes pt_pkt_next's fast path may read from a packet's start: every
@@ -4541,9 +4650,11 @@ static inline int ipt__psb_word(const uint8_t *pos)
 }
 
 /* Given a position inside PSB pattern, find the start of the PSB the
- * pattern belongs to; NULL if there is none. */
+ * pattern belongs to; NULL if there is none, or if the pattern runs to
+ * the end of a trace that may go on (@grows): more of it may come, and
+ * the PSB is the pattern's last 16 bytes. */
 static const uint8_t *ipt__find_psb(const uint8_t *pos,
-				    const struct pt_config *config)
+				    const struct pt_config *config, int grows)
 {
 	size_t off, n;
 
@@ -4562,7 +4673,7 @@ static const uint8_t *ipt__find_psb(const uint8_t *pos,
 			break;
 	}
 
-	if (off < IPT__PSB_SIZE)
+	if (off < IPT__PSB_SIZE || (grows && off + 1 >= n))
 		return NULL;
 	off -= IPT__PSB_SIZE;
 
@@ -4606,7 +4717,8 @@ static IPT__UNUSED int ipt__sync_set(const uint8_t **sync, const uint8_t *pos,
  * before the end. */
 static IPT__UNUSED int ipt__sync_forward(const uint8_t **sync,
 					 const uint8_t *pos,
-					 const struct pt_config *config)
+					 const struct pt_config *config,
+					 int grows)
 {
 	const uint8_t *start, *found;
 	size_t off, n;
@@ -4625,7 +4737,7 @@ static IPT__UNUSED int ipt__sync_forward(const uint8_t **sync,
 		if (!ipt__psb_word(config->begin + off))
 			continue;
 
-		found = ipt__find_psb(config->begin + off, config);
+		found = ipt__find_psb(config->begin + off, config, grows);
 		if (!found || found < start)
 			continue;
 
@@ -4641,7 +4753,8 @@ static IPT__UNUSED int ipt__sync_forward(const uint8_t **sync,
  * a PSB. */
 static IPT__UNUSED int ipt__sync_backward(const uint8_t **sync,
 					  const uint8_t *pos,
-					  const struct pt_config *config)
+					  const struct pt_config *config,
+					  int grows)
 {
 	const uint8_t *found;
 	size_t off;
@@ -4664,7 +4777,7 @@ static IPT__UNUSED int ipt__sync_backward(const uint8_t **sync,
 		/* In a run of PSB pattern longer than one PSB, every word
 		 * of the run names the PSB at the run's end, which may lie
 		 * at or after pos.  Only a PSB before pos is progress. */
-		found = ipt__find_psb(config->begin + off, config);
+		found = ipt__find_psb(config->begin + off, config, grows);
 		if (!found || found >= pos)
 			continue;
 
@@ -4677,14 +4790,138 @@ static IPT__UNUSED int ipt__sync_backward(const uint8_t **sync,
 
 /* ---- the decoder ---- */
 
-/* Initialize an embedded decoder: copy the configuration in, unsynced.
- * -pte_invalid for NULL arguments, -pte_bad_config for a bad config. */
-/* Where the fast path of pt_pkt_next may go, for the current end. */
-static void ipt__pkt_set_fast(struct pt_packet_decoder *decoder)
-{
-	size_t n = (size_t) (decoder->config.end - decoder->config.begin);
+/* ---- pieces ----
+ * A trace in one buffer is one piece; a ring's older piece, bridge and
+ * newer piece follow one another (struct ipt__pkt_pieces).  pos moves
+ * into the next piece once it reaches its piece's stop, in the slow path
+ * of pt_pkt_next only: the fast path stays before the stop, so that a
+ * trace in one piece costs nothing more. */
 
+/* Make piece i the current one: config.begin and config.end are its, and
+ * the fast path of pt_pkt_next may go where at least IPT__FAST_ROOM
+ * bytes are left, up to its stop. */
+static void ipt__pkt_use_piece(struct pt_packet_decoder *decoder, uint32_t i)
+{
+	const struct ipt__pkt_piece *piece = &decoder->pieces.piece[i];
+	size_t n, stop;
+
+	decoder->pieces.cur = i;
+	decoder->config.begin = (uint8_t *) (uintptr_t) piece->begin;
+	decoder->config.end = (uint8_t *) (uintptr_t) piece->end;
+	n = (size_t) (piece->end - piece->begin);
+	stop = (size_t) (piece->stop - piece->begin);
 	decoder->fast = n >= IPT__FAST_ROOM ? n - IPT__FAST_ROOM + 1 : 0;
+	if (decoder->fast > stop)
+		decoder->fast = stop;
+}
+
+/* The trace is config.begin to config.end, in one piece. */
+static void ipt__pkt_one_piece(struct pt_packet_decoder *decoder)
+{
+	struct ipt__pkt_piece *piece = &decoder->pieces.piece[0];
+
+	piece->begin = decoder->config.begin;
+	piece->stop = decoder->config.end;
+	piece->end = decoder->config.end;
+	piece->base = 0;
+	decoder->pieces.n = 1;
+	decoder->pieces.sync_piece = 0;
+	ipt__pkt_use_piece(decoder, 0);
+}
+
+/* The offset in the trace of p, a position in piece i. */
+static inline uint64_t ipt__pkt_off_in(const struct pt_packet_decoder *decoder,
+				       uint32_t i, const uint8_t *p)
+{
+	const struct ipt__pkt_piece *piece = &decoder->pieces.piece[i];
+
+	return piece->base + (uint64_t) (p - piece->begin);
+}
+
+/* The offset of the decoder's position; of the first byte after its
+ * last piece; of the end of piece i's packets. */
+static inline uint64_t ipt__pkt_off(const struct pt_packet_decoder *decoder)
+{
+	return ipt__pkt_off_in(decoder, decoder->pieces.cur, decoder->pos);
+}
+
+static uint64_t ipt__pkt_size(const struct pt_packet_decoder *decoder)
+{
+	uint32_t last = decoder->pieces.n - 1;
+
+	return ipt__pkt_off_in(decoder, last, decoder->pieces.piece[last].end);
+}
+
+static uint64_t ipt__pkt_stop_off(const struct pt_packet_decoder *decoder,
+				  uint32_t i)
+{
+	return ipt__pkt_off_in(decoder, i, decoder->pieces.piece[i].stop);
+}
+
+/* The piece a packet at offset off starts in (off at most the size). */
+static uint32_t ipt__pkt_piece_of(const struct pt_packet_decoder *decoder,
+				  uint64_t off)
+{
+	uint32_t i = 0;
+
+	while (i + 1 < decoder->pieces.n && ipt__pkt_stop_off(decoder, i) <= off)
+		i += 1;
+	return i;
+}
+
+/* Move to offset off (at most the size). */
+static void ipt__pkt_seek(struct pt_packet_decoder *decoder, uint64_t off)
+{
+	uint32_t i = ipt__pkt_piece_of(decoder, off);
+
+	ipt__pkt_use_piece(decoder, i);
+	decoder->pos = decoder->pieces.piece[i].begin +
+		       (size_t) (off - decoder->pieces.piece[i].base);
+}
+
+/* Before reading at pos: move into the next piece if pos has reached the
+ * stop of its own. */
+static inline void ipt__pkt_settle(struct pt_packet_decoder *decoder)
+{
+	const struct ipt__pkt_pieces *pieces = &decoder->pieces;
+
+	if (IPT__UNLIKELY(pieces->cur + 1 < pieces->n && decoder->pos &&
+			  decoder->pos >= pieces->piece[pieces->cur].stop))
+		ipt__pkt_seek(decoder, ipt__pkt_off(decoder));
+}
+
+/* Whether the current piece may go on after its end: more trace may come
+ * (ipt_pkt_extend), and it is the newest piece, or the bridge while it
+ * lacks some of the newest piece's first bytes. */
+static int ipt__pkt_piece_grows(const struct pt_packet_decoder *decoder)
+{
+	const struct ipt__pkt_pieces *pieces = &decoder->pieces;
+	const struct ipt__pkt_piece *piece = &pieces->piece[pieces->cur];
+
+	if (!decoder->more || pieces->cur + 2 < pieces->n)
+		return 0;
+	return pieces->cur + 1 == pieces->n ||
+	       (size_t) (piece->end - piece->stop) < (size_t) IPT__RING_ROOM;
+}
+
+/* Copy into the bridge what it lacks of the newer piece's first
+ * IPT__RING_ROOM bytes, as far as the newer piece goes now. */
+static void ipt__pkt_fill_bridge(struct pt_packet_decoder *decoder)
+{
+	struct ipt__pkt_pieces *pieces = &decoder->pieces;
+	struct ipt__pkt_piece *bridge = &pieces->piece[pieces->n - 2];
+	const struct ipt__pkt_piece *newer = &pieces->piece[pieces->n - 1];
+	size_t k, m, want;
+
+	k = (size_t) (bridge->stop - bridge->begin);
+	m = (size_t) (bridge->end - bridge->stop);
+	want = (size_t) (newer->end - newer->begin);
+	if (want > (size_t) IPT__RING_ROOM)
+		want = (size_t) IPT__RING_ROOM;
+	if (want <= m)
+		return;
+	IPT_MEMCPY(pieces->bridge + k + m, newer->begin + m, want - m);
+	bridge->end = bridge->stop + want;
 }
 
 static IPT__UNUSED int ipt__pkt_init(struct pt_packet_decoder *decoder,
@@ -4700,7 +4937,7 @@ static IPT__UNUSED int ipt__pkt_init(struct pt_packet_decoder *decoder,
 	if (errcode < 0)
 		return errcode;
 
-	ipt__pkt_set_fast(decoder);
+	ipt__pkt_one_piece(decoder);
 	return 0;
 }
 
@@ -4741,12 +4978,42 @@ ipt__pkt_sync_pos(const struct pt_packet_decoder *decoder)
 static IPT__UNUSED int ipt__pkt_skip(struct pt_packet_decoder *decoder,
 				     uint64_t size)
 {
+	uint64_t off;
+
 	if (!decoder->pos)
 		return -pte_nosync;
-	if ((uint64_t) (decoder->config.end - decoder->pos) < size)
+	off = ipt__pkt_off(decoder);
+	if (ipt__pkt_size(decoder) - off < size)
 		return -pte_eos;
-	decoder->pos += size;
+	ipt__pkt_seek(decoder, off + size);
 	return 0;
+}
+
+/* The offset of the decoder's position, of the PSB it synchronized on
+ * last; UINT64_MAX for none. */
+static IPT__UNUSED uint64_t
+ipt__pkt_pos_off(const struct pt_packet_decoder *decoder)
+{
+	return decoder->pos ? ipt__pkt_off(decoder) : UINT64_MAX;
+}
+
+static IPT__UNUSED uint64_t
+ipt__pkt_sync_off(const struct pt_packet_decoder *decoder)
+{
+	if (!decoder->sync)
+		return UINT64_MAX;
+	return ipt__pkt_off_in(decoder, decoder->pieces.sync_piece,
+			       decoder->sync);
+}
+
+/* Synchronized at p, a position in the current piece. */
+static void ipt__pkt_sync_here(struct pt_packet_decoder *decoder,
+			       const uint8_t *p)
+{
+	decoder->sync = p;
+	decoder->pos = p;
+	decoder->pieces.sync_piece = decoder->pieces.cur;
+	decoder->sync_started = 0;
 }
 
 /* ---- comparing decoders ----
@@ -4839,80 +5106,185 @@ IPT_DEF int ipt_pkt_set_buffer(struct pt_packet_decoder *decoder,
 	decoder->sync = NULL;
 	decoder->sync_started = 0;
 	decoder->more = 0;
-	ipt__pkt_set_fast(decoder);
+	ipt__pkt_one_piece(decoder);
 	return 0;
 }
 
+/* The older piece up to the bridge (if the bridge does not hold all of
+ * it), the bridge, the newer piece; see struct ipt__pkt_pieces. */
+IPT_DEF int ipt_pkt_set_ring(struct pt_packet_decoder *decoder,
+			     uint8_t *older, uint8_t *older_end,
+			     uint8_t *newer, uint8_t *newer_end)
+{
+	struct ipt__pkt_pieces *pieces;
+	struct ipt__pkt_piece *piece;
+	size_t k, size;
+	int err;
+
+	if (!newer || !newer_end || newer_end < newer)
+		return -pte_invalid;
+	err = ipt_pkt_set_buffer(decoder, older, older_end);
+	if (err < 0)
+		return err;
+	/* Pieces that touch are one buffer; so is a ring that has not
+	 * wrapped.  An empty newer piece stays, for ipt_pkt_extend. */
+	if (older_end == newer)
+		return ipt_pkt_set_buffer(decoder, older, newer_end);
+	if (older == older_end)
+		return ipt_pkt_set_buffer(decoder, newer, newer_end);
+
+	pieces = &decoder->pieces;
+	size = (size_t) (older_end - older);
+	k = size < (size_t) IPT__RING_ROOM ? size : (size_t) IPT__RING_ROOM;
+	piece = pieces->piece;
+	if (k < size) {
+		piece->begin = older;
+		piece->stop = older_end - k;
+		piece->end = older_end;
+		piece->base = 0;
+		piece += 1;
+	}
+	IPT_MEMCPY(pieces->bridge, older_end - k, k);
+	piece->begin = pieces->bridge;
+	piece->stop = pieces->bridge + k;
+	piece->end = piece->stop;
+	piece->base = (uint64_t) (size - k);
+	piece += 1;
+	piece->begin = newer;
+	piece->stop = newer_end;
+	piece->end = newer_end;
+	piece->base = (uint64_t) size;
+	pieces->n = (uint32_t) (piece - pieces->piece) + 1;
+	ipt__pkt_fill_bridge(decoder);
+	ipt__pkt_use_piece(decoder, 0);
+	return 0;
+}
+
+/* The newest piece grows; a bridge takes what it lacks of its start. */
 IPT_DEF int ipt_pkt_extend(struct pt_packet_decoder *decoder, uint8_t *end,
 			   int more)
 {
-	if (!decoder || !end || end < decoder->config.end)
+	struct ipt__pkt_piece *last;
+
+	if (!decoder || !end)
 		return -pte_invalid;
-	decoder->config.end = end;
+	last = &decoder->pieces.piece[decoder->pieces.n - 1];
+	if (end < last->end)
+		return -pte_invalid;
+	last->stop = end;
+	last->end = end;
+	if (decoder->pieces.n > 1)
+		ipt__pkt_fill_bridge(decoder);
 	decoder->more = more ? 1 : 0;
-	ipt__pkt_set_fast(decoder);
+	ipt__pkt_use_piece(decoder, decoder->pieces.cur);
 	return 0;
+}
+
+/* The first PSB at or after offset off, searched piece by piece: a PSB
+ * counts in the piece it starts in (before its stop), and one that
+ * crosses the wrap lies whole in the bridge.  The position does not
+ * change on errors. */
+static int ipt__pkt_find_forward(struct pt_packet_decoder *decoder,
+				 uint64_t off)
+{
+	const struct ipt__pkt_piece *piece;
+	const uint8_t *sync;
+	uint32_t i, cur = decoder->pieces.cur;
+	int errcode;
+
+	for (i = ipt__pkt_piece_of(decoder, off);; i += 1) {
+		ipt__pkt_use_piece(decoder, i);
+		piece = &decoder->pieces.piece[i];
+		if (off < piece->base)
+			off = piece->base;
+		errcode = ipt__sync_forward(&sync, piece->begin +
+						   (size_t) (off - piece->base),
+					    &decoder->config,
+					    ipt__pkt_piece_grows(decoder));
+		if (errcode < 0 && errcode != -pte_eos)
+			break;
+		if (!errcode && sync < piece->stop) {
+			ipt__pkt_sync_here(decoder, sync);
+			return 0;
+		}
+		errcode = -pte_eos;
+		if (i + 1 == decoder->pieces.n)
+			break;
+	}
+	ipt__pkt_use_piece(decoder, cur);
+	return errcode;
 }
 
 IPT_DEF int pt_pkt_sync_forward(struct pt_packet_decoder *decoder)
 {
-	const uint8_t *sync;
-	size_t off;
-	int errcode;
+	uint64_t off;
 
 	if (!decoder)
 		return -pte_invalid;
 
-	sync = decoder->sync;
 	off = 0;
 	if (decoder->pos)
-		off = (size_t) (decoder->pos - decoder->config.begin);
+		off = ipt__pkt_off(decoder);
 
 	/* Move past the PSB we are synchronized at, but start a bit earlier
 	 * to find a PSB that the preceding packet partially consumed. */
-	if (!decoder->sync_started || decoder->config.begin + off != sync) {
-		if (decoder->config.begin + off == sync)
+	if (!decoder->sync_started || off != ipt__pkt_sync_off(decoder)) {
+		if (off == ipt__pkt_sync_off(decoder))
 			off += IPT__PSB_SIZE;
 		off -= (off < IPT__PSB_SIZE) ? off : IPT__PSB_SIZE - 1;
 	}
 
-	if ((size_t) (decoder->config.end - decoder->config.begin) < off)
+	if (ipt__pkt_size(decoder) < off)
 		return -pte_internal;
 
-	errcode = ipt__sync_forward(&sync, decoder->config.begin + off,
-				    &decoder->config);
-	if (errcode < 0)
-		return errcode;
-
-	decoder->sync = sync;
-	decoder->pos = sync;
-	decoder->sync_started = 0;
-	return 0;
+	return ipt__pkt_find_forward(decoder, off);
 }
 
 /* Move to the PSB before the current position (the end if
  * unsynchronized).  -pte_eos if there is none, -pte_invalid if decoder is
- * NULL. */
+ * NULL.  Searched piece by piece, back from the position: a PSB counts in
+ * the piece it starts in, so the search in an earlier piece looks past
+ * its stop for a PSB that starts before it. */
 IPT_DEF int pt_pkt_sync_backward(struct pt_packet_decoder *decoder)
 {
-	const uint8_t *pos, *sync;
-	int errcode;
+	const struct ipt__pkt_piece *piece;
+	const uint8_t *from, *want, *sync;
+	uint32_t i, cur;
+	uint64_t off;
+	int errcode, grows;
 
 	if (!decoder)
 		return -pte_invalid;
 
-	pos = decoder->pos;
-	if (!pos)
-		pos = decoder->config.end;
-
-	errcode = ipt__sync_backward(&sync, pos, &decoder->config);
-	if (errcode < 0)
-		return errcode;
-
-	decoder->sync = sync;
-	decoder->pos = sync;
-	decoder->sync_started = 0;
-	return 0;
+	off = decoder->pos ? ipt__pkt_off(decoder) : ipt__pkt_size(decoder);
+	cur = decoder->pieces.cur;
+	i = ipt__pkt_piece_of(decoder, off);
+	piece = &decoder->pieces.piece[i];
+	from = piece->begin + (size_t) (off - piece->base);
+	want = from;
+	for (;;) {
+		ipt__pkt_use_piece(decoder, i);
+		grows = ipt__pkt_piece_grows(decoder);
+		do {
+			errcode = ipt__sync_backward(&sync, from,
+						     &decoder->config, grows);
+			from = sync;
+		} while (!errcode && sync >= want);
+		if (!errcode) {
+			ipt__pkt_sync_here(decoder, sync);
+			return 0;
+		}
+		if (!i || errcode != -pte_eos)
+			break;
+		i -= 1;
+		piece = &decoder->pieces.piece[i];
+		want = piece->stop;
+		from = piece->stop + IPT__PSB_SIZE - 1;
+		if (from > piece->end)
+			from = piece->end;
+	}
+	ipt__pkt_use_piece(decoder, cur);
+	return errcode;
 }
 
 /* Decode from offset on, PSB or not; it also becomes the sync offset.
@@ -4920,18 +5292,14 @@ IPT_DEF int pt_pkt_sync_backward(struct pt_packet_decoder *decoder)
 IPT_DEF int pt_pkt_sync_set(struct pt_packet_decoder *decoder,
 			    uint64_t offset)
 {
-	const uint8_t *pos;
-
 	if (!decoder)
 		return -pte_invalid;
 
-	if ((uint64_t) (decoder->config.end - decoder->config.begin) < offset)
+	if (ipt__pkt_size(decoder) < offset)
 		return -pte_eos;
 
-	pos = decoder->config.begin + offset;
-	decoder->sync = pos;
-	decoder->pos = pos;
-	decoder->sync_started = 0;
+	ipt__pkt_seek(decoder, offset);
+	ipt__pkt_sync_here(decoder, decoder->pos);
 	return 0;
 }
 
@@ -4957,7 +5325,7 @@ IPT_DEF int pt_pkt_get_offset(const struct pt_packet_decoder *decoder,
 	if (!decoder->pos)
 		return -pte_nosync;
 
-	*offset = (uint64_t) (decoder->pos - decoder->config.begin);
+	*offset = ipt__pkt_off(decoder);
 	return 0;
 }
 
@@ -4972,7 +5340,7 @@ IPT_DEF int pt_pkt_get_sync_offset(const struct pt_packet_decoder *decoder,
 	if (!decoder->sync)
 		return -pte_nosync;
 
-	*offset = (uint64_t) (decoder->sync - decoder->config.begin);
+	*offset = ipt__pkt_sync_off(decoder);
 	return 0;
 }
 
@@ -5091,6 +5459,8 @@ static int ipt__pkt_decode(struct pt_packet_decoder *decoder,
 			size = ipt__pkt_read_psb(pos, config);
 			if (size >= 0) {
 				decoder->sync = pos;
+				decoder->pieces.sync_piece =
+					decoder->pieces.cur;
 				decoder->sync_started = 0;
 			}
 			break;
@@ -5229,6 +5599,7 @@ static IPT__NOINLINE int ipt__pkt_next_slow(struct pt_packet_decoder *decoder,
 	struct pt_packet pkt;
 	int size;
 
+	ipt__pkt_settle(decoder);
 	if (psize == sizeof(pkt)) {
 		size = ipt__pkt_decode(decoder, packet);
 		if (size < 0)
@@ -5518,6 +5889,7 @@ IPT_DEF int ipt_pkt_next_batch(struct pt_packet_decoder *decoder,
 		if (size < 0)
 			return i ? (int) i : size;
 		pos = decoder->pos;
+		begin = (uintptr_t) decoder->config.begin;
 		fast = decoder->fast;
 	}
 	decoder->pos = pos;
@@ -6203,6 +6575,8 @@ static IPT__UNUSED int ipt__tcal_same(const struct ipt_time_cal *a,
  *   void ipt__evt_decoder_fini(struct pt_event_decoder *decoder);
  *   const struct pt_config *ipt__evt_config(const struct pt_event_decoder *);
  *   const uint8_t *ipt__evt_pos(const struct pt_event_decoder *);
+ *   uint64_t ipt__evt_off(const struct pt_event_decoder *);
+ *   uint64_t ipt__evt_size(const struct pt_event_decoder *);
  *        the packet decoder's position: the packet after the current one
  *   const uint8_t *ipt__evt_end(const struct pt_event_decoder *);
  *   int  ipt__evt_more(const struct pt_event_decoder *);
@@ -6226,8 +6600,16 @@ static IPT__UNUSED int ipt__tcal_same(const struct ipt_time_cal *a,
  *        between two calls: the same state, the same event (for >>seg)
  *   int  ipt__evt_next_tnt(struct pt_event_decoder *decoder,
  *                          struct pt_event *ev);
- *        pt_evt_next() for a caller holding a used-up TNT or TIP event
- *        when the next event is a TNT: 1 and @ev refilled in place, or 0
+ *        pt_evt_next() for a caller holding a used-up TNT, TIP or enable
+ *        event when the next event is a TNT or a plain TIP: 1 and @ev
+ *        refilled in place, or 0
+ *   uint32_t ipt__evt_tnt_ahead(const struct pt_event_decoder *decoder,
+ *                               const uint8_t **pos, uint64_t *payload);
+ *   void ipt__evt_tnt_taken(struct pt_event_decoder *decoder,
+ *                           const uint8_t *pos);
+ *        for a caller holding a TNT event: the TNT packets that follow
+ *        it, read without events, and going on past the ones it took
+ *        (see "TNT packets in a row")
  *   IPT__EV_IGNORE  the internal event type that binds a packet without
  *                   reporting anything; never leaves this section
  *
@@ -6460,6 +6842,20 @@ static IPT__UNUSED const uint8_t *
 ipt__evt_pos(const struct pt_event_decoder *decoder)
 {
 	return decoder ? ipt__pkt_pos(&decoder->pacdec) : NULL;
+}
+
+/* The offset of the next packet; UINT64_MAX before synchronization.
+ * The trace's size. */
+static IPT__UNUSED uint64_t
+ipt__evt_off(const struct pt_event_decoder *decoder)
+{
+	return ipt__pkt_pos_off(&decoder->pacdec);
+}
+
+static IPT__UNUSED uint64_t
+ipt__evt_size(const struct pt_event_decoder *decoder)
+{
+	return ipt__pkt_size(&decoder->pacdec);
 }
 
 static IPT__UNUSED const uint8_t *
@@ -7110,18 +7506,26 @@ static int ipt__evt_start(struct pt_event_decoder *decoder)
 	return -pte_nosync;
 }
 
-IPT_DEF int ipt_evt_set_buffer(struct pt_event_decoder *decoder,
-			       uint8_t *begin, uint8_t *end)
+IPT_DEF int ipt_evt_set_ring(struct pt_event_decoder *decoder,
+			     uint8_t *older, uint8_t *older_end,
+			     uint8_t *newer, uint8_t *newer_end)
 {
 	int err;
 
 	if (!decoder)
 		return -pte_invalid;
-	err = ipt_pkt_set_buffer(&decoder->pacdec, begin, end);
+	err = ipt_pkt_set_ring(&decoder->pacdec, older, older_end, newer,
+			       newer_end);
 	if (err < 0)
 		return err;
 	decoder->packet.size = 0;
 	return ipt__evt_reset(decoder);
+}
+
+IPT_DEF int ipt_evt_set_buffer(struct pt_event_decoder *decoder,
+			       uint8_t *begin, uint8_t *end)
+{
+	return ipt_evt_set_ring(decoder, begin, end, end, end);
 }
 
 static IPT__UNUSED int ipt__evt_more(const struct pt_event_decoder *decoder)
@@ -7376,7 +7780,7 @@ static int ipt__evt_start_ip(const struct pt_event_decoder *decoder,
 	IPT__COPY(evdec, *decoder);
 	/* Only the events of this PSB+: they all come at the same
 	 * position (its PSBEND), not those of an adjacent one. */
-	while (ipt__evt_pos(&evdec) == ipt__evt_pos(decoder)) {
+	while (ipt__evt_off(&evdec) == ipt__evt_off(decoder)) {
 		err = pt_evt_next(&evdec, &ev, sizeof(ev));
 		if (err < 0)
 			return err == -pte_eos ? 0 : err;
@@ -7404,15 +7808,14 @@ static int ipt__evt_start_ip(const struct pt_event_decoder *decoder,
 static int ipt__evt_sync_backward(struct pt_event_decoder *decoder,
 				  int (*start)(void *ctx), void *ctx)
 {
-	const uint8_t *from, *sync, *pos;
+	uint64_t from, sync, pos;
 	int status;
 
-	from = ipt__evt_pos(decoder);
-	if (!from) {
-		from = ipt__evt_end(decoder);
-		if (!from)
-			return -pte_bad_config;
-	}
+	/* Offsets, not positions: in a ring, positions in different pieces
+	 * do not compare. */
+	from = ipt__evt_off(decoder);
+	if (from == UINT64_MAX)
+		from = ipt__pkt_size(&decoder->pacdec);
 
 	sync = from;
 	for (;;) {
@@ -7420,7 +7823,7 @@ static int ipt__evt_sync_backward(struct pt_event_decoder *decoder,
 			status = pt_pkt_sync_backward(&decoder->pacdec);
 			if (status < 0)
 				return status;
-			pos = ipt__evt_pos(decoder);
+			pos = ipt__evt_off(decoder);
 		} while (sync <= pos);
 		sync = pos;
 
@@ -7428,11 +7831,12 @@ static int ipt__evt_sync_backward(struct pt_event_decoder *decoder,
 		status = ipt__evt_start(decoder);
 		if (status >= 0 && start)
 			status = start(ctx);
-		if (ipt__evt_pos(decoder) >= from || status == -pte_eos)
+		pos = ipt__evt_off(decoder);
+		if ((pos != UINT64_MAX && pos >= from) || status == -pte_eos)
 			continue;
 		if (status < 0)
 			return status;
-		if (ipt__pkt_sync_pos(&decoder->pacdec) == sync)
+		if (ipt__pkt_sync_off(&decoder->pacdec) == sync)
 			return status;
 	}
 }
@@ -9002,15 +9406,49 @@ IPT_DEF int pt_evt_next(struct pt_event_decoder *decoder,
 	return err;
 }
 
+/* Clear the fields of a TNT or TIP event @ev that the other one uses. */
+static IPT__INLINE void ipt__evt_clear_branch(struct pt_event *ev)
+{
+	ev->ip_suppressed = 0;
+	ev->status_update = 0;
+	ev->has_tsc = 0;
+	IPT_MEMSET(&ev->variant, 0, sizeof(ev->variant.tnt));
+}
+
+/* The TIP that is the current packet, with nothing queued to bind to it,
+ * as ipt__evt_decode_tip makes its event: the last IP updated, the packet
+ * bound, so that the next call goes past it. */
+static int ipt__evt_next_tip(struct pt_event_decoder *decoder,
+			     struct pt_event *ev)
+{
+	int err;
+
+	err = ipt_last_ip_update_ip(&decoder->ip, &decoder->packet.payload.ip,
+				    ipt__evt_config(decoder));
+	if (err < 0)
+		return err;
+	decoder->bound = 1;
+	ipt__evt_clear_branch(ev);
+	ev->type = ptev_tip;
+	err = ipt__evt_complete(ev, decoder);
+	if (err < 0)
+		/* pt_evt_next leaves its event in place after an error. */
+		decoder->event = ipt__evq_standalone(&decoder->evq);
+	return err < 0 ? err : 1;
+}
+
 /* A short way to the next event for a decoder above (>>blk) that holds a
- * TNT or TIP event it took from pt_evt_next() and has used up: when the
- * next event is the TNT of the current packet, or of the next one after a
- * TIP with nothing bound to it, @ev becomes that event in place, byte for
- * byte what pt_evt_next() would give, without building one in the queue
- * and copying it out.  The two events use no fields but the flags, the
- * time and the start of the variant (as long as variant.tnt), so clearing
- * those leaves a zeroed event.  The steps are ipt__evt_fetch_event's:
- * ipt__evt_decode_tip finding nothing bound, then ipt__evt_decode_tnt.
+ * TNT, TIP or enable event it took from pt_evt_next() and has used up:
+ * when the next event is the TNT of the current packet, or of the next
+ * one after a TIP (TIP.PGE) with nothing bound to it, or a TIP that is
+ * the current or that next packet with nothing queued to bind to it, @ev
+ * becomes that event in place, byte for byte what pt_evt_next() would
+ * give, without building one in the queue and copying it out.  The three
+ * events use no fields but the flags, the time and the start of the
+ * variant (as long as variant.tnt), so clearing those leaves a zeroed
+ * event.  The steps are ipt__evt_fetch_event's: ipt__evt_decode_tip
+ * (ipt__evt_decode_tip_pge) finding nothing bound, then
+ * ipt__evt_decode_tnt or ipt__evt_decode_tip.
  *
  * Returns 1 when @ev is the next event; 0 when the caller must ask
  * pt_evt_next() (which goes on from here); an error as pt_evt_next()
@@ -9018,14 +9456,21 @@ IPT_DEF int pt_evt_next(struct pt_event_decoder *decoder,
 static int ipt__evt_next_tnt(struct pt_event_decoder *decoder,
 			     struct pt_event *ev)
 {
-	enum pt_packet_type type;
+	enum pt_packet_type type, bound;
 	int err;
 
-	if ((ev->type != ptev_tnt && ev->type != ptev_tip) ||
-	    !decoder->enabled || ipt__pkt_more(&decoder->pacdec))
+	/* The packet that made @ev may still be current, bound: a TIP, or
+	 * for an enable (not a PSB+'s) its TIP.PGE. */
+	if (ev->type == ptev_tnt || ev->type == ptev_tip)
+		bound = ppt_tip;
+	else if (ev->type == ptev_enabled && !ev->status_update)
+		bound = ppt_tip_pge;
+	else
+		return 0;
+	if (!decoder->enabled || ipt__pkt_more(&decoder->pacdec))
 		return 0;
 
-	if (decoder->packet.type == ppt_tip && decoder->bound &&
+	if (decoder->packet.type == bound && decoder->bound &&
 	    decoder->evq.begin == decoder->evq.end) {
 		err = ipt_last_ip_update_ip(&decoder->ip,
 					    &decoder->packet.payload.ip,
@@ -9037,19 +9482,77 @@ static int ipt__evt_next_tnt(struct pt_event_decoder *decoder,
 	}
 
 	type = decoder->packet.type;
+	if (type == ppt_tip && !decoder->bound &&
+	    decoder->evq.begin == decoder->evq.end)
+		return ipt__evt_next_tip(decoder, ev);
 	if (type != ppt_tnt_8 && type != ppt_tnt_64)
 		return 0;
 
-	ev->ip_suppressed = 0;
-	ev->status_update = 0;
-	ev->has_tsc = 0;
-	IPT_MEMSET(&ev->variant, 0, sizeof(ev->variant.tnt));
+	ipt__evt_clear_branch(ev);
 	ipt__evt_fill_tnt(ev, &decoder->packet.payload.tnt);
 	err = ipt__evt_stamp(ev, &decoder->time);
 	if (err < 0)
 		return err;
 	ipt__evt_next_packet(decoder);
 	return 1;
+}
+
+/* ---- TNT packets in a row ----
+ * Between two packets that are not TNT, a caller holding a TNT event would
+ * get each next TNT from ipt__evt_next_tnt, one event per packet.  A
+ * caller that only wants the bits reads them ahead instead: the packet the
+ * decoder holds, then the one-byte TNTs behind it (PADs between them
+ * skipped), decoded through the packet layer's table in the region where
+ * its fast path decodes them too.  Nothing moves until the caller says how
+ * far it got; then the decoder stands as after the ipt__evt_next_tnt call
+ * that made the event of the last packet it took.  Those events would
+ * have carried nothing but their bits: no other packet, and so no change
+ * of time, lies between them. */
+
+/* The bit size of the TNT packet after the one at *@pos (NULL: the
+ * event in hand), its bits in @payload (the oldest highest) and *@pos
+ * past it; 0 if the next packet is not a TNT read this way. */
+static IPT__INLINE uint32_t
+ipt__evt_tnt_ahead(const struct pt_event_decoder *decoder,
+		   const uint8_t **pos, uint64_t *payload)
+{
+	const struct pt_packet_decoder *pacdec = &decoder->pacdec;
+	const struct pt_packet *one;
+	const uint8_t *at = *pos;
+
+	if (!at) {
+		const struct pt_packet *packet = &decoder->packet;
+
+		if ((packet->type != ppt_tnt_8 && packet->type != ppt_tnt_64) ||
+		    !decoder->enabled || ipt__pkt_more(pacdec))
+			return 0;
+		*payload = packet->payload.tnt.payload;
+		*pos = pacdec->pos;
+		return packet->payload.tnt.bit_size;
+	}
+	for (;;) {
+		if (!ipt__pkt_in_fast((uintptr_t) pacdec->config.begin,
+				      pacdec->fast, at) || (*at & 1))
+			return 0;
+		if (*at)
+			break;
+		at += 1;
+	}
+	one = &ipt__pkt_one_byte[*at >> 1];
+	if (one->type != ppt_tnt_8)
+		return 0;
+	*payload = one->payload.tnt.payload;
+	*pos = at + 1;
+	return one->payload.tnt.bit_size;
+}
+
+/* The caller took the TNT packets ahead up to @pos (as ipt__evt_tnt_ahead
+ * left it): the next packet is the one after. */
+static void ipt__evt_tnt_taken(struct pt_event_decoder *decoder,
+			       const uint8_t *pos)
+{
+	decoder->pacdec.pos = pos;
+	(void) ipt__evt_next_packet(decoder);
 }
 
 static int ipt__evt_next(struct pt_event_decoder *decoder,
@@ -9345,18 +9848,26 @@ static int ipt__qry_start(struct pt_query_decoder *decoder, uint64_t *ip)
 	return status | ipt__qry_status(decoder);
 }
 
-IPT_DEF int ipt_qry_set_buffer(struct pt_query_decoder *decoder,
-			       uint8_t *begin, uint8_t *end)
+IPT_DEF int ipt_qry_set_ring(struct pt_query_decoder *decoder,
+			     uint8_t *older, uint8_t *older_end,
+			     uint8_t *newer, uint8_t *newer_end)
 {
 	int err;
 
 	if (!decoder)
 		return -pte_invalid;
-	err = ipt_evt_set_buffer(&decoder->evdec, begin, end);
+	err = ipt_evt_set_ring(&decoder->evdec, older, older_end, newer,
+			       newer_end);
 	if (err < 0)
 		return err;
 	IPT_MEMSET(&decoder->event, 0, sizeof(decoder->event));
 	return ipt__qry_reset(decoder);
+}
+
+IPT_DEF int ipt_qry_set_buffer(struct pt_query_decoder *decoder,
+			       uint8_t *begin, uint8_t *end)
+{
+	return ipt_qry_set_ring(decoder, begin, end, end, end);
 }
 
 static int ipt__qry_sync_forward(struct pt_query_decoder *decoder,
@@ -12313,8 +12824,18 @@ ipt__insn_range_is_contiguous(uint64_t begin, uint64_t end,
  *        pt_blk_next's run-to-run walk, reporting branches and where the
  *        flow goes (see "walking runs for coverage")
  *   int  ipt__blk_trace_ended(const struct pt_block_decoder *);
+ *   uint64_t ipt__blk_trace_size(const struct pt_block_decoder *);
+ *   int  ipt__blk_trace_more(const struct pt_block_decoder *);
  *   void ipt__blk_set_run_hook(struct pt_block_decoder *, hook, context);
  *        a hook told of each run recorded in the run cache
+ *   uint32_t ipt__blk_tnt_ahead(const struct pt_block_decoder *,
+ *                               const uint8_t **pos, uint64_t *payload);
+ *   void ipt__blk_tnt_taken(struct pt_block_decoder *, const uint8_t *pos,
+ *                           uint64_t payload, uint32_t left,
+ *                           uint32_t icnt);
+ *        for the walk's tnt hook: TNT packets read ahead, and taken
+ *   void ipt__blk_set_icache_bits(struct pt_block_decoder *, uint32_t bits);
+ *        beside a run cache, an instruction cache of 1 << bits entries
  *
  * and for >>seg:
  *
@@ -12642,9 +13163,10 @@ struct pt_block_decoder {
 	uint32_t end_ninsn;
 
 	/* The caches and what they are valid for.  The instruction cache
-	 * has 1 << @ibits entries. */
+	 * has 1 << @ibits entries; beside a run cache, 1 << @ibits_runs. */
 	struct ipt__blk_icache_entry *icache;
 	uint32_t ibits;
+	uint32_t ibits_runs;
 	const struct pt_image *cache_image;
 	uint64_t cache_gen;
 	uint32_t epoch;
@@ -12783,7 +13305,9 @@ static uint32_t ipt__blk_hash(uint64_t ip, const struct pt_asid *asid,
  * one at a time: 1 << IPT__ICACHE_MIN_BITS entries do, and small code
  * never pays for (nor clears) more.  Without one (a run cache limit too
  * small for it, IPT_BLK_GENERAL_PATH) every instruction goes through the
- * cache: 1 << IPT_BLK_ICACHE_BITS entries.  Resizing frees the old cache
+ * cache: 1 << IPT_BLK_ICACHE_BITS entries.  (A coverage decoder meets
+ * more of those walks: it asks for more, ipt__blk_set_icache_bits.)
+ * Resizing frees the old cache
  * first, so that the two never take memory at once; without memory for
  * the new one, the old size again, or none. */
 enum { IPT__ICACHE_MIN_BITS = 8 };
@@ -12792,8 +13316,8 @@ static uint32_t ipt__blk_icache_first_bits(const struct pt_block_decoder *decode
 {
 	if (!IPT__BLK_RUNS || !decoder->runs)
 		return IPT_BLK_ICACHE_BITS;
-	return IPT_BLK_ICACHE_BITS < IPT__ICACHE_MIN_BITS ?
-		       IPT_BLK_ICACHE_BITS : IPT__ICACHE_MIN_BITS;
+	return IPT_BLK_ICACHE_BITS < decoder->ibits_runs ?
+		       IPT_BLK_ICACHE_BITS : decoder->ibits_runs;
 }
 
 static void ipt__blk_icache_resize(struct pt_block_decoder *decoder,
@@ -12815,6 +13339,15 @@ static void ipt__blk_icache_resize(struct pt_block_decoder *decoder,
 	}
 	decoder->icache = (struct ipt__blk_icache_entry *) ipt__zalloc_cache(
 		&decoder->allocator, entry << old);
+}
+
+/* Beside a run cache, an instruction cache of 1 << @bits entries (the
+ * coverage layer's asks for more; see IPT__COV_ICACHE_BITS). */
+static IPT__UNUSED void
+ipt__blk_set_icache_bits(struct pt_block_decoder *decoder, uint32_t bits)
+{
+	decoder->ibits_runs = bits;
+	ipt__blk_icache_resize(decoder, ipt__blk_icache_first_bits(decoder));
 }
 
 /* Decode the instruction at @insn->ip in @insn->mode, from the instruction
@@ -13272,6 +13805,19 @@ static void ipt__blk_note_end(struct pt_block_decoder *decoder)
 	decoder->ahead = 0;
 }
 
+/* We are done with the current event: remember its time, and whether it
+ * anchors TRIG counts. */
+static int ipt__blk_leave_event(struct pt_block_decoder *decoder)
+{
+	const struct pt_event *ev = &decoder->event;
+
+	decoder->tsc = ev->tsc;
+	decoder->has_tsc = ev->has_tsc;
+	decoder->lost_mtc = ev->lost_mtc;
+	decoder->lost_cyc = ev->lost_cyc;
+	return ipt__blk_update_trig_anchor(decoder, ev);
+}
+
 /* We are done with the current event: remember its time and get the next
  * one.  An event decoder error is kept in @status and reported when we
  * get to it. */
@@ -13280,12 +13826,7 @@ static int ipt__blk_fetch_event(struct pt_block_decoder *decoder)
 	struct pt_event *ev = &decoder->event;
 	int status;
 
-	decoder->tsc = ev->tsc;
-	decoder->has_tsc = ev->has_tsc;
-	decoder->lost_mtc = ev->lost_mtc;
-	decoder->lost_cyc = ev->lost_cyc;
-
-	status = ipt__blk_update_trig_anchor(decoder, ev);
+	status = ipt__blk_leave_event(decoder);
 	if (status < 0)
 		return status;
 
@@ -13384,6 +13925,7 @@ static int ipt__blk_decoder_init(struct pt_block_decoder *decoder,
 
 	decoder->want_text = want_text;
 	decoder->rlimit = IPT_BLK_CACHE_LIMIT;
+	decoder->ibits_runs = IPT__ICACHE_MIN_BITS;
 	decoder->default_image = ipt_image_alloc_with(NULL,
 						      &decoder->allocator);
 	ipt__blk_runs_reset(decoder);
@@ -13409,18 +13951,26 @@ static int ipt__blk_decoder_init(struct pt_block_decoder *decoder,
 	return 0;
 }
 
-IPT_DEF int ipt_blk_set_buffer(struct pt_block_decoder *decoder,
-			       uint8_t *begin, uint8_t *end)
+IPT_DEF int ipt_blk_set_ring(struct pt_block_decoder *decoder,
+			     uint8_t *older, uint8_t *older_end,
+			     uint8_t *newer, uint8_t *newer_end)
 {
 	int err;
 
 	if (!decoder)
 		return -pte_invalid;
-	err = ipt_evt_set_buffer(&decoder->evdec, begin, end);
+	err = ipt_evt_set_ring(&decoder->evdec, older, older_end, newer,
+			       newer_end);
 	if (err < 0)
 		return err;
 	ipt__blk_as_new(decoder);
 	return 0;
+}
+
+IPT_DEF int ipt_blk_set_buffer(struct pt_block_decoder *decoder,
+			       uint8_t *begin, uint8_t *end)
+{
+	return ipt_blk_set_ring(decoder, begin, end, end, end);
 }
 
 static void ipt__blk_decoder_fini(struct pt_block_decoder *decoder)
@@ -15972,12 +16522,13 @@ struct ipt__blk_walk_ops {
 	void (*branch)(void *context, uint64_t from, uint64_t next,
 		       enum pt_insn_class iclass);
 	void (*reach)(void *context, uint64_t ip);
-	/* If set, asked at each @ip the walk goes on at while the TNT in
-	 * hand has more than one bit left: it may take TNT bits in bulk
-	 * (never the last one), leaving the decoder as the walk would have
-	 * after a bit (a run at @ip still to find, no run chained since)
-	 * and reporting as the walk would.  Returns where the flow went on,
-	 * @ip if it took nothing. */
+	/* If set, asked at each @ip the walk goes on at while a TNT is in
+	 * hand: it may take TNT bits in bulk, also from the TNT packets
+	 * that follow (ipt__blk_tnt_ahead, ipt__blk_tnt_taken), but never
+	 * the last bit of the last of them, leaving the decoder as the
+	 * walk would have after a bit (a run at @ip still to find, no run
+	 * chained since) and reporting as the walk would.  Returns where
+	 * the flow went on, @ip if it took nothing. */
 	uint64_t (*tnt)(void *context, struct pt_block_decoder *decoder,
 			uint64_t ip, enum pt_exec_mode mode);
 };
@@ -15999,9 +16550,36 @@ ipt__blk_walk_tnt(struct pt_block_decoder *decoder,
 {
 	const struct pt_event *ev = &decoder->event;
 
-	if (ops->tnt && ev->type == ptev_tnt && ev->variant.tnt.size > 1)
+	if (ops->tnt && ev->type == ptev_tnt && ev->variant.tnt.size)
 		return ops->tnt(context, decoder, ip, mode);
 	return ip;
+}
+
+/* For ops->tnt: the TNT packets after the event in hand, read ahead (see
+ * ipt__evt_tnt_ahead). */
+static IPT__INLINE uint32_t
+ipt__blk_tnt_ahead(const struct pt_block_decoder *decoder, const uint8_t **pos,
+		   uint64_t *payload)
+{
+	return ipt__evt_tnt_ahead(&decoder->evdec, pos, payload);
+}
+
+/* ops->tnt took the TNT packets read ahead up to @pos: the event in hand
+ * becomes the last of them, with @left of its bits @payload to go and
+ * @icnt instructions walked since it was fetched, as if each packet's
+ * event had been used up in turn and the next fetched. */
+static void ipt__blk_tnt_taken(struct pt_block_decoder *decoder,
+			       const uint8_t *pos, uint64_t payload,
+			       uint32_t left, uint32_t icnt)
+{
+	struct pt_event *ev = &decoder->event;
+
+	/* A TNT has its IP: it cannot fail. */
+	(void) ipt__blk_leave_event(decoder);
+	decoder->icnt = icnt;
+	ev->variant.tnt.bits = payload;
+	ev->variant.tnt.size = (uint8_t) left;
+	ipt__evt_tnt_taken(&decoder->evdec, pos);
 }
 
 /* The block the walk just ended with @run, for the trailing-event
@@ -16017,6 +16595,23 @@ static void ipt__blk_run_block(struct pt_block *block,
 	block->mode = mode;
 	block->iclass = (enum pt_insn_class) run->iclass;
 	block->ninsn = run->ninsn;
+}
+
+/* The walk's block ended with the trace in hand used up: fetch the next
+ * event if that is a used-up TNT, as the trailing-event rules would.
+ * Returns 0 if the walk goes on with a TNT or TIP in hand, the rules
+ * having nothing else to do; 1 if they are to be applied. */
+static IPT__INLINE int
+ipt__blk_walk_next_event(struct pt_block_decoder *decoder)
+{
+	const struct pt_event *ev = &decoder->event;
+
+	if (decoder->status >= 0 && ev->type == ptev_tnt &&
+	    !ev->variant.tnt.size && ipt__blk_fetch_event(decoder) < 0)
+		return 1;
+	return decoder->status < 0 ||
+	       (ev->type == ptev_tnt ? !ev->variant.tnt.size :
+				      ev->type != ptev_tip);
 }
 
 static void ipt__blk_watch(struct pt_block_decoder *decoder);
@@ -16139,12 +16734,20 @@ static IPT__INLINE int ipt__blk_walk(struct pt_block_decoder *decoder,
 		decoder->ip = to;
 
 	block_end:
-		/* The trace in hand is used up: the block ends here. */
-		ipt__blk_run_block(&block, run, mode);
-		*status = ipt__blk_proceed_trailing_event(decoder, &block);
-		if (*status != 0 ||
-		    (ev->type != ptev_tnt && ev->type != ptev_tip))
-			goto done;
+		/* The trace in hand is used up: the block ends here.  With
+		 * a TNT or a TIP next, the trailing-event rules only fetch
+		 * it (the walk has no ticks and no postponed instruction):
+		 * done here at once. */
+		if (ipt__blk_walk_next_event(decoder)) {
+			ipt__blk_run_block(&block, run, mode);
+			*status = ipt__blk_proceed_trailing_event(decoder,
+								  &block);
+			if (*status != 0 ||
+			    (ev->type != ptev_tnt && ev->type != ptev_tip))
+				goto done;
+		} else {
+			*status = ipt__blk_status(decoder, 0);
+		}
 		chain = 0;
 		ip = ipt__blk_walk_tnt(decoder, ops, context, decoder->ip,
 				       mode);
@@ -16188,6 +16791,20 @@ static IPT__UNUSED int
 ipt__blk_trace_ended(const struct pt_block_decoder *decoder)
 {
 	return decoder->status == -pte_eos;
+}
+
+/* The trace's size in bytes (a ring's pieces together); whether more
+ * may come after its end (ipt_blk_extend). */
+static IPT__UNUSED uint64_t
+ipt__blk_trace_size(const struct pt_block_decoder *decoder)
+{
+	return ipt__evt_size(&decoder->evdec);
+}
+
+static IPT__UNUSED int
+ipt__blk_trace_more(const struct pt_block_decoder *decoder)
+{
+	return ipt__evt_more(&decoder->evdec);
 }
 
 /* Tell @hook of each run recorded in the run cache (NULL: nobody). */
@@ -17580,18 +18197,26 @@ static int ipt__insn_synced(struct pt_insn_decoder *decoder, int status)
 	return status;
 }
 
-IPT_DEF int ipt_insn_set_buffer(struct pt_insn_decoder *decoder,
-				uint8_t *begin, uint8_t *end)
+IPT_DEF int ipt_insn_set_ring(struct pt_insn_decoder *decoder,
+			      uint8_t *older, uint8_t *older_end,
+			      uint8_t *newer, uint8_t *newer_end)
 {
 	int err;
 
 	if (!decoder)
 		return -pte_invalid;
-	err = ipt_blk_set_buffer(&decoder->blkdec, begin, end);
+	err = ipt_blk_set_ring(&decoder->blkdec, older, older_end, newer,
+			       newer_end);
 	if (err < 0)
 		return err;
 	ipt__insn_reset(decoder);
 	return 0;
+}
+
+IPT_DEF int ipt_insn_set_buffer(struct pt_insn_decoder *decoder,
+				uint8_t *begin, uint8_t *end)
+{
+	return ipt_insn_set_ring(decoder, begin, end, end, end);
 }
 
 IPT_DEF int pt_insn_sync_forward(struct pt_insn_decoder *decoder)
@@ -20131,9 +20756,10 @@ ipt_sb_alloc_pevent_decoder_mem(struct pt_sb_session *session,
  * Steady state goes further: a memo takes a run of TNT bits at once (see
  * "taking TNT bits in bulk").
  *
- * Uses of the block decoder: its public calls (ipt_blk_set_buffer for
+ * Uses of the block decoder: its public calls (ipt_blk_set_ring for
  * the next trace), and ipt__blk_walk,
- * ipt__blk_decode, ipt__blk_trace_ended,
+ * ipt__blk_decode, ipt__blk_trace_ended, ipt__blk_trace_size,
+ * ipt__blk_trace_more,
  * ipt__blk_set_run_hook and ipt__blk_allocator (see >>blk); the memo
  * reads runs with ipt__blk_run_find and ipt__blk_ctx_of and, as the walk
  * would, takes bits off the TNT in hand and moves the return stack and
@@ -20174,6 +20800,15 @@ struct ipt_cov_decoder {
 	uint32_t call;
 	uint32_t paused;
 	uint64_t resume_sync;
+
+	/* While the trace's end may move (ipt_cov_extend): the walk waits
+	 * for more (@waiting), to go on with @wait_status, and where it had
+	 * got: its offset and the instructions since the offset last
+	 * changed.  A start (ipt_cov_start_at) waits the same way. */
+	uint32_t waiting;
+	int wait_status;
+	uint64_t walk_offset;
+	uint64_t walk_idle;
 
 	/* Where the last pause was, and whether the decode has resumed from
 	 * it without getting anywhere else yet. */
@@ -20465,21 +21100,29 @@ static IPT__INLINE void ipt__cov_reach(void *context, uint64_t ip)
  * Between two packets that are not TNT, the walk goes from run to run
  * taking one TNT bit at each conditional branch.  The memo keeps, for a
  * context (address space, mode, image epoch: the run cache's context
- * number), an IP and the next up to IPT__COV_MEMO_BITS bits of the TNT in
- * hand, what the walk does with them: the edges, the return-stack pushes
- * and pops, the instructions it counts, and where the flow goes on.  One
- * look-up then stands for a run of branches.
+ * number), an IP and the next up to IPT__COV_MEMO_BITS TNT bits, what the
+ * walk does with them: the edges, the return-stack pushes and pops, the
+ * instructions it counts, and where the flow goes on.  One look-up then
+ * stands for a run of branches.
+ *
+ * The bits come from the TNT in hand and the TNT packets behind it, read
+ * straight from the trace (ipt__blk_tnt_ahead) into a window: one memo
+ * step after another takes bits from the window, across packet borders,
+ * with no event made per packet, until an entry takes nothing.  Then the
+ * block decoder is told how far the steps got (ipt__blk_tnt_taken) and
+ * the walk goes on from there.
  *
  * An entry holds only what the bits and the code decide: it stops before
  * a branch that needs a TIP, a return whose address was pushed before the
  * entry began (the return stack's contents are not part of the key), a
  * return with a not-taken bit, a missing run, and before the last bit of
- * the TNT (the walk takes that one and applies the trailing-event rules).
- * Whatever an entry does not cover the walk does as before, so the edges
- * and the decoder's state are the walk's.  The last branch of an entry
- * stays pending, as the walk leaves it, until the flow is seen at its
- * destination.  Entries are tagged with the context number: a new image
- * epoch (ipt_image_invalidate, section changes) makes them all stale.
+ * the window when no TNT packet follows (the walk takes that one and
+ * applies the trailing-event rules).  Whatever the entries do not cover
+ * the walk does as before, so the edges and the decoder's state are the
+ * walk's.  The last branch of a step stays pending, as the walk leaves
+ * it, until the flow is seen at its destination.  Entries are tagged with
+ * the context number: a new image epoch (ipt_image_invalidate, section
+ * changes) makes them all stale.
  *
  * The memo is one direct-mapped table, allocated on first use from the
  * decoder's allocator with at most @memo_limit bytes
@@ -20487,19 +21130,22 @@ static IPT__INLINE void ipt__cov_reach(void *context, uint64_t ip)
  * the same slot. */
 
 enum {
-	/* The most TNT bits one entry covers (and thus edges). */
-	IPT__COV_MEMO_BITS = 8,
+	/* The most TNT bits one entry covers (and thus edges; at most 16,
+	 * the bits of @ret, @nt and @count). */
+	IPT__COV_MEMO_BITS = 12,
 	/* The most return-stack pushes and pops one entry replays. */
-	IPT__COV_MEMO_OPS = 8
+	IPT__COV_MEMO_OPS = 8,
+	/* The most TNT packets read ahead of the one in hand at a time. */
+	IPT__COV_AHEAD = 32
 };
 
 struct ipt__cov_memo {
 	/* The key: the IP, the context number (zero for an empty entry),
-	 * and the bits (low byte, the first in its highest bit) with
-	 * their number (second byte). */
+	 * and the bits (low half, the first in its highest bit) with
+	 * their number (high half). */
 	uint64_t ip;
 	uint32_t ctx;
-	uint16_t key;
+	uint32_t key;
 	/* TNT bits taken, zero if none (the walk takes the next). */
 	uint8_t used;
 	/* Return-stack operations, in order: bit i of @pops says op[i] is
@@ -20509,11 +21155,11 @@ struct ipt__cov_memo {
 	/* Bit i of @ret says the i-th edge is a compressed return, of
 	 * @nt that it is a conditional branch not taken, of @count that it
 	 * counts (the decoder's kinds and ranges). */
-	uint8_t ret;
-	uint8_t nt;
-	uint8_t count;
-	/* Instructions walked, for the block decoder's count. */
-	uint32_t ninsn;
+	uint16_t ret;
+	uint16_t nt;
+	uint16_t count;
+	/* How many of the edges but the last count. */
+	uint8_t ncount;
 	/* Where the flow goes on; the IP after the last branch. */
 	uint64_t exit;
 	uint64_t last_next;
@@ -20521,8 +21167,13 @@ struct ipt__cov_memo {
 	uint64_t from[IPT__COV_MEMO_BITS];
 	uint64_t to[IPT__COV_MEMO_BITS];
 	uint64_t op[IPT__COV_MEMO_OPS];
-	/* Their bitmap indices, before the bitmap's size. */
+	/* Their bitmap indices, before the bitmap's size; those of the
+	 * @ncount edges but the last that count. */
 	uint32_t index[IPT__COV_MEMO_BITS];
+	uint32_t counted[IPT__COV_MEMO_BITS];
+	/* Instructions walked up to each bit taken, for the block
+	 * decoder's count. */
+	uint32_t ninsn[IPT__COV_MEMO_BITS];
 };
 
 /* The default memory bound of the memo, in bytes. */
@@ -20578,10 +21229,10 @@ ipt__cov_memo_kind(const struct ipt__cov_memo *e, uint32_t i)
 /* Record in @e what the walk does from @ip in @mode with the @n bits in
  * @bits (the first in bit n-1), reading runs as the walk would.  The
  * entry ends right after the last bit it could take. */
-static void ipt__cov_memo_fill(struct ipt_cov_decoder *cov,
-			       struct ipt__cov_memo *e, uint64_t ip,
-			       enum pt_exec_mode mode, uint32_t bits,
-			       uint32_t n)
+static IPT__NOINLINE void
+ipt__cov_memo_fill(struct ipt_cov_decoder *cov, struct ipt__cov_memo *e,
+		   uint64_t ip, enum pt_exec_mode mode, uint32_t bits,
+		   uint32_t n)
 {
 	struct pt_block_decoder *blk = &cov->blk;
 	uint32_t used = 0, ninsn = 0, nops = 0, pops = 0, depth = 0;
@@ -20608,10 +21259,10 @@ static void ipt__cov_memo_fill(struct ipt_cov_decoder *cov,
 			if (used == n)
 				return;
 			to = bit ? ipt__blk_run_target(run, mode, next) : next;
-			e->ret &= (uint8_t) ~mask;
-			e->nt &= (uint8_t) ~mask;
+			e->ret &= (uint16_t) ~mask;
+			e->nt &= (uint16_t) ~mask;
 			if (to == next)
-				e->nt |= (uint8_t) mask;
+				e->nt |= (uint16_t) mask;
 			break;
 
 		case ipt__run_ret:
@@ -20622,7 +21273,7 @@ static void ipt__cov_memo_fill(struct ipt_cov_decoder *cov,
 			to = e->op[stack[--depth]];
 			pops |= 1u << nops;
 			e->op[nops++] = 0;
-			e->ret |= (uint8_t) mask;
+			e->ret |= (uint16_t) mask;
 			break;
 
 		case ipt__run_dcall:
@@ -20653,13 +21304,13 @@ static void ipt__cov_memo_fill(struct ipt_cov_decoder *cov,
 		e->from[used] = end_ip;
 		e->to[used] = to;
 		e->index[used] = ipt__cov_index(end_ip, to);
-		e->count &= (uint8_t) ~mask;
+		e->ninsn[used] = ninsn;
+		e->count &= (uint16_t) ~mask;
 		if (ipt__cov_counts(cov, end_ip, to,
 				    ipt__cov_memo_kind(e, used)))
-			e->count |= (uint8_t) mask;
+			e->count |= (uint16_t) mask;
 		used += 1;
 		e->used = (uint8_t) used;
-		e->ninsn = ninsn;
 		e->nops = (uint8_t) nops;
 		e->pops = (uint8_t) pops;
 		e->exit = to;
@@ -20669,51 +21320,47 @@ static void ipt__cov_memo_fill(struct ipt_cov_decoder *cov,
 	}
 }
 
-/* The walk's ops->tnt: take the next bits of the TNT in hand from the
- * memo at @ip, filling the entry first if it is not there. */
-static uint64_t ipt__cov_tnt(void *context, struct pt_block_decoder *blk,
-			     uint64_t ip, enum pt_exec_mode mode)
+/* The entry for the @n bits @bits at @ip, filled first if it is not
+ * there. */
+static IPT__INLINE struct ipt__cov_memo *
+ipt__cov_memo_find(struct ipt_cov_decoder *cov, uint64_t ip,
+		   enum pt_exec_mode mode, uint32_t bits, uint32_t n)
 {
-	struct ipt_cov_decoder *cov = (struct ipt_cov_decoder *) context;
-	struct pt_event *ev = &blk->event;
+	struct pt_block_decoder *blk = &cov->blk;
 	struct ipt__cov_memo *e;
-	uint32_t size, n, bits, ctx, key, i, last;
+	uint32_t ctx, key;
 	uint64_t h;
 
-	if (IPT__UNLIKELY(!cov->memo) && !ipt__cov_memo_alloc(cov))
-		return ip;
-
-	/* Context numbers that start over could match old entries. */
-	if (IPT__UNLIKELY(blk->ctx_next < cov->memo_ctx))
-		IPT_MEMSET(cov->memo, 0, (size_t) cov->nmemo *
-			   sizeof(*cov->memo));
-	cov->memo_ctx = blk->ctx_next;
-
-	size = ev->variant.tnt.size;
-	n = size - 1;
-	if (n > IPT__COV_MEMO_BITS)
-		n = IPT__COV_MEMO_BITS;
-	bits = (uint32_t) (ev->variant.tnt.bits >> (size - n)) &
-	       ((1u << n) - 1);
-	key = bits | (n << 8);
+	key = bits | (n << 16);
 	ctx = ipt__blk_ctx_of(blk, mode);
-
-	h = (ip ^ ((uint64_t) ctx << 32) ^ ((uint64_t) key << 48)) *
+	h = (ip ^ ((uint64_t) ctx << 32) ^ ((uint64_t) key << 40)) *
 	    0x9e3779b97f4a7c15ull;
 	e = &cov->memo[h >> cov->memo_shift];
 	if (e->ip != ip || e->ctx != ctx || e->key != key) {
+		uint32_t i, ncount = 0;
+
 		ipt__cov_memo_fill(cov, e, ip, mode, bits, n);
+		for (i = 0; i + 1 < e->used; ++i)
+			if ((e->count >> i) & 1)
+				e->counted[ncount++] = e->index[i];
+		e->ncount = (uint8_t) ncount;
 		/* Filling may have moved to a new context. */
 		e->ip = ip;
 		e->ctx = ipt__blk_ctx_of(blk, mode);
-		e->key = (uint16_t) key;
+		e->key = key;
 	}
-	if (!e->used || blk->icnt + e->ninsn < blk->icnt)
-		return ip;
+	return e;
+}
 
-	ev->variant.tnt.size = (uint8_t) (size - e->used);
-	blk->icnt += e->ninsn;
-	cov->status.memo_bits += e->used;
+/* Do what @e says: the return stack's operations and the edges, as the
+ * walk reports them: all but the last are seen at their destination; the
+ * last waits for the flow to get there. */
+static IPT__INLINE void ipt__cov_memo_apply(struct ipt_cov_decoder *cov,
+					    const struct ipt__cov_memo *e)
+{
+	struct pt_block_decoder *blk = &cov->blk;
+	uint32_t i, last;
+
 	for (i = 0; i < e->nops; ++i) {
 		uint64_t dummy;
 
@@ -20723,19 +21370,19 @@ static uint64_t ipt__cov_tnt(void *context, struct pt_block_decoder *blk,
 			ipt__retstack_push(&blk->retstack, e->op[i]);
 	}
 
-	/* The edges, as the walk reports them: all but the last are seen
-	 * at their destination; the last waits for the flow to get there. */
-	ipt__cov_resolve(cov, ip);
 	last = (uint32_t) e->used - 1;
 	if (cov->map && !cov->config.edge &&
 	    !(cov->config.flags & ipt_cov_saturate)) {
 		/* Plain counters: as ipt__cov_hit, with its tests taken out
-		 * of the loop. */
-		for (i = 0; i < last; ++i)
-			if ((e->count >> i) & 1) {
-				cov->map[e->index[i] & cov->mask] += 1;
-				cov->status.edges += 1;
-			}
+		 * of the loop, and in locals: stores to the bitmap could
+		 * alias anything. */
+		uint8_t *map = cov->map;
+		uint32_t mask = cov->mask, ncount = e->ncount;
+		const uint32_t *counted = e->counted;
+
+		for (i = 0; i < ncount; ++i)
+			map[counted[i] & mask] += 1;
+		cov->status.edges += ncount;
 	} else {
 		for (i = 0; i < last; ++i)
 			if ((e->count >> i) & 1)
@@ -20747,8 +21394,144 @@ static uint64_t ipt__cov_tnt(void *context, struct pt_block_decoder *blk,
 	cov->pend_next = e->last_next;
 	cov->pend_kind = (e->ret >> last) & 1 ? ipt_cov_return :
 			 ipt_cov_taken;
-	return e->exit;
 }
+
+/* The TNT packets read ahead of the one in hand: their bits, bit sizes
+ * and where each ends, oldest first from @head (a ring of @n). */
+struct ipt__cov_ahead {
+	uint64_t payload[IPT__COV_AHEAD];
+	const uint8_t *end[IPT__COV_AHEAD];
+	uint8_t size[IPT__COV_AHEAD];
+	uint32_t head;
+	uint32_t n;
+};
+
+/* The walk's ops->tnt: take the next bits of the TNT in hand and the TNT
+ * packets behind it, one memo step after another from @ip. */
+static uint64_t ipt__cov_tnt(void *context, struct pt_block_decoder *blk,
+			     uint64_t ip, enum pt_exec_mode mode)
+{
+	struct ipt_cov_decoder *cov = (struct ipt_cov_decoder *) context;
+	struct pt_event *ev = &blk->event;
+	struct ipt__cov_ahead ahead;
+	const uint8_t *pos = NULL, *end = NULL;
+	uint64_t window, bits_in_hand = 0;
+	uint32_t nwin, left, icnt, more = 1, crossed = 0, steps = 0;
+	uint32_t pend_counts = 0, pend_kind = 0, pend_index = 0, last;
+
+	if (IPT__UNLIKELY(!cov->memo) && !ipt__cov_memo_alloc(cov))
+		return ip;
+
+	/* Context numbers that start over could match old entries. */
+	if (IPT__UNLIKELY(blk->ctx_next < cov->memo_ctx))
+		IPT_MEMSET(cov->memo, 0, (size_t) cov->nmemo *
+			   sizeof(*cov->memo));
+	cov->memo_ctx = blk->ctx_next;
+
+	/* The window: its next bit is bit @nwin - 1; the first @left of
+	 * them belong to the packet in hand. */
+	left = ev->variant.tnt.size;
+	nwin = left;
+	window = ev->variant.tnt.bits & ((1ull << nwin) - 1);
+	icnt = blk->icnt;
+	ahead.head = 0;
+	ahead.n = 0;
+
+	for (;;) {
+		const struct ipt__cov_memo *e;
+		uint32_t n, bits, used, took, at;
+
+		/* Read ahead until a full step's bits and one more are
+		 * there (a TNT-64 has at most 47 bits: they fit). */
+		while (more && nwin <= IPT__COV_MEMO_BITS &&
+		       ahead.n < IPT__COV_AHEAD) {
+			uint64_t payload = 0;
+			uint32_t size, slot;
+
+			size = ipt__blk_tnt_ahead(blk, &pos, &payload);
+			if (!size || size > 47) {
+				more = 0;
+				break;
+			}
+			slot = (ahead.head + ahead.n) % IPT__COV_AHEAD;
+			ahead.payload[slot] = payload;
+			ahead.size[slot] = (uint8_t) size;
+			ahead.end[slot] = pos;
+			ahead.n += 1;
+			window = (window << size) | payload;
+			nwin += size;
+		}
+
+		n = nwin - 1;
+		if (n > IPT__COV_MEMO_BITS)
+			n = IPT__COV_MEMO_BITS;
+		if (!n)
+			break;
+		bits = (uint32_t) (window >> (nwin - n)) & ((1u << n) - 1);
+		e = ipt__cov_memo_find(cov, ip, mode, bits, n);
+		used = e->used;
+		/* Not to a count that wraps, as the walk. */
+		if (!used || icnt + e->ninsn[used - 1] < icnt)
+			break;
+
+		/* The packets the step goes past (the window holds more
+		 * bits than it takes): the count starts over after the
+		 * last of them. */
+		took = used;
+		at = 0;
+		while (took >= left && ahead.n) {
+			took -= left;
+			at = used - took;
+			bits_in_hand = ahead.payload[ahead.head];
+			end = ahead.end[ahead.head];
+			left = ahead.size[ahead.head];
+			ahead.head = (ahead.head + 1) % IPT__COV_AHEAD;
+			ahead.n -= 1;
+		}
+		if (at) {
+			crossed = 1;
+			icnt = e->ninsn[used - 1] - e->ninsn[at - 1];
+		} else {
+			icnt += e->ninsn[used - 1];
+		}
+		left -= took;
+
+		nwin -= used;
+		window &= (1ull << nwin) - 1;
+		cov->status.memo_bits += used;
+
+		/* The edge pending went to @ip: after a step, the edge its
+		 * entry left pending, which the entry has counted. */
+		if (!steps)
+			ipt__cov_resolve(cov, ip);
+		else if (pend_counts)
+			ipt__cov_hit(cov, cov->pend_from, ip,
+				     (enum ipt_cov_kind) pend_kind,
+				     pend_index);
+		ipt__cov_memo_apply(cov, e);
+		last = (uint32_t) used - 1;
+		pend_counts = (e->count >> last) & 1;
+		pend_kind = ipt__cov_memo_kind(e, last);
+		pend_index = e->index[last];
+		steps += 1;
+		ip = e->exit;
+	}
+
+	if (crossed)
+		ipt__blk_tnt_taken(blk, end, bits_in_hand, left, icnt);
+	else {
+		ev->variant.tnt.size = (uint8_t) left;
+		blk->icnt = icnt;
+	}
+	return ip;
+}
+
+/* The instruction cache of a coverage decoder's block decoder, as a power
+ * of two entries: with filter ranges, tracing is disabled at each branch
+ * out of them, and the block decoder walks the run up to such a branch
+ * one instruction at a time; in large code those are more than its
+ * default cache holds. */
+enum { IPT__COV_ICACHE_BITS = 10 };
 
 /* Note an error at the decoder's position; the trace up to the next PSB is
  * lost. */
@@ -20774,14 +21557,17 @@ static void ipt__cov_error(struct ipt_cov_decoder *cov, int error)
  * did not get further. */
 static int ipt__cov_sync(struct ipt_cov_decoder *cov)
 {
-	const struct pt_config *config;
 	uint64_t at, size;
 	int status;
 
-	config = pt_blk_get_config(&cov->blk);
-	size = config ? (uint64_t) (config->end - config->begin) : 0;
+	size = ipt__blk_trace_size(&cov->blk);
 
+	/* A sync that met the end while more may come searches again once
+	 * it has moved. */
 	status = pt_blk_sync_forward(&cov->blk);
+	if ((status == -pte_eos || status == -ipt_pte_need_more) &&
+	    ipt__blk_trace_more(&cov->blk))
+		return -ipt_pte_need_more;
 	if (status == -pte_eos || pt_blk_get_sync_offset(&cov->blk, &at) < 0)
 		at = size;
 	if (cov->has_error) {
@@ -20807,14 +21593,29 @@ static int ipt__cov_sync(struct ipt_cov_decoder *cov)
  * a block more). */
 enum { IPT__COV_IDLE_MAX = 0x40000 };
 
+/* The walk stops with @status where it had got (for
+ * -ipt_pte_need_more: the walk goes on from there). */
+static int ipt__cov_walk_stop(struct ipt_cov_decoder *cov, uint64_t offset,
+			      uint64_t idle, int status)
+{
+	cov->walk_offset = offset;
+	cov->walk_idle = idle;
+	return status;
+}
+
 /* Decode from a synchronized decoder with @status until an error or the
- * end of the trace.  Returns a negative pte_* code; -pte_eos at the end. */
+ * end of the trace.  Returns a negative pte_* code; -pte_eos at the end,
+ * -ipt_pte_need_more at the end for now (the block decoder undid the
+ * call, cov->call says which).  While more may come only pt_blk_next and
+ * pt_blk_event decode, which the block decoder undoes if they need more:
+ * the run walk and the memo count edges as they go. */
 static int ipt__cov_walk(struct ipt_cov_decoder *cov, int status)
 {
 	struct pt_block_decoder *blk = &cov->blk;
 	struct ipt__blk_walk_ops ops;
-	uint64_t offset = UINT64_MAX;
-	uint32_t idle = 0;
+	uint64_t offset = cov->walk_offset;
+	uint64_t idle = cov->walk_idle;
+	int walk = !ipt__blk_trace_more(blk);
 
 	/* Filled in here, not initialized: a table of function pointers
 	 * would be relocated data, which freestanding builds must not
@@ -20833,14 +21634,15 @@ static int ipt__cov_walk(struct ipt_cov_decoder *cov, int status)
 			cov->call = ipt__cov_at_event;
 			status = pt_blk_event(blk, &ev, sizeof(ev));
 			if (status < 0)
-				return status;
+				return ipt__cov_walk_stop(cov, offset, idle,
+							  status);
 			ipt__cov_event(cov, &ev);
 		}
 		if (status & pts_eos)
 			return -pte_eos;
 
 		cov->call = ipt__cov_at_next;
-		if (ipt__blk_walk(blk, &ops, cov, &status)) {
+		if (walk && ipt__blk_walk(blk, &ops, cov, &status)) {
 			if (status < 0)
 				return ipt__blk_trace_ended(blk) ? -pte_eos :
 				       status;
@@ -20849,6 +21651,9 @@ static int ipt__cov_walk(struct ipt_cov_decoder *cov, int status)
 
 		status = pt_blk_next(blk, &block, sizeof(block));
 		if (status < 0) {
+			if (status == -ipt_pte_need_more)
+				return ipt__cov_walk_stop(cov, offset, idle,
+							  status);
 			/* The flow got as far as the block goes (to missing
 			 * code, it goes on from there later). */
 			ipt__cov_block(cov, &block);
@@ -20915,6 +21720,23 @@ static int ipt__cov_resume(struct ipt_cov_decoder *cov)
 	}
 }
 
+/* The walk starts afresh (after a sync, an error or a pause). */
+static void ipt__cov_walk_fresh(struct ipt_cov_decoder *cov)
+{
+	cov->walk_offset = UINT64_MAX;
+	cov->walk_idle = 0;
+}
+
+/* The walk needs more trace: the same call goes on once the end has
+ * moved. */
+static int ipt__cov_wait(struct ipt_cov_decoder *cov)
+{
+	cov->waiting = 1;
+	cov->wait_status =
+		cov->call == ipt__cov_at_event ? pts_event_pending : 0;
+	return -ipt_pte_need_more;
+}
+
 IPT_DEF int ipt_cov_decode(struct ipt_cov_decoder *cov)
 {
 	if (!cov)
@@ -20923,10 +21745,18 @@ IPT_DEF int ipt_cov_decode(struct ipt_cov_decoder *cov)
 	for (;;) {
 		int status = 0;
 
-		if (cov->paused) {
+		if (cov->waiting) {
+			cov->waiting = 0;
+			status = cov->wait_status;
+		} else if (cov->paused) {
 			uint32_t call = cov->paused;
 
+			ipt__cov_walk_fresh(cov);
 			status = ipt__cov_resume(cov);
+			if (status == -ipt_pte_need_more) {
+				cov->paused = call;
+				return status;
+			}
 			if (ipt__cov_pauses(cov, status, call))
 				return -pte_nomap;
 			if (status < 0) {
@@ -20934,7 +21764,10 @@ IPT_DEF int ipt_cov_decode(struct ipt_cov_decoder *cov)
 				continue;
 			}
 		} else if (!cov->synced) {
+			ipt__cov_walk_fresh(cov);
 			status = ipt__cov_sync(cov);
+			if (status == -ipt_pte_need_more)
+				return status;
 			if (status == -pte_eos)
 				return 0;
 			if (ipt__cov_pauses(cov, status, ipt__cov_at_sync)) {
@@ -20950,6 +21783,9 @@ IPT_DEF int ipt_cov_decode(struct ipt_cov_decoder *cov)
 		}
 
 		status = ipt__cov_walk(cov, status);
+		if (status == -ipt_pte_need_more)
+			return ipt__cov_wait(cov);
+		ipt__cov_walk_fresh(cov);
 		if (status == -pte_eos) {
 			cov->synced = 0;
 			cov->pend_kind = 0;
@@ -20998,6 +21834,7 @@ ipt_cov_alloc_decoder_with(const struct pt_config *config,
 		ipt__free(&a, cov, sizeof(*cov));
 		return NULL;
 	}
+	ipt__blk_set_icache_bits(&cov->blk, IPT__COV_ICACHE_BITS);
 
 	IPT__COPY(cov->config, *ucov);
 	cov->kinds = ucov->kinds ? ucov->kinds : (uint32_t) ipt_cov_all;
@@ -21056,13 +21893,23 @@ IPT_DEF int ipt_cov_set_trace(struct ipt_cov_decoder *cov,
 			      const uint8_t *begin, const uint8_t *end,
 			      int clear_bitmap)
 {
+	return ipt_cov_set_ring(cov, begin, end, end, end, clear_bitmap);
+}
+
+IPT_DEF int ipt_cov_set_ring(struct ipt_cov_decoder *cov,
+			     const uint8_t *older, const uint8_t *older_end,
+			     const uint8_t *newer, const uint8_t *newer_end,
+			     int clear_bitmap)
+{
 	int status;
 
 	if (!cov)
 		return -pte_invalid;
 
-	status = ipt_blk_set_buffer(&cov->blk, (uint8_t *) (uintptr_t) begin,
-				    (uint8_t *) (uintptr_t) end);
+	status = ipt_blk_set_ring(&cov->blk, (uint8_t *) (uintptr_t) older,
+				  (uint8_t *) (uintptr_t) older_end,
+				  (uint8_t *) (uintptr_t) newer,
+				  (uint8_t *) (uintptr_t) newer_end);
 	if (status < 0)
 		return status;
 
@@ -21071,8 +21918,40 @@ IPT_DEF int ipt_cov_set_trace(struct ipt_cov_decoder *cov,
 	cov->has_sync = 0;
 	cov->has_error = 0;
 	cov->paused = ipt__cov_at_none;
+	cov->waiting = 0;
 	if (clear_bitmap && cov->map)
 		IPT_MEMSET(cov->map, 0, (size_t) cov->mask + 1);
+	return 0;
+}
+
+IPT_DEF int ipt_cov_extend(struct ipt_cov_decoder *cov, const uint8_t *end,
+			   int more)
+{
+	if (!cov)
+		return -pte_invalid;
+	return ipt_blk_extend(&cov->blk, (uint8_t *) (uintptr_t) end, more);
+}
+
+/* The block decoder starts; the walk goes on from its status as from a
+ * sync. */
+IPT_DEF int ipt_cov_start_at(struct ipt_cov_decoder *cov, uint64_t offset,
+			     const struct ipt_start_state *state)
+{
+	int status;
+
+	if (!cov)
+		return -pte_invalid;
+	status = ipt_blk_start_at(&cov->blk, offset, state);
+	if (status < 0)
+		return status;
+	cov->synced = 1;
+	cov->pend_kind = 0;
+	cov->has_sync = 0;
+	cov->has_error = 0;
+	cov->paused = ipt__cov_at_none;
+	cov->waiting = 1;
+	cov->wait_status = status;
+	ipt__cov_walk_fresh(cov);
 	return 0;
 }
 

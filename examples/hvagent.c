@@ -28,7 +28,7 @@
  * What a real agent does, and this one too:
  *
  *   - one decoder per virtual CPU, made once in the vCPU's arena and
- *     pointed at each new trace buffer (ipt_insn_set_buffer): its caches
+ *     pointed at each new trace buffer (ipt_insn_set_ring): its caches
  *     stay warm and nothing is allocated per trace;
  *   - the trace decoded in pieces, as the processor writes it: at each
  *     exit the hypervisor says how far the buffer is written
@@ -36,6 +36,10 @@
  *     goes on where it stood; a packet the processor has not finished
  *     writing is -ipt_pte_need_more, not an error, and the flow comes
  *     out as if the whole trace had been there at once;
+ *   - a ring buffer the processor has wrapped around in, read where it
+ *     lies: the older trace at the buffer's end, the newer at its start
+ *     (ipt_insn_set_ring); a packet the wrap cuts in two is read whole,
+ *     and nothing is copied;
  *   - guest pages fetched on demand: a page the guest has not paged in (or
  *     the hypervisor has not copied yet) is not an error.  The decoder
  *     stops before the instruction it needs (-pte_nomap,
@@ -55,13 +59,17 @@
  *
  *     cc -DHVAGENT_HOST -o hvagent examples/hvagent.c hvagent.o -lZydis
  *     ./hvagent [--cpu F/M[/S]] [--missing PCT:SEED] [--times N]
- *               [--pieces MAX:SEED] FILE[:START-END]:ADDR trace.pt
+ *               [--pieces MAX:SEED] [--ring N] FILE[:START-END]:ADDR
+ *               trace.pt
  *
  * --missing makes PCT percent of the guest's pages (picked by SEED)
  * missing until the agent asks for them; --times decodes the trace N times
  * with the same vCPU; --pieces hands the trace to the agent as the
  * processor would write it, in pieces of 1 to MAX bytes (sizes picked by
- * SEED), instead of all at once.  (make hvagent builds both; make test runs it on the
+ * SEED), instead of all at once; --ring hands it over as a ring buffer
+ * of the trace's size that the processor wrapped around in after N
+ * bytes (the first N at the ring's end, the rest, in pieces if asked,
+ * at its start).  (make hvagent builds both; make test runs it on the
  * real-hardware conformance traces, with and without missing pages, and
  * compares with the expected instruction addresses.)
  */
@@ -105,13 +113,18 @@ struct hvagent_vcpu *hvagent_vcpu_init(const struct hvagent_cpu *cpu,
 				       const struct hvagent_guest *guest,
 				       void *arena, size_t arena_size);
 
-/* A new trace buffer of the vCPU, nothing written yet; 0, or -1 on bad
+/* A new trace buffer of the vCPU, @size bytes, a ring the processor writes
+ * round and round.  The last @older bytes hold trace written before the
+ * processor wrapped around (0: it has not); it goes on writing at the
+ * buffer's start, up to where that trace begins.  0, or -1 on bad
  * arguments. */
-int hvagent_start(struct hvagent_vcpu *vcpu, const uint8_t *buffer);
+int hvagent_start(struct hvagent_vcpu *vcpu, const uint8_t *buffer,
+		  size_t size, size_t older);
 
-/* The processor has written the first @written bytes of the buffer (@last:
- * and will write no more).  Decode what is there; the decoder waits where
- * the trace ends for now, and the next call goes on from there.  Returns
+/* The processor has written the first @written bytes of the buffer (after
+ * the wrap, if it wrapped; @last: and will write no more).  Decode what is
+ * there; the decoder waits where the trace ends for now, and the next call
+ * goes on from there.  Returns
  * the number of instructions reported, or -1 on bad arguments. */
 int hvagent_feed(struct hvagent_vcpu *vcpu, size_t written, int last,
 		 const struct hvagent_sink *sink, unsigned long budget);
@@ -229,10 +242,12 @@ struct hvagent_vcpu {
 	struct hv_arena arena;
 	struct pt_insn_decoder *decoder;
 	const struct hvagent_guest *guest;
-	/* The trace buffer, how much of it the decoder has, and what the
-	 * decode loop does next: synchronize (@syncing), else as @status
-	 * says (fetch an event if one is pending, else an instruction). */
+	/* The trace buffer, how far the processor may write into it, how
+	 * much of it the decoder has, and what the decode loop does next:
+	 * synchronize (@syncing), else as @status says (fetch an event if
+	 * one is pending, else an instruction). */
 	uint8_t *buffer;
+	size_t room;
 	size_t written;
 	int status;
 	int syncing;
@@ -329,16 +344,25 @@ static int hv_sync(struct hvagent_vcpu *v, int status)
 	return status;
 }
 
-int hvagent_start(struct hvagent_vcpu *v, const uint8_t *buffer)
+/* The decoder reads the ring as it lies: the older trace at the end of
+ * the buffer, then the newer at its start, growing (ipt_insn_set_ring,
+ * no copy). */
+int hvagent_start(struct hvagent_vcpu *v, const uint8_t *buffer,
+		  size_t size, size_t older)
 {
-	if (!v || !buffer)
+	uint8_t *end;
+
+	if (!v || !buffer || older > size)
 		return -1;
 	/* ipt.h only reads the trace, although the field is not const. */
 	v->buffer = (uint8_t *) (uintptr_t) buffer;
+	v->room = size - older;
 	v->written = 0;
 	v->syncing = 1;
 	v->status = 0;
-	if (ipt_insn_set_buffer(v->decoder, v->buffer, v->buffer) < 0 ||
+	end = v->buffer + size;
+	if (ipt_insn_set_ring(v->decoder, end - older, end, v->buffer,
+			      v->buffer) < 0 ||
 	    ipt_insn_extend(v->decoder, v->buffer, 1) < 0)
 		return -1;
 	return 0;
@@ -353,7 +377,8 @@ int hvagent_feed(struct hvagent_vcpu *v, size_t written, int last,
 	unsigned long count = 0, steps = 0;
 	int status;
 
-	if (!v || !v->buffer || !sink || written < v->written)
+	if (!v || !v->buffer || !sink || written < v->written ||
+	    written > v->room)
 		return -1;
 	decoder = v->decoder;
 	if (ipt_insn_extend(decoder, v->buffer + written, !last) < 0)
@@ -544,6 +569,8 @@ int main(int argc, char **argv)
 	long start = 0, end = 0;
 	unsigned times = 1, t, piece_max = 0;
 	uint64_t piece_seed = 0;
+	size_t older = 0, newer;
+	uint8_t *ring;
 	int i = 1, n = 0;
 
 	memset(&img, 0, sizeof(img));
@@ -559,13 +586,15 @@ int main(int argc, char **argv)
 		else if (!strcmp(argv[i], "--pieces"))
 			sscanf(argv[i + 1], "%u:%" SCNu64, &piece_max,
 			       &piece_seed);
+		else if (!strcmp(argv[i], "--ring"))
+			older = (size_t) strtoul(argv[i + 1], NULL, 0);
 		else
 			break;
 	}
 	if (argc - i != 2) {
 		fprintf(stderr, "usage: %s [--cpu F/M[/S]] [--missing PCT:SEED] "
-			"[--times N] [--pieces MAX:SEED] FILE[:START-END]:ADDR "
-			"TRACE\n", argv[0]);
+			"[--times N] [--pieces MAX:SEED] [--ring N] "
+			"FILE[:START-END]:ADDR TRACE\n", argv[0]);
 		return 2;
 	}
 	spec = argv[i];
@@ -588,6 +617,16 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	img.fetched = (uint8_t *) calloc((img.size >> 12) + 2, 1);
+	/* The ring as the processor leaves it after wrapping around after
+	 * the first @older bytes: those at its end, the rest at its start. */
+	if (older > tsize)
+		older = tsize;
+	newer = tsize - older;
+	ring = (uint8_t *) malloc(tsize ? tsize : 1);
+	if (!ring)
+		return 1;
+	memcpy(ring + newer, trace, older);
+	memcpy(ring, trace + older, newer);
 
 	guest.read = host_read;
 	guest.fetch = host_fetch;
@@ -605,9 +644,9 @@ int main(int argc, char **argv)
 	for (t = 0; t < times && n >= 0; ++t) {
 		size_t written = 0;
 
-		n = hvagent_start(vcpu, trace);
-		while (n >= 0 && written < tsize) {
-			size_t step = tsize - written;
+		n = hvagent_start(vcpu, ring, tsize, older);
+		while (n >= 0 && written < newer) {
+			size_t step = newer - written;
 			int more;
 
 			if (piece_max) {
@@ -616,20 +655,21 @@ int main(int argc, char **argv)
 					1442695040888963407ull;
 				step = 1 + (size_t) ((piece_seed >> 33) %
 						     piece_max);
-				if (step > tsize - written)
-					step = tsize - written;
+				if (step > newer - written)
+					step = newer - written;
 			}
 			written += step;
-			more = hvagent_feed(vcpu, written, written == tsize,
+			more = hvagent_feed(vcpu, written, written == newer,
 					    &sink, 10000000ul);
 			n = more < 0 ? more : n + more;
 		}
-		if (n >= 0 && !tsize)
+		if (n >= 0 && !newer)
 			n = hvagent_feed(vcpu, 0, 1, &sink, 10000000ul);
 	}
 	fprintf(stderr, "%d instructions, %lu pages fetched\n", n,
 		img.fetches);
 	free(img.fetched);
+	free(ring);
 	free(trace);
 	free(img.bytes);
 	return n < 0;

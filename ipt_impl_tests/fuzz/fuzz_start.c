@@ -6,8 +6,8 @@
  * sync offset picks the offset (modulo the trace's size plus one); a hash
  * of the header gives the state: IP near the image, mode, CR3, VMCS,
  * tracing on or off, last IP, a return stack, a stale mode, a TRIG
- * count.  The event, query, block and instruction decoders start there
- * and decode to the end within a budget; then an instruction decoder
+ * count.  The event, query, block, instruction and coverage decoders
+ * start there and decode to the end within a budget; then an instruction decoder
  * decodes the trace cut at the offset and says its state, and decoders
  * started with it decode the whole trace.  Nothing may crash, hang or
  * leak; a state said must be one a decoder starts with. */
@@ -149,6 +149,8 @@ static void start_all(const struct pt_config *config,
 	struct pt_query_decoder *qry;
 	struct pt_block_decoder *blk;
 	struct pt_insn_decoder *insn;
+	struct ipt_cov_decoder *cov;
+	struct ipt_cov_config cc;
 	struct pt_event ev;
 	uint64_t ip;
 	int status;
@@ -189,6 +191,17 @@ static void start_all(const struct pt_config *config,
 				budget);
 		free(ips.v);
 		pt_insn_free_decoder(insn);
+	}
+	memset(&cc, 0, sizeof(cc));
+	cov = ipt_cov_alloc_decoder_with(config, &cc, fz_allocator());
+	if (cov) {
+		uint8_t map[256];
+
+		(void) ipt_cov_set_image(cov, image);
+		(void) ipt_cov_set_bitmap(cov, map, sizeof(map));
+		if (ipt_cov_start_at(cov, offset, s) >= 0)
+			(void) ipt_cov_decode(cov);
+		ipt_cov_free_decoder(cov);
 	}
 }
 

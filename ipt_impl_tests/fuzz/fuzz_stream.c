@@ -1,42 +1,24 @@
 /* Streaming harness: trace that arrives in pieces decodes as the whole.
  *
  * Input: as fuzz_blk.c (common header, image fields, trace).  The trace is
- * decoded with the query, the block and the instruction decoder, each
- * once whole and once fed in pieces (ipt_*_extend after each
+ * decoded with the query, the block, the instruction and the coverage
+ * decoder, each once whole and once fed in pieces (ipt_*_extend after each
  * -ipt_pte_need_more) of 1 to n bytes, n and the sizes from the header.
  * The two decodes must report the same branches, blocks, instructions,
- * events and errors. */
+ * events, edges, bitmap and errors. */
 #include "fuzz.h"
 #include "../unit/hv/stream_util.h"
-
-static void decode(struct hv_out *o, const struct pt_config *config,
-		   struct gmem *m, int layer, struct hv_feed *f,
-		   uint64_t limit)
-{
-	struct pt_image *image;
-
-	memset(o, 0, sizeof(*o));
-	o->limit = limit;
-	if (!layer) {
-		hv_decode_qry(o, config, f);
-		return;
-	}
-	image = ipt_image_alloc_with("stream", fz_allocator());
-	if (!image)
-		return;
-	if (pt_image_set_callback(image, gmem_read, m) < 0)
-		fz_fail("cannot set callback", 0, 0);
-	hv_decode_flow(o, config, image, layer == 2, f);
-	pt_image_free(image);
-}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static const char *const what[] = {
 		"qry output differs in pieces",
 		"blk output differs in pieces",
-		"insn output differs in pieces"
+		"insn output differs in pieces",
+		"cov output differs in pieces"
 	};
+	static const enum hv_layer layers[] = { HV_QRY, HV_BLK, HV_INSN,
+						HV_COV };
 	struct fz_twice in;
 	struct gmem code;
 	int layer;
@@ -44,16 +26,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	fz_twice_read(&in, data, size);
 	memset(&code, 0, sizeof(code));
 	gmem_add(&code, in.img.base, in.img.code, in.img.size);
-	for (layer = 0; layer < 3; ++layer) {
+	for (layer = 0; layer < 4; ++layer) {
 		struct hv_out whole, parts;
 		struct hv_feed f;
 		long at;
 
 		hv_feed_init(&f, &in.config, 0, 0);
-		decode(&whole, &in.config, &code, layer, &f, in.limit);
+		hv_decode_mem(&whole, &in.config, &code, layers[layer], &f,
+			      in.limit, fz_allocator());
 		hv_feed_init(&f, &in.config, 1 + in.h.sync_offset % 64,
 			     in.h.cpuid_0x15_eax);
-		decode(&parts, &in.config, &code, layer, &f, in.limit);
+		hv_decode_mem(&parts, &in.config, &code, layers[layer], &f,
+			      in.limit, fz_allocator());
 		at = hv_out_diff(&whole, &parts);
 		if (at >= 0)
 			fz_fail(what[layer], at, (long long) f.moved);

@@ -1,164 +1,51 @@
 /* t_hv_stream [CORPUS_DIR|--synth DIR]...: streaming.
  *
  * Every ptxed case's trace is decoded by a packet, an event, a query, a
- * block and an instruction decoder once whole, then in pieces of random
- * size: the decoder starts on the first piece with more to come
- * (ipt_*_extend), and whenever a call says -ipt_pte_need_more (or a sync
- * finds the end), the end moves on by the next piece and the call is made
- * again.  Both must give the same packets, events, branches, blocks and
- * instructions, errors included. */
+ * block, an instruction and a coverage decoder once whole, then in
+ * pieces of random size: the decoder starts on the first piece with more
+ * to come (ipt_*_extend), and whenever a call says -ipt_pte_need_more
+ * (or a sync finds the end), the end moves on by the next piece and the
+ * call is made again.  Both must give the same packets, events, branches, blocks,
+ * instructions, edges and bitmap, errors included. */
 #include "hv_cases.h"
 #include "stream_util.h"
 
 /* Per layer: calls made again after the end moved, and items compared. */
-static unsigned long resumed[7], items[7];
+static unsigned long resumed[8], items[8];
 
-static int at_end(int status)
-{
-	return status == -ipt_pte_need_more || status == -pte_eos;
-}
-
-static void decode_pkt(struct hv_out *o, const struct hcase *c,
-		       struct hv_feed *f)
-{
-	struct pt_config config = c->config;
-	struct pt_packet_decoder *d;
-	int status, syncing = 1;
-
-	memset(o, 0, sizeof(*o));
-	d = pt_pkt_alloc_decoder(&config);
-	if (!d || ipt_pkt_set_buffer(d, config.begin, f->end) < 0 ||
-	    ipt_pkt_extend(d, f->end, f->end < f->stop) < 0) {
-		hv_out_add(o, 'x', 1, 0);
-		pt_pkt_free_decoder(d);
-		return;
-	}
-	status = pt_pkt_sync_forward(d);
-	while (!o->overflow) {
-		struct pt_packet p;
-		uint64_t offset = 0;
-
-		if (at_end(status) && hv_feed_grow(f)) {
-			(void) ipt_pkt_extend(d, f->end, f->end < f->stop);
-			status = syncing ? pt_pkt_sync_forward(d) : 0;
-			continue;
-		}
-		if (status < 0) {
-			if (at_end(status))
-				break;
-			hv_out_add(o, 'x', (uint64_t) -status, 0);
-			syncing = 1;
-			status = pt_pkt_sync_forward(d);
-			continue;
-		}
-		syncing = 0;
-		(void) pt_pkt_get_offset(d, &offset);
-		memset(&p, 0, sizeof(p));
-		status = pt_pkt_next(d, &p, sizeof(p));
-		if (status >= 0)
-			hv_out_add(o, 'p' | ((uint64_t) p.type << 8), offset,
-				   p.payload.ip.ip ^ p.size);
-	}
-	pt_pkt_free_decoder(d);
-}
-
-/* A sync that found the end: once it has moved, go on at the PSB the
- * failed call reached, if it reached one, or search again. */
-static int evt_resync(struct pt_event_decoder *d, uint64_t before)
-{
-	uint64_t sync;
-
-	if (pt_evt_get_sync_offset(d, &sync) >= 0 && sync != before)
-		return pt_evt_sync_set(d, sync);
-	return pt_evt_sync_forward(d);
-}
-
-static void decode_evt(struct hv_out *o, const struct hcase *c,
-		       struct hv_feed *f)
-{
-	struct pt_config config = c->config;
-	struct pt_event_decoder *d;
-	uint64_t before = UINT64_MAX;
-	int status, syncing = 1;
-
-	memset(o, 0, sizeof(*o));
-	d = pt_evt_alloc_decoder(&config);
-	if (!d || ipt_evt_set_buffer(d, config.begin, f->end) < 0 ||
-	    ipt_evt_extend(d, f->end, f->end < f->stop) < 0) {
-		hv_out_add(o, 'x', 1, 0);
-		pt_evt_free_decoder(d);
-		return;
-	}
-	status = pt_evt_sync_forward(d);
-	while (!o->overflow) {
-		struct pt_event ev;
-
-		if (at_end(status) && hv_feed_grow(f)) {
-			(void) ipt_evt_extend(d, f->end, f->end < f->stop);
-			status = syncing ? evt_resync(d, before) : 0;
-			continue;
-		}
-		if (status < 0) {
-			if (at_end(status))
-				break;
-			hv_out_add(o, 'x', (uint64_t) -status, 0);
-			syncing = 1;
-			if (pt_evt_get_sync_offset(d, &before) < 0)
-				before = UINT64_MAX;
-			status = pt_evt_sync_forward(d);
-			continue;
-		}
-		syncing = 0;
-		status = pt_evt_next(d, &ev, sizeof(ev));
-		if (status >= 0)
-			hv_out_event(o, &ev);
-	}
-	pt_evt_free_decoder(d);
-}
-
-/* Decode @c with layer @layer (pkt, evt, qry, blk, insn, then blk and insn
- * over file sections), fed by @f. */
+/* Decode @c with layer @layer (pkt, evt, qry, blk, insn, cov, then blk
+ * and insn over file sections, where the block decoder ends blocks as
+ * libipt's block cache does), fed by @f. */
 static void decode(struct hv_out *o, struct hcase *c, int layer,
 		   struct hv_feed *f)
 {
-	struct pt_image *image;
+	struct pt_image *image = NULL;
 
-	memset(o, 0, sizeof(*o));
-	o->limit = 1u << 22;
-	switch (layer) {
-	case 0:
-		decode_pkt(o, c, f);
-		return;
-	case 1:
-		decode_evt(o, c, f);
-		return;
-	case 2:
-		hv_decode_qry(o, &c->config, f);
-		return;
+	if (layer >= HV_BLK) {
+		image = pt_image_alloc(NULL);
+		c->mem.pct = 0;
+		if (image && (layer > HV_COV ? !hcase_sections(c, image) :
+			      pt_image_set_callback(image, gmem_read,
+						    &c->mem) < 0)) {
+			pt_image_free(image);
+			image = NULL;
+		}
 	}
-
-	/* Over the callback, then over file sections, where the block
-	 * decoder ends blocks as libipt's block cache does. */
-	image = pt_image_alloc(NULL);
-	c->mem.pct = 0;
-	if (!image || (layer >= 5 ? !hcase_sections(c, image) :
-		       pt_image_set_callback(image, gmem_read, &c->mem) < 0)) {
-		hv_out_add(o, 'x', 1, 0);
-	} else {
-		hv_decode_flow(o, &c->config, image, layer == 4 || layer == 6,
-			       f);
-	}
+	hv_decode_layer(o, &c->config, image,
+			(enum hv_layer) (layer == 6 ? HV_BLK :
+					 layer == 7 ? HV_INSN : layer),
+			f, 1u << 22);
 	pt_image_free(image);
 }
 
 static void run_case(struct hcase *c)
 {
 	static const char *const names[] = { "pkt", "evt", "qry", "blk",
-					     "insn", "blk files",
+					     "insn", "cov", "blk files",
 					     "insn files" };
 	int layer, round;
 
-	for (layer = 0; layer < 7; ++layer) {
+	for (layer = 0; layer < 8; ++layer) {
 		struct hv_out whole;
 		struct hv_feed f;
 
@@ -185,21 +72,57 @@ static void run_case(struct hcase *c)
 	}
 }
 
+/* A run of PSB pattern longer than a PSB: the PSB is its last 16 bytes,
+ * so a sync that finds the run cut by the end waits for the rest. */
+static void check_psb_run(void)
+{
+	uint8_t buf[32];
+	struct pt_config config;
+	struct pt_packet_decoder *d;
+	uint64_t sync = 0;
+	int i;
+
+	memset(buf, 0, sizeof(buf));
+	for (i = 4; i < 24; i += 2) {
+		buf[i] = 0x02;
+		buf[i + 1] = 0x82;
+	}
+	buf[24] = 0x02;
+	buf[25] = 0x23;
+	pt_config_init(&config);
+	config.begin = buf;
+	config.end = buf + sizeof(buf);
+	d = pt_pkt_alloc_decoder(&config);
+	if (!CHECK(d != NULL))
+		return;
+	CHECK_EQ(ipt_pkt_set_buffer(d, buf, buf + 22), 0);
+	CHECK_EQ(ipt_pkt_extend(d, buf + 22, 1), 0);
+	CHECK_EQ(pt_pkt_sync_forward(d), -pte_eos);
+	CHECK_EQ(ipt_pkt_extend(d, buf + sizeof(buf), 0), 0);
+	CHECK_EQ(pt_pkt_sync_forward(d), 0);
+	CHECK_EQ(pt_pkt_get_sync_offset(d, &sync), 0);
+	CHECK_EQ(sync, 8);
+	pt_pkt_free_decoder(d);
+}
+
 int main(int argc, char **argv)
 {
 	int layer;
 
+	check_psb_run();
+
 	hv_cases(argc, argv, run_case);
 	/* The query, block and instruction decoders had to wait for more,
 	 * and had something to say. */
-	for (layer = 2; layer < 7; ++layer) {
+	for (layer = HV_QRY; layer < 8; ++layer) {
 		CHECK(resumed[layer] > 0);
 		CHECK(items[layer] > 0);
 	}
-	printf("resumed after need-more: qry %lu, blk %lu, insn %lu; items "
-	       "qry %lu, blk %lu, insn %lu, over file sections blk %lu, "
-	       "insn %lu\n", resumed[2], resumed[3], resumed[4], items[2],
-	       items[3], items[4], items[5], items[6]);
+	printf("resumed after need-more: qry %lu, blk %lu, insn %lu, cov %lu; "
+	       "items qry %lu, blk %lu, insn %lu, cov %lu, over file sections "
+	       "blk %lu, insn %lu\n", resumed[2], resumed[3], resumed[4],
+	       resumed[5], items[2], items[3], items[4], items[5], items[6],
+	       items[7]);
 	CHECK(strcmp(pt_errstr(ipt_pte_need_more),
 		     "end of trace for now: more may come") == 0);
 	CHECK_EQ(pt_errcode(-ipt_pte_need_more), ipt_pte_need_more);
@@ -208,5 +131,6 @@ int main(int argc, char **argv)
 	CHECK_EQ(ipt_qry_extend(NULL, (uint8_t *) argv, 1), -pte_invalid);
 	CHECK_EQ(ipt_blk_extend(NULL, (uint8_t *) argv, 1), -pte_invalid);
 	CHECK_EQ(ipt_insn_extend(NULL, (uint8_t *) argv, 1), -pte_invalid);
+	CHECK_EQ(ipt_cov_extend(NULL, (uint8_t *) argv, 1), -pte_invalid);
 	return check_done();
 }

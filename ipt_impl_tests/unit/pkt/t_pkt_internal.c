@@ -145,11 +145,11 @@ static void test_helpers(void)
 	pt_config_init(&config);
 	config.begin = buf;
 	config.end = buf + 16;
-	CHECK_EQ(ipt__sync_forward(NULL, buf, &config), -pte_internal);
-	CHECK_EQ(ipt__sync_forward(&sync, NULL, &config), -pte_internal);
-	CHECK_EQ(ipt__sync_forward(&sync, buf, NULL), -pte_internal);
-	CHECK_EQ(ipt__sync_backward(NULL, buf, &config), -pte_internal);
-	CHECK_EQ(ipt__sync_backward(&sync, buf + 17, &config), -pte_internal);
+	CHECK_EQ(ipt__sync_forward(NULL, buf, &config, 0), -pte_internal);
+	CHECK_EQ(ipt__sync_forward(&sync, NULL, &config, 0), -pte_internal);
+	CHECK_EQ(ipt__sync_forward(&sync, buf, NULL, 0), -pte_internal);
+	CHECK_EQ(ipt__sync_backward(NULL, buf, &config, 0), -pte_internal);
+	CHECK_EQ(ipt__sync_backward(&sync, buf + 17, &config, 0), -pte_internal);
 	CHECK_EQ(ipt__sync_set(&sync, buf + 17, &config), -pte_eos);
 	CHECK_EQ(ipt__sync_set(&sync, buf + 15, &config), -pte_eos);
 	memset(buf, 0, sizeof(buf));
