@@ -1366,11 +1366,13 @@ IPT_API int pt_blk_event(struct pt_block_decoder *decoder,
  * when the implementation is compiled (2 MiB), or what
  * ipt_blk_set_cache_limit() / ipt_insn_set_cache_limit() set for one
  * decoder.  Setting a limit empties the run cache; a limit below one set
- * of two runs (64 bytes, 256 for an instruction decoder) turns it off.  It
- * starts over empty when it grows; without memory to grow it keeps its
- * size (or, without memory even for that, the decoder goes on without
- * it): caches never fail a decode.  Both return zero, -pte_invalid
- * without a decoder.
+ * of four runs (128 bytes, 384 for an instruction decoder) turns it off.  A
+ * block decoder's keeps its runs when it grows while the old and the new
+ * table fit the limit together; else, and an instruction decoder's always,
+ * it starts over empty: it never takes more memory than the limit.
+ * Without memory to grow it keeps its size (or, without memory even for
+ * that, the decoder goes on without it): caches never fail a decode.  Both
+ * return zero, -pte_invalid without a decoder.
  *
  * The caches are emptied when the decoder gets an image (pt_blk_set_image,
  * pt_insn_set_image) and when the image changes: sections added or
@@ -12766,13 +12768,17 @@ ipt__insn_range_is_contiguous(uint64_t begin, uint64_t end,
  *     recorded from, one slot per code byte, so that recording a run
  *     again mostly asks Zydis only for the instruction that ends it.
  *
- * The run cache is two-way set associative with 32-byte entries, a set to
- * a cache line; an instruction decoder's sets carry the runs' text in the
- * next two lines.  It starts small and doubles whenever it has had to drop
+ * The run cache is four-way set associative with 32-byte entries, a set to
+ * two cache lines; an instruction decoder's sets carry the runs' text in
+ * the next four.  A lookup reads the first two ways, the first line; a run
+ * found in the others moves to the first way, so that the runs in use stay
+ * there.  It starts small and doubles whenever it has had to drop
  * runs for an eighth of its entries, up to a limit (IPT_BLK_CACHE_LIMIT or
- * ipt_blk_set_cache_limit).  Growing starts it over empty, so that old and
- * new table never take memory at once; one that cannot grow keeps its
- * size if memory allows.
+ * ipt_blk_set_cache_limit).  Growing moves the runs into the new table
+ * while old and new fit the limit together (not with text), and otherwise
+ * starts it over empty, the old table freed first: together they never
+ * take more than the limit.  One that cannot grow keeps its size if memory
+ * allows.
  *
  * Instruction cache entries are tagged with an epoch, runs with a context
  * number that stands for (address space, mode, epoch).  Changing the image,
@@ -13171,7 +13177,7 @@ struct pt_block_decoder {
 	uint64_t cache_gen;
 	uint32_t epoch;
 
-	/* The run cache: @rsets sets of two runs at @runs, @rstride bytes
+	/* The run cache: @rsets sets of four runs at @runs, @rstride bytes
 	 * apart, aligned within the allocation @rmem; with @want_text, each
 	 * set's runs are followed by their text.  @rfills counts runs pushed out since the table
 	 * last grew; @rlimit bounds its bytes. */
@@ -13535,12 +13541,20 @@ enum {
 	IPT__RUN_ALIGN = 64
 };
 
-/* The bytes one set takes: its two runs, with the text of both if the
- * decoder wants it, padded so that the runs and the first text share an
- * aligned pair of cache lines (which processors tend to load together). */
+/* The ways of a set. */
+enum { IPT__RUN_WAYS = 4 };
+
+/* The bytes one set takes: its runs, two to a cache line, with the text of
+ * each in a line of its own if the decoder wants it. */
+typedef char ipt__blk_set_lines[2 * sizeof(struct ipt__blk_run) ==
+				       IPT__RUN_ALIGN &&
+			       sizeof(struct ipt__blk_text) == IPT__RUN_ALIGN ?
+			       1 : -1];
+
 static size_t ipt__blk_set_bytes(const struct pt_block_decoder *decoder)
 {
-	return decoder->want_text ? 4 * IPT__RUN_ALIGN : IPT__RUN_ALIGN;
+	return (size_t) IPT__RUN_WAYS * (decoder->want_text ? 3 : 1) *
+	       IPT__RUN_ALIGN / 2;
 }
 
 /* The runs of set @set, then (with text) their text. */
@@ -13554,7 +13568,7 @@ ipt__blk_set(const struct pt_block_decoder *decoder, uint32_t set)
 static IPT__INLINE struct ipt__blk_text *
 ipt__blk_set_text(struct ipt__blk_run *set)
 {
-	return (struct ipt__blk_text *) (set + 2);
+	return (struct ipt__blk_text *) (set + IPT__RUN_WAYS);
 }
 
 /* The most sets @decoder->rlimit allows, a power of two; zero if not even
@@ -13593,18 +13607,45 @@ static IPT__INLINE uint32_t ipt__blk_set_of(uint64_t ip, uint32_t ctx,
 	return (uint32_t) (h >> 40) & (nsets - 1);
 }
 
-/* Make room in the first way of @set: its run, if any, moves to the
- * second, whose run is dropped. */
-static void ipt__blk_set_shift(struct ipt__blk_run *set, uint32_t want_text)
+/* Make room in the first way of @set: the runs before way @way (with
+ * their text) move one way on, over the run in @way. */
+static void ipt__blk_set_shift_to(struct ipt__blk_run *set, uint32_t way,
+				  uint32_t want_text)
 {
 	struct ipt__blk_text *text = ipt__blk_set_text(set);
 
-	if (set[0].ctx) {
-		IPT__COPY(set[1], set[0]);
+	for (; way > 0; --way) {
+		if (!set[way - 1].ctx && !set[way].ctx)
+			continue;
+		IPT__COPY(set[way], set[way - 1]);
 		if (want_text)
-			IPT__COPY(text[1], text[0]);
+			IPT__COPY(text[way], text[way - 1]);
 	}
 	set[0].ctx = 0;
+}
+
+/* Make room in the first way of @set: the last way's run is dropped. */
+static void ipt__blk_set_shift(struct ipt__blk_run *set, uint32_t want_text)
+{
+	ipt__blk_set_shift_to(set, IPT__RUN_WAYS - 1, want_text);
+}
+
+/* Make @mem, @size bytes, the table: @nsets empty sets, aligned. */
+static void ipt__blk_runs_take(struct pt_block_decoder *decoder, void *mem,
+			       size_t size, uint32_t nsets)
+{
+	size_t stride = ipt__blk_set_bytes(decoder);
+	uintptr_t base;
+
+	base = ((uintptr_t) mem + IPT__RUN_ALIGN - 1) &
+	       ~(uintptr_t) (IPT__RUN_ALIGN - 1);
+	IPT_MEMSET((void *) base, 0, (size_t) nsets * stride);
+
+	decoder->rmem = mem;
+	decoder->rmem_size = size;
+	decoder->runs = (struct ipt__blk_run *) base;
+	decoder->rstride = (uint32_t) stride;
+	decoder->rsets = nsets;
 }
 
 /* Make an empty table of @nsets sets.  The old one goes first, so that
@@ -13617,7 +13658,6 @@ static int ipt__blk_runs_resize(struct pt_block_decoder *decoder,
 {
 	size_t size, stride = ipt__blk_set_bytes(decoder);
 	uint32_t old = decoder->rsets;
-	uintptr_t base;
 	void *mem;
 
 	ipt__blk_runs_free(decoder);
@@ -13629,16 +13669,58 @@ static int ipt__blk_runs_resize(struct pt_block_decoder *decoder,
 			(void) ipt__blk_runs_resize(decoder, old);
 		return -pte_nomem;
 	}
+	ipt__blk_runs_take(decoder, mem, size, nsets);
+	return 0;
+}
 
-	base = ((uintptr_t) mem + IPT__RUN_ALIGN - 1) &
-	       ~(uintptr_t) (IPT__RUN_ALIGN - 1);
-	IPT_MEMSET((void *) base, 0, (size_t) nsets * stride);
+/* Double the table.  While the old table and the new one fit the limit
+ * together, the old runs move over (each old set's runs land in the two
+ * new sets its hash splits into, two ways each, so none is lost); else it
+ * starts over empty (ipt__blk_runs_resize).  A table with text starts over
+ * too: three times the bytes a set, and where memory is tighter (an
+ * instruction decoder's runs end sooner, and are quicker to record again).
+ * Returns as ipt__blk_runs_resize does. */
+static int ipt__blk_runs_grow(struct pt_block_decoder *decoder)
+{
+	size_t stride = ipt__blk_set_bytes(decoder), size;
+	uint32_t old = decoder->rsets, nsets = old * 2, i, way;
+	struct ipt__blk_run *runs = decoder->runs;
+	void *omem = decoder->rmem;
+	size_t osize = decoder->rmem_size;
+	void *mem;
 
-	decoder->rmem = mem;
-	decoder->rmem_size = size;
-	decoder->runs = (struct ipt__blk_run *) base;
-	decoder->rstride = (uint32_t) stride;
-	decoder->rsets = nsets;
+	size = (size_t) nsets * stride + IPT__RUN_ALIGN;
+	if (decoder->want_text ||
+	    (uint64_t) osize + size > decoder->rlimit + IPT__RUN_ALIGN)
+		return ipt__blk_runs_resize(decoder, nsets);
+	mem = ipt__alloc_cache(&decoder->allocator, size);
+	if (!mem)
+		return ipt__blk_runs_resize(decoder, nsets);
+	ipt__blk_runs_take(decoder, mem, size, nsets);
+
+	/* The last way first, so that each set keeps its order. */
+	for (i = 0; i < old; ++i) {
+		struct ipt__blk_run *from;
+
+		from = (struct ipt__blk_run *) ((uint8_t *) runs +
+						(size_t) i * stride);
+		for (way = IPT__RUN_WAYS; way-- > 0;) {
+			struct ipt__blk_run *to;
+
+			if (!from[way].ctx)
+				continue;
+			to = ipt__blk_set(decoder,
+					  ipt__blk_set_of(from[way].ip,
+							  from[way].ctx,
+							  nsets));
+			ipt__blk_set_shift(to, decoder->want_text);
+			IPT__COPY(to[0], from[way]);
+			if (decoder->want_text)
+				IPT__COPY(ipt__blk_set_text(to)[0],
+					  ipt__blk_set_text(from)[way]);
+		}
+	}
+	ipt__free(&decoder->allocator, omem, osize);
 	return 0;
 }
 
@@ -13649,9 +13731,10 @@ static void ipt__blk_runs_reset(struct pt_block_decoder *decoder)
 
 	ipt__blk_runs_free(decoder);
 	ipt__blk_lmap_free(decoder);
-	if (nsets > IPT__RUN_FIRST_BYTES / ipt__blk_set_bytes(decoder))
-		nsets = (uint32_t) (IPT__RUN_FIRST_BYTES /
-				    ipt__blk_set_bytes(decoder));
+	while (nsets > 1 &&
+	       (uint64_t) nsets * ipt__blk_set_bytes(decoder) >
+		       IPT__RUN_FIRST_BYTES)
+		nsets /= 2;
 	if (nsets)
 		(void) ipt__blk_runs_resize(decoder, nsets);
 	ipt__blk_icache_resize(decoder, ipt__blk_icache_first_bits(decoder));
@@ -15267,6 +15350,19 @@ done:
 	return run;
 }
 
+/* The way of @set that holds the run at @ip in context @ctx;
+ * IPT__RUN_WAYS if none. */
+static IPT__INLINE uint32_t ipt__blk_way_of(const struct ipt__blk_run *set,
+					    uint64_t ip, uint32_t ctx)
+{
+	uint32_t way;
+
+	for (way = 0; way < IPT__RUN_WAYS; ++way)
+		if (set[way].ip == ip && set[way].ctx == ctx)
+			break;
+	return way;
+}
+
 /* A miss in the set @idx: record the run at @ip there.  If that pushes a
  * run out and the table has lost runs that way for an eighth of its
  * entries, it is too small for the code: grow it first, if the limit and
@@ -15280,11 +15376,11 @@ ipt__blk_run_miss(struct pt_block_decoder *decoder, uint32_t idx, uint64_t ip,
 	struct ipt__blk_run *set;
 
 	set = ipt__blk_set(decoder, idx);
-	if (set[0].ctx && set[1].ctx)
+	if (set[IPT__RUN_WAYS - 1].ctx)
 		decoder->rfills += 1;
-	if (decoder->rfills > decoder->rsets / 4 &&
+	if (decoder->rfills > decoder->rsets * (IPT__RUN_WAYS / 2) / 4 &&
 	    decoder->rsets < ipt__blk_max_sets(decoder)) {
-		if (ipt__blk_runs_resize(decoder, decoder->rsets * 2) < 0)
+		if (ipt__blk_runs_grow(decoder) < 0)
 			decoder->rlimit = (uint64_t) decoder->rsets *
 					  ipt__blk_set_bytes(decoder);
 		/* Without memory even for the old size, go on without. */
@@ -15295,13 +15391,47 @@ ipt__blk_run_miss(struct pt_block_decoder *decoder, uint32_t idx, uint64_t ip,
 		set = ipt__blk_set(decoder, idx);
 	}
 
-	/* The newer run moves to the second way, the new one comes first. */
+	/* The others move one way on, the new one comes first. */
 	ipt__blk_set_shift(set, decoder->want_text);
 	if (decoder->want_text)
 		text = ipt__blk_set_text(set);
 	if (ptext)
 		*ptext = text;
 	return ipt__blk_run_fill(decoder, &set[0], text, ip, mode, ctx);
+}
+
+/* The run at @ip is in neither of the first two ways of the set @idx:
+ * look in the others.  Found there, it moves to the first way if @record
+ * (the others move one way on), so that the runs in use stay in the ways
+ * looked at first; else it is recorded if @record (ipt__blk_run_miss).
+ * NULL if there is none, as ipt__blk_run_get. */
+static IPT__NOINLINE const struct ipt__blk_run *
+ipt__blk_run_far(struct pt_block_decoder *decoder, uint32_t idx, uint64_t ip,
+		 enum pt_exec_mode mode, uint32_t ctx,
+		 const struct ipt__blk_text **ptext, int record)
+{
+	struct ipt__blk_run *set = ipt__blk_set(decoder, idx), run;
+	struct ipt__blk_text *text = ipt__blk_set_text(set), keep;
+	uint32_t way;
+
+	way = ipt__blk_way_of(set, ip, ctx);
+	if (way >= IPT__RUN_WAYS)
+		return record ? ipt__blk_run_miss(decoder, idx, ip, mode, ctx,
+						  ptext)
+			      : NULL;
+	if (record) {
+		IPT__COPY(run, set[way]);
+		if (decoder->want_text)
+			IPT__COPY(keep, text[way]);
+		ipt__blk_set_shift_to(set, way, decoder->want_text);
+		IPT__COPY(set[0], run);
+		if (decoder->want_text)
+			IPT__COPY(text[0], keep);
+		way = 0;
+	}
+	if (ptext)
+		*ptext = decoder->want_text ? &text[way] : NULL;
+	return &set[way];
 }
 
 /* The run starting at @ip in @mode in the current address space if the
@@ -15311,17 +15441,14 @@ ipt__blk_run_cached(struct pt_block_decoder *decoder, uint64_t ip,
 		    enum pt_exec_mode mode)
 {
 	struct ipt__blk_run *set;
-	uint32_t ctx;
+	uint32_t ctx, way;
 
 	if (!IPT__BLK_RUNS || !decoder->runs)
 		return NULL;
 	ctx = ipt__blk_ctx_of(decoder, mode);
 	set = ipt__blk_set(decoder, ipt__blk_set_of(ip, ctx, decoder->rsets));
-	if (set[0].ip == ip && set[0].ctx == ctx)
-		return &set[0];
-	if (set[1].ip == ip && set[1].ctx == ctx)
-		return &set[1];
-	return NULL;
+	way = ipt__blk_way_of(set, ip, ctx);
+	return way < IPT__RUN_WAYS ? &set[way] : NULL;
 }
 
 /* The run starting at @ip in @mode in the current address space, from the
@@ -15344,9 +15471,8 @@ ipt__blk_run_get(struct pt_block_decoder *decoder, uint64_t ip,
 	set = ipt__blk_set(decoder, idx);
 	if (set[0].ip != ip || set[0].ctx != ctx) {
 		if (set[1].ip != ip || set[1].ctx != ctx)
-			return record ? ipt__blk_run_miss(decoder, idx, ip,
-							  mode, ctx, ptext)
-				      : NULL;
+			return ipt__blk_run_far(decoder, idx, ip, mode, ctx,
+						ptext, record);
 		way = 1;
 	}
 
