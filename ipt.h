@@ -74,7 +74,8 @@
  *     >>sb     sideband sessions: perf_event records applied to a
  *              decoder's events, an image per process (hosted builds)
  *     >>cov    coverage: a trace to an edge bitmap, on the block decoder
- *     >>seg    segments: PSB index, joining decoders of adjacent segments
+ *     >>seg    segments: PSB index, joining decoders of adjacent segments,
+ *              decoding one trace in pieces through the caller's loop
  *
  * LICENSE: MIT, at the end of this file.
  */
@@ -2437,6 +2438,180 @@ IPT_API int ipt_blk_converged(const struct pt_block_decoder *decoder,
 			      const void *state);
 IPT_API int ipt_insn_converged(const struct pt_insn_decoder *decoder,
 			       const void *state);
+
+/* ---- decoding in pieces: the split, its workers, the stitch ----
+ *
+ * The STITCHING rule above, as a helper that owns none of the decoding:
+ * the caller's own decode loop (sync, events, instructions or blocks,
+ * errors, what it prints or counts) runs through struct ipt_seg_loop, one
+ * step at a time.  ipt_seg_split_alloc cuts the trace at PSBs spread about
+ * evenly over it into pieces; ipt_seg_decode runs a piece on a loop of the
+ * caller's until it joins a later piece or the trace ends; the stitch
+ * (ipt_seg_stitch_next) says which part of which piece's output comes
+ * next, and when a piece must be decoded once more (ipt_seg_rerun).
+ *
+ * Output is counted in marks: a number the loop chooses that grows with
+ * what it has output (bytes printed, results logged), from zero at the
+ * start of each piece.  The outputs, cut and put together as the stitch
+ * says, are what the loop outputs when it decodes the whole trace from the
+ * start, exactly.
+ *
+ * Threads are the caller's.  ipt_seg_decode of different pieces may run
+ * at once on different threads, each with a worker and loops of its own:
+ * it writes only its piece and reads of the others only where they begin.
+ * A piece's results may be read (ipt_seg_stitch_next) once its
+ * ipt_seg_decode has returned, with whatever the caller synchronizes
+ * threads with (a mutex, a join).  Nothing here waits or locks. */
+
+/* What a step did (struct ipt_seg_loop's step). */
+enum ipt_seg_step {
+	/* Go on. */
+	ipt_seg_go,
+	/* The loop is done: the end of the trace, or it gave up. */
+	ipt_seg_done,
+	/* Go on; the call the step made returned -pte_retstack_empty. */
+	ipt_seg_retstack
+};
+
+/* The caller's decode loop, as ipt_seg_decode drives it.  loop is the
+ * caller's object: a decoder and what the loop keeps of its own. */
+struct ipt_seg_loop {
+	/* Start loop at the PSB at offset (pt_*_sync_set), or, with first
+	 * set, as a decode of the whole trace starts (on a decoder that has
+	 * seen nothing of the trace; it synchronizes forward).  Its output
+	 * starts at mark zero.  Returns zero; a negative pte_* code if it
+	 * cannot start there. */
+	int (*start)(void *loop, uint64_t offset, int first);
+
+	/* Up to n steps (n > 0), each one call into the decoder and what
+	 * the loop does with its result.  Returns an enum ipt_seg_step:
+	 * ipt_seg_go after n steps; ipt_seg_done as soon as the loop is
+	 * done; ipt_seg_retstack right after a step whose call found the
+	 * return stack empty, with the output mark before that step in
+	 * *mark.  (Taking steps by the dozen keeps a tight loop tight.) */
+	int (*step)(void *loop, unsigned int n, uint64_t *mark);
+
+	/* Where is the loop?  *mark: its output mark.  Returns 1, with the
+	 * decoder's trace position (pt_*_get_offset) in *offset, if it is
+	 * between two calls into the decoder at a point where it may join
+	 * another loop (not synchronizing, not handling an error); zero if
+	 * not. */
+	int (*at)(void *loop, uint64_t *offset, uint64_t *mark);
+
+	/* Save the loop's state in state (state_size bytes, as given to
+	 * ipt_seg_split_alloc, aligned as malloc's are): the decoder's
+	 * (ipt_*_save) and whatever of the loop's own decides what it
+	 * outputs next.  Returns zero, or a negative pte_* code. */
+	int (*save)(const void *loop, void *state);
+
+	/* Is the loop in the state saved in state?  As ipt_*_converged (1,
+	 * 2, 0), for the loop's own part too.  When it says yes, the piece
+	 * joins there: it may keep what it needs of state (counts the mark
+	 * does not give). */
+	int (*same)(void *loop, const void *state);
+};
+
+/* A piece's results, once ipt_seg_decode has returned. */
+enum { ipt_seg_rserr_max = 64 };
+struct ipt_seg_piece {
+	/* Its PSB; the first piece (zero here) synchronizes instead. */
+	uint64_t begin;
+	/* Its output mark where it stopped. */
+	uint64_t end;
+	/* It joined piece join_to, whose output goes on at mark join_at;
+	 * join as ipt_*_converged (1, 2), zero if it did not join. */
+	int join;
+	size_t join_to;
+	uint64_t join_at;
+	/* Its loop could not start at its PSB. */
+	int failed;
+	/* The output marks before the steps that found the return stack
+	 * empty, the first ipt_seg_rserr_max of nrserr. */
+	size_t nrserr;
+	uint64_t rserr[ipt_seg_rserr_max];
+};
+
+struct ipt_seg_split;
+struct ipt_seg_worker;
+
+/* Cut config's trace into at most max_pieces pieces (at least one), at
+ * PSBs spread about evenly over it, for loops as ops describes (copied)
+ * whose states take state_size bytes.  Memory comes from allocator (NULL:
+ * the default): the split, its pieces, and its workers' states.  NULL if
+ * an argument is NULL or zero, config is bad, or memory runs out.  Ref:
+ * ipt.h only. */
+IPT_API struct ipt_seg_split *
+ipt_seg_split_alloc(const struct pt_config *config, size_t max_pieces,
+		    const struct ipt_seg_loop *ops, size_t state_size,
+		    const struct ipt_allocator *allocator);
+/* NULL is fine. */
+IPT_API void ipt_seg_split_free(struct ipt_seg_split *split);
+
+/* The number of pieces; piece idx (NULL if idx is out of range). */
+IPT_API size_t ipt_seg_split_count(const struct ipt_seg_split *split);
+IPT_API const struct ipt_seg_piece *
+ipt_seg_split_piece(const struct ipt_seg_split *split, size_t idx);
+
+/* A worker: the states of the next piece's start, for one thread.  NULL
+ * if split is NULL or memory runs out.  Free it before its split; NULL is
+ * fine. */
+IPT_API struct ipt_seg_worker *
+ipt_seg_worker_alloc(const struct ipt_seg_split *split);
+IPT_API void ipt_seg_worker_free(struct ipt_seg_worker *worker);
+
+/* Decode piece idx on loop until it joins a later piece or its loop is
+ * done, and record the piece's results.  probe is a second loop of the
+ * same kind (its decoder's configuration and code the same), which
+ * worker starts at the next pieces' PSBs to learn their states.  A
+ * worker keeps what it learned from piece to piece; loop and probe may
+ * be used again for any piece.  Returns zero; -pte_invalid if an argument
+ * is NULL or idx is out of range; a negative pte_* code from the loop's
+ * save.  A piece whose loop cannot start is failed, not an error. */
+IPT_API int ipt_seg_decode(struct ipt_seg_worker *worker, size_t idx,
+			   void *loop, void *probe);
+
+/* Decode piece idx once more, from its start to the end of the trace
+ * (the stitch asks for it, see below): loop is started as the piece
+ * starts and stepped until it is done.  Returns zero; -pte_invalid as
+ * ipt_seg_decode; a negative pte_* code if the loop cannot start. */
+IPT_API int ipt_seg_rerun(const struct ipt_seg_split *split, size_t idx,
+			  void *loop);
+
+/* Where the stitch is.  Before each call of ipt_seg_stitch_next, piece
+ * wait must have been decoded (its ipt_seg_decode returned). */
+struct ipt_seg_stitch {
+	size_t wait;
+	/* The rest is the stitch's own. */
+	size_t idx, again;
+	uint64_t at, end, since;
+	int phase;
+};
+
+/* A part of a piece's output: marks [from, to) of piece idx. */
+struct ipt_seg_range {
+	size_t idx;
+	uint64_t from, to;
+};
+
+IPT_API void ipt_seg_stitch_init(struct ipt_seg_stitch *stitch);
+
+/* The next part of the output.  Returns 1 with range: output piece
+ * range->idx's marks [from, to) (possibly none; the pieces come in
+ * order, each once); 2: decode piece range->idx once more to the end
+ * (ipt_seg_rerun) and output what comes after its first range->from
+ * marks, and that is all; zero: that was all.  -pte_invalid if an
+ * argument is NULL.
+ *
+ * The rule: the pieces follow their joins from the first piece on, each
+ * from the mark its predecessor joined it at.  From the first join whose
+ * return stacks differ (2) on, every loop whose output is used lacks
+ * older return stack entries: its output stands up to the first step
+ * that found the return stack empty; from there on, and if such a chain
+ * reaches a piece that could not start, the piece before that first
+ * join is decoded once more. */
+IPT_API int ipt_seg_stitch_next(const struct ipt_seg_split *split,
+				struct ipt_seg_stitch *stitch,
+				struct ipt_seg_range *range);
 
 /* >>api-cov: ipt_ coverage for fuzzers: a trace to an edge bitmap */
 
@@ -22369,8 +22544,10 @@ IPT_DEF int ipt_cov_get_status(const struct ipt_cov_decoder *cov,
  * stack: the trace is read once, code never.  ipt_blk_converged and
  * ipt_insn_converged compare two decoders' states, for the stitching rule
  * in >>api-seg, through ipt__blk_same and ipt__insn_same; each layer
- * compares its own part (ipt__pkt_same, ipt__evt_same, ...).  Uses >>pkt's
- * public functions and accessors. */
+ * compares its own part (ipt__pkt_same, ipt__evt_same, ...).
+ * ipt_seg_split and the stitch apply the rule to the caller's loop, which
+ * they reach only through struct ipt_seg_loop.  Uses >>pkt's public
+ * functions and accessors. */
 
 /* Record one packet of a PSB+ in seg.  Returns 1 when the PSB+ ends, 0 to
  * read on. */
@@ -22577,6 +22754,431 @@ IPT_DEF int ipt_insn_converged(const struct pt_insn_decoder *decoder,
 	if (!decoder || !state)
 		return -pte_invalid;
 	return ipt__insn_same(decoder, (const struct pt_insn_decoder *) state);
+}
+
+/* ---- decoding in pieces ----
+ * A piece's loop, once past the next piece's PSB, looks for a state the
+ * next piece's loop goes through from its start: a probe loop started at
+ * that PSB gives them, saved.  A loop that finds none decodes on into
+ * the piece after, and so on. */
+
+enum {
+	/* The states of a probe: how far apart two loops may be when they
+	 * reach the same state.  64 missed joins in real traces, where the
+	 * instruction decoder takes many steps between two packets; a
+	 * missed join decodes a piece twice. */
+	ipt__seg_probe_max = 256,
+	/* Until the loop nears the next piece, where it is need not be
+	 * asked at every step ... */
+	ipt__seg_look_every = 16,
+	/* ... only within this many bytes of trace before its PSB, where a
+	 * dozen steps might take the loop past it, or, in a short trace,
+	 * to the end. */
+	ipt__seg_near = 256
+};
+
+struct ipt_seg_split {
+	struct ipt_allocator allocator;
+	struct ipt_seg_loop ops;
+	size_t state_size;
+	struct ipt_seg_piece *pieces;
+	size_t npieces, max;
+};
+
+struct ipt__seg_snap {
+	uint64_t offset, mark;
+	void *state;
+};
+
+struct ipt_seg_worker {
+	const struct ipt_seg_split *split;
+	/* The piece whose states snaps holds (zero: none), and how many. */
+	size_t probed, nsnaps;
+	struct ipt__seg_snap snaps[ipt__seg_probe_max];
+	unsigned char *states;
+};
+
+/* The pieces' PSBs: piece k at the first PSB at or after k/max of the
+ * trace, from the PSBs pt_pkt_sync_forward finds one after the other (as
+ * ipt_seg_index does).  The first piece needs none. */
+static int ipt__seg_spread(struct ipt_seg_split *split,
+			   const struct pt_config *config)
+{
+	struct pt_packet_decoder pacdec;
+	uint64_t size, offset;
+	int status, first;
+
+	status = ipt__pkt_init(&pacdec, config);
+	if (status < 0)
+		return status;
+	size = (uint64_t) (ipt__pkt_end(&pacdec) -
+			   ipt__pkt_config(&pacdec)->begin);
+	split->npieces = 1;
+	for (first = 1; split->npieces < split->max; first = 0) {
+		status = pt_pkt_sync_forward(&pacdec);
+		if (status >= 0)
+			status = pt_pkt_get_sync_offset(&pacdec, &offset);
+		if (status < 0)
+			break;
+		/* The first piece synchronizes at the first PSB. */
+		if (!first && offset >= size / split->max * split->npieces)
+			split->pieces[split->npieces++].begin = offset;
+	}
+	ipt__pkt_fini(&pacdec);
+	return 0;
+}
+
+IPT_DEF struct ipt_seg_split *
+ipt_seg_split_alloc(const struct pt_config *config, size_t max_pieces,
+		    const struct ipt_seg_loop *ops, size_t state_size,
+		    const struct ipt_allocator *allocator)
+{
+	struct ipt_allocator a;
+	struct ipt_seg_split *split;
+
+	if (!config || !max_pieces || !ops || !ops->start || !ops->step ||
+	    !ops->at || !ops->save || !ops->same || !state_size ||
+	    max_pieces > (size_t) -1 / sizeof(struct ipt_seg_piece) ||
+	    state_size > (size_t) -1 / ipt__seg_probe_max ||
+	    ipt__allocator_init(&a, allocator) < 0)
+		return NULL;
+	split = (struct ipt_seg_split *) ipt__zalloc(&a, sizeof(*split));
+	if (!split)
+		return NULL;
+	split->allocator = a;
+	IPT__COPY(split->ops, *ops);
+	split->state_size = state_size;
+	split->max = max_pieces;
+	split->pieces = (struct ipt_seg_piece *)
+		ipt__zalloc(&a, max_pieces * sizeof(*split->pieces));
+	if (!split->pieces || ipt__seg_spread(split, config) < 0) {
+		ipt_seg_split_free(split);
+		return NULL;
+	}
+	return split;
+}
+
+IPT_DEF void ipt_seg_split_free(struct ipt_seg_split *split)
+{
+	struct ipt_allocator a;
+
+	if (!split)
+		return;
+	a = split->allocator;
+	ipt__free(&a, split->pieces, split->max * sizeof(*split->pieces));
+	ipt__free(&a, split, sizeof(*split));
+}
+
+IPT_DEF size_t ipt_seg_split_count(const struct ipt_seg_split *split)
+{
+	return split ? split->npieces : 0;
+}
+
+IPT_DEF const struct ipt_seg_piece *
+ipt_seg_split_piece(const struct ipt_seg_split *split, size_t idx)
+{
+	if (!split || idx >= split->npieces)
+		return NULL;
+	return &split->pieces[idx];
+}
+
+IPT_DEF struct ipt_seg_worker *
+ipt_seg_worker_alloc(const struct ipt_seg_split *split)
+{
+	struct ipt_seg_worker *w;
+	size_t i, size;
+
+	if (!split)
+		return NULL;
+	/* Each state aligned as the allocator's blocks are. */
+	size = (split->state_size + 15u) & ~(size_t) 15u;
+	w = (struct ipt_seg_worker *) ipt__zalloc(&split->allocator,
+						  sizeof(*w));
+	if (!w)
+		return NULL;
+	w->split = split;
+	w->states = (unsigned char *) ipt__alloc(&split->allocator,
+						 size * ipt__seg_probe_max);
+	if (!w->states) {
+		ipt__free(&split->allocator, w, sizeof(*w));
+		return NULL;
+	}
+	for (i = 0; i < ipt__seg_probe_max; ++i)
+		w->snaps[i].state = w->states + i * size;
+	return w;
+}
+
+IPT_DEF void ipt_seg_worker_free(struct ipt_seg_worker *w)
+{
+	const struct ipt_allocator *a;
+	size_t size;
+
+	if (!w)
+		return;
+	a = &w->split->allocator;
+	size = (w->split->state_size + 15u) & ~(size_t) 15u;
+	ipt__free(a, w->states, size * ipt__seg_probe_max);
+	ipt__free(a, w, sizeof(*w));
+}
+
+/* The states probe goes through from piece idx's PSB on, up to
+ * ipt__seg_probe_max of them. */
+static int ipt__seg_probe(struct ipt_seg_worker *w, size_t idx, void *probe)
+{
+	const struct ipt_seg_loop *ops = &w->split->ops;
+	uint64_t mark;
+	int err;
+
+	w->probed = idx;
+	w->nsnaps = 0;
+	if (ops->start(probe, w->split->pieces[idx].begin, 0) < 0)
+		return 0;
+	while (w->nsnaps < ipt__seg_probe_max) {
+		struct ipt__seg_snap *snap = &w->snaps[w->nsnaps];
+
+		if (ops->at(probe, &snap->offset, &snap->mark)) {
+			err = ops->save(probe, snap->state);
+			if (err < 0) {
+				w->probed = 0;
+				return err;
+			}
+			w->nsnaps += 1;
+		}
+		if (ops->step(probe, 1, &mark) == ipt_seg_done)
+			break;
+	}
+	return 0;
+}
+
+/* Is loop, at offset, where the probe was at one of its states?  If so,
+ * piece joins piece to there. */
+static int ipt__seg_try_join(const struct ipt_seg_worker *w,
+			     struct ipt_seg_piece *piece, void *loop,
+			     uint64_t offset, size_t to)
+{
+	size_t j;
+
+	for (j = 0; j < w->nsnaps; ++j) {
+		const struct ipt__seg_snap *snap = &w->snaps[j];
+		int kind;
+
+		if (snap->offset != offset)
+			continue;
+		kind = w->split->ops.same(loop, snap->state);
+		if (kind <= 0)
+			continue;
+		piece->join = kind;
+		piece->join_to = to;
+		piece->join_at = snap->mark;
+		return 1;
+	}
+	return 0;
+}
+
+IPT_DEF int ipt_seg_decode(struct ipt_seg_worker *w, size_t idx, void *loop,
+			   void *probe)
+{
+	const struct ipt_seg_split *split;
+	const struct ipt_seg_loop *ops;
+	struct ipt_seg_piece *piece;
+	uint64_t offset, mark;
+	size_t next;
+	unsigned int steps;
+	int err;
+
+	if (!w || !loop || !probe || idx >= w->split->npieces)
+		return -pte_invalid;
+	split = w->split;
+	ops = &split->ops;
+	piece = &split->pieces[idx];
+	piece->end = 0;
+	piece->join = 0;
+	piece->join_to = 0;
+	piece->join_at = 0;
+	piece->nrserr = 0;
+	piece->failed = ops->start(loop, piece->begin, !idx) < 0;
+	if (piece->failed)
+		return 0;
+
+	for (next = idx + 1;;) {
+		/* Until the loop nears the next piece, a dozen steps at a
+		 * time; then one by one, looking for a join after each. */
+		steps = next < split->npieces ? 1 : ipt__seg_look_every;
+		if (next < split->npieces && ops->at(loop, &offset, &mark)) {
+			while (next + 1 < split->npieces &&
+			       split->pieces[next + 1].begin <= offset)
+				next += 1;
+			if (split->pieces[next].begin > offset) {
+				if (split->pieces[next].begin - offset >
+				    ipt__seg_near)
+					steps = ipt__seg_look_every;
+			} else {
+				if (w->probed != next) {
+					err = ipt__seg_probe(w, next, probe);
+					if (err < 0)
+						return err;
+				}
+				if (ipt__seg_try_join(w, piece, loop, offset,
+						      next)) {
+					piece->end = mark;
+					return 0;
+				}
+				/* Past every state of the probe. */
+				if (!w->nsnaps ||
+				    w->snaps[w->nsnaps - 1].offset < offset)
+					next += 1;
+			}
+		}
+
+		switch (ops->step(loop, steps, &mark)) {
+		case ipt_seg_go:
+			continue;
+
+		case ipt_seg_retstack:
+			if (piece->nrserr < ipt_seg_rserr_max)
+				piece->rserr[piece->nrserr] = mark;
+			piece->nrserr += 1;
+			continue;
+
+		case ipt_seg_done:
+			break;
+		}
+		break;
+	}
+	(void) ops->at(loop, &offset, &piece->end);
+	return 0;
+}
+
+IPT_DEF int ipt_seg_rerun(const struct ipt_seg_split *split, size_t idx,
+			  void *loop)
+{
+	uint64_t mark;
+	int err;
+
+	if (!split || !loop || idx >= split->npieces)
+		return -pte_invalid;
+	err = split->ops.start(loop, split->pieces[idx].begin, !idx);
+	if (err < 0)
+		return err;
+	while (split->ops.step(loop, ipt__seg_look_every, &mark) !=
+	       ipt_seg_done)
+		;
+	return 0;
+}
+
+/* ---- the stitch ---- */
+
+enum {
+	ipt__stitch_range,
+	ipt__stitch_join,
+	ipt__stitch_rerun,
+	ipt__stitch_done
+};
+
+IPT_DEF void ipt_seg_stitch_init(struct ipt_seg_stitch *st)
+{
+	if (!st)
+		return;
+	IPT_MEMSET(st, 0, sizeof(*st));
+	st->again = (size_t) -1;
+	st->phase = ipt__stitch_range;
+}
+
+/* Can the piece piece joined take over where it joined? */
+static int ipt__seg_join_ok(const struct ipt_seg_split *split,
+			    const struct ipt_seg_piece *piece)
+{
+	const struct ipt_seg_piece *to = &split->pieces[piece->join_to];
+
+	return piece->join && !to->failed && piece->join_at <= to->end;
+}
+
+/* Where, at or after from, did piece first find its return stack empty?
+ * Its end if it did not; from if it may have, uncounted. */
+static uint64_t ipt__seg_rserr_from(const struct ipt_seg_piece *piece,
+				    uint64_t from)
+{
+	size_t i;
+
+	for (i = 0; i < piece->nrserr && i < ipt_seg_rserr_max; ++i)
+		if (piece->rserr[i] >= from)
+			return piece->rserr[i];
+	return piece->nrserr > ipt_seg_rserr_max ? from : piece->end;
+}
+
+/* The piece st->idx is done: its range. */
+static int ipt__seg_stitch_range(const struct ipt_seg_split *split,
+				 struct ipt_seg_stitch *st,
+				 struct ipt_seg_range *range)
+{
+	const struct ipt_seg_piece *piece = &split->pieces[st->idx];
+	uint64_t end = piece->end;
+
+	if (st->again != (size_t) -1)
+		end = ipt__seg_rserr_from(piece, st->at);
+	if (end < st->at)
+		end = st->at;
+	range->idx = st->idx;
+	range->from = st->at;
+	range->to = end;
+	st->end = end;
+	if (st->again != (size_t) -1) {
+		st->since += end - st->at;
+		if (end < piece->end) {
+			st->phase = ipt__stitch_rerun;
+			return 1;
+		}
+	}
+	st->phase = ipt__stitch_join;
+	if (piece->join)
+		st->wait = piece->join_to;
+	return 1;
+}
+
+/* The piece st->idx and the one it joined are done: follow the join. */
+static void ipt__seg_stitch_join(const struct ipt_seg_split *split,
+				 struct ipt_seg_stitch *st)
+{
+	const struct ipt_seg_piece *piece = &split->pieces[st->idx];
+	int ok = ipt__seg_join_ok(split, piece);
+
+	if (st->again == (size_t) -1 &&
+	    (piece->join == 2 || (piece->join && !ok))) {
+		st->again = st->idx;
+		st->since = st->end;
+	}
+	if (!ok) {
+		st->phase = piece->join ? ipt__stitch_rerun : ipt__stitch_done;
+		return;
+	}
+	st->at = piece->join_at;
+	st->idx = piece->join_to;
+	st->wait = st->idx;
+	st->phase = ipt__stitch_range;
+}
+
+IPT_DEF int ipt_seg_stitch_next(const struct ipt_seg_split *split,
+				struct ipt_seg_stitch *st,
+				struct ipt_seg_range *range)
+{
+	if (!split || !st || !range || st->idx >= split->npieces)
+		return -pte_invalid;
+	if (st->phase == ipt__stitch_join)
+		ipt__seg_stitch_join(split, st);
+	switch (st->phase) {
+	case ipt__stitch_range:
+		return ipt__seg_stitch_range(split, st, range);
+
+	case ipt__stitch_rerun:
+		range->idx = st->again;
+		range->from = st->since;
+		range->to = UINT64_MAX;
+		st->phase = ipt__stitch_done;
+		return 2;
+
+	default:
+		return 0;
+	}
 }
 
 #ifdef __cplusplus
