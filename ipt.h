@@ -2368,9 +2368,10 @@ ipt_sb_alloc_pevent_decoder_mem(struct pt_sb_session *session,
  * one with all entries returns up to the call where it finds its return
  * stack empty (-pte_retstack_empty); from that call on, the output is
  * void, and the decoder before that first join must go on from its own
- * start to the end of the trace, its output taking over at that call.  A decoder from before that never reaches a state of the
- * next segment's simply decodes that segment too; the output is exact
- * either way, only the parallelism is lost. */
+ * start to the end of the trace, its output taking over at that call.
+ * A decoder from before that never reaches a state of the next segment's
+ * simply decodes that segment too; the output is exact either way, only
+ * the parallelism is lost. */
 struct ipt_segment {
 	/* The PSB, and where the next PSB (or the end of the trace) is. */
 	uint64_t offset;
