@@ -1365,11 +1365,13 @@ IPT_API int pt_blk_event(struct pt_block_decoder *decoder,
  * when the implementation is compiled (2 MiB), or what
  * ipt_blk_set_cache_limit() / ipt_insn_set_cache_limit() set for one
  * decoder.  Setting a limit empties the run cache; a limit below one set
- * of two runs (64 bytes, 256 for an instruction decoder) turns it off.  It
- * starts over empty when it grows; without memory to grow it keeps its
- * size (or, without memory even for that, the decoder goes on without
- * it): caches never fail a decode.  Both return zero, -pte_invalid
- * without a decoder.
+ * of four runs (128 bytes, 384 for an instruction decoder) turns it off.  A
+ * block decoder's keeps its runs when it grows while the old and the new
+ * table fit the limit together; else, and an instruction decoder's always,
+ * it starts over empty: it never takes more memory than the limit.
+ * Without memory to grow it keeps its size (or, without memory even for
+ * that, the decoder goes on without it): caches never fail a decode.  Both
+ * return zero, -pte_invalid without a decoder.
  *
  * The caches are emptied when the decoder gets an image (pt_blk_set_image,
  * pt_insn_set_image) and when the image changes: sections added or
@@ -2436,13 +2438,15 @@ IPT_API int ipt_insn_converged(const struct pt_insn_decoder *decoder,
  * The TNT memo remembers, per place in the code and the next few TNT
  * bits, which edges those bits make and where the flow goes on, so that
  * a run of conditional branches costs one look-up once it has been seen.
- * Anything else (events, TIPs, returns whose address the memo did not
- * see pushed, missing code) takes the exact path, and the memo is tagged
- * as the run cache is, so that the edges and bitmap are the same with it
- * or without.  It is one table allocated on first use, at most
- * IPT_COV_MEMO_LIMIT bytes (1 MiB) or what ipt_cov_set_memo_limit sets;
- * setting a limit empties it, and a limit below 16 entries (4 KiB and a
- * little) turns it off (it returns -pte_invalid without a decoder).  Code
+ * It reads the bits of TNT packets in a row (PADs between them too)
+ * straight from the trace, across packet borders.  Anything else (events,
+ * TIPs, other packets, returns whose address the memo did not see pushed,
+ * missing code) takes the exact path, and the memo is tagged as the run
+ * cache is, so that the edges and bitmap are the same with it or without.
+ * It is one table allocated on first use, at most IPT_COV_MEMO_LIMIT
+ * bytes (1 MiB) or what ipt_cov_set_memo_limit sets; setting a limit
+ * empties it, and a limit below 16 entries (7 KiB) turns it
+ * off (it returns -pte_invalid without a decoder).  Code
  * the memo covers is not read again, so the block callback, told of runs
  * recorded in the run cache, may hear of fewer runs with it than
  * without.  ipt_cov_status.memo_bits counts the TNT bits it took.
@@ -6423,8 +6427,16 @@ static IPT__UNUSED int ipt__tcal_same(const struct ipt_time_cal *a,
  *        between two calls: the same state, the same event (for >>seg)
  *   int  ipt__evt_next_tnt(struct pt_event_decoder *decoder,
  *                          struct pt_event *ev);
- *        pt_evt_next() for a caller holding a used-up TNT or TIP event
- *        when the next event is a TNT: 1 and @ev refilled in place, or 0
+ *        pt_evt_next() for a caller holding a used-up TNT, TIP or enable
+ *        event when the next event is a TNT or a plain TIP: 1 and @ev
+ *        refilled in place, or 0
+ *   uint32_t ipt__evt_tnt_ahead(const struct pt_event_decoder *decoder,
+ *                               const uint8_t **pos, uint64_t *payload);
+ *   void ipt__evt_tnt_taken(struct pt_event_decoder *decoder,
+ *                           const uint8_t *pos);
+ *        for a caller holding a TNT event: the TNT packets that follow
+ *        it, read without events, and going on past the ones it took
+ *        (see "TNT packets in a row")
  *   IPT__EV_IGNORE  the internal event type that binds a packet without
  *                   reporting anything; never leaves this section
  *
@@ -9244,15 +9256,49 @@ IPT_DEF int pt_evt_next(struct pt_event_decoder *decoder,
 	IPT__EVT_GUARDED(decoder, ipt__evt_next(decoder, uev, size));
 }
 
+/* Clear the fields of a TNT or TIP event @ev that the other one uses. */
+static IPT__INLINE void ipt__evt_clear_branch(struct pt_event *ev)
+{
+	ev->ip_suppressed = 0;
+	ev->status_update = 0;
+	ev->has_tsc = 0;
+	IPT_MEMSET(&ev->variant, 0, sizeof(ev->variant.tnt));
+}
+
+/* The TIP that is the current packet, with nothing queued to bind to it,
+ * as ipt__evt_decode_tip makes its event: the last IP updated, the packet
+ * bound, so that the next call goes past it. */
+static int ipt__evt_next_tip(struct pt_event_decoder *decoder,
+			     struct pt_event *ev)
+{
+	int err;
+
+	err = ipt_last_ip_update_ip(&decoder->ip, &decoder->packet.payload.ip,
+				    ipt__evt_config(decoder));
+	if (err < 0)
+		return err;
+	decoder->bound = 1;
+	ipt__evt_clear_branch(ev);
+	ev->type = ptev_tip;
+	err = ipt__evt_complete(ev, decoder);
+	if (err < 0)
+		/* pt_evt_next leaves its event in place after an error. */
+		decoder->event = ipt__evq_standalone(&decoder->evq);
+	return err < 0 ? err : 1;
+}
+
 /* A short way to the next event for a decoder above (>>blk) that holds a
- * TNT or TIP event it took from pt_evt_next() and has used up: when the
- * next event is the TNT of the current packet, or of the next one after a
- * TIP with nothing bound to it, @ev becomes that event in place, byte for
- * byte what pt_evt_next() would give, without building one in the queue
- * and copying it out.  The two events use no fields but the flags, the
- * time and the start of the variant (as long as variant.tnt), so clearing
- * those leaves a zeroed event.  The steps are ipt__evt_fetch_event's:
- * ipt__evt_decode_tip finding nothing bound, then ipt__evt_decode_tnt.
+ * TNT, TIP or enable event it took from pt_evt_next() and has used up:
+ * when the next event is the TNT of the current packet, or of the next
+ * one after a TIP (TIP.PGE) with nothing bound to it, or a TIP that is
+ * the current or that next packet with nothing queued to bind to it, @ev
+ * becomes that event in place, byte for byte what pt_evt_next() would
+ * give, without building one in the queue and copying it out.  The three
+ * events use no fields but the flags, the time and the start of the
+ * variant (as long as variant.tnt), so clearing those leaves a zeroed
+ * event.  The steps are ipt__evt_fetch_event's: ipt__evt_decode_tip
+ * (ipt__evt_decode_tip_pge) finding nothing bound, then
+ * ipt__evt_decode_tnt or ipt__evt_decode_tip.
  *
  * Returns 1 when @ev is the next event; 0 when the caller must ask
  * pt_evt_next() (which goes on from here); an error as pt_evt_next()
@@ -9260,14 +9306,21 @@ IPT_DEF int pt_evt_next(struct pt_event_decoder *decoder,
 static int ipt__evt_next_tnt(struct pt_event_decoder *decoder,
 			     struct pt_event *ev)
 {
-	enum pt_packet_type type;
+	enum pt_packet_type type, bound;
 	int err;
 
-	if ((ev->type != ptev_tnt && ev->type != ptev_tip) ||
-	    !decoder->enabled || ipt__pkt_more(&decoder->pacdec))
+	/* The packet that made @ev may still be current, bound: a TIP, or
+	 * for an enable (not a PSB+'s) its TIP.PGE. */
+	if (ev->type == ptev_tnt || ev->type == ptev_tip)
+		bound = ppt_tip;
+	else if (ev->type == ptev_enabled && !ev->status_update)
+		bound = ppt_tip_pge;
+	else
+		return 0;
+	if (!decoder->enabled || ipt__pkt_more(&decoder->pacdec))
 		return 0;
 
-	if (decoder->packet.type == ppt_tip && decoder->bound &&
+	if (decoder->packet.type == bound && decoder->bound &&
 	    decoder->evq.begin == decoder->evq.end) {
 		err = ipt_last_ip_update_ip(&decoder->ip,
 					    &decoder->packet.payload.ip,
@@ -9279,19 +9332,77 @@ static int ipt__evt_next_tnt(struct pt_event_decoder *decoder,
 	}
 
 	type = decoder->packet.type;
+	if (type == ppt_tip && !decoder->bound &&
+	    decoder->evq.begin == decoder->evq.end)
+		return ipt__evt_next_tip(decoder, ev);
 	if (type != ppt_tnt_8 && type != ppt_tnt_64)
 		return 0;
 
-	ev->ip_suppressed = 0;
-	ev->status_update = 0;
-	ev->has_tsc = 0;
-	IPT_MEMSET(&ev->variant, 0, sizeof(ev->variant.tnt));
+	ipt__evt_clear_branch(ev);
 	ipt__evt_fill_tnt(ev, &decoder->packet.payload.tnt);
 	err = ipt__evt_stamp(ev, &decoder->time);
 	if (err < 0)
 		return err;
 	ipt__evt_next_packet(decoder);
 	return 1;
+}
+
+/* ---- TNT packets in a row ----
+ * Between two packets that are not TNT, a caller holding a TNT event would
+ * get each next TNT from ipt__evt_next_tnt, one event per packet.  A
+ * caller that only wants the bits reads them ahead instead: the packet the
+ * decoder holds, then the one-byte TNTs behind it (PADs between them
+ * skipped), decoded through the packet layer's table in the region where
+ * its fast path decodes them too.  Nothing moves until the caller says how
+ * far it got; then the decoder stands as after the ipt__evt_next_tnt call
+ * that made the event of the last packet it took.  Those events would
+ * have carried nothing but their bits: no other packet, and so no change
+ * of time, lies between them. */
+
+/* The bit size of the TNT packet after the one at *@pos (NULL: the
+ * event in hand), its bits in @payload (the oldest highest) and *@pos
+ * past it; 0 if the next packet is not a TNT read this way. */
+static IPT__INLINE uint32_t
+ipt__evt_tnt_ahead(const struct pt_event_decoder *decoder,
+		   const uint8_t **pos, uint64_t *payload)
+{
+	const struct pt_packet_decoder *pacdec = &decoder->pacdec;
+	const struct pt_packet *one;
+	const uint8_t *at = *pos;
+
+	if (!at) {
+		const struct pt_packet *packet = &decoder->packet;
+
+		if ((packet->type != ppt_tnt_8 && packet->type != ppt_tnt_64) ||
+		    !decoder->enabled || ipt__pkt_more(pacdec))
+			return 0;
+		*payload = packet->payload.tnt.payload;
+		*pos = pacdec->pos;
+		return packet->payload.tnt.bit_size;
+	}
+	for (;;) {
+		if (!ipt__pkt_in_fast((uintptr_t) pacdec->config.begin,
+				      pacdec->fast, at) || (*at & 1))
+			return 0;
+		if (*at)
+			break;
+		at += 1;
+	}
+	one = &ipt__pkt_one_byte[*at >> 1];
+	if (one->type != ppt_tnt_8)
+		return 0;
+	*payload = one->payload.tnt.payload;
+	*pos = at + 1;
+	return one->payload.tnt.bit_size;
+}
+
+/* The caller took the TNT packets ahead up to @pos (as ipt__evt_tnt_ahead
+ * left it): the next packet is the one after. */
+static void ipt__evt_tnt_taken(struct pt_event_decoder *decoder,
+			       const uint8_t *pos)
+{
+	decoder->pacdec.pos = pos;
+	(void) ipt__evt_next_packet(decoder);
 }
 
 static int ipt__evt_next(struct pt_event_decoder *decoder,
@@ -12505,13 +12616,17 @@ ipt__insn_range_is_contiguous(uint64_t begin, uint64_t end,
  *     recorded from, one slot per code byte, so that recording a run
  *     again mostly asks Zydis only for the instruction that ends it.
  *
- * The run cache is two-way set associative with 32-byte entries, a set to
- * a cache line; an instruction decoder's sets carry the runs' text in the
- * next two lines.  It starts small and doubles whenever it has had to drop
+ * The run cache is four-way set associative with 32-byte entries, a set to
+ * two cache lines; an instruction decoder's sets carry the runs' text in
+ * the next four.  A lookup reads the first two ways, the first line; a run
+ * found in the others moves to the first way, so that the runs in use stay
+ * there.  It starts small and doubles whenever it has had to drop
  * runs for an eighth of its entries, up to a limit (IPT_BLK_CACHE_LIMIT or
- * ipt_blk_set_cache_limit).  Growing starts it over empty, so that old and
- * new table never take memory at once; one that cannot grow keeps its
- * size if memory allows.
+ * ipt_blk_set_cache_limit).  Growing moves the runs into the new table
+ * while old and new fit the limit together (not with text), and otherwise
+ * starts it over empty, the old table freed first: together they never
+ * take more than the limit.  One that cannot grow keeps its size if memory
+ * allows.
  *
  * Instruction cache entries are tagged with an epoch, runs with a context
  * number that stands for (address space, mode, epoch).  Changing the image,
@@ -12567,6 +12682,14 @@ ipt__insn_range_is_contiguous(uint64_t begin, uint64_t end,
  *   int  ipt__blk_trace_more(const struct pt_block_decoder *);
  *   void ipt__blk_set_run_hook(struct pt_block_decoder *, hook, context);
  *        a hook told of each run recorded in the run cache
+ *   uint32_t ipt__blk_tnt_ahead(const struct pt_block_decoder *,
+ *                               const uint8_t **pos, uint64_t *payload);
+ *   void ipt__blk_tnt_taken(struct pt_block_decoder *, const uint8_t *pos,
+ *                           uint64_t payload, uint32_t left,
+ *                           uint32_t icnt);
+ *        for the walk's tnt hook: TNT packets read ahead, and taken
+ *   void ipt__blk_set_icache_bits(struct pt_block_decoder *, uint32_t bits);
+ *        beside a run cache, an instruction cache of 1 << bits entries
  *
  * and for >>seg:
  *
@@ -12894,14 +13017,15 @@ struct pt_block_decoder {
 	uint32_t end_ninsn;
 
 	/* The caches and what they are valid for.  The instruction cache
-	 * has 1 << @ibits entries. */
+	 * has 1 << @ibits entries; beside a run cache, 1 << @ibits_runs. */
 	struct ipt__blk_icache_entry *icache;
 	uint32_t ibits;
+	uint32_t ibits_runs;
 	const struct pt_image *cache_image;
 	uint64_t cache_gen;
 	uint32_t epoch;
 
-	/* The run cache: @rsets sets of two runs at @runs, @rstride bytes
+	/* The run cache: @rsets sets of four runs at @runs, @rstride bytes
 	 * apart, aligned within the allocation @rmem; with @want_text, each
 	 * set's runs are followed by their text.  @rfills counts runs pushed out since the table
 	 * last grew; @rlimit bounds its bytes. */
@@ -13035,7 +13159,9 @@ static uint32_t ipt__blk_hash(uint64_t ip, const struct pt_asid *asid,
  * one at a time: 1 << IPT__ICACHE_MIN_BITS entries do, and small code
  * never pays for (nor clears) more.  Without one (a run cache limit too
  * small for it, IPT_BLK_GENERAL_PATH) every instruction goes through the
- * cache: 1 << IPT_BLK_ICACHE_BITS entries.  Resizing frees the old cache
+ * cache: 1 << IPT_BLK_ICACHE_BITS entries.  (A coverage decoder meets
+ * more of those walks: it asks for more, ipt__blk_set_icache_bits.)
+ * Resizing frees the old cache
  * first, so that the two never take memory at once; without memory for
  * the new one, the old size again, or none. */
 enum { IPT__ICACHE_MIN_BITS = 8 };
@@ -13044,8 +13170,8 @@ static uint32_t ipt__blk_icache_first_bits(const struct pt_block_decoder *decode
 {
 	if (!IPT__BLK_RUNS || !decoder->runs)
 		return IPT_BLK_ICACHE_BITS;
-	return IPT_BLK_ICACHE_BITS < IPT__ICACHE_MIN_BITS ?
-		       IPT_BLK_ICACHE_BITS : IPT__ICACHE_MIN_BITS;
+	return IPT_BLK_ICACHE_BITS < decoder->ibits_runs ?
+		       IPT_BLK_ICACHE_BITS : decoder->ibits_runs;
 }
 
 static void ipt__blk_icache_resize(struct pt_block_decoder *decoder,
@@ -13067,6 +13193,15 @@ static void ipt__blk_icache_resize(struct pt_block_decoder *decoder,
 	}
 	decoder->icache = (struct ipt__blk_icache_entry *) ipt__zalloc_cache(
 		&decoder->allocator, entry << old);
+}
+
+/* Beside a run cache, an instruction cache of 1 << @bits entries (the
+ * coverage layer's asks for more; see IPT__COV_ICACHE_BITS). */
+static IPT__UNUSED void
+ipt__blk_set_icache_bits(struct pt_block_decoder *decoder, uint32_t bits)
+{
+	decoder->ibits_runs = bits;
+	ipt__blk_icache_resize(decoder, ipt__blk_icache_first_bits(decoder));
 }
 
 /* Decode the instruction at @insn->ip in @insn->mode, from the instruction
@@ -13254,12 +13389,20 @@ enum {
 	IPT__RUN_ALIGN = 64
 };
 
-/* The bytes one set takes: its two runs, with the text of both if the
- * decoder wants it, padded so that the runs and the first text share an
- * aligned pair of cache lines (which processors tend to load together). */
+/* The ways of a set. */
+enum { IPT__RUN_WAYS = 4 };
+
+/* The bytes one set takes: its runs, two to a cache line, with the text of
+ * each in a line of its own if the decoder wants it. */
+typedef char ipt__blk_set_lines[2 * sizeof(struct ipt__blk_run) ==
+				       IPT__RUN_ALIGN &&
+			       sizeof(struct ipt__blk_text) == IPT__RUN_ALIGN ?
+			       1 : -1];
+
 static size_t ipt__blk_set_bytes(const struct pt_block_decoder *decoder)
 {
-	return decoder->want_text ? 4 * IPT__RUN_ALIGN : IPT__RUN_ALIGN;
+	return (size_t) IPT__RUN_WAYS * (decoder->want_text ? 3 : 1) *
+	       IPT__RUN_ALIGN / 2;
 }
 
 /* The runs of set @set, then (with text) their text. */
@@ -13273,7 +13416,7 @@ ipt__blk_set(const struct pt_block_decoder *decoder, uint32_t set)
 static IPT__INLINE struct ipt__blk_text *
 ipt__blk_set_text(struct ipt__blk_run *set)
 {
-	return (struct ipt__blk_text *) (set + 2);
+	return (struct ipt__blk_text *) (set + IPT__RUN_WAYS);
 }
 
 /* The most sets @decoder->rlimit allows, a power of two; zero if not even
@@ -13312,18 +13455,45 @@ static IPT__INLINE uint32_t ipt__blk_set_of(uint64_t ip, uint32_t ctx,
 	return (uint32_t) (h >> 40) & (nsets - 1);
 }
 
-/* Make room in the first way of @set: its run, if any, moves to the
- * second, whose run is dropped. */
-static void ipt__blk_set_shift(struct ipt__blk_run *set, uint32_t want_text)
+/* Make room in the first way of @set: the runs before way @way (with
+ * their text) move one way on, over the run in @way. */
+static void ipt__blk_set_shift_to(struct ipt__blk_run *set, uint32_t way,
+				  uint32_t want_text)
 {
 	struct ipt__blk_text *text = ipt__blk_set_text(set);
 
-	if (set[0].ctx) {
-		IPT__COPY(set[1], set[0]);
+	for (; way > 0; --way) {
+		if (!set[way - 1].ctx && !set[way].ctx)
+			continue;
+		IPT__COPY(set[way], set[way - 1]);
 		if (want_text)
-			IPT__COPY(text[1], text[0]);
+			IPT__COPY(text[way], text[way - 1]);
 	}
 	set[0].ctx = 0;
+}
+
+/* Make room in the first way of @set: the last way's run is dropped. */
+static void ipt__blk_set_shift(struct ipt__blk_run *set, uint32_t want_text)
+{
+	ipt__blk_set_shift_to(set, IPT__RUN_WAYS - 1, want_text);
+}
+
+/* Make @mem, @size bytes, the table: @nsets empty sets, aligned. */
+static void ipt__blk_runs_take(struct pt_block_decoder *decoder, void *mem,
+			       size_t size, uint32_t nsets)
+{
+	size_t stride = ipt__blk_set_bytes(decoder);
+	uintptr_t base;
+
+	base = ((uintptr_t) mem + IPT__RUN_ALIGN - 1) &
+	       ~(uintptr_t) (IPT__RUN_ALIGN - 1);
+	IPT_MEMSET((void *) base, 0, (size_t) nsets * stride);
+
+	decoder->rmem = mem;
+	decoder->rmem_size = size;
+	decoder->runs = (struct ipt__blk_run *) base;
+	decoder->rstride = (uint32_t) stride;
+	decoder->rsets = nsets;
 }
 
 /* Make an empty table of @nsets sets.  The old one goes first, so that
@@ -13336,7 +13506,6 @@ static int ipt__blk_runs_resize(struct pt_block_decoder *decoder,
 {
 	size_t size, stride = ipt__blk_set_bytes(decoder);
 	uint32_t old = decoder->rsets;
-	uintptr_t base;
 	void *mem;
 
 	ipt__blk_runs_free(decoder);
@@ -13348,16 +13517,58 @@ static int ipt__blk_runs_resize(struct pt_block_decoder *decoder,
 			(void) ipt__blk_runs_resize(decoder, old);
 		return -pte_nomem;
 	}
+	ipt__blk_runs_take(decoder, mem, size, nsets);
+	return 0;
+}
 
-	base = ((uintptr_t) mem + IPT__RUN_ALIGN - 1) &
-	       ~(uintptr_t) (IPT__RUN_ALIGN - 1);
-	IPT_MEMSET((void *) base, 0, (size_t) nsets * stride);
+/* Double the table.  While the old table and the new one fit the limit
+ * together, the old runs move over (each old set's runs land in the two
+ * new sets its hash splits into, two ways each, so none is lost); else it
+ * starts over empty (ipt__blk_runs_resize).  A table with text starts over
+ * too: three times the bytes a set, and where memory is tighter (an
+ * instruction decoder's runs end sooner, and are quicker to record again).
+ * Returns as ipt__blk_runs_resize does. */
+static int ipt__blk_runs_grow(struct pt_block_decoder *decoder)
+{
+	size_t stride = ipt__blk_set_bytes(decoder), size;
+	uint32_t old = decoder->rsets, nsets = old * 2, i, way;
+	struct ipt__blk_run *runs = decoder->runs;
+	void *omem = decoder->rmem;
+	size_t osize = decoder->rmem_size;
+	void *mem;
 
-	decoder->rmem = mem;
-	decoder->rmem_size = size;
-	decoder->runs = (struct ipt__blk_run *) base;
-	decoder->rstride = (uint32_t) stride;
-	decoder->rsets = nsets;
+	size = (size_t) nsets * stride + IPT__RUN_ALIGN;
+	if (decoder->want_text ||
+	    (uint64_t) osize + size > decoder->rlimit + IPT__RUN_ALIGN)
+		return ipt__blk_runs_resize(decoder, nsets);
+	mem = ipt__alloc_cache(&decoder->allocator, size);
+	if (!mem)
+		return ipt__blk_runs_resize(decoder, nsets);
+	ipt__blk_runs_take(decoder, mem, size, nsets);
+
+	/* The last way first, so that each set keeps its order. */
+	for (i = 0; i < old; ++i) {
+		struct ipt__blk_run *from;
+
+		from = (struct ipt__blk_run *) ((uint8_t *) runs +
+						(size_t) i * stride);
+		for (way = IPT__RUN_WAYS; way-- > 0;) {
+			struct ipt__blk_run *to;
+
+			if (!from[way].ctx)
+				continue;
+			to = ipt__blk_set(decoder,
+					  ipt__blk_set_of(from[way].ip,
+							  from[way].ctx,
+							  nsets));
+			ipt__blk_set_shift(to, decoder->want_text);
+			IPT__COPY(to[0], from[way]);
+			if (decoder->want_text)
+				IPT__COPY(ipt__blk_set_text(to)[0],
+					  ipt__blk_set_text(from)[way]);
+		}
+	}
+	ipt__free(&decoder->allocator, omem, osize);
 	return 0;
 }
 
@@ -13368,9 +13579,10 @@ static void ipt__blk_runs_reset(struct pt_block_decoder *decoder)
 
 	ipt__blk_runs_free(decoder);
 	ipt__blk_lmap_free(decoder);
-	if (nsets > IPT__RUN_FIRST_BYTES / ipt__blk_set_bytes(decoder))
-		nsets = (uint32_t) (IPT__RUN_FIRST_BYTES /
-				    ipt__blk_set_bytes(decoder));
+	while (nsets > 1 &&
+	       (uint64_t) nsets * ipt__blk_set_bytes(decoder) >
+		       IPT__RUN_FIRST_BYTES)
+		nsets /= 2;
 	if (nsets)
 		(void) ipt__blk_runs_resize(decoder, nsets);
 	ipt__blk_icache_resize(decoder, ipt__blk_icache_first_bits(decoder));
@@ -13524,6 +13736,19 @@ static void ipt__blk_note_end(struct pt_block_decoder *decoder)
 	decoder->ahead = 0;
 }
 
+/* We are done with the current event: remember its time, and whether it
+ * anchors TRIG counts. */
+static int ipt__blk_leave_event(struct pt_block_decoder *decoder)
+{
+	const struct pt_event *ev = &decoder->event;
+
+	decoder->tsc = ev->tsc;
+	decoder->has_tsc = ev->has_tsc;
+	decoder->lost_mtc = ev->lost_mtc;
+	decoder->lost_cyc = ev->lost_cyc;
+	return ipt__blk_update_trig_anchor(decoder, ev);
+}
+
 /* We are done with the current event: remember its time and get the next
  * one.  An event decoder error is kept in @status and reported when we
  * get to it. */
@@ -13532,12 +13757,7 @@ static int ipt__blk_fetch_event(struct pt_block_decoder *decoder)
 	struct pt_event *ev = &decoder->event;
 	int status;
 
-	decoder->tsc = ev->tsc;
-	decoder->has_tsc = ev->has_tsc;
-	decoder->lost_mtc = ev->lost_mtc;
-	decoder->lost_cyc = ev->lost_cyc;
-
-	status = ipt__blk_update_trig_anchor(decoder, ev);
+	status = ipt__blk_leave_event(decoder);
 	if (status < 0)
 		return status;
 
@@ -13636,6 +13856,7 @@ static int ipt__blk_decoder_init(struct pt_block_decoder *decoder,
 
 	decoder->want_text = want_text;
 	decoder->rlimit = IPT_BLK_CACHE_LIMIT;
+	decoder->ibits_runs = IPT__ICACHE_MIN_BITS;
 	decoder->default_image = ipt_image_alloc_with(NULL,
 						      &decoder->allocator);
 	ipt__blk_runs_reset(decoder);
@@ -14977,6 +15198,19 @@ done:
 	return run;
 }
 
+/* The way of @set that holds the run at @ip in context @ctx;
+ * IPT__RUN_WAYS if none. */
+static IPT__INLINE uint32_t ipt__blk_way_of(const struct ipt__blk_run *set,
+					    uint64_t ip, uint32_t ctx)
+{
+	uint32_t way;
+
+	for (way = 0; way < IPT__RUN_WAYS; ++way)
+		if (set[way].ip == ip && set[way].ctx == ctx)
+			break;
+	return way;
+}
+
 /* A miss in the set @idx: record the run at @ip there.  If that pushes a
  * run out and the table has lost runs that way for an eighth of its
  * entries, it is too small for the code: grow it first, if the limit and
@@ -14990,11 +15224,11 @@ ipt__blk_run_miss(struct pt_block_decoder *decoder, uint32_t idx, uint64_t ip,
 	struct ipt__blk_run *set;
 
 	set = ipt__blk_set(decoder, idx);
-	if (set[0].ctx && set[1].ctx)
+	if (set[IPT__RUN_WAYS - 1].ctx)
 		decoder->rfills += 1;
-	if (decoder->rfills > decoder->rsets / 4 &&
+	if (decoder->rfills > decoder->rsets * (IPT__RUN_WAYS / 2) / 4 &&
 	    decoder->rsets < ipt__blk_max_sets(decoder)) {
-		if (ipt__blk_runs_resize(decoder, decoder->rsets * 2) < 0)
+		if (ipt__blk_runs_grow(decoder) < 0)
 			decoder->rlimit = (uint64_t) decoder->rsets *
 					  ipt__blk_set_bytes(decoder);
 		/* Without memory even for the old size, go on without. */
@@ -15005,13 +15239,47 @@ ipt__blk_run_miss(struct pt_block_decoder *decoder, uint32_t idx, uint64_t ip,
 		set = ipt__blk_set(decoder, idx);
 	}
 
-	/* The newer run moves to the second way, the new one comes first. */
+	/* The others move one way on, the new one comes first. */
 	ipt__blk_set_shift(set, decoder->want_text);
 	if (decoder->want_text)
 		text = ipt__blk_set_text(set);
 	if (ptext)
 		*ptext = text;
 	return ipt__blk_run_fill(decoder, &set[0], text, ip, mode, ctx);
+}
+
+/* The run at @ip is in neither of the first two ways of the set @idx:
+ * look in the others.  Found there, it moves to the first way if @record
+ * (the others move one way on), so that the runs in use stay in the ways
+ * looked at first; else it is recorded if @record (ipt__blk_run_miss).
+ * NULL if there is none, as ipt__blk_run_get. */
+static IPT__NOINLINE const struct ipt__blk_run *
+ipt__blk_run_far(struct pt_block_decoder *decoder, uint32_t idx, uint64_t ip,
+		 enum pt_exec_mode mode, uint32_t ctx,
+		 const struct ipt__blk_text **ptext, int record)
+{
+	struct ipt__blk_run *set = ipt__blk_set(decoder, idx), run;
+	struct ipt__blk_text *text = ipt__blk_set_text(set), keep;
+	uint32_t way;
+
+	way = ipt__blk_way_of(set, ip, ctx);
+	if (way >= IPT__RUN_WAYS)
+		return record ? ipt__blk_run_miss(decoder, idx, ip, mode, ctx,
+						  ptext)
+			      : NULL;
+	if (record) {
+		IPT__COPY(run, set[way]);
+		if (decoder->want_text)
+			IPT__COPY(keep, text[way]);
+		ipt__blk_set_shift_to(set, way, decoder->want_text);
+		IPT__COPY(set[0], run);
+		if (decoder->want_text)
+			IPT__COPY(text[0], keep);
+		way = 0;
+	}
+	if (ptext)
+		*ptext = decoder->want_text ? &text[way] : NULL;
+	return &set[way];
 }
 
 /* The run starting at @ip in @mode in the current address space if the
@@ -15021,17 +15289,14 @@ ipt__blk_run_cached(struct pt_block_decoder *decoder, uint64_t ip,
 		    enum pt_exec_mode mode)
 {
 	struct ipt__blk_run *set;
-	uint32_t ctx;
+	uint32_t ctx, way;
 
 	if (!IPT__BLK_RUNS || !decoder->runs)
 		return NULL;
 	ctx = ipt__blk_ctx_of(decoder, mode);
 	set = ipt__blk_set(decoder, ipt__blk_set_of(ip, ctx, decoder->rsets));
-	if (set[0].ip == ip && set[0].ctx == ctx)
-		return &set[0];
-	if (set[1].ip == ip && set[1].ctx == ctx)
-		return &set[1];
-	return NULL;
+	way = ipt__blk_way_of(set, ip, ctx);
+	return way < IPT__RUN_WAYS ? &set[way] : NULL;
 }
 
 /* The run starting at @ip in @mode in the current address space, from the
@@ -15054,9 +15319,8 @@ ipt__blk_run_get(struct pt_block_decoder *decoder, uint64_t ip,
 	set = ipt__blk_set(decoder, idx);
 	if (set[0].ip != ip || set[0].ctx != ctx) {
 		if (set[1].ip != ip || set[1].ctx != ctx)
-			return record ? ipt__blk_run_miss(decoder, idx, ip,
-							  mode, ctx, ptext)
-				      : NULL;
+			return ipt__blk_run_far(decoder, idx, ip, mode, ctx,
+						ptext, record);
 		way = 1;
 	}
 
@@ -16232,12 +16496,13 @@ struct ipt__blk_walk_ops {
 	void (*branch)(void *context, uint64_t from, uint64_t next,
 		       enum pt_insn_class iclass);
 	void (*reach)(void *context, uint64_t ip);
-	/* If set, asked at each @ip the walk goes on at while the TNT in
-	 * hand has more than one bit left: it may take TNT bits in bulk
-	 * (never the last one), leaving the decoder as the walk would have
-	 * after a bit (a run at @ip still to find, no run chained since)
-	 * and reporting as the walk would.  Returns where the flow went on,
-	 * @ip if it took nothing. */
+	/* If set, asked at each @ip the walk goes on at while a TNT is in
+	 * hand: it may take TNT bits in bulk, also from the TNT packets
+	 * that follow (ipt__blk_tnt_ahead, ipt__blk_tnt_taken), but never
+	 * the last bit of the last of them, leaving the decoder as the
+	 * walk would have after a bit (a run at @ip still to find, no run
+	 * chained since) and reporting as the walk would.  Returns where
+	 * the flow went on, @ip if it took nothing. */
 	uint64_t (*tnt)(void *context, struct pt_block_decoder *decoder,
 			uint64_t ip, enum pt_exec_mode mode);
 };
@@ -16259,9 +16524,36 @@ ipt__blk_walk_tnt(struct pt_block_decoder *decoder,
 {
 	const struct pt_event *ev = &decoder->event;
 
-	if (ops->tnt && ev->type == ptev_tnt && ev->variant.tnt.size > 1)
+	if (ops->tnt && ev->type == ptev_tnt && ev->variant.tnt.size)
 		return ops->tnt(context, decoder, ip, mode);
 	return ip;
+}
+
+/* For ops->tnt: the TNT packets after the event in hand, read ahead (see
+ * ipt__evt_tnt_ahead). */
+static IPT__INLINE uint32_t
+ipt__blk_tnt_ahead(const struct pt_block_decoder *decoder, const uint8_t **pos,
+		   uint64_t *payload)
+{
+	return ipt__evt_tnt_ahead(&decoder->evdec, pos, payload);
+}
+
+/* ops->tnt took the TNT packets read ahead up to @pos: the event in hand
+ * becomes the last of them, with @left of its bits @payload to go and
+ * @icnt instructions walked since it was fetched, as if each packet's
+ * event had been used up in turn and the next fetched. */
+static void ipt__blk_tnt_taken(struct pt_block_decoder *decoder,
+			       const uint8_t *pos, uint64_t payload,
+			       uint32_t left, uint32_t icnt)
+{
+	struct pt_event *ev = &decoder->event;
+
+	/* A TNT has its IP: it cannot fail. */
+	(void) ipt__blk_leave_event(decoder);
+	decoder->icnt = icnt;
+	ev->variant.tnt.bits = payload;
+	ev->variant.tnt.size = (uint8_t) left;
+	ipt__evt_tnt_taken(&decoder->evdec, pos);
 }
 
 /* The block the walk just ended with @run, for the trailing-event
@@ -16277,6 +16569,23 @@ static void ipt__blk_run_block(struct pt_block *block,
 	block->mode = mode;
 	block->iclass = (enum pt_insn_class) run->iclass;
 	block->ninsn = run->ninsn;
+}
+
+/* The walk's block ended with the trace in hand used up: fetch the next
+ * event if that is a used-up TNT, as the trailing-event rules would.
+ * Returns 0 if the walk goes on with a TNT or TIP in hand, the rules
+ * having nothing else to do; 1 if they are to be applied. */
+static IPT__INLINE int
+ipt__blk_walk_next_event(struct pt_block_decoder *decoder)
+{
+	const struct pt_event *ev = &decoder->event;
+
+	if (decoder->status >= 0 && ev->type == ptev_tnt &&
+	    !ev->variant.tnt.size && ipt__blk_fetch_event(decoder) < 0)
+		return 1;
+	return decoder->status < 0 ||
+	       (ev->type == ptev_tnt ? !ev->variant.tnt.size :
+				      ev->type != ptev_tip);
 }
 
 static void ipt__blk_watch(struct pt_block_decoder *decoder);
@@ -16399,12 +16708,20 @@ static IPT__INLINE int ipt__blk_walk(struct pt_block_decoder *decoder,
 		decoder->ip = to;
 
 	block_end:
-		/* The trace in hand is used up: the block ends here. */
-		ipt__blk_run_block(&block, run, mode);
-		*status = ipt__blk_proceed_trailing_event(decoder, &block);
-		if (*status != 0 ||
-		    (ev->type != ptev_tnt && ev->type != ptev_tip))
-			goto done;
+		/* The trace in hand is used up: the block ends here.  With
+		 * a TNT or a TIP next, the trailing-event rules only fetch
+		 * it (the walk has no ticks and no postponed instruction):
+		 * done here at once. */
+		if (ipt__blk_walk_next_event(decoder)) {
+			ipt__blk_run_block(&block, run, mode);
+			*status = ipt__blk_proceed_trailing_event(decoder,
+								  &block);
+			if (*status != 0 ||
+			    (ev->type != ptev_tnt && ev->type != ptev_tip))
+				goto done;
+		} else {
+			*status = ipt__blk_status(decoder, 0);
+		}
 		chain = 0;
 		ip = ipt__blk_walk_tnt(decoder, ops, context, decoder->ip,
 				       mode);
@@ -20757,21 +21074,29 @@ static IPT__INLINE void ipt__cov_reach(void *context, uint64_t ip)
  * Between two packets that are not TNT, the walk goes from run to run
  * taking one TNT bit at each conditional branch.  The memo keeps, for a
  * context (address space, mode, image epoch: the run cache's context
- * number), an IP and the next up to IPT__COV_MEMO_BITS bits of the TNT in
- * hand, what the walk does with them: the edges, the return-stack pushes
- * and pops, the instructions it counts, and where the flow goes on.  One
- * look-up then stands for a run of branches.
+ * number), an IP and the next up to IPT__COV_MEMO_BITS TNT bits, what the
+ * walk does with them: the edges, the return-stack pushes and pops, the
+ * instructions it counts, and where the flow goes on.  One look-up then
+ * stands for a run of branches.
+ *
+ * The bits come from the TNT in hand and the TNT packets behind it, read
+ * straight from the trace (ipt__blk_tnt_ahead) into a window: one memo
+ * step after another takes bits from the window, across packet borders,
+ * with no event made per packet, until an entry takes nothing.  Then the
+ * block decoder is told how far the steps got (ipt__blk_tnt_taken) and
+ * the walk goes on from there.
  *
  * An entry holds only what the bits and the code decide: it stops before
  * a branch that needs a TIP, a return whose address was pushed before the
  * entry began (the return stack's contents are not part of the key), a
  * return with a not-taken bit, a missing run, and before the last bit of
- * the TNT (the walk takes that one and applies the trailing-event rules).
- * Whatever an entry does not cover the walk does as before, so the edges
- * and the decoder's state are the walk's.  The last branch of an entry
- * stays pending, as the walk leaves it, until the flow is seen at its
- * destination.  Entries are tagged with the context number: a new image
- * epoch (ipt_image_invalidate, section changes) makes them all stale.
+ * the window when no TNT packet follows (the walk takes that one and
+ * applies the trailing-event rules).  Whatever the entries do not cover
+ * the walk does as before, so the edges and the decoder's state are the
+ * walk's.  The last branch of a step stays pending, as the walk leaves
+ * it, until the flow is seen at its destination.  Entries are tagged with
+ * the context number: a new image epoch (ipt_image_invalidate, section
+ * changes) makes them all stale.
  *
  * The memo is one direct-mapped table, allocated on first use from the
  * decoder's allocator with at most @memo_limit bytes
@@ -20779,19 +21104,22 @@ static IPT__INLINE void ipt__cov_reach(void *context, uint64_t ip)
  * the same slot. */
 
 enum {
-	/* The most TNT bits one entry covers (and thus edges). */
-	IPT__COV_MEMO_BITS = 8,
+	/* The most TNT bits one entry covers (and thus edges; at most 16,
+	 * the bits of @ret, @nt and @count). */
+	IPT__COV_MEMO_BITS = 12,
 	/* The most return-stack pushes and pops one entry replays. */
-	IPT__COV_MEMO_OPS = 8
+	IPT__COV_MEMO_OPS = 8,
+	/* The most TNT packets read ahead of the one in hand at a time. */
+	IPT__COV_AHEAD = 32
 };
 
 struct ipt__cov_memo {
 	/* The key: the IP, the context number (zero for an empty entry),
-	 * and the bits (low byte, the first in its highest bit) with
-	 * their number (second byte). */
+	 * and the bits (low half, the first in its highest bit) with
+	 * their number (high half). */
 	uint64_t ip;
 	uint32_t ctx;
-	uint16_t key;
+	uint32_t key;
 	/* TNT bits taken, zero if none (the walk takes the next). */
 	uint8_t used;
 	/* Return-stack operations, in order: bit i of @pops says op[i] is
@@ -20801,11 +21129,11 @@ struct ipt__cov_memo {
 	/* Bit i of @ret says the i-th edge is a compressed return, of
 	 * @nt that it is a conditional branch not taken, of @count that it
 	 * counts (the decoder's kinds and ranges). */
-	uint8_t ret;
-	uint8_t nt;
-	uint8_t count;
-	/* Instructions walked, for the block decoder's count. */
-	uint32_t ninsn;
+	uint16_t ret;
+	uint16_t nt;
+	uint16_t count;
+	/* How many of the edges but the last count. */
+	uint8_t ncount;
 	/* Where the flow goes on; the IP after the last branch. */
 	uint64_t exit;
 	uint64_t last_next;
@@ -20813,8 +21141,13 @@ struct ipt__cov_memo {
 	uint64_t from[IPT__COV_MEMO_BITS];
 	uint64_t to[IPT__COV_MEMO_BITS];
 	uint64_t op[IPT__COV_MEMO_OPS];
-	/* Their bitmap indices, before the bitmap's size. */
+	/* Their bitmap indices, before the bitmap's size; those of the
+	 * @ncount edges but the last that count. */
 	uint32_t index[IPT__COV_MEMO_BITS];
+	uint32_t counted[IPT__COV_MEMO_BITS];
+	/* Instructions walked up to each bit taken, for the block
+	 * decoder's count. */
+	uint32_t ninsn[IPT__COV_MEMO_BITS];
 };
 
 /* The default memory bound of the memo, in bytes. */
@@ -20870,10 +21203,10 @@ ipt__cov_memo_kind(const struct ipt__cov_memo *e, uint32_t i)
 /* Record in @e what the walk does from @ip in @mode with the @n bits in
  * @bits (the first in bit n-1), reading runs as the walk would.  The
  * entry ends right after the last bit it could take. */
-static void ipt__cov_memo_fill(struct ipt_cov_decoder *cov,
-			       struct ipt__cov_memo *e, uint64_t ip,
-			       enum pt_exec_mode mode, uint32_t bits,
-			       uint32_t n)
+static IPT__NOINLINE void
+ipt__cov_memo_fill(struct ipt_cov_decoder *cov, struct ipt__cov_memo *e,
+		   uint64_t ip, enum pt_exec_mode mode, uint32_t bits,
+		   uint32_t n)
 {
 	struct pt_block_decoder *blk = &cov->blk;
 	uint32_t used = 0, ninsn = 0, nops = 0, pops = 0, depth = 0;
@@ -20900,10 +21233,10 @@ static void ipt__cov_memo_fill(struct ipt_cov_decoder *cov,
 			if (used == n)
 				return;
 			to = bit ? ipt__blk_run_target(run, mode, next) : next;
-			e->ret &= (uint8_t) ~mask;
-			e->nt &= (uint8_t) ~mask;
+			e->ret &= (uint16_t) ~mask;
+			e->nt &= (uint16_t) ~mask;
 			if (to == next)
-				e->nt |= (uint8_t) mask;
+				e->nt |= (uint16_t) mask;
 			break;
 
 		case ipt__run_ret:
@@ -20914,7 +21247,7 @@ static void ipt__cov_memo_fill(struct ipt_cov_decoder *cov,
 			to = e->op[stack[--depth]];
 			pops |= 1u << nops;
 			e->op[nops++] = 0;
-			e->ret |= (uint8_t) mask;
+			e->ret |= (uint16_t) mask;
 			break;
 
 		case ipt__run_dcall:
@@ -20945,13 +21278,13 @@ static void ipt__cov_memo_fill(struct ipt_cov_decoder *cov,
 		e->from[used] = end_ip;
 		e->to[used] = to;
 		e->index[used] = ipt__cov_index(end_ip, to);
-		e->count &= (uint8_t) ~mask;
+		e->ninsn[used] = ninsn;
+		e->count &= (uint16_t) ~mask;
 		if (ipt__cov_counts(cov, end_ip, to,
 				    ipt__cov_memo_kind(e, used)))
-			e->count |= (uint8_t) mask;
+			e->count |= (uint16_t) mask;
 		used += 1;
 		e->used = (uint8_t) used;
-		e->ninsn = ninsn;
 		e->nops = (uint8_t) nops;
 		e->pops = (uint8_t) pops;
 		e->exit = to;
@@ -20961,51 +21294,47 @@ static void ipt__cov_memo_fill(struct ipt_cov_decoder *cov,
 	}
 }
 
-/* The walk's ops->tnt: take the next bits of the TNT in hand from the
- * memo at @ip, filling the entry first if it is not there. */
-static uint64_t ipt__cov_tnt(void *context, struct pt_block_decoder *blk,
-			     uint64_t ip, enum pt_exec_mode mode)
+/* The entry for the @n bits @bits at @ip, filled first if it is not
+ * there. */
+static IPT__INLINE struct ipt__cov_memo *
+ipt__cov_memo_find(struct ipt_cov_decoder *cov, uint64_t ip,
+		   enum pt_exec_mode mode, uint32_t bits, uint32_t n)
 {
-	struct ipt_cov_decoder *cov = (struct ipt_cov_decoder *) context;
-	struct pt_event *ev = &blk->event;
+	struct pt_block_decoder *blk = &cov->blk;
 	struct ipt__cov_memo *e;
-	uint32_t size, n, bits, ctx, key, i, last;
+	uint32_t ctx, key;
 	uint64_t h;
 
-	if (IPT__UNLIKELY(!cov->memo) && !ipt__cov_memo_alloc(cov))
-		return ip;
-
-	/* Context numbers that start over could match old entries. */
-	if (IPT__UNLIKELY(blk->ctx_next < cov->memo_ctx))
-		IPT_MEMSET(cov->memo, 0, (size_t) cov->nmemo *
-			   sizeof(*cov->memo));
-	cov->memo_ctx = blk->ctx_next;
-
-	size = ev->variant.tnt.size;
-	n = size - 1;
-	if (n > IPT__COV_MEMO_BITS)
-		n = IPT__COV_MEMO_BITS;
-	bits = (uint32_t) (ev->variant.tnt.bits >> (size - n)) &
-	       ((1u << n) - 1);
-	key = bits | (n << 8);
+	key = bits | (n << 16);
 	ctx = ipt__blk_ctx_of(blk, mode);
-
-	h = (ip ^ ((uint64_t) ctx << 32) ^ ((uint64_t) key << 48)) *
+	h = (ip ^ ((uint64_t) ctx << 32) ^ ((uint64_t) key << 40)) *
 	    0x9e3779b97f4a7c15ull;
 	e = &cov->memo[h >> cov->memo_shift];
 	if (e->ip != ip || e->ctx != ctx || e->key != key) {
+		uint32_t i, ncount = 0;
+
 		ipt__cov_memo_fill(cov, e, ip, mode, bits, n);
+		for (i = 0; i + 1 < e->used; ++i)
+			if ((e->count >> i) & 1)
+				e->counted[ncount++] = e->index[i];
+		e->ncount = (uint8_t) ncount;
 		/* Filling may have moved to a new context. */
 		e->ip = ip;
 		e->ctx = ipt__blk_ctx_of(blk, mode);
-		e->key = (uint16_t) key;
+		e->key = key;
 	}
-	if (!e->used || blk->icnt + e->ninsn < blk->icnt)
-		return ip;
+	return e;
+}
 
-	ev->variant.tnt.size = (uint8_t) (size - e->used);
-	blk->icnt += e->ninsn;
-	cov->status.memo_bits += e->used;
+/* Do what @e says: the return stack's operations and the edges, as the
+ * walk reports them: all but the last are seen at their destination; the
+ * last waits for the flow to get there. */
+static IPT__INLINE void ipt__cov_memo_apply(struct ipt_cov_decoder *cov,
+					    const struct ipt__cov_memo *e)
+{
+	struct pt_block_decoder *blk = &cov->blk;
+	uint32_t i, last;
+
 	for (i = 0; i < e->nops; ++i) {
 		uint64_t dummy;
 
@@ -21015,19 +21344,19 @@ static uint64_t ipt__cov_tnt(void *context, struct pt_block_decoder *blk,
 			ipt__retstack_push(&blk->retstack, e->op[i]);
 	}
 
-	/* The edges, as the walk reports them: all but the last are seen
-	 * at their destination; the last waits for the flow to get there. */
-	ipt__cov_resolve(cov, ip);
 	last = (uint32_t) e->used - 1;
 	if (cov->map && !cov->config.edge &&
 	    !(cov->config.flags & ipt_cov_saturate)) {
 		/* Plain counters: as ipt__cov_hit, with its tests taken out
-		 * of the loop. */
-		for (i = 0; i < last; ++i)
-			if ((e->count >> i) & 1) {
-				cov->map[e->index[i] & cov->mask] += 1;
-				cov->status.edges += 1;
-			}
+		 * of the loop, and in locals: stores to the bitmap could
+		 * alias anything. */
+		uint8_t *map = cov->map;
+		uint32_t mask = cov->mask, ncount = e->ncount;
+		const uint32_t *counted = e->counted;
+
+		for (i = 0; i < ncount; ++i)
+			map[counted[i] & mask] += 1;
+		cov->status.edges += ncount;
 	} else {
 		for (i = 0; i < last; ++i)
 			if ((e->count >> i) & 1)
@@ -21039,8 +21368,144 @@ static uint64_t ipt__cov_tnt(void *context, struct pt_block_decoder *blk,
 	cov->pend_next = e->last_next;
 	cov->pend_kind = (e->ret >> last) & 1 ? ipt_cov_return :
 			 ipt_cov_taken;
-	return e->exit;
 }
+
+/* The TNT packets read ahead of the one in hand: their bits, bit sizes
+ * and where each ends, oldest first from @head (a ring of @n). */
+struct ipt__cov_ahead {
+	uint64_t payload[IPT__COV_AHEAD];
+	const uint8_t *end[IPT__COV_AHEAD];
+	uint8_t size[IPT__COV_AHEAD];
+	uint32_t head;
+	uint32_t n;
+};
+
+/* The walk's ops->tnt: take the next bits of the TNT in hand and the TNT
+ * packets behind it, one memo step after another from @ip. */
+static uint64_t ipt__cov_tnt(void *context, struct pt_block_decoder *blk,
+			     uint64_t ip, enum pt_exec_mode mode)
+{
+	struct ipt_cov_decoder *cov = (struct ipt_cov_decoder *) context;
+	struct pt_event *ev = &blk->event;
+	struct ipt__cov_ahead ahead;
+	const uint8_t *pos = NULL, *end = NULL;
+	uint64_t window, bits_in_hand = 0;
+	uint32_t nwin, left, icnt, more = 1, crossed = 0, steps = 0;
+	uint32_t pend_counts = 0, pend_kind = 0, pend_index = 0, last;
+
+	if (IPT__UNLIKELY(!cov->memo) && !ipt__cov_memo_alloc(cov))
+		return ip;
+
+	/* Context numbers that start over could match old entries. */
+	if (IPT__UNLIKELY(blk->ctx_next < cov->memo_ctx))
+		IPT_MEMSET(cov->memo, 0, (size_t) cov->nmemo *
+			   sizeof(*cov->memo));
+	cov->memo_ctx = blk->ctx_next;
+
+	/* The window: its next bit is bit @nwin - 1; the first @left of
+	 * them belong to the packet in hand. */
+	left = ev->variant.tnt.size;
+	nwin = left;
+	window = ev->variant.tnt.bits & ((1ull << nwin) - 1);
+	icnt = blk->icnt;
+	ahead.head = 0;
+	ahead.n = 0;
+
+	for (;;) {
+		const struct ipt__cov_memo *e;
+		uint32_t n, bits, used, took, at;
+
+		/* Read ahead until a full step's bits and one more are
+		 * there (a TNT-64 has at most 47 bits: they fit). */
+		while (more && nwin <= IPT__COV_MEMO_BITS &&
+		       ahead.n < IPT__COV_AHEAD) {
+			uint64_t payload = 0;
+			uint32_t size, slot;
+
+			size = ipt__blk_tnt_ahead(blk, &pos, &payload);
+			if (!size || size > 47) {
+				more = 0;
+				break;
+			}
+			slot = (ahead.head + ahead.n) % IPT__COV_AHEAD;
+			ahead.payload[slot] = payload;
+			ahead.size[slot] = (uint8_t) size;
+			ahead.end[slot] = pos;
+			ahead.n += 1;
+			window = (window << size) | payload;
+			nwin += size;
+		}
+
+		n = nwin - 1;
+		if (n > IPT__COV_MEMO_BITS)
+			n = IPT__COV_MEMO_BITS;
+		if (!n)
+			break;
+		bits = (uint32_t) (window >> (nwin - n)) & ((1u << n) - 1);
+		e = ipt__cov_memo_find(cov, ip, mode, bits, n);
+		used = e->used;
+		/* Not to a count that wraps, as the walk. */
+		if (!used || icnt + e->ninsn[used - 1] < icnt)
+			break;
+
+		/* The packets the step goes past (the window holds more
+		 * bits than it takes): the count starts over after the
+		 * last of them. */
+		took = used;
+		at = 0;
+		while (took >= left && ahead.n) {
+			took -= left;
+			at = used - took;
+			bits_in_hand = ahead.payload[ahead.head];
+			end = ahead.end[ahead.head];
+			left = ahead.size[ahead.head];
+			ahead.head = (ahead.head + 1) % IPT__COV_AHEAD;
+			ahead.n -= 1;
+		}
+		if (at) {
+			crossed = 1;
+			icnt = e->ninsn[used - 1] - e->ninsn[at - 1];
+		} else {
+			icnt += e->ninsn[used - 1];
+		}
+		left -= took;
+
+		nwin -= used;
+		window &= (1ull << nwin) - 1;
+		cov->status.memo_bits += used;
+
+		/* The edge pending went to @ip: after a step, the edge its
+		 * entry left pending, which the entry has counted. */
+		if (!steps)
+			ipt__cov_resolve(cov, ip);
+		else if (pend_counts)
+			ipt__cov_hit(cov, cov->pend_from, ip,
+				     (enum ipt_cov_kind) pend_kind,
+				     pend_index);
+		ipt__cov_memo_apply(cov, e);
+		last = (uint32_t) used - 1;
+		pend_counts = (e->count >> last) & 1;
+		pend_kind = ipt__cov_memo_kind(e, last);
+		pend_index = e->index[last];
+		steps += 1;
+		ip = e->exit;
+	}
+
+	if (crossed)
+		ipt__blk_tnt_taken(blk, end, bits_in_hand, left, icnt);
+	else {
+		ev->variant.tnt.size = (uint8_t) left;
+		blk->icnt = icnt;
+	}
+	return ip;
+}
+
+/* The instruction cache of a coverage decoder's block decoder, as a power
+ * of two entries: with filter ranges, tracing is disabled at each branch
+ * out of them, and the block decoder walks the run up to such a branch
+ * one instruction at a time; in large code those are more than its
+ * default cache holds. */
+enum { IPT__COV_ICACHE_BITS = 10 };
 
 /* Note an error at the decoder's position; the trace up to the next PSB is
  * lost. */
@@ -21343,6 +21808,7 @@ ipt_cov_alloc_decoder_with(const struct pt_config *config,
 		ipt__free(&a, cov, sizeof(*cov));
 		return NULL;
 	}
+	ipt__blk_set_icache_bits(&cov->blk, IPT__COV_ICACHE_BITS);
 
 	IPT__COPY(cov->config, *ucov);
 	cov->kinds = ucov->kinds ? ucov->kinds : (uint32_t) ipt_cov_all;

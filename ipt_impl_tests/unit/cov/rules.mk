@@ -6,10 +6,13 @@
 #   t_cov_reuse   one decoder over many traces: no allocation once warm,
 #                 the bitmap kept or cleared, invalidation, ranges, libxdc
 #                 mode, errors
+#   t_cov_tnt     the TNT memo across TNT packets: long TNT runs split
+#                 into packets of random sizes, with PADs and timing
+#                 packets between, against the block decoder's edges
 UNIT_ARGS_t_cov_oracle := manifest $(CONFORMANCE)/libipt/MANIFEST \
 	manifest $(CONFORMANCE)/real/MANIFEST synth examples/synth-sample
 
-$(foreach t,t_cov_oracle t_cov_reuse,$(B)/unit/cov/$(t) $(B)/asan/unit/cov/$(t)): \
+$(foreach t,t_cov_oracle t_cov_reuse t_cov_tnt,$(B)/unit/cov/$(t) $(B)/asan/unit/cov/$(t)): \
 	$(T)/unit/cov/cov_oracle.h $(T)/unit/hv/fault_util.h
 
 # Under memcheck: the shipped sample alone.

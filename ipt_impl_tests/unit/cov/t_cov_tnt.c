@@ -1,0 +1,329 @@
+/* t_cov_tnt - the coverage decoder's TNT memo across TNT packets.
+ *
+ * The memo takes TNT bits from the packet in hand and the TNT packets
+ * behind it, read straight from the trace.  Here the code is a loop of
+ * conditional branches with a direct call and a compressed return in it,
+ * ending in a direct jump back (a trace of nothing but TNT after the
+ * enable) or an indirect one (a TIP each time round); the traces split
+ * the bits into TNT-8 and TNT-64 packets of random sizes, one bit each,
+ * or with PADs and timing packets (MTC, CYC, TSC) between them.  On each:
+ * the edges (edge callback) equal cov_oracle.h's edges from the block
+ * decoder, and the bitmap without a callback (the plain counters) equals
+ * the documented function of those edges; on a fresh decoder and warm,
+ * with the default memo, one of 16 entries and none.  With one-bit
+ * packets only, the memo can take bits only across packets: it must. */
+
+#include "check.h"
+#include "blk_util.h"
+#include "cov_oracle.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum {
+	CODE_BASE = 0x1000,
+	/* Conditional branches in a row at the start of the loop. */
+	NCOND = 40
+};
+
+/* The loop: NCOND times "jz +2; xchg ax, ax", a call to f, one more
+ * conditional branch, then "jmp start" (@indirect zero) or "jmp rax";
+ * f is one conditional branch and a ret. */
+static size_t make_code(uint8_t *code, int indirect, uint64_t *f_at)
+{
+	size_t n = 0, call_at, f;
+	int i;
+
+	for (i = 0; i < NCOND; ++i) {
+		code[n++] = 0x74;
+		code[n++] = 0x02;
+		code[n++] = 0x66;
+		code[n++] = 0x90;
+	}
+	call_at = n;
+	n += 5;
+	code[n++] = 0x74;
+	code[n++] = 0x02;
+	code[n++] = 0x66;
+	code[n++] = 0x90;
+	if (indirect) {
+		code[n++] = 0xff;
+		code[n++] = 0xe0;
+	} else {
+		int32_t rel = -(int32_t) (n + 5);
+
+		code[n++] = 0xe9;
+		memcpy(&code[n], &rel, 4);
+		n += 4;
+	}
+	f = n;
+	code[n++] = 0x74;
+	code[n++] = 0x02;
+	code[n++] = 0x66;
+	code[n++] = 0x90;
+	code[n++] = 0xc3;
+
+	code[call_at] = 0xe8;
+	{
+		int32_t rel = (int32_t) (f - (call_at + 5));
+
+		memcpy(&code[call_at + 1], &rel, 4);
+	}
+	*f_at = CODE_BASE + f;
+	return n;
+}
+
+static uint64_t rng;
+
+static uint32_t next_rand(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return (uint32_t) (rng >> 11);
+}
+
+/* How the bits are split into packets. */
+enum split {
+	split_random,
+	split_one_bit,
+	split_timing
+};
+
+struct gen {
+	struct tb *t;
+	enum split split;
+	/* Bits not yet written, the first in bit nbits - 1. */
+	uint64_t bits;
+	uint32_t nbits;
+	uint64_t tsc;
+};
+
+/* Maybe PADs and timing packets between two packets. */
+static void put_between(struct gen *g)
+{
+	struct pt_packet p;
+
+	if (g->split != split_timing)
+		return;
+	memset(&p, 0, sizeof(p));
+	switch (next_rand() % 6) {
+	case 0:
+		p.type = ppt_pad;
+		break;
+	case 1:
+		p.type = ppt_mtc;
+		p.payload.mtc.ctc = (uint8_t) next_rand();
+		break;
+	case 2:
+		p.type = ppt_cyc;
+		p.payload.cyc.value = 1 + next_rand() % 100;
+		break;
+	case 3:
+		g->tsc += 1000 + next_rand() % 1000;
+		p.type = ppt_tsc;
+		p.payload.tsc.tsc = g->tsc;
+		break;
+	default:
+		return;
+	}
+	tb_put(g->t, &p);
+}
+
+/* Write TNT packets while at least @keep bits would be left. */
+static void put_tnt(struct gen *g, uint32_t keep)
+{
+	while (g->nbits > keep) {
+		struct pt_packet p;
+		uint32_t n;
+
+		memset(&p, 0, sizeof(p));
+		if (g->split == split_one_bit) {
+			n = 1;
+			p.type = ppt_tnt_8;
+		} else if (next_rand() % 8 == 0) {
+			n = 1 + next_rand() % 47;
+			p.type = ppt_tnt_64;
+		} else {
+			n = 1 + next_rand() % 6;
+			p.type = ppt_tnt_8;
+		}
+		if (n > g->nbits - keep) {
+			if (keep)
+				return;
+			n = g->nbits;
+			if (n > 6)
+				p.type = ppt_tnt_64;
+		}
+		p.payload.tnt.bit_size = (uint8_t) n;
+		p.payload.tnt.payload = (g->bits >> (g->nbits - n)) &
+					((1ull << n) - 1);
+		g->nbits -= n;
+		g->bits &= g->nbits ? (1ull << g->nbits) - 1 : 0;
+		tb_put(g->t, &p);
+		put_between(g);
+	}
+}
+
+static void add_bit(struct gen *g, uint32_t bit)
+{
+	g->bits = (g->bits << 1) | bit;
+	g->nbits += 1;
+	/* Keep room: 64 bits at most. */
+	put_tnt(g, 48);
+}
+
+/* A trace of @rounds times round the loop, in @t. */
+static void make_trace(struct tb *t, int indirect, enum split split,
+		       int rounds)
+{
+	struct gen g;
+	int r, i;
+
+	tb_init(t);
+	memset(&g, 0, sizeof(g));
+	g.t = t;
+	g.split = split;
+
+	tb_simple(t, ppt_psb);
+	tb_simple(t, ppt_psbend);
+	tb_mode_exec(t, ptem_64bit);
+	tb_ip(t, ppt_tip_pge, pt_ipc_sext_48, CODE_BASE);
+
+	for (r = 0; r < rounds; ++r) {
+		for (i = 0; i < NCOND; ++i)
+			add_bit(&g, next_rand() & 1);
+		/* f's branch, its compressed return, the branch after. */
+		add_bit(&g, next_rand() & 1);
+		add_bit(&g, 1);
+		add_bit(&g, next_rand() & 1);
+		if (indirect) {
+			put_tnt(&g, 0);
+			tb_ip(t, ppt_tip, pt_ipc_sext_48, CODE_BASE);
+			put_between(&g);
+		}
+	}
+	put_tnt(&g, 0);
+	tb_done(t);
+}
+
+static unsigned long traces, edges_seen;
+
+static void check_trace(const char *name, struct omem *mem,
+			const struct tb *t, int must_memo)
+{
+	const uint8_t *trace = t->config.begin;
+	size_t size = (size_t) (t->config.end - t->config.begin);
+	static uint8_t map[1 << 16], expect[1 << 16];
+	struct olist want = { 0, 0, 0 }, got = { 0, 0, 0 };
+	struct ipt_cov_decoder *cov, *plain;
+	struct ipt_cov_config cc;
+	struct ipt_cov_status st;
+	struct pt_image *image;
+	struct pt_config config;
+	int pass;
+
+	pt_config_init(&config);
+	config.begin = (uint8_t *) (uintptr_t) trace;
+	config.end = (uint8_t *) (uintptr_t) trace + size;
+
+	image = pt_image_alloc(NULL);
+	if (!CHECK(image != NULL))
+		return;
+	pt_image_set_callback(image, omem_read, mem);
+	CHECK_EQ(oracle_edges(&want, &config, image, omem_read, mem), 0);
+	CHECK(want.n > 0);
+	memset(expect, 0, sizeof(expect));
+	olist_bitmap(expect, sizeof(expect), &want, 0);
+
+	memset(&cc, 0, sizeof(cc));
+	plain = ipt_cov_alloc_decoder(&config, &cc);
+	cc.edge = olist_on_edge;
+	cc.context = &got;
+	cov = ipt_cov_alloc_decoder(&config, &cc);
+	if (!CHECK(cov != NULL && plain != NULL))
+		goto out;
+	CHECK_EQ(ipt_cov_set_image(cov, image), 0);
+	CHECK_EQ(ipt_cov_set_image(plain, image), 0);
+	CHECK_EQ(ipt_cov_set_bitmap(plain, map, sizeof(map)), 0);
+
+	/* First pass and warm with the default memo, then with 16 entries
+	 * (fresh, then warm), then without. */
+	for (pass = 0; pass < 5; ++pass) {
+		long at;
+
+		if (pass == 2) {
+			CHECK_EQ(ipt_cov_set_memo_limit(cov, 8192), 0);
+			CHECK_EQ(ipt_cov_set_memo_limit(plain, 8192), 0);
+		}
+		if (pass == 4) {
+			CHECK_EQ(ipt_cov_set_memo_limit(cov, 0), 0);
+			CHECK_EQ(ipt_cov_set_memo_limit(plain, 0), 0);
+		}
+		got.n = 0;
+		CHECK_EQ(ipt_cov_set_trace(cov, trace, trace + size, 1), 0);
+		CHECK_EQ(ipt_cov_decode(cov), 0);
+		at = olist_diff(&got, &want);
+		if (!CHECK(at < 0))
+			printf("     %s, pass %d: edge %ld of %zu/%zu\n", name,
+			       pass, at, got.n, want.n);
+
+		CHECK_EQ(ipt_cov_set_trace(plain, trace, trace + size, 1), 0);
+		CHECK_EQ(ipt_cov_decode(plain), 0);
+		if (!CHECK(!memcmp(map, expect, sizeof(map))))
+			printf("     %s, pass %d: bitmap\n", name, pass);
+
+		if (pass == 1 && CHECK(ipt_cov_get_status(plain, &st) == 0)) {
+			CHECK_EQ(st.errors, 0);
+			if (must_memo && !CHECK(st.memo_bits > 0))
+				printf("     %s: no bits through the memo\n",
+				       name);
+		}
+	}
+	traces += 1;
+	edges_seen += want.n;
+out:
+	ipt_cov_free_decoder(cov);
+	ipt_cov_free_decoder(plain);
+	pt_image_free(image);
+	free(want.e);
+	free(got.e);
+}
+
+int main(void)
+{
+	static const char *const splits[] = { "random", "one-bit", "timing" };
+	static struct tb t;
+	uint8_t code[NCOND * 4 + 64];
+	struct omem mem;
+	int indirect, split, seed;
+
+	for (indirect = 0; indirect < 2; ++indirect) {
+		uint64_t f_at;
+		size_t n = make_code(code, indirect, &f_at);
+
+		memset(&mem, 0, sizeof(mem));
+		if (!CHECK(omem_add(&mem, code, n, CODE_BASE) == 0))
+			continue;
+		for (split = 0; split < 3; ++split)
+			for (seed = 1; seed <= 4; ++seed) {
+				char name[64];
+
+				rng = 0x9e3779b97f4a7c15ull * (uint64_t) seed +
+				      (uint64_t) (split * 2 + indirect);
+				make_trace(&t, indirect, (enum split) split,
+					   60);
+				snprintf(name, sizeof(name), "%s %s seed %d",
+					 indirect ? "tip" : "tnt-only",
+					 splits[split], seed);
+				if (!CHECK(t.errors == 0))
+					continue;
+				check_trace(name, &mem, &t,
+					    split == split_one_bit);
+			}
+		omem_fini(&mem);
+	}
+	printf("%lu traces, %lu edges\n", traces, edges_seen);
+	return check_done();
+}
