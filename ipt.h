@@ -1689,14 +1689,17 @@ IPT_API int ipt_insn_set_ring(struct pt_insn_decoder *decoder,
  * goes on, and decoding in pieces gives what decoding the whole trace
  * gives, item for item.  That holds for calls that only read ahead too:
  * a query decoder's answer needs the event after it, a block needs what
- * follows it to know its status flags, so they wait as well.  The last
+ * follows it to know its status flags, so they wait as well, and so does
+ * a sync that finds a PSB+ the end cuts.  A forward sync that finds no
+ * PSB before the end says -pte_eos, as for the whole trace, and moves
+ * nowhere: made again once the end has moved, it searches on.  The last
  * call, with more zero, makes the end the end of the trace (-pte_eos).
  * A decoder starts with more zero (the whole of [begin, end) is there).
  *
- * The query, block and instruction decoders copy their state before each
- * call that may need more (for the block decoder: each block but the most
- * common, one conditional branch with trace bits in hand), a few KiB;
- * nothing is copied while more is zero.  The block decoder's record of
+ * The event, query, block and instruction decoders copy their state
+ * before each call that may need more (for the block decoder: each block
+ * but the most common, one conditional branch with trace bits in hand), a
+ * few KiB; nothing is copied while more is zero.  The block decoder's record of
  * libipt's block cache (see >>blk) sees no call that was undone.
  * The coverage decoder streams too (ipt_cov_extend, >>api-cov).  A ring
  * buffer's newer piece grows the same way (ipt_*_set_ring above).
