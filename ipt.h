@@ -74,7 +74,8 @@
  *     >>sb     sideband sessions: perf_event records applied to a
  *              decoder's events, an image per process (hosted builds)
  *     >>cov    coverage: a trace to an edge bitmap, on the block decoder
- *     >>seg    segments: PSB index, joining decoders of adjacent segments
+ *     >>seg    segments: PSB index, joining decoders of adjacent segments,
+ *              decoding one trace in pieces through the caller's loop
  *
  * LICENSE: MIT, at the end of this file.
  */
@@ -1472,13 +1473,65 @@ IPT_API int ipt_insn_set_vm_tolerant(struct pt_insn_decoder *decoder, int on);
 /* Guest or host: PIP's NR bit says whether the processor runs in VMX
  * non-root operation (a guest) after the CR3 it carries; the paging events
  * (ptev_paging, ptev_async_paging, and PSB+ status updates) carry it as
- * non_root.  ipt_blk_in_guest() / ipt_insn_in_guest() give it as of the
- * events taken so far, that is for the next block or instruction: 1 in a
- * guest, 0 in the host, -pte_nosync if no PIP has said since the decoder
- * synchronized, -pte_invalid without decoder.  An agent keeps the guest's
- * flow by dropping what comes while this is 0. */
+ * non_root.  ipt_qry_in_guest() / ipt_blk_in_guest() / ipt_insn_in_guest()
+ * give it as of the events the caller has taken so far: 1 in a guest, 0
+ * in the host, -pte_nosync if no PIP has said since the decoder
+ * synchronized (or started), -pte_invalid without decoder.
+ *
+ * That makes it a tag for each piece of output, asked right after it:
+ * after pt_*_next, the block or instruction just returned (events after it
+ * are still pending); after pt_*_event, the event just returned, and a
+ * paging event is tagged with the side it switches to.  A VM exit's
+ * events (FUP, PIP with NR clear, TIP) are so tagged host from its paging
+ * event on, a VM entry's guest from its paging event on.  The VMCS packet
+ * (ptev_vmcs, ptev_async_vmcs) names the VMCS a VMM loaded, not the side:
+ * it changes no tag.  With "conceal VMX from PT" set in the VMCS, VM
+ * entries and exits write no PIP: the tag stays what the last PIP said,
+ * and such a trace cannot tell guest from host.  An agent keeps the
+ * guest's flow by dropping what comes while this is 0. */
+IPT_API int ipt_qry_in_guest(const struct pt_query_decoder *decoder);
 IPT_API int ipt_blk_in_guest(const struct pt_block_decoder *decoder);
 IPT_API int ipt_insn_in_guest(const struct pt_insn_decoder *decoder);
+
+/* One address space: ipt_blk_set_cr3_filter() / ipt_insn_set_cr3_filter()
+ * with a CR3 make the decoder skip the trace of every other CR3 without
+ * walking its code (the read-memory callback is never asked for it), as
+ * if the hardware's own CR3 filter (IA32_RTIT_CR3_MATCH) had been on;
+ * pt_asid_no_cr3 (the default) keeps all.  The CR3 is what PIP says,
+ * compared whole; until the first PIP after synchronizing it is not
+ * known and nothing is skipped.  A new filter takes effect at the next
+ * paging event.
+ *
+ * At the boundaries the decoder reports:
+ * - leaving: the paging event that names another CR3 (ptev_paging at the
+ *   MOV CR3, ptev_async_paging at a far transfer, VM entry or exit, or a
+ *   PSB+ status update), then, if tracing was enabled, ptev_disabled with
+ *   its IP suppressed (bound to the MOV CR3, as TIP.PGD would be).
+ * - in between: nothing.  No blocks, no events; the state the skipped
+ *   events carry (CR3, VMCS, execution mode, TSX, core:bus ratio) is
+ *   taken in, so pt_*_asid and pt_*_core_bus_ratio stay current; the
+ *   next reported event carries the time as usual.
+ * - coming back: the paging event that names the filter's CR3, then the
+ *   flow from the first IP the trace gives: a TIP.PGE's ptev_enabled or
+ *   an overflow's ptev_overflow as the trace has them (a PSB+ FUP's
+ *   enable as ptev_enabled, not a status update); otherwise a
+ *   ptev_enabled at that IP (not resumed) followed by the event that gave
+ *   it: the target of a TIP (taken in), or the IP of an asynchronous
+ *   branch, paging, VMCS, MODE.Exec or TSX event (then reported as
+ *   usual).  Back at a far transfer or at a PSB+ the flow goes on where
+ *   it comes back; back at a MOV CR3 (ptev_paging, IP unknown), the
+ *   instructions up to the next IP packet cannot be decoded without the
+ *   other address space's code, and are not reported.
+ * So the blocks and instructions of the filter's CR3 are those a decode
+ * without filter reports there, less those after a MOV CR3 into it and
+ * before the next IP packet.
+ *
+ * While the decoder skips, ipt_*_get_start_state fails with
+ * -pte_bad_context.  Both return zero, -pte_invalid without decoder. */
+IPT_API int ipt_blk_set_cr3_filter(struct pt_block_decoder *decoder,
+				   uint64_t cr3);
+IPT_API int ipt_insn_set_cr3_filter(struct pt_insn_decoder *decoder,
+				    uint64_t cr3);
 
 /* >>api-start: starting where there is no PSB */
 
@@ -1491,9 +1544,11 @@ IPT_API int ipt_insn_in_guest(const struct pt_insn_decoder *decoder);
  * The decoder takes the state as it takes a PSB+: its first events are
  * status updates (ptev_enabled or ptev_disabled, ptev_async_paging with
  * the CR3, ptev_async_vmcs, ptev_tsx if in a transaction, ptev_exec_mode;
- * all at @ip, stamped with @time), then the trace from @offset on.  A
- * decoder that had decoded the trace before @offset itself and stands
- * there (see ipt_blk_get_start_state) gives from then on what it gives.
+ * all at @ip, stamped with @time; unlike a PSB+'s they give a TRIG no
+ * new anchor, so that its count goes on across the start), then the
+ * trace from @offset on.  A decoder that had decoded the trace before
+ * @offset itself and stands there (see ipt_blk_get_start_state) gives
+ * from then on what it gives.
  *
  * Fields a caller does not know are left zero: no CR3 or VMCS (as a PSB+
  * without PIP or VMCS), no last IP (a compressed IP packet then fails
@@ -1557,6 +1612,13 @@ struct ipt_start_state {
 	 * many of the instructions the decoder reported last a decoder
 	 * started with this state reports again (see there). */
 	uint32_t repeat;
+
+	/* The instruction right before @ip, if @has_last_insn: the one whose
+	 * trace the decoder took last (ipt_*_get_start_state fills it in).
+	 * A TSX abort right after the start looks at it as it would at the
+	 * end of the block before (erratum BDM64, with @mode). */
+	uint32_t has_last_insn;
+	uint64_t last_insn_ip;
 };
 
 /* Start decoder at @offset in its trace, at a packet boundary, in @state
@@ -1609,9 +1671,8 @@ IPT_API int ipt_insn_start_at(struct pt_insn_decoder *decoder,
  * inside a group of packets that belong together (events wait for
  * packets still to come, such as a MODE.EXEC for its TIP; events bound to
  * an instruction are not all taken; an erratum's look ahead met the end
- * of the trace) or inside a packet: a start state cannot hold those.  Not exact yet: a TSX
- * abort right after the start (the BDM64 workaround looks at the block
- * before it) and a TRIG's instruction count across the start.  Ref: ipt.h
+ * of the trace) or inside a packet: a start state cannot hold those.  Not
+ * exact yet: a TRIG's instruction count across the start.  Ref: ipt.h
  * only. */
 IPT_API int ipt_blk_get_start_state(const struct pt_block_decoder *decoder,
 				    uint64_t *offset,
@@ -2310,9 +2371,10 @@ ipt_sb_alloc_pevent_decoder_mem(struct pt_sb_session *session,
  * one with all entries returns up to the call where it finds its return
  * stack empty (-pte_retstack_empty); from that call on, the output is
  * void, and the decoder before that first join must go on from its own
- * start to the end of the trace, its output taking over at that call.  A decoder from before that never reaches a state of the
- * next segment's simply decodes that segment too; the output is exact
- * either way, only the parallelism is lost. */
+ * start to the end of the trace, its output taking over at that call.
+ * A decoder from before that never reaches a state of the next segment's
+ * simply decodes that segment too; the output is exact either way, only
+ * the parallelism is lost. */
 struct ipt_segment {
 	/* The PSB, and where the next PSB (or the end of the trace) is. */
 	uint64_t offset;
@@ -2380,6 +2442,180 @@ IPT_API int ipt_blk_converged(const struct pt_block_decoder *decoder,
 			      const void *state);
 IPT_API int ipt_insn_converged(const struct pt_insn_decoder *decoder,
 			       const void *state);
+
+/* ---- decoding in pieces: the split, its workers, the stitch ----
+ *
+ * The STITCHING rule above, as a helper that owns none of the decoding:
+ * the caller's own decode loop (sync, events, instructions or blocks,
+ * errors, what it prints or counts) runs through struct ipt_seg_loop, one
+ * step at a time.  ipt_seg_split_alloc cuts the trace at PSBs spread about
+ * evenly over it into pieces; ipt_seg_decode runs a piece on a loop of the
+ * caller's until it joins a later piece or the trace ends; the stitch
+ * (ipt_seg_stitch_next) says which part of which piece's output comes
+ * next, and when a piece must be decoded once more (ipt_seg_rerun).
+ *
+ * Output is counted in marks: a number the loop chooses that grows with
+ * what it has output (bytes printed, results logged), from zero at the
+ * start of each piece.  The outputs, cut and put together as the stitch
+ * says, are what the loop outputs when it decodes the whole trace from the
+ * start, exactly.
+ *
+ * Threads are the caller's.  ipt_seg_decode of different pieces may run
+ * at once on different threads, each with a worker and loops of its own:
+ * it writes only its piece and reads of the others only where they begin.
+ * A piece's results may be read (ipt_seg_stitch_next) once its
+ * ipt_seg_decode has returned, with whatever the caller synchronizes
+ * threads with (a mutex, a join).  Nothing here waits or locks. */
+
+/* What a step did (struct ipt_seg_loop's step). */
+enum ipt_seg_step {
+	/* Go on. */
+	ipt_seg_go,
+	/* The loop is done: the end of the trace, or it gave up. */
+	ipt_seg_done,
+	/* Go on; the call the step made returned -pte_retstack_empty. */
+	ipt_seg_retstack
+};
+
+/* The caller's decode loop, as ipt_seg_decode drives it.  loop is the
+ * caller's object: a decoder and what the loop keeps of its own. */
+struct ipt_seg_loop {
+	/* Start loop at the PSB at offset (pt_*_sync_set), or, with first
+	 * set, as a decode of the whole trace starts (on a decoder that has
+	 * seen nothing of the trace; it synchronizes forward).  Its output
+	 * starts at mark zero.  Returns zero; a negative pte_* code if it
+	 * cannot start there. */
+	int (*start)(void *loop, uint64_t offset, int first);
+
+	/* Up to n steps (n > 0), each one call into the decoder and what
+	 * the loop does with its result.  Returns an enum ipt_seg_step:
+	 * ipt_seg_go after n steps; ipt_seg_done as soon as the loop is
+	 * done; ipt_seg_retstack right after a step whose call found the
+	 * return stack empty, with the output mark before that step in
+	 * *mark.  (Taking steps by the dozen keeps a tight loop tight.) */
+	int (*step)(void *loop, unsigned int n, uint64_t *mark);
+
+	/* Where is the loop?  *mark: its output mark.  Returns 1, with the
+	 * decoder's trace position (pt_*_get_offset) in *offset, if it is
+	 * between two calls into the decoder at a point where it may join
+	 * another loop (not synchronizing, not handling an error); zero if
+	 * not. */
+	int (*at)(void *loop, uint64_t *offset, uint64_t *mark);
+
+	/* Save the loop's state in state (state_size bytes, as given to
+	 * ipt_seg_split_alloc, aligned as malloc's are): the decoder's
+	 * (ipt_*_save) and whatever of the loop's own decides what it
+	 * outputs next.  Returns zero, or a negative pte_* code. */
+	int (*save)(const void *loop, void *state);
+
+	/* Is the loop in the state saved in state?  As ipt_*_converged (1,
+	 * 2, 0), for the loop's own part too.  When it says yes, the piece
+	 * joins there: it may keep what it needs of state (counts the mark
+	 * does not give). */
+	int (*same)(void *loop, const void *state);
+};
+
+/* A piece's results, once ipt_seg_decode has returned. */
+enum { ipt_seg_rserr_max = 64 };
+struct ipt_seg_piece {
+	/* Its PSB; the first piece (zero here) synchronizes instead. */
+	uint64_t begin;
+	/* Its output mark where it stopped. */
+	uint64_t end;
+	/* It joined piece join_to, whose output goes on at mark join_at;
+	 * join as ipt_*_converged (1, 2), zero if it did not join. */
+	int join;
+	size_t join_to;
+	uint64_t join_at;
+	/* Its loop could not start at its PSB. */
+	int failed;
+	/* The output marks before the steps that found the return stack
+	 * empty, the first ipt_seg_rserr_max of nrserr. */
+	size_t nrserr;
+	uint64_t rserr[ipt_seg_rserr_max];
+};
+
+struct ipt_seg_split;
+struct ipt_seg_worker;
+
+/* Cut config's trace into at most max_pieces pieces (at least one), at
+ * PSBs spread about evenly over it, for loops as ops describes (copied)
+ * whose states take state_size bytes.  Memory comes from allocator (NULL:
+ * the default): the split, its pieces, and its workers' states.  NULL if
+ * an argument is NULL or zero, config is bad, or memory runs out.  Ref:
+ * ipt.h only. */
+IPT_API struct ipt_seg_split *
+ipt_seg_split_alloc(const struct pt_config *config, size_t max_pieces,
+		    const struct ipt_seg_loop *ops, size_t state_size,
+		    const struct ipt_allocator *allocator);
+/* NULL is fine. */
+IPT_API void ipt_seg_split_free(struct ipt_seg_split *split);
+
+/* The number of pieces; piece idx (NULL if idx is out of range). */
+IPT_API size_t ipt_seg_split_count(const struct ipt_seg_split *split);
+IPT_API const struct ipt_seg_piece *
+ipt_seg_split_piece(const struct ipt_seg_split *split, size_t idx);
+
+/* A worker: the states of the next piece's start, for one thread.  NULL
+ * if split is NULL or memory runs out.  Free it before its split; NULL is
+ * fine. */
+IPT_API struct ipt_seg_worker *
+ipt_seg_worker_alloc(const struct ipt_seg_split *split);
+IPT_API void ipt_seg_worker_free(struct ipt_seg_worker *worker);
+
+/* Decode piece idx on loop until it joins a later piece or its loop is
+ * done, and record the piece's results.  probe is a second loop of the
+ * same kind (its decoder's configuration and code the same), which
+ * worker starts at the next pieces' PSBs to learn their states.  A
+ * worker keeps what it learned from piece to piece; loop and probe may
+ * be used again for any piece.  Returns zero; -pte_invalid if an argument
+ * is NULL or idx is out of range; a negative pte_* code from the loop's
+ * save.  A piece whose loop cannot start is failed, not an error. */
+IPT_API int ipt_seg_decode(struct ipt_seg_worker *worker, size_t idx,
+			   void *loop, void *probe);
+
+/* Decode piece idx once more, from its start to the end of the trace
+ * (the stitch asks for it, see below): loop is started as the piece
+ * starts and stepped until it is done.  Returns zero; -pte_invalid as
+ * ipt_seg_decode; a negative pte_* code if the loop cannot start. */
+IPT_API int ipt_seg_rerun(const struct ipt_seg_split *split, size_t idx,
+			  void *loop);
+
+/* Where the stitch is.  Before each call of ipt_seg_stitch_next, piece
+ * wait must have been decoded (its ipt_seg_decode returned). */
+struct ipt_seg_stitch {
+	size_t wait;
+	/* The rest is the stitch's own. */
+	size_t idx, again;
+	uint64_t at, end, since;
+	int phase;
+};
+
+/* A part of a piece's output: marks [from, to) of piece idx. */
+struct ipt_seg_range {
+	size_t idx;
+	uint64_t from, to;
+};
+
+IPT_API void ipt_seg_stitch_init(struct ipt_seg_stitch *stitch);
+
+/* The next part of the output.  Returns 1 with range: output piece
+ * range->idx's marks [from, to) (possibly none; the pieces come in
+ * order, each once); 2: decode piece range->idx once more to the end
+ * (ipt_seg_rerun) and output what comes after its first range->from
+ * marks, and that is all; zero: that was all.  -pte_invalid if an
+ * argument is NULL.
+ *
+ * The rule: the pieces follow their joins from the first piece on, each
+ * from the mark its predecessor joined it at.  From the first join whose
+ * return stacks differ (2) on, every loop whose output is used lacks
+ * older return stack entries: its output stands up to the first step
+ * that found the return stack empty; from there on, and if such a chain
+ * reaches a piece that could not start, the piece before that first
+ * join is decoded once more. */
+IPT_API int ipt_seg_stitch_next(const struct ipt_seg_split *split,
+				struct ipt_seg_stitch *stitch,
+				struct ipt_seg_range *range);
 
 /* >>api-cov: ipt_ coverage for fuzzers: a trace to an edge bitmap */
 
@@ -2579,6 +2815,11 @@ IPT_API int ipt_cov_set_cache_limit(struct ipt_cov_decoder *decoder,
 				    uint64_t bytes);
 IPT_API int ipt_cov_set_memo_limit(struct ipt_cov_decoder *decoder,
 				   uint64_t bytes);
+/* As ipt_blk_set_cr3_filter (see >>api-vm): the edges of one address
+ * space.  Leaving it is a disable edge, coming back an enable edge to the
+ * first IP the trace gives there. */
+IPT_API int ipt_cov_set_cr3_filter(struct ipt_cov_decoder *decoder,
+				   uint64_t cr3);
 IPT_API int ipt_cov_get_fault(const struct ipt_cov_decoder *decoder,
 			      struct ipt_fault *fault, size_t size);
 
@@ -6428,6 +6669,15 @@ static IPT__UNUSED int ipt__tcal_same(const struct ipt_time_cal *a,
  *   int  ipt__evt_same_event(const struct pt_event *,
  *                            const struct pt_event *);
  *        between two calls: the same state, the same event (for >>seg)
+ *   int  ipt__evt_paging(const struct pt_event *ev, uint64_t *cr3);
+ *        a paging event's CR3 and NR bit (1 guest, 0 host); -1 for
+ *        other events
+ *   struct ipt__vm_side, ipt__vm_side_take(side, ev),
+ *   ipt__vm_side_get(side)
+ *        guest or host as the paging events taken say (ipt_*_in_guest)
+ *   uint32_t ipt__evt_queued(const struct pt_event_decoder *decoder);
+ *        right after ipt_evt_start_at: how many status events the
+ *        state gave
  *   int  ipt__evt_next_tnt(struct pt_event_decoder *decoder,
  *                          struct pt_event *ev);
  *        pt_evt_next() for a caller holding a used-up TNT, TIP or enable
@@ -7581,6 +7831,19 @@ IPT_DEF int ipt_evt_start_at(struct pt_event_decoder *decoder,
 	IPT_MEMSET(&decoder->packet, 0, sizeof(decoder->packet));
 	decoder->packet.type = ppt_psbend;
 	return 0;
+}
+
+/* How many events wait in the queue: right after ipt_evt_start_at, the
+ * status events of the state. */
+static IPT__UNUSED uint32_t ipt__evt_queued(const struct pt_event_decoder *d)
+{
+	uint32_t n = 0;
+	uint8_t idx;
+
+	for (idx = d->evq.begin; idx != d->evq.end && n < ipt__evq_max;
+	     idx = ipt__evq_inc(idx))
+		n += 1;
+	return n;
 }
 
 /* The state of a decoder that has used up its trace, but for what only
@@ -9433,6 +9696,56 @@ static int ipt__evt_next(struct pt_event_decoder *decoder,
 	return 0;
 }
 
+/* ---- guest or host ---- */
+
+/* What a paging event (PIP, SDM 33.4.2.17 / 36.5.1) says: the CR3 it
+ * switches to in *@cr3 (if not NULL), and of VMX 1 for a guest's CR3
+ * (NR set: non-root), 0 for the host's; -1 for any other event.  The query
+ * and block decoders tag what follows with it (ipt_*_in_guest); the block
+ * decoder's CR3 filter compares the CR3. */
+static IPT__UNUSED int ipt__evt_paging(const struct pt_event *ev,
+				       uint64_t *cr3)
+{
+	uint64_t value;
+	int nr;
+
+	if (ev->type == ptev_paging) {
+		value = ev->variant.paging.cr3;
+		nr = ev->variant.paging.non_root;
+	} else if (ev->type == ptev_async_paging) {
+		value = ev->variant.async_paging.cr3;
+		nr = ev->variant.async_paging.non_root;
+	} else
+		return -1;
+	if (cr3)
+		*cr3 = value;
+	return nr;
+}
+
+/* Guest or host, as the paging events taken so far say; all zero: not
+ * known (no PIP since synchronizing). */
+struct ipt__vm_side {
+	uint8_t known;
+	uint8_t non_root;
+};
+
+static IPT__UNUSED void ipt__vm_side_take(struct ipt__vm_side *side,
+					  const struct pt_event *ev)
+{
+	int nr = ipt__evt_paging(ev, NULL);
+
+	if (nr >= 0) {
+		side->known = 1;
+		side->non_root = nr ? 1 : 0;
+	}
+}
+
+/* What ipt_*_in_guest answers: 1 guest, 0 host, -pte_nosync. */
+static IPT__UNUSED int ipt__vm_side_get(const struct ipt__vm_side *side)
+{
+	return side->known ? side->non_root : -pte_nosync;
+}
+
 /* ---- comparing decoders (for >>seg) ---- */
 
 /* Events are made from zeroed memory (ipt__evq_clean, or a memset in
@@ -9519,6 +9832,9 @@ struct pt_query_decoder {
 
 	/* The event decoder's error, reported when the caller gets there. */
 	int status;
+
+	/* Guest or host, as of the events the caller got (ipt_qry_in_guest). */
+	struct ipt__vm_side vm;
 };
 
 static void ipt__tnt_init(struct ipt__tnt_cache *cache)
@@ -9571,6 +9887,7 @@ static int ipt__qry_reset(struct pt_query_decoder *decoder)
 	decoder->status = -pte_nosync;
 	ipt__tnt_init(&decoder->tnt);
 	ipt_time_init(&decoder->last_time);
+	IPT_MEMSET(&decoder->vm, 0, sizeof(decoder->vm));
 	return 0;
 }
 
@@ -9911,10 +10228,16 @@ static int ipt__qry_event(struct pt_query_decoder *decoder,
 	if (size > sizeof(decoder->event))
 		size = sizeof(decoder->event);
 	IPT_MEMCPY(event, &decoder->event, size);
+	ipt__vm_side_take(&decoder->vm, &decoder->event);
 
 	ipt__evt_save_time(&decoder->last_time, &decoder->evdec);
 	ipt__qry_read_ahead(decoder);
 	return ipt__qry_status(decoder);
+}
+
+IPT_DEF int ipt_qry_in_guest(const struct pt_query_decoder *decoder)
+{
+	return decoder ? ipt__vm_side_get(&decoder->vm) : -pte_invalid;
 }
 
 /* ---- streaming ----
@@ -12922,6 +13245,14 @@ struct pt_block_decoder {
 	struct pt_event_decoder evdec;
 	struct pt_event event;
 
+	/* Guest or host, as of the events taken (ipt_blk_in_guest). */
+	struct ipt__vm_side vm;
+
+	/* The CR3 the filter keeps (ipt_blk_set_cr3_filter), pt_asid_no_cr3
+	 * for all; @held as @has_held says. */
+	uint64_t cr3_filter;
+	struct pt_event held;
+
 	/* The flags the user configured (the event decoder gets its own). */
 	struct pt_conf_flags flags;
 
@@ -12991,9 +13322,19 @@ struct pt_block_decoder {
 	uint32_t wait_for_code:1;
 	/* Set by ipt_blk_set_vm_tolerant. */
 	uint32_t vm_tolerant:1;
-	/* With @vm_known, what the last PIP said: VMX non-root. */
-	uint32_t vm_known:1;
-	uint32_t non_root:1;
+	/* The CR3 filter (ipt_blk_set_cr3_filter) skips trace: CR3 is not
+	 * the filter's, or it is again but no IP has come since. */
+	uint32_t dark:1;
+	/* The next event is the filter's disable, as the decoder leaves the
+	 * filter's address space with tracing enabled. */
+	uint32_t dark_leave:1;
+	/* The current event is the filter's (a disable or an enable where
+	 * the decoder stands, or the event that ends the skip): it binds
+	 * right here, without walking code. */
+	uint32_t filter_event:1;
+	/* @held is the event after the current one, which the filter put
+	 * behind its enable. */
+	uint32_t has_held:1;
 	/* The fault was met looking ahead of the flow, not walking it: what
 	 * follows the block's last instruction is not known yet. */
 	uint32_t fault_ahead:1;
@@ -13014,6 +13355,17 @@ struct pt_block_decoder {
 	uint32_t end_icnt;
 	struct ipt__retstack end_rs;
 	uint32_t ahead;
+	/* The last instruction of the block when the trace ran out, if
+	 * @has_end_last; as ipt_start_state.last_insn_ip. */
+	uint64_t end_last;
+	uint32_t has_end_last;
+	/* Started with a last instruction (ipt_blk_start_at): until the first
+	 * block, a TSX abort checks BDM64 against it. */
+	uint64_t start_last;
+	uint32_t has_start_last;
+	/* The start state's status events not taken yet: they restate the
+	 * state and give no TRIG anchor. */
+	uint32_t start_status;
 	/* The block the current pt_blk_next call builds, and how many
 	 * instructions it held when the trace ran out. */
 	const struct pt_block *cur_block;
@@ -13651,6 +14003,12 @@ static IPT__INLINE uint32_t ipt__blk_ctx_of(struct pt_block_decoder *decoder,
 static int ipt__blk_update_trig_anchor(struct pt_block_decoder *decoder,
 				       const struct pt_event *ev)
 {
+	/* A start state's status events: the count goes on across. */
+	if (decoder->start_status && ev->status_update) {
+		decoder->start_status -= 1;
+		return 0;
+	}
+
 	switch (ev->type) {
 	case ptev_paging:
 	case ptev_sipi:
@@ -13736,7 +14094,178 @@ static void ipt__blk_note_end(struct pt_block_decoder *decoder)
 	decoder->end_icnt = decoder->icnt;
 	IPT__COPY(decoder->end_rs, decoder->retstack);
 	decoder->end_ninsn = decoder->cur_block ? decoder->cur_block->ninsn : 0;
+	decoder->has_end_last = decoder->end_ninsn ? 1 : 0;
+	decoder->end_last = decoder->end_ninsn ? decoder->cur_block->end_ip : 0;
 	decoder->ahead = 0;
+}
+
+/* The next event from the event decoder into @decoder->event.  An error
+ * is kept in @status and reported when we get to it. */
+static void ipt__blk_next_event(struct pt_block_decoder *decoder)
+{
+	struct pt_event *ev = &decoder->event;
+	int status;
+
+	status = ipt__evt_next_tnt(&decoder->evdec, ev);
+	if (!status)
+		status = pt_evt_next(&decoder->evdec, ev, sizeof(*ev));
+	if (status < 0) {
+		decoder->status = status;
+		IPT_MEMSET(ev, 0xff, sizeof(*ev));
+		ipt__blk_note_end(decoder);
+	}
+}
+
+/* ---- the CR3 filter (ipt_blk_set_cr3_filter) ----
+ * Another address space's stretch of trace is skipped event by event, and
+ * no code is walked for it: the decoder is disabled through it.  What the
+ * skipped events say of the decoder's state (CR3, VMCS, mode, TSX, core:bus
+ * ratio) is taken in silently, so that the decoder knows it when it comes
+ * back.  Coming back takes a paging event with the filter's CR3 and then
+ * the first IP the trace gives: the decoder enables itself there, as
+ * hardware CR3 filtering (IA32_RTIT_CR3_MATCH) would have with TIP.PGE. */
+
+static void ipt__blk_change_asid(struct pt_block_decoder *decoder,
+				 const struct pt_event *ev);
+static uint64_t ipt__blk_event_ip(const struct pt_event *ev);
+
+static int ipt__blk_filter_keeps(const struct pt_block_decoder *decoder,
+				 uint64_t cr3)
+{
+	return decoder->cr3_filter == pt_asid_no_cr3 ||
+	       cr3 == decoder->cr3_filter;
+}
+
+/* A skipped event's state, taken in without reporting it. */
+static void ipt__blk_dark_apply(struct pt_block_decoder *decoder,
+				const struct pt_event *ev)
+{
+	switch (ev->type) {
+	case ptev_paging:
+	case ptev_async_paging:
+	case ptev_vmcs:
+	case ptev_async_vmcs:
+		ipt__blk_change_asid(decoder, ev);
+		break;
+	case ptev_exec_mode:
+		decoder->mode = ev->variant.exec_mode.mode;
+		break;
+	case ptev_tsx:
+		decoder->speculative = ev->variant.tsx.speculative;
+		break;
+	case ptev_cbr:
+		decoder->has_cbr = 1;
+		decoder->cbr = ev->variant.cbr.ratio;
+		break;
+	default:
+		break;
+	}
+}
+
+/* A paging event the decoder takes (reported, or skipped resynchronizing):
+ * into an address space the filter leaves out, the decoder goes dark, and
+ * reports a disable first if tracing was enabled. */
+static void ipt__blk_take_paging(struct pt_block_decoder *decoder,
+				 const struct pt_event *ev)
+{
+	ipt__blk_change_asid(decoder, ev);
+	if (!decoder->dark &&
+	    !ipt__blk_filter_keeps(decoder, decoder->asid.cr3)) {
+		decoder->dark = 1;
+		decoder->dark_leave = decoder->enabled;
+	}
+}
+
+/* Make @ev an enable at @ip, keeping its time; the filter's own event. */
+static void ipt__blk_filter_enable(struct pt_block_decoder *decoder,
+				   struct pt_event *ev, uint64_t ip)
+{
+	ev->type = ptev_enabled;
+	ev->ip_suppressed = 0;
+	ev->status_update = 0;
+	IPT_MEMSET(&ev->variant, 0, sizeof(ev->variant));
+	ev->variant.enabled.ip = ip;
+	decoder->filter_event = 1;
+	decoder->dark = 0;
+}
+
+/* The IP at which @ev, back in the filter's address space, lets the flow
+ * go on after it: 1 and @ip if it has one, else 0. */
+static int ipt__blk_dark_ip(const struct pt_event *ev, uint64_t *ip)
+{
+	if (ev->ip_suppressed)
+		return 0;
+	switch (ev->type) {
+	case ptev_async_branch:
+		*ip = ev->variant.async_branch.from;
+		return 1;
+	case ptev_async_paging:
+	case ptev_async_vmcs:
+	case ptev_exec_mode:
+	case ptev_tsx:
+		*ip = ipt__blk_event_ip(ev);
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+/* Skip events while dark: up to a paging event into the filter's address
+ * space, then up to the first IP.  @decoder->event is the first event not
+ * skipped, or the error that ended the trace. */
+static void ipt__blk_dark(struct pt_block_decoder *decoder)
+{
+	struct pt_event *ev = &decoder->event;
+	uint64_t cr3, ip;
+
+	for (; decoder->status >= 0; ipt__blk_next_event(decoder)) {
+		if (ipt__evt_paging(ev, &cr3) < 0)
+			cr3 = decoder->asid.cr3;
+		else if (ev->type == ptev_paging &&
+			 ipt__blk_filter_keeps(decoder, cr3))
+			/* Back, at an IP the trace does not say: indicated
+			 * while disabled, the skip goes on. */
+			return;
+		if (!ipt__blk_filter_keeps(decoder, cr3)) {
+			ipt__blk_dark_apply(decoder, ev);
+			continue;
+		}
+
+		switch (ev->type) {
+		case ptev_tip:
+			if (ev->ip_suppressed)
+				break;
+			ipt__blk_filter_enable(decoder, ev,
+					       ev->variant.tip.ip);
+			return;
+
+		case ptev_enabled:
+			ev->status_update = 0;
+			decoder->filter_event = 1;
+			decoder->dark = 0;
+			return;
+
+		case ptev_overflow:
+			if (ev->ip_suppressed)
+				break;
+			decoder->filter_event = 1;
+			decoder->dark = 0;
+			return;
+
+		default:
+			if (ipt__blk_dark_ip(ev, &ip)) {
+				IPT__COPY(decoder->held, *ev);
+				decoder->has_held = 1;
+				ipt__blk_filter_enable(decoder, ev, ip);
+				return;
+			}
+			if (ev->type == ptev_async_paging)
+				/* Back with tracing disabled. */
+				return;
+			break;
+		}
+		ipt__blk_dark_apply(decoder, ev);
+	}
 }
 
 /* We are done with the current event: remember its time, and whether it
@@ -13764,14 +14293,27 @@ static int ipt__blk_fetch_event(struct pt_block_decoder *decoder)
 	if (status < 0)
 		return status;
 
-	status = ipt__evt_next_tnt(&decoder->evdec, ev);
-	if (!status)
-		status = pt_evt_next(&decoder->evdec, ev, sizeof(*ev));
-	if (status < 0) {
-		decoder->status = status;
-		IPT_MEMSET(ev, 0xff, sizeof(*ev));
-		ipt__blk_note_end(decoder);
+	decoder->filter_event = 0;
+	if (IPT__UNLIKELY(decoder->dark_leave)) {
+		/* Leaving the filter's address space: tracing is disabled
+		 * from here, as the paging event says. */
+		decoder->dark_leave = 0;
+		ev->type = ptev_disabled;
+		ev->ip_suppressed = 1;
+		ev->status_update = 0;
+		IPT_MEMSET(&ev->variant, 0, sizeof(ev->variant));
+		decoder->filter_event = 1;
+		return 0;
 	}
+	if (IPT__UNLIKELY(decoder->has_held)) {
+		decoder->has_held = 0;
+		IPT__COPY(*ev, decoder->held);
+		return 0;
+	}
+
+	ipt__blk_next_event(decoder);
+	if (IPT__UNLIKELY(decoder->dark))
+		ipt__blk_dark(decoder);
 	return 0;
 }
 
@@ -13805,11 +14347,17 @@ static void ipt__blk_reset(struct pt_block_decoder *decoder)
 	decoder->process_insn = 0;
 	decoder->mismatch = 0;
 	decoder->has_fault = 0;
-	decoder->vm_known = 0;
-	decoder->non_root = 0;
+	IPT_MEMSET(&decoder->vm, 0, sizeof(decoder->vm));
+	decoder->dark = 0;
+	decoder->dark_leave = 0;
+	decoder->filter_event = 0;
+	decoder->has_held = 0;
 	decoder->has_end = 0;
 	decoder->end_deferred = 0;
 	decoder->ahead = 0;
+	decoder->has_end_last = 0;
+	decoder->has_start_last = 0;
+	decoder->start_status = 0;
 	decoder->cur_block = NULL;
 	decoder->ntrail = 0;
 	IPT_MEMSET(&decoder->event, 0xff, sizeof(decoder->event));
@@ -13859,6 +14407,7 @@ static int ipt__blk_decoder_init(struct pt_block_decoder *decoder,
 
 	decoder->want_text = want_text;
 	decoder->rlimit = IPT_BLK_CACHE_LIMIT;
+	decoder->cr3_filter = pt_asid_no_cr3;
 	decoder->ibits_runs = IPT__ICACHE_MIN_BITS;
 	decoder->default_image = ipt_image_alloc_with(NULL,
 						      &decoder->allocator);
@@ -14815,6 +15364,10 @@ static int ipt__blk_proceed_event(struct pt_block_decoder *decoder,
 
 	IPT_MEMSET(&insn, 0, sizeof(insn));
 	IPT_MEMSET(&iext, 0, sizeof(iext));
+
+	/* The CR3 filter's events bind where the decoder stands. */
+	if (decoder->filter_event)
+		return ipt__blk_status(decoder, pts_event_pending);
 
 	switch (ev->type) {
 	case ptev_enabled:
@@ -16210,8 +16763,21 @@ static int ipt__blk_postpone_trailing_tsx(struct pt_block_decoder *decoder,
 					  const struct pt_block *block,
 					  const struct pt_event *ev)
 {
+	struct pt_block start;
+
 	if (ev->ip_suppressed)
 		return 0;
+
+	/* Right after a start, the block before is the state's last
+	 * instruction. */
+	if (!block && decoder->has_start_last) {
+		IPT_MEMSET(&start, 0, sizeof(start));
+		start.ip = decoder->start_last;
+		start.end_ip = decoder->start_last;
+		start.mode = decoder->mode;
+		start.ninsn = 1;
+		block = &start;
+	}
 
 	if (block) {
 		const struct pt_config *config;
@@ -16282,6 +16848,17 @@ static int ipt__blk_proceed_trailing_event(struct pt_block_decoder *decoder,
 		status = ipt__blk_fetch_event(decoder);
 		if (status < 0)
 			return status;
+	}
+
+	/* The CR3 filter's events bind where the decoder stands; its
+	 * disable to a postponed MOV CR3 as TIP.PGD would. */
+	if (IPT__UNLIKELY(decoder->filter_event)) {
+		if (ev->type != ptev_disabled) {
+			status = ipt__blk_proceed_postponed_insn(decoder);
+			if (status < 0)
+				return status;
+		}
+		return ipt__blk_status(decoder, pts_event_pending);
 	}
 
 	switch (ev->type) {
@@ -17071,6 +17648,9 @@ IPT_DEF int ipt_blk_start_at(struct pt_block_decoder *decoder,
 		decoder->mode = state.mode;
 	decoder->has_icnt = state.has_icnt;
 	decoder->icnt = state.icnt;
+	decoder->start_status = ipt__evt_queued(&decoder->evdec);
+	decoder->has_start_last = state.has_last_insn ? 1 : 0;
+	decoder->start_last = state.last_insn_ip;
 	for (n = 0; n < state.nret; ++n)
 		ipt__retstack_push(&decoder->retstack, state.ret[n]);
 	if (!state.enabled)
@@ -17088,6 +17668,7 @@ static int ipt__blk_get_state(const struct pt_block_decoder *decoder,
 	if (decoder->status == -pte_nosync)
 		return -pte_nosync;
 	if (decoder->process_insn || decoder->end_deferred ||
+	    decoder->dark || decoder->dark_leave || decoder->has_held ||
 	    (decoder->status != -pte_eos &&
 	     decoder->status != -ipt_pte_need_more))
 		return -pte_bad_context;
@@ -17097,6 +17678,8 @@ static int ipt__blk_get_state(const struct pt_block_decoder *decoder,
 
 	state->ip = decoder->has_end ? decoder->end_ip : decoder->ip;
 	state->repeat = decoder->ahead;
+	state->has_last_insn = decoder->has_end && decoder->has_end_last;
+	state->last_insn_ip = state->has_last_insn ? decoder->end_last : 0;
 	state->has_icnt = decoder->has_icnt;
 	state->icnt = decoder->has_end ? decoder->end_icnt : decoder->icnt;
 	if (decoder->has_end)
@@ -17106,7 +17689,7 @@ static int ipt__blk_get_state(const struct pt_block_decoder *decoder,
 	state->speculative = decoder->speculative;
 	state->has_cr3 = decoder->asid.cr3 != pt_asid_no_cr3;
 	state->cr3 = state->has_cr3 ? decoder->asid.cr3 : 0;
-	state->non_root = decoder->vm_known && decoder->non_root;
+	state->non_root = ipt__vm_side_get(&decoder->vm) == 1;
 	state->has_vmcs = decoder->asid.vmcs != pt_asid_no_vmcs;
 	state->vmcs = state->has_vmcs ? decoder->asid.vmcs : 0;
 	for (idx = rs->bottom; idx != rs->top;
@@ -17292,6 +17875,7 @@ static IPT__INLINE void ipt__blk_begin(struct pt_block_decoder *decoder,
 	if (decoder->speculative)
 		block->speculative = 1;
 	decoder->ntrail = 0;
+	decoder->has_start_last = 0;
 }
 
 /* pt_blk_next past the common block (ipt__blk_next_fast) or for another
@@ -17362,13 +17946,18 @@ IPT_DEF int ipt_blk_set_vm_tolerant(struct pt_block_decoder *decoder, int on)
 	return 0;
 }
 
-IPT_DEF int ipt_blk_in_guest(const struct pt_block_decoder *decoder)
+IPT_DEF int ipt_blk_set_cr3_filter(struct pt_block_decoder *decoder,
+				   uint64_t cr3)
 {
 	if (!decoder)
 		return -pte_invalid;
-	if (!decoder->vm_known)
-		return -pte_nosync;
-	return decoder->non_root;
+	decoder->cr3_filter = cr3;
+	return 0;
+}
+
+IPT_DEF int ipt_blk_in_guest(const struct pt_block_decoder *decoder)
+{
+	return decoder ? ipt__vm_side_get(&decoder->vm) : -pte_invalid;
 }
 
 IPT_DEF int ipt_blk_set_wait_for_code(struct pt_block_decoder *decoder,
@@ -17481,15 +18070,12 @@ static int ipt__blk_process_overflow(struct pt_block_decoder *decoder,
 static void ipt__blk_change_asid(struct pt_block_decoder *decoder,
 				 const struct pt_event *ev)
 {
-	if (ev->type == ptev_paging) {
-		decoder->asid.cr3 = ev->variant.paging.cr3;
-		decoder->non_root = ev->variant.paging.non_root;
-		decoder->vm_known = 1;
-	} else if (ev->type == ptev_async_paging) {
-		decoder->asid.cr3 = ev->variant.async_paging.cr3;
-		decoder->non_root = ev->variant.async_paging.non_root;
-		decoder->vm_known = 1;
-	} else if (ev->type == ptev_vmcs)
+	uint64_t cr3;
+
+	ipt__vm_side_take(&decoder->vm, ev);
+	if (ipt__evt_paging(ev, &cr3) >= 0)
+		decoder->asid.cr3 = cr3;
+	else if (ev->type == ptev_vmcs)
 		decoder->asid.vmcs = ev->variant.vmcs.base;
 	else if (ev->type == ptev_async_vmcs)
 		decoder->asid.vmcs = ev->variant.async_vmcs.base;
@@ -17561,8 +18147,10 @@ static int ipt__blk_event(struct pt_block_decoder *decoder,
 		return -pte_bad_query;
 
 	case ptev_enabled:
-		/* Tracing resumes where it stopped. */
-		if (ev->variant.enabled.ip == decoder->ip)
+		/* Tracing resumes where it stopped (not where the CR3
+		 * filter had the decoder stand). */
+		if (ev->variant.enabled.ip == decoder->ip &&
+		    !decoder->filter_event)
 			ev->variant.enabled.resumed = 1;
 
 		status = ipt__blk_process_enabled(decoder, ev);
@@ -17595,7 +18183,7 @@ static int ipt__blk_event(struct pt_block_decoder *decoder,
 			return -pte_bad_query;
 		/* fall through */
 	case ptev_paging:
-		ipt__blk_change_asid(decoder, ev);
+		ipt__blk_take_paging(decoder, ev);
 		break;
 
 	case ptev_async_vmcs:
@@ -17799,7 +18387,13 @@ static int ipt__blk_resync(struct pt_block_decoder *decoder)
 			}
 			/* fall through */
 		case ptev_paging:
-			ipt__blk_change_asid(decoder, ev);
+			/* Skipped: into an address space the CR3 filter
+			 * leaves out, tracing is off for the decoder. */
+			ipt__blk_take_paging(decoder, ev);
+			if (decoder->dark) {
+				decoder->dark_leave = 0;
+				decoder->enabled = 0;
+			}
 			break;
 
 		case ptev_async_vmcs:
@@ -18569,6 +19163,14 @@ IPT_DEF int ipt_insn_set_vm_tolerant(struct pt_insn_decoder *decoder, int on)
 	if (!decoder)
 		return -pte_invalid;
 	return ipt_blk_set_vm_tolerant(&decoder->blkdec, on);
+}
+
+IPT_DEF int ipt_insn_set_cr3_filter(struct pt_insn_decoder *decoder,
+				    uint64_t cr3)
+{
+	if (!decoder)
+		return -pte_invalid;
+	return ipt_blk_set_cr3_filter(&decoder->blkdec, cr3);
 }
 
 IPT_DEF int ipt_insn_in_guest(const struct pt_insn_decoder *decoder)
@@ -21938,6 +22540,12 @@ IPT_DEF int ipt_cov_set_cache_limit(struct ipt_cov_decoder *cov,
 	return cov ? ipt_blk_set_cache_limit(&cov->blk, bytes) : -pte_invalid;
 }
 
+IPT_DEF int ipt_cov_set_cr3_filter(struct ipt_cov_decoder *cov,
+				   uint64_t cr3)
+{
+	return cov ? ipt_blk_set_cr3_filter(&cov->blk, cr3) : -pte_invalid;
+}
+
 IPT_DEF int ipt_cov_set_memo_limit(struct ipt_cov_decoder *cov,
 				   uint64_t bytes)
 {
@@ -21963,8 +22571,10 @@ IPT_DEF int ipt_cov_get_status(const struct ipt_cov_decoder *cov,
  * stack: the trace is read once, code never.  ipt_blk_converged and
  * ipt_insn_converged compare two decoders' states, for the stitching rule
  * in >>api-seg, through ipt__blk_same and ipt__insn_same; each layer
- * compares its own part (ipt__pkt_same, ipt__evt_same, ...).  Uses >>pkt's
- * public functions and accessors. */
+ * compares its own part (ipt__pkt_same, ipt__evt_same, ...).
+ * ipt_seg_split and the stitch apply the rule to the caller's loop, which
+ * they reach only through struct ipt_seg_loop.  Uses >>pkt's public
+ * functions and accessors. */
 
 /* Record one packet of a PSB+ in seg.  Returns 1 when the PSB+ ends, 0 to
  * read on. */
@@ -22171,6 +22781,431 @@ IPT_DEF int ipt_insn_converged(const struct pt_insn_decoder *decoder,
 	if (!decoder || !state)
 		return -pte_invalid;
 	return ipt__insn_same(decoder, (const struct pt_insn_decoder *) state);
+}
+
+/* ---- decoding in pieces ----
+ * A piece's loop, once past the next piece's PSB, looks for a state the
+ * next piece's loop goes through from its start: a probe loop started at
+ * that PSB gives them, saved.  A loop that finds none decodes on into
+ * the piece after, and so on. */
+
+enum {
+	/* The states of a probe: how far apart two loops may be when they
+	 * reach the same state.  64 missed joins in real traces, where the
+	 * instruction decoder takes many steps between two packets; a
+	 * missed join decodes a piece twice. */
+	ipt__seg_probe_max = 256,
+	/* Until the loop nears the next piece, where it is need not be
+	 * asked at every step ... */
+	ipt__seg_look_every = 16,
+	/* ... only within this many bytes of trace before its PSB, where a
+	 * dozen steps might take the loop past it, or, in a short trace,
+	 * to the end. */
+	ipt__seg_near = 256
+};
+
+struct ipt_seg_split {
+	struct ipt_allocator allocator;
+	struct ipt_seg_loop ops;
+	size_t state_size;
+	struct ipt_seg_piece *pieces;
+	size_t npieces, max;
+};
+
+struct ipt__seg_snap {
+	uint64_t offset, mark;
+	void *state;
+};
+
+struct ipt_seg_worker {
+	const struct ipt_seg_split *split;
+	/* The piece whose states snaps holds (zero: none), and how many. */
+	size_t probed, nsnaps;
+	struct ipt__seg_snap snaps[ipt__seg_probe_max];
+	unsigned char *states;
+};
+
+/* The pieces' PSBs: piece k at the first PSB at or after k/max of the
+ * trace, from the PSBs pt_pkt_sync_forward finds one after the other (as
+ * ipt_seg_index does).  The first piece needs none. */
+static int ipt__seg_spread(struct ipt_seg_split *split,
+			   const struct pt_config *config)
+{
+	struct pt_packet_decoder pacdec;
+	uint64_t size, offset;
+	int status, first;
+
+	status = ipt__pkt_init(&pacdec, config);
+	if (status < 0)
+		return status;
+	size = (uint64_t) (ipt__pkt_end(&pacdec) -
+			   ipt__pkt_config(&pacdec)->begin);
+	split->npieces = 1;
+	for (first = 1; split->npieces < split->max; first = 0) {
+		status = pt_pkt_sync_forward(&pacdec);
+		if (status >= 0)
+			status = pt_pkt_get_sync_offset(&pacdec, &offset);
+		if (status < 0)
+			break;
+		/* The first piece synchronizes at the first PSB. */
+		if (!first && offset >= size / split->max * split->npieces)
+			split->pieces[split->npieces++].begin = offset;
+	}
+	ipt__pkt_fini(&pacdec);
+	return 0;
+}
+
+IPT_DEF struct ipt_seg_split *
+ipt_seg_split_alloc(const struct pt_config *config, size_t max_pieces,
+		    const struct ipt_seg_loop *ops, size_t state_size,
+		    const struct ipt_allocator *allocator)
+{
+	struct ipt_allocator a;
+	struct ipt_seg_split *split;
+
+	if (!config || !max_pieces || !ops || !ops->start || !ops->step ||
+	    !ops->at || !ops->save || !ops->same || !state_size ||
+	    max_pieces > (size_t) -1 / sizeof(struct ipt_seg_piece) ||
+	    state_size > (size_t) -1 / ipt__seg_probe_max ||
+	    ipt__allocator_init(&a, allocator) < 0)
+		return NULL;
+	split = (struct ipt_seg_split *) ipt__zalloc(&a, sizeof(*split));
+	if (!split)
+		return NULL;
+	split->allocator = a;
+	IPT__COPY(split->ops, *ops);
+	split->state_size = state_size;
+	split->max = max_pieces;
+	split->pieces = (struct ipt_seg_piece *)
+		ipt__zalloc(&a, max_pieces * sizeof(*split->pieces));
+	if (!split->pieces || ipt__seg_spread(split, config) < 0) {
+		ipt_seg_split_free(split);
+		return NULL;
+	}
+	return split;
+}
+
+IPT_DEF void ipt_seg_split_free(struct ipt_seg_split *split)
+{
+	struct ipt_allocator a;
+
+	if (!split)
+		return;
+	a = split->allocator;
+	ipt__free(&a, split->pieces, split->max * sizeof(*split->pieces));
+	ipt__free(&a, split, sizeof(*split));
+}
+
+IPT_DEF size_t ipt_seg_split_count(const struct ipt_seg_split *split)
+{
+	return split ? split->npieces : 0;
+}
+
+IPT_DEF const struct ipt_seg_piece *
+ipt_seg_split_piece(const struct ipt_seg_split *split, size_t idx)
+{
+	if (!split || idx >= split->npieces)
+		return NULL;
+	return &split->pieces[idx];
+}
+
+IPT_DEF struct ipt_seg_worker *
+ipt_seg_worker_alloc(const struct ipt_seg_split *split)
+{
+	struct ipt_seg_worker *w;
+	size_t i, size;
+
+	if (!split)
+		return NULL;
+	/* Each state aligned as the allocator's blocks are. */
+	size = (split->state_size + 15u) & ~(size_t) 15u;
+	w = (struct ipt_seg_worker *) ipt__zalloc(&split->allocator,
+						  sizeof(*w));
+	if (!w)
+		return NULL;
+	w->split = split;
+	w->states = (unsigned char *) ipt__alloc(&split->allocator,
+						 size * ipt__seg_probe_max);
+	if (!w->states) {
+		ipt__free(&split->allocator, w, sizeof(*w));
+		return NULL;
+	}
+	for (i = 0; i < ipt__seg_probe_max; ++i)
+		w->snaps[i].state = w->states + i * size;
+	return w;
+}
+
+IPT_DEF void ipt_seg_worker_free(struct ipt_seg_worker *w)
+{
+	const struct ipt_allocator *a;
+	size_t size;
+
+	if (!w)
+		return;
+	a = &w->split->allocator;
+	size = (w->split->state_size + 15u) & ~(size_t) 15u;
+	ipt__free(a, w->states, size * ipt__seg_probe_max);
+	ipt__free(a, w, sizeof(*w));
+}
+
+/* The states probe goes through from piece idx's PSB on, up to
+ * ipt__seg_probe_max of them. */
+static int ipt__seg_probe(struct ipt_seg_worker *w, size_t idx, void *probe)
+{
+	const struct ipt_seg_loop *ops = &w->split->ops;
+	uint64_t mark;
+	int err;
+
+	w->probed = idx;
+	w->nsnaps = 0;
+	if (ops->start(probe, w->split->pieces[idx].begin, 0) < 0)
+		return 0;
+	while (w->nsnaps < ipt__seg_probe_max) {
+		struct ipt__seg_snap *snap = &w->snaps[w->nsnaps];
+
+		if (ops->at(probe, &snap->offset, &snap->mark)) {
+			err = ops->save(probe, snap->state);
+			if (err < 0) {
+				w->probed = 0;
+				return err;
+			}
+			w->nsnaps += 1;
+		}
+		if (ops->step(probe, 1, &mark) == ipt_seg_done)
+			break;
+	}
+	return 0;
+}
+
+/* Is loop, at offset, where the probe was at one of its states?  If so,
+ * piece joins piece to there. */
+static int ipt__seg_try_join(const struct ipt_seg_worker *w,
+			     struct ipt_seg_piece *piece, void *loop,
+			     uint64_t offset, size_t to)
+{
+	size_t j;
+
+	for (j = 0; j < w->nsnaps; ++j) {
+		const struct ipt__seg_snap *snap = &w->snaps[j];
+		int kind;
+
+		if (snap->offset != offset)
+			continue;
+		kind = w->split->ops.same(loop, snap->state);
+		if (kind <= 0)
+			continue;
+		piece->join = kind;
+		piece->join_to = to;
+		piece->join_at = snap->mark;
+		return 1;
+	}
+	return 0;
+}
+
+IPT_DEF int ipt_seg_decode(struct ipt_seg_worker *w, size_t idx, void *loop,
+			   void *probe)
+{
+	const struct ipt_seg_split *split;
+	const struct ipt_seg_loop *ops;
+	struct ipt_seg_piece *piece;
+	uint64_t offset, mark;
+	size_t next;
+	unsigned int steps;
+	int err;
+
+	if (!w || !loop || !probe || idx >= w->split->npieces)
+		return -pte_invalid;
+	split = w->split;
+	ops = &split->ops;
+	piece = &split->pieces[idx];
+	piece->end = 0;
+	piece->join = 0;
+	piece->join_to = 0;
+	piece->join_at = 0;
+	piece->nrserr = 0;
+	piece->failed = ops->start(loop, piece->begin, !idx) < 0;
+	if (piece->failed)
+		return 0;
+
+	for (next = idx + 1;;) {
+		/* Until the loop nears the next piece, a dozen steps at a
+		 * time; then one by one, looking for a join after each. */
+		steps = next < split->npieces ? 1 : ipt__seg_look_every;
+		if (next < split->npieces && ops->at(loop, &offset, &mark)) {
+			while (next + 1 < split->npieces &&
+			       split->pieces[next + 1].begin <= offset)
+				next += 1;
+			if (split->pieces[next].begin > offset) {
+				if (split->pieces[next].begin - offset >
+				    ipt__seg_near)
+					steps = ipt__seg_look_every;
+			} else {
+				if (w->probed != next) {
+					err = ipt__seg_probe(w, next, probe);
+					if (err < 0)
+						return err;
+				}
+				if (ipt__seg_try_join(w, piece, loop, offset,
+						      next)) {
+					piece->end = mark;
+					return 0;
+				}
+				/* Past every state of the probe. */
+				if (!w->nsnaps ||
+				    w->snaps[w->nsnaps - 1].offset < offset)
+					next += 1;
+			}
+		}
+
+		switch (ops->step(loop, steps, &mark)) {
+		case ipt_seg_go:
+			continue;
+
+		case ipt_seg_retstack:
+			if (piece->nrserr < ipt_seg_rserr_max)
+				piece->rserr[piece->nrserr] = mark;
+			piece->nrserr += 1;
+			continue;
+
+		case ipt_seg_done:
+			break;
+		}
+		break;
+	}
+	(void) ops->at(loop, &offset, &piece->end);
+	return 0;
+}
+
+IPT_DEF int ipt_seg_rerun(const struct ipt_seg_split *split, size_t idx,
+			  void *loop)
+{
+	uint64_t mark;
+	int err;
+
+	if (!split || !loop || idx >= split->npieces)
+		return -pte_invalid;
+	err = split->ops.start(loop, split->pieces[idx].begin, !idx);
+	if (err < 0)
+		return err;
+	while (split->ops.step(loop, ipt__seg_look_every, &mark) !=
+	       ipt_seg_done)
+		;
+	return 0;
+}
+
+/* ---- the stitch ---- */
+
+enum {
+	ipt__stitch_range,
+	ipt__stitch_join,
+	ipt__stitch_rerun,
+	ipt__stitch_done
+};
+
+IPT_DEF void ipt_seg_stitch_init(struct ipt_seg_stitch *st)
+{
+	if (!st)
+		return;
+	IPT_MEMSET(st, 0, sizeof(*st));
+	st->again = (size_t) -1;
+	st->phase = ipt__stitch_range;
+}
+
+/* Can the piece piece joined take over where it joined? */
+static int ipt__seg_join_ok(const struct ipt_seg_split *split,
+			    const struct ipt_seg_piece *piece)
+{
+	const struct ipt_seg_piece *to = &split->pieces[piece->join_to];
+
+	return piece->join && !to->failed && piece->join_at <= to->end;
+}
+
+/* Where, at or after from, did piece first find its return stack empty?
+ * Its end if it did not; from if it may have, uncounted. */
+static uint64_t ipt__seg_rserr_from(const struct ipt_seg_piece *piece,
+				    uint64_t from)
+{
+	size_t i;
+
+	for (i = 0; i < piece->nrserr && i < ipt_seg_rserr_max; ++i)
+		if (piece->rserr[i] >= from)
+			return piece->rserr[i];
+	return piece->nrserr > ipt_seg_rserr_max ? from : piece->end;
+}
+
+/* The piece st->idx is done: its range. */
+static int ipt__seg_stitch_range(const struct ipt_seg_split *split,
+				 struct ipt_seg_stitch *st,
+				 struct ipt_seg_range *range)
+{
+	const struct ipt_seg_piece *piece = &split->pieces[st->idx];
+	uint64_t end = piece->end;
+
+	if (st->again != (size_t) -1)
+		end = ipt__seg_rserr_from(piece, st->at);
+	if (end < st->at)
+		end = st->at;
+	range->idx = st->idx;
+	range->from = st->at;
+	range->to = end;
+	st->end = end;
+	if (st->again != (size_t) -1) {
+		st->since += end - st->at;
+		if (end < piece->end) {
+			st->phase = ipt__stitch_rerun;
+			return 1;
+		}
+	}
+	st->phase = ipt__stitch_join;
+	if (piece->join)
+		st->wait = piece->join_to;
+	return 1;
+}
+
+/* The piece st->idx and the one it joined are done: follow the join. */
+static void ipt__seg_stitch_join(const struct ipt_seg_split *split,
+				 struct ipt_seg_stitch *st)
+{
+	const struct ipt_seg_piece *piece = &split->pieces[st->idx];
+	int ok = ipt__seg_join_ok(split, piece);
+
+	if (st->again == (size_t) -1 &&
+	    (piece->join == 2 || (piece->join && !ok))) {
+		st->again = st->idx;
+		st->since = st->end;
+	}
+	if (!ok) {
+		st->phase = piece->join ? ipt__stitch_rerun : ipt__stitch_done;
+		return;
+	}
+	st->at = piece->join_at;
+	st->idx = piece->join_to;
+	st->wait = st->idx;
+	st->phase = ipt__stitch_range;
+}
+
+IPT_DEF int ipt_seg_stitch_next(const struct ipt_seg_split *split,
+				struct ipt_seg_stitch *st,
+				struct ipt_seg_range *range)
+{
+	if (!split || !st || !range || st->idx >= split->npieces)
+		return -pte_invalid;
+	if (st->phase == ipt__stitch_join)
+		ipt__seg_stitch_join(split, st);
+	switch (st->phase) {
+	case ipt__stitch_range:
+		return ipt__seg_stitch_range(split, st, range);
+
+	case ipt__stitch_rerun:
+		range->idx = st->again;
+		range->from = st->since;
+		range->to = UINT64_MAX;
+		st->phase = ipt__stitch_done;
+		return 2;
+
+	default:
+		return 0;
+	}
 }
 
 #ifdef __cplusplus

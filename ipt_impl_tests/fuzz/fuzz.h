@@ -426,6 +426,32 @@ FZ void fz_event_fini(struct fz_event *ev)
 	free(ev->event);
 }
 
+/* A CR3 to filter on (ipt_*_set_cr3_filter): that of the @pick % 4-th
+ * PIP among the trace's first packets, or, if there are fewer, one that is
+ * none of theirs. */
+FZ uint64_t fz_pip_cr3(const struct pt_config *config, uint32_t pick)
+{
+	struct pt_packet_decoder *d = pt_pkt_alloc_decoder(config);
+	struct pt_packet p;
+	uint64_t cr3 = 0x1000 + (uint64_t) pick * 0x20;
+	int status, n = 0;
+
+	if (!d)
+		return cr3;
+	pick %= 4;
+	for (status = pt_pkt_sync_forward(d); status >= 0 && n < 4096; ++n) {
+		status = pt_pkt_next(d, &p, sizeof(p));
+		if (status < 0 || p.type != ppt_pip)
+			continue;
+		if (!pick--) {
+			cr3 = p.payload.pip.cr3;
+			break;
+		}
+	}
+	pt_pkt_free_decoder(d);
+	return cr3;
+}
+
 /* ---- writing inputs (the seed maker) ---- */
 
 FZ void fz_put(FILE *f, uint64_t v, int bytes)

@@ -9,7 +9,9 @@
  * The read callback must not fail at random here (both decoders must see
  * the same memory): fz_flaky_reads is ignored.  Header bits pick the
  * bitmap options: fz_unknown_cb's neighbour dflags bit 0 saturates, bit 1
- * selects libxdc's mode, bit 2 starts without the TNT memo. */
+ * selects libxdc's mode, bit 2 starts without the TNT memo; bit 3 filters
+ * both decoders to one address space (ipt_cov_set_cr3_filter,
+ * ipt_blk_set_cr3_filter; fz_pip_cr3 picks it). */
 #include "fuzz.h"
 #include "../unit/cov/cov_oracle.h"
 
@@ -26,6 +28,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct fz in;
 	uint8_t *trace;
 	size_t tsize;
+	uint64_t cr3;
 	int pass;
 
 	fz_init(&in, data, size);
@@ -40,6 +43,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		fz_config(&h, &config, trace, tsize);
 		config.addr_filter = filter;
 	}
+	cr3 = (h.dflags & 8) ? fz_pip_cr3(&config, h.sync_offset) :
+			       pt_asid_no_cr3;
 
 	image = ipt_image_alloc_with("fuzz", fz_allocator());
 	if (!image || pt_image_set_callback(image, fz_read_memory, &img) < 0)
@@ -60,7 +65,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	    ((h.dflags & 4) && ipt_cov_set_memo_limit(cov, 0) < 0))
 		fz_fail("cannot set up the coverage decoder", 0, 0);
 
-	if (oracle_edges(&want, &config, image, fz_read_memory, &img) < 0)
+	if ((h.dflags & 8) && ipt_cov_set_cr3_filter(cov, cr3) < 0)
+		fz_fail("cannot set the CR3 filter", 0, 0);
+	if (oracle_edges_cr3(&want, &config, image, fz_read_memory, &img,
+			     cr3) < 0)
 		goto out;
 	olist_filter(&part, &want, (cc.flags & ipt_cov_libxdc) ?
 		     (uint32_t) (ipt_cov_taken | ipt_cov_not_taken) :

@@ -66,6 +66,12 @@ static int qry_run(struct pt_query_decoder *decoder, int status,
 			(void) pt_qry_get_offset(decoder, &offset);
 			(void) pt_qry_get_sync_offset(decoder, &offset);
 		}
+		{
+			int guest = ipt_qry_in_guest(decoder);
+
+			if (guest != 0 && guest != 1 && guest != -pte_nosync)
+				fz_fail("in_guest", guest, 0);
+		}
 
 		first = b & 3;
 		if (first == q_auto)

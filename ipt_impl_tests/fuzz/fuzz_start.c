@@ -6,11 +6,13 @@
  * sync offset picks the offset (modulo the trace's size plus one); a hash
  * of the header gives the state: IP near the image, mode, CR3, VMCS,
  * tracing on or off, last IP, a return stack, a stale mode, a TRIG
- * count.  The event, query, block, instruction and coverage decoders
- * start there and decode to the end within a budget; then an instruction decoder
- * decodes the trace cut at the offset and says its state, and decoders
- * started with it decode the whole trace.  Nothing may crash, hang or
- * leak; a state said must be one a decoder starts with. */
+ * count, the instruction before the start.  The event, query, block,
+ * instruction and coverage decoders start there and decode to the end
+ * within a budget; then an instruction decoder decodes the trace cut at
+ * the offset and says its state, and decoders started with it decode the
+ * whole trace.  Nothing may crash, hang or leak; a state said must be one
+ * a decoder starts with, and the cut decode carried over by it must give
+ * the whole decode's instructions. */
 #include "fuzz.h"
 #include "../unit/hv/fault_util.h"
 
@@ -40,6 +42,8 @@ static void make_state(struct ipt_start_state *s, uint64_t seed,
 	s->icnt = (uint32_t) (r >> 40) & 0xff;
 	s->mode = (enum pt_exec_mode) ((r >> 11) & 3);
 	s->ip = base + (mix(&seed) & 0xff);
+	s->has_last_insn = (r >> 18) & 1;
+	s->last_insn_ip = base + (mix(&seed) & 0xff);
 	s->cr3 = mix(&seed) & ~0xfffull;
 	s->vmcs = mix(&seed) & ~0xfffull;
 	if ((r >> 13) & 1) {
@@ -205,28 +209,6 @@ static void start_all(const struct pt_config *config,
 	}
 }
 
-/* Where the cut decode's state holds exactly: not with the BDM64
- * workaround or TRIG packets (not exact yet, see ipt.h). */
-static int exact(const struct pt_config *config)
-{
-	struct pt_packet_decoder *d;
-	struct pt_packet p;
-	int status, trig = 0;
-
-	if (config->errata.bdm64)
-		return 0;
-	d = pt_pkt_alloc_decoder(config);
-	if (!d)
-		return 0;
-	for (status = pt_pkt_sync_set(d, 0); status >= 0 && !trig;)
-		if (pt_pkt_next(d, &p, sizeof(p)) < 0)
-			status = pt_pkt_sync_forward(d);
-		else
-			trig = p.type == ppt_trig;
-	pt_pkt_free_decoder(d);
-	return !trig;
-}
-
 /* An instruction decoder on @config from its first PSB, or started. */
 static int decode_ips(struct ips *o, const struct pt_config *config,
 		      struct pt_image *image, const struct ipt_start_state *s,
@@ -281,7 +263,7 @@ static void carry_over(const struct pt_config *config,
 			      NULL, NULL);
 	stopped |= decode_ips(&rest, config, image, &s, at, budget, NULL, NULL,
 			      NULL);
-	if (!stopped && exact(config)) {
+	if (!stopped) {
 		size_t keep = part.n - s.repeat;
 
 		if (keep + rest.n != whole.n ||

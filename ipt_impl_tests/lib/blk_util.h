@@ -165,6 +165,18 @@ static T_UNUSED void tb_start64(struct tb *t, uint64_t ip)
 	tb_simple(t, ppt_psbend);
 }
 
+/* PSB, MODE.EXEC 64-bit, FUP @ip (enabled), PIP @cr3 with NR @nr,
+ * PSBEND. */
+static T_UNUSED void tb_start64_pip(struct tb *t, uint64_t ip, uint64_t cr3,
+				   int nr)
+{
+	tb_simple(t, ppt_psb);
+	tb_mode_exec(t, ptem_64bit);
+	tb_ip(t, ppt_fup, pt_ipc_sext_48, ip);
+	tb_pip_nr(t, cr3, nr);
+	tb_simple(t, ppt_psbend);
+}
+
 /* Close the trace: the config now covers exactly what was written. */
 static T_UNUSED struct pt_config *tb_done(struct tb *t)
 {
@@ -356,8 +368,15 @@ static T_UNUSED void run_blk(struct log *l, const struct pt_config *config,
 	pt_blk_free_decoder(d);
 }
 
-/* Decode all the trace of @d from the PSB at offset zero. */
-static T_UNUSED void run_insn_on(struct log *l, struct pt_insn_decoder *d)
+/* Called after each line run_insn_with() logs: @insn is the instruction
+ * just logged, NULL after an event. */
+typedef void (*run_hook)(struct log *l, struct pt_insn_decoder *d,
+			 const struct pt_insn *insn, void *context);
+
+/* Decode all the trace of @d from the PSB at offset zero, calling @hook
+ * (if not NULL) after each line. */
+static T_UNUSED void run_insn_with(struct log *l, struct pt_insn_decoder *d,
+				   run_hook hook, void *context)
 {
 	int status;
 
@@ -373,18 +392,32 @@ static T_UNUSED void run_insn_on(struct log *l, struct pt_insn_decoder *d)
 			if (status < 0)
 				break;
 			log_event(l, &ev);
+			if (hook)
+				hook(l, d, NULL, context);
 		}
 		if (status < 0)
 			break;
 
+		/* An event the last call did not announce comes now (libipt's
+		 * ptxed fetches it). */
 		status = pt_insn_next(d, &insn, sizeof(insn));
-		if (status >= 0)
+		if (status == -pte_event_ignored)
+			status = pts_event_pending;
+		else if (status >= 0) {
 			log_add(l, "i %llx %u%s\n",
 				(unsigned long long) insn.ip, insn.size,
 				insn.speculative ? " s" : "");
+			if (hook)
+				hook(l, d, &insn, context);
+		}
 	}
 	if (status != -pte_eos)
 		log_add(l, "x %s\n", pt_errstr(pt_errcode(status)));
+}
+
+static T_UNUSED void run_insn_on(struct log *l, struct pt_insn_decoder *d)
+{
+	run_insn_with(l, d, NULL, NULL);
 }
 
 /* Decode all of @config with an instruction decoder over @image. */

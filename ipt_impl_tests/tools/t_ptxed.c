@@ -97,7 +97,7 @@ static int make_trace(const char *name)
 	uint8_t buffer[256];
 	struct pt_config config;
 	struct pt_encoder *encoder;
-	struct pt_packet packet[6];
+	struct pt_packet packet[7];
 	uint64_t offset;
 	int i, ok = 1;
 
@@ -113,17 +113,19 @@ static int make_trace(const char *name)
 	packet[2].type = ppt_fup;
 	packet[2].payload.ip.ipc = pt_ipc_sext_48;
 	packet[2].payload.ip.ip = 0x1000;
-	packet[3].type = ppt_psbend;
-	packet[4].type = ppt_fup;
-	packet[4].payload.ip.ipc = pt_ipc_update_16;
-	packet[4].payload.ip.ip = 0x1005;
-	packet[5].type = ppt_tip_pgd;
-	packet[5].payload.ip.ipc = pt_ipc_suppressed;
+	packet[3].type = ppt_pip;
+	packet[3].payload.pip.cr3 = 0x5000;
+	packet[4].type = ppt_psbend;
+	packet[5].type = ppt_fup;
+	packet[5].payload.ip.ipc = pt_ipc_update_16;
+	packet[5].payload.ip.ip = 0x1005;
+	packet[6].type = ppt_tip_pgd;
+	packet[6].payload.ip.ipc = pt_ipc_suppressed;
 
 	encoder = pt_alloc_encoder(&config);
 	if (!encoder)
 		return 0;
-	for (i = 0; i < 6; ++i)
+	for (i = 0; i < 7; ++i)
 		if (pt_enc_next(encoder, &packet[i]) < 0)
 			ok = 0;
 	if (pt_enc_get_offset(encoder, &offset) < 0)
@@ -275,6 +277,13 @@ int main(void)
 	expect("--elf " DIR "/elf64-high:0x1000 --no-inst --check --pt "
 	       DIR "/trace.pt", flow, 0);
 
+	/* Filtered to the trace's CR3, the same flow; to another, tracing
+	 * is off from the PSB+ on. */
+	expect("--ipt:cr3 0x5000 --raw " DIR "/image.bin:0x1000 --no-inst "
+	       "--check --pt " DIR "/trace.pt", flow, 0);
+	expect("--ipt:cr3 0x6000 --raw " DIR "/image.bin:0x1000 --no-inst "
+	       "--check --pt " DIR "/trace.pt", "[disabled]\n", 0);
+
 	/* A file range, and an instruction that spans two sections. */
 	expect("--raw " DIR "/image.bin:0x0-0x4:0x1000 --raw " DIR
 	       "/image.bin:0x4:0x1004 --no-inst --check --pt "
@@ -311,7 +320,7 @@ int main(void)
 	/* Nothing mapped: the error names the trace offset and the IP. */
 	expect("--raw " DIR "/image.bin:0x2000 --no-inst --pt "
 	       DIR "/trace.pt",
-	       "[1e, 1000: error: no memory mapped at this address]\n", 0);
+	       "[26, 1000: error: no memory mapped at this address]\n", 0);
 
 	/* A resync that makes no progress ends after the repeated error. */
 	expect("--resync-on-error --raw " DIR "/image.bin:0x1000 --pt "

@@ -388,11 +388,13 @@ ORACLE_FN int oracle_walk(struct oracle *o, struct pt_block_decoder *dec,
 	}
 }
 
-/* All edges of the trace in @config over @image into @out; returns the
- * number of errors. */
-ORACLE_FN int oracle_edges(struct olist *out, const struct pt_config *config,
-			struct pt_image *image, oracle_read_fn read,
-			void *context)
+/* All edges of the trace in @config over @image into @out, of the address
+ * space with CR3 @cr3 (ipt_blk_set_cr3_filter; pt_asid_no_cr3: all);
+ * returns the number of errors. */
+ORACLE_FN int oracle_edges_cr3(struct olist *out,
+			       const struct pt_config *config,
+			       struct pt_image *image, oracle_read_fn read,
+			       void *context, uint64_t cr3)
 {
 	struct pt_block_decoder *dec;
 	struct pt_config c = *config;
@@ -411,6 +413,7 @@ ORACLE_FN int oracle_edges(struct olist *out, const struct pt_config *config,
 	if (!dec)
 		return -1;
 	pt_blk_set_image(dec, image);
+	ipt_blk_set_cr3_filter(dec, cr3);
 
 	for (;;) {
 		uint64_t at;
@@ -433,6 +436,14 @@ ORACLE_FN int oracle_edges(struct olist *out, const struct pt_config *config,
 	}
 	pt_blk_free_decoder(dec);
 	return errors;
+}
+
+ORACLE_FN int oracle_edges(struct olist *out, const struct pt_config *config,
+			struct pt_image *image, oracle_read_fn read,
+			void *context)
+{
+	return oracle_edges_cr3(out, config, image, read, context,
+				pt_asid_no_cr3);
 }
 
 #endif

@@ -14,12 +14,15 @@
 #   t_hv_start   decoders started at packet boundaries with the state a
 #                decoder of the trace up to there stands in
 #                (ipt_*_start_at, ipt_*_get_start_state)
-# t_hv_vm (VM entries as hardware writes them) needs no arguments.
+# t_hv_vm (VM entries as hardware writes them), t_hv_vmx (the SDM's VM
+# entry and exit shapes, guest/host tags) and t_hv_cr3 (the CR3 filter)
+# need no arguments.
 HV_CASES := $(CONFORMANCE)/libipt $(CONFORMANCE)/real \
 	$(CONFORMANCE)/libipt-sb --synth examples/synth-sample
 UNIT_ARGS_t_hv_fault := $(HV_CASES)
 UNIT_ARGS_t_hv_buffer := $(HV_CASES)
 UNIT_ARGS_t_hv_stream := $(HV_CASES)
+UNIT_ARGS_t_hv_cr3 := $(HV_CASES)
 UNIT_ARGS_t_hv_ring := $(HV_CASES)
 # t_hv_start: libipt's cases and the ptsynth sample (the real traces pass
 # too but take minutes: t_hv_start $(CONFORMANCE)/real).

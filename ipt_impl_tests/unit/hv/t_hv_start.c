@@ -306,16 +306,8 @@ static const char *const kind_name[K_NUM] = { "insn", "blk", "evt", "qry",
 
 struct totals {
 	unsigned long boundaries, started, inside, nosync, diverged, ahead,
-		known, cov_gap;
+		cov_gap;
 };
-
-/* Not exact yet, and said so: the BDM64 workaround looks at the block
- * before a TSX abort, which a start does not have; a TRIG's instruction
- * count across the start is off. */
-static int known_gap(const char *name)
-{
-	return strstr(name, "bdm64") || strstr(name, "trig");
-}
 
 /* Did the decode of the cut trace go another way than the whole one
  * before its last run of code: an event or error where the whole decode
@@ -598,10 +590,6 @@ static void run_case(struct hcase *c)
 				diff = compare(&whole[k], &cut[k], &go[k],
 					       k == K_BLK);
 			}
-			if (ok && diff >= 0 && known_gap(c->name)) {
-				total.known++;
-				continue;
-			}
 			if (!CHECK(ok && diff < 0) && fails++ < 8)
 				printf("     %s %s at %" PRIx64 ": start events %d,"
 				       " differs at item %ld of %zu (cut %zu,"
@@ -654,10 +642,9 @@ int main(int argc, char **argv)
 	printf("     %lu boundaries: %lu started, %lu inside a packet group, "
 	       "%lu not synchronized; the cut trace decoded another way %lu "
 	       "times; %lu starts repeat instructions reported ahead; "
-	       "known gaps (BDM64, TRIG): %lu; a branch the cut coverage "
-	       "decode left pending %lu times\n",
+	       "a branch the cut coverage decode left pending %lu times\n",
 	       total.boundaries, total.started, total.inside, total.nosync,
-	       total.diverged, total.ahead, total.known, total.cov_gap);
+	       total.diverged, total.ahead, total.cov_gap);
 	CHECK(total.started > total.boundaries / 4);
 	return check_done();
 }
