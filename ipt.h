@@ -1750,14 +1750,17 @@ IPT_API int ipt_insn_set_ring(struct pt_insn_decoder *decoder,
  * goes on, and decoding in pieces gives what decoding the whole trace
  * gives, item for item.  That holds for calls that only read ahead too:
  * a query decoder's answer needs the event after it, a block needs what
- * follows it to know its status flags, so they wait as well.  The last
+ * follows it to know its status flags, so they wait as well, and so does
+ * a sync that finds a PSB+ the end cuts.  A forward sync that finds no
+ * PSB before the end says -pte_eos, as for the whole trace, and moves
+ * nowhere: made again once the end has moved, it searches on.  The last
  * call, with more zero, makes the end the end of the trace (-pte_eos).
  * A decoder starts with more zero (the whole of [begin, end) is there).
  *
- * The query, block and instruction decoders copy their state before each
- * call that may need more (for the block decoder: each block but the most
- * common, one conditional branch with trace bits in hand), a few KiB;
- * nothing is copied while more is zero.  The block decoder's record of
+ * The event, query, block and instruction decoders copy their state
+ * before each call that may need more (for the block decoder: each block
+ * but the most common, one conditional branch with trace bits in hand), a
+ * few KiB; nothing is copied while more is zero.  The block decoder's record of
  * libipt's block cache (see >>blk) sees no call that was undone.
  * The coverage decoder streams too (ipt_cov_extend, >>api-cov).  A ring
  * buffer's newer piece grows the same way (ipt_*_set_ring above).
@@ -7610,8 +7613,8 @@ static IPT__UNUSED int ipt__evt_more(const struct pt_event_decoder *decoder)
 	return ipt__pkt_more(&decoder->pacdec);
 }
 
-/* The body of a public call of a decoder built on this one (of @type)
- * that is undone if it needs more (ipt_*_extend): return @call's status.
+/* The body of a public call of this decoder or one built on it (of
+ * @type) that is undone if it needs more (ipt_*_extend): return @call's status.
  * guard(decoder, &save) says whether to keep @save, a copy of the decoder
  * before the call; settle(decoder, &save, status) undoes the call if it
  * needs more and returns what the caller gets. */
@@ -7627,6 +7630,35 @@ static IPT__UNUSED int ipt__evt_more(const struct pt_event_decoder *decoder)
 		status_ = call;                                              \
 		return settle((decoder), &save_, status_);                   \
 	} while (0)
+
+/* While more trace may come (ipt_evt_extend), a call that met the end,
+ * even only reading ahead, is undone: it is made again once the end has
+ * moved, and then finds what it would have found in the whole trace.
+ * That holds for the syncs as well: one that finds a PSB+ cut by the end
+ * waits for the rest, where the whole trace may show that PSB+ bad. */
+static int ipt__evt_guard(const struct pt_event_decoder *decoder,
+			  struct pt_event_decoder *save)
+{
+	if (IPT__LIKELY(!ipt__evt_more(decoder)))
+		return 0;
+	IPT__COPY(*save, *decoder);
+	return 1;
+}
+
+static int ipt__evt_settle(struct pt_event_decoder *decoder,
+			   const struct pt_event_decoder *save, int status)
+{
+	if (status != -ipt_pte_need_more &&
+	    decoder->status != -ipt_pte_need_more)
+		return status;
+	IPT__COPY(*decoder, *save);
+	return -ipt_pte_need_more;
+}
+
+/* Make the call @call on @decoder, undone if it needs more. */
+#define IPT__EVT_GUARDED(decoder, call)                                      \
+	IPT__UNDOABLE(struct pt_event_decoder, ipt__evt_guard,               \
+		      ipt__evt_settle, decoder, call)
 
 IPT_DEF int ipt_evt_extend(struct pt_event_decoder *decoder, uint8_t *end,
 			   int more)
@@ -7844,17 +7876,20 @@ ipt__evt_get_state(const struct pt_event_decoder *decoder, uint64_t *offset,
 	return 0;
 }
 
-IPT_DEF int pt_evt_sync_forward(struct pt_event_decoder *decoder)
+static int ipt__evt_sync_forward(struct pt_event_decoder *decoder)
 {
 	int err;
 
-	if (!decoder)
-		return -pte_invalid;
 	ipt__evt_reset(decoder);
 	err = pt_pkt_sync_forward(&decoder->pacdec);
 	if (err < 0)
 		return err;
 	return ipt__evt_start(decoder);
+}
+
+IPT_DEF int pt_evt_sync_forward(struct pt_event_decoder *decoder)
+{
+	IPT__EVT_GUARDED(decoder, ipt__evt_sync_forward(decoder));
 }
 
 /* Right after synchronizing: whether the PSB+ status updates say tracing
@@ -7933,22 +7968,24 @@ static int ipt__evt_sync_backward(struct pt_event_decoder *decoder,
 
 IPT_DEF int pt_evt_sync_backward(struct pt_event_decoder *decoder)
 {
-	if (!decoder)
-		return -pte_invalid;
-	return ipt__evt_sync_backward(decoder, NULL, NULL);
+	IPT__EVT_GUARDED(decoder, ipt__evt_sync_backward(decoder, NULL, NULL));
 }
 
-IPT_DEF int pt_evt_sync_set(struct pt_event_decoder *decoder, uint64_t offset)
+static int ipt__evt_sync_set(struct pt_event_decoder *decoder,
+			     uint64_t offset)
 {
 	int err;
 
-	if (!decoder)
-		return -pte_invalid;
 	ipt__evt_reset(decoder);
 	err = pt_pkt_sync_set(&decoder->pacdec, offset);
 	if (err < 0)
 		return err;
 	return ipt__evt_start(decoder);
+}
+
+IPT_DEF int pt_evt_sync_set(struct pt_event_decoder *decoder, uint64_t offset)
+{
+	IPT__EVT_GUARDED(decoder, ipt__evt_sync_set(decoder, offset));
 }
 
 /* The offset of the packet the decoder will look at next. */
@@ -8615,7 +8652,12 @@ static int ipt__evt_decode_ovf(struct pt_event_decoder *decoder)
 		IPT__COPY(decoder->tcal, tcal);
 	}
 
+	/* A search that met the end of the trace for now decides nothing:
+	 * the FUP may yet come, and the errata below must not judge the
+	 * packets before it. */
 	offset = ipt__evt_find_ovf_fup(&decoder->pacdec);
+	if (offset == -ipt_pte_need_more)
+		return offset;
 	if (offset < 0)
 		ipt__evt_peeked_end(decoder, (int) offset);
 	if (offset <= 0) {
@@ -9467,33 +9509,17 @@ static int ipt__evt_fetch_event(struct pt_event_decoder *decoder)
 	}
 }
 
-/* While more trace may come (ipt_evt_extend), a call that met the end,
- * even only reading ahead, is undone: it is made again once the end has
- * moved, and then finds what it would have found in the whole trace. */
 static int ipt__evt_next(struct pt_event_decoder *decoder,
 			 struct pt_event *uev, size_t size);
 
 IPT_DEF int pt_evt_next(struct pt_event_decoder *decoder,
 			struct pt_event *uev, size_t size)
 {
-	struct pt_event_decoder save;
-	int err;
-
 	/* The man page's too-small size, checked before decoding so that
 	 * no event is lost. */
-	if (!decoder || !uev || size < offsetof(struct pt_event, variant))
+	if (!uev || size < offsetof(struct pt_event, variant))
 		return -pte_invalid;
-	if (IPT__LIKELY(!ipt__pkt_more(&decoder->pacdec)))
-		return ipt__evt_next(decoder, uev, size);
-
-	IPT__COPY(save, *decoder);
-	err = ipt__evt_next(decoder, uev, size);
-	if (err == -ipt_pte_need_more ||
-	    decoder->status == -ipt_pte_need_more) {
-		IPT__COPY(*decoder, save);
-		return -ipt_pte_need_more;
-	}
-	return err;
+	IPT__EVT_GUARDED(decoder, ipt__evt_next(decoder, uev, size));
 }
 
 /* Clear the fields of a TNT or TIP event @ev that the other one uses. */
