@@ -74,7 +74,8 @@
  *     >>sb     sideband sessions: perf_event records applied to a
  *              decoder's events, an image per process (hosted builds)
  *     >>cov    coverage: a trace to an edge bitmap, on the block decoder
- *     >>seg    segments: PSB index, joining decoders of adjacent segments
+ *     >>seg    segments: PSB index, joining decoders of adjacent segments,
+ *              decoding one trace in pieces through the caller's loop
  *
  * LICENSE: MIT, at the end of this file.
  */
@@ -1749,14 +1750,17 @@ IPT_API int ipt_insn_set_ring(struct pt_insn_decoder *decoder,
  * goes on, and decoding in pieces gives what decoding the whole trace
  * gives, item for item.  That holds for calls that only read ahead too:
  * a query decoder's answer needs the event after it, a block needs what
- * follows it to know its status flags, so they wait as well.  The last
+ * follows it to know its status flags, so they wait as well, and so does
+ * a sync that finds a PSB+ the end cuts.  A forward sync that finds no
+ * PSB before the end says -pte_eos, as for the whole trace, and moves
+ * nowhere: made again once the end has moved, it searches on.  The last
  * call, with more zero, makes the end the end of the trace (-pte_eos).
  * A decoder starts with more zero (the whole of [begin, end) is there).
  *
- * The query, block and instruction decoders copy their state before each
- * call that may need more (for the block decoder: each block but the most
- * common, one conditional branch with trace bits in hand), a few KiB;
- * nothing is copied while more is zero.  The block decoder's record of
+ * The event, query, block and instruction decoders copy their state
+ * before each call that may need more (for the block decoder: each block
+ * but the most common, one conditional branch with trace bits in hand), a
+ * few KiB; nothing is copied while more is zero.  The block decoder's record of
  * libipt's block cache (see >>blk) sees no call that was undone.
  * The coverage decoder streams too (ipt_cov_extend, >>api-cov).  A ring
  * buffer's newer piece grows the same way (ipt_*_set_ring above).
@@ -2367,9 +2371,10 @@ ipt_sb_alloc_pevent_decoder_mem(struct pt_sb_session *session,
  * one with all entries returns up to the call where it finds its return
  * stack empty (-pte_retstack_empty); from that call on, the output is
  * void, and the decoder before that first join must go on from its own
- * start to the end of the trace, its output taking over at that call.  A decoder from before that never reaches a state of the
- * next segment's simply decodes that segment too; the output is exact
- * either way, only the parallelism is lost. */
+ * start to the end of the trace, its output taking over at that call.
+ * A decoder from before that never reaches a state of the next segment's
+ * simply decodes that segment too; the output is exact either way, only
+ * the parallelism is lost. */
 struct ipt_segment {
 	/* The PSB, and where the next PSB (or the end of the trace) is. */
 	uint64_t offset;
@@ -2437,6 +2442,180 @@ IPT_API int ipt_blk_converged(const struct pt_block_decoder *decoder,
 			      const void *state);
 IPT_API int ipt_insn_converged(const struct pt_insn_decoder *decoder,
 			       const void *state);
+
+/* ---- decoding in pieces: the split, its workers, the stitch ----
+ *
+ * The STITCHING rule above, as a helper that owns none of the decoding:
+ * the caller's own decode loop (sync, events, instructions or blocks,
+ * errors, what it prints or counts) runs through struct ipt_seg_loop, one
+ * step at a time.  ipt_seg_split_alloc cuts the trace at PSBs spread about
+ * evenly over it into pieces; ipt_seg_decode runs a piece on a loop of the
+ * caller's until it joins a later piece or the trace ends; the stitch
+ * (ipt_seg_stitch_next) says which part of which piece's output comes
+ * next, and when a piece must be decoded once more (ipt_seg_rerun).
+ *
+ * Output is counted in marks: a number the loop chooses that grows with
+ * what it has output (bytes printed, results logged), from zero at the
+ * start of each piece.  The outputs, cut and put together as the stitch
+ * says, are what the loop outputs when it decodes the whole trace from the
+ * start, exactly.
+ *
+ * Threads are the caller's.  ipt_seg_decode of different pieces may run
+ * at once on different threads, each with a worker and loops of its own:
+ * it writes only its piece and reads of the others only where they begin.
+ * A piece's results may be read (ipt_seg_stitch_next) once its
+ * ipt_seg_decode has returned, with whatever the caller synchronizes
+ * threads with (a mutex, a join).  Nothing here waits or locks. */
+
+/* What a step did (struct ipt_seg_loop's step). */
+enum ipt_seg_step {
+	/* Go on. */
+	ipt_seg_go,
+	/* The loop is done: the end of the trace, or it gave up. */
+	ipt_seg_done,
+	/* Go on; the call the step made returned -pte_retstack_empty. */
+	ipt_seg_retstack
+};
+
+/* The caller's decode loop, as ipt_seg_decode drives it.  loop is the
+ * caller's object: a decoder and what the loop keeps of its own. */
+struct ipt_seg_loop {
+	/* Start loop at the PSB at offset (pt_*_sync_set), or, with first
+	 * set, as a decode of the whole trace starts (on a decoder that has
+	 * seen nothing of the trace; it synchronizes forward).  Its output
+	 * starts at mark zero.  Returns zero; a negative pte_* code if it
+	 * cannot start there. */
+	int (*start)(void *loop, uint64_t offset, int first);
+
+	/* Up to n steps (n > 0), each one call into the decoder and what
+	 * the loop does with its result.  Returns an enum ipt_seg_step:
+	 * ipt_seg_go after n steps; ipt_seg_done as soon as the loop is
+	 * done; ipt_seg_retstack right after a step whose call found the
+	 * return stack empty, with the output mark before that step in
+	 * *mark.  (Taking steps by the dozen keeps a tight loop tight.) */
+	int (*step)(void *loop, unsigned int n, uint64_t *mark);
+
+	/* Where is the loop?  *mark: its output mark.  Returns 1, with the
+	 * decoder's trace position (pt_*_get_offset) in *offset, if it is
+	 * between two calls into the decoder at a point where it may join
+	 * another loop (not synchronizing, not handling an error); zero if
+	 * not. */
+	int (*at)(void *loop, uint64_t *offset, uint64_t *mark);
+
+	/* Save the loop's state in state (state_size bytes, as given to
+	 * ipt_seg_split_alloc, aligned as malloc's are): the decoder's
+	 * (ipt_*_save) and whatever of the loop's own decides what it
+	 * outputs next.  Returns zero, or a negative pte_* code. */
+	int (*save)(const void *loop, void *state);
+
+	/* Is the loop in the state saved in state?  As ipt_*_converged (1,
+	 * 2, 0), for the loop's own part too.  When it says yes, the piece
+	 * joins there: it may keep what it needs of state (counts the mark
+	 * does not give). */
+	int (*same)(void *loop, const void *state);
+};
+
+/* A piece's results, once ipt_seg_decode has returned. */
+enum { ipt_seg_rserr_max = 64 };
+struct ipt_seg_piece {
+	/* Its PSB; the first piece (zero here) synchronizes instead. */
+	uint64_t begin;
+	/* Its output mark where it stopped. */
+	uint64_t end;
+	/* It joined piece join_to, whose output goes on at mark join_at;
+	 * join as ipt_*_converged (1, 2), zero if it did not join. */
+	int join;
+	size_t join_to;
+	uint64_t join_at;
+	/* Its loop could not start at its PSB. */
+	int failed;
+	/* The output marks before the steps that found the return stack
+	 * empty, the first ipt_seg_rserr_max of nrserr. */
+	size_t nrserr;
+	uint64_t rserr[ipt_seg_rserr_max];
+};
+
+struct ipt_seg_split;
+struct ipt_seg_worker;
+
+/* Cut config's trace into at most max_pieces pieces (at least one), at
+ * PSBs spread about evenly over it, for loops as ops describes (copied)
+ * whose states take state_size bytes.  Memory comes from allocator (NULL:
+ * the default): the split, its pieces, and its workers' states.  NULL if
+ * an argument is NULL or zero, config is bad, or memory runs out.  Ref:
+ * ipt.h only. */
+IPT_API struct ipt_seg_split *
+ipt_seg_split_alloc(const struct pt_config *config, size_t max_pieces,
+		    const struct ipt_seg_loop *ops, size_t state_size,
+		    const struct ipt_allocator *allocator);
+/* NULL is fine. */
+IPT_API void ipt_seg_split_free(struct ipt_seg_split *split);
+
+/* The number of pieces; piece idx (NULL if idx is out of range). */
+IPT_API size_t ipt_seg_split_count(const struct ipt_seg_split *split);
+IPT_API const struct ipt_seg_piece *
+ipt_seg_split_piece(const struct ipt_seg_split *split, size_t idx);
+
+/* A worker: the states of the next piece's start, for one thread.  NULL
+ * if split is NULL or memory runs out.  Free it before its split; NULL is
+ * fine. */
+IPT_API struct ipt_seg_worker *
+ipt_seg_worker_alloc(const struct ipt_seg_split *split);
+IPT_API void ipt_seg_worker_free(struct ipt_seg_worker *worker);
+
+/* Decode piece idx on loop until it joins a later piece or its loop is
+ * done, and record the piece's results.  probe is a second loop of the
+ * same kind (its decoder's configuration and code the same), which
+ * worker starts at the next pieces' PSBs to learn their states.  A
+ * worker keeps what it learned from piece to piece; loop and probe may
+ * be used again for any piece.  Returns zero; -pte_invalid if an argument
+ * is NULL or idx is out of range; a negative pte_* code from the loop's
+ * save.  A piece whose loop cannot start is failed, not an error. */
+IPT_API int ipt_seg_decode(struct ipt_seg_worker *worker, size_t idx,
+			   void *loop, void *probe);
+
+/* Decode piece idx once more, from its start to the end of the trace
+ * (the stitch asks for it, see below): loop is started as the piece
+ * starts and stepped until it is done.  Returns zero; -pte_invalid as
+ * ipt_seg_decode; a negative pte_* code if the loop cannot start. */
+IPT_API int ipt_seg_rerun(const struct ipt_seg_split *split, size_t idx,
+			  void *loop);
+
+/* Where the stitch is.  Before each call of ipt_seg_stitch_next, piece
+ * wait must have been decoded (its ipt_seg_decode returned). */
+struct ipt_seg_stitch {
+	size_t wait;
+	/* The rest is the stitch's own. */
+	size_t idx, again;
+	uint64_t at, end, since;
+	int phase;
+};
+
+/* A part of a piece's output: marks [from, to) of piece idx. */
+struct ipt_seg_range {
+	size_t idx;
+	uint64_t from, to;
+};
+
+IPT_API void ipt_seg_stitch_init(struct ipt_seg_stitch *stitch);
+
+/* The next part of the output.  Returns 1 with range: output piece
+ * range->idx's marks [from, to) (possibly none; the pieces come in
+ * order, each once); 2: decode piece range->idx once more to the end
+ * (ipt_seg_rerun) and output what comes after its first range->from
+ * marks, and that is all; zero: that was all.  -pte_invalid if an
+ * argument is NULL.
+ *
+ * The rule: the pieces follow their joins from the first piece on, each
+ * from the mark its predecessor joined it at.  From the first join whose
+ * return stacks differ (2) on, every loop whose output is used lacks
+ * older return stack entries: its output stands up to the first step
+ * that found the return stack empty; from there on, and if such a chain
+ * reaches a piece that could not start, the piece before that first
+ * join is decoded once more. */
+IPT_API int ipt_seg_stitch_next(const struct ipt_seg_split *split,
+				struct ipt_seg_stitch *stitch,
+				struct ipt_seg_range *range);
 
 /* >>api-cov: ipt_ coverage for fuzzers: a trace to an edge bitmap */
 
@@ -7434,8 +7613,8 @@ static IPT__UNUSED int ipt__evt_more(const struct pt_event_decoder *decoder)
 	return ipt__pkt_more(&decoder->pacdec);
 }
 
-/* The body of a public call of a decoder built on this one (of @type)
- * that is undone if it needs more (ipt_*_extend): return @call's status.
+/* The body of a public call of this decoder or one built on it (of
+ * @type) that is undone if it needs more (ipt_*_extend): return @call's status.
  * guard(decoder, &save) says whether to keep @save, a copy of the decoder
  * before the call; settle(decoder, &save, status) undoes the call if it
  * needs more and returns what the caller gets. */
@@ -7451,6 +7630,35 @@ static IPT__UNUSED int ipt__evt_more(const struct pt_event_decoder *decoder)
 		status_ = call;                                              \
 		return settle((decoder), &save_, status_);                   \
 	} while (0)
+
+/* While more trace may come (ipt_evt_extend), a call that met the end,
+ * even only reading ahead, is undone: it is made again once the end has
+ * moved, and then finds what it would have found in the whole trace.
+ * That holds for the syncs as well: one that finds a PSB+ cut by the end
+ * waits for the rest, where the whole trace may show that PSB+ bad. */
+static int ipt__evt_guard(const struct pt_event_decoder *decoder,
+			  struct pt_event_decoder *save)
+{
+	if (IPT__LIKELY(!ipt__evt_more(decoder)))
+		return 0;
+	IPT__COPY(*save, *decoder);
+	return 1;
+}
+
+static int ipt__evt_settle(struct pt_event_decoder *decoder,
+			   const struct pt_event_decoder *save, int status)
+{
+	if (status != -ipt_pte_need_more &&
+	    decoder->status != -ipt_pte_need_more)
+		return status;
+	IPT__COPY(*decoder, *save);
+	return -ipt_pte_need_more;
+}
+
+/* Make the call @call on @decoder, undone if it needs more. */
+#define IPT__EVT_GUARDED(decoder, call)                                      \
+	IPT__UNDOABLE(struct pt_event_decoder, ipt__evt_guard,               \
+		      ipt__evt_settle, decoder, call)
 
 IPT_DEF int ipt_evt_extend(struct pt_event_decoder *decoder, uint8_t *end,
 			   int more)
@@ -7668,17 +7876,20 @@ ipt__evt_get_state(const struct pt_event_decoder *decoder, uint64_t *offset,
 	return 0;
 }
 
-IPT_DEF int pt_evt_sync_forward(struct pt_event_decoder *decoder)
+static int ipt__evt_sync_forward(struct pt_event_decoder *decoder)
 {
 	int err;
 
-	if (!decoder)
-		return -pte_invalid;
 	ipt__evt_reset(decoder);
 	err = pt_pkt_sync_forward(&decoder->pacdec);
 	if (err < 0)
 		return err;
 	return ipt__evt_start(decoder);
+}
+
+IPT_DEF int pt_evt_sync_forward(struct pt_event_decoder *decoder)
+{
+	IPT__EVT_GUARDED(decoder, ipt__evt_sync_forward(decoder));
 }
 
 /* Right after synchronizing: whether the PSB+ status updates say tracing
@@ -7757,22 +7968,24 @@ static int ipt__evt_sync_backward(struct pt_event_decoder *decoder,
 
 IPT_DEF int pt_evt_sync_backward(struct pt_event_decoder *decoder)
 {
-	if (!decoder)
-		return -pte_invalid;
-	return ipt__evt_sync_backward(decoder, NULL, NULL);
+	IPT__EVT_GUARDED(decoder, ipt__evt_sync_backward(decoder, NULL, NULL));
 }
 
-IPT_DEF int pt_evt_sync_set(struct pt_event_decoder *decoder, uint64_t offset)
+static int ipt__evt_sync_set(struct pt_event_decoder *decoder,
+			     uint64_t offset)
 {
 	int err;
 
-	if (!decoder)
-		return -pte_invalid;
 	ipt__evt_reset(decoder);
 	err = pt_pkt_sync_set(&decoder->pacdec, offset);
 	if (err < 0)
 		return err;
 	return ipt__evt_start(decoder);
+}
+
+IPT_DEF int pt_evt_sync_set(struct pt_event_decoder *decoder, uint64_t offset)
+{
+	IPT__EVT_GUARDED(decoder, ipt__evt_sync_set(decoder, offset));
 }
 
 /* The offset of the packet the decoder will look at next. */
@@ -8439,7 +8652,12 @@ static int ipt__evt_decode_ovf(struct pt_event_decoder *decoder)
 		IPT__COPY(decoder->tcal, tcal);
 	}
 
+	/* A search that met the end of the trace for now decides nothing:
+	 * the FUP may yet come, and the errata below must not judge the
+	 * packets before it. */
 	offset = ipt__evt_find_ovf_fup(&decoder->pacdec);
+	if (offset == -ipt_pte_need_more)
+		return offset;
 	if (offset < 0)
 		ipt__evt_peeked_end(decoder, (int) offset);
 	if (offset <= 0) {
@@ -9291,33 +9509,17 @@ static int ipt__evt_fetch_event(struct pt_event_decoder *decoder)
 	}
 }
 
-/* While more trace may come (ipt_evt_extend), a call that met the end,
- * even only reading ahead, is undone: it is made again once the end has
- * moved, and then finds what it would have found in the whole trace. */
 static int ipt__evt_next(struct pt_event_decoder *decoder,
 			 struct pt_event *uev, size_t size);
 
 IPT_DEF int pt_evt_next(struct pt_event_decoder *decoder,
 			struct pt_event *uev, size_t size)
 {
-	struct pt_event_decoder save;
-	int err;
-
 	/* The man page's too-small size, checked before decoding so that
 	 * no event is lost. */
-	if (!decoder || !uev || size < offsetof(struct pt_event, variant))
+	if (!uev || size < offsetof(struct pt_event, variant))
 		return -pte_invalid;
-	if (IPT__LIKELY(!ipt__pkt_more(&decoder->pacdec)))
-		return ipt__evt_next(decoder, uev, size);
-
-	IPT__COPY(save, *decoder);
-	err = ipt__evt_next(decoder, uev, size);
-	if (err == -ipt_pte_need_more ||
-	    decoder->status == -ipt_pte_need_more) {
-		IPT__COPY(*decoder, save);
-		return -ipt_pte_need_more;
-	}
-	return err;
+	IPT__EVT_GUARDED(decoder, ipt__evt_next(decoder, uev, size));
 }
 
 /* Clear the fields of a TNT or TIP event @ev that the other one uses. */
@@ -9384,13 +9586,12 @@ static int ipt__evt_next_tnt(struct pt_event_decoder *decoder,
 	if (!decoder->enabled || ipt__pkt_more(&decoder->pacdec))
 		return 0;
 
+	/* Its IP went into the last IP when it made @ev; the decoders'
+	 * second update at the bound packet writes the same IP again (an
+	 * update applied twice gives what it gave once), so it is left
+	 * out. */
 	if (decoder->packet.type == bound && decoder->bound &&
 	    decoder->evq.begin == decoder->evq.end) {
-		err = ipt_last_ip_update_ip(&decoder->ip,
-					    &decoder->packet.payload.ip,
-					    ipt__evt_config(decoder));
-		if (err < 0)
-			return err;
 		decoder->bound = 0;
 		ipt__evt_next_packet(decoder);
 	}
@@ -16889,12 +17090,14 @@ none:
 
 /* ---- walking runs for coverage ----
  * While the event in hand is a TNT or a TIP, pt_blk_next only goes from
- * run to run of the run cache, taking a TNT bit at each conditional branch
- * and compressed return and a TIP at each indirect branch.  The coverage
- * layer wants exactly that and nothing of the blocks, so ipt__blk_walk
- * makes the walk itself, leaving the decoder as pt_blk_next would (IP, TNT
- * bits, return stack, instruction count), and where the trace in hand is
- * used up applies the trailing-event rules to the next event, as
+ * run to run of the run cache, taking a TNT bit at each conditional
+ * branch and compressed return and a TIP at each indirect branch; while
+ * it is a disable with an IP, to the branch that needs trace or the IP
+ * the flow reaches first, where the disable binds.  The coverage layer
+ * wants exactly that and nothing of the blocks, so ipt__blk_walk makes
+ * the walk itself, leaving the decoder as pt_blk_next would (IP, TNT
+ * bits, return stack, instruction count), and where the trace in hand
+ * is used up applies the trailing-event rules to the next event, as
  * pt_blk_next does after a block. */
 
 /* The longest chain of runs the walk follows without using trace; code
@@ -17005,6 +17208,16 @@ ipt__blk_walk_next_event(struct pt_block_decoder *decoder)
 static void ipt__blk_watch(struct pt_block_decoder *decoder);
 static void ipt__blk_note_fault(struct pt_block_decoder *decoder, int status);
 
+/* Whether the walk goes on with @ev in hand: a TNT or a TIP, or a disable
+ * with an IP, which it walks to as pt_blk_next would (the run it binds
+ * in, and the event itself, are pt_blk_next's and pt_blk_event's). */
+static IPT__INLINE int ipt__blk_walk_event(const struct pt_event *ev)
+{
+	return ev->type == ptev_tnt || ev->type == ptev_tip ||
+	       (ev->type == ptev_disabled && !ev->ip_suppressed &&
+		!ev->status_update);
+}
+
 /* Walk the run cache from the decoder's IP.  Returns 0 where pt_blk_next
  * takes over (a run is missing, or needs what the walk does not do: a TIP
  * behind a TNT, an error to report); otherwise 1 with the status
@@ -17023,7 +17236,7 @@ static IPT__INLINE int ipt__blk_walk(struct pt_block_decoder *decoder,
 	if (decoder->status < 0 || !decoder->enabled ||
 	    decoder->process_insn ||
 	    decoder->flags.variant.block.enable_tick_events ||
-	    (ev->type != ptev_tnt && ev->type != ptev_tip))
+	    !ipt__blk_walk_event(ev))
 		return 0;
 
 	ipt__blk_cache_sync(decoder);
@@ -17043,6 +17256,12 @@ static IPT__INLINE int ipt__blk_walk(struct pt_block_decoder *decoder,
 		uint64_t end_ip, next, to;
 		uint32_t icnt;
 		uint8_t size;
+
+		/* A disable's IP inside the run: pt_blk_next finds where
+		 * it binds. */
+		if (ev->type == ptev_disabled &&
+		    ev->variant.disabled.ip - run->ip <= run->len)
+			goto out_at;
 
 		/* Instructions since the last TRIG anchor, as pt_blk_next
 		 * counts them (meaningless, and reset at the next anchor,
@@ -17070,6 +17289,8 @@ static IPT__INLINE int ipt__blk_walk(struct pt_block_decoder *decoder,
 		case ipt__run_ret:
 			if (ev->type == ptev_tip)
 				goto tip;
+			if (ev->type == ptev_disabled)
+				goto disabled;
 			/* A compressed return; anything else pt_blk_next
 			 * reports. */
 			size = ev->variant.tnt.size;
@@ -17083,6 +17304,8 @@ static IPT__INLINE int ipt__blk_walk(struct pt_block_decoder *decoder,
 
 		case ipt__run_icall:
 		case ipt__run_indirect:
+			if (ev->type == ptev_disabled)
+				goto disabled;
 			/* A TIP behind a TNT is pt_blk_next's. */
 			if (ev->type != ptev_tip)
 				goto out;
@@ -17115,6 +17338,20 @@ static IPT__INLINE int ipt__blk_walk(struct pt_block_decoder *decoder,
 			goto out;
 		}
 
+	disabled:
+		/* The disable binds to the first branch that needs trace; the
+		 * flow resumes after a call, anywhere after the rest (as
+		 * ipt__blk_set_disable_resume_ip). */
+		decoder->ip = 0;
+		if (run->iclass == ptic_call || run->iclass == ptic_far_call)
+			decoder->ip = end_ip + run->isize;
+		if (run->kind == ipt__run_icall)
+			ipt__retstack_push(&decoder->retstack, next);
+		ops->branch(context, end_ip, next,
+			    (enum pt_insn_class) run->iclass);
+		*status = ipt__blk_status(decoder, pts_event_pending);
+		goto done;
+
 	tnt_used:
 		chain = 0;
 		if (size)
@@ -17130,8 +17367,7 @@ static IPT__INLINE int ipt__blk_walk(struct pt_block_decoder *decoder,
 			ipt__blk_run_block(&block, run, mode);
 			*status = ipt__blk_proceed_trailing_event(decoder,
 								  &block);
-			if (*status != 0 ||
-			    (ev->type != ptev_tnt && ev->type != ptev_tip))
+			if (*status != 0 || !ipt__blk_walk_event(ev))
 				goto done;
 		} else {
 			*status = ipt__blk_status(decoder, 0);
@@ -17150,6 +17386,14 @@ static IPT__INLINE int ipt__blk_walk(struct pt_block_decoder *decoder,
 		if (++chain > IPT__BLK_WALK_CHAIN) {
 			ip = to;
 			goto out_at;
+		}
+		/* A disable at the IP a direct branch (or the next run) goes
+		 * to binds there. */
+		if (ev->type == ptev_disabled &&
+		    to == ev->variant.disabled.ip) {
+			decoder->ip = to;
+			*status = ipt__blk_status(decoder, pts_event_pending);
+			goto done;
 		}
 	next_run:
 		ip = ipt__blk_walk_tnt(decoder, ops, context, to, mode);
@@ -21159,8 +21403,9 @@ ipt_sb_alloc_pevent_decoder_mem(struct pt_sb_session *session,
  * address spaces, events and the caches are the block decoder's, so the
  * coverage cannot disagree with it.
  *
- * Speed comes from the common case: while the event in hand is a TNT or
- * a TIP, the block decoder walks its run cache for us (ipt__blk_walk)
+ * Speed comes from the common case: while the event in hand is a TNT, a
+ * TIP or a disable with an IP, the block decoder walks its run cache for
+ * us (ipt__blk_walk)
  * and reports each branch that used trace and each place the flow
  * reached, with no blocks made; everything else goes through pt_blk_next
  * and pt_blk_event.  Either way an edge waits as "pending" until the flow
@@ -22405,8 +22650,10 @@ IPT_DEF int ipt_cov_get_status(const struct ipt_cov_decoder *cov,
  * stack: the trace is read once, code never.  ipt_blk_converged and
  * ipt_insn_converged compare two decoders' states, for the stitching rule
  * in >>api-seg, through ipt__blk_same and ipt__insn_same; each layer
- * compares its own part (ipt__pkt_same, ipt__evt_same, ...).  Uses >>pkt's
- * public functions and accessors. */
+ * compares its own part (ipt__pkt_same, ipt__evt_same, ...).
+ * ipt_seg_split and the stitch apply the rule to the caller's loop, which
+ * they reach only through struct ipt_seg_loop.  Uses >>pkt's public
+ * functions and accessors. */
 
 /* Record one packet of a PSB+ in seg.  Returns 1 when the PSB+ ends, 0 to
  * read on. */
@@ -22613,6 +22860,431 @@ IPT_DEF int ipt_insn_converged(const struct pt_insn_decoder *decoder,
 	if (!decoder || !state)
 		return -pte_invalid;
 	return ipt__insn_same(decoder, (const struct pt_insn_decoder *) state);
+}
+
+/* ---- decoding in pieces ----
+ * A piece's loop, once past the next piece's PSB, looks for a state the
+ * next piece's loop goes through from its start: a probe loop started at
+ * that PSB gives them, saved.  A loop that finds none decodes on into
+ * the piece after, and so on. */
+
+enum {
+	/* The states of a probe: how far apart two loops may be when they
+	 * reach the same state.  64 missed joins in real traces, where the
+	 * instruction decoder takes many steps between two packets; a
+	 * missed join decodes a piece twice. */
+	ipt__seg_probe_max = 256,
+	/* Until the loop nears the next piece, where it is need not be
+	 * asked at every step ... */
+	ipt__seg_look_every = 16,
+	/* ... only within this many bytes of trace before its PSB, where a
+	 * dozen steps might take the loop past it, or, in a short trace,
+	 * to the end. */
+	ipt__seg_near = 256
+};
+
+struct ipt_seg_split {
+	struct ipt_allocator allocator;
+	struct ipt_seg_loop ops;
+	size_t state_size;
+	struct ipt_seg_piece *pieces;
+	size_t npieces, max;
+};
+
+struct ipt__seg_snap {
+	uint64_t offset, mark;
+	void *state;
+};
+
+struct ipt_seg_worker {
+	const struct ipt_seg_split *split;
+	/* The piece whose states snaps holds (zero: none), and how many. */
+	size_t probed, nsnaps;
+	struct ipt__seg_snap snaps[ipt__seg_probe_max];
+	unsigned char *states;
+};
+
+/* The pieces' PSBs: piece k at the first PSB at or after k/max of the
+ * trace, from the PSBs pt_pkt_sync_forward finds one after the other (as
+ * ipt_seg_index does).  The first piece needs none. */
+static int ipt__seg_spread(struct ipt_seg_split *split,
+			   const struct pt_config *config)
+{
+	struct pt_packet_decoder pacdec;
+	uint64_t size, offset;
+	int status, first;
+
+	status = ipt__pkt_init(&pacdec, config);
+	if (status < 0)
+		return status;
+	size = (uint64_t) (ipt__pkt_end(&pacdec) -
+			   ipt__pkt_config(&pacdec)->begin);
+	split->npieces = 1;
+	for (first = 1; split->npieces < split->max; first = 0) {
+		status = pt_pkt_sync_forward(&pacdec);
+		if (status >= 0)
+			status = pt_pkt_get_sync_offset(&pacdec, &offset);
+		if (status < 0)
+			break;
+		/* The first piece synchronizes at the first PSB. */
+		if (!first && offset >= size / split->max * split->npieces)
+			split->pieces[split->npieces++].begin = offset;
+	}
+	ipt__pkt_fini(&pacdec);
+	return 0;
+}
+
+IPT_DEF struct ipt_seg_split *
+ipt_seg_split_alloc(const struct pt_config *config, size_t max_pieces,
+		    const struct ipt_seg_loop *ops, size_t state_size,
+		    const struct ipt_allocator *allocator)
+{
+	struct ipt_allocator a;
+	struct ipt_seg_split *split;
+
+	if (!config || !max_pieces || !ops || !ops->start || !ops->step ||
+	    !ops->at || !ops->save || !ops->same || !state_size ||
+	    max_pieces > (size_t) -1 / sizeof(struct ipt_seg_piece) ||
+	    state_size > (size_t) -1 / ipt__seg_probe_max ||
+	    ipt__allocator_init(&a, allocator) < 0)
+		return NULL;
+	split = (struct ipt_seg_split *) ipt__zalloc(&a, sizeof(*split));
+	if (!split)
+		return NULL;
+	split->allocator = a;
+	IPT__COPY(split->ops, *ops);
+	split->state_size = state_size;
+	split->max = max_pieces;
+	split->pieces = (struct ipt_seg_piece *)
+		ipt__zalloc(&a, max_pieces * sizeof(*split->pieces));
+	if (!split->pieces || ipt__seg_spread(split, config) < 0) {
+		ipt_seg_split_free(split);
+		return NULL;
+	}
+	return split;
+}
+
+IPT_DEF void ipt_seg_split_free(struct ipt_seg_split *split)
+{
+	struct ipt_allocator a;
+
+	if (!split)
+		return;
+	a = split->allocator;
+	ipt__free(&a, split->pieces, split->max * sizeof(*split->pieces));
+	ipt__free(&a, split, sizeof(*split));
+}
+
+IPT_DEF size_t ipt_seg_split_count(const struct ipt_seg_split *split)
+{
+	return split ? split->npieces : 0;
+}
+
+IPT_DEF const struct ipt_seg_piece *
+ipt_seg_split_piece(const struct ipt_seg_split *split, size_t idx)
+{
+	if (!split || idx >= split->npieces)
+		return NULL;
+	return &split->pieces[idx];
+}
+
+IPT_DEF struct ipt_seg_worker *
+ipt_seg_worker_alloc(const struct ipt_seg_split *split)
+{
+	struct ipt_seg_worker *w;
+	size_t i, size;
+
+	if (!split)
+		return NULL;
+	/* Each state aligned as the allocator's blocks are. */
+	size = (split->state_size + 15u) & ~(size_t) 15u;
+	w = (struct ipt_seg_worker *) ipt__zalloc(&split->allocator,
+						  sizeof(*w));
+	if (!w)
+		return NULL;
+	w->split = split;
+	w->states = (unsigned char *) ipt__alloc(&split->allocator,
+						 size * ipt__seg_probe_max);
+	if (!w->states) {
+		ipt__free(&split->allocator, w, sizeof(*w));
+		return NULL;
+	}
+	for (i = 0; i < ipt__seg_probe_max; ++i)
+		w->snaps[i].state = w->states + i * size;
+	return w;
+}
+
+IPT_DEF void ipt_seg_worker_free(struct ipt_seg_worker *w)
+{
+	const struct ipt_allocator *a;
+	size_t size;
+
+	if (!w)
+		return;
+	a = &w->split->allocator;
+	size = (w->split->state_size + 15u) & ~(size_t) 15u;
+	ipt__free(a, w->states, size * ipt__seg_probe_max);
+	ipt__free(a, w, sizeof(*w));
+}
+
+/* The states probe goes through from piece idx's PSB on, up to
+ * ipt__seg_probe_max of them. */
+static int ipt__seg_probe(struct ipt_seg_worker *w, size_t idx, void *probe)
+{
+	const struct ipt_seg_loop *ops = &w->split->ops;
+	uint64_t mark;
+	int err;
+
+	w->probed = idx;
+	w->nsnaps = 0;
+	if (ops->start(probe, w->split->pieces[idx].begin, 0) < 0)
+		return 0;
+	while (w->nsnaps < ipt__seg_probe_max) {
+		struct ipt__seg_snap *snap = &w->snaps[w->nsnaps];
+
+		if (ops->at(probe, &snap->offset, &snap->mark)) {
+			err = ops->save(probe, snap->state);
+			if (err < 0) {
+				w->probed = 0;
+				return err;
+			}
+			w->nsnaps += 1;
+		}
+		if (ops->step(probe, 1, &mark) == ipt_seg_done)
+			break;
+	}
+	return 0;
+}
+
+/* Is loop, at offset, where the probe was at one of its states?  If so,
+ * piece joins piece to there. */
+static int ipt__seg_try_join(const struct ipt_seg_worker *w,
+			     struct ipt_seg_piece *piece, void *loop,
+			     uint64_t offset, size_t to)
+{
+	size_t j;
+
+	for (j = 0; j < w->nsnaps; ++j) {
+		const struct ipt__seg_snap *snap = &w->snaps[j];
+		int kind;
+
+		if (snap->offset != offset)
+			continue;
+		kind = w->split->ops.same(loop, snap->state);
+		if (kind <= 0)
+			continue;
+		piece->join = kind;
+		piece->join_to = to;
+		piece->join_at = snap->mark;
+		return 1;
+	}
+	return 0;
+}
+
+IPT_DEF int ipt_seg_decode(struct ipt_seg_worker *w, size_t idx, void *loop,
+			   void *probe)
+{
+	const struct ipt_seg_split *split;
+	const struct ipt_seg_loop *ops;
+	struct ipt_seg_piece *piece;
+	uint64_t offset, mark;
+	size_t next;
+	unsigned int steps;
+	int err;
+
+	if (!w || !loop || !probe || idx >= w->split->npieces)
+		return -pte_invalid;
+	split = w->split;
+	ops = &split->ops;
+	piece = &split->pieces[idx];
+	piece->end = 0;
+	piece->join = 0;
+	piece->join_to = 0;
+	piece->join_at = 0;
+	piece->nrserr = 0;
+	piece->failed = ops->start(loop, piece->begin, !idx) < 0;
+	if (piece->failed)
+		return 0;
+
+	for (next = idx + 1;;) {
+		/* Until the loop nears the next piece, a dozen steps at a
+		 * time; then one by one, looking for a join after each. */
+		steps = next < split->npieces ? 1 : ipt__seg_look_every;
+		if (next < split->npieces && ops->at(loop, &offset, &mark)) {
+			while (next + 1 < split->npieces &&
+			       split->pieces[next + 1].begin <= offset)
+				next += 1;
+			if (split->pieces[next].begin > offset) {
+				if (split->pieces[next].begin - offset >
+				    ipt__seg_near)
+					steps = ipt__seg_look_every;
+			} else {
+				if (w->probed != next) {
+					err = ipt__seg_probe(w, next, probe);
+					if (err < 0)
+						return err;
+				}
+				if (ipt__seg_try_join(w, piece, loop, offset,
+						      next)) {
+					piece->end = mark;
+					return 0;
+				}
+				/* Past every state of the probe. */
+				if (!w->nsnaps ||
+				    w->snaps[w->nsnaps - 1].offset < offset)
+					next += 1;
+			}
+		}
+
+		switch (ops->step(loop, steps, &mark)) {
+		case ipt_seg_go:
+			continue;
+
+		case ipt_seg_retstack:
+			if (piece->nrserr < ipt_seg_rserr_max)
+				piece->rserr[piece->nrserr] = mark;
+			piece->nrserr += 1;
+			continue;
+
+		case ipt_seg_done:
+			break;
+		}
+		break;
+	}
+	(void) ops->at(loop, &offset, &piece->end);
+	return 0;
+}
+
+IPT_DEF int ipt_seg_rerun(const struct ipt_seg_split *split, size_t idx,
+			  void *loop)
+{
+	uint64_t mark;
+	int err;
+
+	if (!split || !loop || idx >= split->npieces)
+		return -pte_invalid;
+	err = split->ops.start(loop, split->pieces[idx].begin, !idx);
+	if (err < 0)
+		return err;
+	while (split->ops.step(loop, ipt__seg_look_every, &mark) !=
+	       ipt_seg_done)
+		;
+	return 0;
+}
+
+/* ---- the stitch ---- */
+
+enum {
+	ipt__stitch_range,
+	ipt__stitch_join,
+	ipt__stitch_rerun,
+	ipt__stitch_done
+};
+
+IPT_DEF void ipt_seg_stitch_init(struct ipt_seg_stitch *st)
+{
+	if (!st)
+		return;
+	IPT_MEMSET(st, 0, sizeof(*st));
+	st->again = (size_t) -1;
+	st->phase = ipt__stitch_range;
+}
+
+/* Can the piece piece joined take over where it joined? */
+static int ipt__seg_join_ok(const struct ipt_seg_split *split,
+			    const struct ipt_seg_piece *piece)
+{
+	const struct ipt_seg_piece *to = &split->pieces[piece->join_to];
+
+	return piece->join && !to->failed && piece->join_at <= to->end;
+}
+
+/* Where, at or after from, did piece first find its return stack empty?
+ * Its end if it did not; from if it may have, uncounted. */
+static uint64_t ipt__seg_rserr_from(const struct ipt_seg_piece *piece,
+				    uint64_t from)
+{
+	size_t i;
+
+	for (i = 0; i < piece->nrserr && i < ipt_seg_rserr_max; ++i)
+		if (piece->rserr[i] >= from)
+			return piece->rserr[i];
+	return piece->nrserr > ipt_seg_rserr_max ? from : piece->end;
+}
+
+/* The piece st->idx is done: its range. */
+static int ipt__seg_stitch_range(const struct ipt_seg_split *split,
+				 struct ipt_seg_stitch *st,
+				 struct ipt_seg_range *range)
+{
+	const struct ipt_seg_piece *piece = &split->pieces[st->idx];
+	uint64_t end = piece->end;
+
+	if (st->again != (size_t) -1)
+		end = ipt__seg_rserr_from(piece, st->at);
+	if (end < st->at)
+		end = st->at;
+	range->idx = st->idx;
+	range->from = st->at;
+	range->to = end;
+	st->end = end;
+	if (st->again != (size_t) -1) {
+		st->since += end - st->at;
+		if (end < piece->end) {
+			st->phase = ipt__stitch_rerun;
+			return 1;
+		}
+	}
+	st->phase = ipt__stitch_join;
+	if (piece->join)
+		st->wait = piece->join_to;
+	return 1;
+}
+
+/* The piece st->idx and the one it joined are done: follow the join. */
+static void ipt__seg_stitch_join(const struct ipt_seg_split *split,
+				 struct ipt_seg_stitch *st)
+{
+	const struct ipt_seg_piece *piece = &split->pieces[st->idx];
+	int ok = ipt__seg_join_ok(split, piece);
+
+	if (st->again == (size_t) -1 &&
+	    (piece->join == 2 || (piece->join && !ok))) {
+		st->again = st->idx;
+		st->since = st->end;
+	}
+	if (!ok) {
+		st->phase = piece->join ? ipt__stitch_rerun : ipt__stitch_done;
+		return;
+	}
+	st->at = piece->join_at;
+	st->idx = piece->join_to;
+	st->wait = st->idx;
+	st->phase = ipt__stitch_range;
+}
+
+IPT_DEF int ipt_seg_stitch_next(const struct ipt_seg_split *split,
+				struct ipt_seg_stitch *st,
+				struct ipt_seg_range *range)
+{
+	if (!split || !st || !range || st->idx >= split->npieces)
+		return -pte_invalid;
+	if (st->phase == ipt__stitch_join)
+		ipt__seg_stitch_join(split, st);
+	switch (st->phase) {
+	case ipt__stitch_range:
+		return ipt__seg_stitch_range(split, st, range);
+
+	case ipt__stitch_rerun:
+		range->idx = st->again;
+		range->from = st->since;
+		range->to = UINT64_MAX;
+		st->phase = ipt__stitch_done;
+		return 2;
+
+	default:
+		return 0;
+	}
 }
 
 #ifdef __cplusplus

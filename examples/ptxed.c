@@ -2670,85 +2670,75 @@ static int alloc_decoder(struct ptxed_decoder *decoder,
 
 /* ---- --threads: one trace, decoded in pieces at once ----
  *
- * The trace is cut at PSBs (ipt_seg_index) into pieces, many per thread,
- * which the threads take in order.  Each thread has an image of its own
- * (it reads the code ptxed holds in memory, which no thread writes) and
- * a decoder, which keeps its caches from piece to piece; a piece starts
- * that decoder at its PSB and runs the decode loop, printing into a
- * buffer.  When a piece's decoder has got past the next piece's PSB, it
- * compares its state at each step with the states the next piece's
- * decoder goes through from its start: a probe decoder started at that
- * PSB gives them (ptxed_probe).  Where they agree (ipt_insn_converged or
- * ipt_blk_converged, and the loop's own state), the piece stops, and its
- * output goes on with the next piece's from that point: the stitching
- * rule of ipt.h's >>api-seg.  A piece that finds no such point decodes on
- * into the next piece, and so on.
+ * ipt.h's ipt_seg_split cuts the trace at PSBs into pieces, many per
+ * thread, which the threads take in order; the decode loop above runs
+ * each piece (struct ptxed_loop: it is ipt.h's struct ipt_seg_loop),
+ * printing into the piece's buffer, until the piece joins a later one
+ * where the two loops agree (ipt_seg_decode: the stitching rule of
+ * ipt.h's >>api-seg).  Each thread has an image of its own (it reads
+ * the code ptxed holds in memory, which no thread writes), a decoder,
+ * which keeps its caches from piece to piece, and a probe decoder that
+ * ipt_seg_decode starts at the next piece's PSB.
  *
- * This thread prints the pieces in order as they are done
- * (ptxed_stitch), while the others decode the pieces after them, and
- * hands their buffers on to the pieces to come.  A join whose return
- * stacks differ holds as long as no later piece finds its return stack
- * empty; if one does, what was printed up to that point stands, and the
- * piece before the join is decoded once more, from its start to the end
- * of the trace, printing what comes after (ptxed_rerun).  The output is
- * what one decoder prints, whatever the number of threads.
+ * This thread prints the pieces as ipt_seg_stitch_next says, as they
+ * are done, while the others decode the pieces after them, and hands
+ * their buffers on to the pieces to come; where the stitch says so, it
+ * decodes a piece once more to the end of the trace (ipt_seg_rerun),
+ * printing as it goes.  The output is what one decoder prints,
+ * whatever the number of threads.
  *
  * One image for all threads, without a page cache (see ipt.h's
  * >>api-img-ext), measured as fast as an image per thread; the image per
  * thread is kept because it works with any read callback. */
 
-enum {
-	/* The steps of a probe: how far apart two decoders may be when
-	 * they reach the same state.  64 missed joins in real traces,
-	 * where the instruction decoder takes many steps between two
-	 * packets; a missed join decodes a piece twice. */
-	ptxed_probe_max = 256,
-	/* The retstack-empty errors a piece remembers; more void its
-	 * joins. */
-	ptxed_rserr_max = 64,
-	/* Pieces per thread: enough that the threads end about together
-	 * and that the pieces printed late stay small. */
-	ptxed_pieces_per_thread = 16
+/* Pieces per thread: enough that the threads end about together and that
+ * the pieces printed late stay small. */
+enum { ptxed_pieces_per_thread = 16 };
+
+struct ptxed_pool;
+
+/* The decode loop of a piece, a probe or a second decode: where it
+ * prints, what it counts. */
+struct ptxed_loop {
+	const struct ptxed_pool *pool;
+	struct pt_image *image;
+	struct ptxed_decoder decoder;
+	struct ptxed_run run;
+	struct ptxed_buf *out;
+	struct ptxed_stats stats;
+	/* The statistics of the loop it joined, where it joined. */
+	struct ptxed_stats join_stats;
+	/* A second decode prints as it goes, after its first @skip
+	 * bytes. */
+	int stream;
+	uint64_t skip;
 };
 
-/* A state a probe went through, with the output and statistics before
- * it. */
-struct ptxed_snap {
-	void *state;
+/* What a saved state holds besides the decoder's. */
+struct ptxed_state {
 	struct ptxed_run run;
-	uint64_t offset;
-	size_t out;
 	struct ptxed_stats stats;
 };
+
+/* The decoder's state follows, aligned as malloc's are. */
+#define PTXED_STATE_HEAD ((sizeof(struct ptxed_state) + 15) & ~(size_t) 15)
 
 struct ptxed_piece {
-	/* Its PSB; the first piece synchronizes as ptxed does. */
-	uint64_t begin;
-
-	/* Its statistics where it stopped; it could not start. */
+	/* Its output and statistics, up to where it stopped, and the
+	 * statistics of the piece it joined where it joined. */
+	struct ptxed_buf out;
 	struct ptxed_stats stats;
-	int failed;
+	struct ptxed_stats join_stats;
 
 	/* Decoded (under the pool's lock); its buffer went back to the
 	 * pool. */
 	int done;
 	int returned;
 
-	/* Its output, up to where it stopped. */
-	struct ptxed_buf out;
-
-	/* Where it joined a later piece: that piece's output and
-	 * statistics at the state they share; @join_kind as
-	 * ipt_*_converged says, zero if it did not join. */
-	int join_kind;
-	size_t join_to;
-	size_t join_out;
-	struct ptxed_stats join_stats;
-
-	/* Output offsets before the steps that found the return stack
-	 * empty. */
-	size_t rserr[ptxed_rserr_max];
-	size_t nrserr;
+	/* The total before its output was printed, and the statistics it
+	 * had where that output begins: for a second decode. */
+	struct ptxed_stats total_before;
+	struct ptxed_stats from;
 };
 
 struct ptxed_pool {
@@ -2758,6 +2748,7 @@ struct ptxed_pool {
 	const char *prog;
 	uint32_t stat_flags;
 
+	struct ipt_seg_split *split;
 	struct ptxed_piece *pieces;
 	size_t npieces;
 
@@ -2770,16 +2761,15 @@ struct ptxed_pool {
 	size_t nspare;
 };
 
-/* What a thread of the pool owns: an image, and a decoder for its pieces
- * and one for probes, which keep their caches from piece to piece. */
+/* What a thread of the pool owns: a loop for its pieces and one for
+ * probes, on one image, and what ipt_seg_decode keeps of probes. */
 struct ptxed_worker {
 	struct ptxed_pool *pool;
 	struct pt_image *image;
-	struct ptxed_decoder decoder;
-	struct ptxed_decoder probe;
+	struct ptxed_loop loop;
+	struct ptxed_loop probe;
 	struct ptxed_buf probe_out;
-	struct ptxed_snap snaps[ptxed_probe_max];
-	size_t state_size;
+	struct ipt_seg_worker *seg;
 	pthread_t thread;
 	int started;
 };
@@ -2825,93 +2815,6 @@ static void ptxed_stats_add(struct ptxed_stats *sum,
 	sum->blocks += to->blocks - from->blocks;
 }
 
-/* Start a decoder at the PSB at @offset as a piece starts there. */
-static void ptxed_start_at(struct ptxed_decoder *decoder,
-			   struct ptxed_run *run, uint64_t offset)
-{
-	ptxed_run_init(run);
-	run->status = ptxed_sync_set(decoder, offset);
-	run->phase = run->status < 0 ? ptxed_phase_done : ptxed_phase_run;
-}
-
-/* The states a decoder started at @offset goes through, up to
- * ptxed_probe_max of them.  Returns how many. */
-static size_t ptxed_probe(struct ptxed_worker *w, uint64_t offset)
-{
-	const struct ptxed_options *options = w->pool->options;
-	struct ptxed_buf *saved;
-	struct ptxed_stats stats;
-	struct ptxed_run run;
-	size_t n;
-
-	saved = ptxed_out;
-	ptxed_out = &w->probe_out;
-	w->probe_out.n = 0;
-
-	memset(&stats, 0, sizeof(stats));
-	stats.flags = w->pool->stat_flags;
-	ptxed_start_at(&w->probe, &run, offset);
-	for (n = 0; run.phase != ptxed_phase_done && n < ptxed_probe_max;) {
-		if (run.phase == ptxed_phase_run && run.status >= 0) {
-			struct ptxed_snap *snap = &w->snaps[n];
-
-			if (ptxed_save(&w->probe, snap->state,
-				       w->state_size) < 0 ||
-			    ptxed_get_offset(&w->probe, &snap->offset) < 0)
-				break;
-			snap->run = run;
-			snap->out = w->probe_out.n;
-			snap->stats = stats;
-			n += 1;
-		}
-		(void) ptxed_step(&w->probe, options,
-				  options->print_stats ? &stats : NULL, &run);
-	}
-
-	ptxed_out = saved;
-	return n;
-}
-
-/* Is the piece's decoder where the probe was at one of its states?  If
- * so, record the join with piece @to. */
-static int ptxed_try_join(struct ptxed_worker *w, struct ptxed_piece *piece,
-			  const struct ptxed_run *run, uint64_t offset,
-			  size_t nsnaps, size_t to)
-{
-	size_t j;
-
-	for (j = 0; j < nsnaps; ++j) {
-		const struct ptxed_snap *snap = &w->snaps[j];
-		int kind;
-
-		if (snap->offset != offset || !ptxed_same_run(run, &snap->run))
-			continue;
-
-		kind = ptxed_converged(&w->decoder, snap->state);
-		if (kind <= 0)
-			continue;
-
-		piece->join_kind = kind;
-		piece->join_to = to;
-		piece->join_out = snap->out;
-		piece->join_stats = snap->stats;
-		return 1;
-	}
-	return 0;
-}
-
-/* Start @run on @decoder as piece @idx starts: the first as ptxed does,
- * on a new decoder; the others at their PSB. */
-static void ptxed_start_piece(const struct ptxed_pool *pool, size_t idx,
-			      struct ptxed_decoder *decoder,
-			      struct ptxed_run *run)
-{
-	if (idx == 0)
-		ptxed_run_init(run);
-	else
-		ptxed_start_at(decoder, run, pool->pieces[idx].begin);
-}
-
 static void ptxed_free_variant(struct ptxed_decoder *decoder)
 {
 	if (!ptxed_have_decoder(decoder))
@@ -2923,90 +2826,139 @@ static void ptxed_free_variant(struct ptxed_decoder *decoder)
 	decoder->variant.insn = NULL;
 }
 
-/* Until the decoder nears the next piece, where it is need not be asked
- * at every step. */
-enum { ptxed_look_every = 16 };
+/* Print what @buf holds after the first *@skip bytes. */
+static void ptxed_emit(struct ptxed_buf *buf, uint64_t *skip)
+{
+	size_t from = *skip < buf->n ? (size_t) *skip : buf->n;
+
+	fwrite(buf->p + from, 1, buf->n - from, stdout);
+	*skip -= from;
+	buf->n = 0;
+}
+
+/* ---- the loop, as ipt_seg_decode drives it (struct ipt_seg_loop) ---- */
+
+static int ptxed_loop_start(void *arg, uint64_t offset, int first)
+{
+	struct ptxed_loop *l = (struct ptxed_loop *) arg;
+	const struct ptxed_pool *pool = l->pool;
+
+	l->out->n = 0;
+	l->out->failed = 0;
+	memset(&l->stats, 0, sizeof(l->stats));
+	l->stats.flags = pool->stat_flags;
+	l->join_stats = l->stats;
+
+	/* The first piece starts from a decoder that has seen nothing. */
+	if (first)
+		ptxed_free_variant(&l->decoder);
+	if (!ptxed_have_decoder(&l->decoder)) {
+		l->decoder = *pool->main;
+		if (alloc_decoder(&l->decoder, pool->config, l->image,
+				  pool->prog) < 0) {
+			l->decoder.variant.insn = NULL;
+			return -pte_nomem;
+		}
+	}
+
+	ptxed_run_init(&l->run);
+	if (first)
+		return 0;
+	l->run.status = ptxed_sync_set(&l->decoder, offset);
+	l->run.phase = l->run.status < 0 ? ptxed_phase_done : ptxed_phase_run;
+	return l->run.status < 0 ? l->run.status : 0;
+}
+
+static int ptxed_loop_step(void *arg, unsigned int n, uint64_t *mark)
+{
+	struct ptxed_loop *l = (struct ptxed_loop *) arg;
+	const struct ptxed_options *options = l->pool->options;
+	struct ptxed_stats *stats = options->print_stats ? &l->stats : NULL;
+
+	ptxed_out = l->out;
+	while (n--) {
+		size_t out = l->out->n;
+		int status = l->run.status;
+
+		(void) ptxed_step(&l->decoder, options, stats, &l->run);
+		if (l->stream) {
+			if (l->out->failed)
+				return ipt_seg_done;
+			if (l->out->n >= 1 << 20)
+				ptxed_emit(l->out, &l->skip);
+		}
+		if (l->run.phase == ptxed_phase_done)
+			return ipt_seg_done;
+		if (l->run.status == -pte_retstack_empty &&
+		    status != -pte_retstack_empty) {
+			*mark = out;
+			return ipt_seg_retstack;
+		}
+	}
+	return ipt_seg_go;
+}
+
+static int ptxed_loop_at(void *arg, uint64_t *offset, uint64_t *mark)
+{
+	struct ptxed_loop *l = (struct ptxed_loop *) arg;
+
+	*mark = l->out->n;
+	return l->run.phase == ptxed_phase_run && l->run.status >= 0 &&
+	       ptxed_get_offset(&l->decoder, offset) >= 0;
+}
+
+static size_t ptxed_state_size(void)
+{
+	size_t size = ipt_insn_state_size();
+
+	if (size < ipt_blk_state_size())
+		size = ipt_blk_state_size();
+	return PTXED_STATE_HEAD + size;
+}
+
+static int ptxed_loop_save(const void *arg, void *state)
+{
+	const struct ptxed_loop *l = (const struct ptxed_loop *) arg;
+	struct ptxed_state *head = (struct ptxed_state *) state;
+
+	head->run = l->run;
+	head->stats = l->stats;
+	return ptxed_save(&l->decoder, (char *) state + PTXED_STATE_HEAD,
+			  ptxed_state_size() - PTXED_STATE_HEAD);
+}
+
+static int ptxed_loop_same(void *arg, const void *state)
+{
+	struct ptxed_loop *l = (struct ptxed_loop *) arg;
+	const struct ptxed_state *head = (const struct ptxed_state *) state;
+	int kind;
+
+	if (!ptxed_same_run(&l->run, &head->run))
+		return 0;
+	kind = ptxed_converged(&l->decoder,
+			       (const char *) state + PTXED_STATE_HEAD);
+	if (kind > 0)
+		l->join_stats = head->stats;
+	return kind;
+}
+
+static const struct ipt_seg_loop ptxed_loop_ops = {
+	ptxed_loop_start, ptxed_loop_step, ptxed_loop_at, ptxed_loop_save,
+	ptxed_loop_same
+};
+
+/* ---- the pool ---- */
 
 /* Decode piece @idx until it joins a later one or the trace ends. */
 static void ptxed_decode_piece(struct ptxed_worker *w, size_t idx)
 {
-	struct ptxed_pool *pool = w->pool;
-	const struct ptxed_options *options = pool->options;
-	struct ptxed_piece *piece = &pool->pieces[idx];
-	struct ptxed_stats *stats;
-	struct ptxed_run run;
-	size_t next, probed, nsnaps, look;
+	struct ptxed_piece *piece = &w->pool->pieces[idx];
 
-	piece->failed = 1;
-	ptxed_out = &piece->out;
-
-	/* The first piece starts from a decoder that has seen nothing. */
-	if (idx == 0)
-		ptxed_free_variant(&w->decoder);
-	if (!ptxed_have_decoder(&w->decoder)) {
-		w->decoder = *pool->main;
-		if (alloc_decoder(&w->decoder, pool->config, w->image,
-				  pool->prog) < 0) {
-			w->decoder.variant.insn = NULL;
-			ptxed_out = NULL;
-			return;
-		}
-	}
-	ptxed_start_piece(pool, idx, &w->decoder, &run);
-	piece->failed = idx && run.phase == ptxed_phase_done;
-
-	memset(&piece->stats, 0, sizeof(piece->stats));
-	piece->stats.flags = pool->stat_flags;
-	stats = options->print_stats ? &piece->stats : NULL;
-
-	next = idx + 1;
-	probed = 0;
-	nsnaps = 0;
-	look = 0;
-	while (run.phase != ptxed_phase_done) {
-		uint64_t offset;
-		size_t out;
-		int status;
-
-		if (look)
-			look -= 1;
-		else if (next < pool->npieces &&
-			 run.phase == ptxed_phase_run && run.status >= 0 &&
-			 ptxed_get_offset(&w->decoder, &offset) >= 0) {
-			look = ptxed_look_every;
-			while (next + 1 < pool->npieces &&
-			       pool->pieces[next + 1].begin <= offset)
-				next += 1;
-
-			if (pool->pieces[next].begin <= offset) {
-				look = 0;
-				if (probed != next) {
-					nsnaps = ptxed_probe(
-						w, pool->pieces[next].begin);
-					probed = next;
-				}
-				if (ptxed_try_join(w, piece, &run, offset,
-						   nsnaps, next))
-					break;
-
-				/* Past every state of the probe. */
-				if (!nsnaps ||
-				    w->snaps[nsnaps - 1].offset < offset)
-					next += 1;
-			}
-		}
-
-		out = piece->out.n;
-		status = run.status;
-		(void) ptxed_step(&w->decoder, options, stats, &run);
-		if (run.status == -pte_retstack_empty &&
-		    status != -pte_retstack_empty) {
-			if (piece->nrserr < ptxed_rserr_max)
-				piece->rserr[piece->nrserr] = out;
-			piece->nrserr += 1;
-		}
-	}
-
+	w->loop.out = &piece->out;
+	if (ipt_seg_decode(w->seg, idx, &w->loop, &w->probe) < 0)
+		piece->out.failed = 1;
+	piece->stats = w->loop.stats;
+	piece->join_stats = w->loop.join_stats;
 	ptxed_out = NULL;
 }
 
@@ -3063,227 +3015,103 @@ static void *ptxed_worker_main(void *arg)
 	return NULL;
 }
 
-static const struct ptxed_piece *ptxed_wait(struct ptxed_pool *pool,
-					    size_t idx)
+static void ptxed_wait(struct ptxed_pool *pool, size_t idx)
 {
 	pthread_mutex_lock(&pool->lock);
 	while (!pool->pieces[idx].done)
 		pthread_cond_wait(&pool->done, &pool->lock);
 	pthread_mutex_unlock(&pool->lock);
-	return &pool->pieces[idx];
-}
-
-/* Can piece @to take over where @piece joined it? */
-static int ptxed_join_ok(const struct ptxed_pool *pool,
-			 const struct ptxed_piece *piece)
-{
-	const struct ptxed_piece *to = &pool->pieces[piece->join_to];
-
-	return piece->join_kind && !to->failed && !to->out.failed &&
-	       piece->join_out <= to->out.n;
-}
-
-/* Where, at or after @from, did @piece first find its return stack
- * empty?  Its output size if it did not. */
-static size_t ptxed_rserr_from(const struct ptxed_piece *piece, size_t from)
-{
-	size_t i;
-
-	for (i = 0; i < piece->nrserr && i < ptxed_rserr_max; ++i)
-		if (piece->rserr[i] >= from)
-			return piece->rserr[i];
-	/* It forgot some: the first may have come at @from. */
-	return piece->nrserr > ptxed_rserr_max ? from : piece->out.n;
-}
-
-/* Print what @buf holds after the first *@skip bytes. */
-static void ptxed_emit(struct ptxed_buf *buf, uint64_t *skip)
-{
-	size_t from = *skip < buf->n ? (size_t) *skip : buf->n;
-
-	fwrite(buf->p + from, 1, buf->n - from, stdout);
-	*skip -= from;
-	buf->n = 0;
 }
 
 /* Decode piece @idx once more, on a decoder of its own, and on to the end
  * of the trace; print what comes after its first @skip bytes of output.
  * The decoder the piece had has gone on to other pieces. */
-static int ptxed_rerun(const struct ptxed_pool *pool, size_t idx,
-		       uint64_t skip, struct ptxed_stats *stats)
+static int ptxed_rerun(struct ptxed_pool *pool, size_t idx, uint64_t skip,
+		       struct ptxed_stats *stats)
 {
-	const struct ptxed_options *options = pool->options;
-	struct ptxed_decoder decoder;
+	struct ptxed_loop loop;
 	struct ptxed_buf buf;
-	struct ptxed_run run;
-	struct pt_image *image;
 	int errcode;
 
 	memset(&buf, 0, sizeof(buf));
-	memset(stats, 0, sizeof(*stats));
-	stats->flags = pool->stat_flags;
-	image = pt_image_alloc(NULL);
-	decoder = *pool->main;
-	decoder.variant.insn = NULL;
+	memset(&loop, 0, sizeof(loop));
+	loop.pool = pool;
+	loop.out = &buf;
+	loop.stream = 1;
+	loop.skip = skip;
+	loop.image = pt_image_alloc(NULL);
 	errcode = -pte_nomem;
-	if (!image ||
-	    (pool->main->callback_set &&
-	     pt_image_set_callback(image, ptxed_read_memory,
-				   (void *) &pool->main->memory) < 0) ||
-	    alloc_decoder(&decoder, pool->config, image, pool->prog) < 0)
-		goto out;
-
-	ptxed_out = &buf;
-	ptxed_start_piece(pool, idx, &decoder, &run);
-	while (run.phase != ptxed_phase_done && !buf.failed) {
-		(void) ptxed_step(&decoder, options,
-				  options->print_stats ? stats : NULL, &run);
-		if (buf.n >= 1 << 20)
-			ptxed_emit(&buf, &skip);
-	}
+	if (loop.image &&
+	    (!pool->main->callback_set ||
+	     pt_image_set_callback(loop.image, ptxed_read_memory,
+				   (void *) &pool->main->memory) >= 0))
+		errcode = ipt_seg_rerun(pool->split, idx, &loop);
 	ptxed_out = NULL;
-	if (!buf.failed) {
-		ptxed_emit(&buf, &skip);
-		errcode = 0;
-	}
+	if (!errcode && buf.failed)
+		errcode = -pte_nomem;
+	if (!errcode)
+		ptxed_emit(&buf, &loop.skip);
+	*stats = loop.stats;
 
-out:
-	ptxed_free_variant(&decoder);
-	pt_image_free(image);
+	ptxed_free_variant(&loop.decoder);
+	pt_image_free(loop.image);
 	free(buf.p);
 	return errcode;
 }
 
-/* Print the pieces in order as they are done, each from where the one
- * before joined it; add up the statistics.
- *
- * From the first join whose return stacks differ on, every decoder whose
- * output is used lacks older entries of the return stack (a later join
- * may only lose more).  Such a decoder returns what one with all entries
- * returns, up to the call where it finds its stack empty; and it may not
- * leave the rest of the trace to a decoder started afresh.  If one does
- * either, the output stands up to there, and the piece before that first
- * join is decoded once more, printing from there on. */
+/* Print the pieces as the stitch says, as they are done; add up the
+ * statistics: each piece's from where its output begins. */
 static int ptxed_stitch(struct ptxed_pool *pool, struct ptxed_stats *total)
 {
-	const size_t none = pool->npieces;
-	struct ptxed_stats from, rerun_total, rerun_from, rerun_stats;
-	uint64_t printed, rerun_base;
-	size_t idx, at, end, rerun_idx;
-	int rerun;
+	struct ptxed_stats from, again;
+	struct ipt_seg_stitch stitch;
+	struct ipt_seg_range range;
+	int k;
 
 	memset(&from, 0, sizeof(from));
-	memset(&rerun_total, 0, sizeof(rerun_total));
-	memset(&rerun_from, 0, sizeof(rerun_from));
-	printed = 0;
-	rerun_base = 0;
-	rerun_idx = none;
-	rerun = 0;
-	idx = 0;
-	at = 0;
+	ipt_seg_stitch_init(&stitch);
 	for (;;) {
-		const struct ptxed_piece *piece = ptxed_wait(pool, idx);
-		uint64_t before = printed;
+		const struct ipt_seg_piece *seg;
+		struct ptxed_piece *piece;
 
+		ptxed_wait(pool, stitch.wait);
+		k = ipt_seg_stitch_next(pool->split, &stitch, &range);
+		if (k != 1)
+			break;
+
+		piece = &pool->pieces[range.idx];
+		seg = ipt_seg_split_piece(pool->split, range.idx);
 		if (piece->out.failed)
 			return -pte_nomem;
-
-		end = piece->out.n;
-		if (rerun_idx != none) {
-			end = ptxed_rserr_from(piece, at);
-			rerun = end < piece->out.n;
-		}
-		if (end > at) {
-			fwrite(piece->out.p + at, 1, end - at, stdout);
-			printed += end - at;
-		}
+		fwrite(piece->out.p + range.from, 1,
+		       (size_t) (range.to - range.from), stdout);
 		if (pool->options->report_stitch)
-			fprintf(stderr, "piece %zu at 0x%" PRIx64 ": bytes %zu "
-				"to %zu of %zu, join %d to piece %zu\n", idx,
-				piece->begin, at, end, piece->out.n,
-				piece->join_kind, piece->join_to);
-		if (rerun)
-			break;
+			fprintf(stderr, "piece %zu at 0x%" PRIx64 ": bytes %"
+				PRIu64 " to %" PRIu64 " of %zu, join %d to "
+				"piece %zu\n", range.idx, seg->begin,
+				range.from, range.to, piece->out.n, seg->join,
+				seg->join_to);
 
-		/* The piece it joined must be done before it is looked at. */
-		if (piece->join_kind)
-			(void) ptxed_wait(pool, piece->join_to);
-
-		/* The piece to decode again, and where its output is. */
-		if (rerun_idx == none &&
-		    (piece->join_kind == 2 ||
-		     (piece->join_kind && !ptxed_join_ok(pool, piece)))) {
-			rerun_idx = idx;
-			rerun_base = before - at;
-			rerun_total = *total;
-			rerun_from = from;
-		}
-		if (!ptxed_join_ok(pool, piece)) {
-			/* Joined a piece that could not start: decode on. */
-			rerun = piece->join_kind != 0;
-			if (!rerun)
-				ptxed_stats_add(total, &piece->stats, &from);
-			break;
-		}
+		piece->total_before = *total;
+		piece->from = from;
 		ptxed_stats_add(total, &piece->stats, &from);
 		from = piece->join_stats;
-		at = piece->join_out;
-		idx = piece->join_to;
-		ptxed_return_bufs(pool, idx);
+		ptxed_return_bufs(pool, range.idx + 1);
 	}
-	if (!rerun)
+	if (k != 2)
 		return 0;
 
 	if (pool->options->report_stitch)
 		fprintf(stderr, "piece %zu again, from byte %" PRIu64 "\n",
-			rerun_idx, printed - rerun_base);
-	*total = rerun_total;
-	if (ptxed_rerun(pool, rerun_idx, printed - rerun_base,
-			&rerun_stats) < 0) {
+			range.idx, range.from);
+	*total = pool->pieces[range.idx].total_before;
+	if (ptxed_rerun(pool, range.idx, range.from, &again) < 0) {
 		fprintf(stderr, "%s: --threads: cannot decode on.\n",
 			pool->prog);
 		return 0;
 	}
-	ptxed_stats_add(total, &rerun_stats, &rerun_from);
+	ptxed_stats_add(total, &again, &pool->pieces[range.idx].from);
 	return 0;
-}
-
-/* Where the pieces start: PSBs about evenly spread over the trace. */
-static size_t ptxed_plan(struct ptxed_pool *pool, uint32_t threads)
-{
-	const struct pt_config *config = pool->config;
-	struct ipt_segment *segs;
-	uint64_t size;
-	int64_t nsegs, i;
-	size_t npieces, want;
-
-	nsegs = ipt_seg_index(config, NULL, 0);
-	if (nsegs <= 0)
-		return 0;
-	segs = (struct ipt_segment *) calloc((size_t) nsegs, sizeof(*segs));
-	if (!segs)
-		return 0;
-	nsegs = ipt_seg_index(config, segs, (size_t) nsegs);
-
-	want = (size_t) threads * ptxed_pieces_per_thread;
-	pool->pieces = (struct ptxed_piece *) calloc(want, sizeof(*pool->pieces));
-	pool->spare = (struct ptxed_buf *) calloc(want, sizeof(*pool->spare));
-	if (!pool->pieces || !pool->spare) {
-		free(segs);
-		return 0;
-	}
-
-	size = (uint64_t) (config->end - config->begin);
-	npieces = 1;
-	for (i = 1; i < nsegs && npieces < want; ++i) {
-		uint64_t at = size / want * npieces;
-
-		if (segs[i].offset < at)
-			continue;
-		pool->pieces[npieces++].begin = segs[i].offset;
-	}
-	free(segs);
-	return npieces;
 }
 
 /* Decode with @threads threads.  Returns zero, or a negative pte_* code if
@@ -3296,7 +3124,7 @@ static int decode_threads(const struct ptxed_decoder *decoder,
 {
 	struct ptxed_worker *workers;
 	struct ptxed_pool pool;
-	size_t state_size, idx;
+	size_t idx;
 	uint32_t t;
 	int errcode;
 
@@ -3306,10 +3134,22 @@ static int decode_threads(const struct ptxed_decoder *decoder,
 	pool.config = config;
 	pool.prog = prog;
 	pool.stat_flags = stats->flags;
-	pool.npieces = ptxed_plan(&pool, threads);
-	if (!pool.npieces) {
+	pool.split = ipt_seg_split_alloc(config,
+					 (size_t) threads *
+						 ptxed_pieces_per_thread,
+					 &ptxed_loop_ops, ptxed_state_size(),
+					 NULL);
+	if (!pool.split)
+		return -pte_nomem;
+	pool.npieces = ipt_seg_split_count(pool.split);
+	pool.pieces = (struct ptxed_piece *) calloc(pool.npieces,
+						    sizeof(*pool.pieces));
+	pool.spare = (struct ptxed_buf *) calloc(pool.npieces,
+						 sizeof(*pool.spare));
+	if (!pool.pieces || !pool.spare) {
 		free(pool.pieces);
 		free(pool.spare);
+		ipt_seg_split_free(pool.split);
 		return -pte_nomem;
 	}
 	if (threads > pool.npieces)
@@ -3317,22 +3157,17 @@ static int decode_threads(const struct ptxed_decoder *decoder,
 	pthread_mutex_init(&pool.lock, NULL);
 	pthread_cond_init(&pool.done, NULL);
 
-	state_size = ipt_insn_state_size();
-	if (state_size < ipt_blk_state_size())
-		state_size = ipt_blk_state_size();
-
 	errcode = 0;
 	workers = (struct ptxed_worker *) calloc(threads, sizeof(*workers));
 	if (!workers)
 		errcode = -pte_nomem;
 	for (t = 0; !errcode && t < threads; ++t) {
 		struct ptxed_worker *w = &workers[t];
-		size_t j;
 
 		w->pool = &pool;
-		w->state_size = state_size;
 		w->image = pt_image_alloc(NULL);
-		if (!w->image) {
+		w->seg = ipt_seg_worker_alloc(pool.split);
+		if (!w->image || !w->seg) {
 			errcode = -pte_nomem;
 			break;
 		}
@@ -3340,17 +3175,9 @@ static int decode_threads(const struct ptxed_decoder *decoder,
 			errcode = pt_image_set_callback(
 				w->image, ptxed_read_memory,
 				(void *) &decoder->memory);
-		for (j = 0; !errcode && j < ptxed_probe_max; ++j) {
-			w->snaps[j].state = malloc(state_size);
-			if (!w->snaps[j].state)
-				errcode = -pte_nomem;
-		}
-		w->probe = *decoder;
-		if (!errcode &&
-		    alloc_decoder(&w->probe, config, w->image, prog) < 0) {
-			w->probe.variant.insn = NULL;
-			errcode = -pte_nomem;
-		}
+		w->loop.pool = w->probe.pool = &pool;
+		w->loop.image = w->probe.image = w->image;
+		w->probe.out = &w->probe_out;
 	}
 
 	for (t = 0; !errcode && t < threads; ++t) {
@@ -3375,18 +3202,17 @@ static int decode_threads(const struct ptxed_decoder *decoder,
 		free(pool.spare[idx].p);
 	for (t = 0; workers && t < threads; ++t) {
 		struct ptxed_worker *w = &workers[t];
-		size_t j;
 
-		ptxed_free_variant(&w->decoder);
-		ptxed_free_variant(&w->probe);
+		ptxed_free_variant(&w->loop.decoder);
+		ptxed_free_variant(&w->probe.decoder);
 		free(w->probe_out.p);
-		for (j = 0; j < ptxed_probe_max; ++j)
-			free(w->snaps[j].state);
+		ipt_seg_worker_free(w->seg);
 		pt_image_free(w->image);
 	}
 	free(workers);
 	free(pool.pieces);
 	free(pool.spare);
+	ipt_seg_split_free(pool.split);
 	pthread_cond_destroy(&pool.done);
 	pthread_mutex_destroy(&pool.lock);
 	return errcode;

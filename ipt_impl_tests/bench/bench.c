@@ -32,11 +32,10 @@
  *         its ptseg tool finds segments)
  *   par-insn, par-blk  ipt.h only: the trace in pieces at PSBs, decoded
  *         on --threads N threads (default 2) and joined into exactly the
- *         sequential decode, through the API (../seg/seg_split.h: 16
+ *         sequential decode, through the API (ipt_seg_split: 16
  *         pieces per thread, each thread's decoder kept from piece to
- *         piece, the callback image read by all threads); insn counts
- *         what the decoders returned (instructions or blocks, events,
- *         errors)
+ *         piece, an image per thread over the same callback); insn
+ *         counts what the insn and blk layers count
  *
  * Images (insn, blk):
  *   cb       pt_image_set_callback, reading the mappings loaded from DIR
@@ -77,11 +76,10 @@
 #include <time.h>
 
 #include <Zydis/Zydis.h>
-
 #ifndef USE_LIBIPT
-#define SS_THREADS
-#include "../seg/seg_split.h"
+#include <pthread.h>
 #endif
+
 
 #ifdef USE_LIBIPT
 #include <intel-pt.h>
@@ -828,27 +826,269 @@ static struct pt_image *make_image(const char *mode,
  * Without --warm, with a fresh image (insn, blk) and decoder; with it,
  * the first pass's. */
 #ifndef USE_LIBIPT
+/* ---- the par layers ----
+ * The loop of run_insn and run_blk, one step at a time behind struct
+ * ipt_seg_loop, counting what they count (the marks); threads take the
+ * pieces in order, each with an image, a decoder and a probe of its
+ * own, kept from piece to piece; the stitch adds the counts up. */
+
 /* --threads, for the par layers. */
 static unsigned int threads = 2;
 
+enum { par_sync, par_run, par_done };
+
+struct par_loop {
+	int insn;
+	const struct pt_config *config;
+	struct pt_image *image;
+	struct pt_insn_decoder *insndec;
+	struct pt_block_decoder *blkdec;
+	int phase, status;
+	uint64_t count;
+	struct pt_insn insn_item;
+	struct pt_block block;
+	struct pt_event ev;
+};
+
+static void par_free_decoder(struct par_loop *l)
+{
+	pt_insn_free_decoder(l->insndec);
+	pt_blk_free_decoder(l->blkdec);
+	l->insndec = NULL;
+	l->blkdec = NULL;
+}
+
+static int par_start(void *arg, uint64_t offset, int first)
+{
+	struct par_loop *l = (struct par_loop *) arg;
+
+	if (first)
+		par_free_decoder(l);
+	if (!l->insndec && !l->blkdec) {
+		if (l->insn) {
+			l->insndec = pt_insn_alloc_decoder(l->config);
+			if (!l->insndec || pt_insn_set_image(l->insndec, l->image) < 0)
+				die("cannot allocate the decoder", NULL);
+		} else {
+			l->blkdec = pt_blk_alloc_decoder(l->config);
+			if (!l->blkdec || pt_blk_set_image(l->blkdec, l->image) < 0)
+				die("cannot allocate the decoder", NULL);
+		}
+	}
+	l->count = 0;
+	l->phase = par_sync;
+	if (first)
+		return 0;
+	l->status = l->insn ? pt_insn_sync_set(l->insndec, offset)
+			    : pt_blk_sync_set(l->blkdec, offset);
+	l->phase = l->status < 0 ? par_done : par_run;
+	return l->status < 0 ? l->status : 0;
+}
+
+/* The rest of run_insn's and run_blk's loop: events, errors, sync. */
+static int par_step_other(struct par_loop *l)
+{
+	int status = l->status;
+
+	if (l->phase == par_run && status >= 0 &&
+	    (status & pts_event_pending)) {
+		l->status = l->insn ? pt_insn_event(l->insndec, &l->ev,
+						    sizeof(l->ev))
+				    : pt_blk_event(l->blkdec, &l->ev, sizeof(l->ev));
+		return ipt_seg_go;
+	}
+	if (l->phase == par_run) {
+		l->phase = status == -pte_eos || status >= 0 ? par_done
+							     : par_sync;
+		return l->phase == par_done ? ipt_seg_done : ipt_seg_go;
+	}
+	if (l->phase == par_done)
+		return ipt_seg_done;
+	l->status = l->insn ? pt_insn_sync_forward(l->insndec)
+			    : pt_blk_sync_forward(l->blkdec);
+	l->phase = l->status < 0 ? par_done : par_run;
+	return l->phase == par_done ? ipt_seg_done : ipt_seg_go;
+}
+
+/* The decoder's calls of run_insn's and run_blk's loop, up to n, in a
+ * loop as tight as theirs. */
+#define PAR_STEP(kind, item, add)                                             \
+static int par_step_##kind(void *arg, unsigned int n, uint64_t *mark)        \
+{                                                                             \
+	struct par_loop *l = (struct par_loop *) arg;                         \
+	uint64_t count = l->count;                                            \
+	int status = l->status, step = ipt_seg_go;                            \
+                                                                              \
+	for (; n; --n) {                                                      \
+		if (l->phase != par_run || status < 0 ||                      \
+		    (status & (pts_event_pending | pts_eos))) {               \
+			l->status = status;                                   \
+			step = par_step_other(l);                             \
+			status = l->status;                                   \
+			if (step != ipt_seg_go)                               \
+				break;                                        \
+			continue;                                             \
+		}                                                             \
+		status = pt_##kind##_next(l->kind##dec, &l->item,             \
+					  sizeof(l->item));                   \
+		if (status == -pte_retstack_empty) {                          \
+			*mark = count;                                        \
+			step = ipt_seg_retstack;                              \
+			count += add;                                         \
+			break;                                                \
+		}                                                             \
+		count += add;                                                 \
+	}                                                                     \
+	l->count = count;                                                     \
+	l->status = status;                                                   \
+	return step;                                                          \
+}
+
+PAR_STEP(insn, insn_item, (uint64_t) (status >= 0))
+PAR_STEP(blk, block, l->block.ninsn)
+
+static int par_at(void *arg, uint64_t *offset, uint64_t *mark)
+{
+	struct par_loop *l = (struct par_loop *) arg;
+
+	*mark = l->count;
+	if (l->phase != par_run || l->status < 0)
+		return 0;
+	return (l->insn ? pt_insn_get_offset(l->insndec, offset)
+			: pt_blk_get_offset(l->blkdec, offset)) >= 0;
+}
+
+/* A state: the loop's status, then the decoder's. */
+static int par_save(const void *arg, void *state)
+{
+	const struct par_loop *l = (const struct par_loop *) arg;
+	char *p = (char *) state;
+
+	memcpy(p, &l->status, sizeof(l->status));
+	return l->insn ? ipt_insn_save(l->insndec, p + 16, ipt_insn_state_size())
+		       : ipt_blk_save(l->blkdec, p + 16, ipt_blk_state_size());
+}
+
+static int par_same(void *arg, const void *state)
+{
+	struct par_loop *l = (struct par_loop *) arg;
+	const char *p = (const char *) state;
+	int status;
+
+	memcpy(&status, p, sizeof(status));
+	if (status != l->status)
+		return 0;
+	return l->insn ? ipt_insn_converged(l->insndec, p + 16)
+		       : ipt_blk_converged(l->blkdec, p + 16);
+}
+
+static const struct ipt_seg_loop par_ops[2] = {
+	{ par_start, par_step_blk, par_at, par_save, par_same },
+	{ par_start, par_step_insn, par_at, par_save, par_same }
+};
+
+struct par_pool {
+	struct ipt_seg_split *split;
+	pthread_mutex_t lock;
+	size_t next;
+};
+
+struct par_thread {
+	struct par_pool *pool;
+	struct par_loop loop, probe;
+	pthread_t thread;
+};
+
+/* A loop on @image, or, for NULL, on an image of its own. */
+static void par_loop_init(struct par_loop *l, const struct pt_config *config,
+			  int insn, struct pt_image *image)
+{
+	memset(l, 0, sizeof(*l));
+	l->insn = insn;
+	l->config = config;
+	l->image = image;
+	if (image)
+		return;
+	l->image = pt_image_alloc("bench");
+	if (!l->image || pt_image_set_callback(l->image, read_mem, NULL) < 0)
+		die("cannot allocate the image", NULL);
+}
+
+static void par_free_decoder_image(struct par_loop *l, int image)
+{
+	par_free_decoder(l);
+	if (image)
+		pt_image_free(l->image);
+}
+
+static void *par_thread_main(void *arg)
+{
+	struct par_thread *t = (struct par_thread *) arg;
+	struct par_pool *pool = t->pool;
+	struct ipt_seg_worker *w = ipt_seg_worker_alloc(pool->split);
+
+	if (!w)
+		die("cannot allocate a worker", NULL);
+	for (;;) {
+		size_t idx;
+
+		pthread_mutex_lock(&pool->lock);
+		idx = pool->next++;
+		pthread_mutex_unlock(&pool->lock);
+		if (idx >= ipt_seg_split_count(pool->split))
+			break;
+		if (ipt_seg_decode(w, idx, &t->loop, &t->probe) < 0)
+			die("cannot decode a piece", NULL);
+	}
+	ipt_seg_worker_free(w);
+	return NULL;
+}
+
 static void run_par(const struct pt_config *config, int insn)
 {
-	static const struct ss_code code = { read_mem, NULL };
-	struct ss_log log = { NULL, 0, 0, 1 };
-	struct ss_split s;
+	unsigned int n = threads ? threads : 1, i;
+	struct par_thread *t;
+	struct par_pool pool;
+	struct ipt_seg_stitch st;
+	struct ipt_seg_range r;
+	size_t size = 16 + (insn ? ipt_insn_state_size()
+				 : ipt_blk_state_size());
+	int k;
 
-	memset(&s, 0, sizeof(s));
-	s.insn = insn;
-	s.config = config;
-	s.code = &code;
-	s.budget.steps = (size_t) -1;
-	s.count = 1;
-	s.look_every = 16;
-	s.spread = (size_t) (threads ? threads : 1) * 16;
-	ss_split_threads(&s, &log, threads ? threads : 1);
-	free(log.rec);
-	/* Records: items, events and errors. */
-	ninsn = log.n;
+	pool.split = ipt_seg_split_alloc(config, (size_t) n * 16,
+					 &par_ops[insn], size, NULL);
+	pool.next = 0;
+	t = (struct par_thread *) calloc(n, sizeof(*t));
+	if (!pool.split || !t)
+		die("cannot split the trace", NULL);
+	pthread_mutex_init(&pool.lock, NULL);
+	for (i = 0; i < n; ++i) {
+		t[i].pool = &pool;
+		/* The probe reads through the loop's image, on its
+		 * thread. */
+		par_loop_init(&t[i].loop, config, insn, NULL);
+		par_loop_init(&t[i].probe, config, insn, t[i].loop.image);
+		if (pthread_create(&t[i].thread, NULL, par_thread_main, &t[i]))
+			die("cannot start a thread", NULL);
+	}
+	for (i = 0; i < n; ++i)
+		pthread_join(t[i].thread, NULL);
+
+	ipt_seg_stitch_init(&st);
+	while ((k = ipt_seg_stitch_next(pool.split, &st, &r)) == 1)
+		ninsn += r.to - r.from;
+	if (k == 2) {
+		if (ipt_seg_rerun(pool.split, r.idx, &t[0].loop) < 0)
+			die("cannot decode again", NULL);
+		ninsn += t[0].loop.count - r.from;
+	}
+	for (i = 0; i < n; ++i) {
+		par_free_decoder_image(&t[i].probe, 0);
+		par_free_decoder_image(&t[i].loop, 1);
+	}
+	free(t);
+	pthread_mutex_destroy(&pool.lock);
+	ipt_seg_split_free(pool.split);
 }
 #endif
 

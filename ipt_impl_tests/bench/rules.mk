@@ -18,7 +18,7 @@ $(BENCH_B):
 	mkdir -p $(BENCH_B)
 
 # The harness against ipt.h, with the implementation compiled in.
-$(BENCH_B)/bench-ipt: $(T)/bench/bench.c $(T)/seg/seg_split.h $(IMPL) $(HDR) \
+$(BENCH_B)/bench-ipt: $(T)/bench/bench.c $(IMPL) $(HDR) \
 		| $(BENCH_B)
 	$(CC) $(OPT) $(WARN) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(IMPL) \
 		$(ZYDIS) -lm -pthread

@@ -10,7 +10,8 @@
  * is capped rather than checked.
  *
  * Then the trace is decoded again in one piece and split at its PSBs, a
- * decoder per piece, joined where their states agree (../seg/seg_split.h):
+ * decoder per piece, joined where their states agree (ipt_seg_split through
+ * ../seg/seg_split.h):
  * the two must give the same results.  Not with a read callback that
  * fails now and then, which would answer two decoders differently, nor
  * with short reads: the image's page cache takes a read that stops early

@@ -7,8 +7,8 @@
  * plus one): the newer part at the ring's start, the older part at its
  * end.  The packet, event, query, block, instruction and coverage
  * decoders read it as two pieces (ipt_*_set_ring), the newer one fed in
- * pieces (ipt_*_extend) to the packet, query, block and instruction
- * decoders if the header says so, and must report what they
+ * pieces (ipt_*_extend) to all but the coverage decoder if the header
+ * says so, and must report what they
  * report on the trace in one buffer: packets, events, branches, blocks,
  * instructions, errors, offsets, edges and bitmap. */
 #include "fuzz.h"
@@ -44,11 +44,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		hv_decode_mem(&whole, &in.config, &code,
 			      (enum hv_layer) layer, &f, in.limit,
 			      fz_allocator());
-		/* The newer piece in pieces but for the event decoder,
-		 * whose test loop syncs again after the end moved, and the
-		 * coverage decoder, whose streaming fuzz_stream.c checks. */
+		/* The newer piece in pieces but for the coverage decoder,
+		 * whose streaming fuzz_stream.c checks. */
 		hv_feed_ring(&f, &in.config, split, ring,
-			     layer != HV_EVT && layer != HV_COV ? max : 0,
+			     layer != HV_COV ? max : 0,
 			     in.h.cpuid_0x15_eax);
 		hv_decode_mem(&parts, &in.config, &code,
 			      (enum hv_layer) layer, &f, in.limit,

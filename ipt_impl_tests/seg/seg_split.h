@@ -4,20 +4,15 @@
  * way a simple tool does (sync forward, drain events, decode, on an error
  * sync forward again) and logs every result: each instruction or block,
  * each event, each error with the trace offset it came at.  Then it
- * decodes the same trace split at its PSBs (ipt_seg_index), a decoder per
- * piece, each piece joined to a later one where the two decoders' states
- * agree (ipt_insn_converged, ipt_blk_converged: the stitching rule in
- * ipt.h's >>api-seg), and stitches the pieces' logs.  The two logs must
- * be equal, or, where a step budget cut either short, one a prefix of the
- * other.
- *
- * The pieces are decoded one after the other here, or, built with
- * -DSS_THREADS, on threads (ss_split_threads); examples/ptxed --threads
- * does the same.  A log made with count set keeps no records, only their
- * number (for benchmarks).  Used by seg_split.c, the block and
- * instruction fuzz harnesses and bench/threads_api.c.  Built with
- * -DSS_DEBUG, it tells on stderr how the pieces joined and where the
- * logs differ. */
+ * decodes the same trace in pieces through ipt.h's ipt_seg_split (the
+ * stitching rule of >>api-seg), the same loop behind struct ipt_seg_loop,
+ * a log per piece, and puts the pieces' logs together as the stitch says.
+ * The two logs must be equal, or, where a step budget cut either short,
+ * one a prefix of the other.  The pieces are decoded one after the other
+ * here; examples/ptxed --threads and bench.c's par layers decode them on
+ * threads.  Used by seg_split.c and the block and instruction fuzz
+ * harnesses.  Built with -DSS_DEBUG, it tells on stderr how the pieces
+ * joined and where the logs differ. */
 #ifndef SEG_SPLIT_H
 #define SEG_SPLIT_H
 
@@ -25,9 +20,6 @@
 
 #include <stdlib.h>
 #include <string.h>
-#ifdef SS_THREADS
-#include <pthread.h>
-#endif
 #ifdef SS_DEBUG
 #include <stdio.h>
 #endif
@@ -38,11 +30,8 @@
 #define SS static
 #endif
 
-enum {
-	/* The states of a probe; the pieces at most. */
-	ss_probe_max = 256,
-	ss_pieces_max = 64
-};
+/* The pieces at most. */
+enum { ss_pieces_max = 64 };
 
 /* What a decode needs besides the trace: the code, through a callback
  * that must answer the same for every decoder. */
@@ -69,8 +58,6 @@ enum { ss_rec_sync_error = 1, ss_rec_error, ss_rec_event, ss_rec_item };
 struct ss_log {
 	struct ss_rec *rec;
 	size_t n, cap;
-	/* Count the records, keep none (rec holds the last one). */
-	int count;
 };
 
 enum { ss_sync, ss_run, ss_done };
@@ -98,18 +85,6 @@ SS struct ss_rec *ss_add(struct ss_log *log, int kind, int status)
 {
 	struct ss_rec *rec;
 
-	if (log->count) {
-		if (!log->rec) {
-			log->rec = (struct ss_rec *) malloc(sizeof(*rec));
-			if (!log->rec)
-				abort();
-		}
-		log->n += 1;
-		log->rec->offset = 0;
-		log->rec->kind = kind;
-		log->rec->status = status;
-		return log->rec;
-	}
 	if (log->n == log->cap) {
 		size_t cap = log->cap ? log->cap * 2 : 256;
 		struct ss_rec *p;
@@ -125,12 +100,6 @@ SS struct ss_rec *ss_add(struct ss_log *log, int kind, int status)
 	rec->kind = kind;
 	rec->status = status;
 	return rec;
-}
-
-/* The last record of a log that has one. */
-SS struct ss_rec *ss_last(struct ss_log *log)
-{
-	return log->count ? log->rec : &log->rec[log->n - 1];
 }
 
 /* A budget for each decoder: @steps steps; with @idle, at most @idle
@@ -257,16 +226,12 @@ SS void ss_step(struct ss_dec *d, struct ss_log *log)
 		return;
 	}
 	rec = ss_add(log, ss_rec_item, 0);
-	/* A log that counts keeps no offsets; only an idle budget needs
-	 * them then. */
-	if (!log->count || d->max_idle) {
-		rec->offset = ss_offset(d);
-		if (rec->offset != d->last) {
-			d->last = rec->offset;
-			d->idle = 0;
-		} else
-			d->idle += 1;
-	}
+	rec->offset = ss_offset(d);
+	if (rec->offset != d->last) {
+		d->last = rec->offset;
+		d->idle = 0;
+	} else
+		d->idle += 1;
 	d->status = d->insn ? pt_insn_next(d->id, &rec->u.insn,
 					   sizeof(rec->u.insn))
 			    : pt_blk_next(d->bd, &rec->u.block,
@@ -276,433 +241,217 @@ SS void ss_step(struct ss_dec *d, struct ss_log *log)
 		d->insns += rec->u.block.ninsn;
 }
 
-/* A state of a probe, and the log length before it. */
-struct ss_snap {
-	void *state;
-	int status;
-	uint64_t offset;
-	size_t log;
-};
+/* ---- the loop behind struct ipt_seg_loop ---- */
 
-struct ss_piece {
-	uint64_t begin;
-	struct ss_log log;
-	int failed;
-	/* Its decoder ran out of steps. */
-	int cut;
-	/* The join: kind as ipt_*_converged, the piece, its log length. */
-	int kind;
-	size_t to;
-	size_t at;
-	/* Log indices of -pte_retstack_empty errors. */
-	size_t rserr[16];
-	size_t nrserr;
-};
-
-/* What decodes pieces: a decoder, kept from piece to piece as a thread
- * of examples/ptxed keeps its decoder, and a probe with its states. */
-struct ss_worker {
-	struct ss_dec d;
-	int open;
-	struct ss_dec probe;
-	struct ss_snap snaps[ss_probe_max];
-};
-
+/* What a split decode needs, and what it found. */
 struct ss_split {
 	int insn;
 	const struct pt_config *config;
 	const struct ss_code *code;
 	struct ss_budget budget;
-	/* Log records only by their number. */
-	int count;
-	/* Ask where the decoder is, to look for the next piece, every
-	 * @look_every steps (as examples/ptxed does) until it is past that
-	 * piece's PSB; zero: at every step. */
-	unsigned int look_every;
-	/* With @spread, up to that many pieces at PSBs about evenly spread
-	 * over the trace, as examples/ptxed plans them; else a piece per
-	 * PSB, up to ss_pieces_max. */
-	size_t spread;
-	struct ss_piece *pieces;
-	size_t npieces;
-	/* How many joins were made and held. */
+	/* How many joins the stitch followed. */
 	size_t joins;
 	/* A decoder whose log was used ran out of steps. */
 	int cut;
 };
 
-SS int ss_converged(const struct ss_dec *d, const void *state)
+/* A loop: a decoder, kept from piece to piece as a thread of
+ * examples/ptxed keeps its decoder, and the log it writes.  The marks
+ * are records. */
+struct ss_loop {
+	const struct ss_split *s;
+	struct ss_dec d;
+	int open;
+	struct ss_log *log;
+};
+
+/* A saved state: the loop's status, then the decoder's. */
+enum { ss_state_head = 16 };
+
+SS size_t ss_state_size(int insn)
 {
-	return d->insn ? ipt_insn_converged(d->id, state)
-		       : ipt_blk_converged(d->bd, state);
+	return ss_state_head +
+	       (insn ? ipt_insn_state_size() : ipt_blk_state_size());
 }
 
-SS size_t ss_probe(struct ss_split *s, struct ss_worker *w, uint64_t begin)
+SS int ss_loop_start(void *arg, uint64_t offset, int first)
 {
-	struct ss_log log = { NULL, 0, 0, 1 };
-	struct ss_dec *p = &w->probe;
-	size_t n, size;
+	struct ss_loop *l = (struct ss_loop *) arg;
+	const struct ss_split *s = l->s;
 
-	size = s->insn ? ipt_insn_state_size() : ipt_blk_state_size();
-	p->steps = s->budget.steps;
-	ss_start_at(p, begin);
-	for (n = 0; p->phase != ss_done && n < ss_probe_max;) {
-		if (p->phase == ss_run && p->status >= 0) {
-			struct ss_snap *snap = &w->snaps[n];
-			int err;
-
-			err = s->insn ? ipt_insn_save(p->id, snap->state, size)
-				      : ipt_blk_save(p->bd, snap->state, size);
-			if (err < 0)
-				abort();
-			snap->status = p->status;
-			snap->offset = ss_offset(p);
-			snap->log = log.n;
-			n += 1;
-		}
-		ss_step(p, &log);
-	}
-	free(log.rec);
-	return n;
-}
-
-SS int ss_try_join(struct ss_worker *w, struct ss_piece *piece,
-		   uint64_t offset, size_t nsnaps, size_t to)
-{
-	size_t j;
-
-	for (j = 0; j < nsnaps; ++j) {
-		const struct ss_snap *snap = &w->snaps[j];
-		int kind;
-
-		if (snap->offset != offset || snap->status != w->d.status)
-			continue;
-		kind = ss_converged(&w->d, snap->state);
-		if (kind <= 0)
-			continue;
-		piece->kind = kind;
-		piece->to = to;
-		piece->at = snap->log;
-		return 1;
-	}
-	return 0;
-}
-
-SS int ss_worker_init(struct ss_split *s, struct ss_worker *w)
-{
-	size_t size, i;
-
-	memset(w, 0, sizeof(*w));
-	size = s->insn ? ipt_insn_state_size() : ipt_blk_state_size();
-	for (i = 0; i < ss_probe_max; ++i) {
-		w->snaps[i].state = malloc(size);
-		if (!w->snaps[i].state)
-			return -pte_nomem;
-	}
-	return ss_open(&w->probe, s->insn, s->config, s->code, &s->budget);
-}
-
-SS void ss_worker_fini(struct ss_worker *w)
-{
-	size_t i;
-
-	if (w->open)
-		ss_close(&w->d);
-	ss_close(&w->probe);
-	for (i = 0; i < ss_probe_max; ++i)
-		free(w->snaps[i].state);
-}
-
-SS void ss_decode_piece(struct ss_split *s, struct ss_worker *w, size_t idx)
-{
-	struct ss_piece *piece = &s->pieces[idx];
-	struct ss_dec *d = &w->d;
-	size_t next = idx + 1, probed = 0, nsnaps = 0;
-	unsigned int look = 0;
-
-	piece->log.count = s->count;
+	l->log->n = 0;
 	/* The first piece starts from a decoder that has seen nothing. */
-	if (w->open && idx == 0) {
-		ss_close(d);
-		w->open = 0;
+	if (l->open && first) {
+		ss_close(&l->d);
+		l->open = 0;
 	}
-	if (!w->open) {
-		if (ss_open(d, s->insn, s->config, s->code, &s->budget) < 0)
+	if (!l->open) {
+		if (ss_open(&l->d, s->insn, s->config, s->code, &s->budget) < 0)
 			abort();
-		w->open = 1;
+		l->open = 1;
 	}
-	d->steps = s->budget.steps;
-	if (idx == 0) {
-		d->phase = ss_sync;
-		d->cut = 0;
-	} else {
-		ss_start_at(d, piece->begin);
-		piece->failed = d->phase == ss_done;
+	l->d.steps = s->budget.steps;
+	if (first) {
+		l->d.phase = ss_sync;
+		l->d.cut = 0;
+		return 0;
 	}
+	ss_start_at(&l->d, offset);
+	return l->d.phase == ss_done ? -pte_nosync : 0;
+}
 
-	while (d->phase != ss_done) {
-		size_t before;
+SS int ss_loop_step(void *arg, unsigned int n, uint64_t *mark)
+{
+	struct ss_loop *l = (struct ss_loop *) arg;
 
-		if (look)
-			look -= 1;
-		else if (next < s->npieces && d->phase == ss_run &&
-			 d->status >= 0) {
-			uint64_t offset = ss_offset(d);
+	while (n--) {
+		size_t before = l->log->n;
 
-			look = s->look_every;
-			while (next + 1 < s->npieces &&
-			       s->pieces[next + 1].begin <= offset)
-				next += 1;
-			if (offset != UINT64_MAX &&
-			    s->pieces[next].begin <= offset) {
-				look = 0;
-				if (probed != next) {
-					nsnaps = ss_probe(
-						s, w, s->pieces[next].begin);
-					probed = next;
-				}
-				if (ss_try_join(w, piece, offset, nsnaps, next))
-					break;
-				if (!nsnaps ||
-				    w->snaps[nsnaps - 1].offset < offset)
-					next += 1;
-			}
-		}
-
-		before = piece->log.n;
-		ss_step(d, &piece->log);
-		if (piece->log.n > before &&
-		    ss_last(&piece->log)->kind == ss_rec_item &&
-		    ss_last(&piece->log)->status == -pte_retstack_empty) {
-			if (piece->nrserr < 16)
-				piece->rserr[piece->nrserr] =
-					piece->log.n - 1;
-			piece->nrserr += 1;
+		ss_step(&l->d, l->log);
+		if (l->d.phase == ss_done)
+			return ipt_seg_done;
+		if (l->log->n > before &&
+		    l->log->rec[before].kind == ss_rec_item &&
+		    l->log->rec[before].status == -pte_retstack_empty) {
+			*mark = before;
+			return ipt_seg_retstack;
 		}
 	}
-	piece->cut = d->cut;
+	return ipt_seg_go;
+}
+
+SS int ss_loop_at(void *arg, uint64_t *offset, uint64_t *mark)
+{
+	struct ss_loop *l = (struct ss_loop *) arg;
+
+	*mark = l->log->n;
+	if (l->d.phase != ss_run || l->d.status < 0)
+		return 0;
+	*offset = ss_offset(&l->d);
+	return *offset != UINT64_MAX;
+}
+
+SS int ss_loop_save(const void *arg, void *state)
+{
+	const struct ss_loop *l = (const struct ss_loop *) arg;
+	unsigned char *p = (unsigned char *) state;
+	size_t size = ss_state_size(l->d.insn) - ss_state_head;
+
+	memcpy(p, &l->d.status, sizeof(l->d.status));
+	return l->d.insn ? ipt_insn_save(l->d.id, p + ss_state_head, size)
+			 : ipt_blk_save(l->d.bd, p + ss_state_head, size);
+}
+
+SS int ss_loop_same(void *arg, const void *state)
+{
+	struct ss_loop *l = (struct ss_loop *) arg;
+	const unsigned char *p = (const unsigned char *) state;
+	int status;
+
+	memcpy(&status, p, sizeof(status));
+	if (status != l->d.status)
+		return 0;
+	return l->d.insn ? ipt_insn_converged(l->d.id, p + ss_state_head)
+			 : ipt_blk_converged(l->d.bd, p + ss_state_head);
+}
+
+static const struct ipt_seg_loop ss_loop_ops = {
+	ss_loop_start, ss_loop_step, ss_loop_at, ss_loop_save, ss_loop_same
+};
+
+SS void ss_loop_fini(struct ss_loop *l)
+{
+	if (l->open)
+		ss_close(&l->d);
 }
 
 SS void ss_append(struct ss_log *dst, const struct ss_log *src,
-		  size_t from, size_t to)
+		  uint64_t from, uint64_t to)
 {
-	if (dst->count) {
-		dst->n += to - from;
-		return;
-	}
-	while (from < to)
+	while (from < to && from < src->n)
 		*ss_add(dst, 0, 0) = src->rec[from++];
 }
 
-SS int ss_join_ok(const struct ss_split *s, const struct ss_piece *piece)
-{
-	const struct ss_piece *to = &s->pieces[piece->to];
-
-	return piece->kind && !to->failed && piece->at <= to->log.n;
-}
-
-/* Where, at or after @from, did @piece first find its return stack empty?
- * Its log length if it did not. */
-SS size_t ss_rserr_from(const struct ss_piece *piece, size_t from)
-{
-	size_t i;
-
-	for (i = 0; i < piece->nrserr && i < 16; ++i)
-		if (piece->rserr[i] >= from)
-			return piece->rserr[i];
-	return piece->nrserr > 16 ? from : piece->log.n;
-}
-
-/* Decode piece @idx once more, on to the end, logging after its first
- * @skip records. */
-SS void ss_rerun(struct ss_split *s, size_t idx, size_t skip,
-		 struct ss_log *out)
-{
-	struct ss_log log = { NULL, 0, 0, 0 };
-	struct ss_dec d;
-
-	log.count = s->count;
-	if (ss_open(&d, s->insn, s->config, s->code, &s->budget) < 0)
-		abort();
-	if (idx == 0)
-		d.phase = ss_sync;
-	else
-		ss_start_at(&d, s->pieces[idx].begin);
-	while (d.phase != ss_done)
-		ss_step(&d, &log);
-	s->cut |= d.cut;
-	if (skip < log.n)
-		ss_append(out, &log, skip, log.n);
-	free(log.rec);
-	ss_close(&d);
-}
-
-/* Index the trace and plan the pieces. */
-SS void ss_split_begin(struct ss_split *s)
-{
-	struct ipt_segment *segs;
-	uint64_t size, step;
-	size_t max;
-	int64_t n, i;
-
-	n = ipt_seg_index(s->config, NULL, 0);
-	segs = (struct ipt_segment *) calloc((size_t) (n > 0 ? n : 1),
-					     sizeof(*segs));
-	if (!segs)
-		abort();
-	if (n > 0)
-		n = ipt_seg_index(s->config, segs, (size_t) n);
-	max = s->spread ? s->spread : ss_pieces_max;
-	s->pieces = (struct ss_piece *) calloc(max, sizeof(*s->pieces));
-	if (!s->pieces)
-		abort();
-	size = (uint64_t) (s->config->end - s->config->begin);
-	step = s->spread ? size / s->spread : 0;
-	/* The first piece finds its PSB as the one-piece decode does. */
-	s->npieces = 1;
-	for (i = 1; i < n && s->npieces < max; ++i)
-		if (segs[i].offset >= step * s->npieces)
-			s->pieces[s->npieces++].begin = segs[i].offset;
-	free(segs);
-}
-
-/* Stitch the pieces' logs into @out, as examples/ptxed's ptxed_stitch
- * prints the pieces: from the first join whose return stacks differ on,
- * the logs stand up to the first record where a decoder found its return
- * stack empty, or up to a join to a piece that could not start; the piece
- * before that first join is decoded once more for the rest. */
-SS void ss_split_stitch(struct ss_split *s, struct ss_log *out)
-{
-	const size_t none = s->npieces;
-	size_t idx = 0, at = 0, end, again = none, base = 0;
-	int rerun = 0;
-
-	for (;;) {
-		struct ss_piece *piece = &s->pieces[idx];
-		size_t before = out->n;
-
-		end = piece->log.n;
-		if (again != none) {
-			end = ss_rserr_from(piece, at);
-			rerun = end < piece->log.n;
-		}
-#ifdef SS_DEBUG
-		fprintf(stderr, "piece %zu begin %lx: %zu recs, kind %d to "
-			"%zu at %zu, from %zu to %zu\n", idx,
-			(unsigned long) piece->begin, piece->log.n,
-			piece->kind, piece->to, piece->at, at, end);
-#endif
-		if (end > at)
-			ss_append(out, &piece->log, at, end);
-		s->cut |= piece->cut;
-		if (rerun)
-			break;
-		if (again == none &&
-		    (piece->kind == 2 ||
-		     (piece->kind && !ss_join_ok(s, piece)))) {
-			again = idx;
-			base = before - at;
-		}
-		if (!ss_join_ok(s, piece)) {
-			rerun = piece->kind != 0;
-			break;
-		}
-		s->joins += 1;
-		at = piece->at;
-		idx = piece->to;
-	}
-	if (rerun)
-		ss_rerun(s, again, out->n - base, out);
-}
-
-SS void ss_split_end(struct ss_split *s)
-{
-	size_t idx;
-
-	for (idx = 0; idx < s->npieces; ++idx)
-		free(s->pieces[idx].log.rec);
-	free(s->pieces);
-}
-
-/* Decode in pieces, one after the other, and stitch the logs into
- * @out. */
+/* Decode in pieces, one after the other, and put the pieces' logs
+ * together into @out as the stitch says. */
 SS void ss_split_decode(struct ss_split *s, struct ss_log *out)
 {
-	struct ss_worker w;
-	size_t idx;
+	struct ipt_seg_split *split;
+	struct ipt_seg_worker *w;
+	struct ipt_seg_stitch st;
+	struct ipt_seg_range r;
+	struct ss_log probe_log = { NULL, 0, 0 };
+	struct ss_loop loop, probe;
+	struct ss_log *logs;
+	size_t n, idx;
+	int *cuts, k;
 
-	ss_split_begin(s);
-	if (ss_worker_init(s, &w) < 0)
+	split = ipt_seg_split_alloc(s->config, ss_pieces_max, &ss_loop_ops,
+				    ss_state_size(s->insn), NULL);
+	w = ipt_seg_worker_alloc(split);
+	if (!split || !w)
 		abort();
-	for (idx = 0; idx < s->npieces; ++idx)
-		ss_decode_piece(s, &w, idx);
-	ss_worker_fini(&w);
-	ss_split_stitch(s, out);
-	ss_split_end(s);
-}
-
-#ifdef SS_THREADS
-struct ss_pool {
-	struct ss_split *s;
-	pthread_mutex_t lock;
-	size_t next;
-};
-
-struct ss_thread {
-	struct ss_pool *pool;
-	struct ss_worker w;
-	pthread_t thread;
-};
-
-static void *ss_thread_main(void *arg)
-{
-	struct ss_thread *t = (struct ss_thread *) arg;
-	struct ss_pool *pool = t->pool;
-
-	for (;;) {
-		size_t idx;
-
-		pthread_mutex_lock(&pool->lock);
-		idx = pool->next++;
-		pthread_mutex_unlock(&pool->lock);
-		if (idx >= pool->s->npieces)
-			break;
-		ss_decode_piece(pool->s, &t->w, idx);
-	}
-	return NULL;
-}
-
-/* ss_split_decode with @threads threads taking the pieces in order. */
-SS void ss_split_threads(struct ss_split *s, struct ss_log *out,
-			 unsigned int threads)
-{
-	struct ss_thread *t;
-	struct ss_pool pool;
-	unsigned int i;
-
-	ss_split_begin(s);
-	pool.s = s;
-	pool.next = 0;
-	pthread_mutex_init(&pool.lock, NULL);
-	t = (struct ss_thread *) calloc(threads, sizeof(*t));
-	if (!t)
-		abort();
-	for (i = 0; i < threads; ++i) {
-		t[i].pool = &pool;
-		if (ss_worker_init(s, &t[i].w) < 0 ||
-		    pthread_create(&t[i].thread, NULL, ss_thread_main, &t[i]))
-			abort();
-	}
-	for (i = 0; i < threads; ++i) {
-		pthread_join(t[i].thread, NULL);
-		ss_worker_fini(&t[i].w);
-	}
-	free(t);
-	pthread_mutex_destroy(&pool.lock);
-	ss_split_stitch(s, out);
-	ss_split_end(s);
-}
+	n = ipt_seg_split_count(split);
+#ifdef SS_DEBUG
+	fprintf(stderr, "%zu pieces of %ld PSBs\n", n,
+		(long) ipt_seg_index(s->config, NULL, 0));
 #endif
+	logs = (struct ss_log *) calloc(n, sizeof(*logs));
+	cuts = (int *) calloc(n, sizeof(*cuts));
+	if (!logs || !cuts)
+		abort();
+	memset(&loop, 0, sizeof(loop));
+	memset(&probe, 0, sizeof(probe));
+	loop.s = probe.s = s;
+	probe.log = &probe_log;
+	for (idx = 0; idx < n; ++idx) {
+		loop.log = &logs[idx];
+		if (ipt_seg_decode(w, idx, &loop, &probe) < 0)
+			abort();
+		cuts[idx] = loop.d.cut;
+	}
+	ss_loop_fini(&loop);
+	ss_loop_fini(&probe);
+	ipt_seg_worker_free(w);
+
+	ipt_seg_stitch_init(&st);
+	for (idx = 0; (k = ipt_seg_stitch_next(split, &st, &r)) == 1; ++idx) {
+#ifdef SS_DEBUG
+		const struct ipt_seg_piece *p = ipt_seg_split_piece(split,
+								    r.idx);
+
+		fprintf(stderr, "piece %zu begin %lx: %zu recs, join %d to "
+			"%zu at %lu, from %lu to %lu\n", r.idx,
+			(unsigned long) p->begin, logs[r.idx].n, p->join,
+			p->join_to, (unsigned long) p->join_at,
+			(unsigned long) r.from, (unsigned long) r.to);
+#endif
+		s->joins += idx ? 1 : 0;
+		s->cut |= cuts[r.idx];
+		ss_append(out, &logs[r.idx], r.from, r.to);
+	}
+	if (k == 2) {
+		struct ss_log again = { NULL, 0, 0 };
+
+		memset(&loop, 0, sizeof(loop));
+		loop.s = s;
+		loop.log = &again;
+		if (ipt_seg_rerun(split, r.idx, &loop) < 0)
+			abort();
+		s->cut |= loop.d.cut;
+		ss_append(out, &again, r.from, again.n);
+		ss_loop_fini(&loop);
+		free(again.rec);
+	} else if (k < 0)
+		abort();
+
+	for (idx = 0; idx < n; ++idx)
+		free(logs[idx].rec);
+	free(logs);
+	free(cuts);
+	free(probe_log.rec);
+	ipt_seg_split_free(split);
+}
 
 /* Decode @config's trace in one piece and in pieces with an instruction
  * (@insn) or block decoder, each decoder within @budget.  Returns 1
@@ -711,7 +460,7 @@ SS void ss_split_threads(struct ss_split *s, struct ss_log *out,
 SS int ss_check(const struct pt_config *config, const struct ss_code *code,
 		int insn, const struct ss_budget *budget, size_t *joins)
 {
-	struct ss_log one = { NULL, 0, 0, 0 }, split = { NULL, 0, 0, 0 };
+	struct ss_log one = { NULL, 0, 0 }, split = { NULL, 0, 0 };
 	struct ss_split s;
 	struct ss_dec d;
 	size_t n;

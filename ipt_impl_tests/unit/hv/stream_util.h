@@ -321,24 +321,12 @@ static HV_UNUSED void hv_decode_pkt(struct hv_out *o,
 	pt_pkt_free_decoder(d);
 }
 
-/* A sync that found the end: once it has moved, go on at the PSB the
- * failed call reached, if it reached one, or search again. */
-static HV_UNUSED int hv_evt_resync(struct pt_event_decoder *d, uint64_t before)
-{
-	uint64_t sync;
-
-	if (pt_evt_get_sync_offset(d, &sync) >= 0 && sync != before)
-		return pt_evt_sync_set(d, sync);
-	return pt_evt_sync_forward(d);
-}
-
 static HV_UNUSED void hv_decode_evt(struct hv_out *o,
 				     const struct pt_config *uconfig,
 				     struct hv_feed *f)
 {
 	struct pt_config config = *uconfig;
 	struct pt_event_decoder *d;
-	uint64_t before = UINT64_MAX;
 	int status, syncing = 1;
 
 	memset(o, 0, sizeof(*o));
@@ -356,7 +344,7 @@ static HV_UNUSED void hv_decode_evt(struct hv_out *o,
 
 		if (hv_at_end(status) && hv_feed_grow(f)) {
 			(void) ipt_evt_extend(d, f->end, f->end < f->stop);
-			status = syncing ? hv_evt_resync(d, before) : 0;
+			status = syncing ? pt_evt_sync_forward(d) : 0;
 			continue;
 		}
 		if (status < 0) {
@@ -364,8 +352,6 @@ static HV_UNUSED void hv_decode_evt(struct hv_out *o,
 				break;
 			hv_out_add(o, 'x', (uint64_t) -status, 0);
 			syncing = 1;
-			if (pt_evt_get_sync_offset(d, &before) < 0)
-				before = UINT64_MAX;
 			status = pt_evt_sync_forward(d);
 			continue;
 		}

@@ -105,11 +105,85 @@ static void check_psb_run(void)
 	pt_pkt_free_decoder(d);
 }
 
+/* @size bytes of trace at @buf, with SKD010's workaround on or off, give
+ * the packet, event and query decoders the same output whole and in
+ * pieces of one byte. */
+static void check_pieces(const char *what, uint8_t *buf, size_t size,
+			 int skd010)
+{
+	static const char *const names[] = { "pkt", "evt", "qry" };
+	struct pt_config config;
+	int layer;
+
+	pt_config_init(&config);
+	config.begin = buf;
+	config.end = buf + size;
+	config.errata.skd010 = skd010 ? 1 : 0;
+	for (layer = HV_PKT; layer <= HV_QRY; ++layer) {
+		struct hv_out whole, parts;
+		struct hv_feed f;
+		long at;
+
+		hv_feed_init(&f, &config, 0, 0);
+		hv_decode_layer(&whole, &config, NULL, (enum hv_layer) layer,
+				&f, 0);
+		hv_feed_init(&f, &config, 1, 1);
+		hv_decode_layer(&parts, &config, NULL, (enum hv_layer) layer,
+				&f, 0);
+		at = hv_out_diff(&whole, &parts);
+		if (!CHECK(at < 0 && whole.n > 2))
+			printf("     %s in pieces, %s: item %ld of %zu\n", what,
+			       names[layer], at, whole.n);
+		free(whole.h);
+		free(parts.h);
+	}
+}
+
+#define PSB 0x02, 0x82, 0x02, 0x82, 0x02, 0x82, 0x02, 0x82, \
+	    0x02, 0x82, 0x02, 0x82, 0x02, 0x82, 0x02, 0x82
+#define PSBEND 0x02, 0x23
+
+/* Look aheads and syncs that meet the end while more may come wait for
+ * it, and decide as in the whole trace. */
+static void check_look_aheads(void)
+{
+	/* An OVF whose FUP comes after a CBR and one with a zero ratio,
+	 * with SKD010's workaround on: the search for the FUP finds it
+	 * once more has come, and the bad CBR is reported when the decode
+	 * gets to it, not by the erratum's look ahead run early on the
+	 * packets before the end. */
+	uint8_t ovf[] = {
+		PSB, PSBEND,
+		0x02, 0xf3,				/* OVF */
+		0x02, 0x03, 0x0f, 0x00,			/* CBR 15 */
+		0x02, 0x03, 0x00, 0x00,			/* CBR 0 */
+		0x7d, 0x00, 0x10, 0x00, 0x00, 0x00, 0x00, /* FUP */
+		PSB, PSBEND
+	};
+	/* A PSB+ with a second PSB inside, which makes it bad: a sync that
+	 * finds the first PSB while the second is cut by the end waits,
+	 * then reports the bad PSB+, and the next sync goes on at the
+	 * second PSB. */
+	uint8_t psb_in_psb[] = {
+		PSB,
+		0x99, 0x01,				/* MODE.exec */
+		PSB,
+		0x7d, 0x00, 0x10, 0x00, 0x00, 0x00, 0x00, /* FUP */
+		PSBEND,
+		0x02, 0x03, 0x0f, 0x00,			/* CBR 15 */
+		PSB, PSBEND
+	};
+
+	check_pieces("OVF, CBRs, FUP", ovf, sizeof(ovf), 1);
+	check_pieces("PSB in a PSB+", psb_in_psb, sizeof(psb_in_psb), 0);
+}
+
 int main(int argc, char **argv)
 {
 	int layer;
 
 	check_psb_run();
+	check_look_aheads();
 
 	hv_cases(argc, argv, run_case);
 	/* The query, block and instruction decoders had to wait for more,
