@@ -13509,9 +13509,12 @@ static void ipt__blk_islots(const struct pt_block_decoder *decoder,
 	h = ip ^ (cr3 * 0x9e3779b97f4a7c15ull) ^
 	    (vmcs * 0xc2b2ae3d27d4eb4full) ^ (uint64_t) mode;
 	h *= 0xff51afd7ed558ccdull;
+	if (!mask) {
+		slot[0] = slot[1] = 0;
+		return;
+	}
 	slot[0] = (uint32_t) (h >> (64 - decoder->ibits));
-	slot[1] = mask ? slot[0] ^ (((uint32_t) (h >> 24) & mask) | 1) :
-			 slot[0];
+	slot[1] = slot[0] ^ (((uint32_t) (h >> 24) & mask) | 1);
 }
 
 /* The instruction cache's size depends on the run table.  With one, runs
