@@ -210,6 +210,14 @@ static HV_UNUSED void hv_out_add(struct hv_out *o, uint64_t a, uint64_t b,
 	o->h[o->n++] = hv_mix(hv_mix(hv_mix(a) ^ b) ^ c);
 }
 
+/* A packet at @offset: its type, its size and its IP payload. */
+static HV_UNUSED void hv_out_packet(struct hv_out *o,
+				    const struct pt_packet *p, uint64_t offset)
+{
+	hv_out_add(o, 'p' | ((uint64_t) p->type << 8), offset,
+		   p->payload.ip.ip ^ p->size);
+}
+
 static HV_UNUSED void hv_out_event(struct hv_out *o, const struct pt_event *ev)
 {
 	struct pt_event e = *ev;

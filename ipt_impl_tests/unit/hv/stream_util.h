@@ -315,8 +315,7 @@ static HV_UNUSED void hv_decode_pkt(struct hv_out *o,
 		memset(&p, 0, sizeof(p));
 		status = pt_pkt_next(d, &p, sizeof(p));
 		if (status >= 0)
-			hv_out_add(o, 'p' | ((uint64_t) p.type << 8), offset,
-				   p.payload.ip.ip ^ p.size);
+			hv_out_packet(o, &p, offset);
 	}
 	pt_pkt_free_decoder(d);
 }

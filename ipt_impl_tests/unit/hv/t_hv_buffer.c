@@ -49,8 +49,7 @@ static void decode_pkt(struct hv_out *o, struct pt_packet_decoder *d)
 		memset(&p, 0, sizeof(p));
 		status = pt_pkt_next(d, &p, sizeof(p));
 		if (status >= 0)
-			hv_out_add(o, 'p' | ((uint64_t) p.type << 8), offset,
-				   p.payload.ip.ip ^ p.size);
+			hv_out_packet(o, &p, offset);
 	}
 }
 
