@@ -13339,7 +13339,8 @@ struct pt_block_decoder {
 	uint32_t fault_ahead:1;
 	/* The event decoder has run out of trace (@status): @end_ip and
 	 * @end_rs are where the flow stood then and its return stack, and
-	 * @ahead counts the instructions reported since (ipt_blk_get_start_state). */
+	 * @ahead counts the instructions reported since
+	 * (ipt_blk_get_start_state). */
 	uint32_t has_end:1;
 	/* It ran out while events were bound to an instruction: @has_end
 	 * waits until the decoder has proceeded past it. */
@@ -15030,13 +15031,14 @@ static int ipt__blk_proceed_to_disabled(struct pt_block_decoder *decoder,
 }
 
 /* After a synchronous disable @decoder->ip still points at the instruction
- * it bound to.  Tracing will likely resume after a call returns; after
- * anything else we cannot guess. */
+ * it bound to, of @iclass at @ip, @size bytes long.  Tracing will likely
+ * resume after a call returns; after anything else we cannot guess. */
 static void ipt__blk_set_disable_resume_ip(struct pt_block_decoder *decoder,
-					   const struct pt_insn *insn)
+					   enum pt_insn_class iclass,
+					   uint64_t ip, uint8_t size)
 {
-	if (insn->iclass == ptic_call || insn->iclass == ptic_far_call)
-		decoder->ip = insn->ip + insn->size;
+	if (iclass == ptic_call || iclass == ptic_far_call)
+		decoder->ip = ip + size;
 	else
 		decoder->ip = 0;
 }
@@ -15435,7 +15437,8 @@ static int ipt__blk_proceed_event(struct pt_block_decoder *decoder,
 			 * needs trace. */
 			if (status != -pte_bad_query)
 				return status;
-			ipt__blk_set_disable_resume_ip(decoder, &insn);
+			ipt__blk_set_disable_resume_ip(decoder, insn.iclass,
+						       insn.ip, insn.size);
 		}
 		break;
 
@@ -16939,7 +16942,10 @@ static int ipt__blk_proceed_trailing_event(struct pt_block_decoder *decoder,
 		if (status < 0) {
 			if (status != -pte_bad_query)
 				return status;
-			ipt__blk_set_disable_resume_ip(decoder, &decoder->insn);
+			ipt__blk_set_disable_resume_ip(decoder,
+						       decoder->insn.iclass,
+						       decoder->insn.ip,
+						       decoder->insn.size);
 			return ipt__blk_status(decoder, pts_event_pending);
 		}
 
@@ -17342,12 +17348,10 @@ static IPT__INLINE int ipt__blk_walk(struct pt_block_decoder *decoder,
 		}
 
 	disabled:
-		/* The disable binds to the first branch that needs trace; the
-		 * flow resumes after a call, anywhere after the rest (as
-		 * ipt__blk_set_disable_resume_ip). */
-		decoder->ip = 0;
-		if (run->iclass == ptic_call || run->iclass == ptic_far_call)
-			decoder->ip = end_ip + run->isize;
+		/* The disable binds to the first branch that needs trace. */
+		ipt__blk_set_disable_resume_ip(decoder,
+					       (enum pt_insn_class) run->iclass,
+					       end_ip, run->isize);
 		if (run->kind == ipt__run_icall)
 			ipt__retstack_push(&decoder->retstack, next);
 		ops->branch(context, end_ip, next,
@@ -22557,6 +22561,17 @@ IPT_DEF int ipt_cov_set_trace(struct ipt_cov_decoder *cov,
 	return ipt_cov_set_ring(cov, begin, end, end, end, clear_bitmap);
 }
 
+/* What a coverage decoder put at a new place in the trace forgets: the
+ * edge it had pending, where it last synchronized, the error it noted and
+ * the call a missing page paused. */
+static void ipt__cov_moved(struct ipt_cov_decoder *cov)
+{
+	cov->pend_kind = 0;
+	cov->has_sync = 0;
+	cov->has_error = 0;
+	cov->paused = ipt__cov_at_none;
+}
+
 IPT_DEF int ipt_cov_set_ring(struct ipt_cov_decoder *cov,
 			     const uint8_t *older, const uint8_t *older_end,
 			     const uint8_t *newer, const uint8_t *newer_end,
@@ -22574,11 +22589,8 @@ IPT_DEF int ipt_cov_set_ring(struct ipt_cov_decoder *cov,
 	if (status < 0)
 		return status;
 
+	ipt__cov_moved(cov);
 	cov->synced = 0;
-	cov->pend_kind = 0;
-	cov->has_sync = 0;
-	cov->has_error = 0;
-	cov->paused = ipt__cov_at_none;
 	cov->waiting = 0;
 	if (clear_bitmap && cov->map)
 		IPT_MEMSET(cov->map, 0, (size_t) cov->mask + 1);
@@ -22605,11 +22617,8 @@ IPT_DEF int ipt_cov_start_at(struct ipt_cov_decoder *cov, uint64_t offset,
 	status = ipt_blk_start_at(&cov->blk, offset, state);
 	if (status < 0)
 		return status;
+	ipt__cov_moved(cov);
 	cov->synced = 1;
-	cov->pend_kind = 0;
-	cov->has_sync = 0;
-	cov->has_error = 0;
-	cov->paused = ipt__cov_at_none;
 	cov->waiting = 1;
 	cov->wait_status = status;
 	ipt__cov_walk_fresh(cov);
