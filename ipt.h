@@ -22887,11 +22887,18 @@ enum {
 	 * missed join decodes a piece twice. */
 	ipt__seg_probe_max = 256,
 	/* Until the loop nears the next piece, where it is need not be
-	 * asked at every step ... */
+	 * asked at every step: it takes steps in batches, at first this
+	 * many ... */
 	ipt__seg_look_every = 16,
-	/* ... only within this many bytes of trace before its PSB, where a
-	 * dozen steps might take the loop past it, or, in a short trace,
-	 * to the end. */
+	/* ... a batch doubling up to this many while one takes the loop
+	 * less than an eighth of the way left (a call through the loop's
+	 * functions, and the question where it is, cost as much as a step
+	 * of the instruction decoder), halving when one takes it more than
+	 * a quarter ... */
+	ipt__seg_batch_max = 4096,
+	/* ... and one by one within this many bytes of trace before its
+	 * PSB, where a dozen steps might take the loop past it, or, in a
+	 * short trace, to the end. */
 	ipt__seg_near = 256
 };
 
@@ -23093,15 +23100,31 @@ static int ipt__seg_try_join(const struct ipt_seg_worker *w,
 	return 0;
 }
 
+/* The next batch of steps, after one of batch steps that took the loop
+ * over moved bytes of trace, with left bytes to go to the next piece's
+ * PSB; zero within ipt__seg_near of it. */
+static unsigned int ipt__seg_batch(unsigned int batch, uint64_t moved,
+				   uint64_t left)
+{
+	if (left <= ipt__seg_near)
+		return 0;
+	left -= ipt__seg_near;
+	if (moved > left / 4 && batch > ipt__seg_look_every)
+		return batch / 2;
+	if (moved < left / 8 && batch < ipt__seg_batch_max)
+		return batch * 2;
+	return batch;
+}
+
 IPT_DEF int ipt_seg_decode(struct ipt_seg_worker *w, size_t idx, void *loop,
 			   void *probe)
 {
 	const struct ipt_seg_split *split;
 	const struct ipt_seg_loop *ops;
 	struct ipt_seg_piece *piece;
-	uint64_t offset, mark;
+	uint64_t offset, mark, last;
 	size_t next;
-	unsigned int steps;
+	unsigned int steps, batch;
 	int err;
 
 	if (!w || !loop || !probe || idx >= w->split->npieces)
@@ -23118,18 +23141,25 @@ IPT_DEF int ipt_seg_decode(struct ipt_seg_worker *w, size_t idx, void *loop,
 	if (piece->failed)
 		return 0;
 
+	batch = ipt__seg_look_every;
+	last = 0;
 	for (next = idx + 1;;) {
-		/* Until the loop nears the next piece, a dozen steps at a
-		 * time; then one by one, looking for a join after each. */
-		steps = next < split->npieces ? 1 : ipt__seg_look_every;
+		/* Until the loop nears the next piece, steps in batches;
+		 * then one by one, looking for a join after each. */
+		steps = next < split->npieces ? 1 : ipt__seg_batch_max;
 		if (next < split->npieces && ops->at(loop, &offset, &mark)) {
 			while (next + 1 < split->npieces &&
 			       split->pieces[next + 1].begin <= offset)
 				next += 1;
 			if (split->pieces[next].begin > offset) {
-				if (split->pieces[next].begin - offset >
-				    ipt__seg_near)
-					steps = ipt__seg_look_every;
+				batch = ipt__seg_batch(batch, offset - last,
+						       split->pieces[next].begin -
+							       offset);
+				last = offset;
+				if (batch)
+					steps = batch;
+				else
+					batch = ipt__seg_look_every;
 			} else {
 				if (w->probed != next) {
 					err = ipt__seg_probe(w, next, probe);
@@ -23178,7 +23208,7 @@ IPT_DEF int ipt_seg_rerun(const struct ipt_seg_split *split, size_t idx,
 	err = split->ops.start(loop, split->pieces[idx].begin, !idx);
 	if (err < 0)
 		return err;
-	while (split->ops.step(loop, ipt__seg_look_every, &mark) !=
+	while (split->ops.step(loop, ipt__seg_batch_max, &mark) !=
 	       ipt_seg_done)
 		;
 	return 0;

@@ -911,15 +911,20 @@ static int par_step_other(struct par_loop *l)
 }
 
 /* The decoder's calls of run_insn's and run_blk's loop, up to n, in a
- * loop as tight as theirs. */
-#define PAR_STEP(kind, item, add)                                             \
+ * loop as tight as theirs: the decoder, the item and the count in
+ * locals, and an inner loop of only the decoder's next item while
+ * nothing else is to be done.  add: what an item adds to the count;
+ * bad: on an error too. */
+#define PAR_STEP(kind, dtype, dec, itype, field, add, bad)                    \
 static int par_step_##kind(void *arg, unsigned int n, uint64_t *mark)        \
 {                                                                             \
 	struct par_loop *l = (struct par_loop *) arg;                         \
+	struct dtype *dec = l->dec;                                           \
+	struct itype *item = &l->field;                                       \
 	uint64_t count = l->count;                                            \
 	int status = l->status, step = ipt_seg_go;                            \
                                                                               \
-	for (; n; --n) {                                                      \
+	while (n) {                                                           \
 		if (l->phase != par_run || status < 0 ||                      \
 		    (status & (pts_event_pending | pts_eos))) {               \
 			l->status = status;                                   \
@@ -927,25 +932,33 @@ static int par_step_##kind(void *arg, unsigned int n, uint64_t *mark)        \
 			status = l->status;                                   \
 			if (step != ipt_seg_go)                               \
 				break;                                        \
+			--n;                                                  \
 			continue;                                             \
 		}                                                             \
-		status = pt_##kind##_next(l->kind##dec, &l->item,             \
-					  sizeof(l->item));                   \
-		if (status == -pte_retstack_empty) {                          \
-			*mark = count;                                        \
-			step = ipt_seg_retstack;                              \
+		do {                                                          \
+			status = pt_##kind##_next(dec, item, sizeof(*item));  \
+			--n;                                                  \
+			if (status < 0) {                                     \
+				if (status == -pte_retstack_empty) {          \
+					*mark = count;                        \
+					step = ipt_seg_retstack;              \
+				}                                             \
+				count += bad;                                 \
+				break;                                        \
+			}                                                     \
 			count += add;                                         \
+		} while (n && !(status & (pts_event_pending | pts_eos)));     \
+		if (step != ipt_seg_go)                                       \
 			break;                                                \
-		}                                                             \
-		count += add;                                                 \
 	}                                                                     \
 	l->count = count;                                                     \
 	l->status = status;                                                   \
 	return step;                                                          \
 }
 
-PAR_STEP(insn, insn_item, (uint64_t) (status >= 0))
-PAR_STEP(blk, block, l->block.ninsn)
+PAR_STEP(insn, pt_insn_decoder, insndec, pt_insn, insn_item, 1, 0)
+PAR_STEP(blk, pt_block_decoder, blkdec, pt_block, block, item->ninsn,
+	 item->ninsn)
 
 static int par_at(void *arg, uint64_t *offset, uint64_t *mark)
 {
