@@ -1,0 +1,89 @@
+/* Decode cache harness: instructions from the input decoded through a
+ * decode cache (ipt_decode_cache_alloc) and without one must come out
+ * alike: status, size, classes, branch displacement.
+ *
+ * Input: a byte for the cache (1 << (8 + b % 3) slots, few, so that IPs
+ * share slots), then records: a mode byte (low two bits), an IP byte (a
+ * small range: slots and IPs meet often), a byte whose low four bits give
+ * how many bytes the decoder may read (1 to 15) and whose high four bits
+ * how far the next record starts (1 to 16 bytes on), then the bytes of
+ * the instruction (up to 15, zero where the input ends).  Each record is
+ * decoded twice through the cache (the second time it may answer) and
+ * once without.  The cache is shared by the decodes of one input, as
+ * decoders on threads share one.
+ *
+ * The internal decode is static, so the harness compiles its own private
+ * copy of the implementation. */
+#if defined(__GNUC__)
+#pragma GCC diagnostic ignored "-Wunused-function"
+#endif
+#define IPT_STATIC
+#define IPT_IMPLEMENTATION
+#include "ipt.h"
+#include "fuzz.h"
+
+static void fz_same(const struct pt_insn *a, const struct ipt__insn_ext *ea,
+		    int sa, const struct pt_insn *b,
+		    const struct ipt__insn_ext *eb, int sb)
+{
+	if (sa != sb)
+		fz_fail("status with and without the cache", sa, sb);
+	if (a->size != b->size)
+		fz_fail("size with and without the cache", a->size, b->size);
+	if (sa)
+		return;
+	if (a->iclass != b->iclass || ea->iclass != eb->iclass)
+		fz_fail("class with and without the cache", ea->iclass,
+			eb->iclass);
+	if (ea->variant.branch.is_direct != eb->variant.branch.is_direct ||
+	    ea->variant.branch.displacement !=
+		    eb->variant.branch.displacement)
+		fz_fail("branch with and without the cache",
+			(long long) ea->variant.branch.displacement,
+			(long long) eb->variant.branch.displacement);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct ipt_decode_cache *cache;
+	size_t at;
+	int pass;
+
+	if (!size)
+		return 0;
+	cache = ipt_decode_cache_alloc(8 + data[0] % 3, NULL);
+	if (!cache)
+		fz_fail("no decode cache", 0, 0);
+
+	for (at = 1; at + 3 <= size;) {
+		struct pt_insn plain, cached;
+		struct ipt__insn_ext eplain, ecached;
+		size_t n = size - at - 3;
+		int splain, scached;
+
+		memset(&plain, 0, sizeof(plain));
+		plain.mode = (enum pt_exec_mode) (data[at] & 3);
+		plain.ip = 0x7000 + data[at + 1];
+		plain.size = (uint8_t) (1 + (data[at + 2] & 0xf) % 15);
+		memcpy(plain.raw, &data[at + 3],
+		       n < sizeof(plain.raw) ? n : sizeof(plain.raw));
+		splain = ipt__ild_decode(&plain, &eplain);
+
+		for (pass = 0; pass < 2; ++pass) {
+			memset(&cached, 0, sizeof(cached));
+			memset(&ecached, 0, sizeof(ecached));
+			cached.mode = (enum pt_exec_mode) (data[at] & 3);
+			cached.ip = 0x7000 + data[at + 1];
+			cached.size = (uint8_t) (1 + (data[at + 2] & 0xf) % 15);
+			memcpy(cached.raw, &data[at + 3],
+			       n < sizeof(cached.raw) ? n : sizeof(cached.raw));
+			scached = ipt__ild_decode_cached(cache, &cached,
+							 &ecached);
+			fz_same(&cached, &ecached, scached, &plain, &eplain,
+				splain);
+		}
+		at += 1 + (size_t) (data[at + 2] >> 4);
+	}
+	ipt_decode_cache_free(cache);
+	return 0;
+}
