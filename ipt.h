@@ -23154,6 +23154,10 @@ struct ipt_seg_worker {
 	const struct ipt_seg_split *split;
 	/* The piece whose states snaps holds (zero: none), and how many. */
 	size_t probed, nsnaps;
+	/* The probe has no states after them; it stands right after the
+	 * last one's step, in this ipt_seg_decode call (before the next, the
+	 * caller may use it for something else). */
+	int ended, live;
 	struct ipt__seg_snap snaps[ipt__seg_probe_max];
 	unsigned char *states;
 };
@@ -23282,18 +23286,30 @@ IPT_DEF void ipt_seg_worker_free(struct ipt_seg_worker *w)
 }
 
 /* The states probe goes through from piece idx's PSB on, up to
- * ipt__seg_probe_max of them. */
-static int ipt__seg_probe(struct ipt_seg_worker *w, size_t idx, void *probe)
+ * ipt__seg_probe_max of them, as far as the loop needs: until one lies
+ * past offset, where the loop is.  Most joins are at the first few, and
+ * a state is a copy of a decoder: taken as the loop comes near, not all
+ * at once.  The probe goes on from where this call left it, else starts
+ * over. */
+static int ipt__seg_probe(struct ipt_seg_worker *w, size_t idx, void *probe,
+			  uint64_t offset)
 {
 	const struct ipt_seg_loop *ops = &w->split->ops;
 	uint64_t mark;
 	int err;
 
-	w->probed = idx;
-	w->nsnaps = 0;
-	if (ops->start(probe, w->split->pieces[idx].begin, 0) < 0)
+	if (w->probed == idx &&
+	    (w->ended || w->nsnaps >= ipt__seg_probe_max ||
+	     (w->nsnaps && w->snaps[w->nsnaps - 1].offset > offset)))
 		return 0;
-	while (w->nsnaps < ipt__seg_probe_max) {
+	if (w->probed != idx || !w->live) {
+		w->probed = idx;
+		w->nsnaps = 0;
+		w->ended = ops->start(probe, w->split->pieces[idx].begin, 0) < 0;
+		w->live = !w->ended;
+	}
+	while (!w->ended && w->nsnaps < ipt__seg_probe_max &&
+	       (!w->nsnaps || w->snaps[w->nsnaps - 1].offset <= offset)) {
 		struct ipt__seg_snap *snap = &w->snaps[w->nsnaps];
 
 		if (ops->at(probe, &snap->offset, &snap->mark)) {
@@ -23304,8 +23320,7 @@ static int ipt__seg_probe(struct ipt_seg_worker *w, size_t idx, void *probe)
 			}
 			w->nsnaps += 1;
 		}
-		if (ops->step(probe, 1, &mark) == ipt_seg_done)
-			break;
+		w->ended = ops->step(probe, 1, &mark) == ipt_seg_done;
 	}
 	return 0;
 }
@@ -23372,6 +23387,7 @@ IPT_DEF int ipt_seg_decode(struct ipt_seg_worker *w, size_t idx, void *loop,
 	piece->join_to = 0;
 	piece->join_at = 0;
 	piece->nrserr = 0;
+	w->live = 0;
 	piece->failed = ops->start(loop, piece->begin, !idx) < 0;
 	if (piece->failed)
 		return 0;
@@ -23396,11 +23412,9 @@ IPT_DEF int ipt_seg_decode(struct ipt_seg_worker *w, size_t idx, void *loop,
 				else
 					batch = ipt__seg_look_every;
 			} else {
-				if (w->probed != next) {
-					err = ipt__seg_probe(w, next, probe);
-					if (err < 0)
-						return err;
-				}
+				err = ipt__seg_probe(w, next, probe, offset);
+				if (err < 0)
+					return err;
 				if (ipt__seg_try_join(w, piece, loop, offset,
 						      next)) {
 					piece->end = mark;
