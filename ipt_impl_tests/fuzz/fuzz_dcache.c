@@ -43,6 +43,20 @@ static void fz_same(const struct pt_insn *a, const struct ipt__insn_ext *ea,
 			(long long) eb->variant.branch.displacement);
 }
 
+/* The record at rec (n bytes of input from there) as an instruction to
+ * decode. */
+static void fz_record(struct pt_insn *insn, const uint8_t *rec, size_t n)
+{
+	size_t code = n - 3;
+
+	memset(insn, 0, sizeof(*insn));
+	insn->mode = (enum pt_exec_mode) (rec[0] & 3);
+	insn->ip = 0x7000 + rec[1];
+	insn->size = (uint8_t) (1 + (rec[2] & 0xf) % 15);
+	memcpy(insn->raw, &rec[3],
+	       code < sizeof(insn->raw) ? code : sizeof(insn->raw));
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct ipt_decode_cache *cache;
@@ -55,34 +69,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!cache)
 		fz_fail("no decode cache", 0, 0);
 
-	for (at = 1; at + 3 <= size;) {
+	for (at = 1; at + 3 <= size; at += 1 + (size_t) (data[at + 2] >> 4)) {
 		struct pt_insn plain, cached;
 		struct ipt__insn_ext eplain, ecached;
-		size_t n = size - at - 3;
 		int splain, scached;
 
-		memset(&plain, 0, sizeof(plain));
-		plain.mode = (enum pt_exec_mode) (data[at] & 3);
-		plain.ip = 0x7000 + data[at + 1];
-		plain.size = (uint8_t) (1 + (data[at + 2] & 0xf) % 15);
-		memcpy(plain.raw, &data[at + 3],
-		       n < sizeof(plain.raw) ? n : sizeof(plain.raw));
+		fz_record(&plain, &data[at], size - at);
 		splain = ipt__ild_decode(&plain, &eplain);
-
 		for (pass = 0; pass < 2; ++pass) {
-			memset(&cached, 0, sizeof(cached));
+			fz_record(&cached, &data[at], size - at);
 			memset(&ecached, 0, sizeof(ecached));
-			cached.mode = (enum pt_exec_mode) (data[at] & 3);
-			cached.ip = 0x7000 + data[at + 1];
-			cached.size = (uint8_t) (1 + (data[at + 2] & 0xf) % 15);
-			memcpy(cached.raw, &data[at + 3],
-			       n < sizeof(cached.raw) ? n : sizeof(cached.raw));
 			scached = ipt__ild_decode_cached(cache, &cached,
 							 &ecached);
 			fz_same(&cached, &ecached, scached, &plain, &eplain,
 				splain);
 		}
-		at += 1 + (size_t) (data[at + 2] >> 4);
 	}
 	ipt_decode_cache_free(cache);
 	return 0;

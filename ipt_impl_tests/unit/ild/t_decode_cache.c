@@ -16,31 +16,10 @@
 #include "ipt.h"
 #include "blk_util.h"
 #include "check.h"
+#include "ild_rand.h"
 
 #include <stdlib.h>
 #include <string.h>
-
-static uint32_t seed = 4242;
-
-static uint32_t rnd(void)
-{
-	seed = seed * 1103515245u + 12345u;
-	return seed >> 8;
-}
-
-/* Bytes that look like code more often than uniform noise does. */
-static uint8_t rnd_byte(void)
-{
-	static const uint8_t common[] = {
-		0x66, 0x67, 0xf2, 0xf3, 0x0f, 0x48, 0x41, 0xe8, 0xe9, 0xeb,
-		0xff, 0xc3, 0x74, 0x01, 0xc4, 0xc5, 0x62, 0xd5, 0x8b, 0x89,
-	};
-	uint32_t r = rnd();
-
-	if (r & 1)
-		return common[(r >> 1) % sizeof(common)];
-	return (uint8_t) (r >> 1);
-}
 
 static int same_decode(const struct pt_insn *a, const struct ipt__insn_ext *ea,
 		       int sa, const struct pt_insn *b,
@@ -127,18 +106,31 @@ static struct pt_config *trace_line(struct tb *t)
 	return tb_done(t);
 }
 
+/* What each version decodes to, for either decoder. */
+struct version {
+	const uint8_t *code;
+	const char *insns, *block;
+};
+
+static const struct version versions[] = {
+	{ code_v3, "i 1000 2\ni 1002 1\n", "b 1000 1003 3\n" },
+	{ code_v2, "i 1000 1\ni 1001 1\ni 1002 1\n", "b 1000 1003 4\n" },
+	{ code_v3, "i 1000 2\ni 1002 1\n", "b 1000 1003 3\n" },
+};
+
 /* A block and an instruction decoder share a cache; the code behind
- * their image changes between v3 and v2, invalidated each time: each
- * pass of each decoder sees the code of the moment. */
+ * their image changes from version to version, invalidated each time:
+ * each decoder, whichever decodes first, sees the code of the moment. */
 static void test_shared_invalidate(const struct pt_config *config)
 {
 	struct ipt_decode_cache *cache = ipt_decode_cache_alloc(8, NULL);
 	struct pt_block_decoder *bd = pt_blk_alloc_decoder(config);
 	struct pt_insn_decoder *id = pt_insn_alloc_decoder(config);
 	struct pt_image *image = pt_image_alloc(NULL);
-	struct log l;
+	struct log li, lb;
 	struct mem m;
-	int i;
+	size_t v;
+	int blk_first;
 
 	CHECK(cache && bd && id && image);
 	if (!cache || !bd || !id || !image)
@@ -150,31 +142,24 @@ static void test_shared_invalidate(const struct pt_config *config)
 	CHECK_EQ(ipt_blk_set_decode_cache(bd, cache), 0);
 	CHECK_EQ(ipt_insn_set_decode_cache(id, cache), 0);
 
-	for (i = 0; i < 6; i++) {
-		const uint8_t *code = (i / 2) % 2 ? code_v2 : code_v3;
-
-		if (!(i % 2)) {
-			memcpy(m.bytes, code, sizeof(code_v3));
-			CHECK_EQ(ipt_image_invalidate(image, NULL, 0x1000,
-						      0x1005), 0);
+	for (v = 0; v < sizeof(versions) / sizeof(versions[0]); v++) {
+		memcpy(m.bytes, versions[v].code, sizeof(code_v3));
+		CHECK_EQ(ipt_image_invalidate(image, NULL, 0x1000, 0x1005), 0);
+		for (blk_first = 0; blk_first < 2; blk_first++) {
+			if (blk_first)
+				run_blk_on(&lb, bd);
+			run_insn_on(&li, id);
+			if (!blk_first)
+				run_blk_on(&lb, bd);
+			CHECK(strstr(li.text, versions[v].insns) != NULL);
+			CHECK(strstr(lb.text, versions[v].block) != NULL);
 		}
-		/* One decoder first, then the other. */
-		if (i % 2)
-			run_blk_on(&l, bd);
-		run_insn_on(&l, id);
-		CHECK(strstr(l.text, code == code_v2 ?
-			     "i 1000 1\ni 1001 1\ni 1002 1\n" :
-			     "i 1000 2\ni 1002 1\n") != NULL);
-		run_blk_on(&l, bd);
-		CHECK(strstr(l.text, code == code_v2 ? "b 1000 1003 4\n" :
-						       "b 1000 1003 3\n") !=
-		      NULL);
 	}
 
 	/* Without the cache again. */
 	CHECK_EQ(ipt_blk_set_decode_cache(bd, NULL), 0);
-	run_blk_on(&l, bd);
-	CHECK(strstr(l.text, "b 1000 1003 3\n") != NULL);
+	run_blk_on(&lb, bd);
+	CHECK(strstr(lb.text, versions[2].block) != NULL);
 out:
 	pt_insn_free_decoder(id);
 	pt_blk_free_decoder(bd);
