@@ -67,7 +67,8 @@
  *     >>evt    event decoder: packets to events
  *     >>qry    query decoder: built on the event decoder
  *     >>img    image: memory through a callback, address spaces, sections
- *     >>ild    instruction length and class, from Zydis
+ *     >>ild    instruction length and class, from Zydis; a decode cache
+ *              decoders on several threads share
  *     >>blk    block decoder: built on the event decoder and the image
  *     >>insn   instruction decoder: built on the block decoder
  *     >>pev    perf_event sideband records: read and written in place
@@ -12051,6 +12052,10 @@ IPT_DEF int pt_image_add_cached(struct pt_image *image,
  *   int ipt__ild_decode(struct pt_insn *insn, struct ipt__insn_ext *iext);
  *       decodes insn->raw, at most insn->size bytes, in insn->mode; sets
  *       insn->size and insn->iclass.  0, or -pte_bad_insn (insn->size kept)
+ *   int ipt__ild_decode_cached(struct ipt_decode_cache *cache,
+ *                              struct pt_insn *insn,
+ *                              struct ipt__insn_ext *iext);
+ *       the same, through a shared decode cache (NULL: none)
  *   int ipt__insn_decode(struct pt_insn *insn, struct ipt__insn_ext *iext,
  *                        struct pt_image *image, const struct pt_asid *asid);
  *       reads and decodes the instruction at insn->ip in insn->mode; sets
