@@ -42,7 +42,7 @@ static int same_decode(const struct pt_insn *a, const struct ipt__insn_ext *ea,
  * the cache answers. */
 static void test_random(void)
 {
-	static uint8_t bytes[256][2][pt_max_insn_size];
+	static uint8_t bytes[64][2][pt_max_insn_size];
 	struct ipt_decode_cache *cache = ipt_decode_cache_alloc(8, NULL);
 	int i, wrong = 0, ok = 0, bad = 0, hits = 0;
 
