@@ -5728,6 +5728,54 @@ static const struct pt_packet ipt__pkt_one_byte[128] = {
 #undef IPT__ONE_BYTE
 #undef IPT__TNT8_MSB
 
+/* ipt__pkt_fast for the packets with an extended opcode, at pos. */
+static IPT__INLINE int ipt__pkt_fast_ext(const uint8_t *pos,
+					 struct pt_packet *packet)
+{
+	uint64_t val;
+	unsigned int kind;
+
+	/* TNT-64: where long TNTs are used (up to 47 bits), about as
+	 * frequent as TIPs, so tested before the table.  Without a stop
+	 * bit it is malformed. */
+	if (pos[1] == IPT__EXT_TNT_64) {
+		val = ipt__load64(pos) >> 16;
+		if (IPT__UNLIKELY(val < 2))
+			return 0;
+		packet->type = ppt_tnt_64;
+		packet->size = ipt__layout[ppt_tnt_64].size;
+		packet->payload.tnt.bit_size = ipt__msb(val);
+		packet->payload.tnt.payload = val ^ (1ull << ipt__msb(val));
+		return ipt__layout[ppt_tnt_64].size;
+	}
+
+	kind = ipt__second_byte[pos[1]];
+	switch (kind) {
+	case ppt_psbend:
+	case ppt_ovf:
+	case ppt_stop:
+		packet->type = (enum pt_packet_type) kind;
+		packet->size = 2;
+		return 2;
+
+	case ppt_cbr:
+		packet->type = ppt_cbr;
+		packet->size = ipt__layout[ppt_cbr].size;
+		packet->payload.cbr.ratio = pos[2];
+		return ipt__layout[ppt_cbr].size;
+
+	case ppt_pip:
+		val = ipt__load64(pos) >> 16;
+		packet->type = ppt_pip;
+		packet->size = ipt__layout[ppt_pip].size;
+		packet->payload.pip.nr = (uint32_t) (val & IPT__PIP_NR);
+		packet->payload.pip.cr3 = (val >> IPT__PIP_CR3_SHL)
+					  << IPT__PIP_CR3_SHR;
+		return ipt__layout[ppt_pip].size;
+	}
+	return 0;
+}
+
 /* Decode the common packet at pos into *packet; return its size, or 0 if
  * it is not one of them (or is cut short, malformed, or an erratum may
  * apply), for ipt__pkt_next_slow to decode from scratch.  At least
@@ -5751,33 +5799,71 @@ static IPT__INLINE int ipt__pkt_fast(const uint8_t *pos,
 	/* TNT-8 and PAD, one byte each, make up most of a hardware trace;
 	 * a TNT-8 is copied from packets decoded in advance.  PADs come in
 	 * runs, which branch predictors follow; a PAD leaves the payload
-	 * alone, as libipt's does. */
+	 * alone, as libipt's does.  The other even byte is IPT__OPC_EXT. */
 	if (!(b & 1)) {
 		const struct pt_packet *one = &ipt__pkt_one_byte[b >> 1];
 
-		if (IPT__LIKELY(one->type == ppt_tnt_8)) {
+		if (IPT__LIKELY(one->size)) {
 			IPT__COPY(*packet, *one);
 			return 1;
 		}
-		if (!b) {
-			packet->type = ppt_pad;
-			packet->size = 1;
-			return 1;
-		}
+
+		/* The other even byte is IPT__OPC_EXT. */
+		return ipt__pkt_fast_ext(pos, packet);
 	}
 
-	/* TNT-64: where long TNTs are used (up to 47 bits), about as
-	 * frequent as TIPs. */
-	if (b == IPT__OPC_EXT && pos[1] == IPT__EXT_TNT_64) {
-		val = ipt__load64(pos) >> 16;
-		if (IPT__LIKELY(val >= 2)) {
-			packet->type = ppt_tnt_64;
-			packet->size = ipt__layout[ppt_tnt_64].size;
-			packet->payload.tnt.bit_size = ipt__msb(val);
-			packet->payload.tnt.payload =
-				val ^ (1ull << ipt__msb(val));
-			return ipt__layout[ppt_tnt_64].size;
+	/* CYC and MTC: in cycle-accurate traces every other packet is a
+	 * CYC, and MTCs come between them.  Tested by their rows of the
+	 * layout table, constants after compilation; no earlier row
+	 * overlaps them (t_pkt_internal checks both tests against
+	 * ipt__first_byte).  The byte is odd by now, so the CYC row's
+	 * test, its two low bits set, is one bit test. */
+	if (b & ipt__layout[ppt_cyc].opc & ~1u) {
+		/* As ipt__pkt_read_cyc.  One or two bytes in nearly all
+		 * traces; longer ones take the loop, which reads at most
+		 * ten bytes before a value too large is found. */
+		unsigned int shl = 8 - IPT__OPM_CYC_SHR;
+
+		val = b >> IPT__OPM_CYC_SHR;
+		size = 1;
+		if (b & IPT__OPM_CYC_EXT) {
+			b = pos[1];
+			if (IPT__LIKELY(!(b & IPT__OPM_CYCX_EXT))) {
+				/* SKD007 (see ipt__pkt_handle_skd007) looks
+				 * at 2-byte CYCs whose second byte is
+				 * IPT__OPC_EXT. */
+				if (IPT__UNLIKELY(b == IPT__OPC_EXT) && skd007)
+					return 0;
+				/* As the loop below does for one byte: its
+				 * bit 0 is clear, so no shift right. */
+				packet->type = ppt_cyc;
+				packet->size = 2;
+				packet->payload.cyc.value =
+					val | (uint64_t) b
+						      << (shl - IPT__OPM_CYCX_SHR);
+				return 2;
+			} else {
+				do {
+					b = pos[size++];
+					val |= (uint64_t) (b >>
+							   IPT__OPM_CYCX_SHR)
+					       << shl;
+					shl += 8 - IPT__OPM_CYCX_SHR;
+				} while ((b & IPT__OPM_CYCX_EXT) && shl <= 64);
+				if (IPT__UNLIKELY(shl > 64))
+					return 0;
+			}
 		}
+		packet->type = ppt_cyc;
+		packet->size = (uint8_t) size;
+		packet->payload.cyc.value = val;
+		return size;
+	}
+	if (b == ipt__layout[ppt_mtc].opc) {
+		packet->type = ppt_mtc;
+		packet->size = ipt__layout[ppt_mtc].size;
+		packet->payload.mtc.ctc = pos[1];
+		return ipt__layout[ppt_mtc].size;
 	}
 
 	/* TIP, FUP, TIP.PGE, TIP.PGD: next most frequent, and adjacent in
@@ -5799,74 +5885,12 @@ static IPT__INLINE int ipt__pkt_fast(const uint8_t *pos,
 		}
 	}
 
-	switch (kind) {
-	case ppt_mtc:
-		packet->type = ppt_mtc;
-		packet->size = ipt__layout[ppt_mtc].size;
-		packet->payload.mtc.ctc = pos[1];
-		return ipt__layout[ppt_mtc].size;
-
-	case ppt_cyc: {
-		/* As ipt__pkt_read_cyc; at most ten bytes are read before a
-		 * value too large is found. */
-		unsigned int shl = 8 - IPT__OPM_CYC_SHR;
-
-		val = b >> IPT__OPM_CYC_SHR;
-		size = 1;
-		if (b & IPT__OPM_CYC_EXT) {
-			do {
-				b = pos[size++];
-				val |= (uint64_t) (b >> IPT__OPM_CYCX_SHR)
-				       << shl;
-				shl += 8 - IPT__OPM_CYCX_SHR;
-			} while ((b & IPT__OPM_CYCX_EXT) && shl <= 64);
-			if (IPT__UNLIKELY(shl > 64))
-				return 0;
-			/* SKD007 (see ipt__pkt_handle_skd007) looks at
-			 * 2-byte CYCs whose second byte is IPT__OPC_EXT. */
-			if (size == 2 && (val & 0xffe0u) == 0x20 && skd007)
-				return 0;
-		}
-		packet->type = ppt_cyc;
-		packet->size = (uint8_t) size;
-		packet->payload.cyc.value = val;
-		return size;
-	}
-
-	case ppt_tsc:
+	if (kind == ppt_tsc) {
 		packet->type = ppt_tsc;
 		packet->size = ipt__layout[ppt_tsc].size;
 		packet->payload.tsc.tsc = ipt__load64(pos) >> 8;
 		return ipt__layout[ppt_tsc].size;
-
-	case IPT__KIND_EXT:
-		kind = ipt__second_byte[pos[1]];
-		switch (kind) {
-		case ppt_psbend:
-		case ppt_ovf:
-		case ppt_stop:
-			packet->type = (enum pt_packet_type) kind;
-			packet->size = 2;
-			return 2;
-
-		case ppt_cbr:
-			packet->type = ppt_cbr;
-			packet->size = ipt__layout[ppt_cbr].size;
-			packet->payload.cbr.ratio = pos[2];
-			return ipt__layout[ppt_cbr].size;
-
-		case ppt_pip:
-			val = ipt__load64(pos) >> 16;
-			packet->type = ppt_pip;
-			packet->size = ipt__layout[ppt_pip].size;
-			packet->payload.pip.nr = (uint32_t) (val & IPT__PIP_NR);
-			packet->payload.pip.cr3 = (val >> IPT__PIP_CR3_SHL)
-						  << IPT__PIP_CR3_SHR;
-			return ipt__layout[ppt_pip].size;
-		}
-		break;
 	}
-
 	return 0;
 }
 
@@ -5925,15 +5949,20 @@ IPT_DEF int pt_pkt_next(struct pt_packet_decoder *decoder,
 	return ipt__pkt_next_slow(decoder, packet, psize);
 }
 
-/* See the declaration in >>api-pkt-ext.  The loop keeps the position in a
- * register and stores it once per batch; packets outside the fast region
- * or the fast path go through ipt__pkt_next_slow one by one. */
+/* See the declaration in >>api-pkt-ext.  The inner loops keep the
+ * position in a register.  Every packet ipt__pkt_fast decodes is at most
+ * IPT__FAST_ROOM bytes long; so where the fast region has room for that
+ * many bytes for each packet still wanted, one loop decodes them all and
+ * tests only the count; elsewhere another tests the region's end too.
+ * Packets outside the fast region or the fast path go through
+ * ipt__pkt_next_slow one by one. */
 IPT_DEF int ipt_pkt_next_batch(struct pt_packet_decoder *decoder,
 			       struct pt_packet *packets, size_t n)
 {
-	const uint8_t *pos;
+	struct pt_packet *out, *last;
+	const uint8_t *pos, *stop;
 	uintptr_t begin;
-	size_t i, fast;
+	size_t fast;
 	int size, skd007;
 
 	if (!decoder || !packets || !n)
@@ -5946,19 +5975,40 @@ IPT_DEF int ipt_pkt_next_batch(struct pt_packet_decoder *decoder,
 	begin = (uintptr_t) decoder->config.begin;
 	fast = decoder->fast;
 	skd007 = decoder->config.errata.skd007;
-	for (i = 0; i < n; ++i) {
+	out = packets;
+	last = packets + n;
+	while (out < last) {
 		if (IPT__LIKELY(ipt__pkt_in_fast(begin, fast, pos))) {
-			size = ipt__pkt_fast(pos, &packets[i], skd007);
-			if (IPT__LIKELY(size)) {
-				pos += size;
-				continue;
+			/* The bytes left in the fast region, at least 1:
+			 * packet k from here starts at most
+			 * k * IPT__FAST_ROOM bytes on. */
+			stop = (const uint8_t *) (begin + fast);
+			if ((size_t) (stop - pos) >
+			    (size_t) (last - out - 1) * IPT__FAST_ROOM) {
+				do {
+					size = ipt__pkt_fast(pos, out, skd007);
+					if (IPT__UNLIKELY(!size))
+						break;
+					pos += size;
+					out += 1;
+				} while (out < last);
+			} else {
+				do {
+					size = ipt__pkt_fast(pos, out, skd007);
+					if (IPT__UNLIKELY(!size))
+						break;
+					pos += size;
+					out += 1;
+				} while (pos < stop && out < last);
 			}
+			if (size)
+				continue;
 		}
 		decoder->pos = pos;
-		size = ipt__pkt_next_slow(decoder, &packets[i],
-					  sizeof(packets[i]));
+		size = ipt__pkt_next_slow(decoder, out, sizeof(*out));
 		if (size < 0)
-			return i ? (int) i : size;
+			return out > packets ? (int) (out - packets) : size;
+		out += 1;
 		pos = decoder->pos;
 		begin = (uintptr_t) decoder->config.begin;
 		fast = decoder->fast;
