@@ -687,7 +687,9 @@ IPT_API int pt_pkt_next(struct pt_packet_decoder *decoder,
  * per packet.  Returns how many packets were decoded, 1 to n (at most
  * 65536 in one call); or pt_pkt_next's error if the first packet cannot be
  * decoded.  An error at a later packet ends the batch before it, and the
- * next call reports it.  -pte_invalid for NULL arguments or n == 0.
+ * next call reports it.  -pte_invalid for NULL arguments or n == 0.  One
+ * difference: a PAD's payload, which pt_pkt_next leaves as it was, may be
+ * zeroed (a PAD has no payload fields).
  * Ref: libipt's pt_pkt_next (man page pt_pkt_next.3), called n times. */
 IPT_API int ipt_pkt_next_batch(struct pt_packet_decoder *decoder,
 			       struct pt_packet *packets, size_t n);
@@ -5786,9 +5788,11 @@ static IPT__INLINE int ipt__pkt_fast_ext(const uint8_t *pos,
  * TNT-64, the IP packets, and the timing packets (CYC, MTC, TSC) and the
  * PSB+ packets of hardware traces, dispatching on the first byte through
  * the layout table's ipt__first_byte.  Errors, errata, PSB and the rest go
- * to the slow path.  pt_pkt_next and ipt_pkt_next_batch both use it. */
+ * to the slow path.  pt_pkt_next and ipt_pkt_next_batch both use it;
+ * whole (a constant) is 1 for the batch, whose PADs get a zero payload. */
 static IPT__INLINE int ipt__pkt_fast(const uint8_t *pos,
-				     struct pt_packet *packet, int skd007)
+				     struct pt_packet *packet, int skd007,
+				     int whole)
 {
 	uint64_t val;
 	unsigned int b, kind;
@@ -5797,14 +5801,20 @@ static IPT__INLINE int ipt__pkt_fast(const uint8_t *pos,
 	b = pos[0];
 
 	/* TNT-8 and PAD, one byte each, make up most of a hardware trace;
-	 * a TNT-8 is copied from packets decoded in advance.  PADs come in
-	 * runs, which branch predictors follow; a PAD leaves the payload
-	 * alone, as libipt's does.  The other even byte is IPT__OPC_EXT. */
+	 * both are copied from packets decoded in advance.  For pt_pkt_next
+	 * a PAD leaves the payload alone, as libipt's does, at the cost of
+	 * a branch between PAD and TNT-8 that real traces make hard to
+	 * predict; a batch's PADs are written whole. */
 	if (!(b & 1)) {
 		const struct pt_packet *one = &ipt__pkt_one_byte[b >> 1];
 
 		if (IPT__LIKELY(one->size)) {
-			IPT__COPY(*packet, *one);
+			if (whole || b) {
+				IPT__COPY(*packet, *one);
+			} else {
+				packet->type = ppt_pad;
+				packet->size = 1;
+			}
 			return 1;
 		}
 
@@ -5940,7 +5950,7 @@ IPT_DEF int pt_pkt_next(struct pt_packet_decoder *decoder,
 			ipt__pkt_in_fast((uintptr_t) decoder->config.begin,
 					 decoder->fast, pos))) {
 		size = ipt__pkt_fast(pos, packet,
-				     decoder->config.errata.skd007);
+				     decoder->config.errata.skd007, 0);
 		if (IPT__LIKELY(size)) {
 			decoder->pos = pos + size;
 			return size;
@@ -5986,7 +5996,8 @@ IPT_DEF int ipt_pkt_next_batch(struct pt_packet_decoder *decoder,
 			if ((size_t) (stop - pos) >
 			    (size_t) (last - out - 1) * IPT__FAST_ROOM) {
 				do {
-					size = ipt__pkt_fast(pos, out, skd007);
+					size = ipt__pkt_fast(pos, out, skd007,
+							     1);
 					if (IPT__UNLIKELY(!size))
 						break;
 					pos += size;
@@ -5994,7 +6005,8 @@ IPT_DEF int ipt_pkt_next_batch(struct pt_packet_decoder *decoder,
 				} while (out < last);
 			} else {
 				do {
-					size = ipt__pkt_fast(pos, out, skd007);
+					size = ipt__pkt_fast(pos, out, skd007,
+							     1);
 					if (IPT__UNLIKELY(!size))
 						break;
 					pos += size;
