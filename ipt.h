@@ -5959,12 +5959,38 @@ IPT_DEF int pt_pkt_next(struct pt_packet_decoder *decoder,
 	return ipt__pkt_next_slow(decoder, packet, psize);
 }
 
+/* ipt_pkt_next_batch's inner loop: decode packets at *pos into *out on
+ * to last, all in the fast region, and up to stop too if bounded (a
+ * constant); move both on.  Returns the last size, 0 if the fast path
+ * left the packet at *pos to the slow one. */
+static IPT__INLINE int ipt__pkt_fast_run(const uint8_t **pos,
+					 struct pt_packet **out,
+					 const struct pt_packet *last,
+					 const uint8_t *stop, int skd007,
+					 int bounded)
+{
+	const uint8_t *at = *pos;
+	struct pt_packet *packet = *out;
+	int size;
+
+	do {
+		size = ipt__pkt_fast(at, packet, skd007, 1);
+		if (IPT__UNLIKELY(!size))
+			break;
+		at += size;
+		packet += 1;
+	} while (packet < last && (!bounded || at < stop));
+	*pos = at;
+	*out = packet;
+	return size;
+}
+
 /* See the declaration in >>api-pkt-ext.  The inner loops keep the
  * position in a register.  Every packet ipt__pkt_fast decodes is at most
  * IPT__FAST_ROOM bytes long; so where the fast region has room for that
  * many bytes for each packet still wanted, one loop decodes them all and
- * tests only the count; elsewhere another tests the region's end too.
- * Packets outside the fast region or the fast path go through
+ * tests only the count; elsewhere the same loop tests the region's end
+ * too.  Packets outside the fast region or the fast path go through
  * ipt__pkt_next_slow one by one. */
 IPT_DEF int ipt_pkt_next_batch(struct pt_packet_decoder *decoder,
 			       struct pt_packet *packets, size_t n)
@@ -5994,25 +6020,12 @@ IPT_DEF int ipt_pkt_next_batch(struct pt_packet_decoder *decoder,
 			 * k * IPT__FAST_ROOM bytes on. */
 			stop = (const uint8_t *) (begin + fast);
 			if ((size_t) (stop - pos) >
-			    (size_t) (last - out - 1) * IPT__FAST_ROOM) {
-				do {
-					size = ipt__pkt_fast(pos, out, skd007,
-							     1);
-					if (IPT__UNLIKELY(!size))
-						break;
-					pos += size;
-					out += 1;
-				} while (out < last);
-			} else {
-				do {
-					size = ipt__pkt_fast(pos, out, skd007,
-							     1);
-					if (IPT__UNLIKELY(!size))
-						break;
-					pos += size;
-					out += 1;
-				} while (pos < stop && out < last);
-			}
+			    (size_t) (last - out - 1) * IPT__FAST_ROOM)
+				size = ipt__pkt_fast_run(&pos, &out, last, stop,
+							 skd007, 0);
+			else
+				size = ipt__pkt_fast_run(&pos, &out, last, stop,
+							 skd007, 1);
 			if (size)
 				continue;
 		}
