@@ -5801,20 +5801,21 @@ static IPT__INLINE int ipt__pkt_fast(const uint8_t *pos,
 	b = pos[0];
 
 	/* TNT-8 and PAD, one byte each, make up most of a hardware trace;
-	 * both are copied from packets decoded in advance.  For pt_pkt_next
-	 * a PAD leaves the payload alone, as libipt's does, at the cost of
-	 * a branch between PAD and TNT-8 that real traces make hard to
-	 * predict; a batch's PADs are written whole. */
+	 * they are copied from packets decoded in advance.  A batch copies
+	 * both alike; pt_pkt_next only TNT-8s, as a PAD leaves the payload
+	 * alone there, as libipt's does, at the cost of a branch between
+	 * the two that real traces make hard to predict. */
 	if (!(b & 1)) {
 		const struct pt_packet *one = &ipt__pkt_one_byte[b >> 1];
 
-		if (IPT__LIKELY(one->size)) {
-			if (whole || b) {
-				IPT__COPY(*packet, *one);
-			} else {
-				packet->type = ppt_pad;
-				packet->size = 1;
-			}
+		if (IPT__LIKELY(whole ? one->size != 0
+				      : one->type == ppt_tnt_8)) {
+			IPT__COPY(*packet, *one);
+			return 1;
+		}
+		if (!b) {
+			packet->type = ppt_pad;
+			packet->size = 1;
 			return 1;
 		}
 
