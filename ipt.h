@@ -44,6 +44,10 @@
  *     IPT_COV_MEMO_LIMIT  the most bytes a coverage decoder's TNT memo
  *                       takes; ipt_cov_set_memo_limit() sets it per
  *                       decoder                                    (1 MiB)
+ *     IPT_COV_IDLE_MAX  the instructions a coverage decode follows
+ *                       without reading further into the trace before
+ *                       it gives up on code that loops without trace;
+ *                       fuzzing builds set it low               (2^18)
  *     IPT_BLK_GENERAL_PATH  test builds: the block and instruction
  *                       decoders take no shortcut (no run cache, no
  *                       one-piece common block, no instruction from a
@@ -2695,8 +2699,8 @@ IPT_API int ipt_seg_stitch_next(const struct ipt_seg_split *split,
  * trace up to the next PSB, as in a block decoder; errors, the first and
  * last error code and the bytes skipped are counted in struct
  * ipt_cov_status (ipt_cov_get_status).  Code that goes on without reading
- * trace for 2^18 instructions (a jump to itself) counts as the error
- * -pte_bad_query.  A branch's edge counts once the flow is seen to get to
+ * trace for IPT_COV_IDLE_MAX (2^18) instructions (a jump to itself)
+ * counts as the error -pte_bad_query.  A branch's edge counts once the flow is seen to get to
  * its destination: the next block has an instruction, or an event says
  * where the branch went.
  *
@@ -2729,6 +2733,13 @@ IPT_API int ipt_seg_stitch_next(const struct ipt_seg_split *split,
  * ipt_cov_alloc_decoder returns NULL if the configuration is invalid or
  * memory is short; set_bitmap returns -pte_invalid for a size that is not
  * a power of two below 2^32; the others -pte_invalid without a decoder. */
+
+/* Here, not with the implementation: a program that derives the same
+ * edges another way gives up where the decode does. */
+#ifndef IPT_COV_IDLE_MAX
+#define IPT_COV_IDLE_MAX 0x40000
+#endif
+
 enum ipt_cov_kind {
 	ipt_cov_taken = 1 << 0,
 	ipt_cov_not_taken = 1 << 1,
@@ -13184,6 +13195,18 @@ struct ipt__blk_ctx {
  * the run ends in ipt__run_next and the next run continues. */
 enum { IPT__RUN_MAX = 0x400 };
 
+/* A place where not even one instruction makes a run (ipt__blk_run_fill),
+ * with the image read in full: the IP and context number (zero: none).
+ * A few are kept, by IP, so that code looping through such places (a
+ * truncated instruction, say) is not read and decoded again at every
+ * step; the context number ties each to its epoch. */
+enum { IPT__BLK_NORUN = 4 };
+
+struct ipt__blk_norun {
+	uint64_t ip;
+	uint32_t ctx;
+};
+
 /* ---- libipt's block boundaries ----
  * libipt's block decoder keeps a cache per file section that says, for
  * each instruction it has been through, where the straight line from there
@@ -13396,6 +13419,9 @@ struct pt_block_decoder {
 	/* The length map (NULL until first needed): IPT__LMAP_SLOTS pieces
 	 * of code, each NULL until first needed. */
 	struct ipt__blk_lmap **lmap;
+
+	/* Where a run could not be recorded (see ipt__blk_run_miss). */
+	struct ipt__blk_norun norun[IPT__BLK_NORUN];
 
 	/* With @want_text, the first @ntrail runs of the last block. */
 	uint32_t ntrail;
@@ -14005,6 +14031,7 @@ ipt__blk_ctx_switch(struct pt_block_decoder *decoder, uint32_t mode)
 			IPT_MEMSET(decoder->runs, 0, (size_t) decoder->rsets *
 				   decoder->rstride);
 		ipt__blk_lmap_clear(decoder);
+		IPT_MEMSET(decoder->norun, 0, sizeof(decoder->norun));
 		decoder->nctx = 0;
 		id = 1;
 	}
@@ -15811,14 +15838,35 @@ static IPT__INLINE uint32_t ipt__blk_way_of(const struct ipt__blk_run *set,
 /* A miss in the set @idx: record the run at @ip there.  If that pushes a
  * run out and the table has lost runs that way for an eighth of its
  * entries, it is too small for the code: grow it first, if the limit and
- * memory allow. */
+ * memory allow.
+ *
+ * Where no run can be had, nothing is pushed out, and the place is noted
+ * unless the image missed memory on the way (the caller may supply it
+ * without a new epoch: a fault is tried again). */
 static IPT__NOINLINE const struct ipt__blk_run *
 ipt__blk_run_miss(struct pt_block_decoder *decoder, uint32_t idx, uint64_t ip,
 		  enum pt_exec_mode mode, uint32_t ctx,
 		  const struct ipt__blk_text **ptext)
 {
-	struct ipt__blk_text *text = NULL;
-	struct ipt__blk_run *set;
+	struct ipt__blk_norun *norun =
+		&decoder->norun[ip & (IPT__BLK_NORUN - 1)];
+	struct ipt__blk_text *text = NULL, new_text;
+	struct ipt__blk_run *set, run;
+	uint32_t misses;
+
+	if (norun->ip == ip && norun->ctx == ctx)
+		return NULL;
+	misses = ipt__image_misses(decoder->image, NULL);
+	IPT_MEMSET(&run, 0, sizeof(run));
+	if (!ipt__blk_run_fill(decoder, &run,
+			       decoder->want_text ? &new_text : NULL, ip,
+			       mode, ctx)) {
+		if (ipt__image_misses(decoder->image, NULL) == misses) {
+			norun->ip = ip;
+			norun->ctx = ctx;
+		}
+		return NULL;
+	}
 
 	set = ipt__blk_set(decoder, idx);
 	if (set[IPT__RUN_WAYS - 1].ctx)
@@ -15838,11 +15886,14 @@ ipt__blk_run_miss(struct pt_block_decoder *decoder, uint32_t idx, uint64_t ip,
 
 	/* The others move one way on, the new one comes first. */
 	ipt__blk_set_shift(set, decoder->want_text);
-	if (decoder->want_text)
+	IPT__COPY(set[0], run);
+	if (decoder->want_text) {
 		text = ipt__blk_set_text(set);
+		IPT__COPY(text[0], new_text);
+	}
 	if (ptext)
 		*ptext = text;
-	return ipt__blk_run_fill(decoder, &set[0], text, ip, mode, ctx);
+	return &set[0];
 }
 
 /* The run at @ip is in neither of the first two ways of the set @idx:
@@ -22253,10 +22304,9 @@ static int ipt__cov_sync(struct ipt_cov_decoder *cov)
 
 /* Instructions in blocks in a row that read no further into the trace
  * before the walk gives up on code that loops without trace (a jump to
- * itself): more than straight-line code runs between two packets, which
- * is bounded by the size of the code (checked after each block, so up to
- * a block more). */
-enum { IPT__COV_IDLE_MAX = 0x40000 };
+ * itself, IPT_COV_IDLE_MAX): more than straight-line code runs between
+ * two packets, which is bounded by the size of the code (checked after
+ * each block, so up to a block more). */
 
 /* The walk stops with @status where it had got (for
  * -ipt_pte_need_more: the walk goes on from there). */
@@ -22331,7 +22381,7 @@ static int ipt__cov_walk(struct ipt_cov_decoder *cov, int status)
 			idle = 0;
 		} else {
 			idle += block.ninsn;
-			if (idle > IPT__COV_IDLE_MAX)
+			if (idle > IPT_COV_IDLE_MAX)
 				return -pte_bad_query;
 		}
 	}

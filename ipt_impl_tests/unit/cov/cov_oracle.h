@@ -342,8 +342,8 @@ ORACLE_FN void oracle_event(struct oracle *o, const struct pt_event *ev)
 }
 
 /* Instructions in blocks in a row that read no trace before a decode
- * counts as stuck (ipt.h's coverage layer gives up there too). */
-enum { ORACLE_IDLE_MAX = 0x40000 };
+ * counts as stuck: where ipt.h's coverage layer gives up
+ * (IPT_COV_IDLE_MAX, which the fuzzing builds lower). */
 
 /* Decode from the sync point with @status until an error or the end. */
 ORACLE_FN int oracle_walk(struct oracle *o, struct pt_block_decoder *dec,
@@ -382,7 +382,7 @@ ORACLE_FN int oracle_walk(struct oracle *o, struct pt_block_decoder *dec,
 			idle = 0;
 		} else {
 			idle += b.ninsn;
-			if (idle > ORACLE_IDLE_MAX)
+			if (idle > IPT_COV_IDLE_MAX)
 				return -pte_bad_query;
 		}
 	}
