@@ -12030,6 +12030,11 @@ IPT_DEF int pt_image_add_cached(struct pt_image *image,
  *   int ipt__ild_decode(struct pt_insn *insn, struct ipt__insn_ext *iext);
  *       decodes insn->raw, at most insn->size bytes, in insn->mode; sets
  *       insn->size and insn->iclass.  0, or -pte_bad_insn (insn->size kept)
+ *   struct ipt__ild_zydis;  void ipt__ild_zydis_init(struct ipt__ild_zydis *);
+ *   int ipt__ild_decode_with(struct ipt__ild_zydis *, struct pt_insn *,
+ *                            struct ipt__insn_ext *);
+ *       the same, for many instructions in a row: Zydis is set up once
+ *       per mode
  *   int ipt__insn_decode(struct pt_insn *insn, struct ipt__insn_ext *iext,
  *                        struct pt_image *image, const struct pt_asid *asid);
  *       reads and decodes the instruction at insn->ip in insn->mode; sets
@@ -12550,21 +12555,28 @@ static int ipt__ild_late(struct ipt__ild *ild, const uint8_t *raw,
 	return -pte_bad_insn;
 }
 
-/* Decodes insn->raw, have bytes of it.  Returns 0 with insn->size and the
- * classes set, 1 if more bytes might make an instruction, -pte_bad_insn
- * if no more bytes can. */
-static int ipt__ild_decode_bytes(struct pt_insn *insn,
-				 struct ipt__insn_ext *iext, uint8_t have)
-{
+/* A Zydis decoder, set up for @mode if @ready. */
+struct ipt__ild_zydis {
 	ZydisDecoder decoder;
-	ZydisDecodedInstruction z;
+	uint32_t mode;
+	uint32_t ready;
+};
+
+static void ipt__ild_zydis_init(struct ipt__ild_zydis *zd)
+{
+	zd->ready = 0;
+}
+
+/* Set @zd up for @mode, unless it is already. */
+static int ipt__ild_zydis_mode(struct ipt__ild_zydis *zd,
+			       enum pt_exec_mode mode)
+{
 	ZydisMachineMode machine;
 	ZydisStackWidth stack;
-	ZyanStatus zs;
-	struct ipt__ild ild;
-	int status;
 
-	switch (insn->mode) {
+	if (zd->ready && zd->mode == (uint32_t) mode)
+		return 0;
+	switch (mode) {
 	case ptem_unknown:
 	case ptem_16bit:
 		machine = ZYDIS_MACHINE_MODE_LEGACY_16;
@@ -12581,15 +12593,36 @@ static int ipt__ild_decode_bytes(struct pt_insn *insn,
 	default:
 		return -pte_bad_insn;
 	}
+	zd->ready = 0;
+	if (ZYAN_FAILED(ZydisDecoderInit(&zd->decoder, machine, stack)) ||
+	    ZYAN_FAILED(ZydisDecoderEnableMode(
+		    &zd->decoder, ZYDIS_DECODER_MODE_MINIMAL, ZYAN_TRUE)))
+		return -pte_internal;
+	zd->mode = (uint32_t) mode;
+	zd->ready = 1;
+	return 0;
+}
+
+/* Decodes insn->raw, have bytes of it, with @zd.  Returns 0 with
+ * insn->size and the classes set, 1 if more bytes might make an
+ * instruction, -pte_bad_insn if no more bytes can. */
+static int ipt__ild_decode_bytes_with(struct ipt__ild_zydis *zd,
+				      struct pt_insn *insn,
+				      struct ipt__insn_ext *iext, uint8_t have)
+{
+	ZydisDecodedInstruction z;
+	ZyanStatus zs;
+	struct ipt__ild ild;
+	int status;
+
+	status = ipt__ild_zydis_mode(zd, insn->mode);
+	if (status < 0)
+		return status;
 	if (have > pt_max_insn_size)
 		have = pt_max_insn_size;
 
-	if (ZYAN_FAILED(ZydisDecoderInit(&decoder, machine, stack)) ||
-	    ZYAN_FAILED(ZydisDecoderEnableMode(
-		    &decoder, ZYDIS_DECODER_MODE_MINIMAL, ZYAN_TRUE)))
-		return -pte_internal;
-
-	zs = ZydisDecoderDecodeInstruction(&decoder, NULL, insn->raw, have, &z);
+	zs = ZydisDecoderDecodeInstruction(&zd->decoder, NULL, insn->raw, have,
+					   &z);
 	if (ZYAN_SUCCESS(zs)) {
 		ipt__ild_from_zydis(&ild, &z);
 		if (insn->mode == ptem_unknown &&
@@ -12615,15 +12648,34 @@ static int ipt__ild_decode_bytes(struct pt_insn *insn,
 	return 0;
 }
 
-static IPT__UNUSED int ipt__ild_decode(struct pt_insn *insn,
-				       struct ipt__insn_ext *iext)
+static int ipt__ild_decode_bytes(struct pt_insn *insn,
+				 struct ipt__insn_ext *iext, uint8_t have)
+{
+	struct ipt__ild_zydis zd;
+
+	ipt__ild_zydis_init(&zd);
+	return ipt__ild_decode_bytes_with(&zd, insn, iext, have);
+}
+
+static IPT__UNUSED int ipt__ild_decode_with(struct ipt__ild_zydis *zd,
+					    struct pt_insn *insn,
+					    struct ipt__insn_ext *iext)
 {
 	int status;
 
-	if (!insn || !iext)
+	if (!zd || !insn || !iext)
 		return -pte_internal;
-	status = ipt__ild_decode_bytes(insn, iext, insn->size);
+	status = ipt__ild_decode_bytes_with(zd, insn, iext, insn->size);
 	return status > 0 ? -pte_bad_insn : status;
+}
+
+static IPT__UNUSED int ipt__ild_decode(struct pt_insn *insn,
+				       struct ipt__insn_ext *iext)
+{
+	struct ipt__ild_zydis zd;
+
+	ipt__ild_zydis_init(&zd);
+	return ipt__ild_decode_with(&zd, insn, iext);
 }
 
 static IPT__UNUSED int ipt__insn_decode(struct pt_insn *insn,
@@ -15680,6 +15732,7 @@ ipt__blk_run_fill(struct pt_block_decoder *decoder, struct ipt__blk_run *run,
 		  enum pt_exec_mode mode, uint32_t ctx)
 {
 	struct ipt__blk_window win;
+	struct ipt__ild_zydis zd;
 	struct ipt__insn_ext iext;
 	struct pt_insn insn;
 	uint64_t ip = start;
@@ -15689,6 +15742,7 @@ ipt__blk_run_fill(struct pt_block_decoder *decoder, struct ipt__blk_run *run,
 
 	win.ip = 0;
 	win.len = 0;
+	ipt__ild_zydis_init(&zd);
 	if (text) {
 		max = IPT__TEXT_INSNS;
 		IPT_MEMSET(text->code, 0, sizeof(text->code));
@@ -15726,7 +15780,8 @@ ipt__blk_run_fill(struct pt_block_decoder *decoder, struct ipt__blk_run *run,
 				IPT_MEMCPY(insn.raw, code, pt_max_insn_size);
 				insn.isid = win.isid;
 				insn.size = pt_max_insn_size;
-				status = ipt__ild_decode(&insn, &iext);
+				status = ipt__ild_decode_with(&zd, &insn,
+							      &iext);
 			}
 			if (status) {
 				IPT_MEMSET(&insn, 0, sizeof(insn));
