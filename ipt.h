@@ -21961,6 +21961,20 @@ static void ipt__cov_memo_free(struct ipt_cov_decoder *cov)
 	cov->memo_failed = 0;
 }
 
+/* Empty every entry of the memo.  Only the keys: the rest of an entry is
+ * written before it is read (ipt__cov_memo_fill), and a memo of a
+ * megabyte is cleared in a fraction of the time. */
+static void ipt__cov_memo_clear(struct ipt_cov_decoder *cov)
+{
+	uint32_t i;
+
+	for (i = 0; i < cov->nmemo; ++i) {
+		cov->memo[i].ip = 0;
+		cov->memo[i].ctx = 0;
+		cov->memo[i].key = 0;
+	}
+}
+
 /* Allocate the memo: the largest power of two entries the limit holds
  * (none below 16).  Returns whether there is one. */
 static IPT__NOINLINE int ipt__cov_memo_alloc(struct ipt_cov_decoder *cov)
@@ -21977,14 +21991,15 @@ static IPT__NOINLINE int ipt__cov_memo_alloc(struct ipt_cov_decoder *cov)
 		shift -= 1;
 	}
 	cov->memo = (struct ipt__cov_memo *)
-		ipt__zalloc_cache(ipt__blk_allocator(&cov->blk),
-				  (size_t) n * sizeof(*cov->memo));
+		ipt__alloc_cache(ipt__blk_allocator(&cov->blk),
+				 (size_t) n * sizeof(*cov->memo));
 	if (!cov->memo) {
 		cov->memo_failed = 1;
 		return 0;
 	}
 	cov->nmemo = n;
 	cov->memo_shift = shift;
+	ipt__cov_memo_clear(cov);
 	return 1;
 }
 
@@ -22195,8 +22210,7 @@ static uint64_t ipt__cov_tnt(void *context, struct pt_block_decoder *blk,
 
 	/* Context numbers that start over could match old entries. */
 	if (IPT__UNLIKELY(blk->ctx_next < cov->memo_ctx))
-		IPT_MEMSET(cov->memo, 0, (size_t) cov->nmemo *
-			   sizeof(*cov->memo));
+		ipt__cov_memo_clear(cov);
 	cov->memo_ctx = blk->ctx_next;
 
 	/* The window: its next bit is bit @nwin - 1; the first @left of
