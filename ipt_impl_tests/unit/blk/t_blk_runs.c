@@ -40,21 +40,29 @@ static int chain_read(uint8_t *buffer, size_t size, const struct pt_asid *asid,
 	return (int) size;
 }
 
-/* An image reading the chain through chain_read, counting into @m, with
- * @cache_limit bytes of page cache (~0: the default). */
-static struct pt_image *chain_image(struct chain_mem *m, uint64_t cache_limit)
+/* An image reading through @read with @context, with @cache_limit bytes
+ * of page cache (~0: the default). */
+static struct pt_image *callback_image(read_memory_callback_t *read,
+				       void *context, uint64_t cache_limit)
 {
 	struct pt_image *image;
 
-	memset(m, 0, sizeof(*m));
 	image = pt_image_alloc(NULL);
 	CHECK(image != NULL);
 	if (!image)
 		return NULL;
 	if (cache_limit != ~0ull)
 		CHECK_EQ(ipt_image_set_cache_limit(image, cache_limit), 0);
-	CHECK_EQ(pt_image_set_callback(image, chain_read, m), 0);
+	CHECK_EQ(pt_image_set_callback(image, read, context), 0);
 	return image;
+}
+
+/* An image reading the chain through chain_read, counting into @m, with
+ * @cache_limit bytes of page cache (~0: the default). */
+static struct pt_image *chain_image(struct chain_mem *m, uint64_t cache_limit)
+{
+	memset(m, 0, sizeof(*m));
+	return callback_image(chain_read, m, cache_limit);
 }
 
 /* The chain's code, and its trace: around the chain twice (pseudo-random
@@ -399,11 +407,9 @@ static void test_wrap(void)
 	config = tb_done(&t);
 	CHECK_EQ(t.errors, 0);
 
-	image = pt_image_alloc(NULL);
-	CHECK(image != NULL);
+	image = callback_image(wrap_read, NULL, ~0ull);
 	if (!image)
 		return;
-	CHECK_EQ(pt_image_set_callback(image, wrap_read, NULL), 0);
 
 	/* The second time from the run cache. */
 	for (pass = 0; pass < 2; ++pass) {
@@ -506,12 +512,9 @@ static void test_norun(void)
 	CHECK_EQ(t.errors, 0);
 
 	/* Every read of the image calls back. */
-	image = pt_image_alloc(NULL);
-	CHECK(image != NULL);
+	image = callback_image(split_read, &m, 0);
 	if (!image)
 		return;
-	CHECK_EQ(ipt_image_set_cache_limit(image, 0), 0);
-	CHECK_EQ(pt_image_set_callback(image, split_read, &m), 0);
 	dec = pt_blk_alloc_decoder(config);
 	CHECK(dec != NULL);
 	if (!dec) {
