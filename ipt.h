@@ -12567,15 +12567,13 @@ static void ipt__ild_zydis_init(struct ipt__ild_zydis *zd)
 	zd->ready = 0;
 }
 
-/* Set @zd up for @mode, unless it is already. */
-static int ipt__ild_zydis_mode(struct ipt__ild_zydis *zd,
-			       enum pt_exec_mode mode)
+/* Set @zd up for @mode. */
+static IPT__NOINLINE int ipt__ild_zydis_setup(struct ipt__ild_zydis *zd,
+					      enum pt_exec_mode mode)
 {
 	ZydisMachineMode machine;
 	ZydisStackWidth stack;
 
-	if (zd->ready && zd->mode == (uint32_t) mode)
-		return 0;
 	switch (mode) {
 	case ptem_unknown:
 	case ptem_16bit:
@@ -12601,6 +12599,15 @@ static int ipt__ild_zydis_mode(struct ipt__ild_zydis *zd,
 	zd->mode = (uint32_t) mode;
 	zd->ready = 1;
 	return 0;
+}
+
+/* Set @zd up for @mode, unless it is already. */
+static IPT__INLINE int ipt__ild_zydis_mode(struct ipt__ild_zydis *zd,
+					   enum pt_exec_mode mode)
+{
+	if (zd->ready && zd->mode == (uint32_t) mode)
+		return 0;
+	return ipt__ild_zydis_setup(zd, mode);
 }
 
 /* Decodes insn->raw, have bytes of it, with @zd.  Returns 0 with
