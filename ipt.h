@@ -12655,8 +12655,9 @@ static int ipt__ild_decode_bytes_with(struct ipt__ild_zydis *zd,
 	return 0;
 }
 
-static int ipt__ild_decode_bytes(struct pt_insn *insn,
-				 struct ipt__insn_ext *iext, uint8_t have)
+static IPT__NOINLINE int ipt__ild_decode_bytes(struct pt_insn *insn,
+					       struct ipt__insn_ext *iext,
+					       uint8_t have)
 {
 	struct ipt__ild_zydis zd;
 
@@ -12679,10 +12680,12 @@ static IPT__UNUSED int ipt__ild_decode_with(struct ipt__ild_zydis *zd,
 static IPT__UNUSED int ipt__ild_decode(struct pt_insn *insn,
 				       struct ipt__insn_ext *iext)
 {
-	struct ipt__ild_zydis zd;
+	int status;
 
-	ipt__ild_zydis_init(&zd);
-	return ipt__ild_decode_with(&zd, insn, iext);
+	if (!insn || !iext)
+		return -pte_internal;
+	status = ipt__ild_decode_bytes(insn, iext, insn->size);
+	return status > 0 ? -pte_bad_insn : status;
 }
 
 static IPT__UNUSED int ipt__insn_decode(struct pt_insn *insn,
