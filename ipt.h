@@ -2734,8 +2734,12 @@ IPT_API int ipt_seg_stitch_next(const struct ipt_seg_split *split,
  * memory is short; set_bitmap returns -pte_invalid for a size that is not
  * a power of two below 2^32; the others -pte_invalid without a decoder. */
 
-/* Here, not with the implementation: a program that derives the same
- * edges another way gives up where the decode does. */
+/* Instructions in blocks in a row that read no further into the trace
+ * before a coverage decode gives up on code that loops without trace (a
+ * jump to itself): more than straight-line code runs between two packets,
+ * which is bounded by the size of the code (checked after each block, so
+ * up to a block more).  Here, not with the implementation: a program that
+ * derives the same edges another way gives up where the decode does. */
 #ifndef IPT_COV_IDLE_MAX
 #define IPT_COV_IDLE_MAX 0x40000
 #endif
@@ -22380,12 +22384,6 @@ static int ipt__cov_sync(struct ipt_cov_decoder *cov)
 		cov->synced = 1;
 	return status;
 }
-
-/* Instructions in blocks in a row that read no further into the trace
- * before the walk gives up on code that loops without trace (a jump to
- * itself, IPT_COV_IDLE_MAX): more than straight-line code runs between
- * two packets, which is bounded by the size of the code (checked after
- * each block, so up to a block more). */
 
 /* The walk stops with @status where it had got (for
  * -ipt_pte_need_more: the walk goes on from there). */
