@@ -44,6 +44,10 @@
  *     IPT_COV_MEMO_LIMIT  the most bytes a coverage decoder's TNT memo
  *                       takes; ipt_cov_set_memo_limit() sets it per
  *                       decoder                                    (1 MiB)
+ *     IPT_COV_IDLE_MAX  the instructions a coverage decode follows
+ *                       without reading further into the trace before
+ *                       it gives up on code that loops without trace;
+ *                       fuzzing builds set it low               (2^18)
  *     IPT_BLK_GENERAL_PATH  test builds: the block and instruction
  *                       decoders take no shortcut (no run cache, no
  *                       one-piece common block, no instruction from a
@@ -688,7 +692,9 @@ IPT_API int pt_pkt_next(struct pt_packet_decoder *decoder,
  * per packet.  Returns how many packets were decoded, 1 to n (at most
  * 65536 in one call); or pt_pkt_next's error if the first packet cannot be
  * decoded.  An error at a later packet ends the batch before it, and the
- * next call reports it.  -pte_invalid for NULL arguments or n == 0.
+ * next call reports it.  -pte_invalid for NULL arguments or n == 0.  One
+ * difference: a PAD's payload, which pt_pkt_next leaves as it was, may be
+ * zeroed (a PAD has no payload fields).
  * Ref: libipt's pt_pkt_next (man page pt_pkt_next.3), called n times. */
 IPT_API int ipt_pkt_next_batch(struct pt_packet_decoder *decoder,
 			       struct pt_packet *packets, size_t n);
@@ -2728,8 +2734,8 @@ IPT_API int ipt_seg_stitch_next(const struct ipt_seg_split *split,
  * trace up to the next PSB, as in a block decoder; errors, the first and
  * last error code and the bytes skipped are counted in struct
  * ipt_cov_status (ipt_cov_get_status).  Code that goes on without reading
- * trace for 2^18 instructions (a jump to itself) counts as the error
- * -pte_bad_query.  A branch's edge counts once the flow is seen to get to
+ * trace for IPT_COV_IDLE_MAX (2^18) instructions (a jump to itself)
+ * counts as the error -pte_bad_query.  A branch's edge counts once the flow is seen to get to
  * its destination: the next block has an instruction, or an event says
  * where the branch went.
  *
@@ -2762,6 +2768,17 @@ IPT_API int ipt_seg_stitch_next(const struct ipt_seg_split *split,
  * ipt_cov_alloc_decoder returns NULL if the configuration is invalid or
  * memory is short; set_bitmap returns -pte_invalid for a size that is not
  * a power of two below 2^32; the others -pte_invalid without a decoder. */
+
+/* Instructions in blocks in a row that read no further into the trace
+ * before a coverage decode gives up on code that loops without trace (a
+ * jump to itself): more than straight-line code runs between two packets,
+ * which is bounded by the size of the code (checked after each block, so
+ * up to a block more).  Here, not with the implementation: a program that
+ * derives the same edges another way gives up where the decode does. */
+#ifndef IPT_COV_IDLE_MAX
+#define IPT_COV_IDLE_MAX 0x40000
+#endif
+
 enum ipt_cov_kind {
 	ipt_cov_taken = 1 << 0,
 	ipt_cov_not_taken = 1 << 1,
@@ -5761,6 +5778,54 @@ static const struct pt_packet ipt__pkt_one_byte[128] = {
 #undef IPT__ONE_BYTE
 #undef IPT__TNT8_MSB
 
+/* ipt__pkt_fast for the packets with an extended opcode, at pos. */
+static IPT__INLINE int ipt__pkt_fast_ext(const uint8_t *pos,
+					 struct pt_packet *packet)
+{
+	uint64_t val;
+	unsigned int kind;
+
+	/* TNT-64: where long TNTs are used (up to 47 bits), about as
+	 * frequent as TIPs, so tested before the table.  Without a stop
+	 * bit it is malformed. */
+	if (pos[1] == IPT__EXT_TNT_64) {
+		val = ipt__load64(pos) >> 16;
+		if (IPT__UNLIKELY(val < 2))
+			return 0;
+		packet->type = ppt_tnt_64;
+		packet->size = ipt__layout[ppt_tnt_64].size;
+		packet->payload.tnt.bit_size = ipt__msb(val);
+		packet->payload.tnt.payload = val ^ (1ull << ipt__msb(val));
+		return ipt__layout[ppt_tnt_64].size;
+	}
+
+	kind = ipt__second_byte[pos[1]];
+	switch (kind) {
+	case ppt_psbend:
+	case ppt_ovf:
+	case ppt_stop:
+		packet->type = (enum pt_packet_type) kind;
+		packet->size = 2;
+		return 2;
+
+	case ppt_cbr:
+		packet->type = ppt_cbr;
+		packet->size = ipt__layout[ppt_cbr].size;
+		packet->payload.cbr.ratio = pos[2];
+		return ipt__layout[ppt_cbr].size;
+
+	case ppt_pip:
+		val = ipt__load64(pos) >> 16;
+		packet->type = ppt_pip;
+		packet->size = ipt__layout[ppt_pip].size;
+		packet->payload.pip.nr = (uint32_t) (val & IPT__PIP_NR);
+		packet->payload.pip.cr3 = (val >> IPT__PIP_CR3_SHL)
+					  << IPT__PIP_CR3_SHR;
+		return ipt__layout[ppt_pip].size;
+	}
+	return 0;
+}
+
 /* Decode the common packet at pos into *packet; return its size, or 0 if
  * it is not one of them (or is cut short, malformed, or an erratum may
  * apply), for ipt__pkt_next_slow to decode from scratch.  At least
@@ -5771,9 +5836,11 @@ static const struct pt_packet ipt__pkt_one_byte[128] = {
  * TNT-64, the IP packets, and the timing packets (CYC, MTC, TSC) and the
  * PSB+ packets of hardware traces, dispatching on the first byte through
  * the layout table's ipt__first_byte.  Errors, errata, PSB and the rest go
- * to the slow path.  pt_pkt_next and ipt_pkt_next_batch both use it. */
+ * to the slow path.  pt_pkt_next and ipt_pkt_next_batch both use it;
+ * whole (a constant) is 1 for the batch, whose PADs get a zero payload. */
 static IPT__INLINE int ipt__pkt_fast(const uint8_t *pos,
-				     struct pt_packet *packet, int skd007)
+				     struct pt_packet *packet, int skd007,
+				     int whole)
 {
 	uint64_t val;
 	unsigned int b, kind;
@@ -5782,13 +5849,15 @@ static IPT__INLINE int ipt__pkt_fast(const uint8_t *pos,
 	b = pos[0];
 
 	/* TNT-8 and PAD, one byte each, make up most of a hardware trace;
-	 * a TNT-8 is copied from packets decoded in advance.  PADs come in
-	 * runs, which branch predictors follow; a PAD leaves the payload
-	 * alone, as libipt's does. */
+	 * they are copied from packets decoded in advance.  A batch copies
+	 * both alike; pt_pkt_next only TNT-8s, as a PAD leaves the payload
+	 * alone there, as libipt's does, at the cost of a branch between
+	 * the two that real traces make hard to predict. */
 	if (!(b & 1)) {
 		const struct pt_packet *one = &ipt__pkt_one_byte[b >> 1];
 
-		if (IPT__LIKELY(one->type == ppt_tnt_8)) {
+		if (IPT__LIKELY(whole ? one->size != 0
+				      : one->type == ppt_tnt_8)) {
 			IPT__COPY(*packet, *one);
 			return 1;
 		}
@@ -5797,20 +5866,63 @@ static IPT__INLINE int ipt__pkt_fast(const uint8_t *pos,
 			packet->size = 1;
 			return 1;
 		}
+
+		/* The other even byte is IPT__OPC_EXT. */
+		return ipt__pkt_fast_ext(pos, packet);
 	}
 
-	/* TNT-64: where long TNTs are used (up to 47 bits), about as
-	 * frequent as TIPs. */
-	if (b == IPT__OPC_EXT && pos[1] == IPT__EXT_TNT_64) {
-		val = ipt__load64(pos) >> 16;
-		if (IPT__LIKELY(val >= 2)) {
-			packet->type = ppt_tnt_64;
-			packet->size = ipt__layout[ppt_tnt_64].size;
-			packet->payload.tnt.bit_size = ipt__msb(val);
-			packet->payload.tnt.payload =
-				val ^ (1ull << ipt__msb(val));
-			return ipt__layout[ppt_tnt_64].size;
+	/* CYC and MTC: in cycle-accurate traces every other packet is a
+	 * CYC, and MTCs come between them.  Tested by their rows of the
+	 * layout table, constants after compilation; no earlier row
+	 * overlaps them (t_pkt_internal checks both tests against
+	 * ipt__first_byte).  The byte is odd by now, so the CYC row's
+	 * test, its two low bits set, is one bit test. */
+	if (b & ipt__layout[ppt_cyc].opc & ~1u) {
+		/* As ipt__pkt_read_cyc.  One or two bytes in nearly all
+		 * traces; longer ones take the loop, which reads at most
+		 * ten bytes before a value too large is found. */
+		unsigned int shl = 8 - IPT__OPM_CYC_SHR;
+
+		val = b >> IPT__OPM_CYC_SHR;
+		size = 1;
+		if (b & IPT__OPM_CYC_EXT) {
+			b = pos[1];
+			if (IPT__LIKELY(!(b & IPT__OPM_CYCX_EXT))) {
+				/* SKD007 (see ipt__pkt_handle_skd007) looks
+				 * at 2-byte CYCs whose second byte is
+				 * IPT__OPC_EXT. */
+				if (IPT__UNLIKELY(b == IPT__OPC_EXT) && skd007)
+					return 0;
+				/* As the loop below does for one byte: its
+				 * bit 0 is clear, so no shift right. */
+				packet->type = ppt_cyc;
+				packet->size = 2;
+				packet->payload.cyc.value =
+					val | (uint64_t) b
+						      << (shl - IPT__OPM_CYCX_SHR);
+				return 2;
+			} else {
+				do {
+					b = pos[size++];
+					val |= (uint64_t) (b >>
+							   IPT__OPM_CYCX_SHR)
+					       << shl;
+					shl += 8 - IPT__OPM_CYCX_SHR;
+				} while ((b & IPT__OPM_CYCX_EXT) && shl <= 64);
+				if (IPT__UNLIKELY(shl > 64))
+					return 0;
+			}
 		}
+		packet->type = ppt_cyc;
+		packet->size = (uint8_t) size;
+		packet->payload.cyc.value = val;
+		return size;
+	}
+	if (b == ipt__layout[ppt_mtc].opc) {
+		packet->type = ppt_mtc;
+		packet->size = ipt__layout[ppt_mtc].size;
+		packet->payload.mtc.ctc = pos[1];
+		return ipt__layout[ppt_mtc].size;
 	}
 
 	/* TIP, FUP, TIP.PGE, TIP.PGD: next most frequent, and adjacent in
@@ -5832,74 +5944,12 @@ static IPT__INLINE int ipt__pkt_fast(const uint8_t *pos,
 		}
 	}
 
-	switch (kind) {
-	case ppt_mtc:
-		packet->type = ppt_mtc;
-		packet->size = ipt__layout[ppt_mtc].size;
-		packet->payload.mtc.ctc = pos[1];
-		return ipt__layout[ppt_mtc].size;
-
-	case ppt_cyc: {
-		/* As ipt__pkt_read_cyc; at most ten bytes are read before a
-		 * value too large is found. */
-		unsigned int shl = 8 - IPT__OPM_CYC_SHR;
-
-		val = b >> IPT__OPM_CYC_SHR;
-		size = 1;
-		if (b & IPT__OPM_CYC_EXT) {
-			do {
-				b = pos[size++];
-				val |= (uint64_t) (b >> IPT__OPM_CYCX_SHR)
-				       << shl;
-				shl += 8 - IPT__OPM_CYCX_SHR;
-			} while ((b & IPT__OPM_CYCX_EXT) && shl <= 64);
-			if (IPT__UNLIKELY(shl > 64))
-				return 0;
-			/* SKD007 (see ipt__pkt_handle_skd007) looks at
-			 * 2-byte CYCs whose second byte is IPT__OPC_EXT. */
-			if (size == 2 && (val & 0xffe0u) == 0x20 && skd007)
-				return 0;
-		}
-		packet->type = ppt_cyc;
-		packet->size = (uint8_t) size;
-		packet->payload.cyc.value = val;
-		return size;
-	}
-
-	case ppt_tsc:
+	if (kind == ppt_tsc) {
 		packet->type = ppt_tsc;
 		packet->size = ipt__layout[ppt_tsc].size;
 		packet->payload.tsc.tsc = ipt__load64(pos) >> 8;
 		return ipt__layout[ppt_tsc].size;
-
-	case IPT__KIND_EXT:
-		kind = ipt__second_byte[pos[1]];
-		switch (kind) {
-		case ppt_psbend:
-		case ppt_ovf:
-		case ppt_stop:
-			packet->type = (enum pt_packet_type) kind;
-			packet->size = 2;
-			return 2;
-
-		case ppt_cbr:
-			packet->type = ppt_cbr;
-			packet->size = ipt__layout[ppt_cbr].size;
-			packet->payload.cbr.ratio = pos[2];
-			return ipt__layout[ppt_cbr].size;
-
-		case ppt_pip:
-			val = ipt__load64(pos) >> 16;
-			packet->type = ppt_pip;
-			packet->size = ipt__layout[ppt_pip].size;
-			packet->payload.pip.nr = (uint32_t) (val & IPT__PIP_NR);
-			packet->payload.pip.cr3 = (val >> IPT__PIP_CR3_SHL)
-						  << IPT__PIP_CR3_SHR;
-			return ipt__layout[ppt_pip].size;
-		}
-		break;
 	}
-
 	return 0;
 }
 
@@ -5949,7 +5999,7 @@ IPT_DEF int pt_pkt_next(struct pt_packet_decoder *decoder,
 			ipt__pkt_in_fast((uintptr_t) decoder->config.begin,
 					 decoder->fast, pos))) {
 		size = ipt__pkt_fast(pos, packet,
-				     decoder->config.errata.skd007);
+				     decoder->config.errata.skd007, 0);
 		if (IPT__LIKELY(size)) {
 			decoder->pos = pos + size;
 			return size;
@@ -5958,15 +6008,46 @@ IPT_DEF int pt_pkt_next(struct pt_packet_decoder *decoder,
 	return ipt__pkt_next_slow(decoder, packet, psize);
 }
 
-/* See the declaration in >>api-pkt-ext.  The loop keeps the position in a
- * register and stores it once per batch; packets outside the fast region
- * or the fast path go through ipt__pkt_next_slow one by one. */
+/* ipt_pkt_next_batch's inner loop: decode packets at *pos into *out on
+ * to last, all in the fast region, and up to stop too if bounded (a
+ * constant); move both on.  Returns the last size, 0 if the fast path
+ * left the packet at *pos to the slow one. */
+static IPT__INLINE int ipt__pkt_fast_run(const uint8_t **pos,
+					 struct pt_packet **out,
+					 const struct pt_packet *last,
+					 const uint8_t *stop, int skd007,
+					 int bounded)
+{
+	const uint8_t *at = *pos;
+	struct pt_packet *packet = *out;
+	int size;
+
+	do {
+		size = ipt__pkt_fast(at, packet, skd007, 1);
+		if (IPT__UNLIKELY(!size))
+			break;
+		at += size;
+		packet += 1;
+	} while (packet < last && (!bounded || at < stop));
+	*pos = at;
+	*out = packet;
+	return size;
+}
+
+/* See the declaration in >>api-pkt-ext.  The inner loops keep the
+ * position in a register.  Every packet ipt__pkt_fast decodes is at most
+ * IPT__FAST_ROOM bytes long; so where the fast region has room for that
+ * many bytes for each packet still wanted, one loop decodes them all and
+ * tests only the count; elsewhere the same loop tests the region's end
+ * too.  Packets outside the fast region or the fast path go through
+ * ipt__pkt_next_slow one by one. */
 IPT_DEF int ipt_pkt_next_batch(struct pt_packet_decoder *decoder,
 			       struct pt_packet *packets, size_t n)
 {
-	const uint8_t *pos;
+	struct pt_packet *out, *last;
+	const uint8_t *pos, *stop;
 	uintptr_t begin;
-	size_t i, fast;
+	size_t fast;
 	int size, skd007;
 
 	if (!decoder || !packets || !n)
@@ -5979,19 +6060,29 @@ IPT_DEF int ipt_pkt_next_batch(struct pt_packet_decoder *decoder,
 	begin = (uintptr_t) decoder->config.begin;
 	fast = decoder->fast;
 	skd007 = decoder->config.errata.skd007;
-	for (i = 0; i < n; ++i) {
+	out = packets;
+	last = packets + n;
+	while (out < last) {
 		if (IPT__LIKELY(ipt__pkt_in_fast(begin, fast, pos))) {
-			size = ipt__pkt_fast(pos, &packets[i], skd007);
-			if (IPT__LIKELY(size)) {
-				pos += size;
+			/* The bytes left in the fast region, at least 1:
+			 * packet k from here starts at most
+			 * k * IPT__FAST_ROOM bytes on. */
+			stop = (const uint8_t *) (begin + fast);
+			if ((size_t) (stop - pos) >
+			    (size_t) (last - out - 1) * IPT__FAST_ROOM)
+				size = ipt__pkt_fast_run(&pos, &out, last, stop,
+							 skd007, 0);
+			else
+				size = ipt__pkt_fast_run(&pos, &out, last, stop,
+							 skd007, 1);
+			if (size)
 				continue;
-			}
 		}
 		decoder->pos = pos;
-		size = ipt__pkt_next_slow(decoder, &packets[i],
-					  sizeof(packets[i]));
+		size = ipt__pkt_next_slow(decoder, out, sizeof(*out));
 		if (size < 0)
-			return i ? (int) i : size;
+			return out > packets ? (int) (out - packets) : size;
+		out += 1;
 		pos = decoder->pos;
 		begin = (uintptr_t) decoder->config.begin;
 		fast = decoder->fast;
@@ -12052,10 +12143,17 @@ IPT_DEF int pt_image_add_cached(struct pt_image *image,
  *   int ipt__ild_decode(struct pt_insn *insn, struct ipt__insn_ext *iext);
  *       decodes insn->raw, at most insn->size bytes, in insn->mode; sets
  *       insn->size and insn->iclass.  0, or -pte_bad_insn (insn->size kept)
+ *   struct ipt__ild_zydis;  void ipt__ild_zydis_init(struct ipt__ild_zydis *);
+ *   int ipt__ild_decode_with(struct ipt__ild_zydis *, struct pt_insn *,
+ *                            struct ipt__insn_ext *);
+ *       the same, for many instructions in a row: Zydis is set up once
+ *       per mode
  *   int ipt__ild_decode_cached(struct ipt_decode_cache *cache,
+ *                              struct ipt__ild_zydis *zd,
  *                              struct pt_insn *insn,
  *                              struct ipt__insn_ext *iext);
- *       the same, through a shared decode cache (NULL: none)
+ *       the same (zd NULL: as ipt__ild_decode), through a shared decode
+ *       cache (NULL: none)
  *   int ipt__insn_decode(struct pt_insn *insn, struct ipt__insn_ext *iext,
  *                        struct pt_image *image, const struct pt_asid *asid);
  *       reads and decodes the instruction at insn->ip in insn->mode; sets
@@ -12576,21 +12674,26 @@ static int ipt__ild_late(struct ipt__ild *ild, const uint8_t *raw,
 	return -pte_bad_insn;
 }
 
-/* Decodes insn->raw, have bytes of it.  Returns 0 with insn->size and the
- * classes set, 1 if more bytes might make an instruction, -pte_bad_insn
- * if no more bytes can. */
-static int ipt__ild_decode_bytes(struct pt_insn *insn,
-				 struct ipt__insn_ext *iext, uint8_t have)
-{
+/* A Zydis decoder, set up for @mode if @ready. */
+struct ipt__ild_zydis {
 	ZydisDecoder decoder;
-	ZydisDecodedInstruction z;
+	uint32_t mode;
+	uint32_t ready;
+};
+
+static void ipt__ild_zydis_init(struct ipt__ild_zydis *zd)
+{
+	zd->ready = 0;
+}
+
+/* Set @zd up for @mode. */
+static IPT__NOINLINE int ipt__ild_zydis_setup(struct ipt__ild_zydis *zd,
+					      enum pt_exec_mode mode)
+{
 	ZydisMachineMode machine;
 	ZydisStackWidth stack;
-	ZyanStatus zs;
-	struct ipt__ild ild;
-	int status;
 
-	switch (insn->mode) {
+	switch (mode) {
 	case ptem_unknown:
 	case ptem_16bit:
 		machine = ZYDIS_MACHINE_MODE_LEGACY_16;
@@ -12607,15 +12710,45 @@ static int ipt__ild_decode_bytes(struct pt_insn *insn,
 	default:
 		return -pte_bad_insn;
 	}
+	zd->ready = 0;
+	if (ZYAN_FAILED(ZydisDecoderInit(&zd->decoder, machine, stack)) ||
+	    ZYAN_FAILED(ZydisDecoderEnableMode(
+		    &zd->decoder, ZYDIS_DECODER_MODE_MINIMAL, ZYAN_TRUE)))
+		return -pte_internal;
+	zd->mode = (uint32_t) mode;
+	zd->ready = 1;
+	return 0;
+}
+
+/* Set @zd up for @mode, unless it is already. */
+static IPT__INLINE int ipt__ild_zydis_mode(struct ipt__ild_zydis *zd,
+					   enum pt_exec_mode mode)
+{
+	if (zd->ready && zd->mode == (uint32_t) mode)
+		return 0;
+	return ipt__ild_zydis_setup(zd, mode);
+}
+
+/* Decodes insn->raw, have bytes of it, with @zd.  Returns 0 with
+ * insn->size and the classes set, 1 if more bytes might make an
+ * instruction, -pte_bad_insn if no more bytes can. */
+static int ipt__ild_decode_bytes_with(struct ipt__ild_zydis *zd,
+				      struct pt_insn *insn,
+				      struct ipt__insn_ext *iext, uint8_t have)
+{
+	ZydisDecodedInstruction z;
+	ZyanStatus zs;
+	struct ipt__ild ild;
+	int status;
+
+	status = ipt__ild_zydis_mode(zd, insn->mode);
+	if (status < 0)
+		return status;
 	if (have > pt_max_insn_size)
 		have = pt_max_insn_size;
 
-	if (ZYAN_FAILED(ZydisDecoderInit(&decoder, machine, stack)) ||
-	    ZYAN_FAILED(ZydisDecoderEnableMode(
-		    &decoder, ZYDIS_DECODER_MODE_MINIMAL, ZYAN_TRUE)))
-		return -pte_internal;
-
-	zs = ZydisDecoderDecodeInstruction(&decoder, NULL, insn->raw, have, &z);
+	zs = ZydisDecoderDecodeInstruction(&zd->decoder, NULL, insn->raw, have,
+					   &z);
 	if (ZYAN_SUCCESS(zs)) {
 		ipt__ild_from_zydis(&ild, &z);
 		if (insn->mode == ptem_unknown &&
@@ -12639,6 +12772,28 @@ static int ipt__ild_decode_bytes(struct pt_insn *insn,
 		return status;
 	insn->size = ild.size;
 	return 0;
+}
+
+static IPT__NOINLINE int ipt__ild_decode_bytes(struct pt_insn *insn,
+					       struct ipt__insn_ext *iext,
+					       uint8_t have)
+{
+	struct ipt__ild_zydis zd;
+
+	ipt__ild_zydis_init(&zd);
+	return ipt__ild_decode_bytes_with(&zd, insn, iext, have);
+}
+
+static IPT__UNUSED int ipt__ild_decode_with(struct ipt__ild_zydis *zd,
+					    struct pt_insn *insn,
+					    struct ipt__insn_ext *iext)
+{
+	int status;
+
+	if (!zd || !insn || !iext)
+		return -pte_internal;
+	status = ipt__ild_decode_bytes_with(zd, insn, iext, insn->size);
+	return status > 0 ? -pte_bad_insn : status;
 }
 
 static IPT__UNUSED int ipt__ild_decode(struct pt_insn *insn,
@@ -12778,10 +12933,12 @@ static void ipt__dcache_put(struct ipt_decode_cache *cache,
 }
 #endif
 
-/* ipt__ild_decode through cache (NULL: none).  Not in ptem_unknown,
- * whose sizes leave out bytes the decode read (see the notes above): a
- * slot could not tell from the size whether fewer bytes decode alike. */
+/* ipt__ild_decode_with zd (NULL: ipt__ild_decode) through cache (NULL:
+ * none).  Not in ptem_unknown, whose sizes leave out bytes the decode
+ * read (see the notes above): a slot could not tell from the size whether
+ * fewer bytes decode alike. */
 static IPT__UNUSED int ipt__ild_decode_cached(struct ipt_decode_cache *cache,
+					      struct ipt__ild_zydis *zd,
 					      struct pt_insn *insn,
 					      struct ipt__insn_ext *iext)
 {
@@ -12793,7 +12950,8 @@ static IPT__UNUSED int ipt__ild_decode_cached(struct ipt_decode_cache *cache,
 	if (cache && ipt__dcache_get(cache, insn, iext))
 		return 0;
 #endif
-	status = ipt__ild_decode(insn, iext);
+	status = zd ? ipt__ild_decode_with(zd, insn, iext)
+		    : ipt__ild_decode(insn, iext);
 #if IPT__ATOMICS
 	if (cache && !status)
 		ipt__dcache_put(cache, insn, iext);
@@ -13404,6 +13562,18 @@ struct ipt__blk_ctx {
  * the run ends in ipt__run_next and the next run continues. */
 enum { IPT__RUN_MAX = 0x400 };
 
+/* A place where not even one instruction makes a run (ipt__blk_run_fill),
+ * with the image read in full: the IP and context number (zero: none).
+ * A few are kept, by IP, so that code looping through such places (a
+ * truncated instruction, say) is not read and decoded again at every
+ * step; the context number ties each to its epoch. */
+enum { IPT__BLK_NORUN = 4 };
+
+struct ipt__blk_norun {
+	uint64_t ip;
+	uint32_t ctx;
+};
+
 /* ---- libipt's block boundaries ----
  * libipt's block decoder keeps a cache per file section that says, for
  * each instruction it has been through, where the straight line from there
@@ -13616,6 +13786,9 @@ struct pt_block_decoder {
 	/* The length map (NULL until first needed): IPT__LMAP_SLOTS pieces
 	 * of code, each NULL until first needed. */
 	struct ipt__blk_lmap **lmap;
+
+	/* Where a run could not be recorded (see ipt__blk_run_miss). */
+	struct ipt__blk_norun norun[IPT__BLK_NORUN];
 
 	/* With @want_text, the first @ntrail runs of the last block. */
 	uint32_t ntrail;
@@ -14227,6 +14400,7 @@ ipt__blk_ctx_switch(struct pt_block_decoder *decoder, uint32_t mode)
 			IPT_MEMSET(decoder->runs, 0, (size_t) decoder->rsets *
 				   decoder->rstride);
 		ipt__blk_lmap_clear(decoder);
+		IPT_MEMSET(decoder->norun, 0, sizeof(decoder->norun));
 		decoder->nctx = 0;
 		id = 1;
 	}
@@ -15875,6 +16049,7 @@ ipt__blk_run_fill(struct pt_block_decoder *decoder, struct ipt__blk_run *run,
 		  enum pt_exec_mode mode, uint32_t ctx)
 {
 	struct ipt__blk_window win;
+	struct ipt__ild_zydis zd;
 	struct ipt__insn_ext iext;
 	struct pt_insn insn;
 	uint64_t ip = start;
@@ -15884,6 +16059,7 @@ ipt__blk_run_fill(struct pt_block_decoder *decoder, struct ipt__blk_run *run,
 
 	win.ip = 0;
 	win.len = 0;
+	ipt__ild_zydis_init(&zd);
 	if (text) {
 		max = IPT__TEXT_INSNS;
 		IPT_MEMSET(text->code, 0, sizeof(text->code));
@@ -15922,7 +16098,7 @@ ipt__blk_run_fill(struct pt_block_decoder *decoder, struct ipt__blk_run *run,
 				insn.isid = win.isid;
 				insn.size = pt_max_insn_size;
 				status = ipt__ild_decode_cached(
-					decoder->dcache, &insn, &iext);
+					decoder->dcache, &zd, &insn, &iext);
 			}
 			if (status) {
 				IPT_MEMSET(&insn, 0, sizeof(insn));
@@ -16034,14 +16210,35 @@ static IPT__INLINE uint32_t ipt__blk_way_of(const struct ipt__blk_run *set,
 /* A miss in the set @idx: record the run at @ip there.  If that pushes a
  * run out and the table has lost runs that way for an eighth of its
  * entries, it is too small for the code: grow it first, if the limit and
- * memory allow. */
+ * memory allow.
+ *
+ * Where no run can be had, nothing is pushed out, and the place is noted
+ * unless the image missed memory on the way (the caller may supply it
+ * without a new epoch: a fault is tried again). */
 static IPT__NOINLINE const struct ipt__blk_run *
 ipt__blk_run_miss(struct pt_block_decoder *decoder, uint32_t idx, uint64_t ip,
 		  enum pt_exec_mode mode, uint32_t ctx,
 		  const struct ipt__blk_text **ptext)
 {
-	struct ipt__blk_text *text = NULL;
-	struct ipt__blk_run *set;
+	struct ipt__blk_norun *norun =
+		&decoder->norun[ip & (IPT__BLK_NORUN - 1)];
+	struct ipt__blk_text *text = NULL, new_text;
+	struct ipt__blk_run *set, run;
+	uint32_t misses;
+
+	if (norun->ip == ip && norun->ctx == ctx)
+		return NULL;
+	misses = ipt__image_misses(decoder->image, NULL);
+	IPT_MEMSET(&run, 0, sizeof(run));
+	if (!ipt__blk_run_fill(decoder, &run,
+			       decoder->want_text ? &new_text : NULL, ip,
+			       mode, ctx)) {
+		if (ipt__image_misses(decoder->image, NULL) == misses) {
+			norun->ip = ip;
+			norun->ctx = ctx;
+		}
+		return NULL;
+	}
 
 	set = ipt__blk_set(decoder, idx);
 	if (set[IPT__RUN_WAYS - 1].ctx)
@@ -16061,11 +16258,14 @@ ipt__blk_run_miss(struct pt_block_decoder *decoder, uint32_t idx, uint64_t ip,
 
 	/* The others move one way on, the new one comes first. */
 	ipt__blk_set_shift(set, decoder->want_text);
-	if (decoder->want_text)
+	IPT__COPY(set[0], run);
+	if (decoder->want_text) {
 		text = ipt__blk_set_text(set);
+		IPT__COPY(text[0], new_text);
+	}
 	if (ptext)
 		*ptext = text;
-	return ipt__blk_run_fill(decoder, &set[0], text, ip, mode, ctx);
+	return &set[0];
 }
 
 /* The run at @ip is in neither of the first two ways of the set @idx:
@@ -22095,6 +22295,20 @@ static void ipt__cov_memo_free(struct ipt_cov_decoder *cov)
 	cov->memo_failed = 0;
 }
 
+/* Empty every entry of the memo.  Only the keys: the rest of an entry is
+ * written before it is read (ipt__cov_memo_fill), and a memo of a
+ * megabyte is cleared in a fraction of the time. */
+static void ipt__cov_memo_clear(struct ipt_cov_decoder *cov)
+{
+	uint32_t i;
+
+	for (i = 0; i < cov->nmemo; ++i) {
+		cov->memo[i].ip = 0;
+		cov->memo[i].ctx = 0;
+		cov->memo[i].key = 0;
+	}
+}
+
 /* Allocate the memo: the largest power of two entries the limit holds
  * (none below 16).  Returns whether there is one. */
 static IPT__NOINLINE int ipt__cov_memo_alloc(struct ipt_cov_decoder *cov)
@@ -22111,14 +22325,15 @@ static IPT__NOINLINE int ipt__cov_memo_alloc(struct ipt_cov_decoder *cov)
 		shift -= 1;
 	}
 	cov->memo = (struct ipt__cov_memo *)
-		ipt__zalloc_cache(ipt__blk_allocator(&cov->blk),
-				  (size_t) n * sizeof(*cov->memo));
+		ipt__alloc_cache(ipt__blk_allocator(&cov->blk),
+				 (size_t) n * sizeof(*cov->memo));
 	if (!cov->memo) {
 		cov->memo_failed = 1;
 		return 0;
 	}
 	cov->nmemo = n;
 	cov->memo_shift = shift;
+	ipt__cov_memo_clear(cov);
 	return 1;
 }
 
@@ -22329,8 +22544,7 @@ static uint64_t ipt__cov_tnt(void *context, struct pt_block_decoder *blk,
 
 	/* Context numbers that start over could match old entries. */
 	if (IPT__UNLIKELY(blk->ctx_next < cov->memo_ctx))
-		IPT_MEMSET(cov->memo, 0, (size_t) cov->nmemo *
-			   sizeof(*cov->memo));
+		ipt__cov_memo_clear(cov);
 	cov->memo_ctx = blk->ctx_next;
 
 	/* The window: its next bit is bit @nwin - 1; the first @left of
@@ -22491,13 +22705,6 @@ static int ipt__cov_sync(struct ipt_cov_decoder *cov)
 	return status;
 }
 
-/* Instructions in blocks in a row that read no further into the trace
- * before the walk gives up on code that loops without trace (a jump to
- * itself): more than straight-line code runs between two packets, which
- * is bounded by the size of the code (checked after each block, so up to
- * a block more). */
-enum { IPT__COV_IDLE_MAX = 0x40000 };
-
 /* The walk stops with @status where it had got (for
  * -ipt_pte_need_more: the walk goes on from there). */
 static int ipt__cov_walk_stop(struct ipt_cov_decoder *cov, uint64_t offset,
@@ -22571,7 +22778,7 @@ static int ipt__cov_walk(struct ipt_cov_decoder *cov, int status)
 			idle = 0;
 		} else {
 			idle += block.ninsn;
-			if (idle > IPT__COV_IDLE_MAX)
+			if (idle > IPT_COV_IDLE_MAX)
 				return -pte_bad_query;
 		}
 	}

@@ -8,8 +8,8 @@
  * how many bytes the decoder may read (1 to 15) and whose high four bits
  * how far the next record starts (1 to 16 bytes on), then the bytes of
  * the instruction (up to 15, zero where the input ends).  Each record is
- * decoded twice through the cache (the second time it may answer) and
- * once without.  The cache is shared by the decodes of one input, as
+ * decoded twice through the cache (the second time it may answer, and
+ * Zydis is the one kept from record to record) and once without.  The cache is shared by the decodes of one input, as
  * decoders on threads share one.
  *
  * The internal decode is static, so the harness compiles its own private
@@ -60,6 +60,7 @@ static void fz_record(struct pt_insn *insn, const uint8_t *rec, size_t n)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct ipt_decode_cache *cache;
+	struct ipt__ild_zydis zd;
 	size_t at;
 	int pass;
 
@@ -68,6 +69,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	cache = ipt_decode_cache_alloc(8 + data[0] % 3, NULL);
 	if (!cache)
 		fz_fail("no decode cache", 0, 0);
+	ipt__ild_zydis_init(&zd);
 
 	for (at = 1; at + 3 <= size; at += 1 + (size_t) (data[at + 2] >> 4)) {
 		struct pt_insn plain, cached;
@@ -79,8 +81,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		for (pass = 0; pass < 2; ++pass) {
 			fz_record(&cached, &data[at], size - at);
 			memset(&ecached, 0, sizeof(ecached));
-			scached = ipt__ild_decode_cached(cache, &cached,
-							 &ecached);
+			scached = ipt__ild_decode_cached(cache,
+							 pass ? &zd : NULL,
+							 &cached, &ecached);
 			fz_same(&cached, &ecached, scached, &plain, &eplain,
 				splain);
 		}

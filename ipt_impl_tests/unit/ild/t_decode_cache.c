@@ -38,14 +38,16 @@ static int same_decode(const struct pt_insn *a, const struct ipt__insn_ext *ea,
 /* Instructions at 64 IPs in a 256-slot cache (some share a slot), each
  * IP holding one of two byte strings (so a slot often holds the other's),
  * in the four modes (ptem_unknown is never cached: its sizes leave out
- * bytes it read), over and over: with and without the cache alike, and
- * the cache answers. */
+ * bytes it read), over and over, with Zydis set up per instruction or
+ * kept: with and without the cache alike, and the cache answers. */
 static void test_random(void)
 {
 	static uint8_t bytes[64][2][pt_max_insn_size];
 	struct ipt_decode_cache *cache = ipt_decode_cache_alloc(8, NULL);
+	struct ipt__ild_zydis zd;
 	int i, wrong = 0, ok = 0, bad = 0, hits = 0;
 
+	ipt__ild_zydis_init(&zd);
 	CHECK(cache != NULL);
 	if (!cache)
 		return;
@@ -75,7 +77,8 @@ static void test_random(void)
 			hits += 1;
 			sc = 0;
 		} else {
-			sc = ipt__ild_decode_cached(cache, &ic, &ec);
+			sc = ipt__ild_decode_cached(cache, i & 1 ? &zd : NULL,
+						    &ic, &ec);
 		}
 		su = ipt__ild_decode(&iu, &eu);
 		if (!same_decode(&ic, &ec, sc, &iu, &eu, su))
