@@ -21,27 +21,7 @@
 #define IPT_IMPLEMENTATION
 #include "ipt.h"
 #include "fuzz.h"
-
-static void fz_same(const struct pt_insn *a, const struct ipt__insn_ext *ea,
-		    int sa, const struct pt_insn *b,
-		    const struct ipt__insn_ext *eb, int sb)
-{
-	if (sa != sb)
-		fz_fail("status with and without the cache", sa, sb);
-	if (a->size != b->size)
-		fz_fail("size with and without the cache", a->size, b->size);
-	if (sa)
-		return;
-	if (a->iclass != b->iclass || ea->iclass != eb->iclass)
-		fz_fail("class with and without the cache", ea->iclass,
-			eb->iclass);
-	if (ea->variant.branch.is_direct != eb->variant.branch.is_direct ||
-	    ea->variant.branch.displacement !=
-		    eb->variant.branch.displacement)
-		fz_fail("branch with and without the cache",
-			(long long) ea->variant.branch.displacement,
-			(long long) eb->variant.branch.displacement);
-}
+#include "../unit/ild/ild_util.h"
 
 /* The record at rec (n bytes of input from there) as an instruction to
  * decode. */
@@ -84,8 +64,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			scached = ipt__ild_decode_cached(cache,
 							 pass ? &zd : NULL,
 							 &cached, &ecached);
-			fz_same(&cached, &ecached, scached, &plain, &eplain,
-				splain);
+			if (!ild_same(&cached, &ecached, scached, &plain,
+				      &eplain, splain))
+				fz_fail("decoded otherwise through the cache",
+					scached, splain);
 		}
 	}
 	ipt_decode_cache_free(cache);

@@ -16,24 +16,10 @@
 #include "ipt.h"
 #include "blk_util.h"
 #include "check.h"
-#include "ild_rand.h"
+#include "ild_util.h"
 
 #include <stdlib.h>
 #include <string.h>
-
-static int same_decode(const struct pt_insn *a, const struct ipt__insn_ext *ea,
-		       int sa, const struct pt_insn *b,
-		       const struct ipt__insn_ext *eb, int sb)
-{
-	if (sa != sb || a->size != b->size)
-		return 0;
-	if (sa)
-		return 1;
-	return a->iclass == b->iclass && ea->iclass == eb->iclass &&
-	       ea->variant.branch.is_direct == eb->variant.branch.is_direct &&
-	       ea->variant.branch.displacement ==
-		       eb->variant.branch.displacement;
-}
 
 /* Instructions at 64 IPs in a 256-slot cache (some share a slot), each
  * IP holding one of two byte strings (so a slot often holds the other's),
@@ -81,7 +67,7 @@ static void test_random(void)
 						    &ic, &ec);
 		}
 		su = ipt__ild_decode(&iu, &eu);
-		if (!same_decode(&ic, &ec, sc, &iu, &eu, su))
+		if (!ild_same(&ic, &ec, sc, &iu, &eu, su))
 			wrong += 1;
 		else if (su)
 			bad += 1;

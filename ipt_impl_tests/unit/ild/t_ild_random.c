@@ -13,7 +13,7 @@
 #define IPT_IMPLEMENTATION
 #include "ipt.h"
 #include "check.h"
-#include "ild_rand.h"
+#include "ild_util.h"
 
 #include <string.h>
 
