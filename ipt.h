@@ -71,8 +71,7 @@
  *     >>evt    event decoder: packets to events
  *     >>qry    query decoder: built on the event decoder
  *     >>img    image: memory through a callback, address spaces, sections
- *     >>ild    instruction length and class, from Zydis; a decode cache
- *              decoders on several threads share
+ *     >>ild    instruction length and class, from Zydis
  *     >>blk    block decoder: built on the event decoder and the image
  *     >>insn   instruction decoder: built on the block decoder
  *     >>pev    perf_event sideband records: read and written in place
@@ -1396,38 +1395,6 @@ IPT_API int ipt_blk_set_cache_limit(struct pt_block_decoder *decoder,
 /* Ref: ipt.h only, as ipt_blk_set_cache_limit. */
 IPT_API int ipt_insn_set_cache_limit(struct pt_insn_decoder *decoder,
 				     uint64_t bytes);
-
-/* A decoded-instruction cache that several decoders share, on as many
- * threads: what one of them asked Zydis, the others find here (each keeps
- * its own caches above as well).  Decoders that decode one trace in
- * pieces at once (>>api-seg) gain most: each would otherwise decode all
- * the code the trace runs through.  An entry is keyed by what decides the
- * decode, the instruction's bytes and the mode, so one cache serves any
- * images and address spaces and never goes stale: ipt_image_invalidate
- * stays exact without it being told.
- *
- * ipt_decode_cache_alloc: 1 << bits slots of 32 bytes, direct-mapped by
- * IP (bits from 8 to 24; 16, 2 MiB, holds the code of a large program).
- * Memory from allocator (NULL: the default).  Slots are read and written
- * with atomic operations under a sequence count of their own, without
- * locks or waiting: a reader that meets a writer misses, a writer that
- * meets another leaves the slot to it.  NULL if bits is out of range,
- * memory runs out, or the compiler offers no atomic operations (GCC's and
- * Clang's __atomic built-ins are used).  Free it after the decoders that
- * use it; NULL is fine.
- *
- * ipt_blk_set_decode_cache / ipt_insn_set_decode_cache: decoder uses
- * cache from now on (NULL: none, the default).  Zero; -pte_invalid
- * without a decoder.  Ref: ipt.h only. */
-struct ipt_decode_cache;
-struct ipt_allocator;
-IPT_API struct ipt_decode_cache *
-ipt_decode_cache_alloc(uint32_t bits, const struct ipt_allocator *allocator);
-IPT_API void ipt_decode_cache_free(struct ipt_decode_cache *cache);
-IPT_API int ipt_blk_set_decode_cache(struct pt_block_decoder *decoder,
-				     struct ipt_decode_cache *cache);
-IPT_API int ipt_insn_set_decode_cache(struct pt_insn_decoder *decoder,
-				      struct ipt_decode_cache *cache);
 
 /* >>api-fault: a missing page is a pause, not the end */
 
@@ -12148,12 +12115,6 @@ IPT_DEF int pt_image_add_cached(struct pt_image *image,
  *                            struct ipt__insn_ext *);
  *       the same, for many instructions in a row: Zydis is set up once
  *       per mode
- *   int ipt__ild_decode_cached(struct ipt_decode_cache *cache,
- *                              struct ipt__ild_zydis *zd,
- *                              struct pt_insn *insn,
- *                              struct ipt__insn_ext *iext);
- *       the same (zd NULL: as ipt__ild_decode), through a shared decode
- *       cache (NULL: none)
  *   int ipt__insn_decode(struct pt_insn *insn, struct ipt__insn_ext *iext,
  *                        struct pt_image *image, const struct pt_asid *asid);
  *       reads and decodes the instruction at insn->ip in insn->mode; sets
@@ -12805,192 +12766,6 @@ static IPT__UNUSED int ipt__ild_decode(struct pt_insn *insn,
 		return -pte_internal;
 	status = ipt__ild_decode_bytes(insn, iext, insn->size);
 	return status > 0 ? -pte_bad_insn : status;
-}
-
-/* ---- the shared decode cache ----
- * ipt__ild_decode's results, keyed by mode and bytes (ipt__ild_decode_bytes
- * reads no more of the bytes than the instruction it finds, and nothing
- * else), in 1 << bits slots picked by IP.  A slot is eight 32-bit words
- * read and written with atomic operations: @seq, odd while a writer is at
- * it and moved on by each write, then the bytes (zero past the size), the
- * displacement and the rest.  A reader reads @seq, the words, @seq again,
- * and takes them only if @seq was even and stayed so (the seqlock
- * pattern); a writer makes @seq odd with a compare-and-swap or, finding
- * it odd or losing the race, writes nothing.  Words are read with acquire
- * and written with release, without fences (which ThreadSanitizer does
- * not know): a reader that sees a word of a write sees that write's odd
- * @seq after it.  On x86 both are plain moves. */
-
-struct ipt__dslot {
-	uint32_t seq;
-	uint32_t raw[4];
-	uint32_t disp[2];
-	/* size (4 bits), mode (2), pt_insn_class (5), ipt__inst_class (7),
-	 * is_direct (1), and bit 31 set in a slot written. */
-	uint32_t info;
-};
-
-struct ipt_decode_cache {
-	struct ipt_allocator allocator;
-	struct ipt__dslot *slots;
-	uint32_t bits;
-};
-
-#if defined(__GNUC__) || defined(__clang__)
-#define IPT__ATOMICS 1
-#define IPT__LOAD(p) __atomic_load_n(p, __ATOMIC_ACQUIRE)
-#define IPT__STORE(p, v) __atomic_store_n(p, v, __ATOMIC_RELEASE)
-#else
-#define IPT__ATOMICS 0
-#endif
-
-/* The words that hold insn's @size bytes, zero past them. */
-static IPT__INLINE void ipt__dcache_raw(uint32_t raw[4],
-					const struct pt_insn *insn,
-					uint8_t size)
-{
-	uint8_t bytes[16];
-
-	IPT_MEMSET(bytes, 0, sizeof(bytes));
-	IPT_MEMCPY(bytes, insn->raw, size);
-	IPT_MEMCPY(raw, bytes, sizeof(bytes));
-}
-
-static IPT__INLINE struct ipt__dslot *
-ipt__dcache_slot(const struct ipt_decode_cache *cache,
-		 const struct pt_insn *insn)
-{
-	uint64_t h = (insn->ip ^ (uint64_t) insn->mode << 62) *
-		     0x9e3779b97f4a7c15ull;
-
-	return &cache->slots[h >> (64 - cache->bits)];
-}
-
-#if IPT__ATOMICS
-/* What the slot for insn says of insn->raw, insn->size bytes of it: 1 with
- * insn and iext as ipt__ild_decode leaves them; 0 if it does not know. */
-static int ipt__dcache_get(const struct ipt_decode_cache *cache,
-			   struct pt_insn *insn, struct ipt__insn_ext *iext)
-{
-	struct ipt__dslot *slot = ipt__dcache_slot(cache, insn);
-	uint32_t seq, raw[4], want[4], disp[2], info, i;
-	uint8_t size;
-	uint64_t d;
-
-	seq = IPT__LOAD(&slot->seq);
-	for (i = 0; i < 4; ++i)
-		raw[i] = IPT__LOAD(&slot->raw[i]);
-	disp[0] = IPT__LOAD(&slot->disp[0]);
-	disp[1] = IPT__LOAD(&slot->disp[1]);
-	info = IPT__LOAD(&slot->info);
-	if ((seq & 1) || IPT__LOAD(&slot->seq) != seq || !(info >> 31))
-		return 0;
-
-	size = (uint8_t) (info & 0xf);
-	if (size > insn->size || ((info >> 4) & 3) != (uint32_t) insn->mode)
-		return 0;
-	ipt__dcache_raw(want, insn, size);
-	if (IPT_MEMCMP(want, raw, sizeof(raw)))
-		return 0;
-
-	d = (uint64_t) disp[1] << 32 | disp[0];
-	insn->size = size;
-	insn->iclass = (enum pt_insn_class) ((info >> 6) & 0x1f);
-	iext->iclass = (enum ipt__inst_class) ((info >> 11) & 0x7f);
-	iext->variant.branch.displacement = (int64_t) d;
-	iext->variant.branch.is_direct = (uint8_t) ((info >> 18) & 1);
-	return 1;
-}
-
-/* Keep insn's decode (ipt__ild_decode's, zero) in the slot for it. */
-static void ipt__dcache_put(struct ipt_decode_cache *cache,
-			    const struct pt_insn *insn,
-			    const struct ipt__insn_ext *iext)
-{
-	struct ipt__dslot *slot = ipt__dcache_slot(cache, insn);
-	uint64_t d = (uint64_t) iext->variant.branch.displacement;
-	uint32_t seq, raw[4], info, i;
-
-	if (insn->size > 15 || (uint32_t) insn->mode > 3 ||
-	    (uint32_t) insn->iclass > 0x1f || (uint32_t) iext->iclass > 0x7f)
-		return;
-	info = 1u << 31 | insn->size | (uint32_t) insn->mode << 4 |
-	       (uint32_t) insn->iclass << 6 | (uint32_t) iext->iclass << 11 |
-	       (uint32_t) (iext->variant.branch.is_direct != 0) << 18;
-	ipt__dcache_raw(raw, insn, insn->size);
-
-	seq = IPT__LOAD(&slot->seq);
-	if ((seq & 1) ||
-	    !__atomic_compare_exchange_n(&slot->seq, &seq, seq + 1, 0,
-					 __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
-		return;
-	for (i = 0; i < 4; ++i)
-		IPT__STORE(&slot->raw[i], raw[i]);
-	IPT__STORE(&slot->disp[0], (uint32_t) d);
-	IPT__STORE(&slot->disp[1], (uint32_t) (d >> 32));
-	IPT__STORE(&slot->info, info);
-	__atomic_store_n(&slot->seq, seq + 2, __ATOMIC_RELEASE);
-}
-#endif
-
-/* ipt__ild_decode_with zd (NULL: ipt__ild_decode) through cache (NULL:
- * none).  Not in ptem_unknown, whose sizes leave out bytes the decode
- * read (see the notes above): a slot could not tell from the size whether
- * fewer bytes decode alike. */
-static IPT__UNUSED int ipt__ild_decode_cached(struct ipt_decode_cache *cache,
-					      struct ipt__ild_zydis *zd,
-					      struct pt_insn *insn,
-					      struct ipt__insn_ext *iext)
-{
-	int status;
-
-	if (insn->mode == ptem_unknown)
-		cache = NULL;
-#if IPT__ATOMICS
-	if (cache && ipt__dcache_get(cache, insn, iext))
-		return 0;
-#endif
-	status = zd ? ipt__ild_decode_with(zd, insn, iext)
-		    : ipt__ild_decode(insn, iext);
-#if IPT__ATOMICS
-	if (cache && !status)
-		ipt__dcache_put(cache, insn, iext);
-#endif
-	return status;
-}
-
-IPT_DEF struct ipt_decode_cache *
-ipt_decode_cache_alloc(uint32_t bits, const struct ipt_allocator *allocator)
-{
-	struct ipt_allocator a;
-	struct ipt_decode_cache *cache;
-
-	if (!IPT__ATOMICS || bits < 8 || bits > 24 ||
-	    ipt__allocator_init(&a, allocator) < 0)
-		return NULL;
-	cache = (struct ipt_decode_cache *) ipt__zalloc(&a, sizeof(*cache));
-	if (!cache)
-		return NULL;
-	cache->allocator = a;
-	cache->bits = bits;
-	cache->slots = (struct ipt__dslot *) ipt__zalloc(
-		&a, sizeof(*cache->slots) << bits);
-	if (!cache->slots) {
-		ipt__free(&a, cache, sizeof(*cache));
-		return NULL;
-	}
-	return cache;
-}
-
-IPT_DEF void ipt_decode_cache_free(struct ipt_decode_cache *cache)
-{
-	struct ipt_allocator a;
-
-	if (!cache)
-		return;
-	a = cache->allocator;
-	ipt__free(&a, cache->slots, sizeof(*cache->slots) << cache->bits);
-	ipt__free(&a, cache, sizeof(*cache));
 }
 
 static IPT__UNUSED int ipt__insn_decode(struct pt_insn *insn,
@@ -13827,8 +13602,6 @@ struct pt_block_decoder {
 	 * and the IP of its last instruction. */
 	void (*run_hook)(void *context, uint64_t begin, uint64_t last);
 	void *run_hook_context;
-	/* Shared with other decoders (ipt_blk_set_decode_cache), or NULL. */
-	struct ipt_decode_cache *dcache;
 };
 
 /* Whether the caches describe the current image (a decoder always has
@@ -16097,8 +15870,8 @@ ipt__blk_run_fill(struct pt_block_decoder *decoder, struct ipt__blk_run *run,
 				IPT_MEMCPY(insn.raw, code, pt_max_insn_size);
 				insn.isid = win.isid;
 				insn.size = pt_max_insn_size;
-				status = ipt__ild_decode_cached(
-					decoder->dcache, &zd, &insn, &iext);
+				status = ipt__ild_decode_with(&zd, &insn,
+							      &iext);
 			}
 			if (status) {
 				IPT_MEMSET(&insn, 0, sizeof(insn));
@@ -18274,15 +18047,6 @@ IPT_DEF int ipt_blk_set_cache_limit(struct pt_block_decoder *decoder,
 	return 0;
 }
 
-IPT_DEF int ipt_blk_set_decode_cache(struct pt_block_decoder *decoder,
-				     struct ipt_decode_cache *cache)
-{
-	if (!decoder)
-		return -pte_invalid;
-	decoder->dcache = cache;
-	return 0;
-}
-
 IPT_DEF struct pt_image *pt_blk_get_image(struct pt_block_decoder *decoder)
 {
 	return decoder ? decoder->image : NULL;
@@ -19395,14 +19159,6 @@ IPT_DEF int ipt_insn_set_cache_limit(struct pt_insn_decoder *decoder,
 
 	/* The run at hand is a copy; it stays valid. */
 	return ipt_blk_set_cache_limit(&decoder->blkdec, bytes);
-}
-
-IPT_DEF int ipt_insn_set_decode_cache(struct pt_insn_decoder *decoder,
-				      struct ipt_decode_cache *cache)
-{
-	if (!decoder)
-		return -pte_invalid;
-	return ipt_blk_set_decode_cache(&decoder->blkdec, cache);
 }
 
 IPT_DEF struct pt_image *pt_insn_get_image(struct pt_insn_decoder *decoder)

@@ -2678,9 +2678,7 @@ static int alloc_decoder(struct ptxed_decoder *decoder,
  * ipt.h's >>api-seg).  Each thread has an image of its own (it reads
  * the code ptxed holds in memory, which no thread writes), a decoder,
  * which keeps its caches from piece to piece, and a probe decoder that
- * ipt_seg_decode starts at the next piece's PSB.  All decoders share one
- * decode cache (ipt_decode_cache_alloc), so that code one thread has
- * decoded the others need not ask Zydis about again.
+ * ipt_seg_decode starts at the next piece's PSB.
  *
  * This thread prints the pieces as ipt_seg_stitch_next says, as they
  * are done, while the others decode the pieces after them, and hands
@@ -2753,9 +2751,6 @@ struct ptxed_pool {
 	struct ipt_seg_split *split;
 	struct ptxed_piece *pieces;
 	size_t npieces;
-	/* What one loop's decoder decoded, the others' need not decode
-	 * again (NULL: each decodes all it meets). */
-	struct ipt_decode_cache *dcache;
 
 	/* The next piece to take; pieces done; buffers of pieces printed,
 	 * for the pieces to come. */
@@ -2864,12 +2859,6 @@ static int ptxed_loop_start(void *arg, uint64_t offset, int first)
 			l->decoder.variant.insn = NULL;
 			return -pte_nomem;
 		}
-		if (l->decoder.type == pdt_insn_decoder)
-			(void) ipt_insn_set_decode_cache(
-				l->decoder.variant.insn, pool->dcache);
-		else
-			(void) ipt_blk_set_decode_cache(
-				l->decoder.variant.block, pool->dcache);
 	}
 
 	ptxed_run_init(&l->run);
@@ -3136,7 +3125,7 @@ static int decode_threads(const struct ptxed_decoder *decoder,
 	struct ptxed_worker *workers;
 	struct ptxed_pool pool;
 	size_t idx;
-	uint32_t t, bits;
+	uint32_t t;
 	int errcode;
 
 	memset(&pool, 0, sizeof(pool));
@@ -3152,14 +3141,6 @@ static int decode_threads(const struct ptxed_decoder *decoder,
 					 NULL);
 	if (!pool.split)
 		return -pte_nomem;
-	/* A slot for every 16 bytes of trace, from 2^8 up to 2^17 (4 MiB):
-	 * the code a trace runs through grows with it, more slowly.
-	 * Without the cache, each decoder on its own. */
-	for (bits = 8; bits < 17 && (uint64_t) 16 << bits <
-					   (uint64_t) (config->end - config->begin);
-	     ++bits)
-		;
-	pool.dcache = ipt_decode_cache_alloc(bits, NULL);
 	pool.npieces = ipt_seg_split_count(pool.split);
 	pool.pieces = (struct ptxed_piece *) calloc(pool.npieces,
 						    sizeof(*pool.pieces));
@@ -3169,7 +3150,6 @@ static int decode_threads(const struct ptxed_decoder *decoder,
 		free(pool.pieces);
 		free(pool.spare);
 		ipt_seg_split_free(pool.split);
-		ipt_decode_cache_free(pool.dcache);
 		return -pte_nomem;
 	}
 	if (threads > pool.npieces)
@@ -3233,7 +3213,6 @@ static int decode_threads(const struct ptxed_decoder *decoder,
 	free(pool.pieces);
 	free(pool.spare);
 	ipt_seg_split_free(pool.split);
-	ipt_decode_cache_free(pool.dcache);
 	pthread_cond_destroy(&pool.done);
 	pthread_mutex_destroy(&pool.lock);
 	return errcode;

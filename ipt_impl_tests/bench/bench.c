@@ -34,8 +34,7 @@
  *         on --threads N threads (default 2) and joined into exactly the
  *         sequential decode, through the API (ipt_seg_split: 16
  *         pieces per thread, each thread's decoder kept from piece to
- *         piece, an image per thread over the same callback, one
- *         decode cache for all, see --no-dcache); insn
+ *         piece, an image per thread over the same callback); insn
  *         counts what the insn and blk layers count
  *
  * Images (insn, blk):
@@ -58,9 +57,6 @@
  * getrusage's ru_maxrss after all passes minus
  * ru_maxrss just before the first (trace and mappings already loaded), so
  * it is the peak of the decoder, its image and their caches.
- *
- * --no-dcache: the par layers' decoders without the decode cache they
- * otherwise share (ipt_decode_cache_alloc), to measure what it saves.
  *
  * --wall: time in wall-clock time instead of processor time, for the par
  * layers, whose threads add their processor times up (run the insn and
@@ -836,9 +832,8 @@ static struct pt_image *make_image(const char *mode,
  * pieces in order, each with an image, a decoder and a probe of its
  * own, kept from piece to piece; the stitch adds the counts up. */
 
-/* --threads, for the par layers; --no-dcache clears use_dcache. */
+/* --threads, for the par layers. */
 static unsigned int threads = 2;
-static int use_dcache = 1;
 
 enum { par_sync, par_run, par_done };
 
@@ -846,7 +841,6 @@ struct par_loop {
 	int insn;
 	const struct pt_config *config;
 	struct pt_image *image;
-	struct ipt_decode_cache *dcache;
 	struct pt_insn_decoder *insndec;
 	struct pt_block_decoder *blkdec;
 	int phase, status;
@@ -873,15 +867,11 @@ static int par_start(void *arg, uint64_t offset, int first)
 	if (!l->insndec && !l->blkdec) {
 		if (l->insn) {
 			l->insndec = pt_insn_alloc_decoder(l->config);
-			if (!l->insndec ||
-			    pt_insn_set_image(l->insndec, l->image) < 0 ||
-			    ipt_insn_set_decode_cache(l->insndec, l->dcache) < 0)
+			if (!l->insndec || pt_insn_set_image(l->insndec, l->image) < 0)
 				die("cannot allocate the decoder", NULL);
 		} else {
 			l->blkdec = pt_blk_alloc_decoder(l->config);
-			if (!l->blkdec ||
-			    pt_blk_set_image(l->blkdec, l->image) < 0 ||
-			    ipt_blk_set_decode_cache(l->blkdec, l->dcache) < 0)
+			if (!l->blkdec || pt_blk_set_image(l->blkdec, l->image) < 0)
 				die("cannot allocate the decoder", NULL);
 		}
 	}
@@ -1022,17 +1012,14 @@ struct par_thread {
 	pthread_t thread;
 };
 
-/* A loop on @image, or, for NULL, on an image of its own, sharing
- * @dcache. */
+/* A loop on @image, or, for NULL, on an image of its own. */
 static void par_loop_init(struct par_loop *l, const struct pt_config *config,
-			  int insn, struct pt_image *image,
-			  struct ipt_decode_cache *dcache)
+			  int insn, struct pt_image *image)
 {
 	memset(l, 0, sizeof(*l));
 	l->insn = insn;
 	l->config = config;
 	l->image = image;
-	l->dcache = dcache;
 	if (image)
 		return;
 	l->image = pt_image_alloc("bench");
@@ -1079,15 +1066,8 @@ static void run_par(const struct pt_config *config, int insn)
 	struct ipt_seg_range r;
 	size_t size = 16 + (insn ? ipt_insn_state_size()
 				 : ipt_blk_state_size());
-	struct ipt_decode_cache *dcache = NULL;
 	int k;
 
-	/* One decode cache for all threads' decoders (--no-dcache: none). */
-	if (use_dcache) {
-		dcache = ipt_decode_cache_alloc(17, NULL);
-		if (!dcache)
-			die("cannot allocate the decode cache", NULL);
-	}
 	pool.split = ipt_seg_split_alloc(config, (size_t) n * 16,
 					 &par_ops[insn], size, NULL);
 	pool.next = 0;
@@ -1099,9 +1079,8 @@ static void run_par(const struct pt_config *config, int insn)
 		t[i].pool = &pool;
 		/* The probe reads through the loop's image, on its
 		 * thread. */
-		par_loop_init(&t[i].loop, config, insn, NULL, dcache);
-		par_loop_init(&t[i].probe, config, insn, t[i].loop.image,
-			      dcache);
+		par_loop_init(&t[i].loop, config, insn, NULL);
+		par_loop_init(&t[i].probe, config, insn, t[i].loop.image);
 		if (pthread_create(&t[i].thread, NULL, par_thread_main, &t[i]))
 			die("cannot start a thread", NULL);
 	}
@@ -1123,7 +1102,6 @@ static void run_par(const struct pt_config *config, int insn)
 	free(t);
 	pthread_mutex_destroy(&pool.lock);
 	ipt_seg_split_free(pool.split);
-	ipt_decode_cache_free(dcache);
 }
 #endif
 
@@ -1235,8 +1213,6 @@ int main(int argc, char **argv)
 #ifndef USE_LIBIPT
 		else if (!strcmp(argv[i], "--threads") && i + 1 < argc - 2)
 			threads = (unsigned int) atoi(argv[++i]);
-		else if (!strcmp(argv[i], "--no-dcache"))
-			use_dcache = 0;
 #endif
 		else
 			break;

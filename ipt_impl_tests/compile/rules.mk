@@ -35,10 +35,8 @@ $(CPB)/static-bin: $(T)/compile/static_main.c $(LIB_HDRS) $(CPB)/static-a.o $(CP
 
 # The unit tests with their own static copy of the implementation, as C++
 # and without stdio (no file sections, the callback image alone).
-CXX_UNITS := img/t_img_callback img/t_img_files ild/t_ild_classify ild/t_ild_random \
-	ild/t_decode_cache
-NOSTDIO_UNITS := img/t_img_callback ild/t_ild_classify ild/t_ild_random \
-	ild/t_decode_cache
+CXX_UNITS := img/t_img_callback img/t_img_files ild/t_ild_classify ild/t_ild_random
+NOSTDIO_UNITS := img/t_img_callback ild/t_ild_classify ild/t_ild_random
 
 $(CPB)/cxx/%: $(T)/unit/%.c $(HDR) $(LIB_HDRS)
 	@mkdir -p $(@D)

@@ -6,8 +6,7 @@
  * each event, each error with the trace offset it came at.  Then it
  * decodes the same trace in pieces through ipt.h's ipt_seg_split (the
  * stitching rule of >>api-seg), the same loop behind struct ipt_seg_loop,
- * the pieces' decoders sharing a decode cache (ipt_decode_cache_alloc), a
- * log per piece, and puts the pieces' logs together as the stitch says.
+ * a log per piece, and puts the pieces' logs together as the stitch says.
  * The two logs must be equal, or, where a step budget cut either short,
  * one a prefix of the other.  The pieces are decoded one after the other
  * here; examples/ptxed --threads and bench.c's par layers decode them on
@@ -111,10 +110,8 @@ struct ss_budget {
 	unsigned int idle;
 };
 
-/* A decoder on @config's trace and @code, sharing @dcache (NULL: none). */
 SS int ss_open(struct ss_dec *d, int insn, const struct pt_config *config,
-	       const struct ss_code *code, const struct ss_budget *budget,
-	       struct ipt_decode_cache *dcache)
+	       const struct ss_code *code, const struct ss_budget *budget)
 {
 	memset(d, 0, sizeof(*d));
 	d->insn = insn;
@@ -129,13 +126,11 @@ SS int ss_open(struct ss_dec *d, int insn, const struct pt_config *config,
 		return -pte_nomem;
 	if (insn) {
 		d->id = pt_insn_alloc_decoder(config);
-		if (!d->id || pt_insn_set_image(d->id, d->image) < 0 ||
-		    ipt_insn_set_decode_cache(d->id, dcache) < 0)
+		if (!d->id || pt_insn_set_image(d->id, d->image) < 0)
 			return -pte_nomem;
 	} else {
 		d->bd = pt_blk_alloc_decoder(config);
-		if (!d->bd || pt_blk_set_image(d->bd, d->image) < 0 ||
-		    ipt_blk_set_decode_cache(d->bd, dcache) < 0)
+		if (!d->bd || pt_blk_set_image(d->bd, d->image) < 0)
 			return -pte_nomem;
 	}
 	return 0;
@@ -254,8 +249,6 @@ struct ss_split {
 	const struct pt_config *config;
 	const struct ss_code *code;
 	struct ss_budget budget;
-	/* The pieces' decoders share it, as ptxed --threads's do. */
-	struct ipt_decode_cache *dcache;
 	/* How many joins the stitch followed. */
 	size_t joins;
 	/* A decoder whose log was used ran out of steps. */
@@ -293,8 +286,7 @@ SS int ss_loop_start(void *arg, uint64_t offset, int first)
 		l->open = 0;
 	}
 	if (!l->open) {
-		if (ss_open(&l->d, s->insn, s->config, s->code, &s->budget,
-			    s->dcache) < 0)
+		if (ss_open(&l->d, s->insn, s->config, s->code, &s->budget) < 0)
 			abort();
 		l->open = 1;
 	}
@@ -474,7 +466,7 @@ SS int ss_check(const struct pt_config *config, const struct ss_code *code,
 	size_t n;
 	int same;
 
-	if (ss_open(&d, insn, config, code, budget, NULL) < 0)
+	if (ss_open(&d, insn, config, code, budget) < 0)
 		abort();
 	d.phase = ss_sync;
 	while (d.phase != ss_done)
@@ -486,9 +478,7 @@ SS int ss_check(const struct pt_config *config, const struct ss_code *code,
 	s.config = config;
 	s.code = code;
 	s.budget = *budget;
-	s.dcache = ipt_decode_cache_alloc(8, NULL);
 	ss_split_decode(&s, &split);
-	ipt_decode_cache_free(s.dcache);
 
 	/* A budget cuts a log short: then compare what both have. */
 	n = one.n < split.n ? one.n : split.n;
