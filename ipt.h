@@ -16101,42 +16101,32 @@ done:
 	return 0;
 }
 
-/* The most common block, in one piece: tracing is on, nothing waits, the
- * event in hand is a TNT with bits to spare after this block, and the run
- * at the IP ends in a conditional branch.  That run is the block; the
- * next TNT bit decides where the next one starts.
- *
- * Returns zero if done, -1 if this is not such a block: nothing but the
- * run cache has changed and the general way takes over. */
-static IPT__INLINE int ipt__blk_next_fast(struct pt_block_decoder *decoder,
-					  struct pt_block *block)
+/* Whether the common block may be taken: tracing is on, nothing waits,
+ * and the event in hand is a TNT with bits to spare after this block. */
+static IPT__INLINE int ipt__blk_fast_ok(const struct pt_block_decoder *decoder)
 {
-	const struct ipt__blk_text *text = NULL;
-	const struct ipt__blk_run *run;
+	const struct pt_event *ev = &decoder->event;
+
+	return decoder->status >= 0 && ev->type == ptev_tnt &&
+	       ev->variant.tnt.size >= 2 && decoder->enabled &&
+	       !decoder->process_insn &&
+	       !decoder->flags.variant.block.enable_tick_events;
+}
+
+/* The common block, once its run (with @text) ends in a conditional
+ * branch and counting its instructions cannot overflow: that run is the
+ * block; the next TNT bit decides where the next one starts. */
+static IPT__INLINE void ipt__blk_take_cond(struct pt_block_decoder *decoder,
+					   struct pt_block *block,
+					   const struct ipt__blk_run *run,
+					   const struct ipt__blk_text *text)
+{
 	struct pt_event *ev = &decoder->event;
 	uint64_t end_ip, next;
-	uint32_t icnt;
 	uint8_t size;
 
-	if (decoder->status < 0 || ev->type != ptev_tnt ||
-	    ev->variant.tnt.size < 2 || !decoder->enabled ||
-	    decoder->process_insn ||
-	    decoder->flags.variant.block.enable_tick_events)
-		return -1;
-
-	run = ipt__blk_run_find(decoder, decoder->ip, decoder->mode,
-				decoder->want_text ? &text : NULL);
-	if (!run || !run->warm)
-		return -1;
-	if (run->kind != ipt__run_cond)
-		return ipt__blk_next_chain(decoder, block, run, text);
-
-	icnt = decoder->icnt + run->ninsn;
-	if (decoder->has_icnt) {
-		if (icnt < decoder->icnt)
-			return -1;
-		decoder->icnt = icnt;
-	}
+	if (decoder->has_icnt)
+		decoder->icnt += run->ninsn;
 
 	end_ip = run->ip + run->len;
 	block->isid = run->isid;
@@ -16154,6 +16144,39 @@ static IPT__INLINE int ipt__blk_next_fast(struct pt_block_decoder *decoder,
 		next = ipt__ip_in_mode(decoder->mode, next +
 					(uint64_t) (int64_t) run->disp);
 	decoder->ip = next;
+}
+
+/* Whether counting @run's instructions would overflow the TRIG count. */
+static IPT__INLINE int ipt__blk_icnt_overflows(
+	const struct pt_block_decoder *decoder, const struct ipt__blk_run *run)
+{
+	return decoder->has_icnt && decoder->icnt + run->ninsn < decoder->icnt;
+}
+
+/* The most common block, in one piece (ipt__blk_fast_ok), with the run at
+ * the IP from the run cache: a run that ends in a conditional branch is
+ * the block (ipt__blk_take_cond), others may chain (ipt__blk_next_chain).
+ *
+ * Returns zero if done, -1 if this is not such a block: nothing but the
+ * run cache has changed and the general way takes over. */
+static IPT__INLINE int ipt__blk_next_any(struct pt_block_decoder *decoder,
+					 struct pt_block *block)
+{
+	const struct ipt__blk_text *text = NULL;
+	const struct ipt__blk_run *run;
+
+	if (!ipt__blk_fast_ok(decoder))
+		return -1;
+
+	run = ipt__blk_run_find(decoder, decoder->ip, decoder->mode,
+				decoder->want_text ? &text : NULL);
+	if (!run || !run->warm)
+		return -1;
+	if (run->kind != ipt__run_cond)
+		return ipt__blk_next_chain(decoder, block, run, text);
+	if (ipt__blk_icnt_overflows(decoder, run))
+		return -1;
+	ipt__blk_take_cond(decoder, block, run, text);
 	return 0;
 }
 
@@ -18003,6 +18026,60 @@ static IPT__NOINLINE int ipt__blk_next(struct pt_block_decoder *decoder,
 	return status;
 }
 
+/* pt_blk_next for a struct pt_block of our size and current caches, past
+ * the quickest case (ipt__blk_next_fast). */
+static IPT__NOINLINE int ipt__blk_next_slow(struct pt_block_decoder *decoder,
+					    struct pt_block *block)
+{
+	ipt__blk_begin(decoder, block);
+	if (IPT__UNLIKELY(ipt__blk_next_any(decoder, block) < 0))
+		return ipt__blk_next(decoder, block, sizeof(*block), 1);
+	decoder->has_fault = 0;
+
+	ipt__blk_prefetch(decoder);
+	return 0;
+}
+
+/* The quickest case of ipt__blk_next_any: its run ends in a conditional
+ * branch and sits in one of the first two ways of its set under the
+ * context in hand, so that the table stays as it is.  Everything else
+ * ipt__blk_next_slow does, before anything has changed; every way out of
+ * here is a tail call, so that this path saves no registers.
+ * @with_text is decoder->want_text, a constant in each copy. */
+static IPT__INLINE int ipt__blk_next_fast(struct pt_block_decoder *decoder,
+					  struct pt_block *block,
+					  int with_text)
+{
+	const struct ipt__blk_run *run;
+	struct ipt__blk_run *set;
+	uint64_t ip = decoder->ip;
+	uint32_t ctx = decoder->ctx_id, way = 0;
+
+	if (IPT__UNLIKELY(!IPT__BLK_RUNS || !ipt__blk_fast_ok(decoder) ||
+			  !decoder->runs || !ctx ||
+			  decoder->ctx_mode != (uint32_t) decoder->mode))
+		return ipt__blk_next_slow(decoder, block);
+
+	set = ipt__blk_set(decoder, ipt__blk_set_of(ip, ctx, decoder->rsets));
+	if (set[0].ip != ip || set[0].ctx != ctx) {
+		if (IPT__UNLIKELY(set[1].ip != ip || set[1].ctx != ctx))
+			return ipt__blk_next_slow(decoder, block);
+		way = 1;
+	}
+	run = &set[way];
+	if (IPT__UNLIKELY(!run->warm || run->kind != ipt__run_cond ||
+			  ipt__blk_icnt_overflows(decoder, run)))
+		return ipt__blk_next_slow(decoder, block);
+
+	ipt__blk_begin(decoder, block);
+	ipt__blk_take_cond(decoder, block, run,
+			   with_text ? &ipt__blk_set_text(set)[way] : NULL);
+	decoder->has_fault = 0;
+	if (with_text)
+		ipt__blk_prefetch(decoder);
+	return 0;
+}
+
 IPT_DEF int pt_blk_next(struct pt_block_decoder *decoder,
 			struct pt_block *ublock, size_t size)
 {
@@ -18014,13 +18091,9 @@ IPT_DEF int pt_blk_next(struct pt_block_decoder *decoder,
 			  decoder->has_end))
 		return ipt__blk_next(decoder, ublock, size, 0);
 
-	ipt__blk_begin(decoder, ublock);
-	if (IPT__UNLIKELY(ipt__blk_next_fast(decoder, ublock) < 0))
-		return ipt__blk_next(decoder, ublock, size, 1);
-	decoder->has_fault = 0;
-
-	ipt__blk_prefetch(decoder);
-	return 0;
+	if (decoder->want_text)
+		return ipt__blk_next_fast(decoder, ublock, 1);
+	return ipt__blk_next_fast(decoder, ublock, 0);
 }
 
 IPT_DEF int ipt_blk_set_vm_tolerant(struct pt_block_decoder *decoder, int on)
