@@ -16718,6 +16718,89 @@ static int ipt__blk_proceed_no_event(struct pt_block_decoder *decoder,
 	}
 }
 
+/* The block that uses up the trace in hand, in one step: with the last
+ * bit of a TNT in hand, a cached run that ends in a conditional branch or
+ * a compressed return; with a TIP, one that ends in an indirect branch,
+ * call or return.  ipt__blk_proceed_no_event would take the same step;
+ * this takes it without its look at sections, for an image without file
+ * sections, an empty block and no postponed instruction or ticks.
+ *
+ * Returns 1 if taken, 0 if not such a block (nothing but the run cache has
+ * changed), a negative pte_* code if fetching the event after a TIP
+ * failed. */
+static int ipt__blk_take_last(struct pt_block_decoder *decoder,
+			      struct pt_block *block)
+{
+	struct pt_event *ev = &decoder->event;
+	const struct ipt__blk_text *text = NULL;
+	struct ipt__blk_run *run;
+	uint64_t end_ip, next;
+	int status;
+
+	if (block->ninsn || decoder->process_insn ||
+	    decoder->flags.variant.block.enable_tick_events ||
+	    ipt__image_has_files(decoder->image))
+		return 0;
+	if (ev->type == ptev_tnt ? ev->variant.tnt.size != 1 :
+				   ev->ip_suppressed)
+		return 0;
+
+	run = (struct ipt__blk_run *)
+		ipt__blk_run_find(decoder, decoder->ip, decoder->mode,
+				  decoder->want_text ? &text : NULL);
+	if (!run || ipt__blk_icnt_overflows(decoder, run))
+		return 0;
+
+	end_ip = run->ip + run->len;
+	next = ipt__ip_in_mode(decoder->mode, end_ip + run->isize);
+	switch ((enum ipt__run_kind) run->kind) {
+	case ipt__run_cond:
+		if (ev->type != ptev_tnt)
+			return 0;
+		break;
+
+	case ipt__run_ret:
+		if (ev->type == ptev_tnt &&
+		    (!(ev->variant.tnt.bits & 1) ||
+		     ipt__retstack_empty(&decoder->retstack)))
+			return 0;
+		break;
+
+	case ipt__run_icall:
+	case ipt__run_indirect:
+		if (ev->type != ptev_tip)
+			return 0;
+		break;
+
+	default:
+		return 0;
+	}
+
+	/* Outside file sections every run is warm once walked. */
+	run->warm = 1;
+	block->isid = run->isid;
+	if (ev->type == ptev_tnt) {
+		ipt__blk_take_cond(decoder, block, run, text);
+		if (run->kind == ipt__run_ret)
+			(void) ipt__retstack_pop(&decoder->retstack,
+						 &decoder->ip);
+		return 1;
+	}
+
+	if (decoder->has_icnt)
+		decoder->icnt += run->ninsn;
+	block->ninsn = run->ninsn;
+	block->end_ip = end_ip;
+	block->iclass = (enum pt_insn_class) run->iclass;
+	if (text)
+		ipt__blk_trail_add(decoder, run, text, next);
+	if (run->kind == ipt__run_icall)
+		ipt__retstack_push(&decoder->retstack, next);
+	decoder->ip = ev->variant.tip.ip;
+	status = ipt__blk_fetch_event(decoder);
+	return status < 0 ? status : 1;
+}
+
 /* Proceed to the next event or the next branch that needs trace.
  *
  * Returns pt_status_flag bits, or a negative pte_* code. */
@@ -16752,7 +16835,9 @@ static int ipt__blk_proceed(struct pt_block_decoder *decoder,
 		if (!decoder->enabled)
 			return -pte_no_enable;
 
-		status = ipt__blk_proceed_no_event(decoder, block);
+		status = ipt__blk_take_last(decoder, block);
+		if (!status)
+			status = ipt__blk_proceed_no_event(decoder, block);
 		if (status < 0)
 			return status;
 		return ipt__blk_proceed_trailing_event(decoder, block);
