@@ -18113,11 +18113,10 @@ static IPT__NOINLINE int ipt__blk_next(struct pt_block_decoder *decoder,
 
 /* pt_blk_next for a struct pt_block of our size and current caches, past
  * the quickest case (ipt__blk_next_fast). */
-static IPT__NOINLINE int ipt__blk_next_slow(struct pt_block_decoder *decoder,
-					    struct pt_block *block)
+static IPT__INLINE int ipt__blk_next_done(struct pt_block_decoder *decoder,
+					  struct pt_block *block, int status)
 {
-	ipt__blk_begin(decoder, block);
-	if (IPT__UNLIKELY(ipt__blk_next_any(decoder, block) < 0))
+	if (IPT__UNLIKELY(status < 0))
 		return ipt__blk_next(decoder, block, sizeof(*block), 1);
 	decoder->has_fault = 0;
 
@@ -18125,16 +18124,40 @@ static IPT__NOINLINE int ipt__blk_next_slow(struct pt_block_decoder *decoder,
 	return 0;
 }
 
-/* The quickest case of ipt__blk_next_any: its run ends in a conditional
- * branch and sits in one of the first two ways of its set under the
- * context in hand, so that the table stays as it is.  Everything else
- * ipt__blk_next_slow does, before anything has changed; every way out of
- * here is a tail call, so that this path saves no registers.
+static IPT__NOINLINE int ipt__blk_next_slow(struct pt_block_decoder *decoder,
+					    struct pt_block *block)
+{
+	ipt__blk_begin(decoder, block);
+	return ipt__blk_next_done(decoder, block,
+				  ipt__blk_next_any(decoder, block));
+}
+
+/* ipt__blk_next_fast found @run (with @text), warm, and it does not end in
+ * a conditional branch: ipt__blk_next_chain's block, as ipt__blk_next_any
+ * would take it. */
+static IPT__NOINLINE int
+ipt__blk_next_chained(struct pt_block_decoder *decoder, struct pt_block *block,
+		      const struct ipt__blk_run *run,
+		      const struct ipt__blk_text *text)
+{
+	ipt__blk_begin(decoder, block);
+	return ipt__blk_next_done(decoder, block,
+				  ipt__blk_next_chain(decoder, block, run,
+						      text));
+}
+
+/* The quickest case of ipt__blk_next_any: its run sits in one of the
+ * first two ways of its set under the context in hand, so that the table
+ * stays as it is, and ends in a conditional branch (a chain goes to
+ * ipt__blk_next_chained).  Everything else ipt__blk_next_slow does,
+ * before anything has changed; every way out of here is a tail call, so
+ * that this path saves no registers.
  * @with_text is decoder->want_text, a constant in each copy. */
 static IPT__INLINE int ipt__blk_next_fast(struct pt_block_decoder *decoder,
 					  struct pt_block *block,
 					  int with_text)
 {
+	const struct ipt__blk_text *text;
 	const struct ipt__blk_run *run;
 	struct ipt__blk_run *set;
 	uint64_t ip = decoder->ip;
@@ -18152,13 +18175,16 @@ static IPT__INLINE int ipt__blk_next_fast(struct pt_block_decoder *decoder,
 		way = 1;
 	}
 	run = &set[way];
-	if (IPT__UNLIKELY(!run->warm || run->kind != ipt__run_cond ||
-			  ipt__blk_icnt_overflows(decoder, run)))
+	text = with_text ? &ipt__blk_set_text(set)[way] : NULL;
+	if (IPT__UNLIKELY(!run->warm))
+		return ipt__blk_next_slow(decoder, block);
+	if (run->kind != ipt__run_cond)
+		return ipt__blk_next_chained(decoder, block, run, text);
+	if (IPT__UNLIKELY(ipt__blk_icnt_overflows(decoder, run)))
 		return ipt__blk_next_slow(decoder, block);
 
 	ipt__blk_begin(decoder, block);
-	ipt__blk_take_cond(decoder, block, run,
-			   with_text ? &ipt__blk_set_text(set)[way] : NULL);
+	ipt__blk_take_cond(decoder, block, run, text);
 	decoder->has_fault = 0;
 	if (with_text)
 		ipt__blk_prefetch(decoder);
