@@ -16153,6 +16153,27 @@ static IPT__INLINE int ipt__blk_icnt_overflows(
 	return decoder->has_icnt && decoder->icnt + run->ninsn < decoder->icnt;
 }
 
+/* Whether a return may take the TNT in hand as a compressed return: its
+ * next bit says taken and the return stack holds where to. */
+static IPT__INLINE int ipt__blk_ret_ok(const struct pt_block_decoder *decoder)
+{
+	const struct pt_event *ev = &decoder->event;
+
+	return ((ev->variant.tnt.bits >> (ev->variant.tnt.size - 1)) & 1) &&
+	       !ipt__retstack_empty(&decoder->retstack);
+}
+
+/* The block of @run (with @text) ending in a compressed return, as
+ * ipt__blk_take_cond's, then back to the address on the return stack. */
+static IPT__INLINE void ipt__blk_take_ret(struct pt_block_decoder *decoder,
+					  struct pt_block *block,
+					  const struct ipt__blk_run *run,
+					  const struct ipt__blk_text *text)
+{
+	ipt__blk_take_cond(decoder, block, run, text);
+	(void) ipt__retstack_pop(&decoder->retstack, &decoder->ip);
+}
+
 /* The most common block, in one piece (ipt__blk_fast_ok), with the run at
  * the IP from the run cache: a run that ends in a conditional branch is
  * the block (ipt__blk_take_cond), others may chain (ipt__blk_next_chain).
@@ -16760,9 +16781,7 @@ static int ipt__blk_take_last(struct pt_block_decoder *decoder,
 		break;
 
 	case ipt__run_ret:
-		if (ev->type == ptev_tnt &&
-		    (!(ev->variant.tnt.bits & 1) ||
-		     ipt__retstack_empty(&decoder->retstack)))
+		if (ev->type == ptev_tnt && !ipt__blk_ret_ok(decoder))
 			return 0;
 		break;
 
@@ -16780,10 +16799,10 @@ static int ipt__blk_take_last(struct pt_block_decoder *decoder,
 	run->warm = 1;
 	block->isid = run->isid;
 	if (ev->type == ptev_tnt) {
-		ipt__blk_take_cond(decoder, block, run, text);
 		if (run->kind == ipt__run_ret)
-			(void) ipt__retstack_pop(&decoder->retstack,
-						 &decoder->ip);
+			ipt__blk_take_ret(decoder, block, run, text);
+		else
+			ipt__blk_take_cond(decoder, block, run, text);
 		return 1;
 	}
 
@@ -18134,13 +18153,20 @@ static IPT__NOINLINE int ipt__blk_next_slow(struct pt_block_decoder *decoder,
 
 /* ipt__blk_next_fast found @run (with @text), warm, and it does not end in
  * a conditional branch: ipt__blk_next_chain's block, as ipt__blk_next_any
- * would take it. */
+ * would take it.  Its commonest case, a compressed return alone, is taken
+ * here as the chain would. */
 static IPT__NOINLINE int
 ipt__blk_next_chained(struct pt_block_decoder *decoder, struct pt_block *block,
 		      const struct ipt__blk_run *run,
 		      const struct ipt__blk_text *text)
 {
 	ipt__blk_begin(decoder, block);
+	if (run->kind == ipt__run_ret &&
+	    !ipt__image_has_files(decoder->image) && ipt__blk_ret_ok(decoder) &&
+	    !ipt__blk_icnt_overflows(decoder, run)) {
+		ipt__blk_take_ret(decoder, block, run, text);
+		return ipt__blk_next_done(decoder, block, 0);
+	}
 	return ipt__blk_next_done(decoder, block,
 				  ipt__blk_next_chain(decoder, block, run,
 						      text));
