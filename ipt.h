@@ -16114,8 +16114,8 @@ static IPT__INLINE int ipt__blk_fast_ok(const struct pt_block_decoder *decoder)
 }
 
 /* The common block, once its run (with @text) ends in a conditional
- * branch and counting its instructions cannot overflow: that run is the
- * block; the next TNT bit decides where the next one starts. */
+ * branch and its instructions are counted (ipt__blk_count): that run is
+ * the block; the next TNT bit decides where the next one starts. */
 static IPT__INLINE void ipt__blk_take_cond(struct pt_block_decoder *decoder,
 					   struct pt_block *block,
 					   const struct ipt__blk_run *run,
@@ -16124,9 +16124,6 @@ static IPT__INLINE void ipt__blk_take_cond(struct pt_block_decoder *decoder,
 	struct pt_event *ev = &decoder->event;
 	uint64_t end_ip, next;
 	uint8_t size;
-
-	if (decoder->has_icnt)
-		decoder->icnt += run->ninsn;
 
 	end_ip = run->ip + run->len;
 	block->isid = run->isid;
@@ -16146,11 +16143,19 @@ static IPT__INLINE void ipt__blk_take_cond(struct pt_block_decoder *decoder,
 	decoder->ip = next;
 }
 
-/* Whether counting @run's instructions would overflow the TRIG count. */
-static IPT__INLINE int ipt__blk_icnt_overflows(
-	const struct pt_block_decoder *decoder, const struct ipt__blk_run *run)
+/* Count @run's instructions since the TRIG anchor.  Returns zero; -1,
+ * counting nothing, if the count would overflow. */
+static IPT__INLINE int ipt__blk_count(struct pt_block_decoder *decoder,
+				      const struct ipt__blk_run *run)
 {
-	return decoder->has_icnt && decoder->icnt + run->ninsn < decoder->icnt;
+	uint32_t icnt = decoder->icnt + run->ninsn;
+
+	if (decoder->has_icnt) {
+		if (IPT__UNLIKELY(icnt < decoder->icnt))
+			return -1;
+		decoder->icnt = icnt;
+	}
+	return 0;
 }
 
 /* Whether a return may take the TNT in hand as a compressed return: its
@@ -16195,7 +16200,7 @@ static IPT__INLINE int ipt__blk_next_any(struct pt_block_decoder *decoder,
 		return -1;
 	if (run->kind != ipt__run_cond)
 		return ipt__blk_next_chain(decoder, block, run, text);
-	if (ipt__blk_icnt_overflows(decoder, run))
+	if (ipt__blk_count(decoder, run) < 0)
 		return -1;
 	ipt__blk_take_cond(decoder, block, run, text);
 	return 0;
@@ -16769,7 +16774,7 @@ static int ipt__blk_take_last(struct pt_block_decoder *decoder,
 	run = (struct ipt__blk_run *)
 		ipt__blk_run_find(decoder, decoder->ip, decoder->mode,
 				  decoder->want_text ? &text : NULL);
-	if (!run || ipt__blk_icnt_overflows(decoder, run))
+	if (!run)
 		return 0;
 
 	end_ip = run->ip + run->len;
@@ -16795,6 +16800,8 @@ static int ipt__blk_take_last(struct pt_block_decoder *decoder,
 		return 0;
 	}
 
+	if (ipt__blk_count(decoder, run) < 0)
+		return 0;
 	/* Outside file sections every run is warm once walked. */
 	run->warm = 1;
 	block->isid = run->isid;
@@ -16806,8 +16813,6 @@ static int ipt__blk_take_last(struct pt_block_decoder *decoder,
 		return 1;
 	}
 
-	if (decoder->has_icnt)
-		decoder->icnt += run->ninsn;
 	block->ninsn = run->ninsn;
 	block->end_ip = end_ip;
 	block->iclass = (enum pt_insn_class) run->iclass;
@@ -18163,7 +18168,7 @@ ipt__blk_next_chained(struct pt_block_decoder *decoder, struct pt_block *block,
 	ipt__blk_begin(decoder, block);
 	if (run->kind == ipt__run_ret &&
 	    !ipt__image_has_files(decoder->image) && ipt__blk_ret_ok(decoder) &&
-	    !ipt__blk_icnt_overflows(decoder, run)) {
+	    ipt__blk_count(decoder, run) >= 0) {
 		ipt__blk_take_ret(decoder, block, run, text);
 		return ipt__blk_next_done(decoder, block, 0);
 	}
@@ -18206,7 +18211,7 @@ static IPT__INLINE int ipt__blk_next_fast(struct pt_block_decoder *decoder,
 		return ipt__blk_next_slow(decoder, block);
 	if (run->kind != ipt__run_cond)
 		return ipt__blk_next_chained(decoder, block, run, text);
-	if (IPT__UNLIKELY(ipt__blk_icnt_overflows(decoder, run)))
+	if (IPT__UNLIKELY(ipt__blk_count(decoder, run) < 0))
 		return ipt__blk_next_slow(decoder, block);
 
 	ipt__blk_begin(decoder, block);
