@@ -13408,6 +13408,8 @@ struct pt_block_decoder {
 	uint32_t ctx_next;
 	uint32_t nctx;
 	struct ipt__blk_ctx ctx[IPT__BLK_NCTX];
+	/* ipt__blk_ctx_salt(@ctx_id), for the quickest look-up. */
+	uint64_t ctx_salt;
 
 	/* The instructions libipt would have cached: an
 	 * open-addressed set of @seen_cap entries, @nseen in use; the
@@ -13840,13 +13842,26 @@ static void ipt__blk_runs_free(struct pt_block_decoder *decoder)
 	decoder->rfills = 0;
 }
 
-static IPT__INLINE uint32_t ipt__blk_set_of(uint64_t ip, uint32_t ctx,
-					    uint32_t nsets)
+static IPT__INLINE uint64_t ipt__blk_ctx_salt(uint32_t ctx)
+{
+	return ctx * 0x9e3779b97f4a7c15ull;
+}
+
+/* The set of the run at @ip in the context whose ipt__blk_ctx_salt is
+ * @salt. */
+static IPT__INLINE uint32_t ipt__blk_set_of_salted(uint64_t ip, uint64_t salt,
+						   uint32_t nsets)
 {
 	uint64_t h;
 
-	h = (ip + ctx * 0x9e3779b97f4a7c15ull) * 0xff51afd7ed558ccdull;
+	h = (ip + salt) * 0xff51afd7ed558ccdull;
 	return (uint32_t) (h >> 40) & (nsets - 1);
+}
+
+static IPT__INLINE uint32_t ipt__blk_set_of(uint64_t ip, uint32_t ctx,
+					    uint32_t nsets)
+{
+	return ipt__blk_set_of_salted(ip, ipt__blk_ctx_salt(ctx), nsets);
 }
 
 /* Make room in the first way of @set: the runs before way @way (with
@@ -14022,6 +14037,7 @@ ipt__blk_ctx_switch(struct pt_block_decoder *decoder, uint32_t mode)
 found:
 	decoder->ctx_mode = ctx->mode;
 	decoder->ctx_id = ctx->id;
+	decoder->ctx_salt = ipt__blk_ctx_salt(ctx->id);
 	return ctx->id;
 }
 
@@ -14317,6 +14333,13 @@ static int ipt__blk_leave_event(struct pt_block_decoder *decoder)
 	decoder->has_tsc = ev->has_tsc;
 	decoder->lost_mtc = ev->lost_mtc;
 	decoder->lost_cyc = ev->lost_cyc;
+	/* The commonest: a TNT or TIP with its IP anchors the count. */
+	if (IPT__LIKELY((ev->type == ptev_tnt || ev->type == ptev_tip) &&
+			!ev->ip_suppressed && !ev->status_update)) {
+		decoder->has_icnt = 1;
+		decoder->icnt = 0;
+		return 0;
+	}
 	return ipt__blk_update_trig_anchor(decoder, ev);
 }
 
@@ -18199,7 +18222,8 @@ static IPT__INLINE int ipt__blk_next_fast(struct pt_block_decoder *decoder,
 			  decoder->ctx_mode != (uint32_t) decoder->mode))
 		return ipt__blk_next_slow(decoder, block);
 
-	set = ipt__blk_set(decoder, ipt__blk_set_of(ip, ctx, decoder->rsets));
+	set = ipt__blk_set(decoder, ipt__blk_set_of_salted(ip, decoder->ctx_salt,
+							   decoder->rsets));
 	if (set[0].ip != ip || set[0].ctx != ctx) {
 		if (IPT__UNLIKELY(set[1].ip != ip || set[1].ctx != ctx))
 			return ipt__blk_next_slow(decoder, block);
