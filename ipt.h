@@ -18118,6 +18118,20 @@ static IPT__INLINE void ipt__blk_begin(struct pt_block_decoder *decoder,
 	decoder->has_start_last = 0;
 }
 
+/* A call has taken its step with @block, ending in @status: did it stop
+ * at missing code, and how far past the end of the trace did the block
+ * go (@had_end: the end was reached before)? */
+static IPT__INLINE void ipt__blk_stepped(struct pt_block_decoder *decoder,
+					 const struct pt_block *block,
+					 int status, uint32_t had_end)
+{
+	ipt__blk_note_fault(decoder, status);
+	if (had_end)
+		decoder->ahead += block->ninsn;
+	else if (decoder->has_end)
+		decoder->ahead += block->ninsn - decoder->end_ninsn;
+}
+
 /* pt_blk_next past the common block (ipt__blk_next_fast) or for another
  * size of struct pt_block; @begun if @ublock is begun already. */
 static IPT__NOINLINE int ipt__blk_next(struct pt_block_decoder *decoder,
@@ -18141,11 +18155,7 @@ static IPT__NOINLINE int ipt__blk_next(struct pt_block_decoder *decoder,
 	decoder->cur_block = block;
 	status = ipt__blk_proceed(decoder, block);
 	decoder->cur_block = NULL;
-	ipt__blk_note_fault(decoder, status);
-	if (had_end)
-		decoder->ahead += block->ninsn;
-	else if (decoder->has_end)
-		decoder->ahead += block->ninsn - decoder->end_ninsn;
+	ipt__blk_stepped(decoder, block, status, had_end);
 	if (guarded) {
 		status = ipt__blk_settle(decoder, &save, status);
 		/* Undone: no block yet. */
@@ -18171,12 +18181,43 @@ static IPT__INLINE int ipt__blk_next_done(struct pt_block_decoder *decoder,
 	return 0;
 }
 
+/* The begun block uses up the trace in hand (ipt__blk_take_last) where
+ * no call can be undone: ipt__blk_next's step without its general
+ * frame.  Otherwise ipt__blk_next. */
+static int ipt__blk_next_last(struct pt_block_decoder *decoder,
+			      struct pt_block *block)
+{
+	const struct pt_event *ev = &decoder->event;
+	int status;
+
+	if (decoder->status < 0 || !decoder->enabled ||
+	    (ev->type != ptev_tnt && ev->type != ptev_tip) ||
+	    ipt__evt_more(&decoder->evdec))
+		return ipt__blk_next(decoder, block, sizeof(*block), 1);
+
+	ipt__blk_watch(decoder);
+	decoder->cur_block = block;
+	status = ipt__blk_take_last(decoder, block);
+	if (!status) {
+		decoder->cur_block = NULL;
+		return ipt__blk_next(decoder, block, sizeof(*block), 1);
+	}
+	if (status > 0)
+		status = ipt__blk_proceed_trailing_event(decoder, block);
+	decoder->cur_block = NULL;
+	/* pt_blk_next comes here only before the end. */
+	ipt__blk_stepped(decoder, block, status, 0);
+	ipt__blk_prefetch(decoder);
+	return status;
+}
+
 static IPT__NOINLINE int ipt__blk_next_slow(struct pt_block_decoder *decoder,
 					    struct pt_block *block)
 {
 	ipt__blk_begin(decoder, block);
-	return ipt__blk_next_done(decoder, block,
-				  ipt__blk_next_any(decoder, block));
+	if (ipt__blk_next_any(decoder, block) < 0)
+		return ipt__blk_next_last(decoder, block);
+	return ipt__blk_next_done(decoder, block, 0);
 }
 
 /* ipt__blk_next_fast found @run (with @text), warm, and it does not end in
