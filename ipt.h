@@ -16882,9 +16882,7 @@ static int ipt__blk_proceed(struct pt_block_decoder *decoder,
 		if (!decoder->enabled)
 			return -pte_no_enable;
 
-		status = ipt__blk_take_last(decoder, block);
-		if (!status)
-			status = ipt__blk_proceed_no_event(decoder, block);
+		status = ipt__blk_proceed_no_event(decoder, block);
 		if (status < 0)
 			return status;
 		return ipt__blk_proceed_trailing_event(decoder, block);
