@@ -16129,19 +16129,21 @@ static IPT__INLINE void ipt__blk_prefetch(struct pt_block_decoder *decoder)
 #endif
 }
 
-/* The block of ipt__blk_next_fast when its first run does not end in a
- * conditional branch: runs ending in direct calls and jumps (and long
- * straight lines) followed to the run they lead to, as long as the table
- * has it, up to IPT__BLK_CHAIN runs, ending in a conditional branch or a
- * compressed return (a taken TNT bit and the return stack), or where the
- * general way ends the block without trace (a call or jump with
- * end_on_call or end_on_jump, a run in another section).  The general way
- * would take the same steps; the runs are looked at before anything
- * changes, so that on any other way the block goes, nothing has.  Not for
- * an image with file sections: there blocks follow libipt's cache
- * (ipt__blk_walk_begin).
+/* The block that starts with @run (with @text), a warm run, while tracing
+ * is on with a TNT or a TIP (with its IP) in hand: runs ending in direct
+ * calls and jumps (and long straight lines) followed to the run they lead
+ * to, as long as the table has it and it is warm, up to IPT__BLK_CHAIN
+ * runs, ending in a conditional branch or a compressed return (a taken
+ * TNT bit and the return stack), in an indirect branch, call or return
+ * with the TIP, or where the general way ends the block without trace (a
+ * call or jump with end_on_call or end_on_jump, a run in another
+ * section).  The general way would take the same steps; the runs are
+ * looked at before anything changes, so that on any other way the block
+ * goes, nothing has.  Not for an image with file sections: there blocks
+ * follow libipt's cache (ipt__blk_walk_begin).
  *
- * Returns zero if done, -1 if not. */
+ * Returns 1 if the block took the TIP (the decoder is at its IP, and the
+ * event is used up), zero if done otherwise, -1 if not such a block. */
 enum { IPT__BLK_CHAIN = 8 };
 
 static IPT__NOINLINE int ipt__blk_next_chain(struct pt_block_decoder *decoder,
@@ -16170,7 +16172,17 @@ static IPT__NOINLINE int ipt__blk_next_chain(struct pt_block_decoder *decoder,
 
 		switch ((enum ipt__run_kind) run->kind) {
 		case ipt__run_cond:
+			if (ev->type != ptev_tnt)
+				return -1;
+			goto done;
+
 		case ipt__run_ret:
+			goto done;
+
+		case ipt__run_icall:
+		case ipt__run_indirect:
+			if (ev->type != ptev_tip)
+				return -1;
 			goto done;
 
 		case ipt__run_dcall:
@@ -16208,7 +16220,7 @@ static IPT__NOINLINE int ipt__blk_next_chain(struct pt_block_decoder *decoder,
 
 done:
 	run = runs[n - 1];
-	if (run->kind == ipt__run_ret &&
+	if (run->kind == ipt__run_ret && ev->type == ptev_tnt &&
 	    (!((ev->variant.tnt.bits >> (ev->variant.tnt.size - 1)) & 1) ||
 	     (!npush && ipt__retstack_empty(&decoder->retstack))))
 		return -1;
@@ -16231,6 +16243,14 @@ done:
 	block->end_ip = run->ip + run->len;
 	block->iclass = (enum pt_insn_class) run->iclass;
 
+	if (ev->type == ptev_tip &&
+	    (run->kind == ipt__run_ret || run->kind == ipt__run_icall ||
+	     run->kind == ipt__run_indirect)) {
+		if (run->kind == ipt__run_icall)
+			ipt__retstack_push(&decoder->retstack, next[n - 1]);
+		decoder->ip = ev->variant.tip.ip;
+		return 1;
+	}
 	if (run->kind == ipt__run_cond || run->kind == ipt__run_ret) {
 		size = (uint8_t) (ev->variant.tnt.size - 1);
 		ev->variant.tnt.size = size;
@@ -16885,87 +16905,6 @@ static int ipt__blk_proceed_no_event(struct pt_block_decoder *decoder,
 		if (walk && !ipt__blk_in_section(decoder, decoder->ip))
 			return ipt__blk_fill_done(decoder);
 	}
-}
-
-/* The block that uses up the trace in hand, in one step: with the last
- * bit of a TNT in hand, a cached run that ends in a conditional branch or
- * a compressed return; with a TIP, one that ends in an indirect branch,
- * call or return.  ipt__blk_proceed_no_event would take the same step;
- * this takes it without its look at sections, for an image without file
- * sections, an empty block and no postponed instruction or ticks.
- *
- * Returns 1 if taken, 0 if not such a block (nothing but the run cache has
- * changed), a negative pte_* code if fetching the event after a TIP
- * failed. */
-static int ipt__blk_take_last(struct pt_block_decoder *decoder,
-			      struct pt_block *block)
-{
-	struct pt_event *ev = &decoder->event;
-	const struct ipt__blk_text *text = NULL;
-	struct ipt__blk_run *run;
-	uint64_t end_ip, next;
-	int status;
-
-	if (block->ninsn || decoder->process_insn ||
-	    decoder->flags.variant.block.enable_tick_events ||
-	    ipt__image_has_files(decoder->image))
-		return 0;
-	if (ev->type == ptev_tnt ? ev->variant.tnt.size != 1 :
-				   ev->ip_suppressed)
-		return 0;
-
-	run = (struct ipt__blk_run *)
-		ipt__blk_run_find(decoder, decoder->ip, decoder->mode,
-				  decoder->want_text ? &text : NULL);
-	if (!run)
-		return 0;
-
-	end_ip = run->ip + run->len;
-	next = ipt__ip_in_mode(decoder->mode, end_ip + run->isize);
-	switch ((enum ipt__run_kind) run->kind) {
-	case ipt__run_cond:
-		if (ev->type != ptev_tnt)
-			return 0;
-		break;
-
-	case ipt__run_ret:
-		if (ev->type == ptev_tnt && !ipt__blk_ret_ok(decoder))
-			return 0;
-		break;
-
-	case ipt__run_icall:
-	case ipt__run_indirect:
-		if (ev->type != ptev_tip)
-			return 0;
-		break;
-
-	default:
-		return 0;
-	}
-
-	if (ipt__blk_count(decoder, run) < 0)
-		return 0;
-	/* Outside file sections every run is warm once walked. */
-	run->warm = 1;
-	block->isid = run->isid;
-	if (ev->type == ptev_tnt) {
-		if (run->kind == ipt__run_ret)
-			ipt__blk_take_ret(decoder, block, run, text);
-		else
-			ipt__blk_take_cond(decoder, block, run, text);
-		return 1;
-	}
-
-	block->ninsn = run->ninsn;
-	block->end_ip = end_ip;
-	block->iclass = (enum pt_insn_class) run->iclass;
-	if (text)
-		ipt__blk_trail_add(decoder, run, text, next);
-	if (run->kind == ipt__run_icall)
-		ipt__retstack_push(&decoder->retstack, next);
-	decoder->ip = ev->variant.tip.ip;
-	status = ipt__blk_fetch_event(decoder);
-	return status < 0 ? status : 1;
 }
 
 /* Proceed to the next event or the next branch that needs trace.
@@ -18299,28 +18238,47 @@ static IPT__INLINE int ipt__blk_next_done(struct pt_block_decoder *decoder,
 	return 0;
 }
 
-/* The begun block uses up the trace in hand (ipt__blk_take_last) where
- * no call can be undone: ipt__blk_next's step without its general
- * frame.  Otherwise ipt__blk_next. */
+/* The begun block may use up the trace in hand: the last bit of the TNT
+ * or the TIP.  Where no call can be undone, outside file sections and
+ * with neither a postponed instruction nor ticks, ipt__blk_next_chain
+ * takes it from the run at the IP (recorded if need be; the general way
+ * would walk it and so make it warm), and the trailing-event rules follow
+ * as ipt__blk_proceed has them, without ipt__blk_next's general frame.
+ * Otherwise ipt__blk_next. */
 static int ipt__blk_next_last(struct pt_block_decoder *decoder,
 			      struct pt_block *block)
 {
+	const struct ipt__blk_text *text = NULL;
 	const struct pt_event *ev = &decoder->event;
+	struct ipt__blk_run *run;
 	int status;
 
 	if (decoder->status < 0 || !decoder->enabled ||
-	    (ev->type != ptev_tnt && ev->type != ptev_tip) ||
-	    ipt__evt_more(&decoder->evdec))
+	    decoder->process_insn ||
+	    decoder->flags.variant.block.enable_tick_events ||
+	    (ev->type == ptev_tnt ? ev->variant.tnt.size != 1 :
+	     ev->type != ptev_tip || ev->ip_suppressed) ||
+	    ipt__evt_more(&decoder->evdec) ||
+	    ipt__image_has_files(decoder->image))
 		return ipt__blk_next(decoder, block, sizeof(*block), 1);
 
 	ipt__blk_watch(decoder);
 	decoder->cur_block = block;
-	status = ipt__blk_take_last(decoder, block);
-	if (!status) {
+	run = (struct ipt__blk_run *)
+		ipt__blk_run_find(decoder, decoder->ip, decoder->mode,
+				  decoder->want_text ? &text : NULL);
+	status = -1;
+	if (run) {
+		run->warm = 1;
+		status = ipt__blk_next_chain(decoder, block, run, text);
+	}
+	if (status < 0) {
 		decoder->cur_block = NULL;
 		return ipt__blk_next(decoder, block, sizeof(*block), 1);
 	}
 	if (status > 0)
+		status = ipt__blk_fetch_event(decoder);
+	if (status >= 0)
 		status = ipt__blk_proceed_trailing_event(decoder, block);
 	decoder->cur_block = NULL;
 	/* pt_blk_next comes here only before the end. */
