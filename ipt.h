@@ -18238,12 +18238,72 @@ static IPT__INLINE int ipt__blk_next_done(struct pt_block_decoder *decoder,
 	return 0;
 }
 
+/* The block of a single run, @run with @text, that uses up the trace in
+ * hand (ipt__blk_next_last): with a TNT, a conditional branch or a
+ * compressed return; with a TIP, an indirect branch, call or return.  As
+ * ipt__blk_next_chain would take it, without the bookkeeping of a chain.
+ *
+ * Returns as ipt__blk_next_chain. */
+static IPT__INLINE int ipt__blk_take_last(struct pt_block_decoder *decoder,
+					  struct pt_block *block,
+					  const struct ipt__blk_run *run,
+					  const struct ipt__blk_text *text)
+{
+	const struct pt_event *ev = &decoder->event;
+	uint64_t end_ip, next;
+
+	switch ((enum ipt__run_kind) run->kind) {
+	case ipt__run_cond:
+		if (ev->type != ptev_tnt)
+			return -1;
+		break;
+
+	case ipt__run_ret:
+		if (ev->type == ptev_tnt && !ipt__blk_ret_ok(decoder))
+			return -1;
+		break;
+
+	case ipt__run_icall:
+	case ipt__run_indirect:
+		if (ev->type != ptev_tip)
+			return -1;
+		break;
+
+	default:
+		return -1;
+	}
+	if (ipt__blk_count(decoder, run) < 0)
+		return -1;
+
+	if (ev->type == ptev_tnt) {
+		if (run->kind == ipt__run_ret)
+			ipt__blk_take_ret(decoder, block, run, text);
+		else
+			ipt__blk_take_cond(decoder, block, run, text);
+		return 0;
+	}
+
+	end_ip = run->ip + run->len;
+	next = ipt__ip_in_mode(decoder->mode, end_ip + run->isize);
+	block->isid = run->isid;
+	block->ninsn = run->ninsn;
+	block->end_ip = end_ip;
+	block->iclass = (enum pt_insn_class) run->iclass;
+	if (text)
+		ipt__blk_trail_add(decoder, run, text, next);
+	if (run->kind == ipt__run_icall)
+		ipt__retstack_push(&decoder->retstack, next);
+	decoder->ip = ev->variant.tip.ip;
+	return 1;
+}
+
 /* The begun block may use up the trace in hand: the last bit of the TNT
  * or the TIP.  Where no call can be undone, outside file sections and
  * with neither a postponed instruction nor ticks, ipt__blk_next_chain
  * takes it from the run at the IP (recorded if need be; the general way
  * would walk it and so make it warm), and the trailing-event rules follow
- * as ipt__blk_proceed has them, without ipt__blk_next's general frame.
+ * as ipt__blk_proceed has them, without ipt__blk_next's general frame;
+ * a block of one run goes by ipt__blk_take_last.
  * Otherwise ipt__blk_next. */
 static int ipt__blk_next_last(struct pt_block_decoder *decoder,
 			      struct pt_block *block)
@@ -18270,7 +18330,11 @@ static int ipt__blk_next_last(struct pt_block_decoder *decoder,
 	status = -1;
 	if (run) {
 		run->warm = 1;
-		status = ipt__blk_next_chain(decoder, block, run, text);
+		if (run->kind == ipt__run_dcall || run->kind == ipt__run_djump ||
+		    run->kind == ipt__run_next)
+			status = ipt__blk_next_chain(decoder, block, run, text);
+		else
+			status = ipt__blk_take_last(decoder, block, run, text);
 	}
 	if (status < 0) {
 		decoder->cur_block = NULL;
