@@ -18427,6 +18427,20 @@ static IPT__INLINE int ipt__blk_next_fast(struct pt_block_decoder *decoder,
 	return 0;
 }
 
+/* ipt__blk_next_fast for decoders without text and with, each compiled on
+ * its own, so that neither pays for the registers of the other. */
+static IPT__NOINLINE int ipt__blk_next_plain(struct pt_block_decoder *decoder,
+					     struct pt_block *block)
+{
+	return ipt__blk_next_fast(decoder, block, 0);
+}
+
+static IPT__NOINLINE int ipt__blk_next_text(struct pt_block_decoder *decoder,
+					    struct pt_block *block)
+{
+	return ipt__blk_next_fast(decoder, block, 1);
+}
+
 IPT_DEF int pt_blk_next(struct pt_block_decoder *decoder,
 			struct pt_block *ublock, size_t size)
 {
@@ -18439,8 +18453,8 @@ IPT_DEF int pt_blk_next(struct pt_block_decoder *decoder,
 		return ipt__blk_next(decoder, ublock, size, 0);
 
 	if (decoder->want_text)
-		return ipt__blk_next_fast(decoder, ublock, 1);
-	return ipt__blk_next_fast(decoder, ublock, 0);
+		return ipt__blk_next_text(decoder, ublock);
+	return ipt__blk_next_plain(decoder, ublock);
 }
 
 IPT_DEF int ipt_blk_set_vm_tolerant(struct pt_block_decoder *decoder, int on)
