@@ -6680,9 +6680,9 @@ static IPT__UNUSED int ipt__tcal_same(const struct ipt_time_cal *a,
  *        state gave
  *   int  ipt__evt_next_tnt(struct pt_event_decoder *decoder,
  *                          struct pt_event *ev);
- *        pt_evt_next() for a caller holding a used-up TNT, TIP or enable
- *        event when the next event is a TNT or a plain TIP: 1 and @ev
- *        refilled in place, or 0
+ *        pt_evt_next() for a caller holding a used-up TNT, TIP, enable
+ *        or disable event when the next event is a TNT or a plain TIP,
+ *        TIP.PGE or TIP.PGD: 1 and @ev refilled in place, or 0
  *   uint32_t ipt__evt_tnt_ahead(const struct pt_event_decoder *decoder,
  *                               const uint8_t **pos, uint64_t *payload);
  *   void ipt__evt_tnt_taken(struct pt_event_decoder *decoder,
@@ -9553,18 +9553,59 @@ static int ipt__evt_next_tip(struct pt_event_decoder *decoder,
 	return err < 0 ? err : 1;
 }
 
+/* The TIP.PGE or TIP.PGD that is the current packet, with nothing bound
+ * to it and nothing queued, as ipt__evt_decode_tip_pge and
+ * ipt__evt_decode_tip_pgd make their events: an enable bound to its
+ * packet, or a disable that goes on past it. */
+static int ipt__evt_next_pg(struct pt_event_decoder *decoder,
+			    struct pt_event *ev, enum pt_packet_type type)
+{
+	int err;
+
+	err = ipt_last_ip_update_ip(&decoder->ip, &decoder->packet.payload.ip,
+				    ipt__evt_config(decoder));
+	if (err < 0)
+		return err;
+	ipt__evt_clear_branch(ev);
+	if (type == ppt_tip_pge) {
+		ev->type = ptev_enabled;
+		err = ipt__evt_place(ev, &decoder->ip);
+		if (err >= 0) {
+			decoder->enabled = 1;
+			decoder->bound = 1;
+			err = ipt__evt_stamp(ev, &decoder->time);
+		}
+		if (err < 0)
+			/* pt_evt_next leaves its event in place. */
+			decoder->event = ipt__evq_standalone(&decoder->evq);
+		return err < 0 ? err : 1;
+	}
+	ev->type = ptev_disabled;
+	err = ipt__evt_place(ev, &decoder->ip);
+	if (err < 0)
+		return err;
+	err = ipt__evt_stamp(ev, &decoder->time);
+	if (err < 0)
+		return err;
+	decoder->enabled = 0;
+	ipt__evt_next_packet(decoder);
+	return 1;
+}
+
 /* A short way to the next event for a decoder above (>>blk) that holds a
- * TNT, TIP or enable event it took from pt_evt_next() and has used up:
- * when the next event is the TNT of the current packet, or of the next
- * one after a TIP (TIP.PGE) with nothing bound to it, or a TIP that is
- * the current or that next packet with nothing queued to bind to it, @ev
+ * TNT, TIP, enable or disable event it took from pt_evt_next() (or made
+ * itself, for a disable) and has used up: when the next event is the TNT
+ * of the current packet, or of the next one after a TIP (TIP.PGE) with
+ * nothing bound to it, or a TIP, TIP.PGE or TIP.PGD that is the current
+ * or that next packet with nothing bound to it and nothing queued, @ev
  * becomes that event in place, byte for byte what pt_evt_next() would
- * give, without building one in the queue and copying it out.  The three
+ * give, without building one in the queue and copying it out.  These
  * events use no fields but the flags, the time and the start of the
  * variant (as long as variant.tnt), so clearing those leaves a zeroed
  * event.  The steps are ipt__evt_fetch_event's: ipt__evt_decode_tip
  * (ipt__evt_decode_tip_pge) finding nothing bound, then
- * ipt__evt_decode_tnt or ipt__evt_decode_tip.
+ * ipt__evt_decode_tnt, ipt__evt_decode_tip, ipt__evt_decode_tip_pge or
+ * ipt__evt_decode_tip_pgd.  A disable went past its TIP.PGD already.
  *
  * Returns 1 when @ev is the next event; 0 when the caller must ask
  * pt_evt_next() (which goes on from here); an error as pt_evt_next()
@@ -9581,9 +9622,12 @@ static int ipt__evt_next_tnt(struct pt_event_decoder *decoder,
 		bound = ppt_tip;
 	else if (ev->type == ptev_enabled && !ev->status_update)
 		bound = ppt_tip_pge;
+	else if (ev->type == ptev_disabled && !ev->status_update)
+		bound = ppt_invalid;
 	else
 		return 0;
-	if (!decoder->enabled || ipt__pkt_more(&decoder->pacdec))
+	if (ipt__pkt_more(&decoder->pacdec) ||
+	    (bound == ppt_tip && !decoder->enabled))
 		return 0;
 
 	/* Its IP went into the last IP when it made @ev; the decoders'
@@ -9597,19 +9641,24 @@ static int ipt__evt_next_tnt(struct pt_event_decoder *decoder,
 	}
 
 	type = decoder->packet.type;
-	if (type == ppt_tip && !decoder->bound &&
-	    decoder->evq.begin == decoder->evq.end)
-		return ipt__evt_next_tip(decoder, ev);
-	if (type != ppt_tnt_8 && type != ppt_tnt_64)
+	if (type == ppt_tnt_8 || type == ppt_tnt_64) {
+		if (!decoder->enabled)
+			return 0;
+		ipt__evt_clear_branch(ev);
+		ipt__evt_fill_tnt(ev, &decoder->packet.payload.tnt);
+		err = ipt__evt_stamp(ev, &decoder->time);
+		if (err < 0)
+			return err;
+		ipt__evt_next_packet(decoder);
+		return 1;
+	}
+	if (decoder->bound || decoder->evq.begin != decoder->evq.end)
 		return 0;
-
-	ipt__evt_clear_branch(ev);
-	ipt__evt_fill_tnt(ev, &decoder->packet.payload.tnt);
-	err = ipt__evt_stamp(ev, &decoder->time);
-	if (err < 0)
-		return err;
-	ipt__evt_next_packet(decoder);
-	return 1;
+	if (type == ppt_tip)
+		return decoder->enabled ? ipt__evt_next_tip(decoder, ev) : 0;
+	if (type == ppt_tip_pge || type == ppt_tip_pgd)
+		return ipt__evt_next_pg(decoder, ev, type);
+	return 0;
 }
 
 /* ---- TNT packets in a row ----
