@@ -5893,6 +5893,24 @@ ipt__pkt_skip_pads(struct pt_packet_decoder *decoder)
 	decoder->pos = pos;
 }
 
+/* pt_pkt_next's fast path, for a caller with a struct pt_packet of its
+ * own: the next packet into @packet and the decoder past it, returning
+ * its size; 0 (nothing moved) where pt_pkt_next decodes it the slow
+ * way. */
+static IPT__INLINE int ipt__pkt_next_fast(struct pt_packet_decoder *decoder,
+					  struct pt_packet *packet)
+{
+	const uint8_t *pos = decoder->pos;
+	int size;
+
+	if (!ipt__pkt_in_fast((uintptr_t) decoder->config.begin,
+			      decoder->fast, pos))
+		return 0;
+	size = ipt__pkt_fast(pos, packet, decoder->config.errata.skd007);
+	decoder->pos = pos + size;
+	return size;
+}
+
 /* Decode the next packet and move past it; return its size.  Same
  * semantics as libipt's pt_pkt_next: -pte_nosync before synchronization,
  * -pte_eos at the end or for a packet cut off by it, -pte_bad_opc for an
@@ -5905,22 +5923,15 @@ ipt__pkt_skip_pads(struct pt_packet_decoder *decoder)
 IPT_DEF int pt_pkt_next(struct pt_packet_decoder *decoder,
 			struct pt_packet *packet, size_t psize)
 {
-	const uint8_t *pos;
 	int size;
 
 	if (!packet || !decoder)
 		return -pte_invalid;
 
-	pos = decoder->pos;
-	if (IPT__LIKELY(psize == sizeof(*packet) &&
-			ipt__pkt_in_fast((uintptr_t) decoder->config.begin,
-					 decoder->fast, pos))) {
-		size = ipt__pkt_fast(pos, packet,
-				     decoder->config.errata.skd007);
-		if (IPT__LIKELY(size)) {
-			decoder->pos = pos + size;
+	if (IPT__LIKELY(psize == sizeof(*packet))) {
+		size = ipt__pkt_next_fast(decoder, packet);
+		if (IPT__LIKELY(size))
 			return size;
-		}
 	}
 	return ipt__pkt_next_slow(decoder, packet, psize);
 }
@@ -7136,6 +7147,9 @@ static int ipt__evt_next_packet(struct pt_event_decoder *decoder)
 
 	do {
 		ipt__pkt_skip_pads(&decoder->pacdec);
+		if (IPT__LIKELY(ipt__pkt_next_fast(&decoder->pacdec,
+						   &decoder->packet)))
+			continue;
 		status = pt_pkt_next(&decoder->pacdec, &decoder->packet,
 				     sizeof(decoder->packet));
 		if (status < 0) {
@@ -14088,9 +14102,18 @@ static IPT__INLINE uint32_t ipt__blk_ctx_of(struct pt_block_decoder *decoder,
  * trace gave us (from a TIP, FUP, ...).  After each event we learn whether
  * it provides such an anchor.  Events from packets without IP leave the
  * anchor alone; disables drop it. */
-static int ipt__blk_update_trig_anchor(struct pt_block_decoder *decoder,
-				       const struct pt_event *ev)
+static IPT__INLINE int
+ipt__blk_update_trig_anchor(struct pt_block_decoder *decoder,
+			    const struct pt_event *ev)
 {
+	/* TNT and TIP, nearly all events, anchor the count (below). */
+	if (IPT__LIKELY((ev->type == ptev_tnt || ev->type == ptev_tip) &&
+			!ev->ip_suppressed && !ev->status_update)) {
+		decoder->has_icnt = 1;
+		decoder->icnt = 0;
+		return 0;
+	}
+
 	/* A start state's status events: the count goes on across. */
 	if (decoder->start_status && ev->status_update) {
 		decoder->start_status -= 1;
@@ -14358,7 +14381,7 @@ static void ipt__blk_dark(struct pt_block_decoder *decoder)
 
 /* We are done with the current event: remember its time, and whether it
  * anchors TRIG counts. */
-static int ipt__blk_leave_event(struct pt_block_decoder *decoder)
+static IPT__INLINE int ipt__blk_leave_event(struct pt_block_decoder *decoder)
 {
 	const struct pt_event *ev = &decoder->event;
 
