@@ -9688,9 +9688,10 @@ static int ipt__evt_next_tnt(struct pt_event_decoder *decoder,
  * behind it (PADs skipped), decoded by the packet layer's fast path in
  * the region where it decodes.  A TIP counts only with nothing queued to
  * bind to it and with an IP.  Nothing moves until the caller says how far
- * it got, ending with a TNT; then the decoder stands as after the
- * ipt__evt_next_tnt call that made the event of the last packet it took,
- * with the last IP the TIPs it took left.  Those events would have
+ * it got; then the decoder stands as after the ipt__evt_next_tnt call
+ * that made the event of the last packet it took (a TNT; after a TIP, as
+ * that call left the TIP, bound, it stands past it), with the last IP the
+ * TIPs it took left.  Those events would have
  * carried nothing but their bits or IP: no other packet, and so no
  * change of time, lies between them. */
 
@@ -9724,14 +9725,15 @@ ipt__evt_tnt_ahead(const struct pt_event_decoder *decoder, const uint8_t **pos,
 		 * them. */
 		packet = &ipt__pkt_one_byte[*at >> 1];
 		if (!(*at & 1) && packet->type == ppt_tnt_8) {
-			at += 1;
-		} else {
-			if (!ipt__pkt_fast(at, &local,
-					   pacdec->config.errata.skd007))
-				return (enum pt_packet_type) 0;
-			packet = &local;
-			at += local.size;
+			*payload = packet->payload.tnt.payload;
+			*size = packet->payload.tnt.bit_size;
+			*pos = at + 1;
+			return ppt_tnt_8;
 		}
+		if (!ipt__pkt_fast(at, &local, pacdec->config.errata.skd007))
+			return (enum pt_packet_type) 0;
+		packet = &local;
+		at += local.size;
 	}
 	switch (packet->type) {
 	case ppt_tnt_8:
@@ -9754,8 +9756,8 @@ ipt__evt_tnt_ahead(const struct pt_event_decoder *decoder, const uint8_t **pos,
 }
 
 /* The caller took the packets ahead up to @pos (as ipt__evt_tnt_ahead
- * left it), the last a TNT, and the TIPs among them left the last IP
- * @ip: the next packet is the one after. */
+ * left it), and the TIPs among them left the last IP @ip: the next
+ * packet is the one after. */
 static void ipt__evt_tnt_taken(struct pt_event_decoder *decoder,
 			       const uint8_t *pos,
 			       const struct ipt_last_ip *ip)
@@ -17287,11 +17289,12 @@ ipt__blk_last_ip(const struct pt_block_decoder *decoder)
 	return ipt__evt_last_ip(&decoder->evdec);
 }
 
-/* ops->tnt took the packets read ahead up to @pos, the last a TNT, and
- * the TIPs among them left the last IP @ip: the event in hand becomes
- * that TNT, with @left of its bits @payload to go and @icnt instructions
+/* ops->tnt took the packets read ahead up to @pos, and the TIPs among
+ * them left the last IP @ip: the event in hand becomes the last of them,
+ * a TNT with @left of its bits @payload to go and @icnt instructions
  * walked since it was fetched, as if each packet's event had been used up
- * in turn and the next fetched. */
+ * in turn and the next fetched.  With @left zero the last was a TIP with
+ * a plain TIP behind it: that one is fetched. */
 static void ipt__blk_tnt_taken(struct pt_block_decoder *decoder,
 			       const uint8_t *pos, uint64_t payload,
 			       uint32_t left, uint32_t icnt,
@@ -17305,6 +17308,8 @@ static void ipt__blk_tnt_taken(struct pt_block_decoder *decoder,
 	ev->variant.tnt.bits = payload;
 	ev->variant.tnt.size = (uint8_t) left;
 	ipt__evt_tnt_taken(&decoder->evdec, pos, ip);
+	if (!left)
+		(void) ipt__blk_fetch_event(decoder);
 }
 
 /* The block the walk just ended with @run, for the trailing-event
@@ -22271,6 +22276,8 @@ struct ipt__cov_ahead {
 	uint32_t head;
 	uint32_t n;
 	uint32_t ntip;
+	/* With TIPs: how many packets come before the first. */
+	uint32_t ftip;
 };
 
 /* Append a packet read ahead to @ahead: a TNT with @size bits
@@ -22286,13 +22293,22 @@ static IPT__INLINE void ipt__cov_ahead_add(struct ipt__cov_ahead *ahead,
 	ahead->size[slot] = (uint8_t) size;
 	ahead->ipc[slot] = (uint8_t) ipc;
 	ahead->end[slot] = end;
+	if (!size && !ahead->ntip++)
+		ahead->ftip = ahead->n;
 	ahead->n += 1;
-	if (!size)
-		ahead->ntip += 1;
 }
 
-/* The TNT bits before the first TIP read ahead, after @left in hand. */
-static uint32_t ipt__cov_ahead_seg(const struct ipt__cov_ahead *ahead,
+/* Take the oldest packet read ahead off @ahead. */
+static IPT__INLINE void ipt__cov_ahead_pop(struct ipt__cov_ahead *ahead)
+{
+	ahead->head = (ahead->head + 1) % IPT__COV_AHEAD;
+	ahead->n -= 1;
+	ahead->ftip -= 1;
+}
+
+/* The TIP at the head of @ahead was taken: where the next TIP is, and
+ * the TNT bits before it, after @left in hand. */
+static uint32_t ipt__cov_ahead_seg(struct ipt__cov_ahead *ahead,
 				   uint32_t left)
 {
 	uint32_t i;
@@ -22304,6 +22320,7 @@ static uint32_t ipt__cov_ahead_seg(const struct ipt__cov_ahead *ahead,
 			break;
 		left += size;
 	}
+	ahead->ftip = i;
 	return left;
 }
 
@@ -22350,7 +22367,7 @@ static uint64_t ipt__cov_tnt(void *context, struct pt_block_decoder *blk,
 
 		/* Read ahead until a full step's bits and one more are
 		 * there (a TNT-64 has at most 47 bits: they fit); a TIP
-		 * only with a TNT behind it. */
+		 * only with a TNT or a TIP behind it. */
 		while (more && nwin <= IPT__COV_MEMO_BITS &&
 		       ahead.n + 2 <= IPT__COV_AHEAD) {
 			const uint8_t *next = pos, *after;
@@ -22365,11 +22382,16 @@ static uint64_t ipt__cov_tnt(void *context, struct pt_block_decoder *blk,
 				after = next;
 				type = ipt__blk_tnt_ahead(blk, &after, &payload,
 							  &size);
-				if (type != ppt_tnt_8 && type != ppt_tnt_64) {
+				if (!type) {
 					more = 0;
 					break;
 				}
 				ipt__cov_ahead_add(&ahead, ip, 0, ipc, next);
+				if (type == ppt_tip) {
+					/* Read again next round. */
+					pos = next;
+					continue;
+				}
 				next = after;
 			} else if (!type) {
 				more = 0;
@@ -22383,19 +22405,28 @@ static uint64_t ipt__cov_tnt(void *context, struct pt_block_decoder *blk,
 			pos = next;
 		}
 
-		/* Up to a TIP, all the bits before it and the TIP; else
-		 * all but the last bit of the window. */
-		tip = ahead.ntip && seg <= IPT__COV_MEMO_BITS;
-		n = tip ? seg : ahead.ntip ? IPT__COV_MEMO_BITS : nwin - 1;
+		/* Up to a TIP with the packet behind it read, all the bits
+		 * before it and the TIP (none if a TIP is in hand); before
+		 * one without, all but the last of them; else all but the
+		 * last bit of the window. */
+		tip = 0;
+		if (!ahead.ntip)
+			n = nwin - 1;
+		else if (seg <= IPT__COV_MEMO_BITS &&
+			 ahead.ftip + 1 < ahead.n) {
+			n = seg;
+			tip = 1;
+		} else
+			n = seg ? seg - 1 : 0;
 		if (n > IPT__COV_MEMO_BITS)
 			n = IPT__COV_MEMO_BITS;
-		if (!n)
+		if (!n && !tip)
 			break;
 		bits = (uint32_t) (window >> (nwin - n)) & ((1u << n) - 1);
 		e = ipt__cov_memo_find(cov, ip, mode, bits, n, tip);
 		used = e->used;
 		/* Not to a count that wraps, as the walk. */
-		if (!used ||
+		if ((!used && !e->tip) ||
 		    icnt + e->ninsn[e->tip ? used : used - 1] < icnt)
 			break;
 
@@ -22410,13 +22441,12 @@ static uint64_t ipt__cov_tnt(void *context, struct pt_block_decoder *blk,
 			bits_in_hand = ahead.payload[ahead.head];
 			end = ahead.end[ahead.head];
 			left = ahead.size[ahead.head];
-			ahead.head = (ahead.head + 1) % IPT__COV_AHEAD;
-			ahead.n -= 1;
+			ipt__cov_ahead_pop(&ahead);
 		}
 		if (at) {
 			crossed = 1;
 			icnt = e->ninsn[used - 1] - e->ninsn[at - 1];
-		} else {
+		} else if (used) {
 			icnt += e->ninsn[used - 1];
 		}
 		left -= took;
@@ -22448,8 +22478,9 @@ static uint64_t ipt__cov_tnt(void *context, struct pt_block_decoder *blk,
 		}
 
 		/* The TIP (the TNT in hand is used up, the TIP is next, a
-		 * TNT behind it): the flow goes to its IP, and the TNT
-		 * behind it is in hand, no instructions walked since. */
+		 * TNT or a TIP behind it): the flow goes to its IP, and a
+		 * TNT behind it is in hand, no instructions walked since;
+		 * a TIP behind it is next. */
 		{
 			struct pt_packet_ip tip_ip;
 
@@ -22458,15 +22489,16 @@ static uint64_t ipt__cov_tnt(void *context, struct pt_block_decoder *blk,
 			tip_ip.ip = ahead.payload[ahead.head];
 			(void) ipt_last_ip_update_ip(&last_ip, &tip_ip,
 						     pt_blk_get_config(blk));
-			ahead.head = (ahead.head + 1) % IPT__COV_AHEAD;
-			ahead.n -= 1;
+			end = ahead.end[ahead.head];
+			ipt__cov_ahead_pop(&ahead);
 			ahead.ntip -= 1;
 		}
-		bits_in_hand = ahead.payload[ahead.head];
-		end = ahead.end[ahead.head];
 		left = ahead.size[ahead.head];
-		ahead.head = (ahead.head + 1) % IPT__COV_AHEAD;
-		ahead.n -= 1;
+		if (left) {
+			bits_in_hand = ahead.payload[ahead.head];
+			end = ahead.end[ahead.head];
+			ipt__cov_ahead_pop(&ahead);
+		}
 		seg = ipt__cov_ahead_seg(&ahead, left);
 		icnt = 0;
 		crossed = 1;
