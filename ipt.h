@@ -9681,25 +9681,25 @@ static int ipt__evt_next_tnt(struct pt_event_decoder *decoder,
 }
 
 /* ---- TNT and TIP packets in a row ----
- * Between two packets that are neither TNT nor TIP, a caller holding a
- * TNT event would get each next TNT and TIP from ipt__evt_next_tnt, one
- * event per packet.  A caller that only wants the bits and the IPs reads
+ * Between two packets that are not TNT, TIP, TIP.PGD or TIP.PGE, a caller
+ * holding a TNT event would get each next event from ipt__evt_next_tnt,
+ * one per packet.  A caller that only wants the bits and the IPs reads
  * them ahead instead: the packet the decoder holds, then the packets
  * behind it (PADs skipped), decoded by the packet layer's fast path in
- * the region where it decodes.  A TIP counts only with nothing queued to
- * bind to it and with an IP.  Nothing moves until the caller says how far
+ * the region where it decodes.  A TIP (TIP.PGD, TIP.PGE) counts only with
+ * nothing queued to bind to it and with an IP.  Nothing moves until the caller says how far
  * it got; then the decoder stands as after the ipt__evt_next_tnt call
- * that made the event of the last packet it took (a TNT; after a TIP, as
- * that call left the TIP, bound, it stands past it), with the last IP the
- * TIPs it took left.  Those events would have
+ * that made the event of the last packet it took (a TNT; after a TIP or
+ * TIP.PGE, as that call left it, bound, it stands past it), with the last
+ * IP the TIPs it took left.  Those events would have
  * carried nothing but their bits or IP: no other packet, and so no
  * change of time, lies between them. */
 
-/* The TNT or TIP packet after the one at *@pos (NULL: the event in hand):
- * its type, and *@pos past it, with a TNT's bits (the oldest highest) in
- * @payload and their number in @size, or a TIP's IP payload in @payload
- * and its compression in @size; 0 if the next packet is neither, read
- * this way. */
+/* The TNT, TIP, TIP.PGD or TIP.PGE packet after the one at *@pos (NULL:
+ * the event in hand): its type, and *@pos past it, with a TNT's bits (the
+ * oldest highest) in @payload and their number in @size, or the IP
+ * payload in @payload and its compression in @size; 0 if the next packet
+ * is none of them, read this way. */
 static IPT__INLINE enum pt_packet_type
 ipt__evt_tnt_ahead(const struct pt_event_decoder *decoder, const uint8_t **pos,
 		   uint64_t *payload, uint32_t *size)
@@ -9742,6 +9742,8 @@ ipt__evt_tnt_ahead(const struct pt_event_decoder *decoder, const uint8_t **pos,
 		*size = packet->payload.tnt.bit_size;
 		break;
 	case ppt_tip:
+	case ppt_tip_pgd:
+	case ppt_tip_pge:
 		if (packet->payload.ip.ipc == pt_ipc_suppressed ||
 		    decoder->bound || decoder->evq.begin != decoder->evq.end)
 			return (enum pt_packet_type) 0;
@@ -17293,8 +17295,9 @@ ipt__blk_last_ip(const struct pt_block_decoder *decoder)
  * them left the last IP @ip: the event in hand becomes the last of them,
  * a TNT with @left of its bits @payload to go and @icnt instructions
  * walked since it was fetched, as if each packet's event had been used up
- * in turn and the next fetched.  With @left zero the last was a TIP with
- * a plain TIP behind it: that one is fetched. */
+ * in turn and the next fetched.  With @left zero the last was a TIP (or a
+ * TIP.PGD, TIP.PGE pair) with a plain TIP or a TIP.PGD behind it: that
+ * one is fetched, its trailing-event rules having nothing to do. */
 static void ipt__blk_tnt_taken(struct pt_block_decoder *decoder,
 			       const uint8_t *pos, uint64_t payload,
 			       uint32_t left, uint32_t icnt,
@@ -21969,6 +21972,10 @@ struct ipt__cov_memo {
 	uint8_t ncount;
 	/* The TIP's branch: its edge kind. */
 	uint16_t tip_kind;
+	/* The code the runs after the last bit cover, up to the TIP's
+	 * branch: a disable's IP there binds elsewhere. */
+	uint64_t span_lo;
+	uint64_t span_hi;
 	/* Where the flow goes on (without a TIP); the IP after the last
 	 * branch. */
 	uint64_t exit;
@@ -22061,6 +22068,8 @@ ipt__cov_memo_fill(struct ipt_cov_decoder *cov, struct ipt__cov_memo *e,
 
 	e->used = 0;
 	e->tip = 0;
+	e->span_lo = UINT64_MAX;
+	e->span_hi = 0;
 	for (;;) {
 		uint64_t to;
 		uint32_t bit;
@@ -22073,6 +22082,12 @@ ipt__cov_memo_fill(struct ipt_cov_decoder *cov, struct ipt__cov_memo *e,
 		end_ip = run->ip + run->len;
 		next = ipt__ip_in_mode(mode, end_ip + run->isize);
 		bit = used < n ? (bits >> (n - 1 - used)) & 1 : 0;
+		if (used == n) {
+			if (run->ip < e->span_lo)
+				e->span_lo = run->ip;
+			if (end_ip > e->span_hi)
+				e->span_hi = end_ip;
+		}
 
 		switch ((enum ipt__run_kind) run->kind) {
 		case ipt__run_cond:
@@ -22264,15 +22279,18 @@ static IPT__INLINE void ipt__cov_memo_apply(struct ipt_cov_decoder *cov,
 		cov->pend_kind = ipt_cov_taken;
 }
 
-/* The TNT and TIP packets read ahead of the one in hand, oldest first
- * from @head (a ring of @n, @ntip of them TIPs): a TNT's bits, bit size
- * and where it ends; a TIP's IP payload and compression (bit size
- * zero). */
+/* The TNT packets read ahead of the one in hand and the TIPs and
+ * TIP.PGD, TIP.PGE pairs between them, oldest first from @head (a ring of
+ * @n, @ntip of them TIPs or pairs): a TNT's bits, bit size and where it
+ * ends; a TIP's (TIP.PGD's) IP payload and compression, bit size zero,
+ * and for a pair the TIP.PGE's in @payload2 and @ipc2 (zero for a TIP). */
 struct ipt__cov_ahead {
 	uint64_t payload[IPT__COV_AHEAD];
+	uint64_t payload2[IPT__COV_AHEAD];
 	const uint8_t *end[IPT__COV_AHEAD];
 	uint8_t size[IPT__COV_AHEAD];
 	uint8_t ipc[IPT__COV_AHEAD];
+	uint8_t ipc2[IPT__COV_AHEAD];
 	uint32_t head;
 	uint32_t n;
 	uint32_t ntip;
@@ -22281,17 +22299,20 @@ struct ipt__cov_ahead {
 };
 
 /* Append a packet read ahead to @ahead: a TNT with @size bits
- * @payload, or a TIP (@size zero) with the IP payload @payload and
- * compression @ipc; it ends at @end. */
+ * @payload, or a TIP or pair (@size zero) with the IP payloads @payload,
+ * @payload2 and compressions @ipc, @ipc2; it ends at @end. */
 static IPT__INLINE void ipt__cov_ahead_add(struct ipt__cov_ahead *ahead,
 					   uint64_t payload, uint32_t size,
-					   uint32_t ipc, const uint8_t *end)
+					   uint32_t ipc, uint64_t payload2,
+					   uint32_t ipc2, const uint8_t *end)
 {
 	uint32_t slot = (ahead->head + ahead->n) % IPT__COV_AHEAD;
 
 	ahead->payload[slot] = payload;
+	ahead->payload2[slot] = payload2;
 	ahead->size[slot] = (uint8_t) size;
 	ahead->ipc[slot] = (uint8_t) ipc;
+	ahead->ipc2[slot] = (uint8_t) ipc2;
 	ahead->end[slot] = end;
 	if (!size && !ahead->ntip++)
 		ahead->ftip = ahead->n;
@@ -22359,6 +22380,7 @@ static uint64_t ipt__cov_tnt(void *context, struct pt_block_decoder *blk,
 	ahead.head = 0;
 	ahead.n = 0;
 	ahead.ntip = 0;
+	ahead.ftip = 0;
 	IPT__COPY(last_ip, *ipt__blk_last_ip(blk));
 
 	for (;;) {
@@ -22366,38 +22388,55 @@ static uint64_t ipt__cov_tnt(void *context, struct pt_block_decoder *blk,
 		uint32_t n, bits, used, took, at, tip;
 
 		/* Read ahead until a full step's bits and one more are
-		 * there (a TNT-64 has at most 47 bits: they fit); a TIP
-		 * only with a TNT or a TIP behind it. */
+		 * there (a TNT-64 has at most 47 bits: they fit); a TIP or
+		 * a TIP.PGD, TIP.PGE pair only with a TNT, a TIP or a
+		 * TIP.PGD behind it. */
 		while (more && nwin <= IPT__COV_MEMO_BITS &&
 		       ahead.n + 2 <= IPT__COV_AHEAD) {
 			const uint8_t *next = pos, *after;
-			uint64_t payload = 0, ip = 0;
-			uint32_t size = 0, ipc = 0;
+			uint64_t payload = 0, ip = 0, ip2 = 0;
+			uint32_t size = 0, ipc = 0, ipc2 = 0;
 			enum pt_packet_type type;
 
 			type = ipt__blk_tnt_ahead(blk, &next, &payload, &size);
-			if (type == ppt_tip) {
+			if (type == ppt_tip_pgd) {
 				ip = payload;
 				ipc = size;
-				after = next;
-				type = ipt__blk_tnt_ahead(blk, &after, &payload,
+				type = ipt__blk_tnt_ahead(blk, &next, &payload,
 							  &size);
-				if (!type) {
+				if (type != ppt_tip_pge) {
 					more = 0;
 					break;
 				}
-				ipt__cov_ahead_add(&ahead, ip, 0, ipc, next);
-				if (type == ppt_tip) {
+				type = ppt_tip_pgd;
+				ip2 = payload;
+				ipc2 = size;
+			} else if (type == ppt_tip) {
+				ip = payload;
+				ipc = size;
+			} else if (type != ppt_tnt_8 && type != ppt_tnt_64) {
+				more = 0;
+				break;
+			}
+			if (type != ppt_tnt_8 && type != ppt_tnt_64) {
+				after = next;
+				type = ipt__blk_tnt_ahead(blk, &after, &payload,
+							  &size);
+				if (!type || type == ppt_tip_pge) {
+					more = 0;
+					break;
+				}
+				ipt__cov_ahead_add(&ahead, ip, 0, ipc, ip2, ipc2,
+						   next);
+				if (type != ppt_tnt_8 && type != ppt_tnt_64) {
 					/* Read again next round. */
 					pos = next;
 					continue;
 				}
 				next = after;
-			} else if (!type) {
-				more = 0;
-				break;
 			}
-			ipt__cov_ahead_add(&ahead, payload, size, 0, next);
+			ipt__cov_ahead_add(&ahead, payload, size, 0, 0, 0,
+					   next);
 			window = (window << size) | payload;
 			nwin += size;
 			if (!ahead.ntip)
@@ -22429,6 +22468,26 @@ static uint64_t ipt__cov_tnt(void *context, struct pt_block_decoder *blk,
 		if ((!used && !e->tip) ||
 		    icnt + e->ninsn[e->tip ? used : used - 1] < icnt)
 			break;
+		/* A disable binds where the flow reaches its IP first: not
+		 * in the runs on the way to the branch. */
+		if (e->tip) {
+			uint32_t slot = (ahead.head + ahead.ftip) %
+					IPT__COV_AHEAD;
+
+			if (ahead.ipc2[slot]) {
+				struct ipt_last_ip pgd = last_ip;
+				struct pt_packet_ip pgd_ip;
+
+				pgd_ip.ipc = (enum pt_ip_compression)
+					ahead.ipc[slot];
+				pgd_ip.ip = ahead.payload[slot];
+				(void) ipt_last_ip_update_ip(
+					&pgd, &pgd_ip, pt_blk_get_config(blk));
+				if (e->span_lo <= pgd.ip &&
+				    pgd.ip <= e->span_hi)
+					break;
+			}
+		}
 
 		/* The TNT packets the step goes past (the window holds more
 		 * bits than it takes): the count starts over after the
@@ -22478,18 +22537,33 @@ static uint64_t ipt__cov_tnt(void *context, struct pt_block_decoder *blk,
 		}
 
 		/* The TIP (the TNT in hand is used up, the TIP is next, a
-		 * TNT or a TIP behind it): the flow goes to its IP, and a
-		 * TNT behind it is in hand, no instructions walked since;
-		 * a TIP behind it is next. */
+		 * TNT, a TIP or a TIP.PGD behind it): the flow goes to its
+		 * IP, and a TNT behind it is in hand, no instructions
+		 * walked since; anything else is next.  A TIP.PGD, TIP.PGE
+		 * pair: tracing is disabled at the TIP.PGD's IP and enabled
+		 * again at the TIP.PGE's, as ipt__cov_event sees it. */
 		{
 			struct pt_packet_ip tip_ip;
+			uint32_t slot = ahead.head;
 
-			tip_ip.ipc = (enum pt_ip_compression)
-				ahead.ipc[ahead.head];
-			tip_ip.ip = ahead.payload[ahead.head];
+			tip_ip.ipc = (enum pt_ip_compression) ahead.ipc[slot];
+			tip_ip.ip = ahead.payload[slot];
 			(void) ipt_last_ip_update_ip(&last_ip, &tip_ip,
 						     pt_blk_get_config(blk));
-			end = ahead.end[ahead.head];
+			if (ahead.ipc2[slot]) {
+				ipt__cov_resolve(cov, last_ip.ip);
+				ipt__cov_count(cov, last_ip.ip, 0,
+					       ipt_cov_disable);
+				tip_ip.ipc = (enum pt_ip_compression)
+					ahead.ipc2[slot];
+				tip_ip.ip = ahead.payload2[slot];
+				(void) ipt_last_ip_update_ip(
+					&last_ip, &tip_ip,
+					pt_blk_get_config(blk));
+				ipt__cov_count(cov, 0, last_ip.ip,
+					       ipt_cov_enable);
+			}
+			end = ahead.end[slot];
 			ipt__cov_ahead_pop(&ahead);
 			ahead.ntip -= 1;
 		}
@@ -22503,7 +22577,7 @@ static uint64_t ipt__cov_tnt(void *context, struct pt_block_decoder *blk,
 		icnt = 0;
 		crossed = 1;
 
-		pend_counts = (e->count >> used) & 1;
+		pend_counts = cov->pend_kind ? (e->count >> used) & 1 : 0;
 		pend_kind = e->tip_kind;
 		pend_index = ipt__cov_index(e->from[used], last_ip.ip);
 		ip = last_ip.ip;
