@@ -6013,21 +6013,15 @@ IPT_DEF int ipt_last_ip_query(uint64_t *ip, const struct ipt_last_ip *last_ip)
 	return 0;
 }
 
-/* SDM 33.4.2.2: the update forms replace the low 16, 32 or 48 bits of the
- * last IP; sext-48 sign-extends bit 47; suppressed leaves the IP but marks
- * it suppressed until the next update. */
-IPT_DEF int ipt_last_ip_update_ip(struct ipt_last_ip *last_ip,
-				  const struct pt_packet_ip *packet,
-				  const struct pt_config *config)
+/* The last-IP rule, SDM 33.4.2.2: the update forms replace the low 16, 32
+ * or 48 bits of the last IP; sext-48 sign-extends bit 47; suppressed
+ * leaves the IP but marks it suppressed until the next update.  0, or
+ * -pte_bad_packet for a compression the SDM reserves. */
+static IPT__INLINE int ipt__last_ip_update(struct ipt_last_ip *last_ip,
+					   const struct pt_packet_ip *packet)
 {
-	uint64_t ip;
+	uint64_t ip = packet->ip;
 
-	(void) config;
-
-	if (!last_ip || !packet)
-		return -pte_invalid;
-
-	ip = packet->ip;
 	switch (packet->ipc) {
 	case pt_ipc_suppressed:
 		last_ip->suppressed = 1;
@@ -6063,6 +6057,17 @@ IPT_DEF int ipt_last_ip_update_ip(struct ipt_last_ip *last_ip,
 	last_ip->have_ip = 1;
 	last_ip->suppressed = 0;
 	return 0;
+}
+
+IPT_DEF int ipt_last_ip_update_ip(struct ipt_last_ip *last_ip,
+				  const struct pt_packet_ip *packet,
+				  const struct pt_config *config)
+{
+	(void) config;
+
+	if (!last_ip || !packet)
+		return -pte_invalid;
+	return ipt__last_ip_update(last_ip, packet);
 }
 
 /* ==== >>time  time tracking and calibration ==============================
@@ -9558,8 +9563,7 @@ static int ipt__evt_next_tip(struct pt_event_decoder *decoder,
 {
 	int err;
 
-	err = ipt_last_ip_update_ip(&decoder->ip, &decoder->packet.payload.ip,
-				    ipt__evt_config(decoder));
+	err = ipt__last_ip_update(&decoder->ip, &decoder->packet.payload.ip);
 	if (err < 0)
 		return err;
 	decoder->bound = 1;
@@ -9581,8 +9585,7 @@ static int ipt__evt_next_pg(struct pt_event_decoder *decoder,
 {
 	int err;
 
-	err = ipt_last_ip_update_ip(&decoder->ip, &decoder->packet.payload.ip,
-				    ipt__evt_config(decoder));
+	err = ipt__last_ip_update(&decoder->ip, &decoder->packet.payload.ip);
 	if (err < 0)
 		return err;
 	ipt__evt_clear_branch(ev);
@@ -22481,8 +22484,7 @@ static uint64_t ipt__cov_tnt(void *context, struct pt_block_decoder *blk,
 				pgd_ip.ipc = (enum pt_ip_compression)
 					ahead.ipc[slot];
 				pgd_ip.ip = ahead.payload[slot];
-				(void) ipt_last_ip_update_ip(
-					&pgd, &pgd_ip, pt_blk_get_config(blk));
+				(void) ipt__last_ip_update(&pgd, &pgd_ip);
 				if (e->span_lo <= pgd.ip &&
 				    pgd.ip <= e->span_hi)
 					break;
@@ -22548,8 +22550,7 @@ static uint64_t ipt__cov_tnt(void *context, struct pt_block_decoder *blk,
 
 			tip_ip.ipc = (enum pt_ip_compression) ahead.ipc[slot];
 			tip_ip.ip = ahead.payload[slot];
-			(void) ipt_last_ip_update_ip(&last_ip, &tip_ip,
-						     pt_blk_get_config(blk));
+			(void) ipt__last_ip_update(&last_ip, &tip_ip);
 			if (ahead.ipc2[slot]) {
 				ipt__cov_resolve(cov, last_ip.ip);
 				ipt__cov_count(cov, last_ip.ip, 0,
@@ -22557,9 +22558,7 @@ static uint64_t ipt__cov_tnt(void *context, struct pt_block_decoder *blk,
 				tip_ip.ipc = (enum pt_ip_compression)
 					ahead.ipc2[slot];
 				tip_ip.ip = ahead.payload2[slot];
-				(void) ipt_last_ip_update_ip(
-					&last_ip, &tip_ip,
-					pt_blk_get_config(blk));
+				(void) ipt__last_ip_update(&last_ip, &tip_ip);
 				ipt__cov_count(cov, 0, last_ip.ip,
 					       ipt_cov_enable);
 			}
