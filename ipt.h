@@ -22301,23 +22301,36 @@ struct ipt__cov_ahead {
 	uint32_t ftip;
 };
 
-/* Append a packet read ahead to @ahead: a TNT with @size bits
- * @payload, or a TIP or pair (@size zero) with the IP payloads @payload,
- * @payload2 and compressions @ipc, @ipc2; it ends at @end. */
-static IPT__INLINE void ipt__cov_ahead_add(struct ipt__cov_ahead *ahead,
+/* Append a TNT read ahead to @ahead: @size bits @payload, ending at
+ * @end. */
+static IPT__INLINE void ipt__cov_ahead_tnt(struct ipt__cov_ahead *ahead,
 					   uint64_t payload, uint32_t size,
-					   uint32_t ipc, uint64_t payload2,
-					   uint32_t ipc2, const uint8_t *end)
+					   const uint8_t *end)
+{
+	uint32_t slot = (ahead->head + ahead->n) % IPT__COV_AHEAD;
+
+	ahead->payload[slot] = payload;
+	ahead->size[slot] = (uint8_t) size;
+	ahead->end[slot] = end;
+	ahead->n += 1;
+}
+
+/* Append a TIP (@ipc2 zero) or a TIP.PGD, TIP.PGE pair read ahead to
+ * @ahead: the IP payloads @payload, @payload2 and compressions @ipc,
+ * @ipc2; it ends at @end. */
+static void ipt__cov_ahead_tip(struct ipt__cov_ahead *ahead, uint64_t payload,
+			       uint32_t ipc, uint64_t payload2, uint32_t ipc2,
+			       const uint8_t *end)
 {
 	uint32_t slot = (ahead->head + ahead->n) % IPT__COV_AHEAD;
 
 	ahead->payload[slot] = payload;
 	ahead->payload2[slot] = payload2;
-	ahead->size[slot] = (uint8_t) size;
+	ahead->size[slot] = 0;
 	ahead->ipc[slot] = (uint8_t) ipc;
 	ahead->ipc2[slot] = (uint8_t) ipc2;
 	ahead->end[slot] = end;
-	if (!size && !ahead->ntip++)
+	if (!ahead->ntip++)
 		ahead->ftip = ahead->n;
 	ahead->n += 1;
 }
@@ -22429,7 +22442,7 @@ static uint64_t ipt__cov_tnt(void *context, struct pt_block_decoder *blk,
 					more = 0;
 					break;
 				}
-				ipt__cov_ahead_add(&ahead, ip, 0, ipc, ip2, ipc2,
+				ipt__cov_ahead_tip(&ahead, ip, ipc, ip2, ipc2,
 						   next);
 				if (type != ppt_tnt_8 && type != ppt_tnt_64) {
 					/* Read again next round. */
@@ -22438,8 +22451,7 @@ static uint64_t ipt__cov_tnt(void *context, struct pt_block_decoder *blk,
 				}
 				next = after;
 			}
-			ipt__cov_ahead_add(&ahead, payload, size, 0, 0, 0,
-					   next);
+			ipt__cov_ahead_tnt(&ahead, payload, size, next);
 			window = (window << size) | payload;
 			nwin += size;
 			if (!ahead.ntip)
