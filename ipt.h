@@ -44,6 +44,10 @@
  *     IPT_COV_MEMO_LIMIT  the most bytes a coverage decoder's TNT memo
  *                       takes; ipt_cov_set_memo_limit() sets it per
  *                       decoder                                    (1 MiB)
+ *     IPT_COV_IDLE_MAX  the instructions a coverage decode follows
+ *                       without reading further into the trace before
+ *                       it gives up on code that loops without trace;
+ *                       fuzzing builds set it low               (2^18)
  *     IPT_BLK_GENERAL_PATH  test builds: the block and instruction
  *                       decoders take no shortcut (no run cache, no
  *                       one-piece common block, no instruction from a
@@ -2695,8 +2699,8 @@ IPT_API int ipt_seg_stitch_next(const struct ipt_seg_split *split,
  * trace up to the next PSB, as in a block decoder; errors, the first and
  * last error code and the bytes skipped are counted in struct
  * ipt_cov_status (ipt_cov_get_status).  Code that goes on without reading
- * trace for 2^18 instructions (a jump to itself) counts as the error
- * -pte_bad_query.  A branch's edge counts once the flow is seen to get to
+ * trace for IPT_COV_IDLE_MAX (2^18) instructions (a jump to itself)
+ * counts as the error -pte_bad_query.  A branch's edge counts once the flow is seen to get to
  * its destination: the next block has an instruction, or an event says
  * where the branch went.
  *
@@ -2729,6 +2733,17 @@ IPT_API int ipt_seg_stitch_next(const struct ipt_seg_split *split,
  * ipt_cov_alloc_decoder returns NULL if the configuration is invalid or
  * memory is short; set_bitmap returns -pte_invalid for a size that is not
  * a power of two below 2^32; the others -pte_invalid without a decoder. */
+
+/* Instructions in blocks in a row that read no further into the trace
+ * before a coverage decode gives up on code that loops without trace (a
+ * jump to itself): more than straight-line code runs between two packets,
+ * which is bounded by the size of the code (checked after each block, so
+ * up to a block more).  Here, not with the implementation: a program that
+ * derives the same edges another way gives up where the decode does. */
+#ifndef IPT_COV_IDLE_MAX
+#define IPT_COV_IDLE_MAX 0x40000
+#endif
+
 enum ipt_cov_kind {
 	ipt_cov_taken = 1 << 0,
 	ipt_cov_not_taken = 1 << 1,
@@ -12128,6 +12143,11 @@ IPT_DEF int pt_image_add_cached(struct pt_image *image,
  *   int ipt__ild_decode(struct pt_insn *insn, struct ipt__insn_ext *iext);
  *       decodes insn->raw, at most insn->size bytes, in insn->mode; sets
  *       insn->size and insn->iclass.  0, or -pte_bad_insn (insn->size kept)
+ *   struct ipt__ild_zydis;  void ipt__ild_zydis_init(struct ipt__ild_zydis *);
+ *   int ipt__ild_decode_with(struct ipt__ild_zydis *, struct pt_insn *,
+ *                            struct ipt__insn_ext *);
+ *       the same, for many instructions in a row: Zydis is set up once
+ *       per mode
  *   int ipt__insn_decode(struct pt_insn *insn, struct ipt__insn_ext *iext,
  *                        struct pt_image *image, const struct pt_asid *asid);
  *       reads and decodes the instruction at insn->ip in insn->mode; sets
@@ -12648,21 +12668,26 @@ static int ipt__ild_late(struct ipt__ild *ild, const uint8_t *raw,
 	return -pte_bad_insn;
 }
 
-/* Decodes insn->raw, have bytes of it.  Returns 0 with insn->size and the
- * classes set, 1 if more bytes might make an instruction, -pte_bad_insn
- * if no more bytes can. */
-static int ipt__ild_decode_bytes(struct pt_insn *insn,
-				 struct ipt__insn_ext *iext, uint8_t have)
-{
+/* A Zydis decoder, set up for @mode if @ready. */
+struct ipt__ild_zydis {
 	ZydisDecoder decoder;
-	ZydisDecodedInstruction z;
+	uint32_t mode;
+	uint32_t ready;
+};
+
+static void ipt__ild_zydis_init(struct ipt__ild_zydis *zd)
+{
+	zd->ready = 0;
+}
+
+/* Set @zd up for @mode. */
+static IPT__NOINLINE int ipt__ild_zydis_setup(struct ipt__ild_zydis *zd,
+					      enum pt_exec_mode mode)
+{
 	ZydisMachineMode machine;
 	ZydisStackWidth stack;
-	ZyanStatus zs;
-	struct ipt__ild ild;
-	int status;
 
-	switch (insn->mode) {
+	switch (mode) {
 	case ptem_unknown:
 	case ptem_16bit:
 		machine = ZYDIS_MACHINE_MODE_LEGACY_16;
@@ -12679,15 +12704,45 @@ static int ipt__ild_decode_bytes(struct pt_insn *insn,
 	default:
 		return -pte_bad_insn;
 	}
+	zd->ready = 0;
+	if (ZYAN_FAILED(ZydisDecoderInit(&zd->decoder, machine, stack)) ||
+	    ZYAN_FAILED(ZydisDecoderEnableMode(
+		    &zd->decoder, ZYDIS_DECODER_MODE_MINIMAL, ZYAN_TRUE)))
+		return -pte_internal;
+	zd->mode = (uint32_t) mode;
+	zd->ready = 1;
+	return 0;
+}
+
+/* Set @zd up for @mode, unless it is already. */
+static IPT__INLINE int ipt__ild_zydis_mode(struct ipt__ild_zydis *zd,
+					   enum pt_exec_mode mode)
+{
+	if (zd->ready && zd->mode == (uint32_t) mode)
+		return 0;
+	return ipt__ild_zydis_setup(zd, mode);
+}
+
+/* Decodes insn->raw, have bytes of it, with @zd.  Returns 0 with
+ * insn->size and the classes set, 1 if more bytes might make an
+ * instruction, -pte_bad_insn if no more bytes can. */
+static int ipt__ild_decode_bytes_with(struct ipt__ild_zydis *zd,
+				      struct pt_insn *insn,
+				      struct ipt__insn_ext *iext, uint8_t have)
+{
+	ZydisDecodedInstruction z;
+	ZyanStatus zs;
+	struct ipt__ild ild;
+	int status;
+
+	status = ipt__ild_zydis_mode(zd, insn->mode);
+	if (status < 0)
+		return status;
 	if (have > pt_max_insn_size)
 		have = pt_max_insn_size;
 
-	if (ZYAN_FAILED(ZydisDecoderInit(&decoder, machine, stack)) ||
-	    ZYAN_FAILED(ZydisDecoderEnableMode(
-		    &decoder, ZYDIS_DECODER_MODE_MINIMAL, ZYAN_TRUE)))
-		return -pte_internal;
-
-	zs = ZydisDecoderDecodeInstruction(&decoder, NULL, insn->raw, have, &z);
+	zs = ZydisDecoderDecodeInstruction(&zd->decoder, NULL, insn->raw, have,
+					   &z);
 	if (ZYAN_SUCCESS(zs)) {
 		ipt__ild_from_zydis(&ild, &z);
 		if (insn->mode == ptem_unknown &&
@@ -12711,6 +12766,28 @@ static int ipt__ild_decode_bytes(struct pt_insn *insn,
 		return status;
 	insn->size = ild.size;
 	return 0;
+}
+
+static IPT__NOINLINE int ipt__ild_decode_bytes(struct pt_insn *insn,
+					       struct ipt__insn_ext *iext,
+					       uint8_t have)
+{
+	struct ipt__ild_zydis zd;
+
+	ipt__ild_zydis_init(&zd);
+	return ipt__ild_decode_bytes_with(&zd, insn, iext, have);
+}
+
+static IPT__UNUSED int ipt__ild_decode_with(struct ipt__ild_zydis *zd,
+					    struct pt_insn *insn,
+					    struct ipt__insn_ext *iext)
+{
+	int status;
+
+	if (!zd || !insn || !iext)
+		return -pte_internal;
+	status = ipt__ild_decode_bytes_with(zd, insn, iext, insn->size);
+	return status > 0 ? -pte_bad_insn : status;
 }
 
 static IPT__UNUSED int ipt__ild_decode(struct pt_insn *insn,
@@ -13298,6 +13375,18 @@ struct ipt__blk_ctx {
  * the run ends in ipt__run_next and the next run continues. */
 enum { IPT__RUN_MAX = 0x400 };
 
+/* A place where not even one instruction makes a run (ipt__blk_run_fill),
+ * with the image read in full: the IP and context number (zero: none).
+ * A few are kept, by IP, so that code looping through such places (a
+ * truncated instruction, say) is not read and decoded again at every
+ * step; the context number ties each to its epoch. */
+enum { IPT__BLK_NORUN = 4 };
+
+struct ipt__blk_norun {
+	uint64_t ip;
+	uint32_t ctx;
+};
+
 /* ---- libipt's block boundaries ----
  * libipt's block decoder keeps a cache per file section that says, for
  * each instruction it has been through, where the straight line from there
@@ -13510,6 +13599,9 @@ struct pt_block_decoder {
 	/* The length map (NULL until first needed): IPT__LMAP_SLOTS pieces
 	 * of code, each NULL until first needed. */
 	struct ipt__blk_lmap **lmap;
+
+	/* Where a run could not be recorded (see ipt__blk_run_miss). */
+	struct ipt__blk_norun norun[IPT__BLK_NORUN];
 
 	/* With @want_text, the first @ntrail runs of the last block. */
 	uint32_t ntrail;
@@ -14119,6 +14211,7 @@ ipt__blk_ctx_switch(struct pt_block_decoder *decoder, uint32_t mode)
 			IPT_MEMSET(decoder->runs, 0, (size_t) decoder->rsets *
 				   decoder->rstride);
 		ipt__blk_lmap_clear(decoder);
+		IPT_MEMSET(decoder->norun, 0, sizeof(decoder->norun));
 		decoder->nctx = 0;
 		id = 1;
 	}
@@ -15776,6 +15869,7 @@ ipt__blk_run_fill(struct pt_block_decoder *decoder, struct ipt__blk_run *run,
 		  enum pt_exec_mode mode, uint32_t ctx)
 {
 	struct ipt__blk_window win;
+	struct ipt__ild_zydis zd;
 	struct ipt__insn_ext iext;
 	struct pt_insn insn;
 	uint64_t ip = start;
@@ -15785,6 +15879,7 @@ ipt__blk_run_fill(struct pt_block_decoder *decoder, struct ipt__blk_run *run,
 
 	win.ip = 0;
 	win.len = 0;
+	ipt__ild_zydis_init(&zd);
 	if (text) {
 		max = IPT__TEXT_INSNS;
 		IPT_MEMSET(text->code, 0, sizeof(text->code));
@@ -15822,7 +15917,8 @@ ipt__blk_run_fill(struct pt_block_decoder *decoder, struct ipt__blk_run *run,
 				IPT_MEMCPY(insn.raw, code, pt_max_insn_size);
 				insn.isid = win.isid;
 				insn.size = pt_max_insn_size;
-				status = ipt__ild_decode(&insn, &iext);
+				status = ipt__ild_decode_with(&zd, &insn,
+							      &iext);
 			}
 			if (status) {
 				IPT_MEMSET(&insn, 0, sizeof(insn));
@@ -15934,14 +16030,35 @@ static IPT__INLINE uint32_t ipt__blk_way_of(const struct ipt__blk_run *set,
 /* A miss in the set @idx: record the run at @ip there.  If that pushes a
  * run out and the table has lost runs that way for an eighth of its
  * entries, it is too small for the code: grow it first, if the limit and
- * memory allow. */
+ * memory allow.
+ *
+ * Where no run can be had, nothing is pushed out, and the place is noted
+ * unless the image missed memory on the way (the caller may supply it
+ * without a new epoch: a fault is tried again). */
 static IPT__NOINLINE const struct ipt__blk_run *
 ipt__blk_run_miss(struct pt_block_decoder *decoder, uint32_t idx, uint64_t ip,
 		  enum pt_exec_mode mode, uint32_t ctx,
 		  const struct ipt__blk_text **ptext)
 {
-	struct ipt__blk_text *text = NULL;
-	struct ipt__blk_run *set;
+	struct ipt__blk_norun *norun =
+		&decoder->norun[ip & (IPT__BLK_NORUN - 1)];
+	struct ipt__blk_text *text = NULL, new_text;
+	struct ipt__blk_run *set, run;
+	uint32_t misses;
+
+	if (norun->ip == ip && norun->ctx == ctx)
+		return NULL;
+	misses = ipt__image_misses(decoder->image, NULL);
+	IPT_MEMSET(&run, 0, sizeof(run));
+	if (!ipt__blk_run_fill(decoder, &run,
+			       decoder->want_text ? &new_text : NULL, ip,
+			       mode, ctx)) {
+		if (ipt__image_misses(decoder->image, NULL) == misses) {
+			norun->ip = ip;
+			norun->ctx = ctx;
+		}
+		return NULL;
+	}
 
 	set = ipt__blk_set(decoder, idx);
 	if (set[IPT__RUN_WAYS - 1].ctx)
@@ -15961,11 +16078,14 @@ ipt__blk_run_miss(struct pt_block_decoder *decoder, uint32_t idx, uint64_t ip,
 
 	/* The others move one way on, the new one comes first. */
 	ipt__blk_set_shift(set, decoder->want_text);
-	if (decoder->want_text)
+	IPT__COPY(set[0], run);
+	if (decoder->want_text) {
 		text = ipt__blk_set_text(set);
+		IPT__COPY(text[0], new_text);
+	}
 	if (ptext)
 		*ptext = text;
-	return ipt__blk_run_fill(decoder, &set[0], text, ip, mode, ctx);
+	return &set[0];
 }
 
 /* The run at @ip is in neither of the first two ways of the set @idx:
@@ -22010,6 +22130,20 @@ static void ipt__cov_memo_free(struct ipt_cov_decoder *cov)
 	cov->memo_failed = 0;
 }
 
+/* Empty every entry of the memo.  Only the keys: the rest of an entry is
+ * written before it is read (ipt__cov_memo_fill), and a memo of a
+ * megabyte is cleared in a fraction of the time. */
+static void ipt__cov_memo_clear(struct ipt_cov_decoder *cov)
+{
+	uint32_t i;
+
+	for (i = 0; i < cov->nmemo; ++i) {
+		cov->memo[i].ip = 0;
+		cov->memo[i].ctx = 0;
+		cov->memo[i].key = 0;
+	}
+}
+
 /* Allocate the memo: the largest power of two entries the limit holds
  * (none below 16).  Returns whether there is one. */
 static IPT__NOINLINE int ipt__cov_memo_alloc(struct ipt_cov_decoder *cov)
@@ -22026,14 +22160,15 @@ static IPT__NOINLINE int ipt__cov_memo_alloc(struct ipt_cov_decoder *cov)
 		shift -= 1;
 	}
 	cov->memo = (struct ipt__cov_memo *)
-		ipt__zalloc_cache(ipt__blk_allocator(&cov->blk),
-				  (size_t) n * sizeof(*cov->memo));
+		ipt__alloc_cache(ipt__blk_allocator(&cov->blk),
+				 (size_t) n * sizeof(*cov->memo));
 	if (!cov->memo) {
 		cov->memo_failed = 1;
 		return 0;
 	}
 	cov->nmemo = n;
 	cov->memo_shift = shift;
+	ipt__cov_memo_clear(cov);
 	return 1;
 }
 
@@ -22381,8 +22516,7 @@ static uint64_t ipt__cov_tnt(void *context, struct pt_block_decoder *blk,
 
 	/* Context numbers that start over could match old entries. */
 	if (IPT__UNLIKELY(blk->ctx_next < cov->memo_ctx))
-		IPT_MEMSET(cov->memo, 0, (size_t) cov->nmemo *
-			   sizeof(*cov->memo));
+		ipt__cov_memo_clear(cov);
 	cov->memo_ctx = blk->ctx_next;
 
 	/* The window: its next bit is bit @nwin - 1; the first @left of
@@ -22664,13 +22798,6 @@ static int ipt__cov_sync(struct ipt_cov_decoder *cov)
 	return status;
 }
 
-/* Instructions in blocks in a row that read no further into the trace
- * before the walk gives up on code that loops without trace (a jump to
- * itself): more than straight-line code runs between two packets, which
- * is bounded by the size of the code (checked after each block, so up to
- * a block more). */
-enum { IPT__COV_IDLE_MAX = 0x40000 };
-
 /* The walk stops with @status where it had got (for
  * -ipt_pte_need_more: the walk goes on from there). */
 static int ipt__cov_walk_stop(struct ipt_cov_decoder *cov, uint64_t offset,
@@ -22744,7 +22871,7 @@ static int ipt__cov_walk(struct ipt_cov_decoder *cov, int status)
 			idle = 0;
 		} else {
 			idle += block.ninsn;
-			if (idle > IPT__COV_IDLE_MAX)
+			if (idle > IPT_COV_IDLE_MAX)
 				return -pte_bad_query;
 		}
 	}

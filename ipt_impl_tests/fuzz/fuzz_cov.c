@@ -29,6 +29,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	uint8_t *trace;
 	size_t tsize;
 	uint64_t cr3;
+	unsigned stuck = 0;
 	int pass;
 
 	fz_init(&in, data, size);
@@ -67,8 +68,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if ((h.dflags & 8) && ipt_cov_set_cr3_filter(cov, cr3) < 0)
 		fz_fail("cannot set the CR3 filter", 0, 0);
-	if (oracle_edges_cr3(&want, &config, image, fz_read_memory, &img,
-			     cr3) < 0)
+	if (oracle_edges_stuck(&want, &config, image, fz_read_memory, &img,
+			       cr3, &stuck) < 0)
 		goto out;
 	olist_filter(&part, &want, (cc.flags & ipt_cov_libxdc) ?
 		     (uint32_t) (ipt_cov_taken | ipt_cov_not_taken) :
@@ -109,13 +110,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			fz_fail("bitmap differs", pass, 0);
 
 		/* Code that ran without trace until the decoder gave up
-		 * (-pte_bad_query) costs the most; once is enough. */
+		 * (-pte_bad_query; the oracle counts where) costs the most;
+		 * once is enough. */
 		{
 			struct ipt_cov_status st;
 
 			if (ipt_cov_get_status(cov, &st) < 0)
 				fz_fail("no status", 0, 0);
-			if (st.first_error == -pte_bad_query ||
+			if (stuck || st.first_error == -pte_bad_query ||
 			    st.last_error == -pte_bad_query)
 				break;
 		}

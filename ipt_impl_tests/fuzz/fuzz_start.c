@@ -61,7 +61,7 @@ static void make_state(struct ipt_start_state *s, uint64_t seed,
 
 /* Code that loops without trace goes on for ever: a decode ends after
  * this many steps that read no further into the trace (fuzz_blk.c). */
-enum { max_idle_blk = 64, max_idle_insn = 2048 };
+enum { max_idle_blk = 64, max_idle_insn = IPT_COV_IDLE_MAX };
 
 /* Has the decode at @offset gone @max steps without moving on? */
 static int idle(uint64_t offset, uint64_t *last, unsigned *steps,

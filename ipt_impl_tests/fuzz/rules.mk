@@ -19,9 +19,14 @@ FUZZ_OPTIONS ?=
 # and a small image page cache: every path through them (miss, hit,
 # eviction) is reached after a few instructions, and setting them up costs
 # little per input.  The run cache keeps its default limit; it starts
-# small.  -O2: the decoders run far more often than they are compiled.
+# small.  Code that loops without trace is given up after 2048
+# instructions (the coverage decoder, and the harnesses' own decode loops,
+# fuzz_blk.c).  -O2: the decoders run far more often than they are
+# compiled.  The harnesses and their replays are built with the same
+# definitions, so that an input does the same in each.
 FUZZ_OPT := -O2 -g
-FUZZ_DEFS := -DIPT_BLK_ICACHE_BITS=6 -DIPT_IMAGE_CACHE_LIMIT=16384
+FUZZ_DEFS := -DIPT_BLK_ICACHE_BITS=6 -DIPT_IMAGE_CACHE_LIMIT=16384 \
+	-DIPT_COV_IDLE_MAX=2048
 FUZZ_HARNESSES := $(patsubst $(FZ)/fuzz_%.c,%,$(wildcard $(FZ)/fuzz_*.c))
 FUZZ_SRCS := $(FZ)/fuzz.h $(FZ)/fuzz_blk.c $(HDR) $(T)/seg/seg_split.h
 
@@ -32,20 +37,27 @@ $(FB)/ipt_impl.o: $(T)/lib/ipt_impl.c $(HDR)
 		-fsanitize=fuzzer-no-link $(SAN) -c -o $@ $<
 
 $(FB)/fuzz_%: $(FZ)/fuzz_%.c $(FUZZ_SRCS) $(FB)/ipt_impl.o
-	$(CLANG) $(FUZZ_OPT) $(WARN) $(CPPFLAGS) -fsanitize=fuzzer \
-		$(SAN) -o $@ $< $(FB)/ipt_impl.o $(ZYDIS)
+	$(CLANG) $(FUZZ_OPT) $(WARN) $(CPPFLAGS) $(FUZZ_DEFS) \
+		-fsanitize=fuzzer $(SAN) -o $@ $< $(FB)/ipt_impl.o $(ZYDIS)
 
 # Standalone replays (driver.c), and the strict build: no steering around
-# open bugs (KNOWN).
-$(FB)/replay_%: $(FZ)/fuzz_%.c $(FZ)/driver.c $(FUZZ_SRCS) $(ASAN_IMPL)
-	@mkdir -p $(@D)
-	$(CC) $(OPT) $(WARN) $(CPPFLAGS) $(SAN) -o $@ $< $(FZ)/driver.c \
-		$(ASAN_IMPL) $(ZYDIS)
+# open bugs (KNOWN).  Their implementation is sanitized and built as for
+# fuzzing.
+FUZZ_ASAN_IMPL := $(FB)/asan/ipt_impl.o
 
-$(FB)/strict_%: $(FZ)/fuzz_%.c $(FZ)/driver.c $(FUZZ_SRCS) $(ASAN_IMPL)
+$(FUZZ_ASAN_IMPL): $(T)/lib/ipt_impl.c $(HDR)
 	@mkdir -p $(@D)
-	$(CC) $(OPT) $(WARN) $(CPPFLAGS) $(SAN) -DFZ_STRICT -o $@ $< \
-		$(FZ)/driver.c $(ASAN_IMPL) $(ZYDIS)
+	$(CC) $(OPT) $(WARN) $(CPPFLAGS) $(FUZZ_DEFS) $(SAN) -c -o $@ $<
+
+$(FB)/replay_%: $(FZ)/fuzz_%.c $(FZ)/driver.c $(FUZZ_SRCS) $(FUZZ_ASAN_IMPL)
+	@mkdir -p $(@D)
+	$(CC) $(OPT) $(WARN) $(CPPFLAGS) $(FUZZ_DEFS) $(SAN) -o $@ $< \
+		$(FZ)/driver.c $(FUZZ_ASAN_IMPL) $(ZYDIS)
+
+$(FB)/strict_%: $(FZ)/fuzz_%.c $(FZ)/driver.c $(FUZZ_SRCS) $(FUZZ_ASAN_IMPL)
+	@mkdir -p $(@D)
+	$(CC) $(OPT) $(WARN) $(CPPFLAGS) $(FUZZ_DEFS) $(SAN) -DFZ_STRICT \
+		-o $@ $< $(FZ)/driver.c $(FUZZ_ASAN_IMPL) $(ZYDIS)
 
 # Seeds: small traces made with ipt.h's encoder, and one per case of the
 # conformance corpus.

@@ -3,8 +3,10 @@
  * decoding the same code again hardly reads through the callback (a few
  * runs may collide in the hashed table); a small limit bounds it, and then
  * the callback is asked again; any limit, even none, decodes the same; the
- * table takes no more memory than the limit (a counting allocator); and
- * straight lines wrap at 4 GiB outside 64-bit mode. */
+ * table takes no more memory than the limit (a counting allocator);
+ * straight lines wrap at 4 GiB outside 64-bit mode; and a place where no
+ * run can be recorded is not read again at every step, until the image
+ * is invalidated. */
 #include "blk_util.h"
 #include "check.h"
 
@@ -38,21 +40,29 @@ static int chain_read(uint8_t *buffer, size_t size, const struct pt_asid *asid,
 	return (int) size;
 }
 
-/* An image reading the chain through chain_read, counting into @m, with
- * @cache_limit bytes of page cache (~0: the default). */
-static struct pt_image *chain_image(struct chain_mem *m, uint64_t cache_limit)
+/* An image reading through @read with @context, with @cache_limit bytes
+ * of page cache (~0: the default). */
+static struct pt_image *callback_image(read_memory_callback_t *read,
+				       void *context, uint64_t cache_limit)
 {
 	struct pt_image *image;
 
-	memset(m, 0, sizeof(*m));
 	image = pt_image_alloc(NULL);
 	CHECK(image != NULL);
 	if (!image)
 		return NULL;
 	if (cache_limit != ~0ull)
 		CHECK_EQ(ipt_image_set_cache_limit(image, cache_limit), 0);
-	CHECK_EQ(pt_image_set_callback(image, chain_read, m), 0);
+	CHECK_EQ(pt_image_set_callback(image, read, context), 0);
 	return image;
+}
+
+/* An image reading the chain through chain_read, counting into @m, with
+ * @cache_limit bytes of page cache (~0: the default). */
+static struct pt_image *chain_image(struct chain_mem *m, uint64_t cache_limit)
+{
+	memset(m, 0, sizeof(*m));
+	return callback_image(chain_read, m, cache_limit);
 }
 
 /* The chain's code, and its trace: around the chain twice (pseudo-random
@@ -397,11 +407,9 @@ static void test_wrap(void)
 	config = tb_done(&t);
 	CHECK_EQ(t.errors, 0);
 
-	image = pt_image_alloc(NULL);
-	CHECK(image != NULL);
+	image = callback_image(wrap_read, NULL, ~0ull);
 	if (!image)
 		return;
-	CHECK_EQ(pt_image_set_callback(image, wrap_read, NULL), 0);
 
 	/* The second time from the run cache. */
 	for (pass = 0; pass < 2; ++pass) {
@@ -424,6 +432,114 @@ static void test_wrap(void)
 		pt_blk_free_decoder(bd);
 		pt_insn_free_decoder(id);
 	}
+	pt_image_free(image);
+}
+
+/* ---- places without a run ----
+ * "jmp $" (EB FE) at SPLIT_BASE, read in two pieces: the callback stops
+ * after its first byte, so the instruction is truncated and no run can
+ * be recorded there.  The decoder loops on it without trace, a block at a
+ * time; once the place is known to have no run, a step reads nothing.
+ * After ipt_image_invalidate the callback answers in one piece: the place
+ * is tried again, and the run is recorded. */
+enum { SPLIT_BASE = 0x20000, SPLIT_STEPS = 200 };
+
+struct split_mem {
+	unsigned long reads;
+	int whole;
+};
+
+static int split_read(uint8_t *buffer, size_t size, const struct pt_asid *asid,
+		      uint64_t ip, void *context)
+{
+	static const uint8_t code[] = { 0xeb, 0xfe };
+	struct split_mem *m = (struct split_mem *) context;
+	size_t end = m->whole ? sizeof(code) : 1;
+
+	(void) asid;
+	m->reads += 1;
+	if (ip < SPLIT_BASE || ip >= SPLIT_BASE + sizeof(code))
+		return -pte_nomap;
+	if (ip == SPLIT_BASE + 1)
+		end = sizeof(code);
+	if (size > end - (ip - SPLIT_BASE))
+		size = end - (size_t) (ip - SPLIT_BASE);
+	memcpy(buffer, code + (ip - SPLIT_BASE), size);
+	return (int) size;
+}
+
+/* @steps blocks from @dec, with *@status the last call's (events
+ * taken first); each must end at the jump, truncated as @truncated says. */
+static void split_steps(struct pt_block_decoder *dec, int steps,
+			int truncated, int *status_io)
+{
+	int i, status = *status_io;
+
+	for (i = 0; i < steps; ++i) {
+		struct pt_block block;
+
+		while (status > 0 && (status & pts_event_pending)) {
+			struct pt_event ev;
+
+			status = pt_blk_event(dec, &ev, sizeof(ev));
+		}
+		status = pt_blk_next(dec, &block, sizeof(block));
+		if (!CHECK(status >= 0 && block.end_ip == SPLIT_BASE &&
+			   block.truncated == (uint32_t) truncated)) {
+			printf("     step %d: status %d, end %llx, "
+			       "truncated %u\n", i, status,
+			       (unsigned long long) block.end_ip,
+			       (unsigned) block.truncated);
+			break;
+		}
+	}
+	*status_io = status;
+}
+
+static void test_norun(void)
+{
+	struct pt_block_decoder *dec;
+	struct pt_config *config;
+	struct pt_image *image;
+	struct split_mem m = { 0, 0 };
+	unsigned long reads;
+	struct tb t;
+	int status;
+
+	tb_init(&t);
+	tb_start64(&t, SPLIT_BASE);
+	config = tb_done(&t);
+	CHECK_EQ(t.errors, 0);
+
+	/* Every read of the image calls back. */
+	image = callback_image(split_read, &m, 0);
+	if (!image)
+		return;
+	dec = pt_blk_alloc_decoder(config);
+	CHECK(dec != NULL);
+	if (!dec) {
+		pt_image_free(image);
+		return;
+	}
+	CHECK_EQ(pt_blk_set_image(dec, image), 0);
+	status = pt_blk_sync_forward(dec);
+	CHECK(status >= 0);
+
+	split_steps(dec, SPLIT_STEPS, 1, &status);
+	reads = m.reads;
+	split_steps(dec, SPLIT_STEPS, 1, &status);
+	CHECK_EQ(m.reads, reads);
+
+	/* The code changes: a new epoch, and now the jump makes a run. */
+	m.whole = 1;
+	CHECK_EQ(ipt_image_invalidate(image, NULL, SPLIT_BASE,
+				      SPLIT_BASE + 2), 0);
+	split_steps(dec, 1, 0, &status);
+	reads = m.reads;
+	split_steps(dec, SPLIT_STEPS, 0, &status);
+	CHECK_EQ(m.reads, reads);
+
+	pt_blk_free_decoder(dec);
 	pt_image_free(image);
 }
 
@@ -522,5 +638,6 @@ int main(void)
 	test_chain();
 	test_bound();
 	test_wrap();
+	test_norun();
 	return check_done();
 }

@@ -199,6 +199,8 @@ struct oracle {
 	uint64_t from;
 	uint32_t kind;
 	uint64_t next;
+	/* Walks given up on code that loops without trace. */
+	unsigned stuck;
 };
 
 /* A branch went to @to. */
@@ -342,8 +344,8 @@ ORACLE_FN void oracle_event(struct oracle *o, const struct pt_event *ev)
 }
 
 /* Instructions in blocks in a row that read no trace before a decode
- * counts as stuck (ipt.h's coverage layer gives up there too). */
-enum { ORACLE_IDLE_MAX = 0x40000 };
+ * counts as stuck: where ipt.h's coverage layer gives up
+ * (IPT_COV_IDLE_MAX, which the fuzzing builds lower). */
 
 /* Decode from the sync point with @status until an error or the end. */
 ORACLE_FN int oracle_walk(struct oracle *o, struct pt_block_decoder *dec,
@@ -382,19 +384,22 @@ ORACLE_FN int oracle_walk(struct oracle *o, struct pt_block_decoder *dec,
 			idle = 0;
 		} else {
 			idle += b.ninsn;
-			if (idle > ORACLE_IDLE_MAX)
+			if (idle > IPT_COV_IDLE_MAX) {
+				o->stuck += 1;
 				return -pte_bad_query;
+			}
 		}
 	}
 }
 
 /* All edges of the trace in @config over @image into @out, of the address
  * space with CR3 @cr3 (ipt_blk_set_cr3_filter; pt_asid_no_cr3: all);
- * returns the number of errors. */
-ORACLE_FN int oracle_edges_cr3(struct olist *out,
-			       const struct pt_config *config,
-			       struct pt_image *image, oracle_read_fn read,
-			       void *context, uint64_t cr3)
+ * returns the number of errors, and in *@stuck (if not NULL) how many of
+ * them gave up on code that loops without trace. */
+ORACLE_FN int oracle_edges_stuck(struct olist *out,
+				 const struct pt_config *config,
+				 struct pt_image *image, oracle_read_fn read,
+				 void *context, uint64_t cr3, unsigned *stuck)
 {
 	struct pt_block_decoder *dec;
 	struct pt_config c = *config;
@@ -435,7 +440,18 @@ ORACLE_FN int oracle_edges_cr3(struct olist *out,
 		errors += 1;
 	}
 	pt_blk_free_decoder(dec);
+	if (stuck)
+		*stuck = o.stuck;
 	return errors;
+}
+
+ORACLE_FN int oracle_edges_cr3(struct olist *out,
+			       const struct pt_config *config,
+			       struct pt_image *image, oracle_read_fn read,
+			       void *context, uint64_t cr3)
+{
+	return oracle_edges_stuck(out, config, image, read, context, cr3,
+				  NULL);
 }
 
 ORACLE_FN int oracle_edges(struct olist *out, const struct pt_config *config,
