@@ -691,7 +691,9 @@ IPT_API int pt_pkt_next(struct pt_packet_decoder *decoder,
  * per packet.  Returns how many packets were decoded, 1 to n (at most
  * 65536 in one call); or pt_pkt_next's error if the first packet cannot be
  * decoded.  An error at a later packet ends the batch before it, and the
- * next call reports it.  -pte_invalid for NULL arguments or n == 0.
+ * next call reports it.  -pte_invalid for NULL arguments or n == 0.  One
+ * difference: a PAD's payload, which pt_pkt_next leaves as it was, may be
+ * zeroed (a PAD has no payload fields).
  * Ref: libipt's pt_pkt_next (man page pt_pkt_next.3), called n times. */
 IPT_API int ipt_pkt_next_batch(struct pt_packet_decoder *decoder,
 			       struct pt_packet *packets, size_t n);
@@ -5743,6 +5745,54 @@ static const struct pt_packet ipt__pkt_one_byte[128] = {
 #undef IPT__ONE_BYTE
 #undef IPT__TNT8_MSB
 
+/* ipt__pkt_fast for the packets with an extended opcode, at pos. */
+static IPT__INLINE int ipt__pkt_fast_ext(const uint8_t *pos,
+					 struct pt_packet *packet)
+{
+	uint64_t val;
+	unsigned int kind;
+
+	/* TNT-64: where long TNTs are used (up to 47 bits), about as
+	 * frequent as TIPs, so tested before the table.  Without a stop
+	 * bit it is malformed. */
+	if (pos[1] == IPT__EXT_TNT_64) {
+		val = ipt__load64(pos) >> 16;
+		if (IPT__UNLIKELY(val < 2))
+			return 0;
+		packet->type = ppt_tnt_64;
+		packet->size = ipt__layout[ppt_tnt_64].size;
+		packet->payload.tnt.bit_size = ipt__msb(val);
+		packet->payload.tnt.payload = val ^ (1ull << ipt__msb(val));
+		return ipt__layout[ppt_tnt_64].size;
+	}
+
+	kind = ipt__second_byte[pos[1]];
+	switch (kind) {
+	case ppt_psbend:
+	case ppt_ovf:
+	case ppt_stop:
+		packet->type = (enum pt_packet_type) kind;
+		packet->size = 2;
+		return 2;
+
+	case ppt_cbr:
+		packet->type = ppt_cbr;
+		packet->size = ipt__layout[ppt_cbr].size;
+		packet->payload.cbr.ratio = pos[2];
+		return ipt__layout[ppt_cbr].size;
+
+	case ppt_pip:
+		val = ipt__load64(pos) >> 16;
+		packet->type = ppt_pip;
+		packet->size = ipt__layout[ppt_pip].size;
+		packet->payload.pip.nr = (uint32_t) (val & IPT__PIP_NR);
+		packet->payload.pip.cr3 = (val >> IPT__PIP_CR3_SHL)
+					  << IPT__PIP_CR3_SHR;
+		return ipt__layout[ppt_pip].size;
+	}
+	return 0;
+}
+
 /* Decode the common packet at pos into *packet; return its size, or 0 if
  * it is not one of them (or is cut short, malformed, or an erratum may
  * apply), for ipt__pkt_next_slow to decode from scratch.  At least
@@ -5753,9 +5803,11 @@ static const struct pt_packet ipt__pkt_one_byte[128] = {
  * TNT-64, the IP packets, and the timing packets (CYC, MTC, TSC) and the
  * PSB+ packets of hardware traces, dispatching on the first byte through
  * the layout table's ipt__first_byte.  Errors, errata, PSB and the rest go
- * to the slow path.  pt_pkt_next and ipt_pkt_next_batch both use it. */
+ * to the slow path.  pt_pkt_next and ipt_pkt_next_batch both use it;
+ * whole (a constant) is 1 for the batch, whose PADs get a zero payload. */
 static IPT__INLINE int ipt__pkt_fast(const uint8_t *pos,
-				     struct pt_packet *packet, int skd007)
+				     struct pt_packet *packet, int skd007,
+				     int whole)
 {
 	uint64_t val;
 	unsigned int b, kind;
@@ -5764,13 +5816,15 @@ static IPT__INLINE int ipt__pkt_fast(const uint8_t *pos,
 	b = pos[0];
 
 	/* TNT-8 and PAD, one byte each, make up most of a hardware trace;
-	 * a TNT-8 is copied from packets decoded in advance.  PADs come in
-	 * runs, which branch predictors follow; a PAD leaves the payload
-	 * alone, as libipt's does. */
+	 * they are copied from packets decoded in advance.  A batch copies
+	 * both alike; pt_pkt_next only TNT-8s, as a PAD leaves the payload
+	 * alone there, as libipt's does, at the cost of a branch between
+	 * the two that real traces make hard to predict. */
 	if (!(b & 1)) {
 		const struct pt_packet *one = &ipt__pkt_one_byte[b >> 1];
 
-		if (IPT__LIKELY(one->type == ppt_tnt_8)) {
+		if (IPT__LIKELY(whole ? one->size != 0
+				      : one->type == ppt_tnt_8)) {
 			IPT__COPY(*packet, *one);
 			return 1;
 		}
@@ -5779,20 +5833,63 @@ static IPT__INLINE int ipt__pkt_fast(const uint8_t *pos,
 			packet->size = 1;
 			return 1;
 		}
+
+		/* The other even byte is IPT__OPC_EXT. */
+		return ipt__pkt_fast_ext(pos, packet);
 	}
 
-	/* TNT-64: where long TNTs are used (up to 47 bits), about as
-	 * frequent as TIPs. */
-	if (b == IPT__OPC_EXT && pos[1] == IPT__EXT_TNT_64) {
-		val = ipt__load64(pos) >> 16;
-		if (IPT__LIKELY(val >= 2)) {
-			packet->type = ppt_tnt_64;
-			packet->size = ipt__layout[ppt_tnt_64].size;
-			packet->payload.tnt.bit_size = ipt__msb(val);
-			packet->payload.tnt.payload =
-				val ^ (1ull << ipt__msb(val));
-			return ipt__layout[ppt_tnt_64].size;
+	/* CYC and MTC: in cycle-accurate traces every other packet is a
+	 * CYC, and MTCs come between them.  Tested by their rows of the
+	 * layout table, constants after compilation; no earlier row
+	 * overlaps them (t_pkt_internal checks both tests against
+	 * ipt__first_byte).  The byte is odd by now, so the CYC row's
+	 * test, its two low bits set, is one bit test. */
+	if (b & ipt__layout[ppt_cyc].opc & ~1u) {
+		/* As ipt__pkt_read_cyc.  One or two bytes in nearly all
+		 * traces; longer ones take the loop, which reads at most
+		 * ten bytes before a value too large is found. */
+		unsigned int shl = 8 - IPT__OPM_CYC_SHR;
+
+		val = b >> IPT__OPM_CYC_SHR;
+		size = 1;
+		if (b & IPT__OPM_CYC_EXT) {
+			b = pos[1];
+			if (IPT__LIKELY(!(b & IPT__OPM_CYCX_EXT))) {
+				/* SKD007 (see ipt__pkt_handle_skd007) looks
+				 * at 2-byte CYCs whose second byte is
+				 * IPT__OPC_EXT. */
+				if (IPT__UNLIKELY(b == IPT__OPC_EXT) && skd007)
+					return 0;
+				/* As the loop below does for one byte: its
+				 * bit 0 is clear, so no shift right. */
+				packet->type = ppt_cyc;
+				packet->size = 2;
+				packet->payload.cyc.value =
+					val | (uint64_t) b
+						      << (shl - IPT__OPM_CYCX_SHR);
+				return 2;
+			} else {
+				do {
+					b = pos[size++];
+					val |= (uint64_t) (b >>
+							   IPT__OPM_CYCX_SHR)
+					       << shl;
+					shl += 8 - IPT__OPM_CYCX_SHR;
+				} while ((b & IPT__OPM_CYCX_EXT) && shl <= 64);
+				if (IPT__UNLIKELY(shl > 64))
+					return 0;
+			}
 		}
+		packet->type = ppt_cyc;
+		packet->size = (uint8_t) size;
+		packet->payload.cyc.value = val;
+		return size;
+	}
+	if (b == ipt__layout[ppt_mtc].opc) {
+		packet->type = ppt_mtc;
+		packet->size = ipt__layout[ppt_mtc].size;
+		packet->payload.mtc.ctc = pos[1];
+		return ipt__layout[ppt_mtc].size;
 	}
 
 	/* TIP, FUP, TIP.PGE, TIP.PGD: next most frequent, and adjacent in
@@ -5814,74 +5911,12 @@ static IPT__INLINE int ipt__pkt_fast(const uint8_t *pos,
 		}
 	}
 
-	switch (kind) {
-	case ppt_mtc:
-		packet->type = ppt_mtc;
-		packet->size = ipt__layout[ppt_mtc].size;
-		packet->payload.mtc.ctc = pos[1];
-		return ipt__layout[ppt_mtc].size;
-
-	case ppt_cyc: {
-		/* As ipt__pkt_read_cyc; at most ten bytes are read before a
-		 * value too large is found. */
-		unsigned int shl = 8 - IPT__OPM_CYC_SHR;
-
-		val = b >> IPT__OPM_CYC_SHR;
-		size = 1;
-		if (b & IPT__OPM_CYC_EXT) {
-			do {
-				b = pos[size++];
-				val |= (uint64_t) (b >> IPT__OPM_CYCX_SHR)
-				       << shl;
-				shl += 8 - IPT__OPM_CYCX_SHR;
-			} while ((b & IPT__OPM_CYCX_EXT) && shl <= 64);
-			if (IPT__UNLIKELY(shl > 64))
-				return 0;
-			/* SKD007 (see ipt__pkt_handle_skd007) looks at
-			 * 2-byte CYCs whose second byte is IPT__OPC_EXT. */
-			if (size == 2 && (val & 0xffe0u) == 0x20 && skd007)
-				return 0;
-		}
-		packet->type = ppt_cyc;
-		packet->size = (uint8_t) size;
-		packet->payload.cyc.value = val;
-		return size;
-	}
-
-	case ppt_tsc:
+	if (kind == ppt_tsc) {
 		packet->type = ppt_tsc;
 		packet->size = ipt__layout[ppt_tsc].size;
 		packet->payload.tsc.tsc = ipt__load64(pos) >> 8;
 		return ipt__layout[ppt_tsc].size;
-
-	case IPT__KIND_EXT:
-		kind = ipt__second_byte[pos[1]];
-		switch (kind) {
-		case ppt_psbend:
-		case ppt_ovf:
-		case ppt_stop:
-			packet->type = (enum pt_packet_type) kind;
-			packet->size = 2;
-			return 2;
-
-		case ppt_cbr:
-			packet->type = ppt_cbr;
-			packet->size = ipt__layout[ppt_cbr].size;
-			packet->payload.cbr.ratio = pos[2];
-			return ipt__layout[ppt_cbr].size;
-
-		case ppt_pip:
-			val = ipt__load64(pos) >> 16;
-			packet->type = ppt_pip;
-			packet->size = ipt__layout[ppt_pip].size;
-			packet->payload.pip.nr = (uint32_t) (val & IPT__PIP_NR);
-			packet->payload.pip.cr3 = (val >> IPT__PIP_CR3_SHL)
-						  << IPT__PIP_CR3_SHR;
-			return ipt__layout[ppt_pip].size;
-		}
-		break;
 	}
-
 	return 0;
 }
 
@@ -5908,6 +5943,24 @@ ipt__pkt_skip_pads(struct pt_packet_decoder *decoder)
 	decoder->pos = pos;
 }
 
+/* pt_pkt_next's fast path, for a caller with a struct pt_packet of its
+ * own: the next packet into @packet and the decoder past it, returning
+ * its size; 0 (nothing moved) where pt_pkt_next decodes it the slow
+ * way. */
+static IPT__INLINE int ipt__pkt_next_fast(struct pt_packet_decoder *decoder,
+					  struct pt_packet *packet)
+{
+	const uint8_t *pos = decoder->pos;
+	int size;
+
+	if (!ipt__pkt_in_fast((uintptr_t) decoder->config.begin,
+			      decoder->fast, pos))
+		return 0;
+	size = ipt__pkt_fast(pos, packet, decoder->config.errata.skd007, 0);
+	decoder->pos = pos + size;
+	return size;
+}
+
 /* Decode the next packet and move past it; return its size.  Same
  * semantics as libipt's pt_pkt_next: -pte_nosync before synchronization,
  * -pte_eos at the end or for a packet cut off by it, -pte_bad_opc for an
@@ -5920,35 +5973,59 @@ ipt__pkt_skip_pads(struct pt_packet_decoder *decoder)
 IPT_DEF int pt_pkt_next(struct pt_packet_decoder *decoder,
 			struct pt_packet *packet, size_t psize)
 {
-	const uint8_t *pos;
 	int size;
 
 	if (!packet || !decoder)
 		return -pte_invalid;
 
-	pos = decoder->pos;
-	if (IPT__LIKELY(psize == sizeof(*packet) &&
-			ipt__pkt_in_fast((uintptr_t) decoder->config.begin,
-					 decoder->fast, pos))) {
-		size = ipt__pkt_fast(pos, packet,
-				     decoder->config.errata.skd007);
-		if (IPT__LIKELY(size)) {
-			decoder->pos = pos + size;
+	if (IPT__LIKELY(psize == sizeof(*packet))) {
+		size = ipt__pkt_next_fast(decoder, packet);
+		if (IPT__LIKELY(size))
 			return size;
-		}
 	}
 	return ipt__pkt_next_slow(decoder, packet, psize);
 }
 
-/* See the declaration in >>api-pkt-ext.  The loop keeps the position in a
- * register and stores it once per batch; packets outside the fast region
- * or the fast path go through ipt__pkt_next_slow one by one. */
+/* ipt_pkt_next_batch's inner loop: decode packets at *pos into *out on
+ * to last, all in the fast region, and up to stop too if bounded (a
+ * constant); move both on.  Returns the last size, 0 if the fast path
+ * left the packet at *pos to the slow one. */
+static IPT__INLINE int ipt__pkt_fast_run(const uint8_t **pos,
+					 struct pt_packet **out,
+					 const struct pt_packet *last,
+					 const uint8_t *stop, int skd007,
+					 int bounded)
+{
+	const uint8_t *at = *pos;
+	struct pt_packet *packet = *out;
+	int size;
+
+	do {
+		size = ipt__pkt_fast(at, packet, skd007, 1);
+		if (IPT__UNLIKELY(!size))
+			break;
+		at += size;
+		packet += 1;
+	} while (packet < last && (!bounded || at < stop));
+	*pos = at;
+	*out = packet;
+	return size;
+}
+
+/* See the declaration in >>api-pkt-ext.  The inner loops keep the
+ * position in a register.  Every packet ipt__pkt_fast decodes is at most
+ * IPT__FAST_ROOM bytes long; so where the fast region has room for that
+ * many bytes for each packet still wanted, one loop decodes them all and
+ * tests only the count; elsewhere the same loop tests the region's end
+ * too.  Packets outside the fast region or the fast path go through
+ * ipt__pkt_next_slow one by one. */
 IPT_DEF int ipt_pkt_next_batch(struct pt_packet_decoder *decoder,
 			       struct pt_packet *packets, size_t n)
 {
-	const uint8_t *pos;
+	struct pt_packet *out, *last;
+	const uint8_t *pos, *stop;
 	uintptr_t begin;
-	size_t i, fast;
+	size_t fast;
 	int size, skd007;
 
 	if (!decoder || !packets || !n)
@@ -5961,19 +6038,29 @@ IPT_DEF int ipt_pkt_next_batch(struct pt_packet_decoder *decoder,
 	begin = (uintptr_t) decoder->config.begin;
 	fast = decoder->fast;
 	skd007 = decoder->config.errata.skd007;
-	for (i = 0; i < n; ++i) {
+	out = packets;
+	last = packets + n;
+	while (out < last) {
 		if (IPT__LIKELY(ipt__pkt_in_fast(begin, fast, pos))) {
-			size = ipt__pkt_fast(pos, &packets[i], skd007);
-			if (IPT__LIKELY(size)) {
-				pos += size;
+			/* The bytes left in the fast region, at least 1:
+			 * packet k from here starts at most
+			 * k * IPT__FAST_ROOM bytes on. */
+			stop = (const uint8_t *) (begin + fast);
+			if ((size_t) (stop - pos) >
+			    (size_t) (last - out - 1) * IPT__FAST_ROOM)
+				size = ipt__pkt_fast_run(&pos, &out, last, stop,
+							 skd007, 0);
+			else
+				size = ipt__pkt_fast_run(&pos, &out, last, stop,
+							 skd007, 1);
+			if (size)
 				continue;
-			}
 		}
 		decoder->pos = pos;
-		size = ipt__pkt_next_slow(decoder, &packets[i],
-					  sizeof(packets[i]));
+		size = ipt__pkt_next_slow(decoder, out, sizeof(*out));
 		if (size < 0)
-			return i ? (int) i : size;
+			return out > packets ? (int) (out - packets) : size;
+		out += 1;
 		pos = decoder->pos;
 		begin = (uintptr_t) decoder->config.begin;
 		fast = decoder->fast;
@@ -6017,21 +6104,15 @@ IPT_DEF int ipt_last_ip_query(uint64_t *ip, const struct ipt_last_ip *last_ip)
 	return 0;
 }
 
-/* SDM 33.4.2.2: the update forms replace the low 16, 32 or 48 bits of the
- * last IP; sext-48 sign-extends bit 47; suppressed leaves the IP but marks
- * it suppressed until the next update. */
-IPT_DEF int ipt_last_ip_update_ip(struct ipt_last_ip *last_ip,
-				  const struct pt_packet_ip *packet,
-				  const struct pt_config *config)
+/* The last-IP rule, SDM 33.4.2.2: the update forms replace the low 16, 32
+ * or 48 bits of the last IP; sext-48 sign-extends bit 47; suppressed
+ * leaves the IP but marks it suppressed until the next update.  0, or
+ * -pte_bad_packet for a compression the SDM reserves. */
+static IPT__INLINE int ipt__last_ip_update(struct ipt_last_ip *last_ip,
+					   const struct pt_packet_ip *packet)
 {
-	uint64_t ip;
+	uint64_t ip = packet->ip;
 
-	(void) config;
-
-	if (!last_ip || !packet)
-		return -pte_invalid;
-
-	ip = packet->ip;
 	switch (packet->ipc) {
 	case pt_ipc_suppressed:
 		last_ip->suppressed = 1;
@@ -6067,6 +6148,17 @@ IPT_DEF int ipt_last_ip_update_ip(struct ipt_last_ip *last_ip,
 	last_ip->have_ip = 1;
 	last_ip->suppressed = 0;
 	return 0;
+}
+
+IPT_DEF int ipt_last_ip_update_ip(struct ipt_last_ip *last_ip,
+				  const struct pt_packet_ip *packet,
+				  const struct pt_config *config)
+{
+	(void) config;
+
+	if (!last_ip || !packet)
+		return -pte_invalid;
+	return ipt__last_ip_update(last_ip, packet);
 }
 
 /* ==== >>time  time tracking and calibration ==============================
@@ -6695,16 +6787,20 @@ static IPT__UNUSED int ipt__tcal_same(const struct ipt_time_cal *a,
  *        state gave
  *   int  ipt__evt_next_tnt(struct pt_event_decoder *decoder,
  *                          struct pt_event *ev);
- *        pt_evt_next() for a caller holding a used-up TNT, TIP or enable
- *        event when the next event is a TNT or a plain TIP: 1 and @ev
- *        refilled in place, or 0
- *   uint32_t ipt__evt_tnt_ahead(const struct pt_event_decoder *decoder,
- *                               const uint8_t **pos, uint64_t *payload);
+ *        pt_evt_next() for a caller holding a used-up TNT, TIP, enable
+ *        or disable event when the next event is a TNT or a plain TIP,
+ *        TIP.PGE or TIP.PGD: 1 and @ev refilled in place, or 0
+ *   enum pt_packet_type ipt__evt_tnt_ahead(const struct pt_event_decoder *,
+ *                                          const uint8_t **pos,
+ *                                          uint64_t *payload,
+ *                                          uint32_t *size);
  *   void ipt__evt_tnt_taken(struct pt_event_decoder *decoder,
- *                           const uint8_t *pos);
- *        for a caller holding a TNT event: the TNT packets that follow
- *        it, read without events, and going on past the ones it took
- *        (see "TNT packets in a row")
+ *                           const uint8_t *pos, const struct ipt_last_ip *);
+ *   const struct ipt_last_ip *
+ *        ipt__evt_last_ip(const struct pt_event_decoder *);
+ *        for a caller holding a TNT event: the TNT and TIP packets that
+ *        follow it, read without events, and going on past the ones it
+ *        took (see "TNT and TIP packets in a row")
  *   IPT__EV_IGNORE  the internal event type that binds a packet without
  *                   reporting anything; never leaves this section
  *
@@ -7009,7 +7105,8 @@ static uint64_t *ipt__evt_ip_field(struct pt_event *ev)
 }
 
 /* Give ev the current time, if there is one. */
-static int ipt__evt_stamp(struct pt_event *ev, const struct ipt_time *time)
+static IPT__INLINE int ipt__evt_stamp(struct pt_event *ev,
+				      const struct ipt_time *time)
 {
 	int err = ipt_time_query_tsc(&ev->tsc, &ev->lost_mtc, &ev->lost_cyc,
 				     time);
@@ -7145,12 +7242,15 @@ IPT_DEF void pt_evt_free_decoder(struct pt_event_decoder *decoder)
  * kept in status and shows as a ppt_invalid packet.  Always returns 0, so
  * that "return ipt__evt_next_packet(decoder);" ends a handler that made an
  * event. */
-static int ipt__evt_next_packet(struct pt_event_decoder *decoder)
+static IPT__INLINE int ipt__evt_next_packet(struct pt_event_decoder *decoder)
 {
 	int status;
 
 	do {
 		ipt__pkt_skip_pads(&decoder->pacdec);
+		if (IPT__LIKELY(ipt__pkt_next_fast(&decoder->pacdec,
+						   &decoder->packet)))
+			continue;
 		status = pt_pkt_next(&decoder->pacdec, &decoder->packet,
 				     sizeof(decoder->packet));
 		if (status < 0) {
@@ -9554,8 +9654,7 @@ static int ipt__evt_next_tip(struct pt_event_decoder *decoder,
 {
 	int err;
 
-	err = ipt_last_ip_update_ip(&decoder->ip, &decoder->packet.payload.ip,
-				    ipt__evt_config(decoder));
+	err = ipt__last_ip_update(&decoder->ip, &decoder->packet.payload.ip);
 	if (err < 0)
 		return err;
 	decoder->bound = 1;
@@ -9568,18 +9667,58 @@ static int ipt__evt_next_tip(struct pt_event_decoder *decoder,
 	return err < 0 ? err : 1;
 }
 
+/* The TIP.PGE or TIP.PGD that is the current packet, with nothing bound
+ * to it and nothing queued, as ipt__evt_decode_tip_pge and
+ * ipt__evt_decode_tip_pgd make their events: an enable bound to its
+ * packet, or a disable that goes on past it. */
+static int ipt__evt_next_pg(struct pt_event_decoder *decoder,
+			    struct pt_event *ev, enum pt_packet_type type)
+{
+	int err;
+
+	err = ipt__last_ip_update(&decoder->ip, &decoder->packet.payload.ip);
+	if (err < 0)
+		return err;
+	ipt__evt_clear_branch(ev);
+	if (type == ppt_tip_pge) {
+		ev->type = ptev_enabled;
+		err = ipt__evt_place(ev, &decoder->ip);
+		if (err >= 0) {
+			decoder->enabled = 1;
+			decoder->bound = 1;
+			err = ipt__evt_stamp(ev, &decoder->time);
+		}
+		if (err < 0)
+			/* pt_evt_next leaves its event in place. */
+			decoder->event = ipt__evq_standalone(&decoder->evq);
+		return err < 0 ? err : 1;
+	}
+	ev->type = ptev_disabled;
+	err = ipt__evt_place(ev, &decoder->ip);
+	if (err < 0)
+		return err;
+	err = ipt__evt_stamp(ev, &decoder->time);
+	if (err < 0)
+		return err;
+	decoder->enabled = 0;
+	ipt__evt_next_packet(decoder);
+	return 1;
+}
+
 /* A short way to the next event for a decoder above (>>blk) that holds a
- * TNT, TIP or enable event it took from pt_evt_next() and has used up:
- * when the next event is the TNT of the current packet, or of the next
- * one after a TIP (TIP.PGE) with nothing bound to it, or a TIP that is
- * the current or that next packet with nothing queued to bind to it, @ev
+ * TNT, TIP, enable or disable event it took from pt_evt_next() (or made
+ * itself, for a disable) and has used up: when the next event is the TNT
+ * of the current packet, or of the next one after a TIP (TIP.PGE) with
+ * nothing bound to it, or a TIP, TIP.PGE or TIP.PGD that is the current
+ * or that next packet with nothing bound to it and nothing queued, @ev
  * becomes that event in place, byte for byte what pt_evt_next() would
- * give, without building one in the queue and copying it out.  The three
+ * give, without building one in the queue and copying it out.  These
  * events use no fields but the flags, the time and the start of the
  * variant (as long as variant.tnt), so clearing those leaves a zeroed
  * event.  The steps are ipt__evt_fetch_event's: ipt__evt_decode_tip
  * (ipt__evt_decode_tip_pge) finding nothing bound, then
- * ipt__evt_decode_tnt or ipt__evt_decode_tip.
+ * ipt__evt_decode_tnt, ipt__evt_decode_tip, ipt__evt_decode_tip_pge or
+ * ipt__evt_decode_tip_pgd.  A disable went past its TIP.PGD already.
  *
  * Returns 1 when @ev is the next event; 0 when the caller must ask
  * pt_evt_next() (which goes on from here); an error as pt_evt_next()
@@ -9596,9 +9735,12 @@ static int ipt__evt_next_tnt(struct pt_event_decoder *decoder,
 		bound = ppt_tip;
 	else if (ev->type == ptev_enabled && !ev->status_update)
 		bound = ppt_tip_pge;
+	else if (ev->type == ptev_disabled && !ev->status_update)
+		bound = ppt_invalid;
 	else
 		return 0;
-	if (!decoder->enabled || ipt__pkt_more(&decoder->pacdec))
+	if (ipt__pkt_more(&decoder->pacdec) ||
+	    (bound == ppt_tip && !decoder->enabled))
 		return 0;
 
 	/* Its IP went into the last IP when it made @ev; the decoders'
@@ -9612,77 +9754,120 @@ static int ipt__evt_next_tnt(struct pt_event_decoder *decoder,
 	}
 
 	type = decoder->packet.type;
-	if (type == ppt_tip && !decoder->bound &&
-	    decoder->evq.begin == decoder->evq.end)
-		return ipt__evt_next_tip(decoder, ev);
-	if (type != ppt_tnt_8 && type != ppt_tnt_64)
+	if (type == ppt_tnt_8 || type == ppt_tnt_64) {
+		if (!decoder->enabled)
+			return 0;
+		ipt__evt_clear_branch(ev);
+		ipt__evt_fill_tnt(ev, &decoder->packet.payload.tnt);
+		err = ipt__evt_stamp(ev, &decoder->time);
+		if (err < 0)
+			return err;
+		ipt__evt_next_packet(decoder);
+		return 1;
+	}
+	if (decoder->bound || decoder->evq.begin != decoder->evq.end)
 		return 0;
-
-	ipt__evt_clear_branch(ev);
-	ipt__evt_fill_tnt(ev, &decoder->packet.payload.tnt);
-	err = ipt__evt_stamp(ev, &decoder->time);
-	if (err < 0)
-		return err;
-	ipt__evt_next_packet(decoder);
-	return 1;
+	if (type == ppt_tip)
+		return decoder->enabled ? ipt__evt_next_tip(decoder, ev) : 0;
+	if (type == ppt_tip_pge || type == ppt_tip_pgd)
+		return ipt__evt_next_pg(decoder, ev, type);
+	return 0;
 }
 
-/* ---- TNT packets in a row ----
- * Between two packets that are not TNT, a caller holding a TNT event would
- * get each next TNT from ipt__evt_next_tnt, one event per packet.  A
- * caller that only wants the bits reads them ahead instead: the packet the
- * decoder holds, then the one-byte TNTs behind it (PADs between them
- * skipped), decoded through the packet layer's table in the region where
- * its fast path decodes them too.  Nothing moves until the caller says how
- * far it got; then the decoder stands as after the ipt__evt_next_tnt call
- * that made the event of the last packet it took.  Those events would
- * have carried nothing but their bits: no other packet, and so no change
- * of time, lies between them. */
+/* ---- TNT and TIP packets in a row ----
+ * Between two packets that are not TNT, TIP, TIP.PGD or TIP.PGE, a caller
+ * holding a TNT event would get each next event from ipt__evt_next_tnt,
+ * one per packet.  A caller that only wants the bits and the IPs reads
+ * them ahead instead: the packet the decoder holds, then the packets
+ * behind it (PADs skipped), decoded by the packet layer's fast path in
+ * the region where it decodes.  A TIP (TIP.PGD, TIP.PGE) counts only with
+ * nothing queued to bind to it and with an IP.  Nothing moves until the caller says how far
+ * it got; then the decoder stands as after the ipt__evt_next_tnt call
+ * that made the event of the last packet it took (a TNT; after a TIP or
+ * TIP.PGE, as that call left it, bound, it stands past it), with the last
+ * IP the TIPs it took left.  Those events would have
+ * carried nothing but their bits or IP: no other packet, and so no
+ * change of time, lies between them. */
 
-/* The bit size of the TNT packet after the one at *@pos (NULL: the
- * event in hand), its bits in @payload (the oldest highest) and *@pos
- * past it; 0 if the next packet is not a TNT read this way. */
-static IPT__INLINE uint32_t
-ipt__evt_tnt_ahead(const struct pt_event_decoder *decoder,
-		   const uint8_t **pos, uint64_t *payload)
+/* The TNT, TIP, TIP.PGD or TIP.PGE packet after the one at *@pos (NULL:
+ * the event in hand): its type, and *@pos past it, with a TNT's bits (the
+ * oldest highest) in @payload and their number in @size, or the IP
+ * payload in @payload and its compression in @size; 0 if the next packet
+ * is none of them, read this way. */
+static IPT__INLINE enum pt_packet_type
+ipt__evt_tnt_ahead(const struct pt_event_decoder *decoder, const uint8_t **pos,
+		   uint64_t *payload, uint32_t *size)
 {
 	const struct pt_packet_decoder *pacdec = &decoder->pacdec;
-	const struct pt_packet *one;
+	const struct pt_packet *packet;
+	struct pt_packet local;
 	const uint8_t *at = *pos;
 
 	if (!at) {
-		const struct pt_packet *packet = &decoder->packet;
-
-		if ((packet->type != ppt_tnt_8 && packet->type != ppt_tnt_64) ||
-		    !decoder->enabled || ipt__pkt_more(pacdec))
-			return 0;
-		*payload = packet->payload.tnt.payload;
-		*pos = pacdec->pos;
-		return packet->payload.tnt.bit_size;
-	}
-	for (;;) {
+		if (!decoder->enabled || ipt__pkt_more(pacdec))
+			return (enum pt_packet_type) 0;
+		packet = &decoder->packet;
+		at = pacdec->pos;
+	} else {
+		while (ipt__pkt_in_fast((uintptr_t) pacdec->config.begin,
+					pacdec->fast, at) && !*at)
+			at += 1;
 		if (!ipt__pkt_in_fast((uintptr_t) pacdec->config.begin,
-				      pacdec->fast, at) || (*at & 1))
-			return 0;
-		if (*at)
-			break;
-		at += 1;
+				      pacdec->fast, at))
+			return (enum pt_packet_type) 0;
+		/* The one-byte TNTs first, as the packet layer decodes
+		 * them. */
+		packet = &ipt__pkt_one_byte[*at >> 1];
+		if (!(*at & 1) && packet->type == ppt_tnt_8) {
+			*payload = packet->payload.tnt.payload;
+			*size = packet->payload.tnt.bit_size;
+			*pos = at + 1;
+			return ppt_tnt_8;
+		}
+		if (!ipt__pkt_fast(at, &local, pacdec->config.errata.skd007, 0))
+			return (enum pt_packet_type) 0;
+		packet = &local;
+		at += local.size;
 	}
-	one = &ipt__pkt_one_byte[*at >> 1];
-	if (one->type != ppt_tnt_8)
-		return 0;
-	*payload = one->payload.tnt.payload;
-	*pos = at + 1;
-	return one->payload.tnt.bit_size;
+	switch (packet->type) {
+	case ppt_tnt_8:
+	case ppt_tnt_64:
+		*payload = packet->payload.tnt.payload;
+		*size = packet->payload.tnt.bit_size;
+		break;
+	case ppt_tip:
+	case ppt_tip_pgd:
+	case ppt_tip_pge:
+		if (packet->payload.ip.ipc == pt_ipc_suppressed ||
+		    decoder->bound || decoder->evq.begin != decoder->evq.end)
+			return (enum pt_packet_type) 0;
+		*payload = packet->payload.ip.ip;
+		*size = (uint32_t) packet->payload.ip.ipc;
+		break;
+	default:
+		return (enum pt_packet_type) 0;
+	}
+	*pos = at;
+	return packet->type;
 }
 
-/* The caller took the TNT packets ahead up to @pos (as ipt__evt_tnt_ahead
- * left it): the next packet is the one after. */
+/* The caller took the packets ahead up to @pos (as ipt__evt_tnt_ahead
+ * left it), and the TIPs among them left the last IP @ip: the next
+ * packet is the one after. */
 static void ipt__evt_tnt_taken(struct pt_event_decoder *decoder,
-			       const uint8_t *pos)
+			       const uint8_t *pos,
+			       const struct ipt_last_ip *ip)
 {
+	IPT__COPY(decoder->ip, *ip);
 	decoder->pacdec.pos = pos;
 	(void) ipt__evt_next_packet(decoder);
+}
+
+/* The last IP, for a caller reading ahead. */
+static IPT__INLINE const struct ipt_last_ip *
+ipt__evt_last_ip(const struct pt_event_decoder *decoder)
+{
+	return &decoder->ip;
 }
 
 static int ipt__evt_next(struct pt_event_decoder *decoder,
@@ -13084,12 +13269,17 @@ ipt__insn_range_is_contiguous(uint64_t begin, uint64_t end,
  *   int  ipt__blk_trace_more(const struct pt_block_decoder *);
  *   void ipt__blk_set_run_hook(struct pt_block_decoder *, hook, context);
  *        a hook told of each run recorded in the run cache
- *   uint32_t ipt__blk_tnt_ahead(const struct pt_block_decoder *,
- *                               const uint8_t **pos, uint64_t *payload);
+ *   enum pt_packet_type ipt__blk_tnt_ahead(const struct pt_block_decoder *,
+ *                                          const uint8_t **pos,
+ *                                          uint64_t *payload,
+ *                                          uint32_t *size);
+ *   const struct ipt_last_ip *
+ *        ipt__blk_last_ip(const struct pt_block_decoder *);
  *   void ipt__blk_tnt_taken(struct pt_block_decoder *, const uint8_t *pos,
  *                           uint64_t payload, uint32_t left,
- *                           uint32_t icnt);
- *        for the walk's tnt hook: TNT packets read ahead, and taken
+ *                           uint32_t icnt, const struct ipt_last_ip *ip);
+ *        for the walk's tnt hook: TNT and TIP packets read ahead, and
+ *        taken
  *   void ipt__blk_set_icache_bits(struct pt_block_decoder *, uint32_t bits);
  *        beside a run cache, an instruction cache of 1 << bits entries
  *
@@ -14148,9 +14338,18 @@ static IPT__INLINE uint32_t ipt__blk_ctx_of(struct pt_block_decoder *decoder,
  * trace gave us (from a TIP, FUP, ...).  After each event we learn whether
  * it provides such an anchor.  Events from packets without IP leave the
  * anchor alone; disables drop it. */
-static int ipt__blk_update_trig_anchor(struct pt_block_decoder *decoder,
-				       const struct pt_event *ev)
+static IPT__INLINE int
+ipt__blk_update_trig_anchor(struct pt_block_decoder *decoder,
+			    const struct pt_event *ev)
 {
+	/* TNT and TIP, nearly all events, anchor the count (below). */
+	if (IPT__LIKELY((ev->type == ptev_tnt || ev->type == ptev_tip) &&
+			!ev->ip_suppressed && !ev->status_update)) {
+		decoder->has_icnt = 1;
+		decoder->icnt = 0;
+		return 0;
+	}
+
 	/* A start state's status events: the count goes on across. */
 	if (decoder->start_status && ev->status_update) {
 		decoder->start_status -= 1;
@@ -14418,7 +14617,7 @@ static void ipt__blk_dark(struct pt_block_decoder *decoder)
 
 /* We are done with the current event: remember its time, and whether it
  * anchors TRIG counts. */
-static int ipt__blk_leave_event(struct pt_block_decoder *decoder)
+static IPT__INLINE int ipt__blk_leave_event(struct pt_block_decoder *decoder)
 {
 	const struct pt_event *ev = &decoder->event;
 
@@ -14439,7 +14638,7 @@ static int ipt__blk_leave_event(struct pt_block_decoder *decoder)
 /* We are done with the current event: remember its time and get the next
  * one.  An event decoder error is kept in @status and reported when we
  * get to it. */
-static int ipt__blk_fetch_event(struct pt_block_decoder *decoder)
+static IPT__INLINE int ipt__blk_fetch_event(struct pt_block_decoder *decoder)
 {
 	struct pt_event *ev = &decoder->event;
 	int status;
@@ -17336,11 +17535,12 @@ struct ipt__blk_walk_ops {
 	void (*reach)(void *context, uint64_t ip);
 	/* If set, asked at each @ip the walk goes on at while a TNT is in
 	 * hand: it may take TNT bits in bulk, also from the TNT packets
-	 * that follow (ipt__blk_tnt_ahead, ipt__blk_tnt_taken), but never
-	 * the last bit of the last of them, leaving the decoder as the
-	 * walk would have after a bit (a run at @ip still to find, no run
-	 * chained since) and reporting as the walk would.  Returns where
-	 * the flow went on, @ip if it took nothing. */
+	 * that follow, and the TIPs between them at the branches that take
+	 * them (ipt__blk_tnt_ahead, ipt__blk_tnt_taken), but never the last
+	 * bit of the last TNT, leaving the decoder as the walk would have
+	 * after a bit (a run at @ip still to find, no run chained since)
+	 * and reporting as the walk would.  Returns where the flow went on,
+	 * @ip if it took nothing. */
 	uint64_t (*tnt)(void *context, struct pt_block_decoder *decoder,
 			uint64_t ip, enum pt_exec_mode mode);
 };
@@ -17367,22 +17567,32 @@ ipt__blk_walk_tnt(struct pt_block_decoder *decoder,
 	return ip;
 }
 
-/* For ops->tnt: the TNT packets after the event in hand, read ahead (see
- * ipt__evt_tnt_ahead). */
-static IPT__INLINE uint32_t
+/* For ops->tnt: the TNT and TIP packets after the event in hand, read
+ * ahead (see ipt__evt_tnt_ahead), and the last IP they go on from. */
+static IPT__INLINE enum pt_packet_type
 ipt__blk_tnt_ahead(const struct pt_block_decoder *decoder, const uint8_t **pos,
-		   uint64_t *payload)
+		   uint64_t *payload, uint32_t *size)
 {
-	return ipt__evt_tnt_ahead(&decoder->evdec, pos, payload);
+	return ipt__evt_tnt_ahead(&decoder->evdec, pos, payload, size);
 }
 
-/* ops->tnt took the TNT packets read ahead up to @pos: the event in hand
- * becomes the last of them, with @left of its bits @payload to go and
- * @icnt instructions walked since it was fetched, as if each packet's
- * event had been used up in turn and the next fetched. */
+static IPT__INLINE const struct ipt_last_ip *
+ipt__blk_last_ip(const struct pt_block_decoder *decoder)
+{
+	return ipt__evt_last_ip(&decoder->evdec);
+}
+
+/* ops->tnt took the packets read ahead up to @pos, and the TIPs among
+ * them left the last IP @ip: the event in hand becomes the last of them,
+ * a TNT with @left of its bits @payload to go and @icnt instructions
+ * walked since it was fetched, as if each packet's event had been used up
+ * in turn and the next fetched.  With @left zero the last was a TIP (or a
+ * TIP.PGD, TIP.PGE pair) with a plain TIP or a TIP.PGD behind it: that
+ * one is fetched, its trailing-event rules having nothing to do. */
 static void ipt__blk_tnt_taken(struct pt_block_decoder *decoder,
 			       const uint8_t *pos, uint64_t payload,
-			       uint32_t left, uint32_t icnt)
+			       uint32_t left, uint32_t icnt,
+			       const struct ipt_last_ip *ip)
 {
 	struct pt_event *ev = &decoder->event;
 
@@ -17391,7 +17601,9 @@ static void ipt__blk_tnt_taken(struct pt_block_decoder *decoder,
 	decoder->icnt = icnt;
 	ev->variant.tnt.bits = payload;
 	ev->variant.tnt.size = (uint8_t) left;
-	ipt__evt_tnt_taken(&decoder->evdec, pos);
+	ipt__evt_tnt_taken(&decoder->evdec, pos, ip);
+	if (!left)
+		(void) ipt__blk_fetch_event(decoder);
 }
 
 /* The block the walk just ended with @run, for the trailing-event
@@ -22155,29 +22367,20 @@ static void ipt__cov_event(struct ipt_cov_decoder *cov,
 	}
 }
 
-/* The walk's reports: a branch used trace; the flow reached @ip. */
-static IPT__INLINE void ipt__cov_branch(void *context, uint64_t from,
-					uint64_t next,
-					enum pt_insn_class iclass)
+/* The edge kind of a branch of @iclass that used trace. */
+static IPT__INLINE uint32_t ipt__cov_kind_of(enum pt_insn_class iclass)
 {
-	struct ipt_cov_decoder *cov = (struct ipt_cov_decoder *) context;
-	uint32_t kind = ipt_cov_jump;
-
 	switch (iclass) {
 	case ptic_cond_jump:
-		kind = ipt_cov_taken;
-		break;
+		return ipt_cov_taken;
 	case ptic_return:
-		kind = ipt_cov_return;
-		break;
+		return ipt_cov_return;
 	case ptic_call:
-		kind = ipt_cov_call;
-		break;
+		return ipt_cov_call;
 	case ptic_far_call:
 	case ptic_far_return:
 	case ptic_far_jump:
-		kind = ipt_cov_far;
-		break;
+		return ipt_cov_far;
 	case ptic_unknown:
 	case ptic_other:
 	case ptic_jump:
@@ -22185,9 +22388,19 @@ static IPT__INLINE void ipt__cov_branch(void *context, uint64_t from,
 	case ptic_indirect:
 		break;
 	}
+	return ipt_cov_jump;
+}
+
+/* The walk's reports: a branch used trace; the flow reached @ip. */
+static IPT__INLINE void ipt__cov_branch(void *context, uint64_t from,
+					uint64_t next,
+					enum pt_insn_class iclass)
+{
+	struct ipt_cov_decoder *cov = (struct ipt_cov_decoder *) context;
+
 	cov->pend_from = from;
 	cov->pend_next = next;
-	cov->pend_kind = kind;
+	cov->pend_kind = ipt__cov_kind_of(iclass);
 }
 
 static IPT__INLINE void ipt__cov_reach(void *context, uint64_t ip)
@@ -22195,32 +22408,37 @@ static IPT__INLINE void ipt__cov_reach(void *context, uint64_t ip)
 	ipt__cov_resolve((struct ipt_cov_decoder *) context, ip);
 }
 
-/* ---- taking TNT bits in bulk ----
- * Between two packets that are not TNT, the walk goes from run to run
- * taking one TNT bit at each conditional branch.  The memo keeps, for a
- * context (address space, mode, image epoch: the run cache's context
- * number), an IP and the next up to IPT__COV_MEMO_BITS TNT bits, what the
- * walk does with them: the edges, the return-stack pushes and pops, the
- * instructions it counts, and where the flow goes on.  One look-up then
- * stands for a run of branches.
+/* ---- taking TNT bits and TIPs in bulk ----
+ * Between two packets that are neither TNT nor TIP, the walk goes from
+ * run to run taking one TNT bit at each conditional branch and a TIP at
+ * each indirect branch.  The memo keeps, for a context (address space,
+ * mode, image epoch: the run cache's context number), an IP and the next
+ * up to IPT__COV_MEMO_BITS TNT bits, what the walk does with them: the
+ * edges, the return-stack pushes and pops, the instructions it counts,
+ * and where the flow goes on.  One look-up then stands for a run of
+ * branches.  An entry asked to end at a TIP goes on after its last bit
+ * to the branch that takes it, and keeps that branch too.
  *
- * The bits come from the TNT in hand and the TNT packets behind it, read
- * straight from the trace (ipt__blk_tnt_ahead) into a window: one memo
- * step after another takes bits from the window, across packet borders,
- * with no event made per packet, until an entry takes nothing.  Then the
- * block decoder is told how far the steps got (ipt__blk_tnt_taken) and
- * the walk goes on from there.
+ * The bits and the TIPs come from the TNT in hand and the TNT and TIP
+ * packets behind it, read straight from the trace (ipt__blk_tnt_ahead):
+ * one memo step after another takes bits from a window, across packet
+ * borders, and a TIP where a step ends at one, with no event made per
+ * packet, until an entry takes nothing.  Then the block decoder is told
+ * how far the steps got (ipt__blk_tnt_taken) and the walk goes on from
+ * there.  A TIP is taken only with a TNT packet behind it, so that the
+ * steps end with a TNT in hand, as the walk's hook must.
  *
  * An entry holds only what the bits and the code decide: it stops before
- * a branch that needs a TIP, a return whose address was pushed before the
- * entry began (the return stack's contents are not part of the key), a
- * return with a not-taken bit, a missing run, and before the last bit of
- * the window when no TNT packet follows (the walk takes that one and
- * applies the trailing-event rules).  Whatever the entries do not cover
- * the walk does as before, so the edges and the decoder's state are the
- * walk's.  The last branch of a step stays pending, as the walk leaves
- * it, until the flow is seen at its destination.  Entries are tagged with
- * the context number: a new image epoch (ipt_image_invalidate, section
+ * a branch that needs a TIP (unless asked to end there, after its last
+ * bit), a return whose address was pushed before the entry began (the
+ * return stack's contents are not part of the key), a return with a
+ * not-taken bit, a missing run, and before the last bit of the window
+ * when no TNT or TIP packet follows (the walk takes that one and applies
+ * the trailing-event rules).  Whatever the entries do not cover the walk
+ * does as before, so the edges and the decoder's state are the walk's.
+ * The last branch of a step stays pending, as the walk leaves it, until
+ * the flow is seen at its destination.  Entries are tagged with the
+ * context number: a new image epoch (ipt_image_invalidate, section
  * changes) makes them all stale.
  *
  * The memo is one direct-mapped table, allocated on first use from the
@@ -22229,50 +22447,63 @@ static IPT__INLINE void ipt__cov_reach(void *context, uint64_t ip)
  * the same slot. */
 
 enum {
-	/* The most TNT bits one entry covers (and thus edges; at most 16,
-	 * the bits of @ret, @nt and @count). */
+	/* The most TNT bits one entry covers (and thus edges; at most 15,
+	 * the bits of @ret, @nt and @count less the TIP's). */
 	IPT__COV_MEMO_BITS = 12,
 	/* The most return-stack pushes and pops one entry replays. */
 	IPT__COV_MEMO_OPS = 8,
-	/* The most TNT packets read ahead of the one in hand at a time. */
-	IPT__COV_AHEAD = 32
+	/* The most TNT and TIP packets read ahead of the one in hand at a
+	 * time. */
+	IPT__COV_AHEAD = 32,
+	/* In a memo key: the entry ends at a TIP. */
+	IPT__COV_MEMO_TIP = 1 << 24
 };
 
 struct ipt__cov_memo {
 	/* The key: the IP, the context number (zero for an empty entry),
 	 * and the bits (low half, the first in its highest bit) with
-	 * their number (high half). */
+	 * their number (high half) and IPT__COV_MEMO_TIP. */
 	uint64_t ip;
 	uint32_t ctx;
 	uint32_t key;
-	/* TNT bits taken, zero if none (the walk takes the next). */
+	/* TNT bits taken, zero if none (the walk takes the next); whether
+	 * the entry ends at a branch that takes a TIP, after them. */
 	uint8_t used;
+	uint8_t tip;
 	/* Return-stack operations, in order: bit i of @pops says op[i] is
 	 * a pop, else a push of op[i]. */
 	uint8_t nops;
 	uint8_t pops;
 	/* Bit i of @ret says the i-th edge is a compressed return, of
 	 * @nt that it is a conditional branch not taken, of @count that it
-	 * counts (the decoder's kinds and ranges). */
+	 * counts (the decoder's kinds and ranges); the TIP's branch is edge
+	 * @used. */
 	uint16_t ret;
 	uint16_t nt;
 	uint16_t count;
 	/* How many of the edges but the last count. */
 	uint8_t ncount;
-	/* Where the flow goes on; the IP after the last branch. */
+	/* The TIP's branch: its edge kind. */
+	uint16_t tip_kind;
+	/* The code the runs after the last bit cover, up to the TIP's
+	 * branch: a disable's IP there binds elsewhere. */
+	uint64_t span_lo;
+	uint64_t span_hi;
+	/* Where the flow goes on (without a TIP); the IP after the last
+	 * branch. */
 	uint64_t exit;
 	uint64_t last_next;
-	/* One edge per bit taken. */
-	uint64_t from[IPT__COV_MEMO_BITS];
+	/* One edge per bit taken, and the TIP's branch (its @to unknown). */
+	uint64_t from[IPT__COV_MEMO_BITS + 1];
 	uint64_t to[IPT__COV_MEMO_BITS];
 	uint64_t op[IPT__COV_MEMO_OPS];
 	/* Their bitmap indices, before the bitmap's size; those of the
 	 * @ncount edges but the last that count. */
 	uint32_t index[IPT__COV_MEMO_BITS];
 	uint32_t counted[IPT__COV_MEMO_BITS];
-	/* Instructions walked up to each bit taken, for the block
-	 * decoder's count. */
-	uint32_t ninsn[IPT__COV_MEMO_BITS];
+	/* Instructions walked up to each bit taken, and to the TIP, for the
+	 * block decoder's count. */
+	uint32_t ninsn[IPT__COV_MEMO_BITS + 1];
 };
 
 /* The default memory bound of the memo, in bytes. */
@@ -22335,43 +22566,61 @@ static IPT__NOINLINE int ipt__cov_memo_alloc(struct ipt_cov_decoder *cov)
 static IPT__INLINE enum ipt_cov_kind
 ipt__cov_memo_kind(const struct ipt__cov_memo *e, uint32_t i)
 {
+	if (e->tip && i == e->used)
+		return (enum ipt_cov_kind) e->tip_kind;
 	if ((e->ret >> i) & 1)
 		return ipt_cov_return;
 	return (e->nt >> i) & 1 ? ipt_cov_not_taken : ipt_cov_taken;
 }
 
 /* Record in @e what the walk does from @ip in @mode with the @n bits in
- * @bits (the first in bit n-1), reading runs as the walk would.  The
- * entry ends right after the last bit it could take. */
+ * @bits (the first in bit n-1), reading runs as the walk would; with @tip,
+ * taking all of them and going on to the branch that takes a TIP (or, if
+ * there is none, the bits but the last).  The entry ends right after the
+ * last bit it could take, or at the TIP. */
 static IPT__NOINLINE void
 ipt__cov_memo_fill(struct ipt_cov_decoder *cov, struct ipt__cov_memo *e,
 		   uint64_t ip, enum pt_exec_mode mode, uint32_t bits,
-		   uint32_t n)
+		   uint32_t n, uint32_t tip)
 {
 	struct pt_block_decoder *blk = &cov->blk;
 	uint32_t used = 0, ninsn = 0, nops = 0, pops = 0, depth = 0;
-	uint32_t chain = 0;
+	uint32_t chain = 0, mask = 1;
+	const struct ipt__blk_run *run;
+	uint64_t end_ip = 0, next = 0;
 	/* The entry's pushes not popped yet, by their op number. */
 	uint8_t stack[IPT__COV_MEMO_OPS];
+	/* The entry as of the bit before the last. */
+	uint64_t prev_exit = 0, prev_next = 0;
+	uint8_t prev_nops = 0, prev_pops = 0;
 
 	e->used = 0;
+	e->tip = 0;
+	e->span_lo = UINT64_MAX;
+	e->span_hi = 0;
 	for (;;) {
-		const struct ipt__blk_run *run;
-		uint64_t end_ip, next, to;
-		uint32_t bit, mask = 1u << used;
+		uint64_t to;
+		uint32_t bit;
 
+		mask = 1u << used;
 		run = ipt__blk_run_find(blk, ip, mode, NULL);
 		if (!run)
-			return;
+			break;
 		ninsn += run->ninsn;
 		end_ip = run->ip + run->len;
 		next = ipt__ip_in_mode(mode, end_ip + run->isize);
 		bit = used < n ? (bits >> (n - 1 - used)) & 1 : 0;
+		if (used == n) {
+			if (run->ip < e->span_lo)
+				e->span_lo = run->ip;
+			if (end_ip > e->span_hi)
+				e->span_hi = end_ip;
+		}
 
 		switch ((enum ipt__run_kind) run->kind) {
 		case ipt__run_cond:
 			if (used == n)
-				return;
+				goto out;
 			to = bit ? ipt__blk_run_target(run, mode, next) : next;
 			e->ret &= (uint16_t) ~mask;
 			e->nt &= (uint16_t) ~mask;
@@ -22380,9 +22629,13 @@ ipt__cov_memo_fill(struct ipt_cov_decoder *cov, struct ipt__cov_memo *e,
 			break;
 
 		case ipt__run_ret:
-			if (used == n || !bit || !depth ||
-			    nops == IPT__COV_MEMO_OPS)
-				return;
+			if (used == n) {
+				if (tip)
+					goto tip_branch;
+				goto out;
+			}
+			if (!bit || !depth || nops == IPT__COV_MEMO_OPS)
+				goto out;
 			/* The address is the entry's own last push. */
 			to = e->op[stack[--depth]];
 			pops |= 1u << nops;
@@ -22393,7 +22646,7 @@ ipt__cov_memo_fill(struct ipt_cov_decoder *cov, struct ipt__cov_memo *e,
 		case ipt__run_dcall:
 			if (run->disp) {
 				if (nops == IPT__COV_MEMO_OPS)
-					return;
+					goto out;
 				stack[depth++] = (uint8_t) nops;
 				e->op[nops++] = next;
 			}
@@ -22402,15 +22655,19 @@ ipt__cov_memo_fill(struct ipt_cov_decoder *cov, struct ipt__cov_memo *e,
 		case ipt__run_next:
 			/* No trace needed: on to the next run. */
 			if (++chain > IPT__BLK_WALK_CHAIN)
-				return;
+				goto out;
 			ip = run->kind == ipt__run_next ? next :
 			     ipt__blk_run_target(run, mode, next);
 			continue;
 
 		case ipt__run_icall:
 		case ipt__run_indirect:
+			if (tip && used == n)
+				goto tip_branch;
+			goto out;
+
 		default:
-			return;
+			goto out;
 		}
 
 		/* A TNT bit taken: what the walk has done up to here is the
@@ -22423,6 +22680,10 @@ ipt__cov_memo_fill(struct ipt_cov_decoder *cov, struct ipt__cov_memo *e,
 		if (ipt__cov_counts(cov, end_ip, to,
 				    ipt__cov_memo_kind(e, used)))
 			e->count |= (uint16_t) mask;
+		prev_exit = e->exit;
+		prev_next = e->last_next;
+		prev_nops = e->nops;
+		prev_pops = e->pops;
 		used += 1;
 		e->used = (uint8_t) used;
 		e->nops = (uint8_t) nops;
@@ -22432,29 +22693,63 @@ ipt__cov_memo_fill(struct ipt_cov_decoder *cov, struct ipt__cov_memo *e,
 		chain = 0;
 		ip = to;
 	}
+
+out:
+	/* Asked for a TIP and not there: the last bit is the walk's. */
+	if (tip && used == n && used) {
+		e->used = (uint8_t) (used - 1);
+		e->exit = prev_exit;
+		e->last_next = prev_next;
+		e->nops = prev_nops;
+		e->pops = prev_pops;
+	}
+	return;
+
+tip_branch:
+	/* The branch that takes the TIP, as the walk takes it: a call
+	 * pushes the IP after it. */
+	if (run->kind == ipt__run_icall) {
+		if (nops == IPT__COV_MEMO_OPS)
+			goto out;
+		e->op[nops++] = next;
+	}
+	e->from[used] = end_ip;
+	e->ninsn[used] = ninsn;
+	e->tip_kind = (uint16_t) ipt__cov_kind_of(
+		(enum pt_insn_class) run->iclass);
+	e->count &= (uint16_t) ~mask;
+	if (ipt__cov_counts(cov, end_ip, 0, (enum ipt_cov_kind) e->tip_kind))
+		e->count |= (uint16_t) mask;
+	e->nops = (uint8_t) nops;
+	e->last_next = next;
+	e->tip = 1;
 }
 
-/* The entry for the @n bits @bits at @ip, filled first if it is not
- * there. */
+/* The entry for the @n bits @bits at @ip (to end at a TIP if @tip),
+ * filled first if it is not there. */
 static IPT__INLINE struct ipt__cov_memo *
 ipt__cov_memo_find(struct ipt_cov_decoder *cov, uint64_t ip,
-		   enum pt_exec_mode mode, uint32_t bits, uint32_t n)
+		   enum pt_exec_mode mode, uint32_t bits, uint32_t n,
+		   uint32_t tip)
 {
 	struct pt_block_decoder *blk = &cov->blk;
 	struct ipt__cov_memo *e;
 	uint32_t ctx, key;
 	uint64_t h;
 
-	key = bits | (n << 16);
+	key = bits | (n << 16) | (tip ? (uint32_t) IPT__COV_MEMO_TIP : 0);
 	ctx = ipt__blk_ctx_of(blk, mode);
 	h = (ip ^ ((uint64_t) ctx << 32) ^ ((uint64_t) key << 40)) *
 	    0x9e3779b97f4a7c15ull;
 	e = &cov->memo[h >> cov->memo_shift];
 	if (e->ip != ip || e->ctx != ctx || e->key != key) {
-		uint32_t i, ncount = 0;
+		uint32_t i, ncount = 0, nbit;
 
-		ipt__cov_memo_fill(cov, e, ip, mode, bits, n);
-		for (i = 0; i + 1 < e->used; ++i)
+		ipt__cov_memo_fill(cov, e, ip, mode, bits, n, tip);
+		/* The edges seen at their destination within the entry: all
+		 * of a TIP's entry, all but the last of the others. */
+		nbit = e->tip ? e->used : e->used ? e->used - 1u : 0;
+		for (i = 0; i < nbit; ++i)
 			if ((e->count >> i) & 1)
 				e->counted[ncount++] = e->index[i];
 		e->ncount = (uint8_t) ncount;
@@ -22468,7 +22763,8 @@ ipt__cov_memo_find(struct ipt_cov_decoder *cov, uint64_t ip,
 
 /* Do what @e says: the return stack's operations and the edges, as the
  * walk reports them: all but the last are seen at their destination; the
- * last waits for the flow to get there. */
+ * last (a TIP's branch, if the entry ends at one) waits for the flow to
+ * get there. */
 static IPT__INLINE void ipt__cov_memo_apply(struct ipt_cov_decoder *cov,
 					    const struct ipt__cov_memo *e)
 {
@@ -22484,7 +22780,7 @@ static IPT__INLINE void ipt__cov_memo_apply(struct ipt_cov_decoder *cov,
 			ipt__retstack_push(&blk->retstack, e->op[i]);
 	}
 
-	last = (uint32_t) e->used - 1;
+	last = e->tip ? (uint32_t) e->used : (uint32_t) e->used - 1;
 	if (cov->map && !cov->config.edge &&
 	    !(cov->config.flags & ipt_cov_saturate)) {
 		/* Plain counters: as ipt__cov_hit, with its tests taken out
@@ -22506,32 +22802,104 @@ static IPT__INLINE void ipt__cov_memo_apply(struct ipt_cov_decoder *cov,
 	}
 	cov->pend_from = e->from[last];
 	cov->pend_next = e->last_next;
-	cov->pend_kind = (e->ret >> last) & 1 ? ipt_cov_return :
-			 ipt_cov_taken;
+	cov->pend_kind = (uint32_t) ipt__cov_memo_kind(e, last);
+	if (cov->pend_kind == ipt_cov_not_taken)
+		cov->pend_kind = ipt_cov_taken;
 }
 
-/* The TNT packets read ahead of the one in hand: their bits, bit sizes
- * and where each ends, oldest first from @head (a ring of @n). */
+/* The TNT packets read ahead of the one in hand and the TIPs and
+ * TIP.PGD, TIP.PGE pairs between them, oldest first from @head (a ring of
+ * @n, @ntip of them TIPs or pairs): a TNT's bits, bit size and where it
+ * ends; a TIP's (TIP.PGD's) IP payload and compression, bit size zero,
+ * and for a pair the TIP.PGE's in @payload2 and @ipc2 (zero for a TIP). */
 struct ipt__cov_ahead {
 	uint64_t payload[IPT__COV_AHEAD];
+	uint64_t payload2[IPT__COV_AHEAD];
 	const uint8_t *end[IPT__COV_AHEAD];
 	uint8_t size[IPT__COV_AHEAD];
+	uint8_t ipc[IPT__COV_AHEAD];
+	uint8_t ipc2[IPT__COV_AHEAD];
 	uint32_t head;
 	uint32_t n;
+	uint32_t ntip;
+	/* With TIPs: how many packets come before the first. */
+	uint32_t ftip;
 };
 
+/* Append a TNT read ahead to @ahead: @size bits @payload, ending at
+ * @end. */
+static IPT__INLINE void ipt__cov_ahead_tnt(struct ipt__cov_ahead *ahead,
+					   uint64_t payload, uint32_t size,
+					   const uint8_t *end)
+{
+	uint32_t slot = (ahead->head + ahead->n) % IPT__COV_AHEAD;
+
+	ahead->payload[slot] = payload;
+	ahead->size[slot] = (uint8_t) size;
+	ahead->end[slot] = end;
+	ahead->n += 1;
+}
+
+/* Append a TIP (@ipc2 zero) or a TIP.PGD, TIP.PGE pair read ahead to
+ * @ahead: the IP payloads @payload, @payload2 and compressions @ipc,
+ * @ipc2; it ends at @end. */
+static void ipt__cov_ahead_tip(struct ipt__cov_ahead *ahead, uint64_t payload,
+			       uint32_t ipc, uint64_t payload2, uint32_t ipc2,
+			       const uint8_t *end)
+{
+	uint32_t slot = (ahead->head + ahead->n) % IPT__COV_AHEAD;
+
+	ahead->payload[slot] = payload;
+	ahead->payload2[slot] = payload2;
+	ahead->size[slot] = 0;
+	ahead->ipc[slot] = (uint8_t) ipc;
+	ahead->ipc2[slot] = (uint8_t) ipc2;
+	ahead->end[slot] = end;
+	if (!ahead->ntip++)
+		ahead->ftip = ahead->n;
+	ahead->n += 1;
+}
+
+/* Take the oldest packet read ahead off @ahead. */
+static IPT__INLINE void ipt__cov_ahead_pop(struct ipt__cov_ahead *ahead)
+{
+	ahead->head = (ahead->head + 1) % IPT__COV_AHEAD;
+	ahead->n -= 1;
+	ahead->ftip -= 1;
+}
+
+/* The TIP at the head of @ahead was taken: where the next TIP is, and
+ * the TNT bits before it, after @left in hand. */
+static uint32_t ipt__cov_ahead_seg(struct ipt__cov_ahead *ahead,
+				   uint32_t left)
+{
+	uint32_t i;
+
+	for (i = 0; i < ahead->n; ++i) {
+		uint32_t size = ahead->size[(ahead->head + i) % IPT__COV_AHEAD];
+
+		if (!size)
+			break;
+		left += size;
+	}
+	ahead->ftip = i;
+	return left;
+}
+
 /* The walk's ops->tnt: take the next bits of the TNT in hand and the TNT
- * packets behind it, one memo step after another from @ip. */
+ * packets behind it, and the TIPs between them, one memo step after
+ * another from @ip. */
 static uint64_t ipt__cov_tnt(void *context, struct pt_block_decoder *blk,
 			     uint64_t ip, enum pt_exec_mode mode)
 {
 	struct ipt_cov_decoder *cov = (struct ipt_cov_decoder *) context;
 	struct pt_event *ev = &blk->event;
 	struct ipt__cov_ahead ahead;
+	struct ipt_last_ip last_ip;
 	const uint8_t *pos = NULL, *end = NULL;
 	uint64_t window, bits_in_hand = 0;
-	uint32_t nwin, left, icnt, more = 1, crossed = 0, steps = 0;
-	uint32_t pend_counts = 0, pend_kind = 0, pend_index = 0, last;
+	uint32_t nwin, left, seg, icnt, more = 1, crossed = 0, steps = 0;
+	uint32_t pend_counts = 0, pend_kind = 0, pend_index = 0;
 
 	if (IPT__UNLIKELY(!cov->memo) && !ipt__cov_memo_alloc(cov))
 		return ip;
@@ -22542,72 +22910,144 @@ static uint64_t ipt__cov_tnt(void *context, struct pt_block_decoder *blk,
 	cov->memo_ctx = blk->ctx_next;
 
 	/* The window: its next bit is bit @nwin - 1; the first @left of
-	 * them belong to the packet in hand. */
+	 * them belong to the packet in hand, the first @seg come before
+	 * the first TIP read ahead. */
 	left = ev->variant.tnt.size;
 	nwin = left;
+	seg = left;
 	window = ev->variant.tnt.bits & ((1ull << nwin) - 1);
 	icnt = blk->icnt;
 	ahead.head = 0;
 	ahead.n = 0;
+	ahead.ntip = 0;
+	ahead.ftip = 0;
+	IPT__COPY(last_ip, *ipt__blk_last_ip(blk));
 
 	for (;;) {
 		const struct ipt__cov_memo *e;
-		uint32_t n, bits, used, took, at;
+		uint32_t n, bits, used, took, at, tip;
 
 		/* Read ahead until a full step's bits and one more are
-		 * there (a TNT-64 has at most 47 bits: they fit). */
+		 * there (a TNT-64 has at most 47 bits: they fit); a TIP or
+		 * a TIP.PGD, TIP.PGE pair only with a TNT, a TIP or a
+		 * TIP.PGD behind it. */
 		while (more && nwin <= IPT__COV_MEMO_BITS &&
-		       ahead.n < IPT__COV_AHEAD) {
-			uint64_t payload = 0;
-			uint32_t size, slot;
+		       ahead.n + 2 <= IPT__COV_AHEAD) {
+			const uint8_t *next = pos, *after;
+			uint64_t payload = 0, ip = 0, ip2 = 0;
+			uint32_t size = 0, ipc = 0, ipc2 = 0;
+			enum pt_packet_type type;
 
-			size = ipt__blk_tnt_ahead(blk, &pos, &payload);
-			if (!size || size > 47) {
+			type = ipt__blk_tnt_ahead(blk, &next, &payload, &size);
+			if (type == ppt_tip_pgd) {
+				ip = payload;
+				ipc = size;
+				type = ipt__blk_tnt_ahead(blk, &next, &payload,
+							  &size);
+				if (type != ppt_tip_pge) {
+					more = 0;
+					break;
+				}
+				type = ppt_tip_pgd;
+				ip2 = payload;
+				ipc2 = size;
+			} else if (type == ppt_tip) {
+				ip = payload;
+				ipc = size;
+			} else if (type != ppt_tnt_8 && type != ppt_tnt_64) {
 				more = 0;
 				break;
 			}
-			slot = (ahead.head + ahead.n) % IPT__COV_AHEAD;
-			ahead.payload[slot] = payload;
-			ahead.size[slot] = (uint8_t) size;
-			ahead.end[slot] = pos;
-			ahead.n += 1;
+			if (type != ppt_tnt_8 && type != ppt_tnt_64) {
+				after = next;
+				type = ipt__blk_tnt_ahead(blk, &after, &payload,
+							  &size);
+				if (!type || type == ppt_tip_pge) {
+					more = 0;
+					break;
+				}
+				ipt__cov_ahead_tip(&ahead, ip, ipc, ip2, ipc2,
+						   next);
+				if (type != ppt_tnt_8 && type != ppt_tnt_64) {
+					/* Read again next round. */
+					pos = next;
+					continue;
+				}
+				next = after;
+			}
+			ipt__cov_ahead_tnt(&ahead, payload, size, next);
 			window = (window << size) | payload;
 			nwin += size;
+			if (!ahead.ntip)
+				seg += size;
+			pos = next;
 		}
 
-		n = nwin - 1;
+		/* Up to a TIP with the packet behind it read, all the bits
+		 * before it and the TIP (none if a TIP is in hand); before
+		 * one without, all but the last of them; else all but the
+		 * last bit of the window. */
+		tip = 0;
+		if (!ahead.ntip)
+			n = nwin - 1;
+		else if (seg <= IPT__COV_MEMO_BITS &&
+			 ahead.ftip + 1 < ahead.n) {
+			n = seg;
+			tip = 1;
+		} else
+			n = seg ? seg - 1 : 0;
 		if (n > IPT__COV_MEMO_BITS)
 			n = IPT__COV_MEMO_BITS;
-		if (!n)
+		if (!n && !tip)
 			break;
 		bits = (uint32_t) (window >> (nwin - n)) & ((1u << n) - 1);
-		e = ipt__cov_memo_find(cov, ip, mode, bits, n);
+		e = ipt__cov_memo_find(cov, ip, mode, bits, n, tip);
 		used = e->used;
 		/* Not to a count that wraps, as the walk. */
-		if (!used || icnt + e->ninsn[used - 1] < icnt)
+		if ((!used && !e->tip) ||
+		    icnt + e->ninsn[e->tip ? used : used - 1] < icnt)
 			break;
+		/* A disable binds where the flow reaches its IP first: not
+		 * in the runs on the way to the branch. */
+		if (e->tip) {
+			uint32_t slot = (ahead.head + ahead.ftip) %
+					IPT__COV_AHEAD;
 
-		/* The packets the step goes past (the window holds more
+			if (ahead.ipc2[slot]) {
+				struct ipt_last_ip pgd = last_ip;
+				struct pt_packet_ip pgd_ip;
+
+				pgd_ip.ipc = (enum pt_ip_compression)
+					ahead.ipc[slot];
+				pgd_ip.ip = ahead.payload[slot];
+				(void) ipt__last_ip_update(&pgd, &pgd_ip);
+				if (e->span_lo <= pgd.ip &&
+				    pgd.ip <= e->span_hi)
+					break;
+			}
+		}
+
+		/* The TNT packets the step goes past (the window holds more
 		 * bits than it takes): the count starts over after the
 		 * last of them. */
 		took = used;
 		at = 0;
-		while (took >= left && ahead.n) {
+		while (took >= left && ahead.n && ahead.size[ahead.head]) {
 			took -= left;
 			at = used - took;
 			bits_in_hand = ahead.payload[ahead.head];
 			end = ahead.end[ahead.head];
 			left = ahead.size[ahead.head];
-			ahead.head = (ahead.head + 1) % IPT__COV_AHEAD;
-			ahead.n -= 1;
+			ipt__cov_ahead_pop(&ahead);
 		}
 		if (at) {
 			crossed = 1;
 			icnt = e->ninsn[used - 1] - e->ninsn[at - 1];
-		} else {
+		} else if (used) {
 			icnt += e->ninsn[used - 1];
 		}
 		left -= took;
+		seg -= used;
 
 		nwin -= used;
 		window &= (1ull << nwin) - 1;
@@ -22622,16 +23062,65 @@ static uint64_t ipt__cov_tnt(void *context, struct pt_block_decoder *blk,
 				     (enum ipt_cov_kind) pend_kind,
 				     pend_index);
 		ipt__cov_memo_apply(cov, e);
-		last = (uint32_t) used - 1;
-		pend_counts = (e->count >> last) & 1;
-		pend_kind = ipt__cov_memo_kind(e, last);
-		pend_index = e->index[last];
 		steps += 1;
-		ip = e->exit;
+
+		if (!e->tip) {
+			uint32_t last = used - 1;
+
+			pend_counts = (e->count >> last) & 1;
+			pend_kind = ipt__cov_memo_kind(e, last);
+			pend_index = e->index[last];
+			ip = e->exit;
+			continue;
+		}
+
+		/* The TIP (the TNT in hand is used up, the TIP is next, a
+		 * TNT, a TIP or a TIP.PGD behind it): the flow goes to its
+		 * IP, and a TNT behind it is in hand, no instructions
+		 * walked since; anything else is next.  A TIP.PGD, TIP.PGE
+		 * pair: tracing is disabled at the TIP.PGD's IP and enabled
+		 * again at the TIP.PGE's, as ipt__cov_event sees it. */
+		{
+			struct pt_packet_ip tip_ip;
+			uint32_t slot = ahead.head;
+
+			tip_ip.ipc = (enum pt_ip_compression) ahead.ipc[slot];
+			tip_ip.ip = ahead.payload[slot];
+			(void) ipt__last_ip_update(&last_ip, &tip_ip);
+			if (ahead.ipc2[slot]) {
+				ipt__cov_resolve(cov, last_ip.ip);
+				ipt__cov_count(cov, last_ip.ip, 0,
+					       ipt_cov_disable);
+				tip_ip.ipc = (enum pt_ip_compression)
+					ahead.ipc2[slot];
+				tip_ip.ip = ahead.payload2[slot];
+				(void) ipt__last_ip_update(&last_ip, &tip_ip);
+				ipt__cov_count(cov, 0, last_ip.ip,
+					       ipt_cov_enable);
+			}
+			end = ahead.end[slot];
+			ipt__cov_ahead_pop(&ahead);
+			ahead.ntip -= 1;
+		}
+		left = ahead.size[ahead.head];
+		if (left) {
+			bits_in_hand = ahead.payload[ahead.head];
+			end = ahead.end[ahead.head];
+			ipt__cov_ahead_pop(&ahead);
+		}
+		seg = ipt__cov_ahead_seg(&ahead, left);
+		icnt = 0;
+		crossed = 1;
+
+		pend_counts = cov->pend_kind ? (e->count >> used) & 1 : 0;
+		pend_kind = e->tip_kind;
+		pend_index = ipt__cov_index(e->from[used], last_ip.ip);
+		ip = last_ip.ip;
 	}
 
 	if (crossed)
-		ipt__blk_tnt_taken(blk, end, bits_in_hand, left, icnt);
+		ipt__blk_tnt_taken(blk, end, bits_in_hand, left, icnt,
+				   &last_ip);
 	else {
 		ev->variant.tnt.size = (uint8_t) left;
 		blk->icnt = icnt;

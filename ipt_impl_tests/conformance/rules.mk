@@ -20,3 +20,13 @@ $(CB)/qry_conformance: $(T)/conformance/qry_conformance.c $(HDR)
 TESTS += $(call cmd,$(CB)/blk_agree $(CONFORMANCE)/libipt)
 TESTS += $(call cmd,$(CB)/qry_conformance $(CONFORMANCE))
 TEST_DEPS += $(CB)/blk_agree $(CB)/qry_conformance
+
+# ipt_pkt_next_batch and pt_pkt_next against the general packet decoder
+# on every trace of the corpus and the synthesized sample, whole, cut at
+# every byte, and as a ring split at every byte.
+$(CB)/pkt_batch: $(T)/conformance/pkt_batch.c $(IMPL)
+	@mkdir -p $(@D)
+	$(CC) $(OPT) $(WARN) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(IMPL) $(ZYDIS) -lm
+
+TESTS += $(call cmd,$(CB)/pkt_batch $(CONFORMANCE) examples/synth-sample/trace.pt)
+TEST_DEPS += $(CB)/pkt_batch

@@ -1,7 +1,7 @@
 /* The packet layer's internals, from a translation unit with its own
  * static copy of the implementation: the packet-layout table against the
- * dispatch tables and the encoder, address filters, the sync helpers'
- * argument checks. */
+ * dispatch tables and the encoder, the fast path against the general
+ * decoder, address filters, the sync helpers' argument checks. */
 #if defined(__GNUC__)
 /* Layers still only declared draw "declared static but never defined". */
 #pragma GCC diagnostic ignored "-Wunused-function"
@@ -10,6 +10,7 @@
 #define IPT_IMPLEMENTATION
 #include "ipt.h"
 #include "check.h"
+#include "pkt_samples.h"
 
 /* Each row's opcode bytes select its own type, in the dispatch tables,
  * and the encoder writes them. */
@@ -86,6 +87,86 @@ static void test_layout(void)
 				++rows;
 		CHECK_EQ(rows, ipt__second_byte[b] != ppt_invalid);
 	}
+}
+
+/* The fast path (ipt__pkt_fast) against the general decoder: every first
+ * byte, every second byte, five patterns after them, SKD007 off and on,
+ * for pt_pkt_next and for a batch (whole).
+ * What it decodes is what pt_pkt_next's general path (a larger struct)
+ * decodes, and never longer than IPT__FAST_ROOM; its shortcuts for PAD,
+ * TNT-8, CYC and MTC pick the bytes the dispatch table gives them. */
+static void test_fast(void)
+{
+	static const uint8_t tails[][2] = {
+		{ 0x00, 0x00 }, { 0xff, 0xff }, { 0x02, 0xf3 },
+		{ 0xff, 0x00 }, { 0x5a, 0xa5 }
+	};
+	struct {
+		struct pt_packet packet;
+		uint8_t more[8];
+	} ref;
+	struct pt_packet_decoder *decoder;
+	struct pt_packet fast;
+	struct pt_config config;
+	uint8_t buf[2 * IPT__FAST_ROOM];
+	int b, s, t, i, skd007, size, ref_size, decoded = 0;
+
+	(void) pkt_sample;
+	for (b = 0; b < 256; ++b) {
+		int kind = ipt__first_byte[b];
+
+		if (b & 1) {
+			CHECK_EQ(!!(b & ipt__layout[ppt_cyc].opc & ~1u),
+				 kind == ppt_cyc);
+			CHECK_EQ(b == ipt__layout[ppt_mtc].opc,
+				 kind == ppt_mtc);
+		} else {
+			const struct pt_packet *one = &ipt__pkt_one_byte[b >> 1];
+
+			CHECK_EQ(one->size != 0,
+				 kind == ppt_pad || kind == ppt_tnt_8);
+			if (one->size)
+				CHECK_EQ(one->type, kind);
+		}
+	}
+
+	for (skd007 = 0; skd007 < 2; ++skd007) {
+		pt_config_init(&config);
+		config.begin = buf;
+		config.end = buf + sizeof(buf);
+		config.errata.skd007 = (uint32_t) skd007;
+		decoder = pt_pkt_alloc_decoder(&config);
+		if (!CHECK(decoder))
+			return;
+		for (b = 0; b < 256; ++b)
+			for (s = 0; s < 256; ++s)
+				for (t = 0; t < 5; ++t) {
+					buf[0] = (uint8_t) b;
+					buf[1] = (uint8_t) s;
+					for (i = 2; i < (int) sizeof(buf); ++i)
+						buf[i] = tails[t][i < 8 ? 0 : 1];
+					memset(&fast, 0, sizeof(fast));
+					size = ipt__pkt_fast(buf, &fast, skd007,
+							     t & 1);
+					if (!size)
+						continue;
+					decoded++;
+					CHECK(size > 0 && size <= IPT__FAST_ROOM);
+					CHECK_EQ(pt_pkt_sync_set(decoder, 0), 0);
+					memset(&ref, 0, sizeof(ref));
+					ref_size = pt_pkt_next(decoder, &ref.packet,
+							       sizeof(ref));
+					if (!CHECK(ref_size == size &&
+						   fast.size == size &&
+						   pkt_equal(&fast, &ref.packet)))
+						printf("     bytes %02x %02x, "
+						       "tail %d, skd007 %d\n",
+						       b, s, t, skd007);
+				}
+		pt_pkt_free_decoder(decoder);
+	}
+	/* Most byte pairs start a packet the fast path decodes. */
+	CHECK(decoded > 2 * 256 * 5 * 128);
 }
 
 static void test_filters(void)
@@ -169,6 +250,7 @@ static void test_helpers(void)
 int main(void)
 {
 	test_layout();
+	test_fast();
 	test_filters();
 	test_helpers();
 	return check_done();
