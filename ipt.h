@@ -16344,6 +16344,9 @@ static IPT__INLINE void ipt__blk_prefetch(struct pt_block_decoder *decoder)
  * Returns 1 if the block took the TIP (the decoder is at its IP, and the
  * event is used up), zero if done otherwise, -1 if not such a block. */
 enum { IPT__BLK_CHAIN = 8 };
+/* A chain's instruction count fits the block's 16-bit ninsn. */
+typedef char ipt__blk_chain_fits[IPT__BLK_CHAIN * IPT__RUN_MAX <= UINT16_MAX
+				 ? 1 : -1];
 
 static IPT__NOINLINE int ipt__blk_next_chain(struct pt_block_decoder *decoder,
 					     struct pt_block *block,
