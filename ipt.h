@@ -5943,6 +5943,24 @@ ipt__pkt_skip_pads(struct pt_packet_decoder *decoder)
 	decoder->pos = pos;
 }
 
+/* pt_pkt_next's fast path, for a caller with a struct pt_packet of its
+ * own: the next packet into @packet and the decoder past it, returning
+ * its size; 0 (nothing moved) where pt_pkt_next decodes it the slow
+ * way. */
+static IPT__INLINE int ipt__pkt_next_fast(struct pt_packet_decoder *decoder,
+					  struct pt_packet *packet)
+{
+	const uint8_t *pos = decoder->pos;
+	int size;
+
+	if (!ipt__pkt_in_fast((uintptr_t) decoder->config.begin,
+			      decoder->fast, pos))
+		return 0;
+	size = ipt__pkt_fast(pos, packet, decoder->config.errata.skd007, 0);
+	decoder->pos = pos + size;
+	return size;
+}
+
 /* Decode the next packet and move past it; return its size.  Same
  * semantics as libipt's pt_pkt_next: -pte_nosync before synchronization,
  * -pte_eos at the end or for a packet cut off by it, -pte_bad_opc for an
@@ -5955,22 +5973,15 @@ ipt__pkt_skip_pads(struct pt_packet_decoder *decoder)
 IPT_DEF int pt_pkt_next(struct pt_packet_decoder *decoder,
 			struct pt_packet *packet, size_t psize)
 {
-	const uint8_t *pos;
 	int size;
 
 	if (!packet || !decoder)
 		return -pte_invalid;
 
-	pos = decoder->pos;
-	if (IPT__LIKELY(psize == sizeof(*packet) &&
-			ipt__pkt_in_fast((uintptr_t) decoder->config.begin,
-					 decoder->fast, pos))) {
-		size = ipt__pkt_fast(pos, packet,
-				     decoder->config.errata.skd007, 0);
-		if (IPT__LIKELY(size)) {
-			decoder->pos = pos + size;
+	if (IPT__LIKELY(psize == sizeof(*packet))) {
+		size = ipt__pkt_next_fast(decoder, packet);
+		if (IPT__LIKELY(size))
 			return size;
-		}
 	}
 	return ipt__pkt_next_slow(decoder, packet, psize);
 }
@@ -6093,21 +6104,15 @@ IPT_DEF int ipt_last_ip_query(uint64_t *ip, const struct ipt_last_ip *last_ip)
 	return 0;
 }
 
-/* SDM 33.4.2.2: the update forms replace the low 16, 32 or 48 bits of the
- * last IP; sext-48 sign-extends bit 47; suppressed leaves the IP but marks
- * it suppressed until the next update. */
-IPT_DEF int ipt_last_ip_update_ip(struct ipt_last_ip *last_ip,
-				  const struct pt_packet_ip *packet,
-				  const struct pt_config *config)
+/* The last-IP rule, SDM 33.4.2.2: the update forms replace the low 16, 32
+ * or 48 bits of the last IP; sext-48 sign-extends bit 47; suppressed
+ * leaves the IP but marks it suppressed until the next update.  0, or
+ * -pte_bad_packet for a compression the SDM reserves. */
+static IPT__INLINE int ipt__last_ip_update(struct ipt_last_ip *last_ip,
+					   const struct pt_packet_ip *packet)
 {
-	uint64_t ip;
+	uint64_t ip = packet->ip;
 
-	(void) config;
-
-	if (!last_ip || !packet)
-		return -pte_invalid;
-
-	ip = packet->ip;
 	switch (packet->ipc) {
 	case pt_ipc_suppressed:
 		last_ip->suppressed = 1;
@@ -6143,6 +6148,17 @@ IPT_DEF int ipt_last_ip_update_ip(struct ipt_last_ip *last_ip,
 	last_ip->have_ip = 1;
 	last_ip->suppressed = 0;
 	return 0;
+}
+
+IPT_DEF int ipt_last_ip_update_ip(struct ipt_last_ip *last_ip,
+				  const struct pt_packet_ip *packet,
+				  const struct pt_config *config)
+{
+	(void) config;
+
+	if (!last_ip || !packet)
+		return -pte_invalid;
+	return ipt__last_ip_update(last_ip, packet);
 }
 
 /* ==== >>time  time tracking and calibration ==============================
@@ -6771,16 +6787,20 @@ static IPT__UNUSED int ipt__tcal_same(const struct ipt_time_cal *a,
  *        state gave
  *   int  ipt__evt_next_tnt(struct pt_event_decoder *decoder,
  *                          struct pt_event *ev);
- *        pt_evt_next() for a caller holding a used-up TNT, TIP or enable
- *        event when the next event is a TNT or a plain TIP: 1 and @ev
- *        refilled in place, or 0
- *   uint32_t ipt__evt_tnt_ahead(const struct pt_event_decoder *decoder,
- *                               const uint8_t **pos, uint64_t *payload);
+ *        pt_evt_next() for a caller holding a used-up TNT, TIP, enable
+ *        or disable event when the next event is a TNT or a plain TIP,
+ *        TIP.PGE or TIP.PGD: 1 and @ev refilled in place, or 0
+ *   enum pt_packet_type ipt__evt_tnt_ahead(const struct pt_event_decoder *,
+ *                                          const uint8_t **pos,
+ *                                          uint64_t *payload,
+ *                                          uint32_t *size);
  *   void ipt__evt_tnt_taken(struct pt_event_decoder *decoder,
- *                           const uint8_t *pos);
- *        for a caller holding a TNT event: the TNT packets that follow
- *        it, read without events, and going on past the ones it took
- *        (see "TNT packets in a row")
+ *                           const uint8_t *pos, const struct ipt_last_ip *);
+ *   const struct ipt_last_ip *
+ *        ipt__evt_last_ip(const struct pt_event_decoder *);
+ *        for a caller holding a TNT event: the TNT and TIP packets that
+ *        follow it, read without events, and going on past the ones it
+ *        took (see "TNT and TIP packets in a row")
  *   IPT__EV_IGNORE  the internal event type that binds a packet without
  *                   reporting anything; never leaves this section
  *
@@ -7085,7 +7105,8 @@ static uint64_t *ipt__evt_ip_field(struct pt_event *ev)
 }
 
 /* Give ev the current time, if there is one. */
-static int ipt__evt_stamp(struct pt_event *ev, const struct ipt_time *time)
+static IPT__INLINE int ipt__evt_stamp(struct pt_event *ev,
+				      const struct ipt_time *time)
 {
 	int err = ipt_time_query_tsc(&ev->tsc, &ev->lost_mtc, &ev->lost_cyc,
 				     time);
@@ -7221,12 +7242,15 @@ IPT_DEF void pt_evt_free_decoder(struct pt_event_decoder *decoder)
  * kept in status and shows as a ppt_invalid packet.  Always returns 0, so
  * that "return ipt__evt_next_packet(decoder);" ends a handler that made an
  * event. */
-static int ipt__evt_next_packet(struct pt_event_decoder *decoder)
+static IPT__INLINE int ipt__evt_next_packet(struct pt_event_decoder *decoder)
 {
 	int status;
 
 	do {
 		ipt__pkt_skip_pads(&decoder->pacdec);
+		if (IPT__LIKELY(ipt__pkt_next_fast(&decoder->pacdec,
+						   &decoder->packet)))
+			continue;
 		status = pt_pkt_next(&decoder->pacdec, &decoder->packet,
 				     sizeof(decoder->packet));
 		if (status < 0) {
@@ -9630,8 +9654,7 @@ static int ipt__evt_next_tip(struct pt_event_decoder *decoder,
 {
 	int err;
 
-	err = ipt_last_ip_update_ip(&decoder->ip, &decoder->packet.payload.ip,
-				    ipt__evt_config(decoder));
+	err = ipt__last_ip_update(&decoder->ip, &decoder->packet.payload.ip);
 	if (err < 0)
 		return err;
 	decoder->bound = 1;
@@ -9644,18 +9667,58 @@ static int ipt__evt_next_tip(struct pt_event_decoder *decoder,
 	return err < 0 ? err : 1;
 }
 
+/* The TIP.PGE or TIP.PGD that is the current packet, with nothing bound
+ * to it and nothing queued, as ipt__evt_decode_tip_pge and
+ * ipt__evt_decode_tip_pgd make their events: an enable bound to its
+ * packet, or a disable that goes on past it. */
+static int ipt__evt_next_pg(struct pt_event_decoder *decoder,
+			    struct pt_event *ev, enum pt_packet_type type)
+{
+	int err;
+
+	err = ipt__last_ip_update(&decoder->ip, &decoder->packet.payload.ip);
+	if (err < 0)
+		return err;
+	ipt__evt_clear_branch(ev);
+	if (type == ppt_tip_pge) {
+		ev->type = ptev_enabled;
+		err = ipt__evt_place(ev, &decoder->ip);
+		if (err >= 0) {
+			decoder->enabled = 1;
+			decoder->bound = 1;
+			err = ipt__evt_stamp(ev, &decoder->time);
+		}
+		if (err < 0)
+			/* pt_evt_next leaves its event in place. */
+			decoder->event = ipt__evq_standalone(&decoder->evq);
+		return err < 0 ? err : 1;
+	}
+	ev->type = ptev_disabled;
+	err = ipt__evt_place(ev, &decoder->ip);
+	if (err < 0)
+		return err;
+	err = ipt__evt_stamp(ev, &decoder->time);
+	if (err < 0)
+		return err;
+	decoder->enabled = 0;
+	ipt__evt_next_packet(decoder);
+	return 1;
+}
+
 /* A short way to the next event for a decoder above (>>blk) that holds a
- * TNT, TIP or enable event it took from pt_evt_next() and has used up:
- * when the next event is the TNT of the current packet, or of the next
- * one after a TIP (TIP.PGE) with nothing bound to it, or a TIP that is
- * the current or that next packet with nothing queued to bind to it, @ev
+ * TNT, TIP, enable or disable event it took from pt_evt_next() (or made
+ * itself, for a disable) and has used up: when the next event is the TNT
+ * of the current packet, or of the next one after a TIP (TIP.PGE) with
+ * nothing bound to it, or a TIP, TIP.PGE or TIP.PGD that is the current
+ * or that next packet with nothing bound to it and nothing queued, @ev
  * becomes that event in place, byte for byte what pt_evt_next() would
- * give, without building one in the queue and copying it out.  The three
+ * give, without building one in the queue and copying it out.  These
  * events use no fields but the flags, the time and the start of the
  * variant (as long as variant.tnt), so clearing those leaves a zeroed
  * event.  The steps are ipt__evt_fetch_event's: ipt__evt_decode_tip
  * (ipt__evt_decode_tip_pge) finding nothing bound, then
- * ipt__evt_decode_tnt or ipt__evt_decode_tip.
+ * ipt__evt_decode_tnt, ipt__evt_decode_tip, ipt__evt_decode_tip_pge or
+ * ipt__evt_decode_tip_pgd.  A disable went past its TIP.PGD already.
  *
  * Returns 1 when @ev is the next event; 0 when the caller must ask
  * pt_evt_next() (which goes on from here); an error as pt_evt_next()
@@ -9672,9 +9735,12 @@ static int ipt__evt_next_tnt(struct pt_event_decoder *decoder,
 		bound = ppt_tip;
 	else if (ev->type == ptev_enabled && !ev->status_update)
 		bound = ppt_tip_pge;
+	else if (ev->type == ptev_disabled && !ev->status_update)
+		bound = ppt_invalid;
 	else
 		return 0;
-	if (!decoder->enabled || ipt__pkt_more(&decoder->pacdec))
+	if (ipt__pkt_more(&decoder->pacdec) ||
+	    (bound == ppt_tip && !decoder->enabled))
 		return 0;
 
 	/* Its IP went into the last IP when it made @ev; the decoders'
@@ -9688,77 +9754,120 @@ static int ipt__evt_next_tnt(struct pt_event_decoder *decoder,
 	}
 
 	type = decoder->packet.type;
-	if (type == ppt_tip && !decoder->bound &&
-	    decoder->evq.begin == decoder->evq.end)
-		return ipt__evt_next_tip(decoder, ev);
-	if (type != ppt_tnt_8 && type != ppt_tnt_64)
+	if (type == ppt_tnt_8 || type == ppt_tnt_64) {
+		if (!decoder->enabled)
+			return 0;
+		ipt__evt_clear_branch(ev);
+		ipt__evt_fill_tnt(ev, &decoder->packet.payload.tnt);
+		err = ipt__evt_stamp(ev, &decoder->time);
+		if (err < 0)
+			return err;
+		ipt__evt_next_packet(decoder);
+		return 1;
+	}
+	if (decoder->bound || decoder->evq.begin != decoder->evq.end)
 		return 0;
-
-	ipt__evt_clear_branch(ev);
-	ipt__evt_fill_tnt(ev, &decoder->packet.payload.tnt);
-	err = ipt__evt_stamp(ev, &decoder->time);
-	if (err < 0)
-		return err;
-	ipt__evt_next_packet(decoder);
-	return 1;
+	if (type == ppt_tip)
+		return decoder->enabled ? ipt__evt_next_tip(decoder, ev) : 0;
+	if (type == ppt_tip_pge || type == ppt_tip_pgd)
+		return ipt__evt_next_pg(decoder, ev, type);
+	return 0;
 }
 
-/* ---- TNT packets in a row ----
- * Between two packets that are not TNT, a caller holding a TNT event would
- * get each next TNT from ipt__evt_next_tnt, one event per packet.  A
- * caller that only wants the bits reads them ahead instead: the packet the
- * decoder holds, then the one-byte TNTs behind it (PADs between them
- * skipped), decoded through the packet layer's table in the region where
- * its fast path decodes them too.  Nothing moves until the caller says how
- * far it got; then the decoder stands as after the ipt__evt_next_tnt call
- * that made the event of the last packet it took.  Those events would
- * have carried nothing but their bits: no other packet, and so no change
- * of time, lies between them. */
+/* ---- TNT and TIP packets in a row ----
+ * Between two packets that are not TNT, TIP, TIP.PGD or TIP.PGE, a caller
+ * holding a TNT event would get each next event from ipt__evt_next_tnt,
+ * one per packet.  A caller that only wants the bits and the IPs reads
+ * them ahead instead: the packet the decoder holds, then the packets
+ * behind it (PADs skipped), decoded by the packet layer's fast path in
+ * the region where it decodes.  A TIP (TIP.PGD, TIP.PGE) counts only with
+ * nothing queued to bind to it and with an IP.  Nothing moves until the caller says how far
+ * it got; then the decoder stands as after the ipt__evt_next_tnt call
+ * that made the event of the last packet it took (a TNT; after a TIP or
+ * TIP.PGE, as that call left it, bound, it stands past it), with the last
+ * IP the TIPs it took left.  Those events would have
+ * carried nothing but their bits or IP: no other packet, and so no
+ * change of time, lies between them. */
 
-/* The bit size of the TNT packet after the one at *@pos (NULL: the
- * event in hand), its bits in @payload (the oldest highest) and *@pos
- * past it; 0 if the next packet is not a TNT read this way. */
-static IPT__INLINE uint32_t
-ipt__evt_tnt_ahead(const struct pt_event_decoder *decoder,
-		   const uint8_t **pos, uint64_t *payload)
+/* The TNT, TIP, TIP.PGD or TIP.PGE packet after the one at *@pos (NULL:
+ * the event in hand): its type, and *@pos past it, with a TNT's bits (the
+ * oldest highest) in @payload and their number in @size, or the IP
+ * payload in @payload and its compression in @size; 0 if the next packet
+ * is none of them, read this way. */
+static IPT__INLINE enum pt_packet_type
+ipt__evt_tnt_ahead(const struct pt_event_decoder *decoder, const uint8_t **pos,
+		   uint64_t *payload, uint32_t *size)
 {
 	const struct pt_packet_decoder *pacdec = &decoder->pacdec;
-	const struct pt_packet *one;
+	const struct pt_packet *packet;
+	struct pt_packet local;
 	const uint8_t *at = *pos;
 
 	if (!at) {
-		const struct pt_packet *packet = &decoder->packet;
-
-		if ((packet->type != ppt_tnt_8 && packet->type != ppt_tnt_64) ||
-		    !decoder->enabled || ipt__pkt_more(pacdec))
-			return 0;
-		*payload = packet->payload.tnt.payload;
-		*pos = pacdec->pos;
-		return packet->payload.tnt.bit_size;
-	}
-	for (;;) {
+		if (!decoder->enabled || ipt__pkt_more(pacdec))
+			return (enum pt_packet_type) 0;
+		packet = &decoder->packet;
+		at = pacdec->pos;
+	} else {
+		while (ipt__pkt_in_fast((uintptr_t) pacdec->config.begin,
+					pacdec->fast, at) && !*at)
+			at += 1;
 		if (!ipt__pkt_in_fast((uintptr_t) pacdec->config.begin,
-				      pacdec->fast, at) || (*at & 1))
-			return 0;
-		if (*at)
-			break;
-		at += 1;
+				      pacdec->fast, at))
+			return (enum pt_packet_type) 0;
+		/* The one-byte TNTs first, as the packet layer decodes
+		 * them. */
+		packet = &ipt__pkt_one_byte[*at >> 1];
+		if (!(*at & 1) && packet->type == ppt_tnt_8) {
+			*payload = packet->payload.tnt.payload;
+			*size = packet->payload.tnt.bit_size;
+			*pos = at + 1;
+			return ppt_tnt_8;
+		}
+		if (!ipt__pkt_fast(at, &local, pacdec->config.errata.skd007, 0))
+			return (enum pt_packet_type) 0;
+		packet = &local;
+		at += local.size;
 	}
-	one = &ipt__pkt_one_byte[*at >> 1];
-	if (one->type != ppt_tnt_8)
-		return 0;
-	*payload = one->payload.tnt.payload;
-	*pos = at + 1;
-	return one->payload.tnt.bit_size;
+	switch (packet->type) {
+	case ppt_tnt_8:
+	case ppt_tnt_64:
+		*payload = packet->payload.tnt.payload;
+		*size = packet->payload.tnt.bit_size;
+		break;
+	case ppt_tip:
+	case ppt_tip_pgd:
+	case ppt_tip_pge:
+		if (packet->payload.ip.ipc == pt_ipc_suppressed ||
+		    decoder->bound || decoder->evq.begin != decoder->evq.end)
+			return (enum pt_packet_type) 0;
+		*payload = packet->payload.ip.ip;
+		*size = (uint32_t) packet->payload.ip.ipc;
+		break;
+	default:
+		return (enum pt_packet_type) 0;
+	}
+	*pos = at;
+	return packet->type;
 }
 
-/* The caller took the TNT packets ahead up to @pos (as ipt__evt_tnt_ahead
- * left it): the next packet is the one after. */
+/* The caller took the packets ahead up to @pos (as ipt__evt_tnt_ahead
+ * left it), and the TIPs among them left the last IP @ip: the next
+ * packet is the one after. */
 static void ipt__evt_tnt_taken(struct pt_event_decoder *decoder,
-			       const uint8_t *pos)
+			       const uint8_t *pos,
+			       const struct ipt_last_ip *ip)
 {
+	IPT__COPY(decoder->ip, *ip);
 	decoder->pacdec.pos = pos;
 	(void) ipt__evt_next_packet(decoder);
+}
+
+/* The last IP, for a caller reading ahead. */
+static IPT__INLINE const struct ipt_last_ip *
+ipt__evt_last_ip(const struct pt_event_decoder *decoder)
+{
+	return &decoder->ip;
 }
 
 static int ipt__evt_next(struct pt_event_decoder *decoder,
@@ -13160,12 +13269,17 @@ ipt__insn_range_is_contiguous(uint64_t begin, uint64_t end,
  *   int  ipt__blk_trace_more(const struct pt_block_decoder *);
  *   void ipt__blk_set_run_hook(struct pt_block_decoder *, hook, context);
  *        a hook told of each run recorded in the run cache
- *   uint32_t ipt__blk_tnt_ahead(const struct pt_block_decoder *,
- *                               const uint8_t **pos, uint64_t *payload);
+ *   enum pt_packet_type ipt__blk_tnt_ahead(const struct pt_block_decoder *,
+ *                                          const uint8_t **pos,
+ *                                          uint64_t *payload,
+ *                                          uint32_t *size);
+ *   const struct ipt_last_ip *
+ *        ipt__blk_last_ip(const struct pt_block_decoder *);
  *   void ipt__blk_tnt_taken(struct pt_block_decoder *, const uint8_t *pos,
  *                           uint64_t payload, uint32_t left,
- *                           uint32_t icnt);
- *        for the walk's tnt hook: TNT packets read ahead, and taken
+ *                           uint32_t icnt, const struct ipt_last_ip *ip);
+ *        for the walk's tnt hook: TNT and TIP packets read ahead, and
+ *        taken
  *   void ipt__blk_set_icache_bits(struct pt_block_decoder *, uint32_t bits);
  *        beside a run cache, an instruction cache of 1 << bits entries
  *
@@ -13576,6 +13690,8 @@ struct pt_block_decoder {
 	uint32_t ctx_next;
 	uint32_t nctx;
 	struct ipt__blk_ctx ctx[IPT__BLK_NCTX];
+	/* ipt__blk_ctx_salt(@ctx_id), for the quickest look-up. */
+	uint64_t ctx_salt;
 
 	/* The instructions libipt would have cached: an
 	 * open-addressed set of @seen_cap entries, @nseen in use; the
@@ -14008,13 +14124,26 @@ static void ipt__blk_runs_free(struct pt_block_decoder *decoder)
 	decoder->rfills = 0;
 }
 
-static IPT__INLINE uint32_t ipt__blk_set_of(uint64_t ip, uint32_t ctx,
-					    uint32_t nsets)
+static IPT__INLINE uint64_t ipt__blk_ctx_salt(uint32_t ctx)
+{
+	return ctx * 0x9e3779b97f4a7c15ull;
+}
+
+/* The set of the run at @ip in the context whose ipt__blk_ctx_salt is
+ * @salt. */
+static IPT__INLINE uint32_t ipt__blk_set_of_salted(uint64_t ip, uint64_t salt,
+						   uint32_t nsets)
 {
 	uint64_t h;
 
-	h = (ip + ctx * 0x9e3779b97f4a7c15ull) * 0xff51afd7ed558ccdull;
+	h = (ip + salt) * 0xff51afd7ed558ccdull;
 	return (uint32_t) (h >> 40) & (nsets - 1);
+}
+
+static IPT__INLINE uint32_t ipt__blk_set_of(uint64_t ip, uint32_t ctx,
+					    uint32_t nsets)
+{
+	return ipt__blk_set_of_salted(ip, ipt__blk_ctx_salt(ctx), nsets);
 }
 
 /* Make room in the first way of @set: the runs before way @way (with
@@ -14191,6 +14320,7 @@ ipt__blk_ctx_switch(struct pt_block_decoder *decoder, uint32_t mode)
 found:
 	decoder->ctx_mode = ctx->mode;
 	decoder->ctx_id = ctx->id;
+	decoder->ctx_salt = ipt__blk_ctx_salt(ctx->id);
 	return ctx->id;
 }
 
@@ -14208,9 +14338,18 @@ static IPT__INLINE uint32_t ipt__blk_ctx_of(struct pt_block_decoder *decoder,
  * trace gave us (from a TIP, FUP, ...).  After each event we learn whether
  * it provides such an anchor.  Events from packets without IP leave the
  * anchor alone; disables drop it. */
-static int ipt__blk_update_trig_anchor(struct pt_block_decoder *decoder,
-				       const struct pt_event *ev)
+static IPT__INLINE int
+ipt__blk_update_trig_anchor(struct pt_block_decoder *decoder,
+			    const struct pt_event *ev)
 {
+	/* TNT and TIP, nearly all events, anchor the count (below). */
+	if (IPT__LIKELY((ev->type == ptev_tnt || ev->type == ptev_tip) &&
+			!ev->ip_suppressed && !ev->status_update)) {
+		decoder->has_icnt = 1;
+		decoder->icnt = 0;
+		return 0;
+	}
+
 	/* A start state's status events: the count goes on across. */
 	if (decoder->start_status && ev->status_update) {
 		decoder->start_status -= 1;
@@ -14478,7 +14617,7 @@ static void ipt__blk_dark(struct pt_block_decoder *decoder)
 
 /* We are done with the current event: remember its time, and whether it
  * anchors TRIG counts. */
-static int ipt__blk_leave_event(struct pt_block_decoder *decoder)
+static IPT__INLINE int ipt__blk_leave_event(struct pt_block_decoder *decoder)
 {
 	const struct pt_event *ev = &decoder->event;
 
@@ -14486,13 +14625,20 @@ static int ipt__blk_leave_event(struct pt_block_decoder *decoder)
 	decoder->has_tsc = ev->has_tsc;
 	decoder->lost_mtc = ev->lost_mtc;
 	decoder->lost_cyc = ev->lost_cyc;
+	/* The commonest: a TNT or TIP with its IP anchors the count. */
+	if (IPT__LIKELY((ev->type == ptev_tnt || ev->type == ptev_tip) &&
+			!ev->ip_suppressed && !ev->status_update)) {
+		decoder->has_icnt = 1;
+		decoder->icnt = 0;
+		return 0;
+	}
 	return ipt__blk_update_trig_anchor(decoder, ev);
 }
 
 /* We are done with the current event: remember its time and get the next
  * one.  An event decoder error is kept in @status and reported when we
  * get to it. */
-static int ipt__blk_fetch_event(struct pt_block_decoder *decoder)
+static IPT__INLINE int ipt__blk_fetch_event(struct pt_block_decoder *decoder)
 {
 	struct pt_event *ev = &decoder->event;
 	int status;
@@ -16182,20 +16328,25 @@ static IPT__INLINE void ipt__blk_prefetch(struct pt_block_decoder *decoder)
 #endif
 }
 
-/* The block of ipt__blk_next_fast when its first run does not end in a
- * conditional branch: runs ending in direct calls and jumps (and long
- * straight lines) followed to the run they lead to, as long as the table
- * has it, up to IPT__BLK_CHAIN runs, ending in a conditional branch or a
- * compressed return (a taken TNT bit and the return stack), or where the
- * general way ends the block without trace (a call or jump with
- * end_on_call or end_on_jump, a run in another section).  The general way
- * would take the same steps; the runs are looked at before anything
- * changes, so that on any other way the block goes, nothing has.  Not for
- * an image with file sections: there blocks follow libipt's cache
- * (ipt__blk_walk_begin).
+/* The block that starts with @run (with @text), a warm run, while tracing
+ * is on with a TNT or a TIP (with its IP) in hand: runs ending in direct
+ * calls and jumps (and long straight lines) followed to the run they lead
+ * to, as long as the table has it and it is warm, up to IPT__BLK_CHAIN
+ * runs, ending in a conditional branch or a compressed return (a taken
+ * TNT bit and the return stack), in an indirect branch, call or return
+ * with the TIP, or where the general way ends the block without trace (a
+ * call or jump with end_on_call or end_on_jump, a run in another
+ * section).  The general way would take the same steps; the runs are
+ * looked at before anything changes, so that on any other way the block
+ * goes, nothing has.  Not for an image with file sections: there blocks
+ * follow libipt's cache (ipt__blk_walk_begin).
  *
- * Returns zero if done, -1 if not. */
+ * Returns 1 if the block took the TIP (the decoder is at its IP, and the
+ * event is used up), zero if done otherwise, -1 if not such a block. */
 enum { IPT__BLK_CHAIN = 8 };
+/* A chain's instruction count fits the block's 16-bit ninsn. */
+typedef char ipt__blk_chain_fits[IPT__BLK_CHAIN * IPT__RUN_MAX <= UINT16_MAX
+				 ? 1 : -1];
 
 static IPT__NOINLINE int ipt__blk_next_chain(struct pt_block_decoder *decoder,
 					     struct pt_block *block,
@@ -16223,7 +16374,17 @@ static IPT__NOINLINE int ipt__blk_next_chain(struct pt_block_decoder *decoder,
 
 		switch ((enum ipt__run_kind) run->kind) {
 		case ipt__run_cond:
+			if (ev->type != ptev_tnt)
+				return -1;
+			goto done;
+
 		case ipt__run_ret:
+			goto done;
+
+		case ipt__run_icall:
+		case ipt__run_indirect:
+			if (ev->type != ptev_tip)
+				return -1;
 			goto done;
 
 		case ipt__run_dcall:
@@ -16261,7 +16422,7 @@ static IPT__NOINLINE int ipt__blk_next_chain(struct pt_block_decoder *decoder,
 
 done:
 	run = runs[n - 1];
-	if (run->kind == ipt__run_ret &&
+	if (run->kind == ipt__run_ret && ev->type == ptev_tnt &&
 	    (!((ev->variant.tnt.bits >> (ev->variant.tnt.size - 1)) & 1) ||
 	     (!npush && ipt__retstack_empty(&decoder->retstack))))
 		return -1;
@@ -16284,6 +16445,14 @@ done:
 	block->end_ip = run->ip + run->len;
 	block->iclass = (enum pt_insn_class) run->iclass;
 
+	if (ev->type == ptev_tip &&
+	    (run->kind == ipt__run_ret || run->kind == ipt__run_icall ||
+	     run->kind == ipt__run_indirect)) {
+		if (run->kind == ipt__run_icall)
+			ipt__retstack_push(&decoder->retstack, next[n - 1]);
+		decoder->ip = ev->variant.tip.ip;
+		return 1;
+	}
 	if (run->kind == ipt__run_cond || run->kind == ipt__run_ret) {
 		size = (uint8_t) (ev->variant.tnt.size - 1);
 		ev->variant.tnt.size = size;
@@ -16297,42 +16466,29 @@ done:
 	return 0;
 }
 
-/* The most common block, in one piece: tracing is on, nothing waits, the
- * event in hand is a TNT with bits to spare after this block, and the run
- * at the IP ends in a conditional branch.  That run is the block; the
- * next TNT bit decides where the next one starts.
- *
- * Returns zero if done, -1 if this is not such a block: nothing but the
- * run cache has changed and the general way takes over. */
-static IPT__INLINE int ipt__blk_next_fast(struct pt_block_decoder *decoder,
-					  struct pt_block *block)
+/* Whether the common block may be taken: tracing is on, nothing waits,
+ * and the event in hand is a TNT with bits to spare after this block. */
+static IPT__INLINE int ipt__blk_fast_ok(const struct pt_block_decoder *decoder)
 {
-	const struct ipt__blk_text *text = NULL;
-	const struct ipt__blk_run *run;
+	const struct pt_event *ev = &decoder->event;
+
+	return decoder->status >= 0 && ev->type == ptev_tnt &&
+	       ev->variant.tnt.size >= 2 && decoder->enabled &&
+	       !decoder->process_insn &&
+	       !decoder->flags.variant.block.enable_tick_events;
+}
+
+/* The common block, once its run (with @text) ends in a conditional
+ * branch and its instructions are counted (ipt__blk_count): that run is
+ * the block; the next TNT bit decides where the next one starts. */
+static IPT__INLINE void ipt__blk_take_cond(struct pt_block_decoder *decoder,
+					   struct pt_block *block,
+					   const struct ipt__blk_run *run,
+					   const struct ipt__blk_text *text)
+{
 	struct pt_event *ev = &decoder->event;
 	uint64_t end_ip, next;
-	uint32_t icnt;
 	uint8_t size;
-
-	if (decoder->status < 0 || ev->type != ptev_tnt ||
-	    ev->variant.tnt.size < 2 || !decoder->enabled ||
-	    decoder->process_insn ||
-	    decoder->flags.variant.block.enable_tick_events)
-		return -1;
-
-	run = ipt__blk_run_find(decoder, decoder->ip, decoder->mode,
-				decoder->want_text ? &text : NULL);
-	if (!run || !run->warm)
-		return -1;
-	if (run->kind != ipt__run_cond)
-		return ipt__blk_next_chain(decoder, block, run, text);
-
-	icnt = decoder->icnt + run->ninsn;
-	if (decoder->has_icnt) {
-		if (icnt < decoder->icnt)
-			return -1;
-		decoder->icnt = icnt;
-	}
 
 	end_ip = run->ip + run->len;
 	block->isid = run->isid;
@@ -16350,6 +16506,68 @@ static IPT__INLINE int ipt__blk_next_fast(struct pt_block_decoder *decoder,
 		next = ipt__ip_in_mode(decoder->mode, next +
 					(uint64_t) (int64_t) run->disp);
 	decoder->ip = next;
+}
+
+/* Count @run's instructions since the TRIG anchor.  Returns zero; -1,
+ * counting nothing, if the count would overflow. */
+static IPT__INLINE int ipt__blk_count(struct pt_block_decoder *decoder,
+				      const struct ipt__blk_run *run)
+{
+	uint32_t icnt = decoder->icnt + run->ninsn;
+
+	if (decoder->has_icnt) {
+		if (IPT__UNLIKELY(icnt < decoder->icnt))
+			return -1;
+		decoder->icnt = icnt;
+	}
+	return 0;
+}
+
+/* Whether a return may take the TNT in hand as a compressed return: its
+ * next bit says taken and the return stack holds where to. */
+static IPT__INLINE int ipt__blk_ret_ok(const struct pt_block_decoder *decoder)
+{
+	const struct pt_event *ev = &decoder->event;
+
+	return ((ev->variant.tnt.bits >> (ev->variant.tnt.size - 1)) & 1) &&
+	       !ipt__retstack_empty(&decoder->retstack);
+}
+
+/* The block of @run (with @text) ending in a compressed return, as
+ * ipt__blk_take_cond's, then back to the address on the return stack. */
+static IPT__INLINE void ipt__blk_take_ret(struct pt_block_decoder *decoder,
+					  struct pt_block *block,
+					  const struct ipt__blk_run *run,
+					  const struct ipt__blk_text *text)
+{
+	ipt__blk_take_cond(decoder, block, run, text);
+	(void) ipt__retstack_pop(&decoder->retstack, &decoder->ip);
+}
+
+/* The most common block, in one piece (ipt__blk_fast_ok), with the run at
+ * the IP from the run cache: a run that ends in a conditional branch is
+ * the block (ipt__blk_take_cond), others may chain (ipt__blk_next_chain).
+ *
+ * Returns zero if done, -1 if this is not such a block: nothing but the
+ * run cache has changed and the general way takes over. */
+static IPT__INLINE int ipt__blk_next_any(struct pt_block_decoder *decoder,
+					 struct pt_block *block)
+{
+	const struct ipt__blk_text *text = NULL;
+	const struct ipt__blk_run *run;
+
+	if (!ipt__blk_fast_ok(decoder))
+		return -1;
+
+	run = ipt__blk_run_find(decoder, decoder->ip, decoder->mode,
+				decoder->want_text ? &text : NULL);
+	if (!run || !run->warm)
+		return -1;
+	if (run->kind != ipt__run_cond)
+		return ipt__blk_next_chain(decoder, block, run, text);
+	if (ipt__blk_count(decoder, run) < 0)
+		return -1;
+	ipt__blk_take_cond(decoder, block, run, text);
 	return 0;
 }
 
@@ -17320,11 +17538,12 @@ struct ipt__blk_walk_ops {
 	void (*reach)(void *context, uint64_t ip);
 	/* If set, asked at each @ip the walk goes on at while a TNT is in
 	 * hand: it may take TNT bits in bulk, also from the TNT packets
-	 * that follow (ipt__blk_tnt_ahead, ipt__blk_tnt_taken), but never
-	 * the last bit of the last of them, leaving the decoder as the
-	 * walk would have after a bit (a run at @ip still to find, no run
-	 * chained since) and reporting as the walk would.  Returns where
-	 * the flow went on, @ip if it took nothing. */
+	 * that follow, and the TIPs between them at the branches that take
+	 * them (ipt__blk_tnt_ahead, ipt__blk_tnt_taken), but never the last
+	 * bit of the last TNT, leaving the decoder as the walk would have
+	 * after a bit (a run at @ip still to find, no run chained since)
+	 * and reporting as the walk would.  Returns where the flow went on,
+	 * @ip if it took nothing. */
 	uint64_t (*tnt)(void *context, struct pt_block_decoder *decoder,
 			uint64_t ip, enum pt_exec_mode mode);
 };
@@ -17351,22 +17570,32 @@ ipt__blk_walk_tnt(struct pt_block_decoder *decoder,
 	return ip;
 }
 
-/* For ops->tnt: the TNT packets after the event in hand, read ahead (see
- * ipt__evt_tnt_ahead). */
-static IPT__INLINE uint32_t
+/* For ops->tnt: the TNT and TIP packets after the event in hand, read
+ * ahead (see ipt__evt_tnt_ahead), and the last IP they go on from. */
+static IPT__INLINE enum pt_packet_type
 ipt__blk_tnt_ahead(const struct pt_block_decoder *decoder, const uint8_t **pos,
-		   uint64_t *payload)
+		   uint64_t *payload, uint32_t *size)
 {
-	return ipt__evt_tnt_ahead(&decoder->evdec, pos, payload);
+	return ipt__evt_tnt_ahead(&decoder->evdec, pos, payload, size);
 }
 
-/* ops->tnt took the TNT packets read ahead up to @pos: the event in hand
- * becomes the last of them, with @left of its bits @payload to go and
- * @icnt instructions walked since it was fetched, as if each packet's
- * event had been used up in turn and the next fetched. */
+static IPT__INLINE const struct ipt_last_ip *
+ipt__blk_last_ip(const struct pt_block_decoder *decoder)
+{
+	return ipt__evt_last_ip(&decoder->evdec);
+}
+
+/* ops->tnt took the packets read ahead up to @pos, and the TIPs among
+ * them left the last IP @ip: the event in hand becomes the last of them,
+ * a TNT with @left of its bits @payload to go and @icnt instructions
+ * walked since it was fetched, as if each packet's event had been used up
+ * in turn and the next fetched.  With @left zero the last was a TIP (or a
+ * TIP.PGD, TIP.PGE pair) with a plain TIP or a TIP.PGD behind it: that
+ * one is fetched, its trailing-event rules having nothing to do. */
 static void ipt__blk_tnt_taken(struct pt_block_decoder *decoder,
 			       const uint8_t *pos, uint64_t payload,
-			       uint32_t left, uint32_t icnt)
+			       uint32_t left, uint32_t icnt,
+			       const struct ipt_last_ip *ip)
 {
 	struct pt_event *ev = &decoder->event;
 
@@ -17375,7 +17604,9 @@ static void ipt__blk_tnt_taken(struct pt_block_decoder *decoder,
 	decoder->icnt = icnt;
 	ev->variant.tnt.bits = payload;
 	ev->variant.tnt.size = (uint8_t) left;
-	ipt__evt_tnt_taken(&decoder->evdec, pos);
+	ipt__evt_tnt_taken(&decoder->evdec, pos, ip);
+	if (!left)
+		(void) ipt__blk_fetch_event(decoder);
 }
 
 /* The block the walk just ended with @run, for the trailing-event
@@ -18159,6 +18390,20 @@ static IPT__INLINE void ipt__blk_begin(struct pt_block_decoder *decoder,
 	decoder->has_start_last = 0;
 }
 
+/* A call has taken its step with @block, ending in @status: did it stop
+ * at missing code, and how far past the end of the trace did the block
+ * go (@had_end: the end was reached before)? */
+static IPT__INLINE void ipt__blk_stepped(struct pt_block_decoder *decoder,
+					 const struct pt_block *block,
+					 int status, uint32_t had_end)
+{
+	ipt__blk_note_fault(decoder, status);
+	if (had_end)
+		decoder->ahead += block->ninsn;
+	else if (decoder->has_end)
+		decoder->ahead += block->ninsn - decoder->end_ninsn;
+}
+
 /* pt_blk_next past the common block (ipt__blk_next_fast) or for another
  * size of struct pt_block; @begun if @ublock is begun already. */
 static IPT__NOINLINE int ipt__blk_next(struct pt_block_decoder *decoder,
@@ -18182,11 +18427,7 @@ static IPT__NOINLINE int ipt__blk_next(struct pt_block_decoder *decoder,
 	decoder->cur_block = block;
 	status = ipt__blk_proceed(decoder, block);
 	decoder->cur_block = NULL;
-	ipt__blk_note_fault(decoder, status);
-	if (had_end)
-		decoder->ahead += block->ninsn;
-	else if (decoder->has_end)
-		decoder->ahead += block->ninsn - decoder->end_ninsn;
+	ipt__blk_stepped(decoder, block, status, had_end);
 	if (guarded) {
 		status = ipt__blk_settle(decoder, &save, status);
 		/* Undone: no block yet. */
@@ -18197,6 +18438,222 @@ static IPT__NOINLINE int ipt__blk_next(struct pt_block_decoder *decoder,
 
 	ipt__blk_block_to_user(ublock, size, block);
 	return status;
+}
+
+/* pt_blk_next for a struct pt_block of our size and current caches, past
+ * the quickest case (ipt__blk_next_fast). */
+static IPT__INLINE int ipt__blk_next_done(struct pt_block_decoder *decoder,
+					  struct pt_block *block, int status)
+{
+	if (IPT__UNLIKELY(status < 0))
+		return ipt__blk_next(decoder, block, sizeof(*block), 1);
+	decoder->has_fault = 0;
+
+	ipt__blk_prefetch(decoder);
+	return 0;
+}
+
+/* The block of a single run, @run with @text, that uses up the trace in
+ * hand (ipt__blk_next_last): with a TNT, a conditional branch or a
+ * compressed return; with a TIP, an indirect branch, call or return.  As
+ * ipt__blk_next_chain would take it, without the bookkeeping of a chain.
+ *
+ * Returns as ipt__blk_next_chain. */
+static IPT__INLINE int ipt__blk_take_last(struct pt_block_decoder *decoder,
+					  struct pt_block *block,
+					  const struct ipt__blk_run *run,
+					  const struct ipt__blk_text *text)
+{
+	const struct pt_event *ev = &decoder->event;
+	uint64_t end_ip, next;
+
+	switch ((enum ipt__run_kind) run->kind) {
+	case ipt__run_cond:
+		if (ev->type != ptev_tnt)
+			return -1;
+		break;
+
+	case ipt__run_ret:
+		if (ev->type == ptev_tnt && !ipt__blk_ret_ok(decoder))
+			return -1;
+		break;
+
+	case ipt__run_icall:
+	case ipt__run_indirect:
+		if (ev->type != ptev_tip)
+			return -1;
+		break;
+
+	default:
+		return -1;
+	}
+	if (ipt__blk_count(decoder, run) < 0)
+		return -1;
+
+	if (ev->type == ptev_tnt) {
+		if (run->kind == ipt__run_ret)
+			ipt__blk_take_ret(decoder, block, run, text);
+		else
+			ipt__blk_take_cond(decoder, block, run, text);
+		return 0;
+	}
+
+	end_ip = run->ip + run->len;
+	next = ipt__ip_in_mode(decoder->mode, end_ip + run->isize);
+	block->isid = run->isid;
+	block->ninsn = run->ninsn;
+	block->end_ip = end_ip;
+	block->iclass = (enum pt_insn_class) run->iclass;
+	if (text)
+		ipt__blk_trail_add(decoder, run, text, next);
+	if (run->kind == ipt__run_icall)
+		ipt__retstack_push(&decoder->retstack, next);
+	decoder->ip = ev->variant.tip.ip;
+	return 1;
+}
+
+/* The begun block may use up the trace in hand: the last bit of the TNT
+ * or the TIP.  Where no call can be undone, outside file sections and
+ * with neither a postponed instruction nor ticks, ipt__blk_next_chain
+ * takes it from the run at the IP (recorded if need be; the general way
+ * would walk it and so make it warm), and the trailing-event rules follow
+ * as ipt__blk_proceed has them, without ipt__blk_next's general frame;
+ * a block of one run goes by ipt__blk_take_last.
+ * Otherwise ipt__blk_next. */
+static int ipt__blk_next_last(struct pt_block_decoder *decoder,
+			      struct pt_block *block)
+{
+	const struct ipt__blk_text *text = NULL;
+	const struct pt_event *ev = &decoder->event;
+	struct ipt__blk_run *run;
+	int status;
+
+	if (decoder->status < 0 || !decoder->enabled ||
+	    decoder->process_insn ||
+	    decoder->flags.variant.block.enable_tick_events ||
+	    (ev->type == ptev_tnt ? ev->variant.tnt.size != 1 :
+	     ev->type != ptev_tip || ev->ip_suppressed) ||
+	    ipt__evt_more(&decoder->evdec) ||
+	    ipt__image_has_files(decoder->image))
+		return ipt__blk_next(decoder, block, sizeof(*block), 1);
+
+	ipt__blk_watch(decoder);
+	decoder->cur_block = block;
+	run = (struct ipt__blk_run *)
+		ipt__blk_run_find(decoder, decoder->ip, decoder->mode,
+				  decoder->want_text ? &text : NULL);
+	status = -1;
+	if (run) {
+		run->warm = 1;
+		if (run->kind == ipt__run_dcall || run->kind == ipt__run_djump ||
+		    run->kind == ipt__run_next)
+			status = ipt__blk_next_chain(decoder, block, run, text);
+		else
+			status = ipt__blk_take_last(decoder, block, run, text);
+	}
+	if (status < 0) {
+		decoder->cur_block = NULL;
+		return ipt__blk_next(decoder, block, sizeof(*block), 1);
+	}
+	if (status > 0)
+		status = ipt__blk_fetch_event(decoder);
+	if (status >= 0)
+		status = ipt__blk_proceed_trailing_event(decoder, block);
+	decoder->cur_block = NULL;
+	/* pt_blk_next comes here only before the end. */
+	ipt__blk_stepped(decoder, block, status, 0);
+	ipt__blk_prefetch(decoder);
+	return status;
+}
+
+static IPT__NOINLINE int ipt__blk_next_slow(struct pt_block_decoder *decoder,
+					    struct pt_block *block)
+{
+	ipt__blk_begin(decoder, block);
+	if (ipt__blk_next_any(decoder, block) < 0)
+		return ipt__blk_next_last(decoder, block);
+	return ipt__blk_next_done(decoder, block, 0);
+}
+
+/* ipt__blk_next_fast found @run (with @text), warm, and it does not end in
+ * a conditional branch: ipt__blk_next_chain's block, as ipt__blk_next_any
+ * would take it.  Its commonest case, a compressed return alone, is taken
+ * here as the chain would. */
+static IPT__NOINLINE int
+ipt__blk_next_chained(struct pt_block_decoder *decoder, struct pt_block *block,
+		      const struct ipt__blk_run *run,
+		      const struct ipt__blk_text *text)
+{
+	ipt__blk_begin(decoder, block);
+	if (run->kind == ipt__run_ret &&
+	    !ipt__image_has_files(decoder->image) && ipt__blk_ret_ok(decoder) &&
+	    ipt__blk_count(decoder, run) >= 0) {
+		ipt__blk_take_ret(decoder, block, run, text);
+		return ipt__blk_next_done(decoder, block, 0);
+	}
+	return ipt__blk_next_done(decoder, block,
+				  ipt__blk_next_chain(decoder, block, run,
+						      text));
+}
+
+/* The quickest case of ipt__blk_next_any: its run sits in one of the
+ * first two ways of its set under the context in hand, so that the table
+ * stays as it is, and ends in a conditional branch (a chain goes to
+ * ipt__blk_next_chained).  Everything else ipt__blk_next_slow does,
+ * before anything has changed; every way out of here is a tail call, so
+ * that this path saves no registers.
+ * @with_text is decoder->want_text, a constant in each copy. */
+static IPT__INLINE int ipt__blk_next_fast(struct pt_block_decoder *decoder,
+					  struct pt_block *block,
+					  int with_text)
+{
+	const struct ipt__blk_text *text;
+	const struct ipt__blk_run *run;
+	struct ipt__blk_run *set;
+	uint64_t ip = decoder->ip;
+	uint32_t ctx = decoder->ctx_id, way = 0;
+
+	if (IPT__UNLIKELY(!IPT__BLK_RUNS || !ipt__blk_fast_ok(decoder) ||
+			  !decoder->runs || !ctx ||
+			  decoder->ctx_mode != (uint32_t) decoder->mode))
+		return ipt__blk_next_slow(decoder, block);
+
+	set = ipt__blk_set(decoder, ipt__blk_set_of_salted(ip, decoder->ctx_salt,
+							   decoder->rsets));
+	if (set[0].ip != ip || set[0].ctx != ctx) {
+		if (IPT__UNLIKELY(set[1].ip != ip || set[1].ctx != ctx))
+			return ipt__blk_next_slow(decoder, block);
+		way = 1;
+	}
+	run = &set[way];
+	text = with_text ? &ipt__blk_set_text(set)[way] : NULL;
+	if (IPT__UNLIKELY(!run->warm))
+		return ipt__blk_next_slow(decoder, block);
+	if (run->kind != ipt__run_cond)
+		return ipt__blk_next_chained(decoder, block, run, text);
+	if (IPT__UNLIKELY(ipt__blk_count(decoder, run) < 0))
+		return ipt__blk_next_slow(decoder, block);
+
+	ipt__blk_begin(decoder, block);
+	ipt__blk_take_cond(decoder, block, run, text);
+	decoder->has_fault = 0;
+	if (with_text)
+		ipt__blk_prefetch(decoder);
+	return 0;
+}
+
+/* ipt__blk_next_fast for decoders without text and with, each compiled on
+ * its own, so that neither pays for the registers of the other. */
+static IPT__NOINLINE int ipt__blk_next_plain(struct pt_block_decoder *decoder,
+					     struct pt_block *block)
+{
+	return ipt__blk_next_fast(decoder, block, 0);
+}
+
+static IPT__NOINLINE int ipt__blk_next_text(struct pt_block_decoder *decoder,
+					    struct pt_block *block)
+{
+	return ipt__blk_next_fast(decoder, block, 1);
 }
 
 IPT_DEF int pt_blk_next(struct pt_block_decoder *decoder,
@@ -18210,13 +18667,9 @@ IPT_DEF int pt_blk_next(struct pt_block_decoder *decoder,
 			  decoder->has_end))
 		return ipt__blk_next(decoder, ublock, size, 0);
 
-	ipt__blk_begin(decoder, ublock);
-	if (IPT__UNLIKELY(ipt__blk_next_fast(decoder, ublock) < 0))
-		return ipt__blk_next(decoder, ublock, size, 1);
-	decoder->has_fault = 0;
-
-	ipt__blk_prefetch(decoder);
-	return 0;
+	if (decoder->want_text)
+		return ipt__blk_next_text(decoder, ublock);
+	return ipt__blk_next_plain(decoder, ublock);
 }
 
 IPT_DEF int ipt_blk_set_vm_tolerant(struct pt_block_decoder *decoder, int on)
@@ -21917,29 +22370,20 @@ static void ipt__cov_event(struct ipt_cov_decoder *cov,
 	}
 }
 
-/* The walk's reports: a branch used trace; the flow reached @ip. */
-static IPT__INLINE void ipt__cov_branch(void *context, uint64_t from,
-					uint64_t next,
-					enum pt_insn_class iclass)
+/* The edge kind of a branch of @iclass that used trace. */
+static IPT__INLINE uint32_t ipt__cov_kind_of(enum pt_insn_class iclass)
 {
-	struct ipt_cov_decoder *cov = (struct ipt_cov_decoder *) context;
-	uint32_t kind = ipt_cov_jump;
-
 	switch (iclass) {
 	case ptic_cond_jump:
-		kind = ipt_cov_taken;
-		break;
+		return ipt_cov_taken;
 	case ptic_return:
-		kind = ipt_cov_return;
-		break;
+		return ipt_cov_return;
 	case ptic_call:
-		kind = ipt_cov_call;
-		break;
+		return ipt_cov_call;
 	case ptic_far_call:
 	case ptic_far_return:
 	case ptic_far_jump:
-		kind = ipt_cov_far;
-		break;
+		return ipt_cov_far;
 	case ptic_unknown:
 	case ptic_other:
 	case ptic_jump:
@@ -21947,9 +22391,19 @@ static IPT__INLINE void ipt__cov_branch(void *context, uint64_t from,
 	case ptic_indirect:
 		break;
 	}
+	return ipt_cov_jump;
+}
+
+/* The walk's reports: a branch used trace; the flow reached @ip. */
+static IPT__INLINE void ipt__cov_branch(void *context, uint64_t from,
+					uint64_t next,
+					enum pt_insn_class iclass)
+{
+	struct ipt_cov_decoder *cov = (struct ipt_cov_decoder *) context;
+
 	cov->pend_from = from;
 	cov->pend_next = next;
-	cov->pend_kind = kind;
+	cov->pend_kind = ipt__cov_kind_of(iclass);
 }
 
 static IPT__INLINE void ipt__cov_reach(void *context, uint64_t ip)
@@ -21957,32 +22411,37 @@ static IPT__INLINE void ipt__cov_reach(void *context, uint64_t ip)
 	ipt__cov_resolve((struct ipt_cov_decoder *) context, ip);
 }
 
-/* ---- taking TNT bits in bulk ----
- * Between two packets that are not TNT, the walk goes from run to run
- * taking one TNT bit at each conditional branch.  The memo keeps, for a
- * context (address space, mode, image epoch: the run cache's context
- * number), an IP and the next up to IPT__COV_MEMO_BITS TNT bits, what the
- * walk does with them: the edges, the return-stack pushes and pops, the
- * instructions it counts, and where the flow goes on.  One look-up then
- * stands for a run of branches.
+/* ---- taking TNT bits and TIPs in bulk ----
+ * Between two packets that are neither TNT nor TIP, the walk goes from
+ * run to run taking one TNT bit at each conditional branch and a TIP at
+ * each indirect branch.  The memo keeps, for a context (address space,
+ * mode, image epoch: the run cache's context number), an IP and the next
+ * up to IPT__COV_MEMO_BITS TNT bits, what the walk does with them: the
+ * edges, the return-stack pushes and pops, the instructions it counts,
+ * and where the flow goes on.  One look-up then stands for a run of
+ * branches.  An entry asked to end at a TIP goes on after its last bit
+ * to the branch that takes it, and keeps that branch too.
  *
- * The bits come from the TNT in hand and the TNT packets behind it, read
- * straight from the trace (ipt__blk_tnt_ahead) into a window: one memo
- * step after another takes bits from the window, across packet borders,
- * with no event made per packet, until an entry takes nothing.  Then the
- * block decoder is told how far the steps got (ipt__blk_tnt_taken) and
- * the walk goes on from there.
+ * The bits and the TIPs come from the TNT in hand and the TNT and TIP
+ * packets behind it, read straight from the trace (ipt__blk_tnt_ahead):
+ * one memo step after another takes bits from a window, across packet
+ * borders, and a TIP where a step ends at one, with no event made per
+ * packet, until an entry takes nothing.  Then the block decoder is told
+ * how far the steps got (ipt__blk_tnt_taken) and the walk goes on from
+ * there.  A TIP is taken only with a TNT packet behind it, so that the
+ * steps end with a TNT in hand, as the walk's hook must.
  *
  * An entry holds only what the bits and the code decide: it stops before
- * a branch that needs a TIP, a return whose address was pushed before the
- * entry began (the return stack's contents are not part of the key), a
- * return with a not-taken bit, a missing run, and before the last bit of
- * the window when no TNT packet follows (the walk takes that one and
- * applies the trailing-event rules).  Whatever the entries do not cover
- * the walk does as before, so the edges and the decoder's state are the
- * walk's.  The last branch of a step stays pending, as the walk leaves
- * it, until the flow is seen at its destination.  Entries are tagged with
- * the context number: a new image epoch (ipt_image_invalidate, section
+ * a branch that needs a TIP (unless asked to end there, after its last
+ * bit), a return whose address was pushed before the entry began (the
+ * return stack's contents are not part of the key), a return with a
+ * not-taken bit, a missing run, and before the last bit of the window
+ * when no TNT or TIP packet follows (the walk takes that one and applies
+ * the trailing-event rules).  Whatever the entries do not cover the walk
+ * does as before, so the edges and the decoder's state are the walk's.
+ * The last branch of a step stays pending, as the walk leaves it, until
+ * the flow is seen at its destination.  Entries are tagged with the
+ * context number: a new image epoch (ipt_image_invalidate, section
  * changes) makes them all stale.
  *
  * The memo is one direct-mapped table, allocated on first use from the
@@ -21991,50 +22450,63 @@ static IPT__INLINE void ipt__cov_reach(void *context, uint64_t ip)
  * the same slot. */
 
 enum {
-	/* The most TNT bits one entry covers (and thus edges; at most 16,
-	 * the bits of @ret, @nt and @count). */
+	/* The most TNT bits one entry covers (and thus edges; at most 15,
+	 * the bits of @ret, @nt and @count less the TIP's). */
 	IPT__COV_MEMO_BITS = 12,
 	/* The most return-stack pushes and pops one entry replays. */
 	IPT__COV_MEMO_OPS = 8,
-	/* The most TNT packets read ahead of the one in hand at a time. */
-	IPT__COV_AHEAD = 32
+	/* The most TNT and TIP packets read ahead of the one in hand at a
+	 * time. */
+	IPT__COV_AHEAD = 32,
+	/* In a memo key: the entry ends at a TIP. */
+	IPT__COV_MEMO_TIP = 1 << 24
 };
 
 struct ipt__cov_memo {
 	/* The key: the IP, the context number (zero for an empty entry),
 	 * and the bits (low half, the first in its highest bit) with
-	 * their number (high half). */
+	 * their number (high half) and IPT__COV_MEMO_TIP. */
 	uint64_t ip;
 	uint32_t ctx;
 	uint32_t key;
-	/* TNT bits taken, zero if none (the walk takes the next). */
+	/* TNT bits taken, zero if none (the walk takes the next); whether
+	 * the entry ends at a branch that takes a TIP, after them. */
 	uint8_t used;
+	uint8_t tip;
 	/* Return-stack operations, in order: bit i of @pops says op[i] is
 	 * a pop, else a push of op[i]. */
 	uint8_t nops;
 	uint8_t pops;
 	/* Bit i of @ret says the i-th edge is a compressed return, of
 	 * @nt that it is a conditional branch not taken, of @count that it
-	 * counts (the decoder's kinds and ranges). */
+	 * counts (the decoder's kinds and ranges); the TIP's branch is edge
+	 * @used. */
 	uint16_t ret;
 	uint16_t nt;
 	uint16_t count;
 	/* How many of the edges but the last count. */
 	uint8_t ncount;
-	/* Where the flow goes on; the IP after the last branch. */
+	/* The TIP's branch: its edge kind. */
+	uint16_t tip_kind;
+	/* The code the runs after the last bit cover, up to the TIP's
+	 * branch: a disable's IP there binds elsewhere. */
+	uint64_t span_lo;
+	uint64_t span_hi;
+	/* Where the flow goes on (without a TIP); the IP after the last
+	 * branch. */
 	uint64_t exit;
 	uint64_t last_next;
-	/* One edge per bit taken. */
-	uint64_t from[IPT__COV_MEMO_BITS];
+	/* One edge per bit taken, and the TIP's branch (its @to unknown). */
+	uint64_t from[IPT__COV_MEMO_BITS + 1];
 	uint64_t to[IPT__COV_MEMO_BITS];
 	uint64_t op[IPT__COV_MEMO_OPS];
 	/* Their bitmap indices, before the bitmap's size; those of the
 	 * @ncount edges but the last that count. */
 	uint32_t index[IPT__COV_MEMO_BITS];
 	uint32_t counted[IPT__COV_MEMO_BITS];
-	/* Instructions walked up to each bit taken, for the block
-	 * decoder's count. */
-	uint32_t ninsn[IPT__COV_MEMO_BITS];
+	/* Instructions walked up to each bit taken, and to the TIP, for the
+	 * block decoder's count. */
+	uint32_t ninsn[IPT__COV_MEMO_BITS + 1];
 };
 
 /* The default memory bound of the memo, in bytes. */
@@ -22097,43 +22569,61 @@ static IPT__NOINLINE int ipt__cov_memo_alloc(struct ipt_cov_decoder *cov)
 static IPT__INLINE enum ipt_cov_kind
 ipt__cov_memo_kind(const struct ipt__cov_memo *e, uint32_t i)
 {
+	if (e->tip && i == e->used)
+		return (enum ipt_cov_kind) e->tip_kind;
 	if ((e->ret >> i) & 1)
 		return ipt_cov_return;
 	return (e->nt >> i) & 1 ? ipt_cov_not_taken : ipt_cov_taken;
 }
 
 /* Record in @e what the walk does from @ip in @mode with the @n bits in
- * @bits (the first in bit n-1), reading runs as the walk would.  The
- * entry ends right after the last bit it could take. */
+ * @bits (the first in bit n-1), reading runs as the walk would; with @tip,
+ * taking all of them and going on to the branch that takes a TIP (or, if
+ * there is none, the bits but the last).  The entry ends right after the
+ * last bit it could take, or at the TIP. */
 static IPT__NOINLINE void
 ipt__cov_memo_fill(struct ipt_cov_decoder *cov, struct ipt__cov_memo *e,
 		   uint64_t ip, enum pt_exec_mode mode, uint32_t bits,
-		   uint32_t n)
+		   uint32_t n, uint32_t tip)
 {
 	struct pt_block_decoder *blk = &cov->blk;
 	uint32_t used = 0, ninsn = 0, nops = 0, pops = 0, depth = 0;
-	uint32_t chain = 0;
+	uint32_t chain = 0, mask = 1;
+	const struct ipt__blk_run *run;
+	uint64_t end_ip = 0, next = 0;
 	/* The entry's pushes not popped yet, by their op number. */
 	uint8_t stack[IPT__COV_MEMO_OPS];
+	/* The entry as of the bit before the last. */
+	uint64_t prev_exit = 0, prev_next = 0;
+	uint8_t prev_nops = 0, prev_pops = 0;
 
 	e->used = 0;
+	e->tip = 0;
+	e->span_lo = UINT64_MAX;
+	e->span_hi = 0;
 	for (;;) {
-		const struct ipt__blk_run *run;
-		uint64_t end_ip, next, to;
-		uint32_t bit, mask = 1u << used;
+		uint64_t to;
+		uint32_t bit;
 
+		mask = 1u << used;
 		run = ipt__blk_run_find(blk, ip, mode, NULL);
 		if (!run)
-			return;
+			break;
 		ninsn += run->ninsn;
 		end_ip = run->ip + run->len;
 		next = ipt__ip_in_mode(mode, end_ip + run->isize);
 		bit = used < n ? (bits >> (n - 1 - used)) & 1 : 0;
+		if (used == n) {
+			if (run->ip < e->span_lo)
+				e->span_lo = run->ip;
+			if (end_ip > e->span_hi)
+				e->span_hi = end_ip;
+		}
 
 		switch ((enum ipt__run_kind) run->kind) {
 		case ipt__run_cond:
 			if (used == n)
-				return;
+				goto out;
 			to = bit ? ipt__blk_run_target(run, mode, next) : next;
 			e->ret &= (uint16_t) ~mask;
 			e->nt &= (uint16_t) ~mask;
@@ -22142,9 +22632,13 @@ ipt__cov_memo_fill(struct ipt_cov_decoder *cov, struct ipt__cov_memo *e,
 			break;
 
 		case ipt__run_ret:
-			if (used == n || !bit || !depth ||
-			    nops == IPT__COV_MEMO_OPS)
-				return;
+			if (used == n) {
+				if (tip)
+					goto tip_branch;
+				goto out;
+			}
+			if (!bit || !depth || nops == IPT__COV_MEMO_OPS)
+				goto out;
 			/* The address is the entry's own last push. */
 			to = e->op[stack[--depth]];
 			pops |= 1u << nops;
@@ -22155,7 +22649,7 @@ ipt__cov_memo_fill(struct ipt_cov_decoder *cov, struct ipt__cov_memo *e,
 		case ipt__run_dcall:
 			if (run->disp) {
 				if (nops == IPT__COV_MEMO_OPS)
-					return;
+					goto out;
 				stack[depth++] = (uint8_t) nops;
 				e->op[nops++] = next;
 			}
@@ -22164,15 +22658,19 @@ ipt__cov_memo_fill(struct ipt_cov_decoder *cov, struct ipt__cov_memo *e,
 		case ipt__run_next:
 			/* No trace needed: on to the next run. */
 			if (++chain > IPT__BLK_WALK_CHAIN)
-				return;
+				goto out;
 			ip = run->kind == ipt__run_next ? next :
 			     ipt__blk_run_target(run, mode, next);
 			continue;
 
 		case ipt__run_icall:
 		case ipt__run_indirect:
+			if (tip && used == n)
+				goto tip_branch;
+			goto out;
+
 		default:
-			return;
+			goto out;
 		}
 
 		/* A TNT bit taken: what the walk has done up to here is the
@@ -22185,6 +22683,10 @@ ipt__cov_memo_fill(struct ipt_cov_decoder *cov, struct ipt__cov_memo *e,
 		if (ipt__cov_counts(cov, end_ip, to,
 				    ipt__cov_memo_kind(e, used)))
 			e->count |= (uint16_t) mask;
+		prev_exit = e->exit;
+		prev_next = e->last_next;
+		prev_nops = e->nops;
+		prev_pops = e->pops;
 		used += 1;
 		e->used = (uint8_t) used;
 		e->nops = (uint8_t) nops;
@@ -22194,29 +22696,63 @@ ipt__cov_memo_fill(struct ipt_cov_decoder *cov, struct ipt__cov_memo *e,
 		chain = 0;
 		ip = to;
 	}
+
+out:
+	/* Asked for a TIP and not there: the last bit is the walk's. */
+	if (tip && used == n && used) {
+		e->used = (uint8_t) (used - 1);
+		e->exit = prev_exit;
+		e->last_next = prev_next;
+		e->nops = prev_nops;
+		e->pops = prev_pops;
+	}
+	return;
+
+tip_branch:
+	/* The branch that takes the TIP, as the walk takes it: a call
+	 * pushes the IP after it. */
+	if (run->kind == ipt__run_icall) {
+		if (nops == IPT__COV_MEMO_OPS)
+			goto out;
+		e->op[nops++] = next;
+	}
+	e->from[used] = end_ip;
+	e->ninsn[used] = ninsn;
+	e->tip_kind = (uint16_t) ipt__cov_kind_of(
+		(enum pt_insn_class) run->iclass);
+	e->count &= (uint16_t) ~mask;
+	if (ipt__cov_counts(cov, end_ip, 0, (enum ipt_cov_kind) e->tip_kind))
+		e->count |= (uint16_t) mask;
+	e->nops = (uint8_t) nops;
+	e->last_next = next;
+	e->tip = 1;
 }
 
-/* The entry for the @n bits @bits at @ip, filled first if it is not
- * there. */
+/* The entry for the @n bits @bits at @ip (to end at a TIP if @tip),
+ * filled first if it is not there. */
 static IPT__INLINE struct ipt__cov_memo *
 ipt__cov_memo_find(struct ipt_cov_decoder *cov, uint64_t ip,
-		   enum pt_exec_mode mode, uint32_t bits, uint32_t n)
+		   enum pt_exec_mode mode, uint32_t bits, uint32_t n,
+		   uint32_t tip)
 {
 	struct pt_block_decoder *blk = &cov->blk;
 	struct ipt__cov_memo *e;
 	uint32_t ctx, key;
 	uint64_t h;
 
-	key = bits | (n << 16);
+	key = bits | (n << 16) | (tip ? (uint32_t) IPT__COV_MEMO_TIP : 0);
 	ctx = ipt__blk_ctx_of(blk, mode);
 	h = (ip ^ ((uint64_t) ctx << 32) ^ ((uint64_t) key << 40)) *
 	    0x9e3779b97f4a7c15ull;
 	e = &cov->memo[h >> cov->memo_shift];
 	if (e->ip != ip || e->ctx != ctx || e->key != key) {
-		uint32_t i, ncount = 0;
+		uint32_t i, ncount = 0, nbit;
 
-		ipt__cov_memo_fill(cov, e, ip, mode, bits, n);
-		for (i = 0; i + 1 < e->used; ++i)
+		ipt__cov_memo_fill(cov, e, ip, mode, bits, n, tip);
+		/* The edges seen at their destination within the entry: all
+		 * of a TIP's entry, all but the last of the others. */
+		nbit = e->tip ? e->used : e->used ? e->used - 1u : 0;
+		for (i = 0; i < nbit; ++i)
 			if ((e->count >> i) & 1)
 				e->counted[ncount++] = e->index[i];
 		e->ncount = (uint8_t) ncount;
@@ -22230,7 +22766,8 @@ ipt__cov_memo_find(struct ipt_cov_decoder *cov, uint64_t ip,
 
 /* Do what @e says: the return stack's operations and the edges, as the
  * walk reports them: all but the last are seen at their destination; the
- * last waits for the flow to get there. */
+ * last (a TIP's branch, if the entry ends at one) waits for the flow to
+ * get there. */
 static IPT__INLINE void ipt__cov_memo_apply(struct ipt_cov_decoder *cov,
 					    const struct ipt__cov_memo *e)
 {
@@ -22246,7 +22783,7 @@ static IPT__INLINE void ipt__cov_memo_apply(struct ipt_cov_decoder *cov,
 			ipt__retstack_push(&blk->retstack, e->op[i]);
 	}
 
-	last = (uint32_t) e->used - 1;
+	last = e->tip ? (uint32_t) e->used : (uint32_t) e->used - 1;
 	if (cov->map && !cov->config.edge &&
 	    !(cov->config.flags & ipt_cov_saturate)) {
 		/* Plain counters: as ipt__cov_hit, with its tests taken out
@@ -22268,32 +22805,104 @@ static IPT__INLINE void ipt__cov_memo_apply(struct ipt_cov_decoder *cov,
 	}
 	cov->pend_from = e->from[last];
 	cov->pend_next = e->last_next;
-	cov->pend_kind = (e->ret >> last) & 1 ? ipt_cov_return :
-			 ipt_cov_taken;
+	cov->pend_kind = (uint32_t) ipt__cov_memo_kind(e, last);
+	if (cov->pend_kind == ipt_cov_not_taken)
+		cov->pend_kind = ipt_cov_taken;
 }
 
-/* The TNT packets read ahead of the one in hand: their bits, bit sizes
- * and where each ends, oldest first from @head (a ring of @n). */
+/* The TNT packets read ahead of the one in hand and the TIPs and
+ * TIP.PGD, TIP.PGE pairs between them, oldest first from @head (a ring of
+ * @n, @ntip of them TIPs or pairs): a TNT's bits, bit size and where it
+ * ends; a TIP's (TIP.PGD's) IP payload and compression, bit size zero,
+ * and for a pair the TIP.PGE's in @payload2 and @ipc2 (zero for a TIP). */
 struct ipt__cov_ahead {
 	uint64_t payload[IPT__COV_AHEAD];
+	uint64_t payload2[IPT__COV_AHEAD];
 	const uint8_t *end[IPT__COV_AHEAD];
 	uint8_t size[IPT__COV_AHEAD];
+	uint8_t ipc[IPT__COV_AHEAD];
+	uint8_t ipc2[IPT__COV_AHEAD];
 	uint32_t head;
 	uint32_t n;
+	uint32_t ntip;
+	/* With TIPs: how many packets come before the first. */
+	uint32_t ftip;
 };
 
+/* Append a TNT read ahead to @ahead: @size bits @payload, ending at
+ * @end. */
+static IPT__INLINE void ipt__cov_ahead_tnt(struct ipt__cov_ahead *ahead,
+					   uint64_t payload, uint32_t size,
+					   const uint8_t *end)
+{
+	uint32_t slot = (ahead->head + ahead->n) % IPT__COV_AHEAD;
+
+	ahead->payload[slot] = payload;
+	ahead->size[slot] = (uint8_t) size;
+	ahead->end[slot] = end;
+	ahead->n += 1;
+}
+
+/* Append a TIP (@ipc2 zero) or a TIP.PGD, TIP.PGE pair read ahead to
+ * @ahead: the IP payloads @payload, @payload2 and compressions @ipc,
+ * @ipc2; it ends at @end. */
+static void ipt__cov_ahead_tip(struct ipt__cov_ahead *ahead, uint64_t payload,
+			       uint32_t ipc, uint64_t payload2, uint32_t ipc2,
+			       const uint8_t *end)
+{
+	uint32_t slot = (ahead->head + ahead->n) % IPT__COV_AHEAD;
+
+	ahead->payload[slot] = payload;
+	ahead->payload2[slot] = payload2;
+	ahead->size[slot] = 0;
+	ahead->ipc[slot] = (uint8_t) ipc;
+	ahead->ipc2[slot] = (uint8_t) ipc2;
+	ahead->end[slot] = end;
+	if (!ahead->ntip++)
+		ahead->ftip = ahead->n;
+	ahead->n += 1;
+}
+
+/* Take the oldest packet read ahead off @ahead. */
+static IPT__INLINE void ipt__cov_ahead_pop(struct ipt__cov_ahead *ahead)
+{
+	ahead->head = (ahead->head + 1) % IPT__COV_AHEAD;
+	ahead->n -= 1;
+	ahead->ftip -= 1;
+}
+
+/* The TIP at the head of @ahead was taken: where the next TIP is, and
+ * the TNT bits before it, after @left in hand. */
+static uint32_t ipt__cov_ahead_seg(struct ipt__cov_ahead *ahead,
+				   uint32_t left)
+{
+	uint32_t i;
+
+	for (i = 0; i < ahead->n; ++i) {
+		uint32_t size = ahead->size[(ahead->head + i) % IPT__COV_AHEAD];
+
+		if (!size)
+			break;
+		left += size;
+	}
+	ahead->ftip = i;
+	return left;
+}
+
 /* The walk's ops->tnt: take the next bits of the TNT in hand and the TNT
- * packets behind it, one memo step after another from @ip. */
+ * packets behind it, and the TIPs between them, one memo step after
+ * another from @ip. */
 static uint64_t ipt__cov_tnt(void *context, struct pt_block_decoder *blk,
 			     uint64_t ip, enum pt_exec_mode mode)
 {
 	struct ipt_cov_decoder *cov = (struct ipt_cov_decoder *) context;
 	struct pt_event *ev = &blk->event;
 	struct ipt__cov_ahead ahead;
+	struct ipt_last_ip last_ip;
 	const uint8_t *pos = NULL, *end = NULL;
 	uint64_t window, bits_in_hand = 0;
-	uint32_t nwin, left, icnt, more = 1, crossed = 0, steps = 0;
-	uint32_t pend_counts = 0, pend_kind = 0, pend_index = 0, last;
+	uint32_t nwin, left, seg, icnt, more = 1, crossed = 0, steps = 0;
+	uint32_t pend_counts = 0, pend_kind = 0, pend_index = 0;
 
 	if (IPT__UNLIKELY(!cov->memo) && !ipt__cov_memo_alloc(cov))
 		return ip;
@@ -22304,72 +22913,144 @@ static uint64_t ipt__cov_tnt(void *context, struct pt_block_decoder *blk,
 	cov->memo_ctx = blk->ctx_next;
 
 	/* The window: its next bit is bit @nwin - 1; the first @left of
-	 * them belong to the packet in hand. */
+	 * them belong to the packet in hand, the first @seg come before
+	 * the first TIP read ahead. */
 	left = ev->variant.tnt.size;
 	nwin = left;
+	seg = left;
 	window = ev->variant.tnt.bits & ((1ull << nwin) - 1);
 	icnt = blk->icnt;
 	ahead.head = 0;
 	ahead.n = 0;
+	ahead.ntip = 0;
+	ahead.ftip = 0;
+	IPT__COPY(last_ip, *ipt__blk_last_ip(blk));
 
 	for (;;) {
 		const struct ipt__cov_memo *e;
-		uint32_t n, bits, used, took, at;
+		uint32_t n, bits, used, took, at, tip;
 
 		/* Read ahead until a full step's bits and one more are
-		 * there (a TNT-64 has at most 47 bits: they fit). */
+		 * there (a TNT-64 has at most 47 bits: they fit); a TIP or
+		 * a TIP.PGD, TIP.PGE pair only with a TNT, a TIP or a
+		 * TIP.PGD behind it. */
 		while (more && nwin <= IPT__COV_MEMO_BITS &&
-		       ahead.n < IPT__COV_AHEAD) {
-			uint64_t payload = 0;
-			uint32_t size, slot;
+		       ahead.n + 2 <= IPT__COV_AHEAD) {
+			const uint8_t *next = pos, *after;
+			uint64_t payload = 0, ip = 0, ip2 = 0;
+			uint32_t size = 0, ipc = 0, ipc2 = 0;
+			enum pt_packet_type type;
 
-			size = ipt__blk_tnt_ahead(blk, &pos, &payload);
-			if (!size || size > 47) {
+			type = ipt__blk_tnt_ahead(blk, &next, &payload, &size);
+			if (type == ppt_tip_pgd) {
+				ip = payload;
+				ipc = size;
+				type = ipt__blk_tnt_ahead(blk, &next, &payload,
+							  &size);
+				if (type != ppt_tip_pge) {
+					more = 0;
+					break;
+				}
+				type = ppt_tip_pgd;
+				ip2 = payload;
+				ipc2 = size;
+			} else if (type == ppt_tip) {
+				ip = payload;
+				ipc = size;
+			} else if (type != ppt_tnt_8 && type != ppt_tnt_64) {
 				more = 0;
 				break;
 			}
-			slot = (ahead.head + ahead.n) % IPT__COV_AHEAD;
-			ahead.payload[slot] = payload;
-			ahead.size[slot] = (uint8_t) size;
-			ahead.end[slot] = pos;
-			ahead.n += 1;
+			if (type != ppt_tnt_8 && type != ppt_tnt_64) {
+				after = next;
+				type = ipt__blk_tnt_ahead(blk, &after, &payload,
+							  &size);
+				if (!type || type == ppt_tip_pge) {
+					more = 0;
+					break;
+				}
+				ipt__cov_ahead_tip(&ahead, ip, ipc, ip2, ipc2,
+						   next);
+				if (type != ppt_tnt_8 && type != ppt_tnt_64) {
+					/* Read again next round. */
+					pos = next;
+					continue;
+				}
+				next = after;
+			}
+			ipt__cov_ahead_tnt(&ahead, payload, size, next);
 			window = (window << size) | payload;
 			nwin += size;
+			if (!ahead.ntip)
+				seg += size;
+			pos = next;
 		}
 
-		n = nwin - 1;
+		/* Up to a TIP with the packet behind it read, all the bits
+		 * before it and the TIP (none if a TIP is in hand); before
+		 * one without, all but the last of them; else all but the
+		 * last bit of the window. */
+		tip = 0;
+		if (!ahead.ntip)
+			n = nwin - 1;
+		else if (seg <= IPT__COV_MEMO_BITS &&
+			 ahead.ftip + 1 < ahead.n) {
+			n = seg;
+			tip = 1;
+		} else
+			n = seg ? seg - 1 : 0;
 		if (n > IPT__COV_MEMO_BITS)
 			n = IPT__COV_MEMO_BITS;
-		if (!n)
+		if (!n && !tip)
 			break;
 		bits = (uint32_t) (window >> (nwin - n)) & ((1u << n) - 1);
-		e = ipt__cov_memo_find(cov, ip, mode, bits, n);
+		e = ipt__cov_memo_find(cov, ip, mode, bits, n, tip);
 		used = e->used;
 		/* Not to a count that wraps, as the walk. */
-		if (!used || icnt + e->ninsn[used - 1] < icnt)
+		if ((!used && !e->tip) ||
+		    icnt + e->ninsn[e->tip ? used : used - 1] < icnt)
 			break;
+		/* A disable binds where the flow reaches its IP first: not
+		 * in the runs on the way to the branch. */
+		if (e->tip) {
+			uint32_t slot = (ahead.head + ahead.ftip) %
+					IPT__COV_AHEAD;
 
-		/* The packets the step goes past (the window holds more
+			if (ahead.ipc2[slot]) {
+				struct ipt_last_ip pgd = last_ip;
+				struct pt_packet_ip pgd_ip;
+
+				pgd_ip.ipc = (enum pt_ip_compression)
+					ahead.ipc[slot];
+				pgd_ip.ip = ahead.payload[slot];
+				(void) ipt__last_ip_update(&pgd, &pgd_ip);
+				if (e->span_lo <= pgd.ip &&
+				    pgd.ip <= e->span_hi)
+					break;
+			}
+		}
+
+		/* The TNT packets the step goes past (the window holds more
 		 * bits than it takes): the count starts over after the
 		 * last of them. */
 		took = used;
 		at = 0;
-		while (took >= left && ahead.n) {
+		while (took >= left && ahead.n && ahead.size[ahead.head]) {
 			took -= left;
 			at = used - took;
 			bits_in_hand = ahead.payload[ahead.head];
 			end = ahead.end[ahead.head];
 			left = ahead.size[ahead.head];
-			ahead.head = (ahead.head + 1) % IPT__COV_AHEAD;
-			ahead.n -= 1;
+			ipt__cov_ahead_pop(&ahead);
 		}
 		if (at) {
 			crossed = 1;
 			icnt = e->ninsn[used - 1] - e->ninsn[at - 1];
-		} else {
+		} else if (used) {
 			icnt += e->ninsn[used - 1];
 		}
 		left -= took;
+		seg -= used;
 
 		nwin -= used;
 		window &= (1ull << nwin) - 1;
@@ -22384,16 +23065,65 @@ static uint64_t ipt__cov_tnt(void *context, struct pt_block_decoder *blk,
 				     (enum ipt_cov_kind) pend_kind,
 				     pend_index);
 		ipt__cov_memo_apply(cov, e);
-		last = (uint32_t) used - 1;
-		pend_counts = (e->count >> last) & 1;
-		pend_kind = ipt__cov_memo_kind(e, last);
-		pend_index = e->index[last];
 		steps += 1;
-		ip = e->exit;
+
+		if (!e->tip) {
+			uint32_t last = used - 1;
+
+			pend_counts = (e->count >> last) & 1;
+			pend_kind = ipt__cov_memo_kind(e, last);
+			pend_index = e->index[last];
+			ip = e->exit;
+			continue;
+		}
+
+		/* The TIP (the TNT in hand is used up, the TIP is next, a
+		 * TNT, a TIP or a TIP.PGD behind it): the flow goes to its
+		 * IP, and a TNT behind it is in hand, no instructions
+		 * walked since; anything else is next.  A TIP.PGD, TIP.PGE
+		 * pair: tracing is disabled at the TIP.PGD's IP and enabled
+		 * again at the TIP.PGE's, as ipt__cov_event sees it. */
+		{
+			struct pt_packet_ip tip_ip;
+			uint32_t slot = ahead.head;
+
+			tip_ip.ipc = (enum pt_ip_compression) ahead.ipc[slot];
+			tip_ip.ip = ahead.payload[slot];
+			(void) ipt__last_ip_update(&last_ip, &tip_ip);
+			if (ahead.ipc2[slot]) {
+				ipt__cov_resolve(cov, last_ip.ip);
+				ipt__cov_count(cov, last_ip.ip, 0,
+					       ipt_cov_disable);
+				tip_ip.ipc = (enum pt_ip_compression)
+					ahead.ipc2[slot];
+				tip_ip.ip = ahead.payload2[slot];
+				(void) ipt__last_ip_update(&last_ip, &tip_ip);
+				ipt__cov_count(cov, 0, last_ip.ip,
+					       ipt_cov_enable);
+			}
+			end = ahead.end[slot];
+			ipt__cov_ahead_pop(&ahead);
+			ahead.ntip -= 1;
+		}
+		left = ahead.size[ahead.head];
+		if (left) {
+			bits_in_hand = ahead.payload[ahead.head];
+			end = ahead.end[ahead.head];
+			ipt__cov_ahead_pop(&ahead);
+		}
+		seg = ipt__cov_ahead_seg(&ahead, left);
+		icnt = 0;
+		crossed = 1;
+
+		pend_counts = cov->pend_kind ? (e->count >> used) & 1 : 0;
+		pend_kind = e->tip_kind;
+		pend_index = ipt__cov_index(e->from[used], last_ip.ip);
+		ip = last_ip.ip;
 	}
 
 	if (crossed)
-		ipt__blk_tnt_taken(blk, end, bits_in_hand, left, icnt);
+		ipt__blk_tnt_taken(blk, end, bits_in_hand, left, icnt,
+				   &last_ip);
 	else {
 		ev->variant.tnt.size = (uint8_t) left;
 		blk->icnt = icnt;
