@@ -13690,6 +13690,8 @@ struct pt_block_decoder {
 	uint32_t ctx_next;
 	uint32_t nctx;
 	struct ipt__blk_ctx ctx[IPT__BLK_NCTX];
+	/* ipt__blk_ctx_salt(@ctx_id), for the quickest look-up. */
+	uint64_t ctx_salt;
 
 	/* The instructions libipt would have cached: an
 	 * open-addressed set of @seen_cap entries, @nseen in use; the
@@ -14122,13 +14124,26 @@ static void ipt__blk_runs_free(struct pt_block_decoder *decoder)
 	decoder->rfills = 0;
 }
 
-static IPT__INLINE uint32_t ipt__blk_set_of(uint64_t ip, uint32_t ctx,
-					    uint32_t nsets)
+static IPT__INLINE uint64_t ipt__blk_ctx_salt(uint32_t ctx)
+{
+	return ctx * 0x9e3779b97f4a7c15ull;
+}
+
+/* The set of the run at @ip in the context whose ipt__blk_ctx_salt is
+ * @salt. */
+static IPT__INLINE uint32_t ipt__blk_set_of_salted(uint64_t ip, uint64_t salt,
+						   uint32_t nsets)
 {
 	uint64_t h;
 
-	h = (ip + ctx * 0x9e3779b97f4a7c15ull) * 0xff51afd7ed558ccdull;
+	h = (ip + salt) * 0xff51afd7ed558ccdull;
 	return (uint32_t) (h >> 40) & (nsets - 1);
+}
+
+static IPT__INLINE uint32_t ipt__blk_set_of(uint64_t ip, uint32_t ctx,
+					    uint32_t nsets)
+{
+	return ipt__blk_set_of_salted(ip, ipt__blk_ctx_salt(ctx), nsets);
 }
 
 /* Make room in the first way of @set: the runs before way @way (with
@@ -14305,6 +14320,7 @@ ipt__blk_ctx_switch(struct pt_block_decoder *decoder, uint32_t mode)
 found:
 	decoder->ctx_mode = ctx->mode;
 	decoder->ctx_id = ctx->id;
+	decoder->ctx_salt = ipt__blk_ctx_salt(ctx->id);
 	return ctx->id;
 }
 
@@ -14609,6 +14625,13 @@ static IPT__INLINE int ipt__blk_leave_event(struct pt_block_decoder *decoder)
 	decoder->has_tsc = ev->has_tsc;
 	decoder->lost_mtc = ev->lost_mtc;
 	decoder->lost_cyc = ev->lost_cyc;
+	/* The commonest: a TNT or TIP with its IP anchors the count. */
+	if (IPT__LIKELY((ev->type == ptev_tnt || ev->type == ptev_tip) &&
+			!ev->ip_suppressed && !ev->status_update)) {
+		decoder->has_icnt = 1;
+		decoder->icnt = 0;
+		return 0;
+	}
 	return ipt__blk_update_trig_anchor(decoder, ev);
 }
 
@@ -16305,20 +16328,25 @@ static IPT__INLINE void ipt__blk_prefetch(struct pt_block_decoder *decoder)
 #endif
 }
 
-/* The block of ipt__blk_next_fast when its first run does not end in a
- * conditional branch: runs ending in direct calls and jumps (and long
- * straight lines) followed to the run they lead to, as long as the table
- * has it, up to IPT__BLK_CHAIN runs, ending in a conditional branch or a
- * compressed return (a taken TNT bit and the return stack), or where the
- * general way ends the block without trace (a call or jump with
- * end_on_call or end_on_jump, a run in another section).  The general way
- * would take the same steps; the runs are looked at before anything
- * changes, so that on any other way the block goes, nothing has.  Not for
- * an image with file sections: there blocks follow libipt's cache
- * (ipt__blk_walk_begin).
+/* The block that starts with @run (with @text), a warm run, while tracing
+ * is on with a TNT or a TIP (with its IP) in hand: runs ending in direct
+ * calls and jumps (and long straight lines) followed to the run they lead
+ * to, as long as the table has it and it is warm, up to IPT__BLK_CHAIN
+ * runs, ending in a conditional branch or a compressed return (a taken
+ * TNT bit and the return stack), in an indirect branch, call or return
+ * with the TIP, or where the general way ends the block without trace (a
+ * call or jump with end_on_call or end_on_jump, a run in another
+ * section).  The general way would take the same steps; the runs are
+ * looked at before anything changes, so that on any other way the block
+ * goes, nothing has.  Not for an image with file sections: there blocks
+ * follow libipt's cache (ipt__blk_walk_begin).
  *
- * Returns zero if done, -1 if not. */
+ * Returns 1 if the block took the TIP (the decoder is at its IP, and the
+ * event is used up), zero if done otherwise, -1 if not such a block. */
 enum { IPT__BLK_CHAIN = 8 };
+/* A chain's instruction count fits the block's 16-bit ninsn. */
+typedef char ipt__blk_chain_fits[IPT__BLK_CHAIN * IPT__RUN_MAX <= UINT16_MAX
+				 ? 1 : -1];
 
 static IPT__NOINLINE int ipt__blk_next_chain(struct pt_block_decoder *decoder,
 					     struct pt_block *block,
@@ -16346,7 +16374,17 @@ static IPT__NOINLINE int ipt__blk_next_chain(struct pt_block_decoder *decoder,
 
 		switch ((enum ipt__run_kind) run->kind) {
 		case ipt__run_cond:
+			if (ev->type != ptev_tnt)
+				return -1;
+			goto done;
+
 		case ipt__run_ret:
+			goto done;
+
+		case ipt__run_icall:
+		case ipt__run_indirect:
+			if (ev->type != ptev_tip)
+				return -1;
 			goto done;
 
 		case ipt__run_dcall:
@@ -16384,7 +16422,7 @@ static IPT__NOINLINE int ipt__blk_next_chain(struct pt_block_decoder *decoder,
 
 done:
 	run = runs[n - 1];
-	if (run->kind == ipt__run_ret &&
+	if (run->kind == ipt__run_ret && ev->type == ptev_tnt &&
 	    (!((ev->variant.tnt.bits >> (ev->variant.tnt.size - 1)) & 1) ||
 	     (!npush && ipt__retstack_empty(&decoder->retstack))))
 		return -1;
@@ -16407,6 +16445,14 @@ done:
 	block->end_ip = run->ip + run->len;
 	block->iclass = (enum pt_insn_class) run->iclass;
 
+	if (ev->type == ptev_tip &&
+	    (run->kind == ipt__run_ret || run->kind == ipt__run_icall ||
+	     run->kind == ipt__run_indirect)) {
+		if (run->kind == ipt__run_icall)
+			ipt__retstack_push(&decoder->retstack, next[n - 1]);
+		decoder->ip = ev->variant.tip.ip;
+		return 1;
+	}
 	if (run->kind == ipt__run_cond || run->kind == ipt__run_ret) {
 		size = (uint8_t) (ev->variant.tnt.size - 1);
 		ev->variant.tnt.size = size;
@@ -16420,42 +16466,29 @@ done:
 	return 0;
 }
 
-/* The most common block, in one piece: tracing is on, nothing waits, the
- * event in hand is a TNT with bits to spare after this block, and the run
- * at the IP ends in a conditional branch.  That run is the block; the
- * next TNT bit decides where the next one starts.
- *
- * Returns zero if done, -1 if this is not such a block: nothing but the
- * run cache has changed and the general way takes over. */
-static IPT__INLINE int ipt__blk_next_fast(struct pt_block_decoder *decoder,
-					  struct pt_block *block)
+/* Whether the common block may be taken: tracing is on, nothing waits,
+ * and the event in hand is a TNT with bits to spare after this block. */
+static IPT__INLINE int ipt__blk_fast_ok(const struct pt_block_decoder *decoder)
 {
-	const struct ipt__blk_text *text = NULL;
-	const struct ipt__blk_run *run;
+	const struct pt_event *ev = &decoder->event;
+
+	return decoder->status >= 0 && ev->type == ptev_tnt &&
+	       ev->variant.tnt.size >= 2 && decoder->enabled &&
+	       !decoder->process_insn &&
+	       !decoder->flags.variant.block.enable_tick_events;
+}
+
+/* The common block, once its run (with @text) ends in a conditional
+ * branch and its instructions are counted (ipt__blk_count): that run is
+ * the block; the next TNT bit decides where the next one starts. */
+static IPT__INLINE void ipt__blk_take_cond(struct pt_block_decoder *decoder,
+					   struct pt_block *block,
+					   const struct ipt__blk_run *run,
+					   const struct ipt__blk_text *text)
+{
 	struct pt_event *ev = &decoder->event;
 	uint64_t end_ip, next;
-	uint32_t icnt;
 	uint8_t size;
-
-	if (decoder->status < 0 || ev->type != ptev_tnt ||
-	    ev->variant.tnt.size < 2 || !decoder->enabled ||
-	    decoder->process_insn ||
-	    decoder->flags.variant.block.enable_tick_events)
-		return -1;
-
-	run = ipt__blk_run_find(decoder, decoder->ip, decoder->mode,
-				decoder->want_text ? &text : NULL);
-	if (!run || !run->warm)
-		return -1;
-	if (run->kind != ipt__run_cond)
-		return ipt__blk_next_chain(decoder, block, run, text);
-
-	icnt = decoder->icnt + run->ninsn;
-	if (decoder->has_icnt) {
-		if (icnt < decoder->icnt)
-			return -1;
-		decoder->icnt = icnt;
-	}
 
 	end_ip = run->ip + run->len;
 	block->isid = run->isid;
@@ -16473,6 +16506,68 @@ static IPT__INLINE int ipt__blk_next_fast(struct pt_block_decoder *decoder,
 		next = ipt__ip_in_mode(decoder->mode, next +
 					(uint64_t) (int64_t) run->disp);
 	decoder->ip = next;
+}
+
+/* Count @run's instructions since the TRIG anchor.  Returns zero; -1,
+ * counting nothing, if the count would overflow. */
+static IPT__INLINE int ipt__blk_count(struct pt_block_decoder *decoder,
+				      const struct ipt__blk_run *run)
+{
+	uint32_t icnt = decoder->icnt + run->ninsn;
+
+	if (decoder->has_icnt) {
+		if (IPT__UNLIKELY(icnt < decoder->icnt))
+			return -1;
+		decoder->icnt = icnt;
+	}
+	return 0;
+}
+
+/* Whether a return may take the TNT in hand as a compressed return: its
+ * next bit says taken and the return stack holds where to. */
+static IPT__INLINE int ipt__blk_ret_ok(const struct pt_block_decoder *decoder)
+{
+	const struct pt_event *ev = &decoder->event;
+
+	return ((ev->variant.tnt.bits >> (ev->variant.tnt.size - 1)) & 1) &&
+	       !ipt__retstack_empty(&decoder->retstack);
+}
+
+/* The block of @run (with @text) ending in a compressed return, as
+ * ipt__blk_take_cond's, then back to the address on the return stack. */
+static IPT__INLINE void ipt__blk_take_ret(struct pt_block_decoder *decoder,
+					  struct pt_block *block,
+					  const struct ipt__blk_run *run,
+					  const struct ipt__blk_text *text)
+{
+	ipt__blk_take_cond(decoder, block, run, text);
+	(void) ipt__retstack_pop(&decoder->retstack, &decoder->ip);
+}
+
+/* The most common block, in one piece (ipt__blk_fast_ok), with the run at
+ * the IP from the run cache: a run that ends in a conditional branch is
+ * the block (ipt__blk_take_cond), others may chain (ipt__blk_next_chain).
+ *
+ * Returns zero if done, -1 if this is not such a block: nothing but the
+ * run cache has changed and the general way takes over. */
+static IPT__INLINE int ipt__blk_next_any(struct pt_block_decoder *decoder,
+					 struct pt_block *block)
+{
+	const struct ipt__blk_text *text = NULL;
+	const struct ipt__blk_run *run;
+
+	if (!ipt__blk_fast_ok(decoder))
+		return -1;
+
+	run = ipt__blk_run_find(decoder, decoder->ip, decoder->mode,
+				decoder->want_text ? &text : NULL);
+	if (!run || !run->warm)
+		return -1;
+	if (run->kind != ipt__run_cond)
+		return ipt__blk_next_chain(decoder, block, run, text);
+	if (ipt__blk_count(decoder, run) < 0)
+		return -1;
+	ipt__blk_take_cond(decoder, block, run, text);
 	return 0;
 }
 
@@ -18295,6 +18390,20 @@ static IPT__INLINE void ipt__blk_begin(struct pt_block_decoder *decoder,
 	decoder->has_start_last = 0;
 }
 
+/* A call has taken its step with @block, ending in @status: did it stop
+ * at missing code, and how far past the end of the trace did the block
+ * go (@had_end: the end was reached before)? */
+static IPT__INLINE void ipt__blk_stepped(struct pt_block_decoder *decoder,
+					 const struct pt_block *block,
+					 int status, uint32_t had_end)
+{
+	ipt__blk_note_fault(decoder, status);
+	if (had_end)
+		decoder->ahead += block->ninsn;
+	else if (decoder->has_end)
+		decoder->ahead += block->ninsn - decoder->end_ninsn;
+}
+
 /* pt_blk_next past the common block (ipt__blk_next_fast) or for another
  * size of struct pt_block; @begun if @ublock is begun already. */
 static IPT__NOINLINE int ipt__blk_next(struct pt_block_decoder *decoder,
@@ -18318,11 +18427,7 @@ static IPT__NOINLINE int ipt__blk_next(struct pt_block_decoder *decoder,
 	decoder->cur_block = block;
 	status = ipt__blk_proceed(decoder, block);
 	decoder->cur_block = NULL;
-	ipt__blk_note_fault(decoder, status);
-	if (had_end)
-		decoder->ahead += block->ninsn;
-	else if (decoder->has_end)
-		decoder->ahead += block->ninsn - decoder->end_ninsn;
+	ipt__blk_stepped(decoder, block, status, had_end);
 	if (guarded) {
 		status = ipt__blk_settle(decoder, &save, status);
 		/* Undone: no block yet. */
@@ -18333,6 +18438,222 @@ static IPT__NOINLINE int ipt__blk_next(struct pt_block_decoder *decoder,
 
 	ipt__blk_block_to_user(ublock, size, block);
 	return status;
+}
+
+/* pt_blk_next for a struct pt_block of our size and current caches, past
+ * the quickest case (ipt__blk_next_fast). */
+static IPT__INLINE int ipt__blk_next_done(struct pt_block_decoder *decoder,
+					  struct pt_block *block, int status)
+{
+	if (IPT__UNLIKELY(status < 0))
+		return ipt__blk_next(decoder, block, sizeof(*block), 1);
+	decoder->has_fault = 0;
+
+	ipt__blk_prefetch(decoder);
+	return 0;
+}
+
+/* The block of a single run, @run with @text, that uses up the trace in
+ * hand (ipt__blk_next_last): with a TNT, a conditional branch or a
+ * compressed return; with a TIP, an indirect branch, call or return.  As
+ * ipt__blk_next_chain would take it, without the bookkeeping of a chain.
+ *
+ * Returns as ipt__blk_next_chain. */
+static IPT__INLINE int ipt__blk_take_last(struct pt_block_decoder *decoder,
+					  struct pt_block *block,
+					  const struct ipt__blk_run *run,
+					  const struct ipt__blk_text *text)
+{
+	const struct pt_event *ev = &decoder->event;
+	uint64_t end_ip, next;
+
+	switch ((enum ipt__run_kind) run->kind) {
+	case ipt__run_cond:
+		if (ev->type != ptev_tnt)
+			return -1;
+		break;
+
+	case ipt__run_ret:
+		if (ev->type == ptev_tnt && !ipt__blk_ret_ok(decoder))
+			return -1;
+		break;
+
+	case ipt__run_icall:
+	case ipt__run_indirect:
+		if (ev->type != ptev_tip)
+			return -1;
+		break;
+
+	default:
+		return -1;
+	}
+	if (ipt__blk_count(decoder, run) < 0)
+		return -1;
+
+	if (ev->type == ptev_tnt) {
+		if (run->kind == ipt__run_ret)
+			ipt__blk_take_ret(decoder, block, run, text);
+		else
+			ipt__blk_take_cond(decoder, block, run, text);
+		return 0;
+	}
+
+	end_ip = run->ip + run->len;
+	next = ipt__ip_in_mode(decoder->mode, end_ip + run->isize);
+	block->isid = run->isid;
+	block->ninsn = run->ninsn;
+	block->end_ip = end_ip;
+	block->iclass = (enum pt_insn_class) run->iclass;
+	if (text)
+		ipt__blk_trail_add(decoder, run, text, next);
+	if (run->kind == ipt__run_icall)
+		ipt__retstack_push(&decoder->retstack, next);
+	decoder->ip = ev->variant.tip.ip;
+	return 1;
+}
+
+/* The begun block may use up the trace in hand: the last bit of the TNT
+ * or the TIP.  Where no call can be undone, outside file sections and
+ * with neither a postponed instruction nor ticks, ipt__blk_next_chain
+ * takes it from the run at the IP (recorded if need be; the general way
+ * would walk it and so make it warm), and the trailing-event rules follow
+ * as ipt__blk_proceed has them, without ipt__blk_next's general frame;
+ * a block of one run goes by ipt__blk_take_last.
+ * Otherwise ipt__blk_next. */
+static int ipt__blk_next_last(struct pt_block_decoder *decoder,
+			      struct pt_block *block)
+{
+	const struct ipt__blk_text *text = NULL;
+	const struct pt_event *ev = &decoder->event;
+	struct ipt__blk_run *run;
+	int status;
+
+	if (decoder->status < 0 || !decoder->enabled ||
+	    decoder->process_insn ||
+	    decoder->flags.variant.block.enable_tick_events ||
+	    (ev->type == ptev_tnt ? ev->variant.tnt.size != 1 :
+	     ev->type != ptev_tip || ev->ip_suppressed) ||
+	    ipt__evt_more(&decoder->evdec) ||
+	    ipt__image_has_files(decoder->image))
+		return ipt__blk_next(decoder, block, sizeof(*block), 1);
+
+	ipt__blk_watch(decoder);
+	decoder->cur_block = block;
+	run = (struct ipt__blk_run *)
+		ipt__blk_run_find(decoder, decoder->ip, decoder->mode,
+				  decoder->want_text ? &text : NULL);
+	status = -1;
+	if (run) {
+		run->warm = 1;
+		if (run->kind == ipt__run_dcall || run->kind == ipt__run_djump ||
+		    run->kind == ipt__run_next)
+			status = ipt__blk_next_chain(decoder, block, run, text);
+		else
+			status = ipt__blk_take_last(decoder, block, run, text);
+	}
+	if (status < 0) {
+		decoder->cur_block = NULL;
+		return ipt__blk_next(decoder, block, sizeof(*block), 1);
+	}
+	if (status > 0)
+		status = ipt__blk_fetch_event(decoder);
+	if (status >= 0)
+		status = ipt__blk_proceed_trailing_event(decoder, block);
+	decoder->cur_block = NULL;
+	/* pt_blk_next comes here only before the end. */
+	ipt__blk_stepped(decoder, block, status, 0);
+	ipt__blk_prefetch(decoder);
+	return status;
+}
+
+static IPT__NOINLINE int ipt__blk_next_slow(struct pt_block_decoder *decoder,
+					    struct pt_block *block)
+{
+	ipt__blk_begin(decoder, block);
+	if (ipt__blk_next_any(decoder, block) < 0)
+		return ipt__blk_next_last(decoder, block);
+	return ipt__blk_next_done(decoder, block, 0);
+}
+
+/* ipt__blk_next_fast found @run (with @text), warm, and it does not end in
+ * a conditional branch: ipt__blk_next_chain's block, as ipt__blk_next_any
+ * would take it.  Its commonest case, a compressed return alone, is taken
+ * here as the chain would. */
+static IPT__NOINLINE int
+ipt__blk_next_chained(struct pt_block_decoder *decoder, struct pt_block *block,
+		      const struct ipt__blk_run *run,
+		      const struct ipt__blk_text *text)
+{
+	ipt__blk_begin(decoder, block);
+	if (run->kind == ipt__run_ret &&
+	    !ipt__image_has_files(decoder->image) && ipt__blk_ret_ok(decoder) &&
+	    ipt__blk_count(decoder, run) >= 0) {
+		ipt__blk_take_ret(decoder, block, run, text);
+		return ipt__blk_next_done(decoder, block, 0);
+	}
+	return ipt__blk_next_done(decoder, block,
+				  ipt__blk_next_chain(decoder, block, run,
+						      text));
+}
+
+/* The quickest case of ipt__blk_next_any: its run sits in one of the
+ * first two ways of its set under the context in hand, so that the table
+ * stays as it is, and ends in a conditional branch (a chain goes to
+ * ipt__blk_next_chained).  Everything else ipt__blk_next_slow does,
+ * before anything has changed; every way out of here is a tail call, so
+ * that this path saves no registers.
+ * @with_text is decoder->want_text, a constant in each copy. */
+static IPT__INLINE int ipt__blk_next_fast(struct pt_block_decoder *decoder,
+					  struct pt_block *block,
+					  int with_text)
+{
+	const struct ipt__blk_text *text;
+	const struct ipt__blk_run *run;
+	struct ipt__blk_run *set;
+	uint64_t ip = decoder->ip;
+	uint32_t ctx = decoder->ctx_id, way = 0;
+
+	if (IPT__UNLIKELY(!IPT__BLK_RUNS || !ipt__blk_fast_ok(decoder) ||
+			  !decoder->runs || !ctx ||
+			  decoder->ctx_mode != (uint32_t) decoder->mode))
+		return ipt__blk_next_slow(decoder, block);
+
+	set = ipt__blk_set(decoder, ipt__blk_set_of_salted(ip, decoder->ctx_salt,
+							   decoder->rsets));
+	if (set[0].ip != ip || set[0].ctx != ctx) {
+		if (IPT__UNLIKELY(set[1].ip != ip || set[1].ctx != ctx))
+			return ipt__blk_next_slow(decoder, block);
+		way = 1;
+	}
+	run = &set[way];
+	text = with_text ? &ipt__blk_set_text(set)[way] : NULL;
+	if (IPT__UNLIKELY(!run->warm))
+		return ipt__blk_next_slow(decoder, block);
+	if (run->kind != ipt__run_cond)
+		return ipt__blk_next_chained(decoder, block, run, text);
+	if (IPT__UNLIKELY(ipt__blk_count(decoder, run) < 0))
+		return ipt__blk_next_slow(decoder, block);
+
+	ipt__blk_begin(decoder, block);
+	ipt__blk_take_cond(decoder, block, run, text);
+	decoder->has_fault = 0;
+	if (with_text)
+		ipt__blk_prefetch(decoder);
+	return 0;
+}
+
+/* ipt__blk_next_fast for decoders without text and with, each compiled on
+ * its own, so that neither pays for the registers of the other. */
+static IPT__NOINLINE int ipt__blk_next_plain(struct pt_block_decoder *decoder,
+					     struct pt_block *block)
+{
+	return ipt__blk_next_fast(decoder, block, 0);
+}
+
+static IPT__NOINLINE int ipt__blk_next_text(struct pt_block_decoder *decoder,
+					    struct pt_block *block)
+{
+	return ipt__blk_next_fast(decoder, block, 1);
 }
 
 IPT_DEF int pt_blk_next(struct pt_block_decoder *decoder,
@@ -18346,13 +18667,9 @@ IPT_DEF int pt_blk_next(struct pt_block_decoder *decoder,
 			  decoder->has_end))
 		return ipt__blk_next(decoder, ublock, size, 0);
 
-	ipt__blk_begin(decoder, ublock);
-	if (IPT__UNLIKELY(ipt__blk_next_fast(decoder, ublock) < 0))
-		return ipt__blk_next(decoder, ublock, size, 1);
-	decoder->has_fault = 0;
-
-	ipt__blk_prefetch(decoder);
-	return 0;
+	if (decoder->want_text)
+		return ipt__blk_next_text(decoder, ublock);
+	return ipt__blk_next_plain(decoder, ublock);
 }
 
 IPT_DEF int ipt_blk_set_vm_tolerant(struct pt_block_decoder *decoder, int on)
