@@ -43,7 +43,7 @@
  *                       ipt_insn_set_cache_limit() set it per decoder (2 MiB)
  *     IPT_COV_MEMO_LIMIT  the most bytes a coverage decoder's TNT memo
  *                       takes; ipt_cov_set_memo_limit() sets it per
- *                       decoder                                    (1 MiB)
+ *                       decoder                                    (4 MiB)
  *     IPT_COV_IDLE_MAX  the instructions a coverage decode follows
  *                       without reading further into the trace before
  *                       it gives up on code that loops without trace;
@@ -2689,7 +2689,7 @@ IPT_API int ipt_seg_stitch_next(const struct ipt_seg_split *split,
  * missing code) takes the exact path, and the memo is tagged as the run
  * cache is, so that the edges and bitmap are the same with it or without.
  * It is one table allocated on first use, at most IPT_COV_MEMO_LIMIT
- * bytes (1 MiB) or what ipt_cov_set_memo_limit sets; setting a limit
+ * bytes (4 MiB) or what ipt_cov_set_memo_limit sets; setting a limit
  * empties it, and a limit below 16 entries (7 KiB) turns it
  * off (it returns -pte_invalid without a decoder).  Code
  * the memo covers is not read again, so the block callback, told of runs
@@ -22511,7 +22511,7 @@ struct ipt__cov_memo {
 
 /* The default memory bound of the memo, in bytes. */
 #ifndef IPT_COV_MEMO_LIMIT
-#define IPT_COV_MEMO_LIMIT (1u << 20)
+#define IPT_COV_MEMO_LIMIT (1u << 22)
 #endif
 
 static void ipt__cov_memo_free(struct ipt_cov_decoder *cov)

@@ -15,10 +15,10 @@ FB := $(B)/fuzz
 FUZZ_SECONDS ?= 60
 FUZZ_SMOKE ?= 20
 FUZZ_OPTIONS ?=
-# The implementation is built for fuzzing with a small instruction cache
-# and a small image page cache: every path through them (miss, hit,
-# eviction) is reached after a few instructions, and setting them up costs
-# little per input.  The run cache keeps its default limit; it starts
+# The implementation is built for fuzzing with a small instruction cache,
+# a small image page cache and a small TNT memo: every path through them
+# (miss, hit, eviction) is reached after a few instructions, and setting
+# them up costs little per input.  The run cache keeps its default limit; it starts
 # small.  Code that loops without trace is given up after 2048
 # instructions (the coverage decoder, and the harnesses' own decode loops,
 # fuzz_blk.c).  -O2: the decoders run far more often than they are
@@ -26,7 +26,7 @@ FUZZ_OPTIONS ?=
 # definitions, so that an input does the same in each.
 FUZZ_OPT := -O2 -g
 FUZZ_DEFS := -DIPT_BLK_ICACHE_BITS=6 -DIPT_IMAGE_CACHE_LIMIT=16384 \
-	-DIPT_COV_IDLE_MAX=2048
+	-DIPT_COV_IDLE_MAX=2048 -DIPT_COV_MEMO_LIMIT=65536
 FUZZ_HARNESSES := $(patsubst $(FZ)/fuzz_%.c,%,$(wildcard $(FZ)/fuzz_*.c))
 FUZZ_SRCS := $(FZ)/fuzz.h $(FZ)/fuzz_blk.c $(HDR) $(T)/seg/seg_split.h
 
