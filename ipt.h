@@ -2454,8 +2454,8 @@ IPT_API int ipt_insn_converged(const struct pt_insn_decoder *decoder,
  * The STITCHING rule above, as a helper that owns none of the decoding:
  * the caller's own decode loop (sync, events, instructions or blocks,
  * errors, what it prints or counts) runs through struct ipt_seg_loop, one
- * step at a time.  ipt_seg_split_alloc cuts the trace at PSBs spread about
- * evenly over it into pieces; ipt_seg_decode runs a piece on a loop of the
+ * step at a time.  ipt_seg_split_alloc cuts the trace at PSBs spread over
+ * it into pieces; ipt_seg_decode runs a piece on a loop of the
  * caller's until it joins a later piece or the trace ends; the stitch
  * (ipt_seg_stitch_next) says which part of which piece's output comes
  * next, and when a piece must be decoded once more (ipt_seg_rerun).
@@ -2545,7 +2545,9 @@ struct ipt_seg_split;
 struct ipt_seg_worker;
 
 /* Cut config's trace into at most max_pieces pieces (at least one), at
- * PSBs spread about evenly over it, for loops as ops describes (copied)
+ * PSBs spread over it: pieces alike up to the middle, smaller after it,
+ * the last few a small part of the first, so that threads taking them in
+ * order end about together; for loops as ops describes (copied)
  * whose states take state_size bytes.  Memory comes from allocator (NULL:
  * the default): the split, its pieces, and its workers' states.  NULL if
  * an argument is NULL or zero, config is bad, or memory runs out.  Ref:
@@ -23814,10 +23816,10 @@ IPT_DEF int ipt_insn_converged(const struct pt_insn_decoder *decoder,
  * the piece after, and so on. */
 
 enum {
-	/* The states of a probe: how far apart two loops may be when they
-	 * reach the same state.  64 missed joins in real traces, where the
-	 * instruction decoder takes many steps between two packets; a
-	 * missed join decodes a piece twice. */
+	/* The states a probe takes of a piece: how far apart two loops may
+	 * be when they reach the same state.  64 missed joins in real
+	 * traces, where the instruction decoder takes many steps between two
+	 * packets; a missed join decodes a piece twice. */
 	ipt__seg_probe_max = 256,
 	/* Until the loop nears the next piece, where it is need not be
 	 * asked at every step: it takes steps in batches, at first this
@@ -23826,8 +23828,8 @@ enum {
 	/* ... a batch doubling up to this many while one takes the loop
 	 * less than an eighth of the way left (a call through the loop's
 	 * functions, and the question where it is, cost as much as a step
-	 * of the instruction decoder), halving when one takes it more than
-	 * a quarter ... */
+	 * of the instruction decoder), cut to what should take it a quarter
+	 * of the way when one takes it further ... */
 	ipt__seg_batch_max = 4096,
 	/* ... and one by one within this many bytes of trace before its
 	 * PSB, where a dozen steps might take the loop past it, or, in a
@@ -23850,8 +23852,9 @@ struct ipt__seg_snap {
 
 struct ipt_seg_worker {
 	const struct ipt_seg_split *split;
-	/* The piece whose states snaps holds (zero: none), and how many. */
-	size_t probed, nsnaps;
+	/* The piece whose states snaps holds (zero: none), how many, and
+	 * how many the probe took of it (those the loop passed are gone). */
+	size_t probed, nsnaps, taken;
 	/* The probe has no states after them; it stands right after the
 	 * last one's step, in this ipt_seg_decode call (before the next, the
 	 * caller may use it for something else). */
@@ -23860,15 +23863,39 @@ struct ipt_seg_worker {
 	unsigned char *states;
 };
 
-/* The pieces' PSBs: piece k at the first PSB at or after k/max of the
- * trace, from the PSBs pt_pkt_sync_forward finds one after the other (as
- * ipt_seg_index does).  The first piece needs none. */
+/* size * num / den, for num <= den < 2^31, without overflow. */
+static uint64_t ipt__seg_share(uint64_t size, uint64_t num, uint64_t den)
+{
+	return size / den * num + size % den * num / den;
+}
+
+/* Where piece k of n should begin in a trace of size bytes.  The pieces
+ * are alike up to the middle and get smaller after it, the last a
+ * fraction of the first: threads that take them in order end about
+ * together, since what one still decodes when the others find none left
+ * is one of the last.  Piece j weighs h = ceil(n/2) in the first half,
+ * n - j in the second.  (More than 2^16 pieces are alike.) */
+static uint64_t ipt__seg_target(uint64_t size, size_t k, size_t n)
+{
+	uint64_t h = ((uint64_t) n + 1) / 2, all, part;
+
+	if ((uint64_t) n > 1u << 16)
+		return size / n * k;
+	all = h * h + (n - h) * (n - h + 1) / 2;
+	part = k <= h ? k * h : h * h + (k - h) * (2 * n - h - k + 1) / 2;
+	return ipt__seg_share(size, part, all);
+}
+
+/* The pieces' PSBs: piece k at the first PSB after its target and after
+ * piece k - 1's, searched from there (a PSB search looks at the bytes it
+ * passes, nothing else).  The first piece synchronizes at the first PSB
+ * and needs none. */
 static int ipt__seg_spread(struct ipt_seg_split *split,
 			   const struct pt_config *config)
 {
 	struct pt_packet_decoder pacdec;
-	uint64_t size, offset;
-	int status, first;
+	uint64_t size, offset, last;
+	int status;
 
 	status = ipt__pkt_init(&pacdec, config);
 	if (status < 0)
@@ -23876,15 +23903,26 @@ static int ipt__seg_spread(struct ipt_seg_split *split,
 	size = (uint64_t) (ipt__pkt_end(&pacdec) -
 			   ipt__pkt_config(&pacdec)->begin);
 	split->npieces = 1;
-	for (first = 1; split->npieces < split->max; first = 0) {
-		status = pt_pkt_sync_forward(&pacdec);
+	status = pt_pkt_sync_forward(&pacdec);
+	if (status >= 0)
+		status = pt_pkt_get_sync_offset(&pacdec, &last);
+	while (status >= 0 && split->npieces < split->max) {
+		uint64_t target = ipt__seg_target(size, split->npieces,
+						  split->max);
+
+		/* The search starts at target: behind a sync offset one
+		 * before it. */
+		if (target <= last)
+			target = last + 1;
+		status = pt_pkt_sync_set(&pacdec, target - 1);
+		if (status >= 0)
+			status = pt_pkt_sync_forward(&pacdec);
 		if (status >= 0)
 			status = pt_pkt_get_sync_offset(&pacdec, &offset);
-		if (status < 0)
+		if (status < 0 || offset <= last)
 			break;
-		/* The first piece synchronizes at the first PSB. */
-		if (!first && offset >= size / split->max * split->npieces)
-			split->pieces[split->npieces++].begin = offset;
+		split->pieces[split->npieces++].begin = offset;
+		last = offset;
 	}
 	ipt__pkt_fini(&pacdec);
 	return 0;
@@ -23983,12 +24021,32 @@ IPT_DEF void ipt_seg_worker_free(struct ipt_seg_worker *w)
 	ipt__free(a, w, sizeof(*w));
 }
 
-/* The states probe goes through from piece idx's PSB on, up to
- * ipt__seg_probe_max of them, as far as the loop needs: until one lies
- * past offset, where the loop is.  Most joins are at the first few, and
- * a state is a copy of a decoder: taken as the loop comes near, not all
- * at once.  The probe goes on from where this call left it, else starts
- * over. */
+/* Forget the states behind offset, where the loop is: it never goes
+ * back.  The others move to the front, in order. */
+static void ipt__seg_drop_behind(struct ipt_seg_worker *w, uint64_t offset)
+{
+	size_t n = 0, i;
+
+	while (n < w->nsnaps && w->snaps[n].offset < offset)
+		n += 1;
+	if (!n)
+		return;
+	for (i = n; i < w->nsnaps; ++i) {
+		struct ipt__seg_snap snap = w->snaps[i - n];
+
+		w->snaps[i - n] = w->snaps[i];
+		w->snaps[i] = snap;
+	}
+	w->nsnaps -= n;
+}
+
+/* The states probe goes through from piece idx's PSB on, as far as the
+ * loop needs: until one lies past offset, where the loop is.  Most joins
+ * are at the first few, and a state is a copy of a decoder: taken as the
+ * loop comes near, not all at once, and not where the loop has been (a
+ * loop that took many steps at once may be far past the PSB).  After
+ * ipt__seg_probe_max of them the probe gives up.  It goes on from where
+ * this call left it, else starts over. */
 static int ipt__seg_probe(struct ipt_seg_worker *w, size_t idx, void *probe,
 			  uint64_t offset)
 {
@@ -23996,27 +24054,32 @@ static int ipt__seg_probe(struct ipt_seg_worker *w, size_t idx, void *probe,
 	uint64_t mark;
 	int err;
 
+	if (w->probed == idx)
+		ipt__seg_drop_behind(w, offset);
 	if (w->probed == idx &&
-	    (w->ended || w->nsnaps >= ipt__seg_probe_max ||
+	    (w->ended || w->taken >= ipt__seg_probe_max ||
 	     (w->nsnaps && w->snaps[w->nsnaps - 1].offset > offset)))
 		return 0;
 	if (w->probed != idx || !w->live) {
 		w->probed = idx;
 		w->nsnaps = 0;
+		w->taken = 0;
 		w->ended = ops->start(probe, w->split->pieces[idx].begin, 0) < 0;
 		w->live = !w->ended;
 	}
-	while (!w->ended && w->nsnaps < ipt__seg_probe_max &&
+	while (!w->ended && w->taken < ipt__seg_probe_max &&
 	       (!w->nsnaps || w->snaps[w->nsnaps - 1].offset <= offset)) {
 		struct ipt__seg_snap *snap = &w->snaps[w->nsnaps];
 
-		if (ops->at(probe, &snap->offset, &snap->mark)) {
+		if (ops->at(probe, &snap->offset, &snap->mark) &&
+		    snap->offset >= offset) {
 			err = ops->save(probe, snap->state);
 			if (err < 0) {
 				w->probed = 0;
 				return err;
 			}
 			w->nsnaps += 1;
+			w->taken += 1;
 		}
 		w->ended = ops->step(probe, 1, &mark) == ipt_seg_done;
 	}
@@ -24057,8 +24120,12 @@ static unsigned int ipt__seg_batch(unsigned int batch, uint64_t moved,
 	if (left <= ipt__seg_near)
 		return 0;
 	left -= ipt__seg_near;
-	if (moved > left / 4 && batch > ipt__seg_look_every)
-		return batch / 2;
+	if (moved > left / 4) {
+		uint64_t fit = (uint64_t) batch * (left / 4) / moved;
+
+		return fit > ipt__seg_look_every ? (unsigned int) fit
+						 : ipt__seg_look_every;
+	}
 	if (moved < left / 8 && batch < ipt__seg_batch_max)
 		return batch * 2;
 	return batch;
@@ -24118,7 +24185,7 @@ IPT_DEF int ipt_seg_decode(struct ipt_seg_worker *w, size_t idx, void *loop,
 					piece->end = mark;
 					return 0;
 				}
-				/* Past every state of the probe. */
+				/* Past every state the probe will take. */
 				if (!w->nsnaps ||
 				    w->snaps[w->nsnaps - 1].offset < offset)
 					next += 1;
