@@ -24123,8 +24123,9 @@ static unsigned int ipt__seg_batch(unsigned int batch, uint64_t moved,
 	if (moved > left / 4) {
 		uint64_t fit = (uint64_t) batch * (left / 4) / moved;
 
-		return fit > ipt__seg_look_every ? (unsigned int) fit
-						 : ipt__seg_look_every;
+		if (fit < ipt__seg_look_every)
+			fit = ipt__seg_look_every;
+		return (unsigned int) fit;
 	}
 	if (moved < left / 8 && batch < ipt__seg_batch_max)
 		return batch * 2;
