@@ -23863,7 +23863,7 @@ struct ipt_seg_worker {
 	unsigned char *states;
 };
 
-/* size * num / den, for num <= den < 2^31, without overflow. */
+/* size * num / den, for num <= den <= 2^32, without overflow. */
 static uint64_t ipt__seg_share(uint64_t size, uint64_t num, uint64_t den)
 {
 	return size / den * num + size % den * num / den;
