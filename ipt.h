@@ -6331,16 +6331,21 @@ IPT_DEF int ipt_time_update_tma(struct ipt_time *time,
 	return 0;
 }
 
-IPT_DEF int ipt_time_update_mtc(struct ipt_time *time,
-				const struct pt_packet_mtc *packet,
-				const struct pt_config *config)
+/* An MTC's payload as CTC bits. */
+static IPT__INLINE uint32_t ipt__time_mtc_ctc(uint8_t payload,
+					      const struct pt_config *config)
 {
-	uint32_t last_ctc, ctc, delta;
+	return ipt__time_shl(payload, config->mtc_freq);
+}
+
+/* ipt_time_update_mtc for valid arguments and the MTC's CTC bits; the
+ * event decoder calls it directly. */
+static IPT__INLINE int ipt__time_mtc(struct ipt_time *time, uint32_t ctc,
+				     const struct pt_config *config)
+{
+	uint32_t last_ctc, delta;
 	uint64_t base, fc;
 	int errcode, had_tma, had_mtc;
-
-	if (!time || !packet || !config)
-		return -pte_internal;
 
 	had_tma = time->have_tma;
 	had_mtc = time->have_mtc;
@@ -6352,7 +6357,6 @@ IPT_DEF int ipt_time_update_mtc(struct ipt_time *time,
 
 	base = time->base;
 	last_ctc = time->ctc;
-	ctc = ipt__time_shl(packet->ctc, config->mtc_freq);
 
 	/* Remember where cycle counting restarts if it has or would have. */
 	if (time->fc || time->lost_cyc || !had_mtc)
@@ -6405,6 +6409,17 @@ IPT_DEF int ipt_time_update_mtc(struct ipt_time *time,
 	return 0;
 }
 
+IPT_DEF int ipt_time_update_mtc(struct ipt_time *time,
+				const struct pt_packet_mtc *packet,
+				const struct pt_config *config)
+{
+	if (!time || !packet || !config)
+		return -pte_internal;
+
+	return ipt__time_mtc(time, ipt__time_mtc_ctc(packet->ctc, config),
+			     config);
+}
+
 /* A CYC counts cycles since the previous CYC-eligible packet, which may lie
  * in an earlier MTC period.  For the first CYC of a period, take away the
  * cycles the calibrated ratio says the earlier periods took; if that is
@@ -6437,22 +6452,17 @@ static int ipt__time_adjust_cyc(uint64_t *cyc, const struct ipt_time *time,
 	return 0;
 }
 
-IPT_DEF int ipt_time_update_cyc(struct ipt_time *time,
-				const struct pt_packet_cyc *packet,
-				const struct pt_config *config, uint64_t fcr)
+/* ipt_time_update_cyc for valid arguments and the CYC's cycles. */
+static IPT__INLINE int ipt__time_cyc(struct ipt_time *time, uint64_t cyc,
+				     const struct pt_config *config,
+				     uint64_t fcr)
 {
-	uint64_t cyc;
-
-	if (!time || !packet || !config)
-		return -pte_internal;
-
 	/* Without a ratio, cycles cannot become time. */
 	if (!fcr) {
 		time->lost_cyc += 1;
 		return 0;
 	}
 
-	cyc = packet->value;
 	if (!time->fc) {
 		int errcode;
 
@@ -6464,6 +6474,16 @@ IPT_DEF int ipt_time_update_cyc(struct ipt_time *time,
 	time->fc += (cyc * fcr) >> ipt_tcal_fcr_shr;
 	time->tsc = time->base + time->fc;
 	return 0;
+}
+
+IPT_DEF int ipt_time_update_cyc(struct ipt_time *time,
+				const struct pt_packet_cyc *packet,
+				const struct pt_config *config, uint64_t fcr)
+{
+	if (!time || !packet || !config)
+		return -pte_internal;
+
+	return ipt__time_cyc(time, packet->value, config, fcr);
 }
 
 IPT_DEF void ipt_tcal_init(struct ipt_time_cal *tcal)
@@ -6612,23 +6632,17 @@ IPT_DEF int ipt_tcal_update_tma(struct ipt_time_cal *tcal,
 
 /* Calibrate over the cycles between two MTCs.  An interval without cycles
  * merges into the next one. */
-IPT_DEF int ipt_tcal_update_mtc(struct ipt_time_cal *tcal,
-				const struct pt_packet_mtc *packet,
-				const struct pt_config *config)
+static IPT__INLINE int ipt__tcal_mtc(struct ipt_time_cal *tcal, uint32_t ctc,
+				     const struct pt_config *config)
 {
-	uint32_t last_ctc, ctc, delta;
+	uint32_t last_ctc, delta;
 	uint64_t cyc, fc, fcr;
 	int errcode, check_skl168;
-
-	if (!tcal || !packet || !config)
-		return -pte_internal;
 
 	last_ctc = tcal->ctc;
 	cyc = tcal->cyc_mtc;
 	check_skl168 = tcal->check_skl168;
 	tcal->check_skl168 = 0;
-
-	ctc = ipt__time_shl(packet->ctc, config->mtc_freq);
 
 	if (!tcal->have_mtc) {
 		tcal->ctc = ctc;
@@ -6686,6 +6700,23 @@ IPT_DEF int ipt_tcal_update_mtc(struct ipt_time_cal *tcal,
 	return 0;
 }
 
+IPT_DEF int ipt_tcal_update_mtc(struct ipt_time_cal *tcal,
+				const struct pt_packet_mtc *packet,
+				const struct pt_config *config)
+{
+	if (!tcal || !packet || !config)
+		return -pte_internal;
+
+	return ipt__tcal_mtc(tcal, ipt__time_mtc_ctc(packet->ctc, config),
+			     config);
+}
+
+static IPT__INLINE void ipt__tcal_cyc(struct ipt_time_cal *tcal, uint64_t cyc)
+{
+	tcal->cyc_mtc += cyc;
+	tcal->cyc_tsc += cyc;
+}
+
 IPT_DEF int ipt_tcal_update_cyc(struct ipt_time_cal *tcal,
 				const struct pt_packet_cyc *packet,
 				const struct pt_config *config)
@@ -6695,8 +6726,7 @@ IPT_DEF int ipt_tcal_update_cyc(struct ipt_time_cal *tcal,
 	if (!tcal || !packet)
 		return -pte_internal;
 
-	tcal->cyc_mtc += packet->value;
-	tcal->cyc_tsc += packet->value;
+	ipt__tcal_cyc(tcal, packet->value);
 	return 0;
 }
 
@@ -7285,12 +7315,38 @@ static int ipt__evt_ok_or_cfg(int err)
 	return (err < 0 && err != -pte_bad_config) ? err : 0;
 }
 
+/* An MTC through calibration, then time. */
+static IPT__INLINE int ipt__evt_time_mtc(struct ipt_time *time,
+					 struct ipt_time_cal *tcal,
+					 uint8_t payload,
+					 const struct pt_config *config)
+{
+	uint32_t ctc = ipt__time_mtc_ctc(payload, config);
+	int err;
+
+	err = ipt__evt_ok_or_cfg(ipt__tcal_mtc(tcal, ctc, config));
+	if (err < 0)
+		return err;
+	return ipt__evt_ok_or_cfg(ipt__time_mtc(time, ctc, config));
+}
+
+/* A CYC through calibration, then time.  Without calibration yet, a zero
+ * ratio makes the time layer count the CYC as lost. */
+static IPT__INLINE int ipt__evt_time_cyc(struct ipt_time *time,
+					 struct ipt_time_cal *tcal,
+					 uint64_t cyc,
+					 const struct pt_config *config)
+{
+	ipt__tcal_cyc(tcal, cyc);
+	return ipt__evt_ok_or_cfg(ipt__time_cyc(
+		time, cyc, config, ipt__tcal_have_fcr(tcal) ? tcal->fcr : 0));
+}
+
 static int ipt__evt_apply_time(struct ipt_time *time,
 			       struct ipt_time_cal *tcal,
 			       const struct pt_packet *packet,
 			       const struct pt_config *config, int header)
 {
-	uint64_t fcr;
 	int err;
 
 	switch (packet->type) {
@@ -7322,26 +7378,12 @@ static int ipt__evt_apply_time(struct ipt_time *time,
 			time, &packet->payload.tma, config));
 
 	case ppt_mtc:
-		err = ipt_tcal_update_mtc(tcal, &packet->payload.mtc, config);
-		if ((err = ipt__evt_ok_or_cfg(err)) < 0)
-			return err;
-		return ipt__evt_ok_or_cfg(ipt_time_update_mtc(
-			time, &packet->payload.mtc, config));
+		return ipt__evt_time_mtc(time, tcal, packet->payload.mtc.ctc,
+					 config);
 
 	case ppt_cyc:
-		err = ipt_tcal_update_cyc(tcal, &packet->payload.cyc, config);
-		if ((err = ipt__evt_ok_or_cfg(err)) < 0)
-			return err;
-		/* Without calibration yet, a zero ratio makes the time layer
-		 * count the CYC as lost. */
-		err = ipt_tcal_fcr(&fcr, tcal);
-		if (err < 0) {
-			if (err != -pte_no_time)
-				return err;
-			fcr = 0;
-		}
-		return ipt__evt_ok_or_cfg(ipt_time_update_cyc(
-			time, &packet->payload.cyc, config, fcr));
+		return ipt__evt_time_cyc(time, tcal, packet->payload.cyc.value,
+					 config);
 
 	case ppt_invalid: case ppt_unknown: case ppt_pad: case ppt_psb:
 	case ppt_psbend: case ppt_fup: case ppt_tip: case ppt_tip_pge:
@@ -9550,10 +9592,18 @@ static int ipt__evt_decode_packet(struct pt_event_decoder *decoder)
 		return ipt__evt_decode_tip_pgd(decoder);
 	case ppt_cbr:
 		return ipt__evt_decode_cbr(decoder);
+	case ppt_mtc:
+		err = ipt__evt_time_mtc(&decoder->time, &decoder->tcal,
+					packet->payload.mtc.ctc,
+					ipt__evt_config(decoder));
+		return err < 0 ? err : 1;
+	case ppt_cyc:
+		err = ipt__evt_time_cyc(&decoder->time, &decoder->tcal,
+					packet->payload.cyc.value,
+					ipt__evt_config(decoder));
+		return err < 0 ? err : 1;
 	case ppt_tsc:
 	case ppt_tma:
-	case ppt_mtc:
-	case ppt_cyc:
 		err = ipt__evt_apply_time(&decoder->time, &decoder->tcal,
 					  packet, ipt__evt_config(decoder), 0);
 		return err < 0 ? err : 1;
