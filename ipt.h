@@ -6424,16 +6424,15 @@ IPT_DEF int ipt_time_update_mtc(struct ipt_time *time,
  * in an earlier MTC period.  For the first CYC of a period, take away the
  * cycles the calibrated ratio says the earlier periods took; if that is
  * more than the CYC has, the whole CYC belongs to the past (better slow
- * than fast). */
-static int ipt__time_adjust_cyc(uint64_t *cyc, const struct ipt_time *time,
-				const struct pt_config *config, uint64_t fcr)
+ * than fast).  fcr is not zero. */
+static IPT__INLINE int ipt__time_adjust_cyc(uint64_t *cyc,
+					    const struct ipt_time *time,
+					    const struct pt_config *config,
+					    uint64_t fcr)
 {
 	uint32_t delta;
 	uint64_t fc, past;
 	int errcode;
-
-	if (!cyc || !time || !config || !fcr)
-		return -pte_internal;
 
 	if (time->ctc == time->ctc_cyc)
 		return 0;
@@ -10744,7 +10743,8 @@ static char *ipt__strdup(const struct ipt_allocator *a, const char *str,
  * 4 KiB pages keyed by the exact cr3/vmcs the decoder asked with and the
  * page address.  The bound (IPT_IMAGE_CACHE_LIMIT, or
  * ipt_image_set_cache_limit) counts page data: limit / 4096 entries of a
- * little over 4 KiB each, plus a hash table of at most 64 Ki pointers.
+ * little over 4 KiB each, plus a hash table that grows with them to at
+ * most 64 Ki pointers (while it doubles, the old table is kept too).
  *
  * An entry holds one run [lo, hi) of a page.  A miss asks the callback for
  * the rest of the page from its start (mappings mostly start at page
@@ -10941,6 +10941,36 @@ static struct ipt__page *ipt__pcache_find(struct ipt__pcache *pc, uint64_t cr3,
 	return NULL;
 }
 
+/* The hash table grows with the entries, a bucket for each, up to one
+ * for each entry the limit allows (at most IPT__PAGE_BUCKETS_MAX): a
+ * cache that holds a few pages zeroes a small table.  Moves the entries
+ * to a table of n buckets; without memory for it, keeps the old one
+ * (longer chains, the same entries).  Entries of one page never overlap,
+ * so their order in a chain does not matter. */
+static int ipt__pcache_rehash(struct ipt__pcache *pc,
+			      const struct ipt_allocator *a, uint32_t n)
+{
+	struct ipt__page **buckets, *page;
+
+	buckets = (struct ipt__page **) ipt__zalloc_cache(
+		a, n * sizeof(*buckets));
+	if (!buckets)
+		return -pte_nomem;
+	ipt__free(a, pc->buckets, pc->nbuckets * sizeof(*pc->buckets));
+	pc->buckets = buckets;
+	pc->nbuckets = n;
+	for (page = pc->newest; page; page = page->older) {
+		uint32_t slot = ipt__pcache_slot(pc, page->cr3, page->vmcs,
+						 page->base);
+
+		page->chain = buckets[slot];
+		buckets[slot] = page;
+	}
+	return 0;
+}
+
+enum { IPT__PAGE_BUCKETS_MIN = 16 };
+
 /* An entry to fill: a spare one, a new one within the limit, or the least
  * recently used one.  NULL if there is no memory for any. */
 static struct ipt__page *ipt__pcache_take(struct ipt__pcache *pc,
@@ -10948,18 +10978,12 @@ static struct ipt__page *ipt__pcache_take(struct ipt__pcache *pc,
 {
 	struct ipt__page *page;
 
-	if (!pc->buckets) {
-		uint64_t want = pc->max_pages;
-		uint32_t n = 16;
-
-		while (n < want && n < IPT__PAGE_BUCKETS_MAX)
-			n <<= 1;
-		pc->buckets = (struct ipt__page **) ipt__zalloc_cache(
-			a, n * sizeof(*pc->buckets));
-		if (!pc->buckets)
-			return NULL;
-		pc->nbuckets = n;
-	}
+	if (!pc->buckets &&
+	    ipt__pcache_rehash(pc, a, IPT__PAGE_BUCKETS_MIN) < 0)
+		return NULL;
+	if (pc->npages >= pc->nbuckets && pc->nbuckets < pc->max_pages &&
+	    pc->nbuckets < IPT__PAGE_BUCKETS_MAX)
+		(void) ipt__pcache_rehash(pc, a, pc->nbuckets * 2);
 
 	page = pc->spare;
 	if (page) {
