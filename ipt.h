@@ -6923,6 +6923,10 @@ struct pt_event_decoder {
 	/* An erratum's look ahead ran into the end of the trace: what it
 	 * decided holds for this trace only (ipt_blk_get_start_state). */
 	unsigned int peeked_end:1;
+
+	/* A copy that looks ahead and throws its time away: MTC and CYC
+	 * are passed over (ipt__evt_start_ip_as says when that is exact). */
+	unsigned int no_time:1;
 };
 
 /* ---- the event queue ---- */
@@ -7185,6 +7189,7 @@ static int ipt__evt_reset(struct pt_event_decoder *decoder)
 	decoder->bound = 0;
 	decoder->placed = 0;
 	decoder->peeked_end = 0;
+	decoder->no_time = 0;
 	decoder->mode_exec_valid = 0;
 	decoder->iflag = 0;
 	decoder->csd = 0;
@@ -8050,15 +8055,17 @@ IPT_DEF int pt_evt_sync_forward(struct pt_event_decoder *decoder)
 
 /* Right after synchronizing: whether the PSB+ status updates say tracing
  * is enabled (1, and where in *ip) or not (0), read on a copy of the
- * decoder so that its user still gets those events. */
-static int ipt__evt_start_ip(const struct pt_event_decoder *decoder,
-			     uint64_t *ip)
+ * decoder so that its user still gets those events.  With no_time the
+ * copy passes over MTC and CYC packets (ipt__evt_start_ip). */
+static int ipt__evt_start_ip_as(const struct pt_event_decoder *decoder,
+				uint64_t *ip, int no_time)
 {
 	struct pt_event_decoder evdec;
 	struct pt_event ev;
 	int err;
 
 	IPT__COPY(evdec, *decoder);
+	evdec.no_time = no_time ? 1 : 0;
 	/* Only the events of this PSB+: they all come at the same
 	 * position (its PSBEND), not those of an adjacent one. */
 	while (ipt__evt_off(&evdec) == ipt__evt_off(decoder)) {
@@ -8073,6 +8080,23 @@ static int ipt__evt_start_ip(const struct pt_event_decoder *decoder,
 		}
 	}
 	return 0;
+}
+
+/* Behind a PSB+ that says tracing is disabled, the look ahead reads on to
+ * the next event, often over many MTC and CYC packets.  Its answer is an
+ * error, or an event's type and IP; its time is thrown away.  With
+ * mtc_freq below 16 (IA32_RTIT_CTL's four bits) no MTC or CYC fails
+ * whatever the time and calibration state (CTC values stay below
+ * 2^(mtc_freq + 8), so no delta wraps twice and a fast-counter delta stays
+ * below 2^55; a missing cpuid 0x15 is ignored), and what they change
+ * (time values, have_mtc while a TSC waits for its TMA: never) decides no
+ * other packet's success and no event but its time stamp.  So passing
+ * them over gives the same answer, for less work. */
+static int ipt__evt_start_ip(const struct pt_event_decoder *decoder,
+			     uint64_t *ip)
+{
+	return ipt__evt_start_ip_as(decoder, ip,
+				    ipt__evt_config(decoder)->mtc_freq < 16);
 }
 
 /* The one backward synchronization, for pt_evt_, pt_qry_ and
@@ -9592,11 +9616,15 @@ static int ipt__evt_decode_packet(struct pt_event_decoder *decoder)
 	case ppt_cbr:
 		return ipt__evt_decode_cbr(decoder);
 	case ppt_mtc:
+		if (decoder->no_time)
+			return 1;
 		err = ipt__evt_time_mtc(&decoder->time, &decoder->tcal,
 					packet->payload.mtc.ctc,
 					ipt__evt_config(decoder));
 		return err < 0 ? err : 1;
 	case ppt_cyc:
+		if (decoder->no_time)
+			return 1;
 		err = ipt__evt_time_cyc(&decoder->time, &decoder->tcal,
 					packet->payload.cyc.value,
 					ipt__evt_config(decoder));
