@@ -8086,12 +8086,14 @@ static int ipt__evt_start_ip_as(const struct pt_event_decoder *decoder,
  * the next event, often over many MTC and CYC packets.  Its answer is an
  * error, or an event's type and IP; its time is thrown away.  With
  * mtc_freq below 16 (IA32_RTIT_CTL's four bits) no MTC or CYC fails
- * whatever the time and calibration state (CTC values stay below
+ * whatever the time and calibration state: CTC values stay below
  * 2^(mtc_freq + 8), so no delta wraps twice and a fast-counter delta stays
- * below 2^55; a missing cpuid 0x15 is ignored), and what they change
- * (time values, have_mtc while a TSC waits for its TMA: never) decides no
- * other packet's success and no event but its time stamp.  So passing
- * them over gives the same answer, for less work. */
+ * below 2^55, and a missing cpuid 0x15 is ignored.  Nor does what they
+ * change decide anything else: TSC, TMA and CBR fail or not by the TSC
+ * and TMA flags and their own payload (an MTC sets have_mtc only when no
+ * TSC waits for its TMA, the one case where a TMA looks at it), and an
+ * event takes from the time only its stamp.  So passing them over gives
+ * the same answer, for less work; t_evt_start checks it. */
 static int ipt__evt_start_ip(const struct pt_event_decoder *decoder,
 			     uint64_t *ip)
 {
