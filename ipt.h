@@ -6333,16 +6333,21 @@ IPT_DEF int ipt_time_update_tma(struct ipt_time *time,
 	return 0;
 }
 
-IPT_DEF int ipt_time_update_mtc(struct ipt_time *time,
-				const struct pt_packet_mtc *packet,
-				const struct pt_config *config)
+/* An MTC's payload as CTC bits. */
+static IPT__INLINE uint32_t ipt__time_mtc_ctc(uint8_t payload,
+					      const struct pt_config *config)
 {
-	uint32_t last_ctc, ctc, delta;
+	return ipt__time_shl(payload, config->mtc_freq);
+}
+
+/* ipt_time_update_mtc for valid arguments and the MTC's CTC bits; the
+ * event decoder calls it directly. */
+static IPT__INLINE int ipt__time_mtc(struct ipt_time *time, uint32_t ctc,
+				     const struct pt_config *config)
+{
+	uint32_t last_ctc, delta;
 	uint64_t base, fc;
 	int errcode, had_tma, had_mtc;
-
-	if (!time || !packet || !config)
-		return -pte_internal;
 
 	had_tma = time->have_tma;
 	had_mtc = time->have_mtc;
@@ -6354,7 +6359,6 @@ IPT_DEF int ipt_time_update_mtc(struct ipt_time *time,
 
 	base = time->base;
 	last_ctc = time->ctc;
-	ctc = ipt__time_shl(packet->ctc, config->mtc_freq);
 
 	/* Remember where cycle counting restarts if it has or would have. */
 	if (time->fc || time->lost_cyc || !had_mtc)
@@ -6407,20 +6411,30 @@ IPT_DEF int ipt_time_update_mtc(struct ipt_time *time,
 	return 0;
 }
 
+IPT_DEF int ipt_time_update_mtc(struct ipt_time *time,
+				const struct pt_packet_mtc *packet,
+				const struct pt_config *config)
+{
+	if (!time || !packet || !config)
+		return -pte_internal;
+
+	return ipt__time_mtc(time, ipt__time_mtc_ctc(packet->ctc, config),
+			     config);
+}
+
 /* A CYC counts cycles since the previous CYC-eligible packet, which may lie
  * in an earlier MTC period.  For the first CYC of a period, take away the
  * cycles the calibrated ratio says the earlier periods took; if that is
  * more than the CYC has, the whole CYC belongs to the past (better slow
- * than fast). */
-static int ipt__time_adjust_cyc(uint64_t *cyc, const struct ipt_time *time,
-				const struct pt_config *config, uint64_t fcr)
+ * than fast).  fcr is not zero. */
+static IPT__INLINE int ipt__time_adjust_cyc(uint64_t *cyc,
+					    const struct ipt_time *time,
+					    const struct pt_config *config,
+					    uint64_t fcr)
 {
 	uint32_t delta;
 	uint64_t fc, past;
 	int errcode;
-
-	if (!cyc || !time || !config || !fcr)
-		return -pte_internal;
 
 	if (time->ctc == time->ctc_cyc)
 		return 0;
@@ -6439,22 +6453,17 @@ static int ipt__time_adjust_cyc(uint64_t *cyc, const struct ipt_time *time,
 	return 0;
 }
 
-IPT_DEF int ipt_time_update_cyc(struct ipt_time *time,
-				const struct pt_packet_cyc *packet,
-				const struct pt_config *config, uint64_t fcr)
+/* ipt_time_update_cyc for valid arguments and the CYC's cycles. */
+static IPT__INLINE int ipt__time_cyc(struct ipt_time *time, uint64_t cyc,
+				     const struct pt_config *config,
+				     uint64_t fcr)
 {
-	uint64_t cyc;
-
-	if (!time || !packet || !config)
-		return -pte_internal;
-
 	/* Without a ratio, cycles cannot become time. */
 	if (!fcr) {
 		time->lost_cyc += 1;
 		return 0;
 	}
 
-	cyc = packet->value;
 	if (!time->fc) {
 		int errcode;
 
@@ -6466,6 +6475,16 @@ IPT_DEF int ipt_time_update_cyc(struct ipt_time *time,
 	time->fc += (cyc * fcr) >> ipt_tcal_fcr_shr;
 	time->tsc = time->base + time->fc;
 	return 0;
+}
+
+IPT_DEF int ipt_time_update_cyc(struct ipt_time *time,
+				const struct pt_packet_cyc *packet,
+				const struct pt_config *config, uint64_t fcr)
+{
+	if (!time || !packet || !config)
+		return -pte_internal;
+
+	return ipt__time_cyc(time, packet->value, config, fcr);
 }
 
 IPT_DEF void ipt_tcal_init(struct ipt_time_cal *tcal)
@@ -6614,23 +6633,17 @@ IPT_DEF int ipt_tcal_update_tma(struct ipt_time_cal *tcal,
 
 /* Calibrate over the cycles between two MTCs.  An interval without cycles
  * merges into the next one. */
-IPT_DEF int ipt_tcal_update_mtc(struct ipt_time_cal *tcal,
-				const struct pt_packet_mtc *packet,
-				const struct pt_config *config)
+static IPT__INLINE int ipt__tcal_mtc(struct ipt_time_cal *tcal, uint32_t ctc,
+				     const struct pt_config *config)
 {
-	uint32_t last_ctc, ctc, delta;
+	uint32_t last_ctc, delta;
 	uint64_t cyc, fc, fcr;
 	int errcode, check_skl168;
-
-	if (!tcal || !packet || !config)
-		return -pte_internal;
 
 	last_ctc = tcal->ctc;
 	cyc = tcal->cyc_mtc;
 	check_skl168 = tcal->check_skl168;
 	tcal->check_skl168 = 0;
-
-	ctc = ipt__time_shl(packet->ctc, config->mtc_freq);
 
 	if (!tcal->have_mtc) {
 		tcal->ctc = ctc;
@@ -6688,6 +6701,23 @@ IPT_DEF int ipt_tcal_update_mtc(struct ipt_time_cal *tcal,
 	return 0;
 }
 
+IPT_DEF int ipt_tcal_update_mtc(struct ipt_time_cal *tcal,
+				const struct pt_packet_mtc *packet,
+				const struct pt_config *config)
+{
+	if (!tcal || !packet || !config)
+		return -pte_internal;
+
+	return ipt__tcal_mtc(tcal, ipt__time_mtc_ctc(packet->ctc, config),
+			     config);
+}
+
+static IPT__INLINE void ipt__tcal_cyc(struct ipt_time_cal *tcal, uint64_t cyc)
+{
+	tcal->cyc_mtc += cyc;
+	tcal->cyc_tsc += cyc;
+}
+
 IPT_DEF int ipt_tcal_update_cyc(struct ipt_time_cal *tcal,
 				const struct pt_packet_cyc *packet,
 				const struct pt_config *config)
@@ -6697,8 +6727,7 @@ IPT_DEF int ipt_tcal_update_cyc(struct ipt_time_cal *tcal,
 	if (!tcal || !packet)
 		return -pte_internal;
 
-	tcal->cyc_mtc += packet->value;
-	tcal->cyc_tsc += packet->value;
+	ipt__tcal_cyc(tcal, packet->value);
 	return 0;
 }
 
@@ -6896,6 +6925,10 @@ struct pt_event_decoder {
 	/* An erratum's look ahead ran into the end of the trace: what it
 	 * decided holds for this trace only (ipt_blk_get_start_state). */
 	unsigned int peeked_end:1;
+
+	/* A copy that looks ahead and throws its time away: MTC and CYC
+	 * are passed over (ipt__evt_start_ip_as says when that is exact). */
+	unsigned int no_time:1;
 };
 
 /* ---- the event queue ---- */
@@ -7158,6 +7191,7 @@ static int ipt__evt_reset(struct pt_event_decoder *decoder)
 	decoder->bound = 0;
 	decoder->placed = 0;
 	decoder->peeked_end = 0;
+	decoder->no_time = 0;
 	decoder->mode_exec_valid = 0;
 	decoder->iflag = 0;
 	decoder->csd = 0;
@@ -7287,12 +7321,38 @@ static int ipt__evt_ok_or_cfg(int err)
 	return (err < 0 && err != -pte_bad_config) ? err : 0;
 }
 
+/* An MTC through calibration, then time. */
+static IPT__INLINE int ipt__evt_time_mtc(struct ipt_time *time,
+					 struct ipt_time_cal *tcal,
+					 uint8_t payload,
+					 const struct pt_config *config)
+{
+	uint32_t ctc = ipt__time_mtc_ctc(payload, config);
+	int err;
+
+	err = ipt__evt_ok_or_cfg(ipt__tcal_mtc(tcal, ctc, config));
+	if (err < 0)
+		return err;
+	return ipt__evt_ok_or_cfg(ipt__time_mtc(time, ctc, config));
+}
+
+/* A CYC through calibration, then time.  Without calibration yet, a zero
+ * ratio makes the time layer count the CYC as lost. */
+static IPT__INLINE int ipt__evt_time_cyc(struct ipt_time *time,
+					 struct ipt_time_cal *tcal,
+					 uint64_t cyc,
+					 const struct pt_config *config)
+{
+	ipt__tcal_cyc(tcal, cyc);
+	return ipt__evt_ok_or_cfg(ipt__time_cyc(
+		time, cyc, config, ipt__tcal_have_fcr(tcal) ? tcal->fcr : 0));
+}
+
 static int ipt__evt_apply_time(struct ipt_time *time,
 			       struct ipt_time_cal *tcal,
 			       const struct pt_packet *packet,
 			       const struct pt_config *config, int header)
 {
-	uint64_t fcr;
 	int err;
 
 	switch (packet->type) {
@@ -7324,26 +7384,12 @@ static int ipt__evt_apply_time(struct ipt_time *time,
 			time, &packet->payload.tma, config));
 
 	case ppt_mtc:
-		err = ipt_tcal_update_mtc(tcal, &packet->payload.mtc, config);
-		if ((err = ipt__evt_ok_or_cfg(err)) < 0)
-			return err;
-		return ipt__evt_ok_or_cfg(ipt_time_update_mtc(
-			time, &packet->payload.mtc, config));
+		return ipt__evt_time_mtc(time, tcal, packet->payload.mtc.ctc,
+					 config);
 
 	case ppt_cyc:
-		err = ipt_tcal_update_cyc(tcal, &packet->payload.cyc, config);
-		if ((err = ipt__evt_ok_or_cfg(err)) < 0)
-			return err;
-		/* Without calibration yet, a zero ratio makes the time layer
-		 * count the CYC as lost. */
-		err = ipt_tcal_fcr(&fcr, tcal);
-		if (err < 0) {
-			if (err != -pte_no_time)
-				return err;
-			fcr = 0;
-		}
-		return ipt__evt_ok_or_cfg(ipt_time_update_cyc(
-			time, &packet->payload.cyc, config, fcr));
+		return ipt__evt_time_cyc(time, tcal, packet->payload.cyc.value,
+					 config);
 
 	case ppt_invalid: case ppt_unknown: case ppt_pad: case ppt_psb:
 	case ppt_psbend: case ppt_fup: case ppt_tip: case ppt_tip_pge:
@@ -8011,15 +8057,17 @@ IPT_DEF int pt_evt_sync_forward(struct pt_event_decoder *decoder)
 
 /* Right after synchronizing: whether the PSB+ status updates say tracing
  * is enabled (1, and where in *ip) or not (0), read on a copy of the
- * decoder so that its user still gets those events. */
-static int ipt__evt_start_ip(const struct pt_event_decoder *decoder,
-			     uint64_t *ip)
+ * decoder so that its user still gets those events.  With no_time the
+ * copy passes over MTC and CYC packets (ipt__evt_start_ip). */
+static int ipt__evt_start_ip_as(const struct pt_event_decoder *decoder,
+				uint64_t *ip, int no_time)
 {
 	struct pt_event_decoder evdec;
 	struct pt_event ev;
 	int err;
 
 	IPT__COPY(evdec, *decoder);
+	evdec.no_time = no_time ? 1 : 0;
 	/* Only the events of this PSB+: they all come at the same
 	 * position (its PSBEND), not those of an adjacent one. */
 	while (ipt__evt_off(&evdec) == ipt__evt_off(decoder)) {
@@ -8034,6 +8082,25 @@ static int ipt__evt_start_ip(const struct pt_event_decoder *decoder,
 		}
 	}
 	return 0;
+}
+
+/* Behind a PSB+ that says tracing is disabled, the look ahead reads on to
+ * the next event, often over many MTC and CYC packets.  Its answer is an
+ * error, or an event's type and IP; its time is thrown away.  With
+ * mtc_freq below 16 (IA32_RTIT_CTL's four bits) no MTC or CYC fails
+ * whatever the time and calibration state: CTC values stay below
+ * 2^(mtc_freq + 8), so no delta wraps twice and a fast-counter delta stays
+ * below 2^55, and a missing cpuid 0x15 is ignored.  Nor does what they
+ * change decide anything else: TSC, TMA and CBR fail or not by the TSC
+ * and TMA flags and their own payload (an MTC sets have_mtc only when no
+ * TSC waits for its TMA, the one case where a TMA looks at it), and an
+ * event takes from the time only its stamp.  So passing them over gives
+ * the same answer, for less work; t_evt_start checks it. */
+static int ipt__evt_start_ip(const struct pt_event_decoder *decoder,
+			     uint64_t *ip)
+{
+	return ipt__evt_start_ip_as(decoder, ip,
+				    ipt__evt_config(decoder)->mtc_freq < 16);
 }
 
 /* The one backward synchronization, for pt_evt_, pt_qry_ and
@@ -9552,10 +9619,22 @@ static int ipt__evt_decode_packet(struct pt_event_decoder *decoder)
 		return ipt__evt_decode_tip_pgd(decoder);
 	case ppt_cbr:
 		return ipt__evt_decode_cbr(decoder);
+	case ppt_mtc:
+		if (decoder->no_time)
+			return 1;
+		err = ipt__evt_time_mtc(&decoder->time, &decoder->tcal,
+					packet->payload.mtc.ctc,
+					ipt__evt_config(decoder));
+		return err < 0 ? err : 1;
+	case ppt_cyc:
+		if (decoder->no_time)
+			return 1;
+		err = ipt__evt_time_cyc(&decoder->time, &decoder->tcal,
+					packet->payload.cyc.value,
+					ipt__evt_config(decoder));
+		return err < 0 ? err : 1;
 	case ppt_tsc:
 	case ppt_tma:
-	case ppt_mtc:
-	case ppt_cyc:
 		err = ipt__evt_apply_time(&decoder->time, &decoder->tcal,
 					  packet, ipt__evt_config(decoder), 0);
 		return err < 0 ? err : 1;
@@ -10696,7 +10775,8 @@ static char *ipt__strdup(const struct ipt_allocator *a, const char *str,
  * 4 KiB pages keyed by the exact cr3/vmcs the decoder asked with and the
  * page address.  The bound (IPT_IMAGE_CACHE_LIMIT, or
  * ipt_image_set_cache_limit) counts page data: limit / 4096 entries of a
- * little over 4 KiB each, plus a hash table of at most 64 Ki pointers.
+ * little over 4 KiB each, plus a hash table that grows with them to at
+ * most 64 Ki pointers (while it doubles, the old table is kept too).
  *
  * An entry holds one run [lo, hi) of a page.  A miss asks the callback for
  * the rest of the page from its start (mappings mostly start at page
@@ -10893,6 +10973,36 @@ static struct ipt__page *ipt__pcache_find(struct ipt__pcache *pc, uint64_t cr3,
 	return NULL;
 }
 
+/* The hash table grows with the entries, a bucket for each, up to one
+ * for each entry the limit allows (at most IPT__PAGE_BUCKETS_MAX): a
+ * cache that holds a few pages zeroes a small table.  Moves the entries
+ * to a table of n buckets; without memory for it, keeps the old one
+ * (longer chains, the same entries).  Entries of one page never overlap,
+ * so their order in a chain does not matter. */
+static int ipt__pcache_rehash(struct ipt__pcache *pc,
+			      const struct ipt_allocator *a, uint32_t n)
+{
+	struct ipt__page **buckets, *page;
+
+	buckets = (struct ipt__page **) ipt__zalloc_cache(
+		a, n * sizeof(*buckets));
+	if (!buckets)
+		return -pte_nomem;
+	ipt__free(a, pc->buckets, pc->nbuckets * sizeof(*pc->buckets));
+	pc->buckets = buckets;
+	pc->nbuckets = n;
+	for (page = pc->newest; page; page = page->older) {
+		uint32_t slot = ipt__pcache_slot(pc, page->cr3, page->vmcs,
+						 page->base);
+
+		page->chain = buckets[slot];
+		buckets[slot] = page;
+	}
+	return 0;
+}
+
+enum { IPT__PAGE_BUCKETS_MIN = 16 };
+
 /* An entry to fill: a spare one, a new one within the limit, or the least
  * recently used one.  NULL if there is no memory for any. */
 static struct ipt__page *ipt__pcache_take(struct ipt__pcache *pc,
@@ -10900,18 +11010,12 @@ static struct ipt__page *ipt__pcache_take(struct ipt__pcache *pc,
 {
 	struct ipt__page *page;
 
-	if (!pc->buckets) {
-		uint64_t want = pc->max_pages;
-		uint32_t n = 16;
-
-		while (n < want && n < IPT__PAGE_BUCKETS_MAX)
-			n <<= 1;
-		pc->buckets = (struct ipt__page **) ipt__zalloc_cache(
-			a, n * sizeof(*pc->buckets));
-		if (!pc->buckets)
-			return NULL;
-		pc->nbuckets = n;
-	}
+	if (!pc->buckets &&
+	    ipt__pcache_rehash(pc, a, IPT__PAGE_BUCKETS_MIN) < 0)
+		return NULL;
+	if (pc->npages >= pc->nbuckets && pc->nbuckets < pc->max_pages &&
+	    pc->nbuckets < IPT__PAGE_BUCKETS_MAX)
+		(void) ipt__pcache_rehash(pc, a, pc->nbuckets * 2);
 
 	page = pc->spare;
 	if (page) {

@@ -522,12 +522,71 @@ static void test_asid_copy(void)
 	}
 }
 
+/* Memory everywhere: each byte derived from its address. */
+static int everywhere_read(uint8_t *buffer, size_t size,
+			   const struct pt_asid *asid, uint64_t ip,
+			   void *context)
+{
+	size_t i;
+
+	(void) asid;
+	*(int *) context += 1;
+	for (i = 0; i < size; ++i)
+		buffer[i] = (uint8_t) ((ip + i) * 13 ^ (ip + i) >> 12);
+	return (int) size;
+}
+
+/* The hash table grows with the entries, to the smallest power of two at
+ * least the limit's pages, and what was cached stays cached through each
+ * doubling. */
+static void test_grow(void)
+{
+	struct pt_image *image;
+	struct pt_asid asid;
+	uint8_t buf[8];
+	int isid, calls = 0, i, round, j;
+
+	image = pt_image_alloc(NULL);
+	CHECK_EQ(pt_image_set_callback(image, everywhere_read, &calls), 0);
+	mk_asid(&asid, 0x1000);
+	CHECK_EQ(ipt_image_set_cache_limit(image, 40 * 4096), 0);
+	CHECK_EQ(image->pages.nbuckets, 0);
+	for (round = 0; round < 2; ++round) {
+		for (i = 0; i < 40; ++i) {
+			uint64_t addr = 0x10000000 + i * 4096ull + 5;
+
+			CHECK_EQ(ipt__image_read(image, &isid, buf, 8, &asid,
+						 addr), 8);
+			for (j = 0; j < 8; ++j)
+				CHECK_EQ(buf[j], (uint8_t) ((addr + j) * 13 ^
+							    (addr + j) >> 12));
+			if (!round && i == 0)
+				CHECK_EQ(image->pages.nbuckets, 16);
+			if (!round && i == 16)
+				CHECK_EQ(image->pages.nbuckets, 32);
+		}
+		/* The first round fills each page once; the second hits. */
+		CHECK_EQ(calls, 40);
+	}
+	CHECK_EQ(image->pages.npages, 40);
+	CHECK_EQ(image->pages.nbuckets, 64);
+
+	/* More pages than the limit: the table stays at its size. */
+	for (i = 0; i < 100; ++i)
+		CHECK_EQ(ipt__image_read(image, &isid, buf, 8, &asid,
+					 0x20000000 + i * 4096ull), 8);
+	CHECK_EQ(image->pages.npages, 40);
+	CHECK_EQ(image->pages.nbuckets, 64);
+	pt_image_free(image);
+}
+
 int main(void)
 {
 	test_errors();
 	test_asid();
 	test_invalidate();
 	test_limit();
+	test_grow();
 	test_same_as_uncached();
 	test_callback_errors();
 	test_asid_copy();
