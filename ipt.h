@@ -6790,6 +6790,10 @@ static IPT__UNUSED int ipt__tcal_same(const struct ipt_time_cal *a,
  *        pt_evt_next() for a caller holding a used-up TNT, TIP, enable
  *        or disable event when the next event is a TNT or a plain TIP,
  *        TIP.PGE or TIP.PGD: 1 and @ev refilled in place, or 0
+ *   int  ipt__evt_next_status(struct pt_event_decoder *decoder,
+ *                             struct pt_event *ev);
+ *        pt_evt_next() when the next event is a status event of the
+ *        PSB+ whose PSB or PSBEND is current: 1 and @ev filled, or 0
  *   enum pt_packet_type ipt__evt_tnt_ahead(const struct pt_event_decoder *,
  *                                          const uint8_t **pos,
  *                                          uint64_t *payload,
@@ -9772,6 +9776,50 @@ static int ipt__evt_next_tnt(struct pt_event_decoder *decoder,
 	if (type == ppt_tip_pge || type == ppt_tip_pgd)
 		return ipt__evt_next_pg(decoder, ev, type);
 	return 0;
+}
+
+/* A short way to the next event when a PSB or the PSBEND of a PSB+ is
+ * current: the status event the PSB+ gives next, copied once into @ev,
+ * byte for byte what pt_evt_next() would give.  The steps are
+ * ipt__evt_fetch_event's for these packets (ipt__evt_decode_psb, then
+ * ipt__evt_decode_psbend, and on to the next packet when the PSB+ has
+ * no status event left), without going through ipt__evt_decode_packet
+ * for each.  0 when another packet is current (pt_evt_next() goes on
+ * from there: an OVF that ended a PSB+, say), or when more trace may
+ * come (a step may need undoing then). */
+static int ipt__evt_next_status(struct pt_event_decoder *decoder,
+				struct pt_event *ev)
+{
+	struct pt_event *queued;
+	int err;
+
+	if (ipt__evt_more(decoder))
+		return 0;
+	for (;;) {
+		if (decoder->packet.type == ppt_psb) {
+			err = ipt__evt_decode_psb(decoder);
+			if (err < 0)
+				return err;
+			continue;
+		}
+		if (decoder->packet.type != ppt_psbend)
+			return 0;
+		err = ipt__evt_decode_psbend(decoder);
+		if (err < 0)
+			return err;
+		if (!err)
+			break;
+		if (decoder->event)
+			return -pte_internal;
+		decoder->bound = 0;
+		ipt__evt_next_packet(decoder);
+	}
+	queued = decoder->event;
+	decoder->event = NULL;
+	if (!queued)
+		return -pte_internal;
+	IPT__COPY(*ev, *queued);
+	return 1;
 }
 
 /* ---- TNT and TIP packets in a row ----
@@ -14455,6 +14503,8 @@ static void ipt__blk_next_event(struct pt_block_decoder *decoder)
 
 	status = ipt__evt_next_tnt(&decoder->evdec, ev);
 	if (!status)
+		status = ipt__evt_next_status(&decoder->evdec, ev);
+	if (!status)
 		status = pt_evt_next(&decoder->evdec, ev, sizeof(*ev));
 	if (status < 0) {
 		decoder->status = status;
@@ -18855,30 +18905,17 @@ static int ipt__blk_tnt_tick(struct pt_block_decoder *decoder,
 	return ipt__blk_proceed_trailing_event(decoder, NULL);
 }
 
-static int ipt__blk_event(struct pt_block_decoder *decoder,
-			  struct pt_event *uevent, size_t size)
+/* pt_blk_event's checks of the event in hand (not a TNT or a TIP) and
+ * what it does to the decoder's state: 0 or a negative pte_* code. */
+static int ipt__blk_event_take(struct pt_block_decoder *decoder)
 {
-	struct pt_event *ev;
+	struct pt_event *ev = &decoder->event;
 	int status;
 
-	status = decoder->status;
-	if (status < 0)
-		return status;
-
-	ipt__blk_cache_sync(decoder);
-
-	/* Never write past the user's struct; an older one lacks only what
-	 * its user cannot know about. */
-	if (size > sizeof(*ev))
-		size = sizeof(*ev);
-
-	ev = &decoder->event;
 	switch (ev->type) {
 	case ptev_tnt:
-		return ipt__blk_tnt_tick(decoder, uevent, size);
-
 	case ptev_tip:
-		return -pte_bad_query;
+		return -pte_internal;
 
 	case ptev_enabled:
 		/* Tracing resumes where it stopped (not where the CR3
@@ -19000,13 +19037,47 @@ static int ipt__blk_event(struct pt_block_decoder *decoder,
 	case ptev_uiret:
 		break;
 	}
+	return 0;
+}
 
-	IPT_MEMCPY(uevent, ev, size);
+/* Done with the event in hand, taken: the next one, and the events that
+ * bind where the decoder stands.  pt_blk_event's status. */
+static int ipt__blk_event_done(struct pt_block_decoder *decoder)
+{
+	int status = ipt__blk_fetch_event(decoder);
 
-	status = ipt__blk_fetch_event(decoder);
 	if (status < 0)
 		return status;
 	return ipt__blk_proceed_trailing_event(decoder, NULL);
+}
+
+static int ipt__blk_event(struct pt_block_decoder *decoder,
+			  struct pt_event *uevent, size_t size)
+{
+	struct pt_event *ev = &decoder->event;
+	int status;
+
+	status = decoder->status;
+	if (status < 0)
+		return status;
+
+	ipt__blk_cache_sync(decoder);
+
+	/* Never write past the user's struct; an older one lacks only what
+	 * its user cannot know about. */
+	if (size > sizeof(*ev))
+		size = sizeof(*ev);
+
+	if (ev->type == ptev_tnt)
+		return ipt__blk_tnt_tick(decoder, uevent, size);
+	if (ev->type == ptev_tip)
+		return -pte_bad_query;
+
+	status = ipt__blk_event_take(decoder);
+	if (status < 0)
+		return status;
+	IPT_MEMCPY(uevent, ev, size);
+	return ipt__blk_event_done(decoder);
 }
 
 IPT_DEF int pt_blk_event(struct pt_block_decoder *decoder,
@@ -19016,6 +19087,49 @@ IPT_DEF int pt_blk_event(struct pt_block_decoder *decoder,
 		return -pte_invalid;
 	IPT__BLK_GUARDED(decoder, ipt__blk_whole(decoder, ipt__blk_op_event,
 						 uevent, size));
+}
+
+/* For a caller that reports no events (>>cov): pt_blk_event while it
+ * would return pts_event_pending, each event handed to @take instead of
+ * copied out, once pt_blk_event would have returned it.  @status is the
+ * status of the last call, pending at first.  Returns 1 when they are
+ * all taken, or one failed (@status says which); 0 when pt_blk_event
+ * must take the event in hand (a TNT or a TIP), or all of them.  Each
+ * event is taken as ipt__blk_whole takes it, without the copy of the
+ * decoder around it, which has nothing to do here: a call is undone only
+ * when more trace may come (ipt_blk_extend) or when code missing ahead
+ * of the flow is waited for (the SKD022 workaround with
+ * ipt_blk_set_wait_for_code). */
+static int ipt__blk_take_events(struct pt_block_decoder *decoder,
+				void (*take)(void *context,
+					     const struct pt_event *ev),
+				void *context, int *status)
+{
+	const struct pt_config *config = pt_evt_get_config(&decoder->evdec);
+	struct pt_event *ev = &decoder->event;
+	struct pt_event taken;
+
+	if (ipt__evt_more(&decoder->evdec) || !config ||
+	    (decoder->wait_for_code && config->errata.skd022))
+		return 0;
+	while (*status & pts_event_pending) {
+		if (ev->type == ptev_tnt || ev->type == ptev_tip)
+			return 0;
+		ipt__blk_cache_sync(decoder);
+		ipt__blk_watch(decoder);
+		*status = decoder->status;
+		if (*status >= 0)
+			*status = ipt__blk_event_take(decoder);
+		if (*status >= 0) {
+			IPT__COPY(taken, *ev);
+			*status = ipt__blk_event_done(decoder);
+		}
+		ipt__blk_note_fault(decoder, *status);
+		if (*status < 0)
+			return 1;
+		take(context, &taken);
+	}
+	return 1;
 }
 
 /* ---- resynchronization ---- */
@@ -22292,9 +22406,11 @@ static void ipt__cov_block(struct ipt_cov_decoder *cov,
 	cov->pend_kind = ipt__cov_block_kind(cov, block, &cov->pend_next);
 }
 
-static void ipt__cov_event(struct ipt_cov_decoder *cov,
-			   const struct pt_event *ev)
+/* The flow as the event @ev, which the block decoder took, says (@context
+ * is the coverage decoder). */
+static void ipt__cov_event(void *context, const struct pt_event *ev)
 {
+	struct ipt_cov_decoder *cov = (struct ipt_cov_decoder *) context;
 	uint64_t ip;
 
 	switch (ev->type) {
@@ -23230,11 +23346,15 @@ static int ipt__cov_walk(struct ipt_cov_decoder *cov, int status)
 			struct pt_event ev;
 
 			cov->call = ipt__cov_at_event;
-			status = pt_blk_event(blk, &ev, sizeof(ev));
+			if (!ipt__blk_take_events(blk, ipt__cov_event, cov,
+						  &status)) {
+				status = pt_blk_event(blk, &ev, sizeof(ev));
+				if (status >= 0)
+					ipt__cov_event(cov, &ev);
+			}
 			if (status < 0)
 				return ipt__cov_walk_stop(cov, offset, idle,
 							  status);
-			ipt__cov_event(cov, &ev);
 		}
 		if (status & pts_eos)
 			return -pte_eos;
