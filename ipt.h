@@ -4409,16 +4409,11 @@ static IPT__UNUSED int ipt__pkt_read_pip(struct pt_packet_pip *packet,
 	return ipt__layout[ppt_pip].size;
 }
 
-static IPT__UNUSED int ipt__pkt_read_mode(struct pt_packet_mode *packet,
-					  const uint8_t *pos,
-					  const struct pt_config *config)
+/* A MODE packet's payload byte @bits: the packet's size, or
+ * -pte_bad_packet for a leaf we do not know. */
+static IPT__INLINE int ipt__pkt_mode_bits(struct pt_packet_mode *packet,
+					  uint8_t bits)
 {
-	uint8_t bits;
-
-	if (ipt__pkt_left(pos, config) < ipt__layout[ppt_mode].size)
-		return -pte_eos;
-
-	bits = pos[1];
 	packet->leaf = (enum pt_mode_leaf) (bits & IPT__MODE_LEAF);
 	switch (bits & IPT__MODE_LEAF) {
 	case pt_mol_exec:
@@ -4434,6 +4429,15 @@ static IPT__UNUSED int ipt__pkt_read_mode(struct pt_packet_mode *packet,
 	}
 
 	return -pte_bad_packet;
+}
+
+static IPT__UNUSED int ipt__pkt_read_mode(struct pt_packet_mode *packet,
+					  const uint8_t *pos,
+					  const struct pt_config *config)
+{
+	if (ipt__pkt_left(pos, config) < ipt__layout[ppt_mode].size)
+		return -pte_eos;
+	return ipt__pkt_mode_bits(packet, pos[1]);
 }
 
 static IPT__UNUSED int ipt__pkt_read_tsc(struct pt_packet_tsc *packet,
@@ -4532,6 +4536,12 @@ static IPT__UNUSED int ipt__pkt_read_cyc(struct pt_packet_cyc *packet,
 	return (int) (pos - begin);
 }
 
+/* The base address a VMCS packet at @pos gives. */
+static IPT__INLINE uint64_t ipt__pkt_vmcs_base(const uint8_t *pos)
+{
+	return ipt__read_le(pos + 2, 5) << IPT__VMCS_BASE_SHR;
+}
+
 static IPT__UNUSED int ipt__pkt_read_vmcs(struct pt_packet_vmcs *packet,
 					  const uint8_t *pos,
 					  const struct pt_config *config)
@@ -4539,7 +4549,7 @@ static IPT__UNUSED int ipt__pkt_read_vmcs(struct pt_packet_vmcs *packet,
 	if (ipt__pkt_left(pos, config) < ipt__layout[ppt_vmcs].size)
 		return -pte_eos;
 
-	packet->base = ipt__read_le(pos + 2, 5) << IPT__VMCS_BASE_SHR;
+	packet->base = ipt__pkt_vmcs_base(pos);
 	return ipt__layout[ppt_vmcs].size;
 }
 
@@ -5789,6 +5799,12 @@ static IPT__INLINE int ipt__pkt_fast_ext(const uint8_t *pos,
 		packet->payload.pip.cr3 = (val >> IPT__PIP_CR3_SHL)
 					  << IPT__PIP_CR3_SHR;
 		return ipt__layout[ppt_pip].size;
+
+	case ppt_vmcs:
+		packet->type = ppt_vmcs;
+		packet->size = ipt__layout[ppt_vmcs].size;
+		packet->payload.vmcs.base = ipt__pkt_vmcs_base(pos);
+		return ipt__layout[ppt_vmcs].size;
 	}
 	return 0;
 }
@@ -5801,9 +5817,10 @@ static IPT__INLINE int ipt__pkt_fast_ext(const uint8_t *pos,
  *
  * It decodes the packets that make up nearly all of a trace: TNT-8, PAD,
  * TNT-64, the IP packets, and the timing packets (CYC, MTC, TSC) and the
- * PSB+ packets of hardware traces, dispatching on the first byte through
- * the layout table's ipt__first_byte.  Errors, errata, PSB and the rest go
- * to the slow path.  pt_pkt_next and ipt_pkt_next_batch both use it;
+ * PSB+ packets of hardware traces (MODE, PIP, VMCS, CBR, PSBEND),
+ * dispatching on the first byte through the layout table's
+ * ipt__first_byte.  Errors, errata, PSB and the rest go to the slow
+ * path.  pt_pkt_next and ipt_pkt_next_batch both use it;
  * whole (a constant) is 1 for the batch, whose PADs get a zero payload. */
 static IPT__INLINE int ipt__pkt_fast(const uint8_t *pos,
 				     struct pt_packet *packet, int skd007,
@@ -5916,6 +5933,14 @@ static IPT__INLINE int ipt__pkt_fast(const uint8_t *pos,
 		packet->size = ipt__layout[ppt_tsc].size;
 		packet->payload.tsc.tsc = ipt__load64(pos) >> 8;
 		return ipt__layout[ppt_tsc].size;
+	}
+	if (kind == ppt_mode) {
+		size = ipt__pkt_mode_bits(&packet->payload.mode, pos[1]);
+		if (size < 0)
+			return 0;
+		packet->type = ppt_mode;
+		packet->size = (uint8_t) size;
+		return size;
 	}
 	return 0;
 }
