@@ -13355,6 +13355,11 @@ ipt__insn_range_is_contiguous(uint64_t begin, uint64_t end,
  *        taken
  *   void ipt__blk_set_icache_bits(struct pt_block_decoder *, uint32_t bits);
  *        beside a run cache, an instruction cache of 1 << bits entries
+ *   int  ipt__blk_take_events(struct pt_block_decoder *,
+ *                             void (*take)(void *, const struct pt_event *),
+ *                             void *context, int *status);
+ *        pt_blk_event for a caller that reports no events, while events
+ *        are pending
  *
  * and for >>seg:
  *
@@ -13373,11 +13378,16 @@ ipt__insn_range_is_contiguous(uint64_t begin, uint64_t end,
 #endif
 /* Every shortcut of the block and instruction decoders starts at a run
  * from the run cache; without runs, each block and instruction takes the
- * general path, one instruction at a time. */
+ * general path, one instruction at a time.  The status events of a PSB+
+ * go the short way too (ipt__evt_next_status, ipt__blk_take_events);
+ * that build takes them the general way, one pt_evt_next() and one
+ * pt_blk_event() each. */
 #ifdef IPT_BLK_GENERAL_PATH
 #define IPT__BLK_RUNS 0
+#define IPT__BLK_SHORT 0
 #else
 #define IPT__BLK_RUNS 1
+#define IPT__BLK_SHORT 1
 #endif
 
 /* ---- return stack ----
@@ -14527,7 +14537,7 @@ static void ipt__blk_next_event(struct pt_block_decoder *decoder)
 	int status;
 
 	status = ipt__evt_next_tnt(&decoder->evdec, ev);
-	if (!status)
+	if (!status && IPT__BLK_SHORT)
 		status = ipt__evt_next_status(&decoder->evdec, ev);
 	if (!status)
 		status = pt_evt_next(&decoder->evdec, ev, sizeof(*ev));
@@ -19134,7 +19144,7 @@ static int ipt__blk_take_events(struct pt_block_decoder *decoder,
 	struct pt_event *ev = &decoder->event;
 	struct pt_event taken;
 
-	if (ipt__evt_more(&decoder->evdec) || !config ||
+	if (!IPT__BLK_SHORT || ipt__evt_more(&decoder->evdec) || !config ||
 	    (decoder->wait_for_code && config->errata.skd022))
 		return 0;
 	while (*status & pts_event_pending) {
@@ -22203,14 +22213,15 @@ ipt_sb_alloc_pevent_decoder_mem(struct pt_sb_session *session,
  * us (ipt__blk_walk)
  * and reports each branch that used trace and each place the flow
  * reached, with no blocks made; everything else goes through pt_blk_next
- * and pt_blk_event.  Either way an edge waits as "pending" until the flow
- * is seen at its destination.
+ * and pt_blk_event (its events handed to us without a copy, a PSB+'s
+ * status events among them, by ipt__blk_take_events).  Either way an edge
+ * waits as "pending" until the flow is seen at its destination.
  *
  * Steady state goes further: a memo takes a run of TNT bits at once (see
  * "taking TNT bits in bulk").
  *
  * Uses of the block decoder: its public calls (ipt_blk_set_ring for
- * the next trace), and ipt__blk_walk,
+ * the next trace), and ipt__blk_walk, ipt__blk_take_events,
  * ipt__blk_decode, ipt__blk_trace_ended, ipt__blk_trace_size,
  * ipt__blk_trace_more,
  * ipt__blk_set_run_hook and ipt__blk_allocator (see >>blk); the memo
