@@ -9812,14 +9812,12 @@ static int ipt__evt_next_tnt(struct pt_event_decoder *decoder,
  * for each.  0 when another packet is current (pt_evt_next() goes on
  * from there: an OVF that ended a PSB+, say), or when more trace may
  * come (a step may need undoing then). */
-static int ipt__evt_next_status(struct pt_event_decoder *decoder,
-				struct pt_event *ev)
+static IPT__INLINE int ipt__evt_psb_status(struct pt_event_decoder *decoder,
+					   struct pt_event *ev)
 {
 	struct pt_event *queued;
 	int err;
 
-	if (ipt__evt_more(decoder))
-		return 0;
 	for (;;) {
 		if (decoder->packet.type == ppt_psb) {
 			err = ipt__evt_decode_psb(decoder);
@@ -9845,6 +9843,16 @@ static int ipt__evt_next_status(struct pt_event_decoder *decoder,
 		return -pte_internal;
 	IPT__COPY(*ev, *queued);
 	return 1;
+}
+
+static IPT__INLINE int ipt__evt_next_status(struct pt_event_decoder *decoder,
+					    struct pt_event *ev)
+{
+	enum pt_packet_type type = decoder->packet.type;
+
+	if ((type != ppt_psb && type != ppt_psbend) || ipt__evt_more(decoder))
+		return 0;
+	return ipt__evt_psb_status(decoder, ev);
 }
 
 /* ---- TNT and TIP packets in a row ----
