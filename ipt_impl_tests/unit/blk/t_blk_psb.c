@@ -365,7 +365,8 @@ static int scenario(struct tb *t, int which)
 		tb_loop(t, 3);
 		break;
 	case 3:
-		/* Another IP: the flow goes there first (a not-taken bit). */
+		/* Another IP: its events wait for the flow to get there,
+		 * which the trace then contradicts (an error either way). */
 		tb_psb(t, 0x1002, ptem_64bit, 0x4000, 0);
 		tb_ip(t, ppt_tip, pt_ipc_sext_48, 0x1000);
 		tb_loop(t, 3);
