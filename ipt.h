@@ -4411,16 +4411,11 @@ static IPT__UNUSED int ipt__pkt_read_pip(struct pt_packet_pip *packet,
 	return ipt__layout[ppt_pip].size;
 }
 
-static IPT__UNUSED int ipt__pkt_read_mode(struct pt_packet_mode *packet,
-					  const uint8_t *pos,
-					  const struct pt_config *config)
+/* A MODE packet's payload byte @bits: the packet's size, or
+ * -pte_bad_packet for a leaf we do not know. */
+static IPT__INLINE int ipt__pkt_mode_bits(struct pt_packet_mode *packet,
+					  uint8_t bits)
 {
-	uint8_t bits;
-
-	if (ipt__pkt_left(pos, config) < ipt__layout[ppt_mode].size)
-		return -pte_eos;
-
-	bits = pos[1];
 	packet->leaf = (enum pt_mode_leaf) (bits & IPT__MODE_LEAF);
 	switch (bits & IPT__MODE_LEAF) {
 	case pt_mol_exec:
@@ -4436,6 +4431,15 @@ static IPT__UNUSED int ipt__pkt_read_mode(struct pt_packet_mode *packet,
 	}
 
 	return -pte_bad_packet;
+}
+
+static IPT__UNUSED int ipt__pkt_read_mode(struct pt_packet_mode *packet,
+					  const uint8_t *pos,
+					  const struct pt_config *config)
+{
+	if (ipt__pkt_left(pos, config) < ipt__layout[ppt_mode].size)
+		return -pte_eos;
+	return ipt__pkt_mode_bits(packet, pos[1]);
 }
 
 static IPT__UNUSED int ipt__pkt_read_tsc(struct pt_packet_tsc *packet,
@@ -4534,6 +4538,12 @@ static IPT__UNUSED int ipt__pkt_read_cyc(struct pt_packet_cyc *packet,
 	return (int) (pos - begin);
 }
 
+/* The base address a VMCS packet at @pos gives. */
+static IPT__INLINE uint64_t ipt__pkt_vmcs_base(const uint8_t *pos)
+{
+	return ipt__read_le(pos + 2, 5) << IPT__VMCS_BASE_SHR;
+}
+
 static IPT__UNUSED int ipt__pkt_read_vmcs(struct pt_packet_vmcs *packet,
 					  const uint8_t *pos,
 					  const struct pt_config *config)
@@ -4541,7 +4551,7 @@ static IPT__UNUSED int ipt__pkt_read_vmcs(struct pt_packet_vmcs *packet,
 	if (ipt__pkt_left(pos, config) < ipt__layout[ppt_vmcs].size)
 		return -pte_eos;
 
-	packet->base = ipt__read_le(pos + 2, 5) << IPT__VMCS_BASE_SHR;
+	packet->base = ipt__pkt_vmcs_base(pos);
 	return ipt__layout[ppt_vmcs].size;
 }
 
@@ -5791,6 +5801,12 @@ static IPT__INLINE int ipt__pkt_fast_ext(const uint8_t *pos,
 		packet->payload.pip.cr3 = (val >> IPT__PIP_CR3_SHL)
 					  << IPT__PIP_CR3_SHR;
 		return ipt__layout[ppt_pip].size;
+
+	case ppt_vmcs:
+		packet->type = ppt_vmcs;
+		packet->size = ipt__layout[ppt_vmcs].size;
+		packet->payload.vmcs.base = ipt__pkt_vmcs_base(pos);
+		return ipt__layout[ppt_vmcs].size;
 	}
 	return 0;
 }
@@ -5803,9 +5819,10 @@ static IPT__INLINE int ipt__pkt_fast_ext(const uint8_t *pos,
  *
  * It decodes the packets that make up nearly all of a trace: TNT-8, PAD,
  * TNT-64, the IP packets, and the timing packets (CYC, MTC, TSC) and the
- * PSB+ packets of hardware traces, dispatching on the first byte through
- * the layout table's ipt__first_byte.  Errors, errata, PSB and the rest go
- * to the slow path.  pt_pkt_next and ipt_pkt_next_batch both use it;
+ * PSB+ packets of hardware traces (MODE, PIP, VMCS, CBR, PSBEND),
+ * dispatching on the first byte through the layout table's
+ * ipt__first_byte.  Errors, errata, PSB and the rest go to the slow
+ * path.  pt_pkt_next and ipt_pkt_next_batch both use it;
  * whole (a constant) is 1 for the batch, whose PADs get a zero payload. */
 static IPT__INLINE int ipt__pkt_fast(const uint8_t *pos,
 				     struct pt_packet *packet, int skd007,
@@ -5918,6 +5935,14 @@ static IPT__INLINE int ipt__pkt_fast(const uint8_t *pos,
 		packet->size = ipt__layout[ppt_tsc].size;
 		packet->payload.tsc.tsc = ipt__load64(pos) >> 8;
 		return ipt__layout[ppt_tsc].size;
+	}
+	if (kind == ppt_mode) {
+		size = ipt__pkt_mode_bits(&packet->payload.mode, pos[1]);
+		if (size < 0)
+			return 0;
+		packet->type = ppt_mode;
+		packet->size = (uint8_t) size;
+		return size;
 	}
 	return 0;
 }
@@ -6821,6 +6846,10 @@ static IPT__UNUSED int ipt__tcal_same(const struct ipt_time_cal *a,
  *        pt_evt_next() for a caller holding a used-up TNT, TIP, enable
  *        or disable event when the next event is a TNT or a plain TIP,
  *        TIP.PGE or TIP.PGD: 1 and @ev refilled in place, or 0
+ *   int  ipt__evt_next_status(struct pt_event_decoder *decoder,
+ *                             struct pt_event *ev);
+ *        pt_evt_next() when the next event is a status event of the
+ *        PSB+ whose PSB or PSBEND is current: 1 and @ev filled, or 0
  *   enum pt_packet_type ipt__evt_tnt_ahead(const struct pt_event_decoder *,
  *                                          const uint8_t **pos,
  *                                          uint64_t *payload,
@@ -9853,6 +9882,58 @@ static int ipt__evt_next_tnt(struct pt_event_decoder *decoder,
 	if (type == ppt_tip_pge || type == ppt_tip_pgd)
 		return ipt__evt_next_pg(decoder, ev, type);
 	return 0;
+}
+
+/* A short way to the next event when a PSB or the PSBEND of a PSB+ is
+ * current: the status event the PSB+ gives next, copied once into @ev,
+ * byte for byte what pt_evt_next() would give.  The steps are
+ * ipt__evt_fetch_event's for these packets (ipt__evt_decode_psb, then
+ * ipt__evt_decode_psbend, and on to the next packet when the PSB+ has
+ * no status event left), without going through ipt__evt_decode_packet
+ * for each.  0 when another packet is current (pt_evt_next() goes on
+ * from there: an OVF that ended a PSB+, say), or when more trace may
+ * come (a step may need undoing then). */
+static IPT__INLINE int ipt__evt_psb_status(struct pt_event_decoder *decoder,
+					   struct pt_event *ev)
+{
+	struct pt_event *queued;
+	int err;
+
+	for (;;) {
+		if (decoder->packet.type == ppt_psb) {
+			err = ipt__evt_decode_psb(decoder);
+			if (err < 0)
+				return err;
+			continue;
+		}
+		if (decoder->packet.type != ppt_psbend)
+			return 0;
+		err = ipt__evt_decode_psbend(decoder);
+		if (err < 0)
+			return err;
+		if (!err)
+			break;
+		if (decoder->event)
+			return -pte_internal;
+		decoder->bound = 0;
+		ipt__evt_next_packet(decoder);
+	}
+	queued = decoder->event;
+	decoder->event = NULL;
+	if (!queued)
+		return -pte_internal;
+	IPT__COPY(*ev, *queued);
+	return 1;
+}
+
+static IPT__INLINE int ipt__evt_next_status(struct pt_event_decoder *decoder,
+					    struct pt_event *ev)
+{
+	enum pt_packet_type type = decoder->packet.type;
+
+	if ((type != ppt_psb && type != ppt_psbend) || ipt__evt_more(decoder))
+		return 0;
+	return ipt__evt_psb_status(decoder, ev);
 }
 
 /* ---- TNT and TIP packets in a row ----
@@ -13388,6 +13469,11 @@ ipt__insn_range_is_contiguous(uint64_t begin, uint64_t end,
  *        taken
  *   void ipt__blk_set_icache_bits(struct pt_block_decoder *, uint32_t bits);
  *        beside a run cache, an instruction cache of 1 << bits entries
+ *   int  ipt__blk_take_events(struct pt_block_decoder *,
+ *                             void (*take)(void *, const struct pt_event *),
+ *                             void *context, int *status);
+ *        pt_blk_event for a caller that reports no events, while events
+ *        are pending
  *
  * and for >>seg:
  *
@@ -13406,11 +13492,16 @@ ipt__insn_range_is_contiguous(uint64_t begin, uint64_t end,
 #endif
 /* Every shortcut of the block and instruction decoders starts at a run
  * from the run cache; without runs, each block and instruction takes the
- * general path, one instruction at a time. */
+ * general path, one instruction at a time.  The status events of a PSB+
+ * go the short way too (ipt__evt_next_status, ipt__blk_take_events);
+ * that build takes them the general way, one pt_evt_next() and one
+ * pt_blk_event() each. */
 #ifdef IPT_BLK_GENERAL_PATH
 #define IPT__BLK_RUNS 0
+#define IPT__BLK_SHORT 0
 #else
 #define IPT__BLK_RUNS 1
+#define IPT__BLK_SHORT 1
 #endif
 
 /* ---- return stack ----
@@ -14560,6 +14651,8 @@ static void ipt__blk_next_event(struct pt_block_decoder *decoder)
 	int status;
 
 	status = ipt__evt_next_tnt(&decoder->evdec, ev);
+	if (!status && IPT__BLK_SHORT)
+		status = ipt__evt_next_status(&decoder->evdec, ev);
 	if (!status)
 		status = pt_evt_next(&decoder->evdec, ev, sizeof(*ev));
 	if (status < 0) {
@@ -18961,30 +19054,17 @@ static int ipt__blk_tnt_tick(struct pt_block_decoder *decoder,
 	return ipt__blk_proceed_trailing_event(decoder, NULL);
 }
 
-static int ipt__blk_event(struct pt_block_decoder *decoder,
-			  struct pt_event *uevent, size_t size)
+/* pt_blk_event's checks of the event in hand (not a TNT or a TIP) and
+ * what it does to the decoder's state: 0 or a negative pte_* code. */
+static int ipt__blk_event_take(struct pt_block_decoder *decoder)
 {
-	struct pt_event *ev;
+	struct pt_event *ev = &decoder->event;
 	int status;
 
-	status = decoder->status;
-	if (status < 0)
-		return status;
-
-	ipt__blk_cache_sync(decoder);
-
-	/* Never write past the user's struct; an older one lacks only what
-	 * its user cannot know about. */
-	if (size > sizeof(*ev))
-		size = sizeof(*ev);
-
-	ev = &decoder->event;
 	switch (ev->type) {
 	case ptev_tnt:
-		return ipt__blk_tnt_tick(decoder, uevent, size);
-
 	case ptev_tip:
-		return -pte_bad_query;
+		return -pte_internal;
 
 	case ptev_enabled:
 		/* Tracing resumes where it stopped (not where the CR3
@@ -19106,13 +19186,47 @@ static int ipt__blk_event(struct pt_block_decoder *decoder,
 	case ptev_uiret:
 		break;
 	}
+	return 0;
+}
 
-	IPT_MEMCPY(uevent, ev, size);
+/* Done with the event in hand, taken: the next one, and the events that
+ * bind where the decoder stands.  pt_blk_event's status. */
+static int ipt__blk_event_done(struct pt_block_decoder *decoder)
+{
+	int status = ipt__blk_fetch_event(decoder);
 
-	status = ipt__blk_fetch_event(decoder);
 	if (status < 0)
 		return status;
 	return ipt__blk_proceed_trailing_event(decoder, NULL);
+}
+
+static int ipt__blk_event(struct pt_block_decoder *decoder,
+			  struct pt_event *uevent, size_t size)
+{
+	struct pt_event *ev = &decoder->event;
+	int status;
+
+	status = decoder->status;
+	if (status < 0)
+		return status;
+
+	ipt__blk_cache_sync(decoder);
+
+	/* Never write past the user's struct; an older one lacks only what
+	 * its user cannot know about. */
+	if (size > sizeof(*ev))
+		size = sizeof(*ev);
+
+	if (ev->type == ptev_tnt)
+		return ipt__blk_tnt_tick(decoder, uevent, size);
+	if (ev->type == ptev_tip)
+		return -pte_bad_query;
+
+	status = ipt__blk_event_take(decoder);
+	if (status < 0)
+		return status;
+	IPT_MEMCPY(uevent, ev, size);
+	return ipt__blk_event_done(decoder);
 }
 
 IPT_DEF int pt_blk_event(struct pt_block_decoder *decoder,
@@ -19122,6 +19236,49 @@ IPT_DEF int pt_blk_event(struct pt_block_decoder *decoder,
 		return -pte_invalid;
 	IPT__BLK_GUARDED(decoder, ipt__blk_whole(decoder, ipt__blk_op_event,
 						 uevent, size));
+}
+
+/* For a caller that reports no events (>>cov): pt_blk_event while it
+ * would return pts_event_pending, each event handed to @take instead of
+ * copied out, once pt_blk_event would have returned it.  @status is the
+ * status of the last call, pending at first.  Returns 1 when they are
+ * all taken, or one failed (@status says which); 0 when pt_blk_event
+ * must take the event in hand (a TNT or a TIP), or all of them.  Each
+ * event is taken as ipt__blk_whole takes it, without the copy of the
+ * decoder around it, which has nothing to do here: a call is undone only
+ * when more trace may come (ipt_blk_extend) or when code missing ahead
+ * of the flow is waited for (the SKD022 workaround with
+ * ipt_blk_set_wait_for_code). */
+static int ipt__blk_take_events(struct pt_block_decoder *decoder,
+				void (*take)(void *context,
+					     const struct pt_event *ev),
+				void *context, int *status)
+{
+	const struct pt_config *config = pt_evt_get_config(&decoder->evdec);
+	struct pt_event *ev = &decoder->event;
+	struct pt_event taken;
+
+	if (!IPT__BLK_SHORT || ipt__evt_more(&decoder->evdec) || !config ||
+	    (decoder->wait_for_code && config->errata.skd022))
+		return 0;
+	while (*status & pts_event_pending) {
+		if (ev->type == ptev_tnt || ev->type == ptev_tip)
+			return 0;
+		ipt__blk_cache_sync(decoder);
+		ipt__blk_watch(decoder);
+		*status = decoder->status;
+		if (*status >= 0)
+			*status = ipt__blk_event_take(decoder);
+		if (*status >= 0) {
+			IPT__COPY(taken, *ev);
+			*status = ipt__blk_event_done(decoder);
+		}
+		ipt__blk_note_fault(decoder, *status);
+		if (*status < 0)
+			return 1;
+		take(context, &taken);
+	}
+	return 1;
 }
 
 /* ---- resynchronization ---- */
@@ -22170,14 +22327,15 @@ ipt_sb_alloc_pevent_decoder_mem(struct pt_sb_session *session,
  * us (ipt__blk_walk)
  * and reports each branch that used trace and each place the flow
  * reached, with no blocks made; everything else goes through pt_blk_next
- * and pt_blk_event.  Either way an edge waits as "pending" until the flow
- * is seen at its destination.
+ * and pt_blk_event (its events handed to us without a copy, a PSB+'s
+ * status events among them, by ipt__blk_take_events).  Either way an edge
+ * waits as "pending" until the flow is seen at its destination.
  *
  * Steady state goes further: a memo takes a run of TNT bits at once (see
  * "taking TNT bits in bulk").
  *
  * Uses of the block decoder: its public calls (ipt_blk_set_ring for
- * the next trace), and ipt__blk_walk,
+ * the next trace), and ipt__blk_walk, ipt__blk_take_events,
  * ipt__blk_decode, ipt__blk_trace_ended, ipt__blk_trace_size,
  * ipt__blk_trace_more,
  * ipt__blk_set_run_hook and ipt__blk_allocator (see >>blk); the memo
@@ -22398,9 +22556,11 @@ static void ipt__cov_block(struct ipt_cov_decoder *cov,
 	cov->pend_kind = ipt__cov_block_kind(cov, block, &cov->pend_next);
 }
 
-static void ipt__cov_event(struct ipt_cov_decoder *cov,
-			   const struct pt_event *ev)
+/* The flow as the event @ev, which the block decoder took, says (@context
+ * is the coverage decoder). */
+static void ipt__cov_event(void *context, const struct pt_event *ev)
 {
+	struct ipt_cov_decoder *cov = (struct ipt_cov_decoder *) context;
 	uint64_t ip;
 
 	switch (ev->type) {
@@ -23336,11 +23496,15 @@ static int ipt__cov_walk(struct ipt_cov_decoder *cov, int status)
 			struct pt_event ev;
 
 			cov->call = ipt__cov_at_event;
-			status = pt_blk_event(blk, &ev, sizeof(ev));
+			if (!ipt__blk_take_events(blk, ipt__cov_event, cov,
+						  &status)) {
+				status = pt_blk_event(blk, &ev, sizeof(ev));
+				if (status >= 0)
+					ipt__cov_event(cov, &ev);
+			}
 			if (status < 0)
 				return ipt__cov_walk_stop(cov, offset, idle,
 							  status);
-			ipt__cov_event(cov, &ev);
 		}
 		if (status & pts_eos)
 			return -pte_eos;

@@ -1,0 +1,494 @@
+/* The short way through a PSB+'s status events against the general one,
+ * from a translation unit with its own static copy of the implementation:
+ *
+ *   - ipt__evt_next_status against pt_evt_next(), step by step on a copy
+ *     of the event decoder: the same event and the same decoder state
+ *     after it (and nothing moved while more trace may come);
+ *   - ipt__blk_take_events (the coverage decoder's way) against
+ *     pt_blk_event() one call at a time, on two block decoders in
+ *     lockstep: the same events, statuses, blocks and decoder state;
+ *   - the block decoder with its trace arriving in two pieces, cut at
+ *     every byte (ipt_blk_extend), against the whole trace at once.
+ *
+ * On traces of PSB+s that restate what the decoder knows, and of PSB+s
+ * that change the mode, the CR3, the VMCS or the IP, that say tracing is
+ * off, follow one another, end in an OVF or follow one, or hold time
+ * packets; and on every trace of the conformance suites given as
+ * arguments (their libipt and real folders) at the event level.  Built
+ * with IPT_BLK_GENERAL_PATH the short ways are off, and the counts of
+ * what they took say so: the checks that they took something fail. */
+#if defined(__GNUC__)
+#pragma GCC diagnostic ignored "-Wunused-function"
+#endif
+#define IPT_STATIC
+#define IPT_IMPLEMENTATION
+#include "ipt.h"
+#include "check.h"
+#include "blk_util.h"
+#include "files.h"
+
+#include <dirent.h>
+#include <stdlib.h>
+
+/* 1000: jz 1000 (74 fe); 1002: nop (90); 1003: jmp *%rax (ff e0). */
+static const uint8_t code[] = { 0x74, 0xfe, 0x90, 0xff, 0xe0 };
+
+/* How often each short way took something. */
+static unsigned long evt_short, blk_short;
+
+/* ---- the event decoder ---- */
+
+/* Step through the trace of @config with pt_evt_next(), trying
+ * ipt__evt_next_status on a copy first at each step; with @more, the
+ * trace's end is said to move (the short way must do nothing). */
+static void evt_compare(const struct pt_config *config, int more,
+			const char *name)
+{
+	struct pt_event_decoder *d = pt_evt_alloc_decoder(config);
+	int status, steps = 0, bad = 0;
+
+	CHECK(d != NULL);
+	if (!d)
+		return;
+	if (more)
+		CHECK_EQ(ipt_evt_extend(d, config->end, 1), 0);
+
+	status = pt_evt_sync_forward(d);
+	while (status >= 0 && steps++ < 100000) {
+		struct pt_event_decoder copy;
+		struct pt_event ea, eb;
+		int sa, sb;
+
+		memcpy(&copy, d, sizeof(copy));
+		memset(&ea, 0xa5, sizeof(ea));
+		memset(&eb, 0x5a, sizeof(eb));
+		sa = ipt__evt_next_status(&copy, &ea);
+		if (more && (sa != 0 || !ipt__evt_same(&copy, d)))
+			bad += 1;
+		sb = pt_evt_next(d, &eb, sizeof(eb));
+		if (sa > 0) {
+			evt_short += 1;
+			if (sb != 0 || memcmp(&ea, &eb, sizeof(ea)) ||
+			    !ipt__evt_same(&copy, d))
+				bad += 1;
+		} else if (!sa) {
+			sa = pt_evt_next(&copy, &ea, sizeof(ea));
+			if (sa != sb || (sb >= 0 &&
+					 (memcmp(&ea, &eb, sizeof(ea)) ||
+					  !ipt__evt_same(&copy, d))))
+				bad += 1;
+		} else if (sa != sb) {
+			bad += 1;
+		}
+		if (sb < 0) {
+			if (sb == -pte_eos || sb == -ipt_pte_need_more)
+				break;
+			status = pt_evt_sync_forward(d);
+		}
+	}
+	if (bad)
+		printf("%s%s: %d steps differ\n", name, more ? " (more)" : "",
+		       bad);
+	CHECK_EQ(bad, 0);
+	pt_evt_free_decoder(d);
+}
+
+/* ---- the block decoder ---- */
+
+struct evlog {
+	struct pt_event ev[64];
+	int n;
+};
+
+static void evlog_take(void *context, const struct pt_event *ev)
+{
+	struct evlog *l = (struct evlog *) context;
+
+	if (l->n < 64)
+		memcpy(&l->ev[l->n], ev, sizeof(*ev));
+	l->n += 1;
+}
+
+/* pt_blk_event() while events are pending. */
+static int blk_events_general(struct pt_block_decoder *d, int status,
+			      struct evlog *l)
+{
+	while (status >= 0 && (status & pts_event_pending)) {
+		struct pt_event ev;
+
+		memset(&ev, 0, sizeof(ev));
+		status = pt_blk_event(d, &ev, sizeof(ev));
+		if (status >= 0)
+			evlog_take(l, &ev);
+	}
+	return status;
+}
+
+/* The same as the coverage decoder takes them. */
+static int blk_events_short(struct pt_block_decoder *d, int status,
+			    struct evlog *l)
+{
+	while (status >= 0 && (status & pts_event_pending)) {
+		struct pt_event ev;
+		int before = l->n;
+
+		if (ipt__blk_take_events(d, evlog_take, l, &status)) {
+			if (l->n > before)
+				blk_short += 1;
+			continue;
+		}
+		memset(&ev, 0, sizeof(ev));
+		status = pt_blk_event(d, &ev, sizeof(ev));
+		if (status >= 0)
+			evlog_take(l, &ev);
+	}
+	return status;
+}
+
+static struct pt_block_decoder *blk_new(const struct pt_config *config,
+					struct pt_image *image)
+{
+	struct pt_block_decoder *d = pt_blk_alloc_decoder(config);
+
+	if (d && pt_blk_set_image(d, image) < 0) {
+		pt_blk_free_decoder(d);
+		d = NULL;
+	}
+	return d;
+}
+
+/* Two block decoders in lockstep: events the general way on one, the
+ * short way on the other. */
+static void blk_compare(const struct pt_config *config,
+			struct pt_image *image, const char *name)
+{
+	struct pt_block_decoder *a = blk_new(config, image);
+	struct pt_block_decoder *b = blk_new(config, image);
+	int sa, sb, steps = 0, bad = 0;
+
+	CHECK(a != NULL && b != NULL);
+	if (!a || !b) {
+		pt_blk_free_decoder(a);
+		pt_blk_free_decoder(b);
+		return;
+	}
+	sa = pt_blk_sync_forward(a);
+	sb = pt_blk_sync_forward(b);
+	while (steps++ < 10000) {
+		struct evlog la, lb;
+		struct pt_block ba, bb;
+
+		if (sa != sb) {
+			bad += 1;
+			break;
+		}
+		if (sa < 0) {
+			if (sa == -pte_eos)
+				break;
+			sa = pt_blk_sync_forward(a);
+			sb = pt_blk_sync_forward(b);
+			continue;
+		}
+		la.n = lb.n = 0;
+		sa = blk_events_general(a, sa, &la);
+		sb = blk_events_short(b, sb, &lb);
+		if (sa != sb || la.n != lb.n ||
+		    memcmp(la.ev, lb.ev,
+			   (size_t) (la.n < 64 ? la.n : 64) * sizeof(la.ev[0])) ||
+		    ipt__blk_same(a, b) != 1)
+			bad += 1;
+		if (sa < 0 || (sa & pts_eos))
+			continue;
+		memset(&ba, 0, sizeof(ba));
+		memset(&bb, 0, sizeof(bb));
+		sa = pt_blk_next(a, &ba, sizeof(ba));
+		sb = pt_blk_next(b, &bb, sizeof(bb));
+		if (memcmp(&ba, &bb, sizeof(ba)))
+			bad += 1;
+	}
+	if (bad)
+		printf("%s: %d steps differ\n", name, bad);
+	CHECK_EQ(bad, 0);
+	pt_blk_free_decoder(a);
+	pt_blk_free_decoder(b);
+}
+
+/* What the block decoder reports, as text, decoding the trace of
+ * @config whose end is first at @cut, more to come, and moves to the end
+ * the first time a call needs more (@cut at the end: all at once). */
+static void blk_stream(struct log *l, const struct pt_config *config,
+		       struct pt_image *image, uint8_t *cut)
+{
+	struct pt_block_decoder *d = blk_new(config, image);
+	uint8_t *end = config->end;
+	int status, steps = 0, moved = 0;
+
+	log_init(l);
+	if (!d) {
+		log_add(l, "no decoder\n");
+		return;
+	}
+	if (cut < end)
+		(void) ipt_blk_extend(d, cut, 1);
+	status = pt_blk_sync_forward(d);
+	while (steps++ < 10000) {
+		struct pt_block block;
+		struct pt_event ev;
+
+		if (status == -ipt_pte_need_more && !moved) {
+			moved = 1;
+			(void) ipt_blk_extend(d, end, 0);
+			status = pt_blk_sync_forward(d);
+			continue;
+		}
+		if (status < 0) {
+			log_add(l, "x %s\n", pt_errstr(pt_errcode(status)));
+			if (status == -pte_eos)
+				break;
+			status = pt_blk_sync_forward(d);
+			continue;
+		}
+		if (status & pts_event_pending) {
+			memset(&ev, 0, sizeof(ev));
+			status = pt_blk_event(d, &ev, sizeof(ev));
+			if (status == -ipt_pte_need_more && !moved) {
+				moved = 1;
+				(void) ipt_blk_extend(d, end, 0);
+				status = pts_event_pending;
+				continue;
+			}
+			if (status >= 0)
+				log_event(l, &ev);
+			continue;
+		}
+		if (status & pts_eos)
+			break;
+		memset(&block, 0, sizeof(block));
+		status = pt_blk_next(d, &block, sizeof(block));
+		if (status == -ipt_pte_need_more && !moved) {
+			moved = 1;
+			(void) ipt_blk_extend(d, end, 0);
+			status = 0;
+			continue;
+		}
+		if (status >= 0 || block.ninsn)
+			log_add(l, "b %llx %llx %u\n",
+				(unsigned long long) block.ip,
+				(unsigned long long) block.end_ip,
+				block.ninsn);
+	}
+	pt_blk_free_decoder(d);
+}
+
+/* Every cut of the trace against the whole of it. */
+static void blk_stream_compare(const struct pt_config *config,
+			       struct pt_image *image, const char *name)
+{
+	static struct log whole, piece;
+	uint8_t *cut;
+	int bad = 0;
+
+	blk_stream(&whole, config, image, config->end);
+	for (cut = config->begin + 1; cut < config->end; ++cut) {
+		blk_stream(&piece, config, image, cut);
+		if (strcmp(whole.text, piece.text)) {
+			if (!bad)
+				printf("%s: cut at %ld:\n%s---\n%s", name,
+				       (long) (cut - config->begin),
+				       whole.text, piece.text);
+			bad += 1;
+		}
+	}
+	CHECK_EQ(bad, 0);
+}
+
+/* ---- the traces ---- */
+
+/* A PSB+ at @ip (none: tracing off) with @mode, @cr3, and extras. */
+enum { psb_tsx = 1, psb_vmcs = 2, psb_time = 4, psb_ovf = 8 };
+
+static void tb_psb(struct tb *t, uint64_t ip, enum pt_exec_mode mode,
+		   uint64_t cr3, unsigned int extra)
+{
+	struct pt_packet p;
+
+	tb_simple(t, ppt_psb);
+	if (extra & psb_time) {
+		tb_tsc(t, 0x100000);
+		tb_cbr(t, 0x20);
+	}
+	if (extra & psb_tsx)
+		tb_mode_tsx(t, 1, 0);
+	tb_mode_exec(t, mode);
+	if (ip)
+		tb_ip(t, ppt_fup, pt_ipc_sext_48, ip);
+	tb_pip(t, cr3);
+	if (extra & psb_vmcs) {
+		memset(&p, 0, sizeof(p));
+		p.type = ppt_vmcs;
+		p.payload.vmcs.base = 0x12345000;
+		tb_put(t, &p);
+	}
+	tb_simple(t, (extra & psb_ovf) ? ppt_ovf : ppt_psbend);
+}
+
+/* Loop at 1000 taking @n TNT bits (taken), in TNT-8s. */
+static void tb_loop(struct tb *t, int n)
+{
+	for (; n > 0; n -= 6)
+		tb_tnt(t, 0x3f >> (n < 6 ? 6 - n : 0), (uint8_t) (n < 6 ? n : 6));
+}
+
+static int scenario(struct tb *t, int which)
+{
+	tb_init(t);
+	tb_psb(t, 0x1000, ptem_64bit, 0x4000, 0);
+	tb_loop(t, 7);
+	switch (which) {
+	case 0:
+		/* Restating what the decoder knows, three in a row. */
+		tb_psb(t, 0x1000, ptem_64bit, 0x4000, 0);
+		tb_psb(t, 0x1000, ptem_64bit, 0x4000, psb_vmcs | psb_time);
+		tb_psb(t, 0x1000, ptem_64bit, 0x4000, psb_tsx);
+		tb_loop(t, 5);
+		break;
+	case 1:
+		/* Another CR3, then another VMCS. */
+		tb_psb(t, 0x1000, ptem_64bit, 0x5000, 0);
+		tb_loop(t, 3);
+		tb_psb(t, 0x1000, ptem_64bit, 0x5000, psb_vmcs);
+		tb_loop(t, 3);
+		break;
+	case 2:
+		/* Another mode: a bad status update. */
+		tb_psb(t, 0x1000, ptem_32bit, 0x4000, 0);
+		tb_loop(t, 3);
+		break;
+	case 3:
+		/* Another IP: its events wait for the flow to get there,
+		 * which the trace then contradicts (an error either way). */
+		tb_psb(t, 0x1002, ptem_64bit, 0x4000, 0);
+		tb_ip(t, ppt_tip, pt_ipc_sext_48, 0x1000);
+		tb_loop(t, 3);
+		break;
+	case 4:
+		/* Tracing off, PSB+s saying so, then on again. */
+		tb_tnt(t, 0x0, 1);
+		tb_ip(t, ppt_tip_pgd, pt_ipc_suppressed, 0);
+		tb_psb(t, 0, ptem_64bit, 0x4000, 0);
+		tb_psb(t, 0, ptem_64bit, 0x4000, psb_time | psb_tsx);
+		tb_ip(t, ppt_tip_pge, pt_ipc_sext_48, 0x1000);
+		tb_loop(t, 4);
+		break;
+	case 5:
+		/* Tracing off in a PSB+ while it is on: a bad status update,
+		 * then the decoder goes on from the next PSB. */
+		tb_psb(t, 0, ptem_64bit, 0x4000, 0);
+		tb_loop(t, 2);
+		tb_psb(t, 0x1000, ptem_64bit, 0x4000, 0);
+		tb_loop(t, 2);
+		break;
+	case 6:
+		/* An overflow, a PSB+ after it; a PSB+ that an OVF ends. */
+		tb_simple(t, ppt_ovf);
+		tb_ip(t, ppt_fup, pt_ipc_sext_48, 0x1000);
+		tb_psb(t, 0x1000, ptem_64bit, 0x4000, 0);
+		tb_loop(t, 2);
+		tb_psb(t, 0x1000, ptem_64bit, 0x4000, psb_ovf);
+		tb_ip(t, ppt_fup, pt_ipc_sext_48, 0x1000);
+		tb_loop(t, 2);
+		tb_psb(t, 0, ptem_64bit, 0x4000, psb_ovf);
+		tb_ip(t, ppt_tip_pge, pt_ipc_sext_48, 0x1000);
+		tb_loop(t, 2);
+		break;
+	case 7:
+		/* A PSB+ the trace ends in. */
+		tb_simple(t, ppt_psb);
+		tb_mode_exec(t, ptem_64bit);
+		tb_ip(t, ppt_fup, pt_ipc_sext_48, 0x1000);
+		break;
+	default:
+		return 0;
+	}
+	return 1;
+}
+
+/* Every conformance trace in @dir/cases/x/trace.pt, at the event
+ * level. */
+static int corpus(const char *dir)
+{
+	char path[4096];
+	struct dirent *e;
+	DIR *cases;
+	int n = 0;
+
+	snprintf(path, sizeof(path), "%s/cases", dir);
+	cases = opendir(path);
+	CHECK(cases != NULL);
+	if (!cases)
+		return 0;
+	while ((e = readdir(cases))) {
+		struct pt_config config;
+		uint8_t *trace;
+		size_t size;
+
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%s/cases/%s/trace.pt", dir,
+			 e->d_name);
+		trace = read_file(path, &size);
+		if (!trace)
+			continue;
+		pt_config_init(&config);
+		config.begin = trace;
+		config.end = trace + size;
+		evt_compare(&config, 0, e->d_name);
+		evt_compare(&config, 1, e->d_name);
+		free(trace);
+		n += 1;
+	}
+	closedir(cases);
+	return n;
+}
+
+int main(int argc, char **argv)
+{
+	struct pt_image *image;
+	struct mem m;
+	int which, i, traces = 0;
+
+	mem_init(&m, 0x1000, code, sizeof(code));
+	image = mem_image(&m, "psb");
+	CHECK(image != NULL);
+	if (!image)
+		return check_done();
+
+	for (which = 0;; ++which) {
+		struct pt_config *config;
+		struct tb t;
+		char name[32];
+
+		if (!scenario(&t, which)) {
+			pt_free_encoder(t.enc);
+			break;
+		}
+		config = tb_done(&t);
+		CHECK_EQ(t.errors, 0);
+		snprintf(name, sizeof(name), "scenario %d", which);
+		evt_compare(config, 0, name);
+		evt_compare(config, 1, name);
+		blk_compare(config, image, name);
+		blk_stream_compare(config, image, name);
+	}
+	CHECK(evt_short > 0);
+	CHECK(blk_short > 0);
+
+	for (i = 1; i < argc; ++i)
+		traces += corpus(argv[i]);
+	CHECK(argc < 2 || traces > 0);
+	printf("%lu status events the short way in the event decoder, %lu "
+	       "runs of events in the block decoder; %d corpus traces\n",
+	       evt_short, blk_short, traces);
+	pt_image_free(image);
+	return check_done();
+}
