@@ -22132,11 +22132,13 @@ struct ipt_cov_decoder {
 	uint32_t resumed;
 
 	/* The TNT memo (see "taking TNT bits in bulk"): @nmemo entries at
-	 * @memo (none yet, or none to be had, if NULL), at most
-	 * @memo_limit bytes; @memo_shift turns a hash into an entry
-	 * number.  @memo_ctx is the block decoder's last context number
-	 * when the memo was last used, to see the numbers start over. */
+	 * @memo (none yet, or none to be had, if NULL), and with an edge
+	 * callback as many at @memo_edges, at most @memo_limit bytes in
+	 * all; @memo_shift turns a hash into an entry number.  @memo_ctx
+	 * is the block decoder's last context number when the memo was
+	 * last used, to see the numbers start over. */
 	struct ipt__cov_memo *memo;
+	struct ipt__cov_memo_edges *memo_edges;
 	uint64_t memo_limit;
 	uint32_t nmemo;
 	uint32_t memo_shift;
@@ -22450,25 +22452,30 @@ static IPT__INLINE void ipt__cov_reach(void *context, uint64_t ip)
  * the same slot. */
 
 enum {
-	/* The most TNT bits one entry covers (and thus edges; at most 15,
+	/* The most TNT bits one entry covers (and thus edges; at most 31,
 	 * the bits of @ret, @nt and @count less the TIP's). */
-	IPT__COV_MEMO_BITS = 12,
+	IPT__COV_MEMO_BITS = 31,
 	/* The most return-stack pushes and pops one entry replays. */
 	IPT__COV_MEMO_OPS = 8,
 	/* The most TNT and TIP packets read ahead of the one in hand at a
 	 * time. */
-	IPT__COV_AHEAD = 32,
-	/* In a memo key: the entry ends at a TIP. */
-	IPT__COV_MEMO_TIP = 1 << 24
+	IPT__COV_AHEAD = 32
 };
 
+/* In a memo key: the bits (the first in the highest of the low half),
+ * their number and whether the entry ends at a TIP. */
+#define IPT__COV_MEMO_KEY(bits, n, tip)                                        \
+	((uint64_t) (bits) | ((uint64_t) (n) << 32) | ((uint64_t) (tip) << 40))
+
+/* An entry holds what a hit needs; the edges themselves, for an edge
+ * callback, are in a struct ipt__cov_memo_edges of the same number, so
+ * that a decoder without one has twice the entries in the same memory. */
 struct ipt__cov_memo {
 	/* The key: the IP, the context number (zero for an empty entry),
-	 * and the bits (low half, the first in its highest bit) with
-	 * their number (high half) and IPT__COV_MEMO_TIP. */
+	 * and IPT__COV_MEMO_KEY. */
 	uint64_t ip;
+	uint64_t key;
 	uint32_t ctx;
-	uint32_t key;
 	/* TNT bits taken, zero if none (the walk takes the next); whether
 	 * the entry ends at a branch that takes a TIP, after them. */
 	uint8_t used;
@@ -22481,32 +22488,37 @@ struct ipt__cov_memo {
 	 * @nt that it is a conditional branch not taken, of @count that it
 	 * counts (the decoder's kinds and ranges); the TIP's branch is edge
 	 * @used. */
-	uint16_t ret;
-	uint16_t nt;
-	uint16_t count;
-	/* How many of the edges but the last count. */
-	uint8_t ncount;
-	/* The TIP's branch: its edge kind. */
+	uint32_t ret;
+	uint32_t nt;
+	uint32_t count;
+	/* How many of the edges but the last count; the TIP's branch: its
+	 * edge kind. */
+	uint16_t ncount;
 	uint16_t tip_kind;
+	/* The last edge's bitmap index (without a TIP). */
+	uint32_t last_index;
 	/* The code the runs after the last bit cover, up to the TIP's
 	 * branch: a disable's IP there binds elsewhere. */
 	uint64_t span_lo;
 	uint64_t span_hi;
-	/* Where the flow goes on (without a TIP); the IP after the last
-	 * branch. */
+	/* Where the flow goes on (without a TIP); the last edge's (the TIP's
+	 * branch's) from and the IP after it. */
 	uint64_t exit;
+	uint64_t last_from;
 	uint64_t last_next;
-	/* One edge per bit taken, and the TIP's branch (its @to unknown). */
-	uint64_t from[IPT__COV_MEMO_BITS + 1];
-	uint64_t to[IPT__COV_MEMO_BITS];
 	uint64_t op[IPT__COV_MEMO_OPS];
-	/* Their bitmap indices, before the bitmap's size; those of the
-	 * @ncount edges but the last that count. */
-	uint32_t index[IPT__COV_MEMO_BITS];
+	/* The bitmap indices, before the bitmap's size, of the @ncount
+	 * edges but the last that count. */
 	uint32_t counted[IPT__COV_MEMO_BITS];
 	/* Instructions walked up to each bit taken, and to the TIP, for the
 	 * block decoder's count. */
 	uint32_t ninsn[IPT__COV_MEMO_BITS + 1];
+};
+
+/* One edge per bit taken, and the TIP's branch (its @to unknown). */
+struct ipt__cov_memo_edges {
+	uint64_t from[IPT__COV_MEMO_BITS + 1];
+	uint64_t to[IPT__COV_MEMO_BITS];
 };
 
 /* The default memory bound of the memo, in bytes. */
@@ -22518,7 +22530,11 @@ static void ipt__cov_memo_free(struct ipt_cov_decoder *cov)
 {
 	ipt__free(ipt__blk_allocator(&cov->blk), cov->memo,
 		  (size_t) cov->nmemo * sizeof(*cov->memo));
+	if (cov->memo_edges)
+		ipt__free(ipt__blk_allocator(&cov->blk), cov->memo_edges,
+			  (size_t) cov->nmemo * sizeof(*cov->memo_edges));
 	cov->memo = NULL;
+	cov->memo_edges = NULL;
 	cov->nmemo = 0;
 	cov->memo_failed = 0;
 }
@@ -22541,7 +22557,9 @@ static void ipt__cov_memo_clear(struct ipt_cov_decoder *cov)
  * (none below 16).  Returns whether there is one. */
 static IPT__NOINLINE int ipt__cov_memo_alloc(struct ipt_cov_decoder *cov)
 {
-	uint64_t want = cov->memo_limit / sizeof(*cov->memo);
+	size_t size = sizeof(*cov->memo) +
+		      (cov->config.edge ? sizeof(*cov->memo_edges) : 0);
+	uint64_t want = cov->memo_limit / size;
 	uint32_t n = 16, shift = 60;
 
 	if (cov->memo_failed || want < n) {
@@ -22555,6 +22573,16 @@ static IPT__NOINLINE int ipt__cov_memo_alloc(struct ipt_cov_decoder *cov)
 	cov->memo = (struct ipt__cov_memo *)
 		ipt__alloc_cache(ipt__blk_allocator(&cov->blk),
 				 (size_t) n * sizeof(*cov->memo));
+	if (cov->memo && cov->config.edge) {
+		cov->memo_edges = (struct ipt__cov_memo_edges *)
+			ipt__alloc_cache(ipt__blk_allocator(&cov->blk),
+					 (size_t) n * sizeof(*cov->memo_edges));
+		if (!cov->memo_edges) {
+			ipt__free(ipt__blk_allocator(&cov->blk), cov->memo,
+				  (size_t) n * sizeof(*cov->memo));
+			cov->memo = NULL;
+		}
+	}
 	if (!cov->memo) {
 		cov->memo_failed = 1;
 		return 0;
@@ -22587,6 +22615,8 @@ ipt__cov_memo_fill(struct ipt_cov_decoder *cov, struct ipt__cov_memo *e,
 		   uint32_t n, uint32_t tip)
 {
 	struct pt_block_decoder *blk = &cov->blk;
+	struct ipt__cov_memo_edges *edges =
+		cov->memo_edges ? &cov->memo_edges[e - cov->memo] : NULL;
 	uint32_t used = 0, ninsn = 0, nops = 0, pops = 0, depth = 0;
 	uint32_t chain = 0, mask = 1;
 	const struct ipt__blk_run *run;
@@ -22594,7 +22624,7 @@ ipt__cov_memo_fill(struct ipt_cov_decoder *cov, struct ipt__cov_memo *e,
 	/* The entry's pushes not popped yet, by their op number. */
 	uint8_t stack[IPT__COV_MEMO_OPS];
 	/* The entry as of the bit before the last. */
-	uint64_t prev_exit = 0, prev_next = 0;
+	uint64_t prev_exit = 0, prev_next = 0, prev_from = 0;
 	uint8_t prev_nops = 0, prev_pops = 0;
 
 	e->used = 0;
@@ -22625,10 +22655,10 @@ ipt__cov_memo_fill(struct ipt_cov_decoder *cov, struct ipt__cov_memo *e,
 			if (used == n)
 				goto out;
 			to = bit ? ipt__blk_run_target(run, mode, next) : next;
-			e->ret &= (uint16_t) ~mask;
-			e->nt &= (uint16_t) ~mask;
+			e->ret &= ~mask;
+			e->nt &= ~mask;
 			if (to == next)
-				e->nt |= (uint16_t) mask;
+				e->nt |= mask;
 			break;
 
 		case ipt__run_ret:
@@ -22643,7 +22673,7 @@ ipt__cov_memo_fill(struct ipt_cov_decoder *cov, struct ipt__cov_memo *e,
 			to = e->op[stack[--depth]];
 			pops |= 1u << nops;
 			e->op[nops++] = 0;
-			e->ret |= (uint16_t) mask;
+			e->ret |= mask;
 			break;
 
 		case ipt__run_dcall:
@@ -22675,16 +22705,21 @@ ipt__cov_memo_fill(struct ipt_cov_decoder *cov, struct ipt__cov_memo *e,
 
 		/* A TNT bit taken: what the walk has done up to here is the
 		 * entry. */
-		e->from[used] = end_ip;
-		e->to[used] = to;
-		e->index[used] = ipt__cov_index(end_ip, to);
+		if (edges) {
+			edges->from[used] = end_ip;
+			edges->to[used] = to;
+		}
+		/* Every edge's index for now (ipt__cov_memo_find keeps
+		 * those that count). */
+		e->counted[used] = ipt__cov_index(end_ip, to);
 		e->ninsn[used] = ninsn;
-		e->count &= (uint16_t) ~mask;
+		e->count &= ~mask;
 		if (ipt__cov_counts(cov, end_ip, to,
 				    ipt__cov_memo_kind(e, used)))
-			e->count |= (uint16_t) mask;
+			e->count |= mask;
 		prev_exit = e->exit;
 		prev_next = e->last_next;
+		prev_from = e->last_from;
 		prev_nops = e->nops;
 		prev_pops = e->pops;
 		used += 1;
@@ -22692,6 +22727,7 @@ ipt__cov_memo_fill(struct ipt_cov_decoder *cov, struct ipt__cov_memo *e,
 		e->nops = (uint8_t) nops;
 		e->pops = (uint8_t) pops;
 		e->exit = to;
+		e->last_from = end_ip;
 		e->last_next = next;
 		chain = 0;
 		ip = to;
@@ -22702,6 +22738,7 @@ out:
 	if (tip && used == n && used) {
 		e->used = (uint8_t) (used - 1);
 		e->exit = prev_exit;
+		e->last_from = prev_from;
 		e->last_next = prev_next;
 		e->nops = prev_nops;
 		e->pops = prev_pops;
@@ -22716,13 +22753,15 @@ tip_branch:
 			goto out;
 		e->op[nops++] = next;
 	}
-	e->from[used] = end_ip;
+	if (edges)
+		edges->from[used] = end_ip;
+	e->last_from = end_ip;
 	e->ninsn[used] = ninsn;
 	e->tip_kind = (uint16_t) ipt__cov_kind_of(
 		(enum pt_insn_class) run->iclass);
-	e->count &= (uint16_t) ~mask;
+	e->count &= ~mask;
 	if (ipt__cov_counts(cov, end_ip, 0, (enum ipt_cov_kind) e->tip_kind))
-		e->count |= (uint16_t) mask;
+		e->count |= mask;
 	e->nops = (uint8_t) nops;
 	e->last_next = next;
 	e->tip = 1;
@@ -22737,25 +22776,28 @@ ipt__cov_memo_find(struct ipt_cov_decoder *cov, uint64_t ip,
 {
 	struct pt_block_decoder *blk = &cov->blk;
 	struct ipt__cov_memo *e;
-	uint32_t ctx, key;
-	uint64_t h;
+	uint32_t ctx;
+	uint64_t key, h;
 
-	key = bits | (n << 16) | (tip ? (uint32_t) IPT__COV_MEMO_TIP : 0);
+	key = IPT__COV_MEMO_KEY(bits, n, tip ? 1 : 0);
 	ctx = ipt__blk_ctx_of(blk, mode);
-	h = (ip ^ ((uint64_t) ctx << 32) ^ ((uint64_t) key << 40)) *
-	    0x9e3779b97f4a7c15ull;
+	h = (ip ^ ((uint64_t) ctx << 48) ^ (key * 0x9e3779b97f4a7c15ull)) *
+	    0xff51afd7ed558ccdull;
 	e = &cov->memo[h >> cov->memo_shift];
 	if (e->ip != ip || e->ctx != ctx || e->key != key) {
 		uint32_t i, ncount = 0, nbit;
 
 		ipt__cov_memo_fill(cov, e, ip, mode, bits, n, tip);
 		/* The edges seen at their destination within the entry: all
-		 * of a TIP's entry, all but the last of the others. */
+		 * of a TIP's entry, all but the last of the others (its
+		 * index kept apart). */
 		nbit = e->tip ? e->used : e->used ? e->used - 1u : 0;
+		if (!e->tip && e->used)
+			e->last_index = e->counted[nbit];
 		for (i = 0; i < nbit; ++i)
 			if ((e->count >> i) & 1)
-				e->counted[ncount++] = e->index[i];
-		e->ncount = (uint8_t) ncount;
+				e->counted[ncount++] = e->counted[i];
+		e->ncount = (uint16_t) ncount;
 		/* Filling may have moved to a new context. */
 		e->ip = ip;
 		e->ctx = ipt__blk_ctx_of(blk, mode);
@@ -22784,26 +22826,39 @@ static IPT__INLINE void ipt__cov_memo_apply(struct ipt_cov_decoder *cov,
 	}
 
 	last = e->tip ? (uint32_t) e->used : (uint32_t) e->used - 1;
-	if (cov->map && !cov->config.edge &&
-	    !(cov->config.flags & ipt_cov_saturate)) {
-		/* Plain counters: as ipt__cov_hit, with its tests taken out
-		 * of the loop, and in locals: stores to the bitmap could
-		 * alias anything. */
+	if (IPT__LIKELY(!cov->memo_edges)) {
+		/* No callback: as ipt__cov_hit, with its tests taken out of
+		 * the loop, and in locals: stores to the bitmap could alias
+		 * anything. */
 		uint8_t *map = cov->map;
 		uint32_t mask = cov->mask, ncount = e->ncount;
 		const uint32_t *counted = e->counted;
 
-		for (i = 0; i < ncount; ++i)
-			map[counted[i] & mask] += 1;
+		if (!map)
+			;
+		else if (!(cov->config.flags & ipt_cov_saturate))
+			for (i = 0; i < ncount; ++i)
+				map[counted[i] & mask] += 1;
+		else
+			for (i = 0; i < ncount; ++i) {
+				uint8_t *counter = &map[counted[i] & mask];
+
+				if (*counter != UINT8_MAX)
+					*counter += 1;
+			}
 		cov->status.edges += ncount;
 	} else {
+		const struct ipt__cov_memo_edges *edges =
+			&cov->memo_edges[e - cov->memo];
+
 		for (i = 0; i < last; ++i)
 			if ((e->count >> i) & 1)
-				ipt__cov_hit(cov, e->from[i], e->to[i],
+				ipt__cov_hit(cov, edges->from[i], edges->to[i],
 					     ipt__cov_memo_kind(e, i),
-					     e->index[i]);
+					     ipt__cov_index(edges->from[i],
+							    edges->to[i]));
 	}
-	cov->pend_from = e->from[last];
+	cov->pend_from = e->last_from;
 	cov->pend_next = e->last_next;
 	cov->pend_kind = (uint32_t) ipt__cov_memo_kind(e, last);
 	if (cov->pend_kind == ipt_cov_not_taken)
@@ -22931,7 +22986,8 @@ static uint64_t ipt__cov_tnt(void *context, struct pt_block_decoder *blk,
 		uint32_t n, bits, used, took, at, tip;
 
 		/* Read ahead until a full step's bits and one more are
-		 * there (a TNT-64 has at most 47 bits: they fit); a TIP or
+		 * there, as many as the window holds (a TNT-64 that does
+		 * not fit waits until the steps have taken bits); a TIP or
 		 * a TIP.PGD, TIP.PGE pair only with a TNT, a TIP or a
 		 * TIP.PGD behind it. */
 		while (more && nwin <= IPT__COV_MEMO_BITS &&
@@ -22971,13 +23027,16 @@ static uint64_t ipt__cov_tnt(void *context, struct pt_block_decoder *blk,
 				}
 				ipt__cov_ahead_tip(&ahead, ip, ipc, ip2, ipc2,
 						   next);
-				if (type != ppt_tnt_8 && type != ppt_tnt_64) {
+				if ((type != ppt_tnt_8 && type != ppt_tnt_64) ||
+				    nwin + size >= 64) {
 					/* Read again next round. */
 					pos = next;
 					continue;
 				}
 				next = after;
 			}
+			if (nwin + size >= 64)
+				break;
 			ipt__cov_ahead_tnt(&ahead, payload, size, next);
 			window = (window << size) | payload;
 			nwin += size;
@@ -23072,7 +23131,7 @@ static uint64_t ipt__cov_tnt(void *context, struct pt_block_decoder *blk,
 
 			pend_counts = (e->count >> last) & 1;
 			pend_kind = ipt__cov_memo_kind(e, last);
-			pend_index = e->index[last];
+			pend_index = e->last_index;
 			ip = e->exit;
 			continue;
 		}
@@ -23117,7 +23176,7 @@ static uint64_t ipt__cov_tnt(void *context, struct pt_block_decoder *blk,
 
 		pend_counts = cov->pend_kind ? (e->count >> used) & 1 : 0;
 		pend_kind = e->tip_kind;
-		pend_index = ipt__cov_index(e->from[used], last_ip.ip);
+		pend_index = ipt__cov_index(e->last_from, last_ip.ip);
 		ip = last_ip.ip;
 	}
 
