@@ -5929,18 +5929,24 @@ static IPT__INLINE int ipt__pkt_in_fast(uintptr_t begin, size_t fast,
 	return (uintptr_t) pos - begin < fast;
 }
 
-/* Move past the PADs at the decoder's position, as many calls of
- * pt_pkt_next would, one byte at a time; in traces PADs often outnumber
- * all other packets.  Only where the fast path would decode them. */
+/* Past the PADs at @pos, as many calls of pt_pkt_next would go, one byte
+ * at a time, given a decoder's config.begin and fast; in traces PADs
+ * often outnumber all other packets.  Only where the fast path would
+ * decode them.  ipt__pkt_skip_pads moves the decoder's position. */
+static IPT__INLINE const uint8_t *ipt__pkt_past_pads(uintptr_t begin,
+						     size_t fast,
+						     const uint8_t *pos)
+{
+	while (ipt__pkt_in_fast(begin, fast, pos) && !*pos)
+		pos += 1;
+	return pos;
+}
+
 static IPT__UNUSED IPT__INLINE void
 ipt__pkt_skip_pads(struct pt_packet_decoder *decoder)
 {
-	const uint8_t *pos = decoder->pos;
-
-	while (ipt__pkt_in_fast((uintptr_t) decoder->config.begin,
-				decoder->fast, pos) && !*pos)
-		pos += 1;
-	decoder->pos = pos;
+	decoder->pos = ipt__pkt_past_pads((uintptr_t) decoder->config.begin,
+					  decoder->fast, decoder->pos);
 }
 
 /* pt_pkt_next's fast path, for a caller with a struct pt_packet of its
@@ -6794,6 +6800,12 @@ static IPT__UNUSED int ipt__tcal_same(const struct ipt_time_cal *a,
  *                                          const uint8_t **pos,
  *                                          uint64_t *payload,
  *                                          uint32_t *size);
+ *   int  ipt__evt_tnt8_ahead(const struct pt_event_decoder *,
+ *                            const uint8_t **pos, uint64_t *payload,
+ *                            uint32_t *size);
+ *   enum pt_packet_type ipt__evt_ahead_other(
+ *            const struct pt_event_decoder *, const uint8_t **pos,
+ *            uint64_t *payload, uint32_t *size);
  *   void ipt__evt_tnt_taken(struct pt_event_decoder *decoder,
  *                           const uint8_t *pos, const struct ipt_last_ip *);
  *   const struct ipt_last_ip *
@@ -9789,14 +9801,39 @@ static int ipt__evt_next_tnt(struct pt_event_decoder *decoder,
  * carried nothing but their bits or IP: no other packet, and so no
  * change of time, lies between them. */
 
-/* The TNT, TIP, TIP.PGD or TIP.PGE packet after the one at *@pos (NULL:
- * the event in hand): its type, and *@pos past it, with a TNT's bits (the
- * oldest highest) in @payload and their number in @size, or the IP
- * payload in @payload and its compression in @size; 0 if the next packet
- * is none of them, read this way. */
+/* The one-byte TNT (most packets) after *@pos (not NULL), where the packet
+ * layer's fast path decodes: 1, *@pos past it and its bits and their
+ * number in @payload and @size, as ipt__evt_tnt_ahead; else 0 and *@pos
+ * past the PADs only. */
+static IPT__INLINE int ipt__evt_tnt8_ahead(const struct pt_event_decoder *decoder,
+					   const uint8_t **pos,
+					   uint64_t *payload, uint32_t *size)
+{
+	const struct pt_packet_decoder *pacdec = &decoder->pacdec;
+	const struct pt_packet *packet;
+	const uint8_t *at;
+
+	at = ipt__pkt_past_pads((uintptr_t) pacdec->config.begin,
+				pacdec->fast, *pos);
+	*pos = at;
+	if (!ipt__pkt_in_fast((uintptr_t) pacdec->config.begin, pacdec->fast,
+			      at))
+		return 0;
+	/* As the packet layer decodes them. */
+	packet = &ipt__pkt_one_byte[*at >> 1];
+	if ((*at & 1) || packet->type != ppt_tnt_8)
+		return 0;
+	*payload = packet->payload.tnt.payload;
+	*size = packet->payload.tnt.bit_size;
+	*pos = at + 1;
+	return 1;
+}
+
+/* ipt__evt_tnt_ahead where ipt__evt_tnt8_ahead found no one-byte TNT at
+ * *@pos (and moved it past the PADs), or *@pos is NULL. */
 static IPT__INLINE enum pt_packet_type
-ipt__evt_tnt_ahead(const struct pt_event_decoder *decoder, const uint8_t **pos,
-		   uint64_t *payload, uint32_t *size)
+ipt__evt_ahead_other(const struct pt_event_decoder *decoder,
+		     const uint8_t **pos, uint64_t *payload, uint32_t *size)
 {
 	const struct pt_packet_decoder *pacdec = &decoder->pacdec;
 	const struct pt_packet *packet;
@@ -9809,22 +9846,9 @@ ipt__evt_tnt_ahead(const struct pt_event_decoder *decoder, const uint8_t **pos,
 		packet = &decoder->packet;
 		at = pacdec->pos;
 	} else {
-		while (ipt__pkt_in_fast((uintptr_t) pacdec->config.begin,
-					pacdec->fast, at) && !*at)
-			at += 1;
 		if (!ipt__pkt_in_fast((uintptr_t) pacdec->config.begin,
-				      pacdec->fast, at))
-			return (enum pt_packet_type) 0;
-		/* The one-byte TNTs first, as the packet layer decodes
-		 * them. */
-		packet = &ipt__pkt_one_byte[*at >> 1];
-		if (!(*at & 1) && packet->type == ppt_tnt_8) {
-			*payload = packet->payload.tnt.payload;
-			*size = packet->payload.tnt.bit_size;
-			*pos = at + 1;
-			return ppt_tnt_8;
-		}
-		if (!ipt__pkt_fast(at, &local, pacdec->config.errata.skd007, 0))
+				      pacdec->fast, at) ||
+		    !ipt__pkt_fast(at, &local, pacdec->config.errata.skd007, 0))
 			return (enum pt_packet_type) 0;
 		packet = &local;
 		at += local.size;
@@ -9849,6 +9873,20 @@ ipt__evt_tnt_ahead(const struct pt_event_decoder *decoder, const uint8_t **pos,
 	}
 	*pos = at;
 	return packet->type;
+}
+
+/* The TNT, TIP, TIP.PGD or TIP.PGE packet after the one at *@pos (NULL:
+ * the event in hand): its type, and *@pos past it, with a TNT's bits (the
+ * oldest highest) in @payload and their number in @size, or the IP
+ * payload in @payload and its compression in @size; 0 if the next packet
+ * is none of them, read this way (*@pos may have moved past PADs). */
+static IPT__INLINE enum pt_packet_type
+ipt__evt_tnt_ahead(const struct pt_event_decoder *decoder, const uint8_t **pos,
+		   uint64_t *payload, uint32_t *size)
+{
+	if (*pos && ipt__evt_tnt8_ahead(decoder, pos, payload, size))
+		return ppt_tnt_8;
+	return ipt__evt_ahead_other(decoder, pos, payload, size);
 }
 
 /* The caller took the packets ahead up to @pos (as ipt__evt_tnt_ahead
@@ -13273,6 +13311,12 @@ ipt__insn_range_is_contiguous(uint64_t begin, uint64_t end,
  *                                          const uint8_t **pos,
  *                                          uint64_t *payload,
  *                                          uint32_t *size);
+ *   int  ipt__blk_tnt8_ahead(const struct pt_block_decoder *,
+ *                            const uint8_t **pos, uint64_t *payload,
+ *                            uint32_t *size);
+ *   enum pt_packet_type ipt__blk_ahead_other(
+ *            const struct pt_block_decoder *, const uint8_t **pos,
+ *            uint64_t *payload, uint32_t *size);
  *   const struct ipt_last_ip *
  *        ipt__blk_last_ip(const struct pt_block_decoder *);
  *   void ipt__blk_tnt_taken(struct pt_block_decoder *, const uint8_t *pos,
@@ -17577,6 +17621,20 @@ ipt__blk_tnt_ahead(const struct pt_block_decoder *decoder, const uint8_t **pos,
 		   uint64_t *payload, uint32_t *size)
 {
 	return ipt__evt_tnt_ahead(&decoder->evdec, pos, payload, size);
+}
+
+static IPT__INLINE int ipt__blk_tnt8_ahead(const struct pt_block_decoder *decoder,
+					   const uint8_t **pos,
+					   uint64_t *payload, uint32_t *size)
+{
+	return ipt__evt_tnt8_ahead(&decoder->evdec, pos, payload, size);
+}
+
+static IPT__INLINE enum pt_packet_type
+ipt__blk_ahead_other(const struct pt_block_decoder *decoder,
+		     const uint8_t **pos, uint64_t *payload, uint32_t *size)
+{
+	return ipt__evt_ahead_other(&decoder->evdec, pos, payload, size);
 }
 
 static IPT__INLINE const struct ipt_last_ip *
@@ -22890,6 +22948,15 @@ struct ipt__cov_ahead {
 	uint32_t ntip;
 	/* With TIPs: how many packets come before the first. */
 	uint32_t ftip;
+	/* The window of TNT bits: its next bit is bit @nwin - 1; the first
+	 * @seg of them come before the first TIP read ahead.  Where the
+	 * next packet to read ahead is (NULL: the one after the event in
+	 * hand), and whether there may be more. */
+	uint64_t window;
+	uint32_t nwin;
+	uint32_t seg;
+	const uint8_t *pos;
+	uint32_t more;
 };
 
 /* Append a TNT read ahead to @ahead: @size bits @payload, ending at
@@ -22952,6 +23019,98 @@ static uint32_t ipt__cov_ahead_seg(struct ipt__cov_ahead *ahead,
 	return left;
 }
 
+/* Read ahead (see ipt__cov_tnt) until a full step's bits and one more are
+ * in @ahead's window, as many as it holds (a TNT-64 that does not fit
+ * waits until the steps have taken bits); a TIP or a TIP.PGD, TIP.PGE
+ * pair only with a TNT, a TIP or a TIP.PGD behind it.  The window is in
+ * locals while it reads. */
+static IPT__INLINE void ipt__cov_ahead_read(const struct pt_block_decoder *blk,
+					    struct ipt__cov_ahead *ahead)
+{
+	const uint8_t *pos = ahead->pos;
+	uint64_t window = ahead->window;
+	uint32_t nwin = ahead->nwin, seg = ahead->seg;
+
+	while (nwin <= IPT__COV_MEMO_BITS &&
+	       ahead->n + 2 <= IPT__COV_AHEAD) {
+		const uint8_t *next = pos, *after;
+		uint64_t payload = 0, ip = 0, ip2 = 0;
+		uint32_t size = 0, ipc = 0, ipc2 = 0;
+		enum pt_packet_type type;
+
+		/* Without TIPs read ahead, one-byte TNTs in a row (the most
+		 * packets there) first, in a loop of their own. */
+		if (!pos || ahead->ntip) {
+			type = ipt__blk_tnt_ahead(blk, &next, &payload, &size);
+		} else {
+			while (ipt__blk_tnt8_ahead(blk, &next, &payload,
+						   &size)) {
+				ipt__cov_ahead_tnt(ahead, payload, size, next);
+				window = (window << size) | payload;
+				nwin += size;
+				seg += size;
+				pos = next;
+				if (nwin > IPT__COV_MEMO_BITS ||
+				    ahead->n + 2 > IPT__COV_AHEAD)
+					goto out;
+			}
+			type = ipt__blk_ahead_other(blk, &next, &payload,
+						    &size);
+		}
+		if (type == ppt_tip_pgd) {
+			ip = payload;
+			ipc = size;
+			type = ipt__blk_tnt_ahead(blk, &next, &payload,
+						  &size);
+			if (type != ppt_tip_pge) {
+				ahead->more = 0;
+				break;
+			}
+			type = ppt_tip_pgd;
+			ip2 = payload;
+			ipc2 = size;
+		} else if (type == ppt_tip) {
+			ip = payload;
+			ipc = size;
+		} else if (type != ppt_tnt_8 && type != ppt_tnt_64) {
+			ahead->more = 0;
+			break;
+		}
+		if (type != ppt_tnt_8 && type != ppt_tnt_64) {
+			after = next;
+			type = ipt__blk_tnt_ahead(blk, &after, &payload,
+						  &size);
+			if (!type || type == ppt_tip_pge) {
+				ahead->more = 0;
+				break;
+			}
+			ipt__cov_ahead_tip(ahead, ip, ipc, ip2, ipc2,
+					   next);
+			if ((type != ppt_tnt_8 && type != ppt_tnt_64) ||
+			    nwin + size >= 64) {
+				/* Read again next round. */
+				pos = next;
+				continue;
+			}
+			next = after;
+		}
+		if (nwin + size >= 64)
+			break;
+		ipt__cov_ahead_tnt(ahead, payload, size, next);
+		window = (window << size) | payload;
+		nwin += size;
+		if (!ahead->ntip)
+			seg += size;
+		pos = next;
+	}
+
+out:
+	ahead->pos = pos;
+	ahead->window = window;
+	ahead->nwin = nwin;
+	ahead->seg = seg;
+}
+
 /* The walk's ops->tnt: take the next bits of the TNT in hand and the TNT
  * packets behind it, and the TIPs between them, one memo step after
  * another from @ip. */
@@ -22962,9 +23121,9 @@ static uint64_t ipt__cov_tnt(void *context, struct pt_block_decoder *blk,
 	struct pt_event *ev = &blk->event;
 	struct ipt__cov_ahead ahead;
 	struct ipt_last_ip last_ip;
-	const uint8_t *pos = NULL, *end = NULL;
-	uint64_t window, bits_in_hand = 0;
-	uint32_t nwin, left, seg, icnt, more = 1, crossed = 0, steps = 0;
+	const uint8_t *end = NULL;
+	uint64_t bits_in_hand = 0;
+	uint32_t left, icnt, crossed = 0, steps = 0;
 	uint32_t pend_counts = 0, pend_kind = 0, pend_index = 0;
 
 	if (IPT__UNLIKELY(!cov->memo) && !ipt__cov_memo_alloc(cov))
@@ -22975,13 +23134,14 @@ static uint64_t ipt__cov_tnt(void *context, struct pt_block_decoder *blk,
 		ipt__cov_memo_clear(cov);
 	cov->memo_ctx = blk->ctx_next;
 
-	/* The window: its next bit is bit @nwin - 1; the first @left of
-	 * them belong to the packet in hand, the first @seg come before
-	 * the first TIP read ahead. */
+	/* The window: the first @left of its bits belong to the packet in
+	 * hand. */
 	left = ev->variant.tnt.size;
-	nwin = left;
-	seg = left;
-	window = ev->variant.tnt.bits & ((1ull << nwin) - 1);
+	ahead.nwin = left;
+	ahead.seg = left;
+	ahead.window = ev->variant.tnt.bits & ((1ull << left) - 1);
+	ahead.pos = NULL;
+	ahead.more = 1;
 	icnt = blk->icnt;
 	ahead.head = 0;
 	ahead.n = 0;
@@ -22993,84 +23153,28 @@ static uint64_t ipt__cov_tnt(void *context, struct pt_block_decoder *blk,
 		const struct ipt__cov_memo *e;
 		uint32_t n, bits, used, took, at, tip;
 
-		/* Read ahead until a full step's bits and one more are
-		 * there, as many as the window holds (a TNT-64 that does
-		 * not fit waits until the steps have taken bits); a TIP or
-		 * a TIP.PGD, TIP.PGE pair only with a TNT, a TIP or a
-		 * TIP.PGD behind it. */
-		while (more && nwin <= IPT__COV_MEMO_BITS &&
-		       ahead.n + 2 <= IPT__COV_AHEAD) {
-			const uint8_t *next = pos, *after;
-			uint64_t payload = 0, ip = 0, ip2 = 0;
-			uint32_t size = 0, ipc = 0, ipc2 = 0;
-			enum pt_packet_type type;
-
-			type = ipt__blk_tnt_ahead(blk, &next, &payload, &size);
-			if (type == ppt_tip_pgd) {
-				ip = payload;
-				ipc = size;
-				type = ipt__blk_tnt_ahead(blk, &next, &payload,
-							  &size);
-				if (type != ppt_tip_pge) {
-					more = 0;
-					break;
-				}
-				type = ppt_tip_pgd;
-				ip2 = payload;
-				ipc2 = size;
-			} else if (type == ppt_tip) {
-				ip = payload;
-				ipc = size;
-			} else if (type != ppt_tnt_8 && type != ppt_tnt_64) {
-				more = 0;
-				break;
-			}
-			if (type != ppt_tnt_8 && type != ppt_tnt_64) {
-				after = next;
-				type = ipt__blk_tnt_ahead(blk, &after, &payload,
-							  &size);
-				if (!type || type == ppt_tip_pge) {
-					more = 0;
-					break;
-				}
-				ipt__cov_ahead_tip(&ahead, ip, ipc, ip2, ipc2,
-						   next);
-				if ((type != ppt_tnt_8 && type != ppt_tnt_64) ||
-				    nwin + size >= 64) {
-					/* Read again next round. */
-					pos = next;
-					continue;
-				}
-				next = after;
-			}
-			if (nwin + size >= 64)
-				break;
-			ipt__cov_ahead_tnt(&ahead, payload, size, next);
-			window = (window << size) | payload;
-			nwin += size;
-			if (!ahead.ntip)
-				seg += size;
-			pos = next;
-		}
+		if (ahead.more && ahead.nwin <= IPT__COV_MEMO_BITS &&
+		    ahead.n + 2 <= IPT__COV_AHEAD)
+			ipt__cov_ahead_read(blk, &ahead);
 
 		/* Up to a TIP with the packet behind it read, all the bits
 		 * before it and the TIP (none if a TIP is in hand); before
 		 * one without, all but the last of them; else all but the
-		 * last bit of the window. */
+		 * last bit of the ahead.window. */
 		tip = 0;
 		if (!ahead.ntip)
-			n = nwin - 1;
-		else if (seg <= IPT__COV_MEMO_BITS &&
+			n = ahead.nwin - 1;
+		else if (ahead.seg <= IPT__COV_MEMO_BITS &&
 			 ahead.ftip + 1 < ahead.n) {
-			n = seg;
+			n = ahead.seg;
 			tip = 1;
 		} else
-			n = seg ? seg - 1 : 0;
+			n = ahead.seg ? ahead.seg - 1 : 0;
 		if (n > IPT__COV_MEMO_BITS)
 			n = IPT__COV_MEMO_BITS;
 		if (!n && !tip)
 			break;
-		bits = (uint32_t) (window >> (nwin - n)) & ((1u << n) - 1);
+		bits = (uint32_t) (ahead.window >> (ahead.nwin - n)) & ((1u << n) - 1);
 		e = ipt__cov_memo_find(cov, ip, mode, bits, n, tip);
 		used = e->used;
 		/* Not to a count that wraps, as the walk. */
@@ -23097,7 +23201,7 @@ static uint64_t ipt__cov_tnt(void *context, struct pt_block_decoder *blk,
 			}
 		}
 
-		/* The TNT packets the step goes past (the window holds more
+		/* The TNT packets the step goes past (the ahead.window holds more
 		 * bits than it takes): the count starts over after the
 		 * last of them. */
 		took = used;
@@ -23117,10 +23221,10 @@ static uint64_t ipt__cov_tnt(void *context, struct pt_block_decoder *blk,
 			icnt += e->ninsn[used - 1];
 		}
 		left -= took;
-		seg -= used;
+		ahead.seg -= used;
 
-		nwin -= used;
-		window &= (1ull << nwin) - 1;
+		ahead.nwin -= used;
+		ahead.window &= (1ull << ahead.nwin) - 1;
 		cov->status.memo_bits += used;
 
 		/* The edge pending went to @ip: after a step, the edge its
@@ -23178,7 +23282,7 @@ static uint64_t ipt__cov_tnt(void *context, struct pt_block_decoder *blk,
 			end = ahead.end[ahead.head];
 			ipt__cov_ahead_pop(&ahead);
 		}
-		seg = ipt__cov_ahead_seg(&ahead, left);
+		ahead.seg = ipt__cov_ahead_seg(&ahead, left);
 		icnt = 0;
 		crossed = 1;
 
