@@ -22192,14 +22192,13 @@ struct ipt_cov_decoder {
 	/* The TNT memo (see "taking TNT bits in bulk"): @nmemo entries at
 	 * @memo (none yet, or none to be had, if NULL), and with an edge
 	 * callback as many at @memo_edges, at most @memo_limit bytes in
-	 * all; @memo_shift turns a hash into an entry number.  @memo_ctx
+	 * all.  @memo_ctx
 	 * is the block decoder's last context number when the memo was
 	 * last used, to see the numbers start over. */
 	struct ipt__cov_memo *memo;
 	struct ipt__cov_memo_edges *memo_edges;
 	uint64_t memo_limit;
 	uint32_t nmemo;
-	uint32_t memo_shift;
 	uint32_t memo_failed;
 	uint32_t memo_ctx;
 };
@@ -22569,8 +22568,9 @@ struct ipt__cov_memo {
 	 * edges but the last that count. */
 	uint32_t counted[IPT__COV_MEMO_BITS];
 	/* Instructions walked up to each bit taken, and to the TIP, for the
-	 * block decoder's count. */
-	uint32_t ninsn[IPT__COV_MEMO_BITS + 1];
+	 * block decoder's count (an entry ends before they would not
+	 * fit). */
+	uint16_t ninsn[IPT__COV_MEMO_BITS + 1];
 };
 
 /* One edge per bit taken, and the TIP's branch (its @to unknown). */
@@ -22611,23 +22611,20 @@ static void ipt__cov_memo_clear(struct ipt_cov_decoder *cov)
 	}
 }
 
-/* Allocate the memo: the largest power of two entries the limit holds
+/* Allocate the memo: as many entries as the limit holds, up to 2^24
  * (none below 16).  Returns whether there is one. */
 static IPT__NOINLINE int ipt__cov_memo_alloc(struct ipt_cov_decoder *cov)
 {
 	size_t size = sizeof(*cov->memo) +
 		      (cov->config.edge ? sizeof(*cov->memo_edges) : 0);
 	uint64_t want = cov->memo_limit / size;
-	uint32_t n = 16, shift = 60;
+	uint32_t n;
 
-	if (cov->memo_failed || want < n) {
+	if (cov->memo_failed || want < 16) {
 		cov->memo_failed = 1;
 		return 0;
 	}
-	while ((uint64_t) n * 2 <= want && n < (1u << 24)) {
-		n *= 2;
-		shift -= 1;
-	}
+	n = want < (1u << 24) ? (uint32_t) want : (1u << 24);
 	cov->memo = (struct ipt__cov_memo *)
 		ipt__alloc_cache(ipt__blk_allocator(&cov->blk),
 				 (size_t) n * sizeof(*cov->memo));
@@ -22646,7 +22643,6 @@ static IPT__NOINLINE int ipt__cov_memo_alloc(struct ipt_cov_decoder *cov)
 		return 0;
 	}
 	cov->nmemo = n;
-	cov->memo_shift = shift;
 	ipt__cov_memo_clear(cov);
 	return 1;
 }
@@ -22698,6 +22694,8 @@ ipt__cov_memo_fill(struct ipt_cov_decoder *cov, struct ipt__cov_memo *e,
 		if (!run)
 			break;
 		ninsn += run->ninsn;
+		if (ninsn > UINT16_MAX)
+			break;
 		end_ip = run->ip + run->len;
 		next = ipt__ip_in_mode(mode, end_ip + run->isize);
 		bit = used < n ? (bits >> (n - 1 - used)) & 1 : 0;
@@ -22841,7 +22839,8 @@ ipt__cov_memo_find(struct ipt_cov_decoder *cov, uint64_t ip,
 	ctx = ipt__blk_ctx_of(blk, mode);
 	h = (ip ^ ((uint64_t) ctx << 48) ^ (key * 0x9e3779b97f4a7c15ull)) *
 	    0xff51afd7ed558ccdull;
-	e = &cov->memo[h >> cov->memo_shift];
+	/* The hash's high half scaled to the entries: any number of them. */
+	e = &cov->memo[((h >> 32) * cov->nmemo) >> 32];
 	if (e->ip != ip || e->ctx != ctx || e->key != key) {
 		uint32_t i, ncount = 0, nbit;
 

@@ -27,18 +27,24 @@
 enum {
 	CODE_BASE = 0x1000,
 	/* Conditional branches in a row at the start of the loop. */
-	NCOND = 40
+	NCOND = 40,
+	/* NOPs before each of them in the loop of long runs: 21 of them
+	 * are more instructions than a memo entry counts. */
+	LONG_PAD = 3200
 };
 
-/* The loop: NCOND times "jz +2; xchg ax, ax", a call to f, one more
- * conditional branch, then "jmp start" (@indirect zero) or "jmp rax";
- * f is one conditional branch and a ret. */
-static size_t make_code(uint8_t *code, int indirect, uint64_t *f_at)
+/* The loop: NCOND times @pad NOPs and "jz +2; xchg ax, ax", a call to f,
+ * one more conditional branch, then "jmp start" (@indirect zero) or "jmp
+ * rax"; f is one conditional branch and a ret. */
+static size_t make_code(uint8_t *code, int indirect, size_t pad,
+			uint64_t *f_at)
 {
 	size_t n = 0, call_at, f;
 	int i;
 
 	for (i = 0; i < NCOND; ++i) {
+		memset(&code[n], 0x90, pad);
+		n += pad;
 		code[n++] = 0x74;
 		code[n++] = 0x02;
 		code[n++] = 0x66;
@@ -339,13 +345,13 @@ int main(void)
 	static const char *const splits[] = { "random", "one-bit", "timing",
 					      "long" };
 	static struct tb t;
-	uint8_t code[NCOND * 4 + 64];
+	static uint8_t code[NCOND * (4 + LONG_PAD) + 64];
 	struct omem mem;
 	int indirect, split, seed;
 
 	for (indirect = 0; indirect < 2; ++indirect) {
 		uint64_t f_at;
-		size_t n = make_code(code, indirect, &f_at);
+		size_t n = make_code(code, indirect, 0, &f_at);
 
 		memset(&mem, 0, sizeof(mem));
 		if (!CHECK(omem_add(&mem, code, n, CODE_BASE) == 0))
@@ -366,6 +372,23 @@ int main(void)
 				check_trace(name, &mem, &t,
 					    split == split_one_bit);
 			}
+		omem_fini(&mem);
+	}
+
+	/* Runs so long that the instructions of a memo entry's bits would
+	 * not fit its counts: entries end early. */
+	for (indirect = 0; indirect < 2; ++indirect) {
+		uint64_t f_at;
+		size_t n = make_code(code, indirect, LONG_PAD, &f_at);
+
+		memset(&mem, 0, sizeof(mem));
+		if (!CHECK(omem_add(&mem, code, n, CODE_BASE) == 0))
+			continue;
+		rng = 0x2545f4914f6cdd1dull + (uint64_t) indirect;
+		make_trace(&t, indirect, split_random, 60);
+		if (CHECK(t.errors == 0))
+			check_trace(indirect ? "tip padded" : "tnt-only padded",
+				    &mem, &t, 1);
 		omem_fini(&mem);
 	}
 	printf("%lu traces, %lu edges\n", traces, edges_seen);
