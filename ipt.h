@@ -23205,13 +23205,21 @@ static uint64_t ipt__cov_tnt(void *context, struct pt_block_decoder *blk,
 		 * last of them. */
 		took = used;
 		at = 0;
-		while (took >= left && ahead.n && ahead.size[ahead.head]) {
-			took -= left;
+		if (took >= left && ahead.n && ahead.size[ahead.head]) {
+			uint32_t head = ahead.head, n0 = ahead.n, last;
+
+			do {
+				took -= left;
+				left = ahead.size[head];
+				head = (head + 1) % IPT__COV_AHEAD;
+				ahead.n -= 1;
+			} while (took >= left && ahead.n && ahead.size[head]);
+			last = (head + IPT__COV_AHEAD - 1) % IPT__COV_AHEAD;
 			at = used - took;
-			bits_in_hand = ahead.payload[ahead.head];
-			end = ahead.end[ahead.head];
-			left = ahead.size[ahead.head];
-			ipt__cov_ahead_pop(&ahead);
+			bits_in_hand = ahead.payload[last];
+			end = ahead.end[last];
+			ahead.head = head;
+			ahead.ftip -= n0 - ahead.n;
 		}
 		if (at) {
 			crossed = 1;
