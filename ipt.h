@@ -22482,7 +22482,8 @@ static IPT__INLINE void ipt__cov_reach(void *context, uint64_t ip)
  * to the branch that takes it, and keeps that branch too.
  *
  * The bits and the TIPs come from the TNT in hand and the TNT and TIP
- * packets behind it, read straight from the trace (ipt__blk_tnt_ahead):
+ * packets behind it, read straight from the trace (ipt__blk_tnt_ahead,
+ * and for one-byte TNTs in a row ipt__blk_tnt8_ahead, ipt__blk_ahead_other):
  * one memo step after another takes bits from a window, across packet
  * borders, and a TIP where a step ends at one, with no event made per
  * packet, until an entry takes nothing.  Then the block decoder is told
