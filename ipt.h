@@ -9805,9 +9805,9 @@ static int ipt__evt_next_tnt(struct pt_event_decoder *decoder,
  * layer's fast path decodes: 1, *@pos past it and its bits and their
  * number in @payload and @size, as ipt__evt_tnt_ahead; else 0 and *@pos
  * past the PADs only. */
-static IPT__INLINE int ipt__evt_tnt8_ahead(const struct pt_event_decoder *decoder,
-					   const uint8_t **pos,
-					   uint64_t *payload, uint32_t *size)
+static IPT__INLINE int
+ipt__evt_tnt8_ahead(const struct pt_event_decoder *decoder, const uint8_t **pos,
+		    uint64_t *payload, uint32_t *size)
 {
 	const struct pt_packet_decoder *pacdec = &decoder->pacdec;
 	const struct pt_packet *packet;
@@ -17623,9 +17623,9 @@ ipt__blk_tnt_ahead(const struct pt_block_decoder *decoder, const uint8_t **pos,
 	return ipt__evt_tnt_ahead(&decoder->evdec, pos, payload, size);
 }
 
-static IPT__INLINE int ipt__blk_tnt8_ahead(const struct pt_block_decoder *decoder,
-					   const uint8_t **pos,
-					   uint64_t *payload, uint32_t *size)
+static IPT__INLINE int
+ipt__blk_tnt8_ahead(const struct pt_block_decoder *decoder, const uint8_t **pos,
+		    uint64_t *payload, uint32_t *size)
 {
 	return ipt__evt_tnt8_ahead(&decoder->evdec, pos, payload, size);
 }
@@ -23160,7 +23160,7 @@ static uint64_t ipt__cov_tnt(void *context, struct pt_block_decoder *blk,
 		/* Up to a TIP with the packet behind it read, all the bits
 		 * before it and the TIP (none if a TIP is in hand); before
 		 * one without, all but the last of them; else all but the
-		 * last bit of the ahead.window. */
+		 * last bit of the window. */
 		tip = 0;
 		if (!ahead.ntip)
 			n = ahead.nwin - 1;
@@ -23174,7 +23174,8 @@ static uint64_t ipt__cov_tnt(void *context, struct pt_block_decoder *blk,
 			n = IPT__COV_MEMO_BITS;
 		if (!n && !tip)
 			break;
-		bits = (uint32_t) (ahead.window >> (ahead.nwin - n)) & ((1u << n) - 1);
+		bits = (uint32_t) (ahead.window >> (ahead.nwin - n)) &
+		       ((1u << n) - 1);
 		e = ipt__cov_memo_find(cov, ip, mode, bits, n, tip);
 		used = e->used;
 		/* Not to a count that wraps, as the walk. */
@@ -23201,7 +23202,7 @@ static uint64_t ipt__cov_tnt(void *context, struct pt_block_decoder *blk,
 			}
 		}
 
-		/* The TNT packets the step goes past (the ahead.window holds more
+		/* The TNT packets the step goes past (the window holds more
 		 * bits than it takes): the count starts over after the
 		 * last of them. */
 		took = used;
