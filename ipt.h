@@ -5956,18 +5956,24 @@ static IPT__INLINE int ipt__pkt_in_fast(uintptr_t begin, size_t fast,
 	return (uintptr_t) pos - begin < fast;
 }
 
-/* Move past the PADs at the decoder's position, as many calls of
- * pt_pkt_next would, one byte at a time; in traces PADs often outnumber
- * all other packets.  Only where the fast path would decode them. */
+/* Past the PADs at @pos, as many calls of pt_pkt_next would go, one byte
+ * at a time, given a decoder's config.begin and fast; in traces PADs
+ * often outnumber all other packets.  Only where the fast path would
+ * decode them.  ipt__pkt_skip_pads moves the decoder's position. */
+static IPT__INLINE const uint8_t *ipt__pkt_past_pads(uintptr_t begin,
+						     size_t fast,
+						     const uint8_t *pos)
+{
+	while (ipt__pkt_in_fast(begin, fast, pos) && !*pos)
+		pos += 1;
+	return pos;
+}
+
 static IPT__UNUSED IPT__INLINE void
 ipt__pkt_skip_pads(struct pt_packet_decoder *decoder)
 {
-	const uint8_t *pos = decoder->pos;
-
-	while (ipt__pkt_in_fast((uintptr_t) decoder->config.begin,
-				decoder->fast, pos) && !*pos)
-		pos += 1;
-	decoder->pos = pos;
+	decoder->pos = ipt__pkt_past_pads((uintptr_t) decoder->config.begin,
+					  decoder->fast, decoder->pos);
 }
 
 /* pt_pkt_next's fast path, for a caller with a struct pt_packet of its
@@ -6854,6 +6860,12 @@ static IPT__UNUSED int ipt__tcal_same(const struct ipt_time_cal *a,
  *                                          const uint8_t **pos,
  *                                          uint64_t *payload,
  *                                          uint32_t *size);
+ *   int  ipt__evt_tnt8_ahead(const struct pt_event_decoder *,
+ *                            const uint8_t **pos, uint64_t *payload,
+ *                            uint32_t *size);
+ *   enum pt_packet_type ipt__evt_ahead_other(
+ *            const struct pt_event_decoder *, const uint8_t **pos,
+ *            uint64_t *payload, uint32_t *size);
  *   void ipt__evt_tnt_taken(struct pt_event_decoder *decoder,
  *                           const uint8_t *pos, const struct ipt_last_ip *);
  *   const struct ipt_last_ip *
@@ -9951,14 +9963,39 @@ static IPT__INLINE int ipt__evt_next_status(struct pt_event_decoder *decoder,
  * carried nothing but their bits or IP: no other packet, and so no
  * change of time, lies between them. */
 
-/* The TNT, TIP, TIP.PGD or TIP.PGE packet after the one at *@pos (NULL:
- * the event in hand): its type, and *@pos past it, with a TNT's bits (the
- * oldest highest) in @payload and their number in @size, or the IP
- * payload in @payload and its compression in @size; 0 if the next packet
- * is none of them, read this way. */
+/* The one-byte TNT (most packets) after *@pos (not NULL), where the packet
+ * layer's fast path decodes: 1, *@pos past it and its bits and their
+ * number in @payload and @size, as ipt__evt_tnt_ahead; else 0 and *@pos
+ * past the PADs only. */
+static IPT__INLINE int
+ipt__evt_tnt8_ahead(const struct pt_event_decoder *decoder, const uint8_t **pos,
+		    uint64_t *payload, uint32_t *size)
+{
+	const struct pt_packet_decoder *pacdec = &decoder->pacdec;
+	const struct pt_packet *packet;
+	const uint8_t *at;
+
+	at = ipt__pkt_past_pads((uintptr_t) pacdec->config.begin,
+				pacdec->fast, *pos);
+	*pos = at;
+	if (!ipt__pkt_in_fast((uintptr_t) pacdec->config.begin, pacdec->fast,
+			      at))
+		return 0;
+	/* As the packet layer decodes them. */
+	packet = &ipt__pkt_one_byte[*at >> 1];
+	if ((*at & 1) || packet->type != ppt_tnt_8)
+		return 0;
+	*payload = packet->payload.tnt.payload;
+	*size = packet->payload.tnt.bit_size;
+	*pos = at + 1;
+	return 1;
+}
+
+/* ipt__evt_tnt_ahead where ipt__evt_tnt8_ahead found no one-byte TNT at
+ * *@pos (and moved it past the PADs), or *@pos is NULL. */
 static IPT__INLINE enum pt_packet_type
-ipt__evt_tnt_ahead(const struct pt_event_decoder *decoder, const uint8_t **pos,
-		   uint64_t *payload, uint32_t *size)
+ipt__evt_ahead_other(const struct pt_event_decoder *decoder,
+		     const uint8_t **pos, uint64_t *payload, uint32_t *size)
 {
 	const struct pt_packet_decoder *pacdec = &decoder->pacdec;
 	const struct pt_packet *packet;
@@ -9971,22 +10008,9 @@ ipt__evt_tnt_ahead(const struct pt_event_decoder *decoder, const uint8_t **pos,
 		packet = &decoder->packet;
 		at = pacdec->pos;
 	} else {
-		while (ipt__pkt_in_fast((uintptr_t) pacdec->config.begin,
-					pacdec->fast, at) && !*at)
-			at += 1;
 		if (!ipt__pkt_in_fast((uintptr_t) pacdec->config.begin,
-				      pacdec->fast, at))
-			return (enum pt_packet_type) 0;
-		/* The one-byte TNTs first, as the packet layer decodes
-		 * them. */
-		packet = &ipt__pkt_one_byte[*at >> 1];
-		if (!(*at & 1) && packet->type == ppt_tnt_8) {
-			*payload = packet->payload.tnt.payload;
-			*size = packet->payload.tnt.bit_size;
-			*pos = at + 1;
-			return ppt_tnt_8;
-		}
-		if (!ipt__pkt_fast(at, &local, pacdec->config.errata.skd007, 0))
+				      pacdec->fast, at) ||
+		    !ipt__pkt_fast(at, &local, pacdec->config.errata.skd007, 0))
 			return (enum pt_packet_type) 0;
 		packet = &local;
 		at += local.size;
@@ -10011,6 +10035,20 @@ ipt__evt_tnt_ahead(const struct pt_event_decoder *decoder, const uint8_t **pos,
 	}
 	*pos = at;
 	return packet->type;
+}
+
+/* The TNT, TIP, TIP.PGD or TIP.PGE packet after the one at *@pos (NULL:
+ * the event in hand): its type, and *@pos past it, with a TNT's bits (the
+ * oldest highest) in @payload and their number in @size, or the IP
+ * payload in @payload and its compression in @size; 0 if the next packet
+ * is none of them, read this way (*@pos may have moved past PADs). */
+static IPT__INLINE enum pt_packet_type
+ipt__evt_tnt_ahead(const struct pt_event_decoder *decoder, const uint8_t **pos,
+		   uint64_t *payload, uint32_t *size)
+{
+	if (*pos && ipt__evt_tnt8_ahead(decoder, pos, payload, size))
+		return ppt_tnt_8;
+	return ipt__evt_ahead_other(decoder, pos, payload, size);
 }
 
 /* The caller took the packets ahead up to @pos (as ipt__evt_tnt_ahead
@@ -13460,6 +13498,12 @@ ipt__insn_range_is_contiguous(uint64_t begin, uint64_t end,
  *                                          const uint8_t **pos,
  *                                          uint64_t *payload,
  *                                          uint32_t *size);
+ *   int  ipt__blk_tnt8_ahead(const struct pt_block_decoder *,
+ *                            const uint8_t **pos, uint64_t *payload,
+ *                            uint32_t *size);
+ *   enum pt_packet_type ipt__blk_ahead_other(
+ *            const struct pt_block_decoder *, const uint8_t **pos,
+ *            uint64_t *payload, uint32_t *size);
  *   const struct ipt_last_ip *
  *        ipt__blk_last_ip(const struct pt_block_decoder *);
  *   void ipt__blk_tnt_taken(struct pt_block_decoder *, const uint8_t *pos,
@@ -17776,6 +17820,20 @@ ipt__blk_tnt_ahead(const struct pt_block_decoder *decoder, const uint8_t **pos,
 		   uint64_t *payload, uint32_t *size)
 {
 	return ipt__evt_tnt_ahead(&decoder->evdec, pos, payload, size);
+}
+
+static IPT__INLINE int
+ipt__blk_tnt8_ahead(const struct pt_block_decoder *decoder, const uint8_t **pos,
+		    uint64_t *payload, uint32_t *size)
+{
+	return ipt__evt_tnt8_ahead(&decoder->evdec, pos, payload, size);
+}
+
+static IPT__INLINE enum pt_packet_type
+ipt__blk_ahead_other(const struct pt_block_decoder *decoder,
+		     const uint8_t **pos, uint64_t *payload, uint32_t *size)
+{
+	return ipt__evt_ahead_other(&decoder->evdec, pos, payload, size);
 }
 
 static IPT__INLINE const struct ipt_last_ip *
@@ -22396,14 +22454,15 @@ struct ipt_cov_decoder {
 	uint32_t resumed;
 
 	/* The TNT memo (see "taking TNT bits in bulk"): @nmemo entries at
-	 * @memo (none yet, or none to be had, if NULL), at most
-	 * @memo_limit bytes; @memo_shift turns a hash into an entry
-	 * number.  @memo_ctx is the block decoder's last context number
-	 * when the memo was last used, to see the numbers start over. */
+	 * @memo (none yet, or none to be had, if NULL), and with an edge
+	 * callback as many at @memo_edges, at most @memo_limit bytes in
+	 * all.  @memo_ctx
+	 * is the block decoder's last context number when the memo was
+	 * last used, to see the numbers start over. */
 	struct ipt__cov_memo *memo;
+	struct ipt__cov_memo_edges *memo_edges;
 	uint64_t memo_limit;
 	uint32_t nmemo;
-	uint32_t memo_shift;
 	uint32_t memo_failed;
 	uint32_t memo_ctx;
 };
@@ -22689,7 +22748,8 @@ static IPT__INLINE void ipt__cov_reach(void *context, uint64_t ip)
  * to the branch that takes it, and keeps that branch too.
  *
  * The bits and the TIPs come from the TNT in hand and the TNT and TIP
- * packets behind it, read straight from the trace (ipt__blk_tnt_ahead):
+ * packets behind it, read straight from the trace (ipt__blk_tnt_ahead,
+ * and for one-byte TNTs in a row ipt__blk_tnt8_ahead, ipt__blk_ahead_other):
  * one memo step after another takes bits from a window, across packet
  * borders, and a TIP where a step ends at one, with no event made per
  * packet, until an entry takes nothing.  Then the block decoder is told
@@ -22716,25 +22776,30 @@ static IPT__INLINE void ipt__cov_reach(void *context, uint64_t ip)
  * the same slot. */
 
 enum {
-	/* The most TNT bits one entry covers (and thus edges; at most 15,
+	/* The most TNT bits one entry covers (and thus edges; at most 31,
 	 * the bits of @ret, @nt and @count less the TIP's). */
-	IPT__COV_MEMO_BITS = 12,
+	IPT__COV_MEMO_BITS = 31,
 	/* The most return-stack pushes and pops one entry replays. */
 	IPT__COV_MEMO_OPS = 8,
 	/* The most TNT and TIP packets read ahead of the one in hand at a
 	 * time. */
-	IPT__COV_AHEAD = 32,
-	/* In a memo key: the entry ends at a TIP. */
-	IPT__COV_MEMO_TIP = 1 << 24
+	IPT__COV_AHEAD = 32
 };
 
+/* In a memo key: the bits (the first in the highest of the low half),
+ * their number and whether the entry ends at a TIP. */
+#define IPT__COV_MEMO_KEY(bits, n, tip)                                        \
+	((uint64_t) (bits) | ((uint64_t) (n) << 32) | ((uint64_t) (tip) << 40))
+
+/* An entry holds what a hit needs; the edges themselves, for an edge
+ * callback, are in a struct ipt__cov_memo_edges of the same number, so
+ * that a decoder without one has twice the entries in the same memory. */
 struct ipt__cov_memo {
 	/* The key: the IP, the context number (zero for an empty entry),
-	 * and the bits (low half, the first in its highest bit) with
-	 * their number (high half) and IPT__COV_MEMO_TIP. */
+	 * and IPT__COV_MEMO_KEY. */
 	uint64_t ip;
+	uint64_t key;
 	uint32_t ctx;
-	uint32_t key;
 	/* TNT bits taken, zero if none (the walk takes the next); whether
 	 * the entry ends at a branch that takes a TIP, after them. */
 	uint8_t used;
@@ -22747,32 +22812,38 @@ struct ipt__cov_memo {
 	 * @nt that it is a conditional branch not taken, of @count that it
 	 * counts (the decoder's kinds and ranges); the TIP's branch is edge
 	 * @used. */
-	uint16_t ret;
-	uint16_t nt;
-	uint16_t count;
-	/* How many of the edges but the last count. */
-	uint8_t ncount;
-	/* The TIP's branch: its edge kind. */
+	uint32_t ret;
+	uint32_t nt;
+	uint32_t count;
+	/* How many of the edges but the last count; the TIP's branch: its
+	 * edge kind. */
+	uint16_t ncount;
 	uint16_t tip_kind;
+	/* The last edge's bitmap index (without a TIP). */
+	uint32_t last_index;
 	/* The code the runs after the last bit cover, up to the TIP's
 	 * branch: a disable's IP there binds elsewhere. */
 	uint64_t span_lo;
 	uint64_t span_hi;
-	/* Where the flow goes on (without a TIP); the IP after the last
-	 * branch. */
+	/* Where the flow goes on (without a TIP); the last edge's (the TIP's
+	 * branch's) from and the IP after it. */
 	uint64_t exit;
+	uint64_t last_from;
 	uint64_t last_next;
-	/* One edge per bit taken, and the TIP's branch (its @to unknown). */
-	uint64_t from[IPT__COV_MEMO_BITS + 1];
-	uint64_t to[IPT__COV_MEMO_BITS];
 	uint64_t op[IPT__COV_MEMO_OPS];
-	/* Their bitmap indices, before the bitmap's size; those of the
-	 * @ncount edges but the last that count. */
-	uint32_t index[IPT__COV_MEMO_BITS];
+	/* The bitmap indices, before the bitmap's size, of the @ncount
+	 * edges but the last that count. */
 	uint32_t counted[IPT__COV_MEMO_BITS];
 	/* Instructions walked up to each bit taken, and to the TIP, for the
-	 * block decoder's count. */
-	uint32_t ninsn[IPT__COV_MEMO_BITS + 1];
+	 * block decoder's count (an entry ends before they would not
+	 * fit). */
+	uint16_t ninsn[IPT__COV_MEMO_BITS + 1];
+};
+
+/* One edge per bit taken, and the TIP's branch (its @to unknown). */
+struct ipt__cov_memo_edges {
+	uint64_t from[IPT__COV_MEMO_BITS + 1];
+	uint64_t to[IPT__COV_MEMO_BITS];
 };
 
 /* The default memory bound of the memo, in bytes. */
@@ -22784,7 +22855,11 @@ static void ipt__cov_memo_free(struct ipt_cov_decoder *cov)
 {
 	ipt__free(ipt__blk_allocator(&cov->blk), cov->memo,
 		  (size_t) cov->nmemo * sizeof(*cov->memo));
+	if (cov->memo_edges)
+		ipt__free(ipt__blk_allocator(&cov->blk), cov->memo_edges,
+			  (size_t) cov->nmemo * sizeof(*cov->memo_edges));
 	cov->memo = NULL;
+	cov->memo_edges = NULL;
 	cov->nmemo = 0;
 	cov->memo_failed = 0;
 }
@@ -22803,30 +22878,38 @@ static void ipt__cov_memo_clear(struct ipt_cov_decoder *cov)
 	}
 }
 
-/* Allocate the memo: the largest power of two entries the limit holds
+/* Allocate the memo: as many entries as the limit holds, up to 2^24
  * (none below 16).  Returns whether there is one. */
 static IPT__NOINLINE int ipt__cov_memo_alloc(struct ipt_cov_decoder *cov)
 {
-	uint64_t want = cov->memo_limit / sizeof(*cov->memo);
-	uint32_t n = 16, shift = 60;
+	size_t size = sizeof(*cov->memo) +
+		      (cov->config.edge ? sizeof(*cov->memo_edges) : 0);
+	uint64_t want = cov->memo_limit / size;
+	uint32_t n;
 
-	if (cov->memo_failed || want < n) {
+	if (cov->memo_failed || want < 16) {
 		cov->memo_failed = 1;
 		return 0;
 	}
-	while ((uint64_t) n * 2 <= want && n < (1u << 24)) {
-		n *= 2;
-		shift -= 1;
-	}
+	n = want < (1u << 24) ? (uint32_t) want : (1u << 24);
 	cov->memo = (struct ipt__cov_memo *)
 		ipt__alloc_cache(ipt__blk_allocator(&cov->blk),
 				 (size_t) n * sizeof(*cov->memo));
+	if (cov->memo && cov->config.edge) {
+		cov->memo_edges = (struct ipt__cov_memo_edges *)
+			ipt__alloc_cache(ipt__blk_allocator(&cov->blk),
+					 (size_t) n * sizeof(*cov->memo_edges));
+		if (!cov->memo_edges) {
+			ipt__free(ipt__blk_allocator(&cov->blk), cov->memo,
+				  (size_t) n * sizeof(*cov->memo));
+			cov->memo = NULL;
+		}
+	}
 	if (!cov->memo) {
 		cov->memo_failed = 1;
 		return 0;
 	}
 	cov->nmemo = n;
-	cov->memo_shift = shift;
 	ipt__cov_memo_clear(cov);
 	return 1;
 }
@@ -22853,6 +22936,8 @@ ipt__cov_memo_fill(struct ipt_cov_decoder *cov, struct ipt__cov_memo *e,
 		   uint32_t n, uint32_t tip)
 {
 	struct pt_block_decoder *blk = &cov->blk;
+	struct ipt__cov_memo_edges *edges =
+		cov->memo_edges ? &cov->memo_edges[e - cov->memo] : NULL;
 	uint32_t used = 0, ninsn = 0, nops = 0, pops = 0, depth = 0;
 	uint32_t chain = 0, mask = 1;
 	const struct ipt__blk_run *run;
@@ -22860,7 +22945,7 @@ ipt__cov_memo_fill(struct ipt_cov_decoder *cov, struct ipt__cov_memo *e,
 	/* The entry's pushes not popped yet, by their op number. */
 	uint8_t stack[IPT__COV_MEMO_OPS];
 	/* The entry as of the bit before the last. */
-	uint64_t prev_exit = 0, prev_next = 0;
+	uint64_t prev_exit = 0, prev_next = 0, prev_from = 0;
 	uint8_t prev_nops = 0, prev_pops = 0;
 
 	e->used = 0;
@@ -22876,6 +22961,8 @@ ipt__cov_memo_fill(struct ipt_cov_decoder *cov, struct ipt__cov_memo *e,
 		if (!run)
 			break;
 		ninsn += run->ninsn;
+		if (ninsn > UINT16_MAX)
+			break;
 		end_ip = run->ip + run->len;
 		next = ipt__ip_in_mode(mode, end_ip + run->isize);
 		bit = used < n ? (bits >> (n - 1 - used)) & 1 : 0;
@@ -22891,10 +22978,10 @@ ipt__cov_memo_fill(struct ipt_cov_decoder *cov, struct ipt__cov_memo *e,
 			if (used == n)
 				goto out;
 			to = bit ? ipt__blk_run_target(run, mode, next) : next;
-			e->ret &= (uint16_t) ~mask;
-			e->nt &= (uint16_t) ~mask;
+			e->ret &= ~mask;
+			e->nt &= ~mask;
 			if (to == next)
-				e->nt |= (uint16_t) mask;
+				e->nt |= mask;
 			break;
 
 		case ipt__run_ret:
@@ -22909,7 +22996,7 @@ ipt__cov_memo_fill(struct ipt_cov_decoder *cov, struct ipt__cov_memo *e,
 			to = e->op[stack[--depth]];
 			pops |= 1u << nops;
 			e->op[nops++] = 0;
-			e->ret |= (uint16_t) mask;
+			e->ret |= mask;
 			break;
 
 		case ipt__run_dcall:
@@ -22941,16 +23028,21 @@ ipt__cov_memo_fill(struct ipt_cov_decoder *cov, struct ipt__cov_memo *e,
 
 		/* A TNT bit taken: what the walk has done up to here is the
 		 * entry. */
-		e->from[used] = end_ip;
-		e->to[used] = to;
-		e->index[used] = ipt__cov_index(end_ip, to);
+		if (edges) {
+			edges->from[used] = end_ip;
+			edges->to[used] = to;
+		}
+		/* Every edge's index for now (ipt__cov_memo_find keeps
+		 * those that count). */
+		e->counted[used] = ipt__cov_index(end_ip, to);
 		e->ninsn[used] = ninsn;
-		e->count &= (uint16_t) ~mask;
+		e->count &= ~mask;
 		if (ipt__cov_counts(cov, end_ip, to,
 				    ipt__cov_memo_kind(e, used)))
-			e->count |= (uint16_t) mask;
+			e->count |= mask;
 		prev_exit = e->exit;
 		prev_next = e->last_next;
+		prev_from = e->last_from;
 		prev_nops = e->nops;
 		prev_pops = e->pops;
 		used += 1;
@@ -22958,6 +23050,7 @@ ipt__cov_memo_fill(struct ipt_cov_decoder *cov, struct ipt__cov_memo *e,
 		e->nops = (uint8_t) nops;
 		e->pops = (uint8_t) pops;
 		e->exit = to;
+		e->last_from = end_ip;
 		e->last_next = next;
 		chain = 0;
 		ip = to;
@@ -22968,6 +23061,7 @@ out:
 	if (tip && used == n && used) {
 		e->used = (uint8_t) (used - 1);
 		e->exit = prev_exit;
+		e->last_from = prev_from;
 		e->last_next = prev_next;
 		e->nops = prev_nops;
 		e->pops = prev_pops;
@@ -22982,13 +23076,15 @@ tip_branch:
 			goto out;
 		e->op[nops++] = next;
 	}
-	e->from[used] = end_ip;
+	if (edges)
+		edges->from[used] = end_ip;
+	e->last_from = end_ip;
 	e->ninsn[used] = ninsn;
 	e->tip_kind = (uint16_t) ipt__cov_kind_of(
 		(enum pt_insn_class) run->iclass);
-	e->count &= (uint16_t) ~mask;
+	e->count &= ~mask;
 	if (ipt__cov_counts(cov, end_ip, 0, (enum ipt_cov_kind) e->tip_kind))
-		e->count |= (uint16_t) mask;
+		e->count |= mask;
 	e->nops = (uint8_t) nops;
 	e->last_next = next;
 	e->tip = 1;
@@ -23003,25 +23099,29 @@ ipt__cov_memo_find(struct ipt_cov_decoder *cov, uint64_t ip,
 {
 	struct pt_block_decoder *blk = &cov->blk;
 	struct ipt__cov_memo *e;
-	uint32_t ctx, key;
-	uint64_t h;
+	uint32_t ctx;
+	uint64_t key, h;
 
-	key = bits | (n << 16) | (tip ? (uint32_t) IPT__COV_MEMO_TIP : 0);
+	key = IPT__COV_MEMO_KEY(bits, n, tip ? 1 : 0);
 	ctx = ipt__blk_ctx_of(blk, mode);
-	h = (ip ^ ((uint64_t) ctx << 32) ^ ((uint64_t) key << 40)) *
-	    0x9e3779b97f4a7c15ull;
-	e = &cov->memo[h >> cov->memo_shift];
+	h = (ip ^ ((uint64_t) ctx << 48) ^ (key * 0x9e3779b97f4a7c15ull)) *
+	    0xff51afd7ed558ccdull;
+	/* The hash's high half scaled to the entries: any number of them. */
+	e = &cov->memo[((h >> 32) * cov->nmemo) >> 32];
 	if (e->ip != ip || e->ctx != ctx || e->key != key) {
 		uint32_t i, ncount = 0, nbit;
 
 		ipt__cov_memo_fill(cov, e, ip, mode, bits, n, tip);
 		/* The edges seen at their destination within the entry: all
-		 * of a TIP's entry, all but the last of the others. */
+		 * of a TIP's entry, all but the last of the others (its
+		 * index kept apart). */
 		nbit = e->tip ? e->used : e->used ? e->used - 1u : 0;
+		if (!e->tip && e->used)
+			e->last_index = e->counted[nbit];
 		for (i = 0; i < nbit; ++i)
 			if ((e->count >> i) & 1)
-				e->counted[ncount++] = e->index[i];
-		e->ncount = (uint8_t) ncount;
+				e->counted[ncount++] = e->counted[i];
+		e->ncount = (uint16_t) ncount;
 		/* Filling may have moved to a new context. */
 		e->ip = ip;
 		e->ctx = ipt__blk_ctx_of(blk, mode);
@@ -23050,26 +23150,47 @@ static IPT__INLINE void ipt__cov_memo_apply(struct ipt_cov_decoder *cov,
 	}
 
 	last = e->tip ? (uint32_t) e->used : (uint32_t) e->used - 1;
-	if (cov->map && !cov->config.edge &&
-	    !(cov->config.flags & ipt_cov_saturate)) {
-		/* Plain counters: as ipt__cov_hit, with its tests taken out
-		 * of the loop, and in locals: stores to the bitmap could
-		 * alias anything. */
+	if (IPT__LIKELY(!cov->memo_edges)) {
+		/* No callback: as ipt__cov_hit, with its tests taken out of
+		 * the loop, and in locals: stores to the bitmap could alias
+		 * anything. */
 		uint8_t *map = cov->map;
 		uint32_t mask = cov->mask, ncount = e->ncount;
 		const uint32_t *counted = e->counted;
 
-		for (i = 0; i < ncount; ++i)
-			map[counted[i] & mask] += 1;
+		if (!map)
+			;
+		else if (!(cov->config.flags & ipt_cov_saturate)) {
+			/* Four at a time: the loop's own instructions were
+			 * half of it. */
+			for (i = 0; i + 4 <= ncount; i += 4) {
+				map[counted[i] & mask] += 1;
+				map[counted[i + 1] & mask] += 1;
+				map[counted[i + 2] & mask] += 1;
+				map[counted[i + 3] & mask] += 1;
+			}
+			for (; i < ncount; ++i)
+				map[counted[i] & mask] += 1;
+		} else
+			for (i = 0; i < ncount; ++i) {
+				uint8_t *counter = &map[counted[i] & mask];
+
+				if (*counter != UINT8_MAX)
+					*counter += 1;
+			}
 		cov->status.edges += ncount;
 	} else {
+		const struct ipt__cov_memo_edges *edges =
+			&cov->memo_edges[e - cov->memo];
+
 		for (i = 0; i < last; ++i)
 			if ((e->count >> i) & 1)
-				ipt__cov_hit(cov, e->from[i], e->to[i],
+				ipt__cov_hit(cov, edges->from[i], edges->to[i],
 					     ipt__cov_memo_kind(e, i),
-					     e->index[i]);
+					     ipt__cov_index(edges->from[i],
+							    edges->to[i]));
 	}
-	cov->pend_from = e->from[last];
+	cov->pend_from = e->last_from;
 	cov->pend_next = e->last_next;
 	cov->pend_kind = (uint32_t) ipt__cov_memo_kind(e, last);
 	if (cov->pend_kind == ipt_cov_not_taken)
@@ -23093,6 +23214,15 @@ struct ipt__cov_ahead {
 	uint32_t ntip;
 	/* With TIPs: how many packets come before the first. */
 	uint32_t ftip;
+	/* The window of TNT bits: its next bit is bit @nwin - 1; the first
+	 * @seg of them come before the first TIP read ahead.  Where the
+	 * next packet to read ahead is (NULL: the one after the event in
+	 * hand), and whether there may be more. */
+	uint64_t window;
+	uint32_t nwin;
+	uint32_t seg;
+	const uint8_t *pos;
+	uint32_t more;
 };
 
 /* Append a TNT read ahead to @ahead: @size bits @payload, ending at
@@ -23155,6 +23285,98 @@ static uint32_t ipt__cov_ahead_seg(struct ipt__cov_ahead *ahead,
 	return left;
 }
 
+/* Read ahead (see ipt__cov_tnt) until a full step's bits and one more are
+ * in @ahead's window, as many as it holds (a TNT-64 that does not fit
+ * waits until the steps have taken bits); a TIP or a TIP.PGD, TIP.PGE
+ * pair only with a TNT, a TIP or a TIP.PGD behind it.  The window is in
+ * locals while it reads. */
+static IPT__INLINE void ipt__cov_ahead_read(const struct pt_block_decoder *blk,
+					    struct ipt__cov_ahead *ahead)
+{
+	const uint8_t *pos = ahead->pos;
+	uint64_t window = ahead->window;
+	uint32_t nwin = ahead->nwin, seg = ahead->seg;
+
+	while (nwin <= IPT__COV_MEMO_BITS &&
+	       ahead->n + 2 <= IPT__COV_AHEAD) {
+		const uint8_t *next = pos, *after;
+		uint64_t payload = 0, ip = 0, ip2 = 0;
+		uint32_t size = 0, ipc = 0, ipc2 = 0;
+		enum pt_packet_type type;
+
+		/* Without TIPs read ahead, one-byte TNTs in a row (the most
+		 * packets there) first, in a loop of their own. */
+		if (!pos || ahead->ntip) {
+			type = ipt__blk_tnt_ahead(blk, &next, &payload, &size);
+		} else {
+			while (ipt__blk_tnt8_ahead(blk, &next, &payload,
+						   &size)) {
+				ipt__cov_ahead_tnt(ahead, payload, size, next);
+				window = (window << size) | payload;
+				nwin += size;
+				seg += size;
+				pos = next;
+				if (nwin > IPT__COV_MEMO_BITS ||
+				    ahead->n + 2 > IPT__COV_AHEAD)
+					goto out;
+			}
+			type = ipt__blk_ahead_other(blk, &next, &payload,
+						    &size);
+		}
+		if (type == ppt_tip_pgd) {
+			ip = payload;
+			ipc = size;
+			type = ipt__blk_tnt_ahead(blk, &next, &payload,
+						  &size);
+			if (type != ppt_tip_pge) {
+				ahead->more = 0;
+				break;
+			}
+			type = ppt_tip_pgd;
+			ip2 = payload;
+			ipc2 = size;
+		} else if (type == ppt_tip) {
+			ip = payload;
+			ipc = size;
+		} else if (type != ppt_tnt_8 && type != ppt_tnt_64) {
+			ahead->more = 0;
+			break;
+		}
+		if (type != ppt_tnt_8 && type != ppt_tnt_64) {
+			after = next;
+			type = ipt__blk_tnt_ahead(blk, &after, &payload,
+						  &size);
+			if (!type || type == ppt_tip_pge) {
+				ahead->more = 0;
+				break;
+			}
+			ipt__cov_ahead_tip(ahead, ip, ipc, ip2, ipc2,
+					   next);
+			if ((type != ppt_tnt_8 && type != ppt_tnt_64) ||
+			    nwin + size >= 64) {
+				/* Read again next round. */
+				pos = next;
+				continue;
+			}
+			next = after;
+		}
+		if (nwin + size >= 64)
+			break;
+		ipt__cov_ahead_tnt(ahead, payload, size, next);
+		window = (window << size) | payload;
+		nwin += size;
+		if (!ahead->ntip)
+			seg += size;
+		pos = next;
+	}
+
+out:
+	ahead->pos = pos;
+	ahead->window = window;
+	ahead->nwin = nwin;
+	ahead->seg = seg;
+}
+
 /* The walk's ops->tnt: take the next bits of the TNT in hand and the TNT
  * packets behind it, and the TIPs between them, one memo step after
  * another from @ip. */
@@ -23165,9 +23387,9 @@ static uint64_t ipt__cov_tnt(void *context, struct pt_block_decoder *blk,
 	struct pt_event *ev = &blk->event;
 	struct ipt__cov_ahead ahead;
 	struct ipt_last_ip last_ip;
-	const uint8_t *pos = NULL, *end = NULL;
-	uint64_t window, bits_in_hand = 0;
-	uint32_t nwin, left, seg, icnt, more = 1, crossed = 0, steps = 0;
+	const uint8_t *end = NULL;
+	uint64_t bits_in_hand = 0;
+	uint32_t left, icnt, crossed = 0, steps = 0;
 	uint32_t pend_counts = 0, pend_kind = 0, pend_index = 0;
 
 	if (IPT__UNLIKELY(!cov->memo) && !ipt__cov_memo_alloc(cov))
@@ -23178,13 +23400,14 @@ static uint64_t ipt__cov_tnt(void *context, struct pt_block_decoder *blk,
 		ipt__cov_memo_clear(cov);
 	cov->memo_ctx = blk->ctx_next;
 
-	/* The window: its next bit is bit @nwin - 1; the first @left of
-	 * them belong to the packet in hand, the first @seg come before
-	 * the first TIP read ahead. */
+	/* The window: the first @left of its bits belong to the packet in
+	 * hand. */
 	left = ev->variant.tnt.size;
-	nwin = left;
-	seg = left;
-	window = ev->variant.tnt.bits & ((1ull << nwin) - 1);
+	ahead.nwin = left;
+	ahead.seg = left;
+	ahead.window = ev->variant.tnt.bits & ((1ull << left) - 1);
+	ahead.pos = NULL;
+	ahead.more = 1;
 	icnt = blk->icnt;
 	ahead.head = 0;
 	ahead.n = 0;
@@ -23196,61 +23419,9 @@ static uint64_t ipt__cov_tnt(void *context, struct pt_block_decoder *blk,
 		const struct ipt__cov_memo *e;
 		uint32_t n, bits, used, took, at, tip;
 
-		/* Read ahead until a full step's bits and one more are
-		 * there (a TNT-64 has at most 47 bits: they fit); a TIP or
-		 * a TIP.PGD, TIP.PGE pair only with a TNT, a TIP or a
-		 * TIP.PGD behind it. */
-		while (more && nwin <= IPT__COV_MEMO_BITS &&
-		       ahead.n + 2 <= IPT__COV_AHEAD) {
-			const uint8_t *next = pos, *after;
-			uint64_t payload = 0, ip = 0, ip2 = 0;
-			uint32_t size = 0, ipc = 0, ipc2 = 0;
-			enum pt_packet_type type;
-
-			type = ipt__blk_tnt_ahead(blk, &next, &payload, &size);
-			if (type == ppt_tip_pgd) {
-				ip = payload;
-				ipc = size;
-				type = ipt__blk_tnt_ahead(blk, &next, &payload,
-							  &size);
-				if (type != ppt_tip_pge) {
-					more = 0;
-					break;
-				}
-				type = ppt_tip_pgd;
-				ip2 = payload;
-				ipc2 = size;
-			} else if (type == ppt_tip) {
-				ip = payload;
-				ipc = size;
-			} else if (type != ppt_tnt_8 && type != ppt_tnt_64) {
-				more = 0;
-				break;
-			}
-			if (type != ppt_tnt_8 && type != ppt_tnt_64) {
-				after = next;
-				type = ipt__blk_tnt_ahead(blk, &after, &payload,
-							  &size);
-				if (!type || type == ppt_tip_pge) {
-					more = 0;
-					break;
-				}
-				ipt__cov_ahead_tip(&ahead, ip, ipc, ip2, ipc2,
-						   next);
-				if (type != ppt_tnt_8 && type != ppt_tnt_64) {
-					/* Read again next round. */
-					pos = next;
-					continue;
-				}
-				next = after;
-			}
-			ipt__cov_ahead_tnt(&ahead, payload, size, next);
-			window = (window << size) | payload;
-			nwin += size;
-			if (!ahead.ntip)
-				seg += size;
-			pos = next;
-		}
+		if (ahead.more && ahead.nwin <= IPT__COV_MEMO_BITS &&
+		    ahead.n + 2 <= IPT__COV_AHEAD)
+			ipt__cov_ahead_read(blk, &ahead);
 
 		/* Up to a TIP with the packet behind it read, all the bits
 		 * before it and the TIP (none if a TIP is in hand); before
@@ -23258,18 +23429,19 @@ static uint64_t ipt__cov_tnt(void *context, struct pt_block_decoder *blk,
 		 * last bit of the window. */
 		tip = 0;
 		if (!ahead.ntip)
-			n = nwin - 1;
-		else if (seg <= IPT__COV_MEMO_BITS &&
+			n = ahead.nwin - 1;
+		else if (ahead.seg <= IPT__COV_MEMO_BITS &&
 			 ahead.ftip + 1 < ahead.n) {
-			n = seg;
+			n = ahead.seg;
 			tip = 1;
 		} else
-			n = seg ? seg - 1 : 0;
+			n = ahead.seg ? ahead.seg - 1 : 0;
 		if (n > IPT__COV_MEMO_BITS)
 			n = IPT__COV_MEMO_BITS;
 		if (!n && !tip)
 			break;
-		bits = (uint32_t) (window >> (nwin - n)) & ((1u << n) - 1);
+		bits = (uint32_t) (ahead.window >> (ahead.nwin - n)) &
+		       ((1u << n) - 1);
 		e = ipt__cov_memo_find(cov, ip, mode, bits, n, tip);
 		used = e->used;
 		/* Not to a count that wraps, as the walk. */
@@ -23301,13 +23473,21 @@ static uint64_t ipt__cov_tnt(void *context, struct pt_block_decoder *blk,
 		 * last of them. */
 		took = used;
 		at = 0;
-		while (took >= left && ahead.n && ahead.size[ahead.head]) {
-			took -= left;
+		if (took >= left && ahead.n && ahead.size[ahead.head]) {
+			uint32_t head = ahead.head, n0 = ahead.n, last;
+
+			do {
+				took -= left;
+				left = ahead.size[head];
+				head = (head + 1) % IPT__COV_AHEAD;
+				ahead.n -= 1;
+			} while (took >= left && ahead.n && ahead.size[head]);
+			last = (head + IPT__COV_AHEAD - 1) % IPT__COV_AHEAD;
 			at = used - took;
-			bits_in_hand = ahead.payload[ahead.head];
-			end = ahead.end[ahead.head];
-			left = ahead.size[ahead.head];
-			ipt__cov_ahead_pop(&ahead);
+			bits_in_hand = ahead.payload[last];
+			end = ahead.end[last];
+			ahead.head = head;
+			ahead.ftip -= n0 - ahead.n;
 		}
 		if (at) {
 			crossed = 1;
@@ -23316,10 +23496,10 @@ static uint64_t ipt__cov_tnt(void *context, struct pt_block_decoder *blk,
 			icnt += e->ninsn[used - 1];
 		}
 		left -= took;
-		seg -= used;
+		ahead.seg -= used;
 
-		nwin -= used;
-		window &= (1ull << nwin) - 1;
+		ahead.nwin -= used;
+		ahead.window &= (1ull << ahead.nwin) - 1;
 		cov->status.memo_bits += used;
 
 		/* The edge pending went to @ip: after a step, the edge its
@@ -23338,7 +23518,7 @@ static uint64_t ipt__cov_tnt(void *context, struct pt_block_decoder *blk,
 
 			pend_counts = (e->count >> last) & 1;
 			pend_kind = ipt__cov_memo_kind(e, last);
-			pend_index = e->index[last];
+			pend_index = e->last_index;
 			ip = e->exit;
 			continue;
 		}
@@ -23377,13 +23557,13 @@ static uint64_t ipt__cov_tnt(void *context, struct pt_block_decoder *blk,
 			end = ahead.end[ahead.head];
 			ipt__cov_ahead_pop(&ahead);
 		}
-		seg = ipt__cov_ahead_seg(&ahead, left);
+		ahead.seg = ipt__cov_ahead_seg(&ahead, left);
 		icnt = 0;
 		crossed = 1;
 
 		pend_counts = cov->pend_kind ? (e->count >> used) & 1 : 0;
 		pend_kind = e->tip_kind;
-		pend_index = ipt__cov_index(e->from[used], last_ip.ip);
+		pend_index = ipt__cov_index(e->last_from, last_ip.ip);
 		ip = last_ip.ip;
 	}
 

@@ -6,12 +6,15 @@
  * ending in a direct jump back (a trace of nothing but TNT after the
  * enable) or an indirect one (a TIP each time round); the traces split
  * the bits into TNT-8 and TNT-64 packets of random sizes, one bit each,
- * or with PADs and timing packets (MTC, CYC, TSC) between them.  On each:
+ * with PADs and timing packets (MTC, CYC, TSC) between them, or into
+ * TNT-64s of 40 to 47 bits.  On each:
  * the edges (edge callback) equal cov_oracle.h's edges from the block
- * decoder, and the bitmap without a callback (the plain counters) equals
+ * decoder, and the bitmap without a callback (the plain counters, and
+ * saturating ones on a bitmap of 8 bytes, where they do saturate) equals
  * the documented function of those edges; on a fresh decoder and warm,
- * with the default memo, one of 16 entries and none.  With one-bit
- * packets only, the memo can take bits only across packets: it must. */
+ * with the default memo, one of 16 entries (with the edge callback, 32
+ * without) and none.  With one-bit packets only, the memo can take bits
+ * only across packets: it must, with the small memo too. */
 
 #include "check.h"
 #include "blk_util.h"
@@ -24,18 +27,24 @@
 enum {
 	CODE_BASE = 0x1000,
 	/* Conditional branches in a row at the start of the loop. */
-	NCOND = 40
+	NCOND = 40,
+	/* NOPs before each of them in the loop of long runs: 21 of them
+	 * are more instructions than a memo entry counts. */
+	LONG_PAD = 3200
 };
 
-/* The loop: NCOND times "jz +2; xchg ax, ax", a call to f, one more
- * conditional branch, then "jmp start" (@indirect zero) or "jmp rax";
- * f is one conditional branch and a ret. */
-static size_t make_code(uint8_t *code, int indirect, uint64_t *f_at)
+/* The loop: NCOND times @pad NOPs and "jz +2; xchg ax, ax", a call to f,
+ * one more conditional branch, then "jmp start" (@indirect zero) or "jmp
+ * rax"; f is one conditional branch and a ret. */
+static size_t make_code(uint8_t *code, int indirect, size_t pad,
+			uint64_t *f_at)
 {
 	size_t n = 0, call_at, f;
 	int i;
 
 	for (i = 0; i < NCOND; ++i) {
+		memset(&code[n], 0x90, pad);
+		n += pad;
 		code[n++] = 0x74;
 		code[n++] = 0x02;
 		code[n++] = 0x66;
@@ -88,7 +97,10 @@ static uint32_t next_rand(void)
 enum split {
 	split_random,
 	split_one_bit,
-	split_timing
+	split_timing,
+	/* TNT-64s of 40 to 47 bits: more than the memo's window has room
+	 * for behind the bits it holds. */
+	split_long
 };
 
 struct gen {
@@ -142,6 +154,11 @@ static void put_tnt(struct gen *g, uint32_t keep)
 		if (g->split == split_one_bit) {
 			n = 1;
 			p.type = ppt_tnt_8;
+		} else if (g->split == split_long) {
+			n = 40 + next_rand() % 8;
+			if (keep && n > g->nbits - keep)
+				n = g->nbits - keep;
+			p.type = ppt_tnt_64;
 		} else if (next_rand() % 8 == 0) {
 			n = 1 + next_rand() % 47;
 			p.type = ppt_tnt_64;
@@ -171,7 +188,10 @@ static void add_bit(struct gen *g, uint32_t bit)
 	g->bits = (g->bits << 1) | bit;
 	g->nbits += 1;
 	/* Keep room: 64 bits at most. */
-	put_tnt(g, 48);
+	if (g->split != split_long)
+		put_tnt(g, 48);
+	else if (g->nbits == 56)
+		put_tnt(g, 8);
 }
 
 /* A trace of @rounds times round the loop, in @t. */
@@ -216,8 +236,11 @@ static void check_trace(const char *name, struct omem *mem,
 	const uint8_t *trace = t->config.begin;
 	size_t size = (size_t) (t->config.end - t->config.begin);
 	static uint8_t map[1 << 16], expect[1 << 16];
+	uint8_t sat[8], sat_expect[8];
 	struct olist want = { 0, 0, 0 }, got = { 0, 0, 0 };
-	struct ipt_cov_decoder *cov, *plain;
+	struct ipt_cov_decoder *cov, *plain, *satd;
+	uint64_t small_bits = 0;
+	size_t i;
 	struct ipt_cov_config cc;
 	struct ipt_cov_status st;
 	struct pt_image *image;
@@ -236,17 +259,28 @@ static void check_trace(const char *name, struct omem *mem,
 	CHECK(want.n > 0);
 	memset(expect, 0, sizeof(expect));
 	olist_bitmap(expect, sizeof(expect), &want, 0);
+	memset(sat_expect, 0, sizeof(sat_expect));
+	olist_bitmap(sat_expect, sizeof(sat_expect), &want, 1);
+	/* The saturating counters must have stopped somewhere. */
+	for (i = 0; i < sizeof(sat_expect) && sat_expect[i] != 0xff; ++i)
+		;
+	CHECK(i < sizeof(sat_expect));
 
 	memset(&cc, 0, sizeof(cc));
 	plain = ipt_cov_alloc_decoder(&config, &cc);
+	cc.flags = ipt_cov_saturate;
+	satd = ipt_cov_alloc_decoder(&config, &cc);
+	cc.flags = 0;
 	cc.edge = olist_on_edge;
 	cc.context = &got;
 	cov = ipt_cov_alloc_decoder(&config, &cc);
-	if (!CHECK(cov != NULL && plain != NULL))
+	if (!CHECK(cov != NULL && plain != NULL && satd != NULL))
 		goto out;
 	CHECK_EQ(ipt_cov_set_image(cov, image), 0);
 	CHECK_EQ(ipt_cov_set_image(plain, image), 0);
+	CHECK_EQ(ipt_cov_set_image(satd, image), 0);
 	CHECK_EQ(ipt_cov_set_bitmap(plain, map, sizeof(map)), 0);
+	CHECK_EQ(ipt_cov_set_bitmap(satd, sat, sizeof(sat)), 0);
 
 	/* First pass and warm with the default memo, then with 16 entries
 	 * (fresh, then warm), then without. */
@@ -254,12 +288,20 @@ static void check_trace(const char *name, struct omem *mem,
 		long at;
 
 		if (pass == 2) {
-			CHECK_EQ(ipt_cov_set_memo_limit(cov, 8192), 0);
-			CHECK_EQ(ipt_cov_set_memo_limit(plain, 8192), 0);
+			CHECK_EQ(ipt_cov_set_memo_limit(cov, 16 << 10), 0);
+			CHECK_EQ(ipt_cov_set_memo_limit(plain, 16 << 10), 0);
+			CHECK_EQ(ipt_cov_set_memo_limit(satd, 16 << 10), 0);
+			if (CHECK(ipt_cov_get_status(cov, &st) == 0))
+				small_bits = st.memo_bits;
 		}
 		if (pass == 4) {
 			CHECK_EQ(ipt_cov_set_memo_limit(cov, 0), 0);
 			CHECK_EQ(ipt_cov_set_memo_limit(plain, 0), 0);
+			CHECK_EQ(ipt_cov_set_memo_limit(satd, 0), 0);
+			if (must_memo && CHECK(ipt_cov_get_status(cov, &st) == 0)
+			    && !CHECK(st.memo_bits > small_bits))
+				printf("     %s: no bits through the small "
+				       "memo\n", name);
 		}
 		got.n = 0;
 		CHECK_EQ(ipt_cov_set_trace(cov, trace, trace + size, 1), 0);
@@ -274,6 +316,12 @@ static void check_trace(const char *name, struct omem *mem,
 		if (!CHECK(!memcmp(map, expect, sizeof(map))))
 			printf("     %s, pass %d: bitmap\n", name, pass);
 
+		CHECK_EQ(ipt_cov_set_trace(satd, trace, trace + size, 1), 0);
+		CHECK_EQ(ipt_cov_decode(satd), 0);
+		if (!CHECK(!memcmp(sat, sat_expect, sizeof(sat))))
+			printf("     %s, pass %d: saturated bitmap\n", name,
+			       pass);
+
 		if (pass == 1 && CHECK(ipt_cov_get_status(plain, &st) == 0)) {
 			CHECK_EQ(st.errors, 0);
 			if (must_memo && !CHECK(st.memo_bits > 0))
@@ -286,6 +334,7 @@ static void check_trace(const char *name, struct omem *mem,
 out:
 	ipt_cov_free_decoder(cov);
 	ipt_cov_free_decoder(plain);
+	ipt_cov_free_decoder(satd);
 	pt_image_free(image);
 	free(want.e);
 	free(got.e);
@@ -293,20 +342,21 @@ out:
 
 int main(void)
 {
-	static const char *const splits[] = { "random", "one-bit", "timing" };
+	static const char *const splits[] = { "random", "one-bit", "timing",
+					      "long" };
 	static struct tb t;
-	uint8_t code[NCOND * 4 + 64];
+	static uint8_t code[NCOND * (4 + LONG_PAD) + 64];
 	struct omem mem;
 	int indirect, split, seed;
 
 	for (indirect = 0; indirect < 2; ++indirect) {
 		uint64_t f_at;
-		size_t n = make_code(code, indirect, &f_at);
+		size_t n = make_code(code, indirect, 0, &f_at);
 
 		memset(&mem, 0, sizeof(mem));
 		if (!CHECK(omem_add(&mem, code, n, CODE_BASE) == 0))
 			continue;
-		for (split = 0; split < 3; ++split)
+		for (split = 0; split < 4; ++split)
 			for (seed = 1; seed <= 4; ++seed) {
 				char name[64];
 
@@ -322,6 +372,23 @@ int main(void)
 				check_trace(name, &mem, &t,
 					    split == split_one_bit);
 			}
+		omem_fini(&mem);
+	}
+
+	/* Runs so long that the instructions of a memo entry's bits would
+	 * not fit its counts: entries end early. */
+	for (indirect = 0; indirect < 2; ++indirect) {
+		uint64_t f_at;
+		size_t n = make_code(code, indirect, LONG_PAD, &f_at);
+
+		memset(&mem, 0, sizeof(mem));
+		if (!CHECK(omem_add(&mem, code, n, CODE_BASE) == 0))
+			continue;
+		rng = 0x2545f4914f6cdd1dull + (uint64_t) indirect;
+		make_trace(&t, indirect, split_random, 60);
+		if (CHECK(t.errors == 0))
+			check_trace(indirect ? "tip padded" : "tnt-only padded",
+				    &mem, &t, 1);
 		omem_fini(&mem);
 	}
 	printf("%lu traces, %lu edges\n", traces, edges_seen);
