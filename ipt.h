@@ -12604,7 +12604,7 @@ static int ipt__ild_branch(struct ipt__insn_ext *iext, const uint8_t *raw,
 
 /* The class of an instruction: libipt's opcode rules. */
 static int ipt__ild_classify(struct pt_insn *insn, struct ipt__insn_ext *iext,
-			     const struct ipt__ild *ild)
+			     const uint8_t *raw, const struct ipt__ild *ild)
 {
 	uint8_t opcode = ild->opcode;
 	uint8_t reg = (ild->modrm >> 3) & 7;
@@ -12621,7 +12621,7 @@ static int ipt__ild_classify(struct pt_insn *insn, struct ipt__insn_ext *iext,
 				return 0;
 			insn->iclass = ptic_cond_jump;
 			iext->iclass = IPT__INST_JCC;
-			return ipt__ild_branch(iext, insn->raw, ild);
+			return ipt__ild_branch(iext, raw, ild);
 		}
 		switch (opcode) {
 		case 0x9a:
@@ -12684,7 +12684,7 @@ static int ipt__ild_classify(struct pt_insn *insn, struct ipt__insn_ext *iext,
 				iext->iclass = IPT__INST_JrCXZ;
 				break;
 			}
-			return ipt__ild_branch(iext, insn->raw, ild);
+			return ipt__ild_branch(iext, raw, ild);
 		case 0xcd:
 			insn->iclass = ptic_far_call;
 			iext->iclass = IPT__INST_INT;
@@ -12735,7 +12735,7 @@ static int ipt__ild_classify(struct pt_insn *insn, struct ipt__insn_ext *iext,
 			if (m64 && ild->rex2 && !ild->rex_w && !ild->osz) {
 				insn->iclass = ptic_jump;
 				iext->iclass = IPT__INST_JMPABS;
-				return ipt__ild_branch(iext, insn->raw, ild);
+				return ipt__ild_branch(iext, raw, ild);
 			}
 			return 0;
 		default:
@@ -12751,7 +12751,7 @@ static int ipt__ild_classify(struct pt_insn *insn, struct ipt__insn_ext *iext,
 			return 0;
 		insn->iclass = ptic_cond_jump;
 		iext->iclass = IPT__INST_JCC;
-		return ipt__ild_branch(iext, insn->raw, ild);
+		return ipt__ild_branch(iext, raw, ild);
 	}
 	switch (opcode) {
 	case 0x22:
@@ -12828,7 +12828,7 @@ static int ipt__ild_classify(struct pt_insn *insn, struct ipt__insn_ext *iext,
 static void ipt__ild_from_zydis(struct ipt__ild *ild,
 				const ZydisDecodedInstruction *z)
 {
-	uint8_t i;
+	uint8_t i, n;
 
 	IPT_MEMSET(ild, 0, sizeof(*ild));
 	ild->size = z->length;
@@ -12845,8 +12845,11 @@ static void ipt__ild_from_zydis(struct ipt__ild *ild,
 		ild->modrm = (uint8_t) ((z->raw.modrm.mod << 6) |
 					(z->raw.modrm.reg << 3) |
 					z->raw.modrm.rm);
-	for (i = 0; i < z->raw.prefix_count && i < ZYDIS_MAX_INSTRUCTION_LENGTH;
-	     ++i) {
+	/* ipt__ild_classify looks at the legacy prefixes only for 0F 01 and
+	 * 0F AE (JMPABS, the third, never comes from Zydis). */
+	n = ild->map == 1 && (ild->opcode == 0x01 || ild->opcode == 0xae) ?
+		    z->raw.prefix_count : 0;
+	for (i = 0; i < n && i < ZYDIS_MAX_INSTRUCTION_LENGTH; ++i) {
 		switch (z->raw.prefixes[i].value) {
 		case 0x66:
 			ild->osz = 1;
@@ -13024,12 +13027,13 @@ static IPT__INLINE int ipt__ild_zydis_mode(struct ipt__ild_zydis *zd,
 	return ipt__ild_zydis_setup(zd, mode);
 }
 
-/* Decodes insn->raw, have bytes of it, with @zd.  Returns 0 with
- * insn->size and the classes set, 1 if more bytes might make an
- * instruction, -pte_bad_insn if no more bytes can. */
+/* Decodes @raw, have bytes of it, in insn->mode with @zd (insn->raw is
+ * left alone).  Returns 0 with insn->size and the classes set, 1 if more
+ * bytes might make an instruction, -pte_bad_insn if no more bytes can. */
 static int ipt__ild_decode_bytes_with(struct ipt__ild_zydis *zd,
 				      struct pt_insn *insn,
-				      struct ipt__insn_ext *iext, uint8_t have)
+				      struct ipt__insn_ext *iext,
+				      const uint8_t *raw, uint8_t have)
 {
 	ZydisDecodedInstruction z;
 	ZyanStatus zs;
@@ -13042,8 +13046,7 @@ static int ipt__ild_decode_bytes_with(struct ipt__ild_zydis *zd,
 	if (have > pt_max_insn_size)
 		have = pt_max_insn_size;
 
-	zs = ZydisDecoderDecodeInstruction(&zd->decoder, NULL, insn->raw, have,
-					   &z);
+	zs = ZydisDecoderDecodeInstruction(&zd->decoder, NULL, raw, have, &z);
 	if (ZYAN_SUCCESS(zs)) {
 		ipt__ild_from_zydis(&ild, &z);
 		if (insn->mode == ptem_unknown &&
@@ -13051,7 +13054,7 @@ static int ipt__ild_decode_bytes_with(struct ipt__ild_zydis *zd,
 			ild.size = (uint8_t) (ild.size - z.raw.disp.size / 8 -
 				((z.attributes & ZYDIS_ATTRIB_HAS_SIB) ? 1 : 0));
 	} else {
-		status = ipt__ild_late(&ild, insn->raw, have, insn->mode);
+		status = ipt__ild_late(&ild, raw, have, insn->mode);
 		if (status == 0)
 			return have < pt_max_insn_size ? 1 : -pte_bad_insn;
 		if (status < 0) {
@@ -13062,7 +13065,7 @@ static int ipt__ild_decode_bytes_with(struct ipt__ild_zydis *zd,
 		}
 	}
 
-	status = ipt__ild_classify(insn, iext, &ild);
+	status = ipt__ild_classify(insn, iext, raw, &ild);
 	if (status < 0)
 		return status;
 	insn->size = ild.size;
@@ -13076,7 +13079,7 @@ static IPT__NOINLINE int ipt__ild_decode_bytes(struct pt_insn *insn,
 	struct ipt__ild_zydis zd;
 
 	ipt__ild_zydis_init(&zd);
-	return ipt__ild_decode_bytes_with(&zd, insn, iext, have);
+	return ipt__ild_decode_bytes_with(&zd, insn, iext, insn->raw, have);
 }
 
 static IPT__UNUSED int ipt__ild_decode_with(struct ipt__ild_zydis *zd,
@@ -13087,7 +13090,8 @@ static IPT__UNUSED int ipt__ild_decode_with(struct ipt__ild_zydis *zd,
 
 	if (!zd || !insn || !iext)
 		return -pte_internal;
-	status = ipt__ild_decode_bytes_with(zd, insn, iext, insn->size);
+	status = ipt__ild_decode_bytes_with(zd, insn, iext, insn->raw,
+					    insn->size);
 	return status > 0 ? -pte_bad_insn : status;
 }
 
@@ -13916,6 +13920,10 @@ struct pt_block_decoder {
 	/* The length map (NULL until first needed): IPT__LMAP_SLOTS pieces
 	 * of code, each NULL until first needed. */
 	struct ipt__blk_lmap **lmap;
+
+	/* Zydis, as runs are recorded: set up again only when the mode
+	 * changes. */
+	struct ipt__ild_zydis zd;
 
 	/* Where a run could not be recorded (see ipt__blk_run_miss). */
 	struct ipt__blk_norun norun[IPT__BLK_NORUN];
@@ -15003,6 +15011,7 @@ static int ipt__blk_decoder_init(struct pt_block_decoder *decoder,
 		return status;
 
 	decoder->want_text = want_text;
+	ipt__ild_zydis_init(&decoder->zd);
 	decoder->rlimit = IPT_BLK_CACHE_LIMIT;
 	decoder->cr3_filter = pt_asid_no_cr3;
 	decoder->ibits_runs = IPT__ICACHE_MIN_BITS;
@@ -16211,7 +16220,6 @@ ipt__blk_run_fill(struct pt_block_decoder *decoder, struct ipt__blk_run *run,
 		  enum pt_exec_mode mode, uint32_t ctx)
 {
 	struct ipt__blk_window win;
-	struct ipt__ild_zydis zd;
 	struct ipt__insn_ext iext;
 	struct pt_insn insn;
 	uint64_t ip = start;
@@ -16221,11 +16229,11 @@ ipt__blk_run_fill(struct pt_block_decoder *decoder, struct ipt__blk_run *run,
 
 	win.ip = 0;
 	win.len = 0;
-	ipt__ild_zydis_init(&zd);
 	if (text) {
 		max = IPT__TEXT_INSNS;
 		IPT_MEMSET(text->code, 0, sizeof(text->code));
 	}
+	insn.mode = mode;
 
 	for (;;) {
 		const uint8_t *code = NULL;
@@ -16233,34 +16241,30 @@ ipt__blk_run_fill(struct pt_block_decoder *decoder, struct ipt__blk_run *run,
 		int status = -1, isid = 0;
 		uint8_t known;
 
-		IPT_MEMSET(&insn, 0, sizeof(insn));
-		IPT_MEMSET(&iext, 0, sizeof(iext));
-		insn.mode = mode;
-		insn.ip = ip;
-
 		/* An ordinary instruction seen before: its size, and its
 		 * bytes if the text wants them.  Else decode it from the
 		 * window, or the long way (through the instruction cache)
 		 * where the window has no whole instruction or the
-		 * decoder reports an error. */
+		 * decoder reports an error.  Only that way sets more of
+		 * @insn than its IP, mode, size, class and section. */
 		known = ipt__blk_lmap_get(decoder, ip, ctx, &isid);
 		if (!known || text)
 			code = ipt__blk_window(decoder, &win, ip);
 		if (known && text && (!code || isid != win.isid))
 			known = 0;
+		insn.ip = ip;
 		if (known) {
+			if (ninsn && isid != run->isid)
+				break;
 			insn.size = known;
 			insn.isid = isid;
 			insn.iclass = ptic_other;
-			if (text)
-				IPT_MEMCPY(insn.raw, code, known);
 		} else {
 			if (code) {
-				IPT_MEMCPY(insn.raw, code, pt_max_insn_size);
 				insn.isid = win.isid;
-				insn.size = pt_max_insn_size;
-				status = ipt__ild_decode_with(&zd, &insn,
-							      &iext);
+				status = ipt__ild_decode_bytes_with(
+					&decoder->zd, &insn, &iext, code,
+					pt_max_insn_size);
 			}
 			if (status) {
 				IPT_MEMSET(&insn, 0, sizeof(insn));
@@ -16271,30 +16275,42 @@ ipt__blk_run_fill(struct pt_block_decoder *decoder, struct ipt__blk_run *run,
 							 &iext);
 				if (status < 0)
 					break;
+				if (insn.truncated)
+					break;
+				code = insn.raw;
 			}
+			if (ninsn && insn.isid != run->isid)
+				break;
 		}
-		if (insn.truncated || (ninsn && insn.isid != run->isid))
-			break;
 
 		if (text) {
 			if (len + insn.size > IPT__TEXT_BYTES)
 				break;
-			IPT_MEMCPY(&text->code[len], insn.raw, insn.size);
+			IPT_MEMCPY(&text->code[len], code, insn.size);
 			text->info[ninsn] = (uint8_t) (insn.size |
 						       (insn.iclass << 4));
 		}
 
-		status = ipt__insn_next_ip(&next, &insn, &iext);
-		if (status < 0 && status != -pte_bad_query)
-			break;
+		if (insn.iclass == ptic_other) {
+			next = ipt__ip_in_mode(mode, ip + insn.size);
+			if (!known && next == ip + insn.size)
+				ipt__blk_lmap_put(decoder, ip, ctx, insn.isid,
+						  insn.size);
+			status = 0;
+		} else {
+			status = ipt__insn_next_ip(&next, &insn, &iext);
+			if (status < 0 && status != -pte_bad_query)
+				break;
+		}
 
 		run->isid = insn.isid;
 		run->len = (uint16_t) len;
 		run->iclass = (uint8_t) insn.iclass;
 		run->isize = insn.size;
-		run->disp = (int32_t) iext.variant.branch.displacement;
+		run->disp = 0;
 		ninsn += 1;
 
+		kind = ipt__run_next;
 		if (status < 0) {
 			kind = ipt__run_indirect;
 			switch (insn.iclass) {
@@ -16313,24 +16329,16 @@ ipt__blk_run_fill(struct pt_block_decoder *decoder, struct ipt__blk_run *run,
 			case ptic_indirect:
 				break;
 			}
-			goto done;
-		}
-
-		if (insn.iclass == ptic_call) {
+		} else if (insn.iclass == ptic_call) {
 			kind = ipt__run_dcall;
-			goto done;
-		}
-		if (insn.iclass == ptic_jump) {
+		} else if (insn.iclass == ptic_jump) {
 			kind = ipt__run_djump;
+		}
+		if (kind != ipt__run_next) {
+			run->disp = (int32_t) iext.variant.branch.displacement;
 			goto done;
 		}
 
-		if (!known && insn.iclass == ptic_other &&
-		    next == ip + insn.size)
-			ipt__blk_lmap_put(decoder, ip, ctx, insn.isid,
-					  insn.size);
-
-		run->disp = 0;
 		len += insn.size;
 		if (ninsn == max || next != ip + insn.size) {
 			kind = ipt__run_next;
