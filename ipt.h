@@ -14461,13 +14461,100 @@ static int ipt__blk_runs_resize(struct pt_block_decoder *decoder,
 	return 0;
 }
 
-/* Double the table.  While the old table and the new one fit the limit
- * together, the old runs move over (each old set's runs land in the two
- * new sets its hash splits into, two ways each, so none is lost); else it
- * starts over empty (ipt__blk_runs_resize).  A table with text starts over
- * too: three times the bytes a set, and where memory is tighter (an
- * instruction decoder's runs end sooner, and are quicker to record again).
- * Returns as ipt__blk_runs_resize does. */
+/* Move @n bytes from @src to @dst, which may overlap, through a buffer
+ * (IPT_MEMCPY promises nothing for overlapping copies). */
+static void ipt__blk_move(uint8_t *dst, const uint8_t *src, size_t n)
+{
+	uint8_t buf[256];
+	size_t done, k;
+
+	for (done = 0; done < n; done += k) {
+		k = n - done < sizeof(buf) ? n - done : sizeof(buf);
+		if (dst < src) {
+			IPT_MEMCPY(buf, src + done, k);
+			IPT_MEMCPY(dst + done, buf, k);
+		} else {
+			IPT_MEMCPY(buf, src + n - done - k, k);
+			IPT_MEMCPY(dst + n - done - k, buf, k);
+		}
+	}
+}
+
+/* Double the table with the allocator's realloc: set i of the old table
+ * splits into sets i and i + old of the new one (the hash's next bit
+ * decides), each keeping its runs in order, so none is lost and the
+ * decoder never holds the two tables at once.  Returns zero on success;
+ * -pte_nomem if there is no memory, and the table is as it was. */
+static int ipt__blk_runs_grow_in_place(struct pt_block_decoder *decoder)
+{
+	size_t stride = ipt__blk_set_bytes(decoder), size, from, to;
+	uint32_t old = decoder->rsets, nsets = old * 2, i, way;
+	uint32_t want_text = decoder->want_text;
+	uint8_t *mem;
+
+	size = (size_t) nsets * stride + IPT__RUN_ALIGN;
+	mem = (uint8_t *) ipt__realloc(&decoder->allocator, decoder->rmem,
+				       decoder->rmem_size, size);
+	if (!mem)
+		return -pte_nomem;
+
+	/* The runs stay where they were within the block; the block may
+	 * have moved, and the table's start be misaligned now. */
+	from = (size_t) ((uint8_t *) decoder->runs - (uint8_t *) decoder->rmem);
+	to = (size_t) ((((uintptr_t) mem + IPT__RUN_ALIGN - 1) &
+			~(uintptr_t) (IPT__RUN_ALIGN - 1)) - (uintptr_t) mem);
+	if (from != to)
+		ipt__blk_move(mem + to, mem + from, (size_t) old * stride);
+	IPT_MEMSET(mem + to + (size_t) old * stride, 0, (size_t) old * stride);
+	decoder->rmem = mem;
+	decoder->rmem_size = size;
+	decoder->runs = (struct ipt__blk_run *) (mem + to);
+	decoder->rsets = nsets;
+
+	for (i = 0; i < old; ++i) {
+		struct ipt__blk_run *set = ipt__blk_set(decoder, i);
+		struct ipt__blk_run *high = ipt__blk_set(decoder, i + old);
+		struct ipt__blk_run stay[IPT__RUN_WAYS];
+		struct ipt__blk_text *text = ipt__blk_set_text(set);
+		struct ipt__blk_text stay_text[IPT__RUN_WAYS];
+		uint32_t nstay = 0, nhigh = 0;
+
+		for (way = 0; way < IPT__RUN_WAYS; ++way) {
+			if (!set[way].ctx)
+				continue;
+			if (ipt__blk_set_of(set[way].ip, set[way].ctx, nsets) ==
+			    i) {
+				IPT__COPY(stay[nstay], set[way]);
+				if (want_text)
+					IPT__COPY(stay_text[nstay], text[way]);
+				nstay += 1;
+				continue;
+			}
+			IPT__COPY(high[nhigh], set[way]);
+			if (want_text)
+				IPT__COPY(ipt__blk_set_text(high)[nhigh],
+					  text[way]);
+			nhigh += 1;
+		}
+		IPT_MEMSET(set, 0, stride);
+		for (way = 0; way < nstay; ++way) {
+			IPT__COPY(set[way], stay[way]);
+			if (want_text)
+				IPT__COPY(text[way], stay_text[way]);
+		}
+	}
+	return 0;
+}
+
+/* Double the table.  With the allocator's realloc it grows in place,
+ * keeping its runs (ipt__blk_runs_grow_in_place).  Else, while the old
+ * table and the new one fit the limit together, the old runs move over
+ * (each old set's runs land in the two new sets its hash splits into, two
+ * ways each, so none is lost); else it starts over empty
+ * (ipt__blk_runs_resize).  A table with text starts over too: three times
+ * the bytes a set, and where memory is tighter (an instruction decoder's
+ * runs end sooner, and are quicker to record again).  Returns as
+ * ipt__blk_runs_resize does. */
 static int ipt__blk_runs_grow(struct pt_block_decoder *decoder)
 {
 	size_t stride = ipt__blk_set_bytes(decoder), size;
@@ -14477,6 +14564,9 @@ static int ipt__blk_runs_grow(struct pt_block_decoder *decoder)
 	size_t osize = decoder->rmem_size;
 	void *mem;
 
+	if (decoder->allocator.realloc &&
+	    ipt__blk_runs_grow_in_place(decoder) == 0)
+		return 0;
 	size = (size_t) nsets * stride + IPT__RUN_ALIGN;
 	if (decoder->want_text ||
 	    (uint64_t) osize + size > decoder->rlimit + IPT__RUN_ALIGN)

@@ -13,6 +13,9 @@
  *     peak reaches the bound (within the last page and the last doubling)
  *     and never passes it;
  *   - the same with smaller limits set at run time;
+ *   - the same with an allocator that has a realloc (the run cache then
+ *     doubles in place), one that moves every block it resizes to a new
+ *     start, so the table's alignment changes; the decode is the same;
  *   - the other decoders' peak is their one allocation, on the same trace.
  *
  * It prints the table for the default build.
@@ -57,12 +60,84 @@ static void count_free(void *context, void *ptr, size_t size)
 	free(ptr);
 }
 
+/* ---- the same with a realloc that always moves: each block sits at
+ * one of three offsets behind a header that remembers where its memory
+ * starts, so a resized block's start changes modulo 64 ---- */
+
+static unsigned moves, reallocs;
+
+static void counted(struct counter *c, size_t add, size_t sub)
+{
+	c->bytes += add;
+	c->bytes -= sub;
+	if (c->bytes > c->peak)
+		c->peak = c->bytes;
+}
+
+static void *moved_block(size_t size)
+{
+	uint8_t *raw = (uint8_t *) malloc(size + 64), *p;
+
+	if (!raw)
+		return NULL;
+	p = raw + 16 + 16 * (moves++ % 3);
+	memcpy(p - sizeof(raw), &raw, sizeof(raw));
+	return p;
+}
+
+static void moved_free(void *ptr)
+{
+	uint8_t *raw;
+
+	memcpy(&raw, (uint8_t *) ptr - sizeof(raw), sizeof(raw));
+	free(raw);
+}
+
+static void *count_moving_alloc(void *context, size_t size)
+{
+	void *p = moved_block(size);
+
+	if (p)
+		counted((struct counter *) context, size, 0);
+	return p;
+}
+
+static void count_moving_free(void *context, void *ptr, size_t size)
+{
+	if (!ptr)
+		return;
+	counted((struct counter *) context, 0, size);
+	moved_free(ptr);
+}
+
+/* A realloc of one's own: the old and the new block count as one. */
+static void *count_moving_realloc(void *context, void *ptr, size_t old_size,
+				  size_t new_size)
+{
+	void *p = moved_block(new_size);
+
+	if (!p)
+		return NULL;
+	memcpy(p, ptr, old_size < new_size ? old_size : new_size);
+	moved_free(ptr);
+	reallocs += 1;
+	counted((struct counter *) context, new_size, old_size);
+	return p;
+}
+
+static int with_realloc;
+
 static void counter_init(struct counter *c)
 {
 	memset(c, 0, sizeof(*c));
 	c->allocator.alloc = count_alloc;
 	c->allocator.free = count_free;
 	c->allocator.context = c;
+	if (with_realloc) {
+		c->allocator.alloc = count_moving_alloc;
+		c->allocator.free = count_moving_free;
+		c->allocator.realloc = count_moving_realloc;
+	}
 }
 
 /* ---- code everywhere: "nop; jmp rax" (90 ff e0) at every address that
@@ -165,6 +240,9 @@ static size_t blk_bound(size_t decoder, uint64_t rlimit, uint64_t ilimit)
 
 /* ---- the decoders, each with its own counter ---- */
 
+/* What the last peak_blk decoded. */
+static struct log last;
+
 static size_t peak_blk(const struct pt_config *config, uint64_t rlimit,
 		       uint64_t ilimit, int insn)
 {
@@ -206,6 +284,7 @@ static size_t peak_blk(const struct pt_config *config, uint64_t rlimit,
 	CHECK(status >= 0 &&
 	      offset == (uint64_t) (config->end - config->begin));
 	CHECK_EQ(c.bytes, 0);
+	last = l;
 	return c.peak;
 }
 
@@ -217,20 +296,36 @@ static void check_blk(const struct pt_config *config, uint64_t rlimit,
 	size_t decoder = insn ? sizeof(struct pt_insn_decoder)
 			      : sizeof(struct pt_block_decoder);
 	size_t bound = blk_bound(decoder, rlimit, ilimit);
-	size_t peak = peak_blk(config, rlimit, ilimit, insn);
 	/* The run cache doubles: it may stop at half its limit.  Beside a
 	 * run cache the instruction cache keeps its small size. */
 	size_t slack = (size_t) rlimit / 2 + 2 * sizeof(struct ipt__page) +
 		       IPT__RUN_ALIGN +
 		       (sizeof(struct ipt__blk_icache_entry) <<
 			IPT_BLK_ICACHE_BITS);
+	static struct log plain;
 
-	CHECK(peak <= bound);
-	CHECK(peak + slack >= bound);
-	printf("%s, run cache limit %llu, image cache limit %llu: peak %zu, "
-	       "bound %zu\n", insn ? "insn" : "blk",
-	       (unsigned long long) rlimit, (unsigned long long) ilimit, peak,
-	       bound);
+	for (with_realloc = 0; with_realloc < 2; ++with_realloc) {
+		size_t peak;
+
+		reallocs = 0;
+		peak = peak_blk(config, rlimit, ilimit, insn);
+		/* With a realloc, the run cache grew in place. */
+		CHECK(with_realloc ? reallocs > 0 : reallocs == 0);
+
+		CHECK(peak <= bound);
+		CHECK(peak + slack >= bound);
+		if (!with_realloc)
+			plain = last;
+		else
+			CHECK(plain.len == last.len &&
+			      !memcmp(plain.text, last.text, plain.len));
+		printf("%s%s, run cache limit %llu, image cache limit %llu: "
+		       "peak %zu, bound %zu\n", insn ? "insn" : "blk",
+		       with_realloc ? " (realloc)" : "",
+		       (unsigned long long) rlimit,
+		       (unsigned long long) ilimit, peak, bound);
+	}
+	with_realloc = 0;
 }
 
 static size_t peak_small(const struct pt_config *config, int which)
