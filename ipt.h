@@ -1372,10 +1372,12 @@ IPT_API int pt_blk_event(struct pt_block_decoder *decoder,
  * when the implementation is compiled (2 MiB), or what
  * ipt_blk_set_cache_limit() / ipt_insn_set_cache_limit() set for one
  * decoder.  Setting a limit empties the run cache; a limit below one set
- * of four runs (128 bytes, 384 for an instruction decoder) turns it off.  A
- * block decoder's keeps its runs when it grows while the old and the new
- * table fit the limit together; else, and an instruction decoder's always,
- * it starts over empty: it never takes more memory than the limit.
+ * of four runs (128 bytes, 384 for an instruction decoder) turns it off.
+ * With an allocator that has a realloc (the default's has) it grows in
+ * place and keeps its runs.  Without, a block decoder's keeps its runs
+ * when it grows while the old and the new table fit the limit together;
+ * else, and an instruction decoder's always, it starts over empty: it
+ * never takes more memory than the limit.
  * Without memory to grow it keeps its size (or, without memory even for
  * that, the decoder goes on without it): caches never fail a decode.  Both
  * return zero, -pte_invalid without a decoder.
@@ -13438,7 +13440,8 @@ ipt__insn_range_is_contiguous(uint64_t begin, uint64_t end,
  * found in the others moves to the first way, so that the runs in use stay
  * there.  It starts small and doubles whenever it has had to drop
  * runs for an eighth of its entries, up to a limit (IPT_BLK_CACHE_LIMIT or
- * ipt_blk_set_cache_limit).  Growing moves the runs into the new table
+ * ipt_blk_set_cache_limit).  Growing keeps the runs: in place with the
+ * allocator's realloc; else by moving them into the new table
  * while old and new fit the limit together (not with text), and otherwise
  * starts it over empty, the old table freed first: together they never
  * take more than the limit.  One that cannot grow keeps its size if memory
