@@ -22846,8 +22846,9 @@ struct ipt__cov_memo {
 	 * edge kind. */
 	uint16_t ncount;
 	uint16_t tip_kind;
-	/* The last edge's bitmap index (without a TIP). */
+	/* The last edge's bitmap index (without a TIP), and its kind. */
 	uint32_t last_index;
+	uint32_t last_kind;
 	/* The code the runs after the last bit cover, up to the TIP's
 	 * branch: a disable's IP there binds elsewhere. */
 	uint64_t span_lo;
@@ -23145,6 +23146,7 @@ ipt__cov_memo_find(struct ipt_cov_decoder *cov, uint64_t ip,
 		nbit = e->tip ? e->used : e->used ? e->used - 1u : 0;
 		if (!e->tip && e->used)
 			e->last_index = e->counted[nbit];
+		e->last_kind = (uint32_t) ipt__cov_memo_kind(e, nbit);
 		for (i = 0; i < nbit; ++i)
 			if ((e->count >> i) & 1)
 				e->counted[ncount++] = e->counted[i];
@@ -23219,9 +23221,8 @@ static IPT__INLINE void ipt__cov_memo_apply(struct ipt_cov_decoder *cov,
 	}
 	cov->pend_from = e->last_from;
 	cov->pend_next = e->last_next;
-	cov->pend_kind = (uint32_t) ipt__cov_memo_kind(e, last);
-	if (cov->pend_kind == ipt_cov_not_taken)
-		cov->pend_kind = ipt_cov_taken;
+	cov->pend_kind = e->last_kind == ipt_cov_not_taken ?
+				 (uint32_t) ipt_cov_taken : e->last_kind;
 }
 
 /* The TNT packets read ahead of the one in hand and the TIPs and
@@ -23544,7 +23545,7 @@ static uint64_t ipt__cov_tnt(void *context, struct pt_block_decoder *blk,
 			uint32_t last = used - 1;
 
 			pend_counts = (e->count >> last) & 1;
-			pend_kind = ipt__cov_memo_kind(e, last);
+			pend_kind = e->last_kind;
 			pend_index = e->last_index;
 			ip = e->exit;
 			continue;
