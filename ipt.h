@@ -23591,7 +23591,10 @@ static uint64_t ipt__cov_tnt(void *context, struct pt_block_decoder *blk,
 
 		pend_counts = cov->pend_kind ? (e->count >> used) & 1 : 0;
 		pend_kind = e->tip_kind;
-		pend_index = ipt__cov_index(e->last_from, last_ip.ip);
+		/* Hashed only for an edge that counts: in libxdc's mode a
+		 * TIP's never does. */
+		if (pend_counts)
+			pend_index = ipt__cov_index(e->last_from, last_ip.ip);
 		ip = last_ip.ip;
 	}
 
