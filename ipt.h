@@ -13595,7 +13595,8 @@ static void ipt__retstack_init(struct ipt__retstack *rs)
 	rs->bottom = 0;
 }
 
-static void ipt__retstack_push(struct ipt__retstack *rs, uint64_t ip)
+static IPT__INLINE void ipt__retstack_push(struct ipt__retstack *rs,
+					   uint64_t ip)
 {
 	uint8_t top = rs->top;
 
