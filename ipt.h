@@ -5972,10 +5972,12 @@ static IPT__INLINE int ipt__pkt_in_fast(uintptr_t begin, size_t fast,
 	return (uintptr_t) pos - begin < fast;
 }
 
-/* Past the PADs at @pos, as many calls of pt_pkt_next would go, one byte
- * at a time, given a decoder's config.begin and fast; in traces PADs
- * often outnumber all other packets.  Only where the fast path would
- * decode them.  ipt__pkt_skip_pads moves the decoder's position. */
+/* Past the PADs at @pos, as calls of pt_pkt_next would go, one PAD each,
+ * given a decoder's config.begin and fast; in traces PADs often outnumber
+ * all other packets.  Only from where the fast path would decode them;
+ * it stops at the first other packet, or past the fast region (by less
+ * than eight bytes, all PADs).  ipt__pkt_skip_pads moves the decoder's
+ * position. */
 static IPT__INLINE const uint8_t *ipt__pkt_past_pads(uintptr_t begin,
 						     size_t fast,
 						     const uint8_t *pos)
