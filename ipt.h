@@ -4350,6 +4350,22 @@ static inline uint8_t ipt__msb(uint64_t val)
 #endif
 }
 
+/* The index of the lowest set bit of a non-zero value. */
+static inline uint8_t ipt__lsb(uint64_t val)
+{
+#if defined(__GNUC__) || defined(__clang__)
+	return (uint8_t) __builtin_ctzll(val);
+#else
+	uint8_t n = 0;
+
+	while (!(val & 1)) {
+		val >>= 1;
+		++n;
+	}
+	return n;
+#endif
+}
+
 /* TNT payloads end in a stop bit: the bits below it are the payload. */
 static inline int ipt__pkt_read_tnt(struct pt_packet_tnt *packet,
 				    uint64_t payload)
@@ -5958,16 +5974,29 @@ static IPT__INLINE int ipt__pkt_in_fast(uintptr_t begin, size_t fast,
 	return (uintptr_t) pos - begin < fast;
 }
 
-/* Past the PADs at @pos, as many calls of pt_pkt_next would go, one byte
- * at a time, given a decoder's config.begin and fast; in traces PADs
- * often outnumber all other packets.  Only where the fast path would
- * decode them.  ipt__pkt_skip_pads moves the decoder's position. */
+/* Past the PADs at @pos, as calls of pt_pkt_next would go, one PAD each,
+ * given a decoder's config.begin and fast; in traces PADs often outnumber
+ * all other packets.  Only from where the fast path would decode them;
+ * it stops at the first other packet, or past the fast region (by less
+ * than eight bytes, all PADs).  ipt__pkt_skip_pads moves the decoder's
+ * position. */
 static IPT__INLINE const uint8_t *ipt__pkt_past_pads(uintptr_t begin,
 						     size_t fast,
 						     const uint8_t *pos)
 {
-	while (ipt__pkt_in_fast(begin, fast, pos) && !*pos)
-		pos += 1;
+	uint64_t bytes;
+
+	/* Most packets have no PAD before them: one byte decides.  Past
+	 * that, eight bytes at a time (IPT__FAST_ROOM are readable), which
+	 * may go up to seven PADs past the fast region. */
+	if (!ipt__pkt_in_fast(begin, fast, pos) || *pos)
+		return pos;
+	do {
+		bytes = ipt__load64(pos);
+		if (bytes)
+			return pos + (ipt__lsb(bytes) >> 3);
+		pos += 8;
+	} while (ipt__pkt_in_fast(begin, fast, pos));
 	return pos;
 }
 
@@ -13575,7 +13604,8 @@ static void ipt__retstack_init(struct ipt__retstack *rs)
 	rs->bottom = 0;
 }
 
-static void ipt__retstack_push(struct ipt__retstack *rs, uint64_t ip)
+static IPT__INLINE void ipt__retstack_push(struct ipt__retstack *rs,
+					   uint64_t ip)
 {
 	uint8_t top = rs->top;
 
@@ -22920,8 +22950,9 @@ struct ipt__cov_memo {
 	 * edge kind. */
 	uint16_t ncount;
 	uint16_t tip_kind;
-	/* The last edge's bitmap index (without a TIP). */
+	/* The last edge's bitmap index (without a TIP), and its kind. */
 	uint32_t last_index;
+	uint32_t last_kind;
 	/* The code the runs after the last bit cover, up to the TIP's
 	 * branch: a disable's IP there binds elsewhere. */
 	uint64_t span_lo;
@@ -23219,6 +23250,7 @@ ipt__cov_memo_find(struct ipt_cov_decoder *cov, uint64_t ip,
 		nbit = e->tip ? e->used : e->used ? e->used - 1u : 0;
 		if (!e->tip && e->used)
 			e->last_index = e->counted[nbit];
+		e->last_kind = (uint32_t) ipt__cov_memo_kind(e, nbit);
 		for (i = 0; i < nbit; ++i)
 			if ((e->count >> i) & 1)
 				e->counted[ncount++] = e->counted[i];
@@ -23293,9 +23325,8 @@ static IPT__INLINE void ipt__cov_memo_apply(struct ipt_cov_decoder *cov,
 	}
 	cov->pend_from = e->last_from;
 	cov->pend_next = e->last_next;
-	cov->pend_kind = (uint32_t) ipt__cov_memo_kind(e, last);
-	if (cov->pend_kind == ipt_cov_not_taken)
-		cov->pend_kind = ipt_cov_taken;
+	cov->pend_kind = e->last_kind == ipt_cov_not_taken ?
+				 (uint32_t) ipt_cov_taken : e->last_kind;
 }
 
 /* The TNT packets read ahead of the one in hand and the TIPs and
@@ -23618,7 +23649,7 @@ static uint64_t ipt__cov_tnt(void *context, struct pt_block_decoder *blk,
 			uint32_t last = used - 1;
 
 			pend_counts = (e->count >> last) & 1;
-			pend_kind = ipt__cov_memo_kind(e, last);
+			pend_kind = e->last_kind;
 			pend_index = e->last_index;
 			ip = e->exit;
 			continue;
@@ -23664,7 +23695,10 @@ static uint64_t ipt__cov_tnt(void *context, struct pt_block_decoder *blk,
 
 		pend_counts = cov->pend_kind ? (e->count >> used) & 1 : 0;
 		pend_kind = e->tip_kind;
-		pend_index = ipt__cov_index(e->last_from, last_ip.ip);
+		/* Hashed only for an edge that counts: in libxdc's mode a
+		 * TIP's never does. */
+		if (pend_counts)
+			pend_index = ipt__cov_index(e->last_from, last_ip.ip);
 		ip = last_ip.ip;
 	}
 

@@ -5,7 +5,7 @@
  * pt_blk_event's events; with all kinds, and with each kind alone; on a
  * fresh decoder (first pass) and on the same decoder again (warm caches);
  * and the bitmap must be the documented function of those edges, wrapping
- * and saturating.  With ipt_cov_pause, pages withheld at random and
+ * and saturating, also without an edge callback.  With ipt_cov_pause, pages withheld at random and
  * supplied on each fault give the edges and bitmap of the decode with all
  * code present.
  *
@@ -221,6 +221,25 @@ static void check_trace(const char *name, const struct pt_config *config,
 	if (CHECK(ipt_cov_get_status(cov, &st) == 0))
 		memo_bits += (unsigned long) st.memo_bits;
 	ipt_cov_free_decoder(cov);
+
+	/* Without an edge callback (the memo keeps no edges, the way a
+	 * fuzzer runs it), first pass and warm: the same bitmap. */
+	cc.edge = NULL;
+	cov = ipt_cov_alloc_decoder(config, &cc);
+	if (CHECK(cov != NULL)) {
+		ipt_cov_set_image(cov, image);
+		ipt_cov_set_bitmap(cov, map, sizeof(map));
+		for (pass = 0; pass < 2; ++pass) {
+			CHECK_EQ(ipt_cov_set_trace(cov, config->begin,
+						   config->end, 1), 0);
+			CHECK_EQ(ipt_cov_decode(cov), 0);
+			if (!CHECK(!memcmp(map, expect, sizeof(map))))
+				printf("     %s, no callback, pass %d\n", name,
+				       pass);
+		}
+		ipt_cov_free_decoder(cov);
+	}
+	cc.edge = olist_on_edge;
 
 	/* Each kind alone, saturating, on a decoder of its own. */
 	for (k = 0; k < sizeof(kinds) / sizeof(kinds[0]); ++k) {

@@ -169,6 +169,59 @@ static void test_fast(void)
 	CHECK(decoded > 2 * 256 * 5 * 128);
 }
 
+/* ipt__pkt_past_pads, which skips PADs eight bytes at a time, against
+ * skipping them one by one: for runs of every length from every start,
+ * with every fast region the buffer allows, it stops at the same non-PAD
+ * byte where that lies in the fast region; elsewhere past the fast region
+ * (by less than eight bytes), and only ever past PADs. */
+static void test_past_pads(void)
+{
+	enum { n = 64 };
+	uint8_t buf[n];
+	uintptr_t begin = (uintptr_t) buf;
+	size_t fast;
+	int start, run, i, bad = 0, beyond = 0;
+
+	for (fast = 0; fast + IPT__FAST_ROOM - 1 <= n; ++fast)
+		for (start = 0; start < n; ++start)
+			for (run = 0; start + run <= n; ++run) {
+				const uint8_t *pos = buf + start, *one, *got;
+
+				for (i = 0; i < n; ++i)
+					buf[i] = (uint8_t) (i < start ? 0 :
+							    i < start + run ? 0 :
+							    0x04 + 2 * (i & 3));
+				one = pos;
+				while (ipt__pkt_in_fast(begin, fast, one) &&
+				       !*one)
+					one += 1;
+				got = ipt__pkt_past_pads(begin, fast, pos);
+				for (i = 0; pos + i < got; ++i)
+					if (pos[i])
+						bad = 1;
+				if (ipt__pkt_in_fast(begin, fast, one)) {
+					if (got != one)
+						bad = 1;
+				} else if (got < one ||
+					   ipt__pkt_in_fast(begin, fast, got) ||
+					   (got > pos && got > buf + fast + 7) ||
+					   got > buf + n) {
+					bad = 1;
+				} else if (got > one) {
+					beyond += 1;
+				}
+				if (bad) {
+					printf("     fast %u, start %d, run %d\n",
+					       (unsigned) fast, start, run);
+					CHECK(0);
+					return;
+				}
+			}
+	CHECK(!bad);
+	/* The eight-byte steps did go past the fast region. */
+	CHECK(beyond > 0);
+}
+
 static void test_filters(void)
 {
 	struct pt_conf_addr_filter filter;
@@ -251,6 +304,7 @@ int main(void)
 {
 	test_layout();
 	test_fast();
+	test_past_pads();
 	test_filters();
 	test_helpers();
 	return check_done();
