@@ -23080,8 +23080,13 @@ ipt__cov_memo_fill(struct ipt_cov_decoder *cov, struct ipt__cov_memo *e,
 	uint64_t prev_exit = 0, prev_next = 0, prev_from = 0;
 	uint8_t prev_nops = 0, prev_pops = 0;
 
+	/* Nothing taken yet: a TIP's branch reached before any bit replays
+	 * only the operations found on the way, and a step back to no bit
+	 * restores these. */
 	e->used = 0;
 	e->tip = 0;
+	e->nops = 0;
+	e->pops = 0;
 	e->span_lo = UINT64_MAX;
 	e->span_hi = 0;
 	for (;;) {

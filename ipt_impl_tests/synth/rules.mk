@@ -39,7 +39,7 @@ SYNTH_TOOLS := $(SYNTH_B)/ptsynth $(SYNTH_B)/ptxd-libipt $(SYNTH_B)/ptxd-ipt \
 	$(SYNTH_B)/signals
 
 TESTS += $(T)/synth/run-synth
-TEST_DEPS += $(SYNTH_TOOLS)
+TEST_DEPS += $(SYNTH_TOOLS) $(B)/unit/cov/t_cov_oracle
 
 demo: all $(SYNTH_TOOLS) $(SYNTH_B)/demo
 	@$(T)/synth/demo

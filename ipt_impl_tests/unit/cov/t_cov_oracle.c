@@ -9,10 +9,12 @@
  * supplied on each fault give the edges and bitmap of the decode with all
  * code present.
  *
- *   t_cov_oracle [manifest MANIFEST]... [synth DIR]... [list LIST TRACE]...
+ *   t_cov_oracle [manifest MANIFEST]... [synth DIR]...
+ *                [synth-trace DIR NAME]... [list LIST TRACE]...
  *
  * MANIFEST: a conformance MANIFEST; its ptxed cases are used (--raw and
- * --cpu arguments).  DIR: a ptsynth directory (image.txt, trace.pt).
+ * --cpu arguments).  DIR: a ptsynth directory (image.txt, trace.pt, or
+ * NAME.pt: synth/run-synth checks each real-program trace it makes).
  * LIST TRACE: a "VADDR SIZE FILE" list and a trace. */
 
 #include "check.h"
@@ -404,13 +406,13 @@ static void run_files(const char *listing, int ends, const char *tracefile)
 	omem_fini(&mem);
 }
 
-/* A ptsynth directory: image.txt and trace.pt. */
-static void run_synth(const char *dir)
+/* A ptsynth directory: image.txt and NAME.pt. */
+static void run_synth(const char *dir, const char *name)
 {
 	char image[4096], trace[4096];
 
 	snprintf(image, sizeof(image), "%s/image.txt", dir);
-	snprintf(trace, sizeof(trace), "%s/trace.pt", dir);
+	snprintf(trace, sizeof(trace), "%s/%s.pt", dir, name);
 	run_files(image, 1, trace);
 }
 
@@ -422,13 +424,18 @@ int main(int argc, char *argv[])
 		if (!strcmp(argv[i], "manifest") && i + 1 < argc)
 			run_manifest(argv[++i]);
 		else if (!strcmp(argv[i], "synth") && i + 1 < argc)
-			run_synth(argv[++i]);
+			run_synth(argv[++i], "trace");
+		else if (!strcmp(argv[i], "synth-trace") && i + 2 < argc) {
+			run_synth(argv[i + 1], argv[i + 2]);
+			i += 2;
+		}
 		else if (!strcmp(argv[i], "list") && i + 2 < argc) {
 			run_files(argv[i + 1], 0, argv[i + 2]);
 			i += 2;
 		} else {
 			printf("usage: %s [manifest M]... [synth DIR]... "
-			       "[list LIST TRACE]...\n", argv[0]);
+			       "[synth-trace DIR NAME]... [list LIST TRACE]...\n",
+			       argv[0]);
 			CHECK(0);
 		}
 	}
