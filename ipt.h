@@ -23255,7 +23255,10 @@ ipt__cov_memo_find(struct ipt_cov_decoder *cov, uint64_t ip,
 		nbit = e->tip ? e->used : e->used ? e->used - 1u : 0;
 		if (!e->tip && e->used)
 			e->last_index = e->counted[nbit];
-		e->last_kind = (uint32_t) ipt__cov_memo_kind(e, nbit);
+		/* An entry of no bit and no TIP is never applied, and its
+		 * first bit's kind was never written. */
+		if (e->tip || e->used)
+			e->last_kind = (uint32_t) ipt__cov_memo_kind(e, nbit);
 		for (i = 0; i < nbit; ++i)
 			if ((e->count >> i) & 1)
 				e->counted[ncount++] = e->counted[i];
