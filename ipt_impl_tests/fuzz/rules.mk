@@ -13,7 +13,7 @@
 FZ := $(T)/fuzz
 FB := $(B)/fuzz
 FUZZ_SECONDS ?= 60
-FUZZ_SMOKE ?= 20
+FUZZ_SMOKE ?= 10
 FUZZ_OPTIONS ?=
 # The implementation is built for fuzzing with a small instruction cache,
 # a small image page cache and a small TNT memo: every path through them
