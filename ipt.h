@@ -6873,7 +6873,7 @@ static IPT__UNUSED int ipt__tcal_same(const struct ipt_time_cal *a,
  *        a paging event's CR3 and NR bit (1 guest, 0 host); -1 for
  *        other events
  *   struct ipt__vm_side, ipt__vm_side_take(side, ev),
- *   ipt__vm_side_get(side)
+ *   ipt__vm_side_set(side, nr), ipt__vm_side_get(side)
  *        guest or host as the paging events taken say (ipt_*_in_guest)
  *   uint32_t ipt__evt_queued(const struct pt_event_decoder *decoder);
  *        right after ipt_evt_start_at: how many status events the
@@ -6887,6 +6887,14 @@ static IPT__UNUSED int ipt__tcal_same(const struct ipt_time_cal *a,
  *                             struct pt_event *ev);
  *        pt_evt_next() when the next event is a status event of the
  *        PSB+ whose PSB or PSBEND is current: 1 and @ev filled, or 0
+ *   int  ipt__evt_psb_peek(const struct pt_event_decoder *decoder,
+ *                          struct ipt__evt_psb *psb);
+ *   int  ipt__evt_psb_take(struct pt_event_decoder *decoder,
+ *                          const struct ipt__evt_psb *psb, uint64_t *tsc,
+ *                          uint32_t *lost_mtc, uint32_t *lost_cyc);
+ *        a PSB+ with tracing off that holds only state, read while its
+ *        PSB is current, then taken whole as if all its status events
+ *        had been (see "a PSB+ taken whole")
  *   enum pt_packet_type ipt__evt_tnt_ahead(const struct pt_event_decoder *,
  *                                          const uint8_t **pos,
  *                                          uint64_t *payload,
@@ -7552,6 +7560,31 @@ static int ipt__evt_bdm70(struct pt_event_decoder *decoder)
 	}
 }
 
+/* Whether a PSB+'s MODE.EXEC @exec agrees with the state we know (any
+ * does before we know one); the interrupt flag is only followed with
+ * iflags events on. */
+static int ipt__evt_exec_agrees(const struct pt_event_decoder *decoder,
+				const struct pt_packet_mode_exec *exec)
+{
+	if (!decoder->mode_exec_valid)
+		return 1;
+	return (!decoder->flags.variant.event.enable_iflags_events ||
+		decoder->iflag == exec->iflag) &&
+	       decoder->csd == exec->csd && decoder->csl == exec->csl;
+}
+
+/* A PSB+'s MODE.EXEC @exec, which agrees: the state, if not known yet. */
+static void ipt__evt_exec_know(struct pt_event_decoder *decoder,
+			       const struct pt_packet_mode_exec *exec)
+{
+	if (decoder->mode_exec_valid)
+		return;
+	decoder->mode_exec_valid = 1;
+	decoder->iflag = exec->iflag;
+	decoder->csd = exec->csd;
+	decoder->csl = exec->csl;
+}
+
 static int ipt__evt_header_packet(struct pt_event_decoder *decoder)
 {
 	const struct pt_packet *packet = &decoder->packet;
@@ -7594,30 +7627,17 @@ static int ipt__evt_header_packet(struct pt_event_decoder *decoder)
 		} else if (packet->payload.mode.leaf == pt_mol_exec) {
 			const struct pt_packet_mode_exec *exec =
 				&packet->payload.mode.bits.exec;
-			int iflags = decoder->flags.variant.event
-					     .enable_iflags_events;
 
-			/* Check the state we know against the status;
-			 * the interrupt flag is only followed with
-			 * iflags events on. */
-			if (decoder->mode_exec_valid) {
-				if ((iflags && decoder->iflag != exec->iflag) ||
-				    decoder->csd != exec->csd ||
-				    decoder->csl != exec->csl)
-					return -pte_bad_status_update;
-			} else {
-				decoder->mode_exec_valid = 1;
-				decoder->iflag = exec->iflag;
-				decoder->csd = exec->csd;
-				decoder->csl = exec->csl;
-			}
+			if (!ipt__evt_exec_agrees(decoder, exec))
+				return -pte_bad_status_update;
+			ipt__evt_exec_know(decoder, exec);
 			ev = ipt__evq_enqueue(&decoder->evq, ipt__evb_psbend);
 			if (!ev)
 				return -pte_nomem;
 			ev->status_update = 1;
 			ev->type = ptev_exec_mode;
 			ev->variant.exec_mode.mode = pt_get_exec_mode(exec);
-			if (iflags) {
+			if (decoder->flags.variant.event.enable_iflags_events) {
 				ev = ipt__evq_enqueue(&decoder->evq,
 						      ipt__evb_psbend);
 				if (!ev)
@@ -9979,6 +9999,130 @@ static IPT__INLINE int ipt__evt_next_status(struct pt_event_decoder *decoder,
 	return ipt__evt_psb_status(decoder, ev);
 }
 
+/* ---- a PSB+ taken whole ----
+ * A decoder above that takes a PSB+'s status events without reporting
+ * them (>>blk for >>cov) needs only the state they state.  The PSB+ of a
+ * trace with tracing off is the commonest: a PSB with nothing queued,
+ * then no FUP and no OVF, only PAD, MODE, PIP, VMCS and a CBR of a
+ * nonzero ratio, each at most once.  Where the packet layer's fast path
+ * decodes all of it, ipt__evt_psb_peek reads it into a struct
+ * ipt__evt_psb, moving nothing; ipt__evt_psb_take then moves past it as
+ * its events, all taken, would have left the decoder: the last IP
+ * forgotten, tracing off, the MODE.EXEC state and the CBR's time taken
+ * in, the packet after the PSBEND current.  Those events are a disable
+ * (a status update) and one status update per packet but PAD, all with
+ * their IP suppressed and the time after the CBR.  A MODE.EXEC that
+ * disagrees with the state known is an error the general way reports:
+ * ipt__evt_psb_peek says 0 then. */
+
+enum ipt__evt_psb_has {
+	ipt__psb_tsx = 1 << 0,
+	ipt__psb_exec = 1 << 1,
+	ipt__psb_pip = 1 << 2,
+	ipt__psb_vmcs = 1 << 3,
+	ipt__psb_cbr = 1 << 4
+};
+
+struct ipt__evt_psb {
+	/* The ipt__psb_* packets it holds, and where it ends (past the
+	 * PSBEND). */
+	uint32_t has;
+	const uint8_t *end;
+	struct pt_packet_mode_tsx tsx;
+	struct pt_packet_mode_exec exec;
+	struct pt_packet_pip pip;
+	struct pt_packet_vmcs vmcs;
+	struct pt_packet cbr;
+};
+
+static IPT__UNUSED int ipt__evt_psb_peek(const struct pt_event_decoder *decoder,
+					 struct ipt__evt_psb *psb)
+{
+	const struct pt_packet_decoder *pacdec = &decoder->pacdec;
+	uintptr_t begin = (uintptr_t) pacdec->config.begin;
+	const uint8_t *pos = pacdec->pos;
+	struct pt_packet packet;
+
+	if (decoder->packet.type != ppt_psb || decoder->status < 0 ||
+	    decoder->event || decoder->bound || decoder->placed ||
+	    decoder->evq.begin != decoder->evq.end || ipt__pkt_more(pacdec))
+		return 0;
+	psb->has = 0;
+	for (;;) {
+		uint32_t has;
+		int size;
+
+		pos = ipt__pkt_past_pads(begin, pacdec->fast, pos);
+		if (!ipt__pkt_in_fast(begin, pacdec->fast, pos))
+			return 0;
+		size = ipt__pkt_fast(pos, &packet,
+				     pacdec->config.errata.skd007, 0);
+		if (!size)
+			return 0;
+		pos += size;
+		switch (packet.type) {
+		case ppt_pad:
+			continue;
+		case ppt_psbend:
+			psb->end = pos;
+			return 1;
+		case ppt_mode:
+			if (packet.payload.mode.leaf == pt_mol_tsx) {
+				has = ipt__psb_tsx;
+				psb->tsx = packet.payload.mode.bits.tsx;
+			} else if (packet.payload.mode.leaf == pt_mol_exec) {
+				has = ipt__psb_exec;
+				psb->exec = packet.payload.mode.bits.exec;
+				if (!ipt__evt_exec_agrees(decoder, &psb->exec))
+					return 0;
+			} else
+				return 0;
+			break;
+		case ppt_pip:
+			has = ipt__psb_pip;
+			psb->pip = packet.payload.pip;
+			break;
+		case ppt_vmcs:
+			has = ipt__psb_vmcs;
+			psb->vmcs = packet.payload.vmcs;
+			break;
+		case ppt_cbr:
+			if (!packet.payload.cbr.ratio)
+				return 0;
+			has = ipt__psb_cbr;
+			psb->cbr = packet;
+			break;
+		default:
+			return 0;
+		}
+		if (psb->has & has)
+			return 0;
+		psb->has |= has;
+	}
+}
+
+/* Take the PSB+ @psb read; the time its events carry in @tsc, @lost_mtc
+ * and @lost_cyc, and whether there is one. */
+static IPT__UNUSED int ipt__evt_psb_take(struct pt_event_decoder *decoder,
+					 const struct ipt__evt_psb *psb,
+					 uint64_t *tsc, uint32_t *lost_mtc,
+					 uint32_t *lost_cyc)
+{
+	ipt_last_ip_init(&decoder->ip);
+	decoder->enabled = 0;
+	if (psb->has & ipt__psb_exec)
+		ipt__evt_exec_know(decoder, &psb->exec);
+	/* A CBR of a nonzero ratio cannot fail. */
+	if (psb->has & ipt__psb_cbr)
+		(void) ipt__evt_apply_time(&decoder->time, &decoder->tcal,
+					   &psb->cbr, ipt__evt_config(decoder),
+					   1);
+	decoder->pacdec.pos = psb->end;
+	(void) ipt__evt_next_packet(decoder);
+	return ipt_time_query_tsc(tsc, lost_mtc, lost_cyc, &decoder->time) >=
+	       0;
+}
+
 /* ---- TNT and TIP packets in a row ----
  * Between two packets that are not TNT, TIP, TIP.PGD or TIP.PGE, a caller
  * holding a TNT event would get each next event from ipt__evt_next_tnt,
@@ -10159,15 +10303,21 @@ struct ipt__vm_side {
 	uint8_t non_root;
 };
 
+/* A paging event said guest (@nr set) or host. */
+static IPT__UNUSED void ipt__vm_side_set(struct ipt__vm_side *side,
+					 uint32_t nr)
+{
+	side->known = 1;
+	side->non_root = nr ? 1 : 0;
+}
+
 static IPT__UNUSED void ipt__vm_side_take(struct ipt__vm_side *side,
 					  const struct pt_event *ev)
 {
 	int nr = ipt__evt_paging(ev, NULL);
 
-	if (nr >= 0) {
-		side->known = 1;
-		side->non_root = nr ? 1 : 0;
-	}
+	if (nr >= 0)
+		ipt__vm_side_set(side, (uint32_t) nr);
 }
 
 /* What ipt_*_in_guest answers: 1 guest, 0 host, -pte_nosync. */
@@ -13530,6 +13680,9 @@ ipt__insn_range_is_contiguous(uint64_t begin, uint64_t end,
  *   int  ipt__blk_trace_more(const struct pt_block_decoder *);
  *   void ipt__blk_set_run_hook(struct pt_block_decoder *, hook, context);
  *        a hook told of each run recorded in the run cache
+ *   void ipt__blk_set_quiet_psb(struct pt_block_decoder *, hook, context);
+ *        for a caller that reports no events: a PSB+ that only restates
+ *        the state with tracing off is taken whole, the hook told
  *   enum pt_packet_type ipt__blk_tnt_ahead(const struct pt_block_decoder *,
  *                                          const uint8_t **pos,
  *                                          uint64_t *payload,
@@ -14000,6 +14153,10 @@ struct pt_block_decoder {
 	 * and the IP of its last instruction. */
 	void (*run_hook)(void *context, uint64_t begin, uint64_t last);
 	void *run_hook_context;
+	/* If set, a PSB+ that only restates the state while tracing is off
+	 * is taken whole, and this told of it (ipt__blk_set_quiet_psb). */
+	void (*quiet_psb)(void *context);
+	void *quiet_psb_context;
 };
 
 /* Whether the caches describe the current image (a decoder always has
@@ -14818,6 +14975,8 @@ static void ipt__blk_note_end(struct pt_block_decoder *decoder)
 	decoder->ahead = 0;
 }
 
+static int ipt__blk_quiet_psb(struct pt_block_decoder *decoder);
+
 /* The next event from the event decoder into @decoder->event.  An error
  * is kept in @status and reported when we get to it. */
 static void ipt__blk_next_event(struct pt_block_decoder *decoder)
@@ -14826,8 +14985,13 @@ static void ipt__blk_next_event(struct pt_block_decoder *decoder)
 	int status;
 
 	status = ipt__evt_next_tnt(&decoder->evdec, ev);
-	if (!status && IPT__BLK_SHORT)
+	if (!status && IPT__BLK_SHORT) {
+		while (decoder->quiet_psb &&
+		       decoder->evdec.packet.type == ppt_psb &&
+		       ipt__blk_quiet_psb(decoder))
+			;
 		status = ipt__evt_next_status(&decoder->evdec, ev);
+	}
 	if (!status)
 		status = pt_evt_next(&decoder->evdec, ev, sizeof(*ev));
 	if (status < 0) {
@@ -14895,6 +15059,54 @@ static void ipt__blk_take_paging(struct pt_block_decoder *decoder,
 		decoder->dark = 1;
 		decoder->dark_leave = decoder->enabled;
 	}
+}
+
+/* For a caller that reports no events (ipt__blk_set_quiet_psb): take the
+ * PSB+ whose PSB is current whole if it only restates the state with
+ * tracing off (see "a PSB+ taken whole"), as its events would have been
+ * taken one by one (ipt__blk_event_take, ipt__blk_event_done): nothing
+ * bound to an instruction, no CR3 filter at work or about to be, no start
+ * state's events pending.  Returns 1 if it did. */
+static int ipt__blk_quiet_psb(struct pt_block_decoder *decoder)
+{
+	struct ipt__evt_psb psb;
+
+	if (decoder->enabled || decoder->process_insn || decoder->dark ||
+	    decoder->dark_leave || decoder->has_held ||
+	    decoder->start_status ||
+	    !ipt__evt_psb_peek(&decoder->evdec, &psb))
+		return 0;
+	if ((psb.has & ipt__psb_pip) &&
+	    !ipt__blk_filter_keeps(decoder, psb.pip.cr3))
+		return 0;
+
+	if (psb.has & ipt__psb_tsx)
+		decoder->speculative = psb.tsx.intx;
+	if (psb.has & ipt__psb_exec)
+		decoder->mode = pt_get_exec_mode(&psb.exec);
+	if (psb.has & ipt__psb_pip) {
+		ipt__vm_side_set(&decoder->vm, psb.pip.nr);
+		decoder->asid.cr3 = psb.pip.cr3;
+		decoder->ctx_id = 0;
+	}
+	if (psb.has & ipt__psb_vmcs) {
+		decoder->asid.vmcs = psb.vmcs.base;
+		decoder->ctx_id = 0;
+	}
+	if (psb.has & ipt__psb_cbr) {
+		decoder->has_cbr = 1;
+		decoder->cbr = psb.cbr.payload.cbr.ratio;
+	}
+	/* The disable drops the TRIG anchor; the others keep it. */
+	decoder->has_icnt = 0;
+	decoder->icnt = 0;
+	decoder->has_tsc = ipt__evt_psb_take(&decoder->evdec, &psb,
+					     &decoder->tsc, &decoder->lost_mtc,
+					     &decoder->lost_cyc) ?
+				   1 :
+				   0;
+	decoder->quiet_psb(decoder->quiet_psb_context);
+	return 1;
 }
 
 /* Make @ev an enable at @ip, keeping its time; the filter's own event. */
@@ -18259,6 +18471,17 @@ static IPT__UNUSED int
 ipt__blk_trace_more(const struct pt_block_decoder *decoder)
 {
 	return ipt__evt_more(&decoder->evdec);
+}
+
+/* For a caller that reports no events: take a PSB+ that only restates
+ * the state with tracing off whole, and tell @hook of each (NULL: take
+ * each PSB+ event by event). */
+static IPT__UNUSED void
+ipt__blk_set_quiet_psb(struct pt_block_decoder *decoder,
+		       void (*hook)(void *context), void *context)
+{
+	decoder->quiet_psb = hook;
+	decoder->quiet_psb_context = context;
 }
 
 /* Tell @hook of each run recorded in the run cache (NULL: nobody). */
@@ -22517,8 +22740,10 @@ ipt_sb_alloc_pevent_decoder_mem(struct pt_sb_session *session,
  * and reports each branch that used trace and each place the flow
  * reached, with no blocks made; everything else goes through pt_blk_next
  * and pt_blk_event (its events handed to us without a copy, a PSB+'s
- * status events among them, by ipt__blk_take_events).  Either way an edge
- * waits as "pending" until the flow is seen at its destination.
+ * status events among them, by ipt__blk_take_events; a PSB+ with tracing
+ * off that only restates the state is taken whole, ipt__blk_set_quiet_psb).
+ * Either way an edge waits as "pending" until the flow is seen at its
+ * destination.
  *
  * Steady state goes further: a memo takes a run of TNT bits at once (see
  * "taking TNT bits in bulk").
@@ -22527,10 +22752,10 @@ ipt_sb_alloc_pevent_decoder_mem(struct pt_sb_session *session,
  * the next trace), and ipt__blk_walk, ipt__blk_take_events,
  * ipt__blk_decode, ipt__blk_trace_ended, ipt__blk_trace_size,
  * ipt__blk_trace_more,
- * ipt__blk_set_run_hook and ipt__blk_allocator (see >>blk); the memo
- * reads runs with ipt__blk_run_find and ipt__blk_ctx_of and, as the walk
- * would, takes bits off the TNT in hand and moves the return stack and
- * the instruction count. */
+ * ipt__blk_set_run_hook, ipt__blk_set_quiet_psb and ipt__blk_allocator
+ * (see >>blk); the memo reads runs with ipt__blk_run_find and
+ * ipt__blk_ctx_of and, as the walk would, takes bits off the TNT in hand
+ * and moves the return stack and the instruction count. */
 
 struct ipt_cov_decoder {
 	/* The block decoder; it holds the allocator. */
@@ -22824,6 +23049,13 @@ static void ipt__cov_event(void *context, const struct pt_event *ev)
 		/* No change of flow the blocks do not show. */
 		break;
 	}
+}
+
+/* The block decoder took a PSB+ with tracing off whole: its disable, a
+ * status update with its IP suppressed, as ipt__cov_event takes it. */
+static void ipt__cov_quiet_psb(void *context)
+{
+	((struct ipt_cov_decoder *) context)->pend_kind = 0;
 }
 
 /* The edge kind of a branch of @iclass that used trace. */
@@ -24034,6 +24266,7 @@ ipt_cov_alloc_decoder_with(const struct pt_config *config,
 		cov->config.flags &= ~(uint32_t) ipt_cov_saturate;
 	}
 	ipt__blk_set_run_hook(&cov->blk, ucov->block, ucov->context);
+	ipt__blk_set_quiet_psb(&cov->blk, ipt__cov_quiet_psb, cov);
 	if (ucov->flags & ipt_cov_pause)
 		(void) ipt_blk_set_wait_for_code(&cov->blk, 1);
 	cov->memo_limit = IPT_COV_MEMO_LIMIT;

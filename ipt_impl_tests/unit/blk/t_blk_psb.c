@@ -7,13 +7,21 @@
  *   - ipt__blk_take_events (the coverage decoder's way) against
  *     pt_blk_event() one call at a time, on two block decoders in
  *     lockstep: the same events, statuses, blocks and decoder state;
+ *   - a PSB+ with tracing off that only restates the state, taken whole
+ *     (ipt__blk_set_quiet_psb, the coverage decoder's way) against its
+ *     events taken one by one: between blocks the same decoder state,
+ *     the same events but those status updates, the same blocks;
  *   - the block decoder with its trace arriving in two pieces, cut at
  *     every byte (ipt_blk_extend), against the whole trace at once.
  *
  * On traces of PSB+s that restate what the decoder knows, and of PSB+s
  * that change the mode, the CR3, the VMCS or the IP, that say tracing is
  * off, follow one another, end in an OVF or follow one, or hold time
- * packets; and on every trace of the conformance suites given as
+ * packets; on random traces of PSB+s with tracing off, of every packet
+ * a PSB+ may hold, in any order, with PADs between, some twice, some
+ * disagreeing with the state, some errors, with and without a CR3
+ * filter and iflags events; and on every trace of the conformance suites
+ * given as
  * arguments (their libipt and real folders) at the event level.  Built
  * with IPT_BLK_GENERAL_PATH the short ways are off, and the counts of
  * what they took say so: the checks that they took something fail. */
@@ -33,8 +41,8 @@
 /* 1000: jz 1000 (74 fe); 1002: nop (90); 1003: jmp *%rax (ff e0). */
 static const uint8_t code[] = { 0x74, 0xfe, 0x90, 0xff, 0xe0 };
 
-/* How often each short way took something. */
-static unsigned long evt_short, blk_short;
+/* How often each short way took something; PSB+s taken whole. */
+static unsigned long evt_short, blk_short, blk_quiet;
 
 /* ---- the event decoder ---- */
 
@@ -146,39 +154,72 @@ static int blk_events_short(struct pt_block_decoder *d, int status,
 }
 
 static struct pt_block_decoder *blk_new(const struct pt_config *config,
-					struct pt_image *image)
+					struct pt_image *image, uint64_t cr3)
 {
 	struct pt_block_decoder *d = pt_blk_alloc_decoder(config);
 
-	if (d && pt_blk_set_image(d, image) < 0) {
+	if (d && (pt_blk_set_image(d, image) < 0 ||
+		  ipt_blk_set_cr3_filter(d, cr3) < 0)) {
 		pt_blk_free_decoder(d);
 		d = NULL;
 	}
 	return d;
 }
 
-/* Two block decoders in lockstep: events the general way on one, the
- * short way on the other. */
-static void blk_compare(const struct pt_config *config,
-			struct pt_image *image, const char *name)
+static void blk_quiet_took(void *context)
 {
-	struct pt_block_decoder *a = blk_new(config, image);
-	struct pt_block_decoder *b = blk_new(config, image);
-	int sa, sb, steps = 0, bad = 0;
+	(void) context;
+	blk_quiet += 1;
+}
 
-	CHECK(a != NULL && b != NULL);
-	if (!a || !b) {
+/* Whether @lc holds the events of @la but the status updates of PSB+s
+ * with tracing off, in order. */
+static int evlog_quiet_of(const struct evlog *la, const struct evlog *lc)
+{
+	int i, j = 0;
+
+	if (la->n > 64 || lc->n > la->n)
+		return 0;
+	for (i = 0; i < la->n; ++i) {
+		if (j < lc->n && !memcmp(&la->ev[i], &lc->ev[j],
+					 sizeof(la->ev[i]))) {
+			j += 1;
+			continue;
+		}
+		if (!la->ev[i].status_update)
+			return 0;
+	}
+	return j == lc->n;
+}
+
+/* Three block decoders in lockstep: events the general way on one, the
+ * short way on the other two, the third taking PSB+s with tracing off
+ * whole; with the CR3 filter @cr3 (pt_asid_no_cr3: none). */
+static void blk_compare_cr3(const struct pt_config *config,
+			    struct pt_image *image, uint64_t cr3,
+			    const char *name)
+{
+	struct pt_block_decoder *a = blk_new(config, image, cr3);
+	struct pt_block_decoder *b = blk_new(config, image, cr3);
+	struct pt_block_decoder *c = blk_new(config, image, cr3);
+	int sa, sb, sc, steps = 0, bad = 0;
+
+	CHECK(a != NULL && b != NULL && c != NULL);
+	if (!a || !b || !c) {
 		pt_blk_free_decoder(a);
 		pt_blk_free_decoder(b);
+		pt_blk_free_decoder(c);
 		return;
 	}
+	ipt__blk_set_quiet_psb(c, blk_quiet_took, NULL);
 	sa = pt_blk_sync_forward(a);
 	sb = pt_blk_sync_forward(b);
+	sc = pt_blk_sync_forward(c);
 	while (steps++ < 10000) {
-		struct evlog la, lb;
-		struct pt_block ba, bb;
+		struct evlog la, lb, lc;
+		struct pt_block ba, bb, bc;
 
-		if (sa != sb) {
+		if (sa != sb || sa != sc) {
 			bad += 1;
 			break;
 		}
@@ -187,23 +228,32 @@ static void blk_compare(const struct pt_config *config,
 				break;
 			sa = pt_blk_sync_forward(a);
 			sb = pt_blk_sync_forward(b);
+			sc = pt_blk_sync_forward(c);
 			continue;
 		}
-		la.n = lb.n = 0;
+		la.n = lb.n = lc.n = 0;
 		sa = blk_events_general(a, sa, &la);
 		sb = blk_events_short(b, sb, &lb);
+		sc = blk_events_short(c, sc, &lc);
 		if (sa != sb || la.n != lb.n ||
 		    memcmp(la.ev, lb.ev,
 			   (size_t) (la.n < 64 ? la.n : 64) * sizeof(la.ev[0])) ||
 		    ipt__blk_same(a, b) != 1)
 			bad += 1;
+		if (sa != sc || !evlog_quiet_of(&la, &lc) ||
+		    ipt__blk_same(a, c) != 1 ||
+		    a->vm.known != c->vm.known ||
+		    a->vm.non_root != c->vm.non_root)
+			bad += 1;
 		if (sa < 0 || (sa & pts_eos))
 			continue;
 		memset(&ba, 0, sizeof(ba));
 		memset(&bb, 0, sizeof(bb));
+		memset(&bc, 0, sizeof(bc));
 		sa = pt_blk_next(a, &ba, sizeof(ba));
 		sb = pt_blk_next(b, &bb, sizeof(bb));
-		if (memcmp(&ba, &bb, sizeof(ba)))
+		sc = pt_blk_next(c, &bc, sizeof(bc));
+		if (memcmp(&ba, &bb, sizeof(ba)) || memcmp(&ba, &bc, sizeof(ba)))
 			bad += 1;
 	}
 	if (bad)
@@ -211,6 +261,13 @@ static void blk_compare(const struct pt_config *config,
 	CHECK_EQ(bad, 0);
 	pt_blk_free_decoder(a);
 	pt_blk_free_decoder(b);
+	pt_blk_free_decoder(c);
+}
+
+static void blk_compare(const struct pt_config *config,
+			struct pt_image *image, const char *name)
+{
+	blk_compare_cr3(config, image, pt_asid_no_cr3, name);
 }
 
 /* What the block decoder reports, as text, decoding the trace of
@@ -219,7 +276,7 @@ static void blk_compare(const struct pt_config *config,
 static void blk_stream(struct log *l, const struct pt_config *config,
 		       struct pt_image *image, uint8_t *cut)
 {
-	struct pt_block_decoder *d = blk_new(config, image);
+	struct pt_block_decoder *d = blk_new(config, image, pt_asid_no_cr3);
 	uint8_t *end = config->end;
 	int status, steps = 0, moved = 0;
 
@@ -413,6 +470,124 @@ static int scenario(struct tb *t, int which)
 	return 1;
 }
 
+/* ---- random PSB+s with tracing off ---- */
+
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
+
+static uint32_t rnd(uint32_t n)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return (uint32_t) ((rng >> 11) % n);
+}
+
+static void tb_pads(struct tb *t)
+{
+	uint32_t n = rnd(4) ? 0 : rnd(12);
+
+	while (n--)
+		tb_simple(t, ppt_pad);
+}
+
+/* A PSB+ of the packets a PSB+ may hold, in random order, mostly what
+ * one with tracing off holds. */
+static void tb_psb_random(struct tb *t)
+{
+	struct pt_packet p;
+	uint32_t order[8], i, n = 8;
+
+	for (i = 0; i < n; ++i)
+		order[i] = i;
+	for (i = n - 1; i > 0; --i) {
+		uint32_t j = rnd(i + 1), x = order[i];
+
+		order[i] = order[j];
+		order[j] = x;
+	}
+	tb_simple(t, ppt_psb);
+	for (i = 0; i < n; ++i) {
+		uint32_t twice = rnd(12) == 0;
+
+		do {
+			tb_pads(t);
+			memset(&p, 0, sizeof(p));
+			switch (order[i]) {
+			case 0:
+				if (rnd(2))
+					tb_mode_tsx(t, (int) rnd(2), 0);
+				break;
+			case 1:
+				if (rnd(3))
+					tb_mode_exec(t, rnd(12) ? ptem_64bit :
+								  ptem_32bit);
+				break;
+			case 2:
+				if (rnd(4))
+					tb_pip_nr(t, rnd(2) ? 0x4000 : 0x5000,
+						  (int) rnd(2));
+				break;
+			case 3:
+				if (rnd(2)) {
+					p.type = ppt_vmcs;
+					p.payload.vmcs.base =
+						rnd(2) ? 0x12345000 : 0x6000;
+					tb_put(t, &p);
+				}
+				break;
+			case 4:
+				if (rnd(4))
+					tb_cbr(t, (uint8_t) (rnd(12) ?
+							     1 + rnd(60) : 0));
+				break;
+			case 5:
+				if (!rnd(8))
+					tb_tsc(t, 0x100000 + rnd(0x10000));
+				break;
+			case 6:
+				if (!rnd(12)) {
+					p.type = ppt_mnt;
+					p.payload.mnt.payload = rnd(100);
+					tb_put(t, &p);
+				}
+				break;
+			default:
+				if (!rnd(16))
+					tb_ip(t, ppt_fup, pt_ipc_sext_48,
+					      0x1000);
+				break;
+			}
+		} while (twice--);
+	}
+	tb_pads(t);
+	tb_simple(t, rnd(16) ? ppt_psbend : ppt_ovf);
+}
+
+/* Tracing on and off @rounds times, PSB+s while it is off. */
+static void tb_random(struct tb *t, int rounds)
+{
+	tb_init(t);
+	tb_psb(t, 0x1000, ptem_64bit, 0x4000, 0);
+	while (rounds--) {
+		uint32_t n;
+
+		tb_loop(t, 1 + (int) rnd(8));
+		tb_tnt(t, 0x0, 1);
+		tb_ip(t, ppt_tip_pgd, pt_ipc_suppressed, 0);
+		for (n = rnd(4); n > 0; --n) {
+			tb_pads(t);
+			tb_psb_random(t);
+		}
+		if (!rnd(4))
+			tb_pip(t, rnd(2) ? 0x4000 : 0x5000);
+		if (!rnd(8))
+			tb_tsc(t, 0x200000 + rnd(0x10000));
+		tb_pads(t);
+		tb_ip(t, ppt_tip_pge, pt_ipc_sext_48, 0x1000);
+	}
+	tb_loop(t, 3);
+}
+
 /* Every conformance trace in @dir/cases/x/trace.pt, at the event
  * level. */
 static int corpus(const char *dir)
@@ -483,12 +658,32 @@ int main(int argc, char **argv)
 	CHECK(evt_short > 0);
 	CHECK(blk_short > 0);
 
+	for (i = 0; i < 200; ++i) {
+		struct pt_config *config;
+		struct tb t;
+		char name[32];
+
+		tb_random(&t, 1 + (int) rnd(6));
+		config = tb_done(&t);
+		CHECK_EQ(t.errors, 0);
+		if (i & 1)
+			config->nom_freq = 4;
+		if (i & 2)
+			config->flags.variant.block.enable_iflags_events = 1;
+		snprintf(name, sizeof(name), "random %d", i);
+		evt_compare(config, 0, name);
+		blk_compare(config, image, name);
+		blk_compare_cr3(config, image, 0x4000, name);
+	}
+	CHECK(blk_quiet > 0);
+
 	for (i = 1; i < argc; ++i)
 		traces += corpus(argv[i]);
 	CHECK(argc < 2 || traces > 0);
 	printf("%lu status events the short way in the event decoder, %lu "
-	       "runs of events in the block decoder; %d corpus traces\n",
-	       evt_short, blk_short, traces);
+	       "runs of events in the block decoder, %lu PSB+s taken whole; "
+	       "%d corpus traces\n",
+	       evt_short, blk_short, blk_quiet, traces);
 	pt_image_free(image);
 	return check_done();
 }
