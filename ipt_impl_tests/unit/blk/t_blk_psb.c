@@ -11,6 +11,8 @@
  *     (ipt__blk_set_quiet_psb, the coverage decoder's way) against its
  *     events taken one by one: between blocks the same decoder state,
  *     the same events but those status updates, the same blocks;
+ *   - and so the coverage decoder's edges against cov_oracle.h's from
+ *     the block decoder, first pass and warm;
  *   - the block decoder with its trace arriving in two pieces, cut at
  *     every byte (ipt_blk_extend), against the whole trace at once.
  *
@@ -34,6 +36,7 @@
 #include "check.h"
 #include "blk_util.h"
 #include "files.h"
+#include "../cov/cov_oracle.h"
 
 #include <dirent.h>
 #include <stdlib.h>
@@ -268,6 +271,43 @@ static void blk_compare(const struct pt_config *config,
 			struct pt_image *image, const char *name)
 {
 	blk_compare_cr3(config, image, pt_asid_no_cr3, name);
+}
+
+/* The coverage decoder's edges against the block decoder's, with the
+ * CR3 filter @cr3. */
+static void cov_compare(const struct pt_config *config,
+			struct pt_image *image, struct mem *m, uint64_t cr3,
+			const char *name)
+{
+	struct olist want = { 0, 0, 0 }, got = { 0, 0, 0 };
+	struct ipt_cov_decoder *cov;
+	struct ipt_cov_config cc;
+	int pass;
+
+	(void) oracle_edges_cr3(&want, config, image, mem_read, m, cr3);
+	memset(&cc, 0, sizeof(cc));
+	cc.edge = olist_on_edge;
+	cc.context = &got;
+	cov = ipt_cov_alloc_decoder(config, &cc);
+	if (CHECK(cov != NULL)) {
+		CHECK_EQ(ipt_cov_set_image(cov, image), 0);
+		CHECK_EQ(ipt_cov_set_cr3_filter(cov, cr3), 0);
+		for (pass = 0; pass < 2; ++pass) {
+			long at;
+
+			got.n = 0;
+			CHECK_EQ(ipt_cov_set_trace(cov, config->begin,
+						   config->end, 1), 0);
+			CHECK_EQ(ipt_cov_decode(cov), 0);
+			at = olist_diff(&got, &want);
+			if (!CHECK(at < 0))
+				printf("%s, pass %d: edge %ld of %zu/%zu\n",
+				       name, pass, at, got.n, want.n);
+		}
+	}
+	ipt_cov_free_decoder(cov);
+	free(want.e);
+	free(got.e);
 }
 
 /* What the block decoder reports, as text, decoding the trace of
@@ -674,6 +714,8 @@ int main(int argc, char **argv)
 		evt_compare(config, 0, name);
 		blk_compare(config, image, name);
 		blk_compare_cr3(config, image, 0x4000, name);
+		cov_compare(config, image, &m, pt_asid_no_cr3, name);
+		cov_compare(config, image, &m, 0x4000, name);
 	}
 	CHECK(blk_quiet > 0);
 
