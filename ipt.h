@@ -10043,8 +10043,8 @@ static IPT__UNUSED int ipt__evt_psb_peek(const struct pt_event_decoder *decoder,
 	const uint8_t *pos = pacdec->pos;
 	struct pt_packet packet;
 
-	if (decoder->packet.type != ppt_psb || decoder->status < 0 ||
-	    decoder->event || decoder->bound || decoder->placed ||
+	if (decoder->packet.type != ppt_psb || decoder->event ||
+	    decoder->bound || decoder->placed ||
 	    decoder->evq.begin != decoder->evq.end || ipt__pkt_more(pacdec))
 		return 0;
 	psb->has = 0;
