@@ -12479,7 +12479,8 @@ IPT_DEF int pt_image_add_cached(struct pt_image *image,
  *   int ipt__ild_decode_with(struct ipt__ild_zydis *, struct pt_insn *,
  *                            struct ipt__insn_ext *);
  *       the same, for many instructions in a row: Zydis is set up once
- *       per mode
+ *       per mode, and with a struct ipt__ild_memo at zd->memo (the
+ *       caller's) asked only for bytes it has not decoded before
  *   int ipt__insn_decode(struct pt_insn *insn, struct ipt__insn_ext *iext,
  *                        struct pt_image *image, const struct pt_asid *asid);
  *       reads and decodes the instruction at insn->ip in insn->mode; sets
@@ -12487,6 +12488,8 @@ IPT_DEF int pt_image_add_cached(struct pt_image *image,
  *       more than one read: across sections, or past where the callback
  *       stopped).  0 on success; -pte_bad_insn, -pte_nomap, or an error
  *       of the image
+ *   int ipt__insn_decode_with(struct ipt__ild_zydis *, ...);
+ *       the same with that decoder
  *   int ipt__insn_changes_cpl(const struct pt_insn *,
  *                             const struct ipt__insn_ext *);
  *   int ipt__insn_changes_cr3(...);     int ipt__insn_is_branch(...);
@@ -13003,16 +13006,150 @@ static int ipt__ild_late(struct ipt__ild *ild, const uint8_t *raw,
 	return -pte_bad_insn;
 }
 
-/* A Zydis decoder, set up for @mode if @ready. */
+/* ---- Zydis' answers, remembered by their bytes ----
+ * What Zydis makes of an instruction depends on the mode and on the bytes
+ * it consumed, nothing else: x86 encodings are prefix-free, and Zydis
+ * looks at no byte past the instruction's end.  So an instruction whose
+ * bytes were decoded before, at any address, has the same length and class
+ * again.  Code repeats its instructions a lot (register moves, pushes and
+ * pops, stack loads, returns): real programs' code seen for the first time
+ * finds a third to a half of its instructions here, each for a few loads
+ * instead of a Zydis call of some 800 instructions.
+ *
+ * One-byte instructions are kept by their byte and mode.  The others go
+ * to IPT__ILD_MEMO_SETS sets of two entries, a set chosen by the mode and
+ * the first two bytes (two-byte instructions) or three (longer ones).  Not
+ * knowing the size of the instruction it looks for, a look-up tries the
+ * one-byte table and both sets; an entry matches if its bytes are the
+ * instruction's first bytes, whichever way it came into the set.  Only
+ * what Zydis decodes is kept (not the encodings recognized here without
+ * it), and only in 16-, 32- and 64-bit mode. */
+enum {
+	IPT__ILD_MEMO_BITS = 10,
+	IPT__ILD_MEMO_SETS = 1 << IPT__ILD_MEMO_BITS,
+	IPT__ILD_MEMO_WAYS = 2
+};
+
+struct ipt__ild_memo_entry {
+	/* The instruction's bytes 0 to 7 and 7 to 14, zero past its end. */
+	uint64_t lo, hi;
+	struct ipt__ild ild;
+	/* The mode plus one; zero if the entry is free. */
+	uint8_t mode;
+};
+
+struct ipt__ild_memo {
+	/* By mode (16-, 32-, 64-bit) and byte; size zero where none. */
+	struct ipt__ild one[3][256];
+	struct ipt__ild_memo_entry set[IPT__ILD_MEMO_SETS][IPT__ILD_MEMO_WAYS];
+};
+
+/* The bytes 0 to 7 and 7 to 14 of an instruction of 0 to 15 bytes. */
+static const uint64_t ipt__ild_memo_lo[16] = {
+	0, 0xff, 0xffff, 0xffffff, 0xffffffffull, 0xffffffffffull,
+	0xffffffffffffull, 0xffffffffffffffull, ~0ull, ~0ull, ~0ull, ~0ull,
+	~0ull, ~0ull, ~0ull, ~0ull
+};
+static const uint64_t ipt__ild_memo_hi[16] = {
+	0, 0, 0, 0, 0, 0, 0, 0, 0, 0xffff, 0xffffff, 0xffffffffull,
+	0xffffffffffull, 0xffffffffffffull, 0xffffffffffffffull, ~0ull
+};
+
+/* The set for the instruction whose first two or three bytes (@key) are
+ * given, in @mode. */
+static IPT__INLINE struct ipt__ild_memo_entry *
+ipt__ild_memo_set(struct ipt__ild_memo *memo, uint64_t key,
+		  enum pt_exec_mode mode)
+{
+	uint64_t h;
+
+	h = (key + (uint64_t) mode * 0x9e3779b97f4a7c15ull) *
+	    0xff51afd7ed558ccdull;
+	return memo->set[h >> (64 - IPT__ILD_MEMO_BITS)];
+}
+
+/* Whether @set has the instruction with bytes @lo and @hi in @mode (plus
+ * one, @m1), and where. */
+static IPT__INLINE const struct ipt__ild *
+ipt__ild_memo_in(const struct ipt__ild_memo_entry *set, uint64_t lo,
+		 uint64_t hi, uint8_t m1)
+{
+	uint32_t way;
+
+	for (way = 0; way < IPT__ILD_MEMO_WAYS; ++way) {
+		const struct ipt__ild_memo_entry *e = &set[way];
+		uint32_t size = e->ild.size & 0xf;
+
+		if ((lo & ipt__ild_memo_lo[size]) == e->lo &&
+		    (hi & ipt__ild_memo_hi[size]) == e->hi && e->mode == m1)
+			return &e->ild;
+	}
+	return NULL;
+}
+
+/* What the memo has for the instruction at @raw (pt_max_insn_size bytes
+ * readable) in @mode (16-, 32- or 64-bit), or NULL. */
+static const struct ipt__ild *
+ipt__ild_memo_find(struct ipt__ild_memo *memo, const uint8_t *raw,
+		   enum pt_exec_mode mode)
+{
+	const struct ipt__ild *one = &memo->one[mode - ptem_16bit][raw[0]];
+	const struct ipt__ild *ild;
+	uint64_t lo, hi;
+	uint8_t m1 = (uint8_t) (mode + 1);
+
+	if (one->size)
+		return one;
+	lo = ipt__read_le_var(raw, 8, 8);
+	hi = ipt__read_le_var(raw + 7, 8, 8);
+	ild = ipt__ild_memo_in(ipt__ild_memo_set(memo, lo & 0xffffff, mode),
+			       lo, hi, m1);
+	if (ild)
+		return ild;
+	return ipt__ild_memo_in(ipt__ild_memo_set(memo, lo & 0xffff, mode),
+				lo, hi, m1);
+}
+
+/* Remember that Zydis decoded the instruction at @raw in @mode to @ild; it
+ * takes the first way of its set, the one there moves to the second. */
+static void ipt__ild_memo_put(struct ipt__ild_memo *memo, const uint8_t *raw,
+			      enum pt_exec_mode mode,
+			      const struct ipt__ild *ild)
+{
+	uint64_t lo = ipt__read_le_var(raw, 8, 8);
+	uint64_t hi = ipt__read_le_var(raw + 7, 8, 8);
+	uint32_t size = ild->size, way;
+	struct ipt__ild_memo_entry *set;
+
+	if (!size || size > pt_max_insn_size)
+		return;
+	if (size == 1) {
+		IPT__COPY(memo->one[mode - ptem_16bit][raw[0]], *ild);
+		return;
+	}
+	set = ipt__ild_memo_set(memo, lo & (size == 2 ? 0xffff : 0xffffff),
+				mode);
+	for (way = IPT__ILD_MEMO_WAYS - 1; way; --way)
+		IPT__COPY(set[way], set[way - 1]);
+	set[0].lo = lo & ipt__ild_memo_lo[size];
+	set[0].hi = hi & ipt__ild_memo_hi[size];
+	IPT__COPY(set[0].ild, *ild);
+	set[0].mode = (uint8_t) (mode + 1);
+}
+
+/* A Zydis decoder, set up for @mode if @ready; with a memo if @memo is
+ * not NULL (its owner's to allocate and free). */
 struct ipt__ild_zydis {
 	ZydisDecoder decoder;
 	uint32_t mode;
 	uint32_t ready;
+	struct ipt__ild_memo *memo;
 };
 
 static void ipt__ild_zydis_init(struct ipt__ild_zydis *zd)
 {
 	zd->ready = 0;
+	zd->memo = NULL;
 }
 
 /* Set @zd up for @mode. */
@@ -13069,13 +13206,28 @@ static int ipt__ild_decode_bytes_with(struct ipt__ild_zydis *zd,
 	ZydisDecodedInstruction z;
 	ZyanStatus zs;
 	struct ipt__ild ild;
+	struct ipt__ild_memo *memo = NULL;
 	int status;
+
+	if (have > pt_max_insn_size)
+		have = pt_max_insn_size;
+	if (zd->memo && have == pt_max_insn_size &&
+	    (insn->mode == ptem_16bit || insn->mode == ptem_32bit ||
+	     insn->mode == ptem_64bit))
+		memo = zd->memo;
+	if (memo) {
+		const struct ipt__ild *known;
+
+		known = ipt__ild_memo_find(memo, raw, insn->mode);
+		if (known) {
+			IPT__COPY(ild, *known);
+			goto classify;
+		}
+	}
 
 	status = ipt__ild_zydis_mode(zd, insn->mode);
 	if (status < 0)
 		return status;
-	if (have > pt_max_insn_size)
-		have = pt_max_insn_size;
 
 	zs = ZydisDecoderDecodeInstruction(&zd->decoder, NULL, raw, have, &z);
 	if (ZYAN_SUCCESS(zs)) {
@@ -13084,6 +13236,8 @@ static int ipt__ild_decode_bytes_with(struct ipt__ild_zydis *zd,
 		    (z.attributes & ZYDIS_ATTRIB_HAS_MODRM))
 			ild.size = (uint8_t) (ild.size - z.raw.disp.size / 8 -
 				((z.attributes & ZYDIS_ATTRIB_HAS_SIB) ? 1 : 0));
+		if (memo)
+			ipt__ild_memo_put(memo, raw, insn->mode, &ild);
 	} else {
 		status = ipt__ild_late(&ild, raw, have, insn->mode);
 		if (status == 0)
@@ -13096,6 +13250,7 @@ static int ipt__ild_decode_bytes_with(struct ipt__ild_zydis *zd,
 		}
 	}
 
+classify:
 	status = ipt__ild_classify(insn, iext, raw, &ild);
 	if (status < 0)
 		return status;
@@ -13137,10 +13292,12 @@ static IPT__UNUSED int ipt__ild_decode(struct pt_insn *insn,
 	return status > 0 ? -pte_bad_insn : status;
 }
 
-static IPT__UNUSED int ipt__insn_decode(struct pt_insn *insn,
-					struct ipt__insn_ext *iext,
-					struct pt_image *image,
-					const struct pt_asid *asid)
+/* ipt__insn_decode with @zd. */
+static int ipt__insn_decode_with(struct ipt__ild_zydis *zd,
+				 struct pt_insn *insn,
+				 struct ipt__insn_ext *iext,
+				 struct pt_image *image,
+				 const struct pt_asid *asid)
 {
 	int size, isid, status;
 	uint8_t have;
@@ -13159,7 +13316,8 @@ static IPT__UNUSED int ipt__insn_decode(struct pt_insn *insn,
 	insn->size = have;
 
 	for (;;) {
-		status = ipt__ild_decode_bytes(insn, iext, have);
+		status = ipt__ild_decode_bytes_with(zd, insn, iext, insn->raw,
+						    have);
 		if (status <= 0) {
 			/* Decoded from more than one read: the instruction
 			 * crosses the end of what the first read found, e.g.
@@ -13185,6 +13343,17 @@ static IPT__UNUSED int ipt__insn_decode(struct pt_insn *insn,
 		have = (uint8_t) (have + status);
 		insn->size = have;
 	}
+}
+
+static IPT__UNUSED int ipt__insn_decode(struct pt_insn *insn,
+					struct ipt__insn_ext *iext,
+					struct pt_image *image,
+					const struct pt_asid *asid)
+{
+	struct ipt__ild_zydis zd;
+
+	ipt__ild_zydis_init(&zd);
+	return ipt__insn_decode_with(&zd, insn, iext, image, asid);
 }
 
 static IPT__UNUSED int ipt__insn_changes_cpl(const struct pt_insn *insn,
@@ -13461,7 +13630,10 @@ ipt__insn_range_is_contiguous(uint64_t begin, uint64_t end,
  *     neither the image nor the instruction cache;
  *   - the length map keeps the sizes of the ordinary instructions runs were
  *     recorded from, one slot per code byte, so that recording a run
- *     again mostly asks Zydis only for the instruction that ends it.
+ *     again mostly asks Zydis only for the instruction that ends it;
+ *     and Zydis' answers are remembered by the instruction's bytes (see
+ *     >>ild), so that code seen for the first time asks it only for
+ *     instructions whose bytes were not decoded before.
  *
  * The run cache is four-way set associative with 32-byte entries, a set to
  * two cache lines; an instruction decoder's sets carry the runs' text in
@@ -14166,8 +14338,8 @@ static int ipt__blk_decode(struct pt_block_decoder *decoder,
 	int status;
 
 	if (IPT__UNLIKELY(!decoder->icache))
-		return ipt__insn_decode(insn, iext, decoder->image,
-					&decoder->asid);
+		return ipt__insn_decode_with(&decoder->zd, insn, iext,
+					     decoder->image, &decoder->asid);
 	ipt__blk_islots(decoder, insn->ip, decoder->asid.cr3,
 			decoder->asid.vmcs, insn->mode, slot);
 	entry = &decoder->icache[slot[0]];
@@ -14184,7 +14356,8 @@ static int ipt__blk_decode(struct pt_block_decoder *decoder,
 	return 0;
 
 miss:
-	status = ipt__insn_decode(insn, iext, decoder->image, &decoder->asid);
+	status = ipt__insn_decode_with(&decoder->zd, insn, iext,
+				       decoder->image, &decoder->asid);
 	if (status < 0)
 		return status;
 
@@ -14642,6 +14815,12 @@ static void ipt__blk_runs_reset(struct pt_block_decoder *decoder)
 
 	ipt__blk_runs_free(decoder);
 	ipt__blk_lmap_free(decoder);
+	/* Zydis' answers stay true; without runs nothing asks for them. */
+	if (!nsets) {
+		ipt__free(&decoder->allocator, decoder->zd.memo,
+			  sizeof(*decoder->zd.memo));
+		decoder->zd.memo = NULL;
+	}
 	while (nsets > 1 &&
 	       (uint64_t) nsets * ipt__blk_set_bytes(decoder) >
 		       IPT__RUN_FIRST_BYTES)
@@ -15195,6 +15374,8 @@ static void ipt__blk_decoder_fini(struct pt_block_decoder *decoder)
 		  IPT__FILL_STEPS * sizeof(*decoder->chain));
 	ipt__blk_runs_free(decoder);
 	ipt__blk_lmap_free(decoder);
+	ipt__free(&decoder->allocator, decoder->zd.memo,
+		  sizeof(*decoder->zd.memo));
 	ipt__free(&decoder->allocator, decoder->icache,
 		  sizeof(*decoder->icache) << decoder->ibits);
 	pt_image_free(decoder->default_image);
@@ -15541,10 +15722,15 @@ ipt__blk_run_find(struct pt_block_decoder *decoder, uint64_t ip,
  * the last one are ordinary ones, so only that one is decoded.  Returns 1
  * if it did, with @insn and @iext that instruction and @decoder->ip after
  * it; 0 if the caller goes one instruction at a time (the same result,
- * errors included). */
+ * errors included).  A run found that needs trace at its end or holds
+ * @ip sets *@plast to the IP of its last instruction: the runs at the IPs
+ * the caller walks through up to there could not be added either (they
+ * end with the same instruction, or later, and need that trace or hold
+ * @ip too), so it need not look for them. */
 static int ipt__blk_skip_run(struct pt_block_decoder *decoder,
 			     struct pt_block *block, struct pt_insn *insn,
-			     struct ipt__insn_ext *iext, uint64_t ip)
+			     struct ipt__insn_ext *iext, uint64_t ip,
+			     uint64_t *plast)
 {
 	const struct ipt__blk_run *run;
 	uint64_t last, next;
@@ -15561,18 +15747,23 @@ static int ipt__blk_skip_run(struct pt_block_decoder *decoder,
 					NULL);
 	if (!run)
 		return 0;
+	last = run->ip + run->len;
 	switch ((enum ipt__run_kind) run->kind) {
 	case ipt__run_next:
 	case ipt__run_djump:
 	case ipt__run_dcall:
 		break;
 	default:
+		*plast = last;
+		return 0;
+	}
+	if (run->ip < ip && ip <= last) {
+		*plast = last;
 		return 0;
 	}
 
-	last = run->ip + run->len;
 	ninsn = (uint32_t) block->ninsn + run->ninsn;
-	if ((run->ip < ip && ip <= last) || ninsn > UINT16_MAX ||
+	if (ninsn > UINT16_MAX ||
 	    (run->isid != block->isid && !ipt__blk_block_is_empty(block)) ||
 	    (decoder->has_icnt && decoder->icnt + run->ninsn < decoder->icnt))
 		return 0;
@@ -15602,13 +15793,23 @@ static int ipt__blk_proceed_to_ip(struct pt_block_decoder *decoder,
 				  struct pt_insn *insn,
 				  struct ipt__insn_ext *iext, uint64_t ip)
 {
+	uint64_t first = 0, last = 0;
 	int status;
 
 	for (;;) {
 		if (decoder->ip == ip)
 			return 1;
 
-		if (!ipt__blk_skip_run(decoder, block, insn, iext, ip)) {
+		/* Inside the last run found, not at its start. */
+		if (first < decoder->ip && decoder->ip <= last)
+			status = 0;
+		else {
+			first = decoder->ip;
+			last = 0;
+			status = ipt__blk_skip_run(decoder, block, insn, iext,
+						   ip, &last);
+		}
+		if (!status) {
 			status = ipt__blk_proceed_one_insn(decoder, block,
 							   insn, iext);
 			if (status <= 0)
@@ -16352,6 +16553,9 @@ ipt__blk_run_fill(struct pt_block_decoder *decoder, struct ipt__blk_run *run,
 
 	win.ip = 0;
 	win.len = 0;
+	if (!decoder->zd.memo)
+		decoder->zd.memo = (struct ipt__ild_memo *) ipt__zalloc_cache(
+			&decoder->allocator, sizeof(*decoder->zd.memo));
 	if (text) {
 		max = IPT__TEXT_INSNS;
 		IPT_MEMSET(text->code, 0, sizeof(text->code));
