@@ -13023,7 +13023,10 @@ static int ipt__ild_late(struct ipt__ild *ild, const uint8_t *raw,
  * one-byte table and both sets; an entry matches if its bytes are the
  * instruction's first bytes, whichever way it came into the set.  Only
  * what Zydis decodes is kept (not the encodings recognized here without
- * it), and only in 16-, 32- and 64-bit mode. */
+ * it), and only in 16-, 32- and 64-bit mode.  Only two bitmaps of which
+ * entries and sets hold something are cleared when the memo is made (a
+ * set's other way is cleared with its first entry): small traces do not
+ * pay for clearing a table they hardly use. */
 enum {
 	IPT__ILD_MEMO_BITS = 10,
 	IPT__ILD_MEMO_SETS = 1 << IPT__ILD_MEMO_BITS,
@@ -13039,10 +13042,26 @@ struct ipt__ild_memo_entry {
 };
 
 struct ipt__ild_memo {
-	/* By mode (16-, 32-, 64-bit) and byte; size zero where none. */
+	/* Which entries of @one and which sets of @set are in use; the
+	 * others are not even initialized. */
+	uint64_t one_used[3 * 256 / 64];
+	uint64_t set_used[IPT__ILD_MEMO_SETS / 64];
+	/* By mode (16-, 32-, 64-bit) and byte. */
 	struct ipt__ild one[3][256];
 	struct ipt__ild_memo_entry set[IPT__ILD_MEMO_SETS][IPT__ILD_MEMO_WAYS];
 };
+
+/* Make @memo empty. */
+static void ipt__ild_memo_init(struct ipt__ild_memo *memo)
+{
+	IPT_MEMSET(memo->one_used, 0, sizeof(memo->one_used));
+	IPT_MEMSET(memo->set_used, 0, sizeof(memo->set_used));
+}
+
+static IPT__INLINE int ipt__ild_memo_bit(const uint64_t *bits, uint32_t i)
+{
+	return (int) ((bits[i / 64] >> (i % 64)) & 1);
+}
 
 /* The bytes 0 to 7 and 7 to 14 of an instruction of 0 to 15 bytes. */
 static const uint64_t ipt__ild_memo_lo[16] = {
@@ -13057,25 +13076,27 @@ static const uint64_t ipt__ild_memo_hi[16] = {
 
 /* The set for the instruction whose first two or three bytes (@key) are
  * given, in @mode. */
-static IPT__INLINE struct ipt__ild_memo_entry *
-ipt__ild_memo_set(struct ipt__ild_memo *memo, uint64_t key,
-		  enum pt_exec_mode mode)
+static IPT__INLINE uint32_t ipt__ild_memo_set(uint64_t key,
+					      enum pt_exec_mode mode)
 {
 	uint64_t h;
 
 	h = (key + (uint64_t) mode * 0x9e3779b97f4a7c15ull) *
 	    0xff51afd7ed558ccdull;
-	return memo->set[h >> (64 - IPT__ILD_MEMO_BITS)];
+	return (uint32_t) (h >> (64 - IPT__ILD_MEMO_BITS));
 }
 
-/* Whether @set has the instruction with bytes @lo and @hi in @mode (plus
- * one, @m1), and where. */
+/* Whether set @i of @memo has the instruction with bytes @lo and @hi in
+ * @mode (plus one, @m1), and where. */
 static IPT__INLINE const struct ipt__ild *
-ipt__ild_memo_in(const struct ipt__ild_memo_entry *set, uint64_t lo,
+ipt__ild_memo_in(const struct ipt__ild_memo *memo, uint32_t i, uint64_t lo,
 		 uint64_t hi, uint8_t m1)
 {
+	const struct ipt__ild_memo_entry *set = memo->set[i];
 	uint32_t way;
 
+	if (!ipt__ild_memo_bit(memo->set_used, i))
+		return NULL;
 	for (way = 0; way < IPT__ILD_MEMO_WAYS; ++way) {
 		const struct ipt__ild_memo_entry *e = &set[way];
 		uint32_t size = e->ild.size & 0xf;
@@ -13093,20 +13114,20 @@ static const struct ipt__ild *
 ipt__ild_memo_find(struct ipt__ild_memo *memo, const uint8_t *raw,
 		   enum pt_exec_mode mode)
 {
-	const struct ipt__ild *one = &memo->one[mode - ptem_16bit][raw[0]];
+	uint32_t m = (uint32_t) (mode - ptem_16bit);
 	const struct ipt__ild *ild;
 	uint64_t lo, hi;
 	uint8_t m1 = (uint8_t) (mode + 1);
 
-	if (one->size)
-		return one;
+	if (ipt__ild_memo_bit(memo->one_used, m * 256 + raw[0]))
+		return &memo->one[m][raw[0]];
 	lo = ipt__read_le_var(raw, 8, 8);
 	hi = ipt__read_le_var(raw + 7, 8, 8);
-	ild = ipt__ild_memo_in(ipt__ild_memo_set(memo, lo & 0xffffff, mode),
+	ild = ipt__ild_memo_in(memo, ipt__ild_memo_set(lo & 0xffffff, mode),
 			       lo, hi, m1);
 	if (ild)
 		return ild;
-	return ipt__ild_memo_in(ipt__ild_memo_set(memo, lo & 0xffff, mode),
+	return ipt__ild_memo_in(memo, ipt__ild_memo_set(lo & 0xffff, mode),
 				lo, hi, m1);
 }
 
@@ -13118,19 +13139,28 @@ static void ipt__ild_memo_put(struct ipt__ild_memo *memo, const uint8_t *raw,
 {
 	uint64_t lo = ipt__read_le_var(raw, 8, 8);
 	uint64_t hi = ipt__read_le_var(raw + 7, 8, 8);
-	uint32_t size = ild->size, way;
+	uint32_t m = (uint32_t) (mode - ptem_16bit);
+	uint32_t size = ild->size, way, i;
 	struct ipt__ild_memo_entry *set;
 
 	if (!size || size > pt_max_insn_size)
 		return;
 	if (size == 1) {
-		IPT__COPY(memo->one[mode - ptem_16bit][raw[0]], *ild);
+		i = m * 256 + raw[0];
+		memo->one_used[i / 64] |= 1ull << (i % 64);
+		IPT__COPY(memo->one[m][raw[0]], *ild);
 		return;
 	}
-	set = ipt__ild_memo_set(memo, lo & (size == 2 ? 0xffff : 0xffffff),
-				mode);
-	for (way = IPT__ILD_MEMO_WAYS - 1; way; --way)
-		IPT__COPY(set[way], set[way - 1]);
+	i = ipt__ild_memo_set(lo & (size == 2 ? 0xffff : 0xffffff), mode);
+	set = memo->set[i];
+	if (ipt__ild_memo_bit(memo->set_used, i)) {
+		for (way = IPT__ILD_MEMO_WAYS - 1; way; --way)
+			IPT__COPY(set[way], set[way - 1]);
+	} else {
+		memo->set_used[i / 64] |= 1ull << (i % 64);
+		IPT_MEMSET(&set[1], 0,
+			   (IPT__ILD_MEMO_WAYS - 1) * sizeof(set[1]));
+	}
 	set[0].lo = lo & ipt__ild_memo_lo[size];
 	set[0].hi = hi & ipt__ild_memo_hi[size];
 	IPT__COPY(set[0].ild, *ild);
@@ -16553,9 +16583,12 @@ ipt__blk_run_fill(struct pt_block_decoder *decoder, struct ipt__blk_run *run,
 
 	win.ip = 0;
 	win.len = 0;
-	if (!decoder->zd.memo)
-		decoder->zd.memo = (struct ipt__ild_memo *) ipt__zalloc_cache(
+	if (!decoder->zd.memo) {
+		decoder->zd.memo = (struct ipt__ild_memo *) ipt__alloc_cache(
 			&decoder->allocator, sizeof(*decoder->zd.memo));
+		if (decoder->zd.memo)
+			ipt__ild_memo_init(decoder->zd.memo);
+	}
 	if (text) {
 		max = IPT__TEXT_INSNS;
 		IPT_MEMSET(text->code, 0, sizeof(text->code));
@@ -20020,7 +20053,7 @@ static void ipt__insn_reset(struct pt_insn_decoder *decoder)
 
 /* Take the run at @block->ip from the block decoder's trail for this
  * block or from its run cache.  Returns non-zero if we have it. */
-static int ipt__insn_load_run(struct pt_insn_decoder *decoder)
+static IPT__INLINE int ipt__insn_load_run(struct pt_insn_decoder *decoder)
 {
 	struct pt_block_decoder *blkdec = &decoder->blkdec;
 	const struct pt_block *block = &decoder->block;
@@ -20393,15 +20426,129 @@ static IPT__INLINE int ipt__insn_block_end(struct pt_insn_decoder *decoder,
 	return ipt__insn_resume(decoder, uinsn, size);
 }
 
+/* On errors the user gets at least IP and mode: at the instruction the
+ * block decoder could not read (@at_fault), it stands right before it.
+ * Returns @status. */
+static int ipt__insn_out(struct pt_insn_decoder *decoder,
+			 struct pt_insn *uinsn, size_t size, int status,
+			 int at_fault)
+{
+	struct pt_insn insn;
+
+	IPT_MEMSET(&insn, 0, sizeof(insn));
+	ipt__insn_from_block(&insn, &decoder->block);
+	if (at_fault)
+		insn.ip = decoder->blkdec.ip;
+	ipt__insn_to_user(uinsn, size, &insn);
+	return status;
+}
+
+/* The block decoder gave an empty block, with @status: an error or event
+ * shows now (the result for the user, negative).  Missing memory or trace
+ * is a pause: the next call asks again.  Returns 1 if the block decoder
+ * is to be asked again. */
+static int ipt__insn_empty_block(struct pt_insn_decoder *decoder,
+				 struct pt_insn *uinsn, size_t size,
+				 int status)
+{
+	if (status < 0) {
+		if (ipt__blk_fault(&decoder->blkdec) ||
+		    status == -ipt_pte_need_more)
+			decoder->status = 0;
+		return ipt__insn_out(decoder, uinsn, size, status, 0);
+	}
+	if (status & pts_event_pending)
+		return ipt__insn_out(decoder, uinsn, size, -pte_event_ignored,
+				     0);
+	return 1;
+}
+
+/* The current block has instructions left: hand out the next one from the
+ * run at hand, or from the run it starts (the block decoder's trail or
+ * run cache), in @insn and the user's @uinsn.  Returns non-zero if it did,
+ * with the result for the user in *@status; zero if there is no such run
+ * (a truncated last instruction, code without cached runs). */
+static IPT__INLINE int ipt__insn_take_run(struct pt_insn_decoder *decoder,
+					  struct pt_insn *insn,
+					  struct pt_insn *uinsn, size_t size,
+					  int *status)
+{
+	struct pt_block *block = &decoder->block;
+
+	ipt__blk_cache_sync(&decoder->blkdec);
+	if (block->truncated && block->ninsn == 1)
+		return 0;
+	if (block->isid)
+		ipt__blk_sec_touch(&decoder->blkdec, block->ip);
+
+	if (!(decoder->left && decoder->ip == block->ip &&
+	      decoder->insn.mode == block->mode &&
+	      decoder->epoch == ipt__blk_epoch(&decoder->blkdec)) &&
+	    !ipt__insn_load_run(decoder))
+		return 0;
+
+	ipt__insn_from_run(decoder, insn);
+	ipt__insn_to_user(uinsn, size, insn);
+
+	block->ninsn -= 1;
+	if (block->ninsn) {
+		*status = 0;
+		return 1;
+	}
+
+	/* The block ends here, perhaps inside the run. */
+	decoder->left = 0;
+	if (insn->ip != block->end_ip)
+		*status = -pte_internal;
+	else
+		*status = ipt__insn_block_end(decoder, insn, uinsn, size);
+	return 1;
+}
+
+/* The next instruction of the current block when no cached run has it:
+ * decoded through the block decoder's instruction cache, or a truncated
+ * last instruction with its bytes. */
+static IPT__NOINLINE int ipt__insn_decode_next(struct pt_insn_decoder *decoder,
+					       struct pt_insn *uinsn,
+					       size_t size)
+{
+	struct ipt__insn_ext iext;
+	struct pt_insn local, *insn;
+	struct pt_block *block = &decoder->block;
+	int status;
+
+	insn = size == sizeof(local) ? uinsn : &local;
+	IPT_MEMSET(insn, 0, sizeof(*insn));
+	ipt__insn_from_block(insn, block);
+	if (block->truncated && block->ninsn == 1) {
+		IPT_MEMCPY(insn->raw, block->raw, block->size);
+		insn->size = block->size;
+		status = ipt__ild_decode(insn, &iext);
+	} else {
+		status = ipt__blk_decode_watched(&decoder->blkdec, insn, &iext);
+	}
+	ipt__insn_to_user(uinsn, size, insn);
+	if (status < 0)
+		return status;
+
+	/* Hold back the block's status until its last instruction. */
+	block->ninsn -= 1;
+	if (block->ninsn)
+		return ipt__insn_next_ip(&block->ip, insn, &iext);
+
+	if (block->ip != block->end_ip)
+		return -pte_internal;
+	return ipt__insn_block_end(decoder, insn, uinsn, size);
+}
+
 /* pt_insn_next for everything but the middle of a run: block boundaries,
  * events, errors, code without cached runs, and other struct sizes. */
 static IPT__NOINLINE int ipt__insn_next(struct pt_insn_decoder *decoder,
 					struct pt_insn *uinsn, size_t size)
 {
-	struct ipt__insn_ext iext;
 	struct pt_insn local, *insn;
 	struct pt_block *block;
-	int status, at_fault = 0;
+	int status;
 
 	block = &decoder->block;
 	insn = size == sizeof(local) ? uinsn : &local;
@@ -20418,96 +20565,65 @@ static IPT__NOINLINE int ipt__insn_next(struct pt_insn_decoder *decoder,
 			 * read: it stands right before it. */
 			if (ipt__blk_fault(&decoder->blkdec)) {
 				decoder->status = 0;
-				at_fault = 1;
+				return ipt__insn_out(decoder, uinsn, size,
+						     status, 1);
 			}
-			goto out;
+			return ipt__insn_out(decoder, uinsn, size, status, 0);
 		}
 
 		/* The event should have been fetched after the last one. */
-		if (status & pts_event_pending) {
-			status = -pte_event_ignored;
-			goto out;
-		}
+		if (status & pts_event_pending)
+			return ipt__insn_out(decoder, uinsn, size,
+					     -pte_event_ignored, 0);
 
 		status = pt_blk_next(&decoder->blkdec, block, sizeof(*block));
 		decoder->status = status;
 		decoder->trail = 0;
-
 		if (block->ninsn)
 			break;
-
-		/* An empty block: an error or event shows now.  Missing
-		 * memory or trace is a pause: the next call asks again. */
-		if (status < 0) {
-			if (ipt__blk_fault(&decoder->blkdec) ||
-			    status == -ipt_pte_need_more)
-				decoder->status = 0;
-			goto out;
-		}
-		if (status & pts_event_pending) {
-			status = -pte_event_ignored;
-			goto out;
-		}
+		status = ipt__insn_empty_block(decoder, uinsn, size, status);
+		if (status <= 0)
+			return status;
 	}
-
-	ipt__blk_cache_sync(&decoder->blkdec);
-	if (block->isid && !(block->truncated && block->ninsn == 1))
-		ipt__blk_sec_touch(&decoder->blkdec, block->ip);
 
 	/* Most instructions come from the run at hand. */
-	if (!(block->truncated && block->ninsn == 1) &&
-	    ((decoder->left && decoder->ip == block->ip &&
-	      decoder->insn.mode == block->mode &&
-	      decoder->epoch == ipt__blk_epoch(&decoder->blkdec)) ||
-	     ipt__insn_load_run(decoder))) {
-		ipt__insn_from_run(decoder, insn);
-		ipt__insn_to_user(uinsn, size, insn);
+	if (ipt__insn_take_run(decoder, insn, uinsn, size, &status))
+		return status;
+	return ipt__insn_decode_next(decoder, uinsn, size);
+}
 
-		block->ninsn -= 1;
-		if (block->ninsn)
-			return 0;
+/* pt_insn_next where the run at hand is used up, in the common cases: the
+ * next run of the block, or the block decoder's next block when nothing
+ * is held back or waits to be told; ipt__insn_next for the others. */
+static IPT__NOINLINE int ipt__insn_next_run(struct pt_insn_decoder *decoder,
+					    struct pt_insn *uinsn)
+{
+	struct pt_block *block = &decoder->block;
+	int status;
 
-		/* The block ends here, perhaps inside the run. */
-		decoder->left = 0;
-		if (insn->ip != block->end_ip)
-			return -pte_internal;
-		return ipt__insn_block_end(decoder, insn, uinsn, size);
+	if (decoder->has_held)
+		return ipt__insn_next(decoder, uinsn, sizeof(*uinsn));
+	if (!block->ninsn) {
+		if (decoder->status < 0 ||
+		    (decoder->status & pts_event_pending))
+			return ipt__insn_next(decoder, uinsn, sizeof(*uinsn));
+
+		status = pt_blk_next(&decoder->blkdec, block, sizeof(*block));
+		decoder->status = status;
+		decoder->trail = 0;
+		if (!block->ninsn) {
+			status = ipt__insn_empty_block(decoder, uinsn,
+						       sizeof(*uinsn), status);
+			if (status <= 0)
+				return status;
+			return ipt__insn_next(decoder, uinsn, sizeof(*uinsn));
+		}
 	}
 
-	/* A truncated last instruction comes with its bytes. */
-	IPT_MEMSET(insn, 0, sizeof(*insn));
-	ipt__insn_from_block(insn, block);
-	if (block->truncated && block->ninsn == 1) {
-		IPT_MEMCPY(insn->raw, block->raw, block->size);
-		insn->size = block->size;
-		status = ipt__ild_decode(insn, &iext);
-	} else {
-		status = ipt__blk_decode_watched(&decoder->blkdec, insn, &iext);
-	}
-	if (status < 0)
-		goto made;
-
-	ipt__insn_to_user(uinsn, size, insn);
-
-	/* Hold back the block's status until its last instruction. */
-	block->ninsn -= 1;
-	if (block->ninsn)
-		return ipt__insn_next_ip(&block->ip, insn, &iext);
-
-	if (block->ip != block->end_ip)
-		return -pte_internal;
-	return ipt__insn_block_end(decoder, insn, uinsn, size);
-
-out:
-	/* On errors the user gets at least IP and mode: at the instruction
-	 * the block decoder could not read, it stands right before it. */
-	IPT_MEMSET(insn, 0, sizeof(*insn));
-	ipt__insn_from_block(insn, block);
-	if (at_fault)
-		insn->ip = decoder->blkdec.ip;
-made:
-	ipt__insn_to_user(uinsn, size, insn);
-	return status;
+	if (ipt__insn_take_run(decoder, uinsn, uinsn, sizeof(*uinsn),
+			       &status))
+		return status;
+	return ipt__insn_decode_next(decoder, uinsn, sizeof(*uinsn));
 }
 
 IPT_DEF int pt_insn_next(struct pt_insn_decoder *decoder,
@@ -20537,6 +20653,8 @@ IPT_DEF int pt_insn_next(struct pt_insn_decoder *decoder,
 		return ipt__insn_block_end(decoder, uinsn, uinsn, size);
 	}
 
+	if (size == sizeof(*uinsn))
+		return ipt__insn_next_run(decoder, uinsn);
 	return ipt__insn_next(decoder, uinsn, size);
 }
 
