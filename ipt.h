@@ -13063,7 +13063,8 @@ static IPT__INLINE int ipt__ild_memo_bit(const uint64_t *bits, uint32_t i)
 	return (int) ((bits[i / 64] >> (i % 64)) & 1);
 }
 
-/* The bytes 0 to 7 and 7 to 14 of an instruction of 0 to 15 bytes. */
+/* For an instruction of 0 to 15 bytes: which of its bytes 0 to 7 (lo) and
+ * 7 to 14 (hi) belong to it. */
 static const uint64_t ipt__ild_memo_lo[16] = {
 	0, 0xff, 0xffff, 0xffffff, 0xffffffffull, 0xffffffffffull,
 	0xffffffffffffull, 0xffffffffffffffull, ~0ull, ~0ull, ~0ull, ~0ull,
