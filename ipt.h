@@ -13028,7 +13028,7 @@ static int ipt__ild_late(struct ipt__ild *ild, const uint8_t *raw,
  * set's other way is cleared with its first entry): small traces do not
  * pay for clearing a table they hardly use. */
 enum {
-	IPT__ILD_MEMO_BITS = 10,
+	IPT__ILD_MEMO_BITS = 9,
 	IPT__ILD_MEMO_SETS = 1 << IPT__ILD_MEMO_BITS,
 	IPT__ILD_MEMO_WAYS = 2
 };
@@ -14846,11 +14846,17 @@ static void ipt__blk_runs_reset(struct pt_block_decoder *decoder)
 
 	ipt__blk_runs_free(decoder);
 	ipt__blk_lmap_free(decoder);
-	/* Zydis' answers stay true; without runs nothing asks for them. */
+	/* Zydis' answers stay true; without runs nothing asks for them.
+	 * The memo comes before the table, which may then grow in place. */
 	if (!nsets) {
 		ipt__free(&decoder->allocator, decoder->zd.memo,
 			  sizeof(*decoder->zd.memo));
 		decoder->zd.memo = NULL;
+	} else if (!decoder->zd.memo) {
+		decoder->zd.memo = (struct ipt__ild_memo *) ipt__alloc_cache(
+			&decoder->allocator, sizeof(*decoder->zd.memo));
+		if (decoder->zd.memo)
+			ipt__ild_memo_init(decoder->zd.memo);
 	}
 	while (nsets > 1 &&
 	       (uint64_t) nsets * ipt__blk_set_bytes(decoder) >
@@ -16584,12 +16590,6 @@ ipt__blk_run_fill(struct pt_block_decoder *decoder, struct ipt__blk_run *run,
 
 	win.ip = 0;
 	win.len = 0;
-	if (!decoder->zd.memo) {
-		decoder->zd.memo = (struct ipt__ild_memo *) ipt__alloc_cache(
-			&decoder->allocator, sizeof(*decoder->zd.memo));
-		if (decoder->zd.memo)
-			ipt__ild_memo_init(decoder->zd.memo);
-	}
 	if (text) {
 		max = IPT__TEXT_INSNS;
 		IPT_MEMSET(text->code, 0, sizeof(text->code));
