@@ -14839,6 +14839,13 @@ static int ipt__blk_runs_grow(struct pt_block_decoder *decoder)
 	return 0;
 }
 
+static void ipt__blk_memo_free(struct pt_block_decoder *decoder)
+{
+	ipt__free(&decoder->allocator, decoder->zd.memo,
+		  sizeof(*decoder->zd.memo));
+	decoder->zd.memo = NULL;
+}
+
 /* Start the run table over: its first size under the current limit. */
 static void ipt__blk_runs_reset(struct pt_block_decoder *decoder)
 {
@@ -14849,9 +14856,7 @@ static void ipt__blk_runs_reset(struct pt_block_decoder *decoder)
 	/* Zydis' answers stay true; without runs nothing asks for them.
 	 * The memo comes before the table, which may then grow in place. */
 	if (!nsets) {
-		ipt__free(&decoder->allocator, decoder->zd.memo,
-			  sizeof(*decoder->zd.memo));
-		decoder->zd.memo = NULL;
+		ipt__blk_memo_free(decoder);
 	} else if (!decoder->zd.memo) {
 		decoder->zd.memo = (struct ipt__ild_memo *) ipt__alloc_cache(
 			&decoder->allocator, sizeof(*decoder->zd.memo));
@@ -15362,11 +15367,13 @@ static int ipt__blk_decoder_init(struct pt_block_decoder *decoder,
 		ipt__zalloc(&decoder->allocator,
 			    sizeof(*decoder->icache) << decoder->ibits);
 	if (!decoder->default_image || !decoder->icache ||
-	    (!decoder->runs && ipt__blk_max_sets(decoder))) {
+	    ((!decoder->runs || !decoder->zd.memo) &&
+	     ipt__blk_max_sets(decoder))) {
 		pt_image_free(decoder->default_image);
 		ipt__free(&decoder->allocator, decoder->icache,
 			  sizeof(*decoder->icache) << decoder->ibits);
 		ipt__blk_runs_free(decoder);
+		ipt__blk_memo_free(decoder);
 		ipt__evt_decoder_fini(&decoder->evdec);
 		return -pte_nomem;
 	}
@@ -15411,8 +15418,7 @@ static void ipt__blk_decoder_fini(struct pt_block_decoder *decoder)
 		  IPT__FILL_STEPS * sizeof(*decoder->chain));
 	ipt__blk_runs_free(decoder);
 	ipt__blk_lmap_free(decoder);
-	ipt__free(&decoder->allocator, decoder->zd.memo,
-		  sizeof(*decoder->zd.memo));
+	ipt__blk_memo_free(decoder);
 	ipt__free(&decoder->allocator, decoder->icache,
 		  sizeof(*decoder->icache) << decoder->ibits);
 	pt_image_free(decoder->default_image);
