@@ -14656,6 +14656,24 @@ static void ipt__blk_set_shift(struct ipt__blk_run *set, uint32_t want_text)
 }
 
 /* Make @mem, @size bytes, the table: @nsets empty sets, aligned. */
+/* Empty the @nsets sets of @stride bytes at @first.  Only the tags are
+ * cleared (an entry is looked at no further unless its IP and context
+ * match), so that a new table's text is not touched before it is used. */
+static void ipt__blk_sets_empty(uint8_t *first, uint32_t nsets, size_t stride)
+{
+	uint32_t i, way;
+
+	for (i = 0; i < nsets; ++i) {
+		struct ipt__blk_run *set =
+			(struct ipt__blk_run *) (first + (size_t) i * stride);
+
+		for (way = 0; way < IPT__RUN_WAYS; ++way) {
+			set[way].ip = 0;
+			set[way].ctx = 0;
+		}
+	}
+}
+
 static void ipt__blk_runs_take(struct pt_block_decoder *decoder, void *mem,
 			       size_t size, uint32_t nsets)
 {
@@ -14664,7 +14682,7 @@ static void ipt__blk_runs_take(struct pt_block_decoder *decoder, void *mem,
 
 	base = ((uintptr_t) mem + IPT__RUN_ALIGN - 1) &
 	       ~(uintptr_t) (IPT__RUN_ALIGN - 1);
-	IPT_MEMSET((void *) base, 0, (size_t) nsets * stride);
+	ipt__blk_sets_empty((uint8_t *) base, nsets, stride);
 
 	decoder->rmem = mem;
 	decoder->rmem_size = size;
@@ -14742,7 +14760,7 @@ static int ipt__blk_runs_grow_in_place(struct pt_block_decoder *decoder)
 			~(uintptr_t) (IPT__RUN_ALIGN - 1)) - (uintptr_t) mem);
 	if (from != to)
 		ipt__blk_move(mem + to, mem + from, (size_t) old * stride);
-	IPT_MEMSET(mem + to + (size_t) old * stride, 0, (size_t) old * stride);
+	ipt__blk_sets_empty(mem + to + (size_t) old * stride, old, stride);
 	decoder->rmem = mem;
 	decoder->rmem_size = size;
 	decoder->runs = (struct ipt__blk_run *) (mem + to);
