@@ -14308,6 +14308,24 @@ static uint32_t ipt__blk_icache_first_bits(const struct pt_block_decoder *decode
 		       IPT_BLK_ICACHE_BITS : decoder->ibits_runs;
 }
 
+/* An empty instruction cache of 1 << @bits entries, from a cache's
+ * allocation if @cache.  Only the epochs are cleared: an entry of another
+ * epoch is looked at no further. */
+static struct ipt__blk_icache_entry *
+ipt__blk_icache_new(const struct pt_block_decoder *decoder, uint32_t bits,
+		    int cache)
+{
+	struct ipt__blk_icache_entry *icache;
+	size_t size = sizeof(*icache) << bits, i;
+
+	icache = (struct ipt__blk_icache_entry *) (cache ?
+		ipt__alloc_cache(&decoder->allocator, size) :
+		ipt__alloc(&decoder->allocator, size));
+	for (i = 0; icache && i < ((size_t) 1 << bits); ++i)
+		icache[i].epoch = 0;
+	return icache;
+}
+
 static void ipt__blk_icache_resize(struct pt_block_decoder *decoder,
 				   uint32_t bits)
 {
@@ -14319,14 +14337,12 @@ static void ipt__blk_icache_resize(struct pt_block_decoder *decoder,
 	if (!decoder->icache || bits == old)
 		return;
 	ipt__free(&decoder->allocator, decoder->icache, entry << old);
-	decoder->icache = (struct ipt__blk_icache_entry *) ipt__zalloc_cache(
-		&decoder->allocator, entry << bits);
+	decoder->icache = ipt__blk_icache_new(decoder, bits, 1);
 	if (decoder->icache) {
 		decoder->ibits = bits;
 		return;
 	}
-	decoder->icache = (struct ipt__blk_icache_entry *) ipt__zalloc_cache(
-		&decoder->allocator, entry << old);
+	decoder->icache = ipt__blk_icache_new(decoder, old, 1);
 }
 
 /* Beside a run cache, an instruction cache of 1 << @bits entries (the
@@ -15381,9 +15397,7 @@ static int ipt__blk_decoder_init(struct pt_block_decoder *decoder,
 						      &decoder->allocator);
 	ipt__blk_runs_reset(decoder);
 	decoder->ibits = ipt__blk_icache_first_bits(decoder);
-	decoder->icache = (struct ipt__blk_icache_entry *)
-		ipt__zalloc(&decoder->allocator,
-			    sizeof(*decoder->icache) << decoder->ibits);
+	decoder->icache = ipt__blk_icache_new(decoder, decoder->ibits, 0);
 	if (!decoder->default_image || !decoder->icache ||
 	    ((!decoder->runs || !decoder->zd.memo) &&
 	     ipt__blk_max_sets(decoder))) {
