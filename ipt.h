@@ -12629,7 +12629,8 @@ IPT_DEF int pt_image_add_cached(struct pt_image *image,
  *   int ipt__ild_decode_with(struct ipt__ild_zydis *, struct pt_insn *,
  *                            struct ipt__insn_ext *);
  *       the same, for many instructions in a row: Zydis is set up once
- *       per mode
+ *       per mode, and with a struct ipt__ild_memo at zd->memo (the
+ *       caller's) asked only for bytes it has not decoded before
  *   int ipt__insn_decode(struct pt_insn *insn, struct ipt__insn_ext *iext,
  *                        struct pt_image *image, const struct pt_asid *asid);
  *       reads and decodes the instruction at insn->ip in insn->mode; sets
@@ -12637,6 +12638,8 @@ IPT_DEF int pt_image_add_cached(struct pt_image *image,
  *       more than one read: across sections, or past where the callback
  *       stopped).  0 on success; -pte_bad_insn, -pte_nomap, or an error
  *       of the image
+ *   int ipt__insn_decode_with(struct ipt__ild_zydis *, ...);
+ *       the same with that decoder
  *   int ipt__insn_changes_cpl(const struct pt_insn *,
  *                             const struct ipt__insn_ext *);
  *   int ipt__insn_changes_cr3(...);     int ipt__insn_is_branch(...);
@@ -13153,16 +13156,181 @@ static int ipt__ild_late(struct ipt__ild *ild, const uint8_t *raw,
 	return -pte_bad_insn;
 }
 
-/* A Zydis decoder, set up for @mode if @ready. */
+/* ---- Zydis' answers, remembered by their bytes ----
+ * What Zydis makes of an instruction depends on the mode and on the bytes
+ * it consumed, nothing else: x86 encodings are prefix-free, and Zydis
+ * looks at no byte past the instruction's end.  So an instruction whose
+ * bytes were decoded before, at any address, has the same length and class
+ * again.  Code repeats its instructions a lot (register moves, pushes and
+ * pops, stack loads, returns): real programs' code seen for the first time
+ * finds a third to a half of its instructions here, each for a few loads
+ * instead of a Zydis call of some 800 instructions.
+ *
+ * One-byte instructions are kept by their byte and mode.  The others go
+ * to IPT__ILD_MEMO_SETS sets of two entries, a set chosen by the mode and
+ * the first two bytes (two-byte instructions) or three (longer ones).  Not
+ * knowing the size of the instruction it looks for, a look-up tries the
+ * one-byte table and both sets; an entry matches if its bytes are the
+ * instruction's first bytes, whichever way it came into the set.  Only
+ * what Zydis decodes is kept (not the encodings recognized here without
+ * it), and only in 16-, 32- and 64-bit mode.  Only two bitmaps of which
+ * entries and sets hold something are cleared when the memo is made (a
+ * set's other way is cleared with its first entry): small traces do not
+ * pay for clearing a table they hardly use. */
+enum {
+	IPT__ILD_MEMO_BITS = 9,
+	IPT__ILD_MEMO_SETS = 1 << IPT__ILD_MEMO_BITS,
+	IPT__ILD_MEMO_WAYS = 2
+};
+
+struct ipt__ild_memo_entry {
+	/* The instruction's bytes 0 to 7 and 7 to 14, zero past its end. */
+	uint64_t lo, hi;
+	struct ipt__ild ild;
+	/* The mode plus one; zero if the entry is free. */
+	uint8_t mode;
+};
+
+struct ipt__ild_memo {
+	/* Which entries of @one and which sets of @set are in use; the
+	 * others are not even initialized. */
+	uint64_t one_used[3 * 256 / 64];
+	uint64_t set_used[IPT__ILD_MEMO_SETS / 64];
+	/* By mode (16-, 32-, 64-bit) and byte. */
+	struct ipt__ild one[3][256];
+	struct ipt__ild_memo_entry set[IPT__ILD_MEMO_SETS][IPT__ILD_MEMO_WAYS];
+};
+
+/* Make @memo empty. */
+static void ipt__ild_memo_init(struct ipt__ild_memo *memo)
+{
+	IPT_MEMSET(memo->one_used, 0, sizeof(memo->one_used));
+	IPT_MEMSET(memo->set_used, 0, sizeof(memo->set_used));
+}
+
+static IPT__INLINE int ipt__ild_memo_bit(const uint64_t *bits, uint32_t i)
+{
+	return (int) ((bits[i / 64] >> (i % 64)) & 1);
+}
+
+/* For an instruction of 0 to 15 bytes: which of its bytes 0 to 7 (lo) and
+ * 7 to 14 (hi) belong to it. */
+static const uint64_t ipt__ild_memo_lo[16] = {
+	0, 0xff, 0xffff, 0xffffff, 0xffffffffull, 0xffffffffffull,
+	0xffffffffffffull, 0xffffffffffffffull, ~0ull, ~0ull, ~0ull, ~0ull,
+	~0ull, ~0ull, ~0ull, ~0ull
+};
+static const uint64_t ipt__ild_memo_hi[16] = {
+	0, 0, 0, 0, 0, 0, 0, 0, 0, 0xffff, 0xffffff, 0xffffffffull,
+	0xffffffffffull, 0xffffffffffffull, 0xffffffffffffffull, ~0ull
+};
+
+/* The set for the instruction whose first two or three bytes (@key) are
+ * given, in @mode. */
+static IPT__INLINE uint32_t ipt__ild_memo_set(uint64_t key,
+					      enum pt_exec_mode mode)
+{
+	uint64_t h;
+
+	h = (key + (uint64_t) mode * 0x9e3779b97f4a7c15ull) *
+	    0xff51afd7ed558ccdull;
+	return (uint32_t) (h >> (64 - IPT__ILD_MEMO_BITS));
+}
+
+/* Whether set @i of @memo has the instruction with bytes @lo and @hi in
+ * @mode (plus one, @m1), and where. */
+static IPT__INLINE const struct ipt__ild *
+ipt__ild_memo_in(const struct ipt__ild_memo *memo, uint32_t i, uint64_t lo,
+		 uint64_t hi, uint8_t m1)
+{
+	const struct ipt__ild_memo_entry *set = memo->set[i];
+	uint32_t way;
+
+	if (!ipt__ild_memo_bit(memo->set_used, i))
+		return NULL;
+	for (way = 0; way < IPT__ILD_MEMO_WAYS; ++way) {
+		const struct ipt__ild_memo_entry *e = &set[way];
+		uint32_t size = e->ild.size & 0xf;
+
+		if ((lo & ipt__ild_memo_lo[size]) == e->lo &&
+		    (hi & ipt__ild_memo_hi[size]) == e->hi && e->mode == m1)
+			return &e->ild;
+	}
+	return NULL;
+}
+
+/* What the memo has for the instruction at @raw (pt_max_insn_size bytes
+ * readable) in @mode (16-, 32- or 64-bit), or NULL. */
+static const struct ipt__ild *
+ipt__ild_memo_find(struct ipt__ild_memo *memo, const uint8_t *raw,
+		   enum pt_exec_mode mode)
+{
+	uint32_t m = (uint32_t) (mode - ptem_16bit);
+	const struct ipt__ild *ild;
+	uint64_t lo, hi;
+	uint8_t m1 = (uint8_t) (mode + 1);
+
+	if (ipt__ild_memo_bit(memo->one_used, m * 256 + raw[0]))
+		return &memo->one[m][raw[0]];
+	lo = ipt__read_le_var(raw, 8, 8);
+	hi = ipt__read_le_var(raw + 7, 8, 8);
+	ild = ipt__ild_memo_in(memo, ipt__ild_memo_set(lo & 0xffffff, mode),
+			       lo, hi, m1);
+	if (ild)
+		return ild;
+	return ipt__ild_memo_in(memo, ipt__ild_memo_set(lo & 0xffff, mode),
+				lo, hi, m1);
+}
+
+/* Remember that Zydis decoded the instruction at @raw in @mode to @ild; it
+ * takes the first way of its set, the one there moves to the second. */
+static void ipt__ild_memo_put(struct ipt__ild_memo *memo, const uint8_t *raw,
+			      enum pt_exec_mode mode,
+			      const struct ipt__ild *ild)
+{
+	uint64_t lo = ipt__read_le_var(raw, 8, 8);
+	uint64_t hi = ipt__read_le_var(raw + 7, 8, 8);
+	uint32_t m = (uint32_t) (mode - ptem_16bit);
+	uint32_t size = ild->size, way, i;
+	struct ipt__ild_memo_entry *set;
+
+	if (!size || size > pt_max_insn_size)
+		return;
+	if (size == 1) {
+		i = m * 256 + raw[0];
+		memo->one_used[i / 64] |= 1ull << (i % 64);
+		IPT__COPY(memo->one[m][raw[0]], *ild);
+		return;
+	}
+	i = ipt__ild_memo_set(lo & (size == 2 ? 0xffff : 0xffffff), mode);
+	set = memo->set[i];
+	if (ipt__ild_memo_bit(memo->set_used, i)) {
+		for (way = IPT__ILD_MEMO_WAYS - 1; way; --way)
+			IPT__COPY(set[way], set[way - 1]);
+	} else {
+		memo->set_used[i / 64] |= 1ull << (i % 64);
+		IPT_MEMSET(&set[1], 0,
+			   (IPT__ILD_MEMO_WAYS - 1) * sizeof(set[1]));
+	}
+	set[0].lo = lo & ipt__ild_memo_lo[size];
+	set[0].hi = hi & ipt__ild_memo_hi[size];
+	IPT__COPY(set[0].ild, *ild);
+	set[0].mode = (uint8_t) (mode + 1);
+}
+
+/* A Zydis decoder, set up for @mode if @ready; with a memo if @memo is
+ * not NULL (its owner's to allocate and free). */
 struct ipt__ild_zydis {
 	ZydisDecoder decoder;
 	uint32_t mode;
 	uint32_t ready;
+	struct ipt__ild_memo *memo;
 };
 
 static void ipt__ild_zydis_init(struct ipt__ild_zydis *zd)
 {
 	zd->ready = 0;
+	zd->memo = NULL;
 }
 
 /* Set @zd up for @mode. */
@@ -13219,13 +13387,28 @@ static int ipt__ild_decode_bytes_with(struct ipt__ild_zydis *zd,
 	ZydisDecodedInstruction z;
 	ZyanStatus zs;
 	struct ipt__ild ild;
+	struct ipt__ild_memo *memo = NULL;
 	int status;
+
+	if (have > pt_max_insn_size)
+		have = pt_max_insn_size;
+	if (zd->memo && have == pt_max_insn_size &&
+	    (insn->mode == ptem_16bit || insn->mode == ptem_32bit ||
+	     insn->mode == ptem_64bit))
+		memo = zd->memo;
+	if (memo) {
+		const struct ipt__ild *known;
+
+		known = ipt__ild_memo_find(memo, raw, insn->mode);
+		if (known) {
+			IPT__COPY(ild, *known);
+			goto classify;
+		}
+	}
 
 	status = ipt__ild_zydis_mode(zd, insn->mode);
 	if (status < 0)
 		return status;
-	if (have > pt_max_insn_size)
-		have = pt_max_insn_size;
 
 	zs = ZydisDecoderDecodeInstruction(&zd->decoder, NULL, raw, have, &z);
 	if (ZYAN_SUCCESS(zs)) {
@@ -13234,6 +13417,8 @@ static int ipt__ild_decode_bytes_with(struct ipt__ild_zydis *zd,
 		    (z.attributes & ZYDIS_ATTRIB_HAS_MODRM))
 			ild.size = (uint8_t) (ild.size - z.raw.disp.size / 8 -
 				((z.attributes & ZYDIS_ATTRIB_HAS_SIB) ? 1 : 0));
+		if (memo)
+			ipt__ild_memo_put(memo, raw, insn->mode, &ild);
 	} else {
 		status = ipt__ild_late(&ild, raw, have, insn->mode);
 		if (status == 0)
@@ -13246,6 +13431,7 @@ static int ipt__ild_decode_bytes_with(struct ipt__ild_zydis *zd,
 		}
 	}
 
+classify:
 	status = ipt__ild_classify(insn, iext, raw, &ild);
 	if (status < 0)
 		return status;
@@ -13287,10 +13473,12 @@ static IPT__UNUSED int ipt__ild_decode(struct pt_insn *insn,
 	return status > 0 ? -pte_bad_insn : status;
 }
 
-static IPT__UNUSED int ipt__insn_decode(struct pt_insn *insn,
-					struct ipt__insn_ext *iext,
-					struct pt_image *image,
-					const struct pt_asid *asid)
+/* ipt__insn_decode with @zd. */
+static int ipt__insn_decode_with(struct ipt__ild_zydis *zd,
+				 struct pt_insn *insn,
+				 struct ipt__insn_ext *iext,
+				 struct pt_image *image,
+				 const struct pt_asid *asid)
 {
 	int size, isid, status;
 	uint8_t have;
@@ -13309,7 +13497,8 @@ static IPT__UNUSED int ipt__insn_decode(struct pt_insn *insn,
 	insn->size = have;
 
 	for (;;) {
-		status = ipt__ild_decode_bytes(insn, iext, have);
+		status = ipt__ild_decode_bytes_with(zd, insn, iext, insn->raw,
+						    have);
 		if (status <= 0) {
 			/* Decoded from more than one read: the instruction
 			 * crosses the end of what the first read found, e.g.
@@ -13335,6 +13524,17 @@ static IPT__UNUSED int ipt__insn_decode(struct pt_insn *insn,
 		have = (uint8_t) (have + status);
 		insn->size = have;
 	}
+}
+
+static IPT__UNUSED int ipt__insn_decode(struct pt_insn *insn,
+					struct ipt__insn_ext *iext,
+					struct pt_image *image,
+					const struct pt_asid *asid)
+{
+	struct ipt__ild_zydis zd;
+
+	ipt__ild_zydis_init(&zd);
+	return ipt__insn_decode_with(&zd, insn, iext, image, asid);
 }
 
 static IPT__UNUSED int ipt__insn_changes_cpl(const struct pt_insn *insn,
@@ -13611,7 +13811,10 @@ ipt__insn_range_is_contiguous(uint64_t begin, uint64_t end,
  *     neither the image nor the instruction cache;
  *   - the length map keeps the sizes of the ordinary instructions runs were
  *     recorded from, one slot per code byte, so that recording a run
- *     again mostly asks Zydis only for the instruction that ends it.
+ *     again mostly asks Zydis only for the instruction that ends it;
+ *     and Zydis' answers are remembered by the instruction's bytes (see
+ *     >>ild), so that code seen for the first time asks it only for
+ *     instructions whose bytes were not decoded before.
  *
  * The run cache is four-way set associative with 32-byte entries, a set to
  * two cache lines; an instruction decoder's sets carry the runs' text in
@@ -14262,6 +14465,24 @@ static uint32_t ipt__blk_icache_first_bits(const struct pt_block_decoder *decode
 		       IPT_BLK_ICACHE_BITS : decoder->ibits_runs;
 }
 
+/* An empty instruction cache of 1 << @bits entries, from a cache's
+ * allocation if @cache.  Only the epochs are cleared: an entry of another
+ * epoch is looked at no further. */
+static struct ipt__blk_icache_entry *
+ipt__blk_icache_new(const struct pt_block_decoder *decoder, uint32_t bits,
+		    int cache)
+{
+	struct ipt__blk_icache_entry *icache;
+	size_t size = sizeof(*icache) << bits, i;
+
+	icache = (struct ipt__blk_icache_entry *) (cache ?
+		ipt__alloc_cache(&decoder->allocator, size) :
+		ipt__alloc(&decoder->allocator, size));
+	for (i = 0; icache && i < ((size_t) 1 << bits); ++i)
+		icache[i].epoch = 0;
+	return icache;
+}
+
 static void ipt__blk_icache_resize(struct pt_block_decoder *decoder,
 				   uint32_t bits)
 {
@@ -14273,14 +14494,12 @@ static void ipt__blk_icache_resize(struct pt_block_decoder *decoder,
 	if (!decoder->icache || bits == old)
 		return;
 	ipt__free(&decoder->allocator, decoder->icache, entry << old);
-	decoder->icache = (struct ipt__blk_icache_entry *) ipt__zalloc_cache(
-		&decoder->allocator, entry << bits);
+	decoder->icache = ipt__blk_icache_new(decoder, bits, 1);
 	if (decoder->icache) {
 		decoder->ibits = bits;
 		return;
 	}
-	decoder->icache = (struct ipt__blk_icache_entry *) ipt__zalloc_cache(
-		&decoder->allocator, entry << old);
+	decoder->icache = ipt__blk_icache_new(decoder, old, 1);
 }
 
 /* Beside a run cache, an instruction cache of 1 << @bits entries (the
@@ -14323,8 +14542,8 @@ static int ipt__blk_decode(struct pt_block_decoder *decoder,
 	int status;
 
 	if (IPT__UNLIKELY(!decoder->icache))
-		return ipt__insn_decode(insn, iext, decoder->image,
-					&decoder->asid);
+		return ipt__insn_decode_with(&decoder->zd, insn, iext,
+					     decoder->image, &decoder->asid);
 	ipt__blk_islots(decoder, insn->ip, decoder->asid.cr3,
 			decoder->asid.vmcs, insn->mode, slot);
 	entry = &decoder->icache[slot[0]];
@@ -14341,7 +14560,8 @@ static int ipt__blk_decode(struct pt_block_decoder *decoder,
 	return 0;
 
 miss:
-	status = ipt__insn_decode(insn, iext, decoder->image, &decoder->asid);
+	status = ipt__insn_decode_with(&decoder->zd, insn, iext,
+				       decoder->image, &decoder->asid);
 	if (status < 0)
 		return status;
 
@@ -14609,6 +14829,24 @@ static void ipt__blk_set_shift(struct ipt__blk_run *set, uint32_t want_text)
 }
 
 /* Make @mem, @size bytes, the table: @nsets empty sets, aligned. */
+/* Empty the @nsets sets of @stride bytes at @first.  Only the tags are
+ * cleared (an entry is looked at no further unless its IP and context
+ * match), so that a new table's text is not touched before it is used. */
+static void ipt__blk_sets_empty(uint8_t *first, uint32_t nsets, size_t stride)
+{
+	uint32_t i, way;
+
+	for (i = 0; i < nsets; ++i) {
+		struct ipt__blk_run *set =
+			(struct ipt__blk_run *) (first + (size_t) i * stride);
+
+		for (way = 0; way < IPT__RUN_WAYS; ++way) {
+			set[way].ip = 0;
+			set[way].ctx = 0;
+		}
+	}
+}
+
 static void ipt__blk_runs_take(struct pt_block_decoder *decoder, void *mem,
 			       size_t size, uint32_t nsets)
 {
@@ -14617,7 +14855,7 @@ static void ipt__blk_runs_take(struct pt_block_decoder *decoder, void *mem,
 
 	base = ((uintptr_t) mem + IPT__RUN_ALIGN - 1) &
 	       ~(uintptr_t) (IPT__RUN_ALIGN - 1);
-	IPT_MEMSET((void *) base, 0, (size_t) nsets * stride);
+	ipt__blk_sets_empty((uint8_t *) base, nsets, stride);
 
 	decoder->rmem = mem;
 	decoder->rmem_size = size;
@@ -14695,7 +14933,7 @@ static int ipt__blk_runs_grow_in_place(struct pt_block_decoder *decoder)
 			~(uintptr_t) (IPT__RUN_ALIGN - 1)) - (uintptr_t) mem);
 	if (from != to)
 		ipt__blk_move(mem + to, mem + from, (size_t) old * stride);
-	IPT_MEMSET(mem + to + (size_t) old * stride, 0, (size_t) old * stride);
+	ipt__blk_sets_empty(mem + to + (size_t) old * stride, old, stride);
 	decoder->rmem = mem;
 	decoder->rmem_size = size;
 	decoder->runs = (struct ipt__blk_run *) (mem + to);
@@ -14792,6 +15030,13 @@ static int ipt__blk_runs_grow(struct pt_block_decoder *decoder)
 	return 0;
 }
 
+static void ipt__blk_memo_free(struct pt_block_decoder *decoder)
+{
+	ipt__free(&decoder->allocator, decoder->zd.memo,
+		  sizeof(*decoder->zd.memo));
+	decoder->zd.memo = NULL;
+}
+
 /* Start the run table over: its first size under the current limit. */
 static void ipt__blk_runs_reset(struct pt_block_decoder *decoder)
 {
@@ -14799,6 +15044,16 @@ static void ipt__blk_runs_reset(struct pt_block_decoder *decoder)
 
 	ipt__blk_runs_free(decoder);
 	ipt__blk_lmap_free(decoder);
+	/* Zydis' answers stay true; without runs nothing asks for them.
+	 * The memo comes before the table, which may then grow in place. */
+	if (!nsets) {
+		ipt__blk_memo_free(decoder);
+	} else if (!decoder->zd.memo) {
+		decoder->zd.memo = (struct ipt__ild_memo *) ipt__alloc_cache(
+			&decoder->allocator, sizeof(*decoder->zd.memo));
+		if (decoder->zd.memo)
+			ipt__ild_memo_init(decoder->zd.memo);
+	}
 	while (nsets > 1 &&
 	       (uint64_t) nsets * ipt__blk_set_bytes(decoder) >
 		       IPT__RUN_FIRST_BYTES)
@@ -15354,15 +15609,15 @@ static int ipt__blk_decoder_init(struct pt_block_decoder *decoder,
 						      &decoder->allocator);
 	ipt__blk_runs_reset(decoder);
 	decoder->ibits = ipt__blk_icache_first_bits(decoder);
-	decoder->icache = (struct ipt__blk_icache_entry *)
-		ipt__zalloc(&decoder->allocator,
-			    sizeof(*decoder->icache) << decoder->ibits);
+	decoder->icache = ipt__blk_icache_new(decoder, decoder->ibits, 0);
 	if (!decoder->default_image || !decoder->icache ||
-	    (!decoder->runs && ipt__blk_max_sets(decoder))) {
+	    ((!decoder->runs || !decoder->zd.memo) &&
+	     ipt__blk_max_sets(decoder))) {
 		pt_image_free(decoder->default_image);
 		ipt__free(&decoder->allocator, decoder->icache,
 			  sizeof(*decoder->icache) << decoder->ibits);
 		ipt__blk_runs_free(decoder);
+		ipt__blk_memo_free(decoder);
 		ipt__evt_decoder_fini(&decoder->evdec);
 		return -pte_nomem;
 	}
@@ -15407,6 +15662,7 @@ static void ipt__blk_decoder_fini(struct pt_block_decoder *decoder)
 		  IPT__FILL_STEPS * sizeof(*decoder->chain));
 	ipt__blk_runs_free(decoder);
 	ipt__blk_lmap_free(decoder);
+	ipt__blk_memo_free(decoder);
 	ipt__free(&decoder->allocator, decoder->icache,
 		  sizeof(*decoder->icache) << decoder->ibits);
 	pt_image_free(decoder->default_image);
@@ -15753,10 +16009,15 @@ ipt__blk_run_find(struct pt_block_decoder *decoder, uint64_t ip,
  * the last one are ordinary ones, so only that one is decoded.  Returns 1
  * if it did, with @insn and @iext that instruction and @decoder->ip after
  * it; 0 if the caller goes one instruction at a time (the same result,
- * errors included). */
+ * errors included).  A run found that needs trace at its end or holds
+ * @ip sets *@plast to the IP of its last instruction: the runs at the IPs
+ * the caller walks through up to there could not be added either (they
+ * end with the same instruction, or later, and need that trace or hold
+ * @ip too), so it need not look for them. */
 static int ipt__blk_skip_run(struct pt_block_decoder *decoder,
 			     struct pt_block *block, struct pt_insn *insn,
-			     struct ipt__insn_ext *iext, uint64_t ip)
+			     struct ipt__insn_ext *iext, uint64_t ip,
+			     uint64_t *plast)
 {
 	const struct ipt__blk_run *run;
 	uint64_t last, next;
@@ -15773,18 +16034,23 @@ static int ipt__blk_skip_run(struct pt_block_decoder *decoder,
 					NULL);
 	if (!run)
 		return 0;
+	last = run->ip + run->len;
 	switch ((enum ipt__run_kind) run->kind) {
 	case ipt__run_next:
 	case ipt__run_djump:
 	case ipt__run_dcall:
 		break;
 	default:
+		*plast = last;
+		return 0;
+	}
+	if (run->ip < ip && ip <= last) {
+		*plast = last;
 		return 0;
 	}
 
-	last = run->ip + run->len;
 	ninsn = (uint32_t) block->ninsn + run->ninsn;
-	if ((run->ip < ip && ip <= last) || ninsn > UINT16_MAX ||
+	if (ninsn > UINT16_MAX ||
 	    (run->isid != block->isid && !ipt__blk_block_is_empty(block)) ||
 	    (decoder->has_icnt && decoder->icnt + run->ninsn < decoder->icnt))
 		return 0;
@@ -15814,13 +16080,23 @@ static int ipt__blk_proceed_to_ip(struct pt_block_decoder *decoder,
 				  struct pt_insn *insn,
 				  struct ipt__insn_ext *iext, uint64_t ip)
 {
+	uint64_t first = 0, last = 0;
 	int status;
 
 	for (;;) {
 		if (decoder->ip == ip)
 			return 1;
 
-		if (!ipt__blk_skip_run(decoder, block, insn, iext, ip)) {
+		/* Inside the last run found, not at its start. */
+		if (first < decoder->ip && decoder->ip <= last)
+			status = 0;
+		else {
+			first = decoder->ip;
+			last = 0;
+			status = ipt__blk_skip_run(decoder, block, insn, iext,
+						   ip, &last);
+		}
+		if (!status) {
 			status = ipt__blk_proceed_one_insn(decoder, block,
 							   insn, iext);
 			if (status <= 0)
@@ -20039,7 +20315,7 @@ static void ipt__insn_reset(struct pt_insn_decoder *decoder)
 
 /* Take the run at @block->ip from the block decoder's trail for this
  * block or from its run cache.  Returns non-zero if we have it. */
-static int ipt__insn_load_run(struct pt_insn_decoder *decoder)
+static IPT__INLINE int ipt__insn_load_run(struct pt_insn_decoder *decoder)
 {
 	struct pt_block_decoder *blkdec = &decoder->blkdec;
 	const struct pt_block *block = &decoder->block;
@@ -20412,15 +20688,129 @@ static IPT__INLINE int ipt__insn_block_end(struct pt_insn_decoder *decoder,
 	return ipt__insn_resume(decoder, uinsn, size);
 }
 
+/* On errors the user gets at least IP and mode: at the instruction the
+ * block decoder could not read (@at_fault), it stands right before it.
+ * Returns @status. */
+static int ipt__insn_out(struct pt_insn_decoder *decoder,
+			 struct pt_insn *uinsn, size_t size, int status,
+			 int at_fault)
+{
+	struct pt_insn insn;
+
+	IPT_MEMSET(&insn, 0, sizeof(insn));
+	ipt__insn_from_block(&insn, &decoder->block);
+	if (at_fault)
+		insn.ip = decoder->blkdec.ip;
+	ipt__insn_to_user(uinsn, size, &insn);
+	return status;
+}
+
+/* The block decoder gave an empty block, with @status: an error or event
+ * shows now (the result for the user, negative).  Missing memory or trace
+ * is a pause: the next call asks again.  Returns 1 if the block decoder
+ * is to be asked again. */
+static int ipt__insn_empty_block(struct pt_insn_decoder *decoder,
+				 struct pt_insn *uinsn, size_t size,
+				 int status)
+{
+	if (status < 0) {
+		if (ipt__blk_fault(&decoder->blkdec) ||
+		    status == -ipt_pte_need_more)
+			decoder->status = 0;
+		return ipt__insn_out(decoder, uinsn, size, status, 0);
+	}
+	if (status & pts_event_pending)
+		return ipt__insn_out(decoder, uinsn, size, -pte_event_ignored,
+				     0);
+	return 1;
+}
+
+/* The current block has instructions left: hand out the next one from the
+ * run at hand, or from the run it starts (the block decoder's trail or
+ * run cache), in @insn and the user's @uinsn.  Returns non-zero if it did,
+ * with the result for the user in *@status; zero if there is no such run
+ * (a truncated last instruction, code without cached runs). */
+static IPT__INLINE int ipt__insn_take_run(struct pt_insn_decoder *decoder,
+					  struct pt_insn *insn,
+					  struct pt_insn *uinsn, size_t size,
+					  int *status)
+{
+	struct pt_block *block = &decoder->block;
+
+	ipt__blk_cache_sync(&decoder->blkdec);
+	if (block->truncated && block->ninsn == 1)
+		return 0;
+	if (block->isid)
+		ipt__blk_sec_touch(&decoder->blkdec, block->ip);
+
+	if (!(decoder->left && decoder->ip == block->ip &&
+	      decoder->insn.mode == block->mode &&
+	      decoder->epoch == ipt__blk_epoch(&decoder->blkdec)) &&
+	    !ipt__insn_load_run(decoder))
+		return 0;
+
+	ipt__insn_from_run(decoder, insn);
+	ipt__insn_to_user(uinsn, size, insn);
+
+	block->ninsn -= 1;
+	if (block->ninsn) {
+		*status = 0;
+		return 1;
+	}
+
+	/* The block ends here, perhaps inside the run. */
+	decoder->left = 0;
+	if (insn->ip != block->end_ip)
+		*status = -pte_internal;
+	else
+		*status = ipt__insn_block_end(decoder, insn, uinsn, size);
+	return 1;
+}
+
+/* The next instruction of the current block when no cached run has it:
+ * decoded through the block decoder's instruction cache, or a truncated
+ * last instruction with its bytes. */
+static IPT__NOINLINE int ipt__insn_decode_next(struct pt_insn_decoder *decoder,
+					       struct pt_insn *uinsn,
+					       size_t size)
+{
+	struct ipt__insn_ext iext;
+	struct pt_insn local, *insn;
+	struct pt_block *block = &decoder->block;
+	int status;
+
+	insn = size == sizeof(local) ? uinsn : &local;
+	IPT_MEMSET(insn, 0, sizeof(*insn));
+	ipt__insn_from_block(insn, block);
+	if (block->truncated && block->ninsn == 1) {
+		IPT_MEMCPY(insn->raw, block->raw, block->size);
+		insn->size = block->size;
+		status = ipt__ild_decode(insn, &iext);
+	} else {
+		status = ipt__blk_decode_watched(&decoder->blkdec, insn, &iext);
+	}
+	ipt__insn_to_user(uinsn, size, insn);
+	if (status < 0)
+		return status;
+
+	/* Hold back the block's status until its last instruction. */
+	block->ninsn -= 1;
+	if (block->ninsn)
+		return ipt__insn_next_ip(&block->ip, insn, &iext);
+
+	if (block->ip != block->end_ip)
+		return -pte_internal;
+	return ipt__insn_block_end(decoder, insn, uinsn, size);
+}
+
 /* pt_insn_next for everything but the middle of a run: block boundaries,
  * events, errors, code without cached runs, and other struct sizes. */
 static IPT__NOINLINE int ipt__insn_next(struct pt_insn_decoder *decoder,
 					struct pt_insn *uinsn, size_t size)
 {
-	struct ipt__insn_ext iext;
 	struct pt_insn local, *insn;
 	struct pt_block *block;
-	int status, at_fault = 0;
+	int status;
 
 	block = &decoder->block;
 	insn = size == sizeof(local) ? uinsn : &local;
@@ -20437,96 +20827,65 @@ static IPT__NOINLINE int ipt__insn_next(struct pt_insn_decoder *decoder,
 			 * read: it stands right before it. */
 			if (ipt__blk_fault(&decoder->blkdec)) {
 				decoder->status = 0;
-				at_fault = 1;
+				return ipt__insn_out(decoder, uinsn, size,
+						     status, 1);
 			}
-			goto out;
+			return ipt__insn_out(decoder, uinsn, size, status, 0);
 		}
 
 		/* The event should have been fetched after the last one. */
-		if (status & pts_event_pending) {
-			status = -pte_event_ignored;
-			goto out;
-		}
+		if (status & pts_event_pending)
+			return ipt__insn_out(decoder, uinsn, size,
+					     -pte_event_ignored, 0);
 
 		status = pt_blk_next(&decoder->blkdec, block, sizeof(*block));
 		decoder->status = status;
 		decoder->trail = 0;
-
 		if (block->ninsn)
 			break;
-
-		/* An empty block: an error or event shows now.  Missing
-		 * memory or trace is a pause: the next call asks again. */
-		if (status < 0) {
-			if (ipt__blk_fault(&decoder->blkdec) ||
-			    status == -ipt_pte_need_more)
-				decoder->status = 0;
-			goto out;
-		}
-		if (status & pts_event_pending) {
-			status = -pte_event_ignored;
-			goto out;
-		}
+		status = ipt__insn_empty_block(decoder, uinsn, size, status);
+		if (status <= 0)
+			return status;
 	}
-
-	ipt__blk_cache_sync(&decoder->blkdec);
-	if (block->isid && !(block->truncated && block->ninsn == 1))
-		ipt__blk_sec_touch(&decoder->blkdec, block->ip);
 
 	/* Most instructions come from the run at hand. */
-	if (!(block->truncated && block->ninsn == 1) &&
-	    ((decoder->left && decoder->ip == block->ip &&
-	      decoder->insn.mode == block->mode &&
-	      decoder->epoch == ipt__blk_epoch(&decoder->blkdec)) ||
-	     ipt__insn_load_run(decoder))) {
-		ipt__insn_from_run(decoder, insn);
-		ipt__insn_to_user(uinsn, size, insn);
+	if (ipt__insn_take_run(decoder, insn, uinsn, size, &status))
+		return status;
+	return ipt__insn_decode_next(decoder, uinsn, size);
+}
 
-		block->ninsn -= 1;
-		if (block->ninsn)
-			return 0;
+/* pt_insn_next where the run at hand is used up, in the common cases: the
+ * next run of the block, or the block decoder's next block when nothing
+ * is held back or waits to be told; ipt__insn_next for the others. */
+static IPT__NOINLINE int ipt__insn_next_run(struct pt_insn_decoder *decoder,
+					    struct pt_insn *uinsn)
+{
+	struct pt_block *block = &decoder->block;
+	int status;
 
-		/* The block ends here, perhaps inside the run. */
-		decoder->left = 0;
-		if (insn->ip != block->end_ip)
-			return -pte_internal;
-		return ipt__insn_block_end(decoder, insn, uinsn, size);
+	if (decoder->has_held)
+		return ipt__insn_next(decoder, uinsn, sizeof(*uinsn));
+	if (!block->ninsn) {
+		if (decoder->status < 0 ||
+		    (decoder->status & pts_event_pending))
+			return ipt__insn_next(decoder, uinsn, sizeof(*uinsn));
+
+		status = pt_blk_next(&decoder->blkdec, block, sizeof(*block));
+		decoder->status = status;
+		decoder->trail = 0;
+		if (!block->ninsn) {
+			status = ipt__insn_empty_block(decoder, uinsn,
+						       sizeof(*uinsn), status);
+			if (status <= 0)
+				return status;
+			return ipt__insn_next(decoder, uinsn, sizeof(*uinsn));
+		}
 	}
 
-	/* A truncated last instruction comes with its bytes. */
-	IPT_MEMSET(insn, 0, sizeof(*insn));
-	ipt__insn_from_block(insn, block);
-	if (block->truncated && block->ninsn == 1) {
-		IPT_MEMCPY(insn->raw, block->raw, block->size);
-		insn->size = block->size;
-		status = ipt__ild_decode(insn, &iext);
-	} else {
-		status = ipt__blk_decode_watched(&decoder->blkdec, insn, &iext);
-	}
-	if (status < 0)
-		goto made;
-
-	ipt__insn_to_user(uinsn, size, insn);
-
-	/* Hold back the block's status until its last instruction. */
-	block->ninsn -= 1;
-	if (block->ninsn)
-		return ipt__insn_next_ip(&block->ip, insn, &iext);
-
-	if (block->ip != block->end_ip)
-		return -pte_internal;
-	return ipt__insn_block_end(decoder, insn, uinsn, size);
-
-out:
-	/* On errors the user gets at least IP and mode: at the instruction
-	 * the block decoder could not read, it stands right before it. */
-	IPT_MEMSET(insn, 0, sizeof(*insn));
-	ipt__insn_from_block(insn, block);
-	if (at_fault)
-		insn->ip = decoder->blkdec.ip;
-made:
-	ipt__insn_to_user(uinsn, size, insn);
-	return status;
+	if (ipt__insn_take_run(decoder, uinsn, uinsn, sizeof(*uinsn),
+			       &status))
+		return status;
+	return ipt__insn_decode_next(decoder, uinsn, sizeof(*uinsn));
 }
 
 IPT_DEF int pt_insn_next(struct pt_insn_decoder *decoder,
@@ -20556,6 +20915,8 @@ IPT_DEF int pt_insn_next(struct pt_insn_decoder *decoder,
 		return ipt__insn_block_end(decoder, uinsn, uinsn, size);
 	}
 
+	if (size == sizeof(*uinsn))
+		return ipt__insn_next_run(decoder, uinsn);
 	return ipt__insn_next(decoder, uinsn, size);
 }
 

@@ -3,7 +3,8 @@
  * The packet, event and query decoders and the encoder take one fixed
  * allocation each.  A block or instruction decoder takes its own, a
  * decoded-instruction cache of fixed size, a run cache that grows up to its
- * limit, with it a length map of fixed most size, and its own image (used unless the caller sets another), whose page
+ * limit, with it a length map of fixed most size and a memo of Zydis'
+ * answers of fixed size, and its own image (used unless the caller sets another), whose page
  * cache grows up to the image's limit.  README's "Memory" table gives these
  * numbers; this test computes them from the implementation's sizes and
  * limits and checks them against what the decoders really allocate:
@@ -229,13 +230,14 @@ static size_t lmap_bound(void)
 
 /* A block or instruction decoder with its own image: the decoder, its
  * instruction cache, its run cache at @rlimit and, with a run cache, its
- * length map, its image. */
+ * length map and the memo of Zydis' answers, its image. */
 static size_t blk_bound(size_t decoder, uint64_t rlimit, uint64_t ilimit)
 {
 	return decoder +
 	       (sizeof(struct ipt__blk_icache_entry) << IPT_BLK_ICACHE_BITS) +
 	       (size_t) rlimit + IPT__RUN_ALIGN +
-	       (rlimit ? lmap_bound() : 0) + image_bound(ilimit);
+	       (rlimit ? lmap_bound() + sizeof(struct ipt__ild_memo) : 0) +
+	       image_bound(ilimit);
 }
 
 /* ---- the decoders, each with its own counter ---- */
@@ -415,10 +417,11 @@ int main(void)
 		printf("  %-8s decoder %zu bytes\n", names[i], box[i]);
 	}
 	printf("  block    decoder %zu bytes + instruction cache %zu + runs "
-	       "%u + length map %zu + image %zu = %.1f MiB\n",
+	       "%u + length map %zu + Zydis memo %zu + image %zu = %.1f MiB\n",
 	       sizeof(struct pt_block_decoder),
 	       sizeof(struct ipt__blk_icache_entry) << IPT_BLK_ICACHE_BITS,
 	       (unsigned) IPT_BLK_CACHE_LIMIT + IPT__RUN_ALIGN, lmap_bound(),
+	       sizeof(struct ipt__ild_memo),
 	       image_bound(IPT_IMAGE_CACHE_LIMIT),
 	       blk_bound(sizeof(struct pt_block_decoder), IPT_BLK_CACHE_LIMIT,
 			 IPT_IMAGE_CACHE_LIMIT) / 1048576.0);

@@ -2,7 +2,9 @@
  * success or -pte_bad_insn; a decoded size fits and does not change when
  * more bytes follow; and decoding through a cached callback image gives the
  * same instruction (bytes, size, class, truncation) as through an uncached
- * one, over memory with mappings that end mid-page and at page ends.
+ * one, over memory with mappings that end mid-page and at page ends; and
+ * Zydis' answers remembered by their bytes (the memo) give what Zydis
+ * gives, whatever bytes follow an instruction and in whichever mode.
  *
  * The internal interface is static, so this test compiles its own private
  * copy of the implementation. */
@@ -169,9 +171,73 @@ static void test_cached_same_as_uncached(void)
 	pt_image_free(uncached);
 }
 
+/* Instructions from a small pool of byte strings, each followed by other
+ * random bytes and now and then changed in one byte, so that the memo
+ * finds many of them, and some that share their first bytes with one it
+ * holds but not the rest. */
+static void test_memo_same_as_zydis(void)
+{
+	static struct ipt__ild_memo memo;
+	struct ipt__ild_zydis with, without;
+	uint8_t pool[64][pt_max_insn_size];
+	int i, j, same = 0, differ = 0, hits = 0;
+
+	for (i = 0; i < 64; ++i)
+		for (j = 0; j < pt_max_insn_size; ++j)
+			pool[i][j] = rnd_byte();
+	/* Only the bitmaps are cleared: whatever the entries hold before
+	 * use must not count. */
+	memset(&memo, 0x5a, sizeof(memo));
+	ipt__ild_memo_init(&memo);
+	ipt__ild_zydis_init(&with);
+	ipt__ild_zydis_init(&without);
+	with.memo = &memo;
+
+	for (i = 0; i < 300000; ++i) {
+		struct ipt__insn_ext iext, iext2;
+		struct pt_insn insn, insn2;
+		uint8_t raw[pt_max_insn_size];
+		uint32_t r = rnd(), from = rnd() % pt_max_insn_size;
+		int status, status2;
+
+		memcpy(raw, pool[r % 64], sizeof(raw));
+		for (j = (int) from; j < pt_max_insn_size; ++j)
+			raw[j] = rnd_byte();
+		if (!(r & 0x700))
+			raw[(r >> 11) % pt_max_insn_size] ^=
+				(uint8_t) (1u << ((r >> 16) & 7));
+
+		memset(&insn, 0, sizeof(insn));
+		insn.mode = (enum pt_exec_mode) ((r >> 20) % 4);
+		insn2 = insn;
+		hits += insn.mode != ptem_unknown &&
+			ipt__ild_memo_find(&memo, raw, insn.mode) != NULL;
+		status = ipt__ild_decode_bytes_with(&with, &insn, &iext, raw,
+						    pt_max_insn_size);
+		status2 = ipt__ild_decode_bytes_with(&without, &insn2, &iext2,
+						     raw, pt_max_insn_size);
+		if (status != status2 ||
+		    (!status && (insn.size != insn2.size ||
+				 insn.iclass != insn2.iclass ||
+				 iext.iclass != iext2.iclass ||
+				 iext.variant.branch.displacement !=
+					 iext2.variant.branch.displacement ||
+				 iext.variant.branch.is_direct !=
+					 iext2.variant.branch.is_direct)))
+			differ += 1;
+		else
+			same += 1;
+	}
+	CHECK_EQ(differ, 0);
+	CHECK(same == 300000);
+	/* The memo answered for many of them. */
+	CHECK(hits > 50000);
+}
+
 int main(void)
 {
 	test_random_bytes();
 	test_cached_same_as_uncached();
+	test_memo_same_as_zydis();
 	return check_done();
 }
