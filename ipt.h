@@ -6000,6 +6000,27 @@ static IPT__INLINE const uint8_t *ipt__pkt_past_pads(uintptr_t begin,
 	return pos;
 }
 
+/* Past the MTC, CYC and PAD packets at @pos that ipt__pkt_fast decodes,
+ * for a reader that needs neither time nor those packets: it stops at the
+ * first other packet, at one the slow path must decode, or where the fast
+ * region ends. */
+static IPT__UNUSED IPT__INLINE const uint8_t *
+ipt__pkt_past_time(uintptr_t begin, size_t fast, const uint8_t *pos,
+		   int skd007)
+{
+	struct pt_packet packet;
+	int size;
+
+	while (ipt__pkt_in_fast(begin, fast, pos)) {
+		size = ipt__pkt_fast(pos, &packet, skd007, 1);
+		if (!size || (packet.type != ppt_mtc &&
+			      packet.type != ppt_cyc && packet.type != ppt_pad))
+			break;
+		pos += size;
+	}
+	return pos;
+}
+
 static IPT__UNUSED IPT__INLINE void
 ipt__pkt_skip_pads(struct pt_packet_decoder *decoder)
 {
@@ -9670,6 +9691,57 @@ static int ipt__evt_decode_trig(struct pt_event_decoder *decoder)
 	return ipt__evt_publish_standalone(decoder, ev);
 }
 
+static int ipt__evt_decode_packet(struct pt_event_decoder *decoder);
+
+/* MTC and CYC make up most of a cycle-accurate trace, and none makes an
+ * event.  Nothing can look at the time between two events, so the run of
+ * them that starts with the current packet is taken in one loop rather
+ * than one round of ipt__evt_fetch_event each; the packet after the run
+ * is handled as that loop would.  With no_time they are passed over. */
+static int ipt__evt_time_run(struct pt_event_decoder *decoder)
+{
+	const struct pt_config *config = ipt__evt_config(decoder);
+	struct pt_packet_decoder *pacdec = &decoder->pacdec;
+	struct pt_packet *packet = &decoder->packet;
+	struct ipt_time time;
+	struct ipt_time_cal tcal;
+	int err = 0;
+
+	if (decoder->no_time) {
+		pacdec->pos = ipt__pkt_past_time(
+			(uintptr_t) pacdec->config.begin, pacdec->fast,
+			pacdec->pos, pacdec->config.errata.skd007);
+		ipt__evt_next_packet(decoder);
+		decoder->bound = 0;
+		return ipt__evt_decode_packet(decoder);
+	}
+
+	/* In locals, the time stays in registers for the run. */
+	IPT__COPY(time, decoder->time);
+	IPT__COPY(tcal, decoder->tcal);
+	for (;;) {
+		if (packet->type == ppt_mtc)
+			err = ipt__evt_time_mtc(&time, &tcal,
+						packet->payload.mtc.ctc,
+						config);
+		else
+			err = ipt__evt_time_cyc(&time, &tcal,
+						packet->payload.cyc.value,
+						config);
+		if (err < 0)
+			break;
+		ipt__evt_next_packet(decoder);
+		if (packet->type != ppt_mtc && packet->type != ppt_cyc)
+			break;
+	}
+	IPT__COPY(decoder->time, time);
+	IPT__COPY(decoder->tcal, tcal);
+	if (err < 0)
+		return err;
+	decoder->bound = 0;
+	return ipt__evt_decode_packet(decoder);
+}
+
 /* Handle the current packet.  Returns 0 with decoder->event set, > 0 if
  * the next packet is needed, < 0 on error. */
 static int ipt__evt_decode_packet(struct pt_event_decoder *decoder)
@@ -9692,19 +9764,8 @@ static int ipt__evt_decode_packet(struct pt_event_decoder *decoder)
 	case ppt_cbr:
 		return ipt__evt_decode_cbr(decoder);
 	case ppt_mtc:
-		if (decoder->no_time)
-			return 1;
-		err = ipt__evt_time_mtc(&decoder->time, &decoder->tcal,
-					packet->payload.mtc.ctc,
-					ipt__evt_config(decoder));
-		return err < 0 ? err : 1;
 	case ppt_cyc:
-		if (decoder->no_time)
-			return 1;
-		err = ipt__evt_time_cyc(&decoder->time, &decoder->tcal,
-					packet->payload.cyc.value,
-					ipt__evt_config(decoder));
-		return err < 0 ? err : 1;
+		return ipt__evt_time_run(decoder);
 	case ppt_tsc:
 	case ppt_tma:
 		err = ipt__evt_apply_time(&decoder->time, &decoder->tcal,
