@@ -14156,7 +14156,7 @@ static void ipt__blk_islots(const struct pt_block_decoder *decoder,
  * Resizing frees the old cache
  * first, so that the two never take memory at once; without memory for
  * the new one, the old size again, or none. */
-enum { IPT__ICACHE_MIN_BITS = 8 };
+enum { IPT__ICACHE_MIN_BITS = 6 };
 
 static uint32_t ipt__blk_icache_first_bits(const struct pt_block_decoder *decoder)
 {
@@ -14405,8 +14405,10 @@ static void ipt__blk_lmap_free(struct pt_block_decoder *decoder)
 /* ---- the run table ---- */
 
 enum {
-	/* The bytes a new run table starts with, if the limit allows. */
-	IPT__RUN_FIRST_BYTES = 16 << 10,
+	/* The bytes a new run table starts with, if the limit allows: small,
+	 * as clearing it is a fixed cost of every new decoder and the table
+	 * doubles as code is met. */
+	IPT__RUN_FIRST_BYTES = 4 << 10,
 	IPT__RUN_ALIGN = 64
 };
 
