@@ -760,11 +760,12 @@ struct ipt_time {
 	uint32_t lost_cyc;
 	/* The core:bus ratio. */
 	uint8_t cbr;
-	/* Which packets have been seen since the last TSC (cbr: ever). */
-	uint32_t have_tsc:1;
-	uint32_t have_cbr:1;
-	uint32_t have_tma:1;
-	uint32_t have_mtc:1;
+	/* Which packets have been seen since the last TSC (cbr: ever).
+	 * Bytes, not bit-fields: every MTC reads and writes them. */
+	uint8_t have_tsc;
+	uint8_t have_cbr;
+	uint8_t have_tma;
+	uint8_t have_mtc;
 };
 
 /* Calibration of the fast-counter:cycles ratio. */
@@ -782,9 +783,9 @@ struct ipt_time_cal {
 	/* Failed MTC calibrations since the last successful one. */
 	uint32_t lost_mtc;
 	/* An MTC has been seen (since init or overflow). */
-	uint32_t have_mtc:1;
+	uint8_t have_mtc;
 	/* The next MTC is the first after a PSB on an SKL168 processor. */
-	uint32_t check_skl168:1;
+	uint8_t check_skl168;
 };
 
 enum {
@@ -9716,7 +9717,8 @@ static int ipt__evt_time_run(struct pt_event_decoder *decoder)
 		return ipt__evt_decode_packet(decoder);
 	}
 
-	/* In locals, the time stays in registers for the run. */
+	/* In locals, which the compiler need not write back after each
+	 * packet. */
 	IPT__COPY(time, decoder->time);
 	IPT__COPY(tcal, decoder->tcal);
 	for (;;) {
