@@ -9704,8 +9704,6 @@ static int ipt__evt_time_run(struct pt_event_decoder *decoder)
 	const struct pt_config *config = ipt__evt_config(decoder);
 	struct pt_packet_decoder *pacdec = &decoder->pacdec;
 	struct pt_packet *packet = &decoder->packet;
-	struct ipt_time time;
-	struct ipt_time_cal tcal;
 	int err = 0;
 
 	if (decoder->no_time) {
@@ -9717,17 +9715,13 @@ static int ipt__evt_time_run(struct pt_event_decoder *decoder)
 		return ipt__evt_decode_packet(decoder);
 	}
 
-	/* In locals, which the compiler need not write back after each
-	 * packet. */
-	IPT__COPY(time, decoder->time);
-	IPT__COPY(tcal, decoder->tcal);
 	for (;;) {
 		if (packet->type == ppt_mtc)
-			err = ipt__evt_time_mtc(&time, &tcal,
+			err = ipt__evt_time_mtc(&decoder->time, &decoder->tcal,
 						packet->payload.mtc.ctc,
 						config);
 		else
-			err = ipt__evt_time_cyc(&time, &tcal,
+			err = ipt__evt_time_cyc(&decoder->time, &decoder->tcal,
 						packet->payload.cyc.value,
 						config);
 		if (err < 0)
@@ -9736,8 +9730,6 @@ static int ipt__evt_time_run(struct pt_event_decoder *decoder)
 		if (packet->type != ppt_mtc && packet->type != ppt_cyc)
 			break;
 	}
-	IPT__COPY(decoder->time, time);
-	IPT__COPY(decoder->tcal, tcal);
 	if (err < 0)
 		return err;
 	decoder->bound = 0;
@@ -14158,7 +14150,7 @@ static void ipt__blk_islots(const struct pt_block_decoder *decoder,
  * Resizing frees the old cache
  * first, so that the two never take memory at once; without memory for
  * the new one, the old size again, or none. */
-enum { IPT__ICACHE_MIN_BITS = 6 };
+enum { IPT__ICACHE_MIN_BITS = 8 };
 
 static uint32_t ipt__blk_icache_first_bits(const struct pt_block_decoder *decoder)
 {
