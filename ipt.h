@@ -1368,7 +1368,7 @@ IPT_API int pt_blk_event(struct pt_block_decoder *decoder,
  *
  * The instruction cache has 256 entries (22 KiB) beside a run cache, and
  * IPT_BLK_ICACHE_BITS (log2 of its entries, 11: 176 KiB) without one.
- * The run cache starts at 16 KiB and doubles whenever it has had to drop
+ * The run cache starts at 4 KiB and doubles whenever it has had to drop
  * runs for a 32nd of its entries, up to a limit in bytes: IPT_BLK_CACHE_LIMIT
  * when the implementation is compiled (2 MiB), or what
  * ipt_blk_set_cache_limit() / ipt_insn_set_cache_limit() set for one
