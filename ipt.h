@@ -9704,7 +9704,7 @@ static int ipt__evt_time_run(struct pt_event_decoder *decoder)
 	const struct pt_config *config = ipt__evt_config(decoder);
 	struct pt_packet_decoder *pacdec = &decoder->pacdec;
 	struct pt_packet *packet = &decoder->packet;
-	int err = 0;
+	int err;
 
 	if (decoder->no_time) {
 		pacdec->pos = ipt__pkt_past_time(
@@ -9725,13 +9725,11 @@ static int ipt__evt_time_run(struct pt_event_decoder *decoder)
 						packet->payload.cyc.value,
 						config);
 		if (err < 0)
-			break;
+			return err;
 		ipt__evt_next_packet(decoder);
 		if (packet->type != ppt_mtc && packet->type != ppt_cyc)
 			break;
 	}
-	if (err < 0)
-		return err;
 	decoder->bound = 0;
 	return ipt__evt_decode_packet(decoder);
 }
