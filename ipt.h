@@ -760,11 +760,12 @@ struct ipt_time {
 	uint32_t lost_cyc;
 	/* The core:bus ratio. */
 	uint8_t cbr;
-	/* Which packets have been seen since the last TSC (cbr: ever). */
-	uint32_t have_tsc:1;
-	uint32_t have_cbr:1;
-	uint32_t have_tma:1;
-	uint32_t have_mtc:1;
+	/* Which packets have been seen since the last TSC (cbr: ever).
+	 * Bytes, not bit-fields: every MTC reads and writes them. */
+	uint8_t have_tsc;
+	uint8_t have_cbr;
+	uint8_t have_tma;
+	uint8_t have_mtc;
 };
 
 /* Calibration of the fast-counter:cycles ratio. */
@@ -782,9 +783,9 @@ struct ipt_time_cal {
 	/* Failed MTC calibrations since the last successful one. */
 	uint32_t lost_mtc;
 	/* An MTC has been seen (since init or overflow). */
-	uint32_t have_mtc:1;
+	uint8_t have_mtc;
 	/* The next MTC is the first after a PSB on an SKL168 processor. */
-	uint32_t check_skl168:1;
+	uint8_t check_skl168;
 };
 
 enum {
@@ -1367,7 +1368,7 @@ IPT_API int pt_blk_event(struct pt_block_decoder *decoder,
  *
  * The instruction cache has 256 entries (22 KiB) beside a run cache, and
  * IPT_BLK_ICACHE_BITS (log2 of its entries, 11: 176 KiB) without one.
- * The run cache starts at 16 KiB and doubles whenever it has had to drop
+ * The run cache starts at 4 KiB and doubles whenever it has had to drop
  * runs for a 32nd of its entries, up to a limit in bytes: IPT_BLK_CACHE_LIMIT
  * when the implementation is compiled (2 MiB), or what
  * ipt_blk_set_cache_limit() / ipt_insn_set_cache_limit() set for one
@@ -6000,6 +6001,27 @@ static IPT__INLINE const uint8_t *ipt__pkt_past_pads(uintptr_t begin,
 	return pos;
 }
 
+/* Past the MTC, CYC and PAD packets at @pos that ipt__pkt_fast decodes,
+ * for a reader that needs neither time nor those packets: it stops at the
+ * first other packet, at one the slow path must decode, or where the fast
+ * region ends. */
+static IPT__UNUSED IPT__INLINE const uint8_t *
+ipt__pkt_past_time(uintptr_t begin, size_t fast, const uint8_t *pos,
+		   int skd007)
+{
+	struct pt_packet packet;
+	int size;
+
+	while (ipt__pkt_in_fast(begin, fast, pos)) {
+		size = ipt__pkt_fast(pos, &packet, skd007, 1);
+		if (!size || (packet.type != ppt_mtc &&
+			      packet.type != ppt_cyc && packet.type != ppt_pad))
+			break;
+		pos += size;
+	}
+	return pos;
+}
+
 static IPT__UNUSED IPT__INLINE void
 ipt__pkt_skip_pads(struct pt_packet_decoder *decoder)
 {
@@ -9690,6 +9712,48 @@ static int ipt__evt_decode_trig(struct pt_event_decoder *decoder)
 	return ipt__evt_publish_standalone(decoder, ev);
 }
 
+static int ipt__evt_decode_packet(struct pt_event_decoder *decoder);
+
+/* MTC and CYC make up most of a cycle-accurate trace, and none makes an
+ * event.  Nothing can look at the time between two events, so the run of
+ * them that starts with the current packet is taken in one loop rather
+ * than one round of ipt__evt_fetch_event each; the packet after the run
+ * is handled as that loop would.  With no_time they are passed over. */
+static int ipt__evt_time_run(struct pt_event_decoder *decoder)
+{
+	const struct pt_config *config = ipt__evt_config(decoder);
+	struct pt_packet_decoder *pacdec = &decoder->pacdec;
+	struct pt_packet *packet = &decoder->packet;
+	int err;
+
+	if (decoder->no_time) {
+		pacdec->pos = ipt__pkt_past_time(
+			(uintptr_t) pacdec->config.begin, pacdec->fast,
+			pacdec->pos, pacdec->config.errata.skd007);
+		ipt__evt_next_packet(decoder);
+		decoder->bound = 0;
+		return ipt__evt_decode_packet(decoder);
+	}
+
+	for (;;) {
+		if (packet->type == ppt_mtc)
+			err = ipt__evt_time_mtc(&decoder->time, &decoder->tcal,
+						packet->payload.mtc.ctc,
+						config);
+		else
+			err = ipt__evt_time_cyc(&decoder->time, &decoder->tcal,
+						packet->payload.cyc.value,
+						config);
+		if (err < 0)
+			return err;
+		ipt__evt_next_packet(decoder);
+		if (packet->type != ppt_mtc && packet->type != ppt_cyc)
+			break;
+	}
+	decoder->bound = 0;
+	return ipt__evt_decode_packet(decoder);
+}
+
 /* Handle the current packet.  Returns 0 with decoder->event set, > 0 if
  * the next packet is needed, < 0 on error. */
 static int ipt__evt_decode_packet(struct pt_event_decoder *decoder)
@@ -9712,19 +9776,8 @@ static int ipt__evt_decode_packet(struct pt_event_decoder *decoder)
 	case ppt_cbr:
 		return ipt__evt_decode_cbr(decoder);
 	case ppt_mtc:
-		if (decoder->no_time)
-			return 1;
-		err = ipt__evt_time_mtc(&decoder->time, &decoder->tcal,
-					packet->payload.mtc.ctc,
-					ipt__evt_config(decoder));
-		return err < 0 ? err : 1;
 	case ppt_cyc:
-		if (decoder->no_time)
-			return 1;
-		err = ipt__evt_time_cyc(&decoder->time, &decoder->tcal,
-					packet->payload.cyc.value,
-					ipt__evt_config(decoder));
-		return err < 0 ? err : 1;
+		return ipt__evt_time_run(decoder);
 	case ppt_tsc:
 	case ppt_tma:
 		err = ipt__evt_apply_time(&decoder->time, &decoder->tcal,
@@ -14721,8 +14774,10 @@ static void ipt__blk_lmap_free(struct pt_block_decoder *decoder)
 /* ---- the run table ---- */
 
 enum {
-	/* The bytes a new run table starts with, if the limit allows. */
-	IPT__RUN_FIRST_BYTES = 16 << 10,
+	/* The bytes a new run table starts with, if the limit allows: small,
+	 * as clearing it is a fixed cost of every new decoder and the table
+	 * doubles as code is met. */
+	IPT__RUN_FIRST_BYTES = 4 << 10,
 	IPT__RUN_ALIGN = 64
 };
 
