@@ -6251,7 +6251,8 @@ IPT_DEF int ipt_last_ip_update_ip(struct ipt_last_ip *last_ip,
  * Follows TSC, TMA, MTC, CYC and CBR to estimate the time stamp counter
  * between TSC packets, and calibrates cycles against it.  Besides the
  * public ipt_time_* and ipt_tcal_*, other layers use ipt__time_same and
- * ipt__tcal_same (the same state, for >>seg). */
+ * ipt__tcal_same (the same state, for >>seg) and ipt__time_run_mtc with
+ * its helpers (runs of MTC, for >>evt). */
 
 /* Payload widths that timing arithmetic depends on (SDM 33.4.2): an MTC
  * carries CTC bits [mtc_freq + 7 : mtc_freq], a TMA the low 16 CTC bits,
@@ -6303,17 +6304,14 @@ IPT_DEF int ipt_time_query_cbr(uint32_t *cbr, const struct ipt_time *time)
 	return 0;
 }
 
-/* The CTC ticks from last to now.  The CTC as MTC sees it is
- * mtc_freq + 8 bits wide; one wrap-around is undone, more mean the two
- * values are unrelated (-pte_bad_packet). */
-static int ipt__time_ctc_delta(uint32_t *delta, uint32_t now, uint32_t last,
-			       const struct pt_config *config)
+/* The CTC ticks from last to now, for a CTC that wraps at wrap: one
+ * wrap-around is undone, more mean the two values are unrelated
+ * (-pte_bad_packet). */
+static IPT__INLINE int ipt__time_wrap_delta(uint32_t *delta, uint32_t now,
+					    uint32_t last, uint32_t wrap)
 {
-	if (!delta || !config)
-		return -pte_internal;
-
 	if (now < last) {
-		now += ipt__time_shl(1u, config->mtc_freq + IPT__TIME_MTC_BITS);
+		now += wrap;
 		if (now < last)
 			return -pte_bad_packet;
 	}
@@ -6322,8 +6320,27 @@ static int ipt__time_ctc_delta(uint32_t *delta, uint32_t now, uint32_t last,
 	return 0;
 }
 
+/* The CTC ticks from last to now.  The CTC as MTC sees it is
+ * mtc_freq + 8 bits wide. */
+static int ipt__time_ctc_delta(uint32_t *delta, uint32_t now, uint32_t last,
+			       const struct pt_config *config)
+{
+	if (!delta || !config)
+		return -pte_internal;
+
+	return ipt__time_wrap_delta(
+		delta, now, last,
+		ipt__time_shl(1u, config->mtc_freq + IPT__TIME_MTC_BITS));
+}
+
 /* CTC ticks in fast-counter (TSC) units: times cpuid[0x15].ebx/eax, the
- * TSC to crystal clock ratio. */
+ * TSC to crystal clock ratio; eax is not zero. */
+static IPT__INLINE uint64_t ipt__time_fc(uint64_t ctc, uint32_t eax,
+					 uint32_t ebx)
+{
+	return (ctc * ebx) / eax;
+}
+
 static int ipt__time_ctc_to_fc(uint64_t *fc, uint64_t ctc,
 			       const struct pt_config *config)
 {
@@ -6337,7 +6354,7 @@ static int ipt__time_ctc_to_fc(uint64_t *fc, uint64_t ctc,
 	if (!eax || !ebx)
 		return -pte_bad_config;
 
-	*fc = (ctc * ebx) / eax;
+	*fc = ipt__time_fc(ctc, eax, ebx);
 	return 0;
 }
 
@@ -6596,16 +6613,22 @@ IPT_DEF int ipt_tcal_fcr(uint64_t *fcr, const struct ipt_time_cal *tcal)
 	return 0;
 }
 
-IPT_DEF int ipt_tcal_set_fcr(struct ipt_time_cal *tcal, uint64_t fcr)
+static IPT__INLINE void ipt__tcal_set_fcr(struct ipt_time_cal *tcal,
+					  uint64_t fcr)
 {
-	if (!tcal)
-		return -pte_internal;
-
 	tcal->fcr = fcr;
 	if (fcr < tcal->min_fcr)
 		tcal->min_fcr = fcr;
 	if (tcal->max_fcr < fcr)
 		tcal->max_fcr = fcr;
+}
+
+IPT_DEF int ipt_tcal_set_fcr(struct ipt_time_cal *tcal, uint64_t fcr)
+{
+	if (!tcal)
+		return -pte_internal;
+
+	ipt__tcal_set_fcr(tcal, fcr);
 	return 0;
 }
 
@@ -6777,10 +6800,7 @@ static IPT__INLINE int ipt__tcal_mtc(struct ipt_time_cal *tcal, uint32_t ctc,
 		}
 	}
 
-	errcode = ipt_tcal_set_fcr(tcal, fcr);
-	if (errcode < 0)
-		return errcode;
-
+	ipt__tcal_set_fcr(tcal, fcr);
 	tcal->lost_mtc = 0;
 	return 0;
 }
@@ -6828,6 +6848,87 @@ IPT_DEF int ipt_tcal_update_ovf(struct ipt_time_cal *tcal,
 	tcal->ctc = 0;
 	tcal->have_mtc = 0;
 	return 0;
+}
+
+/* ---- runs of MTC and CYC ----
+ * The event decoder takes a run of MTC and CYC packets in one loop.  For
+ * MTC, the costly one, ipt__time_run_mtc does what ipt__tcal_mtc and then
+ * ipt__time_mtc do, in the state that nearly every MTC of a run meets,
+ * with the configuration's part worked out once per run in struct
+ * ipt__time_clk.  In any other state it does nothing and the packet goes
+ * the per-packet way.  t_time_run checks the two against each other. */
+struct ipt__time_clk {
+	/* MTC payload to CTC: shift left by mtc_shl; the CTC as MTC sees
+	 * it wraps at ctc_wrap. */
+	uint32_t mtc_shl, ctc_wrap;
+	/* cpuid[0x15], both non-zero. */
+	uint32_t eax, ebx;
+};
+
+/* The configuration as ipt__time_run_mtc uses it; 0 if the run cannot go
+ * the fast way at all (the per-packet way then reports what is wrong). */
+static IPT__INLINE int ipt__time_clk_init(struct ipt__time_clk *clk,
+					  const struct pt_config *config)
+{
+	uint32_t ctc_bits = (uint32_t) config->mtc_freq + IPT__TIME_MTC_BITS;
+
+	clk->mtc_shl = config->mtc_freq;
+	clk->ctc_wrap = ipt__time_shl(1u, ctc_bits);
+	clk->eax = config->cpuid_0x15_eax;
+	clk->ebx = config->cpuid_0x15_ebx;
+	return clk->eax && clk->ebx && ctc_bits < 32;
+}
+
+/* Whether ipt__time_run_mtc may take MTCs: both sides have seen an MTC,
+ * no TMA is due and no SKL168 check is pending.  Neither it nor a CYC
+ * changes that. */
+static IPT__INLINE int ipt__time_run_ready(const struct ipt_time *time,
+					   const struct ipt_time_cal *tcal)
+{
+	return time->have_mtc && (!time->have_tsc || time->have_tma) &&
+	       tcal->have_mtc && !tcal->check_skl168;
+}
+
+/* An MTC through ipt__tcal_mtc and ipt__time_mtc, when ready and the CTC
+ * moved by at most one wrap: then 1.  Otherwise 0, and nothing has
+ * changed. */
+static IPT__INLINE int ipt__time_run_mtc(struct ipt_time *time,
+					 struct ipt_time_cal *tcal,
+					 uint8_t payload,
+					 const struct ipt__time_clk *clk)
+{
+	uint32_t ctc = (uint32_t) payload << clk->mtc_shl, delta, cal_delta;
+	uint64_t cyc = tcal->cyc_mtc, fc, cal_fc;
+
+	if (ipt__time_wrap_delta(&delta, ctc, time->ctc, clk->ctc_wrap) < 0)
+		return 0;
+	fc = ipt__time_fc(delta, clk->eax, clk->ebx);
+	if (cyc) {
+		/* Both sides usually count from the same MTC. */
+		cal_fc = fc;
+		if (tcal->ctc != time->ctc) {
+			if (ipt__time_wrap_delta(&cal_delta, ctc, tcal->ctc,
+						 clk->ctc_wrap) < 0)
+				return 0;
+			cal_fc = ipt__time_fc(cal_delta, clk->eax, clk->ebx);
+		}
+		if (cal_fc >> (64 - ipt_tcal_fcr_shr))
+			return 0;
+
+		ipt__tcal_set_fcr(tcal, (cal_fc << ipt_tcal_fcr_shr) / cyc);
+		tcal->ctc = ctc;
+		tcal->cyc_mtc = 0ull;
+		tcal->lost_mtc = 0;
+	}
+
+	if (time->fc || time->lost_cyc)
+		time->ctc_cyc = ctc;
+	time->ctc = ctc;
+	time->fc = 0ull;
+	time->lost_cyc = 0;
+	time->base += fc;
+	time->tsc = time->base;
+	return 1;
 }
 
 /* Do two time trackers, two calibrations agree?  For >>seg. */
@@ -9718,13 +9819,26 @@ static int ipt__evt_decode_packet(struct pt_event_decoder *decoder);
  * event.  Nothing can look at the time between two events, so the run of
  * them that starts with the current packet is taken in one loop rather
  * than one round of ipt__evt_fetch_event each; the packet after the run
- * is handled as that loop would.  With no_time they are passed over. */
+ * is handled as that loop would.  With no_time they are passed over.
+ *
+ * Within the run, the packets that the fast path decodes are read
+ * straight from the trace, and the time and calibration state is worked
+ * on in copies that the compiler keeps in registers; MTCs go through
+ * ipt__time_run_mtc where it can take them.  Everything else goes one
+ * packet at a time. */
 static int ipt__evt_time_run(struct pt_event_decoder *decoder)
 {
 	const struct pt_config *config = ipt__evt_config(decoder);
 	struct pt_packet_decoder *pacdec = &decoder->pacdec;
 	struct pt_packet *packet = &decoder->packet;
-	int err;
+	struct ipt__time_clk clk;
+	struct ipt_time time;
+	struct ipt_time_cal tcal;
+	struct pt_packet pkt;
+	const uint8_t *pos, *at;
+	uintptr_t begin;
+	size_t fast;
+	int err, size, skd007, have_clk, ready;
 
 	if (decoder->no_time) {
 		pacdec->pos = ipt__pkt_past_time(
@@ -9735,7 +9849,9 @@ static int ipt__evt_time_run(struct pt_event_decoder *decoder)
 		return ipt__evt_decode_packet(decoder);
 	}
 
+	have_clk = ipt__time_clk_init(&clk, config);
 	for (;;) {
+		/* The current packet, an MTC or CYC, the per-packet way. */
 		if (packet->type == ppt_mtc)
 			err = ipt__evt_time_mtc(&decoder->time, &decoder->tcal,
 						packet->payload.mtc.ctc,
@@ -9746,6 +9862,48 @@ static int ipt__evt_time_run(struct pt_event_decoder *decoder)
 						config);
 		if (err < 0)
 			return err;
+
+		/* The MTCs and CYCs that follow, past PADs, up to the first
+		 * packet that is neither, that the fast path leaves, or that
+		 * ipt__time_run_mtc refuses. */
+		time = decoder->time;
+		tcal = decoder->tcal;
+		begin = (uintptr_t) pacdec->config.begin;
+		fast = pacdec->fast;
+		skd007 = pacdec->config.errata.skd007;
+		pos = pacdec->pos;
+		ready = have_clk && ipt__time_run_ready(&time, &tcal);
+		for (at = pos; ipt__pkt_in_fast(begin, fast, at); at += size) {
+			size = ipt__pkt_fast(at, &pkt, skd007, 1);
+			if (!size)
+				break;
+			if (pkt.type == ppt_cyc) {
+				err = ipt__evt_time_cyc(&time, &tcal,
+							pkt.payload.cyc.value,
+							config);
+				if (err < 0) {
+					/* Past it, as one at a time. */
+					pos = at + size;
+					break;
+				}
+			} else if (pkt.type == ppt_mtc) {
+				if (!ready ||
+				    !ipt__time_run_mtc(&time, &tcal,
+						       pkt.payload.mtc.ctc,
+						       &clk))
+					break;
+			} else if (pkt.type != ppt_pad)
+				break;
+			pos = at + size;
+		}
+		decoder->time = time;
+		decoder->tcal = tcal;
+		pacdec->pos = pos;
+		if (err < 0) {
+			*packet = pkt;
+			return err;
+		}
+
 		ipt__evt_next_packet(decoder);
 		if (packet->type != ppt_mtc && packet->type != ppt_cyc)
 			break;
