@@ -9832,13 +9832,13 @@ static int ipt__evt_time_run(struct pt_event_decoder *decoder)
 	struct pt_packet_decoder *pacdec = &decoder->pacdec;
 	struct pt_packet *packet = &decoder->packet;
 	struct ipt__time_clk clk;
-	struct ipt_time time;
-	struct ipt_time_cal tcal;
+	struct ipt_time *time;
+	struct ipt_time_cal *tcal;
 	struct pt_packet pkt;
-	const uint8_t *pos, *at;
+	const uint8_t *at;
 	uintptr_t begin;
 	size_t fast;
-	int err, size, skd007, have_clk, ready;
+	int err, size, skd007, ready;
 
 	if (decoder->no_time) {
 		pacdec->pos = ipt__pkt_past_time(
@@ -9849,65 +9849,70 @@ static int ipt__evt_time_run(struct pt_event_decoder *decoder)
 		return ipt__evt_decode_packet(decoder);
 	}
 
-	have_clk = ipt__time_clk_init(&clk, config);
+	time = &decoder->time;
+	tcal = &decoder->tcal;
+	begin = (uintptr_t) pacdec->config.begin;
+	fast = pacdec->fast;
+	skd007 = pacdec->config.errata.skd007;
+	ready = -1;
 	for (;;) {
 		/* The current packet, an MTC or CYC, the per-packet way. */
 		if (packet->type == ppt_mtc)
-			err = ipt__evt_time_mtc(&decoder->time, &decoder->tcal,
+			err = ipt__evt_time_mtc(time, tcal,
 						packet->payload.mtc.ctc,
 						config);
 		else
-			err = ipt__evt_time_cyc(&decoder->time, &decoder->tcal,
+			err = ipt__evt_time_cyc(time, tcal,
 						packet->payload.cyc.value,
 						config);
 		if (err < 0)
 			return err;
 
-		/* The MTCs and CYCs that follow, past PADs, up to the first
-		 * packet that is neither, that the fast path leaves, or that
-		 * ipt__time_run_mtc refuses. */
-		time = decoder->time;
-		tcal = decoder->tcal;
-		begin = (uintptr_t) pacdec->config.begin;
-		fast = pacdec->fast;
-		skd007 = pacdec->config.errata.skd007;
-		pos = pacdec->pos;
-		ready = have_clk && ipt__time_run_ready(&time, &tcal);
-		for (at = pos; ipt__pkt_in_fast(begin, fast, at); at += size) {
+		/* The MTCs and CYCs that follow, and PADs between, while
+		 * the fast path decodes them and ipt__time_run_mtc takes
+		 * the MTCs; then the packet after them, if decoded. */
+		at = pacdec->pos;
+		for (; ipt__pkt_in_fast(begin, fast, at); at += size) {
 			size = ipt__pkt_fast(at, &pkt, skd007, 1);
 			if (!size)
 				break;
 			if (pkt.type == ppt_cyc) {
-				err = ipt__evt_time_cyc(&time, &tcal,
+				err = ipt__evt_time_cyc(time, tcal,
 							pkt.payload.cyc.value,
 							config);
 				if (err < 0) {
 					/* Past it, as one at a time. */
-					pos = at + size;
-					break;
+					pacdec->pos = at + size;
+					*packet = pkt;
+					return err;
 				}
 			} else if (pkt.type == ppt_mtc) {
+				if (ready < 0)
+					ready = ipt__time_clk_init(&clk,
+								   config) &&
+						ipt__time_run_ready(time,
+								    tcal);
 				if (!ready ||
-				    !ipt__time_run_mtc(&time, &tcal,
+				    !ipt__time_run_mtc(time, tcal,
 						       pkt.payload.mtc.ctc,
 						       &clk))
 					break;
-			} else if (pkt.type != ppt_pad)
-				break;
-			pos = at + size;
-		}
-		decoder->time = time;
-		decoder->tcal = tcal;
-		pacdec->pos = pos;
-		if (err < 0) {
-			*packet = pkt;
-			return err;
+			} else if (pkt.type != ppt_pad) {
+				/* The packet after the run. */
+				pacdec->pos = at + size;
+				*packet = pkt;
+				goto done;
+			}
 		}
 
+		/* The rest one packet at a time. */
+		pacdec->pos = at;
+		ready = -1;
 		ipt__evt_next_packet(decoder);
 		if (packet->type != ppt_mtc && packet->type != ppt_cyc)
 			break;
 	}
+done:
 	decoder->bound = 0;
 	return ipt__evt_decode_packet(decoder);
 }
@@ -10471,7 +10476,12 @@ static int ipt__evt_next(struct pt_event_decoder *decoder,
 		return -pte_internal;
 
 	/* A caller that knows a larger struct pt_event gets zeros past the
-	 * end of ours; a smaller one gets what fits. */
+	 * end of ours; a smaller one gets what fits.  Ours, the common
+	 * case, is copied inline. */
+	if (IPT__LIKELY(size == sizeof(*ev))) {
+		IPT__COPY(*uev, *ev);
+		return 0;
+	}
 	if (size > sizeof(*ev)) {
 		IPT_MEMSET((uint8_t *) uev + sizeof(*ev), 0,
 			   size - sizeof(*ev));
