@@ -9821,11 +9821,11 @@ static int ipt__evt_decode_packet(struct pt_event_decoder *decoder);
  * than one round of ipt__evt_fetch_event each; the packet after the run
  * is handled as that loop would.  With no_time they are passed over.
  *
- * Within the run, the packets that the fast path decodes are read
- * straight from the trace, and the time and calibration state is worked
- * on in copies that the compiler keeps in registers; MTCs go through
- * ipt__time_run_mtc where it can take them.  Everything else goes one
- * packet at a time. */
+ * After the first, the packets that the fast path decodes are read
+ * straight from the trace, MTCs through ipt__time_run_mtc where it can
+ * take them, and the packet after the run stays as the fast path decoded
+ * it (most runs are one CYC: no packet is decoded twice).  Everything
+ * else goes one packet at a time. */
 static int ipt__evt_time_run(struct pt_event_decoder *decoder)
 {
 	const struct pt_config *config = ipt__evt_config(decoder);
