@@ -1369,7 +1369,7 @@ IPT_API int pt_blk_event(struct pt_block_decoder *decoder,
  * The instruction cache has 256 entries (22 KiB) beside a run cache, and
  * IPT_BLK_ICACHE_BITS (log2 of its entries, 11: 176 KiB) without one.
  * The run cache starts at 4 KiB and doubles whenever it has had to drop
- * runs for a 32nd of its entries, up to a limit in bytes: IPT_BLK_CACHE_LIMIT
+ * runs for a 128th of its entries, up to a limit in bytes: IPT_BLK_CACHE_LIMIT
  * when the implementation is compiled (2 MiB), or what
  * ipt_blk_set_cache_limit() / ipt_insn_set_cache_limit() set for one
  * decoder.  Setting a limit empties the run cache; a limit below one set
@@ -14042,7 +14042,7 @@ ipt__insn_range_is_contiguous(uint64_t begin, uint64_t end,
  * the next four.  A lookup reads the first two ways, the first line; a run
  * found in the others moves to the first way, so that the runs in use stay
  * there.  It starts small and doubles whenever it has had to drop
- * runs for a 32nd of its entries, up to a limit (IPT_BLK_CACHE_LIMIT or
+ * runs for a 128th of its entries, up to a limit (IPT_BLK_CACHE_LIMIT or
  * ipt_blk_set_cache_limit).  Growing keeps the runs: in place with the
  * allocator's realloc; else by moving them into the new table
  * while old and new fit the limit together (not with text), and otherwise
@@ -17212,7 +17212,7 @@ static IPT__INLINE uint32_t ipt__blk_way_of(const struct ipt__blk_run *set,
 }
 
 /* A miss in the set @idx: record the run at @ip there.  If that pushes a
- * run out and the table has lost runs that way for a 32nd of its
+ * run out and the table has lost runs that way for a 128th of its
  * entries, it is too small for the code: grow it first, if the limit and
  * memory allow.
  *
@@ -17247,7 +17247,7 @@ ipt__blk_run_miss(struct pt_block_decoder *decoder, uint32_t idx, uint64_t ip,
 	set = ipt__blk_set(decoder, idx);
 	if (set[IPT__RUN_WAYS - 1].ctx)
 		decoder->rfills += 1;
-	if (decoder->rfills > decoder->rsets * IPT__RUN_WAYS / 32 &&
+	if (decoder->rfills > decoder->rsets * IPT__RUN_WAYS / 128 &&
 	    decoder->rsets < ipt__blk_max_sets(decoder)) {
 		if (ipt__blk_runs_grow(decoder) < 0)
 			decoder->rlimit = (uint64_t) decoder->rsets *
