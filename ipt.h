@@ -7005,7 +7005,8 @@ static IPT__UNUSED int ipt__tcal_same(const struct ipt_time_cal *a,
  *                          struct pt_event *ev);
  *        pt_evt_next() for a caller holding a used-up TNT, TIP, enable
  *        or disable event when the next event is a TNT or a plain TIP,
- *        TIP.PGE or TIP.PGD: 1 and @ev refilled in place, or 0
+ *        TIP.PGE or TIP.PGD (after MTC and CYC packets, say): 1 and
+ *        @ev refilled in place, or 0
  *   int  ipt__evt_next_status(struct pt_event_decoder *decoder,
  *                             struct pt_event *ev);
  *        pt_evt_next() when the next event is a status event of the
@@ -9818,15 +9819,16 @@ static int ipt__evt_decode_packet(struct pt_event_decoder *decoder);
 /* MTC and CYC make up most of a cycle-accurate trace, and none makes an
  * event.  Nothing can look at the time between two events, so the run of
  * them that starts with the current packet is taken in one loop rather
- * than one round of ipt__evt_fetch_event each; the packet after the run
- * is handled as that loop would.  With no_time they are passed over.
+ * than one round of ipt__evt_fetch_event each, leaving the packet after
+ * the run current (ipt__evt_time_run then handles it as that loop
+ * would).  With no_time they are passed over.
  *
  * After the first, the packets that the fast path decodes are read
  * straight from the trace, MTCs through ipt__time_run_mtc where it can
  * take them, and the packet after the run stays as the fast path decoded
  * it (most runs are one CYC: no packet is decoded twice).  Everything
  * else goes one packet at a time. */
-static int ipt__evt_time_run(struct pt_event_decoder *decoder)
+static int ipt__evt_time_packets(struct pt_event_decoder *decoder)
 {
 	const struct pt_config *config = ipt__evt_config(decoder);
 	struct pt_packet_decoder *pacdec = &decoder->pacdec;
@@ -9844,9 +9846,7 @@ static int ipt__evt_time_run(struct pt_event_decoder *decoder)
 		pacdec->pos = ipt__pkt_past_time(
 			(uintptr_t) pacdec->config.begin, pacdec->fast,
 			pacdec->pos, pacdec->config.errata.skd007);
-		ipt__evt_next_packet(decoder);
-		decoder->bound = 0;
-		return ipt__evt_decode_packet(decoder);
+		return ipt__evt_next_packet(decoder);
 	}
 
 	time = &decoder->time;
@@ -9913,6 +9913,15 @@ static int ipt__evt_time_run(struct pt_event_decoder *decoder)
 			break;
 	}
 done:
+	return 0;
+}
+
+static int ipt__evt_time_run(struct pt_event_decoder *decoder)
+{
+	int err = ipt__evt_time_packets(decoder);
+
+	if (err < 0)
+		return err;
 	decoder->bound = 0;
 	return ipt__evt_decode_packet(decoder);
 }
@@ -10101,7 +10110,9 @@ static int ipt__evt_next_pg(struct pt_event_decoder *decoder,
  * nothing bound to it, or a TIP, TIP.PGE or TIP.PGD that is the current
  * or that next packet with nothing bound to it and nothing queued, @ev
  * becomes that event in place, byte for byte what pt_evt_next() would
- * give, without building one in the queue and copying it out.  These
+ * give, without building one in the queue and copying it out.  MTC and
+ * CYC packets on the way are taken as ipt__evt_time_run takes them, and
+ * stay taken if the short way then gives up.  These
  * events use no fields but the flags, the time and the start of the
  * variant (as long as variant.tnt), so clearing those leaves a zeroed
  * event.  The steps are ipt__evt_fetch_event's: ipt__evt_decode_tip
@@ -10142,7 +10153,15 @@ static int ipt__evt_next_tnt(struct pt_event_decoder *decoder,
 		ipt__evt_next_packet(decoder);
 	}
 
+	/* MTC and CYC before it, as ipt__evt_time_run takes them. */
 	type = decoder->packet.type;
+	if (type == ppt_mtc || type == ppt_cyc) {
+		err = ipt__evt_time_packets(decoder);
+		if (err < 0)
+			return err;
+		decoder->bound = 0;
+		type = decoder->packet.type;
+	}
 	if (type == ppt_tnt_8 || type == ppt_tnt_64) {
 		if (!decoder->enabled)
 			return 0;
