@@ -9816,63 +9816,47 @@ static int ipt__evt_decode_trig(struct pt_event_decoder *decoder)
 
 static int ipt__evt_decode_packet(struct pt_event_decoder *decoder);
 
-/* MTC and CYC make up most of a cycle-accurate trace, and none makes an
- * event.  Nothing can look at the time between two events, so the run of
- * them that starts with the current packet is taken in one loop rather
- * than one round of ipt__evt_fetch_event each, leaving the packet after
- * the run current (ipt__evt_time_run then handles it as that loop
- * would).  With no_time they are passed over.
- *
- * After the first, the packets that the fast path decodes are read
- * straight from the trace, MTCs through ipt__time_run_mtc where it can
- * take them, and the packet after the run stays as the fast path decoded
- * it (most runs are one CYC: no packet is decoded twice).  Everything
- * else goes one packet at a time. */
-static int ipt__evt_time_packets(struct pt_event_decoder *decoder)
+/* The current packet, an MTC or CYC, the per-packet way. */
+static IPT__INLINE int ipt__evt_time_one(struct pt_event_decoder *decoder)
+{
+	const struct pt_packet *packet = &decoder->packet;
+
+	if (packet->type == ppt_mtc)
+		return ipt__evt_time_mtc(&decoder->time, &decoder->tcal,
+					 packet->payload.mtc.ctc,
+					 ipt__evt_config(decoder));
+	return ipt__evt_time_cyc(&decoder->time, &decoder->tcal,
+				 packet->payload.cyc.value,
+				 ipt__evt_config(decoder));
+}
+
+/* ipt__evt_time_packets from the second packet of a run on, the current
+ * one: the packets that the fast path decodes are read straight from the
+ * trace (the current one again), MTCs through ipt__time_run_mtc where it
+ * can take them, and the packet after the run stays as the fast path
+ * decoded it.  Everything else goes one packet at a time. */
+static IPT__NOINLINE int ipt__evt_time_loop(struct pt_event_decoder *decoder)
 {
 	const struct pt_config *config = ipt__evt_config(decoder);
 	struct pt_packet_decoder *pacdec = &decoder->pacdec;
 	struct pt_packet *packet = &decoder->packet;
 	struct ipt__time_clk clk;
-	struct ipt_time *time;
-	struct ipt_time_cal *tcal;
+	struct ipt_time *time = &decoder->time;
+	struct ipt_time_cal *tcal = &decoder->tcal;
 	struct pt_packet pkt;
-	const uint8_t *at;
-	uintptr_t begin;
-	size_t fast;
-	int err, size, skd007, ready;
+	const uint8_t *at, *start;
+	uintptr_t begin = (uintptr_t) pacdec->config.begin;
+	size_t fast = pacdec->fast;
+	int err, size, skd007 = pacdec->config.errata.skd007, ready = -1;
 
-	if (decoder->no_time) {
-		pacdec->pos = ipt__pkt_past_time(
-			(uintptr_t) pacdec->config.begin, pacdec->fast,
-			pacdec->pos, pacdec->config.errata.skd007);
-		return ipt__evt_next_packet(decoder);
-	}
-
-	time = &decoder->time;
-	tcal = &decoder->tcal;
-	begin = (uintptr_t) pacdec->config.begin;
-	fast = pacdec->fast;
-	skd007 = pacdec->config.errata.skd007;
-	ready = -1;
 	for (;;) {
-		/* The current packet, an MTC or CYC, the per-packet way. */
-		if (packet->type == ppt_mtc)
-			err = ipt__evt_time_mtc(time, tcal,
-						packet->payload.mtc.ctc,
-						config);
-		else
-			err = ipt__evt_time_cyc(time, tcal,
-						packet->payload.cyc.value,
-						config);
-		if (err < 0)
-			return err;
-
-		/* The MTCs and CYCs that follow, and PADs between, while
-		 * the fast path decodes them and ipt__time_run_mtc takes
-		 * the MTCs; then the packet after them, if decoded. */
-		at = pacdec->pos;
-		for (; ipt__pkt_in_fast(begin, fast, at); at += size) {
+		/* From the current packet, an MTC or CYC, on: the MTCs and
+		 * CYCs, and PADs between, while the fast path decodes them
+		 * and ipt__time_run_mtc takes the MTCs; then the packet
+		 * after them, if decoded. */
+		start = pacdec->pos - packet->size;
+		for (at = start; ipt__pkt_in_fast(begin, fast, at);
+		     at += size) {
 			size = ipt__pkt_fast(at, &pkt, skd007, 1);
 			if (!size)
 				break;
@@ -9901,19 +9885,55 @@ static int ipt__evt_time_packets(struct pt_event_decoder *decoder)
 				/* The packet after the run. */
 				pacdec->pos = at + size;
 				*packet = pkt;
-				goto done;
+				return 0;
 			}
 		}
 
-		/* The rest one packet at a time. */
-		pacdec->pos = at;
+		/* The packet the loop stopped at, one at a time. */
 		ready = -1;
+		if (at != start) {
+			pacdec->pos = at;
+			ipt__evt_next_packet(decoder);
+			if (packet->type != ppt_mtc &&
+			    packet->type != ppt_cyc)
+				return 0;
+		}
+		err = ipt__evt_time_one(decoder);
+		if (err < 0)
+			return err;
 		ipt__evt_next_packet(decoder);
 		if (packet->type != ppt_mtc && packet->type != ppt_cyc)
-			break;
+			return 0;
 	}
-done:
-	return 0;
+}
+
+/* MTC and CYC make up most of a cycle-accurate trace, and none makes an
+ * event.  Nothing can look at the time between two events, so the run of
+ * them that starts with the current packet is taken in one loop rather
+ * than one round of ipt__evt_fetch_event each, leaving the packet after
+ * the run current (ipt__evt_time_run then handles it as that loop
+ * would).  Most runs are one CYC, taken here; longer ones go on in
+ * ipt__evt_time_loop.  With no_time they are passed over. */
+static IPT__INLINE int ipt__evt_time_packets(struct pt_event_decoder *decoder)
+{
+	struct pt_packet_decoder *pacdec = &decoder->pacdec;
+	struct pt_packet *packet = &decoder->packet;
+	int err;
+
+	if (decoder->no_time) {
+		pacdec->pos = ipt__pkt_past_time(
+			(uintptr_t) pacdec->config.begin, pacdec->fast,
+			pacdec->pos, pacdec->config.errata.skd007);
+		return ipt__evt_next_packet(decoder);
+	}
+
+	err = ipt__evt_time_one(decoder);
+	if (err < 0)
+		return err;
+	ipt__evt_next_packet(decoder);
+	if (packet->type != ppt_mtc && packet->type != ppt_cyc)
+		return 0;
+	return ipt__evt_time_loop(decoder);
 }
 
 static int ipt__evt_time_run(struct pt_event_decoder *decoder)
