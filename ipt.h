@@ -9816,18 +9816,25 @@ static int ipt__evt_decode_trig(struct pt_event_decoder *decoder)
 
 static int ipt__evt_decode_packet(struct pt_event_decoder *decoder);
 
-/* The current packet, an MTC or CYC, the per-packet way. */
-static IPT__INLINE int ipt__evt_time_one(struct pt_event_decoder *decoder)
+/* The current packet, an MTC or CYC, the per-packet way, and on to the
+ * next: 1 if that is an MTC or CYC too, else 0; or an error. */
+static IPT__INLINE int ipt__evt_time_step(struct pt_event_decoder *decoder)
 {
 	const struct pt_packet *packet = &decoder->packet;
+	int err;
 
 	if (packet->type == ppt_mtc)
-		return ipt__evt_time_mtc(&decoder->time, &decoder->tcal,
-					 packet->payload.mtc.ctc,
-					 ipt__evt_config(decoder));
-	return ipt__evt_time_cyc(&decoder->time, &decoder->tcal,
-				 packet->payload.cyc.value,
-				 ipt__evt_config(decoder));
+		err = ipt__evt_time_mtc(&decoder->time, &decoder->tcal,
+					packet->payload.mtc.ctc,
+					ipt__evt_config(decoder));
+	else
+		err = ipt__evt_time_cyc(&decoder->time, &decoder->tcal,
+					packet->payload.cyc.value,
+					ipt__evt_config(decoder));
+	if (err < 0)
+		return err;
+	ipt__evt_next_packet(decoder);
+	return packet->type == ppt_mtc || packet->type == ppt_cyc;
 }
 
 /* ipt__evt_time_packets from the second packet of a run on, the current
@@ -9898,12 +9905,9 @@ static IPT__NOINLINE int ipt__evt_time_loop(struct pt_event_decoder *decoder)
 			    packet->type != ppt_cyc)
 				return 0;
 		}
-		err = ipt__evt_time_one(decoder);
-		if (err < 0)
+		err = ipt__evt_time_step(decoder);
+		if (err <= 0)
 			return err;
-		ipt__evt_next_packet(decoder);
-		if (packet->type != ppt_mtc && packet->type != ppt_cyc)
-			return 0;
 	}
 }
 
@@ -9917,7 +9921,6 @@ static IPT__NOINLINE int ipt__evt_time_loop(struct pt_event_decoder *decoder)
 static IPT__INLINE int ipt__evt_time_packets(struct pt_event_decoder *decoder)
 {
 	struct pt_packet_decoder *pacdec = &decoder->pacdec;
-	struct pt_packet *packet = &decoder->packet;
 	int err;
 
 	if (decoder->no_time) {
@@ -9927,12 +9930,9 @@ static IPT__INLINE int ipt__evt_time_packets(struct pt_event_decoder *decoder)
 		return ipt__evt_next_packet(decoder);
 	}
 
-	err = ipt__evt_time_one(decoder);
-	if (err < 0)
+	err = ipt__evt_time_step(decoder);
+	if (err <= 0)
 		return err;
-	ipt__evt_next_packet(decoder);
-	if (packet->type != ppt_mtc && packet->type != ppt_cyc)
-		return 0;
 	return ipt__evt_time_loop(decoder);
 }
 

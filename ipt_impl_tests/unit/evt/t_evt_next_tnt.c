@@ -28,25 +28,12 @@ static uint32_t rnd(void)
 
 static struct pt_packet random_packet(uint8_t *mtc, int *on)
 {
-	struct pt_packet p;
+	uint32_t k = rnd() % 32, size;
+	uint64_t bits;
 
-	switch (rnd() % 32) {
-	case 0:
-		return pk_tsc(((uint64_t) rnd() << 24 | rnd()) &
-			      0xffffffffffffffull);
-	case 1:
-		p = pk(ppt_tma);
-		p.payload.tma.ctc = (uint16_t) rnd();
-		p.payload.tma.fc = (uint16_t) (rnd() & 0x1ff);
-		return p;
-	case 2:
-		return pk_cbr((uint8_t) (1 + rnd() % 60));
-	case 3:
-		*on = 1;
-		return pk_full(ppt_tip_pge, 0x400000 + (rnd() & 0xfff));
-	case 4:
-		*on = 0;
-		return pk_supp(ppt_tip_pgd);
+	switch (k) {
+	case 0: case 1: case 2: case 3: case 4:
+		return pk_random(rnd, (int) k, mtc, on);
 	case 5:
 		return pk(rnd() % 8 ? ppt_pad : ppt_ovf);
 	case 6:
@@ -57,21 +44,13 @@ static struct pt_packet random_packet(uint8_t *mtc, int *on)
 	case 8: case 9: case 10: case 11:
 		return pk_full(ppt_tip, 0x400000 + (rnd() & 0xfff));
 	case 12: case 13: case 14: case 15: case 16: case 17:
-		p = pk(ppt_mtc);
-		*mtc = (uint8_t) (*mtc + (rnd() % 8 ? 1 : rnd()));
-		p.payload.mtc.ctc = *mtc;
-		return p;
+		return pk_random(rnd, 5, mtc, on);
 	case 18: case 19: case 20: case 21: case 22: case 23:
-		p = pk(ppt_cyc);
-		p.payload.cyc.value = rnd() % 16 ? rnd() % 300 : rnd();
-		return p;
-	default: {
-		uint8_t size = (uint8_t) (rnd() % 8 ? 1 + rnd() % 6
-					     : 7 + rnd() % 40);
-		uint64_t bits = ((uint64_t) rnd() << 24) | rnd();
-
-		return pk_tnt(bits & ((1ull << size) - 1), size);
-	}
+		return pk_random(rnd, 6, mtc, on);
+	default:
+		size = rnd() % 8 ? 1 + rnd() % 6 : 7 + rnd() % 40;
+		bits = ((uint64_t) rnd() << 24) | rnd();
+		return pk_tnt(bits & ((1ull << size) - 1), (uint8_t) size);
 	}
 }
 
