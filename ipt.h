@@ -14359,9 +14359,12 @@ struct pt_block_decoder {
 	uint64_t rlimit;
 	uint32_t want_text;
 
-	/* The length map (NULL until first needed): IPT__LMAP_SLOTS pieces
-	 * of code, each NULL until first needed. */
+	/* The length map (NULL until first needed): 1 << @lmap_bits slots
+	 * for pieces of code, each NULL until first needed; @lmap_used of
+	 * them hold one. */
 	struct ipt__blk_lmap **lmap;
+	uint32_t lmap_bits;
+	uint32_t lmap_used;
 
 	/* Zydis, as runs are recorded: set up again only when the mode
 	 * changes. */
@@ -14661,11 +14664,15 @@ static int ipt__blk_decode_at(struct pt_block_decoder *decoder, uint64_t ip,
  *
  * A piece's map is tagged with its address and the context number of its
  * runs, so a new epoch or address space misses.  The slot of a piece is
- * chosen by hashing: IPT__LMAP_SLOTS slots, each allocated when first
- * used and taken over by the next piece hashed to it.  All sizes in a map
- * come from one section, the first recorded. */
+ * chosen by hashing: up to IPT__LMAP_SLOTS slots, each allocated when
+ * first used and taken over by the next piece hashed to it.  The slots
+ * start few and grow fourfold whenever a new piece finds a quarter of them
+ * in use, so that a decoder that records little code clears, scans and
+ * frees little.  All sizes in a map come from one section, the first
+ * recorded. */
 enum {
 	IPT__LMAP_SHIFT = 8,
+	IPT__LMAP_FIRST_BITS = 6,
 	IPT__LMAP_SLOT_BITS = 11,
 	IPT__LMAP_SLOTS = 1 << IPT__LMAP_SLOT_BITS
 };
@@ -14680,15 +14687,22 @@ struct ipt__blk_lmap {
 	uint8_t size[(1u << IPT__LMAP_SHIFT) / 2];
 };
 
+/* The slot of the piece at @base in context @ctx among 1 << @bits. */
+static IPT__INLINE uint32_t ipt__blk_lmap_hash(uint64_t base, uint32_t ctx,
+					       uint32_t bits)
+{
+	uint64_t h;
+
+	h = ((base >> IPT__LMAP_SHIFT) + ctx * 0x9e3779b97f4a7c15ull) *
+	    0xff51afd7ed558ccdull;
+	return (uint32_t) (h >> (64 - bits));
+}
+
 static IPT__INLINE struct ipt__blk_lmap **
 ipt__blk_lmap_slot(const struct pt_block_decoder *decoder, uint64_t ip,
 		   uint32_t ctx)
 {
-	uint64_t h;
-
-	h = ((ip >> IPT__LMAP_SHIFT) + ctx * 0x9e3779b97f4a7c15ull) *
-	    0xff51afd7ed558ccdull;
-	return &decoder->lmap[h >> (64 - IPT__LMAP_SLOT_BITS)];
+	return &decoder->lmap[ipt__blk_lmap_hash(ip, ctx, decoder->lmap_bits)];
 }
 
 /* The size of the ordinary instruction at @ip in context @ctx, and its
@@ -14709,6 +14723,37 @@ ipt__blk_lmap_get(const struct pt_block_decoder *decoder, uint64_t ip,
 	return (uint8_t) ((map->size[off >> 1] >> ((off & 1) * 4)) & 0xf);
 }
 
+/* Give the length map 1 << @bits slots, each piece moved to its slot
+ * there; a piece whose slot another took is freed.  Nothing if memory runs
+ * out: the map stays as it was. */
+static void ipt__blk_lmap_resize(struct pt_block_decoder *decoder,
+				 uint32_t bits)
+{
+	struct ipt__blk_lmap **slots, *map;
+	uint32_t i, slot;
+
+	slots = (struct ipt__blk_lmap **) ipt__zalloc_cache(
+		&decoder->allocator, (size_t) sizeof(*slots) << bits);
+	if (!slots)
+		return;
+	for (i = 0; decoder->lmap && i < 1u << decoder->lmap_bits; ++i) {
+		map = decoder->lmap[i];
+		if (!map)
+			continue;
+		slot = ipt__blk_lmap_hash(map->base, map->ctx, bits);
+		if (slots[slot]) {
+			ipt__free(&decoder->allocator, map, sizeof(*map));
+			decoder->lmap_used -= 1;
+		} else {
+			slots[slot] = map;
+		}
+	}
+	ipt__free(&decoder->allocator, decoder->lmap,
+		  (size_t) sizeof(*slots) << decoder->lmap_bits);
+	decoder->lmap = slots;
+	decoder->lmap_bits = bits;
+}
+
 /* Note the ordinary instruction at @ip: @size bytes in section @isid.
  * Nothing if memory runs out. */
 static void ipt__blk_lmap_put(struct pt_block_decoder *decoder, uint64_t ip,
@@ -14718,14 +14763,22 @@ static void ipt__blk_lmap_put(struct pt_block_decoder *decoder, uint64_t ip,
 	uint32_t off = (uint32_t) (ip & ((1u << IPT__LMAP_SHIFT) - 1));
 
 	if (!decoder->lmap) {
-		decoder->lmap = (struct ipt__blk_lmap **) ipt__zalloc_cache(
-			&decoder->allocator,
-			IPT__LMAP_SLOTS * sizeof(*decoder->lmap));
+		ipt__blk_lmap_resize(decoder, IPT__LMAP_FIRST_BITS);
 		if (!decoder->lmap)
 			return;
 	}
 	slot = ipt__blk_lmap_slot(decoder, ip, ctx);
 	map = *slot;
+	if ((!map || map->ctx != ctx || map->base != ip - off) &&
+	    decoder->lmap_bits < IPT__LMAP_SLOT_BITS &&
+	    decoder->lmap_used >= 1u << (decoder->lmap_bits - 2)) {
+		ipt__blk_lmap_resize(decoder,
+				     decoder->lmap_bits + 2 < IPT__LMAP_SLOT_BITS ?
+					     decoder->lmap_bits + 2 :
+					     IPT__LMAP_SLOT_BITS);
+		slot = ipt__blk_lmap_slot(decoder, ip, ctx);
+		map = *slot;
+	}
 	if (!map) {
 		map = (struct ipt__blk_lmap *) ipt__alloc_cache(
 			&decoder->allocator, sizeof(*map));
@@ -14733,6 +14786,7 @@ static void ipt__blk_lmap_put(struct pt_block_decoder *decoder, uint64_t ip,
 			return;
 		map->ctx = 0;
 		*slot = map;
+		decoder->lmap_used += 1;
 	}
 	if (map->ctx != ctx || map->base != ip - off) {
 		IPT_MEMSET(map->size, 0, sizeof(map->size));
@@ -14752,7 +14806,7 @@ static void ipt__blk_lmap_clear(struct pt_block_decoder *decoder)
 {
 	uint32_t i;
 
-	for (i = 0; decoder->lmap && i < IPT__LMAP_SLOTS; ++i)
+	for (i = 0; decoder->lmap && i < 1u << decoder->lmap_bits; ++i)
 		if (decoder->lmap[i])
 			decoder->lmap[i]->ctx = 0;
 }
@@ -14763,12 +14817,14 @@ static void ipt__blk_lmap_free(struct pt_block_decoder *decoder)
 
 	if (!decoder->lmap)
 		return;
-	for (i = 0; i < IPT__LMAP_SLOTS; ++i)
+	for (i = 0; i < 1u << decoder->lmap_bits; ++i)
 		ipt__free(&decoder->allocator, decoder->lmap[i],
 			  sizeof(*decoder->lmap[i]));
 	ipt__free(&decoder->allocator, decoder->lmap,
-		  IPT__LMAP_SLOTS * sizeof(*decoder->lmap));
+		  (size_t) sizeof(*decoder->lmap) << decoder->lmap_bits);
 	decoder->lmap = NULL;
+	decoder->lmap_bits = 0;
+	decoder->lmap_used = 0;
 }
 
 /* ---- the run table ---- */
@@ -18913,6 +18969,8 @@ static void ipt__blk_undo(struct pt_block_decoder *decoder,
 	save->rfills = decoder->rfills;
 	save->rlimit = decoder->rlimit;
 	save->lmap = decoder->lmap;
+	save->lmap_bits = decoder->lmap_bits;
+	save->lmap_used = decoder->lmap_used;
 	save->ctx_id = 0;
 	save->ctx_next = decoder->ctx_next;
 	save->nctx = decoder->nctx;
