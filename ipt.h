@@ -13112,6 +13112,22 @@ static void ipt__ild_from_zydis(struct ipt__ild *ild,
 	}
 }
 
+/* The size of the key of the instruction Zydis decoded to @z (see "Zydis'
+ * answers, remembered by their bytes"): the bytes before its displacement
+ * or immediate; all of them for 3DNow!. */
+static uint32_t ipt__ild_key_size(const ZydisDecodedInstruction *z)
+{
+	uint32_t key = z->length;
+
+	if (z->encoding == ZYDIS_INSTRUCTION_ENCODING_3DNOW)
+		return key;
+	if (z->raw.disp.size && z->raw.disp.offset < key)
+		key = z->raw.disp.offset;
+	if (z->raw.imm[0].size && z->raw.imm[0].offset < key)
+		key = z->raw.imm[0].offset;
+	return key;
+}
+
 /* The fixed encodings Zydis 4.0 lacks: ERETS, ERETU, JMPABS, and MOV CR
  * with a REX2 prefix (the only REX2 forms that matter for tracing; libipt
  * knows no more of them either).  Returns 1 and
@@ -13211,20 +13227,27 @@ static int ipt__ild_late(struct ipt__ild *ild, const uint8_t *raw,
 
 /* ---- Zydis' answers, remembered by their bytes ----
  * What Zydis makes of an instruction depends on the mode and on the bytes
- * it consumed, nothing else: x86 encodings are prefix-free, and Zydis
- * looks at no byte past the instruction's end.  So an instruction whose
- * bytes were decoded before, at any address, has the same length and class
- * again.  Code repeats its instructions a lot (register moves, pushes and
- * pops, stack loads, returns): real programs' code seen for the first time
- * finds a third to a half of its instructions here, each for a few loads
- * instead of a Zydis call of some 800 instructions.
+ * that decide what the instruction is (its key: prefixes, opcode, ModRM,
+ * SIB), nothing else: x86 encodings are prefix-free, the key fixes the
+ * sizes of the displacement and immediate that follow it, their values
+ * only fill operands (the relative branch target, which
+ * ipt__ild_classify reads from the bytes at hand), and Zydis looks at no
+ * byte past the instruction's end.  So an instruction whose key was
+ * decoded before, at any address and with any displacement and immediate,
+ * has the same length and class again.  3DNow!, whose opcode comes last,
+ * has all its bytes for a key.  Code repeats its instructions a lot
+ * (register moves, pushes and pops, stack loads and stores, calls and
+ * jumps by offset, returns): real programs' code seen for the first time
+ * finds about half of its instructions here, each for a few loads instead
+ * of a Zydis call of some 800 instructions.
  *
- * One-byte instructions are kept by their byte and mode.  The others go
- * to IPT__ILD_MEMO_SETS sets of two entries, a set chosen by the mode and
- * the first two bytes (two-byte instructions) or three (longer ones).  Not
- * knowing the size of the instruction it looks for, a look-up tries the
- * one-byte table and both sets; an entry matches if its bytes are the
- * instruction's first bytes, whichever way it came into the set.  Only
+ * Instructions with one-byte keys (a push, a call by offset, a short
+ * jump) are kept by that byte and the mode.  The others go to
+ * IPT__ILD_MEMO_SETS sets of two entries, a set chosen by the mode and
+ * the first two bytes (two-byte keys) or three (longer ones).  Not knowing
+ * the key of the instruction it looks for, a look-up tries the one-byte
+ * table and both sets; an entry matches if its key is the instruction's
+ * first bytes, whichever way it came into the set.  Only
  * what Zydis decodes is kept (not the encodings recognized here without
  * it), and only in 16-, 32- and 64-bit mode.  Only two bitmaps of which
  * entries and sets hold something are cleared when the memo is made (a
@@ -13237,11 +13260,13 @@ enum {
 };
 
 struct ipt__ild_memo_entry {
-	/* The instruction's bytes 0 to 7 and 7 to 14, zero past its end. */
+	/* The key's bytes 0 to 7 and 7 to 14, zero past its end. */
 	uint64_t lo, hi;
 	struct ipt__ild ild;
 	/* The mode plus one; zero if the entry is free. */
 	uint8_t mode;
+	/* The key's size in bytes. */
+	uint8_t key;
 };
 
 struct ipt__ild_memo {
@@ -13249,7 +13274,7 @@ struct ipt__ild_memo {
 	 * others are not even initialized. */
 	uint64_t one_used[3 * 256 / 64];
 	uint64_t set_used[IPT__ILD_MEMO_SETS / 64];
-	/* By mode (16-, 32-, 64-bit) and byte. */
+	/* By mode (16-, 32-, 64-bit) and one-byte key. */
 	struct ipt__ild one[3][256];
 	struct ipt__ild_memo_entry set[IPT__ILD_MEMO_SETS][IPT__ILD_MEMO_WAYS];
 };
@@ -13266,8 +13291,8 @@ static IPT__INLINE int ipt__ild_memo_bit(const uint64_t *bits, uint32_t i)
 	return (int) ((bits[i / 64] >> (i % 64)) & 1);
 }
 
-/* For an instruction of 0 to 15 bytes: which of its bytes 0 to 7 (lo) and
- * 7 to 14 (hi) belong to it. */
+/* For a key of 0 to 15 bytes: which of an instruction's bytes 0 to 7 (lo)
+ * and 7 to 14 (hi) belong to it. */
 static const uint64_t ipt__ild_memo_lo[16] = {
 	0, 0xff, 0xffff, 0xffffff, 0xffffffffull, 0xffffffffffull,
 	0xffffffffffffull, 0xffffffffffffffull, ~0ull, ~0ull, ~0ull, ~0ull,
@@ -13278,8 +13303,8 @@ static const uint64_t ipt__ild_memo_hi[16] = {
 	0xffffffffffull, 0xffffffffffffull, 0xffffffffffffffull, ~0ull
 };
 
-/* The set for the instruction whose first two or three bytes (@key) are
- * given, in @mode. */
+/* The set for the key whose first two or three bytes (@key) are given, in
+ * @mode. */
 static IPT__INLINE uint32_t ipt__ild_memo_set(uint64_t key,
 					      enum pt_exec_mode mode)
 {
@@ -13303,10 +13328,10 @@ ipt__ild_memo_in(const struct ipt__ild_memo *memo, uint32_t i, uint64_t lo,
 		return NULL;
 	for (way = 0; way < IPT__ILD_MEMO_WAYS; ++way) {
 		const struct ipt__ild_memo_entry *e = &set[way];
-		uint32_t size = e->ild.size & 0xf;
+		uint32_t key = e->key & 0xf;
 
-		if ((lo & ipt__ild_memo_lo[size]) == e->lo &&
-		    (hi & ipt__ild_memo_hi[size]) == e->hi && e->mode == m1)
+		if ((lo & ipt__ild_memo_lo[key]) == e->lo &&
+		    (hi & ipt__ild_memo_hi[key]) == e->hi && e->mode == m1)
 			return &e->ild;
 	}
 	return NULL;
@@ -13335,27 +13360,28 @@ ipt__ild_memo_find(struct ipt__ild_memo *memo, const uint8_t *raw,
 				lo, hi, m1);
 }
 
-/* Remember that Zydis decoded the instruction at @raw in @mode to @ild; it
- * takes the first way of its set, the one there moves to the second. */
+/* Remember that Zydis decoded the instruction at @raw in @mode, whose
+ * first @key bytes are its key, to @ild; it takes the first way of its set,
+ * the one there moves to the second. */
 static void ipt__ild_memo_put(struct ipt__ild_memo *memo, const uint8_t *raw,
-			      enum pt_exec_mode mode,
+			      enum pt_exec_mode mode, uint32_t key,
 			      const struct ipt__ild *ild)
 {
 	uint64_t lo = ipt__read_le_var(raw, 8, 8);
 	uint64_t hi = ipt__read_le_var(raw + 7, 8, 8);
 	uint32_t m = (uint32_t) (mode - ptem_16bit);
-	uint32_t size = ild->size, way, i;
+	uint32_t way, i;
 	struct ipt__ild_memo_entry *set;
 
-	if (!size || size > pt_max_insn_size)
+	if (!key || key > ild->size || ild->size > pt_max_insn_size)
 		return;
-	if (size == 1) {
+	if (key == 1) {
 		i = m * 256 + raw[0];
 		memo->one_used[i / 64] |= 1ull << (i % 64);
 		IPT__COPY(memo->one[m][raw[0]], *ild);
 		return;
 	}
-	i = ipt__ild_memo_set(lo & (size == 2 ? 0xffff : 0xffffff), mode);
+	i = ipt__ild_memo_set(lo & (key == 2 ? 0xffff : 0xffffff), mode);
 	set = memo->set[i];
 	if (ipt__ild_memo_bit(memo->set_used, i)) {
 		for (way = IPT__ILD_MEMO_WAYS - 1; way; --way)
@@ -13365,10 +13391,11 @@ static void ipt__ild_memo_put(struct ipt__ild_memo *memo, const uint8_t *raw,
 		IPT_MEMSET(&set[1], 0,
 			   (IPT__ILD_MEMO_WAYS - 1) * sizeof(set[1]));
 	}
-	set[0].lo = lo & ipt__ild_memo_lo[size];
-	set[0].hi = hi & ipt__ild_memo_hi[size];
+	set[0].lo = lo & ipt__ild_memo_lo[key];
+	set[0].hi = hi & ipt__ild_memo_hi[key];
 	IPT__COPY(set[0].ild, *ild);
 	set[0].mode = (uint8_t) (mode + 1);
+	set[0].key = (uint8_t) key;
 }
 
 /* A Zydis decoder, set up for @mode if @ready; with a memo if @memo is
@@ -13471,7 +13498,8 @@ static int ipt__ild_decode_bytes_with(struct ipt__ild_zydis *zd,
 			ild.size = (uint8_t) (ild.size - z.raw.disp.size / 8 -
 				((z.attributes & ZYDIS_ATTRIB_HAS_SIB) ? 1 : 0));
 		if (memo)
-			ipt__ild_memo_put(memo, raw, insn->mode, &ild);
+			ipt__ild_memo_put(memo, raw, insn->mode,
+					  ipt__ild_key_size(&z), &ild);
 	} else {
 		status = ipt__ild_late(&ild, raw, have, insn->mode);
 		if (status == 0)
