@@ -14733,20 +14733,34 @@ ipt__blk_lmap_slot(const struct pt_block_decoder *decoder, uint64_t ip,
 	return &decoder->lmap[ipt__blk_lmap_hash(ip, ctx, decoder->lmap_bits)];
 }
 
-/* The size of the ordinary instruction at @ip in context @ctx, and its
- * section in *@isid; zero if not known. */
-static IPT__INLINE uint8_t
-ipt__blk_lmap_get(const struct pt_block_decoder *decoder, uint64_t ip,
-		  uint32_t ctx, int *isid)
+/* The start of the piece holding @ip. */
+static IPT__INLINE uint64_t ipt__blk_lmap_base(uint64_t ip)
 {
-	const struct ipt__blk_lmap *map;
-	uint32_t off = (uint32_t) (ip & ((1u << IPT__LMAP_SHIFT) - 1));
+	return ip & ~(uint64_t) ((1u << IPT__LMAP_SHIFT) - 1);
+}
+
+/* The map of the piece holding @ip in context @ctx; NULL if none. */
+static IPT__INLINE struct ipt__blk_lmap *
+ipt__blk_lmap_find(const struct pt_block_decoder *decoder, uint64_t ip,
+		   uint32_t ctx)
+{
+	struct ipt__blk_lmap *map;
 
 	if (!decoder->lmap)
-		return 0;
+		return NULL;
 	map = *ipt__blk_lmap_slot(decoder, ip, ctx);
-	if (!map || map->ctx != ctx || map->base != ip - off)
-		return 0;
+	if (!map || map->ctx != ctx || map->base != ipt__blk_lmap_base(ip))
+		return NULL;
+	return map;
+}
+
+/* The size of the ordinary instruction at @ip in @map, its piece, and its
+ * section in *@isid; zero if not known. */
+static IPT__INLINE uint8_t ipt__blk_lmap_size(const struct ipt__blk_lmap *map,
+					      uint64_t ip, int *isid)
+{
+	uint32_t off = (uint32_t) (ip & ((1u << IPT__LMAP_SHIFT) - 1));
+
 	*isid = map->isid;
 	return (uint8_t) ((map->size[off >> 1] >> ((off & 1) * 4)) & 0xf);
 }
@@ -14782,18 +14796,23 @@ static void ipt__blk_lmap_resize(struct pt_block_decoder *decoder,
 	decoder->lmap_bits = bits;
 }
 
-/* Note the ordinary instruction at @ip: @size bytes in section @isid.
- * Nothing if memory runs out. */
-static void ipt__blk_lmap_put(struct pt_block_decoder *decoder, uint64_t ip,
-			      uint32_t ctx, int isid, uint8_t size)
+/* Note the ordinary instruction at @ip in context @ctx: @size bytes in
+ * section @isid.  @map is ipt__blk_lmap_find's answer for @ip, if known.
+ * Returns the map of the piece holding @ip now; NULL if memory runs out. */
+static struct ipt__blk_lmap *
+ipt__blk_lmap_put(struct pt_block_decoder *decoder,
+		  struct ipt__blk_lmap *map, uint64_t ip, uint32_t ctx,
+		  int isid, uint8_t size)
 {
-	struct ipt__blk_lmap **slot, *map;
+	struct ipt__blk_lmap **slot;
 	uint32_t off = (uint32_t) (ip & ((1u << IPT__LMAP_SHIFT) - 1));
 
+	if (map)
+		goto note;
 	if (!decoder->lmap) {
 		ipt__blk_lmap_resize(decoder, IPT__LMAP_FIRST_BITS);
 		if (!decoder->lmap)
-			return;
+			return NULL;
 	}
 	slot = ipt__blk_lmap_slot(decoder, ip, ctx);
 	map = *slot;
@@ -14811,7 +14830,7 @@ static void ipt__blk_lmap_put(struct pt_block_decoder *decoder, uint64_t ip,
 		map = (struct ipt__blk_lmap *) ipt__alloc_cache(
 			&decoder->allocator, sizeof(*map));
 		if (!map)
-			return;
+			return NULL;
 		map->ctx = 0;
 		*slot = map;
 		decoder->lmap_used += 1;
@@ -14821,12 +14840,14 @@ static void ipt__blk_lmap_put(struct pt_block_decoder *decoder, uint64_t ip,
 		map->base = ip - off;
 		map->ctx = ctx;
 		map->isid = isid;
-	} else if (map->isid != isid) {
-		return;
 	}
-	map->size[off >> 1] = (uint8_t) ((map->size[off >> 1] &
-					  (0xf0u >> ((off & 1) * 4))) |
-					 ((uint32_t) size << ((off & 1) * 4)));
+note:
+	if (map->isid == isid)
+		map->size[off >> 1] = (uint8_t) ((map->size[off >> 1] &
+						  (0xf0u >> ((off & 1) * 4))) |
+						 ((uint32_t) size
+						  << ((off & 1) * 4)));
+	return map;
 }
 
 /* Forget every size: the context numbers start over. */
@@ -16972,7 +16993,10 @@ ipt__blk_run_fill(struct pt_block_decoder *decoder, struct ipt__blk_run *run,
 	struct ipt__blk_window win;
 	struct ipt__insn_ext iext;
 	struct pt_insn insn;
-	uint64_t ip = start;
+	/* The length map's piece holding @ip (NULL if none), found again
+	 * only when @ip leaves the piece at @piece_base. */
+	struct ipt__blk_lmap *piece = NULL;
+	uint64_t ip = start, piece_base = 1;
 	uint32_t max = IPT__RUN_MAX, len = 0;
 	uint16_t ninsn = 0;
 	uint8_t kind;
@@ -16997,7 +17021,11 @@ ipt__blk_run_fill(struct pt_block_decoder *decoder, struct ipt__blk_run *run,
 		 * where the window has no whole instruction or the
 		 * decoder reports an error.  Only that way sets more of
 		 * @insn than its IP, mode, size, class and section. */
-		known = ipt__blk_lmap_get(decoder, ip, ctx, &isid);
+		if (ipt__blk_lmap_base(ip) != piece_base) {
+			piece = ipt__blk_lmap_find(decoder, ip, ctx);
+			piece_base = ipt__blk_lmap_base(ip);
+		}
+		known = piece ? ipt__blk_lmap_size(piece, ip, &isid) : 0;
 		if (!known || text)
 			code = ipt__blk_window(decoder, &win, ip);
 		if (known && text && (!code || isid != win.isid))
@@ -17044,8 +17072,9 @@ ipt__blk_run_fill(struct pt_block_decoder *decoder, struct ipt__blk_run *run,
 		if (insn.iclass == ptic_other) {
 			next = ipt__ip_in_mode(mode, ip + insn.size);
 			if (!known && next == ip + insn.size)
-				ipt__blk_lmap_put(decoder, ip, ctx, insn.isid,
-						  insn.size);
+				piece = ipt__blk_lmap_put(decoder, piece, ip,
+							  ctx, insn.isid,
+							  insn.size);
 			status = 0;
 		} else {
 			status = ipt__insn_next_ip(&next, &insn, &iext);

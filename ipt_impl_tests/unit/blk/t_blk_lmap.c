@@ -42,6 +42,23 @@ static void count_free(void *context, void *ptr, size_t size)
 	free(ptr);
 }
 
+/* The size the map has for @ip in context @ctx, and its section in
+ * *@isid; zero if none. */
+static uint8_t get(const struct pt_block_decoder *d, uint64_t ip, uint32_t ctx,
+		   int *isid)
+{
+	const struct ipt__blk_lmap *map = ipt__blk_lmap_find(d, ip, ctx);
+
+	return map ? ipt__blk_lmap_size(map, ip, isid) : 0;
+}
+
+/* Note @size at @ip in context @ctx and section 7, the piece not known. */
+static void put(struct pt_block_decoder *d, uint64_t ip, uint32_t ctx,
+		uint8_t size)
+{
+	(void) ipt__blk_lmap_put(d, NULL, ip, ctx, 7, size);
+}
+
 /* The address of piece @i, at offset @i % 256 in it, and its size there. */
 static uint64_t piece_ip(int i)
 {
@@ -61,7 +78,7 @@ static int found(const struct pt_block_decoder *d, int n, uint32_t ctx,
 	int i, count = 0, isid;
 
 	for (i = 0; i < n; ++i) {
-		uint8_t size = ipt__blk_lmap_get(d, piece_ip(i), ctx, &isid);
+		uint8_t size = get(d, piece_ip(i), ctx, &isid);
 
 		if (size == piece_size(i) && isid == 7)
 			count += 1;
@@ -91,32 +108,47 @@ static void test_growth(void)
 
 	/* A quarter of the first slots in use: no growth yet. */
 	for (i = 0; i < 1 << (IPT__LMAP_FIRST_BITS - 2); ++i)
-		ipt__blk_lmap_put(d, piece_ip(i), 1, 7, piece_size(i));
+		put(d, piece_ip(i), 1, piece_size(i));
 	CHECK_EQ(d->lmap_bits, IPT__LMAP_FIRST_BITS);
 	CHECK_EQ(found(d, i, 1, &wrong), (int) d->lmap_used);
 	/* The next new piece grows the slots fourfold; the pieces moved
 	 * are found there. */
-	ipt__blk_lmap_put(d, piece_ip(i), 1, 7, piece_size(i));
+	put(d, piece_ip(i), 1, piece_size(i));
 	i += 1;
 	CHECK_EQ(d->lmap_bits, IPT__LMAP_FIRST_BITS + 2);
 	CHECK_EQ(found(d, i, 1, &wrong), (int) d->lmap_used);
 	CHECK(d->lmap_used >= (uint32_t) i - 2);
 	/* Another context, another offset in the piece: nothing. */
-	CHECK_EQ(ipt__blk_lmap_get(d, piece_ip(0), 2, &isid), 0);
-	CHECK_EQ(ipt__blk_lmap_get(d, piece_ip(0) + 1, 1, &isid), 0);
+	CHECK_EQ(get(d, piece_ip(0), 2, &isid), 0);
+	CHECK_EQ(get(d, piece_ip(0) + 1, 1, &isid), 0);
+	/* Noted in a piece already found: there, in its own nibble; not
+	 * from another section. */
+	{
+		struct ipt__blk_lmap *map = ipt__blk_lmap_find(d, piece_ip(0), 1);
+
+		CHECK(map != NULL);
+		CHECK(ipt__blk_lmap_put(d, map, piece_ip(0) + 1, 1, 7, 9) ==
+		      map);
+		CHECK(ipt__blk_lmap_put(d, map, piece_ip(0) + 2, 1, 8, 9) ==
+		      map);
+		CHECK_EQ(get(d, piece_ip(0) + 1, 1, &isid), 9);
+		CHECK_EQ(isid, 7);
+		CHECK_EQ(get(d, piece_ip(0), 1, &isid), piece_size(0));
+		CHECK_EQ(get(d, piece_ip(0) + 2, 1, &isid), 0);
+	}
 
 	/* Growth without memory: the map stays as it was, and works. */
 	c.fail_from = sizeof(struct ipt__blk_lmap *) << d->lmap_bits;
 	for (; i < 1 << d->lmap_bits; ++i)
-		ipt__blk_lmap_put(d, piece_ip(i), 1, 7, piece_size(i));
+		put(d, piece_ip(i), 1, piece_size(i));
 	CHECK_EQ(d->lmap_bits, IPT__LMAP_FIRST_BITS + 2);
 	CHECK_EQ(found(d, i, 1, &wrong), (int) d->lmap_used);
 	c.fail_from = 0;
 
 	/* Up to the most slots, and no further. */
 	for (; i < 3 * IPT__LMAP_SLOTS; ++i) {
-		ipt__blk_lmap_put(d, piece_ip(i), 1, 7, piece_size(i));
-		if (ipt__blk_lmap_get(d, piece_ip(i), 1, &isid) !=
+		put(d, piece_ip(i), 1, piece_size(i));
+		if (get(d, piece_ip(i), 1, &isid) !=
 		    piece_size(i))
 			wrong += 1;
 	}
@@ -129,8 +161,8 @@ static void test_growth(void)
 	/* Cleared, nothing is found; the pieces serve again. */
 	ipt__blk_lmap_clear(d);
 	CHECK_EQ(found(d, i, 1, &wrong), 0);
-	ipt__blk_lmap_put(d, piece_ip(5), 1, 7, piece_size(5));
-	CHECK_EQ(ipt__blk_lmap_get(d, piece_ip(5), 1, &isid), piece_size(5));
+	put(d, piece_ip(5), 1, piece_size(5));
+	CHECK_EQ(get(d, piece_ip(5), 1, &isid), piece_size(5));
 	CHECK_EQ(wrong, 0);
 
 	pt_blk_free_decoder(d);
