@@ -13893,9 +13893,10 @@ ipt__insn_range_is_contiguous(uint64_t begin, uint64_t end,
  *   - the length map keeps the sizes of the ordinary instructions runs were
  *     recorded from, one slot per code byte, so that recording a run
  *     again mostly asks Zydis only for the instruction that ends it;
- *     and Zydis' answers are remembered by the instruction's bytes (see
- *     >>ild), so that code seen for the first time asks it only for
- *     instructions whose bytes were not decoded before.
+ *     and Zydis' answers are remembered by the bytes that decide an
+ *     instruction, all but its displacement and immediate (see >>ild),
+ *     so that code seen for the first time asks it only for instructions
+ *     unlike any decoded before.
  *
  * The run cache is four-way set associative with 32-byte entries, a set to
  * two cache lines; an instruction decoder's sets carry the runs' text in
