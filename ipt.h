@@ -13254,7 +13254,7 @@ static int ipt__ild_late(struct ipt__ild *ild, const uint8_t *raw,
  * set's other way is cleared with its first entry): small traces do not
  * pay for clearing a table they hardly use. */
 enum {
-	IPT__ILD_MEMO_BITS = 9,
+	IPT__ILD_MEMO_BITS = 10,
 	IPT__ILD_MEMO_SETS = 1 << IPT__ILD_MEMO_BITS,
 	IPT__ILD_MEMO_WAYS = 2
 };
