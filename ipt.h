@@ -14701,7 +14701,7 @@ static int ipt__blk_decode_at(struct pt_block_decoder *decoder, uint64_t ip,
  * recorded. */
 enum {
 	IPT__LMAP_SHIFT = 8,
-	IPT__LMAP_FIRST_BITS = 6,
+	IPT__LMAP_FIRST_BITS = 4,
 	IPT__LMAP_SLOT_BITS = 11,
 	IPT__LMAP_SLOTS = 1 << IPT__LMAP_SLOT_BITS
 };
