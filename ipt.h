@@ -14820,10 +14820,11 @@ ipt__blk_lmap_put(struct pt_block_decoder *decoder,
 	if ((!map || map->ctx != ctx || map->base != ip - off) &&
 	    decoder->lmap_bits < IPT__LMAP_SLOT_BITS &&
 	    decoder->lmap_used >= 1u << (decoder->lmap_bits - 2)) {
-		ipt__blk_lmap_resize(decoder,
-				     decoder->lmap_bits + 2 < IPT__LMAP_SLOT_BITS ?
-					     decoder->lmap_bits + 2 :
-					     IPT__LMAP_SLOT_BITS);
+		uint32_t bits = decoder->lmap_bits + 2;
+
+		ipt__blk_lmap_resize(decoder, bits < IPT__LMAP_SLOT_BITS ?
+					      bits :
+					      (uint32_t) IPT__LMAP_SLOT_BITS);
 		slot = ipt__blk_lmap_slot(decoder, ip, ctx);
 		map = *slot;
 	}
