@@ -6924,6 +6924,8 @@ static IPT__UNUSED int ipt__tcal_same(const struct ipt_time_cal *a,
  *   int  ipt__evt_tnt_fill(const struct pt_event_decoder *,
  *                          const uint8_t **pos, struct ipt__tnt_window *,
  *                          uint32_t room);
+ *   int  ipt__evt_tnt8_next(const struct pt_event_decoder *,
+ *                           const uint8_t *pos);
  *   void ipt__evt_tnt_taken(struct pt_event_decoder *decoder,
  *                           const uint8_t *pos, const struct ipt_last_ip *);
  *   const struct ipt_last_ip *
@@ -10249,6 +10251,19 @@ static IPT__INLINE int ipt__evt_tnt_fill(const struct pt_event_decoder *decoder,
 	}
 	*pos = at;
 	return full;
+}
+
+/* Whether a one-byte TNT is next at @pos (not NULL; PADs skipped), where
+ * ipt__evt_tnt_fill reads it. */
+static IPT__INLINE int ipt__evt_tnt8_next(const struct pt_event_decoder *decoder,
+					  const uint8_t *pos)
+{
+	const struct pt_packet_decoder *pacdec = &decoder->pacdec;
+	uintptr_t begin = (uintptr_t) pacdec->config.begin;
+
+	pos = ipt__pkt_past_pads(begin, pacdec->fast, pos);
+	return ipt__pkt_in_fast(begin, pacdec->fast, pos) && !(*pos & 1) &&
+	       ipt__pkt_one_byte[*pos >> 1].type == ppt_tnt_8;
 }
 
 /* The TNT, TIP, TIP.PGD or TIP.PGE packet after the one at *@pos (NULL:
@@ -13970,6 +13985,8 @@ ipt__insn_range_is_contiguous(uint64_t begin, uint64_t end,
  *   int  ipt__blk_tnt_fill(const struct pt_block_decoder *,
  *                          const uint8_t **pos, struct ipt__tnt_window *,
  *                          uint32_t room);
+ *   int  ipt__blk_tnt8_next(const struct pt_block_decoder *,
+ *                           const uint8_t *pos);
  *   const struct ipt_last_ip *
  *        ipt__blk_last_ip(const struct pt_block_decoder *);
  *   void ipt__blk_tnt_taken(struct pt_block_decoder *, const uint8_t *pos,
@@ -18515,6 +18532,12 @@ ipt__blk_tnt_ahead(const struct pt_block_decoder *decoder, const uint8_t **pos,
 		   uint64_t *payload, uint32_t *size)
 {
 	return ipt__evt_tnt_ahead(&decoder->evdec, pos, payload, size);
+}
+
+static IPT__INLINE int ipt__blk_tnt8_next(const struct pt_block_decoder *decoder,
+					  const uint8_t *pos)
+{
+	return ipt__evt_tnt8_next(&decoder->evdec, pos);
 }
 
 static IPT__INLINE int ipt__blk_tnt_fill(const struct pt_block_decoder *decoder,
@@ -24020,9 +24043,10 @@ struct ipt__cov_tip {
 };
 
 /* The packet @p read ahead is not a TNT: read it into @tip with the
- * TIP.PGE of a pair, and the packet behind it into @p.  Returns whether
- * the steps may take it: a TIP or a pair with a TNT, a TIP or a TIP.PGD
- * behind it. */
+ * TIP.PGE of a pair, and the packet behind it into @p, unless that is a
+ * one-byte TNT (@p's type zero then, the TNT read again from @tip's end).
+ * Returns whether the steps may take it: a TIP or a pair with a TNT, a
+ * TIP or a TIP.PGD behind it. */
 static IPT__INLINE int ipt__cov_read_tip(const struct pt_block_decoder *blk,
 					 struct ipt__cov_tip *tip,
 					 struct ipt__cov_packet *p)
@@ -24041,6 +24065,10 @@ static IPT__INLINE int ipt__cov_read_tip(const struct pt_block_decoder *blk,
 		tip->ipc2 = p->size;
 	}
 	tip->end = next;
+	if (ipt__blk_tnt8_next(blk, next)) {
+		p->type = (enum pt_packet_type) 0;
+		return 1;
+	}
 	p->type = ipt__blk_tnt_ahead(blk, &next, &p->payload, &p->size);
 	p->end = next;
 	return p->type && p->type != ppt_tip_pge;
@@ -24157,10 +24185,12 @@ static uint64_t ipt__cov_tnt(void *context, struct pt_block_decoder *blk,
 				break;
 		}
 
-		if (used) {
+		cov->status.memo_bits += used;
+		if (used && !e->tip) {
 			/* The last bits of packets among those taken: the
 			 * packet in hand now begins after the last of them,
-			 * @at bits into the step. */
+			 * @at bits into the step.  (A TIP step takes the
+			 * whole window.) */
 			uint64_t past = (w.lasts >> (w.n - used)) &
 					((1ull << used) - 1);
 
@@ -24173,7 +24203,6 @@ static uint64_t ipt__cov_tnt(void *context, struct pt_block_decoder *blk,
 				icnt += e->ninsn[used - 1];
 			w.n -= used;
 			w.bits &= (1ull << w.n) - 1;
-			cov->status.memo_bits += used;
 		}
 
 		/* The edge pending went to @ip: after a step, the edge its
@@ -24222,6 +24251,8 @@ static uint64_t ipt__cov_tnt(void *context, struct pt_block_decoder *blk,
 		pos = tip.end;
 		at_tip = 0;
 		tip_ok = 0;
+		w.n = 0;
+		w.bits = 0;
 		w.lasts = 0;
 		icnt = 0;
 		crossed = 1;
