@@ -24099,6 +24099,8 @@ static uint64_t ipt__cov_tnt(void *context, struct pt_block_decoder *blk,
 	const uint8_t *pos = NULL;
 	struct ipt__cov_packet held;
 	uint32_t icnt, crossed = 0, steps = 0;
+	/* TNT bits taken, for the status. */
+	uint64_t taken = 0;
 	/* Read on (0: the next packet is none the steps take); a TIP is
 	 * behind the window, and may be taken. */
 	uint32_t more = 1, at_tip = 0, tip_ok = 0;
@@ -24185,7 +24187,7 @@ static uint64_t ipt__cov_tnt(void *context, struct pt_block_decoder *blk,
 				break;
 		}
 
-		cov->status.memo_bits += used;
+		taken += used;
 		if (used && !e->tip) {
 			/* The last bits of packets among those taken: the
 			 * packet in hand now begins after the last of them,
@@ -24266,6 +24268,7 @@ static uint64_t ipt__cov_tnt(void *context, struct pt_block_decoder *blk,
 		ip = last_ip.ip;
 	}
 
+	cov->status.memo_bits += taken;
 	if (w.n) {
 		/* The packet in hand is the one the window's next bit
 		 * belongs to: its bits are the window's down to its last. */
