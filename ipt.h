@@ -5776,6 +5776,21 @@ static const struct pt_packet ipt__pkt_one_byte[128] = {
 #undef IPT__ONE_BYTE
 #undef IPT__TNT8_MSB
 
+/* The IP packet (TIP, FUP, TIP.PGE or TIP.PGD) at pos, for the fast
+ * path: its size, 0 for a compression the SDM reserves (the slow path's);
+ * its IP payload in @ip and compression in @ipc.  The packet's size comes
+ * from the opcode byte by shifts rather than a table load: the next
+ * packet's position waits for it. */
+static IPT__INLINE int ipt__pkt_fast_ip(const uint8_t *pos, uint64_t *ip,
+					unsigned int *ipc)
+{
+	unsigned int c = (unsigned int) pos[0] >> IPT__OPM_IPC_SHR;
+
+	*ipc = c;
+	*ip = ipt__load64(pos + 1) & ipt__ipc_mask[c];
+	return (int) ((IPT__IPC_PACKET_SIZES >> (4 * c)) & 0xf);
+}
+
 /* ipt__pkt_fast for the packets with an extended opcode, at pos. */
 static IPT__INLINE int ipt__pkt_fast_ext(const uint8_t *pos,
 					 struct pt_packet *packet)
@@ -5931,20 +5946,18 @@ static IPT__INLINE int ipt__pkt_fast(const uint8_t *pos,
 	}
 
 	/* TIP, FUP, TIP.PGE, TIP.PGD: next most frequent, and adjacent in
-	 * enum pt_packet_type.  The packet's size comes from the opcode
-	 * byte by shifts rather than a table load: the next packet's
-	 * position waits for it. */
+	 * enum pt_packet_type. */
 	kind = ipt__first_byte[b];
 	if (kind - ppt_fup <= ppt_tip_pgd - ppt_fup) {
-		unsigned int ipc = b >> IPT__OPM_IPC_SHR;
+		unsigned int ipc;
+		uint64_t ip;
 
-		size = (int) ((IPT__IPC_PACKET_SIZES >> (4 * ipc)) & 0xf);
+		size = ipt__pkt_fast_ip(pos, &ip, &ipc);
 		if (IPT__LIKELY(size)) {
 			packet->type = (enum pt_packet_type) kind;
 			packet->size = (uint8_t) size;
 			packet->payload.ip.ipc = (enum pt_ip_compression) ipc;
-			packet->payload.ip.ip =
-				ipt__load64(pos + 1) & ipt__ipc_mask[ipc];
+			packet->payload.ip.ip = ip;
 			return size;
 		}
 	}
@@ -6923,7 +6936,8 @@ static IPT__UNUSED int ipt__tcal_same(const struct ipt_time_cal *a,
  *                                          uint32_t *size);
  *   int  ipt__evt_tnt_fill(const struct pt_event_decoder *,
  *                          const uint8_t **pos, struct ipt__tnt_window *,
- *                          uint32_t room);
+ *                          uint32_t room,
+ *                          struct ipt__tnt_packet *);
  *   int  ipt__evt_tnt8_next(const struct pt_event_decoder *,
  *                           const uint8_t *pos);
  *   void ipt__evt_tnt_taken(struct pt_event_decoder *decoder,
@@ -10216,25 +10230,46 @@ static IPT__INLINE void ipt__tnt_window_add(struct ipt__tnt_window *w,
 	w->ends[(w->nread - 1) % 64] = end;
 }
 
+/* A packet read ahead (ipt__evt_tnt_ahead, ipt__evt_tnt_fill): its type
+ * (zero: none), its payload and size as ipt__evt_tnt_ahead gives them,
+ * and where it ends. */
+struct ipt__tnt_packet {
+	enum pt_packet_type type;
+	uint32_t size;
+	uint64_t payload;
+	const uint8_t *end;
+};
+
 /* Read the one-byte TNTs (most packets) at *@pos (not NULL; PADs
  * skipped), where the packet layer's fast path decodes, into @w while it
  * holds at most @room bits (below 58).  Returns 1 when it holds more, 0
- * at any other packet; *@pos past what it read. */
+ * at any other packet, *@pos past what it read; that packet is in @p if
+ * it is a TIP, TIP.PGD or TIP.PGE that ipt__evt_tnt_ahead would give (@p's
+ * type zero otherwise: the caller reads it with that). */
 static IPT__INLINE int ipt__evt_tnt_fill(const struct pt_event_decoder *decoder,
 					 const uint8_t **pos,
 					 struct ipt__tnt_window *w,
-					 uint32_t room)
+					 uint32_t room,
+					 struct ipt__tnt_packet *p)
 {
 	const struct pt_packet_decoder *pacdec = &decoder->pacdec;
 	uintptr_t begin = (uintptr_t) pacdec->config.begin;
 	size_t fast = pacdec->fast;
 	const uint8_t *at = *pos;
-	int full = 0;
+	unsigned int kind, ipc;
+	uint64_t ip;
+	int size;
 
-	while (ipt__pkt_in_fast(begin, fast, at)) {
+	p->type = (enum pt_packet_type) 0;
+	for (;;) {
 		/* As the packet layer decodes them. */
-		const struct pt_packet *packet = &ipt__pkt_one_byte[*at >> 1];
+		const struct pt_packet *packet;
 
+		if (!ipt__pkt_in_fast(begin, fast, at)) {
+			*pos = at;
+			return 0;
+		}
+		packet = &ipt__pkt_one_byte[*at >> 1];
 		if ((*at & 1) || packet->type != ppt_tnt_8) {
 			if (*at)
 				break;
@@ -10245,12 +10280,25 @@ static IPT__INLINE int ipt__evt_tnt_fill(const struct pt_event_decoder *decoder,
 		ipt__tnt_window_add(w, packet->payload.tnt.payload,
 				    packet->payload.tnt.bit_size, at);
 		if (w->n > room) {
-			full = 1;
-			break;
+			*pos = at;
+			return 1;
 		}
 	}
 	*pos = at;
-	return full;
+
+	/* The TIPs, as ipt__pkt_fast and ipt__evt_tnt_ahead take them. */
+	kind = ipt__first_byte[*at];
+	if (kind - ppt_tip > ppt_tip_pgd - ppt_tip)
+		return 0;
+	size = ipt__pkt_fast_ip(at, &ip, &ipc);
+	if (!size || ipc == pt_ipc_suppressed || decoder->bound ||
+	    decoder->evq.begin != decoder->evq.end)
+		return 0;
+	p->type = (enum pt_packet_type) kind;
+	p->payload = ip;
+	p->size = ipc;
+	p->end = at + size;
+	return 0;
 }
 
 /* Whether a one-byte TNT is next at @pos (not NULL; PADs skipped), where
@@ -13984,7 +14032,8 @@ ipt__insn_range_is_contiguous(uint64_t begin, uint64_t end,
  *                                          uint32_t *size);
  *   int  ipt__blk_tnt_fill(const struct pt_block_decoder *,
  *                          const uint8_t **pos, struct ipt__tnt_window *,
- *                          uint32_t room);
+ *                          uint32_t room,
+ *                          struct ipt__tnt_packet *);
  *   int  ipt__blk_tnt8_next(const struct pt_block_decoder *,
  *                           const uint8_t *pos);
  *   const struct ipt_last_ip *
@@ -18543,9 +18592,10 @@ static IPT__INLINE int ipt__blk_tnt8_next(const struct pt_block_decoder *decoder
 static IPT__INLINE int ipt__blk_tnt_fill(const struct pt_block_decoder *decoder,
 					 const uint8_t **pos,
 					 struct ipt__tnt_window *w,
-					 uint32_t room)
+					 uint32_t room,
+					 struct ipt__tnt_packet *p)
 {
-	return ipt__evt_tnt_fill(&decoder->evdec, pos, w, room);
+	return ipt__evt_tnt_fill(&decoder->evdec, pos, w, room, p);
 }
 
 static IPT__INLINE const struct ipt_last_ip *
@@ -24021,15 +24071,6 @@ static IPT__INLINE void ipt__cov_memo_apply(struct ipt_cov_decoder *cov,
 				 (uint32_t) ipt_cov_taken : e->last_kind;
 }
 
-/* A packet read ahead (ipt__blk_tnt_ahead): its type (zero: none), its
- * payload and size as that gives them, and where it ends. */
-struct ipt__cov_packet {
-	enum pt_packet_type type;
-	uint32_t size;
-	uint64_t payload;
-	const uint8_t *end;
-};
-
 /* The TIP (or TIP.PGD, TIP.PGE pair) behind the TNT bits of the window,
  * read ahead (ipt__cov_tnt): its IP payload and compression (a TIP.PGD's
  * for a pair), the TIP.PGE's for a pair (@ipc2 zero for a TIP), and where
@@ -24049,7 +24090,7 @@ struct ipt__cov_tip {
  * TIP or a TIP.PGD behind it. */
 static IPT__INLINE int ipt__cov_read_tip(const struct pt_block_decoder *blk,
 					 struct ipt__cov_tip *tip,
-					 struct ipt__cov_packet *p)
+					 struct ipt__tnt_packet *p)
 {
 	const uint8_t *next = p->end;
 
@@ -24097,13 +24138,13 @@ static uint64_t ipt__cov_tnt(void *context, struct pt_block_decoder *blk,
 	/* Where to read on (NULL: after the packet the decoder holds), and
 	 * the packet there if it has been read (behind a TIP). */
 	const uint8_t *pos = NULL;
-	struct ipt__cov_packet held;
+	struct ipt__tnt_packet held;
 	uint32_t icnt, crossed = 0, steps = 0;
 	/* TNT bits taken, for the status. */
 	uint64_t taken = 0;
-	/* Read on (0: the next packet is none the steps take); a TIP is
-	 * behind the window, and may be taken. */
-	uint32_t more = 1, at_tip = 0, tip_ok = 0;
+	/* Read on (0: the next packet is none the steps take); a TIP the
+	 * steps may take is behind the window. */
+	uint32_t more = 1, tip_ok = 0;
 	uint32_t pend_counts = 0, pend_kind = 0, pend_index = 0;
 
 	if (IPT__UNLIKELY(!cov->memo) && !ipt__cov_memo_alloc(cov))
@@ -24130,11 +24171,12 @@ static uint64_t ipt__cov_tnt(void *context, struct pt_block_decoder *blk,
 		/* Read TNT packets up to a TIP while a step's bits and one
 		 * more are not in the window (a TNT-64 that does not fit
 		 * waits until the steps have taken bits). */
-		while (more && !at_tip && w.n <= IPT__COV_MEMO_BITS) {
+		while (more && !tip_ok && w.n <= IPT__COV_MEMO_BITS) {
+			if (!held.type && pos &&
+			    ipt__blk_tnt_fill(blk, &pos, &w,
+					      IPT__COV_MEMO_BITS, &held))
+				break;
 			if (!held.type) {
-				if (pos && ipt__blk_tnt_fill(blk, &pos, &w,
-							     IPT__COV_MEMO_BITS))
-					break;
 				held.end = pos;
 				held.type = ipt__blk_tnt_ahead(blk, &held.end,
 							       &held.payload,
@@ -24149,10 +24191,8 @@ static uint64_t ipt__cov_tnt(void *context, struct pt_block_decoder *blk,
 				held.type = (enum pt_packet_type) 0;
 				continue;
 			}
-			at_tip = 1;
 			tip_ok = ipt__cov_read_tip(blk, &tip, &held);
-			if (!tip_ok)
-				more = 0;
+			more = tip_ok;
 		}
 
 		/* With a TIP to take behind them, all the bits and the TIP;
@@ -24251,7 +24291,6 @@ static uint64_t ipt__cov_tnt(void *context, struct pt_block_decoder *blk,
 			}
 		}
 		pos = tip.end;
-		at_tip = 0;
 		tip_ok = 0;
 		w.n = 0;
 		w.bits = 0;
