@@ -23961,20 +23961,20 @@ tip_branch:
 	e->tip = 1;
 }
 
-/* The entry for the @n bits @bits at @ip (to end at a TIP if @tip),
- * filled first if it is not there. */
+/* The entry for the @n bits @bits at @ip (to end at a TIP if @tip) in
+ * the context *@ctx (ipt__blk_ctx_of for @mode), filled first if it is
+ * not there; filling may move to a new context, left in *@ctx. */
 static IPT__INLINE struct ipt__cov_memo *
 ipt__cov_memo_find(struct ipt_cov_decoder *cov, uint64_t ip,
 		   enum pt_exec_mode mode, uint32_t bits, uint32_t n,
-		   uint32_t tip)
+		   uint32_t tip, uint32_t *pctx)
 {
 	struct pt_block_decoder *blk = &cov->blk;
 	struct ipt__cov_memo *e;
-	uint32_t ctx;
+	uint32_t ctx = *pctx;
 	uint64_t key, h;
 
 	key = IPT__COV_MEMO_KEY(bits, n, tip ? 1 : 0);
-	ctx = ipt__blk_ctx_of(blk, mode);
 	h = (ip ^ ((uint64_t) ctx << 48) ^ (key * 0x9e3779b97f4a7c15ull)) *
 	    0xff51afd7ed558ccdull;
 	/* The hash's high half scaled to the entries: any number of them. */
@@ -24001,6 +24001,7 @@ ipt__cov_memo_find(struct ipt_cov_decoder *cov, uint64_t ip,
 		e->ip = ip;
 		e->ctx = ipt__blk_ctx_of(blk, mode);
 		e->key = key;
+		*pctx = e->ctx;
 	}
 	return e;
 }
@@ -24139,7 +24140,7 @@ static uint64_t ipt__cov_tnt(void *context, struct pt_block_decoder *blk,
 	 * the packet there if it has been read (behind a TIP). */
 	const uint8_t *pos = NULL;
 	struct ipt__tnt_packet held;
-	uint32_t icnt, crossed = 0, steps = 0;
+	uint32_t icnt, crossed = 0, steps = 0, ctx;
 	/* TNT bits taken, for the status. */
 	uint64_t taken = 0;
 	/* Read on (0: the next packet is none the steps take); a TIP the
@@ -24155,6 +24156,7 @@ static uint64_t ipt__cov_tnt(void *context, struct pt_block_decoder *blk,
 		ipt__cov_memo_clear(cov);
 	cov->memo_ctx = blk->ctx_next;
 
+	ctx = ipt__blk_ctx_of(blk, mode);
 	IPT_MEMSET(&tip, 0, sizeof(tip));
 	IPT_MEMSET(&held, 0, sizeof(held));
 	w.n = ev->variant.tnt.size;
@@ -24208,7 +24210,7 @@ static uint64_t ipt__cov_tnt(void *context, struct pt_block_decoder *blk,
 				break;
 		}
 		bits = (uint32_t) (w.bits >> (w.n - n)) & ((1u << n) - 1);
-		e = ipt__cov_memo_find(cov, ip, mode, bits, n, tip_step);
+		e = ipt__cov_memo_find(cov, ip, mode, bits, n, tip_step, &ctx);
 		used = e->used;
 		/* Not to a count that wraps, as the walk. */
 		if ((!used && !e->tip) ||
