@@ -23638,10 +23638,12 @@ static IPT__INLINE void ipt__cov_reach(void *context, uint64_t ip)
  * context number: a new image epoch (ipt_image_invalidate, section
  * changes) makes them all stale.
  *
- * The memo is one direct-mapped table, allocated on first use from the
- * decoder's allocator with at most @memo_limit bytes
- * (ipt_cov_set_memo_limit); a later entry replaces an earlier one with
- * the same slot. */
+ * The memo is one table, allocated on first use from the decoder's
+ * allocator with at most @memo_limit bytes (ipt_cov_set_memo_limit).  An
+ * entry has two places, by two hashes of its key: a new entry goes in its
+ * first, and the one there moves to its own second (over what is there),
+ * so that keys that share a first place, often in the same loop, do not
+ * push each other out in turn. */
 
 enum {
 	/* The most TNT bits one entry covers (and thus edges; at most 31,
@@ -23961,6 +23963,42 @@ tip_branch:
 	e->tip = 1;
 }
 
+/* The hash of a memo entry's key. */
+static IPT__INLINE uint64_t ipt__cov_memo_hash(uint64_t ip, uint32_t ctx,
+					       uint64_t key)
+{
+	return (ip ^ ((uint64_t) ctx << 48) ^ (key * 0x9e3779b97f4a7c15ull)) *
+	       0xff51afd7ed558ccdull;
+}
+
+/* An entry's first (@which zero) or second place in the memo, from the
+ * hash @h of its key: the high half of @h, or of @h mixed again, scaled
+ * to the entries (any number of them). */
+static IPT__INLINE uint32_t
+ipt__cov_memo_place(const struct ipt_cov_decoder *cov, uint64_t h,
+		    uint32_t which)
+{
+	if (which)
+		h *= 0x9e3779b97f4a7c15ull;
+	return (uint32_t) (((h >> 32) * cov->nmemo) >> 32);
+}
+
+/* Move the entry @e, in its first place, to its second, over what is
+ * there (its edges too). */
+static IPT__NOINLINE void ipt__cov_memo_move(struct ipt_cov_decoder *cov,
+					     const struct ipt__cov_memo *e)
+{
+	uint32_t from = (uint32_t) (e - cov->memo), to;
+
+	to = ipt__cov_memo_place(cov, ipt__cov_memo_hash(e->ip, e->ctx, e->key),
+				 1);
+	if (to == from)
+		return;
+	IPT__COPY(cov->memo[to], *e);
+	if (cov->memo_edges)
+		IPT__COPY(cov->memo_edges[to], cov->memo_edges[from]);
+}
+
 /* The entry for the @n bits @bits at @ip (to end at a TIP if @tip) in
  * the context *@ctx (ipt__blk_ctx_of for @mode), filled first if it is
  * not there; filling may move to a new context, left in *@ctx. */
@@ -23975,12 +24013,20 @@ ipt__cov_memo_find(struct ipt_cov_decoder *cov, uint64_t ip,
 	uint64_t key, h;
 
 	key = IPT__COV_MEMO_KEY(bits, n, tip ? 1 : 0);
-	h = (ip ^ ((uint64_t) ctx << 48) ^ (key * 0x9e3779b97f4a7c15ull)) *
-	    0xff51afd7ed558ccdull;
-	/* The hash's high half scaled to the entries: any number of them. */
-	e = &cov->memo[((h >> 32) * cov->nmemo) >> 32];
-	if (e->ip != ip || e->ctx != ctx || e->key != key) {
+	h = ipt__cov_memo_hash(ip, ctx, key);
+	e = &cov->memo[ipt__cov_memo_place(cov, h, 0)];
+	if (IPT__UNLIKELY(e->ip != ip || e->ctx != ctx || e->key != key)) {
+		struct ipt__cov_memo *second =
+			&cov->memo[ipt__cov_memo_place(cov, h, 1)];
 		uint32_t i, ncount = 0, nbit;
+
+		if (second->ip == ip && second->ctx == ctx &&
+		    second->key == key)
+			return second;
+		/* The entry in the first place makes room, to its second
+		 * place. */
+		if (e->ctx)
+			ipt__cov_memo_move(cov, e);
 
 		ipt__cov_memo_fill(cov, e, ip, mode, bits, n, tip);
 		/* The edges seen at their destination within the entry: all
