@@ -18990,6 +18990,8 @@ static void ipt__blk_undo(struct pt_block_decoder *decoder,
 
 	/* The caches as they are now; the context is found again. */
 	save->icache = decoder->icache;
+	save->ibits = decoder->ibits;
+	save->ibits_runs = decoder->ibits_runs;
 	save->cache_image = decoder->cache_image;
 	save->cache_gen = decoder->cache_gen;
 	save->epoch = decoder->epoch;
