@@ -5776,6 +5776,21 @@ static const struct pt_packet ipt__pkt_one_byte[128] = {
 #undef IPT__ONE_BYTE
 #undef IPT__TNT8_MSB
 
+/* The IP packet (TIP, FUP, TIP.PGE or TIP.PGD) at pos, for the fast
+ * path: its size, 0 for a compression the SDM reserves (the slow path's);
+ * its IP payload in @ip and compression in @ipc.  The packet's size comes
+ * from the opcode byte by shifts rather than a table load: the next
+ * packet's position waits for it. */
+static IPT__INLINE int ipt__pkt_fast_ip(const uint8_t *pos, uint64_t *ip,
+					unsigned int *ipc)
+{
+	unsigned int c = (unsigned int) pos[0] >> IPT__OPM_IPC_SHR;
+
+	*ipc = c;
+	*ip = ipt__load64(pos + 1) & ipt__ipc_mask[c];
+	return (int) ((IPT__IPC_PACKET_SIZES >> (4 * c)) & 0xf);
+}
+
 /* ipt__pkt_fast for the packets with an extended opcode, at pos. */
 static IPT__INLINE int ipt__pkt_fast_ext(const uint8_t *pos,
 					 struct pt_packet *packet)
@@ -5931,20 +5946,18 @@ static IPT__INLINE int ipt__pkt_fast(const uint8_t *pos,
 	}
 
 	/* TIP, FUP, TIP.PGE, TIP.PGD: next most frequent, and adjacent in
-	 * enum pt_packet_type.  The packet's size comes from the opcode
-	 * byte by shifts rather than a table load: the next packet's
-	 * position waits for it. */
+	 * enum pt_packet_type. */
 	kind = ipt__first_byte[b];
 	if (kind - ppt_fup <= ppt_tip_pgd - ppt_fup) {
-		unsigned int ipc = b >> IPT__OPM_IPC_SHR;
+		unsigned int ipc;
+		uint64_t ip;
 
-		size = (int) ((IPT__IPC_PACKET_SIZES >> (4 * ipc)) & 0xf);
+		size = ipt__pkt_fast_ip(pos, &ip, &ipc);
 		if (IPT__LIKELY(size)) {
 			packet->type = (enum pt_packet_type) kind;
 			packet->size = (uint8_t) size;
 			packet->payload.ip.ipc = (enum pt_ip_compression) ipc;
-			packet->payload.ip.ip =
-				ipt__load64(pos + 1) & ipt__ipc_mask[ipc];
+			packet->payload.ip.ip = ip;
 			return size;
 		}
 	}
@@ -6921,12 +6934,12 @@ static IPT__UNUSED int ipt__tcal_same(const struct ipt_time_cal *a,
  *                                          const uint8_t **pos,
  *                                          uint64_t *payload,
  *                                          uint32_t *size);
- *   int  ipt__evt_tnt8_ahead(const struct pt_event_decoder *,
- *                            const uint8_t **pos, uint64_t *payload,
- *                            uint32_t *size);
- *   enum pt_packet_type ipt__evt_ahead_other(
- *            const struct pt_event_decoder *, const uint8_t **pos,
- *            uint64_t *payload, uint32_t *size);
+ *   int  ipt__evt_tnt_fill(const struct pt_event_decoder *,
+ *                          const uint8_t **pos, struct ipt__tnt_window *,
+ *                          uint32_t room,
+ *                          struct ipt__tnt_packet *);
+ *   int  ipt__evt_tnt8_next(const struct pt_event_decoder *,
+ *                           const uint8_t *pos);
  *   void ipt__evt_tnt_taken(struct pt_event_decoder *decoder,
  *                           const uint8_t *pos, const struct ipt_last_ip *);
  *   const struct ipt_last_ip *
@@ -10191,39 +10204,124 @@ static IPT__UNUSED int ipt__evt_psb_take(struct pt_event_decoder *decoder,
  * carried nothing but their bits or IP: no other packet, and so no
  * change of time, lies between them. */
 
-/* The one-byte TNT (most packets) after *@pos (not NULL), where the packet
- * layer's fast path decodes: 1, *@pos past it and its bits and their
- * number in @payload and @size, as ipt__evt_tnt_ahead; else 0 and *@pos
- * past the PADs only. */
-static IPT__INLINE int
-ipt__evt_tnt8_ahead(const struct pt_event_decoder *decoder, const uint8_t **pos,
-		    uint64_t *payload, uint32_t *size)
-{
-	const struct pt_packet_decoder *pacdec = &decoder->pacdec;
-	const struct pt_packet *packet;
-	const uint8_t *at;
+/* TNT bits read ahead into a window of 64: @bits holds them, the oldest
+ * highest, the low @n of them not taken yet; @lasts marks the last bit of
+ * each packet in its place; @nread counts the bits ever read in, and
+ * @ends[k % 64] is where the packet whose last bit was the k-th ends (the
+ * bits of the packet in hand when reading began are counted, its end not
+ * kept). */
+struct ipt__tnt_window {
+	uint64_t bits;
+	uint64_t lasts;
+	uint32_t n;
+	uint32_t nread;
+	const uint8_t *ends[64];
+};
 
-	at = ipt__pkt_past_pads((uintptr_t) pacdec->config.begin,
-				pacdec->fast, *pos);
-	*pos = at;
-	if (!ipt__pkt_in_fast((uintptr_t) pacdec->config.begin, pacdec->fast,
-			      at))
-		return 0;
-	/* As the packet layer decodes them. */
-	packet = &ipt__pkt_one_byte[*at >> 1];
-	if ((*at & 1) || packet->type != ppt_tnt_8)
-		return 0;
-	*payload = packet->payload.tnt.payload;
-	*size = packet->payload.tnt.bit_size;
-	*pos = at + 1;
-	return 1;
+/* Add a TNT packet of @size bits @payload ending at @end to @w. */
+static IPT__INLINE void ipt__tnt_window_add(struct ipt__tnt_window *w,
+					    uint64_t payload, uint32_t size,
+					    const uint8_t *end)
+{
+	w->bits = (w->bits << size) | payload;
+	w->lasts = (w->lasts << size) | 1;
+	w->n += size;
+	w->nread += size;
+	w->ends[(w->nread - 1) % 64] = end;
 }
 
-/* ipt__evt_tnt_ahead where ipt__evt_tnt8_ahead found no one-byte TNT at
- * *@pos (and moved it past the PADs), or *@pos is NULL. */
+/* A packet read ahead (ipt__evt_tnt_ahead, ipt__evt_tnt_fill): its type
+ * (zero: none), its payload and size as ipt__evt_tnt_ahead gives them,
+ * and where it ends. */
+struct ipt__tnt_packet {
+	enum pt_packet_type type;
+	uint32_t size;
+	uint64_t payload;
+	const uint8_t *end;
+};
+
+/* Read the one-byte TNTs (most packets) at *@pos (not NULL; PADs
+ * skipped), where the packet layer's fast path decodes, into @w while it
+ * holds at most @room bits (below 58).  Returns 1 when it holds more, 0
+ * at any other packet, *@pos past what it read; that packet is in @p if
+ * it is a TIP, TIP.PGD or TIP.PGE that ipt__evt_tnt_ahead would give (@p's
+ * type zero otherwise: the caller reads it with that). */
+static IPT__INLINE int ipt__evt_tnt_fill(const struct pt_event_decoder *decoder,
+					 const uint8_t **pos,
+					 struct ipt__tnt_window *w,
+					 uint32_t room,
+					 struct ipt__tnt_packet *p)
+{
+	const struct pt_packet_decoder *pacdec = &decoder->pacdec;
+	uintptr_t begin = (uintptr_t) pacdec->config.begin;
+	size_t fast = pacdec->fast;
+	const uint8_t *at = *pos;
+	unsigned int kind, ipc;
+	uint64_t ip;
+	int size;
+
+	p->type = (enum pt_packet_type) 0;
+	for (;;) {
+		/* As the packet layer decodes them. */
+		const struct pt_packet *packet;
+
+		if (!ipt__pkt_in_fast(begin, fast, at)) {
+			*pos = at;
+			return 0;
+		}
+		packet = &ipt__pkt_one_byte[*at >> 1];
+		if ((*at & 1) || packet->type != ppt_tnt_8) {
+			if (*at)
+				break;
+			at = ipt__pkt_past_pads(begin, fast, at);
+			continue;
+		}
+		at += 1;
+		ipt__tnt_window_add(w, packet->payload.tnt.payload,
+				    packet->payload.tnt.bit_size, at);
+		if (w->n > room) {
+			*pos = at;
+			return 1;
+		}
+	}
+	*pos = at;
+
+	/* The TIPs, as ipt__pkt_fast and ipt__evt_tnt_ahead take them. */
+	kind = ipt__first_byte[*at];
+	if (kind - ppt_tip > ppt_tip_pgd - ppt_tip)
+		return 0;
+	size = ipt__pkt_fast_ip(at, &ip, &ipc);
+	if (!size || ipc == pt_ipc_suppressed || decoder->bound ||
+	    decoder->evq.begin != decoder->evq.end)
+		return 0;
+	p->type = (enum pt_packet_type) kind;
+	p->payload = ip;
+	p->size = ipc;
+	p->end = at + size;
+	return 0;
+}
+
+/* Whether a one-byte TNT is next at @pos (not NULL; PADs skipped), where
+ * ipt__evt_tnt_fill reads it. */
+static IPT__INLINE int ipt__evt_tnt8_next(const struct pt_event_decoder *decoder,
+					  const uint8_t *pos)
+{
+	const struct pt_packet_decoder *pacdec = &decoder->pacdec;
+	uintptr_t begin = (uintptr_t) pacdec->config.begin;
+
+	pos = ipt__pkt_past_pads(begin, pacdec->fast, pos);
+	return ipt__pkt_in_fast(begin, pacdec->fast, pos) && !(*pos & 1) &&
+	       ipt__pkt_one_byte[*pos >> 1].type == ppt_tnt_8;
+}
+
+/* The TNT, TIP, TIP.PGD or TIP.PGE packet after the one at *@pos (NULL:
+ * the event in hand): its type, and *@pos past it, with a TNT's bits (the
+ * oldest highest) in @payload and their number in @size, or the IP
+ * payload in @payload and its compression in @size; 0 if the next packet
+ * is none of them, read this way (*@pos may have moved past PADs). */
 static IPT__INLINE enum pt_packet_type
-ipt__evt_ahead_other(const struct pt_event_decoder *decoder,
-		     const uint8_t **pos, uint64_t *payload, uint32_t *size)
+ipt__evt_tnt_ahead(const struct pt_event_decoder *decoder, const uint8_t **pos,
+		   uint64_t *payload, uint32_t *size)
 {
 	const struct pt_packet_decoder *pacdec = &decoder->pacdec;
 	const struct pt_packet *packet;
@@ -10236,6 +10334,9 @@ ipt__evt_ahead_other(const struct pt_event_decoder *decoder,
 		packet = &decoder->packet;
 		at = pacdec->pos;
 	} else {
+		at = ipt__pkt_past_pads((uintptr_t) pacdec->config.begin,
+					pacdec->fast, at);
+		*pos = at;
 		if (!ipt__pkt_in_fast((uintptr_t) pacdec->config.begin,
 				      pacdec->fast, at) ||
 		    !ipt__pkt_fast(at, &local, pacdec->config.errata.skd007, 0))
@@ -10263,20 +10364,6 @@ ipt__evt_ahead_other(const struct pt_event_decoder *decoder,
 	}
 	*pos = at;
 	return packet->type;
-}
-
-/* The TNT, TIP, TIP.PGD or TIP.PGE packet after the one at *@pos (NULL:
- * the event in hand): its type, and *@pos past it, with a TNT's bits (the
- * oldest highest) in @payload and their number in @size, or the IP
- * payload in @payload and its compression in @size; 0 if the next packet
- * is none of them, read this way (*@pos may have moved past PADs). */
-static IPT__INLINE enum pt_packet_type
-ipt__evt_tnt_ahead(const struct pt_event_decoder *decoder, const uint8_t **pos,
-		   uint64_t *payload, uint32_t *size)
-{
-	if (*pos && ipt__evt_tnt8_ahead(decoder, pos, payload, size))
-		return ppt_tnt_8;
-	return ipt__evt_ahead_other(decoder, pos, payload, size);
 }
 
 /* The caller took the packets ahead up to @pos (as ipt__evt_tnt_ahead
@@ -13972,12 +14059,12 @@ ipt__insn_range_is_contiguous(uint64_t begin, uint64_t end,
  *                                          const uint8_t **pos,
  *                                          uint64_t *payload,
  *                                          uint32_t *size);
- *   int  ipt__blk_tnt8_ahead(const struct pt_block_decoder *,
- *                            const uint8_t **pos, uint64_t *payload,
- *                            uint32_t *size);
- *   enum pt_packet_type ipt__blk_ahead_other(
- *            const struct pt_block_decoder *, const uint8_t **pos,
- *            uint64_t *payload, uint32_t *size);
+ *   int  ipt__blk_tnt_fill(const struct pt_block_decoder *,
+ *                          const uint8_t **pos, struct ipt__tnt_window *,
+ *                          uint32_t room,
+ *                          struct ipt__tnt_packet *);
+ *   int  ipt__blk_tnt8_next(const struct pt_block_decoder *,
+ *                           const uint8_t *pos);
  *   const struct ipt_last_ip *
  *        ipt__blk_last_ip(const struct pt_block_decoder *);
  *   void ipt__blk_tnt_taken(struct pt_block_decoder *, const uint8_t *pos,
@@ -18611,18 +18698,19 @@ ipt__blk_tnt_ahead(const struct pt_block_decoder *decoder, const uint8_t **pos,
 	return ipt__evt_tnt_ahead(&decoder->evdec, pos, payload, size);
 }
 
-static IPT__INLINE int
-ipt__blk_tnt8_ahead(const struct pt_block_decoder *decoder, const uint8_t **pos,
-		    uint64_t *payload, uint32_t *size)
+static IPT__INLINE int ipt__blk_tnt8_next(const struct pt_block_decoder *decoder,
+					  const uint8_t *pos)
 {
-	return ipt__evt_tnt8_ahead(&decoder->evdec, pos, payload, size);
+	return ipt__evt_tnt8_next(&decoder->evdec, pos);
 }
 
-static IPT__INLINE enum pt_packet_type
-ipt__blk_ahead_other(const struct pt_block_decoder *decoder,
-		     const uint8_t **pos, uint64_t *payload, uint32_t *size)
+static IPT__INLINE int ipt__blk_tnt_fill(const struct pt_block_decoder *decoder,
+					 const uint8_t **pos,
+					 struct ipt__tnt_window *w,
+					 uint32_t room,
+					 struct ipt__tnt_packet *p)
 {
-	return ipt__evt_ahead_other(&decoder->evdec, pos, payload, size);
+	return ipt__evt_tnt_fill(&decoder->evdec, pos, w, room, p);
 }
 
 static IPT__INLINE const struct ipt_last_ip *
@@ -23647,13 +23735,14 @@ static IPT__INLINE void ipt__cov_reach(void *context, uint64_t ip)
  *
  * The bits and the TIPs come from the TNT in hand and the TNT and TIP
  * packets behind it, read straight from the trace (ipt__blk_tnt_ahead,
- * and for one-byte TNTs in a row ipt__blk_tnt8_ahead, ipt__blk_ahead_other):
- * one memo step after another takes bits from a window, across packet
- * borders, and a TIP where a step ends at one, with no event made per
- * packet, until an entry takes nothing.  Then the block decoder is told
- * how far the steps got (ipt__blk_tnt_taken) and the walk goes on from
- * there.  A TIP is taken only with a TNT packet behind it, so that the
- * steps end with a TNT in hand, as the walk's hook must.
+ * and for one-byte TNTs in a row ipt__blk_tnt_fill, into a window of
+ * bits): one memo step after another takes bits from the window, across
+ * packet borders, and a TIP where a step ends at one, with no event made
+ * per packet, until an entry takes nothing.  Then the block decoder is
+ * told how far the steps got (ipt__blk_tnt_taken) and the walk goes on
+ * from there.  A TIP is taken only with a TNT, a TIP or a TIP.PGD behind
+ * it, so that the steps end with a TNT in hand or one of those next, as
+ * the walk's hook must.
  *
  * An entry holds only what the bits and the code decide: it stops before
  * a branch that needs a TIP (unless asked to end there, after its last
@@ -23668,20 +23757,19 @@ static IPT__INLINE void ipt__cov_reach(void *context, uint64_t ip)
  * context number: a new image epoch (ipt_image_invalidate, section
  * changes) makes them all stale.
  *
- * The memo is one direct-mapped table, allocated on first use from the
- * decoder's allocator with at most @memo_limit bytes
- * (ipt_cov_set_memo_limit); a later entry replaces an earlier one with
- * the same slot. */
+ * The memo is one table, allocated on first use from the decoder's
+ * allocator with at most @memo_limit bytes (ipt_cov_set_memo_limit).  An
+ * entry has two places, by two hashes of its key: a new entry goes in its
+ * first, and the one there moves to its own second (over what is there),
+ * so that keys that share a first place, often in the same loop, do not
+ * push each other out in turn. */
 
 enum {
 	/* The most TNT bits one entry covers (and thus edges; at most 31,
 	 * the bits of @ret, @nt and @count less the TIP's). */
 	IPT__COV_MEMO_BITS = 31,
 	/* The most return-stack pushes and pops one entry replays. */
-	IPT__COV_MEMO_OPS = 8,
-	/* The most TNT and TIP packets read ahead of the one in hand at a
-	 * time. */
-	IPT__COV_AHEAD = 32
+	IPT__COV_MEMO_OPS = 8
 };
 
 /* In a memo key: the bits (the first in the highest of the low half),
@@ -23994,26 +24082,70 @@ tip_branch:
 	e->tip = 1;
 }
 
-/* The entry for the @n bits @bits at @ip (to end at a TIP if @tip),
- * filled first if it is not there. */
+/* The hash of a memo entry's key. */
+static IPT__INLINE uint64_t ipt__cov_memo_hash(uint64_t ip, uint32_t ctx,
+					       uint64_t key)
+{
+	return (ip ^ ((uint64_t) ctx << 48) ^ (key * 0x9e3779b97f4a7c15ull)) *
+	       0xff51afd7ed558ccdull;
+}
+
+/* An entry's first (@which zero) or second place in the memo, from the
+ * hash @h of its key: the high half of @h, or of @h mixed again, scaled
+ * to the entries (any number of them). */
+static IPT__INLINE uint32_t
+ipt__cov_memo_place(const struct ipt_cov_decoder *cov, uint64_t h,
+		    uint32_t which)
+{
+	if (which)
+		h *= 0x9e3779b97f4a7c15ull;
+	return (uint32_t) (((h >> 32) * cov->nmemo) >> 32);
+}
+
+/* Move the entry @e, in its first place, to its second, over what is
+ * there (its edges too). */
+static IPT__NOINLINE void ipt__cov_memo_move(struct ipt_cov_decoder *cov,
+					     const struct ipt__cov_memo *e)
+{
+	uint32_t from = (uint32_t) (e - cov->memo), to;
+
+	to = ipt__cov_memo_place(cov, ipt__cov_memo_hash(e->ip, e->ctx, e->key),
+				 1);
+	if (to == from)
+		return;
+	IPT__COPY(cov->memo[to], *e);
+	if (cov->memo_edges)
+		IPT__COPY(cov->memo_edges[to], cov->memo_edges[from]);
+}
+
+/* The entry for the @n bits @bits at @ip (to end at a TIP if @tip) in
+ * the context *@ctx (ipt__blk_ctx_of for @mode), filled first if it is
+ * not there; filling may move to a new context, left in *@ctx. */
 static IPT__INLINE struct ipt__cov_memo *
 ipt__cov_memo_find(struct ipt_cov_decoder *cov, uint64_t ip,
 		   enum pt_exec_mode mode, uint32_t bits, uint32_t n,
-		   uint32_t tip)
+		   uint32_t tip, uint32_t *pctx)
 {
 	struct pt_block_decoder *blk = &cov->blk;
 	struct ipt__cov_memo *e;
-	uint32_t ctx;
+	uint32_t ctx = *pctx;
 	uint64_t key, h;
 
 	key = IPT__COV_MEMO_KEY(bits, n, tip ? 1 : 0);
-	ctx = ipt__blk_ctx_of(blk, mode);
-	h = (ip ^ ((uint64_t) ctx << 48) ^ (key * 0x9e3779b97f4a7c15ull)) *
-	    0xff51afd7ed558ccdull;
-	/* The hash's high half scaled to the entries: any number of them. */
-	e = &cov->memo[((h >> 32) * cov->nmemo) >> 32];
-	if (e->ip != ip || e->ctx != ctx || e->key != key) {
+	h = ipt__cov_memo_hash(ip, ctx, key);
+	e = &cov->memo[ipt__cov_memo_place(cov, h, 0)];
+	if (IPT__UNLIKELY(e->ip != ip || e->ctx != ctx || e->key != key)) {
+		struct ipt__cov_memo *second =
+			&cov->memo[ipt__cov_memo_place(cov, h, 1)];
 		uint32_t i, ncount = 0, nbit;
+
+		if (second->ip == ip && second->ctx == ctx &&
+		    second->key == key)
+			return second;
+		/* The entry in the first place makes room, to its second
+		 * place. */
+		if (e->ctx)
+			ipt__cov_memo_move(cov, e);
 
 		ipt__cov_memo_fill(cov, e, ip, mode, bits, n, tip);
 		/* The edges seen at their destination within the entry: all
@@ -24034,6 +24166,7 @@ ipt__cov_memo_find(struct ipt_cov_decoder *cov, uint64_t ip,
 		e->ip = ip;
 		e->ctx = ipt__blk_ctx_of(blk, mode);
 		e->key = key;
+		*pctx = e->ctx;
 	}
 	return e;
 }
@@ -24104,199 +24237,80 @@ static IPT__INLINE void ipt__cov_memo_apply(struct ipt_cov_decoder *cov,
 				 (uint32_t) ipt_cov_taken : e->last_kind;
 }
 
-/* The TNT packets read ahead of the one in hand and the TIPs and
- * TIP.PGD, TIP.PGE pairs between them, oldest first from @head (a ring of
- * @n, @ntip of them TIPs or pairs): a TNT's bits, bit size and where it
- * ends; a TIP's (TIP.PGD's) IP payload and compression, bit size zero,
- * and for a pair the TIP.PGE's in @payload2 and @ipc2 (zero for a TIP). */
-struct ipt__cov_ahead {
-	uint64_t payload[IPT__COV_AHEAD];
-	uint64_t payload2[IPT__COV_AHEAD];
-	const uint8_t *end[IPT__COV_AHEAD];
-	uint8_t size[IPT__COV_AHEAD];
-	uint8_t ipc[IPT__COV_AHEAD];
-	uint8_t ipc2[IPT__COV_AHEAD];
-	uint32_t head;
-	uint32_t n;
-	uint32_t ntip;
-	/* With TIPs: how many packets come before the first. */
-	uint32_t ftip;
-	/* The window of TNT bits: its next bit is bit @nwin - 1; the first
-	 * @seg of them come before the first TIP read ahead.  Where the
-	 * next packet to read ahead is (NULL: the one after the event in
-	 * hand), and whether there may be more. */
-	uint64_t window;
-	uint32_t nwin;
-	uint32_t seg;
-	const uint8_t *pos;
-	uint32_t more;
+/* The TIP (or TIP.PGD, TIP.PGE pair) behind the TNT bits of the window,
+ * read ahead (ipt__cov_tnt): its IP payload and compression (a TIP.PGD's
+ * for a pair), the TIP.PGE's for a pair (@ipc2 zero for a TIP), and where
+ * it ends. */
+struct ipt__cov_tip {
+	uint64_t payload;
+	uint64_t payload2;
+	uint32_t ipc;
+	uint32_t ipc2;
+	const uint8_t *end;
 };
 
-/* Append a TNT read ahead to @ahead: @size bits @payload, ending at
- * @end. */
-static IPT__INLINE void ipt__cov_ahead_tnt(struct ipt__cov_ahead *ahead,
-					   uint64_t payload, uint32_t size,
-					   const uint8_t *end)
+/* The packet @p read ahead is not a TNT: read it into @tip with the
+ * TIP.PGE of a pair, and the packet behind it into @p, unless that is a
+ * one-byte TNT (@p's type zero then, the TNT read again from @tip's end).
+ * Returns whether the steps may take it: a TIP or a pair with a TNT, a
+ * TIP or a TIP.PGD behind it. */
+static IPT__INLINE int ipt__cov_read_tip(const struct pt_block_decoder *blk,
+					 struct ipt__cov_tip *tip,
+					 struct ipt__tnt_packet *p)
 {
-	uint32_t slot = (ahead->head + ahead->n) % IPT__COV_AHEAD;
+	const uint8_t *next = p->end;
 
-	ahead->payload[slot] = payload;
-	ahead->size[slot] = (uint8_t) size;
-	ahead->end[slot] = end;
-	ahead->n += 1;
-}
-
-/* Append a TIP (@ipc2 zero) or a TIP.PGD, TIP.PGE pair read ahead to
- * @ahead: the IP payloads @payload, @payload2 and compressions @ipc,
- * @ipc2; it ends at @end. */
-static void ipt__cov_ahead_tip(struct ipt__cov_ahead *ahead, uint64_t payload,
-			       uint32_t ipc, uint64_t payload2, uint32_t ipc2,
-			       const uint8_t *end)
-{
-	uint32_t slot = (ahead->head + ahead->n) % IPT__COV_AHEAD;
-
-	ahead->payload[slot] = payload;
-	ahead->payload2[slot] = payload2;
-	ahead->size[slot] = 0;
-	ahead->ipc[slot] = (uint8_t) ipc;
-	ahead->ipc2[slot] = (uint8_t) ipc2;
-	ahead->end[slot] = end;
-	if (!ahead->ntip++)
-		ahead->ftip = ahead->n;
-	ahead->n += 1;
-}
-
-/* Take the oldest packet read ahead off @ahead. */
-static IPT__INLINE void ipt__cov_ahead_pop(struct ipt__cov_ahead *ahead)
-{
-	ahead->head = (ahead->head + 1) % IPT__COV_AHEAD;
-	ahead->n -= 1;
-	ahead->ftip -= 1;
-}
-
-/* The TIP at the head of @ahead was taken: where the next TIP is, and
- * the TNT bits before it, after @left in hand. */
-static uint32_t ipt__cov_ahead_seg(struct ipt__cov_ahead *ahead,
-				   uint32_t left)
-{
-	uint32_t i;
-
-	for (i = 0; i < ahead->n; ++i) {
-		uint32_t size = ahead->size[(ahead->head + i) % IPT__COV_AHEAD];
-
-		if (!size)
-			break;
-		left += size;
+	if (p->type != ppt_tip && p->type != ppt_tip_pgd)
+		return 0;
+	tip->payload = p->payload;
+	tip->ipc = p->size;
+	tip->ipc2 = 0;
+	if (p->type == ppt_tip_pgd) {
+		if (ipt__blk_tnt_ahead(blk, &next, &tip->payload2, &p->size) !=
+		    ppt_tip_pge)
+			return 0;
+		tip->ipc2 = p->size;
 	}
-	ahead->ftip = i;
-	return left;
-}
-
-/* Read ahead (see ipt__cov_tnt) until a full step's bits and one more are
- * in @ahead's window, as many as it holds (a TNT-64 that does not fit
- * waits until the steps have taken bits); a TIP or a TIP.PGD, TIP.PGE
- * pair only with a TNT, a TIP or a TIP.PGD behind it.  The window is in
- * locals while it reads. */
-static IPT__INLINE void ipt__cov_ahead_read(const struct pt_block_decoder *blk,
-					    struct ipt__cov_ahead *ahead)
-{
-	const uint8_t *pos = ahead->pos;
-	uint64_t window = ahead->window;
-	uint32_t nwin = ahead->nwin, seg = ahead->seg;
-
-	while (nwin <= IPT__COV_MEMO_BITS &&
-	       ahead->n + 2 <= IPT__COV_AHEAD) {
-		const uint8_t *next = pos, *after;
-		uint64_t payload = 0, ip = 0, ip2 = 0;
-		uint32_t size = 0, ipc = 0, ipc2 = 0;
-		enum pt_packet_type type;
-
-		/* Without TIPs read ahead, one-byte TNTs in a row (the most
-		 * packets there) first, in a loop of their own. */
-		if (!pos || ahead->ntip) {
-			type = ipt__blk_tnt_ahead(blk, &next, &payload, &size);
-		} else {
-			while (ipt__blk_tnt8_ahead(blk, &next, &payload,
-						   &size)) {
-				ipt__cov_ahead_tnt(ahead, payload, size, next);
-				window = (window << size) | payload;
-				nwin += size;
-				seg += size;
-				pos = next;
-				if (nwin > IPT__COV_MEMO_BITS ||
-				    ahead->n + 2 > IPT__COV_AHEAD)
-					goto out;
-			}
-			type = ipt__blk_ahead_other(blk, &next, &payload,
-						    &size);
-		}
-		if (type == ppt_tip_pgd) {
-			ip = payload;
-			ipc = size;
-			type = ipt__blk_tnt_ahead(blk, &next, &payload,
-						  &size);
-			if (type != ppt_tip_pge) {
-				ahead->more = 0;
-				break;
-			}
-			type = ppt_tip_pgd;
-			ip2 = payload;
-			ipc2 = size;
-		} else if (type == ppt_tip) {
-			ip = payload;
-			ipc = size;
-		} else if (type != ppt_tnt_8 && type != ppt_tnt_64) {
-			ahead->more = 0;
-			break;
-		}
-		if (type != ppt_tnt_8 && type != ppt_tnt_64) {
-			after = next;
-			type = ipt__blk_tnt_ahead(blk, &after, &payload,
-						  &size);
-			if (!type || type == ppt_tip_pge) {
-				ahead->more = 0;
-				break;
-			}
-			ipt__cov_ahead_tip(ahead, ip, ipc, ip2, ipc2,
-					   next);
-			if ((type != ppt_tnt_8 && type != ppt_tnt_64) ||
-			    nwin + size >= 64) {
-				/* Read again next round. */
-				pos = next;
-				continue;
-			}
-			next = after;
-		}
-		if (nwin + size >= 64)
-			break;
-		ipt__cov_ahead_tnt(ahead, payload, size, next);
-		window = (window << size) | payload;
-		nwin += size;
-		if (!ahead->ntip)
-			seg += size;
-		pos = next;
+	tip->end = next;
+	if (ipt__blk_tnt8_next(blk, next)) {
+		p->type = (enum pt_packet_type) 0;
+		return 1;
 	}
-
-out:
-	ahead->pos = pos;
-	ahead->window = window;
-	ahead->nwin = nwin;
-	ahead->seg = seg;
+	p->type = ipt__blk_tnt_ahead(blk, &next, &p->payload, &p->size);
+	p->end = next;
+	return p->type && p->type != ppt_tip_pge;
 }
 
 /* The walk's ops->tnt: take the next bits of the TNT in hand and the TNT
  * packets behind it, and the TIPs between them, one memo step after
- * another from @ip. */
+ * another from @ip.
+ *
+ * The bits wait in a window (struct ipt__tnt_window): TNT packets are
+ * read into it up to the next TIP, while it holds no more than a step
+ * takes; a step takes bits off its top, and a TIP step the TIP behind
+ * them.  Where each packet's last bit is tells a step which packets it
+ * used up (the instructions walked in the packet in hand count from
+ * where it began), with no bookkeeping per packet; only where the steps
+ * stop is the block decoder told which packet is in hand and where it
+ * ends. */
 static uint64_t ipt__cov_tnt(void *context, struct pt_block_decoder *blk,
 			     uint64_t ip, enum pt_exec_mode mode)
 {
 	struct ipt_cov_decoder *cov = (struct ipt_cov_decoder *) context;
 	struct pt_event *ev = &blk->event;
-	struct ipt__cov_ahead ahead;
+	struct ipt__tnt_window w;
+	struct ipt__cov_tip tip;
 	struct ipt_last_ip last_ip;
-	const uint8_t *end = NULL;
-	uint64_t bits_in_hand = 0;
-	uint32_t left, icnt, crossed = 0, steps = 0;
+	/* Where to read on (NULL: after the packet the decoder holds), and
+	 * the packet there if it has been read (behind a TIP). */
+	const uint8_t *pos = NULL;
+	struct ipt__tnt_packet held;
+	uint32_t icnt, crossed = 0, steps = 0, ctx;
+	/* TNT bits taken, for the status. */
+	uint64_t taken = 0;
+	/* Read on (0: the next packet is none the steps take); a TIP the
+	 * steps may take is behind the window. */
+	uint32_t more = 1, tip_ok = 0;
 	uint32_t pend_counts = 0, pend_kind = 0, pend_index = 0;
 
 	if (IPT__UNLIKELY(!cov->memo) && !ipt__cov_memo_alloc(cov))
@@ -24307,49 +24321,61 @@ static uint64_t ipt__cov_tnt(void *context, struct pt_block_decoder *blk,
 		ipt__cov_memo_clear(cov);
 	cov->memo_ctx = blk->ctx_next;
 
-	/* The window: the first @left of its bits belong to the packet in
-	 * hand. */
-	left = ev->variant.tnt.size;
-	ahead.nwin = left;
-	ahead.seg = left;
-	ahead.window = ev->variant.tnt.bits & ((1ull << left) - 1);
-	ahead.pos = NULL;
-	ahead.more = 1;
+	ctx = ipt__blk_ctx_of(blk, mode);
+	IPT_MEMSET(&tip, 0, sizeof(tip));
+	IPT_MEMSET(&held, 0, sizeof(held));
+	w.n = ev->variant.tnt.size;
+	w.bits = ev->variant.tnt.bits & ((1ull << w.n) - 1);
+	w.lasts = 1;
+	w.nread = w.n;
 	icnt = blk->icnt;
-	ahead.head = 0;
-	ahead.n = 0;
-	ahead.ntip = 0;
-	ahead.ftip = 0;
 	IPT__COPY(last_ip, *ipt__blk_last_ip(blk));
 
 	for (;;) {
 		const struct ipt__cov_memo *e;
-		uint32_t n, bits, used, took, at, tip;
+		uint32_t n, bits, used, tip_step;
 
-		if (ahead.more && ahead.nwin <= IPT__COV_MEMO_BITS &&
-		    ahead.n + 2 <= IPT__COV_AHEAD)
-			ipt__cov_ahead_read(blk, &ahead);
+		/* Read TNT packets up to a TIP while a step's bits and one
+		 * more are not in the window (a TNT-64 that does not fit
+		 * waits until the steps have taken bits). */
+		while (more && !tip_ok && w.n <= IPT__COV_MEMO_BITS) {
+			if (!held.type && pos &&
+			    ipt__blk_tnt_fill(blk, &pos, &w,
+					      IPT__COV_MEMO_BITS, &held))
+				break;
+			if (!held.type) {
+				held.end = pos;
+				held.type = ipt__blk_tnt_ahead(blk, &held.end,
+							       &held.payload,
+							       &held.size);
+			}
+			if (held.type == ppt_tnt_8 || held.type == ppt_tnt_64) {
+				if (w.n + held.size >= 64)
+					break;
+				ipt__tnt_window_add(&w, held.payload, held.size,
+						    held.end);
+				pos = held.end;
+				held.type = (enum pt_packet_type) 0;
+				continue;
+			}
+			tip_ok = ipt__cov_read_tip(blk, &tip, &held);
+			more = tip_ok;
+		}
 
-		/* Up to a TIP with the packet behind it read, all the bits
-		 * before it and the TIP (none if a TIP is in hand); before
-		 * one without, all but the last of them; else all but the
-		 * last bit of the window. */
-		tip = 0;
-		if (!ahead.ntip)
-			n = ahead.nwin - 1;
-		else if (ahead.seg <= IPT__COV_MEMO_BITS &&
-			 ahead.ftip + 1 < ahead.n) {
-			n = ahead.seg;
-			tip = 1;
-		} else
-			n = ahead.seg ? ahead.seg - 1 : 0;
-		if (n > IPT__COV_MEMO_BITS)
-			n = IPT__COV_MEMO_BITS;
-		if (!n && !tip)
-			break;
-		bits = (uint32_t) (ahead.window >> (ahead.nwin - n)) &
-		       ((1u << n) - 1);
-		e = ipt__cov_memo_find(cov, ip, mode, bits, n, tip);
+		/* With a TIP to take behind them, all the bits and the TIP;
+		 * else all bits but the last. */
+		tip_step = tip_ok && w.n <= IPT__COV_MEMO_BITS;
+		if (tip_step)
+			n = w.n;
+		else {
+			n = w.n ? w.n - 1 : 0;
+			if (n > IPT__COV_MEMO_BITS)
+				n = IPT__COV_MEMO_BITS;
+			if (!n)
+				break;
+		}
+		bits = (uint32_t) (w.bits >> (w.n - n)) & ((1u << n) - 1);
+		e = ipt__cov_memo_find(cov, ip, mode, bits, n, tip_step, &ctx);
 		used = e->used;
 		/* Not to a count that wraps, as the walk. */
 		if ((!used && !e->tip) ||
@@ -24357,57 +24383,36 @@ static uint64_t ipt__cov_tnt(void *context, struct pt_block_decoder *blk,
 			break;
 		/* A disable binds where the flow reaches its IP first: not
 		 * in the runs on the way to the branch. */
-		if (e->tip) {
-			uint32_t slot = (ahead.head + ahead.ftip) %
-					IPT__COV_AHEAD;
+		if (e->tip && tip.ipc2) {
+			struct ipt_last_ip pgd = last_ip;
+			struct pt_packet_ip pgd_ip;
 
-			if (ahead.ipc2[slot]) {
-				struct ipt_last_ip pgd = last_ip;
-				struct pt_packet_ip pgd_ip;
-
-				pgd_ip.ipc = (enum pt_ip_compression)
-					ahead.ipc[slot];
-				pgd_ip.ip = ahead.payload[slot];
-				(void) ipt__last_ip_update(&pgd, &pgd_ip);
-				if (e->span_lo <= pgd.ip &&
-				    pgd.ip <= e->span_hi)
-					break;
-			}
+			pgd_ip.ipc = (enum pt_ip_compression) tip.ipc;
+			pgd_ip.ip = tip.payload;
+			(void) ipt__last_ip_update(&pgd, &pgd_ip);
+			if (e->span_lo <= pgd.ip && pgd.ip <= e->span_hi)
+				break;
 		}
 
-		/* The TNT packets the step goes past (the window holds more
-		 * bits than it takes): the count starts over after the
-		 * last of them. */
-		took = used;
-		at = 0;
-		if (took >= left && ahead.n && ahead.size[ahead.head]) {
-			uint32_t head = ahead.head, n0 = ahead.n, last;
+		taken += used;
+		if (used && !e->tip) {
+			/* The last bits of packets among those taken: the
+			 * packet in hand now begins after the last of them,
+			 * @at bits into the step.  (A TIP step takes the
+			 * whole window.) */
+			uint64_t past = (w.lasts >> (w.n - used)) &
+					((1ull << used) - 1);
 
-			do {
-				took -= left;
-				left = ahead.size[head];
-				head = (head + 1) % IPT__COV_AHEAD;
-				ahead.n -= 1;
-			} while (took >= left && ahead.n && ahead.size[head]);
-			last = (head + IPT__COV_AHEAD - 1) % IPT__COV_AHEAD;
-			at = used - took;
-			bits_in_hand = ahead.payload[last];
-			end = ahead.end[last];
-			ahead.head = head;
-			ahead.ftip -= n0 - ahead.n;
-		}
-		if (at) {
-			crossed = 1;
-			icnt = e->ninsn[used - 1] - e->ninsn[at - 1];
-		} else if (used) {
-			icnt += e->ninsn[used - 1];
-		}
-		left -= took;
-		ahead.seg -= used;
+			if (past) {
+				uint32_t at = used - ipt__lsb(past);
 
-		ahead.nwin -= used;
-		ahead.window &= (1ull << ahead.nwin) - 1;
-		cov->status.memo_bits += used;
+				crossed = 1;
+				icnt = e->ninsn[used - 1] - e->ninsn[at - 1];
+			} else
+				icnt += e->ninsn[used - 1];
+			w.n -= used;
+			w.bits &= (1ull << w.n) - 1;
+		}
 
 		/* The edge pending went to @ip: after a step, the edge its
 		 * entry left pending, which the entry has counted. */
@@ -24430,41 +24435,33 @@ static uint64_t ipt__cov_tnt(void *context, struct pt_block_decoder *blk,
 			continue;
 		}
 
-		/* The TIP (the TNT in hand is used up, the TIP is next, a
-		 * TNT, a TIP or a TIP.PGD behind it): the flow goes to its
-		 * IP, and a TNT behind it is in hand, no instructions
-		 * walked since; anything else is next.  A TIP.PGD, TIP.PGE
-		 * pair: tracing is disabled at the TIP.PGD's IP and enabled
-		 * again at the TIP.PGE's, as ipt__cov_event sees it. */
+		/* The TIP (the window is empty, a TNT, a TIP or a TIP.PGD
+		 * behind it): the flow goes to its IP, no instructions
+		 * walked since.  A TIP.PGD, TIP.PGE pair: tracing is
+		 * disabled at the TIP.PGD's IP and enabled again at the
+		 * TIP.PGE's, as ipt__cov_event sees it. */
 		{
 			struct pt_packet_ip tip_ip;
-			uint32_t slot = ahead.head;
 
-			tip_ip.ipc = (enum pt_ip_compression) ahead.ipc[slot];
-			tip_ip.ip = ahead.payload[slot];
+			tip_ip.ipc = (enum pt_ip_compression) tip.ipc;
+			tip_ip.ip = tip.payload;
 			(void) ipt__last_ip_update(&last_ip, &tip_ip);
-			if (ahead.ipc2[slot]) {
+			if (tip.ipc2) {
 				ipt__cov_resolve(cov, last_ip.ip);
 				ipt__cov_count(cov, last_ip.ip, 0,
 					       ipt_cov_disable);
-				tip_ip.ipc = (enum pt_ip_compression)
-					ahead.ipc2[slot];
-				tip_ip.ip = ahead.payload2[slot];
+				tip_ip.ipc = (enum pt_ip_compression) tip.ipc2;
+				tip_ip.ip = tip.payload2;
 				(void) ipt__last_ip_update(&last_ip, &tip_ip);
 				ipt__cov_count(cov, 0, last_ip.ip,
 					       ipt_cov_enable);
 			}
-			end = ahead.end[slot];
-			ipt__cov_ahead_pop(&ahead);
-			ahead.ntip -= 1;
 		}
-		left = ahead.size[ahead.head];
-		if (left) {
-			bits_in_hand = ahead.payload[ahead.head];
-			end = ahead.end[ahead.head];
-			ipt__cov_ahead_pop(&ahead);
-		}
-		ahead.seg = ipt__cov_ahead_seg(&ahead, left);
+		pos = tip.end;
+		tip_ok = 0;
+		w.n = 0;
+		w.bits = 0;
+		w.lasts = 0;
 		icnt = 0;
 		crossed = 1;
 
@@ -24477,13 +24474,22 @@ static uint64_t ipt__cov_tnt(void *context, struct pt_block_decoder *blk,
 		ip = last_ip.ip;
 	}
 
-	if (crossed)
-		ipt__blk_tnt_taken(blk, end, bits_in_hand, left, icnt,
-				   &last_ip);
-	else {
-		ev->variant.tnt.size = (uint8_t) left;
-		blk->icnt = icnt;
-	}
+	cov->status.memo_bits += taken;
+	if (w.n) {
+		/* The packet in hand is the one the window's next bit
+		 * belongs to: its bits are the window's down to its last. */
+		uint32_t last = ipt__msb(w.lasts & ((1ull << w.n) - 1));
+
+		if (!crossed) {
+			ev->variant.tnt.size = (uint8_t) (w.n - last);
+			blk->icnt = icnt;
+		} else
+			ipt__blk_tnt_taken(blk, w.ends[(w.nread - 1 - last) % 64],
+					   w.bits >> last, w.n - last, icnt,
+					   &last_ip);
+	} else
+		/* Right after a TIP, with a TIP or a TIP.PGD behind it. */
+		ipt__blk_tnt_taken(blk, pos, 0, 0, 0, &last_ip);
 	return ip;
 }
 
