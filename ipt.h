@@ -5776,6 +5776,21 @@ static const struct pt_packet ipt__pkt_one_byte[128] = {
 #undef IPT__ONE_BYTE
 #undef IPT__TNT8_MSB
 
+/* The IP packet (TIP, FUP, TIP.PGE or TIP.PGD) at pos, for the fast
+ * path: its size, 0 for a compression the SDM reserves (the slow path's);
+ * its IP payload in @ip and compression in @ipc.  The packet's size comes
+ * from the opcode byte by shifts rather than a table load: the next
+ * packet's position waits for it. */
+static IPT__INLINE int ipt__pkt_fast_ip(const uint8_t *pos, uint64_t *ip,
+					unsigned int *ipc)
+{
+	unsigned int c = (unsigned int) pos[0] >> IPT__OPM_IPC_SHR;
+
+	*ipc = c;
+	*ip = ipt__load64(pos + 1) & ipt__ipc_mask[c];
+	return (int) ((IPT__IPC_PACKET_SIZES >> (4 * c)) & 0xf);
+}
+
 /* ipt__pkt_fast for the packets with an extended opcode, at pos. */
 static IPT__INLINE int ipt__pkt_fast_ext(const uint8_t *pos,
 					 struct pt_packet *packet)
@@ -5931,20 +5946,18 @@ static IPT__INLINE int ipt__pkt_fast(const uint8_t *pos,
 	}
 
 	/* TIP, FUP, TIP.PGE, TIP.PGD: next most frequent, and adjacent in
-	 * enum pt_packet_type.  The packet's size comes from the opcode
-	 * byte by shifts rather than a table load: the next packet's
-	 * position waits for it. */
+	 * enum pt_packet_type. */
 	kind = ipt__first_byte[b];
 	if (kind - ppt_fup <= ppt_tip_pgd - ppt_fup) {
-		unsigned int ipc = b >> IPT__OPM_IPC_SHR;
+		unsigned int ipc;
+		uint64_t ip;
 
-		size = (int) ((IPT__IPC_PACKET_SIZES >> (4 * ipc)) & 0xf);
+		size = ipt__pkt_fast_ip(pos, &ip, &ipc);
 		if (IPT__LIKELY(size)) {
 			packet->type = (enum pt_packet_type) kind;
 			packet->size = (uint8_t) size;
 			packet->payload.ip.ipc = (enum pt_ip_compression) ipc;
-			packet->payload.ip.ip =
-				ipt__load64(pos + 1) & ipt__ipc_mask[ipc];
+			packet->payload.ip.ip = ip;
 			return size;
 		}
 	}
@@ -7023,12 +7036,12 @@ static IPT__UNUSED int ipt__tcal_same(const struct ipt_time_cal *a,
  *                                          const uint8_t **pos,
  *                                          uint64_t *payload,
  *                                          uint32_t *size);
- *   int  ipt__evt_tnt8_ahead(const struct pt_event_decoder *,
- *                            const uint8_t **pos, uint64_t *payload,
- *                            uint32_t *size);
- *   enum pt_packet_type ipt__evt_ahead_other(
- *            const struct pt_event_decoder *, const uint8_t **pos,
- *            uint64_t *payload, uint32_t *size);
+ *   int  ipt__evt_tnt_fill(const struct pt_event_decoder *,
+ *                          const uint8_t **pos, struct ipt__tnt_window *,
+ *                          uint32_t room,
+ *                          struct ipt__tnt_packet *);
+ *   int  ipt__evt_tnt8_next(const struct pt_event_decoder *,
+ *                           const uint8_t *pos);
  *   void ipt__evt_tnt_taken(struct pt_event_decoder *decoder,
  *                           const uint8_t *pos, const struct ipt_last_ip *);
  *   const struct ipt_last_ip *
@@ -10393,39 +10406,124 @@ static IPT__UNUSED int ipt__evt_psb_take(struct pt_event_decoder *decoder,
  * carried nothing but their bits or IP: no other packet, and so no
  * change of time, lies between them. */
 
-/* The one-byte TNT (most packets) after *@pos (not NULL), where the packet
- * layer's fast path decodes: 1, *@pos past it and its bits and their
- * number in @payload and @size, as ipt__evt_tnt_ahead; else 0 and *@pos
- * past the PADs only. */
-static IPT__INLINE int
-ipt__evt_tnt8_ahead(const struct pt_event_decoder *decoder, const uint8_t **pos,
-		    uint64_t *payload, uint32_t *size)
-{
-	const struct pt_packet_decoder *pacdec = &decoder->pacdec;
-	const struct pt_packet *packet;
-	const uint8_t *at;
+/* TNT bits read ahead into a window of 64: @bits holds them, the oldest
+ * highest, the low @n of them not taken yet; @lasts marks the last bit of
+ * each packet in its place; @nread counts the bits ever read in, and
+ * @ends[k % 64] is where the packet whose last bit was the k-th ends (the
+ * bits of the packet in hand when reading began are counted, its end not
+ * kept). */
+struct ipt__tnt_window {
+	uint64_t bits;
+	uint64_t lasts;
+	uint32_t n;
+	uint32_t nread;
+	const uint8_t *ends[64];
+};
 
-	at = ipt__pkt_past_pads((uintptr_t) pacdec->config.begin,
-				pacdec->fast, *pos);
-	*pos = at;
-	if (!ipt__pkt_in_fast((uintptr_t) pacdec->config.begin, pacdec->fast,
-			      at))
-		return 0;
-	/* As the packet layer decodes them. */
-	packet = &ipt__pkt_one_byte[*at >> 1];
-	if ((*at & 1) || packet->type != ppt_tnt_8)
-		return 0;
-	*payload = packet->payload.tnt.payload;
-	*size = packet->payload.tnt.bit_size;
-	*pos = at + 1;
-	return 1;
+/* Add a TNT packet of @size bits @payload ending at @end to @w. */
+static IPT__INLINE void ipt__tnt_window_add(struct ipt__tnt_window *w,
+					    uint64_t payload, uint32_t size,
+					    const uint8_t *end)
+{
+	w->bits = (w->bits << size) | payload;
+	w->lasts = (w->lasts << size) | 1;
+	w->n += size;
+	w->nread += size;
+	w->ends[(w->nread - 1) % 64] = end;
 }
 
-/* ipt__evt_tnt_ahead where ipt__evt_tnt8_ahead found no one-byte TNT at
- * *@pos (and moved it past the PADs), or *@pos is NULL. */
+/* A packet read ahead (ipt__evt_tnt_ahead, ipt__evt_tnt_fill): its type
+ * (zero: none), its payload and size as ipt__evt_tnt_ahead gives them,
+ * and where it ends. */
+struct ipt__tnt_packet {
+	enum pt_packet_type type;
+	uint32_t size;
+	uint64_t payload;
+	const uint8_t *end;
+};
+
+/* Read the one-byte TNTs (most packets) at *@pos (not NULL; PADs
+ * skipped), where the packet layer's fast path decodes, into @w while it
+ * holds at most @room bits (below 58).  Returns 1 when it holds more, 0
+ * at any other packet, *@pos past what it read; that packet is in @p if
+ * it is a TIP, TIP.PGD or TIP.PGE that ipt__evt_tnt_ahead would give (@p's
+ * type zero otherwise: the caller reads it with that). */
+static IPT__INLINE int ipt__evt_tnt_fill(const struct pt_event_decoder *decoder,
+					 const uint8_t **pos,
+					 struct ipt__tnt_window *w,
+					 uint32_t room,
+					 struct ipt__tnt_packet *p)
+{
+	const struct pt_packet_decoder *pacdec = &decoder->pacdec;
+	uintptr_t begin = (uintptr_t) pacdec->config.begin;
+	size_t fast = pacdec->fast;
+	const uint8_t *at = *pos;
+	unsigned int kind, ipc;
+	uint64_t ip;
+	int size;
+
+	p->type = (enum pt_packet_type) 0;
+	for (;;) {
+		/* As the packet layer decodes them. */
+		const struct pt_packet *packet;
+
+		if (!ipt__pkt_in_fast(begin, fast, at)) {
+			*pos = at;
+			return 0;
+		}
+		packet = &ipt__pkt_one_byte[*at >> 1];
+		if ((*at & 1) || packet->type != ppt_tnt_8) {
+			if (*at)
+				break;
+			at = ipt__pkt_past_pads(begin, fast, at);
+			continue;
+		}
+		at += 1;
+		ipt__tnt_window_add(w, packet->payload.tnt.payload,
+				    packet->payload.tnt.bit_size, at);
+		if (w->n > room) {
+			*pos = at;
+			return 1;
+		}
+	}
+	*pos = at;
+
+	/* The TIPs, as ipt__pkt_fast and ipt__evt_tnt_ahead take them. */
+	kind = ipt__first_byte[*at];
+	if (kind - ppt_tip > ppt_tip_pgd - ppt_tip)
+		return 0;
+	size = ipt__pkt_fast_ip(at, &ip, &ipc);
+	if (!size || ipc == pt_ipc_suppressed || decoder->bound ||
+	    decoder->evq.begin != decoder->evq.end)
+		return 0;
+	p->type = (enum pt_packet_type) kind;
+	p->payload = ip;
+	p->size = ipc;
+	p->end = at + size;
+	return 0;
+}
+
+/* Whether a one-byte TNT is next at @pos (not NULL; PADs skipped), where
+ * ipt__evt_tnt_fill reads it. */
+static IPT__INLINE int ipt__evt_tnt8_next(const struct pt_event_decoder *decoder,
+					  const uint8_t *pos)
+{
+	const struct pt_packet_decoder *pacdec = &decoder->pacdec;
+	uintptr_t begin = (uintptr_t) pacdec->config.begin;
+
+	pos = ipt__pkt_past_pads(begin, pacdec->fast, pos);
+	return ipt__pkt_in_fast(begin, pacdec->fast, pos) && !(*pos & 1) &&
+	       ipt__pkt_one_byte[*pos >> 1].type == ppt_tnt_8;
+}
+
+/* The TNT, TIP, TIP.PGD or TIP.PGE packet after the one at *@pos (NULL:
+ * the event in hand): its type, and *@pos past it, with a TNT's bits (the
+ * oldest highest) in @payload and their number in @size, or the IP
+ * payload in @payload and its compression in @size; 0 if the next packet
+ * is none of them, read this way (*@pos may have moved past PADs). */
 static IPT__INLINE enum pt_packet_type
-ipt__evt_ahead_other(const struct pt_event_decoder *decoder,
-		     const uint8_t **pos, uint64_t *payload, uint32_t *size)
+ipt__evt_tnt_ahead(const struct pt_event_decoder *decoder, const uint8_t **pos,
+		   uint64_t *payload, uint32_t *size)
 {
 	const struct pt_packet_decoder *pacdec = &decoder->pacdec;
 	const struct pt_packet *packet;
@@ -10438,6 +10536,9 @@ ipt__evt_ahead_other(const struct pt_event_decoder *decoder,
 		packet = &decoder->packet;
 		at = pacdec->pos;
 	} else {
+		at = ipt__pkt_past_pads((uintptr_t) pacdec->config.begin,
+					pacdec->fast, at);
+		*pos = at;
 		if (!ipt__pkt_in_fast((uintptr_t) pacdec->config.begin,
 				      pacdec->fast, at) ||
 		    !ipt__pkt_fast(at, &local, pacdec->config.errata.skd007, 0))
@@ -10465,20 +10566,6 @@ ipt__evt_ahead_other(const struct pt_event_decoder *decoder,
 	}
 	*pos = at;
 	return packet->type;
-}
-
-/* The TNT, TIP, TIP.PGD or TIP.PGE packet after the one at *@pos (NULL:
- * the event in hand): its type, and *@pos past it, with a TNT's bits (the
- * oldest highest) in @payload and their number in @size, or the IP
- * payload in @payload and its compression in @size; 0 if the next packet
- * is none of them, read this way (*@pos may have moved past PADs). */
-static IPT__INLINE enum pt_packet_type
-ipt__evt_tnt_ahead(const struct pt_event_decoder *decoder, const uint8_t **pos,
-		   uint64_t *payload, uint32_t *size)
-{
-	if (*pos && ipt__evt_tnt8_ahead(decoder, pos, payload, size))
-		return ppt_tnt_8;
-	return ipt__evt_ahead_other(decoder, pos, payload, size);
 }
 
 /* The caller took the packets ahead up to @pos (as ipt__evt_tnt_ahead
@@ -13319,6 +13406,22 @@ static void ipt__ild_from_zydis(struct ipt__ild *ild,
 	}
 }
 
+/* The size of the key of the instruction Zydis decoded to @z (see "Zydis'
+ * answers, remembered by their bytes"): the bytes before its displacement
+ * or immediate; all of them for 3DNow!. */
+static uint32_t ipt__ild_key_size(const ZydisDecodedInstruction *z)
+{
+	uint32_t key = z->length;
+
+	if (z->encoding == ZYDIS_INSTRUCTION_ENCODING_3DNOW)
+		return key;
+	if (z->raw.disp.size && z->raw.disp.offset < key)
+		key = z->raw.disp.offset;
+	if (z->raw.imm[0].size && z->raw.imm[0].offset < key)
+		key = z->raw.imm[0].offset;
+	return key;
+}
+
 /* The fixed encodings Zydis 4.0 lacks: ERETS, ERETU, JMPABS, and MOV CR
  * with a REX2 prefix (the only REX2 forms that matter for tracing; libipt
  * knows no more of them either).  Returns 1 and
@@ -13418,37 +13521,46 @@ static int ipt__ild_late(struct ipt__ild *ild, const uint8_t *raw,
 
 /* ---- Zydis' answers, remembered by their bytes ----
  * What Zydis makes of an instruction depends on the mode and on the bytes
- * it consumed, nothing else: x86 encodings are prefix-free, and Zydis
- * looks at no byte past the instruction's end.  So an instruction whose
- * bytes were decoded before, at any address, has the same length and class
- * again.  Code repeats its instructions a lot (register moves, pushes and
- * pops, stack loads, returns): real programs' code seen for the first time
- * finds a third to a half of its instructions here, each for a few loads
- * instead of a Zydis call of some 800 instructions.
+ * that decide what the instruction is (its key: prefixes, opcode, ModRM,
+ * SIB), nothing else: x86 encodings are prefix-free, the key fixes the
+ * sizes of the displacement and immediate that follow it, their values
+ * only fill operands (the relative branch target, which
+ * ipt__ild_classify reads from the bytes at hand), and Zydis looks at no
+ * byte past the instruction's end.  So an instruction whose key was
+ * decoded before, at any address and with any displacement and immediate,
+ * has the same length and class again.  3DNow!, whose opcode comes last,
+ * has all its bytes for a key.  Code repeats its instructions a lot
+ * (register moves, pushes and pops, stack loads and stores, calls and
+ * jumps by offset, returns): real programs' code seen for the first time
+ * finds about half of its instructions here, each for a few loads instead
+ * of a Zydis call of some 800 instructions.
  *
- * One-byte instructions are kept by their byte and mode.  The others go
- * to IPT__ILD_MEMO_SETS sets of two entries, a set chosen by the mode and
- * the first two bytes (two-byte instructions) or three (longer ones).  Not
- * knowing the size of the instruction it looks for, a look-up tries the
- * one-byte table and both sets; an entry matches if its bytes are the
- * instruction's first bytes, whichever way it came into the set.  Only
+ * Instructions with one-byte keys (a push, a call by offset, a short
+ * jump) are kept by that byte and the mode.  The others go to
+ * IPT__ILD_MEMO_SETS sets of two entries, a set chosen by the mode and
+ * the first two bytes (two-byte keys) or three (longer ones).  Not knowing
+ * the key of the instruction it looks for, a look-up tries the one-byte
+ * table and both sets; an entry matches if its key is the instruction's
+ * first bytes, whichever way it came into the set.  Only
  * what Zydis decodes is kept (not the encodings recognized here without
  * it), and only in 16-, 32- and 64-bit mode.  Only two bitmaps of which
  * entries and sets hold something are cleared when the memo is made (a
  * set's other way is cleared with its first entry): small traces do not
  * pay for clearing a table they hardly use. */
 enum {
-	IPT__ILD_MEMO_BITS = 9,
+	IPT__ILD_MEMO_BITS = 10,
 	IPT__ILD_MEMO_SETS = 1 << IPT__ILD_MEMO_BITS,
 	IPT__ILD_MEMO_WAYS = 2
 };
 
 struct ipt__ild_memo_entry {
-	/* The instruction's bytes 0 to 7 and 7 to 14, zero past its end. */
+	/* The key's bytes 0 to 7 and 7 to 14, zero past its end. */
 	uint64_t lo, hi;
 	struct ipt__ild ild;
 	/* The mode plus one; zero if the entry is free. */
 	uint8_t mode;
+	/* The key's size in bytes. */
+	uint8_t key;
 };
 
 struct ipt__ild_memo {
@@ -13456,7 +13568,7 @@ struct ipt__ild_memo {
 	 * others are not even initialized. */
 	uint64_t one_used[3 * 256 / 64];
 	uint64_t set_used[IPT__ILD_MEMO_SETS / 64];
-	/* By mode (16-, 32-, 64-bit) and byte. */
+	/* By mode (16-, 32-, 64-bit) and one-byte key. */
 	struct ipt__ild one[3][256];
 	struct ipt__ild_memo_entry set[IPT__ILD_MEMO_SETS][IPT__ILD_MEMO_WAYS];
 };
@@ -13473,8 +13585,8 @@ static IPT__INLINE int ipt__ild_memo_bit(const uint64_t *bits, uint32_t i)
 	return (int) ((bits[i / 64] >> (i % 64)) & 1);
 }
 
-/* For an instruction of 0 to 15 bytes: which of its bytes 0 to 7 (lo) and
- * 7 to 14 (hi) belong to it. */
+/* For a key of 0 to 15 bytes: which of an instruction's bytes 0 to 7 (lo)
+ * and 7 to 14 (hi) belong to it. */
 static const uint64_t ipt__ild_memo_lo[16] = {
 	0, 0xff, 0xffff, 0xffffff, 0xffffffffull, 0xffffffffffull,
 	0xffffffffffffull, 0xffffffffffffffull, ~0ull, ~0ull, ~0ull, ~0ull,
@@ -13485,8 +13597,8 @@ static const uint64_t ipt__ild_memo_hi[16] = {
 	0xffffffffffull, 0xffffffffffffull, 0xffffffffffffffull, ~0ull
 };
 
-/* The set for the instruction whose first two or three bytes (@key) are
- * given, in @mode. */
+/* The set for the key whose first two or three bytes (@key) are given, in
+ * @mode. */
 static IPT__INLINE uint32_t ipt__ild_memo_set(uint64_t key,
 					      enum pt_exec_mode mode)
 {
@@ -13510,10 +13622,10 @@ ipt__ild_memo_in(const struct ipt__ild_memo *memo, uint32_t i, uint64_t lo,
 		return NULL;
 	for (way = 0; way < IPT__ILD_MEMO_WAYS; ++way) {
 		const struct ipt__ild_memo_entry *e = &set[way];
-		uint32_t size = e->ild.size & 0xf;
+		uint32_t key = e->key & 0xf;
 
-		if ((lo & ipt__ild_memo_lo[size]) == e->lo &&
-		    (hi & ipt__ild_memo_hi[size]) == e->hi && e->mode == m1)
+		if ((lo & ipt__ild_memo_lo[key]) == e->lo &&
+		    (hi & ipt__ild_memo_hi[key]) == e->hi && e->mode == m1)
 			return &e->ild;
 	}
 	return NULL;
@@ -13542,27 +13654,28 @@ ipt__ild_memo_find(struct ipt__ild_memo *memo, const uint8_t *raw,
 				lo, hi, m1);
 }
 
-/* Remember that Zydis decoded the instruction at @raw in @mode to @ild; it
- * takes the first way of its set, the one there moves to the second. */
+/* Remember that Zydis decoded the instruction at @raw in @mode, whose
+ * first @key bytes are its key, to @ild; it takes the first way of its set,
+ * the one there moves to the second. */
 static void ipt__ild_memo_put(struct ipt__ild_memo *memo, const uint8_t *raw,
-			      enum pt_exec_mode mode,
+			      enum pt_exec_mode mode, uint32_t key,
 			      const struct ipt__ild *ild)
 {
 	uint64_t lo = ipt__read_le_var(raw, 8, 8);
 	uint64_t hi = ipt__read_le_var(raw + 7, 8, 8);
 	uint32_t m = (uint32_t) (mode - ptem_16bit);
-	uint32_t size = ild->size, way, i;
+	uint32_t way, i;
 	struct ipt__ild_memo_entry *set;
 
-	if (!size || size > pt_max_insn_size)
+	if (!key || key > ild->size || ild->size > pt_max_insn_size)
 		return;
-	if (size == 1) {
+	if (key == 1) {
 		i = m * 256 + raw[0];
 		memo->one_used[i / 64] |= 1ull << (i % 64);
 		IPT__COPY(memo->one[m][raw[0]], *ild);
 		return;
 	}
-	i = ipt__ild_memo_set(lo & (size == 2 ? 0xffff : 0xffffff), mode);
+	i = ipt__ild_memo_set(lo & (key == 2 ? 0xffff : 0xffffff), mode);
 	set = memo->set[i];
 	if (ipt__ild_memo_bit(memo->set_used, i)) {
 		for (way = IPT__ILD_MEMO_WAYS - 1; way; --way)
@@ -13572,10 +13685,11 @@ static void ipt__ild_memo_put(struct ipt__ild_memo *memo, const uint8_t *raw,
 		IPT_MEMSET(&set[1], 0,
 			   (IPT__ILD_MEMO_WAYS - 1) * sizeof(set[1]));
 	}
-	set[0].lo = lo & ipt__ild_memo_lo[size];
-	set[0].hi = hi & ipt__ild_memo_hi[size];
+	set[0].lo = lo & ipt__ild_memo_lo[key];
+	set[0].hi = hi & ipt__ild_memo_hi[key];
 	IPT__COPY(set[0].ild, *ild);
 	set[0].mode = (uint8_t) (mode + 1);
+	set[0].key = (uint8_t) key;
 }
 
 /* A Zydis decoder, set up for @mode if @ready; with a memo if @memo is
@@ -13678,7 +13792,8 @@ static int ipt__ild_decode_bytes_with(struct ipt__ild_zydis *zd,
 			ild.size = (uint8_t) (ild.size - z.raw.disp.size / 8 -
 				((z.attributes & ZYDIS_ATTRIB_HAS_SIB) ? 1 : 0));
 		if (memo)
-			ipt__ild_memo_put(memo, raw, insn->mode, &ild);
+			ipt__ild_memo_put(memo, raw, insn->mode,
+					  ipt__ild_key_size(&z), &ild);
 	} else {
 		status = ipt__ild_late(&ild, raw, have, insn->mode);
 		if (status == 0)
@@ -14072,9 +14187,10 @@ ipt__insn_range_is_contiguous(uint64_t begin, uint64_t end,
  *   - the length map keeps the sizes of the ordinary instructions runs were
  *     recorded from, one slot per code byte, so that recording a run
  *     again mostly asks Zydis only for the instruction that ends it;
- *     and Zydis' answers are remembered by the instruction's bytes (see
- *     >>ild), so that code seen for the first time asks it only for
- *     instructions whose bytes were not decoded before.
+ *     and Zydis' answers are remembered by the bytes that decide an
+ *     instruction, all but its displacement and immediate (see >>ild),
+ *     so that code seen for the first time asks it only for instructions
+ *     unlike any decoded before.
  *
  * The run cache is four-way set associative with 32-byte entries, a set to
  * two cache lines; an instruction decoder's sets carry the runs' text in
@@ -14150,12 +14266,12 @@ ipt__insn_range_is_contiguous(uint64_t begin, uint64_t end,
  *                                          const uint8_t **pos,
  *                                          uint64_t *payload,
  *                                          uint32_t *size);
- *   int  ipt__blk_tnt8_ahead(const struct pt_block_decoder *,
- *                            const uint8_t **pos, uint64_t *payload,
- *                            uint32_t *size);
- *   enum pt_packet_type ipt__blk_ahead_other(
- *            const struct pt_block_decoder *, const uint8_t **pos,
- *            uint64_t *payload, uint32_t *size);
+ *   int  ipt__blk_tnt_fill(const struct pt_block_decoder *,
+ *                          const uint8_t **pos, struct ipt__tnt_window *,
+ *                          uint32_t room,
+ *                          struct ipt__tnt_packet *);
+ *   int  ipt__blk_tnt8_next(const struct pt_block_decoder *,
+ *                           const uint8_t *pos);
  *   const struct ipt_last_ip *
  *        ipt__blk_last_ip(const struct pt_block_decoder *);
  *   void ipt__blk_tnt_taken(struct pt_block_decoder *, const uint8_t *pos,
@@ -14566,9 +14682,12 @@ struct pt_block_decoder {
 	uint64_t rlimit;
 	uint32_t want_text;
 
-	/* The length map (NULL until first needed): IPT__LMAP_SLOTS pieces
-	 * of code, each NULL until first needed. */
+	/* The length map (NULL until first needed): 1 << @lmap_bits slots
+	 * for pieces of code, each NULL until first needed; @lmap_used of
+	 * them hold one. */
 	struct ipt__blk_lmap **lmap;
+	uint32_t lmap_bits;
+	uint32_t lmap_used;
 
 	/* Zydis, as runs are recorded: set up again only when the mode
 	 * changes. */
@@ -14868,11 +14987,15 @@ static int ipt__blk_decode_at(struct pt_block_decoder *decoder, uint64_t ip,
  *
  * A piece's map is tagged with its address and the context number of its
  * runs, so a new epoch or address space misses.  The slot of a piece is
- * chosen by hashing: IPT__LMAP_SLOTS slots, each allocated when first
- * used and taken over by the next piece hashed to it.  All sizes in a map
- * come from one section, the first recorded. */
+ * chosen by hashing: up to IPT__LMAP_SLOTS slots, each allocated when
+ * first used and taken over by the next piece hashed to it.  The slots
+ * start few and grow fourfold whenever a new piece finds a quarter of them
+ * in use, so that a decoder that records little code clears, scans and
+ * frees little.  All sizes in a map come from one section, the first
+ * recorded. */
 enum {
 	IPT__LMAP_SHIFT = 8,
+	IPT__LMAP_FIRST_BITS = 4,
 	IPT__LMAP_SLOT_BITS = 11,
 	IPT__LMAP_SLOTS = 1 << IPT__LMAP_SLOT_BITS
 };
@@ -14887,71 +15010,140 @@ struct ipt__blk_lmap {
 	uint8_t size[(1u << IPT__LMAP_SHIFT) / 2];
 };
 
+/* The slot of the piece at @base in context @ctx among 1 << @bits. */
+static IPT__INLINE uint32_t ipt__blk_lmap_hash(uint64_t base, uint32_t ctx,
+					       uint32_t bits)
+{
+	uint64_t h;
+
+	h = ((base >> IPT__LMAP_SHIFT) + ctx * 0x9e3779b97f4a7c15ull) *
+	    0xff51afd7ed558ccdull;
+	return (uint32_t) (h >> (64 - bits));
+}
+
 static IPT__INLINE struct ipt__blk_lmap **
 ipt__blk_lmap_slot(const struct pt_block_decoder *decoder, uint64_t ip,
 		   uint32_t ctx)
 {
-	uint64_t h;
-
-	h = ((ip >> IPT__LMAP_SHIFT) + ctx * 0x9e3779b97f4a7c15ull) *
-	    0xff51afd7ed558ccdull;
-	return &decoder->lmap[h >> (64 - IPT__LMAP_SLOT_BITS)];
+	return &decoder->lmap[ipt__blk_lmap_hash(ip, ctx, decoder->lmap_bits)];
 }
 
-/* The size of the ordinary instruction at @ip in context @ctx, and its
- * section in *@isid; zero if not known. */
-static IPT__INLINE uint8_t
-ipt__blk_lmap_get(const struct pt_block_decoder *decoder, uint64_t ip,
-		  uint32_t ctx, int *isid)
+/* The start of the piece holding @ip. */
+static IPT__INLINE uint64_t ipt__blk_lmap_base(uint64_t ip)
 {
-	const struct ipt__blk_lmap *map;
-	uint32_t off = (uint32_t) (ip & ((1u << IPT__LMAP_SHIFT) - 1));
+	return ip & ~(uint64_t) ((1u << IPT__LMAP_SHIFT) - 1);
+}
+
+/* The map of the piece holding @ip in context @ctx; NULL if none. */
+static IPT__INLINE struct ipt__blk_lmap *
+ipt__blk_lmap_find(const struct pt_block_decoder *decoder, uint64_t ip,
+		   uint32_t ctx)
+{
+	struct ipt__blk_lmap *map;
 
 	if (!decoder->lmap)
-		return 0;
+		return NULL;
 	map = *ipt__blk_lmap_slot(decoder, ip, ctx);
-	if (!map || map->ctx != ctx || map->base != ip - off)
-		return 0;
+	if (!map || map->ctx != ctx || map->base != ipt__blk_lmap_base(ip))
+		return NULL;
+	return map;
+}
+
+/* The size of the ordinary instruction at @ip in @map, its piece, and its
+ * section in *@isid; zero if not known. */
+static IPT__INLINE uint8_t ipt__blk_lmap_size(const struct ipt__blk_lmap *map,
+					      uint64_t ip, int *isid)
+{
+	uint32_t off = (uint32_t) (ip & ((1u << IPT__LMAP_SHIFT) - 1));
+
 	*isid = map->isid;
 	return (uint8_t) ((map->size[off >> 1] >> ((off & 1) * 4)) & 0xf);
 }
 
-/* Note the ordinary instruction at @ip: @size bytes in section @isid.
- * Nothing if memory runs out. */
-static void ipt__blk_lmap_put(struct pt_block_decoder *decoder, uint64_t ip,
-			      uint32_t ctx, int isid, uint8_t size)
+/* Give the length map 1 << @bits slots, each piece moved to its slot
+ * there; a piece whose slot another took is freed.  Nothing if memory runs
+ * out: the map stays as it was. */
+static void ipt__blk_lmap_resize(struct pt_block_decoder *decoder,
+				 uint32_t bits)
 {
-	struct ipt__blk_lmap **slot, *map;
+	struct ipt__blk_lmap **slots, *map;
+	uint32_t i, slot;
+
+	slots = (struct ipt__blk_lmap **) ipt__zalloc_cache(
+		&decoder->allocator, (size_t) sizeof(*slots) << bits);
+	if (!slots)
+		return;
+	for (i = 0; decoder->lmap && i < 1u << decoder->lmap_bits; ++i) {
+		map = decoder->lmap[i];
+		if (!map)
+			continue;
+		slot = ipt__blk_lmap_hash(map->base, map->ctx, bits);
+		if (slots[slot]) {
+			ipt__free(&decoder->allocator, map, sizeof(*map));
+			decoder->lmap_used -= 1;
+		} else {
+			slots[slot] = map;
+		}
+	}
+	ipt__free(&decoder->allocator, decoder->lmap,
+		  (size_t) sizeof(*slots) << decoder->lmap_bits);
+	decoder->lmap = slots;
+	decoder->lmap_bits = bits;
+}
+
+/* Note the ordinary instruction at @ip in context @ctx: @size bytes in
+ * section @isid.  @map is ipt__blk_lmap_find's answer for @ip, if known.
+ * Returns the map of the piece holding @ip now; NULL if memory runs out. */
+static struct ipt__blk_lmap *
+ipt__blk_lmap_put(struct pt_block_decoder *decoder,
+		  struct ipt__blk_lmap *map, uint64_t ip, uint32_t ctx,
+		  int isid, uint8_t size)
+{
+	struct ipt__blk_lmap **slot;
 	uint32_t off = (uint32_t) (ip & ((1u << IPT__LMAP_SHIFT) - 1));
 
+	if (map)
+		goto note;
 	if (!decoder->lmap) {
-		decoder->lmap = (struct ipt__blk_lmap **) ipt__zalloc_cache(
-			&decoder->allocator,
-			IPT__LMAP_SLOTS * sizeof(*decoder->lmap));
+		ipt__blk_lmap_resize(decoder, IPT__LMAP_FIRST_BITS);
 		if (!decoder->lmap)
-			return;
+			return NULL;
 	}
 	slot = ipt__blk_lmap_slot(decoder, ip, ctx);
 	map = *slot;
+	if ((!map || map->ctx != ctx || map->base != ip - off) &&
+	    decoder->lmap_bits < IPT__LMAP_SLOT_BITS &&
+	    decoder->lmap_used >= 1u << (decoder->lmap_bits - 2)) {
+		uint32_t bits = decoder->lmap_bits + 2;
+
+		ipt__blk_lmap_resize(decoder, bits < IPT__LMAP_SLOT_BITS ?
+					      bits :
+					      (uint32_t) IPT__LMAP_SLOT_BITS);
+		slot = ipt__blk_lmap_slot(decoder, ip, ctx);
+		map = *slot;
+	}
 	if (!map) {
 		map = (struct ipt__blk_lmap *) ipt__alloc_cache(
 			&decoder->allocator, sizeof(*map));
 		if (!map)
-			return;
+			return NULL;
 		map->ctx = 0;
 		*slot = map;
+		decoder->lmap_used += 1;
 	}
 	if (map->ctx != ctx || map->base != ip - off) {
 		IPT_MEMSET(map->size, 0, sizeof(map->size));
 		map->base = ip - off;
 		map->ctx = ctx;
 		map->isid = isid;
-	} else if (map->isid != isid) {
-		return;
 	}
-	map->size[off >> 1] = (uint8_t) ((map->size[off >> 1] &
-					  (0xf0u >> ((off & 1) * 4))) |
-					 ((uint32_t) size << ((off & 1) * 4)));
+note:
+	if (map->isid == isid)
+		map->size[off >> 1] = (uint8_t) ((map->size[off >> 1] &
+						  (0xf0u >> ((off & 1) * 4))) |
+						 ((uint32_t) size
+						  << ((off & 1) * 4)));
+	return map;
 }
 
 /* Forget every size: the context numbers start over. */
@@ -14959,7 +15151,7 @@ static void ipt__blk_lmap_clear(struct pt_block_decoder *decoder)
 {
 	uint32_t i;
 
-	for (i = 0; decoder->lmap && i < IPT__LMAP_SLOTS; ++i)
+	for (i = 0; decoder->lmap && i < 1u << decoder->lmap_bits; ++i)
 		if (decoder->lmap[i])
 			decoder->lmap[i]->ctx = 0;
 }
@@ -14970,12 +15162,14 @@ static void ipt__blk_lmap_free(struct pt_block_decoder *decoder)
 
 	if (!decoder->lmap)
 		return;
-	for (i = 0; i < IPT__LMAP_SLOTS; ++i)
+	for (i = 0; i < 1u << decoder->lmap_bits; ++i)
 		ipt__free(&decoder->allocator, decoder->lmap[i],
 			  sizeof(*decoder->lmap[i]));
 	ipt__free(&decoder->allocator, decoder->lmap,
-		  IPT__LMAP_SLOTS * sizeof(*decoder->lmap));
+		  (size_t) sizeof(*decoder->lmap) << decoder->lmap_bits);
 	decoder->lmap = NULL;
+	decoder->lmap_bits = 0;
+	decoder->lmap_used = 0;
 }
 
 /* ---- the run table ---- */
@@ -17095,7 +17289,10 @@ ipt__blk_run_fill(struct pt_block_decoder *decoder, struct ipt__blk_run *run,
 	struct ipt__blk_window win;
 	struct ipt__insn_ext iext;
 	struct pt_insn insn;
-	uint64_t ip = start;
+	/* The length map's piece holding @ip (NULL if none), found again
+	 * only when @ip leaves the piece at @piece_base. */
+	struct ipt__blk_lmap *piece = NULL;
+	uint64_t ip = start, piece_base = 1;
 	uint32_t max = IPT__RUN_MAX, len = 0;
 	uint16_t ninsn = 0;
 	uint8_t kind;
@@ -17120,7 +17317,11 @@ ipt__blk_run_fill(struct pt_block_decoder *decoder, struct ipt__blk_run *run,
 		 * where the window has no whole instruction or the
 		 * decoder reports an error.  Only that way sets more of
 		 * @insn than its IP, mode, size, class and section. */
-		known = ipt__blk_lmap_get(decoder, ip, ctx, &isid);
+		if (ipt__blk_lmap_base(ip) != piece_base) {
+			piece = ipt__blk_lmap_find(decoder, ip, ctx);
+			piece_base = ipt__blk_lmap_base(ip);
+		}
+		known = piece ? ipt__blk_lmap_size(piece, ip, &isid) : 0;
 		if (!known || text)
 			code = ipt__blk_window(decoder, &win, ip);
 		if (known && text && (!code || isid != win.isid))
@@ -17167,8 +17368,9 @@ ipt__blk_run_fill(struct pt_block_decoder *decoder, struct ipt__blk_run *run,
 		if (insn.iclass == ptic_other) {
 			next = ipt__ip_in_mode(mode, ip + insn.size);
 			if (!known && next == ip + insn.size)
-				ipt__blk_lmap_put(decoder, ip, ctx, insn.isid,
-						  insn.size);
+				piece = ipt__blk_lmap_put(decoder, piece, ip,
+							  ctx, insn.isid,
+							  insn.size);
 			status = 0;
 		} else {
 			status = ipt__insn_next_ip(&next, &insn, &iext);
@@ -18703,18 +18905,19 @@ ipt__blk_tnt_ahead(const struct pt_block_decoder *decoder, const uint8_t **pos,
 	return ipt__evt_tnt_ahead(&decoder->evdec, pos, payload, size);
 }
 
-static IPT__INLINE int
-ipt__blk_tnt8_ahead(const struct pt_block_decoder *decoder, const uint8_t **pos,
-		    uint64_t *payload, uint32_t *size)
+static IPT__INLINE int ipt__blk_tnt8_next(const struct pt_block_decoder *decoder,
+					  const uint8_t *pos)
 {
-	return ipt__evt_tnt8_ahead(&decoder->evdec, pos, payload, size);
+	return ipt__evt_tnt8_next(&decoder->evdec, pos);
 }
 
-static IPT__INLINE enum pt_packet_type
-ipt__blk_ahead_other(const struct pt_block_decoder *decoder,
-		     const uint8_t **pos, uint64_t *payload, uint32_t *size)
+static IPT__INLINE int ipt__blk_tnt_fill(const struct pt_block_decoder *decoder,
+					 const uint8_t **pos,
+					 struct ipt__tnt_window *w,
+					 uint32_t room,
+					 struct ipt__tnt_packet *p)
 {
-	return ipt__evt_ahead_other(&decoder->evdec, pos, payload, size);
+	return ipt__evt_tnt_fill(&decoder->evdec, pos, w, room, p);
 }
 
 static IPT__INLINE const struct ipt_last_ip *
@@ -19109,6 +19312,8 @@ static void ipt__blk_undo(struct pt_block_decoder *decoder,
 
 	/* The caches as they are now; the context is found again. */
 	save->icache = decoder->icache;
+	save->ibits = decoder->ibits;
+	save->ibits_runs = decoder->ibits_runs;
 	save->cache_image = decoder->cache_image;
 	save->cache_gen = decoder->cache_gen;
 	save->epoch = decoder->epoch;
@@ -19120,6 +19325,8 @@ static void ipt__blk_undo(struct pt_block_decoder *decoder,
 	save->rfills = decoder->rfills;
 	save->rlimit = decoder->rlimit;
 	save->lmap = decoder->lmap;
+	save->lmap_bits = decoder->lmap_bits;
+	save->lmap_used = decoder->lmap_used;
 	save->ctx_id = 0;
 	save->ctx_next = decoder->ctx_next;
 	save->nctx = decoder->nctx;
@@ -23735,13 +23942,14 @@ static IPT__INLINE void ipt__cov_reach(void *context, uint64_t ip)
  *
  * The bits and the TIPs come from the TNT in hand and the TNT and TIP
  * packets behind it, read straight from the trace (ipt__blk_tnt_ahead,
- * and for one-byte TNTs in a row ipt__blk_tnt8_ahead, ipt__blk_ahead_other):
- * one memo step after another takes bits from a window, across packet
- * borders, and a TIP where a step ends at one, with no event made per
- * packet, until an entry takes nothing.  Then the block decoder is told
- * how far the steps got (ipt__blk_tnt_taken) and the walk goes on from
- * there.  A TIP is taken only with a TNT packet behind it, so that the
- * steps end with a TNT in hand, as the walk's hook must.
+ * and for one-byte TNTs in a row ipt__blk_tnt_fill, into a window of
+ * bits): one memo step after another takes bits from the window, across
+ * packet borders, and a TIP where a step ends at one, with no event made
+ * per packet, until an entry takes nothing.  Then the block decoder is
+ * told how far the steps got (ipt__blk_tnt_taken) and the walk goes on
+ * from there.  A TIP is taken only with a TNT, a TIP or a TIP.PGD behind
+ * it, so that the steps end with a TNT in hand or one of those next, as
+ * the walk's hook must.
  *
  * An entry holds only what the bits and the code decide: it stops before
  * a branch that needs a TIP (unless asked to end there, after its last
@@ -23756,20 +23964,19 @@ static IPT__INLINE void ipt__cov_reach(void *context, uint64_t ip)
  * context number: a new image epoch (ipt_image_invalidate, section
  * changes) makes them all stale.
  *
- * The memo is one direct-mapped table, allocated on first use from the
- * decoder's allocator with at most @memo_limit bytes
- * (ipt_cov_set_memo_limit); a later entry replaces an earlier one with
- * the same slot. */
+ * The memo is one table, allocated on first use from the decoder's
+ * allocator with at most @memo_limit bytes (ipt_cov_set_memo_limit).  An
+ * entry has two places, by two hashes of its key: a new entry goes in its
+ * first, and the one there moves to its own second (over what is there),
+ * so that keys that share a first place, often in the same loop, do not
+ * push each other out in turn. */
 
 enum {
 	/* The most TNT bits one entry covers (and thus edges; at most 31,
 	 * the bits of @ret, @nt and @count less the TIP's). */
 	IPT__COV_MEMO_BITS = 31,
 	/* The most return-stack pushes and pops one entry replays. */
-	IPT__COV_MEMO_OPS = 8,
-	/* The most TNT and TIP packets read ahead of the one in hand at a
-	 * time. */
-	IPT__COV_AHEAD = 32
+	IPT__COV_MEMO_OPS = 8
 };
 
 /* In a memo key: the bits (the first in the highest of the low half),
@@ -24082,26 +24289,70 @@ tip_branch:
 	e->tip = 1;
 }
 
-/* The entry for the @n bits @bits at @ip (to end at a TIP if @tip),
- * filled first if it is not there. */
+/* The hash of a memo entry's key. */
+static IPT__INLINE uint64_t ipt__cov_memo_hash(uint64_t ip, uint32_t ctx,
+					       uint64_t key)
+{
+	return (ip ^ ((uint64_t) ctx << 48) ^ (key * 0x9e3779b97f4a7c15ull)) *
+	       0xff51afd7ed558ccdull;
+}
+
+/* An entry's first (@which zero) or second place in the memo, from the
+ * hash @h of its key: the high half of @h, or of @h mixed again, scaled
+ * to the entries (any number of them). */
+static IPT__INLINE uint32_t
+ipt__cov_memo_place(const struct ipt_cov_decoder *cov, uint64_t h,
+		    uint32_t which)
+{
+	if (which)
+		h *= 0x9e3779b97f4a7c15ull;
+	return (uint32_t) (((h >> 32) * cov->nmemo) >> 32);
+}
+
+/* Move the entry @e, in its first place, to its second, over what is
+ * there (its edges too). */
+static IPT__NOINLINE void ipt__cov_memo_move(struct ipt_cov_decoder *cov,
+					     const struct ipt__cov_memo *e)
+{
+	uint32_t from = (uint32_t) (e - cov->memo), to;
+
+	to = ipt__cov_memo_place(cov, ipt__cov_memo_hash(e->ip, e->ctx, e->key),
+				 1);
+	if (to == from)
+		return;
+	IPT__COPY(cov->memo[to], *e);
+	if (cov->memo_edges)
+		IPT__COPY(cov->memo_edges[to], cov->memo_edges[from]);
+}
+
+/* The entry for the @n bits @bits at @ip (to end at a TIP if @tip) in
+ * the context *@ctx (ipt__blk_ctx_of for @mode), filled first if it is
+ * not there; filling may move to a new context, left in *@ctx. */
 static IPT__INLINE struct ipt__cov_memo *
 ipt__cov_memo_find(struct ipt_cov_decoder *cov, uint64_t ip,
 		   enum pt_exec_mode mode, uint32_t bits, uint32_t n,
-		   uint32_t tip)
+		   uint32_t tip, uint32_t *pctx)
 {
 	struct pt_block_decoder *blk = &cov->blk;
 	struct ipt__cov_memo *e;
-	uint32_t ctx;
+	uint32_t ctx = *pctx;
 	uint64_t key, h;
 
 	key = IPT__COV_MEMO_KEY(bits, n, tip ? 1 : 0);
-	ctx = ipt__blk_ctx_of(blk, mode);
-	h = (ip ^ ((uint64_t) ctx << 48) ^ (key * 0x9e3779b97f4a7c15ull)) *
-	    0xff51afd7ed558ccdull;
-	/* The hash's high half scaled to the entries: any number of them. */
-	e = &cov->memo[((h >> 32) * cov->nmemo) >> 32];
-	if (e->ip != ip || e->ctx != ctx || e->key != key) {
+	h = ipt__cov_memo_hash(ip, ctx, key);
+	e = &cov->memo[ipt__cov_memo_place(cov, h, 0)];
+	if (IPT__UNLIKELY(e->ip != ip || e->ctx != ctx || e->key != key)) {
+		struct ipt__cov_memo *second =
+			&cov->memo[ipt__cov_memo_place(cov, h, 1)];
 		uint32_t i, ncount = 0, nbit;
+
+		if (second->ip == ip && second->ctx == ctx &&
+		    second->key == key)
+			return second;
+		/* The entry in the first place makes room, to its second
+		 * place. */
+		if (e->ctx)
+			ipt__cov_memo_move(cov, e);
 
 		ipt__cov_memo_fill(cov, e, ip, mode, bits, n, tip);
 		/* The edges seen at their destination within the entry: all
@@ -24122,6 +24373,7 @@ ipt__cov_memo_find(struct ipt_cov_decoder *cov, uint64_t ip,
 		e->ip = ip;
 		e->ctx = ipt__blk_ctx_of(blk, mode);
 		e->key = key;
+		*pctx = e->ctx;
 	}
 	return e;
 }
@@ -24192,199 +24444,80 @@ static IPT__INLINE void ipt__cov_memo_apply(struct ipt_cov_decoder *cov,
 				 (uint32_t) ipt_cov_taken : e->last_kind;
 }
 
-/* The TNT packets read ahead of the one in hand and the TIPs and
- * TIP.PGD, TIP.PGE pairs between them, oldest first from @head (a ring of
- * @n, @ntip of them TIPs or pairs): a TNT's bits, bit size and where it
- * ends; a TIP's (TIP.PGD's) IP payload and compression, bit size zero,
- * and for a pair the TIP.PGE's in @payload2 and @ipc2 (zero for a TIP). */
-struct ipt__cov_ahead {
-	uint64_t payload[IPT__COV_AHEAD];
-	uint64_t payload2[IPT__COV_AHEAD];
-	const uint8_t *end[IPT__COV_AHEAD];
-	uint8_t size[IPT__COV_AHEAD];
-	uint8_t ipc[IPT__COV_AHEAD];
-	uint8_t ipc2[IPT__COV_AHEAD];
-	uint32_t head;
-	uint32_t n;
-	uint32_t ntip;
-	/* With TIPs: how many packets come before the first. */
-	uint32_t ftip;
-	/* The window of TNT bits: its next bit is bit @nwin - 1; the first
-	 * @seg of them come before the first TIP read ahead.  Where the
-	 * next packet to read ahead is (NULL: the one after the event in
-	 * hand), and whether there may be more. */
-	uint64_t window;
-	uint32_t nwin;
-	uint32_t seg;
-	const uint8_t *pos;
-	uint32_t more;
+/* The TIP (or TIP.PGD, TIP.PGE pair) behind the TNT bits of the window,
+ * read ahead (ipt__cov_tnt): its IP payload and compression (a TIP.PGD's
+ * for a pair), the TIP.PGE's for a pair (@ipc2 zero for a TIP), and where
+ * it ends. */
+struct ipt__cov_tip {
+	uint64_t payload;
+	uint64_t payload2;
+	uint32_t ipc;
+	uint32_t ipc2;
+	const uint8_t *end;
 };
 
-/* Append a TNT read ahead to @ahead: @size bits @payload, ending at
- * @end. */
-static IPT__INLINE void ipt__cov_ahead_tnt(struct ipt__cov_ahead *ahead,
-					   uint64_t payload, uint32_t size,
-					   const uint8_t *end)
+/* The packet @p read ahead is not a TNT: read it into @tip with the
+ * TIP.PGE of a pair, and the packet behind it into @p, unless that is a
+ * one-byte TNT (@p's type zero then, the TNT read again from @tip's end).
+ * Returns whether the steps may take it: a TIP or a pair with a TNT, a
+ * TIP or a TIP.PGD behind it. */
+static IPT__INLINE int ipt__cov_read_tip(const struct pt_block_decoder *blk,
+					 struct ipt__cov_tip *tip,
+					 struct ipt__tnt_packet *p)
 {
-	uint32_t slot = (ahead->head + ahead->n) % IPT__COV_AHEAD;
+	const uint8_t *next = p->end;
 
-	ahead->payload[slot] = payload;
-	ahead->size[slot] = (uint8_t) size;
-	ahead->end[slot] = end;
-	ahead->n += 1;
-}
-
-/* Append a TIP (@ipc2 zero) or a TIP.PGD, TIP.PGE pair read ahead to
- * @ahead: the IP payloads @payload, @payload2 and compressions @ipc,
- * @ipc2; it ends at @end. */
-static void ipt__cov_ahead_tip(struct ipt__cov_ahead *ahead, uint64_t payload,
-			       uint32_t ipc, uint64_t payload2, uint32_t ipc2,
-			       const uint8_t *end)
-{
-	uint32_t slot = (ahead->head + ahead->n) % IPT__COV_AHEAD;
-
-	ahead->payload[slot] = payload;
-	ahead->payload2[slot] = payload2;
-	ahead->size[slot] = 0;
-	ahead->ipc[slot] = (uint8_t) ipc;
-	ahead->ipc2[slot] = (uint8_t) ipc2;
-	ahead->end[slot] = end;
-	if (!ahead->ntip++)
-		ahead->ftip = ahead->n;
-	ahead->n += 1;
-}
-
-/* Take the oldest packet read ahead off @ahead. */
-static IPT__INLINE void ipt__cov_ahead_pop(struct ipt__cov_ahead *ahead)
-{
-	ahead->head = (ahead->head + 1) % IPT__COV_AHEAD;
-	ahead->n -= 1;
-	ahead->ftip -= 1;
-}
-
-/* The TIP at the head of @ahead was taken: where the next TIP is, and
- * the TNT bits before it, after @left in hand. */
-static uint32_t ipt__cov_ahead_seg(struct ipt__cov_ahead *ahead,
-				   uint32_t left)
-{
-	uint32_t i;
-
-	for (i = 0; i < ahead->n; ++i) {
-		uint32_t size = ahead->size[(ahead->head + i) % IPT__COV_AHEAD];
-
-		if (!size)
-			break;
-		left += size;
+	if (p->type != ppt_tip && p->type != ppt_tip_pgd)
+		return 0;
+	tip->payload = p->payload;
+	tip->ipc = p->size;
+	tip->ipc2 = 0;
+	if (p->type == ppt_tip_pgd) {
+		if (ipt__blk_tnt_ahead(blk, &next, &tip->payload2, &p->size) !=
+		    ppt_tip_pge)
+			return 0;
+		tip->ipc2 = p->size;
 	}
-	ahead->ftip = i;
-	return left;
-}
-
-/* Read ahead (see ipt__cov_tnt) until a full step's bits and one more are
- * in @ahead's window, as many as it holds (a TNT-64 that does not fit
- * waits until the steps have taken bits); a TIP or a TIP.PGD, TIP.PGE
- * pair only with a TNT, a TIP or a TIP.PGD behind it.  The window is in
- * locals while it reads. */
-static IPT__INLINE void ipt__cov_ahead_read(const struct pt_block_decoder *blk,
-					    struct ipt__cov_ahead *ahead)
-{
-	const uint8_t *pos = ahead->pos;
-	uint64_t window = ahead->window;
-	uint32_t nwin = ahead->nwin, seg = ahead->seg;
-
-	while (nwin <= IPT__COV_MEMO_BITS &&
-	       ahead->n + 2 <= IPT__COV_AHEAD) {
-		const uint8_t *next = pos, *after;
-		uint64_t payload = 0, ip = 0, ip2 = 0;
-		uint32_t size = 0, ipc = 0, ipc2 = 0;
-		enum pt_packet_type type;
-
-		/* Without TIPs read ahead, one-byte TNTs in a row (the most
-		 * packets there) first, in a loop of their own. */
-		if (!pos || ahead->ntip) {
-			type = ipt__blk_tnt_ahead(blk, &next, &payload, &size);
-		} else {
-			while (ipt__blk_tnt8_ahead(blk, &next, &payload,
-						   &size)) {
-				ipt__cov_ahead_tnt(ahead, payload, size, next);
-				window = (window << size) | payload;
-				nwin += size;
-				seg += size;
-				pos = next;
-				if (nwin > IPT__COV_MEMO_BITS ||
-				    ahead->n + 2 > IPT__COV_AHEAD)
-					goto out;
-			}
-			type = ipt__blk_ahead_other(blk, &next, &payload,
-						    &size);
-		}
-		if (type == ppt_tip_pgd) {
-			ip = payload;
-			ipc = size;
-			type = ipt__blk_tnt_ahead(blk, &next, &payload,
-						  &size);
-			if (type != ppt_tip_pge) {
-				ahead->more = 0;
-				break;
-			}
-			type = ppt_tip_pgd;
-			ip2 = payload;
-			ipc2 = size;
-		} else if (type == ppt_tip) {
-			ip = payload;
-			ipc = size;
-		} else if (type != ppt_tnt_8 && type != ppt_tnt_64) {
-			ahead->more = 0;
-			break;
-		}
-		if (type != ppt_tnt_8 && type != ppt_tnt_64) {
-			after = next;
-			type = ipt__blk_tnt_ahead(blk, &after, &payload,
-						  &size);
-			if (!type || type == ppt_tip_pge) {
-				ahead->more = 0;
-				break;
-			}
-			ipt__cov_ahead_tip(ahead, ip, ipc, ip2, ipc2,
-					   next);
-			if ((type != ppt_tnt_8 && type != ppt_tnt_64) ||
-			    nwin + size >= 64) {
-				/* Read again next round. */
-				pos = next;
-				continue;
-			}
-			next = after;
-		}
-		if (nwin + size >= 64)
-			break;
-		ipt__cov_ahead_tnt(ahead, payload, size, next);
-		window = (window << size) | payload;
-		nwin += size;
-		if (!ahead->ntip)
-			seg += size;
-		pos = next;
+	tip->end = next;
+	if (ipt__blk_tnt8_next(blk, next)) {
+		p->type = (enum pt_packet_type) 0;
+		return 1;
 	}
-
-out:
-	ahead->pos = pos;
-	ahead->window = window;
-	ahead->nwin = nwin;
-	ahead->seg = seg;
+	p->type = ipt__blk_tnt_ahead(blk, &next, &p->payload, &p->size);
+	p->end = next;
+	return p->type && p->type != ppt_tip_pge;
 }
 
 /* The walk's ops->tnt: take the next bits of the TNT in hand and the TNT
  * packets behind it, and the TIPs between them, one memo step after
- * another from @ip. */
+ * another from @ip.
+ *
+ * The bits wait in a window (struct ipt__tnt_window): TNT packets are
+ * read into it up to the next TIP, while it holds no more than a step
+ * takes; a step takes bits off its top, and a TIP step the TIP behind
+ * them.  Where each packet's last bit is tells a step which packets it
+ * used up (the instructions walked in the packet in hand count from
+ * where it began), with no bookkeeping per packet; only where the steps
+ * stop is the block decoder told which packet is in hand and where it
+ * ends. */
 static uint64_t ipt__cov_tnt(void *context, struct pt_block_decoder *blk,
 			     uint64_t ip, enum pt_exec_mode mode)
 {
 	struct ipt_cov_decoder *cov = (struct ipt_cov_decoder *) context;
 	struct pt_event *ev = &blk->event;
-	struct ipt__cov_ahead ahead;
+	struct ipt__tnt_window w;
+	struct ipt__cov_tip tip;
 	struct ipt_last_ip last_ip;
-	const uint8_t *end = NULL;
-	uint64_t bits_in_hand = 0;
-	uint32_t left, icnt, crossed = 0, steps = 0;
+	/* Where to read on (NULL: after the packet the decoder holds), and
+	 * the packet there if it has been read (behind a TIP). */
+	const uint8_t *pos = NULL;
+	struct ipt__tnt_packet held;
+	uint32_t icnt, crossed = 0, steps = 0, ctx;
+	/* TNT bits taken, for the status. */
+	uint64_t taken = 0;
+	/* Read on (0: the next packet is none the steps take); a TIP the
+	 * steps may take is behind the window. */
+	uint32_t more = 1, tip_ok = 0;
 	uint32_t pend_counts = 0, pend_kind = 0, pend_index = 0;
 
 	if (IPT__UNLIKELY(!cov->memo) && !ipt__cov_memo_alloc(cov))
@@ -24395,49 +24528,61 @@ static uint64_t ipt__cov_tnt(void *context, struct pt_block_decoder *blk,
 		ipt__cov_memo_clear(cov);
 	cov->memo_ctx = blk->ctx_next;
 
-	/* The window: the first @left of its bits belong to the packet in
-	 * hand. */
-	left = ev->variant.tnt.size;
-	ahead.nwin = left;
-	ahead.seg = left;
-	ahead.window = ev->variant.tnt.bits & ((1ull << left) - 1);
-	ahead.pos = NULL;
-	ahead.more = 1;
+	ctx = ipt__blk_ctx_of(blk, mode);
+	IPT_MEMSET(&tip, 0, sizeof(tip));
+	IPT_MEMSET(&held, 0, sizeof(held));
+	w.n = ev->variant.tnt.size;
+	w.bits = ev->variant.tnt.bits & ((1ull << w.n) - 1);
+	w.lasts = 1;
+	w.nread = w.n;
 	icnt = blk->icnt;
-	ahead.head = 0;
-	ahead.n = 0;
-	ahead.ntip = 0;
-	ahead.ftip = 0;
 	IPT__COPY(last_ip, *ipt__blk_last_ip(blk));
 
 	for (;;) {
 		const struct ipt__cov_memo *e;
-		uint32_t n, bits, used, took, at, tip;
+		uint32_t n, bits, used, tip_step;
 
-		if (ahead.more && ahead.nwin <= IPT__COV_MEMO_BITS &&
-		    ahead.n + 2 <= IPT__COV_AHEAD)
-			ipt__cov_ahead_read(blk, &ahead);
+		/* Read TNT packets up to a TIP while a step's bits and one
+		 * more are not in the window (a TNT-64 that does not fit
+		 * waits until the steps have taken bits). */
+		while (more && !tip_ok && w.n <= IPT__COV_MEMO_BITS) {
+			if (!held.type && pos &&
+			    ipt__blk_tnt_fill(blk, &pos, &w,
+					      IPT__COV_MEMO_BITS, &held))
+				break;
+			if (!held.type) {
+				held.end = pos;
+				held.type = ipt__blk_tnt_ahead(blk, &held.end,
+							       &held.payload,
+							       &held.size);
+			}
+			if (held.type == ppt_tnt_8 || held.type == ppt_tnt_64) {
+				if (w.n + held.size >= 64)
+					break;
+				ipt__tnt_window_add(&w, held.payload, held.size,
+						    held.end);
+				pos = held.end;
+				held.type = (enum pt_packet_type) 0;
+				continue;
+			}
+			tip_ok = ipt__cov_read_tip(blk, &tip, &held);
+			more = tip_ok;
+		}
 
-		/* Up to a TIP with the packet behind it read, all the bits
-		 * before it and the TIP (none if a TIP is in hand); before
-		 * one without, all but the last of them; else all but the
-		 * last bit of the window. */
-		tip = 0;
-		if (!ahead.ntip)
-			n = ahead.nwin - 1;
-		else if (ahead.seg <= IPT__COV_MEMO_BITS &&
-			 ahead.ftip + 1 < ahead.n) {
-			n = ahead.seg;
-			tip = 1;
-		} else
-			n = ahead.seg ? ahead.seg - 1 : 0;
-		if (n > IPT__COV_MEMO_BITS)
-			n = IPT__COV_MEMO_BITS;
-		if (!n && !tip)
-			break;
-		bits = (uint32_t) (ahead.window >> (ahead.nwin - n)) &
-		       ((1u << n) - 1);
-		e = ipt__cov_memo_find(cov, ip, mode, bits, n, tip);
+		/* With a TIP to take behind them, all the bits and the TIP;
+		 * else all bits but the last. */
+		tip_step = tip_ok && w.n <= IPT__COV_MEMO_BITS;
+		if (tip_step)
+			n = w.n;
+		else {
+			n = w.n ? w.n - 1 : 0;
+			if (n > IPT__COV_MEMO_BITS)
+				n = IPT__COV_MEMO_BITS;
+			if (!n)
+				break;
+		}
+		bits = (uint32_t) (w.bits >> (w.n - n)) & ((1u << n) - 1);
+		e = ipt__cov_memo_find(cov, ip, mode, bits, n, tip_step, &ctx);
 		used = e->used;
 		/* Not to a count that wraps, as the walk. */
 		if ((!used && !e->tip) ||
@@ -24445,57 +24590,36 @@ static uint64_t ipt__cov_tnt(void *context, struct pt_block_decoder *blk,
 			break;
 		/* A disable binds where the flow reaches its IP first: not
 		 * in the runs on the way to the branch. */
-		if (e->tip) {
-			uint32_t slot = (ahead.head + ahead.ftip) %
-					IPT__COV_AHEAD;
+		if (e->tip && tip.ipc2) {
+			struct ipt_last_ip pgd = last_ip;
+			struct pt_packet_ip pgd_ip;
 
-			if (ahead.ipc2[slot]) {
-				struct ipt_last_ip pgd = last_ip;
-				struct pt_packet_ip pgd_ip;
-
-				pgd_ip.ipc = (enum pt_ip_compression)
-					ahead.ipc[slot];
-				pgd_ip.ip = ahead.payload[slot];
-				(void) ipt__last_ip_update(&pgd, &pgd_ip);
-				if (e->span_lo <= pgd.ip &&
-				    pgd.ip <= e->span_hi)
-					break;
-			}
+			pgd_ip.ipc = (enum pt_ip_compression) tip.ipc;
+			pgd_ip.ip = tip.payload;
+			(void) ipt__last_ip_update(&pgd, &pgd_ip);
+			if (e->span_lo <= pgd.ip && pgd.ip <= e->span_hi)
+				break;
 		}
 
-		/* The TNT packets the step goes past (the window holds more
-		 * bits than it takes): the count starts over after the
-		 * last of them. */
-		took = used;
-		at = 0;
-		if (took >= left && ahead.n && ahead.size[ahead.head]) {
-			uint32_t head = ahead.head, n0 = ahead.n, last;
+		taken += used;
+		if (used && !e->tip) {
+			/* The last bits of packets among those taken: the
+			 * packet in hand now begins after the last of them,
+			 * @at bits into the step.  (A TIP step takes the
+			 * whole window.) */
+			uint64_t past = (w.lasts >> (w.n - used)) &
+					((1ull << used) - 1);
 
-			do {
-				took -= left;
-				left = ahead.size[head];
-				head = (head + 1) % IPT__COV_AHEAD;
-				ahead.n -= 1;
-			} while (took >= left && ahead.n && ahead.size[head]);
-			last = (head + IPT__COV_AHEAD - 1) % IPT__COV_AHEAD;
-			at = used - took;
-			bits_in_hand = ahead.payload[last];
-			end = ahead.end[last];
-			ahead.head = head;
-			ahead.ftip -= n0 - ahead.n;
-		}
-		if (at) {
-			crossed = 1;
-			icnt = e->ninsn[used - 1] - e->ninsn[at - 1];
-		} else if (used) {
-			icnt += e->ninsn[used - 1];
-		}
-		left -= took;
-		ahead.seg -= used;
+			if (past) {
+				uint32_t at = used - ipt__lsb(past);
 
-		ahead.nwin -= used;
-		ahead.window &= (1ull << ahead.nwin) - 1;
-		cov->status.memo_bits += used;
+				crossed = 1;
+				icnt = e->ninsn[used - 1] - e->ninsn[at - 1];
+			} else
+				icnt += e->ninsn[used - 1];
+			w.n -= used;
+			w.bits &= (1ull << w.n) - 1;
+		}
 
 		/* The edge pending went to @ip: after a step, the edge its
 		 * entry left pending, which the entry has counted. */
@@ -24518,41 +24642,33 @@ static uint64_t ipt__cov_tnt(void *context, struct pt_block_decoder *blk,
 			continue;
 		}
 
-		/* The TIP (the TNT in hand is used up, the TIP is next, a
-		 * TNT, a TIP or a TIP.PGD behind it): the flow goes to its
-		 * IP, and a TNT behind it is in hand, no instructions
-		 * walked since; anything else is next.  A TIP.PGD, TIP.PGE
-		 * pair: tracing is disabled at the TIP.PGD's IP and enabled
-		 * again at the TIP.PGE's, as ipt__cov_event sees it. */
+		/* The TIP (the window is empty, a TNT, a TIP or a TIP.PGD
+		 * behind it): the flow goes to its IP, no instructions
+		 * walked since.  A TIP.PGD, TIP.PGE pair: tracing is
+		 * disabled at the TIP.PGD's IP and enabled again at the
+		 * TIP.PGE's, as ipt__cov_event sees it. */
 		{
 			struct pt_packet_ip tip_ip;
-			uint32_t slot = ahead.head;
 
-			tip_ip.ipc = (enum pt_ip_compression) ahead.ipc[slot];
-			tip_ip.ip = ahead.payload[slot];
+			tip_ip.ipc = (enum pt_ip_compression) tip.ipc;
+			tip_ip.ip = tip.payload;
 			(void) ipt__last_ip_update(&last_ip, &tip_ip);
-			if (ahead.ipc2[slot]) {
+			if (tip.ipc2) {
 				ipt__cov_resolve(cov, last_ip.ip);
 				ipt__cov_count(cov, last_ip.ip, 0,
 					       ipt_cov_disable);
-				tip_ip.ipc = (enum pt_ip_compression)
-					ahead.ipc2[slot];
-				tip_ip.ip = ahead.payload2[slot];
+				tip_ip.ipc = (enum pt_ip_compression) tip.ipc2;
+				tip_ip.ip = tip.payload2;
 				(void) ipt__last_ip_update(&last_ip, &tip_ip);
 				ipt__cov_count(cov, 0, last_ip.ip,
 					       ipt_cov_enable);
 			}
-			end = ahead.end[slot];
-			ipt__cov_ahead_pop(&ahead);
-			ahead.ntip -= 1;
 		}
-		left = ahead.size[ahead.head];
-		if (left) {
-			bits_in_hand = ahead.payload[ahead.head];
-			end = ahead.end[ahead.head];
-			ipt__cov_ahead_pop(&ahead);
-		}
-		ahead.seg = ipt__cov_ahead_seg(&ahead, left);
+		pos = tip.end;
+		tip_ok = 0;
+		w.n = 0;
+		w.bits = 0;
+		w.lasts = 0;
 		icnt = 0;
 		crossed = 1;
 
@@ -24565,13 +24681,22 @@ static uint64_t ipt__cov_tnt(void *context, struct pt_block_decoder *blk,
 		ip = last_ip.ip;
 	}
 
-	if (crossed)
-		ipt__blk_tnt_taken(blk, end, bits_in_hand, left, icnt,
-				   &last_ip);
-	else {
-		ev->variant.tnt.size = (uint8_t) left;
-		blk->icnt = icnt;
-	}
+	cov->status.memo_bits += taken;
+	if (w.n) {
+		/* The packet in hand is the one the window's next bit
+		 * belongs to: its bits are the window's down to its last. */
+		uint32_t last = ipt__msb(w.lasts & ((1ull << w.n) - 1));
+
+		if (!crossed) {
+			ev->variant.tnt.size = (uint8_t) (w.n - last);
+			blk->icnt = icnt;
+		} else
+			ipt__blk_tnt_taken(blk, w.ends[(w.nread - 1 - last) % 64],
+					   w.bits >> last, w.n - last, icnt,
+					   &last_ip);
+	} else
+		/* Right after a TIP, with a TIP or a TIP.PGD behind it. */
+		ipt__blk_tnt_taken(blk, pos, 0, 0, 0, &last_ip);
 	return ip;
 }
 

@@ -4,7 +4,9 @@
  * behind it, read straight from the trace.  Here the code is a loop of
  * conditional branches with a direct call and a compressed return in it,
  * ending in a direct jump back (a trace of nothing but TNT after the
- * enable) or an indirect one (a TIP each time round); the traces split
+ * enable) or an indirect one (each time round a TIP, a TIP.PGD, TIP.PGE
+ * pair at its target or at the jump itself, or two TIPs through a stub
+ * that jumps on); the traces split
  * the bits into TNT-8 and TNT-64 packets of random sizes, one bit each,
  * with PADs and timing packets (MTC, CYC, TSC) between them, or into
  * TNT-64s of 40 to 47 bits.  On each:
@@ -33,6 +35,10 @@ enum {
 	LONG_PAD = 3200
 };
 
+/* With @indirect: where the loop's "jmp rax" is, and a "jmp rax" of its
+ * own after f (a TIP to it and one from it make two TIPs in a row). */
+static uint64_t jmp_ip, stub_ip;
+
 /* The loop: NCOND times @pad NOPs and "jz +2; xchg ax, ax", a call to f,
  * one more conditional branch, then "jmp start" (@indirect zero) or "jmp
  * rax"; f is one conditional branch and a ret. */
@@ -57,6 +63,7 @@ static size_t make_code(uint8_t *code, int indirect, size_t pad,
 	code[n++] = 0x66;
 	code[n++] = 0x90;
 	if (indirect) {
+		jmp_ip = CODE_BASE + n;
 		code[n++] = 0xff;
 		code[n++] = 0xe0;
 	} else {
@@ -72,6 +79,9 @@ static size_t make_code(uint8_t *code, int indirect, size_t pad,
 	code[n++] = 0x66;
 	code[n++] = 0x90;
 	code[n++] = 0xc3;
+	stub_ip = CODE_BASE + n;
+	code[n++] = 0xff;
+	code[n++] = 0xe0;
 
 	code[call_at] = 0xe8;
 	{
@@ -220,7 +230,32 @@ static void make_trace(struct tb *t, int indirect, enum split split,
 		add_bit(&g, next_rand() & 1);
 		if (indirect) {
 			put_tnt(&g, 0);
-			tb_ip(t, ppt_tip, pt_ipc_sext_48, CODE_BASE);
+			switch (next_rand() % 4) {
+			case 0:
+				tb_ip(t, ppt_tip, pt_ipc_sext_48, CODE_BASE);
+				break;
+			case 1:
+				/* Tracing off at the jump's target and on
+				 * again there. */
+				tb_ip(t, ppt_tip_pgd, pt_ipc_sext_48,
+				      CODE_BASE);
+				tb_ip(t, ppt_tip_pge, pt_ipc_sext_48,
+				      CODE_BASE);
+				break;
+			case 2:
+				/* Through the stub: two TIPs in a row. */
+				tb_ip(t, ppt_tip, pt_ipc_sext_48, stub_ip);
+				tb_ip(t, ppt_tip, pt_ipc_sext_48, CODE_BASE);
+				break;
+			default:
+				/* Tracing off at the jump itself, before it
+				 * is taken: in the code a memo entry walks
+				 * to it. */
+				tb_ip(t, ppt_tip_pgd, pt_ipc_sext_48, jmp_ip);
+				tb_ip(t, ppt_tip_pge, pt_ipc_sext_48,
+				      CODE_BASE);
+				break;
+			}
 			put_between(&g);
 		}
 	}

@@ -4,7 +4,8 @@
  * same instruction (bytes, size, class, truncation) as through an uncached
  * one, over memory with mappings that end mid-page and at page ends; and
  * Zydis' answers remembered by their bytes (the memo) give what Zydis
- * gives, whatever bytes follow an instruction and in whichever mode.
+ * gives, whatever bytes follow an instruction and in whichever mode, and
+ * whatever displacement and immediate follow its key.
  *
  * The internal interface is static, so this test compiles its own private
  * copy of the implementation. */
@@ -234,10 +235,131 @@ static void test_memo_same_as_zydis(void)
 	CHECK(hits > 50000);
 }
 
+/* Whether the memo and Zydis agree on @raw in @mode; @with has the memo. */
+static int memo_agrees(struct ipt__ild_zydis *with,
+		       struct ipt__ild_zydis *without, const uint8_t *raw,
+		       enum pt_exec_mode mode)
+{
+	struct ipt__insn_ext iext, iext2;
+	struct pt_insn insn, insn2;
+	int status, status2;
+
+	memset(&insn, 0, sizeof(insn));
+	insn.mode = mode;
+	insn2 = insn;
+	status = ipt__ild_decode_bytes_with(with, &insn, &iext, raw,
+					    pt_max_insn_size);
+	status2 = ipt__ild_decode_bytes_with(without, &insn2, &iext2, raw,
+					     pt_max_insn_size);
+	return status == status2 &&
+	       (status || (insn.size == insn2.size &&
+			   insn.iclass == insn2.iclass &&
+			   iext.iclass == iext2.iclass &&
+			   iext.variant.branch.displacement ==
+				   iext2.variant.branch.displacement &&
+			   iext.variant.branch.is_direct ==
+				   iext2.variant.branch.is_direct));
+}
+
+/* An instruction decoded once, then again with other bytes after its key
+ * (its displacement and immediate, and what follows it): the memo answers
+ * for it without Zydis, as Zydis would, the branch displacement read from
+ * the new bytes.  3DNow!'s key is all its bytes. */
+static void test_memo_by_key(void)
+{
+	static struct ipt__ild_memo memo;
+	/* A call and a jump by offset, a load with a displacement, a
+	 * compare with an immediate. */
+	static const uint8_t known[][6] = {
+		{ 0xe8, 0x10, 0x20, 0x30, 0x40 },
+		{ 0x74, 0x05 },
+		{ 0x48, 0x8b, 0x45, 0xf8 },
+		{ 0x83, 0x7d, 0xfc, 0x03 },
+	};
+	static const uint8_t pfrcp[2][4] = {
+		{ 0x0f, 0x0f, 0xc1, 0x96 }, /* PFRCP */
+		{ 0x0f, 0x0f, 0xc1, 0x97 }, /* PFRSQRT */
+	};
+	struct ipt__ild_zydis with, without;
+	ZydisDecoder zydis;
+	int i, j, differ = 0, hits = 0, tried = 0;
+
+	memset(&memo, 0x5a, sizeof(memo));
+	ipt__ild_memo_init(&memo);
+	ipt__ild_zydis_init(&with);
+	ipt__ild_zydis_init(&without);
+	with.memo = &memo;
+
+	for (i = 0; i < (int) (sizeof(known) / sizeof(known[0])); ++i) {
+		uint8_t raw[pt_max_insn_size];
+
+		memset(raw, 0x90, sizeof(raw));
+		memcpy(raw, known[i], sizeof(known[i]));
+		CHECK(memo_agrees(&with, &without, raw, ptem_64bit));
+		raw[sizeof(known[i]) - 1] ^= 0x81;
+		raw[1] ^= i == 0 ? 0x7f : 0;
+		CHECK(ipt__ild_memo_find(&memo, raw, ptem_64bit) != NULL);
+		CHECK(memo_agrees(&with, &without, raw, ptem_64bit));
+	}
+	{
+		uint8_t raw[pt_max_insn_size];
+
+		memset(raw, 0x90, sizeof(raw));
+		memcpy(raw, pfrcp[0], sizeof(pfrcp[0]));
+		CHECK(memo_agrees(&with, &without, raw, ptem_32bit));
+		memcpy(raw, pfrcp[1], sizeof(pfrcp[1]));
+		CHECK(ipt__ild_memo_find(&memo, raw, ptem_32bit) == NULL);
+		CHECK(memo_agrees(&with, &without, raw, ptem_32bit));
+	}
+
+	for (i = 0; i < 100000; ++i) {
+		uint8_t raw[pt_max_insn_size], raw2[pt_max_insn_size];
+		enum pt_exec_mode mode = (enum pt_exec_mode) (1 + rnd() % 3);
+		ZydisDecodedInstruction z;
+		uint32_t key;
+
+		for (j = 0; j < pt_max_insn_size; ++j)
+			raw[j] = rnd_byte();
+		if (ZYAN_FAILED(ZydisDecoderInit(
+			    &zydis,
+			    mode == ptem_64bit ? ZYDIS_MACHINE_MODE_LONG_64 :
+			    mode == ptem_32bit ? ZYDIS_MACHINE_MODE_LEGACY_32 :
+						 ZYDIS_MACHINE_MODE_LEGACY_16,
+			    mode == ptem_64bit ? ZYDIS_STACK_WIDTH_64 :
+			    mode == ptem_32bit ? ZYDIS_STACK_WIDTH_32 :
+						 ZYDIS_STACK_WIDTH_16)))
+			break;
+		if (ZYAN_FAILED(ZydisDecoderDecodeInstruction(
+			    &zydis, NULL, raw, sizeof(raw), &z)))
+			continue;
+		key = ipt__ild_key_size(&z);
+		if (key < 1 || key > z.length)
+			differ += 1;
+		if (!memo_agrees(&with, &without, raw, mode))
+			differ += 1;
+		/* Other bytes from the key on; mostly the same mode. */
+		memcpy(raw2, raw, sizeof(raw2));
+		for (j = (int) key; j < pt_max_insn_size; ++j)
+			raw2[j] = (uint8_t) rnd();
+		if (!(rnd() & 7))
+			mode = (enum pt_exec_mode) (1 + rnd() % 3);
+		tried += 1;
+		hits += key < z.length && memcmp(raw, raw2, z.length) &&
+			ipt__ild_memo_find(&memo, raw2, mode) != NULL;
+		if (!memo_agrees(&with, &without, raw2, mode))
+			differ += 1;
+	}
+	CHECK_EQ(differ, 0);
+	CHECK(tried > 20000);
+	/* Most that had other bytes after the key found it. */
+	CHECK(hits > tried / 4);
+}
+
 int main(void)
 {
 	test_random_bytes();
 	test_cached_same_as_uncached();
 	test_memo_same_as_zydis();
+	test_memo_by_key();
 	return check_done();
 }
