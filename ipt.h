@@ -14196,7 +14196,10 @@ ipt__insn_range_is_contiguous(uint64_t begin, uint64_t end,
  * two cache lines; an instruction decoder's sets carry the runs' text in
  * the next four.  A lookup reads the first two ways, the first line; a run
  * found in the others moves to the first way, so that the runs in use stay
- * there.  It starts small and doubles whenever it has had to drop
+ * there.  Sets come in pairs (2k, 2k + 1): a run pushed out of a full set
+ * moves to an empty way of the other, where a miss looks before recording,
+ * so that a few busy sets do not lose their runs while the table has
+ * room.  It starts small and doubles whenever it has had to drop
  * runs for a 128th of its entries, up to a limit (IPT_BLK_CACHE_LIMIT or
  * ipt_blk_set_cache_limit).  Growing keeps the runs: in place with the
  * allocator's realloc; else by moving them into the new table
@@ -15284,6 +15287,46 @@ static void ipt__blk_set_shift(struct ipt__blk_run *set, uint32_t want_text)
 	ipt__blk_set_shift_to(set, IPT__RUN_WAYS - 1, want_text);
 }
 
+/* The set paired with set @idx: a run pushed out of its own set moves
+ * there while it has an empty way (ipt__blk_run_place).  In a table of one
+ * set, that set itself. */
+static IPT__INLINE uint32_t
+ipt__blk_set_pair(const struct pt_block_decoder *decoder, uint32_t idx)
+{
+	return decoder->rsets > 1 ? idx ^ 1 : idx;
+}
+
+/* Put @run (with @text, if the decoder keeps text) in the first way of
+ * set @idx, the others one way on.  The run that leaves the last way
+ * moves to an empty way of the paired set if it has one; else it is
+ * dropped.  Returns where @run is now. */
+static IPT__INLINE struct ipt__blk_run *
+ipt__blk_run_place(struct pt_block_decoder *decoder, uint32_t idx,
+		   const struct ipt__blk_run *run,
+		   const struct ipt__blk_text *text)
+{
+	struct ipt__blk_run *set = ipt__blk_set(decoder, idx), *pair;
+	uint32_t last = IPT__RUN_WAYS - 1, other, way;
+
+	other = ipt__blk_set_pair(decoder, idx);
+	if (set[last].ctx && other != idx) {
+		pair = ipt__blk_set(decoder, other);
+		for (way = 0; way < IPT__RUN_WAYS && pair[way].ctx; ++way)
+			;
+		if (way < IPT__RUN_WAYS) {
+			IPT__COPY(pair[way], set[last]);
+			if (decoder->want_text)
+				IPT__COPY(ipt__blk_set_text(pair)[way],
+					  ipt__blk_set_text(set)[last]);
+		}
+	}
+	ipt__blk_set_shift(set, decoder->want_text);
+	IPT__COPY(set[0], *run);
+	if (decoder->want_text)
+		IPT__COPY(ipt__blk_set_text(set)[0], *text);
+	return set;
+}
+
 /* Make @mem, @size bytes, the table: @nsets empty sets, aligned. */
 /* Empty the @nsets sets of @stride bytes at @first.  Only the tags are
  * cleared (an entry is looked at no further unless its IP and context
@@ -15406,8 +15449,9 @@ static int ipt__blk_runs_grow_in_place(struct pt_block_decoder *decoder)
 		for (way = 0; way < IPT__RUN_WAYS; ++way) {
 			if (!set[way].ctx)
 				continue;
-			if (ipt__blk_set_of(set[way].ip, set[way].ctx, nsets) ==
-			    i) {
+			/* Its set or the one paired with it. */
+			if ((ipt__blk_set_of(set[way].ip, set[way].ctx,
+					     nsets) ^ i) <= 1) {
 				IPT__COPY(stay[nstay], set[way]);
 				if (want_text)
 					IPT__COPY(stay_text[nstay], text[way]);
@@ -15433,8 +15477,7 @@ static int ipt__blk_runs_grow_in_place(struct pt_block_decoder *decoder)
 /* Double the table.  With the allocator's realloc it grows in place,
  * keeping its runs (ipt__blk_runs_grow_in_place).  Else, while the old
  * table and the new one fit the limit together, the old runs move over
- * (each old set's runs land in the two new sets its hash splits into, two
- * ways each, so none is lost); else it starts over empty
+ * (none is lost, see below); else it starts over empty
  * (ipt__blk_runs_resize).  A table with text starts over too: three times
  * the bytes a set, and where memory is tighter (an instruction decoder's
  * runs end sooner, and are quicker to record again).  Returns as
@@ -15460,27 +15503,22 @@ static int ipt__blk_runs_grow(struct pt_block_decoder *decoder)
 		return ipt__blk_runs_resize(decoder, nsets);
 	ipt__blk_runs_take(decoder, mem, size, nsets);
 
-	/* The last way first, so that each set keeps its order. */
+	/* The last way first, so that each set keeps its order.  The runs
+	 * of a pair of old sets go to two pairs of new sets, the ones in
+	 * each new pair no more than it holds: none is lost. */
 	for (i = 0; i < old; ++i) {
 		struct ipt__blk_run *from;
 
 		from = (struct ipt__blk_run *) ((uint8_t *) runs +
 						(size_t) i * stride);
-		for (way = IPT__RUN_WAYS; way-- > 0;) {
-			struct ipt__blk_run *to;
-
-			if (!from[way].ctx)
-				continue;
-			to = ipt__blk_set(decoder,
-					  ipt__blk_set_of(from[way].ip,
-							  from[way].ctx,
-							  nsets));
-			ipt__blk_set_shift(to, decoder->want_text);
-			IPT__COPY(to[0], from[way]);
-			if (decoder->want_text)
-				IPT__COPY(ipt__blk_set_text(to)[0],
-					  ipt__blk_set_text(from)[way]);
-		}
+		for (way = IPT__RUN_WAYS; way-- > 0;)
+			if (from[way].ctx)
+				(void) ipt__blk_run_place(
+					decoder,
+					ipt__blk_set_of(from[way].ip,
+							from[way].ctx, nsets),
+					&from[way],
+					ipt__blk_set_text(from) + way);
 	}
 	ipt__free(&decoder->allocator, omem, osize);
 	return 0;
@@ -17498,40 +17536,81 @@ ipt__blk_run_miss(struct pt_block_decoder *decoder, uint32_t idx, uint64_t ip,
 			return NULL;
 		decoder->rfills = 0;
 		idx = ipt__blk_set_of(ip, ctx, decoder->rsets);
-		set = ipt__blk_set(decoder, idx);
 	}
 
-	/* The others move one way on, the new one comes first. */
-	ipt__blk_set_shift(set, decoder->want_text);
-	IPT__COPY(set[0], run);
-	if (decoder->want_text) {
+	set = ipt__blk_run_place(decoder, idx, &run, &new_text);
+	if (decoder->want_text)
 		text = ipt__blk_set_text(set);
-		IPT__COPY(text[0], new_text);
-	}
 	if (ptext)
 		*ptext = text;
 	return &set[0];
 }
 
+/* The run at @ip in context @ctx, whose set is @idx, if it is in the set
+ * paired with it (see ipt__blk_run_place): there, or with @record back in
+ * the first way of its own set, trading places with the run in its last
+ * way.  NULL if it is not there. */
+static const struct ipt__blk_run *
+ipt__blk_run_paired(struct pt_block_decoder *decoder, uint32_t idx,
+		    uint64_t ip, uint32_t ctx,
+		    const struct ipt__blk_text **ptext, int record)
+{
+	uint32_t other = ipt__blk_set_pair(decoder, idx), last, way;
+	struct ipt__blk_run *pair, *set = ipt__blk_set(decoder, idx), run;
+	struct ipt__blk_text keep;
+
+	last = IPT__RUN_WAYS - 1;
+	if (other == idx)
+		return NULL;
+	pair = ipt__blk_set(decoder, other);
+	way = ipt__blk_way_of(pair, ip, ctx);
+	if (way >= IPT__RUN_WAYS)
+		return NULL;
+	if (!record) {
+		if (ptext)
+			*ptext = decoder->want_text ?
+				 &ipt__blk_set_text(pair)[way] : NULL;
+		return &pair[way];
+	}
+
+	IPT__COPY(run, pair[way]);
+	IPT__COPY(pair[way], set[last]);
+	if (decoder->want_text) {
+		IPT__COPY(keep, ipt__blk_set_text(pair)[way]);
+		IPT__COPY(ipt__blk_set_text(pair)[way],
+			  ipt__blk_set_text(set)[last]);
+	}
+	set[last].ctx = 0;
+	set = ipt__blk_run_place(decoder, idx, &run, &keep);
+	if (ptext)
+		*ptext = decoder->want_text ? ipt__blk_set_text(set) : NULL;
+	return &set[0];
+}
+
 /* The run at @ip is in neither of the first two ways of the set @idx:
- * look in the others.  Found there, it moves to the first way if @record
- * (the others move one way on), so that the runs in use stay in the ways
- * looked at first; else it is recorded if @record (ipt__blk_run_miss).
- * NULL if there is none, as ipt__blk_run_get. */
+ * look in the others, then in the paired set.  Found in the set, it moves
+ * to the first way if @record (the others move one way on), so that the
+ * runs in use stay in the ways looked at first; found in neither, it is
+ * recorded if @record (ipt__blk_run_miss).  NULL if there is none, as
+ * ipt__blk_run_get. */
 static IPT__NOINLINE const struct ipt__blk_run *
 ipt__blk_run_far(struct pt_block_decoder *decoder, uint32_t idx, uint64_t ip,
 		 enum pt_exec_mode mode, uint32_t ctx,
 		 const struct ipt__blk_text **ptext, int record)
 {
 	struct ipt__blk_run *set = ipt__blk_set(decoder, idx), run;
+	const struct ipt__blk_run *paired;
 	struct ipt__blk_text *text = ipt__blk_set_text(set), keep;
 	uint32_t way;
 
 	way = ipt__blk_way_of(set, ip, ctx);
-	if (way >= IPT__RUN_WAYS)
-		return record ? ipt__blk_run_miss(decoder, idx, ip, mode, ctx,
-						  ptext)
-			      : NULL;
+	if (way >= IPT__RUN_WAYS) {
+		paired = ipt__blk_run_paired(decoder, idx, ip, ctx, ptext,
+					     record);
+		if (paired || !record)
+			return paired;
+		return ipt__blk_run_miss(decoder, idx, ip, mode, ctx, ptext);
+	}
 	if (record) {
 		IPT__COPY(run, set[way]);
 		if (decoder->want_text)
@@ -17554,14 +17633,17 @@ ipt__blk_run_cached(struct pt_block_decoder *decoder, uint64_t ip,
 		    enum pt_exec_mode mode)
 {
 	struct ipt__blk_run *set;
-	uint32_t ctx, way;
+	uint32_t ctx, idx, way;
 
 	if (!IPT__BLK_RUNS || !decoder->runs)
 		return NULL;
 	ctx = ipt__blk_ctx_of(decoder, mode);
-	set = ipt__blk_set(decoder, ipt__blk_set_of(ip, ctx, decoder->rsets));
+	idx = ipt__blk_set_of(ip, ctx, decoder->rsets);
+	set = ipt__blk_set(decoder, idx);
 	way = ipt__blk_way_of(set, ip, ctx);
-	return way < IPT__RUN_WAYS ? &set[way] : NULL;
+	if (way < IPT__RUN_WAYS)
+		return &set[way];
+	return ipt__blk_run_paired(decoder, idx, ip, ctx, NULL, 0);
 }
 
 /* The run starting at @ip in @mode in the current address space, from the
