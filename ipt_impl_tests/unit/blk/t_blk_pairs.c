@@ -1,0 +1,240 @@
+/* The run cache's paired sets: a run pushed out of a full set moves to an
+ * empty way of the set paired with it, is found there (a look that records
+ * nothing leaves it there; one that records brings it back to the first
+ * way of its own set, trading places with that set's last run), and is
+ * not recorded again; a pair holds eight runs of one set, no more; and
+ * growing the table, in place or by copying (an allocator without
+ * realloc), loses none of them.  For the block decoder and the
+ * instruction decoder's (whose runs carry their text).  (It compiles its
+ * own copy of the implementation to reach the table.) */
+#if defined(__GNUC__)
+#pragma GCC diagnostic ignored "-Wunused-function"
+#endif
+#define IPT_STATIC
+#define IPT_IMPLEMENTATION
+#include "blk_util.h"
+#include "check.h"
+
+/* "jnz +0" over and over: a run of one instruction at every even IP. */
+enum { BASE = 0x40000, CODE = 1 << 16 };
+
+static int code_read(uint8_t *buffer, size_t size, const struct pt_asid *asid,
+		     uint64_t ip, void *context)
+{
+	size_t i;
+
+	(void) asid;
+	(void) context;
+	if (ip < BASE || ip >= BASE + CODE)
+		return -pte_nomap;
+	if (size > BASE + CODE - ip)
+		size = (size_t) (BASE + CODE - ip);
+	for (i = 0; i < size; ++i)
+		buffer[i] = ((ip + i) & 1) ? 0x00 : 0x75;
+	return (int) size;
+}
+
+static unsigned long recorded;
+
+static void count_run(void *context, uint64_t begin, uint64_t last)
+{
+	(void) context;
+	(void) begin;
+	(void) last;
+	recorded += 1;
+}
+
+static void *plain_alloc(void *context, size_t size)
+{
+	(void) context;
+	return malloc(size);
+}
+
+static void plain_free(void *context, void *ptr, size_t size)
+{
+	(void) context;
+	(void) size;
+	free(ptr);
+}
+
+/* The set the run at @ip goes to, in the decoder's current context, in a
+ * table of @nsets sets. */
+static uint32_t home_in(struct pt_block_decoder *d, uint64_t ip,
+			uint32_t nsets)
+{
+	return ipt__blk_set_of(ip, ipt__blk_ctx_of(d, ptem_64bit), nsets);
+}
+
+static uint32_t home(struct pt_block_decoder *d, uint64_t ip)
+{
+	return home_in(d, ip, d->rsets);
+}
+
+/* Whether set @idx holds the run at @ip (with its text, if kept). */
+static int holds(struct pt_block_decoder *d, uint32_t idx, uint64_t ip)
+{
+	struct ipt__blk_run *set = ipt__blk_set(d, idx);
+	uint32_t way;
+
+	way = ipt__blk_way_of(set, ip, ipt__blk_ctx_of(d, ptem_64bit));
+	if (way >= IPT__RUN_WAYS)
+		return 0;
+	if (d->want_text && ipt__blk_set_text(set)[way].code[0] != 0x75)
+		return 0;
+	return 1;
+}
+
+/* The first @n IPs of runs whose set is @idx in a table of @nsets sets,
+ * into @ips. */
+static void runs_of(struct pt_block_decoder *d, uint32_t idx, uint32_t nsets,
+		    uint64_t *ips, int n)
+{
+	uint64_t ip;
+	int k = 0;
+
+	for (ip = BASE; ip < BASE + CODE - 16 && k < n; ip += 2)
+		if (home_in(d, ip, nsets) == idx)
+			ips[k++] = ip;
+	CHECK_EQ(k, n);
+}
+
+static const struct ipt__blk_run *find(struct pt_block_decoder *d, uint64_t ip)
+{
+	return ipt__blk_run_find(d, ip, ptem_64bit, NULL);
+}
+
+/* A table of one pair: placing, finding, trading places, the bound. */
+static void test_pair(struct pt_block_decoder *d)
+{
+	const struct ipt__blk_run *run;
+	const struct ipt__blk_text *text = NULL;
+	uint64_t ips[9];
+	int i, found;
+
+	CHECK_EQ(d->rsets, 2);
+	runs_of(d, 0, d->rsets, ips, 9);
+	recorded = 0;
+	for (i = 0; i < 5; ++i)
+		CHECK(find(d, ips[i]) != NULL);
+	CHECK_EQ(recorded, 5);
+	/* The first one went to the other set of the pair. */
+	CHECK(holds(d, 1, ips[0]));
+	CHECK(!holds(d, 0, ips[0]));
+
+	/* Found there without recording, and left there. */
+	run = ipt__blk_run_peek(d, ips[0], ptem_64bit, &text);
+	CHECK(run != NULL && run->ip == ips[0]);
+	CHECK(!d->want_text || (text && text->code[0] == 0x75));
+	CHECK(ipt__blk_run_cached(d, ips[0], ptem_64bit) == run);
+	CHECK(holds(d, 1, ips[0]));
+
+	/* Found again recording: home again, trading places with the
+	 * last run of its set, nothing recorded. */
+	run = ipt__blk_run_find(d, ips[0], ptem_64bit, &text);
+	CHECK(run != NULL && run->ip == ips[0]);
+	CHECK(!d->want_text || (text && text->code[0] == 0x75));
+	CHECK_EQ(recorded, 5);
+	CHECK(run == ipt__blk_set(d, 0));
+	CHECK(holds(d, 1, ips[1]));
+	CHECK(!holds(d, 0, ips[1]));
+	for (i = 0; i < 5; ++i)
+		CHECK(find(d, ips[i]) != NULL);
+	CHECK_EQ(recorded, 5);
+
+	/* Eight fit the pair, the ninth pushes one out. */
+	for (i = 5; i < 9; ++i)
+		CHECK(find(d, ips[i]) != NULL);
+	CHECK_EQ(recorded, 9);
+	for (found = 0, i = 0; i < 9; ++i)
+		found += ipt__blk_run_cached(d, ips[i], ptem_64bit) != NULL;
+	CHECK_EQ(found, 8);
+}
+
+/* A table that grows while a pair holds runs pushed out: none is lost. */
+static void test_grow(struct pt_block_decoder *d)
+{
+	uint32_t before = d->rsets, idx;
+	uint64_t ips[6], limit = d->rlimit;
+	int i;
+
+	/* Set 0 in the table grown too: the run pushed out to set 1 stays
+	 * paired with its set. */
+	runs_of(d, 0, 2 * d->rsets, ips, 6);
+	recorded = 0;
+	/* Not grown yet. */
+	d->rlimit = (uint64_t) d->rsets * ipt__blk_set_bytes(d);
+	for (i = 0; i < 5; ++i)
+		CHECK(find(d, ips[i]) != NULL);
+	CHECK(holds(d, 1, ips[0]));
+	/* Past the losses it takes to grow. */
+	d->rlimit = limit;
+	d->rfills = d->rsets * IPT__RUN_WAYS;
+	CHECK(find(d, ips[5]) != NULL);
+	CHECK_EQ(d->rsets, 2 * before);
+	for (i = 0; i < 6; ++i) {
+		idx = home(d, ips[i]);
+		CHECK(holds(d, idx, ips[i]) ||
+		      holds(d, ipt__blk_set_pair(d, idx), ips[i]));
+		CHECK(find(d, ips[i]) != NULL);
+	}
+	CHECK_EQ(recorded, 6);
+}
+
+static uint8_t trace[64];
+
+static void run(int insn, int with_realloc, int grow)
+{
+	struct ipt_allocator a = { plain_alloc, plain_free, NULL, NULL };
+	struct pt_insn_decoder *idec = NULL;
+	struct pt_block_decoder *d;
+	struct pt_config config;
+
+	pt_config_init(&config);
+	config.begin = trace;
+	config.end = trace + sizeof(trace);
+	if (insn) {
+		idec = with_realloc ? pt_insn_alloc_decoder(&config) :
+				      ipt_insn_alloc_decoder_with(&config, &a);
+		CHECK(idec != NULL);
+		if (!idec)
+			return;
+		d = &idec->blkdec;
+	} else {
+		d = with_realloc ? pt_blk_alloc_decoder(&config) :
+				   ipt_blk_alloc_decoder_with(&config, &a);
+		CHECK(d != NULL);
+		if (!d)
+			return;
+	}
+	CHECK_EQ(pt_image_set_callback(d->image, code_read, NULL), 0);
+	if (!grow && insn)
+		CHECK_EQ(ipt_insn_set_cache_limit(idec,
+						  2 * ipt__blk_set_bytes(d)), 0);
+	else if (!grow)
+		CHECK_EQ(ipt_blk_set_cache_limit(d, 2 * ipt__blk_set_bytes(d)),
+			 0);
+	ipt__blk_cache_sync(d);
+	ipt__blk_set_run_hook(d, count_run, NULL);
+	if (grow)
+		test_grow(d);
+	else
+		test_pair(d);
+	if (insn)
+		pt_insn_free_decoder(idec);
+	else
+		pt_blk_free_decoder(d);
+}
+
+int main(void)
+{
+	int insn, with_realloc, grow;
+
+	for (insn = 0; insn < 2; ++insn)
+		for (with_realloc = 0; with_realloc < 2; ++with_realloc)
+			for (grow = 0; grow < 2; ++grow)
+				/* An instruction decoder's table grows in
+				 * place or starts over. */
+				if (!grow || !insn || with_realloc)
+					run(insn, with_realloc, grow);
+	return check_done();
+}
