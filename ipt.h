@@ -24308,9 +24308,10 @@ static uint64_t ipt__cov_tnt(void *context, struct pt_block_decoder *blk,
 	uint32_t icnt, crossed = 0, steps = 0, ctx;
 	/* TNT bits taken, for the status. */
 	uint64_t taken = 0;
-	/* Read on (0: the next packet is none the steps take); a TIP the
-	 * steps may take is behind the window. */
-	uint32_t more = 1, tip_ok = 0;
+	/* What is behind the window: zero while more TNT packets may be,
+	 * 1 for a TIP the steps may take, 2 for a packet they do not
+	 * take. */
+	uint32_t ahead = 0;
 	uint32_t pend_counts = 0, pend_kind = 0, pend_index = 0;
 
 	if (IPT__UNLIKELY(!cov->memo) && !ipt__cov_memo_alloc(cov))
@@ -24338,7 +24339,7 @@ static uint64_t ipt__cov_tnt(void *context, struct pt_block_decoder *blk,
 		/* Read TNT packets up to a TIP while a step's bits and one
 		 * more are not in the window (a TNT-64 that does not fit
 		 * waits until the steps have taken bits). */
-		while (more && !tip_ok && w.n <= IPT__COV_MEMO_BITS) {
+		while (!ahead && w.n <= IPT__COV_MEMO_BITS) {
 			if (!held.type && pos &&
 			    ipt__blk_tnt_fill(blk, &pos, &w,
 					      IPT__COV_MEMO_BITS, &held))
@@ -24358,13 +24359,12 @@ static uint64_t ipt__cov_tnt(void *context, struct pt_block_decoder *blk,
 				held.type = (enum pt_packet_type) 0;
 				continue;
 			}
-			tip_ok = ipt__cov_read_tip(blk, &tip, &held);
-			more = tip_ok;
+			ahead = ipt__cov_read_tip(blk, &tip, &held) ? 1 : 2;
 		}
 
 		/* With a TIP to take behind them, all the bits and the TIP;
 		 * else all bits but the last. */
-		tip_step = tip_ok && w.n <= IPT__COV_MEMO_BITS;
+		tip_step = ahead == 1 && w.n <= IPT__COV_MEMO_BITS;
 		if (tip_step)
 			n = w.n;
 		else {
@@ -24458,7 +24458,7 @@ static uint64_t ipt__cov_tnt(void *context, struct pt_block_decoder *blk,
 			}
 		}
 		pos = tip.end;
-		tip_ok = 0;
+		ahead = 0;
 		w.n = 0;
 		w.bits = 0;
 		w.lasts = 0;
