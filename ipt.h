@@ -24281,6 +24281,10 @@ static IPT__INLINE int ipt__cov_read_tip(const struct pt_block_decoder *blk,
 	return p->type && p->type != ppt_tip_pge;
 }
 
+/* Not an edge kind: ipt__cov_tnt's first step resolves the edge the
+ * decoder has pending. */
+#define IPT__COV_PEND_DECODER UINT32_MAX
+
 /* The walk's ops->tnt: take the next bits of the TNT in hand and the TNT
  * packets behind it, and the TIPs between them, one memo step after
  * another from @ip.
@@ -24305,14 +24309,17 @@ static uint64_t ipt__cov_tnt(void *context, struct pt_block_decoder *blk,
 	 * the packet there if it has been read (behind a TIP). */
 	const uint8_t *pos = NULL;
 	struct ipt__tnt_packet held;
-	uint32_t icnt, crossed = 0, steps = 0, ctx;
+	uint32_t icnt, crossed = 0, ctx;
 	/* TNT bits taken, for the status. */
 	uint64_t taken = 0;
 	/* What is behind the window: zero while more TNT packets may be,
 	 * 1 for a TIP the steps may take, 2 for a packet they do not
 	 * take. */
 	uint32_t ahead = 0;
-	uint32_t pend_counts = 0, pend_kind = 0, pend_index = 0;
+	/* The kind of the edge the last step left pending if it counts
+	 * (zero if not), with its bitmap index; before the first step,
+	 * IPT__COV_PEND_DECODER: the decoder's own, if any. */
+	uint32_t pend_kind = IPT__COV_PEND_DECODER, pend_index = 0;
 
 	if (IPT__UNLIKELY(!cov->memo) && !ipt__cov_memo_alloc(cov))
 		return ip;
@@ -24416,20 +24423,18 @@ static uint64_t ipt__cov_tnt(void *context, struct pt_block_decoder *blk,
 
 		/* The edge pending went to @ip: after a step, the edge its
 		 * entry left pending, which the entry has counted. */
-		if (!steps)
+		if (IPT__UNLIKELY(pend_kind == IPT__COV_PEND_DECODER))
 			ipt__cov_resolve(cov, ip);
-		else if (pend_counts)
+		else if (pend_kind)
 			ipt__cov_hit(cov, cov->pend_from, ip,
 				     (enum ipt_cov_kind) pend_kind,
 				     pend_index);
 		ipt__cov_memo_apply(cov, e);
-		steps += 1;
 
 		if (!e->tip) {
 			uint32_t last = used - 1;
 
-			pend_counts = (e->count >> last) & 1;
-			pend_kind = e->last_kind;
+			pend_kind = (e->count >> last) & 1 ? e->last_kind : 0;
 			pend_index = e->last_index;
 			ip = e->exit;
 			continue;
@@ -24465,11 +24470,11 @@ static uint64_t ipt__cov_tnt(void *context, struct pt_block_decoder *blk,
 		icnt = 0;
 		crossed = 1;
 
-		pend_counts = cov->pend_kind ? (e->count >> used) & 1 : 0;
-		pend_kind = e->tip_kind;
+		pend_kind = cov->pend_kind && ((e->count >> used) & 1) ?
+				    e->tip_kind : 0;
 		/* Hashed only for an edge that counts: in libxdc's mode a
 		 * TIP's never does. */
-		if (pend_counts)
+		if (pend_kind)
 			pend_index = ipt__cov_index(e->last_from, last_ip.ip);
 		ip = last_ip.ip;
 	}
