@@ -24174,9 +24174,11 @@ ipt__cov_memo_find(struct ipt_cov_decoder *cov, uint64_t ip,
 /* Do what @e says: the return stack's operations and the edges, as the
  * walk reports them: all but the last are seen at their destination; the
  * last (a TIP's branch, if the entry ends at one) waits for the flow to
- * get there. */
+ * get there.  @wrap is the bitmap if its counters wrap and the memo keeps
+ * no edges (no edge callback), else NULL. */
 static IPT__INLINE void ipt__cov_memo_apply(struct ipt_cov_decoder *cov,
-					    const struct ipt__cov_memo *e)
+					    const struct ipt__cov_memo *e,
+					    uint8_t *wrap)
 {
 	struct pt_block_decoder *blk = &cov->blk;
 	uint32_t i, last;
@@ -24191,28 +24193,30 @@ static IPT__INLINE void ipt__cov_memo_apply(struct ipt_cov_decoder *cov,
 	}
 
 	last = e->tip ? (uint32_t) e->used : (uint32_t) e->used - 1;
-	if (IPT__LIKELY(!cov->memo_edges)) {
-		/* No callback: as ipt__cov_hit, with its tests taken out of
-		 * the loop, and in locals: stores to the bitmap could alias
-		 * anything. */
+	if (IPT__LIKELY(wrap != NULL)) {
+		/* As ipt__cov_hit, with its tests taken out of the loop, and
+		 * in locals: stores to the bitmap could alias anything. */
+		uint32_t mask = cov->mask, ncount = e->ncount;
+		const uint32_t *counted = e->counted;
+
+		/* Four at a time: the loop's own instructions were half of
+		 * it. */
+		for (i = 0; i + 4 <= ncount; i += 4) {
+			wrap[counted[i] & mask] += 1;
+			wrap[counted[i + 1] & mask] += 1;
+			wrap[counted[i + 2] & mask] += 1;
+			wrap[counted[i + 3] & mask] += 1;
+		}
+		for (; i < ncount; ++i)
+			wrap[counted[i] & mask] += 1;
+		cov->status.edges += ncount;
+	} else if (!cov->memo_edges) {
+		/* No callback: a saturating bitmap, or none. */
 		uint8_t *map = cov->map;
 		uint32_t mask = cov->mask, ncount = e->ncount;
 		const uint32_t *counted = e->counted;
 
-		if (!map)
-			;
-		else if (!(cov->config.flags & ipt_cov_saturate)) {
-			/* Four at a time: the loop's own instructions were
-			 * half of it. */
-			for (i = 0; i + 4 <= ncount; i += 4) {
-				map[counted[i] & mask] += 1;
-				map[counted[i + 1] & mask] += 1;
-				map[counted[i + 2] & mask] += 1;
-				map[counted[i + 3] & mask] += 1;
-			}
-			for (; i < ncount; ++i)
-				map[counted[i] & mask] += 1;
-		} else
+		if (map)
 			for (i = 0; i < ncount; ++i) {
 				uint8_t *counter = &map[counted[i] & mask];
 
@@ -24310,8 +24314,6 @@ static uint64_t ipt__cov_tnt(void *context, struct pt_block_decoder *blk,
 	const uint8_t *pos = NULL;
 	struct ipt__tnt_packet held;
 	uint32_t icnt, crossed = 0, ctx;
-	/* TNT bits taken, for the status. */
-	uint64_t taken = 0;
 	/* What is behind the window: zero while more TNT packets may be,
 	 * 1 for a TIP the steps may take, 2 for a packet they do not
 	 * take. */
@@ -24320,9 +24322,13 @@ static uint64_t ipt__cov_tnt(void *context, struct pt_block_decoder *blk,
 	 * (zero if not), with its bitmap index; before the first step,
 	 * IPT__COV_PEND_DECODER: the decoder's own, if any. */
 	uint32_t pend_kind = IPT__COV_PEND_DECODER, pend_index = 0;
+	/* The bitmap if memo hits count into it the short way. */
+	uint8_t *wrap;
 
 	if (IPT__UNLIKELY(!cov->memo) && !ipt__cov_memo_alloc(cov))
 		return ip;
+	wrap = cov->memo_edges || (cov->config.flags & ipt_cov_saturate) ?
+		       NULL : cov->map;
 
 	/* Context numbers that start over could match old entries. */
 	if (IPT__UNLIKELY(blk->ctx_next < cov->memo_ctx))
@@ -24401,7 +24407,7 @@ static uint64_t ipt__cov_tnt(void *context, struct pt_block_decoder *blk,
 				break;
 		}
 
-		taken += used;
+		cov->status.memo_bits += used;
 		if (used && !e->tip) {
 			/* The last bits of packets among those taken: the
 			 * packet in hand now begins after the last of them,
@@ -24429,7 +24435,7 @@ static uint64_t ipt__cov_tnt(void *context, struct pt_block_decoder *blk,
 			ipt__cov_hit(cov, cov->pend_from, ip,
 				     (enum ipt_cov_kind) pend_kind,
 				     pend_index);
-		ipt__cov_memo_apply(cov, e);
+		ipt__cov_memo_apply(cov, e, wrap);
 
 		if (!e->tip) {
 			uint32_t last = used - 1;
@@ -24479,7 +24485,6 @@ static uint64_t ipt__cov_tnt(void *context, struct pt_block_decoder *blk,
 		ip = last_ip.ip;
 	}
 
-	cov->status.memo_bits += taken;
 	if (w.n) {
 		/* The packet in hand is the one the window's next bit
 		 * belongs to: its bits are the window's down to its last. */
