@@ -24192,7 +24192,6 @@ static IPT__INLINE void ipt__cov_memo_apply(struct ipt_cov_decoder *cov,
 			ipt__retstack_push(&blk->retstack, e->op[i]);
 	}
 
-	last = e->tip ? (uint32_t) e->used : (uint32_t) e->used - 1;
 	if (IPT__LIKELY(wrap != NULL)) {
 		/* As ipt__cov_hit, with its tests taken out of the loop, and
 		 * in locals: stores to the bitmap could alias anything. */
@@ -24228,6 +24227,7 @@ static IPT__INLINE void ipt__cov_memo_apply(struct ipt_cov_decoder *cov,
 		const struct ipt__cov_memo_edges *edges =
 			&cov->memo_edges[e - cov->memo];
 
+		last = e->tip ? (uint32_t) e->used : (uint32_t) e->used - 1;
 		for (i = 0; i < last; ++i)
 			if ((e->count >> i) & 1)
 				ipt__cov_hit(cov, edges->from[i], edges->to[i],
