@@ -24082,12 +24082,12 @@ tip_branch:
 	e->tip = 1;
 }
 
-/* The hash of a memo entry's key. */
-static IPT__INLINE uint64_t ipt__cov_memo_hash(uint64_t ip, uint32_t ctx,
-					       uint64_t key)
+/* The hash of a memo entry's key but its context number: the same IP
+ * and bits in two contexts (a stale one, or another address space) share
+ * places, told apart when they are compared. */
+static IPT__INLINE uint64_t ipt__cov_memo_hash(uint64_t ip, uint64_t key)
 {
-	return (ip ^ ((uint64_t) ctx << 48) ^ (key * 0x9e3779b97f4a7c15ull)) *
-	       0xff51afd7ed558ccdull;
+	return (ip ^ (key * 0x9e3779b97f4a7c15ull)) * 0xff51afd7ed558ccdull;
 }
 
 /* An entry's first (@which zero) or second place in the memo, from the
@@ -24109,7 +24109,7 @@ static IPT__NOINLINE void ipt__cov_memo_move(struct ipt_cov_decoder *cov,
 {
 	uint32_t from = (uint32_t) (e - cov->memo), to;
 
-	to = ipt__cov_memo_place(cov, ipt__cov_memo_hash(e->ip, e->ctx, e->key),
+	to = ipt__cov_memo_place(cov, ipt__cov_memo_hash(e->ip, e->key),
 				 1);
 	if (to == from)
 		return;
@@ -24132,7 +24132,7 @@ ipt__cov_memo_find(struct ipt_cov_decoder *cov, uint64_t ip,
 	uint64_t key, h;
 
 	key = IPT__COV_MEMO_KEY(bits, n, tip ? 1 : 0);
-	h = ipt__cov_memo_hash(ip, ctx, key);
+	h = ipt__cov_memo_hash(ip, key);
 	e = &cov->memo[ipt__cov_memo_place(cov, h, 0)];
 	if (IPT__UNLIKELY(e->ip != ip || e->ctx != ctx || e->key != key)) {
 		struct ipt__cov_memo *second =
