@@ -24318,6 +24318,8 @@ static uint64_t ipt__cov_tnt(void *context, struct pt_block_decoder *blk,
 	 * 1 for a TIP the steps may take, 2 for a packet they do not
 	 * take. */
 	uint32_t ahead = 0;
+	/* TNT bits taken, for the status. */
+	uint64_t taken = 0;
 	/* The kind of the edge the last step left pending if it counts
 	 * (zero if not), with its bitmap index; before the first step,
 	 * IPT__COV_PEND_DECODER: the decoder's own, if any. */
@@ -24407,7 +24409,7 @@ static uint64_t ipt__cov_tnt(void *context, struct pt_block_decoder *blk,
 				break;
 		}
 
-		cov->status.memo_bits += used;
+		taken += used;
 		if (used && !e->tip) {
 			/* The last bits of packets among those taken: the
 			 * packet in hand now begins after the last of them,
@@ -24485,6 +24487,7 @@ static uint64_t ipt__cov_tnt(void *context, struct pt_block_decoder *blk,
 		ip = last_ip.ip;
 	}
 
+	cov->status.memo_bits += taken;
 	if (w.n) {
 		/* The packet in hand is the one the window's next bit
 		 * belongs to: its bits are the window's down to its last. */
