@@ -1369,7 +1369,7 @@ IPT_API int pt_blk_event(struct pt_block_decoder *decoder,
  * The instruction cache has 256 entries (22 KiB) beside a run cache, and
  * IPT_BLK_ICACHE_BITS (log2 of its entries, 11: 176 KiB) without one.
  * The run cache starts at 4 KiB and doubles whenever it has had to drop
- * runs for a 32nd of its entries, up to a limit in bytes: IPT_BLK_CACHE_LIMIT
+ * runs for a 128th of its entries, up to a limit in bytes: IPT_BLK_CACHE_LIMIT
  * when the implementation is compiled (2 MiB), or what
  * ipt_blk_set_cache_limit() / ipt_insn_set_cache_limit() set for one
  * decoder.  Setting a limit empties the run cache; a limit below one set
@@ -6264,7 +6264,8 @@ IPT_DEF int ipt_last_ip_update_ip(struct ipt_last_ip *last_ip,
  * Follows TSC, TMA, MTC, CYC and CBR to estimate the time stamp counter
  * between TSC packets, and calibrates cycles against it.  Besides the
  * public ipt_time_* and ipt_tcal_*, other layers use ipt__time_same and
- * ipt__tcal_same (the same state, for >>seg). */
+ * ipt__tcal_same (the same state, for >>seg) and ipt__time_run_mtc with
+ * its helpers (runs of MTC, for >>evt). */
 
 /* Payload widths that timing arithmetic depends on (SDM 33.4.2): an MTC
  * carries CTC bits [mtc_freq + 7 : mtc_freq], a TMA the low 16 CTC bits,
@@ -6316,17 +6317,14 @@ IPT_DEF int ipt_time_query_cbr(uint32_t *cbr, const struct ipt_time *time)
 	return 0;
 }
 
-/* The CTC ticks from last to now.  The CTC as MTC sees it is
- * mtc_freq + 8 bits wide; one wrap-around is undone, more mean the two
- * values are unrelated (-pte_bad_packet). */
-static int ipt__time_ctc_delta(uint32_t *delta, uint32_t now, uint32_t last,
-			       const struct pt_config *config)
+/* The CTC ticks from last to now, for a CTC that wraps at wrap: one
+ * wrap-around is undone, more mean the two values are unrelated
+ * (-pte_bad_packet). */
+static IPT__INLINE int ipt__time_wrap_delta(uint32_t *delta, uint32_t now,
+					    uint32_t last, uint32_t wrap)
 {
-	if (!delta || !config)
-		return -pte_internal;
-
 	if (now < last) {
-		now += ipt__time_shl(1u, config->mtc_freq + IPT__TIME_MTC_BITS);
+		now += wrap;
 		if (now < last)
 			return -pte_bad_packet;
 	}
@@ -6335,8 +6333,27 @@ static int ipt__time_ctc_delta(uint32_t *delta, uint32_t now, uint32_t last,
 	return 0;
 }
 
+/* The CTC ticks from last to now.  The CTC as MTC sees it is
+ * mtc_freq + 8 bits wide. */
+static int ipt__time_ctc_delta(uint32_t *delta, uint32_t now, uint32_t last,
+			       const struct pt_config *config)
+{
+	if (!delta || !config)
+		return -pte_internal;
+
+	return ipt__time_wrap_delta(
+		delta, now, last,
+		ipt__time_shl(1u, config->mtc_freq + IPT__TIME_MTC_BITS));
+}
+
 /* CTC ticks in fast-counter (TSC) units: times cpuid[0x15].ebx/eax, the
- * TSC to crystal clock ratio. */
+ * TSC to crystal clock ratio; eax is not zero. */
+static IPT__INLINE uint64_t ipt__time_fc(uint64_t ctc, uint32_t eax,
+					 uint32_t ebx)
+{
+	return (ctc * ebx) / eax;
+}
+
 static int ipt__time_ctc_to_fc(uint64_t *fc, uint64_t ctc,
 			       const struct pt_config *config)
 {
@@ -6350,7 +6367,7 @@ static int ipt__time_ctc_to_fc(uint64_t *fc, uint64_t ctc,
 	if (!eax || !ebx)
 		return -pte_bad_config;
 
-	*fc = (ctc * ebx) / eax;
+	*fc = ipt__time_fc(ctc, eax, ebx);
 	return 0;
 }
 
@@ -6609,16 +6626,22 @@ IPT_DEF int ipt_tcal_fcr(uint64_t *fcr, const struct ipt_time_cal *tcal)
 	return 0;
 }
 
-IPT_DEF int ipt_tcal_set_fcr(struct ipt_time_cal *tcal, uint64_t fcr)
+static IPT__INLINE void ipt__tcal_set_fcr(struct ipt_time_cal *tcal,
+					  uint64_t fcr)
 {
-	if (!tcal)
-		return -pte_internal;
-
 	tcal->fcr = fcr;
 	if (fcr < tcal->min_fcr)
 		tcal->min_fcr = fcr;
 	if (tcal->max_fcr < fcr)
 		tcal->max_fcr = fcr;
+}
+
+IPT_DEF int ipt_tcal_set_fcr(struct ipt_time_cal *tcal, uint64_t fcr)
+{
+	if (!tcal)
+		return -pte_internal;
+
+	ipt__tcal_set_fcr(tcal, fcr);
 	return 0;
 }
 
@@ -6790,10 +6813,7 @@ static IPT__INLINE int ipt__tcal_mtc(struct ipt_time_cal *tcal, uint32_t ctc,
 		}
 	}
 
-	errcode = ipt_tcal_set_fcr(tcal, fcr);
-	if (errcode < 0)
-		return errcode;
-
+	ipt__tcal_set_fcr(tcal, fcr);
 	tcal->lost_mtc = 0;
 	return 0;
 }
@@ -6841,6 +6861,87 @@ IPT_DEF int ipt_tcal_update_ovf(struct ipt_time_cal *tcal,
 	tcal->ctc = 0;
 	tcal->have_mtc = 0;
 	return 0;
+}
+
+/* ---- runs of MTC and CYC ----
+ * The event decoder takes a run of MTC and CYC packets in one loop.  For
+ * MTC, the costly one, ipt__time_run_mtc does what ipt__tcal_mtc and then
+ * ipt__time_mtc do, in the state that nearly every MTC of a run meets,
+ * with the configuration's part worked out once per run in struct
+ * ipt__time_clk.  In any other state it does nothing and the packet goes
+ * the per-packet way.  t_time_run checks the two against each other. */
+struct ipt__time_clk {
+	/* MTC payload to CTC: shift left by mtc_shl; the CTC as MTC sees
+	 * it wraps at ctc_wrap. */
+	uint32_t mtc_shl, ctc_wrap;
+	/* cpuid[0x15], both non-zero. */
+	uint32_t eax, ebx;
+};
+
+/* The configuration as ipt__time_run_mtc uses it; 0 if the run cannot go
+ * the fast way at all (the per-packet way then reports what is wrong). */
+static IPT__INLINE int ipt__time_clk_init(struct ipt__time_clk *clk,
+					  const struct pt_config *config)
+{
+	uint32_t ctc_bits = (uint32_t) config->mtc_freq + IPT__TIME_MTC_BITS;
+
+	clk->mtc_shl = config->mtc_freq;
+	clk->ctc_wrap = ipt__time_shl(1u, ctc_bits);
+	clk->eax = config->cpuid_0x15_eax;
+	clk->ebx = config->cpuid_0x15_ebx;
+	return clk->eax && clk->ebx && ctc_bits < 32;
+}
+
+/* Whether ipt__time_run_mtc may take MTCs: both sides have seen an MTC,
+ * no TMA is due and no SKL168 check is pending.  Neither it nor a CYC
+ * changes that. */
+static IPT__INLINE int ipt__time_run_ready(const struct ipt_time *time,
+					   const struct ipt_time_cal *tcal)
+{
+	return time->have_mtc && (!time->have_tsc || time->have_tma) &&
+	       tcal->have_mtc && !tcal->check_skl168;
+}
+
+/* An MTC through ipt__tcal_mtc and ipt__time_mtc, when ready and the CTC
+ * moved by at most one wrap: then 1.  Otherwise 0, and nothing has
+ * changed. */
+static IPT__INLINE int ipt__time_run_mtc(struct ipt_time *time,
+					 struct ipt_time_cal *tcal,
+					 uint8_t payload,
+					 const struct ipt__time_clk *clk)
+{
+	uint32_t ctc = (uint32_t) payload << clk->mtc_shl, delta, cal_delta;
+	uint64_t cyc = tcal->cyc_mtc, fc, cal_fc;
+
+	if (ipt__time_wrap_delta(&delta, ctc, time->ctc, clk->ctc_wrap) < 0)
+		return 0;
+	fc = ipt__time_fc(delta, clk->eax, clk->ebx);
+	if (cyc) {
+		/* Both sides usually count from the same MTC. */
+		cal_fc = fc;
+		if (tcal->ctc != time->ctc) {
+			if (ipt__time_wrap_delta(&cal_delta, ctc, tcal->ctc,
+						 clk->ctc_wrap) < 0)
+				return 0;
+			cal_fc = ipt__time_fc(cal_delta, clk->eax, clk->ebx);
+		}
+		if (cal_fc >> (64 - ipt_tcal_fcr_shr))
+			return 0;
+
+		ipt__tcal_set_fcr(tcal, (cal_fc << ipt_tcal_fcr_shr) / cyc);
+		tcal->ctc = ctc;
+		tcal->cyc_mtc = 0ull;
+		tcal->lost_mtc = 0;
+	}
+
+	if (time->fc || time->lost_cyc)
+		time->ctc_cyc = ctc;
+	time->ctc = ctc;
+	time->fc = 0ull;
+	time->lost_cyc = 0;
+	time->base += fc;
+	time->tsc = time->base;
+	return 1;
 }
 
 /* Do two time trackers, two calibrations agree?  For >>seg. */
@@ -6917,7 +7018,8 @@ static IPT__UNUSED int ipt__tcal_same(const struct ipt_time_cal *a,
  *                          struct pt_event *ev);
  *        pt_evt_next() for a caller holding a used-up TNT, TIP, enable
  *        or disable event when the next event is a TNT or a plain TIP,
- *        TIP.PGE or TIP.PGD: 1 and @ev refilled in place, or 0
+ *        TIP.PGE or TIP.PGD (after MTC and CYC packets, say): 1 and
+ *        @ev refilled in place, or 0
  *   int  ipt__evt_next_status(struct pt_event_decoder *decoder,
  *                             struct pt_event *ev);
  *        pt_evt_next() when the next event is a status event of the
@@ -9727,42 +9829,132 @@ static int ipt__evt_decode_trig(struct pt_event_decoder *decoder)
 
 static int ipt__evt_decode_packet(struct pt_event_decoder *decoder);
 
-/* MTC and CYC make up most of a cycle-accurate trace, and none makes an
- * event.  Nothing can look at the time between two events, so the run of
- * them that starts with the current packet is taken in one loop rather
- * than one round of ipt__evt_fetch_event each; the packet after the run
- * is handled as that loop would.  With no_time they are passed over. */
-static int ipt__evt_time_run(struct pt_event_decoder *decoder)
+/* The current packet, an MTC or CYC, the per-packet way, and on to the
+ * next: 1 if that is an MTC or CYC too, else 0; or an error. */
+static IPT__INLINE int ipt__evt_time_step(struct pt_event_decoder *decoder)
+{
+	const struct pt_packet *packet = &decoder->packet;
+	int err;
+
+	if (packet->type == ppt_mtc)
+		err = ipt__evt_time_mtc(&decoder->time, &decoder->tcal,
+					packet->payload.mtc.ctc,
+					ipt__evt_config(decoder));
+	else
+		err = ipt__evt_time_cyc(&decoder->time, &decoder->tcal,
+					packet->payload.cyc.value,
+					ipt__evt_config(decoder));
+	if (err < 0)
+		return err;
+	ipt__evt_next_packet(decoder);
+	return packet->type == ppt_mtc || packet->type == ppt_cyc;
+}
+
+/* ipt__evt_time_packets from the second packet of a run on, the current
+ * one: the packets that the fast path decodes are read straight from the
+ * trace (the current one again), MTCs through ipt__time_run_mtc where it
+ * can take them, and the packet after the run stays as the fast path
+ * decoded it.  Everything else goes one packet at a time. */
+static IPT__NOINLINE int ipt__evt_time_loop(struct pt_event_decoder *decoder)
 {
 	const struct pt_config *config = ipt__evt_config(decoder);
 	struct pt_packet_decoder *pacdec = &decoder->pacdec;
 	struct pt_packet *packet = &decoder->packet;
+	struct ipt__time_clk clk;
+	struct ipt_time *time = &decoder->time;
+	struct ipt_time_cal *tcal = &decoder->tcal;
+	struct pt_packet pkt;
+	const uint8_t *at, *start;
+	uintptr_t begin = (uintptr_t) pacdec->config.begin;
+	size_t fast = pacdec->fast;
+	int err, size, skd007 = pacdec->config.errata.skd007, ready = -1;
+
+	for (;;) {
+		/* From the current packet, an MTC or CYC, on: the MTCs and
+		 * CYCs, and PADs between, while the fast path decodes them
+		 * and ipt__time_run_mtc takes the MTCs; then the packet
+		 * after them, if decoded. */
+		start = pacdec->pos - packet->size;
+		for (at = start; ipt__pkt_in_fast(begin, fast, at);
+		     at += size) {
+			size = ipt__pkt_fast(at, &pkt, skd007, 1);
+			if (!size)
+				break;
+			if (pkt.type == ppt_cyc) {
+				err = ipt__evt_time_cyc(time, tcal,
+							pkt.payload.cyc.value,
+							config);
+				if (err < 0) {
+					/* Past it, as one at a time. */
+					pacdec->pos = at + size;
+					*packet = pkt;
+					return err;
+				}
+			} else if (pkt.type == ppt_mtc) {
+				if (ready < 0)
+					ready = ipt__time_clk_init(&clk,
+								   config) &&
+						ipt__time_run_ready(time,
+								    tcal);
+				if (!ready ||
+				    !ipt__time_run_mtc(time, tcal,
+						       pkt.payload.mtc.ctc,
+						       &clk))
+					break;
+			} else if (pkt.type != ppt_pad) {
+				/* The packet after the run. */
+				pacdec->pos = at + size;
+				*packet = pkt;
+				return 0;
+			}
+		}
+
+		/* The packet the loop stopped at, one at a time. */
+		ready = -1;
+		if (at != start) {
+			pacdec->pos = at;
+			ipt__evt_next_packet(decoder);
+			if (packet->type != ppt_mtc &&
+			    packet->type != ppt_cyc)
+				return 0;
+		}
+		err = ipt__evt_time_step(decoder);
+		if (err <= 0)
+			return err;
+	}
+}
+
+/* MTC and CYC make up most of a cycle-accurate trace, and none makes an
+ * event.  Nothing can look at the time between two events, so the run of
+ * them that starts with the current packet is taken in one loop rather
+ * than one round of ipt__evt_fetch_event each, leaving the packet after
+ * the run current (ipt__evt_time_run then handles it as that loop
+ * would).  Most runs are one CYC, taken here; longer ones go on in
+ * ipt__evt_time_loop.  With no_time they are passed over. */
+static IPT__INLINE int ipt__evt_time_packets(struct pt_event_decoder *decoder)
+{
+	struct pt_packet_decoder *pacdec = &decoder->pacdec;
 	int err;
 
 	if (decoder->no_time) {
 		pacdec->pos = ipt__pkt_past_time(
 			(uintptr_t) pacdec->config.begin, pacdec->fast,
 			pacdec->pos, pacdec->config.errata.skd007);
-		ipt__evt_next_packet(decoder);
-		decoder->bound = 0;
-		return ipt__evt_decode_packet(decoder);
+		return ipt__evt_next_packet(decoder);
 	}
 
-	for (;;) {
-		if (packet->type == ppt_mtc)
-			err = ipt__evt_time_mtc(&decoder->time, &decoder->tcal,
-						packet->payload.mtc.ctc,
-						config);
-		else
-			err = ipt__evt_time_cyc(&decoder->time, &decoder->tcal,
-						packet->payload.cyc.value,
-						config);
-		if (err < 0)
-			return err;
-		ipt__evt_next_packet(decoder);
-		if (packet->type != ppt_mtc && packet->type != ppt_cyc)
-			break;
-	}
+	err = ipt__evt_time_step(decoder);
+	if (err <= 0)
+		return err;
+	return ipt__evt_time_loop(decoder);
+}
+
+static int ipt__evt_time_run(struct pt_event_decoder *decoder)
+{
+	int err = ipt__evt_time_packets(decoder);
+
+	if (err < 0)
+		return err;
 	decoder->bound = 0;
 	return ipt__evt_decode_packet(decoder);
 }
@@ -9951,7 +10143,9 @@ static int ipt__evt_next_pg(struct pt_event_decoder *decoder,
  * nothing bound to it, or a TIP, TIP.PGE or TIP.PGD that is the current
  * or that next packet with nothing bound to it and nothing queued, @ev
  * becomes that event in place, byte for byte what pt_evt_next() would
- * give, without building one in the queue and copying it out.  These
+ * give, without building one in the queue and copying it out.  MTC and
+ * CYC packets on the way are taken as ipt__evt_time_run takes them, and
+ * stay taken if the short way then gives up.  These
  * events use no fields but the flags, the time and the start of the
  * variant (as long as variant.tnt), so clearing those leaves a zeroed
  * event.  The steps are ipt__evt_fetch_event's: ipt__evt_decode_tip
@@ -9992,7 +10186,15 @@ static int ipt__evt_next_tnt(struct pt_event_decoder *decoder,
 		ipt__evt_next_packet(decoder);
 	}
 
+	/* MTC and CYC before it, as ipt__evt_time_run takes them. */
 	type = decoder->packet.type;
+	if (type == ppt_mtc || type == ppt_cyc) {
+		err = ipt__evt_time_packets(decoder);
+		if (err < 0)
+			return err;
+		decoder->bound = 0;
+		type = decoder->packet.type;
+	}
 	if (type == ppt_tnt_8 || type == ppt_tnt_64) {
 		if (!decoder->enabled)
 			return 0;
@@ -10400,7 +10602,12 @@ static int ipt__evt_next(struct pt_event_decoder *decoder,
 		return -pte_internal;
 
 	/* A caller that knows a larger struct pt_event gets zeros past the
-	 * end of ours; a smaller one gets what fits. */
+	 * end of ours; a smaller one gets what fits.  Ours, the common
+	 * case, is copied inline. */
+	if (IPT__LIKELY(size == sizeof(*ev))) {
+		IPT__COPY(*uev, *ev);
+		return 0;
+	}
 	if (size > sizeof(*ev)) {
 		IPT_MEMSET((uint8_t *) uev + sizeof(*ev), 0,
 			   size - sizeof(*ev));
@@ -13990,7 +14197,7 @@ ipt__insn_range_is_contiguous(uint64_t begin, uint64_t end,
  * the next four.  A lookup reads the first two ways, the first line; a run
  * found in the others moves to the first way, so that the runs in use stay
  * there.  It starts small and doubles whenever it has had to drop
- * runs for a 32nd of its entries, up to a limit (IPT_BLK_CACHE_LIMIT or
+ * runs for a 128th of its entries, up to a limit (IPT_BLK_CACHE_LIMIT or
  * ipt_blk_set_cache_limit).  Growing keeps the runs: in place with the
  * allocator's realloc; else by moving them into the new table
  * while old and new fit the limit together (not with text), and otherwise
@@ -17246,7 +17453,7 @@ static IPT__INLINE uint32_t ipt__blk_way_of(const struct ipt__blk_run *set,
 }
 
 /* A miss in the set @idx: record the run at @ip there.  If that pushes a
- * run out and the table has lost runs that way for a 32nd of its
+ * run out and the table has lost runs that way for a 128th of its
  * entries, it is too small for the code: grow it first, if the limit and
  * memory allow.
  *
@@ -17281,7 +17488,7 @@ ipt__blk_run_miss(struct pt_block_decoder *decoder, uint32_t idx, uint64_t ip,
 	set = ipt__blk_set(decoder, idx);
 	if (set[IPT__RUN_WAYS - 1].ctx)
 		decoder->rfills += 1;
-	if (decoder->rfills > decoder->rsets * IPT__RUN_WAYS / 32 &&
+	if (decoder->rfills > decoder->rsets * IPT__RUN_WAYS / 128 &&
 	    decoder->rsets < ipt__blk_max_sets(decoder)) {
 		if (ipt__blk_runs_grow(decoder) < 0)
 			decoder->rlimit = (uint64_t) decoder->rsets *

@@ -240,4 +240,43 @@ static inline struct pt_packet pk_trig(uint8_t trbv, int icntv, uint16_t icnt,
 	return p;
 }
 
+/* A random packet for the random-trace tests (t_evt_start,
+ * t_evt_next_tnt), its payload from the test's @rnd: @kind 0 a TSC, 1 a
+ * TMA, 2 a CBR, 3 a TIP.PGE (*on = 1), 4 a TIP.PGD (*on = 0), 5 an MTC
+ * (mostly the value after *mtc, now and then a jump), else a CYC (mostly
+ * small). */
+static inline struct pt_packet pk_random(uint32_t (*rnd)(void), int kind,
+					 uint8_t *mtc, int *on)
+{
+	struct pt_packet p;
+
+	switch (kind) {
+	case 0:
+		return pk_tsc(((uint64_t) rnd() << 24 | rnd()) &
+			      0xffffffffffffffull);
+	case 1:
+		p = pk(ppt_tma);
+		p.payload.tma.ctc = (uint16_t) rnd();
+		p.payload.tma.fc = (uint16_t) (rnd() & 0x1ff);
+		return p;
+	case 2:
+		return pk_cbr((uint8_t) (1 + rnd() % 60));
+	case 3:
+		*on = 1;
+		return pk_full(ppt_tip_pge, 0x400000 + (rnd() & 0xfff));
+	case 4:
+		*on = 0;
+		return pk_supp(ppt_tip_pgd);
+	case 5:
+		p = pk(ppt_mtc);
+		*mtc = (uint8_t) (*mtc + (rnd() % 8 ? 1 : rnd()));
+		p.payload.mtc.ctc = *mtc;
+		return p;
+	default:
+		p = pk(ppt_cyc);
+		p.payload.cyc.value = rnd() % 16 ? rnd() % 300 : rnd();
+		return p;
+	}
+}
+
 #endif

@@ -30,25 +30,11 @@ static uint32_t rnd(void)
 
 static struct pt_packet random_packet(uint8_t *mtc, int *on)
 {
-	struct pt_packet p;
+	uint32_t k = rnd() % 24;
 
-	switch (rnd() % 24) {
-	case 0:
-		return pk_tsc(((uint64_t) rnd() << 24 | rnd()) &
-			      0xffffffffffffffull);
-	case 1:
-		p = pk(ppt_tma);
-		p.payload.tma.ctc = (uint16_t) rnd();
-		p.payload.tma.fc = (uint16_t) (rnd() & 0x1ff);
-		return p;
-	case 2:
-		return pk_cbr((uint8_t) (1 + rnd() % 60));
-	case 3:
-		*on = 1;
-		return pk_full(ppt_tip_pge, 0x400000 + (rnd() & 0xfff));
-	case 4:
-		*on = 0;
-		return pk_supp(ppt_tip_pgd);
+	switch (k) {
+	case 0: case 1: case 2: case 3: case 4:
+		return pk_random(rnd, (int) k, mtc, on);
 	case 5:
 		return pk(rnd() % 4 ? ppt_pad : ppt_ovf);
 	case 6:
@@ -59,14 +45,9 @@ static struct pt_packet random_packet(uint8_t *mtc, int *on)
 	case 8:
 		return pk_exec(ptem_64bit, 0);
 	case 9: case 10: case 11: case 12: case 13: case 14:
-		p = pk(ppt_mtc);
-		*mtc = (uint8_t) (*mtc + (rnd() % 8 ? 1 : rnd()));
-		p.payload.mtc.ctc = *mtc;
-		return p;
+		return pk_random(rnd, 5, mtc, on);
 	default:
-		p = pk(ppt_cyc);
-		p.payload.cyc.value = rnd() % 16 ? rnd() % 300 : rnd();
-		return p;
+		return pk_random(rnd, 6, mtc, on);
 	}
 }
 

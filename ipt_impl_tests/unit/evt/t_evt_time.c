@@ -2,7 +2,9 @@
  * random traces of MTC, CYC, TSC, TMA and CBR packets (MTC values that
  * wrap and jump, CYC before any calibration, TMA and TSC in every order,
  * configurations without cpuid 0x15 or nominal frequency) with tracing
- * enabled and disabled in turn.  A model applies each timing packet with
+ * enabled and disabled in turn, often or seldom (long runs of MTC and
+ * CYC, which the event decoder takes in one loop), with or without PADs
+ * between.  A model applies each timing packet with
  * ipt_tcal_* and then ipt_time_* (header forms inside PSB+), as the event
  * decoder's rules say, ignoring -pte_bad_config; every event's tsc,
  * lost_mtc and lost_cyc and any error must be what the model has at that
@@ -15,8 +17,8 @@
 #include <stdlib.h>
 
 static uint32_t seed = 12345;
-/* Events compared, of which some with a time. */
-static int checked;
+/* Events compared, of which some with a time; errors compared. */
+static int checked, errors;
 
 static uint32_t rnd(void)
 {
@@ -28,6 +30,7 @@ static uint32_t rnd(void)
 struct step {
 	struct pt_packet packet;
 	int header;
+	uint64_t offset;
 };
 
 struct model {
@@ -136,6 +139,7 @@ static void one_trace(void)
 	struct pt_event_decoder *d;
 	struct pt_event ev;
 	int nsteps = 0, i, err, enabled = 0, bad = 0, expect = 1;
+	uint32_t gap = rnd() % 2 ? 3 : 25, pads = rnd() % 2;
 	uint8_t mtc = (uint8_t) rnd();
 
 	tb_begin(&t);
@@ -166,14 +170,17 @@ static void one_trace(void)
 			break;
 		}
 		steps[nsteps].header = 1;
-		tb_add(&t, steps[nsteps++].packet);
+		steps[nsteps].offset = tb_add(&t, steps[nsteps].packet);
+		nsteps += 1;
 	}
 	tb_add(&t, pk(ppt_psbend));
 
 	/* Time packets, a TIP.PGE or TIP.PGD now and then to see the
 	 * time (the enabled/disabled events are stamped). */
 	while (nsteps < 150) {
-		if (rnd() % 3 == 0) {
+		if (pads && rnd() % 6 == 0)
+			tb_add(&t, pk(ppt_pad));
+		if (rnd() % gap == 0) {
 			steps[nsteps].packet =
 				enabled ? pk_supp(ppt_tip_pgd)
 					: pk_full(ppt_tip_pge, 0x400000);
@@ -181,7 +188,8 @@ static void one_trace(void)
 		} else
 			steps[nsteps].packet = time_packet(&mtc);
 		steps[nsteps].header = 0;
-		tb_add(&t, steps[nsteps++].packet);
+		steps[nsteps].offset = tb_add(&t, steps[nsteps].packet);
+		nsteps += 1;
 	}
 	tb_end(&t);
 	if (!CHECK(!t.broken))
@@ -244,7 +252,13 @@ static void one_trace(void)
 				break;
 		}
 		if (bad < 0) {
+			uint64_t offset = 0;
+
+			/* The error at its packet. */
 			CHECK_EQ(pt_evt_next(d, &ev, sizeof(ev)), bad);
+			CHECK_EQ(pt_evt_get_offset(d, &offset), 0);
+			CHECK_EQ(offset, steps[i].offset);
+			errors += 1;
 			break;
 		}
 		if (!expect) {
@@ -263,7 +277,8 @@ int main(void)
 	for (i = 0; i < 2000; ++i)
 		one_trace();
 	/* Most traces get far: many events compared. */
-	CHECK(checked > 2000 * 20);
-	printf("%d events compared\n", checked);
+	CHECK(checked > 2000 * 15);
+	CHECK(errors > 100);
+	printf("%d events compared, %d errors\n", checked, errors);
 	return check_done();
 }
