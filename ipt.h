@@ -24371,12 +24371,12 @@ tip_branch:
 	e->tip = 1;
 }
 
-/* The hash of a memo entry's key. */
-static IPT__INLINE uint64_t ipt__cov_memo_hash(uint64_t ip, uint32_t ctx,
-					       uint64_t key)
+/* The hash of a memo entry's key but its context number: the same IP
+ * and bits in two contexts (a stale one, or another address space) share
+ * places, told apart when they are compared. */
+static IPT__INLINE uint64_t ipt__cov_memo_hash(uint64_t ip, uint64_t key)
 {
-	return (ip ^ ((uint64_t) ctx << 48) ^ (key * 0x9e3779b97f4a7c15ull)) *
-	       0xff51afd7ed558ccdull;
+	return (ip ^ (key * 0x9e3779b97f4a7c15ull)) * 0xff51afd7ed558ccdull;
 }
 
 /* An entry's first (@which zero) or second place in the memo, from the
@@ -24398,7 +24398,7 @@ static IPT__NOINLINE void ipt__cov_memo_move(struct ipt_cov_decoder *cov,
 {
 	uint32_t from = (uint32_t) (e - cov->memo), to;
 
-	to = ipt__cov_memo_place(cov, ipt__cov_memo_hash(e->ip, e->ctx, e->key),
+	to = ipt__cov_memo_place(cov, ipt__cov_memo_hash(e->ip, e->key),
 				 1);
 	if (to == from)
 		return;
@@ -24421,7 +24421,7 @@ ipt__cov_memo_find(struct ipt_cov_decoder *cov, uint64_t ip,
 	uint64_t key, h;
 
 	key = IPT__COV_MEMO_KEY(bits, n, tip ? 1 : 0);
-	h = ipt__cov_memo_hash(ip, ctx, key);
+	h = ipt__cov_memo_hash(ip, key);
 	e = &cov->memo[ipt__cov_memo_place(cov, h, 0)];
 	if (IPT__UNLIKELY(e->ip != ip || e->ctx != ctx || e->key != key)) {
 		struct ipt__cov_memo *second =
@@ -24463,9 +24463,11 @@ ipt__cov_memo_find(struct ipt_cov_decoder *cov, uint64_t ip,
 /* Do what @e says: the return stack's operations and the edges, as the
  * walk reports them: all but the last are seen at their destination; the
  * last (a TIP's branch, if the entry ends at one) waits for the flow to
- * get there. */
+ * get there.  @wrap is the bitmap if its counters wrap and the memo keeps
+ * no edges (no edge callback), else NULL. */
 static IPT__INLINE void ipt__cov_memo_apply(struct ipt_cov_decoder *cov,
-					    const struct ipt__cov_memo *e)
+					    const struct ipt__cov_memo *e,
+					    uint8_t *wrap)
 {
 	struct pt_block_decoder *blk = &cov->blk;
 	uint32_t i, last;
@@ -24479,29 +24481,30 @@ static IPT__INLINE void ipt__cov_memo_apply(struct ipt_cov_decoder *cov,
 			ipt__retstack_push(&blk->retstack, e->op[i]);
 	}
 
-	last = e->tip ? (uint32_t) e->used : (uint32_t) e->used - 1;
-	if (IPT__LIKELY(!cov->memo_edges)) {
-		/* No callback: as ipt__cov_hit, with its tests taken out of
-		 * the loop, and in locals: stores to the bitmap could alias
-		 * anything. */
+	if (IPT__LIKELY(wrap != NULL)) {
+		/* As ipt__cov_hit, with its tests taken out of the loop, and
+		 * in locals: stores to the bitmap could alias anything. */
+		uint32_t mask = cov->mask, ncount = e->ncount;
+		const uint32_t *counted = e->counted;
+
+		/* Four at a time: the loop's own instructions were half of
+		 * it. */
+		for (i = 0; i + 4 <= ncount; i += 4) {
+			wrap[counted[i] & mask] += 1;
+			wrap[counted[i + 1] & mask] += 1;
+			wrap[counted[i + 2] & mask] += 1;
+			wrap[counted[i + 3] & mask] += 1;
+		}
+		for (; i < ncount; ++i)
+			wrap[counted[i] & mask] += 1;
+		cov->status.edges += ncount;
+	} else if (!cov->memo_edges) {
+		/* No callback: a saturating bitmap, or none. */
 		uint8_t *map = cov->map;
 		uint32_t mask = cov->mask, ncount = e->ncount;
 		const uint32_t *counted = e->counted;
 
-		if (!map)
-			;
-		else if (!(cov->config.flags & ipt_cov_saturate)) {
-			/* Four at a time: the loop's own instructions were
-			 * half of it. */
-			for (i = 0; i + 4 <= ncount; i += 4) {
-				map[counted[i] & mask] += 1;
-				map[counted[i + 1] & mask] += 1;
-				map[counted[i + 2] & mask] += 1;
-				map[counted[i + 3] & mask] += 1;
-			}
-			for (; i < ncount; ++i)
-				map[counted[i] & mask] += 1;
-		} else
+		if (map)
 			for (i = 0; i < ncount; ++i) {
 				uint8_t *counter = &map[counted[i] & mask];
 
@@ -24513,6 +24516,7 @@ static IPT__INLINE void ipt__cov_memo_apply(struct ipt_cov_decoder *cov,
 		const struct ipt__cov_memo_edges *edges =
 			&cov->memo_edges[e - cov->memo];
 
+		last = e->tip ? (uint32_t) e->used : (uint32_t) e->used - 1;
 		for (i = 0; i < last; ++i)
 			if ((e->count >> i) & 1)
 				ipt__cov_hit(cov, edges->from[i], edges->to[i],
@@ -24570,6 +24574,10 @@ static IPT__INLINE int ipt__cov_read_tip(const struct pt_block_decoder *blk,
 	return p->type && p->type != ppt_tip_pge;
 }
 
+/* Not an edge kind: ipt__cov_tnt's first step resolves the edge the
+ * decoder has pending. */
+#define IPT__COV_PEND_DECODER UINT32_MAX
+
 /* The walk's ops->tnt: take the next bits of the TNT in hand and the TNT
  * packets behind it, and the TIPs between them, one memo step after
  * another from @ip.
@@ -24594,16 +24602,24 @@ static uint64_t ipt__cov_tnt(void *context, struct pt_block_decoder *blk,
 	 * the packet there if it has been read (behind a TIP). */
 	const uint8_t *pos = NULL;
 	struct ipt__tnt_packet held;
-	uint32_t icnt, crossed = 0, steps = 0, ctx;
+	uint32_t icnt, crossed = 0, ctx;
+	/* What is behind the window: zero while more TNT packets may be,
+	 * 1 for a TIP the steps may take, 2 for a packet they do not
+	 * take. */
+	uint32_t ahead = 0;
 	/* TNT bits taken, for the status. */
 	uint64_t taken = 0;
-	/* Read on (0: the next packet is none the steps take); a TIP the
-	 * steps may take is behind the window. */
-	uint32_t more = 1, tip_ok = 0;
-	uint32_t pend_counts = 0, pend_kind = 0, pend_index = 0;
+	/* The kind of the edge the last step left pending if it counts
+	 * (zero if not), with its bitmap index; before the first step,
+	 * IPT__COV_PEND_DECODER: the decoder's own, if any. */
+	uint32_t pend_kind = IPT__COV_PEND_DECODER, pend_index = 0;
+	/* The bitmap if memo hits count into it the short way. */
+	uint8_t *wrap;
 
 	if (IPT__UNLIKELY(!cov->memo) && !ipt__cov_memo_alloc(cov))
 		return ip;
+	wrap = cov->memo_edges || (cov->config.flags & ipt_cov_saturate) ?
+		       NULL : cov->map;
 
 	/* Context numbers that start over could match old entries. */
 	if (IPT__UNLIKELY(blk->ctx_next < cov->memo_ctx))
@@ -24627,7 +24643,7 @@ static uint64_t ipt__cov_tnt(void *context, struct pt_block_decoder *blk,
 		/* Read TNT packets up to a TIP while a step's bits and one
 		 * more are not in the window (a TNT-64 that does not fit
 		 * waits until the steps have taken bits). */
-		while (more && !tip_ok && w.n <= IPT__COV_MEMO_BITS) {
+		while (!ahead && w.n <= IPT__COV_MEMO_BITS) {
 			if (!held.type && pos &&
 			    ipt__blk_tnt_fill(blk, &pos, &w,
 					      IPT__COV_MEMO_BITS, &held))
@@ -24647,13 +24663,12 @@ static uint64_t ipt__cov_tnt(void *context, struct pt_block_decoder *blk,
 				held.type = (enum pt_packet_type) 0;
 				continue;
 			}
-			tip_ok = ipt__cov_read_tip(blk, &tip, &held);
-			more = tip_ok;
+			ahead = ipt__cov_read_tip(blk, &tip, &held) ? 1 : 2;
 		}
 
 		/* With a TIP to take behind them, all the bits and the TIP;
 		 * else all bits but the last. */
-		tip_step = tip_ok && w.n <= IPT__COV_MEMO_BITS;
+		tip_step = ahead == 1 && w.n <= IPT__COV_MEMO_BITS;
 		if (tip_step)
 			n = w.n;
 		else {
@@ -24705,20 +24720,18 @@ static uint64_t ipt__cov_tnt(void *context, struct pt_block_decoder *blk,
 
 		/* The edge pending went to @ip: after a step, the edge its
 		 * entry left pending, which the entry has counted. */
-		if (!steps)
+		if (IPT__UNLIKELY(pend_kind == IPT__COV_PEND_DECODER))
 			ipt__cov_resolve(cov, ip);
-		else if (pend_counts)
+		else if (pend_kind)
 			ipt__cov_hit(cov, cov->pend_from, ip,
 				     (enum ipt_cov_kind) pend_kind,
 				     pend_index);
-		ipt__cov_memo_apply(cov, e);
-		steps += 1;
+		ipt__cov_memo_apply(cov, e, wrap);
 
 		if (!e->tip) {
 			uint32_t last = used - 1;
 
-			pend_counts = (e->count >> last) & 1;
-			pend_kind = e->last_kind;
+			pend_kind = (e->count >> last) & 1 ? e->last_kind : 0;
 			pend_index = e->last_index;
 			ip = e->exit;
 			continue;
@@ -24747,18 +24760,18 @@ static uint64_t ipt__cov_tnt(void *context, struct pt_block_decoder *blk,
 			}
 		}
 		pos = tip.end;
-		tip_ok = 0;
+		ahead = 0;
 		w.n = 0;
 		w.bits = 0;
 		w.lasts = 0;
 		icnt = 0;
 		crossed = 1;
 
-		pend_counts = cov->pend_kind ? (e->count >> used) & 1 : 0;
-		pend_kind = e->tip_kind;
+		pend_kind = cov->pend_kind && ((e->count >> used) & 1) ?
+				    e->tip_kind : 0;
 		/* Hashed only for an edge that counts: in libxdc's mode a
 		 * TIP's never does. */
-		if (pend_counts)
+		if (pend_kind)
 			pend_index = ipt__cov_index(e->last_from, last_ip.ip);
 		ip = last_ip.ip;
 	}
