@@ -14196,10 +14196,11 @@ ipt__insn_range_is_contiguous(uint64_t begin, uint64_t end,
  * two cache lines; an instruction decoder's sets carry the runs' text in
  * the next four.  A lookup reads the first two ways, the first line; a run
  * found in the others moves to the first way, so that the runs in use stay
- * there.  Sets come in pairs (2k, 2k + 1): a run pushed out of a full set
- * moves to an empty way of the other, where a miss looks before recording,
- * so that a few busy sets do not lose their runs while the table has
- * room.  It starts small and doubles whenever it has had to drop
+ * there.  While the table may still grow, sets come in pairs (2k,
+ * 2k + 1): a run pushed out of a full set moves to an empty way of the
+ * other, where ipt__blk_run_find looks before recording it anew, so
+ * that a few busy sets do not lose their runs while the
+ * table has room.  It starts small and doubles whenever it has had to drop
  * runs for a 128th of its entries, up to a limit (IPT_BLK_CACHE_LIMIT or
  * ipt_blk_set_cache_limit).  Growing keeps the runs: in place with the
  * allocator's realloc; else by moving them into the new table
@@ -14682,6 +14683,8 @@ struct pt_block_decoder {
 	uint32_t rsets;
 	uint32_t rstride;
 	uint32_t rfills;
+	/* Whether the sets are paired (ipt__blk_runs_sized). */
+	uint32_t rpairs;
 	uint64_t rlimit;
 	uint32_t want_text;
 
@@ -15240,6 +15243,7 @@ static void ipt__blk_runs_free(struct pt_block_decoder *decoder)
 	decoder->runs = NULL;
 	decoder->rsets = 0;
 	decoder->rfills = 0;
+	decoder->rpairs = 0;
 }
 
 static IPT__INLINE uint64_t ipt__blk_ctx_salt(uint32_t ctx)
@@ -15262,6 +15266,15 @@ static IPT__INLINE uint32_t ipt__blk_set_of(uint64_t ip, uint32_t ctx,
 					    uint32_t nsets)
 {
 	return ipt__blk_set_of_salted(ip, ipt__blk_ctx_salt(ctx), nsets);
+}
+
+/* The table has its size: its sets are paired (see ipt__blk_run_place)
+ * while it may still grow.  One at its limit is full, where a run pushed
+ * out would find no room in the paired set, only cost a look there. */
+static void ipt__blk_runs_sized(struct pt_block_decoder *decoder)
+{
+	decoder->rpairs = decoder->rsets > 1 &&
+			  decoder->rsets < ipt__blk_max_sets(decoder);
 }
 
 /* Make room in the first way of @set: the runs before way @way (with
@@ -15288,12 +15301,12 @@ static void ipt__blk_set_shift(struct ipt__blk_run *set, uint32_t want_text)
 }
 
 /* The set paired with set @idx: a run pushed out of its own set moves
- * there while it has an empty way (ipt__blk_run_place).  In a table of one
- * set, that set itself. */
+ * there while it has an empty way (ipt__blk_run_place).  Where the sets
+ * are not paired (ipt__blk_runs_sized), that set itself. */
 static IPT__INLINE uint32_t
 ipt__blk_set_pair(const struct pt_block_decoder *decoder, uint32_t idx)
 {
-	return decoder->rsets > 1 ? idx ^ 1 : idx;
+	return decoder->rpairs ? idx ^ 1 : idx;
 }
 
 /* Put @run (with @text, if the decoder keeps text) in the first way of
@@ -15361,6 +15374,7 @@ static void ipt__blk_runs_take(struct pt_block_decoder *decoder, void *mem,
 	decoder->runs = (struct ipt__blk_run *) base;
 	decoder->rstride = (uint32_t) stride;
 	decoder->rsets = nsets;
+	ipt__blk_runs_sized(decoder);
 }
 
 /* Make an empty table of @nsets sets.  The old one goes first, so that
@@ -15437,6 +15451,7 @@ static int ipt__blk_runs_grow_in_place(struct pt_block_decoder *decoder)
 	decoder->rmem_size = size;
 	decoder->runs = (struct ipt__blk_run *) (mem + to);
 	decoder->rsets = nsets;
+	ipt__blk_runs_sized(decoder);
 
 	for (i = 0; i < old; ++i) {
 		struct ipt__blk_run *set = ipt__blk_set(decoder, i);
@@ -17528,9 +17543,11 @@ ipt__blk_run_miss(struct pt_block_decoder *decoder, uint32_t idx, uint64_t ip,
 		decoder->rfills += 1;
 	if (decoder->rfills > decoder->rsets * IPT__RUN_WAYS / 128 &&
 	    decoder->rsets < ipt__blk_max_sets(decoder)) {
-		if (ipt__blk_runs_grow(decoder) < 0)
+		if (ipt__blk_runs_grow(decoder) < 0) {
 			decoder->rlimit = (uint64_t) decoder->rsets *
 					  ipt__blk_set_bytes(decoder);
+			ipt__blk_runs_sized(decoder);
+		}
 		/* Without memory even for the old size, go on without. */
 		if (!decoder->runs)
 			return NULL;
@@ -17547,13 +17564,14 @@ ipt__blk_run_miss(struct pt_block_decoder *decoder, uint32_t idx, uint64_t ip,
 }
 
 /* The run at @ip in context @ctx, whose set is @idx, if it is in the set
- * paired with it (see ipt__blk_run_place): there, or with @record back in
- * the first way of its own set, trading places with the run in its last
- * way.  NULL if it is not there. */
+ * paired with it (see ipt__blk_run_place): back in the first way of its
+ * own set, trading places with the run in its last way.  NULL if it is not
+ * there.  Only a look that records comes here: one that does not leaves
+ * the table as it is, and a run it misses is found by the next. */
 static const struct ipt__blk_run *
 ipt__blk_run_paired(struct pt_block_decoder *decoder, uint32_t idx,
 		    uint64_t ip, uint32_t ctx,
-		    const struct ipt__blk_text **ptext, int record)
+		    const struct ipt__blk_text **ptext)
 {
 	uint32_t other = ipt__blk_set_pair(decoder, idx), last, way;
 	struct ipt__blk_run *pair, *set = ipt__blk_set(decoder, idx), run;
@@ -17566,12 +17584,6 @@ ipt__blk_run_paired(struct pt_block_decoder *decoder, uint32_t idx,
 	way = ipt__blk_way_of(pair, ip, ctx);
 	if (way >= IPT__RUN_WAYS)
 		return NULL;
-	if (!record) {
-		if (ptext)
-			*ptext = decoder->want_text ?
-				 &ipt__blk_set_text(pair)[way] : NULL;
-		return &pair[way];
-	}
 
 	IPT__COPY(run, pair[way]);
 	IPT__COPY(pair[way], set[last]);
@@ -17588,11 +17600,11 @@ ipt__blk_run_paired(struct pt_block_decoder *decoder, uint32_t idx,
 }
 
 /* The run at @ip is in neither of the first two ways of the set @idx:
- * look in the others, then in the paired set.  Found in the set, it moves
- * to the first way if @record (the others move one way on), so that the
- * runs in use stay in the ways looked at first; found in neither, it is
- * recorded if @record (ipt__blk_run_miss).  NULL if there is none, as
- * ipt__blk_run_get. */
+ * look in the others.  Found there, it moves to the first way if @record
+ * (the others move one way on), so that the runs in use stay in the ways
+ * looked at first; else, if @record, it is looked for in the paired set
+ * (ipt__blk_run_paired) and, not there either, recorded
+ * (ipt__blk_run_miss).  NULL if there is none, as ipt__blk_run_get. */
 static IPT__NOINLINE const struct ipt__blk_run *
 ipt__blk_run_far(struct pt_block_decoder *decoder, uint32_t idx, uint64_t ip,
 		 enum pt_exec_mode mode, uint32_t ctx,
@@ -17605,9 +17617,10 @@ ipt__blk_run_far(struct pt_block_decoder *decoder, uint32_t idx, uint64_t ip,
 
 	way = ipt__blk_way_of(set, ip, ctx);
 	if (way >= IPT__RUN_WAYS) {
-		paired = ipt__blk_run_paired(decoder, idx, ip, ctx, ptext,
-					     record);
-		if (paired || !record)
+		if (!record)
+			return NULL;
+		paired = ipt__blk_run_paired(decoder, idx, ip, ctx, ptext);
+		if (paired)
 			return paired;
 		return ipt__blk_run_miss(decoder, idx, ip, mode, ctx, ptext);
 	}
@@ -17633,17 +17646,14 @@ ipt__blk_run_cached(struct pt_block_decoder *decoder, uint64_t ip,
 		    enum pt_exec_mode mode)
 {
 	struct ipt__blk_run *set;
-	uint32_t ctx, idx, way;
+	uint32_t ctx, way;
 
 	if (!IPT__BLK_RUNS || !decoder->runs)
 		return NULL;
 	ctx = ipt__blk_ctx_of(decoder, mode);
-	idx = ipt__blk_set_of(ip, ctx, decoder->rsets);
-	set = ipt__blk_set(decoder, idx);
+	set = ipt__blk_set(decoder, ipt__blk_set_of(ip, ctx, decoder->rsets));
 	way = ipt__blk_way_of(set, ip, ctx);
-	if (way < IPT__RUN_WAYS)
-		return &set[way];
-	return ipt__blk_run_paired(decoder, idx, ip, ctx, NULL, 0);
+	return way < IPT__RUN_WAYS ? &set[way] : NULL;
 }
 
 /* The run starting at @ip in @mode in the current address space, from the
@@ -19405,6 +19415,7 @@ static void ipt__blk_undo(struct pt_block_decoder *decoder,
 	save->rsets = decoder->rsets;
 	save->rstride = decoder->rstride;
 	save->rfills = decoder->rfills;
+	save->rpairs = decoder->rpairs;
 	save->rlimit = decoder->rlimit;
 	save->lmap = decoder->lmap;
 	save->lmap_bits = decoder->lmap_bits;
