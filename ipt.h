@@ -1368,8 +1368,8 @@ IPT_API int pt_blk_event(struct pt_block_decoder *decoder,
  *
  * The instruction cache has 256 entries (22 KiB) beside a run cache, and
  * IPT_BLK_ICACHE_BITS (log2 of its entries, 11: 176 KiB) without one.
- * The run cache starts at 4 KiB and doubles whenever it has had to drop
- * runs for a 128th of its entries, up to a limit in bytes: IPT_BLK_CACHE_LIMIT
+ * The run cache starts at 4 KiB and doubles whenever it has had to push
+ * runs out of full sets for a 128th of its entries, up to a limit in bytes: IPT_BLK_CACHE_LIMIT
  * when the implementation is compiled (2 MiB), or what
  * ipt_blk_set_cache_limit() / ipt_insn_set_cache_limit() set for one
  * decoder.  Setting a limit empties the run cache; a limit below one set
@@ -14200,8 +14200,8 @@ ipt__insn_range_is_contiguous(uint64_t begin, uint64_t end,
  * 2k + 1): a run pushed out of a full set moves to an empty way of the
  * other, where ipt__blk_run_find looks before recording it anew, so
  * that a few busy sets do not lose their runs while the
- * table has room.  It starts small and doubles whenever it has had to drop
- * runs for a 128th of its entries, up to a limit (IPT_BLK_CACHE_LIMIT or
+ * table has room.  It starts small and doubles whenever it has had to push
+ * runs out of full sets for a 128th of its entries, up to a limit (IPT_BLK_CACHE_LIMIT or
  * ipt_blk_set_cache_limit).  Growing keeps the runs: in place with the
  * allocator's realloc; else by moving them into the new table
  * while old and new fit the limit together (not with text), and otherwise
@@ -17506,7 +17506,7 @@ static IPT__INLINE uint32_t ipt__blk_way_of(const struct ipt__blk_run *set,
 }
 
 /* A miss in the set @idx: record the run at @ip there.  If that pushes a
- * run out and the table has lost runs that way for a 128th of its
+ * run out and the table has pushed runs out that way for a 128th of its
  * entries, it is too small for the code: grow it first, if the limit and
  * memory allow.
  *
