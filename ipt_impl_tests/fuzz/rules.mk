@@ -28,7 +28,8 @@ FUZZ_OPT := -O2 -g
 FUZZ_DEFS := -DIPT_BLK_ICACHE_BITS=6 -DIPT_IMAGE_CACHE_LIMIT=16384 \
 	-DIPT_COV_IDLE_MAX=2048 -DIPT_COV_MEMO_LIMIT=65536
 FUZZ_HARNESSES := $(patsubst $(FZ)/fuzz_%.c,%,$(wildcard $(FZ)/fuzz_*.c))
-FUZZ_SRCS := $(FZ)/fuzz.h $(FZ)/fuzz_blk.c $(HDR) $(T)/seg/seg_split.h
+FUZZ_SRCS := $(FZ)/fuzz.h $(FZ)/fuzz_blk.c $(HDR) $(T)/seg/seg_split.h \
+	$(T)/unit/cov/cov_oracle.h
 
 # libFuzzer builds (clang), with their own implementation object.
 $(FB)/ipt_impl.o: $(T)/lib/ipt_impl.c $(HDR)

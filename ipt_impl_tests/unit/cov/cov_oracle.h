@@ -265,7 +265,10 @@ ORACLE_FN void oracle_block(struct oracle *o, const struct pt_block *b)
 		if (!size)
 			return;
 	}
+	/* An unknown mode decodes with 16-bit defaults, as the block decoder
+	 * does (see ipt.h's >>ild). */
 	switch (b->mode) {
+	case ptem_unknown:
 	case ptem_16bit:
 		ZydisDecoderInit(&dec, ZYDIS_MACHINE_MODE_LEGACY_16,
 				 ZYDIS_STACK_WIDTH_16);
