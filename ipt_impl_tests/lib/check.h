@@ -3,6 +3,8 @@
  *     CHECK(cond)              counts a pass or prints the failure
  *     CHECK_EQ(a, b)           integers, printed on failure
  *     bytes_are(p, from, to, b) whether bytes [from, to) of p are all b
+ *     check_rand()             a pseudo-random number, 24 bits: the same
+ *                              sequence everywhere from check_seed
  *     return check_done();     prints "N passed, N failed"; exit status
  */
 #ifndef IPT_CHECK_H
@@ -48,6 +50,19 @@ static int bytes_are(const void *p, size_t from, size_t to, int byte)
 		if (bytes[from] != (unsigned char) byte)
 			return 0;
 	return 1;
+}
+
+/* A linear congruential generator: a test sets check_seed once and gets
+ * the same inputs on every machine and in every build. */
+static uint32_t check_seed = 1;
+
+#if defined(__GNUC__)
+__attribute__((unused))
+#endif
+static uint32_t check_rand(void)
+{
+	check_seed = check_seed * 1103515245u + 12345u;
+	return check_seed >> 8;
 }
 
 static int check_done(void)

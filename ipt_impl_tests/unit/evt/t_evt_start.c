@@ -18,15 +18,10 @@
 #include "check.h"
 #include "evt_trace.h"
 
-static uint32_t seed = 4711;
 /* Starts compared, and of those with tracing enabled, failed. */
 static int starts, enabled, failed;
 
-static uint32_t rnd(void)
-{
-	seed = seed * 1103515245u + 12345u;
-	return seed >> 8;
-}
+#define rnd check_rand
 
 static struct pt_packet random_packet(uint8_t *mtc, int *on)
 {
@@ -113,6 +108,7 @@ int main(void)
 {
 	int i;
 
+	check_seed = 4711;
 	for (i = 0; i < 3000; ++i)
 		one_trace();
 	printf("%d starts: %d with tracing enabled, %d with an error "
