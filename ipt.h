@@ -9928,9 +9928,10 @@ static IPT__NOINLINE int ipt__evt_time_loop(struct pt_event_decoder *decoder)
  * event.  Nothing can look at the time between two events, so the run of
  * them that starts with the current packet is taken in one loop rather
  * than one round of ipt__evt_fetch_event each, leaving the packet after
- * the run current (ipt__evt_time_run then handles it as that loop
- * would).  Most runs are one CYC, taken here; longer ones go on in
- * ipt__evt_time_loop.  With no_time they are passed over. */
+ * the run current with nothing bound to it (ipt__evt_time_run then
+ * handles it as that loop would).  Most runs are one CYC, taken here;
+ * longer ones go on in ipt__evt_time_loop.  With no_time they are passed
+ * over.  Returns 0, or an error. */
 static IPT__INLINE int ipt__evt_time_packets(struct pt_event_decoder *decoder)
 {
 	struct pt_packet_decoder *pacdec = &decoder->pacdec;
@@ -9940,13 +9941,16 @@ static IPT__INLINE int ipt__evt_time_packets(struct pt_event_decoder *decoder)
 		pacdec->pos = ipt__pkt_past_time(
 			(uintptr_t) pacdec->config.begin, pacdec->fast,
 			pacdec->pos, pacdec->config.errata.skd007);
-		return ipt__evt_next_packet(decoder);
+		err = ipt__evt_next_packet(decoder);
+	} else {
+		err = ipt__evt_time_step(decoder);
+		if (err > 0)
+			err = ipt__evt_time_loop(decoder);
 	}
-
-	err = ipt__evt_time_step(decoder);
-	if (err <= 0)
+	if (err < 0)
 		return err;
-	return ipt__evt_time_loop(decoder);
+	decoder->bound = 0;
+	return 0;
 }
 
 static int ipt__evt_time_run(struct pt_event_decoder *decoder)
@@ -9955,7 +9959,6 @@ static int ipt__evt_time_run(struct pt_event_decoder *decoder)
 
 	if (err < 0)
 		return err;
-	decoder->bound = 0;
 	return ipt__evt_decode_packet(decoder);
 }
 
@@ -10136,6 +10139,14 @@ static int ipt__evt_next_pg(struct pt_event_decoder *decoder,
 	return 1;
 }
 
+/* Whether the short ways (ipt__evt_next_tnt, ipt__evt_tnt_ahead,
+ * ipt__evt_tnt_fill) may take the TIP, TIP.PGE or TIP.PGD next: nothing is
+ * bound to the current packet and nothing is queued. */
+static IPT__INLINE int ipt__evt_tip_free(const struct pt_event_decoder *decoder)
+{
+	return !decoder->bound && decoder->evq.begin == decoder->evq.end;
+}
+
 /* A short way to the next event for a decoder above (>>blk) that holds a
  * TNT, TIP, enable or disable event it took from pt_evt_next() (or made
  * itself, for a disable) and has used up: when the next event is the TNT
@@ -10192,7 +10203,6 @@ static int ipt__evt_next_tnt(struct pt_event_decoder *decoder,
 		err = ipt__evt_time_packets(decoder);
 		if (err < 0)
 			return err;
-		decoder->bound = 0;
 		type = decoder->packet.type;
 	}
 	if (type == ppt_tnt_8 || type == ppt_tnt_64) {
@@ -10206,7 +10216,7 @@ static int ipt__evt_next_tnt(struct pt_event_decoder *decoder,
 		ipt__evt_next_packet(decoder);
 		return 1;
 	}
-	if (decoder->bound || decoder->evq.begin != decoder->evq.end)
+	if (!ipt__evt_tip_free(decoder))
 		return 0;
 	if (type == ppt_tip)
 		return decoder->enabled ? ipt__evt_next_tip(decoder, ev) : 0;
@@ -10493,8 +10503,7 @@ static IPT__INLINE int ipt__evt_tnt_fill(const struct pt_event_decoder *decoder,
 	if (kind - ppt_tip > ppt_tip_pgd - ppt_tip)
 		return 0;
 	size = ipt__pkt_fast_ip(at, &ip, &ipc);
-	if (!size || ipc == pt_ipc_suppressed || decoder->bound ||
-	    decoder->evq.begin != decoder->evq.end)
+	if (!size || ipc == pt_ipc_suppressed || !ipt__evt_tip_free(decoder))
 		return 0;
 	p->type = (enum pt_packet_type) kind;
 	p->payload = ip;
@@ -10556,7 +10565,7 @@ ipt__evt_tnt_ahead(const struct pt_event_decoder *decoder, const uint8_t **pos,
 	case ppt_tip_pgd:
 	case ppt_tip_pge:
 		if (packet->payload.ip.ipc == pt_ipc_suppressed ||
-		    decoder->bound || decoder->evq.begin != decoder->evq.end)
+		    !ipt__evt_tip_free(decoder))
 			return (enum pt_packet_type) 0;
 		*payload = packet->payload.ip.ip;
 		*size = (uint32_t) packet->payload.ip.ipc;
@@ -15785,6 +15794,25 @@ static int ipt__blk_filter_keeps(const struct pt_block_decoder *decoder,
 	       cr3 == decoder->cr3_filter;
 }
 
+/* A new CR3 or VMCS in the address space: the context is found again. */
+static void ipt__blk_set_cr3(struct pt_block_decoder *decoder, uint64_t cr3)
+{
+	decoder->asid.cr3 = cr3;
+	decoder->ctx_id = 0;
+}
+
+static void ipt__blk_set_vmcs(struct pt_block_decoder *decoder, uint64_t vmcs)
+{
+	decoder->asid.vmcs = vmcs;
+	decoder->ctx_id = 0;
+}
+
+static void ipt__blk_set_cbr(struct pt_block_decoder *decoder, uint32_t ratio)
+{
+	decoder->has_cbr = 1;
+	decoder->cbr = ratio;
+}
+
 /* A skipped event's state, taken in without reporting it. */
 static void ipt__blk_dark_apply(struct pt_block_decoder *decoder,
 				const struct pt_event *ev)
@@ -15803,8 +15831,7 @@ static void ipt__blk_dark_apply(struct pt_block_decoder *decoder,
 		decoder->speculative = ev->variant.tsx.speculative;
 		break;
 	case ptev_cbr:
-		decoder->has_cbr = 1;
-		decoder->cbr = ev->variant.cbr.ratio;
+		ipt__blk_set_cbr(decoder, ev->variant.cbr.ratio);
 		break;
 	default:
 		break;
@@ -15850,17 +15877,12 @@ static int ipt__blk_quiet_psb(struct pt_block_decoder *decoder)
 		decoder->mode = pt_get_exec_mode(&psb.exec);
 	if (psb.has & ipt__psb_pip) {
 		ipt__vm_side_set(&decoder->vm, psb.pip.nr);
-		decoder->asid.cr3 = psb.pip.cr3;
-		decoder->ctx_id = 0;
+		ipt__blk_set_cr3(decoder, psb.pip.cr3);
 	}
-	if (psb.has & ipt__psb_vmcs) {
-		decoder->asid.vmcs = psb.vmcs.base;
-		decoder->ctx_id = 0;
-	}
-	if (psb.has & ipt__psb_cbr) {
-		decoder->has_cbr = 1;
-		decoder->cbr = psb.cbr.payload.cbr.ratio;
-	}
+	if (psb.has & ipt__psb_vmcs)
+		ipt__blk_set_vmcs(decoder, psb.vmcs.base);
+	if (psb.has & ipt__psb_cbr)
+		ipt__blk_set_cbr(decoder, psb.cbr.payload.cbr.ratio);
 	/* The disable drops the TRIG anchor; the others keep it. */
 	decoder->has_icnt = 0;
 	decoder->icnt = 0;
@@ -20257,14 +20279,11 @@ static void ipt__blk_change_asid(struct pt_block_decoder *decoder,
 
 	ipt__vm_side_take(&decoder->vm, ev);
 	if (ipt__evt_paging(ev, &cr3) >= 0)
-		decoder->asid.cr3 = cr3;
+		ipt__blk_set_cr3(decoder, cr3);
 	else if (ev->type == ptev_vmcs)
-		decoder->asid.vmcs = ev->variant.vmcs.base;
+		ipt__blk_set_vmcs(decoder, ev->variant.vmcs.base);
 	else if (ev->type == ptev_async_vmcs)
-		decoder->asid.vmcs = ev->variant.async_vmcs.base;
-	else
-		return;
-	decoder->ctx_id = 0;
+		ipt__blk_set_vmcs(decoder, ev->variant.async_vmcs.base);
 }
 
 /* Build a tick event for the first TNT bit used with a new timestamp. */
@@ -20399,8 +20418,7 @@ static int ipt__blk_event_take(struct pt_block_decoder *decoder)
 		break;
 
 	case ptev_cbr:
-		decoder->has_cbr = 1;
-		decoder->cbr = ev->variant.cbr.ratio;
+		ipt__blk_set_cbr(decoder, ev->variant.cbr.ratio);
 		break;
 
 	case ptev_rsm:
