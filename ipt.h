@@ -23753,13 +23753,14 @@ struct ipt_cov_decoder {
 	/* The TNT memo (see "taking TNT bits in bulk"): @nmemo entries at
 	 * @memo (none yet, or none to be had, if NULL), and with an edge
 	 * callback as many at @memo_edges, at most @memo_limit bytes in
-	 * all.  @memo_ctx
-	 * is the block decoder's last context number when the memo was
-	 * last used, to see the numbers start over. */
+	 * all; @memo_fills entries filled since it was last emptied.
+	 * @memo_ctx is the block decoder's last context number when the
+	 * memo was last used, to see the numbers start over. */
 	struct ipt__cov_memo *memo;
 	struct ipt__cov_memo_edges *memo_edges;
 	uint64_t memo_limit;
 	uint32_t nmemo;
+	uint32_t memo_fills;
 	uint32_t memo_failed;
 	uint32_t memo_ctx;
 };
@@ -24076,8 +24077,10 @@ static IPT__INLINE void ipt__cov_reach(void *context, uint64_t ip)
  * changes) makes them all stale.
  *
  * The memo is one table, allocated on first use from the decoder's
- * allocator with at most @memo_limit bytes (ipt_cov_set_memo_limit).  An
- * entry has two places, by two hashes of its key: a new entry goes in its
+ * allocator with at most @memo_limit bytes (ipt_cov_set_memo_limit).  It
+ * starts small and grows four times over whenever the entries filled
+ * reach half its places, up to the limit: a short trace's first decode
+ * is not spent on memory it never uses.  An entry has two places, by two hashes of its key: a new entry goes in its
  * first, and the one there moves to its own second (over what is there),
  * so that keys that share a first place, often in the same loop, do not
  * push each other out in turn. */
@@ -24119,9 +24122,10 @@ struct ipt__cov_memo {
 	uint32_t ret;
 	uint32_t nt;
 	uint32_t count;
-	/* How many of the edges but the last count; the TIP's branch: its
-	 * edge kind. */
-	uint16_t ncount;
+	/* How many of the edges but the last count, and in how many
+	 * places of the bitmap; the TIP's branch: its edge kind. */
+	uint8_t ncount;
+	uint8_t nplace;
 	uint16_t tip_kind;
 	/* The last edge's bitmap index (without a TIP), and its kind. */
 	uint32_t last_index;
@@ -24137,8 +24141,12 @@ struct ipt__cov_memo {
 	uint64_t last_next;
 	uint64_t op[IPT__COV_MEMO_OPS];
 	/* The bitmap indices, before the bitmap's size, of the @ncount
-	 * edges but the last that count. */
+	 * edges but the last that count: @nplace different ones, each with
+	 * how many of the edges it counts (a counter added to once, not
+	 * once per edge: in a loop one edge is most of them, and adding to
+	 * one counter in turn waits for each add). */
 	uint32_t counted[IPT__COV_MEMO_BITS];
+	uint8_t times[IPT__COV_MEMO_BITS];
 	/* Instructions walked up to each bit taken, and to the TIP, for the
 	 * block decoder's count (an entry ends before they would not
 	 * fit). */
@@ -24169,6 +24177,26 @@ static void ipt__cov_memo_free(struct ipt_cov_decoder *cov)
 	cov->memo_failed = 0;
 }
 
+/* The hash of a memo entry's key but its context number: the same IP
+ * and bits in two contexts (a stale one, or another address space) share
+ * places, told apart when they are compared. */
+static IPT__INLINE uint64_t ipt__cov_memo_hash(uint64_t ip, uint64_t key)
+{
+	return (ip ^ (key * 0x9e3779b97f4a7c15ull)) * 0xff51afd7ed558ccdull;
+}
+
+/* An entry's first (@which zero) or second place in the memo, from the
+ * hash @h of its key: the high half of @h, or of @h mixed again, scaled
+ * to the entries (any number of them). */
+static IPT__INLINE uint32_t
+ipt__cov_memo_place(const struct ipt_cov_decoder *cov, uint64_t h,
+		    uint32_t which)
+{
+	if (which)
+		h *= 0x9e3779b97f4a7c15ull;
+	return (uint32_t) (((h >> 32) * cov->nmemo) >> 32);
+}
+
 /* Empty every entry of the memo.  Only the keys: the rest of an entry is
  * written before it is read (ipt__cov_memo_fill), and a memo of a
  * megabyte is cleared in a fraction of the time. */
@@ -24181,42 +24209,108 @@ static void ipt__cov_memo_clear(struct ipt_cov_decoder *cov)
 		cov->memo[i].ctx = 0;
 		cov->memo[i].key = 0;
 	}
+	cov->memo_fills = 0;
 }
 
-/* Allocate the memo: as many entries as the limit holds, up to 2^24
- * (none below 16).  Returns whether there is one. */
-static IPT__NOINLINE int ipt__cov_memo_alloc(struct ipt_cov_decoder *cov)
+/* The bytes of one memo entry, with its edges if the decoder keeps
+ * them. */
+static size_t ipt__cov_memo_size(const struct ipt_cov_decoder *cov)
 {
-	size_t size = sizeof(*cov->memo) +
-		      (cov->config.edge ? sizeof(*cov->memo_edges) : 0);
-	uint64_t want = cov->memo_limit / size;
-	uint32_t n;
+	return sizeof(*cov->memo) +
+	       (cov->config.edge ? sizeof(*cov->memo_edges) : 0);
+}
 
-	if (cov->memo_failed || want < 16) {
-		cov->memo_failed = 1;
+/* The most entries the limit holds, up to 2^24 (zero below 16: no
+ * memo). */
+static uint32_t ipt__cov_memo_most(const struct ipt_cov_decoder *cov)
+{
+	uint64_t want = cov->memo_limit / ipt__cov_memo_size(cov);
+
+	if (want < 16)
 		return 0;
+	return want < (1u << 24) ? (uint32_t) want : (1u << 24);
+}
+
+/* The entries a memo starts with (or all the limit holds, if fewer). */
+enum { IPT__COV_MEMO_FIRST = 256 };
+
+/* Allocate @n entries for the memo, empty, the entries of the one before
+ * (if any) carried over to the first or second place free for them;
+ * without room for both tables in the limit, the old one goes first and
+ * nothing is carried.  Returns whether the memo has @n entries (else it
+ * is as it was, or none if it had to go). */
+static int ipt__cov_memo_resize(struct ipt_cov_decoder *cov, uint32_t n)
+{
+	const struct ipt_allocator *a = ipt__blk_allocator(&cov->blk);
+	struct ipt__cov_memo *old = cov->memo, *memo;
+	struct ipt__cov_memo_edges *old_edges = cov->memo_edges, *edges = NULL;
+	uint32_t nold = cov->nmemo, i;
+
+	if ((uint64_t) (n + nold) * ipt__cov_memo_size(cov) > cov->memo_limit) {
+		ipt__cov_memo_free(cov);
+		old = NULL;
+		old_edges = NULL;
+		nold = 0;
 	}
-	n = want < (1u << 24) ? (uint32_t) want : (1u << 24);
-	cov->memo = (struct ipt__cov_memo *)
-		ipt__alloc_cache(ipt__blk_allocator(&cov->blk),
-				 (size_t) n * sizeof(*cov->memo));
-	if (cov->memo && cov->config.edge) {
-		cov->memo_edges = (struct ipt__cov_memo_edges *)
-			ipt__alloc_cache(ipt__blk_allocator(&cov->blk),
-					 (size_t) n * sizeof(*cov->memo_edges));
-		if (!cov->memo_edges) {
-			ipt__free(ipt__blk_allocator(&cov->blk), cov->memo,
-				  (size_t) n * sizeof(*cov->memo));
-			cov->memo = NULL;
+	memo = (struct ipt__cov_memo *) ipt__alloc_cache(
+		a, (size_t) n * sizeof(*memo));
+	if (memo && cov->config.edge) {
+		edges = (struct ipt__cov_memo_edges *) ipt__alloc_cache(
+			a, (size_t) n * sizeof(*edges));
+		if (!edges) {
+			ipt__free(a, memo, (size_t) n * sizeof(*memo));
+			memo = NULL;
 		}
 	}
-	if (!cov->memo) {
+	if (!memo)
+		return 0;
+
+	cov->memo = memo;
+	cov->memo_edges = edges;
+	cov->nmemo = n;
+	ipt__cov_memo_clear(cov);
+	for (i = 0; i < nold; ++i) {
+		const struct ipt__cov_memo *e = &old[i];
+		uint64_t h;
+		uint32_t to;
+
+		if (!e->ctx)
+			continue;
+		h = ipt__cov_memo_hash(e->ip, e->key);
+		to = ipt__cov_memo_place(cov, h, 0);
+		if (memo[to].ctx) {
+			to = ipt__cov_memo_place(cov, h, 1);
+			if (memo[to].ctx)
+				continue;
+		}
+		IPT__COPY(memo[to], *e);
+		if (edges)
+			IPT__COPY(edges[to], old_edges[i]);
+	}
+	if (old)
+		ipt__free(a, old, (size_t) nold * sizeof(*old));
+	if (old_edges)
+		ipt__free(a, old_edges, (size_t) nold * sizeof(*old_edges));
+	return 1;
+}
+
+/* Allocate the memo, or grow it when its entries filled reach half its
+ * places.  Returns whether there is one. */
+static IPT__NOINLINE int ipt__cov_memo_alloc(struct ipt_cov_decoder *cov)
+{
+	uint32_t most = ipt__cov_memo_most(cov), n;
+
+	if (cov->memo_failed || !most) {
 		cov->memo_failed = 1;
 		return 0;
 	}
-	cov->nmemo = n;
-	ipt__cov_memo_clear(cov);
-	return 1;
+	n = cov->memo ? cov->nmemo : IPT__COV_MEMO_FIRST / 4;
+	n = n < most / 4 ? n * 4 : most;
+	if (n != cov->nmemo && !ipt__cov_memo_resize(cov, n) && !cov->memo)
+		cov->memo_failed = 1;
+	/* A memo that cannot grow stays as it is. */
+	cov->memo_fills = 0;
+	return cov->memo != NULL;
 }
 
 /* The kind of an entry's @i-th edge. */
@@ -24400,26 +24494,6 @@ tip_branch:
 	e->tip = 1;
 }
 
-/* The hash of a memo entry's key but its context number: the same IP
- * and bits in two contexts (a stale one, or another address space) share
- * places, told apart when they are compared. */
-static IPT__INLINE uint64_t ipt__cov_memo_hash(uint64_t ip, uint64_t key)
-{
-	return (ip ^ (key * 0x9e3779b97f4a7c15ull)) * 0xff51afd7ed558ccdull;
-}
-
-/* An entry's first (@which zero) or second place in the memo, from the
- * hash @h of its key: the high half of @h, or of @h mixed again, scaled
- * to the entries (any number of them). */
-static IPT__INLINE uint32_t
-ipt__cov_memo_place(const struct ipt_cov_decoder *cov, uint64_t h,
-		    uint32_t which)
-{
-	if (which)
-		h *= 0x9e3779b97f4a7c15ull;
-	return (uint32_t) (((h >> 32) * cov->nmemo) >> 32);
-}
-
 /* Move the entry @e, in its first place, to its second, over what is
  * there (its edges too). */
 static IPT__NOINLINE void ipt__cov_memo_move(struct ipt_cov_decoder *cov,
@@ -24455,7 +24529,7 @@ ipt__cov_memo_find(struct ipt_cov_decoder *cov, uint64_t ip,
 	if (IPT__UNLIKELY(e->ip != ip || e->ctx != ctx || e->key != key)) {
 		struct ipt__cov_memo *second =
 			&cov->memo[ipt__cov_memo_place(cov, h, 1)];
-		uint32_t i, ncount = 0, nbit;
+		uint32_t i, j, ncount = 0, nplace = 0, nbit;
 
 		if (second->ip == ip && second->ctx == ctx &&
 		    second->key == key)
@@ -24464,6 +24538,7 @@ ipt__cov_memo_find(struct ipt_cov_decoder *cov, uint64_t ip,
 		 * place. */
 		if (e->ctx)
 			ipt__cov_memo_move(cov, e);
+		cov->memo_fills += 1;
 
 		ipt__cov_memo_fill(cov, e, ip, mode, bits, n, tip);
 		/* The edges seen at their destination within the entry: all
@@ -24476,10 +24551,22 @@ ipt__cov_memo_find(struct ipt_cov_decoder *cov, uint64_t ip,
 		 * first bit's kind was never written. */
 		if (e->tip || e->used)
 			e->last_kind = (uint32_t) ipt__cov_memo_kind(e, nbit);
-		for (i = 0; i < nbit; ++i)
-			if ((e->count >> i) & 1)
-				e->counted[ncount++] = e->counted[i];
-		e->ncount = (uint16_t) ncount;
+		for (i = 0; i < nbit; ++i) {
+			if (!((e->count >> i) & 1))
+				continue;
+			ncount += 1;
+			for (j = 0; j < nplace; ++j)
+				if (e->counted[j] == e->counted[i])
+					break;
+			if (j < nplace) {
+				e->times[j] += 1;
+				continue;
+			}
+			e->counted[nplace] = e->counted[i];
+			e->times[nplace++] = 1;
+		}
+		e->ncount = (uint8_t) ncount;
+		e->nplace = (uint8_t) nplace;
 		/* Filling may have moved to a new context. */
 		e->ip = ip;
 		e->ctx = ipt__blk_ctx_of(blk, mode);
@@ -24513,34 +24600,36 @@ static IPT__INLINE void ipt__cov_memo_apply(struct ipt_cov_decoder *cov,
 	if (IPT__LIKELY(wrap != NULL)) {
 		/* As ipt__cov_hit, with its tests taken out of the loop, and
 		 * in locals: stores to the bitmap could alias anything. */
-		uint32_t mask = cov->mask, ncount = e->ncount;
+		uint32_t mask = cov->mask, nplace = e->nplace;
 		const uint32_t *counted = e->counted;
+		const uint8_t *times = e->times;
 
 		/* Four at a time: the loop's own instructions were half of
 		 * it. */
-		for (i = 0; i + 4 <= ncount; i += 4) {
-			wrap[counted[i] & mask] += 1;
-			wrap[counted[i + 1] & mask] += 1;
-			wrap[counted[i + 2] & mask] += 1;
-			wrap[counted[i + 3] & mask] += 1;
+		for (i = 0; i + 4 <= nplace; i += 4) {
+			wrap[counted[i] & mask] += times[i];
+			wrap[counted[i + 1] & mask] += times[i + 1];
+			wrap[counted[i + 2] & mask] += times[i + 2];
+			wrap[counted[i + 3] & mask] += times[i + 3];
 		}
-		for (; i < ncount; ++i)
-			wrap[counted[i] & mask] += 1;
-		cov->status.edges += ncount;
+		for (; i < nplace; ++i)
+			wrap[counted[i] & mask] += times[i];
+		cov->status.edges += e->ncount;
 	} else if (!cov->memo_edges) {
 		/* No callback: a saturating bitmap, or none. */
 		uint8_t *map = cov->map;
-		uint32_t mask = cov->mask, ncount = e->ncount;
+		uint32_t mask = cov->mask, nplace = e->nplace;
 		const uint32_t *counted = e->counted;
 
 		if (map)
-			for (i = 0; i < ncount; ++i) {
+			for (i = 0; i < nplace; ++i) {
 				uint8_t *counter = &map[counted[i] & mask];
+				uint32_t sum = (uint32_t) *counter + e->times[i];
 
-				if (*counter != UINT8_MAX)
-					*counter += 1;
+				*counter = (uint8_t) (sum < UINT8_MAX ? sum :
+								       UINT8_MAX);
 			}
-		cov->status.edges += ncount;
+		cov->status.edges += e->ncount;
 	} else {
 		const struct ipt__cov_memo_edges *edges =
 			&cov->memo_edges[e - cov->memo];
@@ -24645,7 +24734,8 @@ static uint64_t ipt__cov_tnt(void *context, struct pt_block_decoder *blk,
 	/* The bitmap if memo hits count into it the short way. */
 	uint8_t *wrap;
 
-	if (IPT__UNLIKELY(!cov->memo) && !ipt__cov_memo_alloc(cov))
+	if (IPT__UNLIKELY(cov->memo_fills >= cov->nmemo / 4) &&
+	    !ipt__cov_memo_alloc(cov))
 		return ip;
 	wrap = cov->memo_edges || (cov->config.flags & ipt_cov_saturate) ?
 		       NULL : cov->map;
