@@ -2693,8 +2693,9 @@ IPT_API int ipt_seg_stitch_next(const struct ipt_seg_split *split,
  * TIPs, other packets, returns whose address the memo did not see pushed,
  * missing code) takes the exact path, and the memo is tagged as the run
  * cache is, so that the edges and bitmap are the same with it or without.
- * It is one table allocated on first use, at most IPT_COV_MEMO_LIMIT
- * bytes (4 MiB) or what ipt_cov_set_memo_limit sets; setting a limit
+ * It is one table allocated small on first use that grows as it fills,
+ * to at most IPT_COV_MEMO_LIMIT bytes (4 MiB) or what
+ * ipt_cov_set_memo_limit sets; setting a limit
  * empties it, and a limit below 16 entries (7 KiB) turns it
  * off (it returns -pte_invalid without a decoder).  Code
  * the memo covers is not read again, so the block callback, told of runs
