@@ -23755,10 +23755,12 @@ struct ipt_cov_decoder {
 	 * @memo (none yet, or none to be had, if NULL), and with an edge
 	 * callback as many at @memo_edges, at most @memo_limit bytes in
 	 * all; @memo_fills entries filled since it was last emptied.
+	 * @memo is in @memo_block, at its first 64-byte line.
 	 * @memo_ctx is the block decoder's last context number when the
 	 * memo was last used, to see the numbers start over. */
 	struct ipt__cov_memo *memo;
 	struct ipt__cov_memo_edges *memo_edges;
+	void *memo_block;
 	uint64_t memo_limit;
 	uint32_t nmemo;
 	uint32_t memo_fills;
@@ -24103,8 +24105,9 @@ enum {
  * callback, are in a struct ipt__cov_memo_edges of the same number, so
  * that a decoder without one has twice the entries in the same memory. */
 struct ipt__cov_memo {
-	/* The key: the IP, the context number (zero for an empty entry),
-	 * and IPT__COV_MEMO_KEY. */
+	/* What a hit reads comes first, in 64 bytes.  The key: the IP, the
+	 * context number (zero for an empty entry), and
+	 * IPT__COV_MEMO_KEY. */
 	uint64_t ip;
 	uint64_t key;
 	uint32_t ctx;
@@ -24116,12 +24119,8 @@ struct ipt__cov_memo {
 	 * a pop, else a push of op[i]. */
 	uint8_t nops;
 	uint8_t pops;
-	/* Bit i of @ret says the i-th edge is a compressed return, of
-	 * @nt that it is a conditional branch not taken, of @count that it
-	 * counts (the decoder's kinds and ranges); the TIP's branch is edge
-	 * @used. */
-	uint32_t ret;
-	uint32_t nt;
+	/* Bit i of @count says the i-th edge counts (the decoder's kinds
+	 * and ranges); the TIP's branch is edge @used. */
 	uint32_t count;
 	/* How many of the edges but the last count, and in how many
 	 * places of the bitmap; the TIP's branch: its edge kind. */
@@ -24130,17 +24129,20 @@ struct ipt__cov_memo {
 	uint16_t tip_kind;
 	/* The last edge's bitmap index (without a TIP), and its kind. */
 	uint32_t last_index;
-	uint32_t last_kind;
-	/* The code the runs after the last bit cover, up to the TIP's
-	 * branch: a disable's IP there binds elsewhere. */
-	uint64_t span_lo;
-	uint64_t span_hi;
+	uint16_t last_kind;
+	/* Instructions walked up to the last bit taken, or to the TIP
+	 * (@ninsn's last). */
+	uint16_t ninsn_last;
 	/* Where the flow goes on (without a TIP); the last edge's (the TIP's
 	 * branch's) from and the IP after it. */
 	uint64_t exit;
 	uint64_t last_from;
 	uint64_t last_next;
-	uint64_t op[IPT__COV_MEMO_OPS];
+	/* Instructions walked up to each bit taken, and to the TIP, for the
+	 * block decoder's count (an entry ends before they would not
+	 * fit): the next 64 bytes, read where a step ends in another
+	 * packet than it began. */
+	uint16_t ninsn[IPT__COV_MEMO_BITS + 1];
 	/* The bitmap indices, before the bitmap's size, of the @ncount
 	 * edges but the last that count: @nplace different ones, each with
 	 * how many of the edges it counts (a counter added to once, not
@@ -24148,10 +24150,18 @@ struct ipt__cov_memo {
 	 * one counter in turn waits for each add). */
 	uint32_t counted[IPT__COV_MEMO_BITS];
 	uint8_t times[IPT__COV_MEMO_BITS];
-	/* Instructions walked up to each bit taken, and to the TIP, for the
-	 * block decoder's count (an entry ends before they would not
-	 * fit). */
-	uint16_t ninsn[IPT__COV_MEMO_BITS + 1];
+	/* Bit i of @ret says the i-th edge is a compressed return, of @nt
+	 * that it is a conditional branch not taken. */
+	uint32_t ret;
+	uint32_t nt;
+	/* The code the runs after the last bit cover, up to the TIP's
+	 * branch: a disable's IP there binds elsewhere. */
+	uint64_t span_lo;
+	uint64_t span_hi;
+	uint64_t op[IPT__COV_MEMO_OPS];
+	/* To 384 bytes: in a memo that starts on a 64-byte line, every
+	 * entry's first 64 bytes are one line. */
+	uint64_t spare;
 };
 
 /* One edge per bit taken, and the TIP's branch (its @to unknown). */
@@ -24165,10 +24175,18 @@ struct ipt__cov_memo_edges {
 #define IPT_COV_MEMO_LIMIT (1u << 22)
 #endif
 
+/* The bytes of a block that holds @n memo entries from its first 64-byte
+ * line. */
+static size_t ipt__cov_memo_bytes(uint32_t n)
+{
+	return (size_t) n * sizeof(struct ipt__cov_memo) + 63u;
+}
+
 static void ipt__cov_memo_free(struct ipt_cov_decoder *cov)
 {
-	ipt__free(ipt__blk_allocator(&cov->blk), cov->memo,
-		  (size_t) cov->nmemo * sizeof(*cov->memo));
+	if (cov->memo)
+		ipt__free(ipt__blk_allocator(&cov->blk), cov->memo_block,
+			  ipt__cov_memo_bytes(cov->nmemo));
 	if (cov->memo_edges)
 		ipt__free(ipt__blk_allocator(&cov->blk), cov->memo_edges,
 			  (size_t) cov->nmemo * sizeof(*cov->memo_edges));
@@ -24225,7 +24243,8 @@ static size_t ipt__cov_memo_size(const struct ipt_cov_decoder *cov)
  * memo). */
 static uint32_t ipt__cov_memo_most(const struct ipt_cov_decoder *cov)
 {
-	uint64_t want = cov->memo_limit / ipt__cov_memo_size(cov);
+	uint64_t want = cov->memo_limit > 63u ?
+		(cov->memo_limit - 63u) / ipt__cov_memo_size(cov) : 0;
 
 	if (want < 16)
 		return 0;
@@ -24245,27 +24264,31 @@ static int ipt__cov_memo_resize(struct ipt_cov_decoder *cov, uint32_t n)
 	const struct ipt_allocator *a = ipt__blk_allocator(&cov->blk);
 	struct ipt__cov_memo *old = cov->memo, *memo;
 	struct ipt__cov_memo_edges *old_edges = cov->memo_edges, *edges = NULL;
+	void *block, *old_block = cov->memo_block;
 	uint32_t nold = cov->nmemo, i;
 
-	if ((uint64_t) (n + nold) * ipt__cov_memo_size(cov) > cov->memo_limit) {
+	if ((uint64_t) (n + nold) * ipt__cov_memo_size(cov) + 126u >
+	    cov->memo_limit) {
 		ipt__cov_memo_free(cov);
 		old = NULL;
 		old_edges = NULL;
 		nold = 0;
 	}
-	memo = (struct ipt__cov_memo *) ipt__alloc_cache(
-		a, (size_t) n * sizeof(*memo));
-	if (memo && cov->config.edge) {
+	block = ipt__alloc_cache(a, ipt__cov_memo_bytes(n));
+	if (block && cov->config.edge) {
 		edges = (struct ipt__cov_memo_edges *) ipt__alloc_cache(
 			a, (size_t) n * sizeof(*edges));
 		if (!edges) {
-			ipt__free(a, memo, (size_t) n * sizeof(*memo));
-			memo = NULL;
+			ipt__free(a, block, ipt__cov_memo_bytes(n));
+			block = NULL;
 		}
 	}
-	if (!memo)
+	if (!block)
 		return 0;
 
+	memo = (struct ipt__cov_memo *) (void *) ((uint8_t *) block +
+		((64u - ((uintptr_t) block & 63u)) & 63u));
+	cov->memo_block = block;
 	cov->memo = memo;
 	cov->memo_edges = edges;
 	cov->nmemo = n;
@@ -24289,7 +24312,7 @@ static int ipt__cov_memo_resize(struct ipt_cov_decoder *cov, uint32_t n)
 			IPT__COPY(edges[to], old_edges[i]);
 	}
 	if (old)
-		ipt__free(a, old, (size_t) nold * sizeof(*old));
+		ipt__free(a, old_block, ipt__cov_memo_bytes(nold));
 	if (old_edges)
 		ipt__free(a, old_edges, (size_t) nold * sizeof(*old_edges));
 	return 1;
@@ -24551,7 +24574,7 @@ ipt__cov_memo_find(struct ipt_cov_decoder *cov, uint64_t ip,
 		/* An entry of no bit and no TIP is never applied, and its
 		 * first bit's kind was never written. */
 		if (e->tip || e->used)
-			e->last_kind = (uint32_t) ipt__cov_memo_kind(e, nbit);
+			e->last_kind = (uint16_t) ipt__cov_memo_kind(e, nbit);
 		for (i = 0; i < nbit; ++i) {
 			if (!((e->count >> i) & 1))
 				continue;
@@ -24567,6 +24590,8 @@ ipt__cov_memo_find(struct ipt_cov_decoder *cov, uint64_t ip,
 			e->times[nplace++] = 1;
 		}
 		e->ncount = (uint8_t) ncount;
+		e->ninsn_last = e->tip ? e->ninsn[e->used] :
+				e->used ? e->ninsn[e->used - 1] : 0;
 		e->nplace = (uint8_t) nplace;
 		/* Filling may have moved to a new context. */
 		e->ip = ip;
@@ -24803,7 +24828,7 @@ static uint64_t ipt__cov_tnt(void *context, struct pt_block_decoder *blk,
 		used = e->used;
 		/* Not to a count that wraps, as the walk. */
 		if ((!used && !e->tip) ||
-		    icnt + e->ninsn[e->tip ? used : used - 1] < icnt)
+		    icnt + e->ninsn_last < icnt)
 			break;
 		/* A disable binds where the flow reaches its IP first: not
 		 * in the runs on the way to the branch. */
@@ -24831,9 +24856,9 @@ static uint64_t ipt__cov_tnt(void *context, struct pt_block_decoder *blk,
 				uint32_t at = used - ipt__lsb(past);
 
 				crossed = 1;
-				icnt = e->ninsn[used - 1] - e->ninsn[at - 1];
+				icnt = e->ninsn_last - e->ninsn[at - 1];
 			} else
-				icnt += e->ninsn[used - 1];
+				icnt += e->ninsn_last;
 			w.n -= used;
 			w.bits &= (1ull << w.n) - 1;
 		}
