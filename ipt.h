@@ -43,7 +43,7 @@
  *                       ipt_insn_set_cache_limit() set it per decoder (2 MiB)
  *     IPT_COV_MEMO_LIMIT  the most bytes a coverage decoder's TNT memo
  *                       takes; ipt_cov_set_memo_limit() sets it per
- *                       decoder                                    (4 MiB)
+ *                       decoder                                    (8 MiB)
  *     IPT_COV_IDLE_MAX  the instructions a coverage decode follows
  *                       without reading further into the trace before
  *                       it gives up on code that loops without trace;
@@ -2694,9 +2694,9 @@ IPT_API int ipt_seg_stitch_next(const struct ipt_seg_split *split,
  * missing code) takes the exact path, and the memo is tagged as the run
  * cache is, so that the edges and bitmap are the same with it or without.
  * It is one table allocated small on first use that grows as it fills,
- * to at most IPT_COV_MEMO_LIMIT bytes (4 MiB) or what
+ * to at most IPT_COV_MEMO_LIMIT bytes (8 MiB) or what
  * ipt_cov_set_memo_limit sets; setting a limit
- * empties it, and a limit below 16 entries (7 KiB) turns it
+ * empties it, and a limit below 16 entries (8 KiB) turns it
  * off (it returns -pte_invalid without a decoder).  Code
  * the memo covers is not read again, so the block callback, told of runs
  * recorded in the run cache, may hear of fewer runs with it than
@@ -23754,7 +23754,8 @@ struct ipt_cov_decoder {
 	/* The TNT memo (see "taking TNT bits in bulk"): @nmemo entries at
 	 * @memo (none yet, or none to be had, if NULL), and with an edge
 	 * callback as many at @memo_edges, at most @memo_limit bytes in
-	 * all; @memo_fills entries filled since it was last emptied.
+	 * all, @memo_used of them in use (counted from zero again when
+	 * it cannot grow).
 	 * @memo is in @memo_block, at its first 64-byte line.
 	 * @memo_ctx is the block decoder's last context number when the
 	 * memo was last used, to see the numbers start over. */
@@ -23763,7 +23764,7 @@ struct ipt_cov_decoder {
 	void *memo_block;
 	uint64_t memo_limit;
 	uint32_t nmemo;
-	uint32_t memo_fills;
+	uint32_t memo_used;
 	uint32_t memo_failed;
 	uint32_t memo_ctx;
 };
@@ -24081,33 +24082,38 @@ static IPT__INLINE void ipt__cov_reach(void *context, uint64_t ip)
  *
  * The memo is one table, allocated on first use from the decoder's
  * allocator with at most @memo_limit bytes (ipt_cov_set_memo_limit).  It
- * starts small and grows four times over whenever the entries filled
- * reach half its places, up to the limit: a short trace's first decode
- * is not spent on memory it never uses.  An entry has two places, by two hashes of its key: a new entry goes in its
+ * starts small and grows twice over whenever half its places are in use,
+ * up to the limit: a short trace's first decode is not spent on memory
+ * it never uses, and a memo that holds all a trace needs stays as it
+ * is.  An entry has two places, by two hashes of its key: a new entry goes in its
  * first, and the one there moves to its own second (over what is there),
  * so that keys that share a first place, often in the same loop, do not
  * push each other out in turn. */
 
 enum {
-	/* The most TNT bits one entry covers (and thus edges; at most 31,
-	 * the bits of @ret, @nt and @count less the TIP's). */
-	IPT__COV_MEMO_BITS = 31,
+	/* The most TNT bits one entry covers (and thus edges): at most 57,
+	 * so that the window of 64 holds them, one more and a one-byte
+	 * TNT's six (and @ret, @nt and @count the TIP's too). */
+	IPT__COV_MEMO_BITS = 48,
 	/* The most return-stack pushes and pops one entry replays. */
 	IPT__COV_MEMO_OPS = 8
 };
 
-/* In a memo key: the bits (the first in the highest of the low half),
+/* In a memo key: the bits (the first in the highest of the low 57),
  * their number and whether the entry ends at a TIP. */
 #define IPT__COV_MEMO_KEY(bits, n, tip)                                        \
-	((uint64_t) (bits) | ((uint64_t) (n) << 32) | ((uint64_t) (tip) << 40))
+	((uint64_t) (bits) | ((uint64_t) (n) << 57) | ((uint64_t) (tip) << 63))
 
 /* An entry holds what a hit needs; the edges themselves, for an edge
  * callback, are in a struct ipt__cov_memo_edges of the same number, so
  * that a decoder without one has twice the entries in the same memory. */
 struct ipt__cov_memo {
-	/* What a hit reads comes first, in 64 bytes.  The key: the IP, the
-	 * context number (zero for an empty entry), and
-	 * IPT__COV_MEMO_KEY. */
+	/* What a hit reads comes first, in the first 72 bytes, and the
+	 * entry is 512 bytes, eight 64-byte lines: in a memo that starts on
+	 * a line, a hit reads two lines, and a third or more for its
+	 * instruction counts, bitmap indices or return-stack operations.
+	 * The key: the IP, the context number (zero for an empty entry),
+	 * and IPT__COV_MEMO_KEY. */
 	uint64_t ip;
 	uint64_t key;
 	uint32_t ctx;
@@ -24121,7 +24127,7 @@ struct ipt__cov_memo {
 	uint8_t pops;
 	/* Bit i of @count says the i-th edge counts (the decoder's kinds
 	 * and ranges); the TIP's branch is edge @used. */
-	uint32_t count;
+	uint64_t count;
 	/* How many of the edges but the last count, and in how many
 	 * places of the bitmap; the TIP's branch: its edge kind. */
 	uint8_t ncount;
@@ -24152,16 +24158,13 @@ struct ipt__cov_memo {
 	uint8_t times[IPT__COV_MEMO_BITS];
 	/* Bit i of @ret says the i-th edge is a compressed return, of @nt
 	 * that it is a conditional branch not taken. */
-	uint32_t ret;
-	uint32_t nt;
+	uint64_t ret;
+	uint64_t nt;
 	/* The code the runs after the last bit cover, up to the TIP's
 	 * branch: a disable's IP there binds elsewhere. */
 	uint64_t span_lo;
 	uint64_t span_hi;
 	uint64_t op[IPT__COV_MEMO_OPS];
-	/* To 384 bytes: in a memo that starts on a 64-byte line, every
-	 * entry's first 64 bytes are one line. */
-	uint64_t spare;
 };
 
 /* One edge per bit taken, and the TIP's branch (its @to unknown). */
@@ -24172,7 +24175,7 @@ struct ipt__cov_memo_edges {
 
 /* The default memory bound of the memo, in bytes. */
 #ifndef IPT_COV_MEMO_LIMIT
-#define IPT_COV_MEMO_LIMIT (1u << 22)
+#define IPT_COV_MEMO_LIMIT (1u << 23)
 #endif
 
 /* The bytes of a block that holds @n memo entries from its first 64-byte
@@ -24228,7 +24231,7 @@ static void ipt__cov_memo_clear(struct ipt_cov_decoder *cov)
 		cov->memo[i].ctx = 0;
 		cov->memo[i].key = 0;
 	}
-	cov->memo_fills = 0;
+	cov->memo_used = 0;
 }
 
 /* The bytes of one memo entry, with its edges if the decoder keeps
@@ -24308,6 +24311,7 @@ static int ipt__cov_memo_resize(struct ipt_cov_decoder *cov, uint32_t n)
 				continue;
 		}
 		IPT__COPY(memo[to], *e);
+		cov->memo_used += 1;
 		if (edges)
 			IPT__COPY(edges[to], old_edges[i]);
 	}
@@ -24318,8 +24322,8 @@ static int ipt__cov_memo_resize(struct ipt_cov_decoder *cov, uint32_t n)
 	return 1;
 }
 
-/* Allocate the memo, or grow it when its entries filled reach half its
- * places.  Returns whether there is one. */
+/* Allocate the memo, or grow it twice over when half its places are in
+ * use.  Returns whether there is one. */
 static IPT__NOINLINE int ipt__cov_memo_alloc(struct ipt_cov_decoder *cov)
 {
 	uint32_t most = ipt__cov_memo_most(cov), n;
@@ -24328,13 +24332,18 @@ static IPT__NOINLINE int ipt__cov_memo_alloc(struct ipt_cov_decoder *cov)
 		cov->memo_failed = 1;
 		return 0;
 	}
-	n = cov->memo ? cov->nmemo : IPT__COV_MEMO_FIRST / 4;
-	n = n < most / 4 ? n * 4 : most;
-	if (n != cov->nmemo && !ipt__cov_memo_resize(cov, n) && !cov->memo)
-		cov->memo_failed = 1;
-	/* A memo that cannot grow stays as it is. */
-	cov->memo_fills = 0;
-	return cov->memo != NULL;
+	n = cov->memo ? cov->nmemo : IPT__COV_MEMO_FIRST / 2;
+	n = n < most / 2 ? n * 2 : most;
+	if (n == cov->nmemo || !ipt__cov_memo_resize(cov, n)) {
+		if (!cov->memo) {
+			cov->memo_failed = 1;
+			return 0;
+		}
+		/* A memo that cannot grow stays as it is; asked again
+		 * when as many more places are in use. */
+		cov->memo_used = 0;
+	}
+	return 1;
 }
 
 /* The kind of an entry's @i-th edge. */
@@ -24355,14 +24364,15 @@ ipt__cov_memo_kind(const struct ipt__cov_memo *e, uint32_t i)
  * last bit it could take, or at the TIP. */
 static IPT__NOINLINE void
 ipt__cov_memo_fill(struct ipt_cov_decoder *cov, struct ipt__cov_memo *e,
-		   uint64_t ip, enum pt_exec_mode mode, uint32_t bits,
+		   uint64_t ip, enum pt_exec_mode mode, uint64_t bits,
 		   uint32_t n, uint32_t tip)
 {
 	struct pt_block_decoder *blk = &cov->blk;
 	struct ipt__cov_memo_edges *edges =
 		cov->memo_edges ? &cov->memo_edges[e - cov->memo] : NULL;
 	uint32_t used = 0, ninsn = 0, nops = 0, pops = 0, depth = 0;
-	uint32_t chain = 0, mask = 1;
+	uint32_t chain = 0;
+	uint64_t mask = 1;
 	const struct ipt__blk_run *run;
 	uint64_t end_ip = 0, next = 0;
 	/* The entry's pushes not popped yet, by their op number. */
@@ -24384,7 +24394,7 @@ ipt__cov_memo_fill(struct ipt_cov_decoder *cov, struct ipt__cov_memo *e,
 		uint64_t to;
 		uint32_t bit;
 
-		mask = 1u << used;
+		mask = 1ull << used;
 		run = ipt__blk_run_find(blk, ip, mode, NULL);
 		if (!run)
 			break;
@@ -24393,7 +24403,7 @@ ipt__cov_memo_fill(struct ipt_cov_decoder *cov, struct ipt__cov_memo *e,
 			break;
 		end_ip = run->ip + run->len;
 		next = ipt__ip_in_mode(mode, end_ip + run->isize);
-		bit = used < n ? (bits >> (n - 1 - used)) & 1 : 0;
+		bit = used < n ? (uint32_t) ((bits >> (n - 1 - used)) & 1) : 0;
 		if (used == n) {
 			if (run->ip < e->span_lo)
 				e->span_lo = run->ip;
@@ -24529,6 +24539,8 @@ static IPT__NOINLINE void ipt__cov_memo_move(struct ipt_cov_decoder *cov,
 				 1);
 	if (to == from)
 		return;
+	if (!cov->memo[to].ctx)
+		cov->memo_used += 1;
 	IPT__COPY(cov->memo[to], *e);
 	if (cov->memo_edges)
 		IPT__COPY(cov->memo_edges[to], cov->memo_edges[from]);
@@ -24539,7 +24551,7 @@ static IPT__NOINLINE void ipt__cov_memo_move(struct ipt_cov_decoder *cov,
  * not there; filling may move to a new context, left in *@ctx. */
 static IPT__INLINE struct ipt__cov_memo *
 ipt__cov_memo_find(struct ipt_cov_decoder *cov, uint64_t ip,
-		   enum pt_exec_mode mode, uint32_t bits, uint32_t n,
+		   enum pt_exec_mode mode, uint64_t bits, uint32_t n,
 		   uint32_t tip, uint32_t *pctx)
 {
 	struct pt_block_decoder *blk = &cov->blk;
@@ -24558,11 +24570,16 @@ ipt__cov_memo_find(struct ipt_cov_decoder *cov, uint64_t ip,
 		if (second->ip == ip && second->ctx == ctx &&
 		    second->key == key)
 			return second;
-		/* The entry in the first place makes room, to its second
-		 * place. */
-		if (e->ctx)
+		/* The first place if it is free, else the second; if both
+		 * are taken, the entry in the first makes room, to its
+		 * second place. */
+		if (!e->ctx)
+			cov->memo_used += 1;
+		else if (!second->ctx) {
+			e = second;
+			cov->memo_used += 1;
+		} else
 			ipt__cov_memo_move(cov, e);
-		cov->memo_fills += 1;
 
 		ipt__cov_memo_fill(cov, e, ip, mode, bits, n, tip);
 		/* The edges seen at their destination within the entry: all
@@ -24760,7 +24777,7 @@ static uint64_t ipt__cov_tnt(void *context, struct pt_block_decoder *blk,
 	/* The bitmap if memo hits count into it the short way. */
 	uint8_t *wrap;
 
-	if (IPT__UNLIKELY(cov->memo_fills >= cov->nmemo / 4) &&
+	if (IPT__UNLIKELY(cov->memo_used >= cov->nmemo / 2) &&
 	    !ipt__cov_memo_alloc(cov))
 		return ip;
 	wrap = cov->memo_edges || (cov->config.flags & ipt_cov_saturate) ?
@@ -24783,7 +24800,8 @@ static uint64_t ipt__cov_tnt(void *context, struct pt_block_decoder *blk,
 
 	for (;;) {
 		const struct ipt__cov_memo *e;
-		uint32_t n, bits, used, tip_step;
+		uint64_t bits;
+		uint32_t n, used, tip_step;
 
 		/* Read TNT packets up to a TIP while a step's bits and one
 		 * more are not in the window (a TNT-64 that does not fit
@@ -24823,7 +24841,7 @@ static uint64_t ipt__cov_tnt(void *context, struct pt_block_decoder *blk,
 			if (!n)
 				break;
 		}
-		bits = (uint32_t) (w.bits >> (w.n - n)) & ((1u << n) - 1);
+		bits = (w.bits >> (w.n - n)) & ((1ull << n) - 1);
 		e = ipt__cov_memo_find(cov, ip, mode, bits, n, tip_step, &ctx);
 		used = e->used;
 		/* Not to a count that wraps, as the walk. */
