@@ -24128,6 +24128,9 @@ struct ipt__cov_memo {
 	/* Instructions walked up to the last bit taken, or to the TIP
 	 * (@ninsn's last). */
 	uint16_t ninsn_last;
+	/* Whether ipt__cov_memo_merge has counted the edges that share a
+	 * place in one. */
+	uint8_t merged;
 	/* Where the flow goes on (without a TIP); the last edge's (the TIP's
 	 * branch's) from and the IP after it. */
 	uint64_t exit;
@@ -24139,10 +24142,10 @@ struct ipt__cov_memo {
 	 * packet than it began. */
 	uint16_t ninsn[IPT__COV_MEMO_BITS + 1];
 	/* The bitmap indices, before the bitmap's size, of the @ncount
-	 * edges but the last that count: @nplace different ones, each with
-	 * how many of the edges it counts (a counter added to once, not
-	 * once per edge: in a loop one edge is most of them, and adding to
-	 * one counter in turn waits for each add). */
+	 * edges but the last that count, in @nplace places, each with how
+	 * many of the edges it counts (once merged, a counter is added to
+	 * once, not once per edge: in a loop one edge is most of them, and
+	 * adding to one counter in turn waits for each add). */
 	uint32_t counted[IPT__COV_MEMO_BITS];
 	uint8_t times[IPT__COV_MEMO_BITS];
 	/* Bit i of @ret says the i-th edge is a compressed return, of @nt
@@ -24535,6 +24538,28 @@ static IPT__NOINLINE void ipt__cov_memo_move(struct ipt_cov_decoder *cov,
 		IPT__COPY(cov->memo_edges[to], cov->memo_edges[from]);
 }
 
+/* Count the edges of @e that share a bitmap place in one place.  Done
+ * when @e is used again: an entry filled on a miss may never be, and in
+ * a loop one edge is most of them. */
+static IPT__NOINLINE void ipt__cov_memo_merge(struct ipt__cov_memo *e)
+{
+	uint32_t i, j, nplace = 0;
+
+	for (i = 0; i < e->nplace; ++i) {
+		for (j = 0; j < nplace; ++j)
+			if (e->counted[j] == e->counted[i])
+				break;
+		if (j < nplace) {
+			e->times[j] += e->times[i];
+			continue;
+		}
+		e->counted[nplace] = e->counted[i];
+		e->times[nplace++] = e->times[i];
+	}
+	e->nplace = (uint8_t) nplace;
+	e->merged = 1;
+}
+
 /* The entry for the @n bits @bits at @ip (to end at a TIP if @tip) in
  * the context *@ctx (ipt__blk_ctx_of for @mode), filled first if it is
  * not there; filling may move to a new context, left in *@ctx. */
@@ -24554,11 +24579,13 @@ ipt__cov_memo_find(struct ipt_cov_decoder *cov, uint64_t ip,
 	if (IPT__UNLIKELY(e->ip != ip || e->ctx != ctx || e->key != key)) {
 		struct ipt__cov_memo *second =
 			&cov->memo[ipt__cov_memo_place(cov, h, 1)];
-		uint32_t i, j, ncount = 0, nplace = 0, nbit;
+		uint32_t i, ncount = 0, nbit;
 
 		if (second->ip == ip && second->ctx == ctx &&
-		    second->key == key)
-			return second;
+		    second->key == key) {
+			e = second;
+			goto hit;
+		}
 		/* The first place if it is free, else the second; if both
 		 * are taken, the entry in the first makes room, to its
 		 * second place. */
@@ -24584,27 +24611,24 @@ ipt__cov_memo_find(struct ipt_cov_decoder *cov, uint64_t ip,
 		for (i = 0; i < nbit; ++i) {
 			if (!((e->count >> i) & 1))
 				continue;
-			ncount += 1;
-			for (j = 0; j < nplace; ++j)
-				if (e->counted[j] == e->counted[i])
-					break;
-			if (j < nplace) {
-				e->times[j] += 1;
-				continue;
-			}
-			e->counted[nplace] = e->counted[i];
-			e->times[nplace++] = 1;
+			e->counted[ncount] = e->counted[i];
+			e->times[ncount++] = 1;
 		}
 		e->ncount = (uint8_t) ncount;
+		e->nplace = (uint8_t) ncount;
+		e->merged = 0;
 		e->ninsn_last = e->tip ? e->ninsn[e->used] :
 				e->used ? e->ninsn[e->used - 1] : 0;
-		e->nplace = (uint8_t) nplace;
 		/* Filling may have moved to a new context. */
 		e->ip = ip;
 		e->ctx = ipt__blk_ctx_of(blk, mode);
 		e->key = key;
 		*pctx = e->ctx;
+		return e;
 	}
+hit:
+	if (IPT__UNLIKELY(!e->merged))
+		ipt__cov_memo_merge(e);
 	return e;
 }
 
