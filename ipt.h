@@ -43,7 +43,7 @@
  *                       ipt_insn_set_cache_limit() set it per decoder (2 MiB)
  *     IPT_COV_MEMO_LIMIT  the most bytes a coverage decoder's TNT memo
  *                       takes; ipt_cov_set_memo_limit() sets it per
- *                       decoder                                    (8 MiB)
+ *                       decoder                                    (4 MiB)
  *     IPT_COV_IDLE_MAX  the instructions a coverage decode follows
  *                       without reading further into the trace before
  *                       it gives up on code that loops without trace;
@@ -2694,9 +2694,9 @@ IPT_API int ipt_seg_stitch_next(const struct ipt_seg_split *split,
  * missing code) takes the exact path, and the memo is tagged as the run
  * cache is, so that the edges and bitmap are the same with it or without.
  * It is one table allocated small on first use that grows as it fills,
- * to at most IPT_COV_MEMO_LIMIT bytes (8 MiB) or what
+ * to at most IPT_COV_MEMO_LIMIT bytes (4 MiB) or what
  * ipt_cov_set_memo_limit sets; setting a limit
- * empties it, and a limit below 16 entries (8 KiB) turns it
+ * empties it, and a limit below 16 entries (7 KiB) turns it
  * off (it returns -pte_invalid without a decoder).  Code
  * the memo covers is not read again, so the block callback, told of runs
  * recorded in the run cache, may hear of fewer runs with it than
@@ -24082,8 +24082,13 @@ static IPT__INLINE void ipt__cov_reach(void *context, uint64_t ip)
 enum {
 	/* The most TNT bits one entry covers (and thus edges): at most 57,
 	 * so that the window of 64 holds them, one more and a one-byte
-	 * TNT's six (and @ret, @nt and @count the TIP's too). */
-	IPT__COV_MEMO_BITS = 48,
+	 * TNT's six (and @ret, @nt and @count the TIP's too).  A key holds
+	 * all the bits a step asks for, also those past where the entry
+	 * stops (a return, an indirect branch): longer keys are fewer
+	 * look-ups in loops but, in large code with varied paths, keep
+	 * apart entries that do the same and miss more; 31 weighs the
+	 * two. */
+	IPT__COV_MEMO_BITS = 31,
 	/* The most return-stack pushes and pops one entry replays. */
 	IPT__COV_MEMO_OPS = 8
 };
@@ -24097,12 +24102,11 @@ enum {
  * callback, are in a struct ipt__cov_memo_edges of the same number, so
  * that a decoder without one has twice the entries in the same memory. */
 struct ipt__cov_memo {
-	/* What a hit reads comes first, in the first 72 bytes, and the
-	 * entry is 512 bytes, eight 64-byte lines: in a memo that starts on
-	 * a line, a hit reads two lines, and a third or more for its
-	 * instruction counts, bitmap indices or return-stack operations.
-	 * The key: the IP, the context number (zero for an empty entry),
-	 * and IPT__COV_MEMO_KEY. */
+	/* What a hit reads comes first, in the first 72 bytes (the memo
+	 * starts on a 64-byte line), then the instruction counts, the
+	 * bitmap indices and the return-stack operations.  The key: the
+	 * IP, the context number (zero for an empty entry), and
+	 * IPT__COV_MEMO_KEY. */
 	uint64_t ip;
 	uint64_t key;
 	uint32_t ctx;
@@ -24167,7 +24171,7 @@ struct ipt__cov_memo_edges {
 
 /* The default memory bound of the memo, in bytes. */
 #ifndef IPT_COV_MEMO_LIMIT
-#define IPT_COV_MEMO_LIMIT (1u << 23)
+#define IPT_COV_MEMO_LIMIT (1u << 22)
 #endif
 
 /* The bytes of a block that holds @n memo entries from its first 64-byte

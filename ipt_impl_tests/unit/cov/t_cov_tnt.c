@@ -14,7 +14,7 @@
  * decoder, and the bitmap without a callback (the plain counters, and
  * saturating ones on a bitmap of 8 bytes, where they do saturate) equals
  * the documented function of those edges; on a fresh decoder and warm,
- * with the default memo, one of 19 entries (with the edge callback, 47
+ * with the default memo, one of 17 entries (with the edge callback, 39
  * without) and none.  With one-bit packets only, the memo can take bits
  * only across packets: it must, with the small memo too. */
 
@@ -323,9 +323,9 @@ static void check_trace(const char *name, struct omem *mem,
 		long at;
 
 		if (pass == 2) {
-			CHECK_EQ(ipt_cov_set_memo_limit(cov, 24 << 10), 0);
-			CHECK_EQ(ipt_cov_set_memo_limit(plain, 24 << 10), 0);
-			CHECK_EQ(ipt_cov_set_memo_limit(satd, 24 << 10), 0);
+			CHECK_EQ(ipt_cov_set_memo_limit(cov, 15 << 10), 0);
+			CHECK_EQ(ipt_cov_set_memo_limit(plain, 15 << 10), 0);
+			CHECK_EQ(ipt_cov_set_memo_limit(satd, 15 << 10), 0);
 			if (CHECK(ipt_cov_get_status(cov, &st) == 0))
 				small_bits = st.memo_bits;
 		}
