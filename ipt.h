@@ -24074,10 +24074,11 @@ static IPT__INLINE void ipt__cov_reach(void *context, uint64_t ip)
  * starts small and grows twice over whenever half its places are in use,
  * up to the limit: a short trace's first decode is not spent on memory
  * it never uses, and a memo that holds all a trace needs stays as it
- * is.  An entry has two places, by two hashes of its key: a new entry goes in its
- * first, and the one there moves to its own second (over what is there),
- * so that keys that share a first place, often in the same loop, do not
- * push each other out in turn. */
+ * is.  An entry has two places, by two hashes of its key: a new entry
+ * goes in its first if it is free, else in its second if that is;
+ * else in its first, and the one there moves to its own second (over
+ * what is there), so that keys that share a first place, often in the
+ * same loop, do not push each other out in turn. */
 
 enum {
 	/* The most TNT bits one entry covers (and thus edges): at most 57,
