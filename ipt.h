@@ -14747,7 +14747,9 @@ struct pt_block_decoder {
 	void (*run_hook)(void *context, uint64_t begin, uint64_t last);
 	void *run_hook_context;
 	/* If set, a PSB+ that only restates the state while tracing is off
-	 * is taken whole, and this told of it (ipt__blk_set_quiet_psb). */
+	 * is taken whole, and this told of it (ipt__blk_set_quiet_psb) when
+	 * it is read: maybe before the event that turned tracing off is
+	 * handed out. */
 	void (*quiet_psb)(void *context);
 	void *quiet_psb_context;
 };
@@ -23987,10 +23989,13 @@ static void ipt__cov_event(void *context, const struct pt_event *ev)
 }
 
 /* The block decoder took a PSB+ with tracing off whole: its disable, a
- * status update with its IP suppressed, as ipt__cov_event takes it. */
+ * status update with its IP suppressed, would forget the edge pending.
+ * There is none by then: tracing was off before the PSB+, and what
+ * turned it off (a disable, an overflow, an error) forgets it when it
+ * is taken, which may be after this, the block decoder reading ahead. */
 static void ipt__cov_quiet_psb(void *context)
 {
-	((struct ipt_cov_decoder *) context)->pend_kind = 0;
+	(void) context;
 }
 
 /* The edge kind of a branch of @iclass that used trace. */

@@ -612,8 +612,22 @@ static void tb_random(struct tb *t, int rounds)
 		uint32_t n;
 
 		tb_loop(t, 1 + (int) rnd(8));
-		tb_tnt(t, 0x0, 1);
-		tb_ip(t, ppt_tip_pgd, pt_ipc_suppressed, 0);
+		/* Off at the jump, with or without its destination, or
+		 * asynchronously at the loop. */
+		switch (rnd(3)) {
+		case 0:
+			tb_tnt(t, 0x0, 1);
+			tb_ip(t, ppt_tip_pgd, pt_ipc_suppressed, 0);
+			break;
+		case 1:
+			tb_tnt(t, 0x0, 1);
+			tb_ip(t, ppt_tip_pgd, pt_ipc_sext_48, 0x1000);
+			break;
+		default:
+			tb_ip(t, ppt_fup, pt_ipc_sext_48, 0x1000);
+			tb_ip(t, ppt_tip_pgd, pt_ipc_suppressed, 0);
+			break;
+		}
 		for (n = rnd(4); n > 0; --n) {
 			tb_pads(t);
 			tb_psb_random(t);
