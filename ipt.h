@@ -7031,7 +7031,7 @@ static IPT__UNUSED int ipt__tcal_same(const struct ipt_time_cal *a,
  *   int  ipt__evt_next_tnt(struct pt_event_decoder *decoder,
  *                          struct pt_event *ev);
  *        pt_evt_next() for a caller holding a used-up TNT, TIP, enable
- *        or disable event when the next event is a TNT or a plain TIP,
+ *        or disable (also asynchronous) event when the next event is a TNT or a plain TIP,
  *        TIP.PGE or TIP.PGD (after MTC and CYC packets, say): 1 and
  *        @ev refilled in place, or 0
  *   int  ipt__evt_next_status(struct pt_event_decoder *decoder,
@@ -10166,7 +10166,8 @@ static IPT__INLINE int ipt__evt_tip_free(const struct pt_event_decoder *decoder)
  * events use no fields but the flags, the time and the start of the
  * variant (as long as variant.tnt), so clearing those leaves a zeroed
  * event.  The steps are ipt__evt_fetch_event's: ipt__evt_decode_tip
- * (ipt__evt_decode_tip_pge) finding nothing bound, then
+ * (ipt__evt_decode_tip_pge, ipt__evt_decode_tip_pgd) finding nothing
+ * bound, then
  * ipt__evt_decode_tnt, ipt__evt_decode_tip, ipt__evt_decode_tip_pge or
  * ipt__evt_decode_tip_pgd.  A disable went past its TIP.PGD already.
  *
@@ -10179,14 +10180,17 @@ static int ipt__evt_next_tnt(struct pt_event_decoder *decoder,
 	enum pt_packet_type type, bound;
 	int err;
 
-	/* The packet that made @ev may still be current, bound: a TIP, or
-	 * for an enable (not a PSB+'s) its TIP.PGE. */
+	/* The packet that made @ev may still be current, bound: a TIP, for
+	 * an enable (not a PSB+'s) its TIP.PGE, for an asynchronous disable
+	 * its TIP.PGD. */
 	if (ev->type == ptev_tnt || ev->type == ptev_tip)
 		bound = ppt_tip;
 	else if (ev->type == ptev_enabled && !ev->status_update)
 		bound = ppt_tip_pge;
 	else if (ev->type == ptev_disabled && !ev->status_update)
 		bound = ppt_invalid;
+	else if (ev->type == ptev_async_disabled)
+		bound = ppt_tip_pgd;
 	else
 		return 0;
 	if (ipt__pkt_more(&decoder->pacdec) ||

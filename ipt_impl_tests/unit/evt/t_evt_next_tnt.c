@@ -16,8 +16,9 @@
 #include "check.h"
 #include "evt_trace.h"
 
-/* Events the short way gave, and all events compared. */
-static long short_way, compared;
+/* Events the short way gave, and all events compared; asynchronous
+ * disables it was asked after. */
+static long short_way, compared, after_async;
 
 #define rnd check_rand
 
@@ -54,7 +55,8 @@ static struct pt_packet random_packet(uint8_t *mtc, int *on)
 static int holds(const struct pt_event *ev)
 {
 	return ev->type == ptev_tnt || ev->type == ptev_tip ||
-	       ev->type == ptev_enabled || ev->type == ptev_disabled;
+	       ev->type == ptev_enabled || ev->type == ptev_disabled ||
+	       ev->type == ptev_async_disabled;
 }
 
 static void one_trace(int no_time)
@@ -105,8 +107,10 @@ static void one_trace(int no_time)
 	for (i = 0; i < 1000; ++i) {
 		sa = pt_evt_next(a, &ea, sizeof(ea));
 		sb = 0;
-		if (held && holds(&eb))
+		if (held && holds(&eb)) {
+			after_async += eb.type == ptev_async_disabled;
 			sb = ipt__evt_next_tnt(b, &eb);
+		}
 		if (sb == 1) {
 			short_way += 1;
 			sb = 0;
@@ -135,10 +139,12 @@ int main(void)
 	check_seed = 777;
 	for (i = 0; i < 3000; ++i)
 		one_trace(i % 4 == 0);
-	printf("%ld events compared, %ld the short way\n", compared,
-	       short_way);
+	printf("%ld events compared, %ld the short way, %ld asked after an "
+	       "asynchronous disable\n",
+	       compared, short_way, after_async);
 	/* Both ways taken often. */
 	CHECK(short_way > 10000);
 	CHECK(compared - short_way > 10000);
+	CHECK(after_async > 50);
 	return check_done();
 }
