@@ -10291,8 +10291,10 @@ static IPT__INLINE int ipt__evt_next_status(struct pt_event_decoder *decoder,
  * A decoder above that takes a PSB+'s status events without reporting
  * them (>>blk for >>cov) needs only the state they state.  The PSB+ of a
  * trace with tracing off is the commonest: a PSB with nothing queued,
- * then no FUP and no OVF, only PAD, MODE, PIP, VMCS and a CBR of a
- * nonzero ratio, each at most once.  Where the packet layer's fast path
+ * then no OVF, only PAD, MODE, PIP, VMCS and a CBR of a nonzero ratio,
+ * each at most once, and no FUP but one BDM70 makes say nothing (with
+ * the erratum, and a TIP.PGE right after the PSBEND, PADs aside: the
+ * look ahead for it stops there).  Where the packet layer's fast path
  * decodes all of it, ipt__evt_psb_peek reads it into a struct
  * ipt__evt_psb, moving nothing; ipt__evt_psb_take then moves past it as
  * its events, all taken, would have left the decoder: the last IP
@@ -10308,7 +10310,8 @@ enum ipt__evt_psb_has {
 	ipt__psb_exec = 1 << 1,
 	ipt__psb_pip = 1 << 2,
 	ipt__psb_vmcs = 1 << 3,
-	ipt__psb_cbr = 1 << 4
+	ipt__psb_cbr = 1 << 4,
+	ipt__psb_fup = 1 << 5
 };
 
 struct ipt__evt_psb {
@@ -10322,6 +10325,20 @@ struct ipt__evt_psb {
 	struct pt_packet_vmcs vmcs;
 	struct pt_packet cbr;
 };
+
+/* Whether a TIP.PGE is at @pos, PADs skipped, where the packet layer's
+ * fast path decodes. */
+static IPT__UNUSED int ipt__evt_psb_pge_next(const struct pt_packet_decoder *pacdec,
+				 const uint8_t *pos)
+{
+	uintptr_t begin = (uintptr_t) pacdec->config.begin;
+	struct pt_packet packet;
+
+	pos = ipt__pkt_past_pads(begin, pacdec->fast, pos);
+	return ipt__pkt_in_fast(begin, pacdec->fast, pos) &&
+	       ipt__pkt_fast(pos, &packet, pacdec->config.errata.skd007, 0) &&
+	       packet.type == ppt_tip_pge;
+}
 
 static IPT__UNUSED int ipt__evt_psb_peek(const struct pt_event_decoder *decoder,
 					 struct ipt__evt_psb *psb)
@@ -10353,7 +10370,13 @@ static IPT__UNUSED int ipt__evt_psb_peek(const struct pt_event_decoder *decoder,
 			continue;
 		case ppt_psbend:
 			psb->end = pos;
-			return 1;
+			return !(psb->has & ipt__psb_fup) ||
+			       ipt__evt_psb_pge_next(pacdec, pos);
+		case ppt_fup:
+			if (!pacdec->config.errata.bdm70)
+				return 0;
+			has = ipt__psb_fup;
+			break;
 		case ppt_mode:
 			if (packet.payload.mode.leaf == pt_mol_tsx) {
 				has = ipt__psb_tsx;

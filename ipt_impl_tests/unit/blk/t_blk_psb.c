@@ -504,6 +504,23 @@ static int scenario(struct tb *t, int which)
 		tb_mode_exec(t, ptem_64bit);
 		tb_ip(t, ppt_fup, pt_ipc_sext_48, 0x1000);
 		break;
+	case 8:
+		/* Run with BDM70: tracing off asynchronously, PSB+s with a
+		 * FUP that says nothing as a TIP.PGE follows (PADs aside),
+		 * the first taken whole. */
+		tb_ip(t, ppt_fup, pt_ipc_sext_48, 0x1000);
+		tb_ip(t, ppt_tip_pgd, pt_ipc_suppressed, 0);
+		tb_psb(t, 0x1000, ptem_64bit, 0x4000, 0);
+		tb_simple(t, ppt_pad);
+		tb_ip(t, ppt_tip_pge, pt_ipc_sext_48, 0x1000);
+		tb_loop(t, 3);
+		tb_tnt(t, 0x0, 1);
+		tb_ip(t, ppt_tip_pgd, pt_ipc_sext_48, 0x1000);
+		tb_psb(t, 0x1000, ptem_64bit, 0x4000, 0);
+		tb_tsc(t, 0x200000);
+		tb_ip(t, ppt_tip_pge, pt_ipc_sext_48, 0x1000);
+		tb_loop(t, 2);
+		break;
 	default:
 		return 0;
 	}
@@ -685,6 +702,7 @@ int main(int argc, char **argv)
 	struct pt_image *image;
 	struct mem m;
 	int which, i, traces = 0;
+	unsigned long quiet;
 
 	mem_init(&m, 0x1000, code, sizeof(code));
 	image = mem_image(&m, "psb");
@@ -703,11 +721,17 @@ int main(int argc, char **argv)
 		}
 		config = tb_done(&t);
 		CHECK_EQ(t.errors, 0);
+		if (which == 8)
+			config->errata.bdm70 = 1;
 		snprintf(name, sizeof(name), "scenario %d", which);
 		evt_compare(config, 0, name);
 		evt_compare(config, 1, name);
+		quiet = blk_quiet;
 		blk_compare(config, image, name);
 		blk_stream_compare(config, image, name);
+		cov_compare(config, image, &m, pt_asid_no_cr3, name);
+		if (which == 8)
+			CHECK_EQ(blk_quiet - quiet, 1);
 	}
 	CHECK(evt_short > 0);
 	CHECK(blk_short > 0);
@@ -724,6 +748,8 @@ int main(int argc, char **argv)
 			config->nom_freq = 4;
 		if (i & 2)
 			config->flags.variant.block.enable_iflags_events = 1;
+		if (i & 4)
+			config->errata.bdm70 = 1;
 		snprintf(name, sizeof(name), "random %d", i);
 		evt_compare(config, 0, name);
 		blk_compare(config, image, name);
