@@ -18992,7 +18992,7 @@ struct ipt__blk_walk_ops {
 		       enum pt_insn_class iclass);
 	void (*reach)(void *context, uint64_t ip);
 	/* If set, asked at each @ip the walk goes on at while a TNT is in
-	 * hand: it may take TNT bits in bulk, also from the TNT packets
+	 * hand (and *@idle is zero): it may take TNT bits in bulk, also from the TNT packets
 	 * that follow, and the TIPs between them at the branches that take
 	 * them (ipt__blk_tnt_ahead, ipt__blk_tnt_taken), but never the last
 	 * bit of the last TNT, leaving the decoder as the walk would have
@@ -19004,8 +19004,9 @@ struct ipt__blk_walk_ops {
 	/* The caller's count of instructions since the flow last used
 	 * trace (see IPT_COV_IDLE_MAX): the walk adds the instructions of
 	 * each run it takes, and leaves a run that would take the count
-	 * above @idle_max to pt_blk_next.  The caller sets it to zero in
-	 * @branch, and in @tnt if that took anything. */
+	 * above @idle_max to pt_blk_next; the caller sets it to zero in
+	 * @branch.  @tnt is asked only while it is zero (its steps end
+	 * right after a use of the trace, where it is zero again). */
 	uint64_t *idle;
 	uint64_t idle_max;
 };
@@ -19019,7 +19020,8 @@ static IPT__INLINE uint64_t ipt__blk_run_target(const struct ipt__blk_run *run,
 	return ipt__ip_in_mode(mode, next + (uint64_t) (int64_t) run->disp);
 }
 
-/* The walk goes on at @ip: let @ops take TNT bits in bulk first. */
+/* The walk goes on at @ip: let @ops take TNT bits in bulk first, right
+ * after a use of the trace. */
 static IPT__INLINE uint64_t
 ipt__blk_walk_tnt(struct pt_block_decoder *decoder,
 		  const struct ipt__blk_walk_ops *ops, void *context,
@@ -19027,7 +19029,8 @@ ipt__blk_walk_tnt(struct pt_block_decoder *decoder,
 {
 	const struct pt_event *ev = &decoder->event;
 
-	if (ops->tnt && ev->type == ptev_tnt && ev->variant.tnt.size)
+	if (ops->tnt && !*ops->idle && ev->type == ptev_tnt &&
+	    ev->variant.tnt.size)
 		return ops->tnt(context, decoder, ip, mode);
 	return ip;
 }
@@ -24097,9 +24100,8 @@ static IPT__INLINE void ipt__cov_reach(void *context, uint64_t ip)
  * return stack's contents are not part of the key), a return with a
  * not-taken bit, a missing run, a branch more instructions after the
  * entry's start or its last bit than IPT_COV_IDLE_MAX allows (the walk
- * gives up there; a step that starts with a count the walk brings in is
- * not taken if its first branch would take that count above the limit),
- * and before the last bit of the window
+ * gives up there; it asks for steps only right after a use of the
+ * trace), and before the last bit of the window
  * when no TNT or TIP packet follows (the walk takes that one and applies
  * the trailing-event rules).  Whatever the entries do not cover the walk
  * does as before, so the edges and the decoder's state are the walk's.
@@ -24681,9 +24683,6 @@ static uint64_t ipt__cov_tnt(void *context, struct pt_block_decoder *blk,
 	uint32_t pend_kind = IPT__COV_PEND_DECODER, pend_index = 0;
 	/* The bitmap if memo hits count into it the short way. */
 	uint8_t *wrap;
-	/* The count of IPT_COV_IDLE_MAX the walk brings in, for the first
-	 * step (the steps after it start after a bit or a TIP). */
-	uint64_t idle = cov->idle;
 
 	if (IPT__UNLIKELY(!cov->memo) && !ipt__cov_memo_alloc(cov))
 		return ip;
@@ -24753,9 +24752,7 @@ static uint64_t ipt__cov_tnt(void *context, struct pt_block_decoder *blk,
 		/* Not to a count that wraps, as the walk, nor past
 		 * IPT_COV_IDLE_MAX. */
 		if ((!used && !e->tip) ||
-		    icnt + e->ninsn[e->tip ? used : used - 1] < icnt ||
-		    (IPT__UNLIKELY(idle) &&
-		     idle + e->ninsn[0] > IPT_COV_IDLE_MAX))
+		    icnt + e->ninsn[e->tip ? used : used - 1] < icnt)
 			break;
 		/* A disable binds where the flow reaches its IP first: not
 		 * in the runs on the way to the branch. */
@@ -24794,8 +24791,6 @@ static uint64_t ipt__cov_tnt(void *context, struct pt_block_decoder *blk,
 		 * entry left pending, which the entry has counted. */
 		if (IPT__UNLIKELY(pend_kind == IPT__COV_PEND_DECODER)) {
 			ipt__cov_resolve(cov, ip);
-			idle = 0;
-			cov->idle = 0;
 		} else if (pend_kind)
 			ipt__cov_hit(cov, cov->pend_from, ip,
 				     (enum ipt_cov_kind) pend_kind,
