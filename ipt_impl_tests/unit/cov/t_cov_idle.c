@@ -69,16 +69,6 @@ static size_t make_loop(size_t p1, size_t p2, uint64_t *back)
 	return n;
 }
 
-static uint64_t rng = 0x9e3779b97f4a7c15ull;
-
-static uint64_t next_rand(void)
-{
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return rng;
-}
-
 /* Tracing enabled at @ip, then NPACKETS TNT-64s of 47 bits: all taken,
  * or at random. */
 static void make_trace(struct tb *t, uint64_t ip, int random)
@@ -97,7 +87,8 @@ static void make_trace(struct tb *t, uint64_t ip, int random)
 		p.type = ppt_tnt_64;
 		p.payload.tnt.bit_size = 47;
 		p.payload.tnt.payload =
-			random ? next_rand() & ((1ull << 47) - 1) :
+			random ? ((uint64_t) check_rand() << 24 ^
+				  check_rand()) & ((1ull << 47) - 1) :
 				 (1ull << 47) - 1;
 		tb_put(t, &p);
 	}
