@@ -18987,12 +18987,13 @@ struct ipt__blk_walk_ops {
 		       enum pt_insn_class iclass);
 	void (*reach)(void *context, uint64_t ip);
 	/* If set, asked at each @ip the walk goes on at while a TNT is in
-	 * hand (and *@idle is zero): it may take TNT bits in bulk, also from the TNT packets
-	 * that follow, and the TIPs between them at the branches that take
-	 * them (ipt__blk_tnt_ahead, ipt__blk_tnt_taken), but never the last
-	 * bit of the last TNT, leaving the decoder as the walk would have
-	 * after a bit (a run at @ip still to find, no run chained since)
-	 * and reporting as the walk would.  Returns where the flow went on,
+	 * hand and *@idle is zero: it may take TNT bits in bulk, also from
+	 * the TNT packets that follow, and the TIPs between them at the
+	 * branches that take them (ipt__blk_tnt_ahead,
+	 * ipt__blk_tnt_taken), but never the last bit of the last TNT,
+	 * leaving the decoder as the walk would have after a bit (a run at
+	 * @ip still to find, no run chained since) and reporting as the
+	 * walk would.  Returns where the flow went on,
 	 * @ip if it took nothing. */
 	uint64_t (*tnt)(void *context, struct pt_block_decoder *decoder,
 			uint64_t ip, enum pt_exec_mode mode);
@@ -24738,8 +24739,7 @@ static uint64_t ipt__cov_tnt(void *context, struct pt_block_decoder *blk,
 		bits = (uint32_t) (w.bits >> (w.n - n)) & ((1u << n) - 1);
 		e = ipt__cov_memo_find(cov, ip, mode, bits, n, tip_step, &ctx);
 		used = e->used;
-		/* Not to a count that wraps, as the walk, nor past
-		 * IPT_COV_IDLE_MAX. */
+		/* Not to a count that wraps, as the walk. */
 		if ((!used && !e->tip) ||
 		    icnt + e->ninsn[e->tip ? used : used - 1] < icnt)
 			break;
@@ -24778,9 +24778,9 @@ static uint64_t ipt__cov_tnt(void *context, struct pt_block_decoder *blk,
 
 		/* The edge pending went to @ip: after a step, the edge its
 		 * entry left pending, which the entry has counted. */
-		if (IPT__UNLIKELY(pend_kind == IPT__COV_PEND_DECODER)) {
+		if (IPT__UNLIKELY(pend_kind == IPT__COV_PEND_DECODER))
 			ipt__cov_resolve(cov, ip);
-		} else if (pend_kind)
+		else if (pend_kind)
 			ipt__cov_hit(cov, cov->pend_from, ip,
 				     (enum ipt_cov_kind) pend_kind,
 				     pend_index);
