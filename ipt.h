@@ -14203,13 +14203,17 @@ ipt__insn_range_is_contiguous(uint64_t begin, uint64_t end,
  *
  * The run cache is four-way set associative with 32-byte entries, a set to
  * two cache lines; an instruction decoder's sets carry the runs' text in
- * the next four.  A lookup reads the first two ways, the first line; a run
- * found in the others moves to the first way, so that the runs in use stay
- * there.  While the table may still grow, sets come in pairs (2k,
- * 2k + 1): a run pushed out of a full set moves to an empty way of the
- * other, where ipt__blk_run_find looks before recording it anew, so
- * that a few busy sets do not lose their runs while the
- * table has room.  It starts small and doubles whenever it has had to push
+ * the next four.  A run's set follows its code: 16 bytes of code to a
+ * set, the sets of a KiB of code one after the other, so that the runs of
+ * a loop share cache lines and pages (see ipt__blk_set_of_salted).  A
+ * lookup that records a run found in a later way moves it to the first,
+ * so that the runs in use stay in the first ways.  Sets come in pairs
+ * (2k, 2k + 1): a run pushed out of a full set moves to an empty way of
+ * the other or, that one full too, of one of three sets hashed from its
+ * IP alone, where ipt__blk_run_find looks before recording it anew, so
+ * that busy sets, and code with more runs than a pair of sets holds, do
+ * not lose their runs while the table has room.  It starts small and
+ * doubles whenever it has had to push
  * runs out of full sets for a 128th of its entries, up to a limit (IPT_BLK_CACHE_LIMIT or
  * ipt_blk_set_cache_limit).  Growing keeps the runs: in place with the
  * allocator's realloc; else by moving them into the new table
@@ -15260,15 +15264,32 @@ static IPT__INLINE uint64_t ipt__blk_ctx_salt(uint32_t ctx)
 	return ctx * 0x9e3779b97f4a7c15ull;
 }
 
+/* Where runs go in the table.  Code is cut into pieces of
+ * 1 << IPT__RUN_PIECE_SHIFT bytes; each piece has consecutive sets, one
+ * for every 1 << IPT__RUN_GRAIN_SHIFT bytes of its code, from a start
+ * hashed from the piece and the context.  So the runs of a loop or a
+ * function lie near each other in the table, and the cache lines and
+ * pages they take are shared by runs in use, where a hash of each IP
+ * alone gave each run in use a line of its own, beside a run seldom used
+ * (a line holds two).  Pieces start anywhere, so that code at the same
+ * offset in two pieces does not share sets.  16 bytes hold a run or two of
+ * most code; code denser in runs than a set and the one paired with it
+ * hold spills to sets anywhere (ipt__blk_spill_of). */
+enum { IPT__RUN_PIECE_SHIFT = 10, IPT__RUN_GRAIN_SHIFT = 4 };
+
 /* The set of the run at @ip in the context whose ipt__blk_ctx_salt is
- * @salt. */
+ * @salt.  In a table of twice the sets it is the same or @nsets more, as
+ * ipt__blk_runs_grow_in_place needs. */
 static IPT__INLINE uint32_t ipt__blk_set_of_salted(uint64_t ip, uint64_t salt,
 						   uint32_t nsets)
 {
 	uint64_t h;
+	uint32_t grain;
 
-	h = (ip + salt) * 0xff51afd7ed558ccdull;
-	return (uint32_t) (h >> 40) & (nsets - 1);
+	h = ((ip >> IPT__RUN_PIECE_SHIFT) + salt) * 0xff51afd7ed558ccdull;
+	grain = (uint32_t) (ip >> IPT__RUN_GRAIN_SHIFT) &
+		((1u << (IPT__RUN_PIECE_SHIFT - IPT__RUN_GRAIN_SHIFT)) - 1);
+	return ((uint32_t) (h >> 40) + grain) & (nsets - 1);
 }
 
 static IPT__INLINE uint32_t ipt__blk_set_of(uint64_t ip, uint32_t ctx,
@@ -15277,13 +15298,44 @@ static IPT__INLINE uint32_t ipt__blk_set_of(uint64_t ip, uint32_t ctx,
 	return ipt__blk_set_of_salted(ip, ipt__blk_ctx_salt(ctx), nsets);
 }
 
-/* The table has its size: its sets are paired (see ipt__blk_run_place)
- * while it may still grow.  One at its limit is full, where a run pushed
- * out would find no room in the paired set, only cost a look there. */
+/* The sets the run at @ip in context @ctx spills to when its own set and
+ * the one paired with it are full: hashes of the IP alone (@k 0 and 1),
+ * so that the runs of code dense in them spread over the table, and
+ * seldom both into the sets of that same code.  In a table of twice the
+ * sets each is the same or @nsets more, as ipt__blk_set_of. */
+enum { IPT__RUN_SPILLS = 3 };
+
+static IPT__INLINE uint32_t ipt__blk_spill_of(uint64_t ip, uint32_t ctx,
+					      uint32_t nsets, uint32_t k)
+{
+	uint64_t h;
+
+	h = (ip + ipt__blk_ctx_salt(ctx)) * 0xff51afd7ed558ccdull;
+	return (uint32_t) (h >> (40 - 12 * k)) & (nsets - 1);
+}
+
+/* Whether a look for the run at @ip in context @ctx, in a table of @nsets
+ * paired sets, finds it in set @idx: its own, the one paired with it, or
+ * one it spills to. */
+static int ipt__blk_run_reaches(uint64_t ip, uint32_t ctx, uint32_t nsets,
+				uint32_t idx)
+{
+	uint32_t k;
+
+	if ((ipt__blk_set_of(ip, ctx, nsets) ^ idx) <= 1)
+		return 1;
+	for (k = 0; k < IPT__RUN_SPILLS; ++k)
+		if (ipt__blk_spill_of(ip, ctx, nsets, k) == idx)
+			return 1;
+	return 0;
+}
+
+/* The table has its size: its sets are paired (see ipt__blk_run_place),
+ * at its limit too: runs follow their code, so that sets of code dense in
+ * runs may be full where others are empty. */
 static void ipt__blk_runs_sized(struct pt_block_decoder *decoder)
 {
-	decoder->rpairs = decoder->rsets > 1 &&
-			  decoder->rsets < ipt__blk_max_sets(decoder);
+	decoder->rpairs = decoder->rsets > 1;
 }
 
 /* Make room in the first way of @set: the runs before way @way (with
@@ -15318,27 +15370,58 @@ ipt__blk_set_pair(const struct pt_block_decoder *decoder, uint32_t idx)
 	return decoder->rpairs ? idx ^ 1 : idx;
 }
 
+/* Where the run in way @way of set @idx can go if it has to leave: the
+ * first of its own set, the one paired with it and the one it spills to
+ * that is not @idx and has an empty way, whose index is put in *@to, and
+ * that way; IPT__RUN_WAYS if there is none, or the sets are not paired. */
+static uint32_t ipt__blk_run_room(const struct pt_block_decoder *decoder,
+				  uint32_t idx, uint32_t way, uint32_t *to)
+{
+	const struct ipt__blk_run *run = &ipt__blk_set(decoder, idx)[way];
+	const struct ipt__blk_run *set;
+	uint32_t home, next[2 + IPT__RUN_SPILLS], i, w;
+
+	if (!decoder->rpairs)
+		return IPT__RUN_WAYS;
+	home = ipt__blk_set_of(run->ip, run->ctx, decoder->rsets);
+	next[0] = home;
+	next[1] = home ^ 1;
+	for (i = 0; i < IPT__RUN_SPILLS; ++i)
+		next[2 + i] = ipt__blk_spill_of(run->ip, run->ctx,
+						decoder->rsets, i);
+	for (i = 0; i < 2 + IPT__RUN_SPILLS; ++i) {
+		if (next[i] == idx)
+			continue;
+		set = ipt__blk_set(decoder, next[i]);
+		for (w = 0; w < IPT__RUN_WAYS && set[w].ctx; ++w)
+			;
+		if (w < IPT__RUN_WAYS) {
+			*to = next[i];
+			return w;
+		}
+	}
+	return IPT__RUN_WAYS;
+}
+
 /* Put @run (with @text, if the decoder keeps text) in the first way of
  * set @idx, the others one way on.  The run that leaves the last way
- * moves to an empty way of the paired set if it has one; else it is
- * dropped.  Returns where @run is now. */
+ * moves where it has room (ipt__blk_run_room); else it is dropped.
+ * Returns where @run is now. */
 static IPT__INLINE struct ipt__blk_run *
 ipt__blk_run_place(struct pt_block_decoder *decoder, uint32_t idx,
 		   const struct ipt__blk_run *run,
 		   const struct ipt__blk_text *text)
 {
-	struct ipt__blk_run *set = ipt__blk_set(decoder, idx), *pair;
-	uint32_t last = IPT__RUN_WAYS - 1, other, way;
+	struct ipt__blk_run *set = ipt__blk_set(decoder, idx), *other;
+	uint32_t last = IPT__RUN_WAYS - 1, to = idx, way;
 
-	other = ipt__blk_set_pair(decoder, idx);
-	if (set[last].ctx && other != idx) {
-		pair = ipt__blk_set(decoder, other);
-		for (way = 0; way < IPT__RUN_WAYS && pair[way].ctx; ++way)
-			;
+	if (set[last].ctx) {
+		way = ipt__blk_run_room(decoder, idx, last, &to);
 		if (way < IPT__RUN_WAYS) {
-			IPT__COPY(pair[way], set[last]);
+			other = ipt__blk_set(decoder, to);
+			IPT__COPY(other[way], set[last]);
 			if (decoder->want_text)
-				IPT__COPY(ipt__blk_set_text(pair)[way],
+				IPT__COPY(ipt__blk_set_text(other)[way],
 					  ipt__blk_set_text(set)[last]);
 		}
 	}
@@ -15431,8 +15514,10 @@ static void ipt__blk_move(uint8_t *dst, const uint8_t *src, size_t n)
 }
 
 /* Double the table with the allocator's realloc: set i of the old table
- * splits into sets i and i + old of the new one (the hash's next bit
- * decides), each keeping its runs in order, so none is lost and the
+ * splits into sets i and i + old of the new one (a run stays where a look
+ * in the new table finds it, else it is found in the other: every set
+ * a run may be in is the same or old more), each keeping its runs in
+ * order, so none is lost and the
  * decoder never holds the two tables at once.  Returns zero on success;
  * -pte_nomem if there is no memory, and the table is as it was. */
 static int ipt__blk_runs_grow_in_place(struct pt_block_decoder *decoder)
@@ -15473,9 +15558,9 @@ static int ipt__blk_runs_grow_in_place(struct pt_block_decoder *decoder)
 		for (way = 0; way < IPT__RUN_WAYS; ++way) {
 			if (!set[way].ctx)
 				continue;
-			/* Its set or the one paired with it. */
-			if ((ipt__blk_set_of(set[way].ip, set[way].ctx,
-					     nsets) ^ i) <= 1) {
+			/* A set where a look finds it. */
+			if (ipt__blk_run_reaches(set[way].ip, set[way].ctx,
+						 nsets, i)) {
 				IPT__COPY(stay[nstay], set[way]);
 				if (want_text)
 					IPT__COPY(stay_text[nstay], text[way]);
@@ -15528,8 +15613,10 @@ static int ipt__blk_runs_grow(struct pt_block_decoder *decoder)
 	ipt__blk_runs_take(decoder, mem, size, nsets);
 
 	/* The last way first, so that each set keeps its order.  The runs
-	 * of a pair of old sets go to two pairs of new sets, the ones in
-	 * each new pair no more than it holds: none is lost. */
+	 * of a pair of old sets that are theirs go to two pairs of new sets,
+	 * the ones in each new pair no more than it holds: none is lost;
+	 * runs that had spilled to other sets spill again where they find
+	 * room. */
 	for (i = 0; i < old; ++i) {
 		struct ipt__blk_run *from;
 
@@ -17586,35 +17673,37 @@ ipt__blk_run_miss(struct pt_block_decoder *decoder, uint32_t idx, uint64_t ip,
 }
 
 /* The run at @ip in context @ctx, whose set is @idx, if it is in the set
- * paired with it (see ipt__blk_run_place): back in the first way of its
- * own set, trading places with the run in its last way.  NULL if it is not
- * there.  Only a look that records comes here: one that does not leaves
- * the table as it is, and a run it misses is found by the next. */
+ * paired with it or the one it spills to (see ipt__blk_run_place): back
+ * in the first way of its own set, the run leaving that set's last way
+ * moving to where it has room, such as the way it left.  NULL if it is
+ * in neither.  Only a look that records comes here: one that does not
+ * leaves the table as it is, and a run it misses is found by the next. */
 static const struct ipt__blk_run *
 ipt__blk_run_paired(struct pt_block_decoder *decoder, uint32_t idx,
 		    uint64_t ip, uint32_t ctx,
 		    const struct ipt__blk_text **ptext)
 {
-	uint32_t other = ipt__blk_set_pair(decoder, idx), last, way;
-	struct ipt__blk_run *pair, *set = ipt__blk_set(decoder, idx), run;
+	uint32_t other = ipt__blk_set_pair(decoder, idx), way, k = 0;
+	struct ipt__blk_run *from, *set, run;
 	struct ipt__blk_text keep;
 
-	last = IPT__RUN_WAYS - 1;
 	if (other == idx)
 		return NULL;
-	pair = ipt__blk_set(decoder, other);
-	way = ipt__blk_way_of(pair, ip, ctx);
-	if (way >= IPT__RUN_WAYS)
-		return NULL;
-
-	IPT__COPY(run, pair[way]);
-	IPT__COPY(pair[way], set[last]);
-	if (decoder->want_text) {
-		IPT__COPY(keep, ipt__blk_set_text(pair)[way]);
-		IPT__COPY(ipt__blk_set_text(pair)[way],
-			  ipt__blk_set_text(set)[last]);
+	for (;;) {
+		from = ipt__blk_set(decoder, other);
+		way = other == idx ? IPT__RUN_WAYS :
+				     ipt__blk_way_of(from, ip, ctx);
+		if (way < IPT__RUN_WAYS)
+			break;
+		if (k == IPT__RUN_SPILLS)
+			return NULL;
+		other = ipt__blk_spill_of(ip, ctx, decoder->rsets, k++);
 	}
-	set[last].ctx = 0;
+
+	IPT__COPY(run, from[way]);
+	if (decoder->want_text)
+		IPT__COPY(keep, ipt__blk_set_text(from)[way]);
+	from[way].ctx = 0;
 	set = ipt__blk_run_place(decoder, idx, &run, &keep);
 	if (ptext)
 		*ptext = decoder->want_text ? ipt__blk_set_text(set) : NULL;
@@ -20067,9 +20156,10 @@ ipt__blk_next_chained(struct pt_block_decoder *decoder, struct pt_block *block,
 						      text));
 }
 
-/* The quickest case of ipt__blk_next_any: its run sits in one of the
- * first two ways of its set under the context in hand, so that the table
- * stays as it is, and ends in a conditional branch (a chain goes to
+/* The quickest case of ipt__blk_next_any: its run sits in its set under
+ * the context in hand (in any way: the table stays as it is, the run
+ * moves to the first way only on a look that records), and ends in a
+ * conditional branch (a chain goes to
  * ipt__blk_next_chained).  Everything else ipt__blk_next_slow does,
  * before anything has changed; every way out of here is a tail call, so
  * that this path saves no registers.
@@ -20092,9 +20182,14 @@ static IPT__INLINE int ipt__blk_next_fast(struct pt_block_decoder *decoder,
 	set = ipt__blk_set(decoder, ipt__blk_set_of_salted(ip, decoder->ctx_salt,
 							   decoder->rsets));
 	if (set[0].ip != ip || set[0].ctx != ctx) {
-		if (IPT__UNLIKELY(set[1].ip != ip || set[1].ctx != ctx))
+		if (set[1].ip == ip && set[1].ctx == ctx)
+			way = 1;
+		else if (set[2].ip == ip && set[2].ctx == ctx)
+			way = 2;
+		else if (IPT__LIKELY(set[3].ip == ip && set[3].ctx == ctx))
+			way = 3;
+		else
 			return ipt__blk_next_slow(decoder, block);
-		way = 1;
 	}
 	run = &set[way];
 	text = with_text ? &ipt__blk_set_text(set)[way] : NULL;
