@@ -17673,10 +17673,12 @@ ipt__blk_run_miss(struct pt_block_decoder *decoder, uint32_t idx, uint64_t ip,
 }
 
 /* The run at @ip in context @ctx, whose set is @idx, if it is in the set
- * paired with it or the one it spills to (see ipt__blk_run_place): back
- * in the first way of its own set, the run leaving that set's last way
- * moving to where it has room, such as the way it left.  NULL if it is
- * in neither.  Only a look that records comes here: one that does not
+ * paired with it or, its own set full, one it spills to (see
+ * ipt__blk_run_place): back in the first way of its own set, the run
+ * leaving that set's last way moving to where it has room, such as the
+ * way it left.  NULL if it is in none of them (or in a set it spilled to
+ * while its own set is no longer full, which costs the run recorded
+ * again, not a wrong one).  Only a look that records comes here: one that does not
  * leaves the table as it is, and a run it misses is found by the next. */
 static const struct ipt__blk_run *
 ipt__blk_run_paired(struct pt_block_decoder *decoder, uint32_t idx,
@@ -17695,7 +17697,9 @@ ipt__blk_run_paired(struct pt_block_decoder *decoder, uint32_t idx,
 				     ipt__blk_way_of(from, ip, ctx);
 		if (way < IPT__RUN_WAYS)
 			break;
-		if (k == IPT__RUN_SPILLS)
+		/* A run spills only from a full set. */
+		if (k == IPT__RUN_SPILLS ||
+		    !ipt__blk_set(decoder, idx)[IPT__RUN_WAYS - 1].ctx)
 			return NULL;
 		other = ipt__blk_spill_of(ip, ctx, decoder->rsets, k++);
 	}
