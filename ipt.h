@@ -17693,7 +17693,7 @@ ipt__blk_run_paired(struct pt_block_decoder *decoder, uint32_t idx,
 		return NULL;
 	for (;;) {
 		from = ipt__blk_set(decoder, other);
-		way = other == idx ? IPT__RUN_WAYS :
+		way = other == idx ? (uint32_t) IPT__RUN_WAYS :
 				     ipt__blk_way_of(from, ip, ctx);
 		if (way < IPT__RUN_WAYS)
 			break;
