@@ -2993,6 +2993,43 @@ static IPT__UNUSED void ipt__free(const struct ipt_allocator *a, void *ptr,
 		a->free(a->context, ptr, size);
 }
 
+/* An object the caller frees with a call of one argument keeps the
+ * allocator it came from in its member `allocator`; IPT__OWN(type) is the
+ * size of such a type and where in it that member is, for ipt__own_alloc
+ * and ipt__own_free.  A decoder whose struct has no room for it is in a
+ * box: the decoder first (a pointer to it is one to the box), the
+ * allocator after it. */
+#define IPT__OWN(type) sizeof(type), offsetof(type, allocator)
+
+/* A zeroed object of @size bytes from @allocator (NULL: the default),
+ * which it keeps @at bytes in.  NULL if the allocator lacks alloc or
+ * free, or memory runs out. */
+static IPT__UNUSED void *ipt__own_alloc(const struct ipt_allocator *allocator,
+					size_t size, size_t at)
+{
+	struct ipt_allocator a;
+	uint8_t *obj;
+
+	if (ipt__allocator_init(&a, allocator) < 0)
+		return NULL;
+	obj = (uint8_t *) ipt__zalloc(&a, size);
+	if (obj)
+		IPT_MEMCPY(obj + at, &a, sizeof(a));
+	return obj;
+}
+
+/* Free an object of ipt__own_alloc with the allocator it keeps; NULL is
+ * fine. */
+static IPT__UNUSED void ipt__own_free(void *obj, size_t size, size_t at)
+{
+	struct ipt_allocator a;
+
+	if (!obj)
+		return;
+	IPT_MEMCPY(&a, (uint8_t *) obj + at, sizeof(a));
+	ipt__free(&a, obj, size);
+}
+
 /* An allocation that only grows a cache.  When it fails the caller does
  * without (reads uncached, decodes again): allocations that only grow a
  * cache never fail a decode (the policy stated in >>api-img-ext).  A test
@@ -3639,8 +3676,7 @@ struct pt_encoder {
 	uint8_t *pos;
 };
 
-/* An encoder as allocated: with the allocator it came from, which frees
- * it.  The encoder comes first, so a pointer to it is one to the box. */
+/* An encoder as allocated (IPT__OWN). */
 struct ipt__enc_box {
 	struct pt_encoder encoder;
 	struct ipt_allocator allocator;
@@ -3653,21 +3689,15 @@ IPT_DEF struct pt_encoder *
 ipt_alloc_encoder_with(const struct pt_config *config,
 		       const struct ipt_allocator *allocator)
 {
-	struct ipt_allocator a;
-	struct ipt__enc_box *box;
+	struct ipt__enc_box *box = (struct ipt__enc_box *) ipt__own_alloc(
+		allocator, IPT__OWN(struct ipt__enc_box));
 
-	if (ipt__allocator_init(&a, allocator) < 0)
-		return NULL;
-	box = (struct ipt__enc_box *) ipt__zalloc(&a, sizeof(*box));
 	if (!box)
 		return NULL;
-	box->allocator = a;
-
 	if (ipt__config_from_user(&box->encoder.config, config) < 0) {
-		ipt__free(&a, box, sizeof(*box));
+		ipt__own_free(box, IPT__OWN(struct ipt__enc_box));
 		return NULL;
 	}
-
 	box->encoder.pos = box->encoder.config.begin;
 	return &box->encoder;
 }
@@ -3680,13 +3710,7 @@ IPT_DEF struct pt_encoder *pt_alloc_encoder(const struct pt_config *config)
 /* Free an encoder; NULL is fine. */
 IPT_DEF void pt_free_encoder(struct pt_encoder *encoder)
 {
-	struct ipt__enc_box *box = (struct ipt__enc_box *) encoder;
-	struct ipt_allocator a;
-
-	if (!box)
-		return;
-	a = box->allocator;
-	ipt__free(&a, box, sizeof(*box));
+	ipt__own_free(encoder, IPT__OWN(struct ipt__enc_box));
 }
 
 /* Write the next packet at offset.  -pte_eos if offset is past the end
@@ -5157,8 +5181,8 @@ static IPT__UNUSED int ipt__last_ip_same(const struct ipt_last_ip *a,
 	       a->suppressed == b->suppressed;
 }
 
-/* A packet decoder as allocated (not one inside an event decoder): with
- * the allocator it came from.  The decoder comes first. */
+/* A packet decoder as allocated, not one inside an event decoder
+ * (IPT__OWN). */
 struct ipt__pkt_box {
 	struct pt_packet_decoder decoder;
 	struct ipt_allocator allocator;
@@ -5171,21 +5195,15 @@ IPT_DEF struct pt_packet_decoder *
 ipt_pkt_alloc_decoder_with(const struct pt_config *config,
 			   const struct ipt_allocator *allocator)
 {
-	struct ipt_allocator a;
-	struct ipt__pkt_box *box;
+	struct ipt__pkt_box *box = (struct ipt__pkt_box *) ipt__own_alloc(
+		allocator, IPT__OWN(struct ipt__pkt_box));
 
-	if (ipt__allocator_init(&a, allocator) < 0)
-		return NULL;
-	box = (struct ipt__pkt_box *) ipt__alloc(&a, sizeof(*box));
 	if (!box)
 		return NULL;
-	box->allocator = a;
-
 	if (ipt__pkt_init(&box->decoder, config) < 0) {
-		ipt__free(&a, box, sizeof(*box));
+		ipt__own_free(box, IPT__OWN(struct ipt__pkt_box));
 		return NULL;
 	}
-
 	return &box->decoder;
 }
 
@@ -5198,15 +5216,10 @@ pt_pkt_alloc_decoder(const struct pt_config *config)
 /* Free a decoder; NULL is fine. */
 IPT_DEF void pt_pkt_free_decoder(struct pt_packet_decoder *decoder)
 {
-	struct ipt__pkt_box *box = (struct ipt__pkt_box *) decoder;
-	struct ipt_allocator a;
-
-	if (!box)
+	if (!decoder)
 		return;
-
-	ipt__pkt_fini(&box->decoder);
-	a = box->allocator;
-	ipt__free(&a, box, sizeof(*box));
+	ipt__pkt_fini(decoder);
+	ipt__own_free(decoder, IPT__OWN(struct ipt__pkt_box));
 }
 
 /* Move to the next PSB: the first at or after the current position (the
@@ -7447,7 +7460,7 @@ static IPT__UNUSED void ipt__evt_decoder_fini(struct pt_event_decoder *decoder)
 		ipt__pkt_fini(&decoder->pacdec);
 }
 
-/* An event decoder as allocated, with its allocator; the decoder first. */
+/* An event decoder as allocated (IPT__OWN). */
 struct ipt__evt_box {
 	struct pt_event_decoder decoder;
 	struct ipt_allocator allocator;
@@ -7457,17 +7470,13 @@ IPT_DEF struct pt_event_decoder *
 ipt_evt_alloc_decoder_with(const struct pt_config *config,
 			   const struct ipt_allocator *allocator)
 {
-	struct ipt_allocator a;
-	struct ipt__evt_box *box;
+	struct ipt__evt_box *box = (struct ipt__evt_box *) ipt__own_alloc(
+		allocator, IPT__OWN(struct ipt__evt_box));
 
-	if (ipt__allocator_init(&a, allocator) < 0)
-		return NULL;
-	box = (struct ipt__evt_box *) ipt__alloc(&a, sizeof(*box));
 	if (!box)
 		return NULL;
-	box->allocator = a;
 	if (ipt__evt_decoder_init(&box->decoder, config) < 0) {
-		ipt__free(&a, box, sizeof(*box));
+		ipt__own_free(box, IPT__OWN(struct ipt__evt_box));
 		return NULL;
 	}
 	return &box->decoder;
@@ -7481,14 +7490,10 @@ pt_evt_alloc_decoder(const struct pt_config *config)
 
 IPT_DEF void pt_evt_free_decoder(struct pt_event_decoder *decoder)
 {
-	struct ipt__evt_box *box = (struct ipt__evt_box *) decoder;
-	struct ipt_allocator a;
-
-	if (!box)
+	if (!decoder)
 		return;
-	ipt__evt_decoder_fini(&box->decoder);
-	a = box->allocator;
-	ipt__free(&a, box, sizeof(*box));
+	ipt__evt_decoder_fini(decoder);
+	ipt__own_free(decoder, IPT__OWN(struct ipt__evt_box));
 }
 
 /* Move on to the next packet, skipping PADs.  A packet-decoder error is
@@ -10858,7 +10863,7 @@ static IPT__UNUSED void ipt__qry_decoder_fini(struct pt_query_decoder *decoder)
 		ipt__evt_decoder_fini(&decoder->evdec);
 }
 
-/* A query decoder as allocated, with its allocator; the decoder first. */
+/* A query decoder as allocated (IPT__OWN). */
 struct ipt__qry_box {
 	struct pt_query_decoder decoder;
 	struct ipt_allocator allocator;
@@ -10868,17 +10873,13 @@ IPT_DEF struct pt_query_decoder *
 ipt_qry_alloc_decoder_with(const struct pt_config *config,
 			   const struct ipt_allocator *allocator)
 {
-	struct ipt_allocator a;
-	struct ipt__qry_box *box;
+	struct ipt__qry_box *box = (struct ipt__qry_box *) ipt__own_alloc(
+		allocator, IPT__OWN(struct ipt__qry_box));
 
-	if (ipt__allocator_init(&a, allocator) < 0)
-		return NULL;
-	box = (struct ipt__qry_box *) ipt__alloc(&a, sizeof(*box));
 	if (!box)
 		return NULL;
-	box->allocator = a;
 	if (ipt__qry_decoder_init(&box->decoder, config) < 0) {
-		ipt__free(&a, box, sizeof(*box));
+		ipt__own_free(box, IPT__OWN(struct ipt__qry_box));
 		return NULL;
 	}
 	return &box->decoder;
@@ -10892,14 +10893,10 @@ pt_qry_alloc_decoder(const struct pt_config *config)
 
 IPT_DEF void pt_qry_free_decoder(struct pt_query_decoder *decoder)
 {
-	struct ipt__qry_box *box = (struct ipt__qry_box *) decoder;
-	struct ipt_allocator a;
-
-	if (!box)
+	if (!decoder)
 		return;
-	ipt__qry_decoder_fini(&box->decoder);
-	a = box->allocator;
-	ipt__free(&a, box, sizeof(*box));
+	ipt__qry_decoder_fini(decoder);
+	ipt__own_free(decoder, IPT__OWN(struct ipt__qry_box));
 }
 
 /* TNT and TIP are answers to branch queries; anything else is an event
@@ -12745,21 +12742,19 @@ IPT_DEF struct pt_image_section_cache *
 ipt_iscache_alloc_with(const char *name,
 		       const struct ipt_allocator *allocator)
 {
-	struct pt_image_section_cache *iscache;
-	struct ipt_allocator a;
+	struct pt_image_section_cache *iscache =
+		(struct pt_image_section_cache *) ipt__own_alloc(
+			allocator, IPT__OWN(struct pt_image_section_cache));
 
-	if (ipt__allocator_init(&a, allocator) < 0)
-		return NULL;
-	iscache = (struct pt_image_section_cache *) ipt__zalloc(
-		&a, sizeof(*iscache));
 	if (!iscache)
 		return NULL;
-	iscache->allocator = a;
 	iscache->limit = UINT64_MAX;
 	if (name) {
-		iscache->name = ipt__strdup(&a, name, &iscache->name_size);
+		iscache->name = ipt__strdup(&iscache->allocator, name,
+					    &iscache->name_size);
 		if (!iscache->name) {
-			ipt__free(&a, iscache, sizeof(*iscache));
+			ipt__own_free(iscache,
+				      IPT__OWN(struct pt_image_section_cache));
 			return NULL;
 		}
 	}
@@ -22335,21 +22330,15 @@ IPT_DEF struct pt_sb_session *
 ipt_sb_alloc_with(struct pt_image_section_cache *iscache,
 		  const struct ipt_allocator *allocator)
 {
-	struct pt_sb_session *session;
-	struct ipt_allocator a;
+	struct pt_sb_session *session = (struct pt_sb_session *) ipt__own_alloc(
+		allocator, IPT__OWN(struct pt_sb_session));
 
-	if (ipt__allocator_init(&a, allocator) < 0)
-		return NULL;
-
-	session = (struct pt_sb_session *) ipt__zalloc(&a, sizeof(*session));
 	if (!session)
 		return NULL;
-
-	session->allocator = a;
 	session->iscache = iscache;
-	session->kernel = ipt_image_alloc_with("kernel", &a);
+	session->kernel = ipt_image_alloc_with("kernel", &session->allocator);
 	if (!session->kernel) {
-		ipt__free(&a, session, sizeof(*session));
+		ipt__own_free(session, IPT__OWN(struct pt_sb_session));
 		return NULL;
 	}
 	return session;
@@ -25728,24 +25717,22 @@ ipt_seg_split_alloc(const struct pt_config *config, size_t max_pieces,
 		    const struct ipt_seg_loop *ops, size_t state_size,
 		    const struct ipt_allocator *allocator)
 {
-	struct ipt_allocator a;
 	struct ipt_seg_split *split;
 
 	if (!config || !max_pieces || !ops || !ops->start || !ops->step ||
 	    !ops->at || !ops->save || !ops->same || !state_size ||
 	    max_pieces > (size_t) -1 / sizeof(struct ipt_seg_piece) ||
-	    state_size > (size_t) -1 / ipt__seg_probe_max ||
-	    ipt__allocator_init(&a, allocator) < 0)
+	    state_size > (size_t) -1 / ipt__seg_probe_max)
 		return NULL;
-	split = (struct ipt_seg_split *) ipt__zalloc(&a, sizeof(*split));
+	split = (struct ipt_seg_split *) ipt__own_alloc(
+		allocator, IPT__OWN(struct ipt_seg_split));
 	if (!split)
 		return NULL;
-	split->allocator = a;
 	IPT__COPY(split->ops, *ops);
 	split->state_size = state_size;
 	split->max = max_pieces;
-	split->pieces = (struct ipt_seg_piece *)
-		ipt__zalloc(&a, max_pieces * sizeof(*split->pieces));
+	split->pieces = (struct ipt_seg_piece *) ipt__zalloc(
+		&split->allocator, max_pieces * sizeof(*split->pieces));
 	if (!split->pieces || ipt__seg_spread(split, config) < 0) {
 		ipt_seg_split_free(split);
 		return NULL;
@@ -25755,13 +25742,11 @@ ipt_seg_split_alloc(const struct pt_config *config, size_t max_pieces,
 
 IPT_DEF void ipt_seg_split_free(struct ipt_seg_split *split)
 {
-	struct ipt_allocator a;
-
 	if (!split)
 		return;
-	a = split->allocator;
-	ipt__free(&a, split->pieces, split->max * sizeof(*split->pieces));
-	ipt__free(&a, split, sizeof(*split));
+	ipt__free(&split->allocator, split->pieces,
+		  split->max * sizeof(*split->pieces));
+	ipt__own_free(split, IPT__OWN(struct ipt_seg_split));
 }
 
 IPT_DEF size_t ipt_seg_split_count(const struct ipt_seg_split *split)
