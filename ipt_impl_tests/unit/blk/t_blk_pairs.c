@@ -225,6 +225,41 @@ static void test_dense(struct pt_block_decoder *d)
 		       n[2]);
 }
 
+/* Where runs go: 16 bytes of code to a set, the sets of a KiB of code
+ * one after the other (modulo the table); and, for any IP and table
+ * size, each set a run may be in (its own, the one paired with it, those
+ * it spills to) is the same or the old size more in a table of twice the
+ * sets, as growing in place needs. */
+static void test_layout(void)
+{
+	uint64_t ip;
+	uint32_t n, k, i, ctx, bad = 0;
+
+	for (i = 0; i < 2000; ++i) {
+		ip = ((uint64_t) check_rand() << 24 | check_rand()) << 4;
+		ctx = 1 + check_rand() % 7;
+		for (n = 1; n < (1u << 20); n *= 2) {
+			uint32_t home = ipt__blk_set_of(ip, ctx, n);
+			uint32_t twice = ipt__blk_set_of(ip, ctx, 2 * n);
+
+			bad += twice != home && twice != home + n;
+			for (k = 0; k < IPT__RUN_SPILLS; ++k) {
+				home = ipt__blk_spill_of(ip, ctx, n, k);
+				twice = ipt__blk_spill_of(ip, ctx, 2 * n, k);
+				bad += twice != home && twice != home + n;
+			}
+			/* The next 16 bytes, in the same KiB: the next set. */
+			if ((ip & 0x3f0) != 0x3f0)
+				bad += ipt__blk_set_of(ip + 16, ctx, n) !=
+				       ((ipt__blk_set_of(ip, ctx, n) + 1) &
+					(n - 1));
+			bad += ipt__blk_set_of(ip + 15, ctx, n) !=
+			       ipt__blk_set_of(ip, ctx, n);
+		}
+	}
+	CHECK_EQ(bad, 0);
+}
+
 static uint8_t trace[64];
 
 static void run(int insn, int with_realloc, int grow)
@@ -274,6 +309,8 @@ static void run(int insn, int with_realloc, int grow)
 int main(void)
 {
 	int insn, with_realloc, grow;
+
+	test_layout();
 
 	for (insn = 0; insn < 2; ++insn)
 		for (with_realloc = 0; with_realloc < 2; ++with_realloc)
