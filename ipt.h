@@ -15294,9 +15294,9 @@ static IPT__INLINE uint32_t ipt__blk_set_of(uint64_t ip, uint32_t ctx,
 }
 
 /* The sets the run at @ip in context @ctx spills to when its own set and
- * the one paired with it are full: hashes of the IP alone (@k 0 and 1),
- * so that the runs of code dense in them spread over the table, and
- * seldom both into the sets of that same code.  In a table of twice the
+ * the one paired with it are full: hashes of the IP alone (@k below
+ * IPT__RUN_SPILLS), so that the runs of code dense in them spread over
+ * the table, and seldom all into the sets of that same code.  In a table of twice the
  * sets each is the same or @nsets more, as ipt__blk_set_of. */
 enum { IPT__RUN_SPILLS = 3 };
 
@@ -15366,7 +15366,7 @@ ipt__blk_set_pair(const struct pt_block_decoder *decoder, uint32_t idx)
 }
 
 /* Where the run in way @way of set @idx can go if it has to leave: the
- * first of its own set, the one paired with it and the one it spills to
+ * first of its own set, the one paired with it and those it spills to
  * that is not @idx and has an empty way, whose index is put in *@to, and
  * that way; IPT__RUN_WAYS if there is none, or the sets are not paired. */
 static uint32_t ipt__blk_run_room(const struct pt_block_decoder *decoder,
