@@ -2693,8 +2693,9 @@ IPT_API int ipt_seg_stitch_next(const struct ipt_seg_split *split,
  * TIPs, other packets, returns whose address the memo did not see pushed,
  * missing code) takes the exact path, and the memo is tagged as the run
  * cache is, so that the edges and bitmap are the same with it or without.
- * It is one table allocated on first use, at most IPT_COV_MEMO_LIMIT
- * bytes (4 MiB) or what ipt_cov_set_memo_limit sets; setting a limit
+ * It is one table allocated small on first use that grows as it fills,
+ * to at most IPT_COV_MEMO_LIMIT bytes (4 MiB) or what
+ * ipt_cov_set_memo_limit sets; setting a limit
  * empties it, and a limit below 16 entries (7 KiB) turns it
  * off (it returns -pte_invalid without a decoder).  Code
  * the memo covers is not read again, so the block callback, told of runs
@@ -23841,13 +23842,17 @@ struct ipt_cov_decoder {
 	/* The TNT memo (see "taking TNT bits in bulk"): @nmemo entries at
 	 * @memo (none yet, or none to be had, if NULL), and with an edge
 	 * callback as many at @memo_edges, at most @memo_limit bytes in
-	 * all.  @memo_ctx
-	 * is the block decoder's last context number when the memo was
-	 * last used, to see the numbers start over. */
+	 * all, @memo_used of them in use (counted from zero again when
+	 * it cannot grow).
+	 * @memo is in @memo_block, at its first 64-byte line.
+	 * @memo_ctx is the block decoder's last context number when the
+	 * memo was last used, to see the numbers start over. */
 	struct ipt__cov_memo *memo;
 	struct ipt__cov_memo_edges *memo_edges;
+	void *memo_block;
 	uint64_t memo_limit;
 	uint32_t nmemo;
+	uint32_t memo_used;
 	uint32_t memo_failed;
 	uint32_t memo_ctx;
 };
@@ -24164,31 +24169,44 @@ static IPT__INLINE void ipt__cov_reach(void *context, uint64_t ip)
  * changes) makes them all stale.
  *
  * The memo is one table, allocated on first use from the decoder's
- * allocator with at most @memo_limit bytes (ipt_cov_set_memo_limit).  An
- * entry has two places, by two hashes of its key: a new entry goes in its
- * first, and the one there moves to its own second (over what is there),
- * so that keys that share a first place, often in the same loop, do not
- * push each other out in turn. */
+ * allocator with at most @memo_limit bytes (ipt_cov_set_memo_limit).  It
+ * starts small and grows twice over whenever half its places are in use,
+ * up to the limit: a short trace's first decode is not spent on memory
+ * it never uses, and a memo that holds all a trace needs stays as it
+ * is.  An entry has two places, by two hashes of its key: a new entry
+ * goes in its first if it is free, else in its second if that is;
+ * else in its first, and the one there moves to its own second (over
+ * what is there), so that keys that share a first place, often in the
+ * same loop, do not push each other out in turn. */
 
 enum {
-	/* The most TNT bits one entry covers (and thus edges; at most 31,
-	 * the bits of @ret, @nt and @count less the TIP's). */
+	/* The most TNT bits one entry covers (and thus edges): at most 57,
+	 * so that the window of 64 holds them, one more and a one-byte
+	 * TNT's six (and @ret, @nt and @count the TIP's too).  A key holds
+	 * all the bits a step asks for, also those past where the entry
+	 * stops (a return, an indirect branch): longer keys are fewer
+	 * look-ups in loops but, in large code with varied paths, keep
+	 * apart entries that do the same and miss more; 31 weighs the
+	 * two. */
 	IPT__COV_MEMO_BITS = 31,
 	/* The most return-stack pushes and pops one entry replays. */
 	IPT__COV_MEMO_OPS = 8
 };
 
-/* In a memo key: the bits (the first in the highest of the low half),
+/* In a memo key: the bits (the first in the highest of the low 57),
  * their number and whether the entry ends at a TIP. */
 #define IPT__COV_MEMO_KEY(bits, n, tip)                                        \
-	((uint64_t) (bits) | ((uint64_t) (n) << 32) | ((uint64_t) (tip) << 40))
+	((uint64_t) (bits) | ((uint64_t) (n) << 57) | ((uint64_t) (tip) << 63))
 
 /* An entry holds what a hit needs; the edges themselves, for an edge
  * callback, are in a struct ipt__cov_memo_edges of the same number, so
  * that a decoder without one has twice the entries in the same memory. */
 struct ipt__cov_memo {
-	/* The key: the IP, the context number (zero for an empty entry),
-	 * and IPT__COV_MEMO_KEY. */
+	/* What a hit reads comes first, in the first 72 bytes (the memo
+	 * starts on a 64-byte line), then the instruction counts, the
+	 * bitmap indices and the return-stack operations.  The key: the
+	 * IP, the context number (zero for an empty entry), and
+	 * IPT__COV_MEMO_KEY. */
 	uint64_t ip;
 	uint64_t key;
 	uint32_t ctx;
@@ -24200,37 +24218,49 @@ struct ipt__cov_memo {
 	 * a pop, else a push of op[i]. */
 	uint8_t nops;
 	uint8_t pops;
-	/* Bit i of @ret says the i-th edge is a compressed return, of
-	 * @nt that it is a conditional branch not taken, of @count that it
-	 * counts (the decoder's kinds and ranges); the TIP's branch is edge
-	 * @used. */
-	uint32_t ret;
-	uint32_t nt;
-	uint32_t count;
-	/* How many of the edges but the last count; the TIP's branch: its
-	 * edge kind. */
-	uint16_t ncount;
+	/* Bit i of @count says the i-th edge counts (the decoder's kinds
+	 * and ranges); the TIP's branch is edge @used. */
+	uint64_t count;
+	/* How many of the edges but the last count, and in how many
+	 * places of the bitmap; the TIP's branch: its edge kind. */
+	uint8_t ncount;
+	uint8_t nplace;
 	uint16_t tip_kind;
 	/* The last edge's bitmap index (without a TIP), and its kind. */
 	uint32_t last_index;
-	uint32_t last_kind;
-	/* The code the runs after the last bit cover, up to the TIP's
-	 * branch: a disable's IP there binds elsewhere. */
-	uint64_t span_lo;
-	uint64_t span_hi;
+	uint16_t last_kind;
+	/* Instructions walked up to the last bit taken, or to the TIP
+	 * (@ninsn's last). */
+	uint16_t ninsn_last;
+	/* Whether ipt__cov_memo_merge has counted the edges that share a
+	 * place in one. */
+	uint8_t merged;
 	/* Where the flow goes on (without a TIP); the last edge's (the TIP's
 	 * branch's) from and the IP after it. */
 	uint64_t exit;
 	uint64_t last_from;
 	uint64_t last_next;
-	uint64_t op[IPT__COV_MEMO_OPS];
-	/* The bitmap indices, before the bitmap's size, of the @ncount
-	 * edges but the last that count. */
-	uint32_t counted[IPT__COV_MEMO_BITS];
 	/* Instructions walked up to each bit taken, and to the TIP, for the
 	 * block decoder's count (an entry ends before they would not
-	 * fit). */
+	 * fit): the next 64 bytes, read where a step ends in another
+	 * packet than it began. */
 	uint16_t ninsn[IPT__COV_MEMO_BITS + 1];
+	/* The bitmap indices, before the bitmap's size, of the @ncount
+	 * edges but the last that count, in @nplace places, each with how
+	 * many of the edges it counts (once merged, a counter is added to
+	 * once, not once per edge: in a loop one edge is most of them, and
+	 * adding to one counter in turn waits for each add). */
+	uint32_t counted[IPT__COV_MEMO_BITS];
+	uint8_t times[IPT__COV_MEMO_BITS];
+	/* Bit i of @ret says the i-th edge is a compressed return, of @nt
+	 * that it is a conditional branch not taken. */
+	uint64_t ret;
+	uint64_t nt;
+	/* The code the runs after the last bit cover, up to the TIP's
+	 * branch: a disable's IP there binds elsewhere. */
+	uint64_t span_lo;
+	uint64_t span_hi;
+	uint64_t op[IPT__COV_MEMO_OPS];
 };
 
 /* One edge per bit taken, and the TIP's branch (its @to unknown). */
@@ -24244,10 +24274,18 @@ struct ipt__cov_memo_edges {
 #define IPT_COV_MEMO_LIMIT (1u << 22)
 #endif
 
+/* The bytes of a block that holds @n memo entries from its first 64-byte
+ * line. */
+static size_t ipt__cov_memo_bytes(uint32_t n)
+{
+	return (size_t) n * sizeof(struct ipt__cov_memo) + 63u;
+}
+
 static void ipt__cov_memo_free(struct ipt_cov_decoder *cov)
 {
-	ipt__free(ipt__blk_allocator(&cov->blk), cov->memo,
-		  (size_t) cov->nmemo * sizeof(*cov->memo));
+	if (cov->memo)
+		ipt__free(ipt__blk_allocator(&cov->blk), cov->memo_block,
+			  ipt__cov_memo_bytes(cov->nmemo));
 	if (cov->memo_edges)
 		ipt__free(ipt__blk_allocator(&cov->blk), cov->memo_edges,
 			  (size_t) cov->nmemo * sizeof(*cov->memo_edges));
@@ -24255,6 +24293,26 @@ static void ipt__cov_memo_free(struct ipt_cov_decoder *cov)
 	cov->memo_edges = NULL;
 	cov->nmemo = 0;
 	cov->memo_failed = 0;
+}
+
+/* The hash of a memo entry's key but its context number: the same IP
+ * and bits in two contexts (a stale one, or another address space) share
+ * places, told apart when they are compared. */
+static IPT__INLINE uint64_t ipt__cov_memo_hash(uint64_t ip, uint64_t key)
+{
+	return (ip ^ (key * 0x9e3779b97f4a7c15ull)) * 0xff51afd7ed558ccdull;
+}
+
+/* An entry's first (@which zero) or second place in the memo, from the
+ * hash @h of its key: the high half of @h, or of @h mixed again, scaled
+ * to the entries (any number of them). */
+static IPT__INLINE uint32_t
+ipt__cov_memo_place(const struct ipt_cov_decoder *cov, uint64_t h,
+		    uint32_t which)
+{
+	if (which)
+		h *= 0x9e3779b97f4a7c15ull;
+	return (uint32_t) (((h >> 32) * cov->nmemo) >> 32);
 }
 
 /* Empty every entry of the memo.  Only the keys: the rest of an entry is
@@ -24269,41 +24327,118 @@ static void ipt__cov_memo_clear(struct ipt_cov_decoder *cov)
 		cov->memo[i].ctx = 0;
 		cov->memo[i].key = 0;
 	}
+	cov->memo_used = 0;
 }
 
-/* Allocate the memo: as many entries as the limit holds, up to 2^24
- * (none below 16).  Returns whether there is one. */
-static IPT__NOINLINE int ipt__cov_memo_alloc(struct ipt_cov_decoder *cov)
+/* The bytes of one memo entry, with its edges if the decoder keeps
+ * them. */
+static size_t ipt__cov_memo_size(const struct ipt_cov_decoder *cov)
 {
-	size_t size = sizeof(*cov->memo) +
-		      (cov->config.edge ? sizeof(*cov->memo_edges) : 0);
-	uint64_t want = cov->memo_limit / size;
-	uint32_t n;
+	return sizeof(*cov->memo) +
+	       (cov->config.edge ? sizeof(*cov->memo_edges) : 0);
+}
 
-	if (cov->memo_failed || want < 16) {
-		cov->memo_failed = 1;
+/* The most entries the limit holds, up to 2^24 (zero below 16: no
+ * memo). */
+static uint32_t ipt__cov_memo_most(const struct ipt_cov_decoder *cov)
+{
+	uint64_t want = cov->memo_limit > 63u ?
+		(cov->memo_limit - 63u) / ipt__cov_memo_size(cov) : 0;
+
+	if (want < 16)
 		return 0;
+	return want < (1u << 24) ? (uint32_t) want : (1u << 24);
+}
+
+/* The entries a memo starts with (or all the limit holds, if fewer). */
+enum { IPT__COV_MEMO_FIRST = 256 };
+
+/* Allocate @n entries for the memo, empty, the entries of the one before
+ * (if any) carried over to the first or second place free for them;
+ * without room for both tables in the limit, the old one goes first and
+ * nothing is carried.  Returns whether the memo has @n entries (else it
+ * is as it was, or none if it had to go). */
+static int ipt__cov_memo_resize(struct ipt_cov_decoder *cov, uint32_t n)
+{
+	const struct ipt_allocator *a = ipt__blk_allocator(&cov->blk);
+	struct ipt__cov_memo *old = cov->memo, *memo;
+	struct ipt__cov_memo_edges *old_edges = cov->memo_edges, *edges = NULL;
+	void *block, *old_block = cov->memo_block;
+	uint32_t nold = cov->nmemo, i;
+
+	if ((uint64_t) (n + nold) * ipt__cov_memo_size(cov) + 126u >
+	    cov->memo_limit) {
+		ipt__cov_memo_free(cov);
+		old = NULL;
+		old_edges = NULL;
+		nold = 0;
 	}
-	n = want < (1u << 24) ? (uint32_t) want : (1u << 24);
-	cov->memo = (struct ipt__cov_memo *)
-		ipt__alloc_cache(ipt__blk_allocator(&cov->blk),
-				 (size_t) n * sizeof(*cov->memo));
-	if (cov->memo && cov->config.edge) {
-		cov->memo_edges = (struct ipt__cov_memo_edges *)
-			ipt__alloc_cache(ipt__blk_allocator(&cov->blk),
-					 (size_t) n * sizeof(*cov->memo_edges));
-		if (!cov->memo_edges) {
-			ipt__free(ipt__blk_allocator(&cov->blk), cov->memo,
-				  (size_t) n * sizeof(*cov->memo));
-			cov->memo = NULL;
+	block = ipt__alloc_cache(a, ipt__cov_memo_bytes(n));
+	if (block && cov->config.edge) {
+		edges = (struct ipt__cov_memo_edges *) ipt__alloc_cache(
+			a, (size_t) n * sizeof(*edges));
+		if (!edges) {
+			ipt__free(a, block, ipt__cov_memo_bytes(n));
+			block = NULL;
 		}
 	}
-	if (!cov->memo) {
+	if (!block)
+		return 0;
+
+	memo = (struct ipt__cov_memo *) (void *) ((uint8_t *) block +
+		((64u - ((uintptr_t) block & 63u)) & 63u));
+	cov->memo_block = block;
+	cov->memo = memo;
+	cov->memo_edges = edges;
+	cov->nmemo = n;
+	ipt__cov_memo_clear(cov);
+	for (i = 0; i < nold; ++i) {
+		const struct ipt__cov_memo *e = &old[i];
+		uint64_t h;
+		uint32_t to;
+
+		if (!e->ctx)
+			continue;
+		h = ipt__cov_memo_hash(e->ip, e->key);
+		to = ipt__cov_memo_place(cov, h, 0);
+		if (memo[to].ctx) {
+			to = ipt__cov_memo_place(cov, h, 1);
+			if (memo[to].ctx)
+				continue;
+		}
+		IPT__COPY(memo[to], *e);
+		cov->memo_used += 1;
+		if (edges)
+			IPT__COPY(edges[to], old_edges[i]);
+	}
+	if (old)
+		ipt__free(a, old_block, ipt__cov_memo_bytes(nold));
+	if (old_edges)
+		ipt__free(a, old_edges, (size_t) nold * sizeof(*old_edges));
+	return 1;
+}
+
+/* Allocate the memo, or grow it twice over when half its places are in
+ * use.  Returns whether there is one. */
+static IPT__NOINLINE int ipt__cov_memo_alloc(struct ipt_cov_decoder *cov)
+{
+	uint32_t most = ipt__cov_memo_most(cov), n;
+
+	if (cov->memo_failed || !most) {
 		cov->memo_failed = 1;
 		return 0;
 	}
-	cov->nmemo = n;
-	ipt__cov_memo_clear(cov);
+	n = cov->memo ? cov->nmemo : IPT__COV_MEMO_FIRST / 2;
+	n = n < most / 2 ? n * 2 : most;
+	if (n == cov->nmemo || !ipt__cov_memo_resize(cov, n)) {
+		if (!cov->memo) {
+			cov->memo_failed = 1;
+			return 0;
+		}
+		/* A memo that cannot grow stays as it is; asked again
+		 * when as many more places are in use. */
+		cov->memo_used = 0;
+	}
 	return 1;
 }
 
@@ -24325,14 +24460,15 @@ ipt__cov_memo_kind(const struct ipt__cov_memo *e, uint32_t i)
  * last bit it could take, or at the TIP. */
 static IPT__NOINLINE void
 ipt__cov_memo_fill(struct ipt_cov_decoder *cov, struct ipt__cov_memo *e,
-		   uint64_t ip, enum pt_exec_mode mode, uint32_t bits,
+		   uint64_t ip, enum pt_exec_mode mode, uint64_t bits,
 		   uint32_t n, uint32_t tip)
 {
 	struct pt_block_decoder *blk = &cov->blk;
 	struct ipt__cov_memo_edges *edges =
 		cov->memo_edges ? &cov->memo_edges[e - cov->memo] : NULL;
 	uint32_t used = 0, ninsn = 0, nops = 0, pops = 0, depth = 0;
-	uint32_t chain = 0, mask = 1;
+	uint32_t chain = 0;
+	uint64_t mask = 1;
 	const struct ipt__blk_run *run;
 	uint64_t end_ip = 0, next = 0;
 	/* The entry's pushes not popped yet, by their op number. */
@@ -24354,7 +24490,7 @@ ipt__cov_memo_fill(struct ipt_cov_decoder *cov, struct ipt__cov_memo *e,
 		uint64_t to;
 		uint32_t bit;
 
-		mask = 1u << used;
+		mask = 1ull << used;
 		run = ipt__blk_run_find(blk, ip, mode, NULL);
 		if (!run)
 			break;
@@ -24363,7 +24499,7 @@ ipt__cov_memo_fill(struct ipt_cov_decoder *cov, struct ipt__cov_memo *e,
 			break;
 		end_ip = run->ip + run->len;
 		next = ipt__ip_in_mode(mode, end_ip + run->isize);
-		bit = used < n ? (bits >> (n - 1 - used)) & 1 : 0;
+		bit = used < n ? (uint32_t) ((bits >> (n - 1 - used)) & 1) : 0;
 		if (used == n) {
 			if (run->ip < e->span_lo)
 				e->span_lo = run->ip;
@@ -24488,26 +24624,6 @@ tip_branch:
 	e->tip = 1;
 }
 
-/* The hash of a memo entry's key but its context number: the same IP
- * and bits in two contexts (a stale one, or another address space) share
- * places, told apart when they are compared. */
-static IPT__INLINE uint64_t ipt__cov_memo_hash(uint64_t ip, uint64_t key)
-{
-	return (ip ^ (key * 0x9e3779b97f4a7c15ull)) * 0xff51afd7ed558ccdull;
-}
-
-/* An entry's first (@which zero) or second place in the memo, from the
- * hash @h of its key: the high half of @h, or of @h mixed again, scaled
- * to the entries (any number of them). */
-static IPT__INLINE uint32_t
-ipt__cov_memo_place(const struct ipt_cov_decoder *cov, uint64_t h,
-		    uint32_t which)
-{
-	if (which)
-		h *= 0x9e3779b97f4a7c15ull;
-	return (uint32_t) (((h >> 32) * cov->nmemo) >> 32);
-}
-
 /* Move the entry @e, in its first place, to its second, over what is
  * there (its edges too). */
 static IPT__NOINLINE void ipt__cov_memo_move(struct ipt_cov_decoder *cov,
@@ -24519,9 +24635,33 @@ static IPT__NOINLINE void ipt__cov_memo_move(struct ipt_cov_decoder *cov,
 				 1);
 	if (to == from)
 		return;
+	if (!cov->memo[to].ctx)
+		cov->memo_used += 1;
 	IPT__COPY(cov->memo[to], *e);
 	if (cov->memo_edges)
 		IPT__COPY(cov->memo_edges[to], cov->memo_edges[from]);
+}
+
+/* Count the edges of @e that share a bitmap place in one place.  Done
+ * when @e is used again: an entry filled on a miss may never be, and in
+ * a loop one edge is most of them. */
+static IPT__NOINLINE void ipt__cov_memo_merge(struct ipt__cov_memo *e)
+{
+	uint32_t i, j, nplace = 0;
+
+	for (i = 0; i < e->nplace; ++i) {
+		for (j = 0; j < nplace; ++j)
+			if (e->counted[j] == e->counted[i])
+				break;
+		if (j < nplace) {
+			e->times[j] += e->times[i];
+			continue;
+		}
+		e->counted[nplace] = e->counted[i];
+		e->times[nplace++] = e->times[i];
+	}
+	e->nplace = (uint8_t) nplace;
+	e->merged = 1;
 }
 
 /* The entry for the @n bits @bits at @ip (to end at a TIP if @tip) in
@@ -24529,7 +24669,7 @@ static IPT__NOINLINE void ipt__cov_memo_move(struct ipt_cov_decoder *cov,
  * not there; filling may move to a new context, left in *@ctx. */
 static IPT__INLINE struct ipt__cov_memo *
 ipt__cov_memo_find(struct ipt_cov_decoder *cov, uint64_t ip,
-		   enum pt_exec_mode mode, uint32_t bits, uint32_t n,
+		   enum pt_exec_mode mode, uint64_t bits, uint32_t n,
 		   uint32_t tip, uint32_t *pctx)
 {
 	struct pt_block_decoder *blk = &cov->blk;
@@ -24546,11 +24686,19 @@ ipt__cov_memo_find(struct ipt_cov_decoder *cov, uint64_t ip,
 		uint32_t i, ncount = 0, nbit;
 
 		if (second->ip == ip && second->ctx == ctx &&
-		    second->key == key)
-			return second;
-		/* The entry in the first place makes room, to its second
-		 * place. */
-		if (e->ctx)
+		    second->key == key) {
+			e = second;
+			goto hit;
+		}
+		/* The first place if it is free, else the second; if both
+		 * are taken, the entry in the first makes room, to its
+		 * second place. */
+		if (!e->ctx)
+			cov->memo_used += 1;
+		else if (!second->ctx) {
+			e = second;
+			cov->memo_used += 1;
+		} else
 			ipt__cov_memo_move(cov, e);
 
 		ipt__cov_memo_fill(cov, e, ip, mode, bits, n, tip);
@@ -24563,17 +24711,28 @@ ipt__cov_memo_find(struct ipt_cov_decoder *cov, uint64_t ip,
 		/* An entry of no bit and no TIP is never applied, and its
 		 * first bit's kind was never written. */
 		if (e->tip || e->used)
-			e->last_kind = (uint32_t) ipt__cov_memo_kind(e, nbit);
-		for (i = 0; i < nbit; ++i)
-			if ((e->count >> i) & 1)
-				e->counted[ncount++] = e->counted[i];
-		e->ncount = (uint16_t) ncount;
+			e->last_kind = (uint16_t) ipt__cov_memo_kind(e, nbit);
+		for (i = 0; i < nbit; ++i) {
+			if (!((e->count >> i) & 1))
+				continue;
+			e->counted[ncount] = e->counted[i];
+			e->times[ncount++] = 1;
+		}
+		e->ncount = (uint8_t) ncount;
+		e->nplace = (uint8_t) ncount;
+		e->merged = 0;
+		e->ninsn_last = e->tip ? e->ninsn[e->used] :
+				e->used ? e->ninsn[e->used - 1] : 0;
 		/* Filling may have moved to a new context. */
 		e->ip = ip;
 		e->ctx = ipt__blk_ctx_of(blk, mode);
 		e->key = key;
 		*pctx = e->ctx;
+		return e;
 	}
+hit:
+	if (IPT__UNLIKELY(!e->merged))
+		ipt__cov_memo_merge(e);
 	return e;
 }
 
@@ -24601,34 +24760,36 @@ static IPT__INLINE void ipt__cov_memo_apply(struct ipt_cov_decoder *cov,
 	if (IPT__LIKELY(wrap != NULL)) {
 		/* As ipt__cov_hit, with its tests taken out of the loop, and
 		 * in locals: stores to the bitmap could alias anything. */
-		uint32_t mask = cov->mask, ncount = e->ncount;
+		uint32_t mask = cov->mask, nplace = e->nplace;
 		const uint32_t *counted = e->counted;
+		const uint8_t *times = e->times;
 
 		/* Four at a time: the loop's own instructions were half of
 		 * it. */
-		for (i = 0; i + 4 <= ncount; i += 4) {
-			wrap[counted[i] & mask] += 1;
-			wrap[counted[i + 1] & mask] += 1;
-			wrap[counted[i + 2] & mask] += 1;
-			wrap[counted[i + 3] & mask] += 1;
+		for (i = 0; i + 4 <= nplace; i += 4) {
+			wrap[counted[i] & mask] += times[i];
+			wrap[counted[i + 1] & mask] += times[i + 1];
+			wrap[counted[i + 2] & mask] += times[i + 2];
+			wrap[counted[i + 3] & mask] += times[i + 3];
 		}
-		for (; i < ncount; ++i)
-			wrap[counted[i] & mask] += 1;
-		cov->status.edges += ncount;
+		for (; i < nplace; ++i)
+			wrap[counted[i] & mask] += times[i];
+		cov->status.edges += e->ncount;
 	} else if (!cov->memo_edges) {
 		/* No callback: a saturating bitmap, or none. */
 		uint8_t *map = cov->map;
-		uint32_t mask = cov->mask, ncount = e->ncount;
+		uint32_t mask = cov->mask, nplace = e->nplace;
 		const uint32_t *counted = e->counted;
 
 		if (map)
-			for (i = 0; i < ncount; ++i) {
+			for (i = 0; i < nplace; ++i) {
 				uint8_t *counter = &map[counted[i] & mask];
+				uint32_t sum = (uint32_t) *counter + e->times[i];
 
-				if (*counter != UINT8_MAX)
-					*counter += 1;
+				*counter = (uint8_t) (sum < UINT8_MAX ? sum :
+								       UINT8_MAX);
 			}
-		cov->status.edges += ncount;
+		cov->status.edges += e->ncount;
 	} else {
 		const struct ipt__cov_memo_edges *edges =
 			&cov->memo_edges[e - cov->memo];
@@ -24733,7 +24894,8 @@ static uint64_t ipt__cov_tnt(void *context, struct pt_block_decoder *blk,
 	/* The bitmap if memo hits count into it the short way. */
 	uint8_t *wrap;
 
-	if (IPT__UNLIKELY(!cov->memo) && !ipt__cov_memo_alloc(cov))
+	if (IPT__UNLIKELY(cov->memo_used >= cov->nmemo / 2) &&
+	    !ipt__cov_memo_alloc(cov))
 		return ip;
 	wrap = cov->memo_edges || (cov->config.flags & ipt_cov_saturate) ?
 		       NULL : cov->map;
@@ -24755,7 +24917,8 @@ static uint64_t ipt__cov_tnt(void *context, struct pt_block_decoder *blk,
 
 	for (;;) {
 		const struct ipt__cov_memo *e;
-		uint32_t n, bits, used, tip_step;
+		uint64_t bits;
+		uint32_t n, used, tip_step;
 
 		/* Read TNT packets up to a TIP while a step's bits and one
 		 * more are not in the window (a TNT-64 that does not fit
@@ -24795,12 +24958,12 @@ static uint64_t ipt__cov_tnt(void *context, struct pt_block_decoder *blk,
 			if (!n)
 				break;
 		}
-		bits = (uint32_t) (w.bits >> (w.n - n)) & ((1u << n) - 1);
+		bits = (w.bits >> (w.n - n)) & ((1ull << n) - 1);
 		e = ipt__cov_memo_find(cov, ip, mode, bits, n, tip_step, &ctx);
 		used = e->used;
 		/* Not to a count that wraps, as the walk. */
 		if ((!used && !e->tip) ||
-		    icnt + e->ninsn[e->tip ? used : used - 1] < icnt)
+		    icnt + e->ninsn_last < icnt)
 			break;
 		/* A disable binds where the flow reaches its IP first: not
 		 * in the runs on the way to the branch. */
@@ -24828,9 +24991,9 @@ static uint64_t ipt__cov_tnt(void *context, struct pt_block_decoder *blk,
 				uint32_t at = used - ipt__lsb(past);
 
 				crossed = 1;
-				icnt = e->ninsn[used - 1] - e->ninsn[at - 1];
+				icnt = e->ninsn_last - e->ninsn[at - 1];
 			} else
-				icnt += e->ninsn[used - 1];
+				icnt += e->ninsn_last;
 			w.n -= used;
 			w.bits &= (1ull << w.n) - 1;
 		}
