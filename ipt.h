@@ -2694,8 +2694,9 @@ IPT_API int ipt_seg_stitch_next(const struct ipt_seg_split *split,
  * TIPs, other packets, returns whose address the memo did not see pushed,
  * missing code) takes the exact path, and the memo is tagged as the run
  * cache is, so that the edges and bitmap are the same with it or without.
- * It is one table allocated on first use, at most IPT_COV_MEMO_LIMIT
- * bytes (4 MiB) or what ipt_cov_set_memo_limit sets; setting a limit
+ * It is one table allocated small on first use that grows as it fills,
+ * to at most IPT_COV_MEMO_LIMIT bytes (4 MiB) or what
+ * ipt_cov_set_memo_limit sets; setting a limit
  * empties it, and a limit below 16 entries (7 KiB) turns it
  * off (it returns -pte_invalid without a decoder).  Code
  * the memo covers is not read again, so the block callback, told of runs
@@ -14213,13 +14214,17 @@ ipt__insn_range_is_contiguous(uint64_t begin, uint64_t end,
  *
  * The run cache is four-way set associative with 32-byte entries, a set to
  * two cache lines; an instruction decoder's sets carry the runs' text in
- * the next four.  A lookup reads the first two ways, the first line; a run
- * found in the others moves to the first way, so that the runs in use stay
- * there.  While the table may still grow, sets come in pairs (2k,
- * 2k + 1): a run pushed out of a full set moves to an empty way of the
- * other, where ipt__blk_run_find looks before recording it anew, so
- * that a few busy sets do not lose their runs while the
- * table has room.  It starts small and doubles whenever it has had to push
+ * the next four.  A run's set follows its code: 16 bytes of code to a
+ * set, the sets of a KiB of code one after the other, so that the runs of
+ * a loop share cache lines and pages (see ipt__blk_set_of_salted).  A
+ * lookup that records a run found in a later way moves it to the first,
+ * so that the runs in use stay in the first ways.  Sets come in pairs
+ * (2k, 2k + 1): a run pushed out of a full set moves to an empty way of
+ * the other or, that one full too, of one of three sets hashed from its
+ * IP alone, where ipt__blk_run_find looks before recording it anew, so
+ * that busy sets, and code with more runs than a pair of sets holds, do
+ * not lose their runs while the table has room.  It starts small and
+ * doubles whenever it has had to push
  * runs out of full sets for a 128th of its entries, up to a limit (IPT_BLK_CACHE_LIMIT or
  * ipt_blk_set_cache_limit).  Growing keeps the runs: in place with the
  * allocator's realloc; else by moving them into the new table
@@ -15270,15 +15275,32 @@ static IPT__INLINE uint64_t ipt__blk_ctx_salt(uint32_t ctx)
 	return ctx * 0x9e3779b97f4a7c15ull;
 }
 
+/* Where runs go in the table.  Code is cut into pieces of
+ * 1 << IPT__RUN_PIECE_SHIFT bytes; each piece has consecutive sets, one
+ * for every 1 << IPT__RUN_GRAIN_SHIFT bytes of its code, from a start
+ * hashed from the piece and the context.  So the runs of a loop or a
+ * function lie near each other in the table, and the cache lines and
+ * pages they take are shared by runs in use, where a hash of each IP
+ * alone gave each run in use a line of its own, beside a run seldom used
+ * (a line holds two).  Pieces start anywhere, so that code at the same
+ * offset in two pieces does not share sets.  16 bytes hold a run or two of
+ * most code; code denser in runs than a set and the one paired with it
+ * hold spills to sets anywhere (ipt__blk_spill_of). */
+enum { IPT__RUN_PIECE_SHIFT = 10, IPT__RUN_GRAIN_SHIFT = 4 };
+
 /* The set of the run at @ip in the context whose ipt__blk_ctx_salt is
- * @salt. */
+ * @salt.  In a table of twice the sets it is the same or @nsets more, as
+ * ipt__blk_runs_grow_in_place needs. */
 static IPT__INLINE uint32_t ipt__blk_set_of_salted(uint64_t ip, uint64_t salt,
 						   uint32_t nsets)
 {
 	uint64_t h;
+	uint32_t grain;
 
-	h = (ip + salt) * 0xff51afd7ed558ccdull;
-	return (uint32_t) (h >> 40) & (nsets - 1);
+	h = ((ip >> IPT__RUN_PIECE_SHIFT) + salt) * 0xff51afd7ed558ccdull;
+	grain = (uint32_t) (ip >> IPT__RUN_GRAIN_SHIFT) &
+		((1u << (IPT__RUN_PIECE_SHIFT - IPT__RUN_GRAIN_SHIFT)) - 1);
+	return ((uint32_t) (h >> 40) + grain) & (nsets - 1);
 }
 
 static IPT__INLINE uint32_t ipt__blk_set_of(uint64_t ip, uint32_t ctx,
@@ -15287,13 +15309,44 @@ static IPT__INLINE uint32_t ipt__blk_set_of(uint64_t ip, uint32_t ctx,
 	return ipt__blk_set_of_salted(ip, ipt__blk_ctx_salt(ctx), nsets);
 }
 
-/* The table has its size: its sets are paired (see ipt__blk_run_place)
- * while it may still grow.  One at its limit is full, where a run pushed
- * out would find no room in the paired set, only cost a look there. */
+/* The sets the run at @ip in context @ctx spills to when its own set and
+ * the one paired with it are full: hashes of the IP alone (@k below
+ * IPT__RUN_SPILLS), so that the runs of code dense in them spread over
+ * the table, and seldom all into the sets of that same code.  In a table of twice the
+ * sets each is the same or @nsets more, as ipt__blk_set_of. */
+enum { IPT__RUN_SPILLS = 3 };
+
+static IPT__INLINE uint32_t ipt__blk_spill_of(uint64_t ip, uint32_t ctx,
+					      uint32_t nsets, uint32_t k)
+{
+	uint64_t h;
+
+	h = (ip + ipt__blk_ctx_salt(ctx)) * 0xff51afd7ed558ccdull;
+	return (uint32_t) (h >> (40 - 12 * k)) & (nsets - 1);
+}
+
+/* Whether a look for the run at @ip in context @ctx, in a table of @nsets
+ * paired sets, finds it in set @idx: its own, the one paired with it, or
+ * one it spills to. */
+static int ipt__blk_run_reaches(uint64_t ip, uint32_t ctx, uint32_t nsets,
+				uint32_t idx)
+{
+	uint32_t k;
+
+	if ((ipt__blk_set_of(ip, ctx, nsets) ^ idx) <= 1)
+		return 1;
+	for (k = 0; k < IPT__RUN_SPILLS; ++k)
+		if (ipt__blk_spill_of(ip, ctx, nsets, k) == idx)
+			return 1;
+	return 0;
+}
+
+/* The table has its size: its sets are paired (see ipt__blk_run_place),
+ * at its limit too: runs follow their code, so that sets of code dense in
+ * runs may be full where others are empty. */
 static void ipt__blk_runs_sized(struct pt_block_decoder *decoder)
 {
-	decoder->rpairs = decoder->rsets > 1 &&
-			  decoder->rsets < ipt__blk_max_sets(decoder);
+	decoder->rpairs = decoder->rsets > 1;
 }
 
 /* Make room in the first way of @set: the runs before way @way (with
@@ -15328,27 +15381,58 @@ ipt__blk_set_pair(const struct pt_block_decoder *decoder, uint32_t idx)
 	return decoder->rpairs ? idx ^ 1 : idx;
 }
 
+/* Where the run in way @way of set @idx can go if it has to leave: the
+ * first of its own set, the one paired with it and those it spills to
+ * that is not @idx and has an empty way, whose index is put in *@to, and
+ * that way; IPT__RUN_WAYS if there is none, or the sets are not paired. */
+static uint32_t ipt__blk_run_room(const struct pt_block_decoder *decoder,
+				  uint32_t idx, uint32_t way, uint32_t *to)
+{
+	const struct ipt__blk_run *run = &ipt__blk_set(decoder, idx)[way];
+	const struct ipt__blk_run *set;
+	uint32_t home, next[2 + IPT__RUN_SPILLS], i, w;
+
+	if (!decoder->rpairs)
+		return IPT__RUN_WAYS;
+	home = ipt__blk_set_of(run->ip, run->ctx, decoder->rsets);
+	next[0] = home;
+	next[1] = home ^ 1;
+	for (i = 0; i < IPT__RUN_SPILLS; ++i)
+		next[2 + i] = ipt__blk_spill_of(run->ip, run->ctx,
+						decoder->rsets, i);
+	for (i = 0; i < 2 + IPT__RUN_SPILLS; ++i) {
+		if (next[i] == idx)
+			continue;
+		set = ipt__blk_set(decoder, next[i]);
+		for (w = 0; w < IPT__RUN_WAYS && set[w].ctx; ++w)
+			;
+		if (w < IPT__RUN_WAYS) {
+			*to = next[i];
+			return w;
+		}
+	}
+	return IPT__RUN_WAYS;
+}
+
 /* Put @run (with @text, if the decoder keeps text) in the first way of
  * set @idx, the others one way on.  The run that leaves the last way
- * moves to an empty way of the paired set if it has one; else it is
- * dropped.  Returns where @run is now. */
+ * moves where it has room (ipt__blk_run_room); else it is dropped.
+ * Returns where @run is now. */
 static IPT__INLINE struct ipt__blk_run *
 ipt__blk_run_place(struct pt_block_decoder *decoder, uint32_t idx,
 		   const struct ipt__blk_run *run,
 		   const struct ipt__blk_text *text)
 {
-	struct ipt__blk_run *set = ipt__blk_set(decoder, idx), *pair;
-	uint32_t last = IPT__RUN_WAYS - 1, other, way;
+	struct ipt__blk_run *set = ipt__blk_set(decoder, idx), *other;
+	uint32_t last = IPT__RUN_WAYS - 1, to = idx, way;
 
-	other = ipt__blk_set_pair(decoder, idx);
-	if (set[last].ctx && other != idx) {
-		pair = ipt__blk_set(decoder, other);
-		for (way = 0; way < IPT__RUN_WAYS && pair[way].ctx; ++way)
-			;
+	if (set[last].ctx) {
+		way = ipt__blk_run_room(decoder, idx, last, &to);
 		if (way < IPT__RUN_WAYS) {
-			IPT__COPY(pair[way], set[last]);
+			other = ipt__blk_set(decoder, to);
+			IPT__COPY(other[way], set[last]);
 			if (decoder->want_text)
-				IPT__COPY(ipt__blk_set_text(pair)[way],
+				IPT__COPY(ipt__blk_set_text(other)[way],
 					  ipt__blk_set_text(set)[last]);
 		}
 	}
@@ -15441,8 +15525,10 @@ static void ipt__blk_move(uint8_t *dst, const uint8_t *src, size_t n)
 }
 
 /* Double the table with the allocator's realloc: set i of the old table
- * splits into sets i and i + old of the new one (the hash's next bit
- * decides), each keeping its runs in order, so none is lost and the
+ * splits into sets i and i + old of the new one (a run stays where a look
+ * in the new table finds it, else it is found in the other: every set
+ * a run may be in is the same or old more), each keeping its runs in
+ * order, so none is lost and the
  * decoder never holds the two tables at once.  Returns zero on success;
  * -pte_nomem if there is no memory, and the table is as it was. */
 static int ipt__blk_runs_grow_in_place(struct pt_block_decoder *decoder)
@@ -15483,9 +15569,9 @@ static int ipt__blk_runs_grow_in_place(struct pt_block_decoder *decoder)
 		for (way = 0; way < IPT__RUN_WAYS; ++way) {
 			if (!set[way].ctx)
 				continue;
-			/* Its set or the one paired with it. */
-			if ((ipt__blk_set_of(set[way].ip, set[way].ctx,
-					     nsets) ^ i) <= 1) {
+			/* A set where a look finds it. */
+			if (ipt__blk_run_reaches(set[way].ip, set[way].ctx,
+						 nsets, i)) {
 				IPT__COPY(stay[nstay], set[way]);
 				if (want_text)
 					IPT__COPY(stay_text[nstay], text[way]);
@@ -15538,8 +15624,10 @@ static int ipt__blk_runs_grow(struct pt_block_decoder *decoder)
 	ipt__blk_runs_take(decoder, mem, size, nsets);
 
 	/* The last way first, so that each set keeps its order.  The runs
-	 * of a pair of old sets go to two pairs of new sets, the ones in
-	 * each new pair no more than it holds: none is lost. */
+	 * of a pair of old sets that are theirs go to two pairs of new sets,
+	 * the ones in each new pair no more than it holds: none is lost;
+	 * runs that had spilled to other sets spill again where they find
+	 * room. */
 	for (i = 0; i < old; ++i) {
 		struct ipt__blk_run *from;
 
@@ -17596,35 +17684,41 @@ ipt__blk_run_miss(struct pt_block_decoder *decoder, uint32_t idx, uint64_t ip,
 }
 
 /* The run at @ip in context @ctx, whose set is @idx, if it is in the set
- * paired with it (see ipt__blk_run_place): back in the first way of its
- * own set, trading places with the run in its last way.  NULL if it is not
- * there.  Only a look that records comes here: one that does not leaves
- * the table as it is, and a run it misses is found by the next. */
+ * paired with it or, its own set full, one it spills to (see
+ * ipt__blk_run_place): back in the first way of its own set, the run
+ * leaving that set's last way moving to where it has room, such as the
+ * way it left.  NULL if it is in none of them (or in a set it spilled to
+ * while its own set is no longer full, which costs the run recorded
+ * again, not a wrong one).  Only a look that records comes here: one that does not
+ * leaves the table as it is, and a run it misses is found by the next. */
 static const struct ipt__blk_run *
 ipt__blk_run_paired(struct pt_block_decoder *decoder, uint32_t idx,
 		    uint64_t ip, uint32_t ctx,
 		    const struct ipt__blk_text **ptext)
 {
-	uint32_t other = ipt__blk_set_pair(decoder, idx), last, way;
-	struct ipt__blk_run *pair, *set = ipt__blk_set(decoder, idx), run;
+	uint32_t other = ipt__blk_set_pair(decoder, idx), way, k = 0;
+	struct ipt__blk_run *from, *set, run;
 	struct ipt__blk_text keep;
 
-	last = IPT__RUN_WAYS - 1;
 	if (other == idx)
 		return NULL;
-	pair = ipt__blk_set(decoder, other);
-	way = ipt__blk_way_of(pair, ip, ctx);
-	if (way >= IPT__RUN_WAYS)
-		return NULL;
-
-	IPT__COPY(run, pair[way]);
-	IPT__COPY(pair[way], set[last]);
-	if (decoder->want_text) {
-		IPT__COPY(keep, ipt__blk_set_text(pair)[way]);
-		IPT__COPY(ipt__blk_set_text(pair)[way],
-			  ipt__blk_set_text(set)[last]);
+	for (;;) {
+		from = ipt__blk_set(decoder, other);
+		way = other == idx ? (uint32_t) IPT__RUN_WAYS :
+				     ipt__blk_way_of(from, ip, ctx);
+		if (way < IPT__RUN_WAYS)
+			break;
+		/* A run spills only from a full set. */
+		if (k == IPT__RUN_SPILLS ||
+		    !ipt__blk_set(decoder, idx)[IPT__RUN_WAYS - 1].ctx)
+			return NULL;
+		other = ipt__blk_spill_of(ip, ctx, decoder->rsets, k++);
 	}
-	set[last].ctx = 0;
+
+	IPT__COPY(run, from[way]);
+	if (decoder->want_text)
+		IPT__COPY(keep, ipt__blk_set_text(from)[way]);
+	from[way].ctx = 0;
 	set = ipt__blk_run_place(decoder, idx, &run, &keep);
 	if (ptext)
 		*ptext = decoder->want_text ? ipt__blk_set_text(set) : NULL;
@@ -20091,9 +20185,10 @@ ipt__blk_next_chained(struct pt_block_decoder *decoder, struct pt_block *block,
 						      text));
 }
 
-/* The quickest case of ipt__blk_next_any: its run sits in one of the
- * first two ways of its set under the context in hand, so that the table
- * stays as it is, and ends in a conditional branch (a chain goes to
+/* The quickest case of ipt__blk_next_any: its run sits in its set under
+ * the context in hand (in any way: the table stays as it is, the run
+ * moves to the first way only on a look that records), and ends in a
+ * conditional branch (a chain goes to
  * ipt__blk_next_chained).  Everything else ipt__blk_next_slow does,
  * before anything has changed; every way out of here is a tail call, so
  * that this path saves no registers.
@@ -20116,9 +20211,14 @@ static IPT__INLINE int ipt__blk_next_fast(struct pt_block_decoder *decoder,
 	set = ipt__blk_set(decoder, ipt__blk_set_of_salted(ip, decoder->ctx_salt,
 							   decoder->rsets));
 	if (set[0].ip != ip || set[0].ctx != ctx) {
-		if (IPT__UNLIKELY(set[1].ip != ip || set[1].ctx != ctx))
+		if (set[1].ip == ip && set[1].ctx == ctx)
+			way = 1;
+		else if (set[2].ip == ip && set[2].ctx == ctx)
+			way = 2;
+		else if (IPT__LIKELY(set[3].ip == ip && set[3].ctx == ctx))
+			way = 3;
+		else
 			return ipt__blk_next_slow(decoder, block);
-		way = 1;
 	}
 	run = &set[way];
 	text = with_text ? &ipt__blk_set_text(set)[way] : NULL;
@@ -23771,13 +23871,17 @@ struct ipt_cov_decoder {
 	/* The TNT memo (see "taking TNT bits in bulk"): @nmemo entries at
 	 * @memo (none yet, or none to be had, if NULL), and with an edge
 	 * callback as many at @memo_edges, at most @memo_limit bytes in
-	 * all.  @memo_ctx
-	 * is the block decoder's last context number when the memo was
-	 * last used, to see the numbers start over. */
+	 * all, @memo_used of them in use (counted from zero again when
+	 * it cannot grow).
+	 * @memo is in @memo_block, at its first 64-byte line.
+	 * @memo_ctx is the block decoder's last context number when the
+	 * memo was last used, to see the numbers start over. */
 	struct ipt__cov_memo *memo;
 	struct ipt__cov_memo_edges *memo_edges;
+	void *memo_block;
 	uint64_t memo_limit;
 	uint32_t nmemo;
+	uint32_t memo_used;
 	uint32_t memo_failed;
 	uint32_t memo_ctx;
 };
@@ -24101,31 +24205,44 @@ static IPT__INLINE void ipt__cov_reach(void *context, uint64_t ip)
  * changes) makes them all stale.
  *
  * The memo is one table, allocated on first use from the decoder's
- * allocator with at most @memo_limit bytes (ipt_cov_set_memo_limit).  An
- * entry has two places, by two hashes of its key: a new entry goes in its
- * first, and the one there moves to its own second (over what is there),
- * so that keys that share a first place, often in the same loop, do not
- * push each other out in turn. */
+ * allocator with at most @memo_limit bytes (ipt_cov_set_memo_limit).  It
+ * starts small and grows twice over whenever half its places are in use,
+ * up to the limit: a short trace's first decode is not spent on memory
+ * it never uses, and a memo that holds all a trace needs stays as it
+ * is.  An entry has two places, by two hashes of its key: a new entry
+ * goes in its first if it is free, else in its second if that is;
+ * else in its first, and the one there moves to its own second (over
+ * what is there), so that keys that share a first place, often in the
+ * same loop, do not push each other out in turn. */
 
 enum {
-	/* The most TNT bits one entry covers (and thus edges; at most 31,
-	 * the bits of @ret, @nt and @count less the TIP's). */
+	/* The most TNT bits one entry covers (and thus edges): at most 57,
+	 * so that the window of 64 holds them, one more and a one-byte
+	 * TNT's six (and @ret, @nt and @count the TIP's too).  A key holds
+	 * all the bits a step asks for, also those past where the entry
+	 * stops (a return, an indirect branch): longer keys are fewer
+	 * look-ups in loops but, in large code with varied paths, keep
+	 * apart entries that do the same and miss more; 31 weighs the
+	 * two. */
 	IPT__COV_MEMO_BITS = 31,
 	/* The most return-stack pushes and pops one entry replays. */
 	IPT__COV_MEMO_OPS = 8
 };
 
-/* In a memo key: the bits (the first in the highest of the low half),
+/* In a memo key: the bits (the first in the highest of the low 57),
  * their number and whether the entry ends at a TIP. */
 #define IPT__COV_MEMO_KEY(bits, n, tip)                                        \
-	((uint64_t) (bits) | ((uint64_t) (n) << 32) | ((uint64_t) (tip) << 40))
+	((uint64_t) (bits) | ((uint64_t) (n) << 57) | ((uint64_t) (tip) << 63))
 
 /* An entry holds what a hit needs; the edges themselves, for an edge
  * callback, are in a struct ipt__cov_memo_edges of the same number, so
  * that a decoder without one has twice the entries in the same memory. */
 struct ipt__cov_memo {
-	/* The key: the IP, the context number (zero for an empty entry),
-	 * and IPT__COV_MEMO_KEY. */
+	/* What a hit reads comes first, in the first 72 bytes (the memo
+	 * starts on a 64-byte line), then the instruction counts, the
+	 * bitmap indices and the return-stack operations.  The key: the
+	 * IP, the context number (zero for an empty entry), and
+	 * IPT__COV_MEMO_KEY. */
 	uint64_t ip;
 	uint64_t key;
 	uint32_t ctx;
@@ -24137,37 +24254,49 @@ struct ipt__cov_memo {
 	 * a pop, else a push of op[i]. */
 	uint8_t nops;
 	uint8_t pops;
-	/* Bit i of @ret says the i-th edge is a compressed return, of
-	 * @nt that it is a conditional branch not taken, of @count that it
-	 * counts (the decoder's kinds and ranges); the TIP's branch is edge
-	 * @used. */
-	uint32_t ret;
-	uint32_t nt;
-	uint32_t count;
-	/* How many of the edges but the last count; the TIP's branch: its
-	 * edge kind. */
-	uint16_t ncount;
+	/* Bit i of @count says the i-th edge counts (the decoder's kinds
+	 * and ranges); the TIP's branch is edge @used. */
+	uint64_t count;
+	/* How many of the edges but the last count, and in how many
+	 * places of the bitmap; the TIP's branch: its edge kind. */
+	uint8_t ncount;
+	uint8_t nplace;
 	uint16_t tip_kind;
 	/* The last edge's bitmap index (without a TIP), and its kind. */
 	uint32_t last_index;
-	uint32_t last_kind;
-	/* The code the runs after the last bit cover, up to the TIP's
-	 * branch: a disable's IP there binds elsewhere. */
-	uint64_t span_lo;
-	uint64_t span_hi;
+	uint16_t last_kind;
+	/* Instructions walked up to the last bit taken, or to the TIP
+	 * (@ninsn's last). */
+	uint16_t ninsn_last;
+	/* Whether ipt__cov_memo_merge has counted the edges that share a
+	 * place in one. */
+	uint8_t merged;
 	/* Where the flow goes on (without a TIP); the last edge's (the TIP's
 	 * branch's) from and the IP after it. */
 	uint64_t exit;
 	uint64_t last_from;
 	uint64_t last_next;
-	uint64_t op[IPT__COV_MEMO_OPS];
-	/* The bitmap indices, before the bitmap's size, of the @ncount
-	 * edges but the last that count. */
-	uint32_t counted[IPT__COV_MEMO_BITS];
 	/* Instructions walked up to each bit taken, and to the TIP, for the
 	 * block decoder's count (an entry ends before they would not
-	 * fit). */
+	 * fit): the next 64 bytes, read where a step ends in another
+	 * packet than it began. */
 	uint16_t ninsn[IPT__COV_MEMO_BITS + 1];
+	/* The bitmap indices, before the bitmap's size, of the @ncount
+	 * edges but the last that count, in @nplace places, each with how
+	 * many of the edges it counts (once merged, a counter is added to
+	 * once, not once per edge: in a loop one edge is most of them, and
+	 * adding to one counter in turn waits for each add). */
+	uint32_t counted[IPT__COV_MEMO_BITS];
+	uint8_t times[IPT__COV_MEMO_BITS];
+	/* Bit i of @ret says the i-th edge is a compressed return, of @nt
+	 * that it is a conditional branch not taken. */
+	uint64_t ret;
+	uint64_t nt;
+	/* The code the runs after the last bit cover, up to the TIP's
+	 * branch: a disable's IP there binds elsewhere. */
+	uint64_t span_lo;
+	uint64_t span_hi;
+	uint64_t op[IPT__COV_MEMO_OPS];
 };
 
 /* One edge per bit taken, and the TIP's branch (its @to unknown). */
@@ -24181,10 +24310,18 @@ struct ipt__cov_memo_edges {
 #define IPT_COV_MEMO_LIMIT (1u << 22)
 #endif
 
+/* The bytes of a block that holds @n memo entries from its first 64-byte
+ * line. */
+static size_t ipt__cov_memo_bytes(uint32_t n)
+{
+	return (size_t) n * sizeof(struct ipt__cov_memo) + 63u;
+}
+
 static void ipt__cov_memo_free(struct ipt_cov_decoder *cov)
 {
-	ipt__free(ipt__blk_allocator(&cov->blk), cov->memo,
-		  (size_t) cov->nmemo * sizeof(*cov->memo));
+	if (cov->memo)
+		ipt__free(ipt__blk_allocator(&cov->blk), cov->memo_block,
+			  ipt__cov_memo_bytes(cov->nmemo));
 	if (cov->memo_edges)
 		ipt__free(ipt__blk_allocator(&cov->blk), cov->memo_edges,
 			  (size_t) cov->nmemo * sizeof(*cov->memo_edges));
@@ -24192,6 +24329,26 @@ static void ipt__cov_memo_free(struct ipt_cov_decoder *cov)
 	cov->memo_edges = NULL;
 	cov->nmemo = 0;
 	cov->memo_failed = 0;
+}
+
+/* The hash of a memo entry's key but its context number: the same IP
+ * and bits in two contexts (a stale one, or another address space) share
+ * places, told apart when they are compared. */
+static IPT__INLINE uint64_t ipt__cov_memo_hash(uint64_t ip, uint64_t key)
+{
+	return (ip ^ (key * 0x9e3779b97f4a7c15ull)) * 0xff51afd7ed558ccdull;
+}
+
+/* An entry's first (@which zero) or second place in the memo, from the
+ * hash @h of its key: the high half of @h, or of @h mixed again, scaled
+ * to the entries (any number of them). */
+static IPT__INLINE uint32_t
+ipt__cov_memo_place(const struct ipt_cov_decoder *cov, uint64_t h,
+		    uint32_t which)
+{
+	if (which)
+		h *= 0x9e3779b97f4a7c15ull;
+	return (uint32_t) (((h >> 32) * cov->nmemo) >> 32);
 }
 
 /* Empty every entry of the memo.  Only the keys: the rest of an entry is
@@ -24206,41 +24363,118 @@ static void ipt__cov_memo_clear(struct ipt_cov_decoder *cov)
 		cov->memo[i].ctx = 0;
 		cov->memo[i].key = 0;
 	}
+	cov->memo_used = 0;
 }
 
-/* Allocate the memo: as many entries as the limit holds, up to 2^24
- * (none below 16).  Returns whether there is one. */
-static IPT__NOINLINE int ipt__cov_memo_alloc(struct ipt_cov_decoder *cov)
+/* The bytes of one memo entry, with its edges if the decoder keeps
+ * them. */
+static size_t ipt__cov_memo_size(const struct ipt_cov_decoder *cov)
 {
-	size_t size = sizeof(*cov->memo) +
-		      (cov->config.edge ? sizeof(*cov->memo_edges) : 0);
-	uint64_t want = cov->memo_limit / size;
-	uint32_t n;
+	return sizeof(*cov->memo) +
+	       (cov->config.edge ? sizeof(*cov->memo_edges) : 0);
+}
 
-	if (cov->memo_failed || want < 16) {
-		cov->memo_failed = 1;
+/* The most entries the limit holds, up to 2^24 (zero below 16: no
+ * memo). */
+static uint32_t ipt__cov_memo_most(const struct ipt_cov_decoder *cov)
+{
+	uint64_t want = cov->memo_limit > 63u ?
+		(cov->memo_limit - 63u) / ipt__cov_memo_size(cov) : 0;
+
+	if (want < 16)
 		return 0;
+	return want < (1u << 24) ? (uint32_t) want : (1u << 24);
+}
+
+/* The entries a memo starts with (or all the limit holds, if fewer). */
+enum { IPT__COV_MEMO_FIRST = 256 };
+
+/* Allocate @n entries for the memo, empty, the entries of the one before
+ * (if any) carried over to the first or second place free for them;
+ * without room for both tables in the limit, the old one goes first and
+ * nothing is carried.  Returns whether the memo has @n entries (else it
+ * is as it was, or none if it had to go). */
+static int ipt__cov_memo_resize(struct ipt_cov_decoder *cov, uint32_t n)
+{
+	const struct ipt_allocator *a = ipt__blk_allocator(&cov->blk);
+	struct ipt__cov_memo *old = cov->memo, *memo;
+	struct ipt__cov_memo_edges *old_edges = cov->memo_edges, *edges = NULL;
+	void *block, *old_block = cov->memo_block;
+	uint32_t nold = cov->nmemo, i;
+
+	if ((uint64_t) (n + nold) * ipt__cov_memo_size(cov) + 126u >
+	    cov->memo_limit) {
+		ipt__cov_memo_free(cov);
+		old = NULL;
+		old_edges = NULL;
+		nold = 0;
 	}
-	n = want < (1u << 24) ? (uint32_t) want : (1u << 24);
-	cov->memo = (struct ipt__cov_memo *)
-		ipt__alloc_cache(ipt__blk_allocator(&cov->blk),
-				 (size_t) n * sizeof(*cov->memo));
-	if (cov->memo && cov->config.edge) {
-		cov->memo_edges = (struct ipt__cov_memo_edges *)
-			ipt__alloc_cache(ipt__blk_allocator(&cov->blk),
-					 (size_t) n * sizeof(*cov->memo_edges));
-		if (!cov->memo_edges) {
-			ipt__free(ipt__blk_allocator(&cov->blk), cov->memo,
-				  (size_t) n * sizeof(*cov->memo));
-			cov->memo = NULL;
+	block = ipt__alloc_cache(a, ipt__cov_memo_bytes(n));
+	if (block && cov->config.edge) {
+		edges = (struct ipt__cov_memo_edges *) ipt__alloc_cache(
+			a, (size_t) n * sizeof(*edges));
+		if (!edges) {
+			ipt__free(a, block, ipt__cov_memo_bytes(n));
+			block = NULL;
 		}
 	}
-	if (!cov->memo) {
+	if (!block)
+		return 0;
+
+	memo = (struct ipt__cov_memo *) (void *) ((uint8_t *) block +
+		((64u - ((uintptr_t) block & 63u)) & 63u));
+	cov->memo_block = block;
+	cov->memo = memo;
+	cov->memo_edges = edges;
+	cov->nmemo = n;
+	ipt__cov_memo_clear(cov);
+	for (i = 0; i < nold; ++i) {
+		const struct ipt__cov_memo *e = &old[i];
+		uint64_t h;
+		uint32_t to;
+
+		if (!e->ctx)
+			continue;
+		h = ipt__cov_memo_hash(e->ip, e->key);
+		to = ipt__cov_memo_place(cov, h, 0);
+		if (memo[to].ctx) {
+			to = ipt__cov_memo_place(cov, h, 1);
+			if (memo[to].ctx)
+				continue;
+		}
+		IPT__COPY(memo[to], *e);
+		cov->memo_used += 1;
+		if (edges)
+			IPT__COPY(edges[to], old_edges[i]);
+	}
+	if (old)
+		ipt__free(a, old_block, ipt__cov_memo_bytes(nold));
+	if (old_edges)
+		ipt__free(a, old_edges, (size_t) nold * sizeof(*old_edges));
+	return 1;
+}
+
+/* Allocate the memo, or grow it twice over when half its places are in
+ * use.  Returns whether there is one. */
+static IPT__NOINLINE int ipt__cov_memo_alloc(struct ipt_cov_decoder *cov)
+{
+	uint32_t most = ipt__cov_memo_most(cov), n;
+
+	if (cov->memo_failed || !most) {
 		cov->memo_failed = 1;
 		return 0;
 	}
-	cov->nmemo = n;
-	ipt__cov_memo_clear(cov);
+	n = cov->memo ? cov->nmemo : IPT__COV_MEMO_FIRST / 2;
+	n = n < most / 2 ? n * 2 : most;
+	if (n == cov->nmemo || !ipt__cov_memo_resize(cov, n)) {
+		if (!cov->memo) {
+			cov->memo_failed = 1;
+			return 0;
+		}
+		/* A memo that cannot grow stays as it is; asked again
+		 * when as many more places are in use. */
+		cov->memo_used = 0;
+	}
 	return 1;
 }
 
@@ -24262,14 +24496,15 @@ ipt__cov_memo_kind(const struct ipt__cov_memo *e, uint32_t i)
  * last bit it could take, or at the TIP. */
 static IPT__NOINLINE void
 ipt__cov_memo_fill(struct ipt_cov_decoder *cov, struct ipt__cov_memo *e,
-		   uint64_t ip, enum pt_exec_mode mode, uint32_t bits,
+		   uint64_t ip, enum pt_exec_mode mode, uint64_t bits,
 		   uint32_t n, uint32_t tip)
 {
 	struct pt_block_decoder *blk = &cov->blk;
 	struct ipt__cov_memo_edges *edges =
 		cov->memo_edges ? &cov->memo_edges[e - cov->memo] : NULL;
 	uint32_t used = 0, ninsn = 0, nops = 0, pops = 0, depth = 0;
-	uint32_t chain = 0, mask = 1, since = 0;
+	uint32_t chain = 0, since = 0;
+	uint64_t mask = 1;
 	const struct ipt__blk_run *run;
 	uint64_t end_ip = 0, next = 0;
 	/* The entry's pushes not popped yet, by their op number. */
@@ -24291,7 +24526,7 @@ ipt__cov_memo_fill(struct ipt_cov_decoder *cov, struct ipt__cov_memo *e,
 		uint64_t to;
 		uint32_t bit;
 
-		mask = 1u << used;
+		mask = 1ull << used;
 		run = ipt__blk_run_find(blk, ip, mode, NULL);
 		if (!run)
 			break;
@@ -24303,7 +24538,7 @@ ipt__cov_memo_fill(struct ipt_cov_decoder *cov, struct ipt__cov_memo *e,
 			break;
 		end_ip = run->ip + run->len;
 		next = ipt__ip_in_mode(mode, end_ip + run->isize);
-		bit = used < n ? (bits >> (n - 1 - used)) & 1 : 0;
+		bit = used < n ? (uint32_t) ((bits >> (n - 1 - used)) & 1) : 0;
 		if (used == n) {
 			if (run->ip < e->span_lo)
 				e->span_lo = run->ip;
@@ -24429,26 +24664,6 @@ tip_branch:
 	e->tip = 1;
 }
 
-/* The hash of a memo entry's key but its context number: the same IP
- * and bits in two contexts (a stale one, or another address space) share
- * places, told apart when they are compared. */
-static IPT__INLINE uint64_t ipt__cov_memo_hash(uint64_t ip, uint64_t key)
-{
-	return (ip ^ (key * 0x9e3779b97f4a7c15ull)) * 0xff51afd7ed558ccdull;
-}
-
-/* An entry's first (@which zero) or second place in the memo, from the
- * hash @h of its key: the high half of @h, or of @h mixed again, scaled
- * to the entries (any number of them). */
-static IPT__INLINE uint32_t
-ipt__cov_memo_place(const struct ipt_cov_decoder *cov, uint64_t h,
-		    uint32_t which)
-{
-	if (which)
-		h *= 0x9e3779b97f4a7c15ull;
-	return (uint32_t) (((h >> 32) * cov->nmemo) >> 32);
-}
-
 /* Move the entry @e, in its first place, to its second, over what is
  * there (its edges too). */
 static IPT__NOINLINE void ipt__cov_memo_move(struct ipt_cov_decoder *cov,
@@ -24460,9 +24675,33 @@ static IPT__NOINLINE void ipt__cov_memo_move(struct ipt_cov_decoder *cov,
 				 1);
 	if (to == from)
 		return;
+	if (!cov->memo[to].ctx)
+		cov->memo_used += 1;
 	IPT__COPY(cov->memo[to], *e);
 	if (cov->memo_edges)
 		IPT__COPY(cov->memo_edges[to], cov->memo_edges[from]);
+}
+
+/* Count the edges of @e that share a bitmap place in one place.  Done
+ * when @e is used again: an entry filled on a miss may never be, and in
+ * a loop one edge is most of them. */
+static IPT__NOINLINE void ipt__cov_memo_merge(struct ipt__cov_memo *e)
+{
+	uint32_t i, j, nplace = 0;
+
+	for (i = 0; i < e->nplace; ++i) {
+		for (j = 0; j < nplace; ++j)
+			if (e->counted[j] == e->counted[i])
+				break;
+		if (j < nplace) {
+			e->times[j] += e->times[i];
+			continue;
+		}
+		e->counted[nplace] = e->counted[i];
+		e->times[nplace++] = e->times[i];
+	}
+	e->nplace = (uint8_t) nplace;
+	e->merged = 1;
 }
 
 /* The entry for the @n bits @bits at @ip (to end at a TIP if @tip) in
@@ -24470,7 +24709,7 @@ static IPT__NOINLINE void ipt__cov_memo_move(struct ipt_cov_decoder *cov,
  * not there; filling may move to a new context, left in *@ctx. */
 static IPT__INLINE struct ipt__cov_memo *
 ipt__cov_memo_find(struct ipt_cov_decoder *cov, uint64_t ip,
-		   enum pt_exec_mode mode, uint32_t bits, uint32_t n,
+		   enum pt_exec_mode mode, uint64_t bits, uint32_t n,
 		   uint32_t tip, uint32_t *pctx)
 {
 	struct pt_block_decoder *blk = &cov->blk;
@@ -24487,11 +24726,19 @@ ipt__cov_memo_find(struct ipt_cov_decoder *cov, uint64_t ip,
 		uint32_t i, ncount = 0, nbit;
 
 		if (second->ip == ip && second->ctx == ctx &&
-		    second->key == key)
-			return second;
-		/* The entry in the first place makes room, to its second
-		 * place. */
-		if (e->ctx)
+		    second->key == key) {
+			e = second;
+			goto hit;
+		}
+		/* The first place if it is free, else the second; if both
+		 * are taken, the entry in the first makes room, to its
+		 * second place. */
+		if (!e->ctx)
+			cov->memo_used += 1;
+		else if (!second->ctx) {
+			e = second;
+			cov->memo_used += 1;
+		} else
 			ipt__cov_memo_move(cov, e);
 
 		ipt__cov_memo_fill(cov, e, ip, mode, bits, n, tip);
@@ -24504,17 +24751,28 @@ ipt__cov_memo_find(struct ipt_cov_decoder *cov, uint64_t ip,
 		/* An entry of no bit and no TIP is never applied, and its
 		 * first bit's kind was never written. */
 		if (e->tip || e->used)
-			e->last_kind = (uint32_t) ipt__cov_memo_kind(e, nbit);
-		for (i = 0; i < nbit; ++i)
-			if ((e->count >> i) & 1)
-				e->counted[ncount++] = e->counted[i];
-		e->ncount = (uint16_t) ncount;
+			e->last_kind = (uint16_t) ipt__cov_memo_kind(e, nbit);
+		for (i = 0; i < nbit; ++i) {
+			if (!((e->count >> i) & 1))
+				continue;
+			e->counted[ncount] = e->counted[i];
+			e->times[ncount++] = 1;
+		}
+		e->ncount = (uint8_t) ncount;
+		e->nplace = (uint8_t) ncount;
+		e->merged = 0;
+		e->ninsn_last = e->tip ? e->ninsn[e->used] :
+				e->used ? e->ninsn[e->used - 1] : 0;
 		/* Filling may have moved to a new context. */
 		e->ip = ip;
 		e->ctx = ipt__blk_ctx_of(blk, mode);
 		e->key = key;
 		*pctx = e->ctx;
+		return e;
 	}
+hit:
+	if (IPT__UNLIKELY(!e->merged))
+		ipt__cov_memo_merge(e);
 	return e;
 }
 
@@ -24542,34 +24800,36 @@ static IPT__INLINE void ipt__cov_memo_apply(struct ipt_cov_decoder *cov,
 	if (IPT__LIKELY(wrap != NULL)) {
 		/* As ipt__cov_hit, with its tests taken out of the loop, and
 		 * in locals: stores to the bitmap could alias anything. */
-		uint32_t mask = cov->mask, ncount = e->ncount;
+		uint32_t mask = cov->mask, nplace = e->nplace;
 		const uint32_t *counted = e->counted;
+		const uint8_t *times = e->times;
 
 		/* Four at a time: the loop's own instructions were half of
 		 * it. */
-		for (i = 0; i + 4 <= ncount; i += 4) {
-			wrap[counted[i] & mask] += 1;
-			wrap[counted[i + 1] & mask] += 1;
-			wrap[counted[i + 2] & mask] += 1;
-			wrap[counted[i + 3] & mask] += 1;
+		for (i = 0; i + 4 <= nplace; i += 4) {
+			wrap[counted[i] & mask] += times[i];
+			wrap[counted[i + 1] & mask] += times[i + 1];
+			wrap[counted[i + 2] & mask] += times[i + 2];
+			wrap[counted[i + 3] & mask] += times[i + 3];
 		}
-		for (; i < ncount; ++i)
-			wrap[counted[i] & mask] += 1;
-		cov->status.edges += ncount;
+		for (; i < nplace; ++i)
+			wrap[counted[i] & mask] += times[i];
+		cov->status.edges += e->ncount;
 	} else if (!cov->memo_edges) {
 		/* No callback: a saturating bitmap, or none. */
 		uint8_t *map = cov->map;
-		uint32_t mask = cov->mask, ncount = e->ncount;
+		uint32_t mask = cov->mask, nplace = e->nplace;
 		const uint32_t *counted = e->counted;
 
 		if (map)
-			for (i = 0; i < ncount; ++i) {
+			for (i = 0; i < nplace; ++i) {
 				uint8_t *counter = &map[counted[i] & mask];
+				uint32_t sum = (uint32_t) *counter + e->times[i];
 
-				if (*counter != UINT8_MAX)
-					*counter += 1;
+				*counter = (uint8_t) (sum < UINT8_MAX ? sum :
+								       UINT8_MAX);
 			}
-		cov->status.edges += ncount;
+		cov->status.edges += e->ncount;
 	} else {
 		const struct ipt__cov_memo_edges *edges =
 			&cov->memo_edges[e - cov->memo];
@@ -24674,7 +24934,8 @@ static uint64_t ipt__cov_tnt(void *context, struct pt_block_decoder *blk,
 	/* The bitmap if memo hits count into it the short way. */
 	uint8_t *wrap;
 
-	if (IPT__UNLIKELY(!cov->memo) && !ipt__cov_memo_alloc(cov))
+	if (IPT__UNLIKELY(cov->memo_used >= cov->nmemo / 2) &&
+	    !ipt__cov_memo_alloc(cov))
 		return ip;
 	wrap = cov->memo_edges || (cov->config.flags & ipt_cov_saturate) ?
 		       NULL : cov->map;
@@ -24696,7 +24957,8 @@ static uint64_t ipt__cov_tnt(void *context, struct pt_block_decoder *blk,
 
 	for (;;) {
 		const struct ipt__cov_memo *e;
-		uint32_t n, bits, used, tip_step;
+		uint64_t bits;
+		uint32_t n, used, tip_step;
 
 		/* Read TNT packets up to a TIP while a step's bits and one
 		 * more are not in the window (a TNT-64 that does not fit
@@ -24736,12 +24998,12 @@ static uint64_t ipt__cov_tnt(void *context, struct pt_block_decoder *blk,
 			if (!n)
 				break;
 		}
-		bits = (uint32_t) (w.bits >> (w.n - n)) & ((1u << n) - 1);
+		bits = (w.bits >> (w.n - n)) & ((1ull << n) - 1);
 		e = ipt__cov_memo_find(cov, ip, mode, bits, n, tip_step, &ctx);
 		used = e->used;
 		/* Not to a count that wraps, as the walk. */
 		if ((!used && !e->tip) ||
-		    icnt + e->ninsn[e->tip ? used : used - 1] < icnt)
+		    icnt + e->ninsn_last < icnt)
 			break;
 		/* A disable binds where the flow reaches its IP first: not
 		 * in the runs on the way to the branch. */
@@ -24769,9 +25031,9 @@ static uint64_t ipt__cov_tnt(void *context, struct pt_block_decoder *blk,
 				uint32_t at = used - ipt__lsb(past);
 
 				crossed = 1;
-				icnt = e->ninsn[used - 1] - e->ninsn[at - 1];
+				icnt = e->ninsn_last - e->ninsn[at - 1];
 			} else
-				icnt += e->ninsn[used - 1];
+				icnt += e->ninsn_last;
 			w.n -= used;
 			w.bits &= (1ull << w.n) - 1;
 		}

@@ -157,7 +157,7 @@ out:
  * same bitmap either way. */
 static void test_memo_limit(void)
 {
-	static const uint64_t limits[] = { 0, 8192, 64 << 10, 1 << 20 };
+	static const uint64_t limits[] = { 0, 12 << 10, 64 << 10, 1 << 20 };
 	static uint8_t off[1 << 16], map[1 << 16];
 	struct ipt_cov_config cc;
 	struct ipt_cov_decoder *cov;
