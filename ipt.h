@@ -24532,9 +24532,11 @@ ipt__cov_memo_fill(struct ipt_cov_decoder *cov, struct ipt__cov_memo *e,
 			break;
 		ninsn += run->ninsn;
 		/* No more instructions from one use of the trace to the
-		 * next than IPT_COV_IDLE_MAX allows: the walk gives up
-		 * there. */
-		if (ninsn > UINT16_MAX || ninsn - since > IPT_COV_IDLE_MAX)
+		 * next than IPT_COV_IDLE_MAX allows (the walk gives up
+		 * there): a bound of its own only below the entry's. */
+		if (ninsn > UINT16_MAX ||
+		    (IPT_COV_IDLE_MAX < UINT16_MAX &&
+		     ninsn - since > IPT_COV_IDLE_MAX))
 			break;
 		end_ip = run->ip + run->len;
 		next = ipt__ip_in_mode(mode, end_ip + run->isize);
