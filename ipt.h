@@ -45,9 +45,10 @@
  *                       takes; ipt_cov_set_memo_limit() sets it per
  *                       decoder                                    (4 MiB)
  *     IPT_COV_IDLE_MAX  the instructions a coverage decode follows
- *                       without reading further into the trace before
- *                       it gives up on code that loops without trace;
- *                       fuzzing builds set it low               (2^18)
+ *                       between two uses of the trace before it gives
+ *                       up on code that loops without trace (the rule:
+ *                       at its definition); fuzzing builds set it
+ *                       low                                     (2^18)
  *     IPT_BLK_GENERAL_PATH  test builds: the block and instruction
  *                       decoders take no shortcut (no run cache, no
  *                       one-piece common block, no instruction from a
@@ -2706,9 +2707,9 @@ IPT_API int ipt_seg_stitch_next(const struct ipt_seg_split *split,
  * An error in the trace (or code that cannot be read or decoded) costs the
  * trace up to the next PSB, as in a block decoder; errors, the first and
  * last error code and the bytes skipped are counted in struct
- * ipt_cov_status (ipt_cov_get_status).  Code that goes on without reading
- * trace for IPT_COV_IDLE_MAX (2^18) instructions (a jump to itself)
- * counts as the error -pte_bad_query.  A branch's edge counts once the flow is seen to get to
+ * ipt_cov_status (ipt_cov_get_status).  Code that runs on without trace
+ * (a jump to itself) is given up on as IPT_COV_IDLE_MAX says, with the
+ * error -pte_bad_query.  A branch's edge counts once the flow is seen to get to
  * its destination: the next block has an instruction, or an event says
  * where the branch went.
  *
@@ -2742,12 +2743,26 @@ IPT_API int ipt_seg_stitch_next(const struct ipt_seg_split *split,
  * memory is short; set_bitmap returns -pte_invalid for a size that is not
  * a power of two below 2^32; the others -pte_invalid without a decoder. */
 
-/* Instructions in blocks in a row that read no further into the trace
- * before a coverage decode gives up on code that loops without trace (a
- * jump to itself): more than straight-line code runs between two packets,
- * which is bounded by the size of the code (checked after each block, so
- * up to a block more).  Here, not with the implementation: a program that
- * derives the same edges another way gives up where the decode does. */
+/* When a coverage decode gives up on code that runs without trace (a jump
+ * to itself, a loop of direct jumps and calls).  The rule: count the
+ * instructions of each block pt_blk_next returns; once the count is above
+ * IPT_COV_IDLE_MAX the decode gives up (the error -pte_bad_query, after
+ * that block); the count starts again at zero after a block that ends in
+ * a branch that used trace (a conditional branch, a return, an indirect
+ * or far branch: one that makes an edge of its own) and at each event.
+ * So it bounds the instructions from one use of the trace to the next,
+ * the branch that uses it included: code that does not loop runs no more
+ * than its own size that way.  The coverage decoder's ways that make no
+ * blocks (its run walk, its TNT memo) keep the same count, and leave
+ * code that would take it above the limit to pt_blk_next.  Blocks end
+ * where pt_blk_next ends them: only for code that runs more than the
+ * limit without trace and then uses trace (more code in a row than the
+ * limit) can where they end decide whether the decode gives up before
+ * that use or after it; the edges up to there are the same either way.
+ *
+ * Here, not with the implementation: a program that derives the same
+ * edges from pt_blk_next's blocks and events gives up where the decode
+ * does. */
 #ifndef IPT_COV_IDLE_MAX
 #define IPT_COV_IDLE_MAX 0x40000
 #endif
@@ -14226,13 +14241,17 @@ ipt__insn_range_is_contiguous(uint64_t begin, uint64_t end,
  *
  * The run cache is four-way set associative with 32-byte entries, a set to
  * two cache lines; an instruction decoder's sets carry the runs' text in
- * the next four.  A lookup reads the first two ways, the first line; a run
- * found in the others moves to the first way, so that the runs in use stay
- * there.  While the table may still grow, sets come in pairs (2k,
- * 2k + 1): a run pushed out of a full set moves to an empty way of the
- * other, where ipt__blk_run_find looks before recording it anew, so
- * that a few busy sets do not lose their runs while the
- * table has room.  It starts small and doubles whenever it has had to push
+ * the next four.  A run's set follows its code: 16 bytes of code to a
+ * set, the sets of a KiB of code one after the other, so that the runs of
+ * a loop share cache lines and pages (see ipt__blk_set_of_salted).  A
+ * lookup that records a run found in a later way moves it to the first,
+ * so that the runs in use stay in the first ways.  Sets come in pairs
+ * (2k, 2k + 1): a run pushed out of a full set moves to an empty way of
+ * the other or, that one full too, of one of three sets hashed from its
+ * IP alone, where ipt__blk_run_find looks before recording it anew, so
+ * that busy sets, and code with more runs than a pair of sets holds, do
+ * not lose their runs while the table has room.  It starts small and
+ * doubles whenever it has had to push
  * runs out of full sets for a 128th of its entries, up to a limit (IPT_BLK_CACHE_LIMIT or
  * ipt_blk_set_cache_limit).  Growing keeps the runs: in place with the
  * allocator's realloc; else by moving them into the new table
@@ -15285,15 +15304,32 @@ static IPT__INLINE uint64_t ipt__blk_ctx_salt(uint32_t ctx)
 	return ctx * 0x9e3779b97f4a7c15ull;
 }
 
+/* Where runs go in the table.  Code is cut into pieces of
+ * 1 << IPT__RUN_PIECE_SHIFT bytes; each piece has consecutive sets, one
+ * for every 1 << IPT__RUN_GRAIN_SHIFT bytes of its code, from a start
+ * hashed from the piece and the context.  So the runs of a loop or a
+ * function lie near each other in the table, and the cache lines and
+ * pages they take are shared by runs in use, where a hash of each IP
+ * alone gave each run in use a line of its own, beside a run seldom used
+ * (a line holds two).  Pieces start anywhere, so that code at the same
+ * offset in two pieces does not share sets.  16 bytes hold a run or two of
+ * most code; code denser in runs than a set and the one paired with it
+ * hold spills to sets anywhere (ipt__blk_spill_of). */
+enum { IPT__RUN_PIECE_SHIFT = 10, IPT__RUN_GRAIN_SHIFT = 4 };
+
 /* The set of the run at @ip in the context whose ipt__blk_ctx_salt is
- * @salt. */
+ * @salt.  In a table of twice the sets it is the same or @nsets more, as
+ * ipt__blk_runs_grow_in_place needs. */
 static IPT__INLINE uint32_t ipt__blk_set_of_salted(uint64_t ip, uint64_t salt,
 						   uint32_t nsets)
 {
 	uint64_t h;
+	uint32_t grain;
 
-	h = (ip + salt) * 0xff51afd7ed558ccdull;
-	return (uint32_t) (h >> 40) & (nsets - 1);
+	h = ((ip >> IPT__RUN_PIECE_SHIFT) + salt) * 0xff51afd7ed558ccdull;
+	grain = (uint32_t) (ip >> IPT__RUN_GRAIN_SHIFT) &
+		((1u << (IPT__RUN_PIECE_SHIFT - IPT__RUN_GRAIN_SHIFT)) - 1);
+	return ((uint32_t) (h >> 40) + grain) & (nsets - 1);
 }
 
 static IPT__INLINE uint32_t ipt__blk_set_of(uint64_t ip, uint32_t ctx,
@@ -15302,13 +15338,44 @@ static IPT__INLINE uint32_t ipt__blk_set_of(uint64_t ip, uint32_t ctx,
 	return ipt__blk_set_of_salted(ip, ipt__blk_ctx_salt(ctx), nsets);
 }
 
-/* The table has its size: its sets are paired (see ipt__blk_run_place)
- * while it may still grow.  One at its limit is full, where a run pushed
- * out would find no room in the paired set, only cost a look there. */
+/* The sets the run at @ip in context @ctx spills to when its own set and
+ * the one paired with it are full: hashes of the IP alone (@k below
+ * IPT__RUN_SPILLS), so that the runs of code dense in them spread over
+ * the table, and seldom all into the sets of that same code.  In a table of twice the
+ * sets each is the same or @nsets more, as ipt__blk_set_of. */
+enum { IPT__RUN_SPILLS = 3 };
+
+static IPT__INLINE uint32_t ipt__blk_spill_of(uint64_t ip, uint32_t ctx,
+					      uint32_t nsets, uint32_t k)
+{
+	uint64_t h;
+
+	h = (ip + ipt__blk_ctx_salt(ctx)) * 0xff51afd7ed558ccdull;
+	return (uint32_t) (h >> (40 - 12 * k)) & (nsets - 1);
+}
+
+/* Whether a look for the run at @ip in context @ctx, in a table of @nsets
+ * paired sets, finds it in set @idx: its own, the one paired with it, or
+ * one it spills to. */
+static int ipt__blk_run_reaches(uint64_t ip, uint32_t ctx, uint32_t nsets,
+				uint32_t idx)
+{
+	uint32_t k;
+
+	if ((ipt__blk_set_of(ip, ctx, nsets) ^ idx) <= 1)
+		return 1;
+	for (k = 0; k < IPT__RUN_SPILLS; ++k)
+		if (ipt__blk_spill_of(ip, ctx, nsets, k) == idx)
+			return 1;
+	return 0;
+}
+
+/* The table has its size: its sets are paired (see ipt__blk_run_place),
+ * at its limit too: runs follow their code, so that sets of code dense in
+ * runs may be full where others are empty. */
 static void ipt__blk_runs_sized(struct pt_block_decoder *decoder)
 {
-	decoder->rpairs = decoder->rsets > 1 &&
-			  decoder->rsets < ipt__blk_max_sets(decoder);
+	decoder->rpairs = decoder->rsets > 1;
 }
 
 /* Make room in the first way of @set: the runs before way @way (with
@@ -15343,27 +15410,58 @@ ipt__blk_set_pair(const struct pt_block_decoder *decoder, uint32_t idx)
 	return decoder->rpairs ? idx ^ 1 : idx;
 }
 
+/* Where the run in way @way of set @idx can go if it has to leave: the
+ * first of its own set, the one paired with it and those it spills to
+ * that is not @idx and has an empty way, whose index is put in *@to, and
+ * that way; IPT__RUN_WAYS if there is none, or the sets are not paired. */
+static uint32_t ipt__blk_run_room(const struct pt_block_decoder *decoder,
+				  uint32_t idx, uint32_t way, uint32_t *to)
+{
+	const struct ipt__blk_run *run = &ipt__blk_set(decoder, idx)[way];
+	const struct ipt__blk_run *set;
+	uint32_t home, next[2 + IPT__RUN_SPILLS], i, w;
+
+	if (!decoder->rpairs)
+		return IPT__RUN_WAYS;
+	home = ipt__blk_set_of(run->ip, run->ctx, decoder->rsets);
+	next[0] = home;
+	next[1] = home ^ 1;
+	for (i = 0; i < IPT__RUN_SPILLS; ++i)
+		next[2 + i] = ipt__blk_spill_of(run->ip, run->ctx,
+						decoder->rsets, i);
+	for (i = 0; i < 2 + IPT__RUN_SPILLS; ++i) {
+		if (next[i] == idx)
+			continue;
+		set = ipt__blk_set(decoder, next[i]);
+		for (w = 0; w < IPT__RUN_WAYS && set[w].ctx; ++w)
+			;
+		if (w < IPT__RUN_WAYS) {
+			*to = next[i];
+			return w;
+		}
+	}
+	return IPT__RUN_WAYS;
+}
+
 /* Put @run (with @text, if the decoder keeps text) in the first way of
  * set @idx, the others one way on.  The run that leaves the last way
- * moves to an empty way of the paired set if it has one; else it is
- * dropped.  Returns where @run is now. */
+ * moves where it has room (ipt__blk_run_room); else it is dropped.
+ * Returns where @run is now. */
 static IPT__INLINE struct ipt__blk_run *
 ipt__blk_run_place(struct pt_block_decoder *decoder, uint32_t idx,
 		   const struct ipt__blk_run *run,
 		   const struct ipt__blk_text *text)
 {
-	struct ipt__blk_run *set = ipt__blk_set(decoder, idx), *pair;
-	uint32_t last = IPT__RUN_WAYS - 1, other, way;
+	struct ipt__blk_run *set = ipt__blk_set(decoder, idx), *other;
+	uint32_t last = IPT__RUN_WAYS - 1, to = idx, way;
 
-	other = ipt__blk_set_pair(decoder, idx);
-	if (set[last].ctx && other != idx) {
-		pair = ipt__blk_set(decoder, other);
-		for (way = 0; way < IPT__RUN_WAYS && pair[way].ctx; ++way)
-			;
+	if (set[last].ctx) {
+		way = ipt__blk_run_room(decoder, idx, last, &to);
 		if (way < IPT__RUN_WAYS) {
-			IPT__COPY(pair[way], set[last]);
+			other = ipt__blk_set(decoder, to);
+			IPT__COPY(other[way], set[last]);
 			if (decoder->want_text)
-				IPT__COPY(ipt__blk_set_text(pair)[way],
+				IPT__COPY(ipt__blk_set_text(other)[way],
 					  ipt__blk_set_text(set)[last]);
 		}
 	}
@@ -15456,8 +15554,10 @@ static void ipt__blk_move(uint8_t *dst, const uint8_t *src, size_t n)
 }
 
 /* Double the table with the allocator's realloc: set i of the old table
- * splits into sets i and i + old of the new one (the hash's next bit
- * decides), each keeping its runs in order, so none is lost and the
+ * splits into sets i and i + old of the new one (a run stays where a look
+ * in the new table finds it, else it is found in the other: every set
+ * a run may be in is the same or old more), each keeping its runs in
+ * order, so none is lost and the
  * decoder never holds the two tables at once.  Returns zero on success;
  * -pte_nomem if there is no memory, and the table is as it was. */
 static int ipt__blk_runs_grow_in_place(struct pt_block_decoder *decoder)
@@ -15498,9 +15598,9 @@ static int ipt__blk_runs_grow_in_place(struct pt_block_decoder *decoder)
 		for (way = 0; way < IPT__RUN_WAYS; ++way) {
 			if (!set[way].ctx)
 				continue;
-			/* Its set or the one paired with it. */
-			if ((ipt__blk_set_of(set[way].ip, set[way].ctx,
-					     nsets) ^ i) <= 1) {
+			/* A set where a look finds it. */
+			if (ipt__blk_run_reaches(set[way].ip, set[way].ctx,
+						 nsets, i)) {
 				IPT__COPY(stay[nstay], set[way]);
 				if (want_text)
 					IPT__COPY(stay_text[nstay], text[way]);
@@ -15553,8 +15653,10 @@ static int ipt__blk_runs_grow(struct pt_block_decoder *decoder)
 	ipt__blk_runs_take(decoder, mem, size, nsets);
 
 	/* The last way first, so that each set keeps its order.  The runs
-	 * of a pair of old sets go to two pairs of new sets, the ones in
-	 * each new pair no more than it holds: none is lost. */
+	 * of a pair of old sets that are theirs go to two pairs of new sets,
+	 * the ones in each new pair no more than it holds: none is lost;
+	 * runs that had spilled to other sets spill again where they find
+	 * room. */
 	for (i = 0; i < old; ++i) {
 		struct ipt__blk_run *from;
 
@@ -17611,35 +17713,41 @@ ipt__blk_run_miss(struct pt_block_decoder *decoder, uint32_t idx, uint64_t ip,
 }
 
 /* The run at @ip in context @ctx, whose set is @idx, if it is in the set
- * paired with it (see ipt__blk_run_place): back in the first way of its
- * own set, trading places with the run in its last way.  NULL if it is not
- * there.  Only a look that records comes here: one that does not leaves
- * the table as it is, and a run it misses is found by the next. */
+ * paired with it or, its own set full, one it spills to (see
+ * ipt__blk_run_place): back in the first way of its own set, the run
+ * leaving that set's last way moving to where it has room, such as the
+ * way it left.  NULL if it is in none of them (or in a set it spilled to
+ * while its own set is no longer full, which costs the run recorded
+ * again, not a wrong one).  Only a look that records comes here: one that does not
+ * leaves the table as it is, and a run it misses is found by the next. */
 static const struct ipt__blk_run *
 ipt__blk_run_paired(struct pt_block_decoder *decoder, uint32_t idx,
 		    uint64_t ip, uint32_t ctx,
 		    const struct ipt__blk_text **ptext)
 {
-	uint32_t other = ipt__blk_set_pair(decoder, idx), last, way;
-	struct ipt__blk_run *pair, *set = ipt__blk_set(decoder, idx), run;
+	uint32_t other = ipt__blk_set_pair(decoder, idx), way, k = 0;
+	struct ipt__blk_run *from, *set, run;
 	struct ipt__blk_text keep;
 
-	last = IPT__RUN_WAYS - 1;
 	if (other == idx)
 		return NULL;
-	pair = ipt__blk_set(decoder, other);
-	way = ipt__blk_way_of(pair, ip, ctx);
-	if (way >= IPT__RUN_WAYS)
-		return NULL;
-
-	IPT__COPY(run, pair[way]);
-	IPT__COPY(pair[way], set[last]);
-	if (decoder->want_text) {
-		IPT__COPY(keep, ipt__blk_set_text(pair)[way]);
-		IPT__COPY(ipt__blk_set_text(pair)[way],
-			  ipt__blk_set_text(set)[last]);
+	for (;;) {
+		from = ipt__blk_set(decoder, other);
+		way = other == idx ? (uint32_t) IPT__RUN_WAYS :
+				     ipt__blk_way_of(from, ip, ctx);
+		if (way < IPT__RUN_WAYS)
+			break;
+		/* A run spills only from a full set. */
+		if (k == IPT__RUN_SPILLS ||
+		    !ipt__blk_set(decoder, idx)[IPT__RUN_WAYS - 1].ctx)
+			return NULL;
+		other = ipt__blk_spill_of(ip, ctx, decoder->rsets, k++);
 	}
-	set[last].ctx = 0;
+
+	IPT__COPY(run, from[way]);
+	if (decoder->want_text)
+		IPT__COPY(keep, ipt__blk_set_text(from)[way]);
+	from[way].ctx = 0;
 	set = ipt__blk_run_place(decoder, idx, &run, &keep);
 	if (ptext)
 		*ptext = decoder->want_text ? ipt__blk_set_text(set) : NULL;
@@ -19002,15 +19110,24 @@ struct ipt__blk_walk_ops {
 		       enum pt_insn_class iclass);
 	void (*reach)(void *context, uint64_t ip);
 	/* If set, asked at each @ip the walk goes on at while a TNT is in
-	 * hand: it may take TNT bits in bulk, also from the TNT packets
-	 * that follow, and the TIPs between them at the branches that take
-	 * them (ipt__blk_tnt_ahead, ipt__blk_tnt_taken), but never the last
-	 * bit of the last TNT, leaving the decoder as the walk would have
-	 * after a bit (a run at @ip still to find, no run chained since)
-	 * and reporting as the walk would.  Returns where the flow went on,
+	 * hand and *@idle is zero: it may take TNT bits in bulk, also from
+	 * the TNT packets that follow, and the TIPs between them at the
+	 * branches that take them (ipt__blk_tnt_ahead,
+	 * ipt__blk_tnt_taken), but never the last bit of the last TNT,
+	 * leaving the decoder as the walk would have after a bit (a run at
+	 * @ip still to find, no run chained since) and reporting as the
+	 * walk would.  Returns where the flow went on,
 	 * @ip if it took nothing. */
 	uint64_t (*tnt)(void *context, struct pt_block_decoder *decoder,
 			uint64_t ip, enum pt_exec_mode mode);
+	/* The caller's count of instructions since the flow last used
+	 * trace (see IPT_COV_IDLE_MAX): the walk adds the instructions of
+	 * each run it takes, and leaves a run that would take the count
+	 * above @idle_max to pt_blk_next; the caller sets it to zero in
+	 * @branch.  @tnt is asked only while it is zero (its steps end
+	 * right after a use of the trace, where it is zero again). */
+	uint64_t *idle;
+	uint64_t idle_max;
 };
 
 /* Where the branch ending @run goes when it is taken (conditional) or
@@ -19022,7 +19139,8 @@ static IPT__INLINE uint64_t ipt__blk_run_target(const struct ipt__blk_run *run,
 	return ipt__ip_in_mode(mode, next + (uint64_t) (int64_t) run->disp);
 }
 
-/* The walk goes on at @ip: let @ops take TNT bits in bulk first. */
+/* The walk goes on at @ip: let @ops take TNT bits in bulk first, right
+ * after a use of the trace. */
 static IPT__INLINE uint64_t
 ipt__blk_walk_tnt(struct pt_block_decoder *decoder,
 		  const struct ipt__blk_walk_ops *ops, void *context,
@@ -19030,7 +19148,8 @@ ipt__blk_walk_tnt(struct pt_block_decoder *decoder,
 {
 	const struct pt_event *ev = &decoder->event;
 
-	if (ops->tnt && ev->type == ptev_tnt && ev->variant.tnt.size)
+	if (ops->tnt && !*ops->idle && ev->type == ptev_tnt &&
+	    ev->variant.tnt.size)
 		return ops->tnt(context, decoder, ip, mode);
 	return ip;
 }
@@ -19183,9 +19302,11 @@ static IPT__INLINE int ipt__blk_walk(struct pt_block_decoder *decoder,
 		 * counts them (meaningless, and reset at the next anchor,
 		 * while it does not). */
 		icnt = decoder->icnt + run->ninsn;
-		if (icnt < decoder->icnt)
+		if (icnt < decoder->icnt ||
+		    *ops->idle + run->ninsn > ops->idle_max)
 			goto out_at;
 		decoder->icnt = icnt;
+		*ops->idle += run->ninsn;
 
 		end_ip = run->ip + run->len;
 		next = ipt__ip_in_mode(mode, end_ip + run->isize);
@@ -19322,6 +19443,7 @@ static IPT__INLINE int ipt__blk_walk(struct pt_block_decoder *decoder,
 out:
 	/* pt_blk_next takes the run at @ip, and counts it. */
 	decoder->icnt -= run->ninsn;
+	*ops->idle -= run->ninsn;
 out_at:
 	decoder->ip = ip;
 	return 0;
@@ -20092,9 +20214,10 @@ ipt__blk_next_chained(struct pt_block_decoder *decoder, struct pt_block *block,
 						      text));
 }
 
-/* The quickest case of ipt__blk_next_any: its run sits in one of the
- * first two ways of its set under the context in hand, so that the table
- * stays as it is, and ends in a conditional branch (a chain goes to
+/* The quickest case of ipt__blk_next_any: its run sits in its set under
+ * the context in hand (in any way: the table stays as it is, the run
+ * moves to the first way only on a look that records), and ends in a
+ * conditional branch (a chain goes to
  * ipt__blk_next_chained).  Everything else ipt__blk_next_slow does,
  * before anything has changed; every way out of here is a tail call, so
  * that this path saves no registers.
@@ -20117,9 +20240,14 @@ static IPT__INLINE int ipt__blk_next_fast(struct pt_block_decoder *decoder,
 	set = ipt__blk_set(decoder, ipt__blk_set_of_salted(ip, decoder->ctx_salt,
 							   decoder->rsets));
 	if (set[0].ip != ip || set[0].ctx != ctx) {
-		if (IPT__UNLIKELY(set[1].ip != ip || set[1].ctx != ctx))
+		if (set[1].ip == ip && set[1].ctx == ctx)
+			way = 1;
+		else if (set[2].ip == ip && set[2].ctx == ctx)
+			way = 2;
+		else if (IPT__LIKELY(set[3].ip == ip && set[3].ctx == ctx))
+			way = 3;
+		else
 			return ipt__blk_next_slow(decoder, block);
-		way = 1;
 	}
 	run = &set[way];
 	text = with_text ? &ipt__blk_set_text(set)[way] : NULL;
@@ -23754,13 +23882,13 @@ struct ipt_cov_decoder {
 	uint64_t resume_sync;
 
 	/* While the trace's end may move (ipt_cov_extend): the walk waits
-	 * for more (@waiting), to go on with @wait_status, and where it had
-	 * got: its offset and the instructions since the offset last
-	 * changed.  A start (ipt_cov_start_at) waits the same way. */
+	 * for more (@waiting), to go on with @wait_status.  A start
+	 * (ipt_cov_start_at) waits the same way. */
 	uint32_t waiting;
 	int wait_status;
-	uint64_t walk_offset;
-	uint64_t walk_idle;
+	/* The instructions since the flow last used trace (see
+	 * IPT_COV_IDLE_MAX). */
+	uint64_t idle;
 
 	/* Where the last pause was, and whether the decode has resumed from
 	 * it without getting anywhere else yet. */
@@ -24015,11 +24143,11 @@ static void ipt__cov_event(void *context, const struct pt_event *ev)
 	}
 }
 
-/* The block decoder took a PSB+ with tracing off whole: its disable, a
- * status update with its IP suppressed, would forget the edge pending.
- * There is none by then: tracing was off before the PSB+, and what
- * turned it off (a disable, an overflow, an error) forgets it when it
- * is taken, which may be after this, the block decoder reading ahead. */
+/* The block decoder took a PSB+ with tracing off whole.  Nothing to do:
+ * its disable, a status update with its IP suppressed, would leave no
+ * branch pending, and none is but the one the event that turned tracing
+ * off settles; that event may reach us only after this (the block
+ * decoder fetches the event after it first). */
 static void ipt__cov_quiet_psb(void *context)
 {
 	(void) context;
@@ -24059,6 +24187,7 @@ static IPT__INLINE void ipt__cov_branch(void *context, uint64_t from,
 	cov->pend_from = from;
 	cov->pend_next = next;
 	cov->pend_kind = ipt__cov_kind_of(iclass);
+	cov->idle = 0;
 }
 
 static IPT__INLINE void ipt__cov_reach(void *context, uint64_t ip)
@@ -24092,7 +24221,10 @@ static IPT__INLINE void ipt__cov_reach(void *context, uint64_t ip)
  * a branch that needs a TIP (unless asked to end there, after its last
  * bit), a return whose address was pushed before the entry began (the
  * return stack's contents are not part of the key), a return with a
- * not-taken bit, a missing run, and before the last bit of the window
+ * not-taken bit, a missing run, a branch more instructions after the
+ * entry's start or its last bit than IPT_COV_IDLE_MAX allows (the walk
+ * gives up there; it asks for steps only right after a use of the
+ * trace), and before the last bit of the window
  * when no TNT or TIP packet follows (the walk takes that one and applies
  * the trailing-event rules).  Whatever the entries do not cover the walk
  * does as before, so the edges and the decoder's state are the walk's.
@@ -24400,7 +24532,7 @@ ipt__cov_memo_fill(struct ipt_cov_decoder *cov, struct ipt__cov_memo *e,
 	struct ipt__cov_memo_edges *edges =
 		cov->memo_edges ? &cov->memo_edges[e - cov->memo] : NULL;
 	uint32_t used = 0, ninsn = 0, nops = 0, pops = 0, depth = 0;
-	uint32_t chain = 0;
+	uint32_t chain = 0, since = 0;
 	uint64_t mask = 1;
 	const struct ipt__blk_run *run;
 	uint64_t end_ip = 0, next = 0;
@@ -24428,7 +24560,12 @@ ipt__cov_memo_fill(struct ipt_cov_decoder *cov, struct ipt__cov_memo *e,
 		if (!run)
 			break;
 		ninsn += run->ninsn;
-		if (ninsn > UINT16_MAX)
+		/* No more instructions from one use of the trace to the
+		 * next than IPT_COV_IDLE_MAX allows (the walk gives up
+		 * there): a bound of its own only below the entry's. */
+		if (ninsn > UINT16_MAX ||
+		    (IPT_COV_IDLE_MAX < UINT16_MAX &&
+		     ninsn - since > IPT_COV_IDLE_MAX))
 			break;
 		end_ip = run->ip + run->len;
 		next = ipt__ip_in_mode(mode, end_ip + run->isize);
@@ -24520,6 +24657,7 @@ ipt__cov_memo_fill(struct ipt_cov_decoder *cov, struct ipt__cov_memo *e,
 		e->last_from = end_ip;
 		e->last_next = next;
 		chain = 0;
+		since = ninsn;
 		ip = to;
 	}
 
@@ -25068,14 +25206,17 @@ static int ipt__cov_sync(struct ipt_cov_decoder *cov)
 	return status;
 }
 
-/* The walk stops with @status where it had got (for
- * -ipt_pte_need_more: the walk goes on from there). */
-static int ipt__cov_walk_stop(struct ipt_cov_decoder *cov, uint64_t offset,
-			      uint64_t idle, int status)
+/* The rule of IPT_COV_IDLE_MAX after a block of @ninsn instructions that
+ * ipt__cov_block took (one that leaves a branch pending ends in a branch
+ * that used trace): whether the decode gives up. */
+static int ipt__cov_idle(struct ipt_cov_decoder *cov, uint32_t ninsn)
 {
-	cov->walk_offset = offset;
-	cov->walk_idle = idle;
-	return status;
+	cov->idle += ninsn;
+	if (cov->idle > IPT_COV_IDLE_MAX)
+		return 1;
+	if (cov->pend_kind)
+		cov->idle = 0;
+	return 0;
 }
 
 /* Decode from a synchronized decoder with @status until an error or the
@@ -25088,8 +25229,6 @@ static int ipt__cov_walk(struct ipt_cov_decoder *cov, int status)
 {
 	struct pt_block_decoder *blk = &cov->blk;
 	struct ipt__blk_walk_ops ops;
-	uint64_t offset = cov->walk_offset;
-	uint64_t idle = cov->walk_idle;
 	int walk = !ipt__blk_trace_more(blk);
 
 	/* Filled in here, not initialized: a table of function pointers
@@ -25098,14 +25237,16 @@ static int ipt__cov_walk(struct ipt_cov_decoder *cov, int status)
 	ops.branch = ipt__cov_branch;
 	ops.reach = ipt__cov_reach;
 	ops.tnt = cov->memo_limit ? ipt__cov_tnt : NULL;
+	ops.idle = &cov->idle;
+	ops.idle_max = IPT_COV_IDLE_MAX;
 
 	for (;;) {
 		struct pt_block block;
-		uint64_t now = 0;
 
 		while (status & pts_event_pending) {
 			struct pt_event ev;
 
+			cov->idle = 0;
 			cov->call = ipt__cov_at_event;
 			if (!ipt__blk_take_events(blk, ipt__cov_event, cov,
 						  &status)) {
@@ -25114,8 +25255,7 @@ static int ipt__cov_walk(struct ipt_cov_decoder *cov, int status)
 					ipt__cov_event(cov, &ev);
 			}
 			if (status < 0)
-				return ipt__cov_walk_stop(cov, offset, idle,
-							  status);
+				return status;
 		}
 		if (status & pts_eos)
 			return -pte_eos;
@@ -25131,23 +25271,17 @@ static int ipt__cov_walk(struct ipt_cov_decoder *cov, int status)
 		status = pt_blk_next(blk, &block, sizeof(block));
 		if (status < 0) {
 			if (status == -ipt_pte_need_more)
-				return ipt__cov_walk_stop(cov, offset, idle,
-							  status);
+				return status;
 			/* The flow got as far as the block goes (to missing
-			 * code, it goes on from there later). */
+			 * code, it goes on from there later, its count
+			 * kept). */
 			ipt__cov_block(cov, &block);
+			(void) ipt__cov_idle(cov, block.ninsn);
 			return ipt__blk_trace_ended(blk) ? -pte_eos : status;
 		}
 		ipt__cov_block(cov, &block);
-
-		if (pt_blk_get_offset(blk, &now) < 0 || now != offset) {
-			offset = now;
-			idle = 0;
-		} else {
-			idle += block.ninsn;
-			if (idle > IPT_COV_IDLE_MAX)
-				return -pte_bad_query;
-		}
+		if (ipt__cov_idle(cov, block.ninsn))
+			return -pte_bad_query;
 	}
 }
 
@@ -25199,11 +25333,10 @@ static int ipt__cov_resume(struct ipt_cov_decoder *cov)
 	}
 }
 
-/* The walk starts afresh (after a sync, an error or a pause). */
+/* The walk starts afresh (at a sync or a start). */
 static void ipt__cov_walk_fresh(struct ipt_cov_decoder *cov)
 {
-	cov->walk_offset = UINT64_MAX;
-	cov->walk_idle = 0;
+	cov->idle = 0;
 }
 
 /* The walk needs more trace: the same call goes on once the end has
@@ -25230,7 +25363,9 @@ IPT_DEF int ipt_cov_decode(struct ipt_cov_decoder *cov)
 		} else if (cov->paused) {
 			uint32_t call = cov->paused;
 
-			ipt__cov_walk_fresh(cov);
+			/* The count goes on after a pause in the flow. */
+			if (call == ipt__cov_at_sync)
+				ipt__cov_walk_fresh(cov);
 			status = ipt__cov_resume(cov);
 			if (status == -ipt_pte_need_more) {
 				cov->paused = call;
@@ -25264,7 +25399,6 @@ IPT_DEF int ipt_cov_decode(struct ipt_cov_decoder *cov)
 		status = ipt__cov_walk(cov, status);
 		if (status == -ipt_pte_need_more)
 			return ipt__cov_wait(cov);
-		ipt__cov_walk_fresh(cov);
 		if (status == -pte_eos) {
 			cov->synced = 0;
 			cov->pend_kind = 0;

@@ -1,11 +1,13 @@
-/* The run cache's paired sets, while the table may grow: a run pushed out
- * of a full set moves to an empty way of the set paired with it, is found
- * there by a look that records (back in the first way of its own set,
- * trading places with that set's last run; a look that records nothing
- * leaves the table as it is and does not look there), and is not recorded
- * again; a table at its limit pairs no sets; a pair holds eight runs of one set, no more; and
- * growing the table, in place or by copying (an allocator without
- * realloc), loses none of them.  For the block decoder and the
+/* The run cache's paired sets: a run pushed out of a full set moves to an
+ * empty way of the set paired with it, is found there by a look that
+ * records (back in the first way of its own set, trading places with that
+ * set's last run; a look that records nothing leaves the table as it is
+ * and does not look there), and is not recorded again, at the table's
+ * limit too; a table of one set pairs none; a pair holds eight runs of one
+ * set, no more, in a table of two sets (no other set to spill to); code
+ * denser in runs than a pair holds spills to other sets and keeps its runs
+ * as the table grows; and growing the table, in place or by copying (an
+ * allocator without realloc), loses none of them.  For the block decoder and the
  * instruction decoder's (whose runs carry their text).  (It compiles its
  * own copy of the implementation to reach the table.) */
 #if defined(__GNUC__)
@@ -104,9 +106,9 @@ static const struct ipt__blk_run *find(struct pt_block_decoder *d, uint64_t ip)
 	return ipt__blk_run_find(d, ip, ptem_64bit, NULL);
 }
 
-/* A table of one pair at its limit: not paired, the fifth run of a set
- * pushes the first out.  Paired as if it could grow: placing, finding,
- * trading places, the bound. */
+/* A table of one set: not paired, the fifth run pushes the first out.  A
+ * table of one pair at its limit, paired: placing, finding, trading
+ * places, the bound. */
 static void test_pair(struct pt_block_decoder *d)
 {
 	const struct ipt__blk_run *run;
@@ -114,20 +116,24 @@ static void test_pair(struct pt_block_decoder *d)
 	uint64_t ips[9];
 	int i, found;
 
-	CHECK_EQ(d->rsets, 2);
-	runs_of(d, 0, d->rsets, ips, 9);
+	CHECK_EQ(ipt_blk_set_cache_limit(d, ipt__blk_set_bytes(d)), 0);
+	ipt__blk_cache_sync(d);
+	CHECK_EQ(d->rsets, 1);
 	CHECK_EQ(d->rpairs, 0);
+	runs_of(d, 0, d->rsets, ips, 5);
 	recorded = 0;
 	for (i = 0; i < 5; ++i)
 		CHECK(find(d, ips[i]) != NULL);
 	CHECK_EQ(recorded, 5);
 	CHECK(ipt__blk_run_cached(d, ips[0], ptem_64bit) == NULL);
-	CHECK(!holds(d, 1, ips[0]));
+	CHECK(find(d, ips[0]) != NULL);
+	CHECK_EQ(recorded, 6);
 
 	CHECK_EQ(ipt_blk_set_cache_limit(d, 2 * ipt__blk_set_bytes(d)), 0);
-	CHECK_EQ(d->rsets, 2);
 	ipt__blk_cache_sync(d);
-	d->rpairs = 1;
+	CHECK_EQ(d->rsets, 2);
+	CHECK_EQ(d->rpairs, 1);
+	runs_of(d, 0, d->rsets, ips, 9);
 	recorded = 0;
 	for (i = 0; i < 5; ++i)
 		CHECK(find(d, ips[i]) != NULL);
@@ -195,6 +201,65 @@ static void test_grow(struct pt_block_decoder *d)
 	CHECK_EQ(recorded, 6);
 }
 
+/* Code with a run at every other byte, eight to a set's 16 bytes of code:
+ * more than a set and the one paired with it hold, next to sets as full.
+ * The table grows and spills them elsewhere, so that a third look at the
+ * code records less than one run in fifty again, where each set alone
+ * would lose half of its runs on every look. */
+static void test_dense(struct pt_block_decoder *d)
+{
+	enum { FROM = BASE + 0x8000, BYTES = 4096 };
+	unsigned long n[3];
+	uint64_t ip;
+	int pass;
+
+	for (pass = 0; pass < 3; ++pass) {
+		recorded = 0;
+		for (ip = FROM; ip < FROM + BYTES; ip += 2)
+			CHECK(find(d, ip) != NULL);
+		n[pass] = recorded;
+	}
+	CHECK_EQ(n[0], BYTES / 2);
+	if (!CHECK(n[2] * 50 < n[0]))
+		printf("     %lu runs recorded, then %lu, %lu\n", n[0], n[1],
+		       n[2]);
+}
+
+/* Where runs go: 16 bytes of code to a set, the sets of a KiB of code
+ * one after the other (modulo the table); and, for any IP and table
+ * size, each set a run may be in (its own, the one paired with it, those
+ * it spills to) is the same or the old size more in a table of twice the
+ * sets, as growing in place needs. */
+static void test_layout(void)
+{
+	uint64_t ip;
+	uint32_t n, k, i, ctx, bad = 0;
+
+	for (i = 0; i < 2000; ++i) {
+		ip = ((uint64_t) check_rand() << 24 | check_rand()) << 4;
+		ctx = 1 + check_rand() % 7;
+		for (n = 1; n < (1u << 20); n *= 2) {
+			uint32_t home = ipt__blk_set_of(ip, ctx, n);
+			uint32_t twice = ipt__blk_set_of(ip, ctx, 2 * n);
+
+			bad += twice != home && twice != home + n;
+			for (k = 0; k < IPT__RUN_SPILLS; ++k) {
+				home = ipt__blk_spill_of(ip, ctx, n, k);
+				twice = ipt__blk_spill_of(ip, ctx, 2 * n, k);
+				bad += twice != home && twice != home + n;
+			}
+			/* The next 16 bytes, in the same KiB: the next set. */
+			if ((ip & 0x3f0) != 0x3f0)
+				bad += ipt__blk_set_of(ip + 16, ctx, n) !=
+				       ((ipt__blk_set_of(ip, ctx, n) + 1) &
+					(n - 1));
+			bad += ipt__blk_set_of(ip + 15, ctx, n) !=
+			       ipt__blk_set_of(ip, ctx, n);
+		}
+	}
+	CHECK_EQ(bad, 0);
+}
+
 static uint8_t trace[64];
 
 static void run(int insn, int with_realloc, int grow)
@@ -230,9 +295,10 @@ static void run(int insn, int with_realloc, int grow)
 			 0);
 	ipt__blk_cache_sync(d);
 	ipt__blk_set_run_hook(d, count_run, NULL);
-	if (grow)
+	if (grow) {
 		test_grow(d);
-	else
+		test_dense(d);
+	} else
 		test_pair(d);
 	if (insn)
 		pt_insn_free_decoder(idec);
@@ -243,6 +309,8 @@ static void run(int insn, int with_realloc, int grow)
 int main(void)
 {
 	int insn, with_realloc, grow;
+
+	test_layout();
 
 	for (insn = 0; insn < 2; ++insn)
 		for (with_realloc = 0; with_realloc < 2; ++with_realloc)
