@@ -352,10 +352,10 @@ static void test_memo_by_key(void)
 
 /* A move, a load, a compare, a load with zero extension: other
  * registers in the ModRM byte find them in the memo, as Zydis would
- * decode them; what the ModRM byte says besides (a SIB byte, a
- * displacement, a memory operand), other bytes before it, and the
- * register fields of group opcodes, where they name the operation, do
- * not. */
+ * decode them, and so does another register operand of a group opcode
+ * (an add, a call); what the ModRM byte says besides (a SIB byte, a
+ * displacement, a memory operand), other bytes before it, and the reg
+ * field of group opcodes, where it names the operation, do not. */
 static void test_memo_unreg(void)
 {
 	static struct ipt__ild_memo memo;
@@ -384,6 +384,16 @@ static void test_memo_unreg(void)
 		{ { 0x89, 0xd8 }, { 0x66, 0x89, 0xd8 }, 0 },
 		/* call rax; jmp rax */
 		{ { 0xff, 0xd0 }, { 0xff, 0xe0 }, 0 },
+		/* call rax; call rcx */
+		{ { 0xff, 0xd0 }, { 0xff, 0xd1 }, 1 },
+		/* add rsp, 8; add rbp, 16 */
+		{ { 0x48, 0x83, 0xc4, 0x08 }, { 0x48, 0x83, 0xc5, 0x10 }, 1 },
+		/* neg eax; neg dword [rax] */
+		{ { 0xf7, 0xd8 }, { 0xf7, 0x18 }, 0 },
+		/* xadd eax, eax; shl eax, 1 (C1 as opcode after a prefix) */
+		{ { 0x0f, 0xc1, 0xc0 }, { 0x66, 0xc1, 0xe0, 0x01 }, 0 },
+		/* xadd ecx, edx: the hint for C1 third now says a group */
+		{ { 0x66, 0xc1, 0xe0, 0x01 }, { 0x0f, 0xc1, 0xd1 }, 0 },
 		/* add rsp, 8; sub rsp, 8 */
 		{ { 0x48, 0x83, 0xc4, 0x08 }, { 0x48, 0x83, 0xec, 0x08 }, 0 },
 		/* mov eax, imm32; xbegin rel32 */
