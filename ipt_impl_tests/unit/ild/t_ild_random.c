@@ -167,6 +167,20 @@ static void test_cached_same_as_uncached(void)
 	pt_image_free(uncached);
 }
 
+/* An empty @memo, for @with; @without decodes without one.  Only the
+ * memo's bitmaps are cleared: whatever its entries hold before use must
+ * not count. */
+static void memo_setup(struct ipt__ild_memo *memo,
+		       struct ipt__ild_zydis *with,
+		       struct ipt__ild_zydis *without)
+{
+	memset(memo, 0x5a, sizeof(*memo));
+	ipt__ild_memo_init(memo);
+	ipt__ild_zydis_init(with);
+	ipt__ild_zydis_init(without);
+	with->memo = memo;
+}
+
 /* Instructions from a small pool of byte strings, each followed by other
  * random bytes and now and then changed in one byte, so that the memo
  * finds many of them, and some that share their first bytes with one it
@@ -181,13 +195,7 @@ static void test_memo_same_as_zydis(void)
 	for (i = 0; i < 64; ++i)
 		for (j = 0; j < pt_max_insn_size; ++j)
 			pool[i][j] = rnd_byte();
-	/* Only the bitmaps are cleared: whatever the entries hold before
-	 * use must not count. */
-	memset(&memo, 0x5a, sizeof(memo));
-	ipt__ild_memo_init(&memo);
-	ipt__ild_zydis_init(&with);
-	ipt__ild_zydis_init(&without);
-	with.memo = &memo;
+	memo_setup(&memo, &with, &without);
 
 	for (i = 0; i < 300000; ++i) {
 		struct ipt__insn_ext iext, iext2;
@@ -279,11 +287,7 @@ static void test_memo_by_key(void)
 	ZydisDecoder zydis;
 	int i, j, differ = 0, hits = 0, tried = 0;
 
-	memset(&memo, 0x5a, sizeof(memo));
-	ipt__ild_memo_init(&memo);
-	ipt__ild_zydis_init(&with);
-	ipt__ild_zydis_init(&without);
-	with.memo = &memo;
+	memo_setup(&memo, &with, &without);
 
 	for (i = 0; i < (int) (sizeof(known) / sizeof(known[0])); ++i) {
 		uint8_t raw[pt_max_insn_size];
@@ -402,11 +406,7 @@ static void test_memo_unreg(void)
 	struct ipt__ild_zydis with, without;
 	int i, j, differ = 0, hits = 0, tried = 0;
 
-	memset(&memo, 0x5a, sizeof(memo));
-	ipt__ild_memo_init(&memo);
-	ipt__ild_zydis_init(&with);
-	ipt__ild_zydis_init(&without);
-	with.memo = &memo;
+	memo_setup(&memo, &with, &without);
 
 	for (i = 0; i < (int) (sizeof(cases) / sizeof(cases[0])); ++i) {
 		uint8_t raw[pt_max_insn_size];
