@@ -45,9 +45,10 @@
  *                       takes; ipt_cov_set_memo_limit() sets it per
  *                       decoder                                    (4 MiB)
  *     IPT_COV_IDLE_MAX  the instructions a coverage decode follows
- *                       without reading further into the trace before
- *                       it gives up on code that loops without trace;
- *                       fuzzing builds set it low               (2^18)
+ *                       between two uses of the trace before it gives
+ *                       up on code that loops without trace (the rule:
+ *                       at its definition); fuzzing builds set it
+ *                       low                                     (2^18)
  *     IPT_BLK_GENERAL_PATH  test builds: the block and instruction
  *                       decoders take no shortcut (no run cache, no
  *                       one-piece common block, no instruction from a
@@ -2706,9 +2707,9 @@ IPT_API int ipt_seg_stitch_next(const struct ipt_seg_split *split,
  * An error in the trace (or code that cannot be read or decoded) costs the
  * trace up to the next PSB, as in a block decoder; errors, the first and
  * last error code and the bytes skipped are counted in struct
- * ipt_cov_status (ipt_cov_get_status).  Code that goes on without reading
- * trace for IPT_COV_IDLE_MAX (2^18) instructions (a jump to itself)
- * counts as the error -pte_bad_query.  A branch's edge counts once the flow is seen to get to
+ * ipt_cov_status (ipt_cov_get_status).  Code that runs on without trace
+ * (a jump to itself) is given up on as IPT_COV_IDLE_MAX says, with the
+ * error -pte_bad_query.  A branch's edge counts once the flow is seen to get to
  * its destination: the next block has an instruction, or an event says
  * where the branch went.
  *
@@ -2742,12 +2743,26 @@ IPT_API int ipt_seg_stitch_next(const struct ipt_seg_split *split,
  * memory is short; set_bitmap returns -pte_invalid for a size that is not
  * a power of two below 2^32; the others -pte_invalid without a decoder. */
 
-/* Instructions in blocks in a row that read no further into the trace
- * before a coverage decode gives up on code that loops without trace (a
- * jump to itself): more than straight-line code runs between two packets,
- * which is bounded by the size of the code (checked after each block, so
- * up to a block more).  Here, not with the implementation: a program that
- * derives the same edges another way gives up where the decode does. */
+/* When a coverage decode gives up on code that runs without trace (a jump
+ * to itself, a loop of direct jumps and calls).  The rule: count the
+ * instructions of each block pt_blk_next returns; once the count is above
+ * IPT_COV_IDLE_MAX the decode gives up (the error -pte_bad_query, after
+ * that block); the count starts again at zero after a block that ends in
+ * a branch that used trace (a conditional branch, a return, an indirect
+ * or far branch: one that makes an edge of its own) and at each event.
+ * So it bounds the instructions from one use of the trace to the next,
+ * the branch that uses it included: code that does not loop runs no more
+ * than its own size that way.  The coverage decoder's ways that make no
+ * blocks (its run walk, its TNT memo) keep the same count, and leave
+ * code that would take it above the limit to pt_blk_next.  Blocks end
+ * where pt_blk_next ends them: only for code that runs more than the
+ * limit without trace and then uses trace (more code in a row than the
+ * limit) can where they end decide whether the decode gives up before
+ * that use or after it; the edges up to there are the same either way.
+ *
+ * Here, not with the implementation: a program that derives the same
+ * edges from pt_blk_next's blocks and events gives up where the decode
+ * does. */
 #ifndef IPT_COV_IDLE_MAX
 #define IPT_COV_IDLE_MAX 0x40000
 #endif
@@ -19202,15 +19217,24 @@ struct ipt__blk_walk_ops {
 		       enum pt_insn_class iclass);
 	void (*reach)(void *context, uint64_t ip);
 	/* If set, asked at each @ip the walk goes on at while a TNT is in
-	 * hand: it may take TNT bits in bulk, also from the TNT packets
-	 * that follow, and the TIPs between them at the branches that take
-	 * them (ipt__blk_tnt_ahead, ipt__blk_tnt_taken), but never the last
-	 * bit of the last TNT, leaving the decoder as the walk would have
-	 * after a bit (a run at @ip still to find, no run chained since)
-	 * and reporting as the walk would.  Returns where the flow went on,
+	 * hand and *@idle is zero: it may take TNT bits in bulk, also from
+	 * the TNT packets that follow, and the TIPs between them at the
+	 * branches that take them (ipt__blk_tnt_ahead,
+	 * ipt__blk_tnt_taken), but never the last bit of the last TNT,
+	 * leaving the decoder as the walk would have after a bit (a run at
+	 * @ip still to find, no run chained since) and reporting as the
+	 * walk would.  Returns where the flow went on,
 	 * @ip if it took nothing. */
 	uint64_t (*tnt)(void *context, struct pt_block_decoder *decoder,
 			uint64_t ip, enum pt_exec_mode mode);
+	/* The caller's count of instructions since the flow last used
+	 * trace (see IPT_COV_IDLE_MAX): the walk adds the instructions of
+	 * each run it takes, and leaves a run that would take the count
+	 * above @idle_max to pt_blk_next; the caller sets it to zero in
+	 * @branch.  @tnt is asked only while it is zero (its steps end
+	 * right after a use of the trace, where it is zero again). */
+	uint64_t *idle;
+	uint64_t idle_max;
 };
 
 /* Where the branch ending @run goes when it is taken (conditional) or
@@ -19222,7 +19246,8 @@ static IPT__INLINE uint64_t ipt__blk_run_target(const struct ipt__blk_run *run,
 	return ipt__ip_in_mode(mode, next + (uint64_t) (int64_t) run->disp);
 }
 
-/* The walk goes on at @ip: let @ops take TNT bits in bulk first. */
+/* The walk goes on at @ip: let @ops take TNT bits in bulk first, right
+ * after a use of the trace. */
 static IPT__INLINE uint64_t
 ipt__blk_walk_tnt(struct pt_block_decoder *decoder,
 		  const struct ipt__blk_walk_ops *ops, void *context,
@@ -19230,7 +19255,8 @@ ipt__blk_walk_tnt(struct pt_block_decoder *decoder,
 {
 	const struct pt_event *ev = &decoder->event;
 
-	if (ops->tnt && ev->type == ptev_tnt && ev->variant.tnt.size)
+	if (ops->tnt && !*ops->idle && ev->type == ptev_tnt &&
+	    ev->variant.tnt.size)
 		return ops->tnt(context, decoder, ip, mode);
 	return ip;
 }
@@ -19383,9 +19409,11 @@ static IPT__INLINE int ipt__blk_walk(struct pt_block_decoder *decoder,
 		 * counts them (meaningless, and reset at the next anchor,
 		 * while it does not). */
 		icnt = decoder->icnt + run->ninsn;
-		if (icnt < decoder->icnt)
+		if (icnt < decoder->icnt ||
+		    *ops->idle + run->ninsn > ops->idle_max)
 			goto out_at;
 		decoder->icnt = icnt;
+		*ops->idle += run->ninsn;
 
 		end_ip = run->ip + run->len;
 		next = ipt__ip_in_mode(mode, end_ip + run->isize);
@@ -19522,6 +19550,7 @@ static IPT__INLINE int ipt__blk_walk(struct pt_block_decoder *decoder,
 out:
 	/* pt_blk_next takes the run at @ip, and counts it. */
 	decoder->icnt -= run->ninsn;
+	*ops->idle -= run->ninsn;
 out_at:
 	decoder->ip = ip;
 	return 0;
@@ -23960,13 +23989,13 @@ struct ipt_cov_decoder {
 	uint64_t resume_sync;
 
 	/* While the trace's end may move (ipt_cov_extend): the walk waits
-	 * for more (@waiting), to go on with @wait_status, and where it had
-	 * got: its offset and the instructions since the offset last
-	 * changed.  A start (ipt_cov_start_at) waits the same way. */
+	 * for more (@waiting), to go on with @wait_status.  A start
+	 * (ipt_cov_start_at) waits the same way. */
 	uint32_t waiting;
 	int wait_status;
-	uint64_t walk_offset;
-	uint64_t walk_idle;
+	/* The instructions since the flow last used trace (see
+	 * IPT_COV_IDLE_MAX). */
+	uint64_t idle;
 
 	/* Where the last pause was, and whether the decode has resumed from
 	 * it without getting anywhere else yet. */
@@ -24221,11 +24250,14 @@ static void ipt__cov_event(void *context, const struct pt_event *ev)
 	}
 }
 
-/* The block decoder took a PSB+ with tracing off whole: its disable, a
- * status update with its IP suppressed, as ipt__cov_event takes it. */
+/* The block decoder took a PSB+ with tracing off whole.  Nothing to do:
+ * its disable, a status update with its IP suppressed, would leave no
+ * branch pending, and none is but the one the event that turned tracing
+ * off settles; that event may reach us only after this (the block
+ * decoder fetches the event after it first). */
 static void ipt__cov_quiet_psb(void *context)
 {
-	((struct ipt_cov_decoder *) context)->pend_kind = 0;
+	(void) context;
 }
 
 /* The edge kind of a branch of @iclass that used trace. */
@@ -24262,6 +24294,7 @@ static IPT__INLINE void ipt__cov_branch(void *context, uint64_t from,
 	cov->pend_from = from;
 	cov->pend_next = next;
 	cov->pend_kind = ipt__cov_kind_of(iclass);
+	cov->idle = 0;
 }
 
 static IPT__INLINE void ipt__cov_reach(void *context, uint64_t ip)
@@ -24295,7 +24328,10 @@ static IPT__INLINE void ipt__cov_reach(void *context, uint64_t ip)
  * a branch that needs a TIP (unless asked to end there, after its last
  * bit), a return whose address was pushed before the entry began (the
  * return stack's contents are not part of the key), a return with a
- * not-taken bit, a missing run, and before the last bit of the window
+ * not-taken bit, a missing run, a branch more instructions after the
+ * entry's start or its last bit than IPT_COV_IDLE_MAX allows (the walk
+ * gives up there; it asks for steps only right after a use of the
+ * trace), and before the last bit of the window
  * when no TNT or TIP packet follows (the walk takes that one and applies
  * the trailing-event rules).  Whatever the entries do not cover the walk
  * does as before, so the edges and the decoder's state are the walk's.
@@ -24603,7 +24639,7 @@ ipt__cov_memo_fill(struct ipt_cov_decoder *cov, struct ipt__cov_memo *e,
 	struct ipt__cov_memo_edges *edges =
 		cov->memo_edges ? &cov->memo_edges[e - cov->memo] : NULL;
 	uint32_t used = 0, ninsn = 0, nops = 0, pops = 0, depth = 0;
-	uint32_t chain = 0;
+	uint32_t chain = 0, since = 0;
 	uint64_t mask = 1;
 	const struct ipt__blk_run *run;
 	uint64_t end_ip = 0, next = 0;
@@ -24631,7 +24667,12 @@ ipt__cov_memo_fill(struct ipt_cov_decoder *cov, struct ipt__cov_memo *e,
 		if (!run)
 			break;
 		ninsn += run->ninsn;
-		if (ninsn > UINT16_MAX)
+		/* No more instructions from one use of the trace to the
+		 * next than IPT_COV_IDLE_MAX allows (the walk gives up
+		 * there): a bound of its own only below the entry's. */
+		if (ninsn > UINT16_MAX ||
+		    (IPT_COV_IDLE_MAX < UINT16_MAX &&
+		     ninsn - since > IPT_COV_IDLE_MAX))
 			break;
 		end_ip = run->ip + run->len;
 		next = ipt__ip_in_mode(mode, end_ip + run->isize);
@@ -24723,6 +24764,7 @@ ipt__cov_memo_fill(struct ipt_cov_decoder *cov, struct ipt__cov_memo *e,
 		e->last_from = end_ip;
 		e->last_next = next;
 		chain = 0;
+		since = ninsn;
 		ip = to;
 	}
 
@@ -25271,14 +25313,17 @@ static int ipt__cov_sync(struct ipt_cov_decoder *cov)
 	return status;
 }
 
-/* The walk stops with @status where it had got (for
- * -ipt_pte_need_more: the walk goes on from there). */
-static int ipt__cov_walk_stop(struct ipt_cov_decoder *cov, uint64_t offset,
-			      uint64_t idle, int status)
+/* The rule of IPT_COV_IDLE_MAX after a block of @ninsn instructions that
+ * ipt__cov_block took (one that leaves a branch pending ends in a branch
+ * that used trace): whether the decode gives up. */
+static int ipt__cov_idle(struct ipt_cov_decoder *cov, uint32_t ninsn)
 {
-	cov->walk_offset = offset;
-	cov->walk_idle = idle;
-	return status;
+	cov->idle += ninsn;
+	if (cov->idle > IPT_COV_IDLE_MAX)
+		return 1;
+	if (cov->pend_kind)
+		cov->idle = 0;
+	return 0;
 }
 
 /* Decode from a synchronized decoder with @status until an error or the
@@ -25291,8 +25336,6 @@ static int ipt__cov_walk(struct ipt_cov_decoder *cov, int status)
 {
 	struct pt_block_decoder *blk = &cov->blk;
 	struct ipt__blk_walk_ops ops;
-	uint64_t offset = cov->walk_offset;
-	uint64_t idle = cov->walk_idle;
 	int walk = !ipt__blk_trace_more(blk);
 
 	/* Filled in here, not initialized: a table of function pointers
@@ -25301,14 +25344,16 @@ static int ipt__cov_walk(struct ipt_cov_decoder *cov, int status)
 	ops.branch = ipt__cov_branch;
 	ops.reach = ipt__cov_reach;
 	ops.tnt = cov->memo_limit ? ipt__cov_tnt : NULL;
+	ops.idle = &cov->idle;
+	ops.idle_max = IPT_COV_IDLE_MAX;
 
 	for (;;) {
 		struct pt_block block;
-		uint64_t now = 0;
 
 		while (status & pts_event_pending) {
 			struct pt_event ev;
 
+			cov->idle = 0;
 			cov->call = ipt__cov_at_event;
 			if (!ipt__blk_take_events(blk, ipt__cov_event, cov,
 						  &status)) {
@@ -25317,8 +25362,7 @@ static int ipt__cov_walk(struct ipt_cov_decoder *cov, int status)
 					ipt__cov_event(cov, &ev);
 			}
 			if (status < 0)
-				return ipt__cov_walk_stop(cov, offset, idle,
-							  status);
+				return status;
 		}
 		if (status & pts_eos)
 			return -pte_eos;
@@ -25334,23 +25378,17 @@ static int ipt__cov_walk(struct ipt_cov_decoder *cov, int status)
 		status = pt_blk_next(blk, &block, sizeof(block));
 		if (status < 0) {
 			if (status == -ipt_pte_need_more)
-				return ipt__cov_walk_stop(cov, offset, idle,
-							  status);
+				return status;
 			/* The flow got as far as the block goes (to missing
-			 * code, it goes on from there later). */
+			 * code, it goes on from there later, its count
+			 * kept). */
 			ipt__cov_block(cov, &block);
+			(void) ipt__cov_idle(cov, block.ninsn);
 			return ipt__blk_trace_ended(blk) ? -pte_eos : status;
 		}
 		ipt__cov_block(cov, &block);
-
-		if (pt_blk_get_offset(blk, &now) < 0 || now != offset) {
-			offset = now;
-			idle = 0;
-		} else {
-			idle += block.ninsn;
-			if (idle > IPT_COV_IDLE_MAX)
-				return -pte_bad_query;
-		}
+		if (ipt__cov_idle(cov, block.ninsn))
+			return -pte_bad_query;
 	}
 }
 
@@ -25402,11 +25440,10 @@ static int ipt__cov_resume(struct ipt_cov_decoder *cov)
 	}
 }
 
-/* The walk starts afresh (after a sync, an error or a pause). */
+/* The walk starts afresh (at a sync or a start). */
 static void ipt__cov_walk_fresh(struct ipt_cov_decoder *cov)
 {
-	cov->walk_offset = UINT64_MAX;
-	cov->walk_idle = 0;
+	cov->idle = 0;
 }
 
 /* The walk needs more trace: the same call goes on once the end has
@@ -25433,7 +25470,9 @@ IPT_DEF int ipt_cov_decode(struct ipt_cov_decoder *cov)
 		} else if (cov->paused) {
 			uint32_t call = cov->paused;
 
-			ipt__cov_walk_fresh(cov);
+			/* The count goes on after a pause in the flow. */
+			if (call == ipt__cov_at_sync)
+				ipt__cov_walk_fresh(cov);
 			status = ipt__cov_resume(cov);
 			if (status == -ipt_pte_need_more) {
 				cov->paused = call;
@@ -25467,7 +25506,6 @@ IPT_DEF int ipt_cov_decode(struct ipt_cov_decoder *cov)
 		status = ipt__cov_walk(cov, status);
 		if (status == -ipt_pte_need_more)
 			return ipt__cov_wait(cov);
-		ipt__cov_walk_fresh(cov);
 		if (status == -pte_eos) {
 			cov->synced = 0;
 			cov->pend_kind = 0;

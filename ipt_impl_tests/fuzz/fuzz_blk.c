@@ -55,9 +55,9 @@ static unsigned long max_insns(size_t tsize)
 
 /* Code that loops without trace (a jump to itself, say) goes the same way
  * over and over: after this many steps without the decoder reading further
- * into the trace, the decode ends, where a coverage decode gives up
- * (IPT_COV_IDLE_MAX instructions, lowered for fuzzing in rules.mk), or
- * after a quarter as many blocks.  Most of the time of the inputs that
+ * into the trace the decode ends: IPT_COV_IDLE_MAX instructions (the
+ * coverage decoder's limit, lowered for fuzzing in rules.mk), or a
+ * quarter as many blocks.  Most of the time of the inputs that
  * hit the caps above went there. */
 #ifdef FUZZ_INSN
 enum { max_idle = IPT_COV_IDLE_MAX };

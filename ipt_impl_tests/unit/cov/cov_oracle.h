@@ -346,24 +346,21 @@ ORACLE_FN void oracle_event(struct oracle *o, const struct pt_event *ev)
 	}
 }
 
-/* Instructions in blocks in a row that read no trace before a decode
- * counts as stuck: where ipt.h's coverage layer gives up
- * (IPT_COV_IDLE_MAX, which the fuzzing builds lower). */
-
-/* Decode from the sync point with @status until an error or the end. */
+/* Decode from the sync point with @status until an error or the end;
+ * give up on code that runs without trace as IPT_COV_IDLE_MAX says (the
+ * fuzzing builds lower it), counted as stuck. */
 ORACLE_FN int oracle_walk(struct oracle *o, struct pt_block_decoder *dec,
 		       int status)
 {
-	uint64_t offset = UINT64_MAX;
-	unsigned idle = 0;
+	uint64_t idle = 0;
 
 	for (;;) {
 		struct pt_block b;
-		uint64_t now = 0;
 
 		while (status & pts_event_pending) {
 			struct pt_event ev;
 
+			idle = 0;
 			status = pt_blk_event(dec, &ev, sizeof(ev));
 			if (status < 0)
 				return status;
@@ -382,16 +379,15 @@ ORACLE_FN int oracle_walk(struct oracle *o, struct pt_block_decoder *dec,
 		}
 		oracle_block(o, &b);
 
-		if (pt_blk_get_offset(dec, &now) < 0 || now != offset) {
-			offset = now;
-			idle = 0;
-		} else {
-			idle += b.ninsn;
-			if (idle > IPT_COV_IDLE_MAX) {
-				o->stuck += 1;
-				return -pte_bad_query;
-			}
+		idle += b.ninsn;
+		if (idle > IPT_COV_IDLE_MAX) {
+			o->stuck += 1;
+			return -pte_bad_query;
 		}
+		/* The block's last instruction used trace: it leaves an edge
+		 * pending. */
+		if (o->kind)
+			idle = 0;
 	}
 }
 
