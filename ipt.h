@@ -13469,6 +13469,55 @@ static uint32_t ipt__ild_key_size(const ZydisDecodedInstruction *z)
 	return key;
 }
 
+/* How a ModRM byte's register fields are left out of a key: both (reg,
+ * and rm too if mod is 3), or only rm if mod is 3. */
+enum { IPT__ILD_UNREG_BOTH = 1, IPT__ILD_UNREG_RM = 2 };
+
+/* Where the ModRM byte of the instruction Zydis decoded to @z is, if
+ * fields of it are left out of its key (see "Zydis' answers, remembered
+ * by their bytes"), and in *@how which; zero if none are, or if it lies
+ * past the first seven bytes. */
+static uint32_t ipt__ild_key_unreg(const ZydisDecodedInstruction *z,
+				   uint32_t *how)
+{
+	uint32_t op = z->opcode, plain;
+
+	*how = IPT__ILD_UNREG_BOTH;
+
+	if (z->encoding != ZYDIS_INSTRUCTION_ENCODING_LEGACY ||
+	    !(z->attributes & ZYDIS_ATTRIB_HAS_MODRM) ||
+	    z->raw.modrm.offset > 6)
+		return 0;
+	switch (z->opcode_map) {
+	case ZYDIS_OPCODE_MAP_DEFAULT:
+		/* ADD to CMP, MOVSXD, IMUL, TEST, XCHG, MOV, LEA. */
+		plain = (op < 0x40 && (op & 7) < 4) || op == 0x63 ||
+			op == 0x69 || op == 0x6b ||
+			(op >= 0x84 && op <= 0x8b) || op == 0x8d;
+		if (op == 0x80 || op == 0x81 || op == 0x83 || op == 0xc0 ||
+		    op == 0xc1 || (op >= 0xd0 && op <= 0xd3) || op == 0xf6 ||
+		    op == 0xf7 || op == 0xfe || op == 0xff) {
+			*how = IPT__ILD_UNREG_RM;
+			plain = 1;
+		}
+		break;
+	case ZYDIS_OPCODE_MAP_0F:
+		/* CMOVcc, BT/BTS/BTR/BTC, SHLD/SHRD, IMUL, CMPXCHG,
+		 * MOVZX/MOVSX, BSF/BSR, XADD. */
+		plain = (op & 0xf0) == 0x40 || op == 0xa3 || op == 0xab ||
+			op == 0xb3 || op == 0xbb || op == 0xa4 || op == 0xa5 ||
+			op == 0xac || op == 0xad || op == 0xaf ||
+			op == 0xb0 || op == 0xb1 || op == 0xb6 || op == 0xb7 ||
+			op == 0xbc || op == 0xbd || op == 0xbe || op == 0xbf ||
+			op == 0xc0 || op == 0xc1;
+		break;
+	default:
+		plain = 0;
+		break;
+	}
+	return plain ? z->raw.modrm.offset : 0;
+}
+
 /* The fixed encodings Zydis 4.0 lacks: ERETS, ERETU, JMPABS, and MOV CR
  * with a REX2 prefix (the only REX2 forms that matter for tracing; libipt
  * knows no more of them either).  Returns 1 and
@@ -13582,6 +13631,22 @@ static int ipt__ild_late(struct ipt__ild *ild, const uint8_t *raw,
  * finds about half of its instructions here, each for a few loads instead
  * of a Zydis call of some 800 instructions.
  *
+ * Where the ModRM byte's register fields only name registers (the
+ * arithmetic and logic ops, TEST, XCHG, MOV, LEA, MOVSXD, IMUL, CMOVcc,
+ * MOVZX/MOVSX, the bit tests and scans, SHLD/SHRD, CMPXCHG, XADD: no
+ * group opcode, no VEX), they are no part of the key either: its reg
+ * field, and its rm field too where mod says a register (no SIB and no
+ * displacement follow then).  The other registers of a move change
+ * neither its length nor its class, so one Zydis call answers for all of
+ * them.  Where the reg field names the operation (the group opcodes
+ * 80/81/83, C0/C1, D0 to D3, F6/F7, FE/FF, whose operations all take any
+ * register), only the rm field is left out, where mod says a register.
+ * The fields left out are left out of the set's hash as well
+ * (with the ModRM byte second, the set is chosen by two bytes), so a
+ * look-up that may meet such a key with the ModRM byte second or third
+ * tries that set first; further on, the first three bytes hold no ModRM
+ * byte and the usual sets find it.
+ *
  * Instructions with one-byte keys (a push, a call by offset, a short
  * jump) are kept by that byte and the mode.  The others go to
  * IPT__ILD_MEMO_SETS sets of two entries, a set chosen by the mode and
@@ -13606,7 +13671,9 @@ struct ipt__ild_memo_entry {
 	struct ipt__ild ild;
 	/* The mode plus one; zero if the entry is free. */
 	uint8_t mode;
-	/* The key's size in bytes. */
+	/* The key's size in bytes (bits 0 to 3), where its ModRM byte is
+	 * if fields of it are left out (bits 4 to 6; zero if none are),
+	 * and whether that is only its rm field (bit 7). */
 	uint8_t key;
 };
 
@@ -13615,6 +13682,12 @@ struct ipt__ild_memo {
 	 * others are not even initialized. */
 	uint64_t one_used[3 * 256 / 64];
 	uint64_t set_used[IPT__ILD_MEMO_SETS / 64];
+	/* By mode and the byte before the ModRM byte of a key without
+	 * register fields (the opcode): how they were left out of the
+	 * last such key put with the ModRM byte second (bits 0 and 1) and
+	 * third (bits 2 and 3); zero if none.  A look-up tries such keys
+	 * first, and only those. */
+	uint8_t unreg_used[3][256];
 	/* By mode (16-, 32-, 64-bit) and one-byte key. */
 	struct ipt__ild one[3][256];
 	struct ipt__ild_memo_entry set[IPT__ILD_MEMO_SETS][IPT__ILD_MEMO_WAYS];
@@ -13625,6 +13698,7 @@ static void ipt__ild_memo_init(struct ipt__ild_memo *memo)
 {
 	IPT_MEMSET(memo->one_used, 0, sizeof(memo->one_used));
 	IPT_MEMSET(memo->set_used, 0, sizeof(memo->set_used));
+	IPT_MEMSET(memo->unreg_used, 0, sizeof(memo->unreg_used));
 }
 
 static IPT__INLINE int ipt__ild_memo_bit(const uint64_t *bits, uint32_t i)
@@ -13643,6 +13717,20 @@ static const uint64_t ipt__ild_memo_hi[16] = {
 	0, 0, 0, 0, 0, 0, 0, 0, 0, 0xffff, 0xffffff, 0xffffffffull,
 	0xffffffffffull, 0xffffffffffffull, 0xffffffffffffffull, ~0ull
 };
+
+/* @lo, an instruction's bytes 0 to 7, with the register fields of the
+ * ModRM byte at @at (1 to 6) left out as @how says. */
+static IPT__INLINE uint64_t ipt__ild_memo_unreg(uint64_t lo, uint32_t at,
+						uint32_t how)
+{
+	uint64_t modrm = (lo >> (8 * at)) & 0xff, out;
+
+	if (how == IPT__ILD_UNREG_RM)
+		out = modrm >= 0xc0 ? 0x07 : 0;
+	else
+		out = modrm >= 0xc0 ? 0x3f : 0x38;
+	return lo & ~(out << (8 * at));
+}
 
 /* The set for the key whose first two or three bytes (@key) are given, in
  * @mode. */
@@ -13669,13 +13757,29 @@ ipt__ild_memo_in(const struct ipt__ild_memo *memo, uint32_t i, uint64_t lo,
 		return NULL;
 	for (way = 0; way < IPT__ILD_MEMO_WAYS; ++way) {
 		const struct ipt__ild_memo_entry *e = &set[way];
-		uint32_t key = e->key & 0xf;
+		uint32_t key = e->key & 0xf, at = (e->key >> 4) & 7;
+		uint64_t mine = at ? ipt__ild_memo_unreg(
+					     lo, at, e->key >> 7 ?
+						     IPT__ILD_UNREG_RM :
+						     IPT__ILD_UNREG_BOTH) :
+				     lo;
 
-		if ((lo & ipt__ild_memo_lo[key]) == e->lo &&
+		if ((mine & ipt__ild_memo_lo[key]) == e->lo &&
 		    (hi & ipt__ild_memo_hi[key]) == e->hi && e->mode == m1)
 			return &e->ild;
 	}
 	return NULL;
+}
+
+/* The set of a key whose ModRM byte at @at (zero if none to leave out)
+ * has its register fields left out in @lo, the key's first bytes, in
+ * @mode: by two bytes with the ModRM byte second, else by three. */
+static IPT__INLINE uint32_t ipt__ild_memo_set_of(uint64_t lo, uint32_t key,
+						 uint32_t at,
+						 enum pt_exec_mode mode)
+{
+	return ipt__ild_memo_set(lo & (key == 2 || at == 1 ? 0xffff : 0xffffff),
+				 mode);
 }
 
 /* What the memo has for the instruction at @raw (pt_max_insn_size bytes
@@ -13687,12 +13791,27 @@ ipt__ild_memo_find(struct ipt__ild_memo *memo, const uint8_t *raw,
 	uint32_t m = (uint32_t) (mode - ptem_16bit);
 	const struct ipt__ild *ild;
 	uint64_t lo, hi;
+	uint32_t at;
 	uint8_t m1 = (uint8_t) (mode + 1);
 
 	if (ipt__ild_memo_bit(memo->one_used, m * 256 + raw[0]))
 		return &memo->one[m][raw[0]];
 	lo = ipt__read_le_var(raw, 8, 8);
 	hi = ipt__read_le_var(raw + 7, 8, 8);
+	for (at = 1; at <= 2; ++at) {
+		uint32_t how = (memo->unreg_used[m][raw[at - 1]] >>
+				(2 * (at - 1))) & 3;
+
+		if (!how)
+			continue;
+		ild = ipt__ild_memo_in(
+			memo,
+			ipt__ild_memo_set_of(ipt__ild_memo_unreg(lo, at, how),
+					     3, at, mode),
+			lo, hi, m1);
+		if (ild)
+			return ild;
+	}
 	ild = ipt__ild_memo_in(memo, ipt__ild_memo_set(lo & 0xffffff, mode),
 			       lo, hi, m1);
 	if (ild)
@@ -13702,10 +13821,12 @@ ipt__ild_memo_find(struct ipt__ild_memo *memo, const uint8_t *raw,
 }
 
 /* Remember that Zydis decoded the instruction at @raw in @mode, whose
- * first @key bytes are its key, to @ild; it takes the first way of its set,
- * the one there moves to the second. */
+ * first @key bytes are its key, less the register fields of the ModRM byte
+ * at @at if not zero (1 to 6, within the key) as @how says, to @ild; it
+ * takes the first way of its set, the one there moves to the second. */
 static void ipt__ild_memo_put(struct ipt__ild_memo *memo, const uint8_t *raw,
 			      enum pt_exec_mode mode, uint32_t key,
+			      uint32_t at, uint32_t how,
 			      const struct ipt__ild *ild)
 {
 	uint64_t lo = ipt__read_le_var(raw, 8, 8);
@@ -13714,15 +13835,25 @@ static void ipt__ild_memo_put(struct ipt__ild_memo *memo, const uint8_t *raw,
 	uint32_t way, i;
 	struct ipt__ild_memo_entry *set;
 
-	if (!key || key > ild->size || ild->size > pt_max_insn_size)
+	if (!key || key > ild->size || ild->size > pt_max_insn_size ||
+	    at > 6 || (at && at >= key) ||
+	    (at && how != IPT__ILD_UNREG_BOTH && how != IPT__ILD_UNREG_RM))
 		return;
+	if (at)
+		lo = ipt__ild_memo_unreg(lo, at, how);
+	if (at == 1 || at == 2) {
+		uint8_t *used = &memo->unreg_used[m][raw[at - 1]];
+		uint32_t shift = 2 * (at - 1);
+
+		*used = (uint8_t) ((*used & ~(3u << shift)) | (how << shift));
+	}
 	if (key == 1) {
 		i = m * 256 + raw[0];
 		memo->one_used[i / 64] |= 1ull << (i % 64);
 		IPT__COPY(memo->one[m][raw[0]], *ild);
 		return;
 	}
-	i = ipt__ild_memo_set(lo & (key == 2 ? 0xffff : 0xffffff), mode);
+	i = ipt__ild_memo_set_of(lo, key, at, mode);
 	set = memo->set[i];
 	if (ipt__ild_memo_bit(memo->set_used, i)) {
 		for (way = IPT__ILD_MEMO_WAYS - 1; way; --way)
@@ -13736,7 +13867,8 @@ static void ipt__ild_memo_put(struct ipt__ild_memo *memo, const uint8_t *raw,
 	set[0].hi = hi & ipt__ild_memo_hi[key];
 	IPT__COPY(set[0].ild, *ild);
 	set[0].mode = (uint8_t) (mode + 1);
-	set[0].key = (uint8_t) key;
+	set[0].key = (uint8_t) (key | (at << 4) |
+				((at && how == IPT__ILD_UNREG_RM) << 7));
 }
 
 /* A Zydis decoder, set up for @mode if @ready; with a memo if @memo is
@@ -13838,9 +13970,13 @@ static int ipt__ild_decode_bytes_with(struct ipt__ild_zydis *zd,
 		    (z.attributes & ZYDIS_ATTRIB_HAS_MODRM))
 			ild.size = (uint8_t) (ild.size - z.raw.disp.size / 8 -
 				((z.attributes & ZYDIS_ATTRIB_HAS_SIB) ? 1 : 0));
-		if (memo)
+		if (memo) {
+			uint32_t how, at = ipt__ild_key_unreg(&z, &how);
+
 			ipt__ild_memo_put(memo, raw, insn->mode,
-					  ipt__ild_key_size(&z), &ild);
+					  ipt__ild_key_size(&z), at, how,
+					  &ild);
+		}
 	} else {
 		status = ipt__ild_late(&ild, raw, have, insn->mode);
 		if (status == 0)

@@ -5,7 +5,8 @@
  * one, over memory with mappings that end mid-page and at page ends; and
  * Zydis' answers remembered by their bytes (the memo) give what Zydis
  * gives, whatever bytes follow an instruction and in whichever mode, and
- * whatever displacement and immediate follow its key.
+ * whatever displacement and immediate follow its key, and whatever
+ * registers its ModRM byte names where the memo leaves them out.
  *
  * The internal interface is static, so this test compiles its own private
  * copy of the implementation. */
@@ -166,6 +167,20 @@ static void test_cached_same_as_uncached(void)
 	pt_image_free(uncached);
 }
 
+/* An empty @memo, for @with; @without decodes without one.  Only the
+ * memo's bitmaps are cleared: whatever its entries hold before use must
+ * not count. */
+static void memo_setup(struct ipt__ild_memo *memo,
+		       struct ipt__ild_zydis *with,
+		       struct ipt__ild_zydis *without)
+{
+	memset(memo, 0x5a, sizeof(*memo));
+	ipt__ild_memo_init(memo);
+	ipt__ild_zydis_init(with);
+	ipt__ild_zydis_init(without);
+	with->memo = memo;
+}
+
 /* Instructions from a small pool of byte strings, each followed by other
  * random bytes and now and then changed in one byte, so that the memo
  * finds many of them, and some that share their first bytes with one it
@@ -180,13 +195,7 @@ static void test_memo_same_as_zydis(void)
 	for (i = 0; i < 64; ++i)
 		for (j = 0; j < pt_max_insn_size; ++j)
 			pool[i][j] = rnd_byte();
-	/* Only the bitmaps are cleared: whatever the entries hold before
-	 * use must not count. */
-	memset(&memo, 0x5a, sizeof(memo));
-	ipt__ild_memo_init(&memo);
-	ipt__ild_zydis_init(&with);
-	ipt__ild_zydis_init(&without);
-	with.memo = &memo;
+	memo_setup(&memo, &with, &without);
 
 	for (i = 0; i < 300000; ++i) {
 		struct ipt__insn_ext iext, iext2;
@@ -278,11 +287,7 @@ static void test_memo_by_key(void)
 	ZydisDecoder zydis;
 	int i, j, differ = 0, hits = 0, tried = 0;
 
-	memset(&memo, 0x5a, sizeof(memo));
-	ipt__ild_memo_init(&memo);
-	ipt__ild_zydis_init(&with);
-	ipt__ild_zydis_init(&without);
-	with.memo = &memo;
+	memo_setup(&memo, &with, &without);
 
 	for (i = 0; i < (int) (sizeof(known) / sizeof(known[0])); ++i) {
 		uint8_t raw[pt_max_insn_size];
@@ -349,6 +354,121 @@ static void test_memo_by_key(void)
 	CHECK(hits > tried / 4);
 }
 
+/* A move, a load, a compare, a load with zero extension: other
+ * registers in the ModRM byte find them in the memo, as Zydis would
+ * decode them, and so does another register operand of a group opcode
+ * (an add, a call); what the ModRM byte says besides (a SIB byte, a
+ * displacement, a memory operand), other bytes before it, and the reg
+ * field of group opcodes, where it names the operation, do not. */
+static void test_memo_unreg(void)
+{
+	static struct ipt__ild_memo memo;
+	static const struct {
+		uint8_t first[6], then[6];
+		int hit;
+	} cases[] = {
+		/* mov rbx, rax; mov rax, rbx */
+		{ { 0x48, 0x89, 0xc3 }, { 0x48, 0x89, 0xd8 }, 1 },
+		/* mov ebx, eax; mov esp, edi */
+		{ { 0x89, 0xc3 }, { 0x89, 0xfc }, 1 },
+		/* mov eax, [rsp+8]; mov ecx, [rsp+16] */
+		{ { 0x8b, 0x44, 0x24, 0x08 }, { 0x8b, 0x4c, 0x24, 0x10 }, 1 },
+		/* movzx eax, al; movzx edx, cl */
+		{ { 0x0f, 0xb6, 0xc0 }, { 0x0f, 0xb6, 0xd1 }, 1 },
+		/* movzx rax, byte [rsp]; movzx rcx, byte [rsp] */
+		{ { 0x48, 0x0f, 0xb6, 0x04, 0x24 },
+		  { 0x48, 0x0f, 0xb6, 0x0c, 0x24 }, 1 },
+		/* cmp [rbp-8], eax; cmp [rbp-8], edx */
+		{ { 0x39, 0x45, 0xf8 }, { 0x39, 0x55, 0xf8 }, 1 },
+		/* mov eax, [rsp]; mov eax, [rip+disp32] */
+		{ { 0x8b, 0x04, 0x24 }, { 0x8b, 0x05, 0x10, 0x20, 0x30, 0 }, 0 },
+		/* mov eax, [rax]; mov eax, [rax+8] */
+		{ { 0x8b, 0x00 }, { 0x8b, 0x40, 0x08 }, 0 },
+		/* mov eax, ebx; mov ax, bx */
+		{ { 0x89, 0xd8 }, { 0x66, 0x89, 0xd8 }, 0 },
+		/* call rax; jmp rax */
+		{ { 0xff, 0xd0 }, { 0xff, 0xe0 }, 0 },
+		/* call rax; call rcx */
+		{ { 0xff, 0xd0 }, { 0xff, 0xd1 }, 1 },
+		/* add rsp, 8; add rbp, 16 */
+		{ { 0x48, 0x83, 0xc4, 0x08 }, { 0x48, 0x83, 0xc5, 0x10 }, 1 },
+		/* neg eax; neg dword [rax] */
+		{ { 0xf7, 0xd8 }, { 0xf7, 0x18 }, 0 },
+		/* xadd eax, eax; shl eax, 1 (C1 as opcode after a prefix) */
+		{ { 0x0f, 0xc1, 0xc0 }, { 0x66, 0xc1, 0xe0, 0x01 }, 0 },
+		/* xadd ecx, edx: the hint for C1 third now says a group */
+		{ { 0x66, 0xc1, 0xe0, 0x01 }, { 0x0f, 0xc1, 0xd1 }, 0 },
+		/* add rsp, 8; sub rsp, 8 */
+		{ { 0x48, 0x83, 0xc4, 0x08 }, { 0x48, 0x83, 0xec, 0x08 }, 0 },
+		/* mov eax, imm32; xbegin rel32 */
+		{ { 0xc7, 0xc0, 1, 2, 3, 4 }, { 0xc7, 0xf8, 1, 2, 3, 4 }, 0 },
+	};
+	struct ipt__ild_zydis with, without;
+	int i, j, differ = 0, hits = 0, tried = 0;
+
+	memo_setup(&memo, &with, &without);
+
+	for (i = 0; i < (int) (sizeof(cases) / sizeof(cases[0])); ++i) {
+		uint8_t raw[pt_max_insn_size];
+
+		memset(raw, 0x90, sizeof(raw));
+		memcpy(raw, cases[i].first, sizeof(cases[i].first));
+		CHECK(memo_agrees(&with, &without, raw, ptem_64bit));
+		memset(raw, 0x90, sizeof(raw));
+		memcpy(raw, cases[i].then, sizeof(cases[i].then));
+		CHECK_EQ(ipt__ild_memo_find(&memo, raw, ptem_64bit) != NULL,
+			 cases[i].hit);
+		CHECK(memo_agrees(&with, &without, raw, ptem_64bit));
+	}
+
+	/* Random instructions, often with the opcodes the memo keeps
+	 * without register fields, then again with other bits in the
+	 * bytes where a ModRM byte may be. */
+	for (i = 0; i < 200000; ++i) {
+		static const uint8_t ops[] = {
+			0x01, 0x03, 0x29, 0x31, 0x39, 0x3b, 0x63, 0x69, 0x6b,
+			0x85, 0x87, 0x88, 0x89, 0x8b, 0x8d, 0xff, 0x83, 0xc7,
+			0xf7, 0x8f, 0xc6, 0xd1,
+		};
+		static const uint8_t ops0f[] = {
+			0x44, 0xaf, 0xb6, 0xbf, 0xa3, 0xa5, 0xb1, 0xc1, 0xbc,
+			0xba, 0x01, 0xae, 0x22, 0x00, 0xc7, 0x18, 0xb8, 0xb9,
+		};
+		uint8_t raw[pt_max_insn_size], raw2[pt_max_insn_size];
+		enum pt_exec_mode mode = (enum pt_exec_mode) (1 + rnd() % 3);
+		uint32_t r = rnd(), at = 0;
+
+		for (j = 0; j < pt_max_insn_size; ++j)
+			raw[j] = rnd_byte();
+		if (r & 1)
+			raw[at++] = (r & 2) ? 0x48 : 0x66;
+		if (r & 4) {
+			raw[at++] = 0x0f;
+			raw[at] = ops0f[(r >> 8) % sizeof(ops0f)];
+		} else {
+			raw[at] = ops[(r >> 8) % sizeof(ops)];
+		}
+		if (!memo_agrees(&with, &without, raw, mode))
+			differ += 1;
+		/* Other registers, or other bits anywhere in a byte. */
+		memcpy(raw2, raw, sizeof(raw2));
+		j = 1 + (int) ((r >> 16) % 4);
+		if (r & 0x100000)
+			raw2[j] ^= (uint8_t) (rnd() & 0xff);
+		else
+			raw2[j] ^= (uint8_t) (rnd() &
+					      (raw2[j] >= 0xc0 ? 0x3f : 0x38));
+		tried += 1;
+		hits += memcmp(raw, raw2, sizeof(raw)) &&
+			ipt__ild_memo_find(&memo, raw2, mode) != NULL;
+		if (!memo_agrees(&with, &without, raw2, mode))
+			differ += 1;
+	}
+	CHECK_EQ(differ, 0);
+	/* Many of those with other registers were in the memo. */
+	CHECK(hits > tried / 4);
+}
+
 int main(void)
 {
 	check_seed = 12345;
@@ -356,5 +476,6 @@ int main(void)
 	test_cached_same_as_uncached();
 	test_memo_same_as_zydis();
 	test_memo_by_key();
+	test_memo_unreg();
 	return check_done();
 }
