@@ -5605,12 +5605,8 @@ static int ipt__pkt_decode(struct pt_packet_decoder *decoder,
 		switch (kind) {
 		case ppt_psb:
 			size = ipt__pkt_read_psb(pos, config);
-			if (size >= 0) {
-				decoder->sync = pos;
-				decoder->pieces.sync_piece =
-					decoder->pieces.cur;
-				decoder->sync_started = 0;
-			}
+			if (size >= 0)
+				ipt__pkt_sync_here(decoder, pos);
 			break;
 
 		case ppt_psbend:
@@ -6089,6 +6085,34 @@ static IPT__INLINE int ipt__pkt_next_fast(struct pt_packet_decoder *decoder,
 	return size;
 }
 
+/* pt_pkt_next where its fast path gave up: a PSB in the fast region
+ * (its IPT__PSB_SIZE bytes are within IPT__FAST_ROOM) decoded as the
+ * slow path does, the decoder synchronized at it; the rest by
+ * ipt__pkt_next_slow.  A PSB+ often follows another with nothing between
+ * them, and ipt__pkt_fast leaves PSBs alone, as they move the decoder's
+ * sync point.  Two 8-byte loads compare the whole packet. */
+typedef char ipt__pkt_psb_fits[IPT__PSB_SIZE == 16 &&
+			       IPT__FAST_ROOM >= 16 ? 1 : -1];
+
+static IPT__NOINLINE int ipt__pkt_next_rest(struct pt_packet_decoder *decoder,
+					    struct pt_packet *packet,
+					    size_t psize)
+{
+	const uint8_t *pos = decoder->pos;
+
+	if (psize != sizeof(*packet) ||
+	    !ipt__pkt_in_fast((uintptr_t) decoder->config.begin,
+			      decoder->fast, pos) ||
+	    ipt__load64(pos) != ipt__load64(ipt__psb_pattern) ||
+	    ipt__load64(pos + 8) != ipt__load64(ipt__psb_pattern + 8))
+		return ipt__pkt_next_slow(decoder, packet, psize);
+	ipt__pkt_sync_here(decoder, pos);
+	decoder->pos = pos + IPT__PSB_SIZE;
+	packet->type = ppt_psb;
+	packet->size = IPT__PSB_SIZE;
+	return IPT__PSB_SIZE;
+}
+
 /* Decode the next packet and move past it; return its size.  Same
  * semantics as libipt's pt_pkt_next: -pte_nosync before synchronization,
  * -pte_eos at the end or for a packet cut off by it, -pte_bad_opc for an
@@ -6097,7 +6121,7 @@ static IPT__INLINE int ipt__pkt_next_fast(struct pt_packet_decoder *decoder,
  * arguments; the position does not change on errors.
  *
  * The fast path: the caller's struct is ours and ipt__pkt_fast may read
- * at the position; everything else goes to ipt__pkt_next_slow. */
+ * at the position; everything else goes to ipt__pkt_next_rest. */
 IPT_DEF int pt_pkt_next(struct pt_packet_decoder *decoder,
 			struct pt_packet *packet, size_t psize)
 {
@@ -6111,7 +6135,7 @@ IPT_DEF int pt_pkt_next(struct pt_packet_decoder *decoder,
 		if (IPT__LIKELY(size))
 			return size;
 	}
-	return ipt__pkt_next_slow(decoder, packet, psize);
+	return ipt__pkt_next_rest(decoder, packet, psize);
 }
 
 /* ipt_pkt_next_batch's inner loop: decode packets at *pos into *out on
@@ -7525,8 +7549,9 @@ static IPT__INLINE int ipt__evt_next_packet(struct pt_event_decoder *decoder)
 		if (IPT__LIKELY(ipt__pkt_next_fast(&decoder->pacdec,
 						   &decoder->packet)))
 			continue;
-		status = pt_pkt_next(&decoder->pacdec, &decoder->packet,
-				     sizeof(decoder->packet));
+		status = ipt__pkt_next_rest(&decoder->pacdec,
+					    &decoder->packet,
+					    sizeof(decoder->packet));
 		if (status < 0) {
 			decoder->packet.type = ppt_invalid;
 			decoder->packet.size = 0;

@@ -466,6 +466,18 @@ static void test_sync(void)
 	CHECK_EQ(pt_pkt_sync_set(decoder, 0x23), 0);
 	CHECK_EQ(pt_pkt_next(decoder, &packet, sizeof(packet)), 16);
 	CHECK_EQ(packet.type, ppt_psb);
+	CHECK_EQ(pt_pkt_get_sync_offset(decoder, &offset), 0);
+	CHECK_EQ(offset, 0x23);
+	/* A PSB right after it, as PSB+s often come: the decoder is
+	 * synchronized at the second. */
+	encode_psb(0x33);
+	CHECK_EQ(pt_pkt_next(decoder, &packet, sizeof(packet)), 16);
+	CHECK_EQ(packet.type, ppt_psb);
+	CHECK_EQ(pt_pkt_get_sync_offset(decoder, &offset), 0);
+	CHECK_EQ(offset, 0x33);
+	CHECK_EQ(pt_pkt_get_offset(decoder, &offset), 0);
+	CHECK_EQ(offset, 0x43);
+	memset(buf + 0x33, 0xcd, 16);
 
 	/* From inside the first PSB, forward finds the second. */
 	CHECK_EQ(pt_pkt_sync_set(decoder, 0x25), 0);
