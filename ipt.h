@@ -6086,14 +6086,10 @@ static IPT__INLINE int ipt__pkt_next_fast(struct pt_packet_decoder *decoder,
 }
 
 /* pt_pkt_next where its fast path gave up: a PSB in the fast region
- * (its IPT__PSB_SIZE bytes are within IPT__FAST_ROOM) decoded as the
- * slow path does, the decoder synchronized at it; the rest by
- * ipt__pkt_next_slow.  A PSB+ often follows another with nothing between
- * them, and ipt__pkt_fast leaves PSBs alone, as they move the decoder's
- * sync point.  Two 8-byte loads compare the whole packet. */
-typedef char ipt__pkt_psb_fits[IPT__PSB_SIZE == 16 &&
-			       IPT__FAST_ROOM >= 16 ? 1 : -1];
-
+ * decoded as the slow path does (ipt__pkt_read_psb), the decoder
+ * synchronized at it; the rest by ipt__pkt_next_slow.  A PSB+ often
+ * follows another with nothing between them, and ipt__pkt_fast leaves
+ * PSBs alone, as they move the decoder's sync point. */
 static IPT__NOINLINE int ipt__pkt_next_rest(struct pt_packet_decoder *decoder,
 					    struct pt_packet *packet,
 					    size_t psize)
@@ -6103,8 +6099,7 @@ static IPT__NOINLINE int ipt__pkt_next_rest(struct pt_packet_decoder *decoder,
 	if (psize != sizeof(*packet) ||
 	    !ipt__pkt_in_fast((uintptr_t) decoder->config.begin,
 			      decoder->fast, pos) ||
-	    ipt__load64(pos) != ipt__load64(ipt__psb_pattern) ||
-	    ipt__load64(pos + 8) != ipt__load64(ipt__psb_pattern + 8))
+	    ipt__pkt_read_psb(pos, &decoder->config) != IPT__PSB_SIZE)
 		return ipt__pkt_next_slow(decoder, packet, psize);
 	ipt__pkt_sync_here(decoder, pos);
 	decoder->pos = pos + IPT__PSB_SIZE;
@@ -7070,9 +7065,9 @@ static IPT__UNUSED int ipt__tcal_same(const struct ipt_time_cal *a,
  *   int  ipt__evt_next_tnt(struct pt_event_decoder *decoder,
  *                          struct pt_event *ev);
  *        pt_evt_next() for a caller holding a used-up TNT, TIP, enable
- *        or disable (also asynchronous) event when the next event is a TNT or a plain TIP,
- *        TIP.PGE or TIP.PGD (after MTC and CYC packets, say): 1 and
- *        @ev refilled in place, or 0
+ *        or disable (also asynchronous) event when the next event is a
+ *        TNT or a plain TIP, TIP.PGE or TIP.PGD (after MTC and CYC
+ *        packets, say): 1 and @ev refilled in place, or 0
  *   int  ipt__evt_next_status(struct pt_event_decoder *decoder,
  *                             struct pt_event *ev);
  *        pt_evt_next() when the next event is a status event of the
@@ -10368,8 +10363,9 @@ struct ipt__evt_psb {
 
 /* Whether a TIP.PGE is at @pos, PADs skipped, where the packet layer's
  * fast path decodes. */
-static IPT__UNUSED int ipt__evt_psb_pge_next(const struct pt_packet_decoder *pacdec,
-				 const uint8_t *pos)
+static IPT__UNUSED int
+ipt__evt_psb_pge_next(const struct pt_packet_decoder *pacdec,
+		      const uint8_t *pos)
 {
 	uintptr_t begin = (uintptr_t) pacdec->config.begin;
 	struct pt_packet packet;
