@@ -14471,9 +14471,9 @@ ipt__insn_range_is_contiguous(uint64_t begin, uint64_t end,
  *   int  ipt__blk_trace_more(const struct pt_block_decoder *);
  *   void ipt__blk_set_run_hook(struct pt_block_decoder *, hook, context);
  *        a hook told of each run recorded in the run cache
- *   void ipt__blk_set_quiet_psb(struct pt_block_decoder *, hook, context);
+ *   void ipt__blk_set_quiet_psb(struct pt_block_decoder *, int on);
  *        for a caller that reports no events: a PSB+ that only restates
- *        the state with tracing off is taken whole, the hook told
+ *        the state with tracing off is taken whole, and counted
  *   enum pt_packet_type ipt__blk_tnt_ahead(const struct pt_block_decoder *,
  *                                          const uint8_t **pos,
  *                                          uint64_t *payload,
@@ -14950,11 +14950,11 @@ struct pt_block_decoder {
 	void (*run_hook)(void *context, uint64_t begin, uint64_t last);
 	void *run_hook_context;
 	/* If set, a PSB+ that only restates the state while tracing is off
-	 * is taken whole, and this told of it (ipt__blk_set_quiet_psb) when
-	 * it is read: maybe before the event that turned tracing off is
-	 * handed out. */
-	void (*quiet_psb)(void *context);
-	void *quiet_psb_context;
+	 * is taken whole (ipt__blk_set_quiet_psb) when it is read, maybe
+	 * before the event that turned tracing off is handed out; @quiet_psbs
+	 * counts them. */
+	uint8_t quiet_psb;
+	uint64_t quiet_psbs;
 };
 
 /* Whether the caches describe the current image (a decoder always has
@@ -16175,7 +16175,7 @@ static int ipt__blk_quiet_psb(struct pt_block_decoder *decoder)
 					     &decoder->lost_cyc) ?
 				   1 :
 				   0;
-	decoder->quiet_psb(decoder->quiet_psb_context);
+	decoder->quiet_psbs += 1;
 	return 1;
 }
 
@@ -19633,14 +19633,12 @@ ipt__blk_trace_more(const struct pt_block_decoder *decoder)
 }
 
 /* For a caller that reports no events: take a PSB+ that only restates
- * the state with tracing off whole, and tell @hook of each (NULL: take
- * each PSB+ event by event). */
+ * the state with tracing off whole if @on (else each PSB+ event by
+ * event). */
 static IPT__UNUSED void
-ipt__blk_set_quiet_psb(struct pt_block_decoder *decoder,
-		       void (*hook)(void *context), void *context)
+ipt__blk_set_quiet_psb(struct pt_block_decoder *decoder, int on)
 {
-	decoder->quiet_psb = hook;
-	decoder->quiet_psb_context = context;
+	decoder->quiet_psb = on ? 1 : 0;
 }
 
 /* Tell @hook of each run recorded in the run cache (NULL: nobody). */
@@ -24300,16 +24298,6 @@ static void ipt__cov_event(void *context, const struct pt_event *ev)
 	}
 }
 
-/* The block decoder took a PSB+ with tracing off whole.  Nothing to do:
- * its disable, a status update with its IP suppressed, would leave no
- * branch pending, and none is but the one the event that turned tracing
- * off settles; that event may reach us only after this (the block
- * decoder fetches the event after it first). */
-static void ipt__cov_quiet_psb(void *context)
-{
-	(void) context;
-}
-
 /* The edge kind of a branch of @iclass that used trace. */
 static IPT__INLINE uint32_t ipt__cov_kind_of(enum pt_insn_class iclass)
 {
@@ -25613,7 +25601,11 @@ ipt_cov_alloc_decoder_with(const struct pt_config *config,
 		cov->config.flags &= ~(uint32_t) ipt_cov_saturate;
 	}
 	ipt__blk_set_run_hook(&cov->blk, ucov->block, ucov->context);
-	ipt__blk_set_quiet_psb(&cov->blk, ipt__cov_quiet_psb, cov);
+	/* A PSB+ taken whole asks nothing of us: its disable, a status
+	 * update with its IP suppressed, would leave no branch pending, and
+	 * none is but the one the event that turned tracing off settles
+	 * (which may reach us after the PSB+ was taken). */
+	ipt__blk_set_quiet_psb(&cov->blk, 1);
 	if (ucov->flags & ipt_cov_pause)
 		(void) ipt_blk_set_wait_for_code(&cov->blk, 1);
 	cov->memo_limit = IPT_COV_MEMO_LIMIT;
