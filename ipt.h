@@ -24484,11 +24484,15 @@ struct ipt__cov_memo_edges {
 #define IPT_COV_MEMO_LIMIT (1u << 22)
 #endif
 
+/* The bytes a memo's block has beyond its entries, for them to start on
+ * a 64-byte line. */
+enum { IPT__COV_MEMO_SLACK = 63 };
+
 /* The bytes of a block that holds @n memo entries from its first 64-byte
  * line. */
 static size_t ipt__cov_memo_bytes(uint32_t n)
 {
-	return (size_t) n * sizeof(struct ipt__cov_memo) + 63u;
+	return (size_t) n * sizeof(struct ipt__cov_memo) + IPT__COV_MEMO_SLACK;
 }
 
 static void ipt__cov_memo_free(struct ipt_cov_decoder *cov)
@@ -24552,8 +24556,9 @@ static size_t ipt__cov_memo_size(const struct ipt_cov_decoder *cov)
  * memo). */
 static uint32_t ipt__cov_memo_most(const struct ipt_cov_decoder *cov)
 {
-	uint64_t want = cov->memo_limit > 63u ?
-		(cov->memo_limit - 63u) / ipt__cov_memo_size(cov) : 0;
+	uint64_t want = cov->memo_limit > IPT__COV_MEMO_SLACK ?
+		(cov->memo_limit - IPT__COV_MEMO_SLACK) /
+			ipt__cov_memo_size(cov) : 0;
 
 	if (want < 16)
 		return 0;
@@ -24576,8 +24581,8 @@ static int ipt__cov_memo_resize(struct ipt_cov_decoder *cov, uint32_t n)
 	void *block, *old_block = cov->memo_block;
 	uint32_t nold = cov->nmemo, i;
 
-	if ((uint64_t) (n + nold) * ipt__cov_memo_size(cov) + 126u >
-	    cov->memo_limit) {
+	if ((uint64_t) (n + nold) * ipt__cov_memo_size(cov) +
+		    2u * IPT__COV_MEMO_SLACK > cov->memo_limit) {
 		ipt__cov_memo_free(cov);
 		old = NULL;
 		old_edges = NULL;
