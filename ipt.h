@@ -15498,8 +15498,7 @@ static IPT__INLINE uint32_t ipt__blk_set_of(uint64_t ip, uint32_t ctx,
 /* The sets the run at @ip in context @ctx spills to when its own set and
  * the one paired with it are full: hashes of the IP alone (@k below
  * IPT__RUN_SPILLS), so that the runs of code dense in them spread over
- * the table, and seldom all into the sets of that same code.  In a table of twice the
- * sets each is the same or @nsets more, as ipt__blk_set_of. */
+ * the table, and seldom all into the sets of that same code. */
 enum { IPT__RUN_SPILLS = 3 };
 
 static IPT__INLINE uint32_t ipt__blk_spill_of(uint64_t ip, uint32_t ctx,
@@ -15511,18 +15510,44 @@ static IPT__INLINE uint32_t ipt__blk_spill_of(uint64_t ip, uint32_t ctx,
 	return (uint32_t) (h >> (40 - 12 * k)) & (nsets - 1);
 }
 
-/* Whether a look for the run at @ip in context @ctx, in a table of @nsets
- * paired sets, finds it in set @idx: its own, the one paired with it, or
- * one it spills to. */
-static int ipt__blk_run_reaches(uint64_t ip, uint32_t ctx, uint32_t nsets,
-				uint32_t idx)
+/* The sets a look for the run at @ip in context @ctx, in a table of @nsets
+ * sets, may find it in, in the order it looks: its own, the one paired with
+ * it (its own again in a table of one set), then those it spills to.  The
+ * first @n of them (IPT__RUN_PAIR or IPT__RUN_REACH) go to @sets: a run
+ * spills only from a full set, so the spills are not asked for where its
+ * own set has room.  In a table of twice the sets each is the same or
+ * @nsets more, as ipt__blk_runs_grow_in_place needs. */
+enum { IPT__RUN_PAIR = 2, IPT__RUN_REACH = IPT__RUN_PAIR + IPT__RUN_SPILLS };
+
+static IPT__INLINE void ipt__blk_run_sets(uint64_t ip, uint32_t ctx,
+					  uint32_t nsets,
+					  uint32_t sets[IPT__RUN_REACH],
+					  uint32_t n)
 {
 	uint32_t k;
 
-	if ((ipt__blk_set_of(ip, ctx, nsets) ^ idx) <= 1)
+	sets[0] = ipt__blk_set_of(ip, ctx, nsets);
+	sets[1] = (sets[0] ^ 1) & (nsets - 1);
+	if (n > IPT__RUN_PAIR)
+		for (k = 0; k < IPT__RUN_SPILLS; ++k)
+			sets[IPT__RUN_PAIR + k] =
+				ipt__blk_spill_of(ip, ctx, nsets, k);
+}
+
+/* Whether a look for the run at @ip in context @ctx, in a table of @nsets
+ * sets, finds it in set @idx.  Most runs are in their own set or the one
+ * paired with it: those are looked at before the spills are hashed. */
+static int ipt__blk_run_reaches(uint64_t ip, uint32_t ctx, uint32_t nsets,
+				uint32_t idx)
+{
+	uint32_t sets[IPT__RUN_REACH], i;
+
+	ipt__blk_run_sets(ip, ctx, nsets, sets, IPT__RUN_PAIR);
+	if (sets[0] == idx || sets[1] == idx)
 		return 1;
-	for (k = 0; k < IPT__RUN_SPILLS; ++k)
-		if (ipt__blk_spill_of(ip, ctx, nsets, k) == idx)
+	ipt__blk_run_sets(ip, ctx, nsets, sets, IPT__RUN_REACH);
+	for (i = IPT__RUN_PAIR; i < IPT__RUN_REACH; ++i)
+		if (sets[i] == idx)
 			return 1;
 	return 0;
 }
@@ -15558,42 +15583,29 @@ static void ipt__blk_set_shift(struct ipt__blk_run *set, uint32_t want_text)
 	ipt__blk_set_shift_to(set, IPT__RUN_WAYS - 1, want_text);
 }
 
-/* The set paired with set @idx: a run pushed out of its own set moves
- * there while it has an empty way (ipt__blk_run_place).  Where the sets
- * are not paired (ipt__blk_runs_sized), that set itself. */
-static IPT__INLINE uint32_t
-ipt__blk_set_pair(const struct pt_block_decoder *decoder, uint32_t idx)
-{
-	return decoder->rpairs ? idx ^ 1 : idx;
-}
-
 /* Where the run in way @way of set @idx can go if it has to leave: the
- * first of its own set, the one paired with it and those it spills to
- * that is not @idx and has an empty way, whose index is put in *@to, and
- * that way; IPT__RUN_WAYS if there is none, or the sets are not paired. */
+ * first of the sets a look finds it in (ipt__blk_run_sets) that is not
+ * @idx and has an empty way, whose index is put in *@to, and that way;
+ * IPT__RUN_WAYS if there is none, or the sets are not paired. */
 static uint32_t ipt__blk_run_room(const struct pt_block_decoder *decoder,
 				  uint32_t idx, uint32_t way, uint32_t *to)
 {
 	const struct ipt__blk_run *run = &ipt__blk_set(decoder, idx)[way];
 	const struct ipt__blk_run *set;
-	uint32_t home, next[2 + IPT__RUN_SPILLS], i, w;
+	uint32_t sets[IPT__RUN_REACH], i, w;
 
 	if (!decoder->rpairs)
 		return IPT__RUN_WAYS;
-	home = ipt__blk_set_of(run->ip, run->ctx, decoder->rsets);
-	next[0] = home;
-	next[1] = home ^ 1;
-	for (i = 0; i < IPT__RUN_SPILLS; ++i)
-		next[2 + i] = ipt__blk_spill_of(run->ip, run->ctx,
-						decoder->rsets, i);
-	for (i = 0; i < 2 + IPT__RUN_SPILLS; ++i) {
-		if (next[i] == idx)
+	ipt__blk_run_sets(run->ip, run->ctx, decoder->rsets, sets,
+			  IPT__RUN_REACH);
+	for (i = 0; i < IPT__RUN_REACH; ++i) {
+		if (sets[i] == idx)
 			continue;
-		set = ipt__blk_set(decoder, next[i]);
+		set = ipt__blk_set(decoder, sets[i]);
 		for (w = 0; w < IPT__RUN_WAYS && set[w].ctx; ++w)
 			;
 		if (w < IPT__RUN_WAYS) {
-			*to = next[i];
+			*to = sets[i];
 			return w;
 		}
 	}
@@ -17882,25 +17894,27 @@ ipt__blk_run_paired(struct pt_block_decoder *decoder, uint32_t idx,
 		    uint64_t ip, uint32_t ctx,
 		    const struct ipt__blk_text **ptext)
 {
-	uint32_t other = ipt__blk_set_pair(decoder, idx), way, k = 0;
+	uint32_t sets[IPT__RUN_REACH], way, i, n;
 	struct ipt__blk_run *from, *set, run;
 	struct ipt__blk_text keep;
 
-	if (other == idx)
+	if (!decoder->rpairs)
 		return NULL;
-	for (;;) {
-		from = ipt__blk_set(decoder, other);
-		way = other == idx ? (uint32_t) IPT__RUN_WAYS :
-				     ipt__blk_way_of(from, ip, ctx);
+	n = ipt__blk_set(decoder, idx)[IPT__RUN_WAYS - 1].ctx ?
+		    (uint32_t) IPT__RUN_REACH : (uint32_t) IPT__RUN_PAIR;
+	ipt__blk_run_sets(ip, ctx, decoder->rsets, sets, n);
+	/* Its own set (sets[0], @idx) has been looked in. */
+	for (i = 1; i < n; ++i) {
+		if (sets[i] == idx)
+			continue;
+		from = ipt__blk_set(decoder, sets[i]);
+		way = ipt__blk_way_of(from, ip, ctx);
 		if (way < IPT__RUN_WAYS)
-			break;
-		/* A run spills only from a full set. */
-		if (k == IPT__RUN_SPILLS ||
-		    !ipt__blk_set(decoder, idx)[IPT__RUN_WAYS - 1].ctx)
-			return NULL;
-		other = ipt__blk_spill_of(ip, ctx, decoder->rsets, k++);
+			goto found;
 	}
+	return NULL;
 
+found:
 	IPT__COPY(run, from[way]);
 	if (decoder->want_text)
 		IPT__COPY(keep, ipt__blk_set_text(from)[way]);

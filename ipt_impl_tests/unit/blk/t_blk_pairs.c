@@ -173,7 +173,7 @@ static void test_pair(struct pt_block_decoder *d)
 /* A table that grows while a pair holds runs pushed out: none is lost. */
 static void test_grow(struct pt_block_decoder *d)
 {
-	uint32_t before = d->rsets, idx;
+	uint32_t before = d->rsets, sets[IPT__RUN_REACH];
 	uint64_t ips[6], limit = d->rlimit;
 	int i;
 
@@ -193,9 +193,10 @@ static void test_grow(struct pt_block_decoder *d)
 	CHECK(find(d, ips[5]) != NULL);
 	CHECK_EQ(d->rsets, 2 * before);
 	for (i = 0; i < 6; ++i) {
-		idx = home(d, ips[i]);
-		CHECK(holds(d, idx, ips[i]) ||
-		      holds(d, ipt__blk_set_pair(d, idx), ips[i]));
+		ipt__blk_run_sets(ips[i], ipt__blk_ctx_of(d, ptem_64bit),
+				  d->rsets, sets, IPT__RUN_PAIR);
+		CHECK_EQ(sets[0], home(d, ips[i]));
+		CHECK(holds(d, sets[0], ips[i]) || holds(d, sets[1], ips[i]));
 		CHECK(find(d, ips[i]) != NULL);
 	}
 	CHECK_EQ(recorded, 6);
@@ -233,21 +234,33 @@ static void test_dense(struct pt_block_decoder *d)
 static void test_layout(void)
 {
 	uint64_t ip;
-	uint32_t n, k, i, ctx, bad = 0;
+	uint32_t n, k, i, j, ctx, bad = 0;
 
 	for (i = 0; i < 2000; ++i) {
 		ip = ((uint64_t) check_rand() << 24 | check_rand()) << 4;
 		ctx = 1 + check_rand() % 7;
 		for (n = 1; n < (1u << 20); n *= 2) {
-			uint32_t home = ipt__blk_set_of(ip, ctx, n);
-			uint32_t twice = ipt__blk_set_of(ip, ctx, 2 * n);
+			uint32_t sets[IPT__RUN_REACH], twice[IPT__RUN_REACH];
 
-			bad += twice != home && twice != home + n;
-			for (k = 0; k < IPT__RUN_SPILLS; ++k) {
-				home = ipt__blk_spill_of(ip, ctx, n, k);
-				twice = ipt__blk_spill_of(ip, ctx, 2 * n, k);
-				bad += twice != home && twice != home + n;
+			ipt__blk_run_sets(ip, ctx, n, sets, IPT__RUN_REACH);
+			ipt__blk_run_sets(ip, ctx, 2 * n, twice,
+					  IPT__RUN_REACH);
+			/* Its own set, then the one paired with it. */
+			bad += sets[0] != ipt__blk_set_of(ip, ctx, n);
+			bad += n > 1 && (sets[1] ^ sets[0]) != 1;
+			for (k = 0; k < IPT__RUN_REACH; ++k) {
+				bad += sets[k] >= n;
+				bad += twice[k] != sets[k] &&
+				       twice[k] != sets[k] + n;
+				bad += !ipt__blk_run_reaches(ip, ctx, n,
+							     sets[k]);
 			}
+			/* No other set. */
+			for (k = 0, j = check_rand() & (n - 1);
+			     k < IPT__RUN_REACH && sets[k] != j; ++k)
+				;
+			bad += ipt__blk_run_reaches(ip, ctx, n, j) !=
+			       (k < IPT__RUN_REACH);
 			/* The next 16 bytes, in the same KiB: the next set. */
 			if ((ip & 0x3f0) != 0x3f0)
 				bad += ipt__blk_set_of(ip + 16, ctx, n) !=
