@@ -15408,10 +15408,14 @@ typedef char ipt__blk_set_lines[2 * sizeof(struct ipt__blk_run) ==
 			       sizeof(struct ipt__blk_text) == IPT__RUN_ALIGN ?
 			       1 : -1];
 
+static IPT__INLINE size_t ipt__blk_set_bytes_with(uint32_t want_text)
+{
+	return (size_t) IPT__RUN_WAYS * (want_text ? 3 : 1) * IPT__RUN_ALIGN / 2;
+}
+
 static size_t ipt__blk_set_bytes(const struct pt_block_decoder *decoder)
 {
-	return (size_t) IPT__RUN_WAYS * (decoder->want_text ? 3 : 1) *
-	       IPT__RUN_ALIGN / 2;
+	return ipt__blk_set_bytes_with(decoder->want_text);
 }
 
 /* The runs of set @set, then (with text) their text. */
@@ -15420,6 +15424,19 @@ ipt__blk_set(const struct pt_block_decoder *decoder, uint32_t set)
 {
 	return (struct ipt__blk_run *) ((uint8_t *) decoder->runs +
 					(size_t) set * decoder->rstride);
+}
+
+/* The same where whether the decoder keeps text is known as @want_text,
+ * a constant: the set's address is then a shift and an add from its
+ * index, not a multiplication, on the way from one block's IP to the
+ * next block's run (ipt__blk_next_fast). */
+static IPT__INLINE struct ipt__blk_run *
+ipt__blk_set_with(const struct pt_block_decoder *decoder, uint32_t set,
+		  uint32_t want_text)
+{
+	return (struct ipt__blk_run *) ((uint8_t *) decoder->runs +
+					(size_t) set *
+					ipt__blk_set_bytes_with(want_text));
 }
 
 static IPT__INLINE struct ipt__blk_text *
@@ -20406,8 +20423,10 @@ static IPT__INLINE int ipt__blk_next_fast(struct pt_block_decoder *decoder,
 			  decoder->ctx_mode != (uint32_t) decoder->mode))
 		return ipt__blk_next_slow(decoder, block);
 
-	set = ipt__blk_set(decoder, ipt__blk_set_of_salted(ip, decoder->ctx_salt,
-							   decoder->rsets));
+	set = ipt__blk_set_with(decoder,
+				ipt__blk_set_of_salted(ip, decoder->ctx_salt,
+						       decoder->rsets),
+				(uint32_t) with_text);
 	if (set[0].ip != ip || set[0].ctx != ctx) {
 		if (set[1].ip == ip && set[1].ctx == ctx)
 			way = 1;

@@ -273,6 +273,18 @@ static void test_layout(void)
 	CHECK_EQ(bad, 0);
 }
 
+/* The quickest look-up's set address (its stride a constant) is the
+ * general one's. */
+static void check_sets_with(struct pt_block_decoder *d)
+{
+	uint32_t i, bad = 0;
+
+	for (i = 0; i < d->rsets; ++i)
+		bad += ipt__blk_set_with(d, i, d->want_text) !=
+		       ipt__blk_set(d, i);
+	CHECK_EQ(bad, 0);
+}
+
 static uint8_t trace[64];
 
 static void run(int insn, int with_realloc, int grow)
@@ -308,6 +320,7 @@ static void run(int insn, int with_realloc, int grow)
 			 0);
 	ipt__blk_cache_sync(d);
 	ipt__blk_set_run_hook(d, count_run, NULL);
+	check_sets_with(d);
 	if (grow) {
 		test_grow(d);
 		test_dense(d);
