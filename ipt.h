@@ -15528,23 +15528,24 @@ static IPT__INLINE uint32_t ipt__blk_spill_of(uint64_t ip, uint32_t ctx,
 }
 
 /* The sets a look for the run at @ip in context @ctx, in a table of @nsets
- * sets, may find it in, in the order it looks: its own, the one paired with
- * it (its own again in a table of one set), then those it spills to.  The
- * first @n of them (IPT__RUN_PAIR or IPT__RUN_REACH) go to @sets: a run
- * spills only from a full set, so the spills are not asked for where its
- * own set has room.  In a table of twice the sets each is the same or
- * @nsets more, as ipt__blk_runs_grow_in_place needs. */
+ * sets, may find it in, in the order it looks: its own, @home (callers
+ * have ipt__blk_set_of's answer at hand), the one paired with it (its own
+ * again in a table of one set), then those it spills to.  The first @n of
+ * them (IPT__RUN_PAIR or IPT__RUN_REACH) go to @sets: a run spills only
+ * from a full set, so the spills are not asked for where its own set has
+ * room.  In a table of twice the sets each is the same or @nsets more, as
+ * ipt__blk_runs_grow_in_place needs. */
 enum { IPT__RUN_PAIR = 2, IPT__RUN_REACH = IPT__RUN_PAIR + IPT__RUN_SPILLS };
 
 static IPT__INLINE void ipt__blk_run_sets(uint64_t ip, uint32_t ctx,
-					  uint32_t nsets,
+					  uint32_t nsets, uint32_t home,
 					  uint32_t sets[IPT__RUN_REACH],
 					  uint32_t n)
 {
 	uint32_t k;
 
-	sets[0] = ipt__blk_set_of(ip, ctx, nsets);
-	sets[1] = (sets[0] ^ 1) & (nsets - 1);
+	sets[0] = home;
+	sets[1] = (home ^ 1) & (nsets - 1);
 	if (n > IPT__RUN_PAIR)
 		for (k = 0; k < IPT__RUN_SPILLS; ++k)
 			sets[IPT__RUN_PAIR + k] =
@@ -15559,10 +15560,11 @@ static int ipt__blk_run_reaches(uint64_t ip, uint32_t ctx, uint32_t nsets,
 {
 	uint32_t sets[IPT__RUN_REACH], i;
 
-	ipt__blk_run_sets(ip, ctx, nsets, sets, IPT__RUN_PAIR);
+	ipt__blk_run_sets(ip, ctx, nsets, ipt__blk_set_of(ip, ctx, nsets), sets,
+			  IPT__RUN_PAIR);
 	if (sets[0] == idx || sets[1] == idx)
 		return 1;
-	ipt__blk_run_sets(ip, ctx, nsets, sets, IPT__RUN_REACH);
+	ipt__blk_run_sets(ip, ctx, nsets, sets[0], sets, IPT__RUN_REACH);
 	for (i = IPT__RUN_PAIR; i < IPT__RUN_REACH; ++i)
 		if (sets[i] == idx)
 			return 1;
@@ -15613,8 +15615,9 @@ static uint32_t ipt__blk_run_room(const struct pt_block_decoder *decoder,
 
 	if (!decoder->rpairs)
 		return IPT__RUN_WAYS;
-	ipt__blk_run_sets(run->ip, run->ctx, decoder->rsets, sets,
-			  IPT__RUN_REACH);
+	ipt__blk_run_sets(run->ip, run->ctx, decoder->rsets,
+			  ipt__blk_set_of(run->ip, run->ctx, decoder->rsets),
+			  sets, IPT__RUN_REACH);
 	for (i = 0; i < IPT__RUN_REACH; ++i) {
 		if (sets[i] == idx)
 			continue;
@@ -17919,7 +17922,7 @@ ipt__blk_run_paired(struct pt_block_decoder *decoder, uint32_t idx,
 		return NULL;
 	n = ipt__blk_set(decoder, idx)[IPT__RUN_WAYS - 1].ctx ?
 		    (uint32_t) IPT__RUN_REACH : (uint32_t) IPT__RUN_PAIR;
-	ipt__blk_run_sets(ip, ctx, decoder->rsets, sets, n);
+	ipt__blk_run_sets(ip, ctx, decoder->rsets, idx, sets, n);
 	/* Its own set (sets[0], @idx) has been looked in. */
 	for (i = 1; i < n; ++i) {
 		if (sets[i] == idx)
