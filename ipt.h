@@ -43,7 +43,7 @@
  *                       ipt_insn_set_cache_limit() set it per decoder (2 MiB)
  *     IPT_COV_MEMO_LIMIT  the most bytes a coverage decoder's TNT memo
  *                       takes; ipt_cov_set_memo_limit() sets it per
- *                       decoder                                    (4 MiB)
+ *                       decoder                                   (32 MiB)
  *     IPT_COV_IDLE_MAX  the instructions a coverage decode follows
  *                       between two uses of the trace before it gives
  *                       up on code that loops without trace (the rule:
@@ -2695,7 +2695,7 @@ IPT_API int ipt_seg_stitch_next(const struct ipt_seg_split *split,
  * missing code) takes the exact path, and the memo is tagged as the run
  * cache is, so that the edges and bitmap are the same with it or without.
  * It is one table allocated small on first use that grows as it fills,
- * to at most IPT_COV_MEMO_LIMIT bytes (4 MiB) or what
+ * to at most IPT_COV_MEMO_LIMIT bytes (32 MiB) or what
  * ipt_cov_set_memo_limit sets; setting a limit
  * empties it, and a limit below 16 entries (7 KiB) turns it
  * off (it returns -pte_invalid without a decoder).  Code
@@ -24481,7 +24481,7 @@ struct ipt__cov_memo_edges {
 
 /* The default memory bound of the memo, in bytes. */
 #ifndef IPT_COV_MEMO_LIMIT
-#define IPT_COV_MEMO_LIMIT (1u << 22)
+#define IPT_COV_MEMO_LIMIT (1u << 25)
 #endif
 
 /* The bytes a memo's block has beyond its entries, for them to start on
