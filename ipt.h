@@ -43,7 +43,7 @@
  *                       ipt_insn_set_cache_limit() set it per decoder (2 MiB)
  *     IPT_COV_MEMO_LIMIT  the most bytes a coverage decoder's TNT memo
  *                       takes; ipt_cov_set_memo_limit() sets it per
- *                       decoder                                    (4 MiB)
+ *                       decoder                                   (32 MiB)
  *     IPT_COV_IDLE_MAX  the instructions a coverage decode follows
  *                       between two uses of the trace before it gives
  *                       up on code that loops without trace (the rule:
@@ -2688,14 +2688,17 @@ IPT_API int ipt_seg_stitch_next(const struct ipt_seg_split *split,
  *
  * The TNT memo remembers, per place in the code and the next few TNT
  * bits, which edges those bits make and where the flow goes on, so that
- * a run of conditional branches costs one look-up once it has been seen.
- * It reads the bits of TNT packets in a row (PADs between them too)
- * straight from the trace, across packet borders.  Anything else (events,
- * TIPs, other packets, returns whose address the memo did not see pushed,
- * missing code) takes the exact path, and the memo is tagged as the run
- * cache is, so that the edges and bitmap are the same with it or without.
+ * a run of conditional branches costs one look-up once it has been seen;
+ * a compressed return ends an entry when it returns to an address pushed
+ * before the entry began, the flow going on where the return stack says.
+ * It reads the bits of TNT packets in a row (PADs between them too) and
+ * the TIPs between them straight from the trace, across packet borders.
+ * Anything else (events, other packets, a return with nothing on the
+ * return stack, missing code) takes the exact path, and the memo is
+ * tagged as the run cache is, so that the edges and bitmap are the same
+ * with it or without.
  * It is one table allocated small on first use that grows as it fills,
- * to at most IPT_COV_MEMO_LIMIT bytes (4 MiB) or what
+ * to at most IPT_COV_MEMO_LIMIT bytes (32 MiB) or what
  * ipt_cov_set_memo_limit sets; setting a limit
  * empties it, and a limit below 16 entries (7 KiB) turns it
  * off (it returns -pte_invalid without a decoder).  Code
@@ -24104,6 +24107,9 @@ struct ipt_cov_decoder {
 	uint32_t memo_used;
 	uint32_t memo_failed;
 	uint32_t memo_ctx;
+	/* A compressed return from before an entry was seen: the walk
+	 * takes such returns in entries from now on (ipt__cov_tnt_ret). */
+	uint32_t memo_out_pop;
 };
 
 enum ipt__cov_call {
@@ -24400,9 +24406,10 @@ static IPT__INLINE void ipt__cov_reach(void *context, uint64_t ip)
  *
  * An entry holds only what the bits and the code decide: it stops before
  * a branch that needs a TIP (unless asked to end there, after its last
- * bit), a return whose address was pushed before the entry began (the
- * return stack's contents are not part of the key), a return with a
- * not-taken bit, a missing run, a branch more instructions after the
+ * bit), right after a compressed return whose address was pushed before
+ * the entry began (the return stack's contents are not part of the key:
+ * where it returns to is read off the stack when the entry is applied),
+ * before a return with a not-taken bit, a missing run, a branch more instructions after the
  * entry's start or its last bit than IPT_COV_IDLE_MAX allows (the walk
  * gives up there; it asks for steps only right after a use of the
  * trace), and before the last bit of the window
@@ -24481,6 +24488,10 @@ struct ipt__cov_memo {
 	/* Whether ipt__cov_memo_merge has counted the edges that share a
 	 * place in one. */
 	uint8_t merged;
+	/* The last bit is a compressed return whose address was pushed
+	 * before the entry began: the flow goes on where the return stack
+	 * says, not at @exit (see ipt__cov_memo_apply). */
+	uint8_t out_pop;
 	/* Where the flow goes on (without a TIP); the last edge's (the TIP's
 	 * branch's) from and the IP after it. */
 	uint64_t exit;
@@ -24517,7 +24528,7 @@ struct ipt__cov_memo_edges {
 
 /* The default memory bound of the memo, in bytes. */
 #ifndef IPT_COV_MEMO_LIMIT
-#define IPT_COV_MEMO_LIMIT (1u << 22)
+#define IPT_COV_MEMO_LIMIT (1u << 25)
 #endif
 
 /* The bytes a memo's block has beyond its entries, for them to start on
@@ -24708,17 +24719,20 @@ ipt__cov_memo_kind(const struct ipt__cov_memo *e, uint32_t i)
  * @bits (the first in bit n-1), reading runs as the walk would; with @tip,
  * taking all of them and going on to the branch that takes a TIP (or, if
  * there is none, the bits but the last).  The entry ends right after the
- * last bit it could take, or at the TIP. */
+ * last bit it could take, or at the TIP.  Only @with_ret, for the walk
+ * that looks for them (ipt__cov_tnt_ret), does it take a return from
+ * before it (and end there); without, it stops before one and has the
+ * walk look for them from then on. */
 static IPT__NOINLINE void
 ipt__cov_memo_fill(struct ipt_cov_decoder *cov, struct ipt__cov_memo *e,
 		   uint64_t ip, enum pt_exec_mode mode, uint64_t bits,
-		   uint32_t n, uint32_t tip)
+		   uint32_t n, uint32_t tip, int with_ret)
 {
 	struct pt_block_decoder *blk = &cov->blk;
 	struct ipt__cov_memo_edges *edges =
 		cov->memo_edges ? &cov->memo_edges[e - cov->memo] : NULL;
 	uint32_t used = 0, ninsn = 0, nops = 0, pops = 0, depth = 0;
-	uint32_t chain = 0, since = 0;
+	uint32_t chain = 0, since = 0, out_pop = 0;
 	uint64_t mask = 1;
 	const struct ipt__blk_run *run;
 	uint64_t end_ip = 0, next = 0;
@@ -24733,6 +24747,7 @@ ipt__cov_memo_fill(struct ipt_cov_decoder *cov, struct ipt__cov_memo *e,
 	 * restores these. */
 	e->used = 0;
 	e->tip = 0;
+	e->out_pop = 0;
 	e->nops = 0;
 	e->pops = 0;
 	e->span_lo = UINT64_MAX;
@@ -24780,10 +24795,20 @@ ipt__cov_memo_fill(struct ipt_cov_decoder *cov, struct ipt__cov_memo *e,
 					goto tip_branch;
 				goto out;
 			}
-			if (!bit || !depth || nops == IPT__COV_MEMO_OPS)
+			if (!bit || nops == IPT__COV_MEMO_OPS)
 				goto out;
-			/* The address is the entry's own last push. */
-			to = e->op[stack[--depth]];
+			/* The address is the entry's own last push, or one
+			 * from before it: the entry ends with that, and
+			 * the flow goes where the return stack says. */
+			if (depth)
+				to = e->op[stack[--depth]];
+			else if (!with_ret) {
+				cov->memo_out_pop = 1;
+				goto out;
+			} else {
+				to = 0;
+				out_pop = 1;
+			}
 			pops |= 1u << nops;
 			e->op[nops++] = 0;
 			e->ret |= mask;
@@ -24842,6 +24867,9 @@ ipt__cov_memo_fill(struct ipt_cov_decoder *cov, struct ipt__cov_memo *e,
 		e->exit = to;
 		e->last_from = end_ip;
 		e->last_next = next;
+		e->out_pop = (uint8_t) out_pop;
+		if (out_pop)
+			goto out;
 		chain = 0;
 		since = ninsn;
 		ip = to;
@@ -24851,6 +24879,7 @@ out:
 	/* Asked for a TIP and not there: the last bit is the walk's. */
 	if (tip && used == n && used) {
 		e->used = (uint8_t) (used - 1);
+		e->out_pop = 0;
 		e->exit = prev_exit;
 		e->last_from = prev_from;
 		e->last_next = prev_next;
@@ -24923,11 +24952,12 @@ static IPT__NOINLINE void ipt__cov_memo_merge(struct ipt__cov_memo *e)
 
 /* The entry for the @n bits @bits at @ip (to end at a TIP if @tip) in
  * the context *@ctx (ipt__blk_ctx_of for @mode), filled first if it is
- * not there; filling may move to a new context, left in *@ctx. */
+ * not there (as ipt__cov_memo_fill, @with_ret); filling may move to a new
+ * context, left in *@ctx. */
 static IPT__INLINE struct ipt__cov_memo *
 ipt__cov_memo_find(struct ipt_cov_decoder *cov, uint64_t ip,
 		   enum pt_exec_mode mode, uint64_t bits, uint32_t n,
-		   uint32_t tip, uint32_t *pctx)
+		   uint32_t tip, int with_ret, uint32_t *pctx)
 {
 	struct pt_block_decoder *blk = &cov->blk;
 	struct ipt__cov_memo *e;
@@ -24958,7 +24988,7 @@ ipt__cov_memo_find(struct ipt_cov_decoder *cov, uint64_t ip,
 		} else
 			ipt__cov_memo_move(cov, e);
 
-		ipt__cov_memo_fill(cov, e, ip, mode, bits, n, tip);
+		ipt__cov_memo_fill(cov, e, ip, mode, bits, n, tip, with_ret);
 		/* The edges seen at their destination within the entry: all
 		 * of a TIP's entry, all but the last of the others (its
 		 * index kept apart). */
@@ -24993,26 +25023,42 @@ hit:
 	return e;
 }
 
-/* Do what @e says: the return stack's operations and the edges, as the
- * walk reports them: all but the last are seen at their destination; the
- * last (a TIP's branch, if the entry ends at one) waits for the flow to
- * get there.  @wrap is the bitmap if its counters wrap and the memo keeps
- * no edges (no edge callback), else NULL. */
-static IPT__INLINE void ipt__cov_memo_apply(struct ipt_cov_decoder *cov,
-					    const struct ipt__cov_memo *e,
-					    uint8_t *wrap)
+/* Do @e's return-stack operations (it has some).  Returns 1 for an entry
+ * that ends with a return from before it (@out_pop), with where it
+ * returns to in *@to; zero for another; -1 if the stack has nothing for
+ * that return: the stack is then as it was (the entry's own pushes and
+ * pops before it are as many), and the entry is not to be applied. */
+static IPT__INLINE int ipt__cov_memo_ops(struct pt_block_decoder *blk,
+					 const struct ipt__cov_memo *e,
+					 uint64_t *to)
 {
-	struct pt_block_decoder *blk = &cov->blk;
-	uint32_t i, last;
+	uint32_t i;
 
 	for (i = 0; i < e->nops; ++i) {
-		uint64_t dummy;
-
-		if ((e->pops >> i) & 1)
-			(void) ipt__retstack_pop(&blk->retstack, &dummy);
-		else
+		if ((e->pops >> i) & 1) {
+			if (ipt__retstack_pop(&blk->retstack, to) < 0)
+				return -1;
+		} else
 			ipt__retstack_push(&blk->retstack, e->op[i]);
 	}
+	return e->out_pop;
+}
+
+/* Do what @e says: the return stack's operations if @ops (else the
+ * caller did them, ipt__cov_memo_ops) and the edges, as the walk reports
+ * them: all but the last are seen at their destination; the last (a TIP's
+ * branch, if the entry ends at one) waits for the flow to get there.
+ * @wrap is the bitmap if its counters wrap and the memo keeps no edges (no
+ * edge callback), else NULL. */
+static IPT__INLINE void ipt__cov_memo_apply(struct ipt_cov_decoder *cov,
+					    const struct ipt__cov_memo *e,
+					    uint8_t *wrap, int ops)
+{
+	uint32_t i, last;
+	uint64_t to;
+
+	if (ops && e->nops)
+		(void) ipt__cov_memo_ops(&cov->blk, e, &to);
 
 	if (IPT__LIKELY(wrap != NULL)) {
 		/* As ipt__cov_hit, with its tests taken out of the loop, and
@@ -25125,8 +25171,11 @@ static IPT__INLINE int ipt__cov_read_tip(const struct pt_block_decoder *blk,
  * where it began), with no bookkeeping per packet; only where the steps
  * stop is the block decoder told which packet is in hand and where it
  * ends. */
-static uint64_t ipt__cov_tnt(void *context, struct pt_block_decoder *blk,
-			     uint64_t ip, enum pt_exec_mode mode)
+static IPT__INLINE uint64_t ipt__cov_tnt_with(void *context,
+					      struct pt_block_decoder *blk,
+					      uint64_t ip,
+					      enum pt_exec_mode mode,
+					      int with_ret)
 {
 	struct ipt_cov_decoder *cov = (struct ipt_cov_decoder *) context;
 	struct pt_event *ev = &blk->event;
@@ -25174,8 +25223,9 @@ static uint64_t ipt__cov_tnt(void *context, struct pt_block_decoder *blk,
 
 	for (;;) {
 		const struct ipt__cov_memo *e;
-		uint64_t bits;
+		uint64_t bits, popped;
 		uint32_t n, used, tip_step;
+		int popped_out;
 
 		/* Read TNT packets up to a TIP while a step's bits and one
 		 * more are not in the window (a TNT-64 that does not fit
@@ -25216,9 +25266,11 @@ static uint64_t ipt__cov_tnt(void *context, struct pt_block_decoder *blk,
 				break;
 		}
 		bits = (w.bits >> (w.n - n)) & ((1ull << n) - 1);
-		e = ipt__cov_memo_find(cov, ip, mode, bits, n, tip_step, &ctx);
+		e = ipt__cov_memo_find(cov, ip, mode, bits, n, tip_step,
+				       with_ret, &ctx);
 		used = e->used;
-		/* Not to a count that wraps, as the walk. */
+		/* Not to a count that wraps, as the walk; nor a return the
+		 * return stack has nothing for (the walk reports that). */
 		if ((!used && !e->tip) ||
 		    icnt + e->ninsn_last < icnt)
 			break;
@@ -25232,6 +25284,14 @@ static uint64_t ipt__cov_tnt(void *context, struct pt_block_decoder *blk,
 			pgd_ip.ip = tip.payload;
 			(void) ipt__last_ip_update(&pgd, &pgd_ip);
 			if (e->span_lo <= pgd.ip && pgd.ip <= e->span_hi)
+				break;
+		}
+		/* The return stack first: a return from before the entry
+		 * with nothing on the stack is the walk's to report. */
+		popped_out = 0;
+		if (with_ret && e->nops) {
+			popped_out = ipt__cov_memo_ops(blk, e, &popped);
+			if (popped_out < 0)
 				break;
 		}
 
@@ -25263,7 +25323,7 @@ static uint64_t ipt__cov_tnt(void *context, struct pt_block_decoder *blk,
 			ipt__cov_hit(cov, cov->pend_from, ip,
 				     (enum ipt_cov_kind) pend_kind,
 				     pend_index);
-		ipt__cov_memo_apply(cov, e, wrap);
+		ipt__cov_memo_apply(cov, e, wrap, !with_ret);
 
 		if (!e->tip) {
 			uint32_t last = used - 1;
@@ -25271,6 +25331,11 @@ static uint64_t ipt__cov_tnt(void *context, struct pt_block_decoder *blk,
 			pend_kind = (e->count >> last) & 1 ? e->last_kind : 0;
 			pend_index = e->last_index;
 			ip = e->exit;
+			if (with_ret && IPT__UNLIKELY(popped_out)) {
+				pend_index = ipt__cov_index(e->last_from,
+							    popped);
+				ip = popped;
+			}
 			continue;
 		}
 
@@ -25330,6 +25395,37 @@ static uint64_t ipt__cov_tnt(void *context, struct pt_block_decoder *blk,
 		/* Right after a TIP, with a TIP or a TIP.PGD behind it. */
 		ipt__blk_tnt_taken(blk, pos, 0, 0, 0, &last_ip);
 	return ip;
+}
+
+/* ipt__cov_tnt_with for traces without compressed returns from before an
+ * entry and with, each compiled on its own, so that the first pays
+ * nothing for the second's return stack look-ups; the first hands over
+ * to the second once its memo sees such a return. */
+static IPT__NOINLINE uint64_t ipt__cov_tnt_plain(void *context,
+						struct pt_block_decoder *blk,
+						uint64_t ip,
+						enum pt_exec_mode mode)
+{
+	return ipt__cov_tnt_with(context, blk, ip, mode, 0);
+}
+
+static IPT__NOINLINE uint64_t ipt__cov_tnt_ret(void *context,
+					      struct pt_block_decoder *blk,
+					      uint64_t ip,
+					      enum pt_exec_mode mode)
+{
+	return ipt__cov_tnt_with(context, blk, ip, mode, 1);
+}
+
+static uint64_t ipt__cov_tnt(void *context, struct pt_block_decoder *blk,
+			     uint64_t ip, enum pt_exec_mode mode)
+{
+	const struct ipt_cov_decoder *cov =
+		(const struct ipt_cov_decoder *) context;
+
+	if (cov->memo_out_pop)
+		return ipt__cov_tnt_ret(context, blk, ip, mode);
+	return ipt__cov_tnt_plain(context, blk, ip, mode);
 }
 
 /* The instruction cache of a coverage decoder's block decoder, as a power

@@ -16,7 +16,14 @@
  * the documented function of those edges; on a fresh decoder and warm,
  * with the default memo, one of 17 entries (with the edge callback, 39
  * without) and none.  With one-bit packets only, the memo can take bits
- * only across packets: it must, with the small memo too. */
+ * only across packets: it must, with the small memo too.
+ *
+ * A memo entry may end with a compressed return whose address was pushed
+ * before it began, read off the return stack when the entry is applied.
+ * With the stack empty, that return is the walk's to report: a trace that
+ * enables tracing inside f after rounds of the loop, its return with
+ * nothing to return to, then a PSB and more rounds gives the block
+ * decoder's edges and one error, first pass and warm. */
 
 #include "check.h"
 #include "blk_util.h"
@@ -265,6 +272,102 @@ static void make_trace(struct tb *t, int indirect, enum split split,
 
 static unsigned long traces, edges_seen;
 
+/* Rounds of the loop (with its "jmp rax"), tracing off at its end and on
+ * again inside f (at @f_at) with the return stack empty, f's branch and
+ * its return with nothing to return to; then a PSB and more rounds. */
+static void make_empty_return(struct tb *t, enum split split, uint64_t f_at)
+{
+	struct gen g;
+	int part, r, i;
+
+	tb_init(t);
+	memset(&g, 0, sizeof(g));
+	g.t = t;
+	g.split = split;
+	for (part = 0; part < 2; ++part) {
+		tb_simple(t, ppt_psb);
+		tb_simple(t, ppt_psbend);
+		tb_mode_exec(t, ptem_64bit);
+		tb_ip(t, ppt_tip_pge, pt_ipc_sext_48, CODE_BASE);
+		for (r = 0; r < 8; ++r) {
+			for (i = 0; i < NCOND; ++i)
+				add_bit(&g, next_rand() & 1);
+			add_bit(&g, next_rand() & 1);
+			add_bit(&g, 1);
+			add_bit(&g, next_rand() & 1);
+			put_tnt(&g, 0);
+			if (part == 0 && r == 7) {
+				tb_ip(t, ppt_tip_pgd, pt_ipc_sext_48,
+				      CODE_BASE);
+				tb_ip(t, ppt_tip_pge, pt_ipc_sext_48, f_at);
+				for (i = 0; i < 8; ++i)
+					add_bit(&g, i == 1 ? 1 :
+							     next_rand() & 1);
+				put_tnt(&g, 0);
+			} else
+				tb_ip(t, ppt_tip, pt_ipc_sext_48, CODE_BASE);
+		}
+	}
+	tb_done(t);
+}
+
+/* The edges and the errors of the trace in @t: the block decoder's, first
+ * pass and warm, with the default memo and with a small one. */
+static void check_errors(const char *name, struct omem *mem,
+			 const struct tb *t)
+{
+	struct olist want = { 0, 0, 0 }, got = { 0, 0, 0 };
+	struct ipt_cov_decoder *cov;
+	struct ipt_cov_config cc;
+	struct ipt_cov_status st;
+	struct pt_image *image;
+	struct pt_config config;
+	int errors, pass;
+
+	pt_config_init(&config);
+	config.begin = t->config.begin;
+	config.end = t->config.end;
+	image = pt_image_alloc(NULL);
+	if (!CHECK(image != NULL))
+		return;
+	pt_image_set_callback(image, omem_read, mem);
+	errors = oracle_edges(&want, &config, image, omem_read, mem);
+	CHECK_EQ(errors, 1);
+	memset(&cc, 0, sizeof(cc));
+	cc.edge = olist_on_edge;
+	cc.context = &got;
+	cov = ipt_cov_alloc_decoder(&config, &cc);
+	if (!CHECK(cov != NULL) ||
+	    !CHECK(ipt_cov_set_image(cov, image) == 0))
+		goto out;
+	for (pass = 0; pass < 4; ++pass) {
+		long at;
+
+		if (pass == 2)
+			CHECK_EQ(ipt_cov_set_memo_limit(cov, 15 << 10), 0);
+		got.n = 0;
+		CHECK_EQ(ipt_cov_set_trace(cov, config.begin, config.end, 1),
+			 0);
+		CHECK_EQ(ipt_cov_decode(cov), 0);
+		at = olist_diff(&got, &want);
+		if (!CHECK(at < 0))
+			printf("     %s, pass %d: edge %ld of %zu/%zu\n", name,
+			       pass, at, got.n, want.n);
+		if (CHECK(ipt_cov_get_status(cov, &st) == 0) &&
+		    !CHECK(st.errors == (uint64_t) (pass + 1) * 1u))
+			printf("     %s, pass %d: %llu errors\n", name, pass,
+			       (unsigned long long) st.errors);
+	}
+	traces += 1;
+	edges_seen += want.n;
+out:
+	ipt_cov_free_decoder(cov);
+	pt_image_free(image);
+	free(want.e);
+	free(got.e);
+}
+
+
 static void check_trace(const char *name, struct omem *mem,
 			const struct tb *t, int must_memo)
 {
@@ -424,6 +527,27 @@ int main(void)
 		if (CHECK(t.errors == 0))
 			check_trace(indirect ? "tip padded" : "tnt-only padded",
 				    &mem, &t, 1);
+		omem_fini(&mem);
+	}
+	/* A return with nothing to return to, at the end of an entry. */
+	{
+		uint64_t f_at;
+		size_t n = make_code(code, 1, 0, &f_at);
+
+		memset(&mem, 0, sizeof(mem));
+		if (CHECK(omem_add(&mem, code, n, CODE_BASE) == 0)) {
+			for (split = 0; split < 4; ++split) {
+				char name[64];
+
+				rng = 0x61c8864680b583ebull + (uint64_t) split;
+				make_empty_return(&t, (enum split) split,
+						  f_at);
+				snprintf(name, sizeof(name),
+					 "empty return %s", splits[split]);
+				if (CHECK(t.errors == 0))
+					check_errors(name, &mem, &t);
+			}
+		}
 		omem_fini(&mem);
 	}
 	printf("%lu traces, %lu edges\n", traces, edges_seen);
