@@ -10537,35 +10537,48 @@ static IPT__INLINE int ipt__evt_tnt_fill(const struct pt_event_decoder *decoder,
 	uintptr_t begin = (uintptr_t) pacdec->config.begin;
 	size_t fast = pacdec->fast;
 	const uint8_t *at = *pos;
+	/* @w's fields but @ends in locals, added to as ipt__tnt_window_add
+	 * does: the compiler keeps them in registers (@w's it loads and
+	 * stores at each packet). */
+	uint64_t bits = w->bits, lasts = w->lasts;
+	uint32_t n = w->n, nread = w->nread;
 	unsigned int kind, ipc;
 	uint64_t ip;
-	int size;
+	int size, full = 0;
 
 	p->type = (enum pt_packet_type) 0;
-	for (;;) {
-		/* As the packet layer decodes them. */
-		const struct pt_packet *packet;
+	while (ipt__pkt_in_fast(begin, fast, at)) {
+		/* As the packet layer decodes them (ipt__pkt_one_byte): an
+		 * even byte from 4 up is a TNT-8, its bits those between
+		 * bit 0 and its highest set bit.  One test for both: below
+		 * 4 the difference wraps to bit 31. */
+		uint32_t b = *at, nbits;
 
-		if (!ipt__pkt_in_fast(begin, fast, at)) {
-			*pos = at;
-			return 0;
-		}
-		packet = &ipt__pkt_one_byte[*at >> 1];
-		if ((*at & 1) || packet->type != ppt_tnt_8) {
-			if (*at)
+		if ((b - 4u) & 0x80000001u) {
+			if (b)
 				break;
 			at = ipt__pkt_past_pads(begin, fast, at);
 			continue;
 		}
+		nbits = (uint32_t) ipt__msb(b) - 1u;
 		at += 1;
-		ipt__tnt_window_add(w, packet->payload.tnt.payload,
-				    packet->payload.tnt.bit_size, at);
-		if (w->n > room) {
-			*pos = at;
-			return 1;
+		bits = (bits << nbits) | ((b >> 1) ^ (1u << nbits));
+		lasts = (lasts << nbits) | 1;
+		n += nbits;
+		nread += nbits;
+		w->ends[(nread - 1) % 64] = at;
+		if (n > room) {
+			full = 1;
+			break;
 		}
 	}
+	w->bits = bits;
+	w->lasts = lasts;
+	w->n = n;
+	w->nread = nread;
 	*pos = at;
+	if (full || !ipt__pkt_in_fast(begin, fast, at))
+		return full;
 
 	/* The TIPs, as ipt__pkt_fast and ipt__evt_tnt_ahead take them. */
 	kind = ipt__first_byte[*at];
