@@ -7073,7 +7073,8 @@ static IPT__UNUSED int ipt__tcal_same(const struct ipt_time_cal *a,
  *        pt_evt_next() when the next event is a status event of the
  *        PSB+ whose PSB or PSBEND is current: 1 and @ev filled, or 0
  *   int  ipt__evt_psb_peek(const struct pt_event_decoder *decoder,
- *                          struct ipt__evt_psb *psb);
+ *                          struct ipt__evt_psb *psb,
+ *                          struct ipt__evt_psb_memo *memo);
  *   int  ipt__evt_psb_take(struct pt_event_decoder *decoder,
  *                          const struct ipt__evt_psb *psb, uint64_t *tsc,
  *                          uint32_t *lost_mtc, uint32_t *lost_cyc);
@@ -10361,6 +10362,20 @@ struct ipt__evt_psb {
 	struct pt_packet cbr;
 };
 
+/* The last PSB+ ipt__evt_psb_peek read, if it holds no FUP: its bytes
+ * after the PSB, up to its end (@len of them, none yet if zero), and
+ * what it read there (but @end).  The same bytes again are the same
+ * PSB+: only the decoder's state is checked against it again (the
+ * MODE.EXEC's agreement).  In a stretch of trace with tracing off the
+ * hardware writes one PSB+ after another, mostly alike. */
+enum { IPT__EVT_PSB_MEMO_BYTES = 64 };
+
+struct ipt__evt_psb_memo {
+	uint8_t bytes[IPT__EVT_PSB_MEMO_BYTES];
+	uint32_t len;
+	struct ipt__evt_psb psb;
+};
+
 /* Whether a TIP.PGE is at @pos, PADs skipped, where the packet layer's
  * fast path decodes. */
 static IPT__UNUSED int
@@ -10377,17 +10392,28 @@ ipt__evt_psb_pge_next(const struct pt_packet_decoder *pacdec,
 }
 
 static IPT__UNUSED int ipt__evt_psb_peek(const struct pt_event_decoder *decoder,
-					 struct ipt__evt_psb *psb)
+					 struct ipt__evt_psb *psb,
+					 struct ipt__evt_psb_memo *memo)
 {
 	const struct pt_packet_decoder *pacdec = &decoder->pacdec;
 	uintptr_t begin = (uintptr_t) pacdec->config.begin;
-	const uint8_t *pos = pacdec->pos;
+	const uint8_t *pos = pacdec->pos, *start = pos;
 	struct pt_packet packet;
 
 	if (decoder->packet.type != ppt_psb || decoder->event ||
 	    decoder->bound || decoder->placed ||
 	    decoder->evq.begin != decoder->evq.end || ipt__pkt_more(pacdec))
 		return 0;
+	/* The PSB+ @memo holds, if its bytes are all where the fast path
+	 * decodes (as far as the last, so all before it). */
+	if (memo && memo->len &&
+	    ipt__pkt_in_fast(begin, pacdec->fast, pos + memo->len - 1) &&
+	    !IPT_MEMCMP(pos, memo->bytes, memo->len)) {
+		IPT__COPY(*psb, memo->psb);
+		psb->end = pos + memo->len;
+		return !(psb->has & ipt__psb_exec) ||
+		       ipt__evt_exec_agrees(decoder, &psb->exec);
+	}
 	psb->has = 0;
 	for (;;) {
 		uint32_t has;
@@ -10406,8 +10432,15 @@ static IPT__UNUSED int ipt__evt_psb_peek(const struct pt_event_decoder *decoder,
 			continue;
 		case ppt_psbend:
 			psb->end = pos;
-			return !(psb->has & ipt__psb_fup) ||
-			       ipt__evt_psb_pge_next(pacdec, pos);
+			if (psb->has & ipt__psb_fup)
+				return ipt__evt_psb_pge_next(pacdec, pos);
+			if (memo && (size_t) (pos - start) <=
+					    sizeof(memo->bytes)) {
+				memo->len = (uint32_t) (pos - start);
+				IPT_MEMCPY(memo->bytes, start, memo->len);
+				IPT__COPY(memo->psb, *psb);
+			}
+			return 1;
 		case ppt_fup:
 			if (!pacdec->config.errata.bdm70)
 				return 0;
@@ -14968,6 +15001,8 @@ struct pt_block_decoder {
 	 * counts them. */
 	uint8_t quiet_psb;
 	uint64_t quiet_psbs;
+	/* The last PSB+ taken whole, to know the same bytes again. */
+	struct ipt__evt_psb_memo quiet_memo;
 };
 
 /* Whether the caches describe the current image (a decoder always has
@@ -16162,7 +16197,7 @@ static int ipt__blk_quiet_psb(struct pt_block_decoder *decoder)
 	if (decoder->enabled || decoder->process_insn || decoder->dark ||
 	    decoder->dark_leave || decoder->has_held ||
 	    decoder->start_status ||
-	    !ipt__evt_psb_peek(&decoder->evdec, &psb))
+	    !ipt__evt_psb_peek(&decoder->evdec, &psb, &decoder->quiet_memo))
 		return 0;
 	if ((psb.has & ipt__psb_pip) &&
 	    !ipt__blk_filter_keeps(decoder, psb.pip.cr3))
