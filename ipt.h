@@ -5801,6 +5801,15 @@ static const struct pt_packet ipt__pkt_one_byte[128] = {
 #undef IPT__ONE_BYTE
 #undef IPT__TNT8_MSB
 
+/* Whether @b, a packet's first byte, is a TNT-8, as ipt__pkt_one_byte
+ * says (an even byte from 4 up), in one test: below 4 the difference
+ * wraps to bit 31.  Its bits are those between bit 0 and its highest set
+ * bit. */
+static IPT__INLINE int ipt__pkt_is_tnt8(uint32_t b)
+{
+	return !((b - 4u) & 0x80000001u);
+}
+
 /* The IP packet (TIP, FUP, TIP.PGE or TIP.PGD) at pos, for the fast
  * path: its size, 0 for a compression the SDM reserves (the slow path's);
  * its IP payload in @ip and compression in @ipc.  The packet's size comes
@@ -10581,13 +10590,10 @@ static IPT__INLINE int ipt__evt_tnt_fill(const struct pt_event_decoder *decoder,
 
 	p->type = (enum pt_packet_type) 0;
 	while (ipt__pkt_in_fast(begin, fast, at)) {
-		/* As the packet layer decodes them (ipt__pkt_one_byte): an
-		 * even byte from 4 up is a TNT-8, its bits those between
-		 * bit 0 and its highest set bit.  One test for both: below
-		 * 4 the difference wraps to bit 31. */
+		/* As the packet layer decodes them. */
 		uint32_t b = *at, nbits;
 
-		if ((b - 4u) & 0x80000001u) {
+		if (!ipt__pkt_is_tnt8(b)) {
 			if (b)
 				break;
 			at = ipt__pkt_past_pads(begin, fast, at);
@@ -10636,8 +10642,8 @@ static IPT__INLINE int ipt__evt_tnt8_next(const struct pt_event_decoder *decoder
 	uintptr_t begin = (uintptr_t) pacdec->config.begin;
 
 	pos = ipt__pkt_past_pads(begin, pacdec->fast, pos);
-	return ipt__pkt_in_fast(begin, pacdec->fast, pos) && !(*pos & 1) &&
-	       ipt__pkt_one_byte[*pos >> 1].type == ppt_tnt_8;
+	return ipt__pkt_in_fast(begin, pacdec->fast, pos) &&
+	       ipt__pkt_is_tnt8(*pos);
 }
 
 /* The TNT, TIP, TIP.PGD or TIP.PGE packet after the one at *@pos (NULL:
