@@ -2696,12 +2696,14 @@ IPT_API int ipt_seg_stitch_next(const struct ipt_seg_split *split,
  * cache is, so that the edges and bitmap are the same with it or without.
  * It is one table allocated small on first use that grows as it fills,
  * to at most IPT_COV_MEMO_LIMIT bytes (4 MiB) or what
- * ipt_cov_set_memo_limit sets; setting a limit
- * empties it, and a limit below 16 entries (7 KiB) turns it
- * off (it returns -pte_invalid without a decoder).  Code
- * the memo covers is not read again, so the block callback, told of runs
- * recorded in the run cache, may hear of fewer runs with it than
- * without.  ipt_cov_status.memo_bits counts the TNT bits it took.
+ * ipt_cov_set_memo_limit sets (a growth where the old table and the new
+ * one do not fit in the limit together, the last one or two, frees the
+ * old one first and starts empty); setting a limit empties it, and a
+ * limit below 16 entries (7 KiB) turns it off (it returns -pte_invalid
+ * without a decoder).  Code the memo covers is not read again, so the
+ * block callback, told of runs recorded in the run cache, may hear of
+ * fewer runs with it than without.  ipt_cov_status.memo_bits counts
+ * the TNT bits it took.
  *
  * ipt_cov_decode decodes the whole trace and returns 0, or -pte_invalid.
  * An error in the trace (or code that cannot be read or decoded) costs the
@@ -24454,7 +24456,13 @@ enum {
 	 * two. */
 	IPT__COV_MEMO_BITS = 31,
 	/* The most return-stack pushes and pops one entry replays. */
-	IPT__COV_MEMO_OPS = 8
+	IPT__COV_MEMO_OPS = 8,
+	/* Once the window runs low, one-byte TNTs are read into it up to
+	 * this many bits (and a packet's more: below 58, so that 64 hold
+	 * them): one read serves several steps.  The steps' keys are the
+	 * same however far it reads: a step takes IPT__COV_MEMO_BITS bits
+	 * while that many and one more are in the window. */
+	IPT__COV_MEMO_FILL = 57
 };
 
 /* In a memo key: the bits (the first in the highest of the low 57),
@@ -25201,7 +25209,7 @@ static uint64_t ipt__cov_tnt(void *context, struct pt_block_decoder *blk,
 		while (!ahead && w.n <= IPT__COV_MEMO_BITS) {
 			if (!held.type && pos &&
 			    ipt__blk_tnt_fill(blk, &pos, &w,
-					      IPT__COV_MEMO_BITS, &held))
+					      IPT__COV_MEMO_FILL, &held))
 				break;
 			if (!held.type) {
 				held.end = pos;
