@@ -2699,12 +2699,14 @@ IPT_API int ipt_seg_stitch_next(const struct ipt_seg_split *split,
  * with it or without.
  * It is one table allocated small on first use that grows as it fills,
  * to at most IPT_COV_MEMO_LIMIT bytes (32 MiB) or what
- * ipt_cov_set_memo_limit sets; setting a limit
- * empties it, and a limit below 16 entries (7 KiB) turns it
- * off (it returns -pte_invalid without a decoder).  Code
- * the memo covers is not read again, so the block callback, told of runs
- * recorded in the run cache, may hear of fewer runs with it than
- * without.  ipt_cov_status.memo_bits counts the TNT bits it took.
+ * ipt_cov_set_memo_limit sets (a growth where the old table and the new
+ * one do not fit in the limit together, the last one or two, frees the
+ * old one first and starts empty); setting a limit empties it, and a
+ * limit below 16 entries (7 KiB) turns it off (it returns -pte_invalid
+ * without a decoder).  Code the memo covers is not read again, so the
+ * block callback, told of runs recorded in the run cache, may hear of
+ * fewer runs with it than without.  ipt_cov_status.memo_bits counts
+ * the TNT bits it took.
  *
  * ipt_cov_decode decodes the whole trace and returns 0, or -pte_invalid.
  * An error in the trace (or code that cannot be read or decoded) costs the
@@ -5804,6 +5806,15 @@ static const struct pt_packet ipt__pkt_one_byte[128] = {
 #undef IPT__ONE_BYTE
 #undef IPT__TNT8_MSB
 
+/* Whether @b, a packet's first byte, is a TNT-8, as ipt__pkt_one_byte
+ * says (an even byte from 4 up), in one test: below 4 the difference
+ * wraps to bit 31.  Its bits are those between bit 0 and its highest set
+ * bit. */
+static IPT__INLINE int ipt__pkt_is_tnt8(uint32_t b)
+{
+	return !((b - 4u) & 0x80000001u);
+}
+
 /* The IP packet (TIP, FUP, TIP.PGE or TIP.PGD) at pos, for the fast
  * path: its size, 0 for a compression the SDM reserves (the slow path's);
  * its IP payload in @ip and compression in @ipc.  The packet's size comes
@@ -7076,7 +7087,8 @@ static IPT__UNUSED int ipt__tcal_same(const struct ipt_time_cal *a,
  *        pt_evt_next() when the next event is a status event of the
  *        PSB+ whose PSB or PSBEND is current: 1 and @ev filled, or 0
  *   int  ipt__evt_psb_peek(const struct pt_event_decoder *decoder,
- *                          struct ipt__evt_psb *psb);
+ *                          struct ipt__evt_psb *psb,
+ *                          struct ipt__evt_psb_memo *memo);
  *   int  ipt__evt_psb_take(struct pt_event_decoder *decoder,
  *                          const struct ipt__evt_psb *psb, uint64_t *tsc,
  *                          uint32_t *lost_mtc, uint32_t *lost_cyc);
@@ -10364,6 +10376,20 @@ struct ipt__evt_psb {
 	struct pt_packet cbr;
 };
 
+/* The last PSB+ ipt__evt_psb_peek read, if it holds no FUP: its bytes
+ * after the PSB, up to its end (@len of them, none yet if zero), and
+ * what it read there (but @end).  The same bytes again are the same
+ * PSB+: only the decoder's state is checked against it again (the
+ * MODE.EXEC's agreement).  In a stretch of trace with tracing off the
+ * hardware writes one PSB+ after another, mostly alike. */
+enum { IPT__EVT_PSB_MEMO_BYTES = 64 };
+
+struct ipt__evt_psb_memo {
+	uint8_t bytes[IPT__EVT_PSB_MEMO_BYTES];
+	uint32_t len;
+	struct ipt__evt_psb psb;
+};
+
 /* Whether a TIP.PGE is at @pos, PADs skipped, where the packet layer's
  * fast path decodes. */
 static IPT__UNUSED int
@@ -10380,17 +10406,28 @@ ipt__evt_psb_pge_next(const struct pt_packet_decoder *pacdec,
 }
 
 static IPT__UNUSED int ipt__evt_psb_peek(const struct pt_event_decoder *decoder,
-					 struct ipt__evt_psb *psb)
+					 struct ipt__evt_psb *psb,
+					 struct ipt__evt_psb_memo *memo)
 {
 	const struct pt_packet_decoder *pacdec = &decoder->pacdec;
 	uintptr_t begin = (uintptr_t) pacdec->config.begin;
-	const uint8_t *pos = pacdec->pos;
+	const uint8_t *pos = pacdec->pos, *start = pos;
 	struct pt_packet packet;
 
 	if (decoder->packet.type != ppt_psb || decoder->event ||
 	    decoder->bound || decoder->placed ||
 	    decoder->evq.begin != decoder->evq.end || ipt__pkt_more(pacdec))
 		return 0;
+	/* The PSB+ @memo holds, if its bytes are all where the fast path
+	 * decodes (as far as the last, so all before it). */
+	if (memo && memo->len &&
+	    ipt__pkt_in_fast(begin, pacdec->fast, pos + memo->len - 1) &&
+	    !IPT_MEMCMP(pos, memo->bytes, memo->len)) {
+		IPT__COPY(*psb, memo->psb);
+		psb->end = pos + memo->len;
+		return !(psb->has & ipt__psb_exec) ||
+		       ipt__evt_exec_agrees(decoder, &psb->exec);
+	}
 	psb->has = 0;
 	for (;;) {
 		uint32_t has;
@@ -10409,8 +10446,15 @@ static IPT__UNUSED int ipt__evt_psb_peek(const struct pt_event_decoder *decoder,
 			continue;
 		case ppt_psbend:
 			psb->end = pos;
-			return !(psb->has & ipt__psb_fup) ||
-			       ipt__evt_psb_pge_next(pacdec, pos);
+			if (psb->has & ipt__psb_fup)
+				return ipt__evt_psb_pge_next(pacdec, pos);
+			if (memo && (size_t) (pos - start) <=
+					    sizeof(memo->bytes)) {
+				memo->len = (uint32_t) (pos - start);
+				IPT_MEMCPY(memo->bytes, start, memo->len);
+				IPT__COPY(memo->psb, *psb);
+			}
+			return 1;
 		case ppt_fup:
 			if (!pacdec->config.errata.bdm70)
 				return 0;
@@ -10540,35 +10584,45 @@ static IPT__INLINE int ipt__evt_tnt_fill(const struct pt_event_decoder *decoder,
 	uintptr_t begin = (uintptr_t) pacdec->config.begin;
 	size_t fast = pacdec->fast;
 	const uint8_t *at = *pos;
+	/* @w's fields but @ends in locals, added to as ipt__tnt_window_add
+	 * does: the compiler keeps them in registers (@w's it loads and
+	 * stores at each packet). */
+	uint64_t bits = w->bits, lasts = w->lasts;
+	uint32_t n = w->n, nread = w->nread;
 	unsigned int kind, ipc;
 	uint64_t ip;
-	int size;
+	int size, full = 0;
 
 	p->type = (enum pt_packet_type) 0;
-	for (;;) {
+	while (ipt__pkt_in_fast(begin, fast, at)) {
 		/* As the packet layer decodes them. */
-		const struct pt_packet *packet;
+		uint32_t b = *at, nbits;
 
-		if (!ipt__pkt_in_fast(begin, fast, at)) {
-			*pos = at;
-			return 0;
-		}
-		packet = &ipt__pkt_one_byte[*at >> 1];
-		if ((*at & 1) || packet->type != ppt_tnt_8) {
-			if (*at)
+		if (!ipt__pkt_is_tnt8(b)) {
+			if (b)
 				break;
 			at = ipt__pkt_past_pads(begin, fast, at);
 			continue;
 		}
+		nbits = (uint32_t) ipt__msb(b) - 1u;
 		at += 1;
-		ipt__tnt_window_add(w, packet->payload.tnt.payload,
-				    packet->payload.tnt.bit_size, at);
-		if (w->n > room) {
-			*pos = at;
-			return 1;
+		bits = (bits << nbits) | ((b >> 1) ^ (1u << nbits));
+		lasts = (lasts << nbits) | 1;
+		n += nbits;
+		nread += nbits;
+		w->ends[(nread - 1) % 64] = at;
+		if (n > room) {
+			full = 1;
+			break;
 		}
 	}
+	w->bits = bits;
+	w->lasts = lasts;
+	w->n = n;
+	w->nread = nread;
 	*pos = at;
+	if (full || !ipt__pkt_in_fast(begin, fast, at))
+		return full;
 
 	/* The TIPs, as ipt__pkt_fast and ipt__evt_tnt_ahead take them. */
 	kind = ipt__first_byte[*at];
@@ -10593,8 +10647,8 @@ static IPT__INLINE int ipt__evt_tnt8_next(const struct pt_event_decoder *decoder
 	uintptr_t begin = (uintptr_t) pacdec->config.begin;
 
 	pos = ipt__pkt_past_pads(begin, pacdec->fast, pos);
-	return ipt__pkt_in_fast(begin, pacdec->fast, pos) && !(*pos & 1) &&
-	       ipt__pkt_one_byte[*pos >> 1].type == ppt_tnt_8;
+	return ipt__pkt_in_fast(begin, pacdec->fast, pos) &&
+	       ipt__pkt_is_tnt8(*pos);
 }
 
 /* The TNT, TIP, TIP.PGD or TIP.PGE packet after the one at *@pos (NULL:
@@ -14958,6 +15012,8 @@ struct pt_block_decoder {
 	 * counts them. */
 	uint8_t quiet_psb;
 	uint64_t quiet_psbs;
+	/* The last PSB+ taken whole, to know the same bytes again. */
+	struct ipt__evt_psb_memo quiet_memo;
 };
 
 /* Whether the caches describe the current image (a decoder always has
@@ -16184,7 +16240,7 @@ static int ipt__blk_quiet_psb(struct pt_block_decoder *decoder)
 	if (decoder->enabled || decoder->process_insn || decoder->dark ||
 	    decoder->dark_leave || decoder->has_held ||
 	    decoder->start_status ||
-	    !ipt__evt_psb_peek(&decoder->evdec, &psb))
+	    !ipt__evt_psb_peek(&decoder->evdec, &psb, &decoder->quiet_memo))
 		return 0;
 	if ((psb.has & ipt__psb_pip) &&
 	    !ipt__blk_filter_keeps(decoder, psb.pip.cr3))
@@ -24443,7 +24499,13 @@ enum {
 	 * two. */
 	IPT__COV_MEMO_BITS = 31,
 	/* The most return-stack pushes and pops one entry replays. */
-	IPT__COV_MEMO_OPS = 8
+	IPT__COV_MEMO_OPS = 8,
+	/* Once the window runs low, one-byte TNTs are read into it up to
+	 * this many bits (and a packet's more: below 58, so that 64 hold
+	 * them): one read serves several steps.  The steps' keys are the
+	 * same however far it reads: a step takes IPT__COV_MEMO_BITS bits
+	 * while that many and one more are in the window. */
+	IPT__COV_MEMO_FILL = 57
 };
 
 /* In a memo key: the bits (the first in the highest of the low 57),
@@ -25233,7 +25295,7 @@ static IPT__INLINE uint64_t ipt__cov_tnt_with(void *context,
 		while (!ahead && w.n <= IPT__COV_MEMO_BITS) {
 			if (!held.type && pos &&
 			    ipt__blk_tnt_fill(blk, &pos, &w,
-					      IPT__COV_MEMO_BITS, &held))
+					      IPT__COV_MEMO_FILL, &held))
 				break;
 			if (!held.type) {
 				held.end = pos;

@@ -19,7 +19,8 @@
  * On traces of PSB+s that restate what the decoder knows, and of PSB+s
  * that change the mode, the CR3, the VMCS or the IP, that say tracing is
  * off, follow one another, end in an OVF or follow one, or hold time
- * packets; on random traces of PSB+s with tracing off, of every packet
+ * packets; of a PSB+ taken whole again by its bytes (ipt__evt_psb_peek's
+ * memo) after the mode changed; on random traces of PSB+s with tracing off, of every packet
  * a PSB+ may hold, in any order, with PADs between, some twice, some
  * disagreeing with the state, some errors, with and without a CR3
  * filter and iflags events; and on every trace of the conformance suites
@@ -516,6 +517,24 @@ static int scenario(struct tb *t, int which)
 		tb_ip(t, ppt_tip_pge, pt_ipc_sext_48, 0x1000);
 		tb_loop(t, 2);
 		break;
+	case 9:
+		/* Tracing off, the same PSB+ twice (the second known by its
+		 * bytes), tracing on in another mode and off again, and that
+		 * PSB+ once more: it now disagrees with the mode, a bad
+		 * status update. */
+		tb_tnt(t, 0x0, 1);
+		tb_ip(t, ppt_tip_pgd, pt_ipc_suppressed, 0);
+		tb_psb(t, 0, ptem_64bit, 0x4000, 0);
+		tb_psb(t, 0, ptem_64bit, 0x4000, 0);
+		tb_mode_exec(t, ptem_32bit);
+		tb_ip(t, ppt_tip_pge, pt_ipc_sext_48, 0x1000);
+		tb_loop(t, 2);
+		tb_tnt(t, 0x0, 1);
+		tb_ip(t, ppt_tip_pgd, pt_ipc_suppressed, 0);
+		tb_psb(t, 0, ptem_64bit, 0x4000, 0);
+		tb_psb(t, 0x1000, ptem_64bit, 0x4000, 0);
+		tb_loop(t, 2);
+		break;
 	default:
 		return 0;
 	}
@@ -727,6 +746,8 @@ int main(int argc, char **argv)
 		cov_compare(config, image, &m, pt_asid_no_cr3, name);
 		if (which == 8)
 			CHECK_EQ(blk_quiet - quiet, 1);
+		if (which == 9)
+			CHECK(blk_quiet - quiet >= 2);
 	}
 	CHECK(evt_short > 0);
 	CHECK(blk_short > 0);
