@@ -15469,7 +15469,8 @@ typedef char ipt__blk_set_lines[2 * sizeof(struct ipt__blk_run) ==
 
 static IPT__INLINE size_t ipt__blk_set_bytes_with(uint32_t want_text)
 {
-	return (size_t) IPT__RUN_WAYS * (want_text ? 3 : 1) * IPT__RUN_ALIGN / 2;
+	return (size_t) IPT__RUN_WAYS * (want_text ? 3 : 1) * IPT__RUN_ALIGN /
+	       2;
 }
 
 static size_t ipt__blk_set_bytes(const struct pt_block_decoder *decoder)
@@ -24465,12 +24466,12 @@ static IPT__INLINE void ipt__cov_reach(void *context, uint64_t ip)
  * bit), right after a compressed return whose address was pushed before
  * the entry began (the return stack's contents are not part of the key:
  * where it returns to is read off the stack when the entry is applied),
- * before a return with a not-taken bit, a missing run, a branch more instructions after the
- * entry's start or its last bit than IPT_COV_IDLE_MAX allows (the walk
- * gives up there; it asks for steps only right after a use of the
- * trace), and before the last bit of the window
- * when no TNT or TIP packet follows (the walk takes that one and applies
- * the trailing-event rules).  Whatever the entries do not cover the walk
+ * before a return with a not-taken bit, a missing run, a branch more
+ * instructions after the entry's start or its last bit than
+ * IPT_COV_IDLE_MAX allows (the walk gives up there; it asks for steps
+ * only right after a use of the trace), and before the last bit of the
+ * window when no TNT or TIP packet follows (the walk takes that one and
+ * applies the trailing-event rules).  Whatever the entries do not cover the walk
  * does as before, so the edges and the decoder's state are the walk's.
  * The last branch of a step stays pending, as the walk leaves it, until
  * the flow is seen at its destination.  Entries are tagged with the
@@ -24929,9 +24930,10 @@ ipt__cov_memo_fill(struct ipt_cov_decoder *cov, struct ipt__cov_memo *e,
 		e->exit = to;
 		e->last_from = end_ip;
 		e->last_next = next;
-		e->out_pop = (uint8_t) out_pop;
-		if (out_pop)
+		if (out_pop) {
+			e->out_pop = 1;
 			goto out;
+		}
 		chain = 0;
 		since = ninsn;
 		ip = to;
@@ -25331,8 +25333,7 @@ static IPT__INLINE uint64_t ipt__cov_tnt_with(void *context,
 		e = ipt__cov_memo_find(cov, ip, mode, bits, n, tip_step,
 				       with_ret, &ctx);
 		used = e->used;
-		/* Not to a count that wraps, as the walk; nor a return the
-		 * return stack has nothing for (the walk reports that). */
+		/* Not to a count that wraps, as the walk. */
 		if ((!used && !e->tip) ||
 		    icnt + e->ninsn_last < icnt)
 			break;

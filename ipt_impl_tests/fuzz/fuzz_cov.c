@@ -122,7 +122,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			if (ipt_cov_get_status(cov, &st) < 0)
 				fz_fail("no status", 0, 0);
 			if (st.errors - before != (uint64_t) errors)
-				fz_fail("errors differ from the block decoder's",
+				fz_fail("errors differ from the block "
+					"decoder's",
 					pass, (long) (st.errors - before));
 			before = st.errors;
 			if (stuck || st.first_error == -pte_bad_query ||

@@ -20,11 +20,11 @@
  * that change the mode, the CR3, the VMCS or the IP, that say tracing is
  * off, follow one another, end in an OVF or follow one, or hold time
  * packets; of a PSB+ taken whole again by its bytes (ipt__evt_psb_peek's
- * memo) after the mode changed; on random traces of PSB+s with tracing off, of every packet
- * a PSB+ may hold, in any order, with PADs between, some twice, some
- * disagreeing with the state, some errors, with and without a CR3
- * filter and iflags events; and on every trace of the conformance suites
- * given as
+ * memo) after the mode changed; on random traces of PSB+s with tracing
+ * off, of every packet a PSB+ may hold, in any order, with PADs between,
+ * some twice, some disagreeing with the state, some errors, with and
+ * without a CR3 filter and iflags events; and on every trace of the
+ * conformance suites given as
  * arguments (their libipt and real folders) at the event level.  Built
  * with IPT_BLK_GENERAL_PATH the short ways are off, and the counts of
  * what they took say so: the checks that they took something fail. */
