@@ -44,6 +44,11 @@
  *
  * Each pass allocates the image, section cache and decoder anew and frees
  * them at its end, so every pass starts cold: the first pass of a decoder.
+ * The allocator keeps the memory freed at a pass's end for the next
+ * (glibc: mallopt), on every thread: glibc's own thresholds give a single
+ * thread that, and would give threads' arenas fresh pages from the kernel
+ * in every pass (page faults, and unmappings that stop the other CPU),
+ * which a one-thread pass does not pay.
  * With --warm (insn, blk), one untimed pass fills the caches and every
  * timed pass decodes the trace again with the same decoder, image and
  * section cache (pt_*_sync_set back to the first pass's sync offset).  Passes repeat until
@@ -69,6 +74,9 @@
 
 #define _GNU_SOURCE
 #include <inttypes.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1199,6 +1207,12 @@ int main(int argc, char **argv)
 	long base;
 	int i, passes = 0, batch = 1;
 
+#ifdef __GLIBC__
+	/* See the header: memory stays with the process from pass to pass;
+	 * 32 MiB is the largest mmap threshold glibc takes. */
+	mallopt(M_MMAP_THRESHOLD, 32 << 20);
+	mallopt(M_TRIM_THRESHOLD, 1 << 30);
+#endif
 	for (i = 1; i < argc - 2; i++) {
 		if (!strcmp(argv[i], "--layer") && i + 1 < argc - 2)
 			layer = argv[++i];
