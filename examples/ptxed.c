@@ -41,6 +41,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -2557,48 +2558,76 @@ static int ptxed_step_error(struct ptxed_decoder *decoder,
 	return status;
 }
 
-/* One step of the loop.  Returns the error it reported last, or zero. */
-static int ptxed_step(struct ptxed_decoder *decoder,
-		      const struct ptxed_options *options,
-		      struct ptxed_stats *stats, struct ptxed_run *run)
+/* Where the output of this thread stands: the bytes in its piece's
+ * buffer (--threads); zero when it prints to stdout. */
+static size_t ptxed_mark(void)
 {
+	return ptxed_out ? ptxed_out->n : 0;
+}
+
+/* Up to @n steps of the loop (n > 0): one, or, while nothing but
+ * decoding is to be done, up to @n calls of the decoder in a loop of
+ * their own, as tight as the decoder's loop in libipt's ptxed.
+ * *before: the output mark before the last step.  Returns the steps
+ * taken. */
+static unsigned int ptxed_step(struct ptxed_decoder *decoder,
+			       const struct ptxed_options *options,
+			       struct ptxed_stats *stats, struct ptxed_run *run,
+			       unsigned int n, size_t *before)
+{
+	unsigned int taken = 0;
 	int status;
 
+	*before = ptxed_mark();
 	switch (run->phase) {
 	case ptxed_phase_done:
-		return 0;
+		return 1;
 
 	case ptxed_phase_sync:
 		ptxed_step_sync(decoder, run);
-		return 0;
+		return 1;
 
 	case ptxed_phase_run:
 		break;
 	}
 
 	status = run->status;
-	if (status < 0)
-		return ptxed_step_error(decoder, options, run);
+	if (status < 0) {
+		(void) ptxed_step_error(decoder, options, run);
+		return 1;
+	}
 
 	if (status & pts_event_pending) {
 		run->status = handle_one_event(decoder, options, &run->time);
-		return 0;
+		return 1;
 	}
 
 	if (status & pts_eos) {
 		if (!(status & pts_ip_suppressed) && !options->quiet)
 			oprint("[end of trace]\n");
 		run->phase = ptxed_phase_done;
-		return 0;
+		return 1;
 	}
 
-	if (decoder->type == pdt_insn_decoder)
-		run->status = decode_one_insn(decoder, options, stats,
-					      &run->insn, run->time);
-	else
-		run->status = decode_one_block(decoder, options, stats,
-					       &run->block, run->time);
-	return 0;
+	/* A status without an event, an error or the end: the next step
+	 * is one more call of the decoder, and so on. */
+	if (decoder->type == pdt_insn_decoder) {
+		do {
+			*before = ptxed_mark();
+			status = decode_one_insn(decoder, options, stats,
+						 &run->insn, run->time);
+		} while (++taken < n && status >= 0 &&
+			 !(status & (pts_event_pending | pts_eos)));
+	} else {
+		do {
+			*before = ptxed_mark();
+			status = decode_one_block(decoder, options, stats,
+						  &run->block, run->time);
+		} while (++taken < n && status >= 0 &&
+			 !(status & (pts_event_pending | pts_eos)));
+	}
+	run->status = status;
+	return taken;
 }
 
 static void decode(struct ptxed_decoder *decoder,
@@ -2606,10 +2635,12 @@ static void decode(struct ptxed_decoder *decoder,
 		   struct ptxed_stats *stats)
 {
 	struct ptxed_run run;
+	size_t before;
 
 	ptxed_run_init(&run);
 	while (run.phase != ptxed_phase_done)
-		(void) ptxed_step(decoder, options, stats, &run);
+		(void) ptxed_step(decoder, options, stats, &run, UINT_MAX,
+				  &before);
 }
 
 static int alloc_decoder(struct ptxed_decoder *decoder,
@@ -2876,11 +2907,13 @@ static int ptxed_loop_step(void *arg, unsigned int n, uint64_t *mark)
 	struct ptxed_stats *stats = options->print_stats ? &l->stats : NULL;
 
 	ptxed_out = l->out;
-	while (n--) {
-		size_t out = l->out->n;
+	while (n) {
 		int status = l->run.status;
+		size_t out;
 
-		(void) ptxed_step(&l->decoder, options, stats, &l->run);
+		/* A second decode prints between steps. */
+		n -= ptxed_step(&l->decoder, options, stats, &l->run,
+				l->stream ? 1 : n, &out);
 		if (l->stream) {
 			if (l->out->failed)
 				return ipt_seg_done;
