@@ -221,6 +221,21 @@ static int ptxed_read_memory(uint8_t *buffer, size_t size,
 			      size, ip);
 }
 
+/* Make @image read @mem through ptxed_read_memory.  The code is in
+ * memory already, so the image keeps no page cache, which would only copy
+ * it again (and take the pages for the copy from the kernel). */
+static int ptxed_image_use(struct pt_image *image,
+			   const struct ptxed_memory *mem)
+{
+	int errcode;
+
+	errcode = pt_image_set_callback(image, ptxed_read_memory,
+					(void *) mem);
+	if (errcode < 0)
+		return errcode;
+	return ipt_image_set_cache_limit(image, 0);
+}
+
 /* Take ownership of @bytes. */
 static int ptxed_mem_add(struct ptxed_memory *mem, uint8_t *bytes,
 			 uint64_t size, uint64_t vaddr)
@@ -768,8 +783,7 @@ static int ptxed_use_callback(struct ptxed_decoder *decoder,
 	if (decoder->callback_set)
 		return 0;
 
-	errcode = pt_image_set_callback(image, ptxed_read_memory,
-					&decoder->memory);
+	errcode = ptxed_image_use(image, &decoder->memory);
 	if (errcode < 0)
 		return errcode;
 
@@ -2718,9 +2732,10 @@ static int alloc_decoder(struct ptxed_decoder *decoder,
  * printing as it goes.  The output is what one decoder prints,
  * whatever the number of threads.
  *
- * One image for all threads, without a page cache (see ipt.h's
- * >>api-img-ext), measured as fast as an image per thread; the image per
- * thread is kept because it works with any read callback. */
+ * Each thread's image reads ptxed's memory without a page cache
+ * (ptxed_image_use).  One image for all threads (see ipt.h's
+ * >>api-img-ext) measured as fast; the image per thread is kept because
+ * it works with any read callback. */
 
 /* Pieces per thread: enough that the threads end about together and that
  * the pieces printed late stay small. */
@@ -3076,8 +3091,7 @@ static int ptxed_rerun(struct ptxed_pool *pool, size_t idx, uint64_t skip,
 	errcode = -pte_nomem;
 	if (loop.image &&
 	    (!pool->main->callback_set ||
-	     pt_image_set_callback(loop.image, ptxed_read_memory,
-				   (void *) &pool->main->memory) >= 0))
+	     ptxed_image_use(loop.image, &pool->main->memory) >= 0))
 		errcode = ipt_seg_rerun(pool->split, idx, &loop);
 	ptxed_out = NULL;
 	if (!errcode && buf.failed)
@@ -3205,9 +3219,8 @@ static int decode_threads(const struct ptxed_decoder *decoder,
 			break;
 		}
 		if (decoder->callback_set)
-			errcode = pt_image_set_callback(
-				w->image, ptxed_read_memory,
-				(void *) &decoder->memory);
+			errcode = ptxed_image_use(w->image,
+						  &decoder->memory);
 		w->loop.pool = w->probe.pool = &pool;
 		w->loop.image = w->probe.image = w->image;
 		w->probe.out = &w->probe_out;
