@@ -1247,7 +1247,7 @@ static struct ptxed_xed_error ptxed_zydis_error(ZyanStatus status)
  * relative branch (taken or not: a conditional branch ends a block, so the
  * guess is never used) and for JMPABS, else the next instruction. */
 static int ptxed_next_ip(uint64_t *pip, const struct ptxed_dis *dis,
-			 uint64_t ip)
+			 uint64_t ip, enum pt_exec_mode mode)
 {
 	uint8_t length;
 
@@ -1280,6 +1280,11 @@ static int ptxed_next_ip(uint64_t *pip, const struct ptxed_dis *dis,
 		break;
 	}
 
+	/* Outside 64-bit mode the IP wraps at 4 GiB, as the decoders have
+	 * it, so that an error's address reads the same whether a block
+	 * ends before it or holds the instruction that leads there. */
+	if (mode == ptem_16bit || mode == ptem_32bit)
+		ip &= 0xffffffffull;
 	*pip = ip;
 	return 0;
 }
@@ -2006,7 +2011,7 @@ static void diagnose_insn(const struct ptxed_decoder *decoder,
 		zs = ptxed_decode(decoder, &dis, insn->mode, insn->raw,
 				  insn->size);
 		if (ZYAN_SUCCESS(zs))
-			(void) ptxed_next_ip(&ip, &dis, ip);
+			(void) ptxed_next_ip(&ip, &dis, ip, insn->mode);
 	}
 
 	diagnose(decoder, ip, errtype, errcode);
@@ -2273,7 +2278,8 @@ static void diagnose_block(const struct ptxed_decoder *decoder,
 						  insn.raw, insn.size);
 				if (ZYAN_SUCCESS(zs))
 					(void) ptxed_next_ip(&ip, &dis,
-							     insn.ip);
+							     insn.ip,
+							     block->mode);
 			}
 		}
 	}
@@ -2346,7 +2352,7 @@ static void print_block(const struct ptxed_decoder *decoder,
 		if (!ninsn)
 			break;
 
-		errcode = ptxed_next_ip(&ip, &dis, ip);
+		errcode = ptxed_next_ip(&ip, &dis, ip, block->mode);
 		if (errcode < 0) {
 			diagnose(decoder, ip, "reconstruct error", errcode);
 			break;
@@ -2397,7 +2403,7 @@ static void check_block(const struct ptxed_decoder *decoder,
 			return;
 		}
 
-		errcode = ptxed_next_ip(&ip, &dis, ip);
+		errcode = ptxed_next_ip(&ip, &dis, ip, block->mode);
 		if (errcode < 0) {
 			oprint("[%" PRIx64 ", %" PRIx64 ": error: %s]\n",
 			       offset, ip, pt_errstr(pt_errcode(errcode)));
