@@ -673,10 +673,12 @@ static int preprocess_filename(char *filename, uint64_t *offset,
 }
 
 /* Read [@offset; @offset + @size) of @filename, or up to its end if @size
- * is zero, into a new buffer.  Prints what went wrong and returns -1 on
- * failure. */
+ * is zero, into a new buffer.  With @clamp, a range past the file's end
+ * ends there, as a file section's does (code); without, it is an error
+ * (the trace).  Prints what went wrong and returns -1 on failure. */
 static int load_file(uint8_t **buffer, size_t *psize, const char *filename,
-		     uint64_t offset, uint64_t size, const char *prog)
+		     uint64_t offset, uint64_t size, int clamp,
+		     const char *prog)
 {
 	uint8_t *content;
 	FILE *file;
@@ -714,13 +716,15 @@ static int load_file(uint8_t **buffer, size_t *psize, const char *filename,
 	if (size) {
 		uint64_t range_end = offset + size;
 
-		if ((uint64_t) end < range_end || range_end < offset) {
+		if (range_end < offset ||
+		    ((uint64_t) end < range_end && !clamp)) {
 			fprintf(stderr, "%s: bad range 0x%" PRIx64 " in %s.\n",
 				prog, range_end, filename);
 			goto err_file;
 		}
 
-		end = (long) range_end;
+		if (range_end < (uint64_t) end)
+			end = (long) range_end;
 	}
 
 	fsize = end - begin;
@@ -765,7 +769,7 @@ static int load_pt(struct pt_config *config, char *arg, const char *prog)
 		return -1;
 	}
 
-	errcode = load_file(&buffer, &size, arg, foffset, fsize, prog);
+	errcode = load_file(&buffer, &size, arg, foffset, fsize, 0, prog);
 	if (errcode < 0)
 		return errcode;
 
@@ -805,7 +809,7 @@ static int ptxed_add_code(struct ptxed_decoder *decoder,
 		int errcode;
 
 		errcode = load_file(&buffer, &bsize, filename, offset, size,
-				    prog);
+				    1, prog);
 		if (errcode < 0)
 			return -pte_bad_file;
 
@@ -3410,6 +3414,42 @@ static int ptxed_filter_option(struct pt_config *config,
 
 /* ---- main ---- */
 
+/* Whether the command line shows where blocks of code in file sections
+ * end: the block decoder (the default, or the last of --insn-decoder and
+ * --block-decoder) with --block:show-blocks or counting blocks (--stat
+ * alone, or --stat:blocks), or either decoder with --offset (the offset
+ * moves on block by block), and no --ipt:callback.  There a block ends
+ * where libipt's block cache would end it, and that cache holds what
+ * the decoder met before (see README.md, "Differences from libipt"): a
+ * decoder that starts at a PSB in the middle of the trace may end its
+ * blocks elsewhere, so --threads decodes such output on one thread,
+ * with file sections as one thread has them. */
+static int ptxed_file_blocks(int argc, char **argv)
+{
+	int i, block = 1, shown = 0, stat = 0, sel = 0, blocks = 0;
+	int offset = 0;
+
+	for (i = 1; i < argc; ++i) {
+		if (!strcmp(argv[i], "--ipt:callback"))
+			return 0;
+		if (!strcmp(argv[i], "--insn-decoder"))
+			block = 0;
+		else if (!strcmp(argv[i], "--block-decoder"))
+			block = 1;
+		else if (!strcmp(argv[i], "--block:show-blocks"))
+			shown = 1;
+		else if (!strcmp(argv[i], "--stat"))
+			stat = 1;
+		else if (!strcmp(argv[i], "--stat:insn"))
+			sel = 1;
+		else if (!strcmp(argv[i], "--stat:blocks"))
+			sel = blocks = 1;
+		else if (!strcmp(argv[i], "--offset"))
+			offset = 1;
+	}
+	return offset || (block && (shown || blocks || (stat && !sel)));
+}
+
 int main(int argc, char *argv[])
 {
 	struct ptxed_decoder decoder;
@@ -3455,11 +3495,14 @@ int main(int argc, char *argv[])
 		    strtoul(argv[i + 1], NULL, 0) > 1)
 			decoder.use_callback = 1;
 	}
-	/* Sideband keeps one thread (below) and its own images. */
+	/* Sideband keeps one thread (below) and its own images; so do
+	 * blocks shown from file sections (ptxed_file_blocks). */
 	for (i = 1; i < argc; ++i)
 		if (!strncmp(argv[i], "--pevent", 8) ||
 		    !strncmp(argv[i], "--sb", 4))
 			decoder.use_callback = 0;
+	if (ptxed_file_blocks(argc, argv))
+		decoder.use_callback = 0;
 #ifdef IPT_NO_STDIO
 	decoder.use_callback = 1;
 #endif
@@ -3851,9 +3894,12 @@ int main(int argc, char *argv[])
 			stats.flags |= ptxed_stat_blocks;
 	}
 
-	/* Block numbers count from the start of the trace, and sideband
-	 * switches the images: one thread for them. */
-	if ((options.track_blocks && options.print_stats) || sideband)
+	/* Block numbers count from the start of the trace, sideband
+	 * switches the images, and blocks in file sections end where the
+	 * decoder's past says: one thread for them.  (Threads read code
+	 * through the callback.) */
+	if ((options.track_blocks && options.print_stats) || sideband ||
+	    !decoder.use_callback)
 		threads = 1;
 
 	if (threads > 1) {
