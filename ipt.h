@@ -13147,7 +13147,7 @@ IPT_DEF int pt_image_add_cached(struct pt_image *image,
  *    length decoder may still find a length; valid code decodes alike.
  *  - Zydis 4.0 does not know ERETS (F2 0F 01 CA), ERETU (F3 0F 01 CA) or
  *    JMPABS (REX2 D5 with M0=W=0, then A1 and a 64-bit target; 64-bit mode
- *    only).  These fixed encodings, and MOV to CRn with REX2, are
+ *    only; a REX right before REX2 makes it #UD).  These fixed encodings, and MOV to CRn with REX2, are
  *    recognized here when Zydis rejects them; other REX2 (APX)
  *    instructions are -pte_bad_insn.  UIRET is Zydis'.  Other instructions
  *    newer than Zydis 4.0 are -pte_bad_insn too, where libipt decodes their
@@ -13651,6 +13651,10 @@ static int ipt__ild_late(struct ipt__ild *ild, const uint8_t *raw,
 	if (raw[i] == 0xd5 && mode == ptem_64bit) {
 		uint8_t payload;
 
+		/* REX right before REX2 is #UD (a REX with a legacy prefix
+		 * after it is ignored, as always). */
+		if (i && (raw[i - 1] & 0xf0) == 0x40)
+			return -pte_bad_insn;
 		if (i + 1 == max)
 			return 0;
 		/* REX2 payload: M0 (bit 7) selects the map, R4 and R3 are

@@ -1111,7 +1111,8 @@ struct ptxed_dis {
 };
 
 /* Skip the legacy prefixes other than operand and address size, which
- * none of the newer instructions allows.  Returns their number. */
+ * none of the newer instructions allows, and REX.  Returns their
+ * number. */
 static uint8_t ptxed_skip_prefixes(const uint8_t *raw, uint8_t size,
 				   int keep_rep)
 {
@@ -1134,6 +1135,9 @@ static uint8_t ptxed_skip_prefixes(const uint8_t *raw, uint8_t size,
 		case 0x65:
 			continue;
 		}
+		/* REX (these are 64-bit instructions). */
+		if ((raw[pos] & 0xf0) == 0x40)
+			continue;
 		break;
 	}
 
@@ -1152,9 +1156,10 @@ static ZyanStatus ptxed_decode_newer(struct ptxed_dis *dis,
 	memset(&dis->insn, 0, sizeof(dis->insn));
 	dis->target = 0ull;
 
+	/* REX right before REX2 is #UD. */
 	pos = ptxed_skip_prefixes(raw, size, 0);
 	if (pos + 11 <= size && raw[pos] == 0xd5 && !(raw[pos + 1] & 0x88) &&
-	    raw[pos + 2] == 0xa1) {
+	    raw[pos + 2] == 0xa1 && !(pos && (raw[pos - 1] & 0xf0) == 0x40)) {
 		dis->newer = pxn_jmpabs;
 		dis->insn.length = (uint8_t) (pos + 11);
 		dis->insn.mnemonic = ZYDIS_MNEMONIC_JMP;

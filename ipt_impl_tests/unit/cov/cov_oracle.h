@@ -287,9 +287,20 @@ ORACLE_FN void oracle_block(struct oracle *o, const struct pt_block *b)
 							(ZyanUSize) size,
 							&zi))) {
 		/* Zydis 4 lacks JMPABS (REX2 D5 with W0, A1, imm64): a jump
-		 * whose target the trace gives. */
-		if (b->iclass == ptic_jump && raw[0] == 0xd5 &&
-		    !(raw[1] & 0x88) && raw[2] == 0xa1)
+		 * whose target the trace gives.  Segment, LOCK and REP
+		 * prefixes may come first, and REX before one of those;
+		 * REX right before REX2 is #UD. */
+		int i = 0;
+
+		while (i + 3 < size &&
+		       (raw[i] == 0x26 || raw[i] == 0x2e || raw[i] == 0x36 ||
+			raw[i] == 0x3e || raw[i] == 0x64 || raw[i] == 0x65 ||
+			raw[i] == 0xf0 || raw[i] == 0xf2 || raw[i] == 0xf3 ||
+			(raw[i] & 0xf0) == 0x40))
+			++i;
+		if (b->iclass == ptic_jump && i + 3 < size &&
+		    raw[i] == 0xd5 && !(i && (raw[i - 1] & 0xf0) == 0x40) &&
+		    !(raw[i + 1] & 0x88) && raw[i + 2] == 0xa1)
 			o->kind = ipt_cov_jump;
 		return;
 	}

@@ -156,6 +156,13 @@ static const struct ild_case cases[] = {
 	  IPT__INST_INVALID, NODISP },
 	{ M32, "d5 00 a1 0d 10 00 00 00 00 00 00", 2, ptic_other,
 	  IPT__INST_INVALID, NODISP },
+	/* REX right before REX2 is #UD; a REX a legacy prefix follows is
+	 * ignored */
+	{ M64, "4c d5 00 a1 0d 10 00 00 00 00 00 00", BAD, ptic_error,
+	  IPT__INST_INVALID, NODISP },
+	{ M64, "4c 2e d5 00 a1 0d 10 00 00 00 00 00 00", 13, ptic_jump,
+	  IPT__INST_JMPABS, 0x100d },
+	{ M64, "4c d5 80 22 d8", BAD, ptic_error, IPT__INST_INVALID, NODISP },
 	/* MOV to CR3 with REX2 (M0=1); REX2.R3 makes it CR11 */
 	{ M64, "d5 80 22 18", 4, ptic_other, IPT__INST_MOV_CR3, NODISP },
 	{ M64, "d5 80 22 d8", 4, ptic_other, IPT__INST_MOV_CR3, NODISP },
