@@ -24801,23 +24801,22 @@ ipt__cov_memo_fill(struct ipt_cov_decoder *cov, struct ipt__cov_memo *e,
 	uint64_t end_ip = 0, next = 0;
 	/* The entry's pushes not popped yet, by their op number. */
 	uint8_t stack[IPT__COV_MEMO_OPS];
-	/* The entry as of the bit before the last. */
+	/* The entry as of the last bit taken, and of the bit before, kept
+	 * here and written to @e once at its end: a new entry's memory is
+	 * most likely not in the cache, and what is only written there does
+	 * not wait for it.  Nothing taken yet: a TIP's branch reached
+	 * before any bit replays only the operations found on the way, and
+	 * a step back to no bit restores these. */
+	uint64_t exit_ip = 0, from_ip = 0, next_ip = 0;
+	uint64_t ret = 0, nt = 0, count = 0;
 	uint64_t prev_exit = 0, prev_next = 0, prev_from = 0;
-	uint8_t prev_nops = 0, prev_pops = 0;
+	uint64_t span_lo = UINT64_MAX, span_hi = 0;
+	uint32_t e_nops = 0, e_pops = 0, prev_nops = 0, prev_pops = 0;
 
-	/* Nothing taken yet: a TIP's branch reached before any bit replays
-	 * only the operations found on the way, and a step back to no bit
-	 * restores these. */
-	e->used = 0;
-	e->tip = 0;
-	e->out_pop = 0;
-	e->nops = 0;
-	e->pops = 0;
-	e->span_lo = UINT64_MAX;
-	e->span_hi = 0;
 	for (;;) {
 		uint64_t to;
 		uint32_t bit;
+		enum ipt_cov_kind kind;
 
 		mask = 1ull << used;
 		run = ipt__blk_run_find(blk, ip, mode, NULL);
@@ -24835,10 +24834,10 @@ ipt__cov_memo_fill(struct ipt_cov_decoder *cov, struct ipt__cov_memo *e,
 		next = ipt__ip_in_mode(mode, end_ip + run->isize);
 		bit = used < n ? (uint32_t) ((bits >> (n - 1 - used)) & 1) : 0;
 		if (used == n) {
-			if (run->ip < e->span_lo)
-				e->span_lo = run->ip;
-			if (end_ip > e->span_hi)
-				e->span_hi = end_ip;
+			if (run->ip < span_lo)
+				span_lo = run->ip;
+			if (end_ip > span_hi)
+				span_hi = end_ip;
 		}
 
 		switch ((enum ipt__run_kind) run->kind) {
@@ -24846,10 +24845,11 @@ ipt__cov_memo_fill(struct ipt_cov_decoder *cov, struct ipt__cov_memo *e,
 			if (used == n)
 				goto out;
 			to = bit ? ipt__blk_run_target(run, mode, next) : next;
-			e->ret &= ~mask;
-			e->nt &= ~mask;
-			if (to == next)
-				e->nt |= mask;
+			kind = ipt_cov_taken;
+			if (to == next) {
+				nt |= mask;
+				kind = ipt_cov_not_taken;
+			}
 			break;
 
 		case ipt__run_ret:
@@ -24874,7 +24874,8 @@ ipt__cov_memo_fill(struct ipt_cov_decoder *cov, struct ipt__cov_memo *e,
 			}
 			pops |= 1u << nops;
 			e->op[nops++] = 0;
-			e->ret |= mask;
+			ret |= mask;
+			kind = ipt_cov_return;
 			break;
 
 		case ipt__run_dcall:
@@ -24914,26 +24915,21 @@ ipt__cov_memo_fill(struct ipt_cov_decoder *cov, struct ipt__cov_memo *e,
 		 * those that count). */
 		e->counted[used] = ipt__cov_index(end_ip, to);
 		e->ninsn[used] = ninsn;
-		e->count &= ~mask;
-		if (ipt__cov_counts(cov, end_ip, to,
-				    ipt__cov_memo_kind(e, used)))
-			e->count |= mask;
-		prev_exit = e->exit;
-		prev_next = e->last_next;
-		prev_from = e->last_from;
-		prev_nops = e->nops;
-		prev_pops = e->pops;
+		if (ipt__cov_counts(cov, end_ip, to, kind))
+			count |= mask;
+		prev_exit = exit_ip;
+		prev_next = next_ip;
+		prev_from = from_ip;
+		prev_nops = e_nops;
+		prev_pops = e_pops;
 		used += 1;
-		e->used = (uint8_t) used;
-		e->nops = (uint8_t) nops;
-		e->pops = (uint8_t) pops;
-		e->exit = to;
-		e->last_from = end_ip;
-		e->last_next = next;
-		if (out_pop) {
-			e->out_pop = 1;
-			goto out;
-		}
+		e_nops = nops;
+		e_pops = pops;
+		exit_ip = to;
+		from_ip = end_ip;
+		next_ip = next;
+		if (out_pop)
+			break;
 		chain = 0;
 		since = ninsn;
 		ip = to;
@@ -24942,15 +24938,17 @@ ipt__cov_memo_fill(struct ipt_cov_decoder *cov, struct ipt__cov_memo *e,
 out:
 	/* Asked for a TIP and not there: the last bit is the walk's. */
 	if (tip && used == n && used) {
-		e->used = (uint8_t) (used - 1);
-		e->out_pop = 0;
-		e->exit = prev_exit;
-		e->last_from = prev_from;
-		e->last_next = prev_next;
-		e->nops = prev_nops;
-		e->pops = prev_pops;
+		used -= 1;
+		out_pop = 0;
+		exit_ip = prev_exit;
+		from_ip = prev_from;
+		next_ip = prev_next;
+		e_nops = prev_nops;
+		e_pops = prev_pops;
 	}
-	return;
+	e->tip = 0;
+	e->out_pop = (uint8_t) out_pop;
+	goto done;
 
 tip_branch:
 	/* The branch that takes the TIP, as the walk takes it: a call
@@ -24962,16 +24960,29 @@ tip_branch:
 	}
 	if (edges)
 		edges->from[used] = end_ip;
-	e->last_from = end_ip;
+	from_ip = end_ip;
+	next_ip = next;
+	e_nops = nops;
 	e->ninsn[used] = ninsn;
 	e->tip_kind = (uint16_t) ipt__cov_kind_of(
 		(enum pt_insn_class) run->iclass);
-	e->count &= ~mask;
 	if (ipt__cov_counts(cov, end_ip, 0, (enum ipt_cov_kind) e->tip_kind))
-		e->count |= mask;
-	e->nops = (uint8_t) nops;
-	e->last_next = next;
+		count |= mask;
 	e->tip = 1;
+	e->out_pop = 0;
+
+done:
+	e->used = (uint8_t) used;
+	e->nops = (uint8_t) e_nops;
+	e->pops = (uint8_t) e_pops;
+	e->exit = exit_ip;
+	e->last_from = from_ip;
+	e->last_next = next_ip;
+	e->ret = ret;
+	e->nt = nt;
+	e->count = count;
+	e->span_lo = span_lo;
+	e->span_hi = span_hi;
 }
 
 /* Move the entry @e, in its first place, to its second, over what is
