@@ -25061,17 +25061,26 @@ static IPT__NOINLINE void ipt__cov_memo_move(struct ipt_cov_decoder *cov,
  * a loop one edge is most of them. */
 static IPT__NOINLINE void ipt__cov_memo_merge(struct ipt__cov_memo *e)
 {
+	/* Bit i: a place kept has an index whose low six bits are i.  An
+	 * index without its bit there is new, not looked for. */
+	uint64_t low = 0;
 	uint32_t i, j, nplace = 0;
 
 	for (i = 0; i < e->nplace; ++i) {
-		for (j = 0; j < nplace; ++j)
-			if (e->counted[j] == e->counted[i])
-				break;
-		if (j < nplace) {
-			e->times[j] += e->times[i];
-			continue;
+		uint32_t index = e->counted[i];
+		uint64_t bit = 1ull << (index & 63);
+
+		if (low & bit) {
+			for (j = 0; j < nplace; ++j)
+				if (e->counted[j] == index)
+					break;
+			if (j < nplace) {
+				e->times[j] += e->times[i];
+				continue;
+			}
 		}
-		e->counted[nplace] = e->counted[i];
+		low |= bit;
+		e->counted[nplace] = index;
 		e->times[nplace++] = e->times[i];
 	}
 	e->nplace = (uint8_t) nplace;
