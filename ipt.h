@@ -24154,9 +24154,10 @@ struct ipt_cov_decoder {
 
 	/* The TNT memo (see "taking TNT bits in bulk"): @nmemo entries at
 	 * @memo (none yet, or none to be had, if NULL), and with an edge
-	 * callback as many at @memo_edges, at most @memo_limit bytes in
-	 * all, @memo_used of them in use (counted from zero again when
-	 * it cannot grow).
+	 * callback as many at @memo_edges (and a spare one at the end of
+	 * each), at most @memo_limit bytes in all, @memo_used of them in
+	 * use (counted from zero again when it cannot grow, set to half of
+	 * them to ask it to grow).
 	 * @memo is in @memo_block, at its first 64-byte line.
 	 * @memo_ctx is the block decoder's last context number when the
 	 * memo was last used, to see the numbers start over. */
@@ -24168,6 +24169,11 @@ struct ipt_cov_decoder {
 	uint32_t memo_used;
 	uint32_t memo_failed;
 	uint32_t memo_ctx;
+	/* The filter of keys of a memo of its first size (see
+	 * ipt__cov_memo_nseen), after the spare entry, and how many keys it
+	 * has taken in since the memo last grew or was asked to. */
+	uint32_t *memo_seen;
+	uint32_t memo_fresh;
 	/* A compressed return from before an entry was seen: the walk
 	 * takes such returns in entries from now on (ipt__cov_tnt_ret). */
 	uint32_t memo_out_pop;
@@ -24491,7 +24497,9 @@ static IPT__INLINE void ipt__cov_reach(void *context, uint64_t ip)
  * goes in its first if it is free, else in its second if that is;
  * else in its first, and the one there moves to its own second (over
  * what is there), so that keys that share a first place, often in the
- * same loop, do not push each other out in turn. */
+ * same loop, do not push each other out in turn.  While the memo is of
+ * its first size, a key gets an entry only when it comes a second time
+ * (ipt__cov_memo_find): code that runs once leaves it at that size. */
 
 enum {
 	/* The most TNT bits one entry covers (and thus edges): at most 57,
@@ -24602,11 +24610,38 @@ struct ipt__cov_memo_edges {
  * a 64-byte line. */
 enum { IPT__COV_MEMO_SLACK = 63 };
 
+enum {
+	/* The entries a memo starts with (or all the limit holds, if
+	 * fewer). */
+	IPT__COV_MEMO_FIRST = 256,
+	/* The tags per entry of the filter of keys a memo of its first
+	 * size has (see ipt__cov_memo_find). */
+	IPT__COV_MEMO_SEEN = 4
+};
+
+/* The filter's tags in a memo of @n entries: as many as in one of its
+ * first size once it has grown (and no longer uses them), so that a
+ * larger memo never takes fewer bytes. */
+static uint32_t ipt__cov_memo_nseen(uint32_t n)
+{
+	return (n < IPT__COV_MEMO_FIRST ? n : (uint32_t) IPT__COV_MEMO_FIRST) *
+	       IPT__COV_MEMO_SEEN;
+}
+
 /* The bytes of a block that holds @n memo entries from its first 64-byte
- * line. */
+ * line, the spare entry a key is walked into without an entry, and the
+ * filter. */
 static size_t ipt__cov_memo_bytes(uint32_t n)
 {
-	return (size_t) n * sizeof(struct ipt__cov_memo) + IPT__COV_MEMO_SLACK;
+	return ((size_t) n + 1u) * sizeof(struct ipt__cov_memo) +
+	       (size_t) ipt__cov_memo_nseen(n) * sizeof(uint32_t) +
+	       IPT__COV_MEMO_SLACK;
+}
+
+/* The bytes of the edges of @n memo entries and the spare one. */
+static size_t ipt__cov_memo_edges_bytes(uint32_t n)
+{
+	return ((size_t) n + 1u) * sizeof(struct ipt__cov_memo_edges);
 }
 
 static void ipt__cov_memo_free(struct ipt_cov_decoder *cov)
@@ -24616,9 +24651,10 @@ static void ipt__cov_memo_free(struct ipt_cov_decoder *cov)
 			  ipt__cov_memo_bytes(cov->nmemo));
 	if (cov->memo_edges)
 		ipt__free(ipt__blk_allocator(&cov->blk), cov->memo_edges,
-			  (size_t) cov->nmemo * sizeof(*cov->memo_edges));
+			  ipt__cov_memo_edges_bytes(cov->nmemo));
 	cov->memo = NULL;
 	cov->memo_edges = NULL;
+	cov->memo_seen = NULL;
 	cov->nmemo = 0;
 	cov->memo_failed = 0;
 }
@@ -24655,32 +24691,48 @@ static void ipt__cov_memo_clear(struct ipt_cov_decoder *cov)
 		cov->memo[i].ctx = 0;
 		cov->memo[i].key = 0;
 	}
+	for (i = 0; i < ipt__cov_memo_nseen(cov->nmemo); ++i)
+		cov->memo_seen[i] = 0;
 	cov->memo_used = 0;
+	cov->memo_fresh = 0;
 }
 
-/* The bytes of one memo entry, with its edges if the decoder keeps
- * them. */
-static size_t ipt__cov_memo_size(const struct ipt_cov_decoder *cov)
+/* The bytes of a memo of @n entries, with their edges if the decoder
+ * keeps them (none for none). */
+static uint64_t ipt__cov_memo_total(const struct ipt_cov_decoder *cov,
+				    uint32_t n)
 {
-	return sizeof(*cov->memo) +
-	       (cov->config.edge ? sizeof(*cov->memo_edges) : 0);
+	if (!n)
+		return 0;
+	return ipt__cov_memo_bytes(n) +
+	       (cov->config.edge ? ipt__cov_memo_edges_bytes(n) : 0);
 }
 
 /* The most entries the limit holds, up to 2^24 (zero below 16: no
  * memo). */
 static uint32_t ipt__cov_memo_most(const struct ipt_cov_decoder *cov)
 {
-	uint64_t want = cov->memo_limit > IPT__COV_MEMO_SLACK ?
-		(cov->memo_limit - IPT__COV_MEMO_SLACK) /
-			ipt__cov_memo_size(cov) : 0;
+	/* Each entry's bytes, and those of the memo of none, in a memo
+	 * larger than its first size, else in one that size or less. */
+	uint32_t big = IPT__COV_MEMO_FIRST + 1;
+	uint64_t each = ipt__cov_memo_total(cov, big + 1) -
+			ipt__cov_memo_total(cov, big);
+	uint64_t base = ipt__cov_memo_total(cov, big) - big * each;
+	uint64_t want = cov->memo_limit > base ?
+		(cov->memo_limit - base) / each : 0;
+
+	if (want <= IPT__COV_MEMO_FIRST) {
+		each = ipt__cov_memo_total(cov, 2) -
+		       ipt__cov_memo_total(cov, 1);
+		base = ipt__cov_memo_total(cov, 1) - each;
+		want = cov->memo_limit > base ?
+			(cov->memo_limit - base) / each : 0;
+	}
 
 	if (want < 16)
 		return 0;
 	return want < (1u << 24) ? (uint32_t) want : (1u << 24);
 }
-
-/* The entries a memo starts with (or all the limit holds, if fewer). */
-enum { IPT__COV_MEMO_FIRST = 256 };
 
 /* Allocate @n entries for the memo, empty, the entries of the one before
  * (if any) carried over to the first or second place free for them;
@@ -24695,8 +24747,8 @@ static int ipt__cov_memo_resize(struct ipt_cov_decoder *cov, uint32_t n)
 	void *block, *old_block = cov->memo_block;
 	uint32_t nold = cov->nmemo, i;
 
-	if ((uint64_t) (n + nold) * ipt__cov_memo_size(cov) +
-		    2u * IPT__COV_MEMO_SLACK > cov->memo_limit) {
+	if (ipt__cov_memo_total(cov, n) + ipt__cov_memo_total(cov, nold) >
+	    cov->memo_limit) {
 		ipt__cov_memo_free(cov);
 		old = NULL;
 		old_edges = NULL;
@@ -24705,7 +24757,7 @@ static int ipt__cov_memo_resize(struct ipt_cov_decoder *cov, uint32_t n)
 	block = ipt__alloc_cache(a, ipt__cov_memo_bytes(n));
 	if (block && cov->config.edge) {
 		edges = (struct ipt__cov_memo_edges *) ipt__alloc_cache(
-			a, (size_t) n * sizeof(*edges));
+			a, ipt__cov_memo_edges_bytes(n));
 		if (!edges) {
 			ipt__free(a, block, ipt__cov_memo_bytes(n));
 			block = NULL;
@@ -24719,6 +24771,7 @@ static int ipt__cov_memo_resize(struct ipt_cov_decoder *cov, uint32_t n)
 	cov->memo_block = block;
 	cov->memo = memo;
 	cov->memo_edges = edges;
+	cov->memo_seen = (uint32_t *) (void *) &memo[n + 1];
 	cov->nmemo = n;
 	ipt__cov_memo_clear(cov);
 	for (i = 0; i < nold; ++i) {
@@ -24743,7 +24796,7 @@ static int ipt__cov_memo_resize(struct ipt_cov_decoder *cov, uint32_t n)
 	if (old)
 		ipt__free(a, old_block, ipt__cov_memo_bytes(nold));
 	if (old_edges)
-		ipt__free(a, old_edges, (size_t) nold * sizeof(*old_edges));
+		ipt__free(a, old_edges, ipt__cov_memo_edges_bytes(nold));
 	return 1;
 }
 
@@ -24805,23 +24858,22 @@ ipt__cov_memo_fill(struct ipt_cov_decoder *cov, struct ipt__cov_memo *e,
 	uint64_t end_ip = 0, next = 0;
 	/* The entry's pushes not popped yet, by their op number. */
 	uint8_t stack[IPT__COV_MEMO_OPS];
-	/* The entry as of the bit before the last. */
+	/* The entry as of the last bit taken, and of the bit before, kept
+	 * here and written to @e once at its end: a new entry's memory is
+	 * most likely not in the cache, and what is only written there does
+	 * not wait for it.  Nothing taken yet: a TIP's branch reached
+	 * before any bit replays only the operations found on the way, and
+	 * a step back to no bit restores these. */
+	uint64_t exit_ip = 0, from_ip = 0, next_ip = 0;
+	uint64_t ret = 0, nt = 0, count = 0;
 	uint64_t prev_exit = 0, prev_next = 0, prev_from = 0;
-	uint8_t prev_nops = 0, prev_pops = 0;
+	uint64_t span_lo = UINT64_MAX, span_hi = 0;
+	uint32_t e_nops = 0, e_pops = 0, prev_nops = 0, prev_pops = 0;
 
-	/* Nothing taken yet: a TIP's branch reached before any bit replays
-	 * only the operations found on the way, and a step back to no bit
-	 * restores these. */
-	e->used = 0;
-	e->tip = 0;
-	e->out_pop = 0;
-	e->nops = 0;
-	e->pops = 0;
-	e->span_lo = UINT64_MAX;
-	e->span_hi = 0;
 	for (;;) {
 		uint64_t to;
 		uint32_t bit;
+		enum ipt_cov_kind kind;
 
 		mask = 1ull << used;
 		run = ipt__blk_run_find(blk, ip, mode, NULL);
@@ -24839,10 +24891,10 @@ ipt__cov_memo_fill(struct ipt_cov_decoder *cov, struct ipt__cov_memo *e,
 		next = ipt__ip_in_mode(mode, end_ip + run->isize);
 		bit = used < n ? (uint32_t) ((bits >> (n - 1 - used)) & 1) : 0;
 		if (used == n) {
-			if (run->ip < e->span_lo)
-				e->span_lo = run->ip;
-			if (end_ip > e->span_hi)
-				e->span_hi = end_ip;
+			if (run->ip < span_lo)
+				span_lo = run->ip;
+			if (end_ip > span_hi)
+				span_hi = end_ip;
 		}
 
 		switch ((enum ipt__run_kind) run->kind) {
@@ -24850,10 +24902,11 @@ ipt__cov_memo_fill(struct ipt_cov_decoder *cov, struct ipt__cov_memo *e,
 			if (used == n)
 				goto out;
 			to = bit ? ipt__blk_run_target(run, mode, next) : next;
-			e->ret &= ~mask;
-			e->nt &= ~mask;
-			if (to == next)
-				e->nt |= mask;
+			kind = ipt_cov_taken;
+			if (to == next) {
+				nt |= mask;
+				kind = ipt_cov_not_taken;
+			}
 			break;
 
 		case ipt__run_ret:
@@ -24878,7 +24931,8 @@ ipt__cov_memo_fill(struct ipt_cov_decoder *cov, struct ipt__cov_memo *e,
 			}
 			pops |= 1u << nops;
 			e->op[nops++] = 0;
-			e->ret |= mask;
+			ret |= mask;
+			kind = ipt_cov_return;
 			break;
 
 		case ipt__run_dcall:
@@ -24918,26 +24972,21 @@ ipt__cov_memo_fill(struct ipt_cov_decoder *cov, struct ipt__cov_memo *e,
 		 * those that count). */
 		e->counted[used] = ipt__cov_index(end_ip, to);
 		e->ninsn[used] = ninsn;
-		e->count &= ~mask;
-		if (ipt__cov_counts(cov, end_ip, to,
-				    ipt__cov_memo_kind(e, used)))
-			e->count |= mask;
-		prev_exit = e->exit;
-		prev_next = e->last_next;
-		prev_from = e->last_from;
-		prev_nops = e->nops;
-		prev_pops = e->pops;
+		if (ipt__cov_counts(cov, end_ip, to, kind))
+			count |= mask;
+		prev_exit = exit_ip;
+		prev_next = next_ip;
+		prev_from = from_ip;
+		prev_nops = e_nops;
+		prev_pops = e_pops;
 		used += 1;
-		e->used = (uint8_t) used;
-		e->nops = (uint8_t) nops;
-		e->pops = (uint8_t) pops;
-		e->exit = to;
-		e->last_from = end_ip;
-		e->last_next = next;
-		if (out_pop) {
-			e->out_pop = 1;
-			goto out;
-		}
+		e_nops = nops;
+		e_pops = pops;
+		exit_ip = to;
+		from_ip = end_ip;
+		next_ip = next;
+		if (out_pop)
+			break;
 		chain = 0;
 		since = ninsn;
 		ip = to;
@@ -24946,15 +24995,17 @@ ipt__cov_memo_fill(struct ipt_cov_decoder *cov, struct ipt__cov_memo *e,
 out:
 	/* Asked for a TIP and not there: the last bit is the walk's. */
 	if (tip && used == n && used) {
-		e->used = (uint8_t) (used - 1);
-		e->out_pop = 0;
-		e->exit = prev_exit;
-		e->last_from = prev_from;
-		e->last_next = prev_next;
-		e->nops = prev_nops;
-		e->pops = prev_pops;
+		used -= 1;
+		out_pop = 0;
+		exit_ip = prev_exit;
+		from_ip = prev_from;
+		next_ip = prev_next;
+		e_nops = prev_nops;
+		e_pops = prev_pops;
 	}
-	return;
+	e->tip = 0;
+	e->out_pop = (uint8_t) out_pop;
+	goto done;
 
 tip_branch:
 	/* The branch that takes the TIP, as the walk takes it: a call
@@ -24966,16 +25017,29 @@ tip_branch:
 	}
 	if (edges)
 		edges->from[used] = end_ip;
-	e->last_from = end_ip;
+	from_ip = end_ip;
+	next_ip = next;
+	e_nops = nops;
 	e->ninsn[used] = ninsn;
 	e->tip_kind = (uint16_t) ipt__cov_kind_of(
 		(enum pt_insn_class) run->iclass);
-	e->count &= ~mask;
 	if (ipt__cov_counts(cov, end_ip, 0, (enum ipt_cov_kind) e->tip_kind))
-		e->count |= mask;
-	e->nops = (uint8_t) nops;
-	e->last_next = next;
+		count |= mask;
 	e->tip = 1;
+	e->out_pop = 0;
+
+done:
+	e->used = (uint8_t) used;
+	e->nops = (uint8_t) e_nops;
+	e->pops = (uint8_t) e_pops;
+	e->exit = exit_ip;
+	e->last_from = from_ip;
+	e->last_next = next_ip;
+	e->ret = ret;
+	e->nt = nt;
+	e->count = count;
+	e->span_lo = span_lo;
+	e->span_hi = span_hi;
 }
 
 /* Move the entry @e, in its first place, to its second, over what is
@@ -25001,21 +25065,52 @@ static IPT__NOINLINE void ipt__cov_memo_move(struct ipt_cov_decoder *cov,
  * a loop one edge is most of them. */
 static IPT__NOINLINE void ipt__cov_memo_merge(struct ipt__cov_memo *e)
 {
+	/* Bit i: a place kept has an index whose low six bits are i.  An
+	 * index without its bit there is new, not looked for. */
+	uint64_t low = 0;
 	uint32_t i, j, nplace = 0;
 
 	for (i = 0; i < e->nplace; ++i) {
-		for (j = 0; j < nplace; ++j)
-			if (e->counted[j] == e->counted[i])
-				break;
-		if (j < nplace) {
-			e->times[j] += e->times[i];
-			continue;
+		uint32_t index = e->counted[i];
+		uint64_t bit = 1ull << (index & 63);
+
+		if (low & bit) {
+			for (j = 0; j < nplace; ++j)
+				if (e->counted[j] == index)
+					break;
+			if (j < nplace) {
+				e->times[j] += e->times[i];
+				continue;
+			}
 		}
-		e->counted[nplace] = e->counted[i];
+		low |= bit;
+		e->counted[nplace] = index;
 		e->times[nplace++] = e->times[i];
 	}
 	e->nplace = (uint8_t) nplace;
 	e->merged = 1;
+}
+
+/* Whether the filter of a memo of its first size has not seen the key
+ * of hash @h; it has from then on.  Once it has taken in as many keys as
+ * half its tags, the memo is asked to grow: it keeps the keys that come
+ * again as long as the filter can tell them. */
+static IPT__NOINLINE int ipt__cov_memo_new(struct ipt_cov_decoder *cov,
+					   uint64_t h)
+{
+	uint32_t nseen = ipt__cov_memo_nseen(cov->nmemo);
+	uint32_t *seen =
+		&cov->memo_seen[(uint32_t) (((h >> 32) * nseen) >> 32)];
+
+	if (*seen == (uint32_t) h)
+		return 0;
+	*seen = (uint32_t) h;
+	if (++cov->memo_fresh >= nseen / 2) {
+		cov->memo_fresh = 0;
+		if (cov->memo_used < cov->nmemo / 2)
+			cov->memo_used = cov->nmemo / 2;
+	}
+	return 1;
 }
 
 /* The entry for the @n bits @bits at @ip (to end at a TIP if @tip) in
@@ -25045,10 +25140,22 @@ ipt__cov_memo_find(struct ipt_cov_decoder *cov, uint64_t ip,
 			e = second;
 			goto hit;
 		}
+		/* While the memo is of its first size, a key the filter
+		 * has not seen is walked into the spare entry, used once
+		 * and left there: code that runs once (a short trace's
+		 * first decode) costs no more memory than that, fresh memory
+		 * that each growth would write.  A key that comes again (or
+		 * shares a tag with one that did) gets its entry.  In a
+		 * memo that has grown every key does: there the keys that
+		 * come again are many, and walking each of them twice costs
+		 * more than the entries of those that do not. */
+		if (cov->nmemo <= IPT__COV_MEMO_FIRST &&
+		    ipt__cov_memo_new(cov, h))
+			e = &cov->memo[cov->nmemo];
 		/* The first place if it is free, else the second; if both
 		 * are taken, the entry in the first makes room, to its
 		 * second place. */
-		if (!e->ctx)
+		else if (!e->ctx)
 			cov->memo_used += 1;
 		else if (!second->ctx) {
 			e = second;

@@ -87,7 +87,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		long at;
 
 		if (pass == 2 &&
-		    ipt_cov_set_memo_limit(cov, (h.dflags & 4) ? 15 << 10 : 0) < 0)
+		    ipt_cov_set_memo_limit(cov, (h.dflags & 4) ? 16 << 10 : 0) < 0)
 			fz_fail("cannot switch the TNT memo", pass, 0);
 		got.n = 0;
 		if (ipt_cov_set_trace(cov, trace, trace + tsize, 1) < 0 ||
