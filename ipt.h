@@ -7092,9 +7092,12 @@ static IPT__UNUSED int ipt__tcal_same(const struct ipt_time_cal *a,
  *   int  ipt__evt_psb_take(struct pt_event_decoder *decoder,
  *                          const struct ipt__evt_psb *psb, uint64_t *tsc,
  *                          uint32_t *lost_mtc, uint32_t *lost_cyc);
+ *   int  ipt__evt_psb_again(struct pt_event_decoder *decoder,
+ *                           const struct ipt__evt_psb_memo *memo);
  *        a PSB+ with tracing off that holds only state, read while its
  *        PSB is current, then taken whole as if all its status events
- *        had been (see "a PSB+ taken whole")
+ *        had been; the same bytes right behind it, taken by them alone
+ *        (see "a PSB+ taken whole")
  *   enum pt_packet_type ipt__evt_tnt_ahead(const struct pt_event_decoder *,
  *                                          const uint8_t **pos,
  *                                          uint64_t *payload,
@@ -10353,7 +10356,10 @@ static IPT__INLINE int ipt__evt_next_status(struct pt_event_decoder *decoder,
  * (a status update) and one status update per packet but PAD, all with
  * their IP suppressed and the time after the CBR.  A MODE.EXEC that
  * disagrees with the state known is an error the general way reports:
- * ipt__evt_psb_peek says 0 then. */
+ * ipt__evt_psb_peek says 0 then.  With tracing off the hardware writes
+ * one PSB+ after another, mostly alike: the same bytes right behind a
+ * PSB+ taken restate what it set, and ipt__evt_psb_again takes them by
+ * their bytes alone. */
 
 enum ipt__evt_psb_has {
 	ipt__psb_tsx = 1 << 0,
@@ -10446,6 +10452,11 @@ static IPT__UNUSED int ipt__evt_psb_peek(const struct pt_event_decoder *decoder,
 			continue;
 		case ppt_psbend:
 			psb->end = pos;
+			/* The memo holds this PSB+ or none: what follows a
+			 * PSB+ taken may be compared with it (see
+			 * ipt__evt_psb_again). */
+			if (memo)
+				memo->len = 0;
 			if (psb->has & ipt__psb_fup)
 				return ipt__evt_psb_pge_next(pacdec, pos);
 			if (memo && (size_t) (pos - start) <=
@@ -10515,6 +10526,29 @@ static IPT__UNUSED int ipt__evt_psb_take(struct pt_event_decoder *decoder,
 	(void) ipt__evt_next_packet(decoder);
 	return ipt_time_query_tsc(tsc, lost_mtc, lost_cyc, &decoder->time) >=
 	       0;
+}
+
+/* Right after ipt__evt_psb_take of the PSB+ ipt__evt_psb_peek read last
+ * into @memo (which holds that PSB+, or none): if the PSB now current is
+ * followed by the same bytes, take that PSB+ too.  It states again what
+ * the one before set (the same state, the same CBR: taking it changes
+ * nothing but where the decoder is), so only the position moves.  Returns
+ * 1 if it did. */
+static IPT__UNUSED int
+ipt__evt_psb_again(struct pt_event_decoder *decoder,
+		   const struct ipt__evt_psb_memo *memo)
+{
+	struct pt_packet_decoder *pacdec = &decoder->pacdec;
+	const uint8_t *pos = pacdec->pos;
+
+	if (decoder->packet.type != ppt_psb || !memo->len ||
+	    !ipt__pkt_in_fast((uintptr_t) pacdec->config.begin, pacdec->fast,
+			      pos + memo->len - 1) ||
+	    IPT_MEMCMP(pos, memo->bytes, memo->len))
+		return 0;
+	pacdec->pos = pos + memo->len;
+	(void) ipt__evt_next_packet(decoder);
+	return 1;
 }
 
 /* ---- TNT and TIP packets in a row ----
@@ -16268,6 +16302,8 @@ static int ipt__blk_quiet_psb(struct pt_block_decoder *decoder)
 				   1 :
 				   0;
 	decoder->quiet_psbs += 1;
+	while (ipt__evt_psb_again(&decoder->evdec, &decoder->quiet_memo))
+		decoder->quiet_psbs += 1;
 	return 1;
 }
 
