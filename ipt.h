@@ -6311,6 +6311,18 @@ static IPT__INLINE int ipt__last_ip_update(struct ipt_last_ip *last_ip,
 	return 0;
 }
 
+/* ipt__last_ip_update's IP for a payload that ipt__pkt_fast_ip read (so
+ * masked to its compression), neither suppressed nor reserved, after the
+ * last IP @last: one mask for all the update forms (full's takes all of
+ * the payload). */
+static IPT__INLINE uint64_t ipt__last_ip_next(uint64_t last, uint64_t payload,
+					      unsigned int ipc)
+{
+	if (ipc == pt_ipc_sext_48)
+		return (uint64_t) ((int64_t) (payload << 16) >> 16);
+	return (last & ~ipt__ipc_mask[ipc]) | payload;
+}
+
 IPT_DEF int ipt_last_ip_update_ip(struct ipt_last_ip *last_ip,
 				  const struct pt_packet_ip *packet,
 				  const struct pt_config *config)
@@ -25282,6 +25294,10 @@ static IPT__INLINE uint64_t ipt__cov_tnt_with(void *context,
 	struct ipt__tnt_window w;
 	struct ipt__cov_tip tip;
 	struct ipt_last_ip last_ip;
+	/* The last IP as the TIPs taken leave it (@last_ip's, until one
+	 * is). */
+	uint64_t last;
+	uint32_t tips = 0;
 	/* Where to read on (NULL: after the packet the decoder holds), and
 	 * the packet there if it has been read (behind a TIP). */
 	const uint8_t *pos = NULL;
@@ -25320,6 +25336,7 @@ static IPT__INLINE uint64_t ipt__cov_tnt_with(void *context,
 	w.nread = w.n;
 	icnt = blk->icnt;
 	IPT__COPY(last_ip, *ipt__blk_last_ip(blk));
+	last = last_ip.ip;
 
 	for (;;) {
 		const struct ipt__cov_memo *e;
@@ -25376,13 +25393,10 @@ static IPT__INLINE uint64_t ipt__cov_tnt_with(void *context,
 		/* A disable binds where the flow reaches its IP first: not
 		 * in the runs on the way to the branch. */
 		if (e->tip && tip.ipc2) {
-			struct ipt_last_ip pgd = last_ip;
-			struct pt_packet_ip pgd_ip;
+			uint64_t pgd = ipt__last_ip_next(last, tip.payload,
+							 tip.ipc);
 
-			pgd_ip.ipc = (enum pt_ip_compression) tip.ipc;
-			pgd_ip.ip = tip.payload;
-			(void) ipt__last_ip_update(&pgd, &pgd_ip);
-			if (e->span_lo <= pgd.ip && pgd.ip <= e->span_hi)
+			if (e->span_lo <= pgd && pgd <= e->span_hi)
 				break;
 		}
 		/* The return stack first: a return from before the entry
@@ -25443,23 +25457,14 @@ static IPT__INLINE uint64_t ipt__cov_tnt_with(void *context,
 		 * walked since.  A TIP.PGD, TIP.PGE pair: tracing is
 		 * disabled at the TIP.PGD's IP and enabled again at the
 		 * TIP.PGE's, as ipt__cov_event sees it. */
-		{
-			struct pt_packet_ip tip_ip;
-
-			tip_ip.ipc = (enum pt_ip_compression) tip.ipc;
-			tip_ip.ip = tip.payload;
-			(void) ipt__last_ip_update(&last_ip, &tip_ip);
-			if (tip.ipc2) {
-				ipt__cov_resolve(cov, last_ip.ip);
-				ipt__cov_count(cov, last_ip.ip, 0,
-					       ipt_cov_disable);
-				tip_ip.ipc = (enum pt_ip_compression) tip.ipc2;
-				tip_ip.ip = tip.payload2;
-				(void) ipt__last_ip_update(&last_ip, &tip_ip);
-				ipt__cov_count(cov, 0, last_ip.ip,
-					       ipt_cov_enable);
-			}
+		last = ipt__last_ip_next(last, tip.payload, tip.ipc);
+		if (tip.ipc2) {
+			ipt__cov_resolve(cov, last);
+			ipt__cov_count(cov, last, 0, ipt_cov_disable);
+			last = ipt__last_ip_next(last, tip.payload2, tip.ipc2);
+			ipt__cov_count(cov, 0, last, ipt_cov_enable);
 		}
+		tips = 1;
 		pos = tip.end;
 		ahead = 0;
 		w.n = 0;
@@ -25473,11 +25478,16 @@ static IPT__INLINE uint64_t ipt__cov_tnt_with(void *context,
 		/* Hashed only for an edge that counts: in libxdc's mode a
 		 * TIP's never does. */
 		if (pend_kind)
-			pend_index = ipt__cov_index(e->last_from, last_ip.ip);
-		ip = last_ip.ip;
+			pend_index = ipt__cov_index(e->last_from, last);
+		ip = last;
 	}
 
 	cov->status.memo_bits += taken;
+	if (tips) {
+		last_ip.ip = last;
+		last_ip.have_ip = 1;
+		last_ip.suppressed = 0;
+	}
 	if (w.n) {
 		/* The packet in hand is the one the window's next bit
 		 * belongs to: its bits are the window's down to its last. */

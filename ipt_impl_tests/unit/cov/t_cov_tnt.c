@@ -6,7 +6,8 @@
  * ending in a direct jump back (a trace of nothing but TNT after the
  * enable) or an indirect one (each time round a TIP, a TIP.PGD, TIP.PGE
  * pair at its target or at the jump itself, or two TIPs through a stub
- * that jumps on); the traces split
+ * that jumps on, their IPs in any compression; the code low, or in the
+ * upper half, where sext-48 takes the sign of bit 47); the traces split
  * the bits into TNT-8 and TNT-64 packets of random sizes, one bit each,
  * with PADs and timing packets (MTC, CYC, TSC) between them, or into
  * TNT-64s of 40 to 47 bits.  On each:
@@ -34,13 +35,16 @@
 #include <string.h>
 
 enum {
-	CODE_BASE = 0x1000,
 	/* Conditional branches in a row at the start of the loop. */
 	NCOND = 40,
 	/* NOPs before each of them in the loop of long runs: 21 of them
 	 * are more instructions than a memo entry counts. */
 	LONG_PAD = 3200
 };
+
+/* Where the code is: low, or in the upper half, where a TIP's sext-48 IP
+ * takes the sign of bit 47. */
+static uint64_t code_base;
 
 /* With @indirect: where the loop's "jmp rax" is, and a "jmp rax" of its
  * own after f (a TIP to it and one from it make two TIPs in a row). */
@@ -70,7 +74,7 @@ static size_t make_code(uint8_t *code, int indirect, size_t pad,
 	code[n++] = 0x66;
 	code[n++] = 0x90;
 	if (indirect) {
-		jmp_ip = CODE_BASE + n;
+		jmp_ip = code_base + n;
 		code[n++] = 0xff;
 		code[n++] = 0xe0;
 	} else {
@@ -86,7 +90,7 @@ static size_t make_code(uint8_t *code, int indirect, size_t pad,
 	code[n++] = 0x66;
 	code[n++] = 0x90;
 	code[n++] = 0xc3;
-	stub_ip = CODE_BASE + n;
+	stub_ip = code_base + n;
 	code[n++] = 0xff;
 	code[n++] = 0xe0;
 
@@ -96,7 +100,7 @@ static size_t make_code(uint8_t *code, int indirect, size_t pad,
 
 		memcpy(&code[call_at + 1], &rel, 4);
 	}
-	*f_at = CODE_BASE + f;
+	*f_at = code_base + f;
 	return n;
 }
 
@@ -108,6 +112,21 @@ static uint32_t next_rand(void)
 	rng ^= rng >> 7;
 	rng ^= rng << 17;
 	return (uint32_t) (rng >> 11);
+}
+
+/* The IP compressions a TIP, TIP.PGD or TIP.PGE in the loop may have:
+ * sext-48 only (@nipc 1), or any (5) where all its IPs share their upper
+ * 48 bits. */
+static uint32_t nipc;
+
+static enum pt_ip_compression any_ipc(void)
+{
+	static const enum pt_ip_compression ipc[] = {
+		pt_ipc_sext_48, pt_ipc_update_16, pt_ipc_update_32,
+		pt_ipc_update_48, pt_ipc_full
+	};
+
+	return ipc[next_rand() % nipc];
 }
 
 /* How the bits are split into packets. */
@@ -226,7 +245,7 @@ static void make_trace(struct tb *t, int indirect, enum split split,
 	tb_simple(t, ppt_psb);
 	tb_simple(t, ppt_psbend);
 	tb_mode_exec(t, ptem_64bit);
-	tb_ip(t, ppt_tip_pge, pt_ipc_sext_48, CODE_BASE);
+	tb_ip(t, ppt_tip_pge, pt_ipc_sext_48, code_base);
 
 	for (r = 0; r < rounds; ++r) {
 		for (i = 0; i < NCOND; ++i)
@@ -239,28 +258,25 @@ static void make_trace(struct tb *t, int indirect, enum split split,
 			put_tnt(&g, 0);
 			switch (next_rand() % 4) {
 			case 0:
-				tb_ip(t, ppt_tip, pt_ipc_sext_48, CODE_BASE);
+				tb_ip(t, ppt_tip, any_ipc(), code_base);
 				break;
 			case 1:
 				/* Tracing off at the jump's target and on
 				 * again there. */
-				tb_ip(t, ppt_tip_pgd, pt_ipc_sext_48,
-				      CODE_BASE);
-				tb_ip(t, ppt_tip_pge, pt_ipc_sext_48,
-				      CODE_BASE);
+				tb_ip(t, ppt_tip_pgd, any_ipc(), code_base);
+				tb_ip(t, ppt_tip_pge, any_ipc(), code_base);
 				break;
 			case 2:
 				/* Through the stub: two TIPs in a row. */
-				tb_ip(t, ppt_tip, pt_ipc_sext_48, stub_ip);
-				tb_ip(t, ppt_tip, pt_ipc_sext_48, CODE_BASE);
+				tb_ip(t, ppt_tip, any_ipc(), stub_ip);
+				tb_ip(t, ppt_tip, any_ipc(), code_base);
 				break;
 			default:
 				/* Tracing off at the jump itself, before it
 				 * is taken: in the code a memo entry walks
 				 * to it. */
-				tb_ip(t, ppt_tip_pgd, pt_ipc_sext_48, jmp_ip);
-				tb_ip(t, ppt_tip_pge, pt_ipc_sext_48,
-				      CODE_BASE);
+				tb_ip(t, ppt_tip_pgd, any_ipc(), jmp_ip);
+				tb_ip(t, ppt_tip_pge, any_ipc(), code_base);
 				break;
 			}
 			put_between(&g);
@@ -288,7 +304,7 @@ static void make_empty_return(struct tb *t, enum split split, uint64_t f_at)
 		tb_simple(t, ppt_psb);
 		tb_simple(t, ppt_psbend);
 		tb_mode_exec(t, ptem_64bit);
-		tb_ip(t, ppt_tip_pge, pt_ipc_sext_48, CODE_BASE);
+		tb_ip(t, ppt_tip_pge, pt_ipc_sext_48, code_base);
 		for (r = 0; r < 8; ++r) {
 			for (i = 0; i < NCOND; ++i)
 				add_bit(&g, next_rand() & 1);
@@ -298,14 +314,14 @@ static void make_empty_return(struct tb *t, enum split split, uint64_t f_at)
 			put_tnt(&g, 0);
 			if (part == 0 && r == 7) {
 				tb_ip(t, ppt_tip_pgd, pt_ipc_sext_48,
-				      CODE_BASE);
+				      code_base);
 				tb_ip(t, ppt_tip_pge, pt_ipc_sext_48, f_at);
 				for (i = 0; i < 8; ++i)
 					add_bit(&g, i == 1 ? 1 :
 							     next_rand() & 1);
 				put_tnt(&g, 0);
 			} else
-				tb_ip(t, ppt_tip, pt_ipc_sext_48, CODE_BASE);
+				tb_ip(t, ppt_tip, pt_ipc_sext_48, code_base);
 		}
 	}
 	tb_done(t);
@@ -483,28 +499,35 @@ int main(void)
 	static const char *const splits[] = { "random", "one-bit", "timing",
 					      "long" };
 	static struct tb t;
+	static const uint64_t bases[] = { 0x1000, 0xffffffff81000000ull };
 	static uint8_t code[NCOND * (4 + LONG_PAD) + 64];
 	struct omem mem;
-	int indirect, split, seed;
+	int indirect, split, seed, base;
 
-	for (indirect = 0; indirect < 2; ++indirect) {
+	for (indirect = 0; indirect < 4; ++indirect) {
 		uint64_t f_at;
-		size_t n = make_code(code, indirect, 0, &f_at);
+		size_t n;
 
+		base = indirect / 2;
+		code_base = bases[base];
+		nipc = 5;
+		n = make_code(code, indirect & 1, 0, &f_at);
 		memset(&mem, 0, sizeof(mem));
-		if (!CHECK(omem_add(&mem, code, n, CODE_BASE) == 0))
+		if (!CHECK(omem_add(&mem, code, n, code_base) == 0))
 			continue;
 		for (split = 0; split < 4; ++split)
 			for (seed = 1; seed <= 4; ++seed) {
 				char name[64];
 
 				rng = 0x9e3779b97f4a7c15ull * (uint64_t) seed +
-				      (uint64_t) (split * 2 + indirect);
-				make_trace(&t, indirect, (enum split) split,
+				      (uint64_t) (split * 4 + indirect);
+				make_trace(&t, indirect & 1, (enum split) split,
 					   60);
-				snprintf(name, sizeof(name), "%s %s seed %d",
-					 indirect ? "tip" : "tnt-only",
-					 splits[split], seed);
+				snprintf(name, sizeof(name),
+					 "%s %s seed %d%s",
+					 indirect & 1 ? "tip" : "tnt-only",
+					 splits[split], seed,
+					 base ? " upper half" : "");
 				if (!CHECK(t.errors == 0))
 					continue;
 				check_trace(name, &mem, &t,
@@ -512,6 +535,8 @@ int main(void)
 			}
 		omem_fini(&mem);
 	}
+	code_base = bases[0];
+	nipc = 1;
 
 	/* Runs so long that the instructions of a memo entry's bits would
 	 * not fit its counts: entries end early. */
@@ -520,7 +545,7 @@ int main(void)
 		size_t n = make_code(code, indirect, LONG_PAD, &f_at);
 
 		memset(&mem, 0, sizeof(mem));
-		if (!CHECK(omem_add(&mem, code, n, CODE_BASE) == 0))
+		if (!CHECK(omem_add(&mem, code, n, code_base) == 0))
 			continue;
 		rng = 0x2545f4914f6cdd1dull + (uint64_t) indirect;
 		make_trace(&t, indirect, split_random, 60);
@@ -535,7 +560,7 @@ int main(void)
 		size_t n = make_code(code, 1, 0, &f_at);
 
 		memset(&mem, 0, sizeof(mem));
-		if (CHECK(omem_add(&mem, code, n, CODE_BASE) == 0)) {
+		if (CHECK(omem_add(&mem, code, n, code_base) == 0)) {
 			for (split = 0; split < 4; ++split) {
 				char name[64];
 
