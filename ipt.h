@@ -7113,11 +7113,11 @@ static IPT__UNUSED int ipt__tcal_same(const struct ipt_time_cal *a,
  *   enum pt_packet_type ipt__evt_tnt_ahead(const struct pt_event_decoder *,
  *                                          const uint8_t **pos,
  *                                          uint64_t *payload,
- *                                          uint32_t *size);
+ *                                          uint32_t *size, int tip_free);
  *   int  ipt__evt_tnt_fill(const struct pt_event_decoder *,
  *                          const uint8_t **pos, struct ipt__tnt_window *,
  *                          uint32_t room,
- *                          struct ipt__tnt_packet *);
+ *                          struct ipt__tnt_packet *, int tip_free);
  *   int  ipt__evt_tnt8_next(const struct pt_event_decoder *,
  *                           const uint8_t *pos);
  *   void ipt__evt_tnt_taken(struct pt_event_decoder *decoder,
@@ -10618,13 +10618,14 @@ struct ipt__tnt_packet {
  * skipped), where the packet layer's fast path decodes, into @w while it
  * holds at most @room bits (below 58).  Returns 1 when it holds more, 0
  * at any other packet, *@pos past what it read; that packet is in @p if
- * it is a TIP, TIP.PGD or TIP.PGE that ipt__evt_tnt_ahead would give (@p's
- * type zero otherwise: the caller reads it with that). */
+ * it is a TIP, TIP.PGD or TIP.PGE that ipt__evt_tnt_ahead would give with
+ * @tip_free (@p's type zero otherwise: the caller reads it with that). */
 static IPT__INLINE int ipt__evt_tnt_fill(const struct pt_event_decoder *decoder,
 					 const uint8_t **pos,
 					 struct ipt__tnt_window *w,
 					 uint32_t room,
-					 struct ipt__tnt_packet *p)
+					 struct ipt__tnt_packet *p,
+					 int tip_free)
 {
 	const struct pt_packet_decoder *pacdec = &decoder->pacdec;
 	uintptr_t begin = (uintptr_t) pacdec->config.begin;
@@ -10675,7 +10676,7 @@ static IPT__INLINE int ipt__evt_tnt_fill(const struct pt_event_decoder *decoder,
 	if (kind - ppt_tip > ppt_tip_pgd - ppt_tip)
 		return 0;
 	size = ipt__pkt_fast_ip(at, &ip, &ipc);
-	if (!size || ipc == pt_ipc_suppressed || !ipt__evt_tip_free(decoder))
+	if (!size || ipc == pt_ipc_suppressed || !tip_free)
 		return 0;
 	p->type = (enum pt_packet_type) kind;
 	p->payload = ip;
@@ -10701,10 +10702,12 @@ static IPT__INLINE int ipt__evt_tnt8_next(const struct pt_event_decoder *decoder
  * the event in hand): its type, and *@pos past it, with a TNT's bits (the
  * oldest highest) in @payload and their number in @size, or the IP
  * payload in @payload and its compression in @size; 0 if the next packet
- * is none of them, read this way (*@pos may have moved past PADs). */
+ * is none of them, read this way (*@pos may have moved past PADs).
+ * @tip_free is ipt__evt_tip_free(@decoder), which the caller finds once:
+ * nothing in the decoder moves while it reads ahead. */
 static IPT__INLINE enum pt_packet_type
 ipt__evt_tnt_ahead(const struct pt_event_decoder *decoder, const uint8_t **pos,
-		   uint64_t *payload, uint32_t *size)
+		   uint64_t *payload, uint32_t *size, int tip_free)
 {
 	const struct pt_packet_decoder *pacdec = &decoder->pacdec;
 	const struct pt_packet *packet;
@@ -10736,8 +10739,7 @@ ipt__evt_tnt_ahead(const struct pt_event_decoder *decoder, const uint8_t **pos,
 	case ppt_tip:
 	case ppt_tip_pgd:
 	case ppt_tip_pge:
-		if (packet->payload.ip.ipc == pt_ipc_suppressed ||
-		    !ipt__evt_tip_free(decoder))
+		if (packet->payload.ip.ipc == pt_ipc_suppressed || !tip_free)
 			return (enum pt_packet_type) 0;
 		*payload = packet->payload.ip.ip;
 		*size = (uint32_t) packet->payload.ip.ipc;
@@ -14580,11 +14582,11 @@ ipt__insn_range_is_contiguous(uint64_t begin, uint64_t end,
  *   enum pt_packet_type ipt__blk_tnt_ahead(const struct pt_block_decoder *,
  *                                          const uint8_t **pos,
  *                                          uint64_t *payload,
- *                                          uint32_t *size);
+ *                                          uint32_t *size, int tip_free);
  *   int  ipt__blk_tnt_fill(const struct pt_block_decoder *,
  *                          const uint8_t **pos, struct ipt__tnt_window *,
  *                          uint32_t room,
- *                          struct ipt__tnt_packet *);
+ *                          struct ipt__tnt_packet *, int tip_free);
  *   int  ipt__blk_tnt8_next(const struct pt_block_decoder *,
  *                           const uint8_t *pos);
  *   const struct ipt_last_ip *
@@ -19457,9 +19459,10 @@ ipt__blk_walk_tnt(struct pt_block_decoder *decoder,
  * ahead (see ipt__evt_tnt_ahead), and the last IP they go on from. */
 static IPT__INLINE enum pt_packet_type
 ipt__blk_tnt_ahead(const struct pt_block_decoder *decoder, const uint8_t **pos,
-		   uint64_t *payload, uint32_t *size)
+		   uint64_t *payload, uint32_t *size, int tip_free)
 {
-	return ipt__evt_tnt_ahead(&decoder->evdec, pos, payload, size);
+	return ipt__evt_tnt_ahead(&decoder->evdec, pos, payload, size,
+				  tip_free);
 }
 
 static IPT__INLINE int ipt__blk_tnt8_next(const struct pt_block_decoder *decoder,
@@ -19472,9 +19475,10 @@ static IPT__INLINE int ipt__blk_tnt_fill(const struct pt_block_decoder *decoder,
 					 const uint8_t **pos,
 					 struct ipt__tnt_window *w,
 					 uint32_t room,
-					 struct ipt__tnt_packet *p)
+					 struct ipt__tnt_packet *p,
+					 int tip_free)
 {
-	return ipt__evt_tnt_fill(&decoder->evdec, pos, w, room, p);
+	return ipt__evt_tnt_fill(&decoder->evdec, pos, w, room, p, tip_free);
 }
 
 static IPT__INLINE const struct ipt_last_ip *
@@ -25242,7 +25246,7 @@ struct ipt__cov_tip {
  * TIP or a TIP.PGD behind it. */
 static IPT__INLINE int ipt__cov_read_tip(const struct pt_block_decoder *blk,
 					 struct ipt__cov_tip *tip,
-					 struct ipt__tnt_packet *p)
+					 struct ipt__tnt_packet *p, int tip_free)
 {
 	const uint8_t *next = p->end;
 
@@ -25252,8 +25256,8 @@ static IPT__INLINE int ipt__cov_read_tip(const struct pt_block_decoder *blk,
 	tip->ipc = p->size;
 	tip->ipc2 = 0;
 	if (p->type == ppt_tip_pgd) {
-		if (ipt__blk_tnt_ahead(blk, &next, &tip->payload2, &p->size) !=
-		    ppt_tip_pge)
+		if (ipt__blk_tnt_ahead(blk, &next, &tip->payload2, &p->size,
+				       tip_free) != ppt_tip_pge)
 			return 0;
 		tip->ipc2 = p->size;
 	}
@@ -25262,7 +25266,8 @@ static IPT__INLINE int ipt__cov_read_tip(const struct pt_block_decoder *blk,
 		p->type = (enum pt_packet_type) 0;
 		return 1;
 	}
-	p->type = ipt__blk_tnt_ahead(blk, &next, &p->payload, &p->size);
+	p->type = ipt__blk_tnt_ahead(blk, &next, &p->payload, &p->size,
+				     tip_free);
 	p->end = next;
 	return p->type && p->type != ppt_tip_pge;
 }
@@ -25298,6 +25303,9 @@ static IPT__INLINE uint64_t ipt__cov_tnt_with(void *context,
 	 * is). */
 	uint64_t last;
 	uint32_t tips = 0;
+	/* Whether the TIPs behind may be taken (ipt__evt_tip_free): nothing
+	 * moves in the event decoder while the steps read ahead. */
+	int tip_free;
 	/* Where to read on (NULL: after the packet the decoder holds), and
 	 * the packet there if it has been read (behind a TIP). */
 	const uint8_t *pos = NULL;
@@ -25335,6 +25343,7 @@ static IPT__INLINE uint64_t ipt__cov_tnt_with(void *context,
 	w.lasts = 1;
 	w.nread = w.n;
 	icnt = blk->icnt;
+	tip_free = ipt__evt_tip_free(&blk->evdec);
 	IPT__COPY(last_ip, *ipt__blk_last_ip(blk));
 	last = last_ip.ip;
 
@@ -25350,13 +25359,14 @@ static IPT__INLINE uint64_t ipt__cov_tnt_with(void *context,
 		while (!ahead && w.n <= IPT__COV_MEMO_BITS) {
 			if (!held.type && pos &&
 			    ipt__blk_tnt_fill(blk, &pos, &w,
-					      IPT__COV_MEMO_FILL, &held))
+					      IPT__COV_MEMO_FILL, &held, tip_free))
 				break;
 			if (!held.type) {
 				held.end = pos;
 				held.type = ipt__blk_tnt_ahead(blk, &held.end,
 							       &held.payload,
-							       &held.size);
+							       &held.size,
+							       tip_free);
 			}
 			if (held.type == ppt_tnt_8 || held.type == ppt_tnt_64) {
 				if (w.n + held.size >= 64)
@@ -25367,7 +25377,8 @@ static IPT__INLINE uint64_t ipt__cov_tnt_with(void *context,
 				held.type = (enum pt_packet_type) 0;
 				continue;
 			}
-			ahead = ipt__cov_read_tip(blk, &tip, &held) ? 1 : 2;
+			ahead = ipt__cov_read_tip(blk, &tip, &held, tip_free) ?
+					1 : 2;
 		}
 
 		/* With a TIP to take behind them, all the bits and the TIP;

@@ -6,7 +6,8 @@
  * ending in a direct jump back (a trace of nothing but TNT after the
  * enable) or an indirect one (each time round a TIP, a TIP.PGD, TIP.PGE
  * pair at its target or at the jump itself, or two TIPs through a stub
- * that jumps on, their IPs in any compression; the code low, or in the
+ * that jumps on, or a TIP that a MODE.EXEC before the last TNT packet
+ * binds to; their IPs in any compression; the code low, or in the
  * upper half, where sext-48 takes the sign of bit 47); the traces split
  * the bits into TNT-8 and TNT-64 packets of random sizes, one bit each,
  * with PADs and timing packets (MTC, CYC, TSC) between them, or into
@@ -235,6 +236,7 @@ static void make_trace(struct tb *t, int indirect, enum split split,
 		       int rounds)
 {
 	struct gen g;
+	uint32_t how;
 	int r, i;
 
 	tb_init(t);
@@ -253,10 +255,17 @@ static void make_trace(struct tb *t, int indirect, enum split split,
 		/* f's branch, its compressed return, the branch after. */
 		add_bit(&g, next_rand() & 1);
 		add_bit(&g, 1);
+		how = indirect ? next_rand() % 5 : 0;
+		if (how == 4) {
+			/* A MODE.EXEC before the last TNT binds to the TIP
+			 * after it: not one for the memo's steps to take. */
+			put_tnt(&g, 0);
+			tb_mode_exec(t, ptem_64bit);
+		}
 		add_bit(&g, next_rand() & 1);
 		if (indirect) {
 			put_tnt(&g, 0);
-			switch (next_rand() % 4) {
+			switch (how) {
 			case 0:
 				tb_ip(t, ppt_tip, any_ipc(), code_base);
 				break;
@@ -271,12 +280,15 @@ static void make_trace(struct tb *t, int indirect, enum split split,
 				tb_ip(t, ppt_tip, any_ipc(), stub_ip);
 				tb_ip(t, ppt_tip, any_ipc(), code_base);
 				break;
-			default:
+			case 3:
 				/* Tracing off at the jump itself, before it
 				 * is taken: in the code a memo entry walks
 				 * to it. */
 				tb_ip(t, ppt_tip_pgd, any_ipc(), jmp_ip);
 				tb_ip(t, ppt_tip_pge, any_ipc(), code_base);
+				break;
+			default:
+				tb_ip(t, ppt_tip, any_ipc(), code_base);
 				break;
 			}
 			put_between(&g);
