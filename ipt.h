@@ -24219,6 +24219,11 @@ struct ipt_cov_decoder {
 	/* A compressed return from before an entry was seen: the walk
 	 * takes such returns in entries from now on (ipt__cov_tnt_ret). */
 	uint32_t memo_out_pop;
+	/* While memo steps run (ipt__cov_tnt_with): the entry applied last,
+	 * whose last edge is the pending one, not yet written to @pend_from,
+	 * @pend_next and @pend_kind (ipt__cov_memo_pend); NULL once it is,
+	 * and always outside the steps. */
+	const struct ipt__cov_memo *memo_pend;
 };
 
 enum ipt__cov_call {
@@ -25026,6 +25031,22 @@ tip_branch:
 	e->tip = 1;
 }
 
+/* Write the edge the entry applied last left pending (cov->memo_pend, if
+ * any) to the decoder's pending branch: before anything reads that, or
+ * the memo changes. */
+static IPT__INLINE void ipt__cov_memo_pend(struct ipt_cov_decoder *cov)
+{
+	const struct ipt__cov_memo *e = cov->memo_pend;
+
+	if (!e)
+		return;
+	cov->pend_from = e->last_from;
+	cov->pend_next = e->last_next;
+	cov->pend_kind = e->last_kind == ipt_cov_not_taken ?
+				 (uint32_t) ipt_cov_taken : e->last_kind;
+	cov->memo_pend = NULL;
+}
+
 /* Move the entry @e, in its first place, to its second, over what is
  * there (its edges too). */
 static IPT__NOINLINE void ipt__cov_memo_move(struct ipt_cov_decoder *cov,
@@ -25093,6 +25114,8 @@ ipt__cov_memo_find(struct ipt_cov_decoder *cov, uint64_t ip,
 			e = second;
 			goto hit;
 		}
+		/* The entry applied last may be written over. */
+		ipt__cov_memo_pend(cov);
 		/* The first place if it is free, else the second; if both
 		 * are taken, the entry in the first makes room, to its
 		 * second place. */
@@ -25163,7 +25186,8 @@ static IPT__INLINE int ipt__cov_memo_ops(struct pt_block_decoder *blk,
 /* Do what @e says: the return stack's operations if @ops (else the
  * caller did them, ipt__cov_memo_ops) and the edges, as the walk reports
  * them: all but the last are seen at their destination; the last (a TIP's
- * branch, if the entry ends at one) waits for the flow to get there.
+ * branch, if the entry ends at one) waits for the flow to get there, left
+ * pending in cov->memo_pend.
  * @wrap is the bitmap if its counters wrap and the memo keeps no edges (no
  * edge callback), else NULL. */
 static IPT__INLINE void ipt__cov_memo_apply(struct ipt_cov_decoder *cov,
@@ -25221,10 +25245,7 @@ static IPT__INLINE void ipt__cov_memo_apply(struct ipt_cov_decoder *cov,
 					     ipt__cov_index(edges->from[i],
 							    edges->to[i]));
 	}
-	cov->pend_from = e->last_from;
-	cov->pend_next = e->last_next;
-	cov->pend_kind = e->last_kind == ipt_cov_not_taken ?
-				 (uint32_t) ipt_cov_taken : e->last_kind;
+	cov->memo_pend = e;
 }
 
 /* The TIP (or TIP.PGD, TIP.PGE pair) behind the TNT bits of the window,
@@ -25444,8 +25465,10 @@ static IPT__INLINE uint64_t ipt__cov_tnt_with(void *context,
 		if (IPT__UNLIKELY(pend_kind == IPT__COV_PEND_DECODER))
 			ipt__cov_resolve(cov, ip);
 		else if (pend_kind)
-			ipt__cov_hit(cov, cov->pend_from, ip,
-				     (enum ipt_cov_kind) pend_kind,
+			ipt__cov_hit(cov,
+				     cov->memo_pend ? cov->memo_pend->last_from :
+						      cov->pend_from,
+				     ip, (enum ipt_cov_kind) pend_kind,
 				     pend_index);
 		ipt__cov_memo_apply(cov, e, wrap, !with_ret);
 
@@ -25470,6 +25493,7 @@ static IPT__INLINE uint64_t ipt__cov_tnt_with(void *context,
 		 * TIP.PGE's, as ipt__cov_event sees it. */
 		last = ipt__last_ip_next(last, tip.payload, tip.ipc);
 		if (tip.ipc2) {
+			ipt__cov_memo_pend(cov);
 			ipt__cov_resolve(cov, last);
 			ipt__cov_count(cov, last, 0, ipt_cov_disable);
 			last = ipt__last_ip_next(last, tip.payload2, tip.ipc2);
@@ -25484,7 +25508,9 @@ static IPT__INLINE uint64_t ipt__cov_tnt_with(void *context,
 		icnt = 0;
 		crossed = 1;
 
-		pend_kind = cov->pend_kind && ((e->count >> used) & 1) ?
+		/* Still pending unless the disable took it. */
+		pend_kind = !tip.ipc2 && e->last_kind &&
+					    ((e->count >> used) & 1) ?
 				    e->tip_kind : 0;
 		/* Hashed only for an edge that counts: in libxdc's mode a
 		 * TIP's never does. */
@@ -25494,6 +25520,7 @@ static IPT__INLINE uint64_t ipt__cov_tnt_with(void *context,
 	}
 
 	cov->status.memo_bits += taken;
+	ipt__cov_memo_pend(cov);
 	if (tips) {
 		last_ip.ip = last;
 		last_ip.have_ip = 1;
