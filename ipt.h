@@ -14653,17 +14653,38 @@ static void ipt__retstack_init(struct ipt__retstack *rs)
 	rs->bottom = 0;
 }
 
+/* The slot after @i, and before it, as the stack wraps. */
+static IPT__INLINE uint8_t ipt__retstack_next(uint8_t i)
+{
+	return (uint8_t) (i == IPT__RETSTACK_SIZE ? 0 : i + 1);
+}
+
+static IPT__INLINE uint8_t ipt__retstack_prev(uint8_t i)
+{
+	return (uint8_t) (i ? i - 1 : IPT__RETSTACK_SIZE);
+}
+
+/* Push @ip on @rs whose top and bottom are *@top and *@bottom, moved as
+ * the push moves them: for a caller that keeps them in locals through
+ * several operations. */
+static IPT__INLINE void ipt__retstack_push_at(struct ipt__retstack *rs,
+					      uint8_t *top, uint8_t *bottom,
+					      uint64_t ip)
+{
+	rs->stack[*top] = ip;
+	*top = ipt__retstack_next(*top);
+	if (*top == *bottom)
+		*bottom = ipt__retstack_next(*bottom);
+}
+
 static IPT__INLINE void ipt__retstack_push(struct ipt__retstack *rs,
 					   uint64_t ip)
 {
-	uint8_t top = rs->top;
+	uint8_t top = rs->top, bottom = rs->bottom;
 
-	rs->stack[top] = ip;
-	top = (uint8_t) (top == IPT__RETSTACK_SIZE ? 0 : top + 1);
-	if (top == rs->bottom)
-		rs->bottom = (uint8_t) (rs->bottom == IPT__RETSTACK_SIZE ?
-					0 : rs->bottom + 1);
+	ipt__retstack_push_at(rs, &top, &bottom, ip);
 	rs->top = top;
+	rs->bottom = bottom;
 }
 
 static IPT__INLINE int ipt__retstack_empty(const struct ipt__retstack *rs)
@@ -14671,17 +14692,27 @@ static IPT__INLINE int ipt__retstack_empty(const struct ipt__retstack *rs)
 	return rs->top == rs->bottom;
 }
 
+/* Pop into *@ip from @rs whose top and bottom are *@top and @bottom (see
+ * ipt__retstack_push_at). */
+static IPT__INLINE int ipt__retstack_pop_at(const struct ipt__retstack *rs,
+					    uint8_t *top, uint8_t bottom,
+					    uint64_t *ip)
+{
+	if (*top == bottom)
+		return -pte_retstack_empty;
+
+	*top = ipt__retstack_prev(*top);
+	*ip = rs->stack[*top];
+	return 0;
+}
+
 static int ipt__retstack_pop(struct ipt__retstack *rs, uint64_t *ip)
 {
 	uint8_t top = rs->top;
+	int status = ipt__retstack_pop_at(rs, &top, rs->bottom, ip);
 
-	if (top == rs->bottom)
-		return -pte_retstack_empty;
-
-	top = (uint8_t) (top ? top - 1 : IPT__RETSTACK_SIZE);
 	rs->top = top;
-	*ip = rs->stack[top];
-	return 0;
+	return status;
 }
 
 /* ---- caches ---- */
@@ -25171,16 +25202,24 @@ static IPT__INLINE int ipt__cov_memo_ops(struct pt_block_decoder *blk,
 					 const struct ipt__cov_memo *e,
 					 uint64_t *to)
 {
+	struct ipt__retstack *rs = &blk->retstack;
+	/* The stack's ends in locals through the operations. */
+	uint8_t top = rs->top, bottom = rs->bottom;
+	int status = e->out_pop;
 	uint32_t i;
 
 	for (i = 0; i < e->nops; ++i) {
 		if ((e->pops >> i) & 1) {
-			if (ipt__retstack_pop(&blk->retstack, to) < 0)
-				return -1;
+			if (ipt__retstack_pop_at(rs, &top, bottom, to) < 0) {
+				status = -1;
+				break;
+			}
 		} else
-			ipt__retstack_push(&blk->retstack, e->op[i]);
+			ipt__retstack_push_at(rs, &top, &bottom, e->op[i]);
 	}
-	return e->out_pop;
+	rs->top = top;
+	rs->bottom = bottom;
+	return status;
 }
 
 /* Do what @e says: the return stack's operations if @ops (else the

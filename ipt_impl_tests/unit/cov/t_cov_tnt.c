@@ -20,6 +20,10 @@
  * without) and none.  With one-bit packets only, the memo can take bits
  * only across packets: it must, with the small memo too.
  *
+ * A function calls itself deeper than the return stack holds, and the
+ * compressed returns it still holds come back: the stack wraps, full,
+ * through the memo entries' pushes.
+ *
  * A memo entry may end with a compressed return whose address was pushed
  * before it began, read off the return stack when the entry is applied.
  * With the stack empty, that return is the walk's to report: a trace that
@@ -339,6 +343,48 @@ static void make_empty_return(struct tb *t, enum split split, uint64_t f_at)
 	tb_done(t);
 }
 
+/* A function that calls itself while its conditional branch is not
+ * taken: "jz +5; call itself; ret".  It goes REC_DEPTH calls deep, more
+ * than the return stack holds: the oldest return addresses are dropped,
+ * the stack stays full, and its REC_RETURNS newest come back in
+ * compressed returns; then tracing is off at the next return, and on
+ * again at the function, REC_ROUNDS times. */
+enum { REC_DEPTH = 70, REC_RETURNS = 64, REC_ROUNDS = 4 };
+
+static size_t make_recursion_code(uint8_t *code)
+{
+	static const uint8_t rec[] = { 0x74, 0x05, 0xe8, 0xf9, 0xff, 0xff,
+				       0xff, 0xc3 };
+
+	memcpy(code, rec, sizeof(rec));
+	return sizeof(rec);
+}
+
+static void make_recursion(struct tb *t, enum split split)
+{
+	struct gen g;
+	int r, i;
+
+	tb_init(t);
+	memset(&g, 0, sizeof(g));
+	g.t = t;
+	g.split = split;
+	tb_simple(t, ppt_psb);
+	tb_simple(t, ppt_psbend);
+	tb_mode_exec(t, ptem_64bit);
+	for (r = 0; r < REC_ROUNDS; ++r) {
+		tb_ip(t, ppt_tip_pge, pt_ipc_sext_48, code_base);
+		for (i = 0; i < REC_DEPTH; ++i)
+			add_bit(&g, 0);
+		add_bit(&g, 1);
+		for (i = 0; i < REC_RETURNS; ++i)
+			add_bit(&g, 1);
+		put_tnt(&g, 0);
+		tb_ip(t, ppt_tip_pgd, pt_ipc_suppressed, 0);
+	}
+	tb_done(t);
+}
+
 /* The edges and the errors of the trace in @t: the block decoder's, first
  * pass and warm, with the default memo and with a small one. */
 static void check_errors(const char *name, struct omem *mem,
@@ -564,6 +610,27 @@ int main(void)
 		if (CHECK(t.errors == 0))
 			check_trace(indirect ? "tip padded" : "tnt-only padded",
 				    &mem, &t, 1);
+		omem_fini(&mem);
+	}
+	/* Calls deeper than the return stack, and the returns that it
+	 * still holds. */
+	{
+		size_t n = make_recursion_code(code);
+
+		memset(&mem, 0, sizeof(mem));
+		if (CHECK(omem_add(&mem, code, n, code_base) == 0)) {
+			for (split = 0; split < 4; ++split) {
+				char name[64];
+
+				rng = 0x3c6ef372fe94f82bull + (uint64_t) split;
+				make_recursion(&t, (enum split) split);
+				snprintf(name, sizeof(name), "recursion %s",
+					 splits[split]);
+				if (CHECK(t.errors == 0))
+					check_trace(name, &mem, &t,
+						    split == split_one_bit);
+			}
+		}
 		omem_fini(&mem);
 	}
 	/* A return with nothing to return to, at the end of an entry. */
