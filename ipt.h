@@ -10581,9 +10581,9 @@ ipt__evt_psb_again(struct pt_event_decoder *decoder,
 /* TNT bits read ahead into a window of 64: @bits holds them, the oldest
  * highest, the low @n of them not taken yet; @lasts marks the last bit of
  * each packet in its place; @nread counts the bits ever read in, and
- * @ends[k % 64] is where the packet whose last bit was the k-th ends (the
- * bits of the packet in hand when reading began are counted, its end not
- * kept). */
+ * @ends[k % 64] is where the packet ends that k bits had been read in with
+ * (the bits of the packet in hand when reading began are counted, its end
+ * not kept). */
 struct ipt__tnt_window {
 	uint64_t bits;
 	uint64_t lasts;
@@ -10601,7 +10601,7 @@ static IPT__INLINE void ipt__tnt_window_add(struct ipt__tnt_window *w,
 	w->lasts = (w->lasts << size) | 1;
 	w->n += size;
 	w->nread += size;
-	w->ends[(w->nread - 1) % 64] = end;
+	w->ends[w->nread % 64] = end;
 }
 
 /* A packet read ahead (ipt__evt_tnt_ahead, ipt__evt_tnt_fill): its type
@@ -10657,7 +10657,7 @@ static IPT__INLINE int ipt__evt_tnt_fill(const struct pt_event_decoder *decoder,
 		lasts = (lasts << nbits) | 1;
 		n += nbits;
 		nread += nbits;
-		w->ends[(nread - 1) % 64] = at;
+		w->ends[nread % 64] = at;
 		if (n > room) {
 			full = 1;
 			break;
@@ -25574,7 +25574,7 @@ static IPT__INLINE uint64_t ipt__cov_tnt_with(void *context,
 			ev->variant.tnt.size = (uint8_t) (w.n - last);
 			blk->icnt = icnt;
 		} else
-			ipt__blk_tnt_taken(blk, w.ends[(w.nread - 1 - last) % 64],
+			ipt__blk_tnt_taken(blk, w.ends[(w.nread - last) % 64],
 					   w.bits >> last, w.n - last, icnt,
 					   &last_ip);
 	} else
