@@ -10395,16 +10395,20 @@ struct ipt__evt_psb {
 };
 
 /* The last PSB+ ipt__evt_psb_peek read, if it holds no FUP: its bytes
- * after the PSB, up to its end (@len of them, none yet if zero), and
- * what it read there (but @end).  The same bytes again are the same
- * PSB+: only the decoder's state is checked against it again (the
- * MODE.EXEC's agreement).  In a stretch of trace with tracing off the
- * hardware writes one PSB+ after another, mostly alike. */
+ * after the PSB, up to its end (@len of them, at most
+ * IPT__EVT_PSB_MEMO_BYTES; none yet if zero), and what it read there (but
+ * @end).  The same bytes again are the same PSB+: only the decoder's
+ * state is checked against it again (the MODE.EXEC's agreement).  In a
+ * stretch of trace with tracing off the hardware writes one PSB+ after
+ * another, mostly alike.  Once ipt__evt_psb_again has seen the same
+ * bytes again, then PADs and the next PSB, the first @period bytes are
+ * those, all of them (zero until then). */
 enum { IPT__EVT_PSB_MEMO_BYTES = 64 };
 
 struct ipt__evt_psb_memo {
-	uint8_t bytes[IPT__EVT_PSB_MEMO_BYTES];
+	uint8_t bytes[2 * IPT__EVT_PSB_MEMO_BYTES];
 	uint32_t len;
+	uint32_t period;
 	struct ipt__evt_psb psb;
 };
 
@@ -10467,12 +10471,14 @@ static IPT__UNUSED int ipt__evt_psb_peek(const struct pt_event_decoder *decoder,
 			/* The memo holds this PSB+ or none: what follows a
 			 * PSB+ taken may be compared with it (see
 			 * ipt__evt_psb_again). */
-			if (memo)
+			if (memo) {
 				memo->len = 0;
+				memo->period = 0;
+			}
 			if (psb->has & ipt__psb_fup)
 				return ipt__evt_psb_pge_next(pacdec, pos);
 			if (memo && (size_t) (pos - start) <=
-					    sizeof(memo->bytes)) {
+					    IPT__EVT_PSB_MEMO_BYTES) {
 				memo->len = (uint32_t) (pos - start);
 				IPT_MEMCPY(memo->bytes, start, memo->len);
 				IPT__COPY(memo->psb, *psb);
@@ -10544,22 +10550,41 @@ static IPT__UNUSED int ipt__evt_psb_take(struct pt_event_decoder *decoder,
  * into @memo (which holds that PSB+, or none): if the PSB now current is
  * followed by the same bytes, take that PSB+ too.  It states again what
  * the one before set (the same state, the same CBR: taking it changes
- * nothing but where the decoder is), so only the position moves.  Returns
- * 1 if it did. */
-static IPT__UNUSED int
-ipt__evt_psb_again(struct pt_event_decoder *decoder,
-		   const struct ipt__evt_psb_memo *memo)
+ * nothing but where the decoder is), so only the position moves.  With
+ * the PADs and the PSB after it as the last time too (@memo's period),
+ * the decoder moves past that PSB at once, synchronized at it, as the
+ * packet layer would (ipt__pkt_next_rest): the packet current is the same
+ * PSB.  Returns 1 if it did. */
+static IPT__UNUSED int ipt__evt_psb_again(struct pt_event_decoder *decoder,
+					  struct ipt__evt_psb_memo *memo)
 {
 	struct pt_packet_decoder *pacdec = &decoder->pacdec;
+	uintptr_t begin = (uintptr_t) pacdec->config.begin;
 	const uint8_t *pos = pacdec->pos;
+	size_t period;
 
-	if (decoder->packet.type != ppt_psb || !memo->len ||
-	    !ipt__pkt_in_fast((uintptr_t) pacdec->config.begin, pacdec->fast,
-			      pos + memo->len - 1) ||
+	if (decoder->packet.type != ppt_psb || !memo->len)
+		return 0;
+	if (memo->period &&
+	    ipt__pkt_in_fast(begin, pacdec->fast, pos + memo->period - 1) &&
+	    !IPT_MEMCMP(pos, memo->bytes, memo->period)) {
+		ipt__pkt_sync_here(pacdec, pos + memo->period - IPT__PSB_SIZE);
+		pacdec->pos = pos + memo->period;
+		return 1;
+	}
+	if (!ipt__pkt_in_fast(begin, pacdec->fast, pos + memo->len - 1) ||
 	    IPT_MEMCMP(pos, memo->bytes, memo->len))
 		return 0;
 	pacdec->pos = pos + memo->len;
 	(void) ipt__evt_next_packet(decoder);
+	/* Only PADs were skipped before the PSB now current, if it is one. */
+	period = (size_t) (pacdec->pos - pos);
+	if (decoder->packet.type == ppt_psb && period <= sizeof(memo->bytes) &&
+	    ipt__pkt_in_fast(begin, pacdec->fast, pacdec->pos - 1)) {
+		IPT_MEMCPY(memo->bytes + memo->len, pos + memo->len,
+			   period - memo->len);
+		memo->period = (uint32_t) period;
+	}
 	return 1;
 }
 

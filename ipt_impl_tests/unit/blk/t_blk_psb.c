@@ -21,7 +21,8 @@
  * off, follow one another, end in an OVF or follow one, or hold time
  * packets; of a PSB+ taken whole again by its bytes (ipt__evt_psb_peek's
  * memo) after the mode changed, or right behind the same bytes
- * (ipt__evt_psb_again), or after one too long for the memo; on random
+ * (ipt__evt_psb_again, also with the PSB after it known), or after one
+ * too long for the memo; on random
  * traces of PSB+s with tracing off, of every packet a PSB+ may hold, in
  * any order, with PADs between, some twice, some disagreeing with the
  * state, some errors, with and without a CR3 filter and iflags events;
@@ -557,6 +558,26 @@ static int scenario(struct tb *t, int which)
 		tb_ip(t, ppt_tip_pge, pt_ipc_sext_48, 0x1000);
 		tb_loop(t, 60);
 		break;
+	case 11:
+	case 12:
+		/* Tracing off, the same PSB+ four times, one right behind
+		 * the other (the second's PSB and the third's known with
+		 * the PSB+ before them: the decoder is synchronized at the
+		 * last when tracing is on again); or three, then PADs
+		 * before a fourth. */
+		tb_tnt(t, 0x0, 1);
+		tb_ip(t, ppt_tip_pgd, pt_ipc_suppressed, 0);
+		tb_psb(t, 0, ptem_64bit, 0x4000, 0);
+		tb_psb(t, 0, ptem_64bit, 0x4000, 0);
+		tb_psb(t, 0, ptem_64bit, 0x4000, 0);
+		if (which == 12) {
+			tb_simple(t, ppt_pad);
+			tb_simple(t, ppt_pad);
+		}
+		tb_psb(t, 0, ptem_64bit, 0x4000, 0);
+		tb_ip(t, ppt_tip_pge, pt_ipc_sext_48, 0x1000);
+		tb_loop(t, 60);
+		break;
 	default:
 		return 0;
 	}
@@ -771,6 +792,8 @@ int main(int argc, char **argv)
 		if (which == 9)
 			CHECK(blk_quiet - quiet >= 2);
 		if (which == 10)
+			CHECK_EQ(blk_quiet - quiet, 4);
+		if (which == 11 || which == 12)
 			CHECK_EQ(blk_quiet - quiet, 4);
 	}
 	CHECK(evt_short > 0);
