@@ -6311,6 +6311,18 @@ static IPT__INLINE int ipt__last_ip_update(struct ipt_last_ip *last_ip,
 	return 0;
 }
 
+/* ipt__last_ip_update's IP for a payload that ipt__pkt_fast_ip read (so
+ * masked to its compression), neither suppressed nor reserved, after the
+ * last IP @last: one mask for all the update forms (full's takes all of
+ * the payload). */
+static IPT__INLINE uint64_t ipt__last_ip_next(uint64_t last, uint64_t payload,
+					      unsigned int ipc)
+{
+	if (ipc == pt_ipc_sext_48)
+		return (uint64_t) ((int64_t) (payload << 16) >> 16);
+	return (last & ~ipt__ipc_mask[ipc]) | payload;
+}
+
 IPT_DEF int ipt_last_ip_update_ip(struct ipt_last_ip *last_ip,
 				  const struct pt_packet_ip *packet,
 				  const struct pt_config *config)
@@ -7092,17 +7104,20 @@ static IPT__UNUSED int ipt__tcal_same(const struct ipt_time_cal *a,
  *   int  ipt__evt_psb_take(struct pt_event_decoder *decoder,
  *                          const struct ipt__evt_psb *psb, uint64_t *tsc,
  *                          uint32_t *lost_mtc, uint32_t *lost_cyc);
+ *   int  ipt__evt_psb_again(struct pt_event_decoder *decoder,
+ *                           const struct ipt__evt_psb_memo *memo);
  *        a PSB+ with tracing off that holds only state, read while its
  *        PSB is current, then taken whole as if all its status events
- *        had been (see "a PSB+ taken whole")
+ *        had been; the same bytes right behind it, taken by them alone
+ *        (see "a PSB+ taken whole")
  *   enum pt_packet_type ipt__evt_tnt_ahead(const struct pt_event_decoder *,
  *                                          const uint8_t **pos,
  *                                          uint64_t *payload,
- *                                          uint32_t *size);
+ *                                          uint32_t *size, int tip_free);
  *   int  ipt__evt_tnt_fill(const struct pt_event_decoder *,
  *                          const uint8_t **pos, struct ipt__tnt_window *,
  *                          uint32_t room,
- *                          struct ipt__tnt_packet *);
+ *                          struct ipt__tnt_packet *, int tip_free);
  *   int  ipt__evt_tnt8_next(const struct pt_event_decoder *,
  *                           const uint8_t *pos);
  *   void ipt__evt_tnt_taken(struct pt_event_decoder *decoder,
@@ -10353,7 +10368,10 @@ static IPT__INLINE int ipt__evt_next_status(struct pt_event_decoder *decoder,
  * (a status update) and one status update per packet but PAD, all with
  * their IP suppressed and the time after the CBR.  A MODE.EXEC that
  * disagrees with the state known is an error the general way reports:
- * ipt__evt_psb_peek says 0 then. */
+ * ipt__evt_psb_peek says 0 then.  With tracing off the hardware writes
+ * one PSB+ after another, mostly alike: the same bytes right behind a
+ * PSB+ taken restate what it set, and ipt__evt_psb_again takes them by
+ * their bytes alone. */
 
 enum ipt__evt_psb_has {
 	ipt__psb_tsx = 1 << 0,
@@ -10377,16 +10395,20 @@ struct ipt__evt_psb {
 };
 
 /* The last PSB+ ipt__evt_psb_peek read, if it holds no FUP: its bytes
- * after the PSB, up to its end (@len of them, none yet if zero), and
- * what it read there (but @end).  The same bytes again are the same
- * PSB+: only the decoder's state is checked against it again (the
- * MODE.EXEC's agreement).  In a stretch of trace with tracing off the
- * hardware writes one PSB+ after another, mostly alike. */
+ * after the PSB, up to its end (@len of them, at most
+ * IPT__EVT_PSB_MEMO_BYTES; none yet if zero), and what it read there (but
+ * @end).  The same bytes again are the same PSB+: only the decoder's
+ * state is checked against it again (the MODE.EXEC's agreement).  In a
+ * stretch of trace with tracing off the hardware writes one PSB+ after
+ * another, mostly alike.  Once ipt__evt_psb_again has seen the same
+ * bytes again, then PADs and the next PSB, the first @period bytes are
+ * those, all of them (zero until then). */
 enum { IPT__EVT_PSB_MEMO_BYTES = 64 };
 
 struct ipt__evt_psb_memo {
-	uint8_t bytes[IPT__EVT_PSB_MEMO_BYTES];
+	uint8_t bytes[2 * IPT__EVT_PSB_MEMO_BYTES];
 	uint32_t len;
+	uint32_t period;
 	struct ipt__evt_psb psb;
 };
 
@@ -10446,10 +10468,17 @@ static IPT__UNUSED int ipt__evt_psb_peek(const struct pt_event_decoder *decoder,
 			continue;
 		case ppt_psbend:
 			psb->end = pos;
+			/* The memo holds this PSB+ or none: what follows a
+			 * PSB+ taken may be compared with it (see
+			 * ipt__evt_psb_again). */
+			if (memo) {
+				memo->len = 0;
+				memo->period = 0;
+			}
 			if (psb->has & ipt__psb_fup)
 				return ipt__evt_psb_pge_next(pacdec, pos);
 			if (memo && (size_t) (pos - start) <=
-					    sizeof(memo->bytes)) {
+					    IPT__EVT_PSB_MEMO_BYTES) {
 				memo->len = (uint32_t) (pos - start);
 				IPT_MEMCPY(memo->bytes, start, memo->len);
 				IPT__COPY(memo->psb, *psb);
@@ -10517,6 +10546,48 @@ static IPT__UNUSED int ipt__evt_psb_take(struct pt_event_decoder *decoder,
 	       0;
 }
 
+/* Right after ipt__evt_psb_take of the PSB+ ipt__evt_psb_peek read last
+ * into @memo (which holds that PSB+, or none): if the PSB now current is
+ * followed by the same bytes, take that PSB+ too.  It states again what
+ * the one before set (the same state, the same CBR: taking it changes
+ * nothing but where the decoder is), so only the position moves.  With
+ * the PADs and the PSB after it as the last time too (@memo's period),
+ * the decoder moves past that PSB at once, synchronized at it, as the
+ * packet layer would (ipt__pkt_next_rest): the packet current is the same
+ * PSB.  Returns 1 if it did. */
+static IPT__UNUSED int ipt__evt_psb_again(struct pt_event_decoder *decoder,
+					  struct ipt__evt_psb_memo *memo)
+{
+	struct pt_packet_decoder *pacdec = &decoder->pacdec;
+	uintptr_t begin = (uintptr_t) pacdec->config.begin;
+	const uint8_t *pos = pacdec->pos;
+	size_t period;
+
+	if (decoder->packet.type != ppt_psb || !memo->len)
+		return 0;
+	if (memo->period &&
+	    ipt__pkt_in_fast(begin, pacdec->fast, pos + memo->period - 1) &&
+	    !IPT_MEMCMP(pos, memo->bytes, memo->period)) {
+		ipt__pkt_sync_here(pacdec, pos + memo->period - IPT__PSB_SIZE);
+		pacdec->pos = pos + memo->period;
+		return 1;
+	}
+	if (!ipt__pkt_in_fast(begin, pacdec->fast, pos + memo->len - 1) ||
+	    IPT_MEMCMP(pos, memo->bytes, memo->len))
+		return 0;
+	pacdec->pos = pos + memo->len;
+	(void) ipt__evt_next_packet(decoder);
+	/* Only PADs were skipped before the PSB now current, if it is one. */
+	period = (size_t) (pacdec->pos - pos);
+	if (decoder->packet.type == ppt_psb && period <= sizeof(memo->bytes) &&
+	    ipt__pkt_in_fast(begin, pacdec->fast, pacdec->pos - 1)) {
+		IPT_MEMCPY(memo->bytes + memo->len, pos + memo->len,
+			   period - memo->len);
+		memo->period = (uint32_t) period;
+	}
+	return 1;
+}
+
 /* ---- TNT and TIP packets in a row ----
  * Between two packets that are not TNT, TIP, TIP.PGD or TIP.PGE, a caller
  * holding a TNT event would get each next event from ipt__evt_next_tnt,
@@ -10535,9 +10606,9 @@ static IPT__UNUSED int ipt__evt_psb_take(struct pt_event_decoder *decoder,
 /* TNT bits read ahead into a window of 64: @bits holds them, the oldest
  * highest, the low @n of them not taken yet; @lasts marks the last bit of
  * each packet in its place; @nread counts the bits ever read in, and
- * @ends[k % 64] is where the packet whose last bit was the k-th ends (the
- * bits of the packet in hand when reading began are counted, its end not
- * kept). */
+ * @ends[k % 64] is where the packet ends that k bits had been read in with
+ * (the bits of the packet in hand when reading began are counted, its end
+ * not kept). */
 struct ipt__tnt_window {
 	uint64_t bits;
 	uint64_t lasts;
@@ -10555,7 +10626,7 @@ static IPT__INLINE void ipt__tnt_window_add(struct ipt__tnt_window *w,
 	w->lasts = (w->lasts << size) | 1;
 	w->n += size;
 	w->nread += size;
-	w->ends[(w->nread - 1) % 64] = end;
+	w->ends[w->nread % 64] = end;
 }
 
 /* A packet read ahead (ipt__evt_tnt_ahead, ipt__evt_tnt_fill): its type
@@ -10572,13 +10643,14 @@ struct ipt__tnt_packet {
  * skipped), where the packet layer's fast path decodes, into @w while it
  * holds at most @room bits (below 58).  Returns 1 when it holds more, 0
  * at any other packet, *@pos past what it read; that packet is in @p if
- * it is a TIP, TIP.PGD or TIP.PGE that ipt__evt_tnt_ahead would give (@p's
- * type zero otherwise: the caller reads it with that). */
+ * it is a TIP, TIP.PGD or TIP.PGE that ipt__evt_tnt_ahead would give with
+ * @tip_free (@p's type zero otherwise: the caller reads it with that). */
 static IPT__INLINE int ipt__evt_tnt_fill(const struct pt_event_decoder *decoder,
 					 const uint8_t **pos,
 					 struct ipt__tnt_window *w,
 					 uint32_t room,
-					 struct ipt__tnt_packet *p)
+					 struct ipt__tnt_packet *p,
+					 int tip_free)
 {
 	const struct pt_packet_decoder *pacdec = &decoder->pacdec;
 	uintptr_t begin = (uintptr_t) pacdec->config.begin;
@@ -10610,7 +10682,7 @@ static IPT__INLINE int ipt__evt_tnt_fill(const struct pt_event_decoder *decoder,
 		lasts = (lasts << nbits) | 1;
 		n += nbits;
 		nread += nbits;
-		w->ends[(nread - 1) % 64] = at;
+		w->ends[nread % 64] = at;
 		if (n > room) {
 			full = 1;
 			break;
@@ -10629,7 +10701,7 @@ static IPT__INLINE int ipt__evt_tnt_fill(const struct pt_event_decoder *decoder,
 	if (kind - ppt_tip > ppt_tip_pgd - ppt_tip)
 		return 0;
 	size = ipt__pkt_fast_ip(at, &ip, &ipc);
-	if (!size || ipc == pt_ipc_suppressed || !ipt__evt_tip_free(decoder))
+	if (!size || ipc == pt_ipc_suppressed || !tip_free)
 		return 0;
 	p->type = (enum pt_packet_type) kind;
 	p->payload = ip;
@@ -10655,10 +10727,12 @@ static IPT__INLINE int ipt__evt_tnt8_next(const struct pt_event_decoder *decoder
  * the event in hand): its type, and *@pos past it, with a TNT's bits (the
  * oldest highest) in @payload and their number in @size, or the IP
  * payload in @payload and its compression in @size; 0 if the next packet
- * is none of them, read this way (*@pos may have moved past PADs). */
+ * is none of them, read this way (*@pos may have moved past PADs).
+ * @tip_free is ipt__evt_tip_free(@decoder), which the caller finds once:
+ * nothing in the decoder moves while it reads ahead. */
 static IPT__INLINE enum pt_packet_type
 ipt__evt_tnt_ahead(const struct pt_event_decoder *decoder, const uint8_t **pos,
-		   uint64_t *payload, uint32_t *size)
+		   uint64_t *payload, uint32_t *size, int tip_free)
 {
 	const struct pt_packet_decoder *pacdec = &decoder->pacdec;
 	const struct pt_packet *packet;
@@ -10690,8 +10764,7 @@ ipt__evt_tnt_ahead(const struct pt_event_decoder *decoder, const uint8_t **pos,
 	case ppt_tip:
 	case ppt_tip_pgd:
 	case ppt_tip_pge:
-		if (packet->payload.ip.ipc == pt_ipc_suppressed ||
-		    !ipt__evt_tip_free(decoder))
+		if (packet->payload.ip.ipc == pt_ipc_suppressed || !tip_free)
 			return (enum pt_packet_type) 0;
 		*payload = packet->payload.ip.ip;
 		*size = (uint32_t) packet->payload.ip.ipc;
@@ -14538,11 +14611,11 @@ ipt__insn_range_is_contiguous(uint64_t begin, uint64_t end,
  *   enum pt_packet_type ipt__blk_tnt_ahead(const struct pt_block_decoder *,
  *                                          const uint8_t **pos,
  *                                          uint64_t *payload,
- *                                          uint32_t *size);
+ *                                          uint32_t *size, int tip_free);
  *   int  ipt__blk_tnt_fill(const struct pt_block_decoder *,
  *                          const uint8_t **pos, struct ipt__tnt_window *,
  *                          uint32_t room,
- *                          struct ipt__tnt_packet *);
+ *                          struct ipt__tnt_packet *, int tip_free);
  *   int  ipt__blk_tnt8_next(const struct pt_block_decoder *,
  *                           const uint8_t *pos);
  *   const struct ipt_last_ip *
@@ -14609,17 +14682,38 @@ static void ipt__retstack_init(struct ipt__retstack *rs)
 	rs->bottom = 0;
 }
 
+/* The slot after @i, and before it, as the stack wraps. */
+static IPT__INLINE uint8_t ipt__retstack_next(uint8_t i)
+{
+	return (uint8_t) (i == IPT__RETSTACK_SIZE ? 0 : i + 1);
+}
+
+static IPT__INLINE uint8_t ipt__retstack_prev(uint8_t i)
+{
+	return (uint8_t) (i ? i - 1 : IPT__RETSTACK_SIZE);
+}
+
+/* Push @ip on @rs whose top and bottom are *@top and *@bottom, moved as
+ * the push moves them: for a caller that keeps them in locals through
+ * several operations. */
+static IPT__INLINE void ipt__retstack_push_at(struct ipt__retstack *rs,
+					      uint8_t *top, uint8_t *bottom,
+					      uint64_t ip)
+{
+	rs->stack[*top] = ip;
+	*top = ipt__retstack_next(*top);
+	if (*top == *bottom)
+		*bottom = ipt__retstack_next(*bottom);
+}
+
 static IPT__INLINE void ipt__retstack_push(struct ipt__retstack *rs,
 					   uint64_t ip)
 {
-	uint8_t top = rs->top;
+	uint8_t top = rs->top, bottom = rs->bottom;
 
-	rs->stack[top] = ip;
-	top = (uint8_t) (top == IPT__RETSTACK_SIZE ? 0 : top + 1);
-	if (top == rs->bottom)
-		rs->bottom = (uint8_t) (rs->bottom == IPT__RETSTACK_SIZE ?
-					0 : rs->bottom + 1);
+	ipt__retstack_push_at(rs, &top, &bottom, ip);
 	rs->top = top;
+	rs->bottom = bottom;
 }
 
 static IPT__INLINE int ipt__retstack_empty(const struct ipt__retstack *rs)
@@ -14627,17 +14721,27 @@ static IPT__INLINE int ipt__retstack_empty(const struct ipt__retstack *rs)
 	return rs->top == rs->bottom;
 }
 
+/* Pop into *@ip from @rs whose top and bottom are *@top and @bottom (see
+ * ipt__retstack_push_at). */
+static IPT__INLINE int ipt__retstack_pop_at(const struct ipt__retstack *rs,
+					    uint8_t *top, uint8_t bottom,
+					    uint64_t *ip)
+{
+	if (*top == bottom)
+		return -pte_retstack_empty;
+
+	*top = ipt__retstack_prev(*top);
+	*ip = rs->stack[*top];
+	return 0;
+}
+
 static int ipt__retstack_pop(struct ipt__retstack *rs, uint64_t *ip)
 {
 	uint8_t top = rs->top;
+	int status = ipt__retstack_pop_at(rs, &top, rs->bottom, ip);
 
-	if (top == rs->bottom)
-		return -pte_retstack_empty;
-
-	top = (uint8_t) (top ? top - 1 : IPT__RETSTACK_SIZE);
 	rs->top = top;
-	*ip = rs->stack[top];
-	return 0;
+	return status;
 }
 
 /* ---- caches ---- */
@@ -16272,6 +16376,8 @@ static int ipt__blk_quiet_psb(struct pt_block_decoder *decoder)
 				   1 :
 				   0;
 	decoder->quiet_psbs += 1;
+	while (ipt__evt_psb_again(&decoder->evdec, &decoder->quiet_memo))
+		decoder->quiet_psbs += 1;
 	return 1;
 }
 
@@ -19413,9 +19519,10 @@ ipt__blk_walk_tnt(struct pt_block_decoder *decoder,
  * ahead (see ipt__evt_tnt_ahead), and the last IP they go on from. */
 static IPT__INLINE enum pt_packet_type
 ipt__blk_tnt_ahead(const struct pt_block_decoder *decoder, const uint8_t **pos,
-		   uint64_t *payload, uint32_t *size)
+		   uint64_t *payload, uint32_t *size, int tip_free)
 {
-	return ipt__evt_tnt_ahead(&decoder->evdec, pos, payload, size);
+	return ipt__evt_tnt_ahead(&decoder->evdec, pos, payload, size,
+				  tip_free);
 }
 
 static IPT__INLINE int ipt__blk_tnt8_next(const struct pt_block_decoder *decoder,
@@ -19428,9 +19535,10 @@ static IPT__INLINE int ipt__blk_tnt_fill(const struct pt_block_decoder *decoder,
 					 const uint8_t **pos,
 					 struct ipt__tnt_window *w,
 					 uint32_t room,
-					 struct ipt__tnt_packet *p)
+					 struct ipt__tnt_packet *p,
+					 int tip_free)
 {
-	return ipt__evt_tnt_fill(&decoder->evdec, pos, w, room, p);
+	return ipt__evt_tnt_fill(&decoder->evdec, pos, w, room, p, tip_free);
 }
 
 static IPT__INLINE const struct ipt_last_ip *
@@ -24177,6 +24285,11 @@ struct ipt_cov_decoder {
 	/* A compressed return from before an entry was seen: the walk
 	 * takes such returns in entries from now on (ipt__cov_tnt_ret). */
 	uint32_t memo_out_pop;
+	/* While memo steps run (ipt__cov_tnt_with): the entry applied last,
+	 * whose last edge is the pending one, not yet written to @pend_from,
+	 * @pend_next and @pend_kind (ipt__cov_memo_pend); NULL once it is,
+	 * and always outside the steps. */
+	const struct ipt__cov_memo *memo_pend;
 };
 
 enum ipt__cov_call {
@@ -25042,6 +25155,22 @@ done:
 	e->span_hi = span_hi;
 }
 
+/* Write the edge the entry applied last left pending (cov->memo_pend, if
+ * any) to the decoder's pending branch: before anything reads that, or
+ * the memo changes. */
+static IPT__INLINE void ipt__cov_memo_pend(struct ipt_cov_decoder *cov)
+{
+	const struct ipt__cov_memo *e = cov->memo_pend;
+
+	if (!e)
+		return;
+	cov->pend_from = e->last_from;
+	cov->pend_next = e->last_next;
+	cov->pend_kind = e->last_kind == ipt_cov_not_taken ?
+				 (uint32_t) ipt_cov_taken : e->last_kind;
+	cov->memo_pend = NULL;
+}
+
 /* Move the entry @e, in its first place, to its second, over what is
  * there (its edges too). */
 static IPT__NOINLINE void ipt__cov_memo_move(struct ipt_cov_decoder *cov,
@@ -25140,6 +25269,8 @@ ipt__cov_memo_find(struct ipt_cov_decoder *cov, uint64_t ip,
 			e = second;
 			goto hit;
 		}
+		/* The entry applied last may be written over. */
+		ipt__cov_memo_pend(cov);
 		/* While the memo is of its first size, a key the filter
 		 * has not seen is walked into the spare entry, used once
 		 * and left there: code that runs once (a short trace's
@@ -25207,22 +25338,31 @@ static IPT__INLINE int ipt__cov_memo_ops(struct pt_block_decoder *blk,
 					 const struct ipt__cov_memo *e,
 					 uint64_t *to)
 {
+	struct ipt__retstack *rs = &blk->retstack;
+	/* The stack's ends in locals through the operations. */
+	uint8_t top = rs->top, bottom = rs->bottom;
+	int status = e->out_pop;
 	uint32_t i;
 
 	for (i = 0; i < e->nops; ++i) {
 		if ((e->pops >> i) & 1) {
-			if (ipt__retstack_pop(&blk->retstack, to) < 0)
-				return -1;
+			if (ipt__retstack_pop_at(rs, &top, bottom, to) < 0) {
+				status = -1;
+				break;
+			}
 		} else
-			ipt__retstack_push(&blk->retstack, e->op[i]);
+			ipt__retstack_push_at(rs, &top, &bottom, e->op[i]);
 	}
-	return e->out_pop;
+	rs->top = top;
+	rs->bottom = bottom;
+	return status;
 }
 
 /* Do what @e says: the return stack's operations if @ops (else the
  * caller did them, ipt__cov_memo_ops) and the edges, as the walk reports
  * them: all but the last are seen at their destination; the last (a TIP's
- * branch, if the entry ends at one) waits for the flow to get there.
+ * branch, if the entry ends at one) waits for the flow to get there, left
+ * pending in cov->memo_pend.
  * @wrap is the bitmap if its counters wrap and the memo keeps no edges (no
  * edge callback), else NULL. */
 static IPT__INLINE void ipt__cov_memo_apply(struct ipt_cov_decoder *cov,
@@ -25280,10 +25420,7 @@ static IPT__INLINE void ipt__cov_memo_apply(struct ipt_cov_decoder *cov,
 					     ipt__cov_index(edges->from[i],
 							    edges->to[i]));
 	}
-	cov->pend_from = e->last_from;
-	cov->pend_next = e->last_next;
-	cov->pend_kind = e->last_kind == ipt_cov_not_taken ?
-				 (uint32_t) ipt_cov_taken : e->last_kind;
+	cov->memo_pend = e;
 }
 
 /* The TIP (or TIP.PGD, TIP.PGE pair) behind the TNT bits of the window,
@@ -25305,7 +25442,7 @@ struct ipt__cov_tip {
  * TIP or a TIP.PGD behind it. */
 static IPT__INLINE int ipt__cov_read_tip(const struct pt_block_decoder *blk,
 					 struct ipt__cov_tip *tip,
-					 struct ipt__tnt_packet *p)
+					 struct ipt__tnt_packet *p, int tip_free)
 {
 	const uint8_t *next = p->end;
 
@@ -25315,8 +25452,8 @@ static IPT__INLINE int ipt__cov_read_tip(const struct pt_block_decoder *blk,
 	tip->ipc = p->size;
 	tip->ipc2 = 0;
 	if (p->type == ppt_tip_pgd) {
-		if (ipt__blk_tnt_ahead(blk, &next, &tip->payload2, &p->size) !=
-		    ppt_tip_pge)
+		if (ipt__blk_tnt_ahead(blk, &next, &tip->payload2, &p->size,
+				       tip_free) != ppt_tip_pge)
 			return 0;
 		tip->ipc2 = p->size;
 	}
@@ -25325,7 +25462,8 @@ static IPT__INLINE int ipt__cov_read_tip(const struct pt_block_decoder *blk,
 		p->type = (enum pt_packet_type) 0;
 		return 1;
 	}
-	p->type = ipt__blk_tnt_ahead(blk, &next, &p->payload, &p->size);
+	p->type = ipt__blk_tnt_ahead(blk, &next, &p->payload, &p->size,
+				     tip_free);
 	p->end = next;
 	return p->type && p->type != ppt_tip_pge;
 }
@@ -25357,6 +25495,13 @@ static IPT__INLINE uint64_t ipt__cov_tnt_with(void *context,
 	struct ipt__tnt_window w;
 	struct ipt__cov_tip tip;
 	struct ipt_last_ip last_ip;
+	/* The last IP as the TIPs taken leave it (@last_ip's, until one
+	 * is). */
+	uint64_t last;
+	uint32_t tips = 0;
+	/* Whether the TIPs behind may be taken (ipt__evt_tip_free): nothing
+	 * moves in the event decoder while the steps read ahead. */
+	int tip_free;
 	/* Where to read on (NULL: after the packet the decoder holds), and
 	 * the packet there if it has been read (behind a TIP). */
 	const uint8_t *pos = NULL;
@@ -25394,7 +25539,9 @@ static IPT__INLINE uint64_t ipt__cov_tnt_with(void *context,
 	w.lasts = 1;
 	w.nread = w.n;
 	icnt = blk->icnt;
+	tip_free = ipt__evt_tip_free(&blk->evdec);
 	IPT__COPY(last_ip, *ipt__blk_last_ip(blk));
+	last = last_ip.ip;
 
 	for (;;) {
 		const struct ipt__cov_memo *e;
@@ -25408,13 +25555,14 @@ static IPT__INLINE uint64_t ipt__cov_tnt_with(void *context,
 		while (!ahead && w.n <= IPT__COV_MEMO_BITS) {
 			if (!held.type && pos &&
 			    ipt__blk_tnt_fill(blk, &pos, &w,
-					      IPT__COV_MEMO_FILL, &held))
+					      IPT__COV_MEMO_FILL, &held, tip_free))
 				break;
 			if (!held.type) {
 				held.end = pos;
 				held.type = ipt__blk_tnt_ahead(blk, &held.end,
 							       &held.payload,
-							       &held.size);
+							       &held.size,
+							       tip_free);
 			}
 			if (held.type == ppt_tnt_8 || held.type == ppt_tnt_64) {
 				if (w.n + held.size >= 64)
@@ -25425,7 +25573,8 @@ static IPT__INLINE uint64_t ipt__cov_tnt_with(void *context,
 				held.type = (enum pt_packet_type) 0;
 				continue;
 			}
-			ahead = ipt__cov_read_tip(blk, &tip, &held) ? 1 : 2;
+			ahead = ipt__cov_read_tip(blk, &tip, &held, tip_free) ?
+					1 : 2;
 		}
 
 		/* With a TIP to take behind them, all the bits and the TIP;
@@ -25451,13 +25600,10 @@ static IPT__INLINE uint64_t ipt__cov_tnt_with(void *context,
 		/* A disable binds where the flow reaches its IP first: not
 		 * in the runs on the way to the branch. */
 		if (e->tip && tip.ipc2) {
-			struct ipt_last_ip pgd = last_ip;
-			struct pt_packet_ip pgd_ip;
+			uint64_t pgd = ipt__last_ip_next(last, tip.payload,
+							 tip.ipc);
 
-			pgd_ip.ipc = (enum pt_ip_compression) tip.ipc;
-			pgd_ip.ip = tip.payload;
-			(void) ipt__last_ip_update(&pgd, &pgd_ip);
-			if (e->span_lo <= pgd.ip && pgd.ip <= e->span_hi)
+			if (e->span_lo <= pgd && pgd <= e->span_hi)
 				break;
 		}
 		/* The return stack first: a return from before the entry
@@ -25494,8 +25640,10 @@ static IPT__INLINE uint64_t ipt__cov_tnt_with(void *context,
 		if (IPT__UNLIKELY(pend_kind == IPT__COV_PEND_DECODER))
 			ipt__cov_resolve(cov, ip);
 		else if (pend_kind)
-			ipt__cov_hit(cov, cov->pend_from, ip,
-				     (enum ipt_cov_kind) pend_kind,
+			ipt__cov_hit(cov,
+				     cov->memo_pend ? cov->memo_pend->last_from :
+						      cov->pend_from,
+				     ip, (enum ipt_cov_kind) pend_kind,
 				     pend_index);
 		ipt__cov_memo_apply(cov, e, wrap, !with_ret);
 
@@ -25518,23 +25666,15 @@ static IPT__INLINE uint64_t ipt__cov_tnt_with(void *context,
 		 * walked since.  A TIP.PGD, TIP.PGE pair: tracing is
 		 * disabled at the TIP.PGD's IP and enabled again at the
 		 * TIP.PGE's, as ipt__cov_event sees it. */
-		{
-			struct pt_packet_ip tip_ip;
-
-			tip_ip.ipc = (enum pt_ip_compression) tip.ipc;
-			tip_ip.ip = tip.payload;
-			(void) ipt__last_ip_update(&last_ip, &tip_ip);
-			if (tip.ipc2) {
-				ipt__cov_resolve(cov, last_ip.ip);
-				ipt__cov_count(cov, last_ip.ip, 0,
-					       ipt_cov_disable);
-				tip_ip.ipc = (enum pt_ip_compression) tip.ipc2;
-				tip_ip.ip = tip.payload2;
-				(void) ipt__last_ip_update(&last_ip, &tip_ip);
-				ipt__cov_count(cov, 0, last_ip.ip,
-					       ipt_cov_enable);
-			}
+		last = ipt__last_ip_next(last, tip.payload, tip.ipc);
+		if (tip.ipc2) {
+			ipt__cov_memo_pend(cov);
+			ipt__cov_resolve(cov, last);
+			ipt__cov_count(cov, last, 0, ipt_cov_disable);
+			last = ipt__last_ip_next(last, tip.payload2, tip.ipc2);
+			ipt__cov_count(cov, 0, last, ipt_cov_enable);
 		}
+		tips = 1;
 		pos = tip.end;
 		ahead = 0;
 		w.n = 0;
@@ -25543,16 +25683,24 @@ static IPT__INLINE uint64_t ipt__cov_tnt_with(void *context,
 		icnt = 0;
 		crossed = 1;
 
-		pend_kind = cov->pend_kind && ((e->count >> used) & 1) ?
+		/* Still pending unless the disable took it. */
+		pend_kind = !tip.ipc2 && e->last_kind &&
+					    ((e->count >> used) & 1) ?
 				    e->tip_kind : 0;
 		/* Hashed only for an edge that counts: in libxdc's mode a
 		 * TIP's never does. */
 		if (pend_kind)
-			pend_index = ipt__cov_index(e->last_from, last_ip.ip);
-		ip = last_ip.ip;
+			pend_index = ipt__cov_index(e->last_from, last);
+		ip = last;
 	}
 
 	cov->status.memo_bits += taken;
+	ipt__cov_memo_pend(cov);
+	if (tips) {
+		last_ip.ip = last;
+		last_ip.have_ip = 1;
+		last_ip.suppressed = 0;
+	}
 	if (w.n) {
 		/* The packet in hand is the one the window's next bit
 		 * belongs to: its bits are the window's down to its last. */
@@ -25562,7 +25710,7 @@ static IPT__INLINE uint64_t ipt__cov_tnt_with(void *context,
 			ev->variant.tnt.size = (uint8_t) (w.n - last);
 			blk->icnt = icnt;
 		} else
-			ipt__blk_tnt_taken(blk, w.ends[(w.nread - 1 - last) % 64],
+			ipt__blk_tnt_taken(blk, w.ends[(w.nread - last) % 64],
 					   w.bits >> last, w.n - last, icnt,
 					   &last_ip);
 	} else

@@ -20,12 +20,14 @@
  * that change the mode, the CR3, the VMCS or the IP, that say tracing is
  * off, follow one another, end in an OVF or follow one, or hold time
  * packets; of a PSB+ taken whole again by its bytes (ipt__evt_psb_peek's
- * memo) after the mode changed; on random traces of PSB+s with tracing
- * off, of every packet a PSB+ may hold, in any order, with PADs between,
- * some twice, some disagreeing with the state, some errors, with and
- * without a CR3 filter and iflags events; and on every trace of the
- * conformance suites given as
- * arguments (their libipt and real folders) at the event level.  Built
+ * memo) after the mode changed, or right behind the same bytes
+ * (ipt__evt_psb_again, also with the PSB after it known), or after one
+ * too long for the memo; on random
+ * traces of PSB+s with tracing off, of every packet a PSB+ may hold, in
+ * any order, with PADs between, some twice, some disagreeing with the
+ * state, some errors, with and without a CR3 filter and iflags events;
+ * and on every trace of the conformance suites given as arguments (their
+ * libipt and real folders) at the event level.  Built
  * with IPT_BLK_GENERAL_PATH the short ways are off, and the counts of
  * what they took say so: the checks that they took something fail. */
 #if defined(__GNUC__)
@@ -397,8 +399,9 @@ static void blk_stream_compare(const struct pt_config *config,
 
 /* ---- the traces ---- */
 
-/* A PSB+ at @ip (none: tracing off) with @mode, @cr3, and extras. */
-enum { psb_tsx = 1, psb_vmcs = 2, psb_time = 4, psb_ovf = 8 };
+/* A PSB+ at @ip (none: tracing off) with @mode, @cr3, and extras; a long
+ * one has more bytes (PADs) than ipt__evt_psb_peek's memo keeps. */
+enum { psb_tsx = 1, psb_vmcs = 2, psb_time = 4, psb_ovf = 8, psb_long = 16 };
 
 static void tb_psb(struct tb *t, uint64_t ip, enum pt_exec_mode mode,
 		   uint64_t cr3, unsigned int extra)
@@ -421,6 +424,12 @@ static void tb_psb(struct tb *t, uint64_t ip, enum pt_exec_mode mode,
 		p.type = ppt_vmcs;
 		p.payload.vmcs.base = 0x12345000;
 		tb_put(t, &p);
+	}
+	if (extra & psb_long) {
+		int i;
+
+		for (i = 0; i < IPT__EVT_PSB_MEMO_BYTES; ++i)
+			tb_simple(t, ppt_pad);
 	}
 	tb_simple(t, (extra & psb_ovf) ? ppt_ovf : ppt_psbend);
 }
@@ -534,6 +543,40 @@ static int scenario(struct tb *t, int which)
 		tb_psb(t, 0, ptem_64bit, 0x4000, 0);
 		tb_psb(t, 0x1000, ptem_64bit, 0x4000, 0);
 		tb_loop(t, 2);
+		break;
+	case 10:
+		/* Tracing off, the same PSB+ twice (the second right behind
+		 * the first, taken by its bytes alone), one too long to keep
+		 * with another CR3, then the first one's bytes again: they
+		 * restate a CR3 the decoder no longer has. */
+		tb_tnt(t, 0x0, 1);
+		tb_ip(t, ppt_tip_pgd, pt_ipc_suppressed, 0);
+		tb_psb(t, 0, ptem_64bit, 0x4000, 0);
+		tb_psb(t, 0, ptem_64bit, 0x4000, 0);
+		tb_psb(t, 0, ptem_64bit, 0x5000, psb_long);
+		tb_psb(t, 0, ptem_64bit, 0x4000, 0);
+		tb_ip(t, ppt_tip_pge, pt_ipc_sext_48, 0x1000);
+		tb_loop(t, 60);
+		break;
+	case 11:
+	case 12:
+		/* Tracing off, the same PSB+ four times, one right behind
+		 * the other (the second's PSB and the third's known with
+		 * the PSB+ before them: the decoder is synchronized at the
+		 * last when tracing is on again); or three, then PADs
+		 * before a fourth. */
+		tb_tnt(t, 0x0, 1);
+		tb_ip(t, ppt_tip_pgd, pt_ipc_suppressed, 0);
+		tb_psb(t, 0, ptem_64bit, 0x4000, 0);
+		tb_psb(t, 0, ptem_64bit, 0x4000, 0);
+		tb_psb(t, 0, ptem_64bit, 0x4000, 0);
+		if (which == 12) {
+			tb_simple(t, ppt_pad);
+			tb_simple(t, ppt_pad);
+		}
+		tb_psb(t, 0, ptem_64bit, 0x4000, 0);
+		tb_ip(t, ppt_tip_pge, pt_ipc_sext_48, 0x1000);
+		tb_loop(t, 60);
 		break;
 	default:
 		return 0;
@@ -748,6 +791,10 @@ int main(int argc, char **argv)
 			CHECK_EQ(blk_quiet - quiet, 1);
 		if (which == 9)
 			CHECK(blk_quiet - quiet >= 2);
+		if (which == 10)
+			CHECK_EQ(blk_quiet - quiet, 4);
+		if (which == 11 || which == 12)
+			CHECK_EQ(blk_quiet - quiet, 4);
 	}
 	CHECK(evt_short > 0);
 	CHECK(blk_short > 0);

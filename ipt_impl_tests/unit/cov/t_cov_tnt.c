@@ -6,7 +6,9 @@
  * ending in a direct jump back (a trace of nothing but TNT after the
  * enable) or an indirect one (each time round a TIP, a TIP.PGD, TIP.PGE
  * pair at its target or at the jump itself, or two TIPs through a stub
- * that jumps on); the traces split
+ * that jumps on, or a TIP that a MODE.EXEC before the last TNT packet
+ * binds to; their IPs in any compression; the code low, or in the
+ * upper half, where sext-48 takes the sign of bit 47); the traces split
  * the bits into TNT-8 and TNT-64 packets of random sizes, one bit each,
  * with PADs and timing packets (MTC, CYC, TSC) between them, or into
  * TNT-64s of 40 to 47 bits.  On each:
@@ -17,6 +19,10 @@
  * with the default memo, one of 16 entries (with the edge callback, 39
  * without) and none.  With one-bit packets only, the memo can take bits
  * only across packets: it must, with the small memo too.
+ *
+ * A function calls itself deeper than the return stack holds, and the
+ * compressed returns it still holds come back: the stack wraps, full,
+ * through the memo entries' pushes.
  *
  * A memo entry may end with a compressed return whose address was pushed
  * before it began, read off the return stack when the entry is applied.
@@ -34,13 +40,16 @@
 #include <string.h>
 
 enum {
-	CODE_BASE = 0x1000,
 	/* Conditional branches in a row at the start of the loop. */
 	NCOND = 40,
 	/* NOPs before each of them in the loop of long runs: 21 of them
 	 * are more instructions than a memo entry counts. */
 	LONG_PAD = 3200
 };
+
+/* Where the code is: low, or in the upper half, where a TIP's sext-48 IP
+ * takes the sign of bit 47. */
+static uint64_t code_base;
 
 /* With @indirect: where the loop's "jmp rax" is, and a "jmp rax" of its
  * own after f (a TIP to it and one from it make two TIPs in a row). */
@@ -70,7 +79,7 @@ static size_t make_code(uint8_t *code, int indirect, size_t pad,
 	code[n++] = 0x66;
 	code[n++] = 0x90;
 	if (indirect) {
-		jmp_ip = CODE_BASE + n;
+		jmp_ip = code_base + n;
 		code[n++] = 0xff;
 		code[n++] = 0xe0;
 	} else {
@@ -86,7 +95,7 @@ static size_t make_code(uint8_t *code, int indirect, size_t pad,
 	code[n++] = 0x66;
 	code[n++] = 0x90;
 	code[n++] = 0xc3;
-	stub_ip = CODE_BASE + n;
+	stub_ip = code_base + n;
 	code[n++] = 0xff;
 	code[n++] = 0xe0;
 
@@ -96,7 +105,7 @@ static size_t make_code(uint8_t *code, int indirect, size_t pad,
 
 		memcpy(&code[call_at + 1], &rel, 4);
 	}
-	*f_at = CODE_BASE + f;
+	*f_at = code_base + f;
 	return n;
 }
 
@@ -108,6 +117,21 @@ static uint32_t next_rand(void)
 	rng ^= rng >> 7;
 	rng ^= rng << 17;
 	return (uint32_t) (rng >> 11);
+}
+
+/* The IP compressions a TIP, TIP.PGD or TIP.PGE in the loop may have:
+ * sext-48 only (@nipc 1), or any (5) where all its IPs share their upper
+ * 48 bits. */
+static uint32_t nipc;
+
+static enum pt_ip_compression any_ipc(void)
+{
+	static const enum pt_ip_compression ipc[] = {
+		pt_ipc_sext_48, pt_ipc_update_16, pt_ipc_update_32,
+		pt_ipc_update_48, pt_ipc_full
+	};
+
+	return ipc[next_rand() % nipc];
 }
 
 /* How the bits are split into packets. */
@@ -216,6 +240,7 @@ static void make_trace(struct tb *t, int indirect, enum split split,
 		       int rounds)
 {
 	struct gen g;
+	uint32_t how;
 	int r, i;
 
 	tb_init(t);
@@ -226,7 +251,7 @@ static void make_trace(struct tb *t, int indirect, enum split split,
 	tb_simple(t, ppt_psb);
 	tb_simple(t, ppt_psbend);
 	tb_mode_exec(t, ptem_64bit);
-	tb_ip(t, ppt_tip_pge, pt_ipc_sext_48, CODE_BASE);
+	tb_ip(t, ppt_tip_pge, pt_ipc_sext_48, code_base);
 
 	for (r = 0; r < rounds; ++r) {
 		for (i = 0; i < NCOND; ++i)
@@ -234,33 +259,40 @@ static void make_trace(struct tb *t, int indirect, enum split split,
 		/* f's branch, its compressed return, the branch after. */
 		add_bit(&g, next_rand() & 1);
 		add_bit(&g, 1);
+		how = indirect ? next_rand() % 5 : 0;
+		if (how == 4) {
+			/* A MODE.EXEC before the last TNT binds to the TIP
+			 * after it: not one for the memo's steps to take. */
+			put_tnt(&g, 0);
+			tb_mode_exec(t, ptem_64bit);
+		}
 		add_bit(&g, next_rand() & 1);
 		if (indirect) {
 			put_tnt(&g, 0);
-			switch (next_rand() % 4) {
+			switch (how) {
 			case 0:
-				tb_ip(t, ppt_tip, pt_ipc_sext_48, CODE_BASE);
+				tb_ip(t, ppt_tip, any_ipc(), code_base);
 				break;
 			case 1:
 				/* Tracing off at the jump's target and on
 				 * again there. */
-				tb_ip(t, ppt_tip_pgd, pt_ipc_sext_48,
-				      CODE_BASE);
-				tb_ip(t, ppt_tip_pge, pt_ipc_sext_48,
-				      CODE_BASE);
+				tb_ip(t, ppt_tip_pgd, any_ipc(), code_base);
+				tb_ip(t, ppt_tip_pge, any_ipc(), code_base);
 				break;
 			case 2:
 				/* Through the stub: two TIPs in a row. */
-				tb_ip(t, ppt_tip, pt_ipc_sext_48, stub_ip);
-				tb_ip(t, ppt_tip, pt_ipc_sext_48, CODE_BASE);
+				tb_ip(t, ppt_tip, any_ipc(), stub_ip);
+				tb_ip(t, ppt_tip, any_ipc(), code_base);
 				break;
-			default:
+			case 3:
 				/* Tracing off at the jump itself, before it
 				 * is taken: in the code a memo entry walks
 				 * to it. */
-				tb_ip(t, ppt_tip_pgd, pt_ipc_sext_48, jmp_ip);
-				tb_ip(t, ppt_tip_pge, pt_ipc_sext_48,
-				      CODE_BASE);
+				tb_ip(t, ppt_tip_pgd, any_ipc(), jmp_ip);
+				tb_ip(t, ppt_tip_pge, any_ipc(), code_base);
+				break;
+			default:
+				tb_ip(t, ppt_tip, any_ipc(), code_base);
 				break;
 			}
 			put_between(&g);
@@ -288,7 +320,7 @@ static void make_empty_return(struct tb *t, enum split split, uint64_t f_at)
 		tb_simple(t, ppt_psb);
 		tb_simple(t, ppt_psbend);
 		tb_mode_exec(t, ptem_64bit);
-		tb_ip(t, ppt_tip_pge, pt_ipc_sext_48, CODE_BASE);
+		tb_ip(t, ppt_tip_pge, pt_ipc_sext_48, code_base);
 		for (r = 0; r < 8; ++r) {
 			for (i = 0; i < NCOND; ++i)
 				add_bit(&g, next_rand() & 1);
@@ -298,15 +330,57 @@ static void make_empty_return(struct tb *t, enum split split, uint64_t f_at)
 			put_tnt(&g, 0);
 			if (part == 0 && r == 7) {
 				tb_ip(t, ppt_tip_pgd, pt_ipc_sext_48,
-				      CODE_BASE);
+				      code_base);
 				tb_ip(t, ppt_tip_pge, pt_ipc_sext_48, f_at);
 				for (i = 0; i < 8; ++i)
 					add_bit(&g, i == 1 ? 1 :
 							     next_rand() & 1);
 				put_tnt(&g, 0);
 			} else
-				tb_ip(t, ppt_tip, pt_ipc_sext_48, CODE_BASE);
+				tb_ip(t, ppt_tip, pt_ipc_sext_48, code_base);
 		}
+	}
+	tb_done(t);
+}
+
+/* A function that calls itself while its conditional branch is not
+ * taken: "jz +5; call itself; ret".  It goes REC_DEPTH calls deep, more
+ * than the return stack holds: the oldest return addresses are dropped,
+ * the stack stays full, and its REC_RETURNS newest come back in
+ * compressed returns; then tracing is off at the next return, and on
+ * again at the function, REC_ROUNDS times. */
+enum { REC_DEPTH = 70, REC_RETURNS = 64, REC_ROUNDS = 4 };
+
+static size_t make_recursion_code(uint8_t *code)
+{
+	static const uint8_t rec[] = { 0x74, 0x05, 0xe8, 0xf9, 0xff, 0xff,
+				       0xff, 0xc3 };
+
+	memcpy(code, rec, sizeof(rec));
+	return sizeof(rec);
+}
+
+static void make_recursion(struct tb *t, enum split split)
+{
+	struct gen g;
+	int r, i;
+
+	tb_init(t);
+	memset(&g, 0, sizeof(g));
+	g.t = t;
+	g.split = split;
+	tb_simple(t, ppt_psb);
+	tb_simple(t, ppt_psbend);
+	tb_mode_exec(t, ptem_64bit);
+	for (r = 0; r < REC_ROUNDS; ++r) {
+		tb_ip(t, ppt_tip_pge, pt_ipc_sext_48, code_base);
+		for (i = 0; i < REC_DEPTH; ++i)
+			add_bit(&g, 0);
+		add_bit(&g, 1);
+		for (i = 0; i < REC_RETURNS; ++i)
+			add_bit(&g, 1);
+		put_tnt(&g, 0);
+		tb_ip(t, ppt_tip_pgd, pt_ipc_suppressed, 0);
 	}
 	tb_done(t);
 }
@@ -571,7 +645,7 @@ static void test_keys_once(void)
 	size_t n = make_code(code, 0, 0, &f_at), one, once, twice;
 
 	memset(&mem, 0, sizeof(mem));
-	if (!CHECK(omem_add(&mem, code, n, CODE_BASE) == 0))
+	if (!CHECK(omem_add(&mem, code, n, code_base) == 0))
 		return;
 	rng = 0x3c6ef372fe94f82bull;
 	make_trace(&t, 0, split_random, 1);
@@ -593,28 +667,35 @@ int main(void)
 	static const char *const splits[] = { "random", "one-bit", "timing",
 					      "long" };
 	static struct tb t;
+	static const uint64_t bases[] = { 0x1000, 0xffffffff81000000ull };
 	static uint8_t code[NCOND * (4 + LONG_PAD) + 64];
 	struct omem mem;
-	int indirect, split, seed;
+	int indirect, split, seed, base;
 
-	for (indirect = 0; indirect < 2; ++indirect) {
+	for (indirect = 0; indirect < 4; ++indirect) {
 		uint64_t f_at;
-		size_t n = make_code(code, indirect, 0, &f_at);
+		size_t n;
 
+		base = indirect / 2;
+		code_base = bases[base];
+		nipc = 5;
+		n = make_code(code, indirect & 1, 0, &f_at);
 		memset(&mem, 0, sizeof(mem));
-		if (!CHECK(omem_add(&mem, code, n, CODE_BASE) == 0))
+		if (!CHECK(omem_add(&mem, code, n, code_base) == 0))
 			continue;
 		for (split = 0; split < 4; ++split)
 			for (seed = 1; seed <= 4; ++seed) {
 				char name[64];
 
 				rng = 0x9e3779b97f4a7c15ull * (uint64_t) seed +
-				      (uint64_t) (split * 2 + indirect);
-				make_trace(&t, indirect, (enum split) split,
+				      (uint64_t) (split * 4 + indirect);
+				make_trace(&t, indirect & 1, (enum split) split,
 					   60);
-				snprintf(name, sizeof(name), "%s %s seed %d",
-					 indirect ? "tip" : "tnt-only",
-					 splits[split], seed);
+				snprintf(name, sizeof(name),
+					 "%s %s seed %d%s",
+					 indirect & 1 ? "tip" : "tnt-only",
+					 splits[split], seed,
+					 base ? " upper half" : "");
 				if (!CHECK(t.errors == 0))
 					continue;
 				check_trace(name, &mem, &t,
@@ -622,6 +703,8 @@ int main(void)
 			}
 		omem_fini(&mem);
 	}
+	code_base = bases[0];
+	nipc = 1;
 
 	/* Runs so long that the instructions of a memo entry's bits would
 	 * not fit its counts: entries end early. */
@@ -630,7 +713,7 @@ int main(void)
 		size_t n = make_code(code, indirect, LONG_PAD, &f_at);
 
 		memset(&mem, 0, sizeof(mem));
-		if (!CHECK(omem_add(&mem, code, n, CODE_BASE) == 0))
+		if (!CHECK(omem_add(&mem, code, n, code_base) == 0))
 			continue;
 		rng = 0x2545f4914f6cdd1dull + (uint64_t) indirect;
 		make_trace(&t, indirect, split_random, 60);
@@ -639,13 +722,34 @@ int main(void)
 				    &mem, &t, 1);
 		omem_fini(&mem);
 	}
+	/* Calls deeper than the return stack, and the returns that it
+	 * still holds. */
+	{
+		size_t n = make_recursion_code(code);
+
+		memset(&mem, 0, sizeof(mem));
+		if (CHECK(omem_add(&mem, code, n, code_base) == 0)) {
+			for (split = 0; split < 4; ++split) {
+				char name[64];
+
+				rng = 0x3c6ef372fe94f82bull + (uint64_t) split;
+				make_recursion(&t, (enum split) split);
+				snprintf(name, sizeof(name), "recursion %s",
+					 splits[split]);
+				if (CHECK(t.errors == 0))
+					check_trace(name, &mem, &t,
+						    split == split_one_bit);
+			}
+		}
+		omem_fini(&mem);
+	}
 	/* A return with nothing to return to, at the end of an entry. */
 	{
 		uint64_t f_at;
 		size_t n = make_code(code, 1, 0, &f_at);
 
 		memset(&mem, 0, sizeof(mem));
-		if (CHECK(omem_add(&mem, code, n, CODE_BASE) == 0)) {
+		if (CHECK(omem_add(&mem, code, n, code_base) == 0)) {
 			for (split = 0; split < 4; ++split) {
 				char name[64];
 
