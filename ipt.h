@@ -25242,6 +25242,75 @@ static IPT__NOINLINE int ipt__cov_memo_new(struct ipt_cov_decoder *cov,
 	return 1;
 }
 
+/* A miss in ipt__cov_memo_find: fill an entry for the key @key (hash
+ * @h) of the @n bits @bits at @ip, in its first place @e if free, else
+ * in @second, else in @e after moving what is there; kept out of the
+ * walks, whose steps hit. */
+static IPT__NOINLINE struct ipt__cov_memo *
+ipt__cov_memo_miss(struct ipt_cov_decoder *cov, struct ipt__cov_memo *e,
+		   struct ipt__cov_memo *second, uint64_t ip,
+		   enum pt_exec_mode mode, uint64_t bits, uint32_t n,
+		   uint32_t tip, int with_ret, uint64_t key, uint64_t h,
+		   uint32_t *pctx)
+{
+	struct pt_block_decoder *blk = &cov->blk;
+	uint32_t i, ncount = 0, nbit;
+
+	/* The entry applied last may be written over. */
+	ipt__cov_memo_pend(cov);
+	/* While the memo is of its first size, a key the filter
+	 * has not seen is walked into the spare entry, used once
+	 * and left there: code that runs once (a short trace's
+	 * first decode) costs no more memory than that, fresh memory
+	 * that each growth would write.  A key that comes again (or
+	 * shares a tag with one that did) gets its entry.  In a
+	 * memo that has grown every key does: there the keys that
+	 * come again are many, and walking each of them twice costs
+	 * more than the entries of those that do not. */
+	if (cov->nmemo <= IPT__COV_MEMO_FIRST &&
+	    ipt__cov_memo_new(cov, h))
+		e = &cov->memo[cov->nmemo];
+	/* The first place if it is free, else the second; if both
+	 * are taken, the entry in the first makes room, to its
+	 * second place. */
+	else if (!e->ctx)
+		cov->memo_used += 1;
+	else if (!second->ctx) {
+		e = second;
+		cov->memo_used += 1;
+	} else
+		ipt__cov_memo_move(cov, e);
+
+	ipt__cov_memo_fill(cov, e, ip, mode, bits, n, tip, with_ret);
+	/* The edges seen at their destination within the entry: all
+	 * of a TIP's entry, all but the last of the others (its
+	 * index kept apart). */
+	nbit = e->tip ? e->used : e->used ? e->used - 1u : 0;
+	if (!e->tip && e->used)
+		e->last_index = e->counted[nbit];
+	/* An entry of no bit and no TIP is never applied, and its
+	 * first bit's kind was never written. */
+	if (e->tip || e->used)
+		e->last_kind = (uint16_t) ipt__cov_memo_kind(e, nbit);
+	for (i = 0; i < nbit; ++i) {
+		if (!((e->count >> i) & 1))
+			continue;
+		e->counted[ncount] = e->counted[i];
+		e->times[ncount++] = 1;
+	}
+	e->ncount = (uint8_t) ncount;
+	e->nplace = (uint8_t) ncount;
+	e->merged = 0;
+	e->ninsn_last = e->tip ? e->ninsn[e->used] :
+			e->used ? e->ninsn[e->used - 1] : 0;
+	/* Filling may have moved to a new context. */
+	e->ip = ip;
+	e->ctx = ipt__blk_ctx_of(blk, mode);
+	e->key = key;
+	*pctx = e->ctx;
+	return e;
+}
+
 /* The entry for the @n bits @bits at @ip (to end at a TIP if @tip) in
  * the context *@ctx (ipt__blk_ctx_of for @mode), filled first if it is
  * not there (as ipt__cov_memo_fill, @with_ret); filling may move to a new
@@ -25251,7 +25320,6 @@ ipt__cov_memo_find(struct ipt_cov_decoder *cov, uint64_t ip,
 		   enum pt_exec_mode mode, uint64_t bits, uint32_t n,
 		   uint32_t tip, int with_ret, uint32_t *pctx)
 {
-	struct pt_block_decoder *blk = &cov->blk;
 	struct ipt__cov_memo *e;
 	uint32_t ctx = *pctx;
 	uint64_t key, h;
@@ -25262,68 +25330,14 @@ ipt__cov_memo_find(struct ipt_cov_decoder *cov, uint64_t ip,
 	if (IPT__UNLIKELY(e->ip != ip || e->ctx != ctx || e->key != key)) {
 		struct ipt__cov_memo *second =
 			&cov->memo[ipt__cov_memo_place(cov, h, 1)];
-		uint32_t i, ncount = 0, nbit;
 
-		if (second->ip == ip && second->ctx == ctx &&
-		    second->key == key) {
-			e = second;
-			goto hit;
-		}
-		/* The entry applied last may be written over. */
-		ipt__cov_memo_pend(cov);
-		/* While the memo is of its first size, a key the filter
-		 * has not seen is walked into the spare entry, used once
-		 * and left there: code that runs once (a short trace's
-		 * first decode) costs no more memory than that, fresh memory
-		 * that each growth would write.  A key that comes again (or
-		 * shares a tag with one that did) gets its entry.  In a
-		 * memo that has grown every key does: there the keys that
-		 * come again are many, and walking each of them twice costs
-		 * more than the entries of those that do not. */
-		if (cov->nmemo <= IPT__COV_MEMO_FIRST &&
-		    ipt__cov_memo_new(cov, h))
-			e = &cov->memo[cov->nmemo];
-		/* The first place if it is free, else the second; if both
-		 * are taken, the entry in the first makes room, to its
-		 * second place. */
-		else if (!e->ctx)
-			cov->memo_used += 1;
-		else if (!second->ctx) {
-			e = second;
-			cov->memo_used += 1;
-		} else
-			ipt__cov_memo_move(cov, e);
-
-		ipt__cov_memo_fill(cov, e, ip, mode, bits, n, tip, with_ret);
-		/* The edges seen at their destination within the entry: all
-		 * of a TIP's entry, all but the last of the others (its
-		 * index kept apart). */
-		nbit = e->tip ? e->used : e->used ? e->used - 1u : 0;
-		if (!e->tip && e->used)
-			e->last_index = e->counted[nbit];
-		/* An entry of no bit and no TIP is never applied, and its
-		 * first bit's kind was never written. */
-		if (e->tip || e->used)
-			e->last_kind = (uint16_t) ipt__cov_memo_kind(e, nbit);
-		for (i = 0; i < nbit; ++i) {
-			if (!((e->count >> i) & 1))
-				continue;
-			e->counted[ncount] = e->counted[i];
-			e->times[ncount++] = 1;
-		}
-		e->ncount = (uint8_t) ncount;
-		e->nplace = (uint8_t) ncount;
-		e->merged = 0;
-		e->ninsn_last = e->tip ? e->ninsn[e->used] :
-				e->used ? e->ninsn[e->used - 1] : 0;
-		/* Filling may have moved to a new context. */
-		e->ip = ip;
-		e->ctx = ipt__blk_ctx_of(blk, mode);
-		e->key = key;
-		*pctx = e->ctx;
-		return e;
+		if (second->ip != ip || second->ctx != ctx ||
+		    second->key != key)
+			return ipt__cov_memo_miss(cov, e, second, ip, mode,
+						  bits, n, tip, with_ret, key,
+						  h, pctx);
+		e = second;
 	}
-hit:
 	if (IPT__UNLIKELY(!e->merged))
 		ipt__cov_memo_merge(e);
 	return e;
