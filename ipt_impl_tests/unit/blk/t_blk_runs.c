@@ -9,6 +9,7 @@
  * is invalidated. */
 #include "blk_util.h"
 #include "check.h"
+#include "count_alloc.h"
 
 #include <stdlib.h>
 
@@ -552,24 +553,6 @@ static void test_norun(void)
 /* The documented default of IPT_BLK_CACHE_LIMIT. */
 enum { DEFAULT_LIMIT = 2 << 20, TABLE_SLACK = 64, SMALL_LIMIT = 384 };
 
-static size_t live, peak;
-
-static void *count_alloc(void *context, size_t size)
-{
-	(void) context;
-	live += size;
-	if (live > peak)
-		peak = live;
-	return malloc(size);
-}
-
-static void count_free(void *context, void *ptr, size_t size)
-{
-	(void) context;
-	live -= size;
-	free(ptr);
-}
-
 /* The peak over three passes of a fresh decoder under @limit (~0: the
  * default), an instruction decoder if @insn. */
 static size_t peak_under(const struct pt_config *config,
@@ -577,13 +560,10 @@ static size_t peak_under(const struct pt_config *config,
 			 uint64_t limit, int insn)
 {
 	unsigned long reads[3];
-	struct ipt_allocator a;
+	struct ipt_allocator a = counting;
 	struct digest d;
 
 	memset(&d, 0, sizeof(d));
-	memset(&a, 0, sizeof(a));
-	a.alloc = count_alloc;
-	a.free = count_free;
 	live = 0;
 	peak = 0;
 	if (insn)

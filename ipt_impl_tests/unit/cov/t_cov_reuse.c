@@ -9,6 +9,7 @@
  * PSB and is counted; bad arguments. */
 
 #include "check.h"
+#include "count_alloc.h"
 #include "cov_oracle.h"
 #include "files.h"
 
@@ -17,30 +18,6 @@
 #include <string.h>
 
 #define SAMPLE "examples/synth-sample"
-
-/* ---- a counting allocator ---- */
-
-static unsigned long nalloc;
-static size_t live;
-
-static void *count_alloc(void *context, size_t size)
-{
-	(void) context;
-	nalloc += 1;
-	live += size;
-	return malloc(size);
-}
-
-static void count_free(void *context, void *ptr, size_t size)
-{
-	(void) context;
-	live -= size;
-	free(ptr);
-}
-
-static const struct ipt_allocator counting = {
-	count_alloc, count_free, NULL, NULL
-};
 
 /* ---- the sample ---- */
 

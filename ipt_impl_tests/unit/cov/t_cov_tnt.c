@@ -32,6 +32,7 @@
  * decoder's edges and one error, first pass and warm. */
 
 #include "check.h"
+#include "count_alloc.h"
 #include "blk_util.h"
 #include "cov_oracle.h"
 
@@ -553,29 +554,6 @@ out:
 }
 
 /* ---- keys that come once ---- */
-
-/* A counting allocator: the most bytes live at once. */
-static size_t live, peak;
-
-static void *count_alloc(void *context, size_t size)
-{
-	(void) context;
-	live += size;
-	if (live > peak)
-		peak = live;
-	return malloc(size);
-}
-
-static void count_free(void *context, void *ptr, size_t size)
-{
-	(void) context;
-	live -= size;
-	free(ptr);
-}
-
-static const struct ipt_allocator counting = {
-	count_alloc, count_free, NULL, NULL
-};
 
 /* The most bytes a fresh decoder has live in a first pass over @t, and
  * its edges against the block decoder's; with @again a second pass on
