@@ -13220,12 +13220,13 @@ IPT_DEF int pt_image_add_cached(struct pt_image *image,
  *    length decoder may still find a length; valid code decodes alike.
  *  - Zydis 4.0 does not know ERETS (F2 0F 01 CA), ERETU (F3 0F 01 CA) or
  *    JMPABS (REX2 D5 with M0=W=0, then A1 and a 64-bit target; 64-bit mode
- *    only; a REX right before REX2 makes it #UD).  These fixed encodings, and MOV to CRn with REX2, are
- *    recognized here when Zydis rejects them; other REX2 (APX)
- *    instructions are -pte_bad_insn.  UIRET is Zydis'.  Other instructions
- *    newer than Zydis 4.0 are -pte_bad_insn too, where libipt decodes their
- *    length: e.g. WRMSRNS and RDMSRLIST/WRMSRLIST (0F 01 C6), CMPccXADD,
- *    RAO-INT (0F 38 FC) and the VEX forms of AVX-VNNI (VPDPBUSD etc.).
+ *    only; a REX right before REX2 makes it #UD).  These fixed encodings,
+ *    and MOV to CRn with REX2, are recognized here when Zydis rejects
+ *    them; other REX2 (APX) instructions are -pte_bad_insn.  UIRET is
+ *    Zydis'.  Other instructions newer than Zydis 4.0 are -pte_bad_insn
+ *    too, where libipt decodes their length: e.g. WRMSRNS and
+ *    RDMSRLIST/WRMSRLIST (0F 01 C6), CMPccXADD, RAO-INT (0F 38 FC) and
+ *    the VEX forms of AVX-VNNI (VPDPBUSD etc.).
  *  - ptem_unknown decodes with 16-bit defaults, as libipt's decoder does
  *    (which also treats it as "not 64-bit" everywhere else), and like it
  *    without a displacement or SIB byte after a ModRM byte: libipt knows
@@ -24594,8 +24595,9 @@ static IPT__INLINE void ipt__cov_reach(void *context, uint64_t ip)
  * IPT_COV_IDLE_MAX allows (the walk gives up there; it asks for steps
  * only right after a use of the trace), and before the last bit of the
  * window when no TNT or TIP packet follows (the walk takes that one and
- * applies the trailing-event rules).  Whatever the entries do not cover the walk
- * does as before, so the edges and the decoder's state are the walk's.
+ * applies the trailing-event rules).  Whatever the entries do not cover
+ * the walk does as before, so the edges and the decoder's state are the
+ * walk's.
  * The last branch of a step stays pending, as the walk leaves it, until
  * the flow is seen at its destination.  Entries are tagged with the
  * context number: a new image epoch (ipt_image_invalidate, section
@@ -24821,27 +24823,28 @@ static uint64_t ipt__cov_memo_total(const struct ipt_cov_decoder *cov,
 	       (cov->config.edge ? ipt__cov_memo_edges_bytes(n) : 0);
 }
 
+/* The entries the limit holds where a memo's bytes grow alike from @n
+ * entries on: each entry's bytes, and those of the memo of none, as a
+ * memo of @n and one of @n + 1 have them. */
+static uint64_t ipt__cov_memo_fits(const struct ipt_cov_decoder *cov,
+				   uint32_t n)
+{
+	uint64_t each = ipt__cov_memo_total(cov, n + 1) -
+			ipt__cov_memo_total(cov, n);
+	uint64_t base = ipt__cov_memo_total(cov, n) - n * each;
+
+	return cov->memo_limit > base ? (cov->memo_limit - base) / each : 0;
+}
+
 /* The most entries the limit holds, up to 2^24 (zero below 16: no
- * memo). */
+ * memo): as in a memo larger than its first size (whose filter is
+ * that size's), else in one that size or less. */
 static uint32_t ipt__cov_memo_most(const struct ipt_cov_decoder *cov)
 {
-	/* Each entry's bytes, and those of the memo of none, in a memo
-	 * larger than its first size, else in one that size or less. */
-	uint32_t big = IPT__COV_MEMO_FIRST + 1;
-	uint64_t each = ipt__cov_memo_total(cov, big + 1) -
-			ipt__cov_memo_total(cov, big);
-	uint64_t base = ipt__cov_memo_total(cov, big) - big * each;
-	uint64_t want = cov->memo_limit > base ?
-		(cov->memo_limit - base) / each : 0;
+	uint64_t want = ipt__cov_memo_fits(cov, IPT__COV_MEMO_FIRST + 1);
 
-	if (want <= IPT__COV_MEMO_FIRST) {
-		each = ipt__cov_memo_total(cov, 2) -
-		       ipt__cov_memo_total(cov, 1);
-		base = ipt__cov_memo_total(cov, 1) - each;
-		want = cov->memo_limit > base ?
-			(cov->memo_limit - base) / each : 0;
-	}
-
+	if (want <= IPT__COV_MEMO_FIRST)
+		want = ipt__cov_memo_fits(cov, 1);
 	if (want < 16)
 		return 0;
 	return want < (1u << 24) ? (uint32_t) want : (1u << 24);

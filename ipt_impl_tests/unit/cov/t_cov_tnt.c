@@ -236,6 +236,19 @@ static void add_bit(struct gen *g, uint32_t bit)
 		put_tnt(g, 8);
 }
 
+/* Start a trace in @t, its bits split as @split says, by @g: a PSB+ in
+ * 64-bit mode, tracing off. */
+static void start_trace(struct gen *g, struct tb *t, enum split split)
+{
+	tb_init(t);
+	memset(g, 0, sizeof(*g));
+	g->t = t;
+	g->split = split;
+	tb_simple(t, ppt_psb);
+	tb_simple(t, ppt_psbend);
+	tb_mode_exec(t, ptem_64bit);
+}
+
 /* A trace of @rounds times round the loop, in @t. */
 static void make_trace(struct tb *t, int indirect, enum split split,
 		       int rounds)
@@ -244,14 +257,7 @@ static void make_trace(struct tb *t, int indirect, enum split split,
 	uint32_t how;
 	int r, i;
 
-	tb_init(t);
-	memset(&g, 0, sizeof(g));
-	g.t = t;
-	g.split = split;
-
-	tb_simple(t, ppt_psb);
-	tb_simple(t, ppt_psbend);
-	tb_mode_exec(t, ptem_64bit);
+	start_trace(&g, t, split);
 	tb_ip(t, ppt_tip_pge, pt_ipc_sext_48, code_base);
 
 	for (r = 0; r < rounds; ++r) {
@@ -366,13 +372,7 @@ static void make_recursion(struct tb *t, enum split split)
 	struct gen g;
 	int r, i;
 
-	tb_init(t);
-	memset(&g, 0, sizeof(g));
-	g.t = t;
-	g.split = split;
-	tb_simple(t, ppt_psb);
-	tb_simple(t, ppt_psbend);
-	tb_mode_exec(t, ptem_64bit);
+	start_trace(&g, t, split);
 	for (r = 0; r < REC_ROUNDS; ++r) {
 		tb_ip(t, ppt_tip_pge, pt_ipc_sext_48, code_base);
 		for (i = 0; i < REC_DEPTH; ++i)
