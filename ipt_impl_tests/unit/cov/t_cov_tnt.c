@@ -7,12 +7,13 @@
  * enable) or an indirect one (each time round a TIP, a TIP.PGD, TIP.PGE
  * pair at its target or at the jump itself, or two TIPs through a stub
  * that jumps on, or a TIP that a MODE.EXEC before the last TNT packet
- * binds to; their IPs in any compression; the code low, or in the
- * upper half, where sext-48 takes the sign of bit 47); the traces split
- * the bits into TNT-8 and TNT-64 packets of random sizes, one bit each,
- * with PADs and timing packets (MTC, CYC, TSC) between them, or into
- * TNT-64s of 40 to 47 bits.  On each:
- * the edges (edge callback) equal cov_oracle.h's edges from the block
+ * binds to, to the same mode or, with the code low, to 32-bit code that
+ * 64-bit mode would read otherwise and back; their IPs in any
+ * compression; the code low, or in the upper half, where sext-48 takes
+ * the sign of bit 47); the traces split the bits into TNT-8 and TNT-64
+ * packets of random sizes, one bit each, with PADs and timing packets
+ * (MTC, CYC, TSC) between them, or into TNT-64s of 40 to 47 bits.  On
+ * each: the edges (edge callback) equal cov_oracle.h's edges from the block
  * decoder, and the bitmap without a callback (the plain counters, and
  * saturating ones on a bitmap of 8 bytes, where they do saturate) equals
  * the documented function of those edges; on a fresh decoder and warm,
@@ -53,8 +54,11 @@ enum {
 static uint64_t code_base;
 
 /* With @indirect: where the loop's "jmp rax" is, and a "jmp rax" of its
- * own after f (a TIP to it and one from it make two TIPs in a row). */
-static uint64_t jmp_ip, stub_ip;
+ * own after f (a TIP to it and one from it make two TIPs in a row); then
+ * "dec eax; jz +2; xchg ax, ax; dec eax; jmp eax" for 32-bit mode, which
+ * 64-bit mode reads as a "jz" and a "jmp rax" with REX.W, its edges from
+ * elsewhere. */
+static uint64_t jmp_ip, stub_ip, stub32_ip;
 
 /* The loop: NCOND times @pad NOPs and "jz +2; xchg ax, ax", a call to f,
  * one more conditional branch, then "jmp start" (@indirect zero) or "jmp
@@ -97,6 +101,15 @@ static size_t make_code(uint8_t *code, int indirect, size_t pad,
 	code[n++] = 0x90;
 	code[n++] = 0xc3;
 	stub_ip = code_base + n;
+	code[n++] = 0xff;
+	code[n++] = 0xe0;
+	stub32_ip = code_base + n;
+	code[n++] = 0x48;
+	code[n++] = 0x74;
+	code[n++] = 0x02;
+	code[n++] = 0x66;
+	code[n++] = 0x90;
+	code[n++] = 0x48;
 	code[n++] = 0xff;
 	code[n++] = 0xe0;
 
@@ -266,12 +279,14 @@ static void make_trace(struct tb *t, int indirect, enum split split,
 		/* f's branch, its compressed return, the branch after. */
 		add_bit(&g, next_rand() & 1);
 		add_bit(&g, 1);
-		how = indirect ? next_rand() % 5 : 0;
-		if (how == 4) {
+		/* With the code low, a round may go through 32-bit
+		 * code (where its IPs stay below 4 GiB). */
+		how = indirect ? next_rand() % (code_base >> 32 ? 5 : 6) : 0;
+		if (how >= 4) {
 			/* A MODE.EXEC before the last TNT binds to the TIP
 			 * after it: not one for the memo's steps to take. */
 			put_tnt(&g, 0);
-			tb_mode_exec(t, ptem_64bit);
+			tb_mode_exec(t, how == 4 ? ptem_64bit : ptem_32bit);
 		}
 		add_bit(&g, next_rand() & 1);
 		if (indirect) {
@@ -298,7 +313,16 @@ static void make_trace(struct tb *t, int indirect, enum split split,
 				tb_ip(t, ppt_tip_pgd, any_ipc(), jmp_ip);
 				tb_ip(t, ppt_tip_pge, any_ipc(), code_base);
 				break;
+			case 4:
+				tb_ip(t, ppt_tip, any_ipc(), code_base);
+				break;
 			default:
+				/* To the 32-bit stub, which jumps back to
+				 * 64-bit code after its branch. */
+				tb_ip(t, ppt_tip, any_ipc(), stub32_ip);
+				add_bit(&g, next_rand() & 1);
+				put_tnt(&g, 0);
+				tb_mode_exec(t, ptem_64bit);
 				tb_ip(t, ppt_tip, any_ipc(), code_base);
 				break;
 			}
