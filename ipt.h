@@ -16234,6 +16234,7 @@ static void ipt__blk_note_end(struct pt_block_decoder *decoder)
 }
 
 static int ipt__blk_quiet_psb(struct pt_block_decoder *decoder);
+static int ipt__blk_quiet_pip(struct pt_block_decoder *decoder);
 
 /* The next event from the event decoder into @decoder->event.  An error
  * is kept in @status and reported when we get to it. */
@@ -16245,8 +16246,10 @@ static void ipt__blk_next_event(struct pt_block_decoder *decoder)
 	status = ipt__evt_next_tnt(&decoder->evdec, ev);
 	if (!status && IPT__BLK_SHORT) {
 		while (decoder->quiet_psb &&
-		       decoder->evdec.packet.type == ppt_psb &&
-		       ipt__blk_quiet_psb(decoder))
+		       ((decoder->evdec.packet.type == ppt_psb &&
+			 ipt__blk_quiet_psb(decoder)) ||
+			(decoder->evdec.packet.type == ppt_pip &&
+			 ipt__blk_quiet_pip(decoder))))
 			;
 		status = ipt__evt_next_status(&decoder->evdec, ev);
 	}
@@ -16379,6 +16382,34 @@ static int ipt__blk_quiet_psb(struct pt_block_decoder *decoder)
 	decoder->quiet_psbs += 1;
 	while (ipt__evt_psb_again(&decoder->evdec, &decoder->quiet_memo))
 		decoder->quiet_psbs += 1;
+	return 1;
+}
+
+/* For a caller that reports no events, as ipt__blk_quiet_psb: take the
+ * PIP that is current with tracing off (a MOV CR3, a VM entry or exit
+ * while disabled) as its paging event would have been taken, standing
+ * alone: the CR3 and the side (guest or host) set, the time as the event
+ * would carry it, the packet after it current.  Only where nothing is
+ * queued for the PIP to bind to and the CR3 filter keeps the address
+ * space.  Returns 1 if it did. */
+static int ipt__blk_quiet_pip(struct pt_block_decoder *decoder)
+{
+	struct pt_event_decoder *evd = &decoder->evdec;
+	const struct pt_packet_pip *pip = &evd->packet.payload.pip;
+
+	if (decoder->enabled || decoder->process_insn || decoder->dark ||
+	    decoder->dark_leave || decoder->has_held ||
+	    decoder->start_status || evd->enabled || evd->event ||
+	    evd->bound || evd->placed || evd->evq.begin != evd->evq.end ||
+	    !ipt__blk_filter_keeps(decoder, pip->cr3))
+		return 0;
+	ipt__vm_side_set(&decoder->vm, pip->nr);
+	ipt__blk_set_cr3(decoder, pip->cr3);
+	decoder->has_tsc = ipt_time_query_tsc(&decoder->tsc,
+					      &decoder->lost_mtc,
+					      &decoder->lost_cyc,
+					      &evd->time) >= 0;
+	(void) ipt__evt_next_packet(evd);
 	return 1;
 }
 
