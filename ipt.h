@@ -10412,6 +10412,15 @@ struct ipt__evt_psb_memo {
 	struct ipt__evt_psb psb;
 };
 
+/* Whether nothing of the current packet is under way: no event made of
+ * it yet, none bound to it or placed, none queued. */
+static IPT__UNUSED int
+ipt__evt_settled(const struct pt_event_decoder *decoder)
+{
+	return !decoder->event && !decoder->bound && !decoder->placed &&
+	       decoder->evq.begin == decoder->evq.end;
+}
+
 /* Whether a TIP.PGE is at @pos, PADs skipped, where the packet layer's
  * fast path decodes. */
 static IPT__UNUSED int
@@ -10436,9 +10445,8 @@ static IPT__UNUSED int ipt__evt_psb_peek(const struct pt_event_decoder *decoder,
 	const uint8_t *pos = pacdec->pos, *start = pos;
 	struct pt_packet packet;
 
-	if (decoder->packet.type != ppt_psb || decoder->event ||
-	    decoder->bound || decoder->placed ||
-	    decoder->evq.begin != decoder->evq.end || ipt__pkt_more(pacdec))
+	if (decoder->packet.type != ppt_psb || !ipt__evt_settled(decoder) ||
+	    ipt__pkt_more(pacdec))
 		return 0;
 	/* The PSB+ @memo holds, if its bytes are all where the fast path
 	 * decodes (as far as the last, so all before it). */
@@ -16340,19 +16348,28 @@ static void ipt__blk_take_paging(struct pt_block_decoder *decoder,
 	}
 }
 
+/* Whether the block decoder may take packets with tracing off without
+ * their events (for a caller that reports none): tracing off, no
+ * instruction postponed, no CR3 filter at work or about to be, no start
+ * state's events pending. */
+static IPT__INLINE int
+ipt__blk_quiet_now(const struct pt_block_decoder *decoder)
+{
+	return !decoder->enabled && !decoder->process_insn && !decoder->dark &&
+	       !decoder->dark_leave && !decoder->has_held &&
+	       !decoder->start_status;
+}
+
 /* For a caller that reports no events (ipt__blk_set_quiet_psb): take the
  * PSB+ whose PSB is current whole if it only restates the state with
  * tracing off (see "a PSB+ taken whole"), as its events would have been
- * taken one by one (ipt__blk_event_take, ipt__blk_event_done): nothing
- * bound to an instruction, no CR3 filter at work or about to be, no start
- * state's events pending.  Returns 1 if it did. */
+ * taken one by one (ipt__blk_event_take, ipt__blk_event_done), when
+ * ipt__blk_quiet_now says so.  Returns 1 if it did. */
 static int ipt__blk_quiet_psb(struct pt_block_decoder *decoder)
 {
 	struct ipt__evt_psb psb;
 
-	if (decoder->enabled || decoder->process_insn || decoder->dark ||
-	    decoder->dark_leave || decoder->has_held ||
-	    decoder->start_status ||
+	if (!ipt__blk_quiet_now(decoder) ||
 	    !ipt__evt_psb_peek(&decoder->evdec, &psb, &decoder->quiet_memo))
 		return 0;
 	if ((psb.has & ipt__psb_pip) &&
@@ -16389,19 +16406,16 @@ static int ipt__blk_quiet_psb(struct pt_block_decoder *decoder)
  * PIP that is current with tracing off (a MOV CR3, a VM entry or exit
  * while disabled) as its paging event would have been taken, standing
  * alone: the CR3 and the side (guest or host) set, the time as the event
- * would carry it, the packet after it current.  Only where nothing is
- * queued for the PIP to bind to and the CR3 filter keeps the address
- * space.  Returns 1 if it did. */
+ * would carry it, the packet after it current.  Only when
+ * ipt__blk_quiet_now says so, nothing is queued for the PIP to bind to
+ * and the CR3 filter keeps the address space.  Returns 1 if it did. */
 static int ipt__blk_quiet_pip(struct pt_block_decoder *decoder)
 {
 	struct pt_event_decoder *evd = &decoder->evdec;
 	const struct pt_packet_pip *pip = &evd->packet.payload.pip;
 
-	if (decoder->enabled || decoder->process_insn || decoder->dark ||
-	    decoder->dark_leave || decoder->has_held ||
-	    decoder->start_status || evd->enabled || evd->event ||
-	    evd->bound || evd->placed || evd->evq.begin != evd->evq.end ||
-	    !ipt__blk_filter_keeps(decoder, pip->cr3))
+	if (!ipt__blk_quiet_now(decoder) || evd->enabled ||
+	    !ipt__evt_settled(evd) || !ipt__blk_filter_keeps(decoder, pip->cr3))
 		return 0;
 	ipt__vm_side_set(&decoder->vm, pip->nr);
 	ipt__blk_set_cr3(decoder, pip->cr3);
