@@ -673,9 +673,13 @@ static int preprocess_filename(char *filename, uint64_t *offset,
 }
 
 /* Read [@offset; @offset + @size) of @filename, or up to its end if @size
- * is zero, into a new buffer.  With @clamp, a range past the file's end
- * ends there, as a file section's does (code); without, it is an error
- * (the trace).  Prints what went wrong and returns -1 on failure. */
+ * is zero, into a new buffer.  With @clamp (code), a range past the
+ * file's end ends there and a failure is what a file section's would be:
+ * a negative pte_* code, nothing printed (-pte_bad_file if the file
+ * cannot be read, -pte_invalid for @offset at or past its end), so that
+ * code read into our own memory fails as code in file sections does.
+ * Without (the trace), a range past the end is an error, and a failure
+ * is printed and returns -1. */
 static int load_file(uint8_t **buffer, size_t *psize, const char *filename,
 		     uint64_t offset, uint64_t size, int clamp,
 		     const char *prog)
@@ -683,32 +687,41 @@ static int load_file(uint8_t **buffer, size_t *psize, const char *filename,
 	uint8_t *content;
 	FILE *file;
 	long fsize, begin, end;
+	int err = clamp ? -pte_bad_file : -1;
 
 	errno = 0;
 	file = fopen(filename, "rb");
 	if (!file) {
-		fprintf(stderr, "%s: failed to open %s: %d.\n", prog, filename,
-			errno);
-		return -1;
+		if (!clamp)
+			fprintf(stderr, "%s: failed to open %s: %d.\n", prog,
+				filename, errno);
+		return err;
 	}
 
 	if (fseek(file, 0, SEEK_END)) {
-		fprintf(stderr, "%s: failed to determine size of %s: %d.\n",
-			prog, filename, errno);
+		if (!clamp)
+			fprintf(stderr,
+				"%s: failed to determine size of %s: %d.\n",
+				prog, filename, errno);
 		goto err_file;
 	}
 
 	fsize = ftell(file);
 	if (fsize < 0) {
-		fprintf(stderr, "%s: failed to determine size of %s: %d.\n",
-			prog, filename, errno);
+		if (!clamp)
+			fprintf(stderr,
+				"%s: failed to determine size of %s: %d.\n",
+				prog, filename, errno);
 		goto err_file;
 	}
 
 	begin = (long) offset;
 	if (((uint64_t) begin != offset) || (fsize <= begin)) {
-		fprintf(stderr, "%s: bad offset 0x%" PRIx64 " into %s.\n", prog,
-			offset, filename);
+		if (clamp)
+			err = -pte_invalid;
+		else
+			fprintf(stderr, "%s: bad offset 0x%" PRIx64
+				" into %s.\n", prog, offset, filename);
 		goto err_file;
 	}
 
@@ -718,8 +731,12 @@ static int load_file(uint8_t **buffer, size_t *psize, const char *filename,
 
 		if (range_end < offset ||
 		    ((uint64_t) end < range_end && !clamp)) {
-			fprintf(stderr, "%s: bad range 0x%" PRIx64 " in %s.\n",
-				prog, range_end, filename);
+			if (clamp)
+				err = -pte_invalid;
+			else
+				fprintf(stderr, "%s: bad range 0x%" PRIx64
+					" in %s.\n", prog, range_end,
+					filename);
 			goto err_file;
 		}
 
@@ -731,15 +748,19 @@ static int load_file(uint8_t **buffer, size_t *psize, const char *filename,
 
 	content = (uint8_t *) malloc((size_t) fsize);
 	if (!content) {
-		fprintf(stderr, "%s: failed to allocated memory %s.\n", prog,
-			filename);
+		if (clamp)
+			err = -pte_nomem;
+		else
+			fprintf(stderr, "%s: failed to allocated memory %s.\n",
+				prog, filename);
 		goto err_file;
 	}
 
 	if (fseek(file, begin, SEEK_SET) ||
 	    fread(content, (size_t) fsize, 1u, file) != 1) {
-		fprintf(stderr, "%s: failed to load %s: %d.\n", prog, filename,
-			errno);
+		if (!clamp)
+			fprintf(stderr, "%s: failed to load %s: %d.\n", prog,
+				filename, errno);
 		free(content);
 		goto err_file;
 	}
@@ -752,7 +773,7 @@ static int load_file(uint8_t **buffer, size_t *psize, const char *filename,
 
 err_file:
 	fclose(file);
-	return -1;
+	return err;
 }
 
 static int load_pt(struct pt_config *config, char *arg, const char *prog)
@@ -811,7 +832,7 @@ static int ptxed_add_code(struct ptxed_decoder *decoder,
 		errcode = load_file(&buffer, &bsize, filename, offset, size,
 				    1, prog);
 		if (errcode < 0)
-			return -pte_bad_file;
+			return errcode;
 
 		errcode = ptxed_mem_add(&decoder->memory, buffer, bsize,
 					vaddr);
