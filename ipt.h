@@ -15125,8 +15125,9 @@ struct pt_block_decoder {
 	void *run_hook_context;
 	/* If set, a PSB+ that only restates the state while tracing is off
 	 * is taken whole (ipt__blk_set_quiet_psb) when it is read, maybe
-	 * before the event that turned tracing off is handed out; @quiet_psbs
-	 * counts them. */
+	 * before the event that turned tracing off is handed out, and a PIP
+	 * while tracing is off without its event; @quiet_psbs counts the
+	 * PSB+s. */
 	uint8_t quiet_psb;
 	uint64_t quiet_psbs;
 	/* The last PSB+ taken whole, to know the same bytes again. */
@@ -19885,8 +19886,8 @@ ipt__blk_trace_more(const struct pt_block_decoder *decoder)
 }
 
 /* For a caller that reports no events: take a PSB+ that only restates
- * the state with tracing off whole if @on (else each PSB+ event by
- * event). */
+ * the state with tracing off whole, and a PIP with tracing off without
+ * its event, if @on (else event by event). */
 static IPT__UNUSED void
 ipt__blk_set_quiet_psb(struct pt_block_decoder *decoder, int on)
 {
