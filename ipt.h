@@ -14570,6 +14570,8 @@ ipt__insn_range_is_contiguous(uint64_t begin, uint64_t end,
  *   void ipt__blk_free_with(struct pt_block_decoder *, void *outer,
  *                           size_t size);
  *        free the decoder and the object holding it
+ *   int  ipt__blk_next_own(struct pt_block_decoder *, struct pt_block *);
+ *        pt_blk_next into a struct pt_block of this file's size
  *   int  ipt__blk_cache_current(const struct pt_block_decoder *);
  *   void ipt__blk_cache_sync(struct pt_block_decoder *);
  *        whether the caches describe the current image; make them so
@@ -20644,20 +20646,29 @@ static IPT__NOINLINE int ipt__blk_next_text(struct pt_block_decoder *decoder,
 	return ipt__blk_next_fast(decoder, block, 1);
 }
 
+/* pt_blk_next into a block of our own size, past the checks of the
+ * arguments: also how the instruction decoder asks for its blocks. */
+static IPT__INLINE int ipt__blk_next_own(struct pt_block_decoder *decoder,
+					 struct pt_block *block)
+{
+	if (IPT__UNLIKELY(!ipt__blk_cache_current(decoder) ||
+			  decoder->has_end))
+		return ipt__blk_next(decoder, block, sizeof(*block), 0);
+
+	if (decoder->want_text)
+		return ipt__blk_next_text(decoder, block);
+	return ipt__blk_next_plain(decoder, block);
+}
+
 IPT_DEF int pt_blk_next(struct pt_block_decoder *decoder,
 			struct pt_block *ublock, size_t size)
 {
 	if (!decoder || !ublock)
 		return -pte_invalid;
 
-	if (IPT__UNLIKELY(size != sizeof(*ublock) ||
-			  !ipt__blk_cache_current(decoder) ||
-			  decoder->has_end))
+	if (IPT__UNLIKELY(size != sizeof(*ublock)))
 		return ipt__blk_next(decoder, ublock, size, 0);
-
-	if (decoder->want_text)
-		return ipt__blk_next_text(decoder, ublock);
-	return ipt__blk_next_plain(decoder, ublock);
+	return ipt__blk_next_own(decoder, ublock);
 }
 
 IPT_DEF int ipt_blk_set_vm_tolerant(struct pt_block_decoder *decoder, int on)
@@ -21743,7 +21754,7 @@ static int ipt__insn_resume(struct pt_insn_decoder *decoder,
 	struct pt_block *block = &decoder->block;
 	int status;
 
-	status = pt_blk_next(blkdec, block, sizeof(*block));
+	status = ipt__blk_next_own(blkdec, block);
 	decoder->trail = 0;
 	if (status < 0 && !block->ninsn &&
 	    (ipt__blk_fault(blkdec) || status == -ipt_pte_need_more)) {
@@ -21824,17 +21835,20 @@ static int ipt__insn_empty_block(struct pt_insn_decoder *decoder,
 
 /* The current block has instructions left: hand out the next one from the
  * run at hand, or from the run it starts (the block decoder's trail or
- * run cache), in @insn and the user's @uinsn.  Returns non-zero if it did,
- * with the result for the user in *@status; zero if there is no such run
- * (a truncated last instruction, code without cached runs). */
+ * run cache), in @insn and the user's @uinsn.  @synced says the block
+ * decoder has just given the block, so its caches describe the current
+ * image.  Returns non-zero if it did, with the result for the user in
+ * *@status; zero if there is no such run (a truncated last instruction,
+ * code without cached runs). */
 static IPT__INLINE int ipt__insn_take_run(struct pt_insn_decoder *decoder,
 					  struct pt_insn *insn,
 					  struct pt_insn *uinsn, size_t size,
-					  int *status)
+					  int synced, int *status)
 {
 	struct pt_block *block = &decoder->block;
 
-	ipt__blk_cache_sync(&decoder->blkdec);
+	if (!synced)
+		ipt__blk_cache_sync(&decoder->blkdec);
 	if (block->truncated && block->ninsn == 1)
 		return 0;
 	if (block->isid)
@@ -21935,7 +21949,7 @@ static IPT__NOINLINE int ipt__insn_next(struct pt_insn_decoder *decoder,
 			return ipt__insn_out(decoder, uinsn, size,
 					     -pte_event_ignored, 0);
 
-		status = pt_blk_next(&decoder->blkdec, block, sizeof(*block));
+		status = ipt__blk_next_own(&decoder->blkdec, block);
 		decoder->status = status;
 		decoder->trail = 0;
 		if (block->ninsn)
@@ -21946,7 +21960,7 @@ static IPT__NOINLINE int ipt__insn_next(struct pt_insn_decoder *decoder,
 	}
 
 	/* Most instructions come from the run at hand. */
-	if (ipt__insn_take_run(decoder, insn, uinsn, size, &status))
+	if (ipt__insn_take_run(decoder, insn, uinsn, size, 0, &status))
 		return status;
 	return ipt__insn_decode_next(decoder, uinsn, size);
 }
@@ -21958,7 +21972,7 @@ static IPT__NOINLINE int ipt__insn_next_run(struct pt_insn_decoder *decoder,
 					    struct pt_insn *uinsn)
 {
 	struct pt_block *block = &decoder->block;
-	int status;
+	int status, synced = 0;
 
 	if (decoder->has_held)
 		return ipt__insn_next(decoder, uinsn, sizeof(*uinsn));
@@ -21967,7 +21981,7 @@ static IPT__NOINLINE int ipt__insn_next_run(struct pt_insn_decoder *decoder,
 		    (decoder->status & pts_event_pending))
 			return ipt__insn_next(decoder, uinsn, sizeof(*uinsn));
 
-		status = pt_blk_next(&decoder->blkdec, block, sizeof(*block));
+		status = ipt__blk_next_own(&decoder->blkdec, block);
 		decoder->status = status;
 		decoder->trail = 0;
 		if (!block->ninsn) {
@@ -21977,9 +21991,10 @@ static IPT__NOINLINE int ipt__insn_next_run(struct pt_insn_decoder *decoder,
 				return status;
 			return ipt__insn_next(decoder, uinsn, sizeof(*uinsn));
 		}
+		synced = 1;
 	}
 
-	if (ipt__insn_take_run(decoder, uinsn, uinsn, sizeof(*uinsn),
+	if (ipt__insn_take_run(decoder, uinsn, uinsn, sizeof(*uinsn), synced,
 			       &status))
 		return status;
 	return ipt__insn_decode_next(decoder, uinsn, sizeof(*uinsn));
