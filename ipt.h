@@ -18244,27 +18244,6 @@ static IPT__INLINE void ipt__blk_trail_add(struct pt_block_decoder *decoder,
 	IPT_MEMCPY(&trail->text, text, sizeof(*text));
 }
 
-/* Start loading the run the next block starts with, and its text, while
- * the instruction decoder hands out this block's instructions. */
-static IPT__INLINE void ipt__blk_prefetch(struct pt_block_decoder *decoder)
-{
-#if defined(__GNUC__) || defined(__clang__)
-	struct ipt__blk_run *set;
-
-	if (!decoder->want_text || !decoder->runs)
-		return;
-	set = ipt__blk_set(decoder,
-			   ipt__blk_set_of(decoder->ip,
-					   ipt__blk_ctx_of(decoder, decoder->mode),
-					   decoder->rsets));
-	__builtin_prefetch(set);
-	__builtin_prefetch(ipt__blk_set_text(set));
-	__builtin_prefetch(ipt__blk_set_text(set) + 1);
-#else
-	(void) decoder;
-#endif
-}
-
 /* The block that starts with @run (with @text), a warm run, while tracing
  * is on with a TNT or a TIP (with its IP) in hand: runs ending in direct
  * calls and jumps (and long straight lines) followed to the run they lead
@@ -20416,7 +20395,6 @@ static IPT__NOINLINE int ipt__blk_next(struct pt_block_decoder *decoder,
 		if (status == -ipt_pte_need_more)
 			ipt__blk_begin(decoder, block);
 	}
-	ipt__blk_prefetch(decoder);
 
 	ipt__blk_block_to_user(ublock, size, block);
 	return status;
@@ -20430,8 +20408,6 @@ static IPT__INLINE int ipt__blk_next_done(struct pt_block_decoder *decoder,
 	if (IPT__UNLIKELY(status < 0))
 		return ipt__blk_next(decoder, block, sizeof(*block), 1);
 	decoder->has_fault = 0;
-
-	ipt__blk_prefetch(decoder);
 	return 0;
 }
 
@@ -20544,7 +20520,6 @@ static int ipt__blk_next_last(struct pt_block_decoder *decoder,
 	decoder->cur_block = NULL;
 	/* pt_blk_next comes here only before the end. */
 	ipt__blk_stepped(decoder, block, status, 0);
-	ipt__blk_prefetch(decoder);
 	return status;
 }
 
@@ -20627,8 +20602,6 @@ static IPT__INLINE int ipt__blk_next_fast(struct pt_block_decoder *decoder,
 	ipt__blk_begin(decoder, block);
 	ipt__blk_take_cond(decoder, block, run, text);
 	decoder->has_fault = 0;
-	if (with_text)
-		ipt__blk_prefetch(decoder);
 	return 0;
 }
 
