@@ -17863,10 +17863,8 @@ ipt__blk_run_fill(struct pt_block_decoder *decoder, struct ipt__blk_run *run,
 
 	win.ip = 0;
 	win.len = 0;
-	if (text) {
+	if (text)
 		max = IPT__TEXT_INSNS;
-		IPT_MEMSET(text->code, 0, sizeof(text->code));
-	}
 	insn.mode = mode;
 
 	for (;;) {
@@ -17924,7 +17922,10 @@ ipt__blk_run_fill(struct pt_block_decoder *decoder, struct ipt__blk_run *run,
 		if (text) {
 			if (len + insn.size > IPT__TEXT_BYTES)
 				break;
-			IPT_MEMCPY(&text->code[len], code, insn.size);
+			/* With the bytes that follow it, a copy of fixed
+			 * size: the next instruction's copy starts at its
+			 * end, zeros follow the last one. */
+			IPT_MEMCPY(&text->code[len], code, pt_max_insn_size);
 			text->info[ninsn] = (uint8_t) (insn.size |
 						       (insn.iclass << 4));
 		}
@@ -17997,6 +17998,9 @@ done:
 	run->kind = kind;
 	run->warm = 0;
 	run->ctx = ctx;
+	if (text)
+		IPT_MEMSET(&text->code[run->len + run->isize], 0,
+			   pt_max_insn_size);
 	if (decoder->run_hook)
 		decoder->run_hook(decoder->run_hook_context, start,
 				  start + run->len);
