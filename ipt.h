@@ -21396,6 +21396,8 @@ static void ipt__insn_reset(struct pt_insn_decoder *decoder)
 	decoder->left = 0;
 	decoder->trail = 0;
 	decoder->has_held = 0;
+	IPT_MEMSET(&decoder->insn, 0, sizeof(decoder->insn));
+	decoder->mask = ipt__ip_in_mode(decoder->insn.mode, ~0ull);
 }
 
 /* Take the run at @block->ip from the block decoder's trail for this
@@ -21409,7 +21411,17 @@ static IPT__INLINE int ipt__insn_load_run(struct pt_insn_decoder *decoder)
 	const struct ipt__blk_run *run;
 
 	decoder->left = 0;
-	decoder->mask = ipt__ip_in_mode(block->mode, ~0ull);
+	/* What the run's instructions have in common, made again only when
+	 * it changes. */
+	if (decoder->insn.isid != block->isid ||
+	    decoder->insn.mode != block->mode ||
+	    decoder->insn.speculative != block->speculative) {
+		IPT_MEMSET(&decoder->insn, 0, sizeof(decoder->insn));
+		decoder->insn.isid = block->isid;
+		decoder->insn.mode = block->mode;
+		decoder->insn.speculative = block->speculative;
+		decoder->mask = ipt__ip_in_mode(block->mode, ~0ull);
+	}
 	trail = ipt__blk_trail_at(blkdec, decoder->trail);
 	if (trail && trail->ip == block->ip) {
 		decoder->trail += 1;
@@ -21435,10 +21447,6 @@ static IPT__INLINE int ipt__insn_load_run(struct pt_insn_decoder *decoder)
 	}
 
 	decoder->ip = block->ip;
-	IPT_MEMSET(&decoder->insn, 0, sizeof(decoder->insn));
-	decoder->insn.isid = block->isid;
-	decoder->insn.mode = block->mode;
-	decoder->insn.speculative = block->speculative;
 	decoder->info = text->info;
 	decoder->code = text->code;
 	decoder->epoch = ipt__blk_epoch(blkdec);
