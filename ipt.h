@@ -14578,6 +14578,8 @@ ipt__insn_range_is_contiguous(uint64_t begin, uint64_t end,
  *   void ipt__blk_free_with(struct pt_block_decoder *, void *outer,
  *                           size_t size);
  *        free the decoder and the object holding it
+ *   int  ipt__blk_next_own(struct pt_block_decoder *, struct pt_block *);
+ *        pt_blk_next into a struct pt_block of this file's size
  *   int  ipt__blk_cache_current(const struct pt_block_decoder *);
  *   void ipt__blk_cache_sync(struct pt_block_decoder *);
  *        whether the caches describe the current image; make them so
@@ -17907,10 +17909,8 @@ ipt__blk_run_fill(struct pt_block_decoder *decoder, struct ipt__blk_run *run,
 
 	win.ip = 0;
 	win.len = 0;
-	if (text) {
+	if (text)
 		max = IPT__TEXT_INSNS;
-		IPT_MEMSET(text->code, 0, sizeof(text->code));
-	}
 	insn.mode = mode;
 
 	for (;;) {
@@ -17968,7 +17968,10 @@ ipt__blk_run_fill(struct pt_block_decoder *decoder, struct ipt__blk_run *run,
 		if (text) {
 			if (len + insn.size > IPT__TEXT_BYTES)
 				break;
-			IPT_MEMCPY(&text->code[len], code, insn.size);
+			/* With the bytes that follow it, a copy of fixed
+			 * size: the next instruction's copy starts at its
+			 * end, zeros follow the last one. */
+			IPT_MEMCPY(&text->code[len], code, pt_max_insn_size);
 			text->info[ninsn] = (uint8_t) (insn.size |
 						       (insn.iclass << 4));
 		}
@@ -18041,6 +18044,9 @@ done:
 	run->kind = kind;
 	run->warm = 0;
 	run->ctx = ctx;
+	if (text)
+		IPT_MEMSET(&text->code[run->len + run->isize], 0,
+			   pt_max_insn_size);
 	if (decoder->run_hook)
 		decoder->run_hook(decoder->run_hook_context, start,
 				  start + run->len);
@@ -18286,27 +18292,6 @@ static IPT__INLINE void ipt__blk_trail_add(struct pt_block_decoder *decoder,
 		trail->next = ipt__ip_in_mode(decoder->mode, next +
 					       (uint64_t) (int64_t) run->disp);
 	IPT_MEMCPY(&trail->text, text, sizeof(*text));
-}
-
-/* Start loading the run the next block starts with, and its text, while
- * the instruction decoder hands out this block's instructions. */
-static IPT__INLINE void ipt__blk_prefetch(struct pt_block_decoder *decoder)
-{
-#if defined(__GNUC__) || defined(__clang__)
-	struct ipt__blk_run *set;
-
-	if (!decoder->want_text || !decoder->runs)
-		return;
-	set = ipt__blk_set(decoder,
-			   ipt__blk_set_of(decoder->ip,
-					   ipt__blk_ctx_of(decoder, decoder->mode),
-					   decoder->rsets));
-	__builtin_prefetch(set);
-	__builtin_prefetch(ipt__blk_set_text(set));
-	__builtin_prefetch(ipt__blk_set_text(set) + 1);
-#else
-	(void) decoder;
-#endif
 }
 
 /* The block that starts with @run (with @text), a warm run, while tracing
@@ -20460,7 +20445,6 @@ static IPT__NOINLINE int ipt__blk_next(struct pt_block_decoder *decoder,
 		if (status == -ipt_pte_need_more)
 			ipt__blk_begin(decoder, block);
 	}
-	ipt__blk_prefetch(decoder);
 
 	ipt__blk_block_to_user(ublock, size, block);
 	return status;
@@ -20474,8 +20458,6 @@ static IPT__INLINE int ipt__blk_next_done(struct pt_block_decoder *decoder,
 	if (IPT__UNLIKELY(status < 0))
 		return ipt__blk_next(decoder, block, sizeof(*block), 1);
 	decoder->has_fault = 0;
-
-	ipt__blk_prefetch(decoder);
 	return 0;
 }
 
@@ -20588,7 +20570,6 @@ static int ipt__blk_next_last(struct pt_block_decoder *decoder,
 	decoder->cur_block = NULL;
 	/* pt_blk_next comes here only before the end. */
 	ipt__blk_stepped(decoder, block, status, 0);
-	ipt__blk_prefetch(decoder);
 	return status;
 }
 
@@ -20671,8 +20652,6 @@ static IPT__INLINE int ipt__blk_next_fast(struct pt_block_decoder *decoder,
 	ipt__blk_begin(decoder, block);
 	ipt__blk_take_cond(decoder, block, run, text);
 	decoder->has_fault = 0;
-	if (with_text)
-		ipt__blk_prefetch(decoder);
 	return 0;
 }
 
@@ -20690,20 +20669,29 @@ static IPT__NOINLINE int ipt__blk_next_text(struct pt_block_decoder *decoder,
 	return ipt__blk_next_fast(decoder, block, 1);
 }
 
+/* pt_blk_next into a block of our own size, past the checks of the
+ * arguments: also how the instruction decoder asks for its blocks. */
+static IPT__INLINE int ipt__blk_next_own(struct pt_block_decoder *decoder,
+					 struct pt_block *block)
+{
+	if (IPT__UNLIKELY(!ipt__blk_cache_current(decoder) ||
+			  decoder->has_end))
+		return ipt__blk_next(decoder, block, sizeof(*block), 0);
+
+	if (decoder->want_text)
+		return ipt__blk_next_text(decoder, block);
+	return ipt__blk_next_plain(decoder, block);
+}
+
 IPT_DEF int pt_blk_next(struct pt_block_decoder *decoder,
 			struct pt_block *ublock, size_t size)
 {
 	if (!decoder || !ublock)
 		return -pte_invalid;
 
-	if (IPT__UNLIKELY(size != sizeof(*ublock) ||
-			  !ipt__blk_cache_current(decoder) ||
-			  decoder->has_end))
+	if (IPT__UNLIKELY(size != sizeof(*ublock)))
 		return ipt__blk_next(decoder, ublock, size, 0);
-
-	if (decoder->want_text)
-		return ipt__blk_next_text(decoder, ublock);
-	return ipt__blk_next_plain(decoder, ublock);
+	return ipt__blk_next_own(decoder, ublock);
 }
 
 IPT_DEF int ipt_blk_set_vm_tolerant(struct pt_block_decoder *decoder, int on)
@@ -21454,6 +21442,8 @@ static void ipt__insn_reset(struct pt_insn_decoder *decoder)
 	decoder->left = 0;
 	decoder->trail = 0;
 	decoder->has_held = 0;
+	IPT_MEMSET(&decoder->insn, 0, sizeof(decoder->insn));
+	decoder->mask = ipt__ip_in_mode(decoder->insn.mode, ~0ull);
 }
 
 /* Take the run at @block->ip from the block decoder's trail for this
@@ -21467,7 +21457,17 @@ static IPT__INLINE int ipt__insn_load_run(struct pt_insn_decoder *decoder)
 	const struct ipt__blk_run *run;
 
 	decoder->left = 0;
-	decoder->mask = ipt__ip_in_mode(block->mode, ~0ull);
+	/* What the run's instructions have in common, made again only when
+	 * it changes. */
+	if (decoder->insn.isid != block->isid ||
+	    decoder->insn.mode != block->mode ||
+	    decoder->insn.speculative != block->speculative) {
+		IPT_MEMSET(&decoder->insn, 0, sizeof(decoder->insn));
+		decoder->insn.isid = block->isid;
+		decoder->insn.mode = block->mode;
+		decoder->insn.speculative = block->speculative;
+		decoder->mask = ipt__ip_in_mode(block->mode, ~0ull);
+	}
 	trail = ipt__blk_trail_at(blkdec, decoder->trail);
 	if (trail && trail->ip == block->ip) {
 		decoder->trail += 1;
@@ -21493,10 +21493,6 @@ static IPT__INLINE int ipt__insn_load_run(struct pt_insn_decoder *decoder)
 	}
 
 	decoder->ip = block->ip;
-	IPT_MEMSET(&decoder->insn, 0, sizeof(decoder->insn));
-	decoder->insn.isid = block->isid;
-	decoder->insn.mode = block->mode;
-	decoder->insn.speculative = block->speculative;
 	decoder->info = text->info;
 	decoder->code = text->code;
 	decoder->epoch = ipt__blk_epoch(blkdec);
@@ -21789,7 +21785,7 @@ static int ipt__insn_resume(struct pt_insn_decoder *decoder,
 	struct pt_block *block = &decoder->block;
 	int status;
 
-	status = pt_blk_next(blkdec, block, sizeof(*block));
+	status = ipt__blk_next_own(blkdec, block);
 	decoder->trail = 0;
 	if (status < 0 && !block->ninsn &&
 	    (ipt__blk_fault(blkdec) || status == -ipt_pte_need_more)) {
@@ -21870,17 +21866,20 @@ static int ipt__insn_empty_block(struct pt_insn_decoder *decoder,
 
 /* The current block has instructions left: hand out the next one from the
  * run at hand, or from the run it starts (the block decoder's trail or
- * run cache), in @insn and the user's @uinsn.  Returns non-zero if it did,
- * with the result for the user in *@status; zero if there is no such run
- * (a truncated last instruction, code without cached runs). */
+ * run cache), in @insn and the user's @uinsn.  @synced says the block
+ * decoder has just given the block, so its caches describe the current
+ * image.  Returns non-zero if it did, with the result for the user in
+ * *@status; zero if there is no such run (a truncated last instruction,
+ * code without cached runs). */
 static IPT__INLINE int ipt__insn_take_run(struct pt_insn_decoder *decoder,
 					  struct pt_insn *insn,
 					  struct pt_insn *uinsn, size_t size,
-					  int *status)
+					  int synced, int *status)
 {
 	struct pt_block *block = &decoder->block;
 
-	ipt__blk_cache_sync(&decoder->blkdec);
+	if (!synced)
+		ipt__blk_cache_sync(&decoder->blkdec);
 	if (block->truncated && block->ninsn == 1)
 		return 0;
 	if (block->isid)
@@ -21981,7 +21980,7 @@ static IPT__NOINLINE int ipt__insn_next(struct pt_insn_decoder *decoder,
 			return ipt__insn_out(decoder, uinsn, size,
 					     -pte_event_ignored, 0);
 
-		status = pt_blk_next(&decoder->blkdec, block, sizeof(*block));
+		status = ipt__blk_next_own(&decoder->blkdec, block);
 		decoder->status = status;
 		decoder->trail = 0;
 		if (block->ninsn)
@@ -21992,7 +21991,7 @@ static IPT__NOINLINE int ipt__insn_next(struct pt_insn_decoder *decoder,
 	}
 
 	/* Most instructions come from the run at hand. */
-	if (ipt__insn_take_run(decoder, insn, uinsn, size, &status))
+	if (ipt__insn_take_run(decoder, insn, uinsn, size, 0, &status))
 		return status;
 	return ipt__insn_decode_next(decoder, uinsn, size);
 }
@@ -22004,7 +22003,7 @@ static IPT__NOINLINE int ipt__insn_next_run(struct pt_insn_decoder *decoder,
 					    struct pt_insn *uinsn)
 {
 	struct pt_block *block = &decoder->block;
-	int status;
+	int status, synced = 0;
 
 	if (decoder->has_held)
 		return ipt__insn_next(decoder, uinsn, sizeof(*uinsn));
@@ -22013,7 +22012,7 @@ static IPT__NOINLINE int ipt__insn_next_run(struct pt_insn_decoder *decoder,
 		    (decoder->status & pts_event_pending))
 			return ipt__insn_next(decoder, uinsn, sizeof(*uinsn));
 
-		status = pt_blk_next(&decoder->blkdec, block, sizeof(*block));
+		status = ipt__blk_next_own(&decoder->blkdec, block);
 		decoder->status = status;
 		decoder->trail = 0;
 		if (!block->ninsn) {
@@ -22023,9 +22022,10 @@ static IPT__NOINLINE int ipt__insn_next_run(struct pt_insn_decoder *decoder,
 				return status;
 			return ipt__insn_next(decoder, uinsn, sizeof(*uinsn));
 		}
+		synced = 1;
 	}
 
-	if (ipt__insn_take_run(decoder, uinsn, uinsn, sizeof(*uinsn),
+	if (ipt__insn_take_run(decoder, uinsn, uinsn, sizeof(*uinsn), synced,
 			       &status))
 		return status;
 	return ipt__insn_decode_next(decoder, uinsn, sizeof(*uinsn));

@@ -1,7 +1,8 @@
 /* Address spaces and sections: code that differs by CR3 at the same
  * address is decoded from the right image section (and never from the
- * cache of another address space), and an instruction split between two
- * sections comes out truncated, its bytes in the block. */
+ * cache of another address space), an instruction split between two
+ * sections comes out truncated, its bytes in the block, and instructions
+ * carry the section they lie in. */
 #include "blk_util.h"
 #include "check.h"
 
@@ -202,6 +203,77 @@ static void test_truncated(void)
 	unlink(file_b);
 }
 
+/* 0x1000 nop; 0x1001 jmp 0x2000 in one section, 0x2000 nop; 0x2001 nop;
+ * 0x2002 jmp rax in another: each instruction the instruction decoder
+ * hands out from its runs has the section it lies in, the runs of both
+ * sections being in the same mode. */
+static void test_sections(void)
+{
+	static const uint8_t part_a[] = { 0x90, 0xe9, 0xfa, 0x0f, 0x00, 0x00 };
+	static const uint8_t part_b[] = { 0x90, 0x90, 0xff, 0xe0 };
+	static const uint64_t ips[] = { 0x1000, 0x1001, 0x2000, 0x2001,
+					0x2002 };
+	char file_a[64], file_b[64];
+	struct pt_image_section_cache *iscache;
+	struct pt_insn_decoder *id;
+	struct pt_image *image;
+	struct pt_config *config;
+	struct pt_insn insn;
+	struct pt_event ev;
+	struct tb t;
+	int status, isid_a, isid_b, i;
+
+	CHECK_EQ(write_temp(file_a, sizeof(file_a), part_a, sizeof(part_a)),
+		 0);
+	CHECK_EQ(write_temp(file_b, sizeof(file_b), part_b, sizeof(part_b)),
+		 0);
+
+	/* Sections of a cache have identifiers of their own. */
+	iscache = pt_iscache_alloc("sections");
+	image = pt_image_alloc("sections");
+	CHECK(iscache != NULL && image != NULL);
+	isid_a = pt_iscache_add_file(iscache, file_a, 0, sizeof(part_a),
+				     0x1000);
+	isid_b = pt_iscache_add_file(iscache, file_b, 0, sizeof(part_b),
+				     0x2000);
+	CHECK(isid_a > 0 && isid_b > 0 && isid_a != isid_b);
+	CHECK_EQ(pt_image_add_cached(image, iscache, isid_a, NULL), 0);
+	CHECK_EQ(pt_image_add_cached(image, iscache, isid_b, NULL), 0);
+
+	tb_init(&t);
+	tb_start64(&t, 0x1000);
+	tb_ip(&t, ppt_tip_pgd, pt_ipc_suppressed, 0);
+	config = tb_done(&t);
+	CHECK_EQ(t.errors, 0);
+
+	/* Twice: the second pass takes the runs the first recorded. */
+	id = pt_insn_alloc_decoder(config);
+	CHECK(id != NULL);
+	if (id) {
+		pt_insn_set_image(id, image);
+		for (i = 0; i < 10; ++i) {
+			if (i % 5 == 0) {
+				status = pt_insn_sync_set(id, 0);
+				while (status >= 0 &&
+				       (status & pts_event_pending))
+					status = pt_insn_event(id, &ev,
+							       sizeof(ev));
+			}
+			status = pt_insn_next(id, &insn, sizeof(insn));
+			CHECK(status >= 0);
+			CHECK_EQ(insn.ip, ips[i % 5]);
+			CHECK_EQ(insn.isid, i % 5 < 2 ? isid_a : isid_b);
+			CHECK_EQ(insn.mode, ptem_64bit);
+		}
+		pt_insn_free_decoder(id);
+	}
+
+	pt_image_free(image);
+	pt_iscache_free(iscache);
+	unlink(file_a);
+	unlink(file_b);
+}
+
 /* Structs of a different size than ours. */
 static void test_sizes(void)
 {
@@ -267,6 +339,7 @@ int main(void)
 {
 	test_asid();
 	test_truncated();
+	test_sections();
 	test_sizes();
 	return check_done();
 }
