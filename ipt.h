@@ -2697,13 +2697,15 @@ IPT_API int ipt_seg_stitch_next(const struct ipt_seg_split *split,
  * return stack, missing code) takes the exact path, and the memo is
  * tagged as the run cache is, so that the edges and bitmap are the same
  * with it or without.
- * It is one table allocated small on first use that grows as it fills,
+ * It is one table (with an arena for what entries hold beyond what a hit
+ * reads) allocated small on first use that grows as it fills,
  * to at most IPT_COV_MEMO_LIMIT bytes (32 MiB) or what
  * ipt_cov_set_memo_limit sets (a growth where the old table and the new
  * one do not fit in the limit together, the last one or two, frees the
- * old one first and starts empty); setting a limit empties it, and a
- * limit below 16 entries (7 KiB) turns it off (it returns -pte_invalid
- * without a decoder).  Code the memo covers is not read again, so the
+ * old one first and starts empty; a memo at its limit whose arena is
+ * full drops every other entry); setting a limit empties it, and a
+ * limit below 16 entries (5 KiB, 21 KiB with an edge callback) turns it
+ * off (it returns -pte_invalid without a decoder).  Code the memo covers is not read again, so the
  * block callback, told of runs recorded in the run cache, may hear of
  * fewer runs with it than without.  ipt_cov_status.memo_bits counts
  * the TNT bits it took.
@@ -24611,8 +24613,10 @@ static IPT__INLINE void ipt__cov_reach(void *context, uint64_t ip)
  * context number: a new image epoch (ipt_image_invalidate, section
  * changes) makes them all stale.
  *
- * The memo is one table, allocated on first use from the decoder's
- * allocator with at most @memo_limit bytes (ipt_cov_set_memo_limit).  It
+ * The memo is one block, allocated on first use from the decoder's
+ * allocator with at most @memo_limit bytes (ipt_cov_set_memo_limit): a
+ * table of entries of one size, what a hit reads, and an arena for the
+ * rest of each, as long as it is (struct ipt__cov_memo_tail).  It
  * starts small and grows twice over whenever half its places are in use,
  * up to the limit: a short trace's first decode is not spent on memory
  * it never uses, and a memo that holds all a trace needs stays as it
@@ -24627,13 +24631,14 @@ static IPT__INLINE void ipt__cov_reach(void *context, uint64_t ip)
 enum {
 	/* The most TNT bits one entry covers (and thus edges): at most 57,
 	 * so that the window of 64 holds them, one more and a one-byte
-	 * TNT's six (and @ret, @nt and @count the TIP's too).  A key holds
-	 * all the bits a step asks for, also those past where the entry
-	 * stops (a return, an indirect branch): longer keys are fewer
-	 * look-ups in loops but, in large code with varied paths, keep
-	 * apart entries that do the same and miss more; 31 weighs the
-	 * two. */
-	IPT__COV_MEMO_BITS = 31,
+	 * TNT's six (and @count and the edges' @ret and @nt the TIP's
+	 * too).  A key holds all the bits a step asks for, also those past
+	 * where the entry stops (a return, an indirect branch): longer keys
+	 * are fewer look-ups in loops but, in large code with varied paths,
+	 * keep apart entries that do the same and miss more, and each miss
+	 * walks more bits (a first decode of large code costs more).  An
+	 * entry's tail grows with the bits it takes, not with this. */
+	IPT__COV_MEMO_BITS = 57,
 	/* The most return-stack pushes and pops one entry replays. */
 	IPT__COV_MEMO_OPS = 8,
 	/* Once the window runs low, one-byte TNTs are read into it up to
@@ -25402,10 +25407,9 @@ ipt__cov_memo_miss(struct ipt_cov_decoder *cov, struct ipt__cov_memo *e,
 {
 	struct pt_block_decoder *blk = &cov->blk;
 	struct ipt__cov_memo_scratch s;
-	uint8_t times[IPT__COV_MEMO_BITS];
-	uint64_t low = 0, *tail;
+	uint8_t times[IPT__COV_MEMO_BITS], last[256];
+	uint64_t low[4] = { 0, 0, 0, 0 }, *tail;
 	uint32_t i, ncount = 0, nplace = 0, nbit, nninsn, words, *counted;
-	uint16_t *ninsn;
 
 	/* The entry applied last may be written over. */
 	ipt__cov_memo_pend(cov);
@@ -25446,23 +25450,29 @@ ipt__cov_memo_miss(struct ipt_cov_decoder *cov, struct ipt__cov_memo *e,
 			(uint16_t) ipt__cov_memo_kind(e, s.ret, s.nt, nbit);
 	/* The places, in @s.index, the edges that share one counted
 	 * there.  Bit i of @low: a place kept has an index whose low
-	 * six bits are i (an index without its bit there is new, not
-	 * looked for). */
+	 * eight bits are i (an index without its bit there is new, not
+	 * looked for), @last[i] the last such place: the one looked for
+	 * first. */
 	for (i = 0; i < nbit; ++i) {
-		uint32_t index = s.index[i], j = nplace;
+		uint32_t index = s.index[i], j = nplace, low8 = index & 255;
+		uint64_t bit = 1ull << (low8 & 63);
 
 		if (!((e->count >> i) & 1))
 			continue;
 		ncount += 1;
-		if ((low >> (index & 63)) & 1)
-			for (j = 0; j < nplace; ++j)
-				if (s.index[j] == index)
-					break;
+		if (low[low8 >> 6] & bit) {
+			j = last[low8];
+			if (s.index[j] != index)
+				for (j = 0; j < nplace; ++j)
+					if (s.index[j] == index)
+						break;
+		}
 		if (j < nplace) {
 			times[j] += 1;
 			continue;
 		}
-		low |= 1ull << (index & 63);
+		low[low8 >> 6] |= bit;
+		last[low8] = (uint8_t) nplace;
 		s.index[nplace] = index;
 		times[nplace++] = 1;
 	}
@@ -25478,19 +25488,14 @@ ipt__cov_memo_miss(struct ipt_cov_decoder *cov, struct ipt__cov_memo *e,
 	tail = &cov->memo_arena[e->tail];
 	tail[0] = (uint64_t) (e - cov->memo) | ((uint64_t) words << 32);
 	counted = (uint32_t *) (void *) &tail[1];
-	for (i = 0; i < nplace; ++i)
-		counted[i] = s.index[i];
-	for (i = 0; i < nplace; ++i)
-		((uint8_t *) (void *) &counted[nplace])[i] = times[i];
-	for (i = 0; i < e->nops; ++i)
-		tail[e->op_at + i] = s.op[i];
+	IPT_MEMCPY(counted, s.index, nplace * sizeof(*counted));
+	IPT_MEMCPY(&counted[nplace], times, nplace);
+	IPT_MEMCPY(&tail[e->op_at], s.op, e->nops * sizeof(*tail));
 	if (e->tip) {
-		tail[e->op_at + i++] = s.span_lo;
-		tail[e->op_at + i] = s.span_hi;
+		tail[e->op_at + e->nops] = s.span_lo;
+		tail[e->op_at + e->nops + 1u] = s.span_hi;
 	}
-	ninsn = (uint16_t *) (void *) &tail[e->ninsn_at];
-	for (i = 0; i < nninsn; ++i)
-		ninsn[i] = s.ninsn[i];
+	IPT_MEMCPY(&tail[e->ninsn_at], s.ninsn, nninsn * sizeof(*s.ninsn));
 	if (cov->memo_edges) {
 		cov->memo_edges[e - cov->memo].ret = s.ret;
 		cov->memo_edges[e - cov->memo].nt = s.nt;
