@@ -2702,8 +2702,8 @@ IPT_API int ipt_seg_stitch_next(const struct ipt_seg_split *split,
  * to at most IPT_COV_MEMO_LIMIT bytes (32 MiB) or what
  * ipt_cov_set_memo_limit sets (a growth where the old table and the new
  * one do not fit in the limit together, the last one or two, frees the
- * old one first and starts empty; a memo at its limit whose arena is
- * full drops every other entry); setting a limit empties it, and a
+ * old one first and starts empty; a memo whose arena is full even when
+ * compacted drops every other entry); setting a limit empties it, and a
  * limit below 16 entries (5 KiB, 21 KiB with an edge callback) turns it
  * off (it returns -pte_invalid without a decoder).  Code the memo covers is not read again, so the
  * block callback, told of runs recorded in the run cache, may hear of
@@ -24288,11 +24288,9 @@ struct ipt_cov_decoder {
 	uint32_t memo_fresh;
 	/* The words of the arena entries' tails are given from (see
 	 * struct ipt__cov_memo_tail), behind the spare entry, @memo_top of
-	 * them given; whether compacting it left less than a quarter free
-	 * (entries wait in the spare one until the memo grows). */
+	 * them given. */
 	uint32_t memo_words;
 	uint32_t memo_top;
-	uint32_t memo_full;
 	/* A compressed return from before an entry was seen: the walk
 	 * takes such returns in entries from now on (ipt__cov_tnt_ret). */
 	uint32_t memo_out_pop;
@@ -24756,8 +24754,8 @@ enum {
 	/* The arena's words per entry of the table: what an entry's tail
 	 * takes on average, measured on large code, with room to spare.
 	 * When it fills up, it is compacted; if that leaves less than a
-	 * quarter free, the memo is asked to grow (or, at its limit, half
-	 * its entries go) and entries wait in the spare one until then. */
+	 * quarter free, every other entry goes and the memo is asked to
+	 * grow (see ipt__cov_memo_room). */
 	IPT__COV_MEMO_ARENA = 24
 };
 
@@ -24900,7 +24898,6 @@ static void ipt__cov_memo_clear(struct ipt_cov_decoder *cov)
 	cov->memo_used = 0;
 	cov->memo_fresh = 0;
 	cov->memo_top = 0;
-	cov->memo_full = 0;
 }
 
 /* The bytes of a memo of @n entries, with their edges if the decoder
@@ -25036,26 +25033,13 @@ static IPT__NOINLINE int ipt__cov_memo_alloc(struct ipt_cov_decoder *cov)
 	n = cov->memo ? cov->nmemo : IPT__COV_MEMO_FIRST / 2;
 	n = n < most / 2 ? n * 2 : most;
 	if (n == cov->nmemo || !ipt__cov_memo_resize(cov, n)) {
-		uint32_t i;
-
 		if (!cov->memo) {
 			cov->memo_failed = 1;
 			return 0;
 		}
 		/* A memo that cannot grow stays as it is; asked again
-		 * when as many more places are in use.  If its arena is
-		 * full (compacted, less than a quarter free), every
-		 * other entry goes. */
+		 * when as many more places are in use. */
 		cov->memo_used = 0;
-		if (cov->memo_full) {
-			for (i = 0; i < cov->nmemo; i += 2) {
-				cov->memo[i].ip = 0;
-				cov->memo[i].ctx = 0;
-				cov->memo[i].key = 0;
-			}
-			ipt__cov_memo_compact(cov);
-			cov->memo_full = 0;
-		}
 	}
 	return 1;
 }
@@ -25355,43 +25339,39 @@ static IPT__NOINLINE int ipt__cov_memo_new(struct ipt_cov_decoder *cov,
 }
 
 /* Give the entry @e, just filled, a tail of @words words at the arena's
- * top, compacting the arena first if it is full.  Returns @e, or the
- * spare entry (with what was filled in @e, emptied) if it has no room:
- * the memo is then asked to grow. */
-static struct ipt__cov_memo *ipt__cov_memo_room(struct ipt_cov_decoder *cov,
-						struct ipt__cov_memo *e,
-						uint32_t words)
+ * top.  An arena without room is compacted; if that leaves less than a
+ * quarter of it free, the memo is asked to grow and every other entry
+ * but @e goes (all of them if even that leaves no room), so that the
+ * next compaction is as many words away. */
+static void ipt__cov_memo_room(struct ipt_cov_decoder *cov,
+			       struct ipt__cov_memo *e, uint32_t words)
 {
-	struct ipt__cov_memo *spare = &cov->memo[cov->nmemo];
+	uint32_t i;
 
-	if (e != spare && cov->memo_top + words > cov->memo_words &&
-	    !cov->memo_full) {
+	if (e == &cov->memo[cov->nmemo]) {
+		e->tail = cov->memo_words;
+		return;
+	}
+	if (cov->memo_top + words > cov->memo_words) {
 		/* Its tail before is no longer its. */
 		e->ctx = 0;
 		ipt__cov_memo_compact(cov);
 		if (cov->memo_words - cov->memo_top < cov->memo_words / 4) {
-			cov->memo_full = 1;
+			for (i = (uint32_t) (e - cov->memo) % 2u ^ 1u;
+			     i < cov->nmemo; i += 2) {
+				cov->memo[i].ip = 0;
+				cov->memo[i].ctx = 0;
+				cov->memo[i].key = 0;
+			}
+			ipt__cov_memo_compact(cov);
+			if (cov->memo_top + words > cov->memo_words)
+				ipt__cov_memo_clear(cov);
 			if (cov->memo_used < cov->nmemo / 2)
 				cov->memo_used = cov->nmemo / 2;
 		}
 	}
-	if (e != spare && cov->memo_top + words > cov->memo_words) {
-		IPT__COPY(*spare, *e);
-		if (cov->memo_edges)
-			IPT__COPY(cov->memo_edges[cov->nmemo],
-				  cov->memo_edges[e - cov->memo]);
-		e->ip = 0;
-		e->ctx = 0;
-		e->key = 0;
-		e = spare;
-	}
-	if (e == spare)
-		e->tail = cov->memo_words;
-	else {
-		e->tail = cov->memo_top;
-		cov->memo_top += words;
-	}
-	return e;
+	e->tail = cov->memo_top;
+	cov->memo_top += words;
 }
 
 /* A miss in ipt__cov_memo_find: fill an entry for the key @key (hash
@@ -25482,7 +25462,7 @@ ipt__cov_memo_miss(struct ipt_cov_decoder *cov, struct ipt__cov_memo *e,
 			e->used ? s.ninsn[e->used - 1] : 0;
 	nninsn = e->tip ? 0u : e->used;
 	words = ipt__cov_memo_words(nplace, e->nops, e->tip, nninsn);
-	e = ipt__cov_memo_room(cov, e, words);
+	ipt__cov_memo_room(cov, e, words);
 	e->op_at = (uint8_t) ipt__cov_memo_op_at(nplace);
 	e->ninsn_at = (uint8_t) (e->op_at + e->nops + 2u * e->tip);
 	tail = &cov->memo_arena[e->tail];
