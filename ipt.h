@@ -25274,6 +25274,12 @@ done:
 	e->last_from = from_ip;
 	e->last_next = next_ip;
 	e->count = count;
+	/* The last edge's index (kept apart from the places, without a
+	 * TIP), and the instructions up to the last bit or the TIP. */
+	if (!e->tip && used)
+		e->last_index = s->index[used - 1];
+	e->ninsn_last = e->tip ? s->ninsn[used] :
+			used ? s->ninsn[used - 1] : 0;
 	s->ret = ret;
 	s->nt = nt;
 	s->span_lo = span_lo;
@@ -25421,8 +25427,6 @@ ipt__cov_memo_miss(struct ipt_cov_decoder *cov, struct ipt__cov_memo *e,
 	 * of a TIP's entry, all but the last of the others (its
 	 * index kept apart). */
 	nbit = e->tip ? e->used : e->used ? e->used - 1u : 0;
-	if (!e->tip && e->used)
-		e->last_index = s.index[nbit];
 	/* An entry of no bit and no TIP is never applied, and its
 	 * first bit's kind was never written. */
 	if (e->tip || e->used)
@@ -25458,8 +25462,6 @@ ipt__cov_memo_miss(struct ipt_cov_decoder *cov, struct ipt__cov_memo *e,
 	}
 	e->ncount = (uint8_t) ncount;
 	e->nplace = (uint8_t) nplace;
-	e->ninsn_last = e->tip ? s.ninsn[e->used] :
-			e->used ? s.ninsn[e->used - 1] : 0;
 	nninsn = e->tip ? 0u : e->used;
 	words = ipt__cov_memo_words(nplace, e->nops, e->tip, nninsn);
 	ipt__cov_memo_room(cov, e, words);
