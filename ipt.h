@@ -24287,7 +24287,7 @@ struct ipt_cov_decoder {
 	uint32_t *memo_seen;
 	uint32_t memo_fresh;
 	/* The words of the arena entries' tails are given from (see
-	 * struct ipt__cov_memo_tail), behind the spare entry, @memo_top of
+	 * ipt__cov_memo_words), behind the spare entry, @memo_top of
 	 * them given. */
 	uint32_t memo_words;
 	uint32_t memo_top;
@@ -24614,7 +24614,7 @@ static IPT__INLINE void ipt__cov_reach(void *context, uint64_t ip)
  * The memo is one block, allocated on first use from the decoder's
  * allocator with at most @memo_limit bytes (ipt_cov_set_memo_limit): a
  * table of entries of one size, what a hit reads, and an arena for the
- * rest of each, as long as it is (struct ipt__cov_memo_tail).  It
+ * rest of each, as long as it is (ipt__cov_memo_words).  It
  * starts small and grows twice over whenever half its places are in use,
  * up to the limit: a short trace's first decode is not spent on memory
  * it never uses, and a memo that holds all a trace needs stays as it
@@ -24654,7 +24654,7 @@ enum {
 
 /* An entry: what a hit reads, of one size for all, in the table; the
  * rest, as long as what it holds, is its tail in the memo's arena (see
- * struct ipt__cov_memo_tail).  The edges themselves, for an edge
+ * ipt__cov_memo_words).  The edges themselves, for an edge
  * callback, are in a struct ipt__cov_memo_edges of the same number, so
  * that a decoder without one has more entries in the same memory. */
 struct ipt__cov_memo {
@@ -25057,8 +25057,8 @@ ipt__cov_memo_kind(const struct ipt__cov_memo *e, uint64_t ret, uint64_t nt,
 	return (nt >> i) & 1 ? ipt_cov_not_taken : ipt_cov_taken;
 }
 
-/* What filling an entry finds for its tail and its edges (see struct
- * ipt__cov_memo_tail): the return-stack operations, the code after the
+/* What filling an entry finds for its tail and its edges (see
+ * ipt__cov_memo_words): the return-stack operations, the code after the
  * last bit, the edges' kinds, every edge's bitmap index and the
  * instructions walked up to each bit and to the TIP. */
 struct ipt__cov_memo_scratch {
@@ -25394,7 +25394,7 @@ ipt__cov_memo_miss(struct ipt_cov_decoder *cov, struct ipt__cov_memo *e,
 	struct pt_block_decoder *blk = &cov->blk;
 	struct ipt__cov_memo_scratch s;
 	uint8_t times[IPT__COV_MEMO_BITS], last[256];
-	uint64_t low[4] = { 0, 0, 0, 0 }, *tail;
+	uint64_t low[4], *tail;
 	uint32_t i, ncount = 0, nplace = 0, nbit, nninsn, words, *counted;
 
 	/* The entry applied last may be written over. */
@@ -25437,6 +25437,10 @@ ipt__cov_memo_miss(struct ipt_cov_decoder *cov, struct ipt__cov_memo *e,
 	 * eight bits are i (an index without its bit there is new, not
 	 * looked for), @last[i] the last such place: the one looked for
 	 * first. */
+	low[0] = 0;
+	low[1] = 0;
+	low[2] = 0;
+	low[3] = 0;
 	for (i = 0; i < nbit; ++i) {
 		uint32_t index = s.index[i], j = nplace, low8 = index & 255;
 		uint64_t bit = 1ull << (low8 & 63);
