@@ -2697,13 +2697,15 @@ IPT_API int ipt_seg_stitch_next(const struct ipt_seg_split *split,
  * return stack, missing code) takes the exact path, and the memo is
  * tagged as the run cache is, so that the edges and bitmap are the same
  * with it or without.
- * It is one table allocated small on first use that grows as it fills,
+ * It is one table (with an arena for what entries hold beyond what a hit
+ * reads) allocated small on first use that grows as it fills,
  * to at most IPT_COV_MEMO_LIMIT bytes (32 MiB) or what
  * ipt_cov_set_memo_limit sets (a growth where the old table and the new
  * one do not fit in the limit together, the last one or two, frees the
- * old one first and starts empty); setting a limit empties it, and a
- * limit below 16 entries (7 KiB) turns it off (it returns -pte_invalid
- * without a decoder).  Code the memo covers is not read again, so the
+ * old one first and starts empty; a memo whose arena is full even when
+ * compacted drops every other entry); setting a limit empties it, and a
+ * limit below 16 entries (5 KiB, 21 KiB with an edge callback) turns it
+ * off (it returns -pte_invalid without a decoder).  Code the memo covers is not read again, so the
  * block callback, told of runs recorded in the run cache, may hear of
  * fewer runs with it than without.  ipt_cov_status.memo_bits counts
  * the TNT bits it took.
@@ -24318,6 +24320,7 @@ struct ipt_cov_decoder {
 	 * memo was last used, to see the numbers start over. */
 	struct ipt__cov_memo *memo;
 	struct ipt__cov_memo_edges *memo_edges;
+	uint64_t *memo_arena;
 	void *memo_block;
 	uint64_t memo_limit;
 	uint32_t nmemo;
@@ -24329,6 +24332,11 @@ struct ipt_cov_decoder {
 	 * has taken in since the memo last grew or was asked to. */
 	uint32_t *memo_seen;
 	uint32_t memo_fresh;
+	/* The words of the arena entries' tails are given from (see
+	 * ipt__cov_memo_words), behind the spare entry, @memo_top of
+	 * them given. */
+	uint32_t memo_words;
+	uint32_t memo_top;
 	/* A compressed return from before an entry was seen: the walk
 	 * takes such returns in entries from now on (ipt__cov_tnt_ret). */
 	uint32_t memo_out_pop;
@@ -24649,8 +24657,10 @@ static IPT__INLINE void ipt__cov_reach(void *context, uint64_t ip)
  * context number: a new image epoch (ipt_image_invalidate, section
  * changes) makes them all stale.
  *
- * The memo is one table, allocated on first use from the decoder's
- * allocator with at most @memo_limit bytes (ipt_cov_set_memo_limit).  It
+ * The memo is one block, allocated on first use from the decoder's
+ * allocator with at most @memo_limit bytes (ipt_cov_set_memo_limit): a
+ * table of entries of one size, what a hit reads, and an arena for the
+ * rest of each, as long as it is (ipt__cov_memo_words).  It
  * starts small and grows twice over whenever half its places are in use,
  * up to the limit: a short trace's first decode is not spent on memory
  * it never uses, and a memo that holds all a trace needs stays as it
@@ -24665,13 +24675,14 @@ static IPT__INLINE void ipt__cov_reach(void *context, uint64_t ip)
 enum {
 	/* The most TNT bits one entry covers (and thus edges): at most 57,
 	 * so that the window of 64 holds them, one more and a one-byte
-	 * TNT's six (and @ret, @nt and @count the TIP's too).  A key holds
-	 * all the bits a step asks for, also those past where the entry
-	 * stops (a return, an indirect branch): longer keys are fewer
-	 * look-ups in loops but, in large code with varied paths, keep
-	 * apart entries that do the same and miss more; 31 weighs the
-	 * two. */
-	IPT__COV_MEMO_BITS = 31,
+	 * TNT's six (and @count and the edges' @ret and @nt the TIP's
+	 * too).  A key holds all the bits a step asks for, also those past
+	 * where the entry stops (a return, an indirect branch): longer keys
+	 * are fewer look-ups in loops but, in large code with varied paths,
+	 * keep apart entries that do the same and miss more, and each miss
+	 * walks more bits (a first decode of large code costs more).  An
+	 * entry's tail grows with the bits it takes, not with this. */
+	IPT__COV_MEMO_BITS = 57,
 	/* The most return-stack pushes and pops one entry replays. */
 	IPT__COV_MEMO_OPS = 8,
 	/* Once the window runs low, one-byte TNTs are read into it up to
@@ -24687,79 +24698,121 @@ enum {
 #define IPT__COV_MEMO_KEY(bits, n, tip)                                        \
 	((uint64_t) (bits) | ((uint64_t) (n) << 57) | ((uint64_t) (tip) << 63))
 
-/* An entry holds what a hit needs; the edges themselves, for an edge
+/* An entry: what a hit reads, of one size for all, in the table; the
+ * rest, as long as what it holds, is its tail in the memo's arena (see
+ * ipt__cov_memo_words).  The edges themselves, for an edge
  * callback, are in a struct ipt__cov_memo_edges of the same number, so
- * that a decoder without one has twice the entries in the same memory. */
+ * that a decoder without one has more entries in the same memory. */
 struct ipt__cov_memo {
-	/* What a hit reads comes first, in the first 72 bytes (the memo
-	 * starts on a 64-byte line), then the instruction counts, the
-	 * bitmap indices and the return-stack operations.  The key: the
-	 * IP, the context number (zero for an empty entry), and
-	 * IPT__COV_MEMO_KEY. */
+	/* The key: the IP, IPT__COV_MEMO_KEY and the context number (zero
+	 * for an empty entry). */
 	uint64_t ip;
 	uint64_t key;
 	uint32_t ctx;
-	/* TNT bits taken, zero if none (the walk takes the next); whether
-	 * the entry ends at a branch that takes a TIP, after them. */
-	uint8_t used;
-	uint8_t tip;
-	/* Return-stack operations, in order: bit i of @pops says op[i] is
-	 * a pop, else a push of op[i]. */
-	uint8_t nops;
-	uint8_t pops;
+	/* Where the entry's tail begins in the arena, in words. */
+	uint32_t tail;
 	/* Bit i of @count says the i-th edge counts (the decoder's kinds
 	 * and ranges); the TIP's branch is edge @used. */
 	uint64_t count;
-	/* How many of the edges but the last count, and in how many
-	 * places of the bitmap; the TIP's branch: its edge kind. */
-	uint8_t ncount;
-	uint8_t nplace;
-	uint16_t tip_kind;
-	/* The last edge's bitmap index (without a TIP), and its kind. */
-	uint32_t last_index;
-	uint16_t last_kind;
-	/* Instructions walked up to the last bit taken, or to the TIP
-	 * (@ninsn's last). */
-	uint16_t ninsn_last;
-	/* Whether ipt__cov_memo_merge has counted the edges that share a
-	 * place in one. */
-	uint8_t merged;
-	/* The last bit is a compressed return whose address was pushed
-	 * before the entry began: the flow goes on where the return stack
-	 * says, not at @exit (see ipt__cov_memo_apply). */
-	uint8_t out_pop;
 	/* Where the flow goes on (without a TIP); the last edge's (the TIP's
 	 * branch's) from and the IP after it. */
 	uint64_t exit;
 	uint64_t last_from;
 	uint64_t last_next;
-	/* Instructions walked up to each bit taken, and to the TIP, for the
-	 * block decoder's count (an entry ends before they would not
-	 * fit): the next 64 bytes, read where a step ends in another
-	 * packet than it began. */
-	uint16_t ninsn[IPT__COV_MEMO_BITS + 1];
-	/* The bitmap indices, before the bitmap's size, of the @ncount
-	 * edges but the last that count, in @nplace places, each with how
-	 * many of the edges it counts (once merged, a counter is added to
-	 * once, not once per edge: in a loop one edge is most of them, and
-	 * adding to one counter in turn waits for each add). */
-	uint32_t counted[IPT__COV_MEMO_BITS];
-	uint8_t times[IPT__COV_MEMO_BITS];
-	/* Bit i of @ret says the i-th edge is a compressed return, of @nt
-	 * that it is a conditional branch not taken. */
-	uint64_t ret;
-	uint64_t nt;
-	/* The code the runs after the last bit cover, up to the TIP's
-	 * branch: a disable's IP there binds elsewhere. */
-	uint64_t span_lo;
-	uint64_t span_hi;
-	uint64_t op[IPT__COV_MEMO_OPS];
+	/* The last edge's bitmap index (without a TIP), and its kind; the
+	 * TIP's branch's kind. */
+	uint32_t last_index;
+	uint16_t last_kind;
+	uint16_t tip_kind;
+	/* Instructions walked up to the last bit taken, or to the TIP. */
+	uint16_t ninsn_last;
+	/* TNT bits taken, zero if none (the walk takes the next); whether
+	 * the entry ends at a branch that takes a TIP, after them. */
+	uint8_t used;
+	uint8_t tip;
+	/* Return-stack operations, in order: bit i of @pops says the i-th
+	 * is a pop, else a push. */
+	uint8_t nops;
+	uint8_t pops;
+	/* How many of the edges but the last count, and in how many
+	 * places of the bitmap. */
+	uint8_t ncount;
+	uint8_t nplace;
+	/* The last bit is a compressed return whose address was pushed
+	 * before the entry began: the flow goes on where the return stack
+	 * says, not at @exit (see ipt__cov_memo_apply). */
+	uint8_t out_pop;
+	/* Where parts of the tail begin, in words from @tail. */
+	uint8_t op_at;
+	uint8_t ninsn_at;
 };
 
-/* One edge per bit taken, and the TIP's branch (its @to unknown). */
+/* An entry's tail, in 8-byte words of the arena, in this order (and
+ * only the parts the entry has):
+ * - a word with the entry's number (the low half) and the tail's length
+ *   in words (the high half), for the arena to be compacted
+ *   (ipt__cov_memo_compact);
+ * - what a hit reads first, from the next word on: the bitmap indices,
+ *   before the bitmap's size, of the @nplace places its @ncount edges but
+ *   the last that count are counted in (uint32_t), then how many of the
+ *   edges each place counts (@nplace bytes): in a loop one edge is most
+ *   of them, and adding to one counter in turn waits for each add;
+ * - from the word @op_at on, the return-stack operations: @nops words, a
+ *   push's address (a pop's is zero);
+ * - for an entry that ends at a TIP, two words: the code its runs cover
+ *   after the last bit, up to the TIP's branch, from the lowest IP to the
+ *   end (a disable's IP there binds elsewhere);
+ * - for an entry that does not end at a TIP, from the word @ninsn_at on,
+ *   the instructions walked up to each of its @used bits (uint16_t), read
+ *   where a step ends in another packet than it began. */
+static IPT__INLINE uint32_t ipt__cov_memo_op_at(uint32_t nplace)
+{
+	return 1u + (nplace * 5u + 7u) / 8u;
+}
+
+static IPT__INLINE uint32_t ipt__cov_memo_words(uint32_t nplace,
+						uint32_t nops, uint32_t tip,
+						uint32_t nninsn)
+{
+	return ipt__cov_memo_op_at(nplace) + nops + 2u * tip +
+	       (nninsn * 2u + 7u) / 8u;
+}
+
+static IPT__INLINE const uint32_t *
+ipt__cov_memo_counted(const struct ipt_cov_decoder *cov,
+		      const struct ipt__cov_memo *e)
+{
+	return (const uint32_t *) (const void *) &cov->memo_arena[e->tail + 1u];
+}
+
+static IPT__INLINE const uint64_t *
+ipt__cov_memo_op(const struct ipt_cov_decoder *cov,
+		 const struct ipt__cov_memo *e)
+{
+	return &cov->memo_arena[e->tail + e->op_at];
+}
+
+enum {
+	/* The words of the longest tail. */
+	IPT__COV_MEMO_TAIL_MOST =
+		1 + (IPT__COV_MEMO_BITS * 5 + 7) / 8 + IPT__COV_MEMO_OPS + 2 +
+		(IPT__COV_MEMO_BITS * 2 + 7) / 8,
+	/* The arena's words per entry of the table: what an entry's tail
+	 * takes on average, measured on large code, with room to spare.
+	 * When it fills up, it is compacted; if that leaves less than a
+	 * quarter free, every other entry goes and the memo is asked to
+	 * grow (see ipt__cov_memo_room). */
+	IPT__COV_MEMO_ARENA = 24
+};
+
+/* One edge per bit taken, and the TIP's branch (its @to unknown).  Bit i
+ * of @ret says the i-th edge is a compressed return, of @nt that it is a
+ * conditional branch not taken. */
 struct ipt__cov_memo_edges {
 	uint64_t from[IPT__COV_MEMO_BITS + 1];
 	uint64_t to[IPT__COV_MEMO_BITS];
+	uint64_t ret;
+	uint64_t nt;
 };
 
 /* The default memory bound of the memo, in bytes. */
@@ -24789,12 +24842,21 @@ static uint32_t ipt__cov_memo_nseen(uint32_t n)
 	       IPT__COV_MEMO_SEEN;
 }
 
+/* The words of the arena of a memo of @n entries that entries' tails
+ * are given from; the spare entry's tail is behind them. */
+static uint32_t ipt__cov_memo_arena(uint32_t n)
+{
+	return n * (uint32_t) IPT__COV_MEMO_ARENA;
+}
+
 /* The bytes of a block that holds @n memo entries from its first 64-byte
- * line, the spare entry a key is walked into without an entry, and the
- * filter. */
+ * line, the spare entry a key is walked into without an entry, the
+ * arena with the spare entry's tail, and the filter. */
 static size_t ipt__cov_memo_bytes(uint32_t n)
 {
 	return ((size_t) n + 1u) * sizeof(struct ipt__cov_memo) +
+	       ((size_t) ipt__cov_memo_arena(n) + IPT__COV_MEMO_TAIL_MOST) *
+		       sizeof(uint64_t) +
 	       (size_t) ipt__cov_memo_nseen(n) * sizeof(uint32_t) +
 	       IPT__COV_MEMO_SLACK;
 }
@@ -24815,6 +24877,7 @@ static void ipt__cov_memo_free(struct ipt_cov_decoder *cov)
 			  ipt__cov_memo_edges_bytes(cov->nmemo));
 	cov->memo = NULL;
 	cov->memo_edges = NULL;
+	cov->memo_arena = NULL;
 	cov->memo_seen = NULL;
 	cov->nmemo = 0;
 	cov->memo_failed = 0;
@@ -24840,6 +24903,30 @@ ipt__cov_memo_place(const struct ipt_cov_decoder *cov, uint64_t h,
 	return (uint32_t) (((h >> 32) * cov->nmemo) >> 32);
 }
 
+/* Move the tails of the entries that have one to the arena's start, in
+ * the order they are in, over those of entries written over or emptied
+ * since. */
+static IPT__NOINLINE void ipt__cov_memo_compact(struct ipt_cov_decoder *cov)
+{
+	uint64_t *arena = cov->memo_arena;
+	uint32_t at = 0, to = 0, i;
+
+	while (at < cov->memo_top) {
+		uint32_t owner = (uint32_t) arena[at];
+		uint32_t words = (uint32_t) (arena[at] >> 32);
+		struct ipt__cov_memo *e = &cov->memo[owner];
+
+		if (e->ctx && e->tail == at) {
+			for (i = 0; i < words && to != at; ++i)
+				arena[to + i] = arena[at + i];
+			e->tail = to;
+			to += words;
+		}
+		at += words;
+	}
+	cov->memo_top = to;
+}
+
 /* Empty every entry of the memo.  Only the keys: the rest of an entry is
  * written before it is read (ipt__cov_memo_fill), and a memo of a
  * megabyte is cleared in a fraction of the time. */
@@ -24856,6 +24943,7 @@ static void ipt__cov_memo_clear(struct ipt_cov_decoder *cov)
 		cov->memo_seen[i] = 0;
 	cov->memo_used = 0;
 	cov->memo_fresh = 0;
+	cov->memo_top = 0;
 }
 
 /* The bytes of a memo of @n entries, with their edges if the decoder
@@ -24907,6 +24995,7 @@ static int ipt__cov_memo_resize(struct ipt_cov_decoder *cov, uint32_t n)
 	struct ipt__cov_memo *old = cov->memo, *memo;
 	struct ipt__cov_memo_edges *old_edges = cov->memo_edges, *edges = NULL;
 	void *block, *old_block = cov->memo_block;
+	const uint64_t *old_arena = cov->memo_arena;
 	uint32_t nold = cov->nmemo, i;
 
 	if (ipt__cov_memo_total(cov, n) + ipt__cov_memo_total(cov, nold) >
@@ -24933,15 +25022,24 @@ static int ipt__cov_memo_resize(struct ipt_cov_decoder *cov, uint32_t n)
 	cov->memo_block = block;
 	cov->memo = memo;
 	cov->memo_edges = edges;
-	cov->memo_seen = (uint32_t *) (void *) &memo[n + 1];
+	cov->memo_arena = (uint64_t *) (void *) &memo[n + 1];
+	cov->memo_words = ipt__cov_memo_arena(n);
+	cov->memo_seen = (uint32_t *) (void *) &cov->memo_arena
+		[cov->memo_words + IPT__COV_MEMO_TAIL_MOST];
 	cov->nmemo = n;
 	ipt__cov_memo_clear(cov);
 	for (i = 0; i < nold; ++i) {
 		const struct ipt__cov_memo *e = &old[i];
+		const uint64_t *tail;
+		uint32_t words, w;
 		uint64_t h;
 		uint32_t to;
 
 		if (!e->ctx)
+			continue;
+		tail = &old_arena[e->tail];
+		words = (uint32_t) (*tail >> 32);
+		if (cov->memo_top + words > cov->memo_words)
 			continue;
 		h = ipt__cov_memo_hash(e->ip, e->key);
 		to = ipt__cov_memo_place(cov, h, 0);
@@ -24951,6 +25049,12 @@ static int ipt__cov_memo_resize(struct ipt_cov_decoder *cov, uint32_t n)
 				continue;
 		}
 		IPT__COPY(memo[to], *e);
+		memo[to].tail = cov->memo_top;
+		cov->memo_arena[cov->memo_top] = (uint64_t) to |
+						 ((uint64_t) words << 32);
+		for (w = 1; w < words; ++w)
+			cov->memo_arena[cov->memo_top + w] = tail[w];
+		cov->memo_top += words;
 		cov->memo_used += 1;
 		if (edges)
 			IPT__COPY(edges[to], old_edges[i]);
@@ -24986,19 +25090,36 @@ static IPT__NOINLINE int ipt__cov_memo_alloc(struct ipt_cov_decoder *cov)
 	return 1;
 }
 
-/* The kind of an entry's @i-th edge. */
+/* The kind of an entry's @i-th edge, with @ret and @nt as in struct
+ * ipt__cov_memo_edges. */
 static IPT__INLINE enum ipt_cov_kind
-ipt__cov_memo_kind(const struct ipt__cov_memo *e, uint32_t i)
+ipt__cov_memo_kind(const struct ipt__cov_memo *e, uint64_t ret, uint64_t nt,
+		   uint32_t i)
 {
 	if (e->tip && i == e->used)
 		return (enum ipt_cov_kind) e->tip_kind;
-	if ((e->ret >> i) & 1)
+	if ((ret >> i) & 1)
 		return ipt_cov_return;
-	return (e->nt >> i) & 1 ? ipt_cov_not_taken : ipt_cov_taken;
+	return (nt >> i) & 1 ? ipt_cov_not_taken : ipt_cov_taken;
 }
 
-/* Record in @e what the walk does from @ip in @mode with the @n bits in
- * @bits (the first in bit n-1), reading runs as the walk would; with @tip,
+/* What filling an entry finds for its tail and its edges (see
+ * ipt__cov_memo_words): the return-stack operations, the code after the
+ * last bit, the edges' kinds, every edge's bitmap index and the
+ * instructions walked up to each bit and to the TIP. */
+struct ipt__cov_memo_scratch {
+	uint64_t op[IPT__COV_MEMO_OPS];
+	uint64_t span_lo;
+	uint64_t span_hi;
+	uint64_t ret;
+	uint64_t nt;
+	uint32_t index[IPT__COV_MEMO_BITS + 1];
+	uint16_t ninsn[IPT__COV_MEMO_BITS + 1];
+};
+
+/* Record in @e (and @s) what the walk does from @ip in @mode with the @n
+ * bits in @bits (the first in bit n-1), reading runs as the walk would;
+ * with @tip,
  * taking all of them and going on to the branch that takes a TIP (or, if
  * there is none, the bits but the last).  The entry ends right after the
  * last bit it could take, or at the TIP.  Only @with_ret, for the walk
@@ -25007,8 +25128,9 @@ ipt__cov_memo_kind(const struct ipt__cov_memo *e, uint32_t i)
  * walk look for them from then on. */
 static IPT__NOINLINE void
 ipt__cov_memo_fill(struct ipt_cov_decoder *cov, struct ipt__cov_memo *e,
-		   uint64_t ip, enum pt_exec_mode mode, uint64_t bits,
-		   uint32_t n, uint32_t tip, int with_ret)
+		   struct ipt__cov_memo_scratch *s, uint64_t ip,
+		   enum pt_exec_mode mode, uint64_t bits, uint32_t n,
+		   uint32_t tip, int with_ret)
 {
 	struct pt_block_decoder *blk = &cov->blk;
 	struct ipt__cov_memo_edges *edges =
@@ -25083,7 +25205,7 @@ ipt__cov_memo_fill(struct ipt_cov_decoder *cov, struct ipt__cov_memo *e,
 			 * from before it: the entry ends with that, and
 			 * the flow goes where the return stack says. */
 			if (depth)
-				to = e->op[stack[--depth]];
+				to = s->op[stack[--depth]];
 			else if (!with_ret) {
 				cov->memo_out_pop = 1;
 				goto out;
@@ -25092,7 +25214,7 @@ ipt__cov_memo_fill(struct ipt_cov_decoder *cov, struct ipt__cov_memo *e,
 				out_pop = 1;
 			}
 			pops |= 1u << nops;
-			e->op[nops++] = 0;
+			s->op[nops++] = 0;
 			ret |= mask;
 			kind = ipt_cov_return;
 			break;
@@ -25102,7 +25224,7 @@ ipt__cov_memo_fill(struct ipt_cov_decoder *cov, struct ipt__cov_memo *e,
 				if (nops == IPT__COV_MEMO_OPS)
 					goto out;
 				stack[depth++] = (uint8_t) nops;
-				e->op[nops++] = next;
+				s->op[nops++] = next;
 			}
 			/* fall through */
 		case ipt__run_djump:
@@ -25130,10 +25252,10 @@ ipt__cov_memo_fill(struct ipt_cov_decoder *cov, struct ipt__cov_memo *e,
 			edges->from[used] = end_ip;
 			edges->to[used] = to;
 		}
-		/* Every edge's index for now (ipt__cov_memo_find keeps
+		/* Every edge's index for now (ipt__cov_memo_miss keeps
 		 * those that count). */
-		e->counted[used] = ipt__cov_index(end_ip, to);
-		e->ninsn[used] = ninsn;
+		s->index[used] = ipt__cov_index(end_ip, to);
+		s->ninsn[used] = (uint16_t) ninsn;
 		if (ipt__cov_counts(cov, end_ip, to, kind))
 			count |= mask;
 		prev_exit = exit_ip;
@@ -25175,14 +25297,14 @@ tip_branch:
 	if (run->kind == ipt__run_icall) {
 		if (nops == IPT__COV_MEMO_OPS)
 			goto out;
-		e->op[nops++] = next;
+		s->op[nops++] = next;
 	}
 	if (edges)
 		edges->from[used] = end_ip;
 	from_ip = end_ip;
 	next_ip = next;
 	e_nops = nops;
-	e->ninsn[used] = ninsn;
+	s->ninsn[used] = (uint16_t) ninsn;
 	e->tip_kind = (uint16_t) ipt__cov_kind_of(
 		(enum pt_insn_class) run->iclass);
 	if (ipt__cov_counts(cov, end_ip, 0, (enum ipt_cov_kind) e->tip_kind))
@@ -25197,11 +25319,17 @@ done:
 	e->exit = exit_ip;
 	e->last_from = from_ip;
 	e->last_next = next_ip;
-	e->ret = ret;
-	e->nt = nt;
 	e->count = count;
-	e->span_lo = span_lo;
-	e->span_hi = span_hi;
+	/* The last edge's index (kept apart from the places, without a
+	 * TIP), and the instructions up to the last bit or the TIP. */
+	if (!e->tip && used)
+		e->last_index = s->index[used - 1];
+	e->ninsn_last = e->tip ? s->ninsn[used] :
+			used ? s->ninsn[used - 1] : 0;
+	s->ret = ret;
+	s->nt = nt;
+	s->span_lo = span_lo;
+	s->span_hi = span_hi;
 }
 
 /* Write the edge the entry applied last left pending (cov->memo_pend, if
@@ -25234,39 +25362,10 @@ static IPT__NOINLINE void ipt__cov_memo_move(struct ipt_cov_decoder *cov,
 	if (!cov->memo[to].ctx)
 		cov->memo_used += 1;
 	IPT__COPY(cov->memo[to], *e);
+	cov->memo_arena[e->tail] =
+		(cov->memo_arena[e->tail] & ~(uint64_t) UINT32_MAX) | to;
 	if (cov->memo_edges)
 		IPT__COPY(cov->memo_edges[to], cov->memo_edges[from]);
-}
-
-/* Count the edges of @e that share a bitmap place in one place.  Done
- * when @e is used again: an entry filled on a miss may never be, and in
- * a loop one edge is most of them. */
-static IPT__NOINLINE void ipt__cov_memo_merge(struct ipt__cov_memo *e)
-{
-	/* Bit i: a place kept has an index whose low six bits are i.  An
-	 * index without its bit there is new, not looked for. */
-	uint64_t low = 0;
-	uint32_t i, j, nplace = 0;
-
-	for (i = 0; i < e->nplace; ++i) {
-		uint32_t index = e->counted[i];
-		uint64_t bit = 1ull << (index & 63);
-
-		if (low & bit) {
-			for (j = 0; j < nplace; ++j)
-				if (e->counted[j] == index)
-					break;
-			if (j < nplace) {
-				e->times[j] += e->times[i];
-				continue;
-			}
-		}
-		low |= bit;
-		e->counted[nplace] = index;
-		e->times[nplace++] = e->times[i];
-	}
-	e->nplace = (uint8_t) nplace;
-	e->merged = 1;
 }
 
 /* Whether the filter of a memo of its first size has not seen the key
@@ -25291,6 +25390,42 @@ static IPT__NOINLINE int ipt__cov_memo_new(struct ipt_cov_decoder *cov,
 	return 1;
 }
 
+/* Give the entry @e, just filled, a tail of @words words at the arena's
+ * top.  An arena without room is compacted; if that leaves less than a
+ * quarter of it free, the memo is asked to grow and every other entry
+ * but @e goes (all of them if even that leaves no room), so that the
+ * next compaction is as many words away. */
+static void ipt__cov_memo_room(struct ipt_cov_decoder *cov,
+			       struct ipt__cov_memo *e, uint32_t words)
+{
+	uint32_t i;
+
+	if (e == &cov->memo[cov->nmemo]) {
+		e->tail = cov->memo_words;
+		return;
+	}
+	if (cov->memo_top + words > cov->memo_words) {
+		/* Its tail before is no longer its. */
+		e->ctx = 0;
+		ipt__cov_memo_compact(cov);
+		if (cov->memo_words - cov->memo_top < cov->memo_words / 4) {
+			for (i = (uint32_t) (e - cov->memo) % 2u ^ 1u;
+			     i < cov->nmemo; i += 2) {
+				cov->memo[i].ip = 0;
+				cov->memo[i].ctx = 0;
+				cov->memo[i].key = 0;
+			}
+			ipt__cov_memo_compact(cov);
+			if (cov->memo_top + words > cov->memo_words)
+				ipt__cov_memo_clear(cov);
+			if (cov->memo_used < cov->nmemo / 2)
+				cov->memo_used = cov->nmemo / 2;
+		}
+	}
+	e->tail = cov->memo_top;
+	cov->memo_top += words;
+}
+
 /* A miss in ipt__cov_memo_find: fill an entry for the key @key (hash
  * @h) of the @n bits @bits at @ip, in its first place @e if free, else
  * in @second, else in @e after moving what is there; kept out of the
@@ -25303,7 +25438,10 @@ ipt__cov_memo_miss(struct ipt_cov_decoder *cov, struct ipt__cov_memo *e,
 		   uint32_t *pctx)
 {
 	struct pt_block_decoder *blk = &cov->blk;
-	uint32_t i, ncount = 0, nbit;
+	struct ipt__cov_memo_scratch s;
+	uint8_t times[IPT__COV_MEMO_BITS], last[256];
+	uint64_t low[4], *tail;
+	uint32_t i, ncount = 0, nplace = 0, nbit, nninsn, words, *counted;
 
 	/* The entry applied last may be written over. */
 	ipt__cov_memo_pend(cov);
@@ -25330,28 +25468,70 @@ ipt__cov_memo_miss(struct ipt_cov_decoder *cov, struct ipt__cov_memo *e,
 	} else
 		ipt__cov_memo_move(cov, e);
 
-	ipt__cov_memo_fill(cov, e, ip, mode, bits, n, tip, with_ret);
+	ipt__cov_memo_fill(cov, e, &s, ip, mode, bits, n, tip, with_ret);
 	/* The edges seen at their destination within the entry: all
 	 * of a TIP's entry, all but the last of the others (its
 	 * index kept apart). */
 	nbit = e->tip ? e->used : e->used ? e->used - 1u : 0;
-	if (!e->tip && e->used)
-		e->last_index = e->counted[nbit];
 	/* An entry of no bit and no TIP is never applied, and its
 	 * first bit's kind was never written. */
 	if (e->tip || e->used)
-		e->last_kind = (uint16_t) ipt__cov_memo_kind(e, nbit);
+		e->last_kind =
+			(uint16_t) ipt__cov_memo_kind(e, s.ret, s.nt, nbit);
+	/* The places, in @s.index, the edges that share one counted
+	 * there.  Bit i of @low: a place kept has an index whose low
+	 * eight bits are i (an index without its bit there is new, not
+	 * looked for), @last[i] the last such place: the one looked for
+	 * first. */
+	low[0] = 0;
+	low[1] = 0;
+	low[2] = 0;
+	low[3] = 0;
 	for (i = 0; i < nbit; ++i) {
+		uint32_t index = s.index[i], j = nplace, low8 = index & 255;
+		uint64_t bit = 1ull << (low8 & 63);
+
 		if (!((e->count >> i) & 1))
 			continue;
-		e->counted[ncount] = e->counted[i];
-		e->times[ncount++] = 1;
+		ncount += 1;
+		if (low[low8 >> 6] & bit) {
+			j = last[low8];
+			if (s.index[j] != index)
+				for (j = 0; j < nplace; ++j)
+					if (s.index[j] == index)
+						break;
+		}
+		if (j < nplace) {
+			times[j] += 1;
+			continue;
+		}
+		low[low8 >> 6] |= bit;
+		last[low8] = (uint8_t) nplace;
+		s.index[nplace] = index;
+		times[nplace++] = 1;
 	}
 	e->ncount = (uint8_t) ncount;
-	e->nplace = (uint8_t) ncount;
-	e->merged = 0;
-	e->ninsn_last = e->tip ? e->ninsn[e->used] :
-			e->used ? e->ninsn[e->used - 1] : 0;
+	e->nplace = (uint8_t) nplace;
+	nninsn = e->tip ? 0u : e->used;
+	words = ipt__cov_memo_words(nplace, e->nops, e->tip, nninsn);
+	ipt__cov_memo_room(cov, e, words);
+	e->op_at = (uint8_t) ipt__cov_memo_op_at(nplace);
+	e->ninsn_at = (uint8_t) (e->op_at + e->nops + 2u * e->tip);
+	tail = &cov->memo_arena[e->tail];
+	tail[0] = (uint64_t) (e - cov->memo) | ((uint64_t) words << 32);
+	counted = (uint32_t *) (void *) &tail[1];
+	IPT_MEMCPY(counted, s.index, nplace * sizeof(*counted));
+	IPT_MEMCPY(&counted[nplace], times, nplace);
+	IPT_MEMCPY(&tail[e->op_at], s.op, e->nops * sizeof(*tail));
+	if (e->tip) {
+		tail[e->op_at + e->nops] = s.span_lo;
+		tail[e->op_at + e->nops + 1u] = s.span_hi;
+	}
+	IPT_MEMCPY(&tail[e->ninsn_at], s.ninsn, nninsn * sizeof(*s.ninsn));
+	if (cov->memo_edges) {
+		cov->memo_edges[e - cov->memo].ret = s.ret;
+		cov->memo_edges[e - cov->memo].nt = s.nt;
+	}
 	/* Filling may have moved to a new context. */
 	e->ip = ip;
 	e->ctx = ipt__blk_ctx_of(blk, mode);
@@ -25387,8 +25567,6 @@ ipt__cov_memo_find(struct ipt_cov_decoder *cov, uint64_t ip,
 						  h, pctx);
 		e = second;
 	}
-	if (IPT__UNLIKELY(!e->merged))
-		ipt__cov_memo_merge(e);
 	return e;
 }
 
@@ -25399,7 +25577,7 @@ ipt__cov_memo_find(struct ipt_cov_decoder *cov, uint64_t ip,
  * pops before it are as many), and the entry is not to be applied. */
 static IPT__INLINE int ipt__cov_memo_ops(struct pt_block_decoder *blk,
 					 const struct ipt__cov_memo *e,
-					 uint64_t *to)
+					 const uint64_t *op, uint64_t *to)
 {
 	struct ipt__retstack *rs = &blk->retstack;
 	/* The stack's ends in locals through the operations. */
@@ -25414,7 +25592,7 @@ static IPT__INLINE int ipt__cov_memo_ops(struct pt_block_decoder *blk,
 				break;
 			}
 		} else
-			ipt__retstack_push_at(rs, &top, &bottom, e->op[i]);
+			ipt__retstack_push_at(rs, &top, &bottom, op[i]);
 	}
 	rs->top = top;
 	rs->bottom = bottom;
@@ -25432,18 +25610,20 @@ static IPT__INLINE void ipt__cov_memo_apply(struct ipt_cov_decoder *cov,
 					    const struct ipt__cov_memo *e,
 					    uint8_t *wrap, int ops)
 {
+	const uint32_t *counted = ipt__cov_memo_counted(cov, e);
+	const uint8_t *times = (const uint8_t *) (const void *)
+		&counted[e->nplace];
 	uint32_t i, last;
 	uint64_t to;
 
 	if (ops && e->nops)
-		(void) ipt__cov_memo_ops(&cov->blk, e, &to);
+		(void) ipt__cov_memo_ops(&cov->blk, e,
+					 ipt__cov_memo_op(cov, e), &to);
 
 	if (IPT__LIKELY(wrap != NULL)) {
 		/* As ipt__cov_hit, with its tests taken out of the loop, and
 		 * in locals: stores to the bitmap could alias anything. */
 		uint32_t mask = cov->mask, nplace = e->nplace;
-		const uint32_t *counted = e->counted;
-		const uint8_t *times = e->times;
 
 		/* Four at a time: the loop's own instructions were half of
 		 * it. */
@@ -25460,12 +25640,11 @@ static IPT__INLINE void ipt__cov_memo_apply(struct ipt_cov_decoder *cov,
 		/* No callback: a saturating bitmap, or none. */
 		uint8_t *map = cov->map;
 		uint32_t mask = cov->mask, nplace = e->nplace;
-		const uint32_t *counted = e->counted;
 
 		if (map)
 			for (i = 0; i < nplace; ++i) {
 				uint8_t *counter = &map[counted[i] & mask];
-				uint32_t sum = (uint32_t) *counter + e->times[i];
+				uint32_t sum = (uint32_t) *counter + times[i];
 
 				*counter = (uint8_t) (sum < UINT8_MAX ? sum :
 								       UINT8_MAX);
@@ -25479,13 +25658,13 @@ static IPT__INLINE void ipt__cov_memo_apply(struct ipt_cov_decoder *cov,
 		for (i = 0; i < last; ++i)
 			if ((e->count >> i) & 1)
 				ipt__cov_hit(cov, edges->from[i], edges->to[i],
-					     ipt__cov_memo_kind(e, i),
+					     ipt__cov_memo_kind(e, edges->ret,
+								edges->nt, i),
 					     ipt__cov_index(edges->from[i],
 							    edges->to[i]));
 	}
 	cov->memo_pend = e;
 }
-
 /* The TIP (or TIP.PGD, TIP.PGE pair) behind the TNT bits of the window,
  * read ahead (ipt__cov_tnt): its IP payload and compression (a TIP.PGD's
  * for a pair), the TIP.PGE's for a pair (@ipc2 zero for a TIP), and where
@@ -25665,15 +25844,18 @@ static IPT__INLINE uint64_t ipt__cov_tnt_with(void *context,
 		if (e->tip && tip.ipc2) {
 			uint64_t pgd = ipt__last_ip_next(last, tip.payload,
 							 tip.ipc);
+			const uint64_t *span =
+				&ipt__cov_memo_op(cov, e)[e->nops];
 
-			if (e->span_lo <= pgd && pgd <= e->span_hi)
+			if (span[0] <= pgd && pgd <= span[1])
 				break;
 		}
 		/* The return stack first: a return from before the entry
 		 * with nothing on the stack is the walk's to report. */
 		popped_out = 0;
 		if (with_ret && e->nops) {
-			popped_out = ipt__cov_memo_ops(blk, e, &popped);
+			popped_out = ipt__cov_memo_ops(
+				blk, e, ipt__cov_memo_op(cov, e), &popped);
 			if (popped_out < 0)
 				break;
 		}
@@ -25689,9 +25871,13 @@ static IPT__INLINE uint64_t ipt__cov_tnt_with(void *context,
 
 			if (past) {
 				uint32_t at = used - ipt__lsb(past);
+				const uint16_t *ninsn =
+					(const uint16_t *) (const void *) &cov
+						->memo_arena[e->tail +
+							     e->ninsn_at];
 
 				crossed = 1;
-				icnt = e->ninsn_last - e->ninsn[at - 1];
+				icnt = e->ninsn_last - ninsn[at - 1];
 			} else
 				icnt += e->ninsn_last;
 			w.n -= used;

@@ -201,7 +201,7 @@ static void check_trace(const char *name, const struct pt_config *config,
 		if (pass == 3) {
 			/* 16 entries with their edges, the spare one and the
 			 * filter, and a little. */
-			CHECK_EQ(ipt_cov_set_memo_limit(cov, 16 << 10), 0);
+			CHECK_EQ(ipt_cov_set_memo_limit(cov, 24 << 10), 0);
 			if (CHECK(ipt_cov_get_status(cov, &st) == 0))
 				small_bits -= (unsigned long) st.memo_bits;
 		}

@@ -443,7 +443,7 @@ static void check_errors(const char *name, struct omem *mem,
 		long at;
 
 		if (pass == 2)
-			CHECK_EQ(ipt_cov_set_memo_limit(cov, 16 << 10), 0);
+			CHECK_EQ(ipt_cov_set_memo_limit(cov, 24 << 10), 0);
 		got.n = 0;
 		CHECK_EQ(ipt_cov_set_trace(cov, config.begin, config.end, 1),
 			 0);
@@ -525,9 +525,9 @@ static void check_trace(const char *name, struct omem *mem,
 		long at;
 
 		if (pass == 2) {
-			CHECK_EQ(ipt_cov_set_memo_limit(cov, 16 << 10), 0);
-			CHECK_EQ(ipt_cov_set_memo_limit(plain, 16 << 10), 0);
-			CHECK_EQ(ipt_cov_set_memo_limit(satd, 16 << 10), 0);
+			CHECK_EQ(ipt_cov_set_memo_limit(cov, 24 << 10), 0);
+			CHECK_EQ(ipt_cov_set_memo_limit(plain, 24 << 10), 0);
+			CHECK_EQ(ipt_cov_set_memo_limit(satd, 24 << 10), 0);
 			if (CHECK(ipt_cov_get_status(cov, &st) == 0))
 				small_bits = st.memo_bits;
 		}
