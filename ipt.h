@@ -2705,10 +2705,10 @@ IPT_API int ipt_seg_stitch_next(const struct ipt_seg_split *split,
  * old one first and starts empty; a memo whose arena is full even when
  * compacted drops every other entry); setting a limit empties it, and a
  * limit below 16 entries (5 KiB, 21 KiB with an edge callback) turns it
- * off (it returns -pte_invalid without a decoder).  Code the memo covers is not read again, so the
- * block callback, told of runs recorded in the run cache, may hear of
- * fewer runs with it than without.  ipt_cov_status.memo_bits counts
- * the TNT bits it took.
+ * off (it returns -pte_invalid without a decoder).  Code the memo covers
+ * is not read again, so the block callback, told of runs recorded in the
+ * run cache, may hear of fewer runs with it than without.
+ * ipt_cov_status.memo_bits counts the TNT bits it took.
  *
  * ipt_cov_decode decodes the whole trace and returns 0, or -pte_invalid.
  * An error in the trace (or code that cannot be read or decoded) costs the
