@@ -24778,6 +24778,18 @@ static IPT__INLINE uint32_t ipt__cov_memo_words(uint32_t nplace,
 	       (nninsn * 2u + 7u) / 8u;
 }
 
+/* A tail's first word, of the entry numbered @owner and @words long; the
+ * length in one. */
+static IPT__INLINE uint64_t ipt__cov_memo_head(uint32_t owner, uint32_t words)
+{
+	return (uint64_t) owner | ((uint64_t) words << 32);
+}
+
+static IPT__INLINE uint32_t ipt__cov_memo_head_words(uint64_t head)
+{
+	return (uint32_t) (head >> 32);
+}
+
 static IPT__INLINE const uint32_t *
 ipt__cov_memo_counted(const struct ipt_cov_decoder *cov,
 		      const struct ipt__cov_memo *e)
@@ -24913,7 +24925,7 @@ static IPT__NOINLINE void ipt__cov_memo_compact(struct ipt_cov_decoder *cov)
 
 	while (at < cov->memo_top) {
 		uint32_t owner = (uint32_t) arena[at];
-		uint32_t words = (uint32_t) (arena[at] >> 32);
+		uint32_t words = ipt__cov_memo_head_words(arena[at]);
 		struct ipt__cov_memo *e = &cov->memo[owner];
 
 		if (e->ctx && e->tail == at) {
@@ -25038,7 +25050,7 @@ static int ipt__cov_memo_resize(struct ipt_cov_decoder *cov, uint32_t n)
 		if (!e->ctx)
 			continue;
 		tail = &old_arena[e->tail];
-		words = (uint32_t) (*tail >> 32);
+		words = ipt__cov_memo_head_words(*tail);
 		if (cov->memo_top + words > cov->memo_words)
 			continue;
 		h = ipt__cov_memo_hash(e->ip, e->key);
@@ -25050,8 +25062,7 @@ static int ipt__cov_memo_resize(struct ipt_cov_decoder *cov, uint32_t n)
 		}
 		IPT__COPY(memo[to], *e);
 		memo[to].tail = cov->memo_top;
-		cov->memo_arena[cov->memo_top] = (uint64_t) to |
-						 ((uint64_t) words << 32);
+		cov->memo_arena[cov->memo_top] = ipt__cov_memo_head(to, words);
 		for (w = 1; w < words; ++w)
 			cov->memo_arena[cov->memo_top + w] = tail[w];
 		cov->memo_top += words;
@@ -25362,8 +25373,8 @@ static IPT__NOINLINE void ipt__cov_memo_move(struct ipt_cov_decoder *cov,
 	if (!cov->memo[to].ctx)
 		cov->memo_used += 1;
 	IPT__COPY(cov->memo[to], *e);
-	cov->memo_arena[e->tail] =
-		(cov->memo_arena[e->tail] & ~(uint64_t) UINT32_MAX) | to;
+	cov->memo_arena[e->tail] = ipt__cov_memo_head(
+		to, ipt__cov_memo_head_words(cov->memo_arena[e->tail]));
 	if (cov->memo_edges)
 		IPT__COPY(cov->memo_edges[to], cov->memo_edges[from]);
 }
@@ -25516,9 +25527,9 @@ ipt__cov_memo_miss(struct ipt_cov_decoder *cov, struct ipt__cov_memo *e,
 	words = ipt__cov_memo_words(nplace, e->nops, e->tip, nninsn);
 	ipt__cov_memo_room(cov, e, words);
 	e->op_at = (uint8_t) ipt__cov_memo_op_at(nplace);
-	e->ninsn_at = (uint8_t) (e->op_at + e->nops + 2u * e->tip);
+	e->ninsn_at = (uint8_t) ipt__cov_memo_words(nplace, e->nops, e->tip, 0);
 	tail = &cov->memo_arena[e->tail];
-	tail[0] = (uint64_t) (e - cov->memo) | ((uint64_t) words << 32);
+	tail[0] = ipt__cov_memo_head((uint32_t) (e - cov->memo), words);
 	counted = (uint32_t *) (void *) &tail[1];
 	IPT_MEMCPY(counted, s.index, nplace * sizeof(*counted));
 	IPT_MEMCPY(&counted[nplace], times, nplace);
