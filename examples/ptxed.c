@@ -48,6 +48,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include "sideband.h"
 
 /* ---- output ----
@@ -160,9 +163,28 @@ static void oprint_hex(uint64_t value, const char *tail)
  * callback.  A later segment hides an earlier one where they overlap, as a
  * later section hides an earlier one in an image. */
 
-struct ptxed_segment {
+/* A file's bytes: mapped, where the file can be (then the pages are read
+ * as the decoders touch them, on whichever thread touches them first), or
+ * read into a buffer of ours. */
+struct ptxed_file {
 	uint8_t *bytes;
-	uint64_t size;
+	size_t size;
+	/* The mapping, or NULL if @bytes is a buffer to free. */
+	void *map;
+	size_t map_size;
+};
+
+static void ptxed_file_release(struct ptxed_file *file)
+{
+	if (file->map)
+		(void) munmap(file->map, file->map_size);
+	else
+		free(file->bytes);
+	memset(file, 0, sizeof(*file));
+}
+
+struct ptxed_segment {
+	struct ptxed_file file;
 	uint64_t vaddr;
 };
 
@@ -182,7 +204,7 @@ ptxed_mem_find(const struct ptxed_memory *mem, uint64_t ip)
 	for (idx = mem->nsegments; idx > 0; --idx) {
 		const struct ptxed_segment *seg = &mem->segments[idx - 1];
 
-		if (seg->vaddr <= ip && ip - seg->vaddr < seg->size)
+		if (seg->vaddr <= ip && ip - seg->vaddr < seg->file.size)
 			return seg;
 	}
 
@@ -201,13 +223,13 @@ static int ptxed_mem_read(const struct ptxed_memory *mem, uint8_t *buffer,
 	if (!seg)
 		return -pte_nomap;
 
-	left = seg->size - (ip - seg->vaddr);
+	left = seg->file.size - (ip - seg->vaddr);
 	if (left < size)
 		size = (size_t) left;
 	if (size > (size_t) INT32_MAX)
 		size = (size_t) INT32_MAX;
 
-	memcpy(buffer, seg->bytes + (ip - seg->vaddr), size);
+	memcpy(buffer, seg->file.bytes + (ip - seg->vaddr), size);
 	return (int) size;
 }
 
@@ -236,9 +258,9 @@ static int ptxed_image_use(struct pt_image *image,
 	return ipt_image_set_cache_limit(image, 0);
 }
 
-/* Take ownership of @bytes. */
-static int ptxed_mem_add(struct ptxed_memory *mem, uint8_t *bytes,
-			 uint64_t size, uint64_t vaddr)
+/* Take ownership of @file. */
+static int ptxed_mem_add(struct ptxed_memory *mem, struct ptxed_file *file,
+			 uint64_t vaddr)
 {
 	struct ptxed_segment *segments;
 
@@ -246,12 +268,11 @@ static int ptxed_mem_add(struct ptxed_memory *mem, uint8_t *bytes,
 		realloc(mem->segments,
 			(mem->nsegments + 1) * sizeof(*segments));
 	if (!segments) {
-		free(bytes);
+		ptxed_file_release(file);
 		return -pte_nomem;
 	}
 
-	segments[mem->nsegments].bytes = bytes;
-	segments[mem->nsegments].size = size;
+	segments[mem->nsegments].file = *file;
 	segments[mem->nsegments].vaddr = vaddr;
 	mem->segments = segments;
 	mem->nsegments += 1;
@@ -264,7 +285,7 @@ static void ptxed_mem_fini(struct ptxed_memory *mem)
 	size_t idx;
 
 	for (idx = 0; idx < mem->nsegments; ++idx)
-		free(mem->segments[idx].bytes);
+		ptxed_file_release(&mem->segments[idx].file);
 
 	free(mem->segments);
 	mem->segments = NULL;
@@ -672,15 +693,40 @@ static int preprocess_filename(char *filename, uint64_t *offset,
 	return 0;
 }
 
-/* Read [@offset; @offset + @size) of @filename, or up to its end if @size
- * is zero, into a new buffer.  With @clamp (code), a range past the
- * file's end ends there and a failure is what a file section's would be:
- * a negative pte_* code, nothing printed (-pte_bad_file if the file
- * cannot be read, -pte_invalid for @offset at or past its end), so that
- * code read into our own memory fails as code in file sections does.
- * Without (the trace), a range past the end is an error, and a failure
- * is printed and returns -1. */
-static int load_file(uint8_t **buffer, size_t *psize, const char *filename,
+/* Map @size bytes of @file from @begin into @out.  Returns 0 on success,
+ * -1 if the file cannot be mapped (it is read then). */
+static int ptxed_file_map(struct ptxed_file *out, FILE *file, long begin,
+			  long size)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	long base;
+	void *map;
+
+	if (page <= 0 || size <= 0)
+		return -1;
+
+	base = begin - begin % page;
+	map = mmap(NULL, (size_t) (size + (begin - base)), PROT_READ,
+		   MAP_PRIVATE, fileno(file), (off_t) base);
+	if (map == MAP_FAILED)
+		return -1;
+
+	out->map = map;
+	out->map_size = (size_t) (size + (begin - base));
+	out->bytes = (uint8_t *) map + (begin - base);
+	out->size = (size_t) size;
+	return 0;
+}
+
+/* Load [@offset; @offset + @size) of @filename, or up to its end if @size
+ * is zero, into @out.  With @clamp (code), a range past the file's end
+ * ends there and a failure is what a file section's would be: a negative
+ * pte_* code, nothing printed (-pte_bad_file if the file cannot be read,
+ * -pte_invalid for @offset at or past its end), so that code read into
+ * our own memory fails as code in file sections does.  Without (the
+ * trace), a range past the end is an error, and a failure is printed and
+ * returns -1. */
+static int load_file(struct ptxed_file *out, const char *filename,
 		     uint64_t offset, uint64_t size, int clamp,
 		     const char *prog)
 {
@@ -689,6 +735,7 @@ static int load_file(uint8_t **buffer, size_t *psize, const char *filename,
 	long fsize, begin, end;
 	int err = clamp ? -pte_bad_file : -1;
 
+	memset(out, 0, sizeof(*out));
 	errno = 0;
 	file = fopen(filename, "rb");
 	if (!file) {
@@ -745,6 +792,10 @@ static int load_file(uint8_t **buffer, size_t *psize, const char *filename,
 	}
 
 	fsize = end - begin;
+	if (!ptxed_file_map(out, file, begin, fsize)) {
+		fclose(file);
+		return 0;
+	}
 
 	content = (uint8_t *) malloc((size_t) fsize);
 	if (!content) {
@@ -767,8 +818,8 @@ static int load_file(uint8_t **buffer, size_t *psize, const char *filename,
 
 	fclose(file);
 
-	*buffer = content;
-	*psize = (size_t) fsize;
+	out->bytes = content;
+	out->size = (size_t) fsize;
 	return 0;
 
 err_file:
@@ -776,11 +827,10 @@ err_file:
 	return err;
 }
 
-static int load_pt(struct pt_config *config, char *arg, const char *prog)
+static int load_pt(struct pt_config *config, struct ptxed_file *trace,
+		   char *arg, const char *prog)
 {
 	uint64_t foffset, fsize;
-	uint8_t *buffer;
-	size_t size;
 	int errcode;
 
 	errcode = preprocess_filename(arg, &foffset, &fsize);
@@ -790,12 +840,13 @@ static int load_pt(struct pt_config *config, char *arg, const char *prog)
 		return -1;
 	}
 
-	errcode = load_file(&buffer, &size, arg, foffset, fsize, 0, prog);
+	ptxed_file_release(trace);
+	errcode = load_file(trace, arg, foffset, fsize, 0, prog);
 	if (errcode < 0)
 		return errcode;
 
-	config->begin = buffer;
-	config->end = buffer + size;
+	config->begin = trace->bytes;
+	config->end = trace->bytes + trace->size;
 	return 0;
 }
 
@@ -825,17 +876,14 @@ static int ptxed_add_code(struct ptxed_decoder *decoder,
 			  const char *prog)
 {
 	if (decoder->use_callback) {
-		uint8_t *buffer;
-		size_t bsize;
+		struct ptxed_file file;
 		int errcode;
 
-		errcode = load_file(&buffer, &bsize, filename, offset, size,
-				    1, prog);
+		errcode = load_file(&file, filename, offset, size, 1, prog);
 		if (errcode < 0)
 			return errcode;
 
-		errcode = ptxed_mem_add(&decoder->memory, buffer, bsize,
-					vaddr);
+		errcode = ptxed_mem_add(&decoder->memory, &file, vaddr);
 		if (errcode < 0)
 			return errcode;
 
@@ -3481,6 +3529,7 @@ int main(int argc, char *argv[])
 	struct ptxed_decoder decoder;
 	struct ptxed_options options;
 	struct ptxed_stats stats;
+	struct ptxed_file trace;
 	struct pt_config config;
 	struct pt_image *image;
 	const char *prog, *image_name;
@@ -3501,6 +3550,7 @@ int main(int argc, char *argv[])
 
 	memset(&options, 0, sizeof(options));
 	memset(&stats, 0, sizeof(stats));
+	memset(&trace, 0, sizeof(trace));
 	pt_config_init(&config);
 
 	errcode = ptxed_init_decoder(&decoder);
@@ -3594,7 +3644,7 @@ int main(int argc, char *argv[])
 					       pt_errstr(pt_errcode(errcode)));
 			}
 
-			if (load_pt(&config, arg, prog) < 0)
+			if (load_pt(&config, &trace, arg, prog) < 0)
 				goto out;
 
 			if (alloc_decoder(&decoder, &config, image, prog) < 0)
@@ -3951,6 +4001,6 @@ out:
 	sb_options_fini(&options.sb);
 #endif
 	pt_image_free(image);
-	free(config.begin);
+	ptxed_file_release(&trace);
 	return status;
 }
