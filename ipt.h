@@ -14894,14 +14894,23 @@ struct ipt__blk_norun {
 /* libipt's fill steps: the most instructions it caches in a row. */
 enum { IPT__FILL_STEPS = 0x400 };
 
+/* The record holds a bit per byte offset of a section, 64 offsets to an
+ * entry: code comes in runs, so that an entry holds many instructions. */
+enum { IPT__SEEN_SHIFT = 6 };
+
 struct ipt__blk_seen {
+	const void *section;
+	/* The offset of its first byte, shifted right by IPT__SEEN_SHIFT. */
+	uint64_t chunk;
+	/* Bit n: the instruction at the chunk's byte n is cached. */
+	uint64_t bits;
+};
+
+/* An instruction added to the record. */
+struct ipt__blk_seen_note {
 	const void *section;
 	uint64_t offset;
 };
-
-/* The offset of an entry taken out again (a call undone): it matches no
- * instruction and keeps the probe sequences through it intact. */
-#define IPT__SEEN_GONE UINT64_MAX
 
 /* Bits of pt_block_decoder.bound: an event of that kind already bound to
  * the postponed instruction, so the next one of its kind cannot. */
@@ -15103,7 +15112,7 @@ struct pt_block_decoder {
 	uint64_t ctx_salt;
 
 	/* The instructions libipt would have cached: an
-	 * open-addressed set of @seen_cap entries, @nseen in use; the
+	 * open-addressed table of @seen_cap entries, @nseen in use; the
 	 * offsets of the @nchain not yet cached that the current block
 	 * walked in a row (@chain has room for IPT__FILL_STEPS); and the
 	 * file section the current block started in (no @sec.section if
@@ -15117,9 +15126,9 @@ struct pt_block_decoder {
 	struct pt_asid sec_asid;
 	struct ipt__image_place sec;
 	/* While @guards calls that may be undone are under way (streaming,
-	 * see "undoing a call"), the entries of @seen they added: @nadded of
-	 * room for @added_cap. */
-	struct ipt__blk_seen *added;
+	 * see "undoing a call"), the instructions they added to @seen:
+	 * @nadded of room for @added_cap. */
+	struct ipt__blk_seen_note *added;
 	uint32_t nadded;
 	uint32_t added_cap;
 	uint32_t guards;
@@ -18541,18 +18550,20 @@ static IPT__INLINE int ipt__blk_next_any(struct pt_block_decoder *decoder,
 
 /* ---- libipt's block boundaries: the walk ---- */
 
+/* The slot of @set for @section's entry @chunk: where it is, or the empty
+ * one where it would go. */
 static uint32_t ipt__blk_seen_slot(const struct ipt__blk_seen *set,
 				   uint32_t cap, const void *section,
-				   uint64_t offset)
+				   uint64_t chunk)
 {
 	uint64_t h;
 	uint32_t idx;
 
-	h = (offset ^ ((uint64_t) (uintptr_t) section *
-		       0x9e3779b97f4a7c15ull)) * 0xff51afd7ed558ccdull;
+	h = (chunk ^ ((uint64_t) (uintptr_t) section *
+		      0x9e3779b97f4a7c15ull)) * 0xff51afd7ed558ccdull;
 	idx = (uint32_t) (h >> 32) & (cap - 1);
 	while (set[idx].section &&
-	       (set[idx].section != section || set[idx].offset != offset))
+	       (set[idx].section != section || set[idx].chunk != chunk))
 		idx = (idx + 1) & (cap - 1);
 	return idx;
 }
@@ -18564,13 +18575,15 @@ static uint32_t ipt__blk_seen_slot(const struct ipt__blk_seen *set,
 static int ipt__blk_seen_at(const struct pt_block_decoder *decoder,
 			    const void *section, uint64_t offset)
 {
-	uint32_t idx;
+	const struct ipt__blk_seen *entry;
 
 	if (!decoder->seen)
 		return 0;
-	idx = ipt__blk_seen_slot(decoder->seen, decoder->seen_cap, section,
-				 offset);
-	return decoder->seen[idx].section != NULL;
+	entry = &decoder->seen[ipt__blk_seen_slot(
+		decoder->seen, decoder->seen_cap, section,
+		offset >> IPT__SEEN_SHIFT)];
+	return entry->section &&
+	       ((entry->bits >> (offset & 63u)) & 1u);
 }
 
 /* Whether libipt would have cached the instruction at @offset in the
@@ -18585,14 +18598,17 @@ static int ipt__blk_seen(const struct pt_block_decoder *decoder,
 	return ipt__blk_seen_at(decoder, decoder->sec.section, offset);
 }
 
+/* Twice the room, without the entries whose instructions were all taken
+ * out again (calls undone). */
 static int ipt__blk_seen_grow(struct pt_block_decoder *decoder)
 {
 	struct ipt__blk_seen *set, *old = decoder->seen;
-	uint32_t cap, idx, oldcap = decoder->seen_cap;
+	uint32_t cap, idx, oldcap = decoder->seen_cap, n = 0;
 
-	/* At most 2^27 entries: 2 GiB, which a 32-bit size_t still holds. */
+	/* At most 2^26 entries: 1.5 GiB, which a 32-bit size_t still
+	 * holds. */
 	cap = oldcap ? oldcap * 2 : 1024;
-	if (cap > ((uint32_t) 1 << 27))
+	if (cap > ((uint32_t) 1 << 26))
 		return -pte_nomem;
 	set = (struct ipt__blk_seen *)
 		ipt__zalloc(&decoder->allocator, (size_t) cap * sizeof(*set));
@@ -18600,28 +18616,32 @@ static int ipt__blk_seen_grow(struct pt_block_decoder *decoder)
 		return -pte_nomem;
 
 	for (idx = 0; idx < oldcap; ++idx)
-		if (old[idx].section && old[idx].offset != IPT__SEEN_GONE)
+		if (old[idx].section && old[idx].bits) {
 			set[ipt__blk_seen_slot(set, cap, old[idx].section,
-					       old[idx].offset)] = old[idx];
+					       old[idx].chunk)] = old[idx];
+			n += 1;
+		}
 	ipt__free(&decoder->allocator, old, (size_t) oldcap * sizeof(*old));
 	decoder->seen = set;
 	decoder->seen_cap = cap;
+	decoder->nseen = n;
 	return 0;
 }
 
-/* Make room to note one more entry added while a call may be undone. */
+/* Make room to note one more instruction added while a call may be
+ * undone. */
 static int ipt__blk_seen_log(struct pt_block_decoder *decoder)
 {
-	struct ipt__blk_seen *log;
+	struct ipt__blk_seen_note *log;
 	uint32_t cap;
 
 	if (decoder->nadded < decoder->added_cap)
 		return 0;
-	/* No more than the set itself can hold. */
+	/* No more than the record itself can hold. */
 	cap = decoder->added_cap ? decoder->added_cap * 2 : 256;
 	if (cap > ((uint32_t) 1 << 27))
 		return -pte_nomem;
-	log = (struct ipt__blk_seen *)
+	log = (struct ipt__blk_seen_note *)
 		ipt__realloc(&decoder->allocator, decoder->added,
 			     (size_t) decoder->added_cap * sizeof(*log),
 			     (size_t) cap * sizeof(*log));
@@ -18635,29 +18655,42 @@ static int ipt__blk_seen_log(struct pt_block_decoder *decoder)
 static int ipt__blk_seen_add(struct pt_block_decoder *decoder,
 			     const void *section, uint64_t offset)
 {
-	struct ipt__blk_seen *entry;
+	struct ipt__blk_seen *entry = NULL;
+	uint64_t chunk = offset >> IPT__SEEN_SHIFT;
+	uint64_t bit = (uint64_t) 1 << (offset & 63u);
 
-	if ((decoder->nseen + 1) * 2 > decoder->seen_cap) {
-		int status = ipt__blk_seen_grow(decoder);
+	if (decoder->seen) {
+		entry = &decoder->seen[ipt__blk_seen_slot(
+			decoder->seen, decoder->seen_cap, section, chunk)];
+		if (entry->section && (entry->bits & bit))
+			return 0;
+	}
+	if (decoder->guards) {
+		int status = ipt__blk_seen_log(decoder);
 
 		if (status < 0)
 			return status;
 	}
-	entry = &decoder->seen[ipt__blk_seen_slot(decoder->seen,
-						  decoder->seen_cap, section,
-						  offset)];
-	if (!entry->section) {
-		if (decoder->guards) {
-			int status = ipt__blk_seen_log(decoder);
+	if (!entry || !entry->section) {
+		if ((decoder->nseen + 1) * 2 > decoder->seen_cap) {
+			int status = ipt__blk_seen_grow(decoder);
 
 			if (status < 0)
 				return status;
 		}
-		entry->section = section;
-		entry->offset = offset;
-		decoder->nseen += 1;
-		if (decoder->guards)
-			decoder->added[decoder->nadded++] = *entry;
+		entry = &decoder->seen[ipt__blk_seen_slot(
+			decoder->seen, decoder->seen_cap, section, chunk)];
+		if (!entry->section) {
+			entry->section = section;
+			entry->chunk = chunk;
+			decoder->nseen += 1;
+		}
+	}
+	entry->bits |= bit;
+	if (decoder->guards) {
+		decoder->added[decoder->nadded].section = section;
+		decoder->added[decoder->nadded].offset = offset;
+		decoder->nadded += 1;
 	}
 	return 0;
 }
@@ -19957,13 +19990,14 @@ static void ipt__blk_undo(struct pt_block_decoder *decoder,
 	uint32_t idx;
 
 	for (idx = save->nadded; idx < decoder->nadded; ++idx) {
-		const struct ipt__blk_seen *gone = &decoder->added[idx];
-		uint32_t slot;
+		const struct ipt__blk_seen_note *gone = &decoder->added[idx];
+		struct ipt__blk_seen *entry;
 
-		slot = ipt__blk_seen_slot(decoder->seen, decoder->seen_cap,
-					  gone->section, gone->offset);
-		if (decoder->seen[slot].section)
-			decoder->seen[slot].offset = IPT__SEEN_GONE;
+		entry = &decoder->seen[ipt__blk_seen_slot(
+			decoder->seen, decoder->seen_cap, gone->section,
+			gone->offset >> IPT__SEEN_SHIFT)];
+		if (entry->section)
+			entry->bits &= ~((uint64_t) 1 << (gone->offset & 63u));
 	}
 
 	/* The caches as they are now; the context is found again. */
