@@ -31,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "file.h"
 #include "sideband.h"
 
 /* What to show and how to decode; all off unless the command line says. */
@@ -1309,80 +1310,12 @@ static int split_range(char *name, uint64_t *offset, uint64_t *size)
 	return 0;
 }
 
-/* Read [offset; offset + size) of a file, or from offset to its end when
- * size is zero.  Returns 0, or -1 after saying why not. */
-static int load_file(uint8_t **buffer, size_t *psize, const char *name,
-		     uint64_t offset, uint64_t size, const char *prog)
-{
-	uint8_t *content;
-	FILE *file;
-	long fsize, begin, end;
-
-	errno = 0;
-	file = fopen(name, "rb");
-	if (!file) {
-		fprintf(stderr, "%s: failed to open %s: %d.\n", prog, name,
-			errno);
-		return -1;
-	}
-
-	if (fseek(file, 0, SEEK_END) || (fsize = ftell(file)) < 0) {
-		fprintf(stderr, "%s: failed to determine size of %s: %d.\n",
-			prog, name, errno);
-		goto out_file;
-	}
-
-	begin = (long) offset;
-	if ((uint64_t) begin != offset || fsize <= begin) {
-		fprintf(stderr, "%s: bad offset 0x%" PRIx64 " into %s.\n",
-			prog, offset, name);
-		goto out_file;
-	}
-
-	end = fsize;
-	if (size) {
-		uint64_t range_end = offset + size;
-
-		if ((uint64_t) end < range_end) {
-			fprintf(stderr, "%s: bad range 0x%" PRIx64 " in %s.\n",
-				prog, range_end, name);
-			goto out_file;
-		}
-		end = (long) range_end;
-	}
-
-	content = (uint8_t *) malloc((size_t) (end - begin));
-	if (!content) {
-		fprintf(stderr, "%s: failed to allocated memory %s.\n", prog,
-			name);
-		goto out_file;
-	}
-
-	if (fseek(file, begin, SEEK_SET) ||
-	    fread(content, (size_t) (end - begin), 1u, file) != 1) {
-		fprintf(stderr, "%s: failed to load %s: %d.\n", prog, name,
-			errno);
-		free(content);
-		goto out_file;
-	}
-
-	fclose(file);
-	*buffer = content;
-	*psize = (size_t) (end - begin);
-	return 0;
-
-out_file:
-	fclose(file);
-	return -1;
-}
-
 /* Everything after the command line; returns the exit status. */
 static int dump_file(struct options *opt, struct tracking *tr,
 		     struct pt_config *config, char *ptfile, const char *prog)
 {
 	uint64_t offset, size;
-	uint8_t *trace = NULL;
-	size_t trace_size;
+	struct ex_file trace;
 	int errcode;
 
 	if (!ptfile) {
@@ -1404,18 +1337,18 @@ static int dump_file(struct options *opt, struct tracking *tr,
 			diag("failed to determine errata", 0ull, errcode);
 	}
 
-	if (load_file(&trace, &trace_size, ptfile, offset, size, prog) < 0)
+	if (ex_file_load(&trace, ptfile, offset, size, 0, prog) < 0)
 		return 1;
 
-	config->begin = trace;
-	config->end = trace + trace_size;
+	config->begin = trace.bytes;
+	config->end = trace.bytes + trace.size;
 
 #ifndef IPT_NO_STDIO
 	errcode = pt_sb_init_decoders(tr->session);
 	if (errcode < 0) {
 		fprintf(stderr, "%s: error initializing sideband decoders: "
 			"%s.\n", prog, pt_errstr(pt_errcode(errcode)));
-		free(trace);
+		ex_file_release(&trace);
 		return -errcode;
 	}
 #endif
@@ -1425,7 +1358,7 @@ static int dump_file(struct options *opt, struct tracking *tr,
 	else
 		errcode = dump(config, tr, opt);
 
-	free(trace);
+	ex_file_release(&trace);
 	return errcode < 0 ? -errcode : 0;
 }
 

@@ -48,9 +48,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <sys/mman.h>
-#include <unistd.h>
-
+#include "file.h"
 #include "sideband.h"
 
 /* ---- output ----
@@ -163,28 +161,8 @@ static void oprint_hex(uint64_t value, const char *tail)
  * callback.  A later segment hides an earlier one where they overlap, as a
  * later section hides an earlier one in an image. */
 
-/* A file's bytes: mapped, where the file can be (then the pages are read
- * as the decoders touch them, on whichever thread touches them first), or
- * read into a buffer of ours. */
-struct ptxed_file {
-	uint8_t *bytes;
-	size_t size;
-	/* The mapping, or NULL if @bytes is a buffer to free. */
-	void *map;
-	size_t map_size;
-};
-
-static void ptxed_file_release(struct ptxed_file *file)
-{
-	if (file->map)
-		(void) munmap(file->map, file->map_size);
-	else
-		free(file->bytes);
-	memset(file, 0, sizeof(*file));
-}
-
 struct ptxed_segment {
-	struct ptxed_file file;
+	struct ex_file file;
 	uint64_t vaddr;
 };
 
@@ -259,7 +237,7 @@ static int ptxed_image_use(struct pt_image *image,
 }
 
 /* Take ownership of @file. */
-static int ptxed_mem_add(struct ptxed_memory *mem, struct ptxed_file *file,
+static int ptxed_mem_add(struct ptxed_memory *mem, struct ex_file *file,
 			 uint64_t vaddr)
 {
 	struct ptxed_segment *segments;
@@ -268,7 +246,7 @@ static int ptxed_mem_add(struct ptxed_memory *mem, struct ptxed_file *file,
 		realloc(mem->segments,
 			(mem->nsegments + 1) * sizeof(*segments));
 	if (!segments) {
-		ptxed_file_release(file);
+		ex_file_release(file);
 		return -pte_nomem;
 	}
 
@@ -285,7 +263,7 @@ static void ptxed_mem_fini(struct ptxed_memory *mem)
 	size_t idx;
 
 	for (idx = 0; idx < mem->nsegments; ++idx)
-		ptxed_file_release(&mem->segments[idx].file);
+		ex_file_release(&mem->segments[idx].file);
 
 	free(mem->segments);
 	mem->segments = NULL;
@@ -693,141 +671,7 @@ static int preprocess_filename(char *filename, uint64_t *offset,
 	return 0;
 }
 
-/* Map @size bytes of @file from @begin into @out.  Returns 0 on success,
- * -1 if the file cannot be mapped (it is read then). */
-static int ptxed_file_map(struct ptxed_file *out, FILE *file, long begin,
-			  long size)
-{
-	long page = sysconf(_SC_PAGESIZE);
-	long base;
-	void *map;
-
-	if (page <= 0 || size <= 0)
-		return -1;
-
-	base = begin - begin % page;
-	map = mmap(NULL, (size_t) (size + (begin - base)), PROT_READ,
-		   MAP_PRIVATE, fileno(file), (off_t) base);
-	if (map == MAP_FAILED)
-		return -1;
-
-	out->map = map;
-	out->map_size = (size_t) (size + (begin - base));
-	out->bytes = (uint8_t *) map + (begin - base);
-	out->size = (size_t) size;
-	return 0;
-}
-
-/* Load [@offset; @offset + @size) of @filename, or up to its end if @size
- * is zero, into @out.  With @clamp (code), a range past the file's end
- * ends there and a failure is what a file section's would be: a negative
- * pte_* code, nothing printed (-pte_bad_file if the file cannot be read,
- * -pte_invalid for @offset at or past its end), so that code read into
- * our own memory fails as code in file sections does.  Without (the
- * trace), a range past the end is an error, and a failure is printed and
- * returns -1. */
-static int load_file(struct ptxed_file *out, const char *filename,
-		     uint64_t offset, uint64_t size, int clamp,
-		     const char *prog)
-{
-	uint8_t *content;
-	FILE *file;
-	long fsize, begin, end;
-	int err = clamp ? -pte_bad_file : -1;
-
-	memset(out, 0, sizeof(*out));
-	errno = 0;
-	file = fopen(filename, "rb");
-	if (!file) {
-		if (!clamp)
-			fprintf(stderr, "%s: failed to open %s: %d.\n", prog,
-				filename, errno);
-		return err;
-	}
-
-	if (fseek(file, 0, SEEK_END)) {
-		if (!clamp)
-			fprintf(stderr,
-				"%s: failed to determine size of %s: %d.\n",
-				prog, filename, errno);
-		goto err_file;
-	}
-
-	fsize = ftell(file);
-	if (fsize < 0) {
-		if (!clamp)
-			fprintf(stderr,
-				"%s: failed to determine size of %s: %d.\n",
-				prog, filename, errno);
-		goto err_file;
-	}
-
-	begin = (long) offset;
-	if (((uint64_t) begin != offset) || (fsize <= begin)) {
-		if (clamp)
-			err = -pte_invalid;
-		else
-			fprintf(stderr, "%s: bad offset 0x%" PRIx64
-				" into %s.\n", prog, offset, filename);
-		goto err_file;
-	}
-
-	end = fsize;
-	if (size) {
-		uint64_t range_end = offset + size;
-
-		if (range_end < offset ||
-		    ((uint64_t) end < range_end && !clamp)) {
-			if (clamp)
-				err = -pte_invalid;
-			else
-				fprintf(stderr, "%s: bad range 0x%" PRIx64
-					" in %s.\n", prog, range_end,
-					filename);
-			goto err_file;
-		}
-
-		if (range_end < (uint64_t) end)
-			end = (long) range_end;
-	}
-
-	fsize = end - begin;
-	if (!ptxed_file_map(out, file, begin, fsize)) {
-		fclose(file);
-		return 0;
-	}
-
-	content = (uint8_t *) malloc((size_t) fsize);
-	if (!content) {
-		if (clamp)
-			err = -pte_nomem;
-		else
-			fprintf(stderr, "%s: failed to allocated memory %s.\n",
-				prog, filename);
-		goto err_file;
-	}
-
-	if (fseek(file, begin, SEEK_SET) ||
-	    fread(content, (size_t) fsize, 1u, file) != 1) {
-		if (!clamp)
-			fprintf(stderr, "%s: failed to load %s: %d.\n", prog,
-				filename, errno);
-		free(content);
-		goto err_file;
-	}
-
-	fclose(file);
-
-	out->bytes = content;
-	out->size = (size_t) fsize;
-	return 0;
-
-err_file:
-	fclose(file);
-	return err;
-}
-
-static int load_pt(struct pt_config *config, struct ptxed_file *trace,
+static int load_pt(struct pt_config *config, struct ex_file *trace,
 		   char *arg, const char *prog)
 {
 	uint64_t foffset, fsize;
@@ -840,8 +684,8 @@ static int load_pt(struct pt_config *config, struct ptxed_file *trace,
 		return -1;
 	}
 
-	ptxed_file_release(trace);
-	errcode = load_file(trace, arg, foffset, fsize, 0, prog);
+	ex_file_release(trace);
+	errcode = ex_file_load(trace, arg, foffset, fsize, 0, prog);
 	if (errcode < 0)
 		return errcode;
 
@@ -876,10 +720,10 @@ static int ptxed_add_code(struct ptxed_decoder *decoder,
 			  const char *prog)
 {
 	if (decoder->use_callback) {
-		struct ptxed_file file;
+		struct ex_file file;
 		int errcode;
 
-		errcode = load_file(&file, filename, offset, size, 1, prog);
+		errcode = ex_file_load(&file, filename, offset, size, 1, prog);
 		if (errcode < 0)
 			return errcode;
 
@@ -3529,7 +3373,7 @@ int main(int argc, char *argv[])
 	struct ptxed_decoder decoder;
 	struct ptxed_options options;
 	struct ptxed_stats stats;
-	struct ptxed_file trace;
+	struct ex_file trace;
 	struct pt_config config;
 	struct pt_image *image;
 	const char *prog, *image_name;
@@ -4001,6 +3845,6 @@ out:
 	sb_options_fini(&options.sb);
 #endif
 	pt_image_free(image);
-	ptxed_file_release(&trace);
+	ex_file_release(&trace);
 	return status;
 }

@@ -12,7 +12,7 @@ SEG_IMPL := $(B)/ipt_impl.o
 # threads-check finds the conformance suites here.
 export CONFORMANCE
 
-$(SEG_B)/ptxed_tsan: examples/ptxed.c $(HDR)
+$(SEG_B)/ptxed_tsan: examples/ptxed.c $(HDR) $(wildcard examples/*.h)
 	@mkdir -p $(@D)
 	$(CC) -O1 -g -fsanitize=thread $(WARN) $(CPPFLAGS) -o $@ $< \
 		$(ZYDIS) -lm -pthread

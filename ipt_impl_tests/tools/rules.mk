@@ -2,7 +2,8 @@
 # line, errors and exit statuses (ptdump_cli); examples/ptxed end to end
 # (t_ptxed), also built as C++ and with IPT_NO_STDIO (no file sections in
 # the library, so all code reaches the decoders through the image's
-# read-memory callback); examples/hvagent, a freestanding object with a
+# read-memory callback; that build reads its files where the others map
+# them, examples/file.h); examples/hvagent, a freestanding object with a
 # hosted driver (hvagent-check); examples/ptcov's options, report,
 # --edges, --bitmap and errors (ptcov_cli); examples/decode, README.md's
 # decoding loop (decode-check: the README's code is decode.c's, and it
@@ -16,12 +17,12 @@ $(TB)/t_ptxed: $(T)/tools/t_ptxed.c $(IMPL) $(LIB_HDRS) $(HDR)
 	@mkdir -p $(@D)
 	$(CC) $(OPT) $(WARN) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(IMPL) $(ZYDIS) -lm
 
-$(TB)/ptxed_nostdio: examples/ptxed.c $(HDR)
+$(TB)/ptxed_nostdio: examples/ptxed.c $(HDR) $(wildcard examples/*.h)
 	@mkdir -p $(@D)
-	$(CC) $(OPT) $(WARN) $(CPPFLAGS) $(CFLAGS) -DIPT_NO_STDIO -o $@ $< \
-		$(ZYDIS) -lm -pthread
+	$(CC) $(OPT) $(WARN) $(CPPFLAGS) $(CFLAGS) -DIPT_NO_STDIO \
+		-DEX_FILE_NO_MMAP -o $@ $< $(ZYDIS) -lm -pthread
 
-$(TB)/ptxed_cxx: examples/ptxed.c $(HDR)
+$(TB)/ptxed_cxx: examples/ptxed.c $(HDR) $(wildcard examples/*.h)
 	@mkdir -p $(@D)
 	$(CXX) -x c++ $(OPT) $(WARN) $(CPPFLAGS) -o $@ $< $(ZYDIS) -lm -pthread
 
