@@ -318,6 +318,17 @@ static T_UNUSED void log_event(struct log *l, const struct pt_event *ev)
 		(unsigned long long) ev_ip(ev));
 }
 
+/* A block with instructions, for the log. */
+static T_UNUSED void log_block(struct log *l, const struct pt_block *b)
+{
+	if (b->ninsn)
+		log_add(l, "b %llx %llx %u%s%s\n",
+			(unsigned long long) b->ip,
+			(unsigned long long) b->end_ip, b->ninsn,
+			b->speculative ? " s" : "",
+			b->truncated ? " t" : "");
+}
+
 /* Decode all the trace of @d from the PSB at offset zero. */
 static T_UNUSED void run_blk_on(struct log *l, struct pt_block_decoder *d)
 {
@@ -340,12 +351,7 @@ static T_UNUSED void run_blk_on(struct log *l, struct pt_block_decoder *d)
 			break;
 
 		status = pt_blk_next(d, &b, sizeof(b));
-		if (b.ninsn)
-			log_add(l, "b %llx %llx %u%s%s\n",
-				(unsigned long long) b.ip,
-				(unsigned long long) b.end_ip, b.ninsn,
-				b.speculative ? " s" : "",
-				b.truncated ? " t" : "");
+		log_block(l, &b);
 	}
 	if (status != -pte_eos)
 		log_add(l, "x %s\n", pt_errstr(pt_errcode(status)));

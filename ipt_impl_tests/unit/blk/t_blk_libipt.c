@@ -138,12 +138,7 @@ static void run_blk_cut(struct log *l, const struct pt_config *config,
 			(void) ipt_blk_extend(d, config->end, 0);
 			status = 0;
 		}
-		if (b.ninsn)
-			log_add(l, "b %llx %llx %u%s%s\n",
-				(unsigned long long) b.ip,
-				(unsigned long long) b.end_ip, b.ninsn,
-				b.speculative ? " s" : "",
-				b.truncated ? " t" : "");
+		log_block(l, &b);
 	}
 	if (status != -pte_eos)
 		log_add(l, "x %s\n", pt_errstr(pt_errcode(status)));
