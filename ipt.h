@@ -12087,7 +12087,7 @@ static int ipt__image_read_callback(struct pt_image *image, int *isid,
 /* ---- file sections (hosted builds) ----
  *
  * A section is a range of a file, shared by reference between images and
- * the image section cache.  Its bytes are read in chunks of 64 KiB when
+ * the image section cache.  Its bytes are read in chunks of 16 KiB when
  * first needed, so a large file costs only what is decoded of it.  Images
  * map sections at an address in an address space; a mapping may cover only
  * part of its section when a newer mapping overlaid the rest.  The loaded
@@ -12101,7 +12101,7 @@ static int ipt__image_read_callback(struct pt_image *image, int *isid,
 #include <limits.h>
 #include <stdio.h>
 
-#define IPT__CHUNK_SHIFT 16
+#define IPT__CHUNK_SHIFT 14
 #define IPT__CHUNK_SIZE ((uint64_t) 1 << IPT__CHUNK_SHIFT)
 
 struct ipt__section {
