@@ -12,7 +12,7 @@
  * Code memory comes from --raw and --elf files.  In hosted builds they are
  * added to the image as file sections through an image section cache, as
  * libipt's ptxed does; with --ipt:callback (and always in IPT_NO_STDIO
- * builds, which have no file sections) ptxed reads them into memory itself
+ * builds, which have no file sections) ptxed maps or reads them itself
  * and serves them through pt_image_set_callback().
  *
  * Given Linux perf_event sideband (--pevent:primary FILE), ptxed decodes
@@ -156,9 +156,9 @@ static void oprint_hex(uint64_t value, const char *tail)
 
 /* ---- code memory of our own ----
  *
- * Used for --ipt:callback (and IPT_NO_STDIO builds): the file contents are
- * kept here and handed to the decoder through the image's read-memory
- * callback.  A later segment hides an earlier one where they overlap, as a
+ * Used for --ipt:callback (and IPT_NO_STDIO builds): the file contents,
+ * mapped or read (examples/file.h), are kept here and handed to the
+ * decoder through the image's read-memory callback.  A later segment hides an earlier one where they overlap, as a
  * later section hides an earlier one in an image. */
 
 struct ptxed_segment {
