@@ -4,8 +4,11 @@
  *
  * Input: the common header (fuzz.h), the image fields (fz_image_read: base,
  * size, address filters, code), then the trace.  Code reaches the decoder
- * only through pt_image_set_callback, on the decoder's own image or on one
- * the harness allocates; the callback may return short reads or fail.
+ * through pt_image_set_callback, on the decoder's own image or on one
+ * the harness allocates; the callback may return short reads or fail.  An
+ * image of the harness's own asked for with both short and failing reads
+ * gets the code as a file section instead (pt_image_add_file; a file
+ * reads whole): there blocks end where libipt's block cache ends them.
  * Straight-line code may run forever without trace, so the number of steps
  * is capped rather than checked.
  *
@@ -64,6 +67,29 @@ enum { max_idle = IPT_COV_IDLE_MAX };
 #else
 enum { max_idle = IPT_COV_IDLE_MAX / 4 };
 #endif
+
+/* The flags that ask for the code in a file section. */
+enum { fz_file_image = fz_own_image | fz_short_reads | fz_flaky_reads };
+
+/* Put @img's code in a file (one per process, without a name in any
+ * directory, written again for each input) and map it into @image.
+ * Returns zero, or a negative pte_* code. */
+static int fz_add_file(struct pt_image *image, const struct fz_image *img)
+{
+	static FILE *file;
+	char path[64];
+
+	if (!img->size)
+		return 0;
+	if (!file)
+		file = tmpfile();
+	if (!file || fseek(file, 0, SEEK_SET) ||
+	    fwrite(img->code, 1, img->size, file) != img->size ||
+	    fflush(file))
+		fz_fail("cannot write the code file", (long long) img->size, 0);
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fileno(file));
+	return pt_image_add_file(image, path, 0, img->size, NULL, img->base);
+}
 
 static int run(fz_decoder *decoder, int status, struct fz_event *ev,
 	       uint64_t limit, size_t *steps, unsigned long insn_cap)
@@ -217,7 +243,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		goto out;
 	if (D(get_config)(decoder) == NULL)
 		fz_fail("no config", 0, 0);
-	if (h.flags & fz_own_image) {
+	if ((h.flags & fz_file_image) == fz_file_image) {
+		image = ipt_image_alloc_with("fuzz", fz_allocator());
+		if (!image)
+			goto out;
+		status = fz_add_file(image, &img);
+		if ((status < 0 && status != -pte_nomem) ||
+		    D(set_image)(decoder, image) < 0)
+			fz_fail("cannot install image", status, 0);
+	} else if (h.flags & fz_own_image) {
 		image = ipt_image_alloc_with("fuzz", fz_allocator());
 		if (!image)
 			goto out;
