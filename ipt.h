@@ -25811,7 +25811,9 @@ static IPT__INLINE uint64_t ipt__cov_tnt_with(void *context,
 	for (;;) {
 		const struct ipt__cov_memo *e;
 		uint64_t bits, popped;
-		uint32_t n, used, tip_step;
+		/* The bits a step leaves in the window when no TIP is to
+		 * be taken: one, none before a TIP.PGD (ahead 3). */
+		uint32_t n, used, tip_step, spare;
 		int popped_out;
 
 		/* Read TNT packets up to a TIP while a step's bits and one
@@ -25846,22 +25848,20 @@ static IPT__INLINE uint64_t ipt__cov_tnt_with(void *context,
 			 * hand are all taken (@crossed), or the window's
 			 * last bit is not theirs. */
 			if (ahead == 2 && held.type == ppt_tip_pgd && w.n &&
-			    (crossed || (w.lasts & ((1ull << w.n) - 1)) != 1))
+			    (crossed || (w.lasts & ((1ull << w.n) - 1)) != 1)) {
 				ahead = 3;
+				pos = w.ends[w.nread % 64];
+			}
 		}
 
 		/* With a TIP to take behind them, all the bits and the TIP;
 		 * with a TIP.PGD, all the bits, the TIP.PGD left to the
 		 * decoder once they are taken; else all bits but the last. */
 		tip_step = ahead == 1 && w.n <= IPT__COV_MEMO_BITS;
-		if (tip_step)
-			n = w.n;
-		else if (ahead == 3 && w.n <= IPT__COV_MEMO_BITS) {
-			n = w.n;
-			if (!n)
-				break;
-		} else {
-			n = w.n ? w.n - 1 : 0;
+		n = w.n;
+		if (!tip_step) {
+			spare = ahead != 3;
+			n = n > spare ? n - spare : 0;
 			if (n > IPT__COV_MEMO_BITS)
 				n = IPT__COV_MEMO_BITS;
 			if (!n)
@@ -25998,13 +25998,10 @@ static IPT__INLINE uint64_t ipt__cov_tnt_with(void *context,
 			ipt__blk_tnt_taken(blk, w.ends[(w.nread - last) % 64],
 					   w.bits >> last, w.n - last, icnt,
 					   &last_ip);
-	} else if (ahead == 3)
-		/* Every bit taken, the last of a packet read ahead, a
-		 * TIP.PGD behind it. */
-		ipt__blk_tnt_taken(blk, w.ends[w.nread % 64], 0, 0, 0,
-				   &last_ip);
-	else
-		/* Right after a TIP, with a TIP or a TIP.PGD behind it. */
+	} else
+		/* Right after a TIP, with a TIP or a TIP.PGD behind it; or
+		 * every bit taken, a TIP.PGD behind them (@pos is where the
+		 * last packet read ahead ends, ahead 3). */
 		ipt__blk_tnt_taken(blk, pos, 0, 0, 0, &last_ip);
 	return ip;
 }
