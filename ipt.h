@@ -19541,10 +19541,13 @@ struct ipt__blk_walk_ops {
 	 * hand and *@idle is zero: it may take TNT bits in bulk, also from
 	 * the TNT packets that follow, and the TIPs between them at the
 	 * branches that take them (ipt__blk_tnt_ahead,
-	 * ipt__blk_tnt_taken), but never the last bit of the last TNT,
-	 * leaving the decoder as the walk would have after a bit (a run at
-	 * @ip still to find, no run chained since) and reporting as the
-	 * walk would.  Returns where the flow went on,
+	 * ipt__blk_tnt_taken), but not the last bit of the last TNT
+	 * unless a TIP.PGD with an IP is next (for the walk, after that
+	 * bit the trailing-event rules only fetch the disable, which binds
+	 * later, where the walk finds it: ipt__blk_tnt_taken fetches it
+	 * the same), leaving the decoder as the walk would have after a
+	 * bit (a run at @ip still to find, no run chained since) and
+	 * reporting as the walk would.  Returns where the flow went on,
 	 * @ip if it took nothing. */
 	uint64_t (*tnt)(void *context, struct pt_block_decoder *decoder,
 			uint64_t ip, enum pt_exec_mode mode);
@@ -19619,8 +19622,11 @@ ipt__blk_last_ip(const struct pt_block_decoder *decoder)
  * a TNT with @left of its bits @payload to go and @icnt instructions
  * walked since it was fetched, as if each packet's event had been used up
  * in turn and the next fetched.  With @left zero the last was a TIP (or a
- * TIP.PGD, TIP.PGE pair) with a plain TIP or a TIP.PGD behind it: that
- * one is fetched, its trailing-event rules having nothing to do. */
+ * TIP.PGD, TIP.PGE pair) with a plain TIP or a TIP.PGD behind it, or a
+ * TNT used up with a TIP.PGD behind it: that one is fetched, its
+ * trailing-event rules having nothing to do (a TIP is in hand, or a
+ * disable with an IP, which binds where the walk finds it; a used-up
+ * TNT's rules fetch the next event, as here). */
 static void ipt__blk_tnt_taken(struct pt_block_decoder *decoder,
 			       const uint8_t *pos, uint64_t payload,
 			       uint32_t left, uint32_t icnt,
@@ -24671,7 +24677,12 @@ static IPT__INLINE void ipt__cov_reach(void *context, uint64_t ip)
  * told how far the steps got (ipt__blk_tnt_taken) and the walk goes on
  * from there.  A TIP is taken only with a TNT, a TIP or a TIP.PGD behind
  * it, so that the steps end with a TNT in hand or one of those next, as
- * the walk's hook must.
+ * the walk's hook must.  A TIP.PGD they do not take (one without a
+ * TIP.PGE behind it: a PIP or a PSB+ while tracing is off, say) lets
+ * them take every bit before it, the last too, where that is a packet's
+ * read ahead (its end is known): the block decoder then fetches the
+ * TIP.PGD as the disable it is, and the walk finds where it binds, as
+ * after taking that bit itself (see ipt__blk_walk_ops).
  *
  * An entry holds only what the bits and the code decide: it stops before
  * a branch that needs a TIP (unless asked to end there, after its last
@@ -24682,10 +24693,10 @@ static IPT__INLINE void ipt__cov_reach(void *context, uint64_t ip)
  * instructions after the entry's start or its last bit than
  * IPT_COV_IDLE_MAX allows (the walk gives up there; it asks for steps
  * only right after a use of the trace), and before the last bit of the
- * window when no TNT or TIP packet follows (the walk takes that one and
- * applies the trailing-event rules).  Whatever the entries do not cover
- * the walk does as before, so the edges and the decoder's state are the
- * walk's.
+ * window when no TNT, TIP or TIP.PGD packet follows (the walk takes that
+ * one and applies the trailing-event rules).  Whatever the entries do
+ * not cover the walk does as before, so the edges and the decoder's
+ * state are the walk's.
  * The last branch of a step stays pending, as the walk leaves it, until
  * the flow is seen at its destination.  Entries are tagged with the
  * context number: a new image epoch (ipt_image_invalidate, section
@@ -25796,7 +25807,8 @@ static IPT__INLINE uint64_t ipt__cov_tnt_with(void *context,
 	uint32_t icnt, crossed = 0, ctx;
 	/* What is behind the window: zero while more TNT packets may be,
 	 * 1 for a TIP the steps may take, 2 for a packet they do not
-	 * take. */
+	 * take, 3 for a TIP.PGD they do not take but may take every bit
+	 * before (see "taking TNT bits and TIPs in bulk"). */
 	uint32_t ahead = 0;
 	/* TNT bits taken, for the status. */
 	uint64_t taken = 0;
@@ -25833,7 +25845,9 @@ static IPT__INLINE uint64_t ipt__cov_tnt_with(void *context,
 	for (;;) {
 		const struct ipt__cov_memo *e;
 		uint64_t bits, popped;
-		uint32_t n, used, tip_step;
+		/* The bits a step leaves in the window when no TIP is to
+		 * be taken: one, none before a TIP.PGD (ahead 3). */
+		uint32_t n, used, tip_step, spare;
 		int popped_out;
 
 		/* Read TNT packets up to a TIP while a step's bits and one
@@ -25862,15 +25876,26 @@ static IPT__INLINE uint64_t ipt__cov_tnt_with(void *context,
 			}
 			ahead = ipt__cov_read_tip(blk, &tip, &held, tip_free) ?
 					1 : 2;
+			/* A TIP.PGD (not followed by a TIP.PGE, else it would
+			 * be in @held no more) behind bits of which the last
+			 * is a packet's read ahead: the bits of the packet in
+			 * hand are all taken (@crossed), or the window's
+			 * last bit is not theirs. */
+			if (ahead == 2 && held.type == ppt_tip_pgd && w.n &&
+			    (crossed || (w.lasts & ((1ull << w.n) - 1)) != 1)) {
+				ahead = 3;
+				pos = w.ends[w.nread % 64];
+			}
 		}
 
 		/* With a TIP to take behind them, all the bits and the TIP;
-		 * else all bits but the last. */
+		 * with a TIP.PGD, all the bits, the TIP.PGD left to the
+		 * decoder once they are taken; else all bits but the last. */
 		tip_step = ahead == 1 && w.n <= IPT__COV_MEMO_BITS;
-		if (tip_step)
-			n = w.n;
-		else {
-			n = w.n ? w.n - 1 : 0;
+		n = w.n;
+		if (!tip_step) {
+			spare = ahead != 3;
+			n = n > spare ? n - spare : 0;
 			if (n > IPT__COV_MEMO_BITS)
 				n = IPT__COV_MEMO_BITS;
 			if (!n)
@@ -26008,7 +26033,9 @@ static IPT__INLINE uint64_t ipt__cov_tnt_with(void *context,
 					   w.bits >> last, w.n - last, icnt,
 					   &last_ip);
 	} else
-		/* Right after a TIP, with a TIP or a TIP.PGD behind it. */
+		/* Right after a TIP, with a TIP or a TIP.PGD behind it; or
+		 * every bit taken, a TIP.PGD behind them (@pos is where the
+		 * last packet read ahead ends, ahead 3). */
 		ipt__blk_tnt_taken(blk, pos, 0, 0, 0, &last_ip);
 	return ip;
 }

@@ -5,21 +5,22 @@
  * conditional branches with a direct call and a compressed return in it,
  * ending in a direct jump back (a trace of nothing but TNT after the
  * enable) or an indirect one (each time round a TIP, a TIP.PGD, TIP.PGE
- * pair at its target or at the jump itself, or two TIPs through a stub
- * that jumps on, or a TIP that a MODE.EXEC before the last TNT packet
- * binds to, to the same mode or, with the code low, to 32-bit code that
- * 64-bit mode would read otherwise and back; their IPs in any
- * compression; the code low, or in the upper half, where sext-48 takes
- * the sign of bit 47); the traces split the bits into TNT-8 and TNT-64
- * packets of random sizes, one bit each, with PADs and timing packets
- * (MTC, CYC, TSC) between them, or into TNT-64s of 40 to 47 bits.  On
- * each: the edges (edge callback) equal cov_oracle.h's edges from the block
- * decoder, and the bitmap without a callback (the plain counters, and
- * saturating ones on a bitmap of 8 bytes, where they do saturate) equals
- * the documented function of those edges; on a fresh decoder and warm,
- * with the default memo, one of 16 entries (with the edge callback, 39
- * without) and none.  With one-bit packets only, the memo can take bits
- * only across packets: it must, with the small memo too.
+ * pair at its target, also with a PIP or a PSB+ between them, or at the
+ * jump itself, or two TIPs through a stub that jumps on, or a TIP that a
+ * MODE.EXEC before the last TNT packet binds to, to the same mode or, with
+ * the code low, to 32-bit code that 64-bit mode would read otherwise and
+ * back; their IPs in any compression; the code low, or in the upper half,
+ * where sext-48 takes the sign of bit 47); the traces split the bits into
+ * TNT-8 and TNT-64 packets of random sizes, one bit each, with PADs and
+ * timing packets (MTC, CYC, TSC) between them, or into TNT-64s of 40 to 47
+ * bits.  On each: the edges (edge callback) equal cov_oracle.h's edges
+ * from the block decoder, and the bitmap without a callback (the plain
+ * counters, and saturating ones on a bitmap of 8 bytes, where they do
+ * saturate) equals the documented function of those edges; on a fresh
+ * decoder and warm, with the default memo, one of 16 entries (with the
+ * edge callback, 39 without) and none.  With one-bit packets only, the
+ * memo can take bits only across packets: it must, with the small memo
+ * too.
  *
  * A function calls itself deeper than the return stack holds, and the
  * compressed returns it still holds come back: the stack wraps, full,
@@ -52,6 +53,10 @@ enum {
 /* Where the code is: low, or in the upper half, where a TIP's sext-48 IP
  * takes the sign of bit 47. */
 static uint64_t code_base;
+
+/* The CR3 of the PIPs while tracing is off (the image has the code in
+ * every address space). */
+#define LONE_CR3 0x1000ull
 
 /* With @indirect: where the loop's "jmp rax" is, and a "jmp rax" of its
  * own after f (a TIP to it and one from it make two TIPs in a row); then
@@ -297,9 +302,30 @@ static void make_trace(struct tb *t, int indirect, enum split split,
 				break;
 			case 1:
 				/* Tracing off at the jump's target and on
-				 * again there. */
+				 * again there; or, a time in three each, a
+				 * PIP or a PSB+ while it is off: a TIP.PGD
+				 * alone behind the TNTs, which the memo's
+				 * steps leave to the block decoder once they
+				 * have taken every bit before it. */
 				tb_ip(t, ppt_tip_pgd, any_ipc(), code_base);
-				tb_ip(t, ppt_tip_pge, any_ipc(), code_base);
+				switch (next_rand() % 3) {
+				case 0:
+					tb_ip(t, ppt_tip_pge, any_ipc(),
+					      code_base);
+					break;
+				case 1:
+					tb_pip(t, LONE_CR3);
+					tb_ip(t, ppt_tip_pge, any_ipc(),
+					      code_base);
+					break;
+				default:
+					tb_simple(t, ppt_psb);
+					tb_mode_exec(t, ptem_64bit);
+					tb_simple(t, ppt_psbend);
+					tb_ip(t, ppt_tip_pge, pt_ipc_sext_48,
+					      code_base);
+					break;
+				}
 				break;
 			case 2:
 				/* Through the stub: two TIPs in a row. */
