@@ -20562,57 +20562,99 @@ static IPT__INLINE int ipt__blk_take_last(struct pt_block_decoder *decoder,
 	return 1;
 }
 
-/* The begun block may use up the trace in hand: the last bit of the TNT
- * or the TIP.  Where no call can be undone, outside file sections and
- * with neither a postponed instruction nor ticks, ipt__blk_next_chain
- * takes it from the run at the IP (recorded if need be; the general way
- * would walk it and so make it warm), and the trailing-event rules follow
- * as ipt__blk_proceed has them, without ipt__blk_next's general frame;
- * a block of one run goes by ipt__blk_take_last.
- * Otherwise ipt__blk_next. */
-static int ipt__blk_next_last(struct pt_block_decoder *decoder,
-			      struct pt_block *block)
+/* Whether the begun block may use up the trace in hand, the last bit of
+ * the TNT or the TIP, by the runs of the run cache: where no call can be
+ * undone, outside file sections and with neither a postponed instruction
+ * nor ticks. */
+static IPT__INLINE int ipt__blk_last_ok(const struct pt_block_decoder *decoder)
 {
-	const struct ipt__blk_text *text = NULL;
 	const struct pt_event *ev = &decoder->event;
-	struct ipt__blk_run *run;
+
+	return decoder->status >= 0 && decoder->enabled &&
+	       !decoder->process_insn &&
+	       !decoder->flags.variant.block.enable_tick_events &&
+	       (ev->type == ptev_tnt ? ev->variant.tnt.size == 1 :
+		ev->type == ptev_tip && !ev->ip_suppressed) &&
+	       !ipt__evt_more(&decoder->evdec) &&
+	       !ipt__image_has_files(decoder->image);
+}
+
+/* ipt__blk_proceed_trailing_event where its commonest case is plain to
+ * see: a TNT with bits left or a TIP in hand, nothing postponed, no tick
+ * wanted, no error and no event of the CR3 filter: nothing applies here. */
+static IPT__INLINE int
+ipt__blk_proceed_trailing_quick(struct pt_block_decoder *decoder,
+				struct pt_block *block)
+{
+	const struct pt_event *ev = &decoder->event;
+
+	if (decoder->status >= 0 && !decoder->process_insn &&
+	    !decoder->filter_event &&
+	    !decoder->flags.variant.block.enable_tick_events &&
+	    (ev->type == ptev_tip ||
+	     (ev->type == ptev_tnt && ev->variant.tnt.size)))
+		return ipt__blk_status(decoder, 0);
+	return ipt__blk_proceed_trailing_event(decoder, block);
+}
+
+/* The begun block that uses up the trace in hand (ipt__blk_last_ok) from
+ * @run with @text, the warm run at the IP: ipt__blk_next_chain takes it
+ * (the general way would walk it and so make it warm), and the
+ * trailing-event rules follow as ipt__blk_proceed has them, without
+ * ipt__blk_next's general frame; a block of one run goes by
+ * ipt__blk_take_last.  Otherwise ipt__blk_next.  The caller has begun the
+ * block and noted the image's misses (ipt__blk_watch) before it looked up
+ * @run. */
+static int ipt__blk_next_last_run(struct pt_block_decoder *decoder,
+				  struct pt_block *block,
+				  const struct ipt__blk_run *run,
+				  const struct ipt__blk_text *text)
+{
+	const struct pt_event *ev = &decoder->event;
 	int status;
 
-	if (decoder->status < 0 || !decoder->enabled ||
-	    decoder->process_insn ||
-	    decoder->flags.variant.block.enable_tick_events ||
-	    (ev->type == ptev_tnt ? ev->variant.tnt.size != 1 :
-	     ev->type != ptev_tip || ev->ip_suppressed) ||
-	    ipt__evt_more(&decoder->evdec) ||
-	    ipt__image_has_files(decoder->image))
-		return ipt__blk_next(decoder, block, sizeof(*block), 1);
-
-	ipt__blk_watch(decoder);
 	decoder->cur_block = block;
-	run = (struct ipt__blk_run *)
-		ipt__blk_run_find(decoder, decoder->ip, decoder->mode,
-				  decoder->want_text ? &text : NULL);
-	status = -1;
-	if (run) {
-		run->warm = 1;
-		if (run->kind == ipt__run_dcall || run->kind == ipt__run_djump ||
-		    run->kind == ipt__run_next)
-			status = ipt__blk_next_chain(decoder, block, run, text);
-		else
-			status = ipt__blk_take_last(decoder, block, run, text);
-	}
+	if (run->kind == ipt__run_dcall || run->kind == ipt__run_djump ||
+	    run->kind == ipt__run_next)
+		status = ipt__blk_next_chain(decoder, block, run, text);
+	else
+		status = ipt__blk_take_last(decoder, block, run, text);
 	if (status < 0) {
 		decoder->cur_block = NULL;
 		return ipt__blk_next(decoder, block, sizeof(*block), 1);
 	}
-	if (status > 0)
+	/* The TIP or the TNT is used up: the trailing-event rules fetch the
+	 * next event first (no ticks, no error in hand). */
+	if (status > 0 || (ev->type == ptev_tnt && !ev->variant.tnt.size))
 		status = ipt__blk_fetch_event(decoder);
 	if (status >= 0)
-		status = ipt__blk_proceed_trailing_event(decoder, block);
+		status = ipt__blk_proceed_trailing_quick(decoder, block);
 	decoder->cur_block = NULL;
 	/* pt_blk_next comes here only before the end. */
 	ipt__blk_stepped(decoder, block, status, 0);
 	return status;
+}
+
+/* The begun block may use up the trace in hand: by
+ * ipt__blk_next_last_run from the run at the IP (recorded if need be)
+ * where ipt__blk_last_ok, otherwise by ipt__blk_next. */
+static int ipt__blk_next_last(struct pt_block_decoder *decoder,
+			      struct pt_block *block)
+{
+	const struct ipt__blk_text *text = NULL;
+	struct ipt__blk_run *run;
+
+	if (!ipt__blk_last_ok(decoder))
+		return ipt__blk_next(decoder, block, sizeof(*block), 1);
+
+	ipt__blk_watch(decoder);
+	run = (struct ipt__blk_run *)
+		ipt__blk_run_find(decoder, decoder->ip, decoder->mode,
+				  decoder->want_text ? &text : NULL);
+	if (!run)
+		return ipt__blk_next(decoder, block, sizeof(*block), 1);
+	run->warm = 1;
+	return ipt__blk_next_last_run(decoder, block, run, text);
 }
 
 static IPT__NOINLINE int ipt__blk_next_slow(struct pt_block_decoder *decoder,
@@ -20645,13 +20687,26 @@ ipt__blk_next_chained(struct pt_block_decoder *decoder, struct pt_block *block,
 						      text));
 }
 
+/* ipt__blk_next_fast found @run (with @text), warm, for a block that uses
+ * up the trace in hand (ipt__blk_last_ok): as ipt__blk_next_slow would
+ * take it, without looking the run up again. */
+static IPT__NOINLINE int
+ipt__blk_next_tail(struct pt_block_decoder *decoder, struct pt_block *block,
+		   const struct ipt__blk_run *run,
+		   const struct ipt__blk_text *text)
+{
+	ipt__blk_begin(decoder, block);
+	ipt__blk_watch(decoder);
+	return ipt__blk_next_last_run(decoder, block, run, text);
+}
+
 /* The quickest case of ipt__blk_next_any: its run sits in its set under
  * the context in hand (in any way: the table stays as it is, the run
  * moves to the first way only on a look that records), and ends in a
- * conditional branch (a chain goes to
- * ipt__blk_next_chained).  Everything else ipt__blk_next_slow does,
- * before anything has changed; every way out of here is a tail call, so
- * that this path saves no registers.
+ * conditional branch (a chain goes to ipt__blk_next_chained; a block that
+ * uses up the trace in hand to ipt__blk_next_tail).  Everything else
+ * ipt__blk_next_slow does, before anything has changed; every way out of
+ * here is a tail call, so that this path saves no registers.
  * @with_text is decoder->want_text, a constant in each copy. */
 static IPT__INLINE int ipt__blk_next_fast(struct pt_block_decoder *decoder,
 					  struct pt_block *block,
@@ -20662,10 +20717,13 @@ static IPT__INLINE int ipt__blk_next_fast(struct pt_block_decoder *decoder,
 	struct ipt__blk_run *set;
 	uint64_t ip = decoder->ip;
 	uint32_t ctx = decoder->ctx_id, way = 0;
+	int last;
 
-	if (IPT__UNLIKELY(!IPT__BLK_RUNS || !ipt__blk_fast_ok(decoder) ||
-			  !decoder->runs || !ctx ||
+	if (IPT__UNLIKELY(!IPT__BLK_RUNS || !decoder->runs || !ctx ||
 			  decoder->ctx_mode != (uint32_t) decoder->mode))
+		return ipt__blk_next_slow(decoder, block);
+	last = !ipt__blk_fast_ok(decoder);
+	if (last && !ipt__blk_last_ok(decoder))
 		return ipt__blk_next_slow(decoder, block);
 
 	set = ipt__blk_set_with(decoder,
@@ -20686,6 +20744,8 @@ static IPT__INLINE int ipt__blk_next_fast(struct pt_block_decoder *decoder,
 	text = with_text ? &ipt__blk_set_text(set)[way] : NULL;
 	if (IPT__UNLIKELY(!run->warm))
 		return ipt__blk_next_slow(decoder, block);
+	if (last)
+		return ipt__blk_next_tail(decoder, block, run, text);
 	if (run->kind != ipt__run_cond)
 		return ipt__blk_next_chained(decoder, block, run, text);
 	if (IPT__UNLIKELY(ipt__blk_count(decoder, run) < 0))
