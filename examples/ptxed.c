@@ -158,8 +158,9 @@ static void oprint_hex(uint64_t value, const char *tail)
  *
  * Used for --ipt:callback (and IPT_NO_STDIO builds): the file contents,
  * mapped or read (examples/file.h), are kept here and handed to the
- * decoder through the image's read-memory callback.  A later segment hides an earlier one where they overlap, as a
- * later section hides an earlier one in an image. */
+ * decoder through the image's read-memory callback.  A later segment
+ * hides an earlier one where they overlap, as a later section hides an
+ * earlier one in an image. */
 
 struct ptxed_segment {
 	struct ex_file file;
