@@ -374,6 +374,107 @@ static T_UNUSED void run_blk(struct log *l, const struct pt_config *config,
 	pt_blk_free_decoder(d);
 }
 
+#ifndef USE_LIBIPT
+/* What a block decoder over @image reports of the trace of @config, its
+ * end first at @cut, more to come (ipt_blk_extend), moved to the end the
+ * first time a call needs more (@cut at the end: all at once); after an
+ * error, it synchronizes forward again.  A call that needs more is
+ * undone and made again once the end has moved. */
+static T_UNUSED void run_blk_stream(struct log *l,
+				    const struct pt_config *config,
+				    struct pt_image *image, uint8_t *cut)
+{
+	struct pt_config part = *config;
+	struct pt_block_decoder *d;
+	uint8_t *end = config->end;
+	int status, steps = 0, moved = 0;
+
+	log_init(l);
+	/* A decoder's end moves on only: it starts at @cut. */
+	part.end = cut;
+	d = pt_blk_alloc_decoder(&part);
+	if (!d || pt_blk_set_image(d, image) < 0 ||
+	    (cut < end && ipt_blk_extend(d, cut, 1) < 0)) {
+		log_add(l, "x decoder\n");
+		pt_blk_free_decoder(d);
+		return;
+	}
+	status = pt_blk_sync_forward(d);
+	while (steps++ < 10000) {
+		struct pt_block block;
+		struct pt_event ev;
+
+		/* Here only a sync needs more, or finds no PSB before the
+		 * end (the other calls say need-more then). */
+		if ((status == -ipt_pte_need_more || status == -pte_eos) &&
+		    !moved) {
+			moved = 1;
+			if (ipt_blk_extend(d, end, 0) < 0)
+				log_add(l, "x extend\n");
+			status = pt_blk_sync_forward(d);
+			continue;
+		}
+		if (status < 0) {
+			log_add(l, "x %s\n", pt_errstr(pt_errcode(status)));
+			if (status == -pte_eos)
+				break;
+			status = pt_blk_sync_forward(d);
+			continue;
+		}
+		if (status & pts_event_pending) {
+			memset(&ev, 0, sizeof(ev));
+			status = pt_blk_event(d, &ev, sizeof(ev));
+			if (status == -ipt_pte_need_more && !moved) {
+				moved = 1;
+				if (ipt_blk_extend(d, end, 0) < 0)
+					log_add(l, "x extend\n");
+				status = pts_event_pending;
+				continue;
+			}
+			if (status >= 0)
+				log_event(l, &ev);
+			continue;
+		}
+		if (status & pts_eos)
+			break;
+		memset(&block, 0, sizeof(block));
+		status = pt_blk_next(d, &block, sizeof(block));
+		if (status == -ipt_pte_need_more && !moved) {
+			moved = 1;
+			if (ipt_blk_extend(d, end, 0) < 0)
+				log_add(l, "x extend\n");
+			status = 0;
+			continue;
+		}
+		log_block(l, &block);
+	}
+	pt_blk_free_decoder(d);
+}
+
+/* How many cuts of the trace of @config (run_blk_stream at each byte)
+ * report otherwise than the whole of it; the first is printed, as @name. */
+static T_UNUSED int blk_stream_bad(const struct pt_config *config,
+				   struct pt_image *image, const char *name)
+{
+	static struct log whole, piece;
+	uint8_t *cut;
+	int bad = 0;
+
+	run_blk_stream(&whole, config, image, config->end);
+	for (cut = config->begin + 1; cut < config->end; ++cut) {
+		run_blk_stream(&piece, config, image, cut);
+		if (strcmp(whole.text, piece.text)) {
+			if (!bad)
+				printf("%s: cut at %ld:\n%s---\n%s", name,
+				       (long) (cut - config->begin),
+				       whole.text, piece.text);
+			bad += 1;
+		}
+	}
+	return bad;
+}
+#endif
+
 /* Called after each line run_insn_with() logs: @insn is the instruction
  * just logged, NULL after an event. */
 typedef void (*run_hook)(struct log *l, struct pt_insn_decoder *d,

@@ -318,95 +318,6 @@ static void cov_compare(const struct pt_config *config,
 	free(got.e);
 }
 
-/* What the block decoder reports, as text, decoding the trace of
- * @config whose end is first at @cut, more to come, and moves to the end
- * the first time a call needs more (@cut at the end: all at once). */
-static void blk_stream(struct log *l, const struct pt_config *config,
-		       struct pt_image *image, uint8_t *cut)
-{
-	struct pt_block_decoder *d = blk_new(config, image, pt_asid_no_cr3);
-	uint8_t *end = config->end;
-	int status, steps = 0, moved = 0;
-
-	log_init(l);
-	if (!d) {
-		log_add(l, "no decoder\n");
-		return;
-	}
-	if (cut < end)
-		(void) ipt_blk_extend(d, cut, 1);
-	status = pt_blk_sync_forward(d);
-	while (steps++ < 10000) {
-		struct pt_block block;
-		struct pt_event ev;
-
-		if (status == -ipt_pte_need_more && !moved) {
-			moved = 1;
-			(void) ipt_blk_extend(d, end, 0);
-			status = pt_blk_sync_forward(d);
-			continue;
-		}
-		if (status < 0) {
-			log_add(l, "x %s\n", pt_errstr(pt_errcode(status)));
-			if (status == -pte_eos)
-				break;
-			status = pt_blk_sync_forward(d);
-			continue;
-		}
-		if (status & pts_event_pending) {
-			memset(&ev, 0, sizeof(ev));
-			status = pt_blk_event(d, &ev, sizeof(ev));
-			if (status == -ipt_pte_need_more && !moved) {
-				moved = 1;
-				(void) ipt_blk_extend(d, end, 0);
-				status = pts_event_pending;
-				continue;
-			}
-			if (status >= 0)
-				log_event(l, &ev);
-			continue;
-		}
-		if (status & pts_eos)
-			break;
-		memset(&block, 0, sizeof(block));
-		status = pt_blk_next(d, &block, sizeof(block));
-		if (status == -ipt_pte_need_more && !moved) {
-			moved = 1;
-			(void) ipt_blk_extend(d, end, 0);
-			status = 0;
-			continue;
-		}
-		if (status >= 0 || block.ninsn)
-			log_add(l, "b %llx %llx %u\n",
-				(unsigned long long) block.ip,
-				(unsigned long long) block.end_ip,
-				block.ninsn);
-	}
-	pt_blk_free_decoder(d);
-}
-
-/* Every cut of the trace against the whole of it. */
-static void blk_stream_compare(const struct pt_config *config,
-			       struct pt_image *image, const char *name)
-{
-	static struct log whole, piece;
-	uint8_t *cut;
-	int bad = 0;
-
-	blk_stream(&whole, config, image, config->end);
-	for (cut = config->begin + 1; cut < config->end; ++cut) {
-		blk_stream(&piece, config, image, cut);
-		if (strcmp(whole.text, piece.text)) {
-			if (!bad)
-				printf("%s: cut at %ld:\n%s---\n%s", name,
-				       (long) (cut - config->begin),
-				       whole.text, piece.text);
-			bad += 1;
-		}
-	}
-	CHECK_EQ(bad, 0);
-}
-
 /* ---- the traces ---- */
 
 /* A PSB+ at @ip (none: tracing off) with @mode, @cr3, and extras; a long
@@ -799,7 +710,7 @@ int main(int argc, char **argv)
 		evt_compare(config, 1, name);
 		quiet = blk_quiet;
 		blk_compare(config, image, name);
-		blk_stream_compare(config, image, name);
+		CHECK_EQ(blk_stream_bad(config, image, name), 0);
 		cov_compare(config, image, &m, pt_asid_no_cr3, name);
 		if (which == 8)
 			CHECK_EQ(blk_quiet - quiet, 1);
