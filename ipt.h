@@ -24909,6 +24909,14 @@ ipt__cov_memo_op(const struct ipt_cov_decoder *cov,
 	return &cov->memo_arena[e->tail + e->op_at];
 }
 
+static IPT__INLINE const uint16_t *
+ipt__cov_memo_ninsn(const struct ipt_cov_decoder *cov,
+		    const struct ipt__cov_memo *e)
+{
+	return (const uint16_t *) (const void *)
+		&cov->memo_arena[e->tail + e->ninsn_at];
+}
+
 enum {
 	/* The words of the longest tail. */
 	IPT__COV_MEMO_TAIL_MOST =
@@ -25781,6 +25789,7 @@ static IPT__INLINE void ipt__cov_memo_apply(struct ipt_cov_decoder *cov,
 	}
 	cov->memo_pend = e;
 }
+
 /* The TIP (or TIP.PGD, TIP.PGE pair) behind the TNT bits of the window,
  * read ahead (ipt__cov_tnt): its IP payload and compression (a TIP.PGD's
  * for a pair), the TIP.PGE's for a pair (@ipc2 zero for a TIP), and where
@@ -26002,9 +26011,7 @@ static IPT__INLINE uint64_t ipt__cov_tnt_with(void *context,
 			if (past) {
 				uint32_t at = used - ipt__lsb(past);
 				const uint16_t *ninsn =
-					(const uint16_t *) (const void *) &cov
-						->memo_arena[e->tail +
-							     e->ninsn_at];
+					ipt__cov_memo_ninsn(cov, e);
 
 				crossed = 1;
 				icnt = e->ninsn_last - ninsn[at - 1];
