@@ -18672,19 +18672,20 @@ static int ipt__blk_seen_add(struct pt_block_decoder *decoder,
 			return status;
 	}
 	if (!entry || !entry->section) {
+		/* A new entry, in the empty slot found, or in a grown
+		 * table's. */
 		if ((decoder->nseen + 1) * 2 > decoder->seen_cap) {
 			int status = ipt__blk_seen_grow(decoder);
 
 			if (status < 0)
 				return status;
+			entry = &decoder->seen[ipt__blk_seen_slot(
+				decoder->seen, decoder->seen_cap, section,
+				chunk)];
 		}
-		entry = &decoder->seen[ipt__blk_seen_slot(
-			decoder->seen, decoder->seen_cap, section, chunk)];
-		if (!entry->section) {
-			entry->section = section;
-			entry->chunk = chunk;
-			decoder->nseen += 1;
-		}
+		entry->section = section;
+		entry->chunk = chunk;
+		decoder->nseen += 1;
 	}
 	entry->bits |= bit;
 	if (decoder->guards) {
