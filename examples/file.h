@@ -82,8 +82,8 @@ static int ex_file_map(struct ex_file *out, FILE *file, long begin,
  * trace), a range past the end is an error, and a failure is printed and
  * returns -1. */
 static int ex_file_load(struct ex_file *out, const char *filename,
-		     uint64_t offset, uint64_t size, int clamp,
-		     const char *prog)
+			uint64_t offset, uint64_t size, int clamp,
+			const char *prog)
 {
 	uint8_t *content;
 	FILE *file;
@@ -100,16 +100,7 @@ static int ex_file_load(struct ex_file *out, const char *filename,
 		return err;
 	}
 
-	if (fseek(file, 0, SEEK_END)) {
-		if (!clamp)
-			fprintf(stderr,
-				"%s: failed to determine size of %s: %d.\n",
-				prog, filename, errno);
-		goto err_file;
-	}
-
-	fsize = ftell(file);
-	if (fsize < 0) {
+	if (fseek(file, 0, SEEK_END) || (fsize = ftell(file)) < 0) {
 		if (!clamp)
 			fprintf(stderr,
 				"%s: failed to determine size of %s: %d.\n",
