@@ -18313,14 +18313,21 @@ static IPT__INLINE void ipt__blk_trail_add(struct pt_block_decoder *decoder,
  * TNT bit and the return stack), in an indirect branch, call or return
  * with the TIP, or where the general way ends the block without trace (a
  * call or jump with end_on_call or end_on_jump, a run in another
- * section).  The general way would take the same steps; the runs are
- * looked at before anything changes, so that on any other way the block
- * goes, nothing has.  Not for an image with file sections: there blocks
- * follow libipt's cache (ipt__blk_walk_begin).
+ * section, code that leaves the file section the block is in).  The
+ * general way would take the same steps; the runs are looked at before
+ * anything changes, so that on any other way the block goes, nothing has
+ * (but the file section looked up, as the general way looks it up
+ * first: ipt__blk_walk_begin).  In a file section, blocks follow
+ * libipt's cache: all the runs are warm there, so they go on as they do
+ * outside.
  *
  * Returns 1 if the block took the TIP (the decoder is at its IP, and the
  * event is used up), zero if done otherwise, -1 if not such a block. */
 enum { IPT__BLK_CHAIN = 8 };
+
+static int ipt__blk_walk_begin(struct pt_block_decoder *decoder);
+static int ipt__blk_in_section(const struct pt_block_decoder *decoder,
+			       uint64_t ip);
 /* A chain's instruction count fits the block's 16-bit ninsn. */
 typedef char ipt__blk_chain_fits[IPT__BLK_CHAIN * IPT__RUN_MAX <= UINT16_MAX
 				 ? 1 : -1];
@@ -18337,9 +18344,16 @@ static IPT__NOINLINE int ipt__blk_next_chain(struct pt_block_decoder *decoder,
 	uint64_t next[IPT__BLK_CHAIN], ip;
 	uint32_t n = 0, i, ninsn = 0, npush = 0, icnt;
 	uint8_t size;
+	int walk = 0;
 
-	if (ipt__image_has_files(decoder->image))
-		return -1;
+	/* In a file section with a cache, the block is where libipt's
+	 * would be as long as every run is warm (libipt has cached all
+	 * their instructions) and the code stays in the section. */
+	if (ipt__image_has_files(decoder->image)) {
+		walk = ipt__blk_walk_begin(decoder);
+		if (walk < 0)
+			return -1;
+	}
 
 	for (;;) {
 		runs[n] = run;
@@ -18388,6 +18402,9 @@ static IPT__NOINLINE int ipt__blk_next_chain(struct pt_block_decoder *decoder,
 
 		if (n == IPT__BLK_CHAIN)
 			return -1;
+		/* libipt ends a block where the code leaves its section. */
+		if (walk && !ipt__blk_in_section(decoder, ip))
+			goto done;
 		run = ipt__blk_run_peek(decoder, ip, mode,
 					decoder->want_text ? &text : NULL);
 		if (!run || !run->warm)
@@ -18526,7 +18543,8 @@ static IPT__INLINE void ipt__blk_take_ret(struct pt_block_decoder *decoder,
  * the block (ipt__blk_take_cond), others may chain (ipt__blk_next_chain).
  *
  * Returns zero if done, -1 if this is not such a block: nothing but the
- * run cache has changed and the general way takes over. */
+ * run cache (and the file section looked up, as the general way does
+ * first) has changed and the general way takes over. */
 static IPT__INLINE int ipt__blk_next_any(struct pt_block_decoder *decoder,
 					 struct pt_block *block)
 {
@@ -20565,8 +20583,7 @@ static IPT__INLINE int ipt__blk_take_last(struct pt_block_decoder *decoder,
 
 /* Whether the begun block may use up the trace in hand, the last bit of
  * the TNT or the TIP, by the runs of the run cache: where no call can be
- * undone, outside file sections and with neither a postponed instruction
- * nor ticks. */
+ * undone, with neither a postponed instruction nor ticks. */
 static IPT__INLINE int ipt__blk_last_ok(const struct pt_block_decoder *decoder)
 {
 	const struct pt_event *ev = &decoder->event;
@@ -20576,8 +20593,7 @@ static IPT__INLINE int ipt__blk_last_ok(const struct pt_block_decoder *decoder)
 	       !decoder->flags.variant.block.enable_tick_events &&
 	       (ev->type == ptev_tnt ? ev->variant.tnt.size == 1 :
 		ev->type == ptev_tip && !ev->ip_suppressed) &&
-	       !ipt__evt_more(&decoder->evdec) &&
-	       !ipt__image_has_files(decoder->image);
+	       !ipt__evt_more(&decoder->evdec);
 }
 
 /* ipt__blk_proceed_trailing_event where its commonest case is plain to
@@ -20637,8 +20653,9 @@ static int ipt__blk_next_last_run(struct pt_block_decoder *decoder,
 }
 
 /* The begun block may use up the trace in hand: by
- * ipt__blk_next_last_run from the run at the IP (recorded if need be)
- * where ipt__blk_last_ok, otherwise by ipt__blk_next. */
+ * ipt__blk_next_last_run from the run at the IP (recorded if need be; in
+ * an image with file sections, only a warm one) where ipt__blk_last_ok,
+ * otherwise by ipt__blk_next. */
 static int ipt__blk_next_last(struct pt_block_decoder *decoder,
 			      struct pt_block *block)
 {
@@ -20654,7 +20671,13 @@ static int ipt__blk_next_last(struct pt_block_decoder *decoder,
 				  decoder->want_text ? &text : NULL);
 	if (!run)
 		return ipt__blk_next(decoder, block, sizeof(*block), 1);
-	run->warm = 1;
+	if (!run->warm) {
+		/* In a file section, the general way walks it as libipt's
+		 * cache would see it. */
+		if (ipt__image_has_files(decoder->image))
+			return ipt__blk_next(decoder, block, sizeof(*block), 1);
+		run->warm = 1;
+	}
 	return ipt__blk_next_last_run(decoder, block, run, text);
 }
 
@@ -20677,8 +20700,7 @@ ipt__blk_next_chained(struct pt_block_decoder *decoder, struct pt_block *block,
 		      const struct ipt__blk_text *text)
 {
 	ipt__blk_begin(decoder, block);
-	if (run->kind == ipt__run_ret &&
-	    !ipt__image_has_files(decoder->image) && ipt__blk_ret_ok(decoder) &&
+	if (run->kind == ipt__run_ret && ipt__blk_ret_ok(decoder) &&
 	    ipt__blk_count(decoder, run) >= 0) {
 		ipt__blk_take_ret(decoder, block, run, text);
 		return ipt__blk_next_done(decoder, block, 0);
