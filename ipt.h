@@ -18738,10 +18738,11 @@ static int ipt__blk_fill_done(struct pt_block_decoder *decoder)
 static int ipt__blk_sec_holds(const struct pt_block_decoder *decoder,
 			      uint64_t ip)
 {
-	return decoder->sec_epoch == decoder->epoch &&
-	       ipt__asid_match(&decoder->sec_asid, &decoder->asid) &&
-	       decoder->sec.section && decoder->sec.begin <= ip &&
-	       ip < decoder->sec.end;
+	return decoder->sec_epoch == decoder->epoch && decoder->sec.section &&
+	       decoder->sec.begin <= ip && ip < decoder->sec.end &&
+	       ((decoder->sec_asid.cr3 == decoder->asid.cr3 &&
+		 decoder->sec_asid.vmcs == decoder->asid.vmcs) ||
+		ipt__asid_match(&decoder->sec_asid, &decoder->asid) > 0);
 }
 
 /* Look up the section at @ip into @decoder->sec, as libipt does where the
