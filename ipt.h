@@ -18879,14 +18879,16 @@ static int ipt__blk_walk_one(struct pt_block_decoder *decoder, uint64_t ip,
  *
  * Returns how many of the run's instructions go into the block: all of
  * them, unless libipt's fill ends the block inside the run; then
- * @last->ip is the last of them and @last->size its size.  Sets *@stop if
- * the block ends after them.  A negative pte_* code on errors. */
+ * @last->ip is the last of them, @last->size its size and @last->iclass
+ * its class.  Sets *@stop if the block ends after them.  A negative
+ * pte_* code on errors. */
 static int ipt__blk_walk_run(struct pt_block_decoder *decoder,
 			     struct ipt__blk_run *run, int *stop,
 			     struct pt_insn *last)
 {
+	const struct ipt__blk_lmap *piece = NULL;
 	struct ipt__insn_ext iext;
-	uint64_t ip = run->ip, end_ip = run->ip + run->len;
+	uint64_t ip = run->ip, end_ip = run->ip + run->len, piece_base = 1;
 	uint32_t idx, seen_all = 1;
 	int status;
 
@@ -18896,11 +18898,29 @@ static int ipt__blk_walk_run(struct pt_block_decoder *decoder,
 		uint8_t size = run->isize;
 		uint64_t next;
 
+		/* All but the last instruction of a run are ordinary ones:
+		 * the length map knows the size of most, as the run was
+		 * recorded. */
 		if (ip != end_ip) {
-			status = ipt__blk_decode_at(decoder, ip, last, &iext);
-			if (status < 0)
-				return status;
-			size = last->size;
+			int isid = 0;
+
+			if (ipt__blk_lmap_base(ip) != piece_base) {
+				piece = ipt__blk_lmap_find(decoder, ip,
+							   run->ctx);
+				piece_base = ipt__blk_lmap_base(ip);
+			}
+			size = piece ? ipt__blk_lmap_size(piece, ip, &isid) : 0;
+			if (size && isid == run->isid) {
+				last->ip = ip;
+				last->size = size;
+				last->iclass = ptic_other;
+			} else {
+				status = ipt__blk_decode_at(decoder, ip, last,
+							    &iext);
+				if (status < 0)
+					return status;
+				size = last->size;
+			}
 		} else
 			kind = (enum ipt__run_kind) run->kind;
 

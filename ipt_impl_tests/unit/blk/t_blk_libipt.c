@@ -1,7 +1,8 @@
 /* Block boundaries as libipt's block decoder draws them over code in file
  * sections: its block cache ends a block after a near direct call the
  * first time through but not later, and after 0x400 instructions cached in
- * a row; over the read-memory callback blocks run on.  The instructions
+ * a row (here inside a straight line of nops, so that the block ends on an
+ * ordinary instruction); over the read-memory callback blocks run on.  The instructions
  * are the same either way, and so are an instruction decoder's.  Built
  * with -DUSE_LIBIPT against libipt 2.3, this test passes as well. */
 #include "blk_util.h"
@@ -16,6 +17,9 @@ enum { BASE = 0x1000, SIZE = 0x1600, LONG = 0x2000, NNOPS = 0x500 };
  * 0x1005  jmp rax
  * 0x1010  nop
  * 0x1011  ret
+ * 0x1ff0  nop
+ * 0x1ff1  nop
+ * 0x1ff2  jmp 0x2000
  * 0x2000  0x500 nops
  * 0x2500  jmp rax */
 static void make_code(uint8_t *code)
@@ -28,6 +32,10 @@ static void make_code(uint8_t *code)
 	memcpy(code, head, sizeof(head));
 	code[0x10] = 0x90;
 	code[0x11] = 0xc3;
+	code[LONG - 0x10 - BASE] = 0x90;
+	code[LONG - 0xf - BASE] = 0x90;
+	code[LONG - 0xe - BASE] = 0xeb;
+	code[LONG - 0xd - BASE] = 0x0c;
 	memset(code + (LONG - BASE), 0x90, NNOPS);
 	code[LONG - BASE + NNOPS] = 0xff;
 	code[LONG - BASE + NNOPS + 1] = 0xe0;
@@ -41,8 +49,8 @@ static struct pt_config *make_trace(struct tb *t)
 	tb_tnt(t, 1, 1);
 	tb_ip(t, ppt_tip, pt_ipc_sext_48, BASE);
 	tb_tnt(t, 1, 1);
-	tb_ip(t, ppt_tip, pt_ipc_sext_48, LONG);
-	tb_ip(t, ppt_tip, pt_ipc_sext_48, LONG);
+	tb_ip(t, ppt_tip, pt_ipc_sext_48, LONG - 0x10);
+	tb_ip(t, ppt_tip, pt_ipc_sext_48, LONG - 0x10);
 	tb_ip(t, ppt_tip_pgd, pt_ipc_suppressed, 0);
 	return tb_done(t);
 }
@@ -50,16 +58,17 @@ static struct pt_config *make_trace(struct tb *t)
 static const char *const events = "e enabled 1000\ne exec_mode 1000\n";
 
 /* libipt's blocks over a file section: the first time through, the call
- * and the 0x400th nop end blocks; the second time they do not. */
+ * and the 0x400th instruction (the 0x3fdth nop) end blocks; the second
+ * time they do not. */
 static const char *const file_blocks =
 	"b 1000 1000 1\n"
 	"b 1010 1011 2\n"
 	"b 1005 1005 1\n"
 	"b 1000 1011 3\n"
 	"b 1005 1005 1\n"
-	"b 2000 23ff 1024\n"
-	"b 2400 2500 257\n"
-	"b 2000 2500 1281\n"
+	"b 1ff0 23fc 1024\n"
+	"b 23fd 2500 260\n"
+	"b 1ff0 2500 1284\n"
 	"e disabled 0\n";
 
 /* Over the callback, blocks end only where trace is needed. */
@@ -68,8 +77,8 @@ static const char *const callback_blocks =
 	"b 1005 1005 1\n"
 	"b 1000 1011 3\n"
 	"b 1005 1005 1\n"
-	"b 2000 2500 1281\n"
-	"b 2000 2500 1281\n"
+	"b 1ff0 2500 1284\n"
+	"b 1ff0 2500 1284\n"
 	"e disabled 0\n";
 
 static int read_code(uint8_t *buffer, size_t size, const struct pt_asid *asid,
@@ -84,6 +93,36 @@ static int read_code(uint8_t *buffer, size_t size, const struct pt_asid *asid,
 		size = (size_t) (BASE + SIZE - ip);
 	memcpy(buffer, code + (ip - BASE), size);
 	return (int) size;
+}
+
+/* The class of the first block over @image that ends at @end_ip; -1 if
+ * none does. */
+static int class_of_block(const struct pt_config *config,
+			  struct pt_image *image, uint64_t end_ip)
+{
+	struct pt_block_decoder *d = pt_blk_alloc_decoder(config);
+	int status, iclass = -1;
+
+	if (!d)
+		return -1;
+	pt_blk_set_image(d, image);
+	status = pt_blk_sync_set(d, 0);
+	while (status >= 0 && iclass < 0) {
+		struct pt_block b;
+
+		while (status >= 0 && (status & pts_event_pending)) {
+			struct pt_event ev;
+
+			status = pt_blk_event(d, &ev, sizeof(ev));
+		}
+		if (status < 0)
+			break;
+		status = pt_blk_next(d, &b, sizeof(b));
+		if (b.ninsn && b.end_ip == end_ip)
+			iclass = b.iclass;
+	}
+	pt_blk_free_decoder(d);
+	return iclass;
 }
 
 static void expect(struct log *l, const char *blocks, const char *name)
@@ -128,6 +167,21 @@ int main(void)
 	expect(&lb, file_blocks, "blocks, file section");
 	run_blk(&lc, config, cb_image);
 	expect(&lc, callback_blocks, "blocks, callback");
+	/* The block the fill ended on a nop ends on an ordinary
+	 * instruction.  (A section cache of its own: libipt's block cache
+	 * lives with the section, and the first decode filled it.) */
+	{
+		struct pt_image_section_cache *own = pt_iscache_alloc(NULL);
+		struct pt_image *image = pt_image_alloc("own");
+		int own_isid = pt_iscache_add_file(own, path, 0, SIZE, BASE);
+
+		CHECK(own_isid > 0);
+		CHECK_EQ(pt_image_add_cached(image, own, own_isid, NULL), 0);
+		CHECK_EQ(class_of_block(config, image, LONG + 0x3fc),
+			 ptic_other);
+		pt_image_free(image);
+		pt_iscache_free(own);
+	}
 
 #ifndef USE_LIBIPT
 	/* The same with the trace's end at each of its bytes at first, more
