@@ -25011,10 +25011,12 @@ static void ipt__cov_memo_free(struct ipt_cov_decoder *cov)
 
 /* The hash of a memo entry's key but its context number: the same IP
  * and bits in two contexts (a stale one, or another address space) share
- * places, told apart when they are compared. */
+ * places, told apart when they are compared.  The IP is mixed on its
+ * own: a step's IP is known before its bits are read (a TIP's, or the
+ * entry before's exit), so that only one multiply waits for the bits. */
 static IPT__INLINE uint64_t ipt__cov_memo_hash(uint64_t ip, uint64_t key)
 {
-	return (ip ^ (key * 0x9e3779b97f4a7c15ull)) * 0xff51afd7ed558ccdull;
+	return ((ip * 0x9e3779b97f4a7c15ull) ^ key) * 0xff51afd7ed558ccdull;
 }
 
 /* An entry's first (@which zero) or second place in the memo, from the
