@@ -5803,6 +5803,22 @@ static const struct pt_packet ipt__pkt_one_byte[128] = {
 	IPT__ONE_BYTE16(96), IPT__ONE_BYTE16(112)
 };
 
+/* The TNT-8s alone, for a reader of their bits only: for a first byte
+ * b, the number of its bits and the bits, as ipt__pkt_one_byte has them
+ * (entry b / 2); zero bits for every byte that is no TNT-8 (PAD too). */
+struct ipt__tnt8 {
+	uint8_t size;
+	uint8_t bits;
+};
+
+#define IPT__TNT8(b)                                                           \
+	{ (uint8_t) ((b) & 1 || (b) < 4 ? 0 : IPT__TNT8_MSB((b) >> 1)),        \
+	  (uint8_t) ((b) & 1 || (b) < 4 ? 0 :                                  \
+		     ((b) >> 1) & ~(1u << IPT__TNT8_MSB((b) >> 1))) }
+
+static const struct ipt__tnt8 ipt__tnt8[256] = { IPT__R256(IPT__TNT8) };
+
+#undef IPT__TNT8
 #undef IPT__ONE_BYTE16
 #undef IPT__ONE_BYTE4
 #undef IPT__ONE_BYTE
@@ -10674,40 +10690,50 @@ static IPT__INLINE int ipt__evt_tnt_fill(const struct pt_event_decoder *decoder,
 	unsigned int kind, ipc;
 	uint64_t ip;
 	int size, full = 0;
+	/* The first byte of the packet at @at if it is another one (not
+	 * zero), read where the fast path decodes. */
+	uint32_t other = 0;
 
 	p->type = (enum pt_packet_type) 0;
-	while (ipt__pkt_in_fast(begin, fast, at)) {
-		/* As the packet layer decodes them. */
-		uint32_t b = *at, nbits;
+	/* Where the fast region ends: @at is in it while below (it is
+	 * from the first test on). */
+	if (ipt__pkt_in_fast(begin, fast, at)) {
+		uintptr_t end = begin + fast;
 
-		if (!ipt__pkt_is_tnt8(b)) {
-			if (b)
+		do {
+			/* As the packet layer decodes them. */
+			uint32_t b = *at, nbits = ipt__tnt8[b].size;
+
+			if (!nbits) {
+				if (b) {
+					other = b;
+					break;
+				}
+				at = ipt__pkt_past_pads(begin, fast, at);
+				continue;
+			}
+			at += 1;
+			bits = (bits << nbits) | ipt__tnt8[b].bits;
+			lasts = (lasts << nbits) | 1;
+			n += nbits;
+			nread += nbits;
+			w->ends[nread % 64] = at;
+			if (n > room) {
+				full = 1;
 				break;
-			at = ipt__pkt_past_pads(begin, fast, at);
-			continue;
-		}
-		nbits = (uint32_t) ipt__msb(b) - 1u;
-		at += 1;
-		bits = (bits << nbits) | ((b >> 1) ^ (1u << nbits));
-		lasts = (lasts << nbits) | 1;
-		n += nbits;
-		nread += nbits;
-		w->ends[nread % 64] = at;
-		if (n > room) {
-			full = 1;
-			break;
-		}
+			}
+		} while ((uintptr_t) at < end);
 	}
 	w->bits = bits;
 	w->lasts = lasts;
 	w->n = n;
 	w->nread = nread;
 	*pos = at;
-	if (full || !ipt__pkt_in_fast(begin, fast, at))
+	if (!other)
 		return full;
 
 	/* The TIPs, as ipt__pkt_fast and ipt__evt_tnt_ahead take them. */
-	kind = ipt__first_byte[*at];
+	kind = ipt__first_byte[other];
 	if (kind - ppt_tip > ppt_tip_pgd - ppt_tip)
 		return 0;
 	size = ipt__pkt_fast_ip(at, &ip, &ipc);
