@@ -10630,7 +10630,9 @@ static IPT__UNUSED int ipt__evt_psb_again(struct pt_event_decoder *decoder,
  * change of time, lies between them. */
 
 /* TNT bits read ahead into a window of 64: @bits holds them, the oldest
- * highest, the low @n of them not taken yet; @lasts marks the last bit of
+ * highest, the low @n of them not taken yet (and nothing above those: a
+ * reader keeps it so, its steps' memo keys take them as they are);
+ * @lasts marks the last bit of
  * each packet in its place; @nread counts the bits ever read in, and
  * @ends[k % 64] is where the packet ends that k bits had been read in with
  * (the bits of the packet in hand when reading began are counted, its end
@@ -25999,7 +26001,7 @@ static IPT__INLINE uint64_t ipt__cov_tnt_with(void *context,
 			if (!n)
 				break;
 		}
-		bits = (w.bits >> (w.n - n)) & ((1ull << n) - 1);
+		bits = w.bits >> (w.n - n);
 		e = ipt__cov_memo_find(cov, ip, mode, bits, n, tip_step,
 				       with_ret, &ctx);
 		used = e->used;
