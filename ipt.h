@@ -5803,6 +5803,22 @@ static const struct pt_packet ipt__pkt_one_byte[128] = {
 	IPT__ONE_BYTE16(96), IPT__ONE_BYTE16(112)
 };
 
+/* The TNT-8s alone, for a reader of their bits only: for a first byte
+ * b, the number of its bits and the bits, as ipt__pkt_one_byte has them
+ * (entry b / 2); zero bits for every byte that is no TNT-8 (PAD too). */
+struct ipt__tnt8 {
+	uint8_t size;
+	uint8_t bits;
+};
+
+#define IPT__TNT8(b)                                                           \
+	{ (uint8_t) ((b) & 1 || (b) < 4 ? 0 : IPT__TNT8_MSB((b) >> 1)),        \
+	  (uint8_t) ((b) & 1 || (b) < 4 ? 0 :                                  \
+		     ((b) >> 1) & ~(1u << IPT__TNT8_MSB((b) >> 1))) }
+
+static const struct ipt__tnt8 ipt__tnt8[256] = { IPT__R256(IPT__TNT8) };
+
+#undef IPT__TNT8
 #undef IPT__ONE_BYTE16
 #undef IPT__ONE_BYTE4
 #undef IPT__ONE_BYTE
@@ -10614,7 +10630,9 @@ static IPT__UNUSED int ipt__evt_psb_again(struct pt_event_decoder *decoder,
  * change of time, lies between them. */
 
 /* TNT bits read ahead into a window of 64: @bits holds them, the oldest
- * highest, the low @n of them not taken yet; @lasts marks the last bit of
+ * highest, the low @n of them not taken yet (and nothing above those: a
+ * reader keeps it so, its steps' memo keys take them as they are);
+ * @lasts marks the last bit of
  * each packet in its place; @nread counts the bits ever read in, and
  * @ends[k % 64] is where the packet ends that k bits had been read in with
  * (the bits of the packet in hand when reading began are counted, its end
@@ -10674,40 +10692,50 @@ static IPT__INLINE int ipt__evt_tnt_fill(const struct pt_event_decoder *decoder,
 	unsigned int kind, ipc;
 	uint64_t ip;
 	int size, full = 0;
+	/* The first byte of the packet at @at if it is another one (not
+	 * zero), read where the fast path decodes. */
+	uint32_t other = 0;
 
 	p->type = (enum pt_packet_type) 0;
-	while (ipt__pkt_in_fast(begin, fast, at)) {
-		/* As the packet layer decodes them. */
-		uint32_t b = *at, nbits;
+	/* Where the fast region ends: @at is in it while below (it is
+	 * from the first test on). */
+	if (ipt__pkt_in_fast(begin, fast, at)) {
+		uintptr_t end = begin + fast;
 
-		if (!ipt__pkt_is_tnt8(b)) {
-			if (b)
+		do {
+			/* As the packet layer decodes them. */
+			uint32_t b = *at, nbits = ipt__tnt8[b].size;
+
+			if (!nbits) {
+				if (b) {
+					other = b;
+					break;
+				}
+				at = ipt__pkt_past_pads(begin, fast, at);
+				continue;
+			}
+			at += 1;
+			bits = (bits << nbits) | ipt__tnt8[b].bits;
+			lasts = (lasts << nbits) | 1;
+			n += nbits;
+			nread += nbits;
+			w->ends[nread % 64] = at;
+			if (n > room) {
+				full = 1;
 				break;
-			at = ipt__pkt_past_pads(begin, fast, at);
-			continue;
-		}
-		nbits = (uint32_t) ipt__msb(b) - 1u;
-		at += 1;
-		bits = (bits << nbits) | ((b >> 1) ^ (1u << nbits));
-		lasts = (lasts << nbits) | 1;
-		n += nbits;
-		nread += nbits;
-		w->ends[nread % 64] = at;
-		if (n > room) {
-			full = 1;
-			break;
-		}
+			}
+		} while ((uintptr_t) at < end);
 	}
 	w->bits = bits;
 	w->lasts = lasts;
 	w->n = n;
 	w->nread = nread;
 	*pos = at;
-	if (full || !ipt__pkt_in_fast(begin, fast, at))
+	if (!other)
 		return full;
 
 	/* The TIPs, as ipt__pkt_fast and ipt__evt_tnt_ahead take them. */
-	kind = ipt__first_byte[*at];
+	kind = ipt__first_byte[other];
 	if (kind - ppt_tip > ppt_tip_pgd - ppt_tip)
 		return 0;
 	size = ipt__pkt_fast_ip(at, &ip, &ipc);
@@ -25054,10 +25082,12 @@ static void ipt__cov_memo_free(struct ipt_cov_decoder *cov)
 
 /* The hash of a memo entry's key but its context number: the same IP
  * and bits in two contexts (a stale one, or another address space) share
- * places, told apart when they are compared. */
+ * places, told apart when they are compared.  The IP is mixed on its
+ * own: a step's IP is known before its bits are read (a TIP's, or the
+ * entry before's exit), so that only one multiply waits for the bits. */
 static IPT__INLINE uint64_t ipt__cov_memo_hash(uint64_t ip, uint64_t key)
 {
-	return (ip ^ (key * 0x9e3779b97f4a7c15ull)) * 0xff51afd7ed558ccdull;
+	return ((ip * 0x9e3779b97f4a7c15ull) ^ key) * 0xff51afd7ed558ccdull;
 }
 
 /* An entry's first (@which zero) or second place in the memo, from the
@@ -26014,7 +26044,7 @@ static IPT__INLINE uint64_t ipt__cov_tnt_with(void *context,
 			if (!n)
 				break;
 		}
-		bits = (w.bits >> (w.n - n)) & ((1ull << n) - 1);
+		bits = w.bits >> (w.n - n);
 		e = ipt__cov_memo_find(cov, ip, mode, bits, n, tip_step,
 				       with_ret, &ctx);
 		used = e->used;
