@@ -15494,6 +15494,29 @@ static IPT__INLINE uint8_t ipt__blk_lmap_size(const struct ipt__blk_lmap *map,
 	return (uint8_t) ((map->size[off >> 1] >> ((off & 1) * 4)) & 0xf);
 }
 
+/* Where a walk through code stands in the length map: the piece holding
+ * the last IP looked at (NULL if none), found again only when an IP
+ * leaves the piece at @base (1 at first: no piece starts there). */
+struct ipt__blk_lmap_cursor {
+	struct ipt__blk_lmap *piece;
+	uint64_t base;
+};
+
+/* The size of the ordinary instruction at @ip in context @ctx as the
+ * length map knows it, and its section in *@isid; zero if not known.
+ * @at moves to the piece holding @ip. */
+static IPT__INLINE uint8_t
+ipt__blk_lmap_at(const struct pt_block_decoder *decoder,
+		 struct ipt__blk_lmap_cursor *at, uint64_t ip, uint32_t ctx,
+		 int *isid)
+{
+	if (ipt__blk_lmap_base(ip) != at->base) {
+		at->piece = ipt__blk_lmap_find(decoder, ip, ctx);
+		at->base = ipt__blk_lmap_base(ip);
+	}
+	return at->piece ? ipt__blk_lmap_size(at->piece, ip, isid) : 0;
+}
+
 /* Give the length map 1 << @bits slots, each piece moved to its slot
  * there; a piece whose slot another took is freed.  Nothing if memory runs
  * out: the map stays as it was. */
@@ -17938,10 +17961,8 @@ ipt__blk_run_fill(struct pt_block_decoder *decoder, struct ipt__blk_run *run,
 	struct ipt__blk_window win;
 	struct ipt__insn_ext iext;
 	struct pt_insn insn;
-	/* The length map's piece holding @ip (NULL if none), found again
-	 * only when @ip leaves the piece at @piece_base. */
-	struct ipt__blk_lmap *piece = NULL;
-	uint64_t ip = start, piece_base = 1;
+	struct ipt__blk_lmap_cursor at = { NULL, 1 };
+	uint64_t ip = start;
 	uint32_t max = IPT__RUN_MAX, len = 0;
 	uint16_t ninsn = 0;
 	uint8_t kind;
@@ -17964,11 +17985,7 @@ ipt__blk_run_fill(struct pt_block_decoder *decoder, struct ipt__blk_run *run,
 		 * where the window has no whole instruction or the
 		 * decoder reports an error.  Only that way sets more of
 		 * @insn than its IP, mode, size, class and section. */
-		if (ipt__blk_lmap_base(ip) != piece_base) {
-			piece = ipt__blk_lmap_find(decoder, ip, ctx);
-			piece_base = ipt__blk_lmap_base(ip);
-		}
-		known = piece ? ipt__blk_lmap_size(piece, ip, &isid) : 0;
+		known = ipt__blk_lmap_at(decoder, &at, ip, ctx, &isid);
 		if (!known || text)
 			code = ipt__blk_window(decoder, &win, ip);
 		if (known && text && (!code || isid != win.isid))
@@ -18018,9 +18035,9 @@ ipt__blk_run_fill(struct pt_block_decoder *decoder, struct ipt__blk_run *run,
 		if (insn.iclass == ptic_other) {
 			next = ipt__ip_in_mode(mode, ip + insn.size);
 			if (!known && next == ip + insn.size)
-				piece = ipt__blk_lmap_put(decoder, piece, ip,
-							  ctx, insn.isid,
-							  insn.size);
+				at.piece = ipt__blk_lmap_put(decoder, at.piece,
+							     ip, ctx, insn.isid,
+							     insn.size);
 			status = 0;
 		} else {
 			status = ipt__insn_next_ip(&next, &insn, &iext);
@@ -18914,9 +18931,9 @@ static int ipt__blk_walk_run(struct pt_block_decoder *decoder,
 			     struct ipt__blk_run *run, int *stop,
 			     struct pt_insn *last)
 {
-	const struct ipt__blk_lmap *piece = NULL;
+	struct ipt__blk_lmap_cursor at = { NULL, 1 };
 	struct ipt__insn_ext iext;
-	uint64_t ip = run->ip, end_ip = run->ip + run->len, piece_base = 1;
+	uint64_t ip = run->ip, end_ip = run->ip + run->len;
 	uint32_t idx, seen_all = 1;
 	int status;
 
@@ -18932,12 +18949,8 @@ static int ipt__blk_walk_run(struct pt_block_decoder *decoder,
 		if (ip != end_ip) {
 			int isid = 0;
 
-			if (ipt__blk_lmap_base(ip) != piece_base) {
-				piece = ipt__blk_lmap_find(decoder, ip,
-							   run->ctx);
-				piece_base = ipt__blk_lmap_base(ip);
-			}
-			size = piece ? ipt__blk_lmap_size(piece, ip, &isid) : 0;
+			size = ipt__blk_lmap_at(decoder, &at, ip, run->ctx,
+						&isid);
 			if (size && isid == run->isid) {
 				last->ip = ip;
 				last->size = size;
