@@ -375,6 +375,17 @@ static T_UNUSED void run_blk(struct log *l, const struct pt_config *config,
 }
 
 #ifndef USE_LIBIPT
+/* run_blk_stream's decoder @d needs more trace: its end moves to @end,
+ * once (*@moved). */
+static T_UNUSED void blk_stream_move(struct log *l,
+				     struct pt_block_decoder *d, uint8_t *end,
+				     int *moved)
+{
+	*moved = 1;
+	if (ipt_blk_extend(d, end, 0) < 0)
+		log_add(l, "x extend\n");
+}
+
 /* What a block decoder over @image reports of the trace of @config, its
  * end first at @cut, more to come (ipt_blk_extend), moved to the end the
  * first time a call needs more (@cut at the end: all at once); after an
@@ -408,9 +419,7 @@ static T_UNUSED void run_blk_stream(struct log *l,
 		 * end (the other calls say need-more then). */
 		if ((status == -ipt_pte_need_more || status == -pte_eos) &&
 		    !moved) {
-			moved = 1;
-			if (ipt_blk_extend(d, end, 0) < 0)
-				log_add(l, "x extend\n");
+			blk_stream_move(l, d, end, &moved);
 			status = pt_blk_sync_forward(d);
 			continue;
 		}
@@ -425,9 +434,7 @@ static T_UNUSED void run_blk_stream(struct log *l,
 			memset(&ev, 0, sizeof(ev));
 			status = pt_blk_event(d, &ev, sizeof(ev));
 			if (status == -ipt_pte_need_more && !moved) {
-				moved = 1;
-				if (ipt_blk_extend(d, end, 0) < 0)
-					log_add(l, "x extend\n");
+				blk_stream_move(l, d, end, &moved);
 				status = pts_event_pending;
 				continue;
 			}
@@ -440,9 +447,7 @@ static T_UNUSED void run_blk_stream(struct log *l,
 		memset(&block, 0, sizeof(block));
 		status = pt_blk_next(d, &block, sizeof(block));
 		if (status == -ipt_pte_need_more && !moved) {
-			moved = 1;
-			if (ipt_blk_extend(d, end, 0) < 0)
-				log_add(l, "x extend\n");
+			blk_stream_move(l, d, end, &moved);
 			status = 0;
 			continue;
 		}
